@@ -1,0 +1,321 @@
+"""The shoe: a provably fair card order, the cut, the burn and the stop card (GAME_RULES §4).
+
+The card order is a deterministic function of a 32-byte secret seed, written up in
+docs/fairness.md so that anyone can re-implement it:
+
+1. ``commitment = SHA-256(seed)`` (hex), published before the cut.
+2. A byte stream: block ``i`` (i = 0, 1, 2, ...) is
+   ``HMAC-SHA256(key=seed, msg=b"chemmy-shoe-v1" || i as 8-byte big-endian)``.
+   The stream is read 4 bytes at a time as big-endian unsigned 32-bit integers.
+3. ``uniform(n)``: read ``r``; reject while ``r >= 2**32 - (2**32 % n)``; return ``r % n``.
+4. Start from :func:`server.engine.cards.shoe_cards` (deck after deck, suits s h d c,
+   ranks A..K) and Fisher-Yates: for ``i`` from ``len-1`` down to 1, swap card ``i`` with
+   card ``uniform(i + 1)``.
+5. The cut ``c`` (10 <= c <= len-10) moves the first ``c`` cards to the back:
+   ``order[c:] + order[:c]``. A cut made on the player's behalf (timeout) is
+   ``10 + uniform(len - 19)`` from a second stream keyed the same way with the message
+   prefix ``b"chemmy-cut-v1"``.
+6. The burn: the first card is shown, its burn value (A = 1, 2-9 face, T J Q K = 10)
+   is how many cards then go face down. Dealing starts after them.
+7. The stop card sits before card ``len - stop_offset``; it comes out when that card is
+   drawn.
+
+Pure: no I/O, no clock, no global random. Seeds are made by the shell (``secrets``)
+and passed in; tests stack a shoe by giving its cards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .cards import CardError, burn_count, parse_card, shoe_cards
+from .coup import resolve_coup
+
+__all__ = [
+    "MIN_CUT",
+    "MIN_STOP_OFFSET",
+    "Shoe",
+    "ShoeError",
+    "VerifyReport",
+    "commitment",
+    "cut_order",
+    "shuffle_order",
+    "timeout_cut",
+    "verify",
+]
+
+MIN_CUT = 10  # §4: the cut is at least 10 cards from either end
+MIN_STOP_OFFSET = 7  # §4: the stop card is at least 7 cards from the end
+SEED_BYTES = 32
+_SHOE_LABEL = b"chemmy-shoe-v1"
+_CUT_LABEL = b"chemmy-cut-v1"
+
+
+class ShoeError(ValueError):
+    """A seed, cut or stop card position that the rules do not allow."""
+
+
+def commitment(seed: bytes) -> str:
+    """The SHA-256 commitment to a shoe's seed, published before the cut (§4)."""
+    return hashlib.sha256(seed).hexdigest()
+
+
+def _words(seed: bytes, label: bytes) -> Iterator[int]:
+    block = 0
+    while True:
+        digest = hmac.new(seed, label + block.to_bytes(8, "big"), hashlib.sha256).digest()
+        for k in range(0, 32, 4):
+            yield int.from_bytes(digest[k : k + 4], "big")
+        block += 1
+
+
+def _uniform(words: Iterator[int], n: int) -> int:
+    """An unbiased integer in [0, n) by rejection sampling."""
+    limit = 2**32 - (2**32 % n)
+    while True:
+        r = next(words)
+        if r < limit:
+            return r % n
+
+
+def _check_seed(seed: bytes) -> None:
+    if not isinstance(seed, bytes | bytearray) or len(seed) != SEED_BYTES:
+        raise ShoeError(f"a shoe seed is {SEED_BYTES} bytes")
+
+
+def shuffle_order(seed: bytes, decks: int = 8) -> list[str]:
+    """The shoe's card order before the cut: Fisher-Yates driven by the seed's stream."""
+    _check_seed(seed)
+    cards = shoe_cards(decks)
+    words = _words(bytes(seed), _SHOE_LABEL)
+    for i in range(len(cards) - 1, 0, -1):
+        j = _uniform(words, i + 1)
+        cards[i], cards[j] = cards[j], cards[i]
+    return cards
+
+
+def check_cut(cut: int, size: int) -> None:
+    if not isinstance(cut, int) or isinstance(cut, bool) or not MIN_CUT <= cut <= size - MIN_CUT:
+        raise ShoeError(f"the cut must be between {MIN_CUT} and {size - MIN_CUT}, not {cut!r}")
+
+
+def cut_order(order: Sequence[str], cut: int) -> list[str]:
+    """Apply the cut: the first ``cut`` cards go to the back (§4)."""
+    check_cut(cut, len(order))
+    return list(order[cut:]) + list(order[:cut])
+
+
+def timeout_cut(seed: bytes, size: int) -> int:
+    """The cut the table makes when the cutter's timer runs out (§4), from the seed."""
+    _check_seed(seed)
+    return MIN_CUT + _uniform(_words(bytes(seed), _CUT_LABEL), size - 2 * MIN_CUT + 1)
+
+
+@dataclass
+class Shoe:
+    """A shoe being dealt. Mutable; every field is plain data so a table can snapshot it.
+
+    ``cards`` is the order the cards will leave the shoe (after the cut); ``position``
+    the index of the next card. A stacked shoe (``seed is None``) has no cut and no burn.
+    """
+
+    cards: list[str]
+    decks: int
+    seed: bytes | None = None
+    cut: int | None = None
+    position: int = 0
+    stop_index: int | None = None
+    stop_card_out: bool = False
+    burn_card: str | None = None
+    burned: int = 0
+    dealt: list[str] = field(default_factory=list)
+
+    # -- making a shoe ------------------------------------------------------------
+    @classmethod
+    def from_seed(cls, seed: bytes, decks: int = 8) -> Shoe:
+        """A shuffled, uncut shoe. Call :meth:`apply_cut`, :meth:`burn`, :meth:`place_stop`."""
+        return cls(cards=shuffle_order(seed, decks), decks=decks, seed=bytes(seed))
+
+    @classmethod
+    def stacked(cls, cards: Sequence[str], stop_offset: int = 0) -> Shoe:
+        """A shoe dealt in exactly the order given: no cut, no burn (tests and audits)."""
+        parsed = [parse_card(c) for c in cards]
+        shoe = cls(cards=parsed, decks=0, cut=0)
+        if stop_offset:
+            shoe.place_stop(stop_offset)
+        return shoe
+
+    @property
+    def commitment(self) -> str:
+        if self.seed is not None:
+            return commitment(self.seed)
+        return hashlib.sha256(" ".join(self.cards).encode()).hexdigest()
+
+    @property
+    def size(self) -> int:
+        return len(self.cards)
+
+    @property
+    def remaining(self) -> int:
+        return len(self.cards) - self.position
+
+    def apply_cut(self, cut: int) -> None:
+        if self.cut is not None:
+            raise ShoeError("the shoe is already cut")
+        self.cards = cut_order(self.cards, cut)
+        self.cut = cut
+
+    def burn(self) -> tuple[str, int]:
+        """Show the first card and burn as many as its burn value (§4). Returns both."""
+        if self.position != 0:
+            raise ShoeError("the burn comes first")
+        face = self.cards[0]
+        count = min(burn_count(face), len(self.cards) - 1)
+        self.burn_card, self.burned = face, count
+        self.position = 1 + count
+        return face, count
+
+    def place_stop(self, offset: int) -> None:
+        if not MIN_STOP_OFFSET <= offset < len(self.cards):
+            raise ShoeError(f"the stop card goes at least {MIN_STOP_OFFSET} cards from the end")
+        self.stop_index = len(self.cards) - offset
+
+    # -- dealing ---------------------------------------------------------------------
+    def draw(self) -> str:
+        """Take the next card. Marks the stop card out when it is reached (§4)."""
+        if self.position >= len(self.cards):
+            raise ShoeError("the shoe is empty")
+        if self.stop_index is not None and self.position >= self.stop_index:
+            self.stop_card_out = True
+        card = self.cards[self.position]
+        self.position += 1
+        self.dealt.append(card)
+        return card
+
+    def peek_remaining_counts(self) -> dict[str, int]:
+        """Rank counts of the cards not yet dealt or burned (for the odds of what remains).
+
+        Only what the table already made public goes into it: the caller must not show
+        these counts before the burned cards are accounted for in the public record.
+        """
+        counts: dict[str, int] = {}
+        for card in self.cards[self.position :]:
+            counts[card[0]] = counts.get(card[0], 0) + 1
+        return counts
+
+    # -- storage ---------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cards": list(self.cards),
+            "decks": self.decks,
+            "seed": self.seed.hex() if self.seed is not None else None,
+            "cut": self.cut,
+            "position": self.position,
+            "stop_index": self.stop_index,
+            "stop_card_out": self.stop_card_out,
+            "burn_card": self.burn_card,
+            "burned": self.burned,
+            "dealt": list(self.dealt),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Shoe:
+        seed = data.get("seed")
+        return cls(
+            cards=list(data["cards"]),
+            decks=int(data["decks"]),
+            seed=bytes.fromhex(seed) if seed else None,
+            cut=data.get("cut"),
+            position=int(data["position"]),
+            stop_index=data.get("stop_index"),
+            stop_card_out=bool(data.get("stop_card_out")),
+            burn_card=data.get("burn_card"),
+            burned=int(data.get("burned", 0)),
+            dealt=list(data.get("dealt", [])),
+        )
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What :func:`verify` found: ``ok`` only when every check passed."""
+
+    ok: bool
+    coups_checked: int
+    problems: tuple[str, ...]
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"OK: seed matches the commitment; {self.coups_checked} coups match the shoe"
+        return "FAILED:\n" + "\n".join(f"- {p}" for p in self.problems)
+
+
+def verify(record: Mapping[str, Any]) -> VerifyReport:
+    """Check a revealed shoe record against its commitment (§4 "Provably fair").
+
+    ``record`` is the JSON of a revealed shoe (docs/fairness.md): ``decks``,
+    ``commitment``, ``seed`` (hex), ``cut``, ``stop_offset``, optionally ``burn_card``
+    and ``burned``, and ``coups``: a list of ``{"player": [...], "banker": [...]}``.
+    Every card dealt must be the card the seed and cut put there, in order, and the
+    shoe must end where the stop card rule says.
+    """
+    problems: list[str] = []
+    try:
+        seed = bytes.fromhex(str(record["seed"]))
+        decks = int(record.get("decks", 8))
+        cut = int(record["cut"])
+        stop_offset = int(record.get("stop_offset", 16))
+        coups = list(record.get("coups", []))
+        claimed = str(record["commitment"]).lower()
+    except (KeyError, ValueError, TypeError) as exc:
+        return VerifyReport(False, 0, (f"not a shoe record: {exc}",))
+    if commitment(seed) != claimed:
+        problems.append("the seed does not match the commitment")
+    try:
+        shoe = Shoe.from_seed(seed, decks)
+        shoe.apply_cut(cut)
+        face, count = shoe.burn()
+        shoe.place_stop(stop_offset)
+    except (ShoeError, CardError) as exc:
+        return VerifyReport(False, 0, (*problems, str(exc)))
+    if record.get("burn_card") not in (None, face):
+        problems.append(f"the burn card was {record['burn_card']}, the shoe says {face}")
+    if record.get("burned") not in (None, count):
+        problems.append(f"{record['burned']} cards were burned, the shoe says {count}")
+    checked = 0
+    stop_seen_at: int | None = None
+    for n, entry in enumerate(coups, start=1):
+        if stop_seen_at is not None and n > stop_seen_at + 1:
+            problems.append(f"coup {n} was dealt after the last coup of the shoe")
+            break
+        if shoe.remaining < 4:
+            problems.append(f"coup {n}: the shoe has no cards left")
+            break
+        expected = resolve_coup(shoe.cards[shoe.position : shoe.position + 6])
+        try:
+            got_p = [parse_card(c) for c in entry["player"]]
+            got_b = [parse_card(c) for c in entry["banker"]]
+        except (KeyError, TypeError, CardError) as exc:
+            problems.append(f"coup {n}: unreadable ({exc})")
+            break
+        if got_p != list(expected.player) or got_b != list(expected.banker):
+            problems.append(
+                f"coup {n}: recorded P {' '.join(got_p)} / B {' '.join(got_b)}, the shoe "
+                f"deals P {' '.join(expected.player)} / B {' '.join(expected.banker)}"
+            )
+            break
+        for _ in range(expected.cards_used):
+            shoe.draw()
+        checked += 1
+        if shoe.stop_card_out and stop_seen_at is None:
+            stop_seen_at = n
+    return VerifyReport(not problems, checked, tuple(problems))
+
+
+def record_json(record: Mapping[str, Any]) -> str:
+    """A shoe record as canonical JSON (sorted keys), as the server publishes it."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"))
