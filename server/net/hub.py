@@ -1,0 +1,143 @@
+"""Fan-out: table events to the connections watching each table.
+
+Each event is encoded once per distinct view and format: the public view once for
+JSON and once for msgpack (only for formats someone uses), and a separate frame only
+for the few players the event has a private part for (a turner's squeezed cards, a
+player's own balance). Frames go out with ``websockets.broadcast``, which writes
+without waiting: a slow client never slows a table. The server's watchdog closes a
+client whose write buffer keeps growing (see ``server.net.server``), and that client
+resumes from its last ``seq``.
+
+A bounded log of recent events per table lets a reconnecting client catch up.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from websockets.asyncio.server import ServerConnection, broadcast
+
+from server.protocol.codec import JSON, encode
+from server.table.events import Event, view_event
+
+__all__ = ["Hub", "Subscriber"]
+
+RETAINED_EVENTS = 4096
+
+
+@dataclass(eq=False, slots=True)
+class Subscriber:
+    conn: ServerConnection
+    player: str | None
+    fmt: str
+
+
+@dataclass(slots=True)
+class _Room:
+    subs: dict[ServerConnection, Subscriber] = field(default_factory=dict)
+    by_fmt: dict[str, set[ServerConnection]] = field(default_factory=dict)
+    by_player: dict[str, set[ServerConnection]] = field(default_factory=dict)
+    log: deque[Event] = field(default_factory=lambda: deque(maxlen=RETAINED_EVENTS))
+
+
+def envelope(table: str, view: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "event", "table": table, **view}
+
+
+def send_now(conn: ServerConnection, frame: str | bytes) -> None:
+    """Write one frame without waiting (ordering kept: one writer per connection)."""
+    if isinstance(frame, str):
+        broadcast((conn,), frame.encode(), text=True)
+    else:
+        broadcast((conn,), frame)
+
+
+class Hub:
+    def __init__(self, observe: Callable[[float], None] | None = None) -> None:
+        self._rooms: dict[str, _Room] = {}
+        self._observe = observe  # fan-out latency (seconds per event), for /metrics
+
+    def room(self, table: str) -> _Room:
+        room = self._rooms.get(table)
+        if room is None:
+            room = self._rooms[table] = _Room()
+        return room
+
+    # -- subscriptions ---------------------------------------------------------------
+    def subscribe(self, table: str, sub: Subscriber) -> None:
+        room = self.room(table)
+        room.subs[sub.conn] = sub
+        room.by_fmt.setdefault(sub.fmt, set()).add(sub.conn)
+        if sub.player is not None:
+            room.by_player.setdefault(sub.player, set()).add(sub.conn)
+
+    def unsubscribe(self, table: str, conn: ServerConnection) -> Subscriber | None:
+        room = self._rooms.get(table)
+        if room is None:
+            return None
+        sub = room.subs.pop(conn, None)
+        if sub is None:
+            return None
+        room.by_fmt.get(sub.fmt, set()).discard(conn)
+        if sub.player is not None:
+            conns = room.by_player.get(sub.player, set())
+            conns.discard(conn)
+            if not conns:
+                room.by_player.pop(sub.player, None)
+        return sub
+
+    def watching(self, table: str, player: str) -> int:
+        room = self._rooms.get(table)
+        return len(room.by_player.get(player, ())) if room else 0
+
+    def connections(self, table: str) -> Iterable[ServerConnection]:
+        room = self._rooms.get(table)
+        return list(room.subs) if room else []
+
+    def drop_table(self, table: str) -> None:
+        self._rooms.pop(table, None)
+
+    # -- events ----------------------------------------------------------------------
+    def publish(self, table: str, events: list[Event]) -> None:
+        room = self.room(table)
+        room.log.extend(events)
+        if not room.subs:
+            return
+        t0 = time.perf_counter()
+        for event in events:
+            private = event.private
+            skip: set[ServerConnection] = set()
+            if private:
+                for player in private:
+                    for conn in room.by_player.get(player, ()):
+                        sub = room.subs[conn]
+                        frame = encode(envelope(table, view_event(event, player)), sub.fmt)
+                        send_now(conn, frame)
+                        skip.add(conn)
+            public = envelope(table, view_event(event, None))
+            for fmt, conns in room.by_fmt.items():
+                if not conns:
+                    continue
+                frame = encode(public, fmt)
+                targets = conns - skip if skip else conns
+                if fmt == JSON:
+                    assert isinstance(frame, str)
+                    broadcast(targets, frame.encode(), text=True)
+                else:
+                    broadcast(targets, frame)
+        if self._observe is not None and events:
+            self._observe((time.perf_counter() - t0) / len(events))
+
+    def since(self, table: str, seq: int) -> list[Event] | None:
+        """The events after ``seq``, or None when some of them are no longer kept."""
+        room = self._rooms.get(table)
+        if room is None or not room.log:
+            return None
+        first = room.log[0].seq
+        if seq + 1 < first:
+            return None
+        return [e for e in room.log if e.seq > seq]

@@ -1,0 +1,93 @@
+"""``chemmy-server``: run the server until SIGTERM or SIGINT, then drain and stop.
+
+With no arguments it serves the default lobby on ws://127.0.0.1:8765 with guest play
+and a SQLite file in the current directory: nothing else to install or configure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+import time
+from typing import Any
+
+from .config import ConfigError, ServerConfig, load_config
+
+__all__ = ["main", "run"]
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line, for log collectors."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False)
+
+
+def setup_logging(config: ServerConfig) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    fmt = config.log_format
+    if fmt == "auto":
+        fmt = "text" if sys.stderr.isatty() else "json"
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(config.log_level.upper())
+    logging.getLogger("websockets").setLevel(logging.WARNING)
+
+
+async def run(config: ServerConfig, ready: asyncio.Event | None = None) -> None:
+    from server.store import store_for
+
+    from .server import ChemmyServer
+
+    server = ChemmyServer(config, store_for(config.db))
+    await server.start()
+    print(f"chemmy-server listening on ws://{config.host}:{server.port}", file=sys.stderr, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if ready is not None:
+        ready.set()
+    await stop.wait()
+    logging.getLogger("chemmy.server").info("draining")
+    await server.drain()
+    await server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    import os
+
+    try:
+        config = load_config(argv, os.environ)
+    except ConfigError as exc:
+        print(f"chemmy-server: error: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(config)
+    try:
+        asyncio.run(run(config))
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        print(f"chemmy-server: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""Prometheus metrics of one server, in its own registry (several servers may share a
+process in tests). Served at ``/metrics``. Never holds a player's private data."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["Metrics"]
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.connections = Gauge("chemmy_connections", "Open WebSocket connections", registry=r)
+        self.tables = Gauge("chemmy_tables", "Tables running in this process", registry=r)
+        self.commands = Counter("chemmy_commands", "Client commands received", ["type"], registry=r)
+        self.refused = Counter("chemmy_refused", "Commands refused, by error code", ["code"], registry=r)
+        self.coups = Counter("chemmy_coups", "Coups settled", registry=r)
+        self.settled = Counter(
+            "chemmy_settled_minor_units",
+            "Money settled, by kind (staked, returned, commission), in minor units",
+            ["kind"],
+            registry=r,
+        )
+        self.fanout = Histogram(
+            "chemmy_fanout_seconds",
+            "Time to encode and hand one event to every watching connection",
+            buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5),
+            registry=r,
+        )
+        self.slow_clients = Counter(
+            "chemmy_slow_clients", "Connections cut off for not keeping up", registry=r
+        )

@@ -1,0 +1,203 @@
+"""The two wire formats of the Chemmy protocol: JSON text frames and msgpack binary frames.
+
+A connection picks its format by WebSocket subprotocol (ARCHITECTURE.md, "Shell"):
+
+- ``chemmy.v1.json`` (:data:`JSON`): every message is one *text* frame holding one JSON
+  object (RFC 8259; ``NaN`` and ``Infinity`` are not JSON and are refused);
+- ``chemmy.v1.msgpack`` (:data:`MSGPACK`): every message is one *binary* frame holding
+  one msgpack map (str and bin types kept apart, no extension types).
+
+A message is a map with a non-empty string ``"type"``. :func:`decode` accepts exactly
+that or raises :class:`~server.protocol.errors.ProtocolError`, nothing else (h11's
+fuzzer rule), with one of two codes:
+
+- ``"bad_frame"``: the frame cannot be decoded in the connection's format (bad bytes,
+  a text frame on a msgpack connection or a binary frame on a JSON one, too big, too
+  deep, an extension type, a JSON ``NaN``);
+- ``"bad_message"``: it decodes, but not to a map with a string ``"type"`` (or a map
+  key is not a string, a msgpack float is not finite, nesting is too deep).
+
+Hostile frames are bounded: the frame length is checked first, msgpack's ``max_*_len``
+limits keep a small frame from claiming a huge container, and nesting deeper than
+:data:`MAX_DEPTH` is refused.
+
+This module is pure: it never does I/O, never logs, and never decides what a message
+means; that is the protocol's and the table's business.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, Final, NoReturn
+
+import msgpack
+
+from server.protocol.errors import ProtocolError
+
+__all__ = [
+    "FORMATS",
+    "JSON",
+    "MAX_DEPTH",
+    "MAX_SIZE",
+    "MSGPACK",
+    "decode",
+    "encode",
+    "is_binary",
+]
+
+JSON: Final = "chemmy.v1.json"
+MSGPACK: Final = "chemmy.v1.msgpack"
+#: The subprotocols in the server's order of preference.
+FORMATS: Final = (MSGPACK, JSON)
+
+#: Default bound on a frame's length (bytes for msgpack, characters for JSON). The
+#: server passes its own ``max_frame``; a client reading large snapshots may pass more.
+MAX_SIZE: Final = 1 << 20
+#: How deeply containers may nest in a message. Real messages are a handful deep.
+MAX_DEPTH: Final = 32
+
+_json_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def is_binary(fmt: str) -> bool:
+    """Whether ``fmt`` uses binary frames (msgpack) rather than text frames (JSON)."""
+    if fmt == MSGPACK:
+        return True
+    if fmt == JSON:
+        return False
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def encode(message: Mapping[str, Any], fmt: str) -> str | bytes:
+    """Encode one message: a ``str`` for :data:`JSON`, ``bytes`` for :data:`MSGPACK`.
+
+    Raises :class:`TypeError` or :class:`ValueError` when the message holds something
+    the format cannot carry (a server bug, never the client's): bytes in JSON, a
+    non-finite float in JSON, an integer wider than 64 bits in msgpack.
+    """
+    if not isinstance(message, dict):
+        message = dict(message)
+    if fmt == JSON:
+        return _json_encoder.encode(message)
+    if fmt == MSGPACK:
+        try:
+            packed: bytes = msgpack.packb(message, use_bin_type=True)
+        except OverflowError as exc:
+            raise ValueError(str(exc)) from None
+        return packed
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def decode(frame: str | bytes, fmt: str, *, max_size: int = MAX_SIZE) -> dict[str, Any]:
+    """Decode one frame received on a connection speaking ``fmt``.
+
+    Returns a ``dict`` with a non-empty ``str`` under ``"type"``; raises
+    :class:`ProtocolError` (``"bad_frame"`` or ``"bad_message"``) for anything else.
+    """
+    if fmt == JSON:
+        value = _decode_json(frame, max_size)
+    elif fmt == MSGPACK:
+        value = _decode_msgpack(frame, max_size)
+    else:
+        raise ValueError(f"unknown format {fmt!r}")
+    if not isinstance(value, dict):
+        raise ProtocolError("bad_message", "a message is a map")
+    kind = value.get("type")
+    if not isinstance(kind, str) or not kind:
+        raise ProtocolError("bad_message", 'a message has a string "type"')
+    _check_values(value, text=fmt == JSON)
+    return value
+
+
+# -- JSON ------------------------------------------------------------------------------
+
+
+def _refuse_constant(name: str) -> NoReturn:
+    raise ProtocolError("bad_frame", f"{name} is not JSON")
+
+
+def _decode_json(frame: str | bytes, max_size: int) -> Any:
+    if not isinstance(frame, str):
+        raise ProtocolError("bad_frame", "a chemmy.v1.json connection sends text frames")
+    if len(frame) > max_size:
+        raise ProtocolError("bad_frame", f"frame longer than {max_size}")
+    try:
+        return json.loads(frame, parse_constant=_refuse_constant)
+    except ProtocolError:
+        raise
+    except (ValueError, RecursionError):
+        # ValueError covers JSONDecodeError and integers past int_max_str_digits.
+        raise ProtocolError("bad_frame", "not a JSON document") from None
+
+
+# -- msgpack ---------------------------------------------------------------------------
+
+
+def _refuse_ext(code: int, data: bytes) -> NoReturn:
+    raise ProtocolError("bad_frame", "msgpack extension types are not used")
+
+
+def _decode_msgpack(frame: str | bytes, max_size: int) -> Any:
+    if not isinstance(frame, bytes | bytearray | memoryview):
+        raise ProtocolError("bad_frame", "a chemmy.v1.msgpack connection sends binary frames")
+    if len(frame) > max_size:
+        raise ProtocolError("bad_frame", f"frame longer than {max_size}")
+    try:
+        return msgpack.unpackb(
+            frame,
+            raw=False,
+            strict_map_key=True,
+            use_list=True,
+            ext_hook=_refuse_ext,
+            max_str_len=max_size,
+            max_bin_len=max_size,
+            max_array_len=max_size,
+            max_map_len=max_size // 2,
+            max_ext_len=0,
+        )
+    except ProtocolError:
+        raise
+    except Exception:
+        # Translate at the boundary: msgpack raises ValueError (and its subclasses
+        # ExtraData, StackError, FormatError, UnicodeDecodeError), TypeError
+        # (an unhashable map key) and others; to the client each is one bad frame.
+        raise ProtocolError("bad_frame", "not a msgpack document") from None
+
+
+# -- values ----------------------------------------------------------------------------
+
+
+def _check_values(message: dict[str, Any], *, text: bool) -> None:
+    """Refuse too-deep nesting, non-string keys, non-finite floats and, in JSON, lone
+    surrogates (``"\\ud800"`` parses but cannot be re-encoded as UTF-8 when relayed)."""
+    stack: list[tuple[Any, int]] = [(message, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            if depth > MAX_DEPTH:
+                raise ProtocolError("bad_message", f"nested deeper than {MAX_DEPTH}")
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise ProtocolError("bad_message", "map keys are strings")
+                if text:
+                    _check_text(key)
+                stack.append((item, depth + 1))
+        elif isinstance(value, list):
+            if depth > MAX_DEPTH:
+                raise ProtocolError("bad_message", f"nested deeper than {MAX_DEPTH}")
+            stack.extend((item, depth + 1) for item in value)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise ProtocolError("bad_message", "numbers are finite")
+        elif text and isinstance(value, str):
+            _check_text(value)
+
+
+def _check_text(value: str) -> None:
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ProtocolError("bad_message", "strings are valid Unicode") from None

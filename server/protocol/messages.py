@@ -1,0 +1,133 @@
+"""The client messages: their names, fields and types, checked in one place.
+
+Every client message is a map with ``type`` and a client-chosen ``id`` (a string or an
+integer, echoed by the reply). :func:`parse` checks a decoded message against
+:data:`SCHEMAS` and returns ``(type, id, fields)`` or raises
+:class:`~server.protocol.errors.ProtocolError` (a malformed message: ``bad_message``,
+``unknown_command``). :func:`table_command` turns a table message into the table's
+command dataclass. Whether the move is allowed is the table's business, not this
+module's.
+
+Pure: no I/O. Shared by the server and the client (the client uses the names).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from server.table import commands as c
+
+from .errors import ProtocolError
+
+__all__ = ["SCHEMAS", "TABLE_COMMANDS", "parse", "table_command"]
+
+# field -> (type(s), required). ``int`` never accepts a bool; amounts are int only.
+_Field = tuple[type | tuple[type, ...], bool]
+_TABLE: dict[str, _Field] = {"table": (str, True)}
+
+SCHEMAS: dict[str, dict[str, _Field]] = {
+    "hello": {"token": (str, False), "guest": (bool, False), "name": (str, False)},
+    "ping": {},
+    "tables": {},
+    "create_table": {"table": (str, False), "options": (dict, False)},
+    "close_table": {**_TABLE},
+    "join": {**_TABLE, "since": (int, False)},
+    "leave": {**_TABLE},
+    "sit": {**_TABLE, "seat": (int, False)},
+    "stand": {**_TABLE},
+    "bet": {**_TABLE, "area": (str, True), "amount": (int, True)},
+    "remove_bet": {**_TABLE, "area": (str, True), "amount": (int, False)},
+    "clear_bets": {**_TABLE},
+    "same_bet": {**_TABLE},
+    "done": {**_TABLE},
+    "accept_shoe": {**_TABLE},
+    "decline_shoe": {**_TABLE},
+    "pass_shoe": {**_TABLE},
+    "cut": {**_TABLE, "position": (int, True)},
+    "squeeze": {**_TABLE, "hand": (str, True), "style": (str, True)},
+    "turn": {**_TABLE, "hand": (str, True), "card": (int, True)},
+    "toss": {**_TABLE, "hand": (str, True)},
+    "progress": {**_TABLE, "hand": (str, True), "card": (int, True), "percent": (int, True)},
+    "chat": {**_TABLE, "text": (str, True)},
+    "balance": {},
+    "deposit": {"amount": (int, True)},
+    "history": {"limit": (int, False)},
+    "roads": {**_TABLE},
+    "shoe_record": {**_TABLE, "shoe": (int, False)},
+}
+
+# Wire name -> table command class, and which fields it takes.
+TABLE_COMMANDS: dict[str, type[c.Command]] = {
+    "sit": c.Sit,
+    "stand": c.Stand,
+    "bet": c.PlaceBet,
+    "remove_bet": c.RemoveBet,
+    "clear_bets": c.ClearBets,
+    "same_bet": c.SameBet,
+    "done": c.Done,
+    "accept_shoe": c.AcceptShoe,
+    "decline_shoe": c.DeclineShoe,
+    "pass_shoe": c.PassShoe,
+    "cut": c.Cut,
+    "squeeze": c.Squeeze,
+    "turn": c.TurnCard,
+    "toss": c.Toss,
+    "progress": c.Progress,
+}
+
+MAX_ID_LEN = 64
+
+
+def parse(message: Mapping[str, Any]) -> tuple[str, str | int | None, dict[str, Any]]:
+    """Check a decoded client message; return ``(type, id, fields)``."""
+    kind = message.get("type")
+    if not isinstance(kind, str):
+        raise ProtocolError("bad_message", "a message is a map with a string 'type'")
+    schema = SCHEMAS.get(kind)
+    if schema is None:
+        raise ProtocolError("unknown_command", f"there is no command {kind[:40]!r}")
+    mid = message.get("id")
+    if mid is not None and (
+        isinstance(mid, bool)
+        or not isinstance(mid, str | int)
+        or (isinstance(mid, str) and len(mid) > MAX_ID_LEN)
+        or (isinstance(mid, int) and not -(2**53) < mid < 2**53)
+    ):
+        raise ProtocolError("bad_message", f"'id' is a string of at most {MAX_ID_LEN} characters or an integer")
+    fields: dict[str, Any] = {}
+    for name, (types, required) in schema.items():
+        if name not in message or message[name] is None:
+            if required:
+                raise ProtocolError("bad_message", f"{kind} needs '{name}'")
+            continue
+        value = message[name]
+        if isinstance(value, bool) and bool not in _as_tuple(types):
+            raise ProtocolError("bad_message", f"'{name}' must be {_type_names(types)}")
+        if not isinstance(value, types):
+            raise ProtocolError("bad_message", f"'{name}' must be {_type_names(types)}")
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**53:
+            raise ProtocolError("bad_message", f"'{name}' is out of range")
+        if isinstance(value, str) and len(value) > 1000:
+            raise ProtocolError("bad_message", f"'{name}' is too long")
+        fields[name] = value
+    extra = set(message) - set(schema) - {"type", "id"}
+    if extra:
+        raise ProtocolError("bad_message", f"{kind} does not take {', '.join(sorted(map(str, extra)))[:80]}")
+    return kind, mid, fields
+
+
+def table_command(kind: str, mid: str | int | None, player: str, fields: Mapping[str, Any]) -> c.Command:
+    """The table command for a checked table message (``kind`` in TABLE_COMMANDS)."""
+    cls = TABLE_COMMANDS[kind]
+    args = {k: v for k, v in fields.items() if k != "table"}
+    return cls(player=player, id=None if mid is None else str(mid), **args)
+
+
+def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _type_names(types: type | tuple[type, ...]) -> str:
+    names = {int: "an integer", str: "a string", bool: "true or false", dict: "a map"}
+    return " or ".join(names.get(t, t.__name__) for t in _as_tuple(types))

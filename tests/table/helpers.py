@@ -1,0 +1,349 @@
+"""A small, pure harness for the table state machine (no event loop, no clock).
+
+``TableHarness`` owns a :class:`Table` over a funded :class:`MemoryWallet`, a fake
+clock (``now``) and the list of every event emitted. It joins and seats players,
+stacks shoes, moves time on and can play a whole coup (bets -> DONE -> turners TOSS).
+
+Stacked shoes are composed from coup blocks whose outcome is checked with
+:func:`server.engine.coup.resolve_coup` when the block is made, so a test states the
+outcome it relies on and the harness proves the cards give it.
+
+conftest.py registers this module as ``table_helpers`` (a unique name, so another test
+folder's ``helpers.py`` can never shadow it).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from server.engine.cards import parse_card
+from server.engine.coup import Coup, resolve_coup
+from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
+from server.table import commands as c
+from server.table.events import Event
+from server.table.table import Phase
+
+CASHIER = "cashier"
+HOUSE = "house"
+DEFAULT_FUNDS = 100_000
+
+
+# ---------------------------------------------------------------------- coup blocks
+def coup_block(cards: str | Sequence[str], outcome: str | None = None) -> list[str]:
+    """The cards of one coup in shoe order, checked: ``outcome`` must be what they give.
+
+    Exactly the cards the coup uses (4-6) must be given: extra cards would be dealt
+    to the next coup.
+    """
+    seq = cards.split() if isinstance(cards, str) else list(cards)
+    seq = [parse_card(x) for x in seq]
+    coup = resolve_coup([*seq, "Kc", "Kc"])  # pad: resolve_coup needs the draws' cards
+    assert coup.cards_used == len(seq), f"{seq} uses {coup.cards_used} cards, not {len(seq)}"
+    if outcome is not None:
+        assert coup.outcome == outcome, f"{seq} gives {coup.outcome}, not {outcome}"
+    return seq
+
+
+def resolved(block: Sequence[str]) -> Coup:
+    return resolve_coup([*block, "Kc", "Kc"])
+
+
+# Player 9 (natural) against Banker 2.
+PLAYER_WIN = coup_block("9s Ks Th 2d", "player")
+# Banker 9 (natural) against Player 0.
+BANKER_WIN = coup_block("Ks 9s Th Kd", "banker")
+# 9 - 9 naturals.
+TIE = coup_block("9s 9h Ks Kh", "tie")
+# Player 2+3 = 5 draws 4 -> 9; Banker K+6 = 6 stands on a third card of 4: Player 9-6.
+PLAYER_WIN_THIRD = coup_block("2s Ks 3s 6s 4s", "player")
+# Player A+2 = 3 draws 5 -> 8; Banker K+2 = 2 draws on anything: 7 -> 9; Banker 9-8.
+BANKER_WIN_BOTH_THIRD = coup_block("As Kh 2s 2h 5s 7h", "banker")
+# Player 7+K = 7 stands; Banker 2+3 = 5 draws (Player stood): 2 -> 7. 7-7 tie.
+TIE_BANKER_THIRD = coup_block("7s 2h Kd 3h 2c", "tie")
+# Player 4+4 (pair) = 8 natural; Banker 6+K = 6. Player wins with a Player pair.
+PLAYER_PAIR_WIN = coup_block("4s 6h 4d Kh", "player")
+# Banker wins with 6: Player 7+K = 7? no: Player 5+K = 5 draws K -> 5; Banker 6+K = 6
+# stands on a third card of 0: Banker 6-5 (no-commission pays half; Super 6).
+BANKER_SIX = coup_block("5s 6h Kd Kh Ks", "banker")
+
+FILLER = BANKER_WIN  # what a stacked shoe deals after the planned coups
+
+
+def stack(*blocks: Sequence[str], pad: int = 24) -> tuple[str, ...]:
+    """A stacked shoe: the blocks in order, then ``pad`` cards of Banker-winning coups.
+
+    With the default padding the stop card (16 from the end) lies inside the padding,
+    so the planned coups never bring it out.
+    """
+    cards: list[str] = [x for b in blocks for x in b]
+    filler: list[str] = []
+    while len(filler) < pad:
+        filler.extend(FILLER)
+    return tuple(cards + filler[:pad])
+
+
+# ---------------------------------------------------------------------- options
+def fast_timers(**over: float) -> Timers:
+    """Every timer at 0 (a Tick at the same ``now`` fires it), unless overridden."""
+    base = {f: 0.0 for f in ("betting", "squeeze", "third_card", "shoe_offer", "cut", "grace")}
+    base.update(over)
+    return Timers(**base)
+
+
+# ---------------------------------------------------------------------- the harness
+class TableHarness:
+    """A table, its wallet, a clock and the events emitted so far."""
+
+    def __init__(
+        self,
+        options: TableOptions | None = None,
+        *,
+        table_id: str = "t1",
+        wallet: MemoryWallet | None = None,
+        now: float = 1000.0,
+    ) -> None:
+        self.wallet = wallet if wallet is not None else MemoryWallet()
+        self.options = options or TableOptions()
+        self.table = Table(table_id, self.options, self.wallet)
+        self.table_id = table_id
+        self.now = now
+        self.events: list[Event] = []
+        self.last: list[Event] = []
+        self._ids = 0
+
+    # -- money -----------------------------------------------------------------------
+    def fund(self, player: str, amount: int = DEFAULT_FUNDS) -> None:
+        """Deposit play money from the cashier (the cashier goes negative: sum stays 0)."""
+        self.wallet.balances[CASHIER] = self.wallet.balance(CASHIER) - amount
+        acct = f"player:{player}"
+        self.wallet.balances[acct] = self.wallet.balance(acct) + amount
+
+    def balance(self, player: str) -> int:
+        return self.wallet.balance(f"player:{player}")
+
+    def held(self) -> int:
+        return self.wallet.balance(f"held:{self.table_id}")
+
+    # -- commands ----------------------------------------------------------------------
+    def do(self, cmd: c.Command, dt: float = 0.0) -> list[Event]:
+        """Handle one command ``dt`` seconds after the last; remember its events."""
+        self.now += dt
+        evs = self.table.handle(cmd, self.now)
+        if evs:
+            first = self.events[-1].seq + 1 if self.events else evs[0].seq
+            assert [e.seq for e in evs] == list(range(first, first + len(evs))), "seq gap"
+            assert evs[-1].seq == self.table.seq
+        self.events.extend(evs)
+        self.last = evs
+        return evs
+
+    def refuse(self, cmd: c.Command, code: str, dt: float = 0.0) -> TableError:
+        """``cmd`` must raise TableError(code) and change nothing at all."""
+        before = self.snapshot()
+        with pytest.raises(TableError) as info:
+            self.table.handle(cmd, self.now + dt)
+        assert info.value.code == code, f"{cmd}: {info.value!r}, expected {code!r}"
+        assert self.snapshot() == before, f"{cmd} was refused but changed the table"
+        return info.value
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything a refused command must leave alone: table state and money."""
+        return {
+            "state": self.table.to_state(),
+            "balances": dict(self.wallet.balances),
+            "reserved": copy.deepcopy(self.wallet._reserved),
+            "entries": len(self.wallet.entries),
+        }
+
+    def tick(self, dt: float = 0.0) -> list[Event]:
+        return self.do(c.Tick(), dt)
+
+    def tick_to_deadline(self) -> list[Event]:
+        """Move the clock to the table's next deadline and Tick."""
+        deadline = self.table.next_deadline
+        assert deadline is not None, "no timer is running"
+        return self.do(c.Tick(), max(0.0, deadline - self.now))
+
+    def next_id(self) -> str:
+        self._ids += 1
+        return f"cmd-{self._ids}"
+
+    # -- players -----------------------------------------------------------------------
+    def join(self, player: str, *, funds: int | None = DEFAULT_FUNDS) -> list[Event]:
+        if funds:
+            self.fund(player, funds)
+        return self.do(c.Join(player=player, name=player.title()))
+
+    def sit(self, player: str, seat: int | None = None) -> list[Event]:
+        return self.do(c.Sit(player=player, seat=seat))
+
+    def seat(self, players: Mapping[str, int] | Iterable[str], funds: int = DEFAULT_FUNDS) -> None:
+        """Join, fund and seat players: ``{"alice": 3, ...}`` or names (lowest free seats)."""
+        items = players.items() if isinstance(players, Mapping) else ((p, None) for p in players)
+        for p, s in items:
+            self.join(p, funds=funds)
+            self.sit(p, s)
+
+    def start(self, cards: Sequence[str] | None = None, *, seed: bytes | None = None) -> list[Event]:
+        if cards is not None:
+            return self.do(c.StartShoe(cards=tuple(cards)))
+        return self.do(c.StartShoe(seed=seed))
+
+    def accept(self, player: str) -> list[Event]:
+        return self.do(c.AcceptShoe(player=player))
+
+    def decline(self, player: str) -> list[Event]:
+        return self.do(c.DeclineShoe(player=player))
+
+    def bet(self, player: str, area: str, amount: int) -> list[Event]:
+        return self.do(c.PlaceBet(player=player, area=area, amount=amount))
+
+    def done(self, player: str) -> list[Event]:
+        return self.do(c.Done(player=player))
+
+    def toss(self, player: str, hand: str) -> list[Event]:
+        return self.do(c.Toss(player=player, hand=hand))
+
+    def setup(
+        self,
+        players: Mapping[str, int] | Iterable[str],
+        cards: Sequence[str],
+        holder: str | None = None,
+    ) -> None:
+        """Seat players, start a stacked shoe; ``holder`` accepts (earlier seats decline)."""
+        self.seat(players)
+        self.start(cards)
+        if holder is not None:
+            self.take_shoe(holder)
+
+    def take_shoe(self, holder: str) -> None:
+        """Decline the offer round until ``holder`` is offered the shoe, who accepts."""
+        for _ in range(len(self.table.players) + 1):
+            offer = self.table.offer
+            assert offer is not None, "no shoe offer in progress"
+            if offer.current == holder:
+                self.accept(holder)
+                return
+            self.decline(offer.current)
+        raise AssertionError(f"{holder} was never offered the shoe")
+
+    # -- a coup --------------------------------------------------------------------------
+    def place(self, bets: Mapping[str, Mapping[str, int]]) -> None:
+        for player, areas in bets.items():
+            for area, amount in areas.items():
+                self.bet(player, area, amount)
+
+    def done_all(self) -> list[Event]:
+        out: list[Event] = []
+        for q in self.table.seated():
+            if self.table.phase is not Phase.BETTING:
+                break
+            if not q.done:
+                out += self.done(q.id)
+        return out
+
+    def turn_all(self) -> list[Event]:
+        """Every turner TOSSes their stage until the coup is settled."""
+        out: list[Event] = []
+        while self.table.coup is not None:
+            coup = self.table.coup
+            hand = coup.stage_hand
+            turner = coup.turners[hand]
+            assert turner is not None, "the croupier turns without waiting"
+            out += self.toss(turner, hand)
+        return out
+
+    def play_coup(self, bets: Mapping[str, Mapping[str, int]]) -> list[Event]:
+        """Place ``bets``, everyone seated presses DONE, the turners TOSS. The coup's events."""
+        assert self.table.phase is Phase.BETTING, self.table.phase
+        start = len(self.events)
+        self.place(bets)
+        self.done_all()
+        assert self.table.coup is not None or self.table.phase is not Phase.BETTING, "not dealt"
+        self.turn_all()
+        return self.events[start:]
+
+    # -- reading events ------------------------------------------------------------------
+    def kinds(self, events: Iterable[Event] | None = None) -> list[str]:
+        return [e.kind for e in (self.events if events is None else events)]
+
+    def find(self, kind: str, events: Iterable[Event] | None = None) -> list[Event]:
+        return [e for e in (self.events if events is None else events) if e.kind == kind]
+
+    def one(self, kind: str, events: Iterable[Event] | None = None) -> Event:
+        found = self.find(kind, events)
+        assert len(found) == 1, f"{len(found)} {kind!r} events: {self.kinds(events)}"
+        return found[0]
+
+    def result(self, events: Iterable[Event] | None = None) -> dict[str, Any]:
+        return self.find("result", events)[-1].data
+
+    @property
+    def phase(self) -> Phase:
+        return self.table.phase
+
+
+def card_strings(obj: Any) -> list[str]:
+    """Every string in a JSON-like value that is a card (``As``, ``Td``...)."""
+    out: list[str] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, str):
+            if len(x) == 2 and x[0] in "A23456789TJQK" and x[1] in "shdc":
+                out.append(x)
+        elif isinstance(x, Mapping):
+            for k, v in x.items():
+                walk(k)
+                walk(v)
+        elif isinstance(x, list | tuple):
+            for v in x:
+                walk(v)
+
+    walk(obj)
+    return out
+
+
+def has_key(obj: Any, key: str) -> bool:
+    if isinstance(obj, Mapping):
+        return key in obj or any(has_key(v, key) for v in obj.values())
+    if isinstance(obj, list | tuple):
+        return any(has_key(v, key) for v in obj)
+    return False
+
+
+def viewed(events: Iterable[Event], viewer: str | None) -> list[dict[str, Any]]:
+    return [view_event(e, viewer) for e in events]
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, default=str)
+
+
+__all__ = [
+    "BANKER_SIX",
+    "BANKER_WIN",
+    "BANKER_WIN_BOTH_THIRD",
+    "CASHIER",
+    "DEFAULT_FUNDS",
+    "FILLER",
+    "HOUSE",
+    "PLAYER_PAIR_WIN",
+    "PLAYER_WIN",
+    "PLAYER_WIN_THIRD",
+    "TIE",
+    "TIE_BANKER_THIRD",
+    "TableHarness",
+    "card_strings",
+    "coup_block",
+    "dumps",
+    "fast_timers",
+    "has_key",
+    "resolved",
+    "stack",
+    "viewed",
+]
