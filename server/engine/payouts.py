@@ -99,7 +99,7 @@ class BetResult:
     def outcome(self) -> str:
         if self.returned == 0:
             return "lose"
-        if self.returned == self.stake:
+        if self.returned == self.stake and self.win == 0 and self.commission == 0:
             return "push"
         return "win"
 

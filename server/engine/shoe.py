@@ -51,6 +51,9 @@ __all__ = [
 
 MIN_CUT = 10  # §4: the cut is at least 10 cards from either end
 MIN_STOP_OFFSET = 7  # §4: the stop card is at least 7 cards from the end
+# A coup is dealt only while the shoe holds at least 6 cards (the most a coup takes):
+# with a stop card under 12 from the end the shoe may end before its "one more coup".
+MIN_CARDS_FOR_COUP = 6
 SEED_BYTES = 32
 _SHOE_LABEL = b"chemmy-shoe-v1"
 _CUT_LABEL = b"chemmy-cut-v1"
@@ -271,8 +274,11 @@ def verify(record: Mapping[str, Any]) -> VerifyReport:
         stop_offset = int(record.get("stop_offset", 16))
         coups = list(record.get("coups", []))
         claimed = str(record["commitment"]).lower()
+        complete = bool(record.get("complete", True))
     except (KeyError, ValueError, TypeError) as exc:
         return VerifyReport(False, 0, (f"not a shoe record: {exc}",))
+    if decks not in (1, 2, 4, 6, 8):
+        return VerifyReport(False, 0, (f"not a shoe record: {decks} decks",))
     if commitment(seed) != claimed:
         problems.append("the seed does not match the commitment")
     try:
@@ -292,8 +298,8 @@ def verify(record: Mapping[str, Any]) -> VerifyReport:
         if stop_seen_at is not None and n > stop_seen_at + 1:
             problems.append(f"coup {n} was dealt after the last coup of the shoe")
             break
-        if shoe.remaining < 4:
-            problems.append(f"coup {n}: the shoe has no cards left")
+        if shoe.remaining < MIN_CARDS_FOR_COUP:
+            problems.append(f"coup {n}: the shoe had fewer than {MIN_CARDS_FOR_COUP} cards left")
             break
         expected = resolve_coup(shoe.cards[shoe.position : shoe.position + 6])
         try:
@@ -313,6 +319,13 @@ def verify(record: Mapping[str, Any]) -> VerifyReport:
         checked += 1
         if shoe.stop_card_out and stop_seen_at is None:
             stop_seen_at = n
+    if not problems and complete:
+        # §4: the shoe ends one coup after the stop card's coup (or when it runs short).
+        ended = (stop_seen_at is not None and checked == stop_seen_at + 1) or (
+            shoe.remaining < MIN_CARDS_FOR_COUP
+        )
+        if not ended:
+            problems.append(f"the record stops after coup {checked}, before the shoe's last coup")
     return VerifyReport(not problems, checked, tuple(problems))
 
 

@@ -120,6 +120,9 @@ class ChemmyServer:
 
     def _start_table(self, row: TableRow) -> TableActor:
         config = dict(row.config)
+        timers = dict(config.get("timers") or {})
+        timers.setdefault("grace", self.config.grace)
+        config["timers"] = timers
         options = TableOptions.from_dict({k: v for k, v in config.items() if k != "id"})
         if row.state is not None:
             table = Table.from_state(row.state, self.wallet)

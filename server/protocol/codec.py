@@ -14,8 +14,9 @@ fuzzer rule), with one of two codes:
 - ``"bad_frame"``: the frame cannot be decoded in the connection's format (bad bytes,
   a text frame on a msgpack connection or a binary frame on a JSON one, too big, too
   deep, an extension type, a JSON ``NaN``);
-- ``"bad_message"``: it decodes, but not to a map with a string ``"type"`` (or a map
-  key is not a string, a msgpack float is not finite, nesting is too deep).
+- ``"bad_message"``: it decodes, but not to a map with a string ``"type"``, or holds
+  what the other format could not carry (a non-string map key, a non-finite number,
+  an integer wider than 64 bits, a lone surrogate), or nests too deep.
 
 Hostile frames are bounded: the frame length is checked first, msgpack's ``max_*_len``
 limits keep a small frame from claiming a huge container, and nesting deeper than
@@ -57,6 +58,9 @@ FORMATS: Final = (MSGPACK, JSON)
 MAX_SIZE: Final = 1 << 20
 #: How deeply containers may nest in a message. Real messages are a handful deep.
 MAX_DEPTH: Final = 32
+
+_INT_MIN: Final = -(1 << 63)
+_INT_MAX: Final = (1 << 64) - 1
 
 _json_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
@@ -170,8 +174,9 @@ def _decode_msgpack(frame: str | bytes, max_size: int) -> Any:
 
 
 def _check_values(message: dict[str, Any], *, text: bool) -> None:
-    """Refuse too-deep nesting, non-string keys, non-finite floats and, in JSON, lone
-    surrogates (``"\\ud800"`` parses but cannot be re-encoded as UTF-8 when relayed)."""
+    """Refuse too-deep nesting, non-string keys, non-finite floats, integers msgpack
+    cannot carry and, in JSON, lone surrogates (``"\\ud800"`` parses but cannot be
+    re-encoded as UTF-8): whatever decodes in one format can be relayed in the other."""
     stack: list[tuple[Any, int]] = [(message, 1)]
     while stack:
         value, depth = stack.pop()
@@ -189,8 +194,11 @@ def _check_values(message: dict[str, Any], *, text: bool) -> None:
                 raise ProtocolError("bad_message", f"nested deeper than {MAX_DEPTH}")
             stack.extend((item, depth + 1) for item in value)
         elif isinstance(value, float):
-            if not math.isfinite(value):
+            if not math.isfinite(value):  # JSON's 1e400 parses as infinity
                 raise ProtocolError("bad_message", "numbers are finite")
+        elif isinstance(value, int):
+            if not _INT_MIN <= value <= _INT_MAX:
+                raise ProtocolError("bad_message", "integers fit in 64 bits")
         elif text and isinstance(value, str):
             _check_text(value)
 

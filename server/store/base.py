@@ -154,9 +154,7 @@ class Store(Protocol):
     async def round_record(self, round_id: str) -> dict[str, Any] | None:
         """One round record."""
 
-    async def shoe_record(
-        self, table_id: str, shoe_no: int | None = None
-    ) -> dict[str, Any] | None:
+    async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:
         """One shoe record; with ``shoe_no=None``, the revealed one with the highest
         ``shoe_no``."""
 

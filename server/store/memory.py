@@ -172,9 +172,7 @@ class MemoryStore:
         found = self._rounds.get(round_id)
         return None if found is None else dict(json.loads(found[1]))
 
-    async def shoe_record(
-        self, table_id: str, shoe_no: int | None = None
-    ) -> dict[str, Any] | None:
+    async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:
         self._check_open()
         if shoe_no is not None:
             found = self._shoes.get((table_id, shoe_no))

@@ -296,9 +296,7 @@ class SQLiteStore:
             found = row.fetchone()
         return None if found is None else dict(json.loads(found[0]))
 
-    async def shoe_record(
-        self, table_id: str, shoe_no: int | None = None
-    ) -> dict[str, Any] | None:
+    async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:
         with self._connection() as db:
             if shoe_no is None:
                 cursor = db.execute(
@@ -394,8 +392,7 @@ def _post(db: sqlite3.Connection, entries: Iterable[Entry]) -> int:
             (entry.amount, entry.dst),
         )
         db.execute(
-            "INSERT INTO ledger (key, src, dst, amount, kind, round_id)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO ledger (key, src, dst, amount, kind, round_id) VALUES (?, ?, ?, ?, ?, ?)",
             (entry.key, entry.src, entry.dst, entry.amount, entry.kind, entry.round_id),
         )
         inserted += 1

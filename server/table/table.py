@@ -38,7 +38,7 @@ from server.engine.cards import card_value, hand_total
 from server.engine.coup import banker_draws, finish_coup, is_natural, player_draws
 from server.engine.payouts import Area, settle_bet
 from server.engine.roads import Result, Roads
-from server.engine.shoe import Shoe, ShoeError, check_cut, timeout_cut
+from server.engine.shoe import MIN_CARDS_FOR_COUP, Shoe, ShoeError, check_cut, timeout_cut
 
 from . import commands as c
 from .errors import TableError
@@ -49,7 +49,6 @@ from .wallet import HOUSE, Wallet, held_account, player_account
 __all__ = ["Phase", "Table"]
 
 RECENT_IDS = 64  # command ids remembered per player for idempotent retries
-MIN_CARDS_FOR_COUP = 6  # a coup is dealt only when the shoe still holds 6 cards
 STYLES = ("peek", "side", "quick")
 HANDS = ("player", "banker")
 
@@ -885,7 +884,8 @@ class Table:
             self.last_coup_next = True
             self._emit("stop_card", {"coups_left": 1})
 
-    def _end_shoe(self) -> None:
+    def _end_shoe(self, complete: bool = True) -> None:
+        """Reveal the seed (§4): anyone can now recompute every card dealt."""
         shoe = self.shoe
         assert shoe is not None
         record = {
@@ -901,6 +901,7 @@ class Table:
             "burn_card": shoe.burn_card,
             "burned": shoe.burned,
             "coups": list(self.shoe_coups),
+            "complete": complete,
         }
         self._records.append(record)
         self._emit("shoe_ended", {k: v for k, v in record.items() if k != "kind"})
@@ -955,6 +956,8 @@ class Table:
         self.coup = None
         self.offer = None
         self.deadline = None
+        if self.shoe is not None:
+            self._end_shoe(complete=False)
         self.phase = Phase.CLOSED
         self._emit("closed", {"refunded": coup is not None})
 

@@ -28,19 +28,23 @@ SECTION_2_TABLE = """
 | 5 | 4–7 | 0–3, 8, 9 |
 | 6 | 6–7 | 0–5, 8, 9 |
 | 7 | – | always stands |
-"""
+"""  # noqa: RUF001 (the en dashes are the rules' own)
+EN_DASH = "\u2013"
 
 
 def _parse_values(text: str) -> set[int]:
-    """``"0–7, 9"`` -> {0..7, 9}; ``"any"``/``"always stands"`` -> 0..9; ``"–"`` -> {}."""
+    """``"0-7, 9"`` -> {0..7, 9}; ``"any"``/``"always stands"`` -> 0..9; a dash -> {}.
+
+    Ranges and the empty cell are written with en dashes, as in GAME_RULES.md.
+    """
     text = text.strip()
     if text in ("any", "always stands"):
         return set(range(10))
-    if text == "–":
+    if text == EN_DASH:
         return set()
     out: set[int] = set()
     for part in text.split(","):
-        lo, _, hi = part.strip().partition("–")
+        lo, _, hi = part.strip().partition(EN_DASH)
         out.update(range(int(lo), int(hi or lo) + 1))
     return out
 

@@ -269,7 +269,7 @@ def test_bet_result_outcome() -> None:
 
 
 def test_paytable_areas() -> None:
-    assert AREAS == tuple(a.value for a in Area)
+    assert tuple(a.value for a in Area) == AREAS
     assert COMMISSION.areas() == (
         Area.PLAYER,
         Area.BANKER,

@@ -163,6 +163,14 @@ def test_msgpack_non_finite_float_is_bad_message() -> None:
     assert _code(frame, MSGPACK) == "bad_message"
 
 
+def test_numbers_fit_both_formats() -> None:
+    assert _code('{"type":"x","v":1e400}', JSON) == "bad_message"  # parses as inf
+    assert _code('{"type":"x","v":18446744073709551616}', JSON) == "bad_message"
+    assert _code('{"type":"x","v":-9223372036854775809}', JSON) == "bad_message"
+    assert decode('{"type":"x","v":18446744073709551615}', JSON)["v"] == 2**64 - 1
+    assert decode('{"type":"x","v":-9223372036854775808}', JSON)["v"] == -(2**63)
+
+
 def test_json_lone_surrogate_is_bad_message() -> None:
     assert _code('{"type":"x","name":"\\ud800"}', JSON) == "bad_message"
     assert _code('{"type":"x","\\udfff":1}', JSON) == "bad_message"
@@ -189,7 +197,9 @@ def _check(frame: str | bytes, fmt: str) -> None:
         # Whatever decodes can be relayed in either format.
         encode(message, MSGPACK)
         if not any(isinstance(v, bytes) for v in message.values()):
-            encode(message, JSON).encode("utf-8")
+            text = encode(message, JSON)
+            assert isinstance(text, str)
+            text.encode("utf-8")
 
 
 @settings(max_examples=400, deadline=None)
@@ -205,9 +215,14 @@ def test_fuzz_text(frame: str, fmt: str) -> None:
 
 
 _json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=4), children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats()
+    | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=4), children, max_size=4)
+    ),
     max_leaves=20,
 )
 

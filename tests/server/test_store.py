@@ -146,7 +146,10 @@ async def test_overdraft_is_refused_atomically(store: Store) -> None:
         await store.commit(
             entries=[bet("b1", "bob", 500), bet("a1", "ann", 600), bet("a2", "ann", 600)],
             table=TableRow("t1", {"tier": "1-100"}, {"phase": "dealing"}, 5),
-            records=[round_record(99, ["ann", "bob"]), {"kind": "shoe", "table": "t1", "shoe_no": 9}],
+            records=[
+                round_record(99, ["ann", "bob"]),
+                {"kind": "shoe", "table": "t1", "shoe_no": 9},
+            ],
         )
     assert await snapshot(store) == before
     assert isinstance(Overdrawn("x"), StoreError)

@@ -1,0 +1,349 @@
+"""Who is at the other end of a connection: player tokens (JWT) and guests.
+
+A player proves who they are with a JSON Web Token signed by the operator, either with
+a shared secret (HS256) or with a private key whose public half the server holds (EdDSA
+or RS256, from a PEM file). The claims used:
+
+- ``sub`` (required): the player id, 1-64 characters of ``A-Z a-z 0-9 _ . : @ -``
+  (``guest-`` ids are reserved for guests);
+- ``name`` (optional): the display name, 1-32 printable characters once stripped
+  (defaults to the id, cut to 32 characters);
+- ``roles`` (optional): a list of strings; ``"operator"`` may open and close tables;
+- ``exp`` (required unless configured otherwise), ``iss``/``aud`` when configured;
+  clocks may differ by :data:`DEFAULT_LEEWAY` seconds.
+
+Only the configured algorithm is accepted (no ``alg`` confusion: an HS256 token
+"signed" with the public key text is refused by an EdDSA or RS256 server), and keys are
+loaded and type-checked once, at start-up.
+
+Without a token a player may play as a guest when the server allows it
+(:func:`guest_identity`: an unguessable ``guest-`` id from :mod:`secrets`).
+
+Errors are :class:`AuthError` (codes ``"auth_required"``, ``"bad_token"``,
+``"token_expired"``, ``"bad_name"``). This module must never put a token's text in an
+error message or a log line, and never logs at all; PyJWT's own exceptions are not
+chained (``from None``) so a traceback cannot carry one either.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed448, ed25519, rsa
+
+from server.net.config import JWT_ALGORITHMS, MIN_SECRET_BYTES, ConfigError
+from server.protocol.errors import ChemmyError
+
+if TYPE_CHECKING:
+    from server.net.config import ServerConfig
+
+__all__ = [
+    "DEFAULT_LEEWAY",
+    "GUEST_PREFIX",
+    "OPERATOR",
+    "AuthError",
+    "Authenticator",
+    "Identity",
+    "clean_name",
+    "guest_identity",
+    "is_valid_player_id",
+    "make_token",
+]
+
+OPERATOR: Final = "operator"
+GUEST_PREFIX: Final = "guest-"
+#: Seconds of clock difference tolerated on ``exp``, ``nbf`` and ``iat``.
+DEFAULT_LEEWAY: Final = 10.0
+#: Longer tokens are refused before any parsing.
+MAX_TOKEN_LEN: Final = 8192
+MAX_NAME_LEN: Final = 32
+
+_PLAYER_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
+_ROLE = re.compile(r"[A-Za-z0-9_.:-]{1,32}")
+
+
+class AuthError(ChemmyError):
+    """Authentication failed: ``auth_required``, ``bad_token``, ``token_expired`` or
+    ``bad_name``. The message never contains the token."""
+
+
+def is_valid_player_id(player_id: object) -> TypeGuard[str]:
+    """Whether ``player_id`` is 1-64 characters of ``A-Z a-z 0-9 _ . : @ -``."""
+    return isinstance(player_id, str) and _PLAYER_ID.fullmatch(player_id) is not None
+
+
+def clean_name(name: object) -> str:
+    """A display name, NFC-normalized and stripped: 1-32 printable characters.
+
+    Raises :class:`ValueError` otherwise (control, format and bidi-override characters
+    are not printable).
+    """
+    if not isinstance(name, str):
+        raise ValueError("a name is a string")
+    cleaned = unicodedata.normalize("NFC", name).strip()
+    if not 1 <= len(cleaned) <= MAX_NAME_LEN:
+        raise ValueError(f"a name has 1 to {MAX_NAME_LEN} characters")
+    if not cleaned.isprintable():
+        raise ValueError("a name has only printable characters")
+    return cleaned
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who a connection speaks for. Validates itself."""
+
+    player_id: str
+    name: str
+    roles: frozenset[str] = field(default_factory=frozenset)
+    guest: bool = False
+
+    def __post_init__(self) -> None:
+        if not is_valid_player_id(self.player_id):
+            raise ValueError("invalid player id")
+        if clean_name(self.name) != self.name:
+            raise ValueError("a name is stripped and normalized")
+        if self.guest and self.roles:
+            raise ValueError("a guest has no roles")
+
+    @property
+    def is_operator(self) -> bool:
+        return OPERATOR in self.roles
+
+
+def guest_identity(name: str | None = None) -> Identity:
+    """A new guest: ``guest-`` and 64 random bits. Raises :class:`AuthError`
+    (``bad_name``) for an invalid name."""
+    player_id = GUEST_PREFIX + secrets.token_hex(8)
+    if name is None:
+        shown = f"Guest {player_id[-4:]}"
+    else:
+        try:
+            shown = clean_name(name)
+        except ValueError as exc:
+            raise AuthError("bad_name", str(exc)) from None
+    return Identity(player_id, shown, frozenset(), guest=True)
+
+
+_HMAC: Final = frozenset({"HS256"})
+_KEY_TYPES: Final[dict[str, tuple[type, ...]]] = {
+    "EdDSA": (ed25519.Ed25519PublicKey, ed448.Ed448PublicKey),
+    "RS256": (rsa.RSAPublicKey,),
+}
+_MIN_RSA_BITS: Final = 2048
+
+
+def _load_public_key(pem: str | bytes, algorithm: str) -> Any:
+    data = pem.encode("utf-8") if isinstance(pem, str) else pem
+    if b"PRIVATE KEY" in data:
+        raise ConfigError("the JWT key must be a public key; keep the private key elsewhere")
+    try:
+        key = serialization.load_pem_public_key(data)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"the JWT public key is not a PEM public key: {exc}") from None
+    if not isinstance(key, _KEY_TYPES[algorithm]):
+        raise ConfigError(f"the JWT public key is not a key for {algorithm}")
+    if isinstance(key, rsa.RSAPublicKey) and key.key_size < _MIN_RSA_BITS:
+        raise ConfigError(f"the RSA key has {key.key_size} bits; at least {_MIN_RSA_BITS}")
+    return key
+
+
+class Authenticator:
+    """Turns a token into an :class:`Identity`, by one algorithm and one key.
+
+    Give ``secret`` for HS256, or ``public_key`` (PEM text) for EdDSA and RS256; give
+    neither for a guest-only server, which refuses every token. Invalid settings raise
+    :class:`~server.net.config.ConfigError`.
+    """
+
+    def __init__(
+        self,
+        *,
+        secret: str | bytes | None = None,
+        public_key: str | bytes | None = None,
+        algorithm: str = "HS256",
+        issuer: str | None = None,
+        audience: str | None = None,
+        require_exp: bool = True,
+        leeway: float = DEFAULT_LEEWAY,
+        operators: Iterable[str] = (),
+        guests: bool = True,
+    ) -> None:
+        if algorithm not in JWT_ALGORITHMS:
+            raise ConfigError(f"jwt_algorithm must be one of {', '.join(JWT_ALGORITHMS)}")
+        if secret is not None and public_key is not None:
+            raise ConfigError("give a secret or a public key, not both")
+        self._key: Any = None
+        if secret is not None:
+            if algorithm not in _HMAC:
+                raise ConfigError(f"a shared secret is for HS256, not {algorithm}")
+            raw = secret.encode("utf-8") if isinstance(secret, str) else secret
+            if len(raw) < MIN_SECRET_BYTES:
+                raise ConfigError(f"jwt_secret must be at least {MIN_SECRET_BYTES} bytes long")
+            self._key = raw
+        elif public_key is not None:
+            if algorithm in _HMAC:
+                raise ConfigError("a public key is for EdDSA or RS256, not HS256")
+            self._key = _load_public_key(public_key, algorithm)
+        self.algorithm = algorithm
+        self.issuer = issuer
+        self.audience = audience
+        self.require_exp = require_exp
+        self.leeway = leeway
+        self.operators = frozenset(operators)
+        self.guests = guests
+
+    def __repr__(self) -> str:
+        return f"Authenticator(algorithm={self.algorithm!r}, tokens={self.accepts_tokens})"
+
+    @classmethod
+    def from_config(cls, config: ServerConfig) -> Authenticator:
+        """The authenticator ``config`` describes (reads the public key file)."""
+        public_key = None
+        if config.jwt_public_key_file is not None:
+            try:
+                public_key = Path(config.jwt_public_key_file).read_bytes()
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot read jwt_public_key_file {config.jwt_public_key_file}: {exc.strerror}"
+                ) from None
+        return cls(
+            secret=config.jwt_secret,
+            public_key=public_key,
+            algorithm=config.jwt_algorithm,
+            issuer=config.jwt_issuer,
+            audience=config.jwt_audience,
+            operators=config.operator_players,
+            guests=config.guest,
+        )
+
+    @property
+    def accepts_tokens(self) -> bool:
+        return self._key is not None
+
+    def identify(self, token: str | None, name: str | None = None) -> Identity:
+        """The identity for a hello: by ``token`` if one is given, else a new guest
+        named ``name`` if guests may play, else ``auth_required``."""
+        if token:
+            return self.authenticate(token)
+        if not self.guests:
+            raise AuthError("auth_required", "this server needs a player token")
+        return guest_identity(name)
+
+    def authenticate(self, token: str) -> Identity:
+        """Verify ``token`` and return who it names. Raises :class:`AuthError`."""
+        if not token:
+            raise AuthError("auth_required", "a player token is required")
+        if self._key is None:
+            raise AuthError("bad_token", "this server does not accept player tokens")
+        if not isinstance(token, str) or len(token) > MAX_TOKEN_LEN:
+            raise AuthError("bad_token", "not a player token")
+        claims = self._decode(token)
+        return self._identity(claims)
+
+    def _decode(self, token: str) -> dict[str, Any]:
+        required = ["exp", "sub"] if self.require_exp else ["sub"]
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                self._key,
+                algorithms=[self.algorithm],
+                issuer=self.issuer,
+                audience=self.audience,
+                leeway=self.leeway,
+                options={"require": required, "verify_sub": False},
+            )
+        except jwt.ExpiredSignatureError:
+            raise AuthError("token_expired", "the player token has expired") from None
+        except jwt.PyJWTError as exc:
+            raise AuthError("bad_token", _describe(exc)) from None
+        except Exception:  # anything else from the parsing library: still just a bad token
+            raise AuthError("bad_token", "not a player token") from None
+        return claims
+
+    def _identity(self, claims: Mapping[str, Any]) -> Identity:
+        player_id = claims.get("sub")
+        if not is_valid_player_id(player_id):
+            raise AuthError("bad_token", "the token's sub is not a valid player id")
+        if player_id.startswith(GUEST_PREFIX):
+            raise AuthError("bad_token", "guest- player ids are for guests only")
+        raw_name = claims.get("name", player_id[:MAX_NAME_LEN])
+        try:
+            name = clean_name(raw_name)
+        except ValueError as exc:
+            raise AuthError("bad_token", f"the token's name: {exc}") from None
+        roles = claims.get("roles", [])
+        if not isinstance(roles, list) or not all(
+            isinstance(role, str) and _ROLE.fullmatch(role) for role in roles
+        ):
+            raise AuthError("bad_token", "the token's roles are not a list of role names")
+        granted = set(roles)
+        if player_id in self.operators:
+            granted.add(OPERATOR)
+        return Identity(player_id, name, frozenset(granted), guest=False)
+
+
+def _describe(exc: jwt.PyJWTError) -> str:
+    """Our own words for PyJWT's errors, so no library text (or token) reaches a client."""
+    if isinstance(exc, jwt.MissingRequiredClaimError):
+        return f"the player token lacks the {exc.claim} claim"
+    if isinstance(exc, jwt.ImmatureSignatureError):
+        return "the player token is not valid yet"
+    if isinstance(exc, jwt.InvalidAudienceError):
+        return "the player token is for another audience"
+    if isinstance(exc, jwt.InvalidIssuerError):
+        return "the player token is from another issuer"
+    if isinstance(exc, jwt.InvalidAlgorithmError):
+        return "the player token's algorithm is not accepted here"
+    if isinstance(exc, jwt.InvalidSignatureError):
+        return "the player token's signature does not verify"
+    if isinstance(exc, jwt.DecodeError):
+        return "not a player token"
+    return "the player token is invalid"
+
+
+def make_token(
+    secret_or_private_key: Any,
+    player_id: str,
+    name: str | None = None,
+    roles: Iterable[str] = (),
+    ttl: float = 3600,
+    alg: str = "HS256",
+    now: float | None = None,
+    *,
+    issuer: str | None = None,
+    audience: str | None = None,
+) -> str:
+    """A player token, for operators' tools and tests.
+
+    ``secret_or_private_key`` is the HS256 secret, or a private key (PEM text or bytes,
+    or a ``cryptography`` key object) for EdDSA and RS256. ``now`` defaults to the
+    clock (seconds since the epoch); the token expires ``ttl`` seconds later.
+    """
+    if not is_valid_player_id(player_id):
+        raise ValueError("invalid player id")
+    issued = time.time() if now is None else now
+    claims: dict[str, Any] = {"sub": player_id, "iat": int(issued), "exp": int(issued + ttl)}
+    if name is not None:
+        claims["name"] = clean_name(name)
+    role_list = sorted(set(roles))
+    if role_list:
+        claims["roles"] = role_list
+    if issuer is not None:
+        claims["iss"] = issuer
+    if audience is not None:
+        claims["aud"] = audience
+    key = secret_or_private_key
+    if isinstance(key, str) and alg not in _HMAC:
+        key = key.encode("utf-8")
+    if isinstance(key, bytes) and alg not in _HMAC:
+        key = serialization.load_pem_private_key(key, password=None)
+    return jwt.encode(claims, key, algorithm=alg)

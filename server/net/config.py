@@ -1,0 +1,464 @@
+"""The server's settings: one frozen :class:`ServerConfig`, and where each value comes from.
+
+Every setting can be given four ways; the first found wins:
+
+1. a command-line flag (``--max-frame 131072``; booleans as ``--guest`` / ``--no-guest``);
+2. an environment variable ``CHEMMY_<NAME>`` (``CHEMMY_MAX_FRAME=131072``; booleans as
+   ``1/0``, ``true/false``, ``yes/no``, ``on/off``; lists comma-separated);
+3. the TOML file named by ``--config PATH`` or ``CHEMMY_CONFIG`` (top-level keys named
+   as the settings, ``max_frame = 131072``; lists as arrays; the lobby as ``[[tables]]``);
+4. the defaults below, which run a local server where anyone may play as a guest.
+
+The lobby (``tables``) comes only from the TOML file; each ``[[tables]]`` entry is kept as
+a dict for the table module to parse (``id`` is required and unique; ``name``, ``decks``,
+``commission``, ``pairs``, ``super6``, ``dragon``, ``seats``, ``tier = "10-1000"`` or
+``min``/``max``/``tie_max``/``side_max``, timer overrides, ``holder_must_bet_banker``).
+Without any, the lobby is :data:`DEFAULT_TABLES`.
+
+Anything invalid raises :class:`ConfigError` with a message naming the setting and where
+it came from; the main program prints it and exits with status 2. ``--help`` prints the
+flags and exits (``SystemExit(0)``, argparse's way).
+
+This module must never echo a secret: ``jwt_secret`` is left out of ``repr`` and of
+every error message. It only reads: it never opens sockets or the database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+__all__ = [
+    "DEFAULT_TABLES",
+    "JWT_ALGORITHMS",
+    "LOG_FORMATS",
+    "LOG_LEVELS",
+    "ConfigError",
+    "ServerConfig",
+    "build_parser",
+    "load_config",
+    "setting_names",
+]
+
+ENV_PREFIX: Final = "CHEMMY_"
+JWT_ALGORITHMS: Final = ("HS256", "EdDSA", "RS256")
+LOG_FORMATS: Final = ("auto", "json", "text")
+LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
+#: HMAC keys shorter than the hash are weak (RFC 7518 §3.2).
+MIN_SECRET_BYTES: Final = 32
+
+DEFAULT_TABLES: Final[tuple[dict[str, Any], ...]] = (
+    {"id": "t1", "name": "Salon 1-100", "tier": "1-100"},
+    {"id": "t2", "name": "Salon 10-1000", "tier": "10-1000"},
+    {"id": "t3", "name": "Salon Privé 100-10000", "tier": "100-10000"},
+)
+
+
+class ConfigError(Exception):
+    """A setting is invalid; the message says which, where from, and why."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Every setting of ``chemmy-server``. Amounts are integer minor units."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    db: str = "chemmy.sqlite3"
+    guest: bool = True
+    jwt_secret: str | None = field(default=None, repr=False)
+    jwt_public_key_file: str | None = None
+    jwt_algorithm: str = "HS256"
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    operator_players: tuple[str, ...] = ()
+    origins: tuple[str, ...] = ()
+    max_frame: int = 65536
+    rate_limit: float = 20.0
+    rate_burst: int = 40
+    chat_max_len: int = 200
+    chat_rate: int = 5
+    max_deposit: int = 1_000_000
+    guest_balance: int = 100_000
+    queue_size: int = 256
+    grace: float = 60.0
+    drain_timeout: float = 30.0
+    log_format: str = "auto"
+    log_level: str = "info"
+    compression: bool = False
+    tables: tuple[dict[str, Any], ...] = DEFAULT_TABLES
+    #: The TOML file the settings were read from, if any (not itself a setting).
+    config_file: str | None = None
+
+    @property
+    def auth_enabled(self) -> bool:
+        """Whether tokens are accepted (a JWT key is configured)."""
+        return self.jwt_secret is not None or self.jwt_public_key_file is not None
+
+
+# -- the settings table: kind, help and checks, in --help order --------------------------
+
+_Check = Callable[[Any], str | None]
+
+
+@dataclass(frozen=True)
+class _Setting:
+    name: str
+    kind: str  # "str", "opt_str", "int", "float", "bool", "list"
+    help: str
+    check: _Check | None = None
+    metavar: str | None = None
+    secret: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+
+def _at_least(low: float) -> _Check:
+    return lambda value: None if value >= low else f"must be at least {low}"
+
+
+def _between(low: float, high: float) -> _Check:
+    return lambda value: None if low <= value <= high else f"must be from {low} to {high}"
+
+
+def _one_of(choices: Sequence[str]) -> _Check:
+    return lambda value: None if value in choices else f"must be one of {', '.join(choices)}"
+
+
+def _not_empty(value: Any) -> str | None:
+    return None if value else "must not be empty"
+
+
+_ORIGIN = re.compile(r"^https?://[^\s/?#]+$")
+
+
+def _check_origins(values: tuple[str, ...]) -> str | None:
+    for origin in values:
+        if origin != "null" and not _ORIGIN.match(origin):
+            return f"{origin!r} is not an origin like https://example.com (no path, no slash)"
+    return None
+
+
+def _check_players(values: tuple[str, ...]) -> str | None:
+    from server.net.auth import is_valid_player_id  # auth imports this module
+
+    for player in values:
+        if not is_valid_player_id(player):
+            return f"{player!r} is not a player id (1-64 of A-Z a-z 0-9 _ . : @ -)"
+    return None
+
+
+_SETTINGS: Final = (
+    _Setting("host", "str", "address to listen on", _not_empty),
+    _Setting("port", "int", "TCP port to listen on (0: any free port)", _between(0, 65535)),
+    _Setting("db", "str", "store: a SQLite file path, sqlite:///PATH or memory:", _not_empty),
+    _Setting("guest", "bool", "let players without a token play as guests"),
+    _Setting(
+        "jwt_secret",
+        "opt_str",
+        f"HS256 shared secret for player tokens (at least {MIN_SECRET_BYTES} bytes; "
+        "prefer the environment variable to the flag, which other users can see)",
+        metavar="SECRET",
+        secret=True,
+    ),
+    _Setting(
+        "jwt_public_key_file",
+        "opt_str",
+        "PEM public key file for EdDSA or RS256 player tokens",
+        metavar="PATH",
+    ),
+    _Setting(
+        "jwt_algorithm",
+        "str",
+        f"token signature algorithm: {', '.join(JWT_ALGORITHMS)}",
+        _one_of(JWT_ALGORITHMS),
+    ),
+    _Setting("jwt_issuer", "opt_str", "required token issuer (iss claim)"),
+    _Setting("jwt_audience", "opt_str", "required token audience (aud claim)"),
+    _Setting(
+        "operator_players",
+        "list",
+        "player ids given the operator role (may open and close tables), comma-separated",
+        _check_players,
+        metavar="IDS",
+    ),
+    _Setting(
+        "origins",
+        "list",
+        "allowed browser origins, comma-separated (empty: allow all); 'null' admits the "
+        "Origin: null that file:// pages and sandboxed frames send (any sandboxed page "
+        "can send it, so avoid it in production); clients sending no Origin header (the "
+        "CLI, bots) are not browsers and are always admitted",
+        _check_origins,
+        metavar="ORIGINS",
+    ),
+    _Setting("max_frame", "int", "largest frame a client may send, bytes", _between(256, 1 << 24)),
+    _Setting("rate_limit", "float", "commands per second per connection", _at_least(0.1)),
+    _Setting("rate_burst", "int", "commands a connection may send at once", _at_least(1)),
+    _Setting("chat_max_len", "int", "longest chat message, characters", _between(1, 2000)),
+    _Setting("chat_rate", "int", "chat messages per 10 s per player (0: no chat)", _at_least(0)),
+    _Setting("max_deposit", "int", "largest play-money deposit, minor units", _at_least(0)),
+    _Setting("guest_balance", "int", "a new player's starting balance, minor units", _at_least(0)),
+    _Setting("queue_size", "int", "per-table command queue length", _at_least(1)),
+    _Setting("grace", "float", "seconds a disconnected player keeps a seat", _at_least(0)),
+    _Setting("drain_timeout", "float", "seconds to finish coups on shutdown", _at_least(0)),
+    _Setting("log_format", "str", f"log format: {', '.join(LOG_FORMATS)}", _one_of(LOG_FORMATS)),
+    _Setting("log_level", "str", f"log level: {', '.join(LOG_LEVELS)}", _one_of(LOG_LEVELS)),
+    _Setting("compression", "bool", "permessage-deflate compression of frames"),
+)
+_BY_NAME: Final = {setting.name: setting for setting in _SETTINGS}
+_TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+_TIER = re.compile(r"^[0-9]+-[0-9]+$")
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, raising :class:`ConfigError` instead of exiting on a bad flag."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(f"{message} (see --help)")
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return ",".join(value) or "none"
+    return "none" if value is None else str(value)
+
+
+def build_parser(prog: str = "chemmy-server") -> argparse.ArgumentParser:
+    """The command-line parser; its help names each flag's default and variable."""
+    defaults = ServerConfig()
+    parser = _Parser(
+        prog=prog,
+        description="Chemmy: a real-time shared-table baccarat server.",
+        epilog=(
+            "Precedence: flags, then CHEMMY_* environment variables, then the TOML file, "
+            "then defaults. The lobby (tables) is set only in the TOML file, as "
+            "[[tables]] entries (id, name, decks, commission, pairs, super6, dragon, "
+            "seats, tier or min/max/tie_max/side_max, timers, holder_must_bet_banker); "
+            "without any: t1 tier 1-100, t2 tier 10-1000, t3 tier 100-10000."
+        ),
+        argument_default=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help=f"TOML settings file (env {ENV_PREFIX}CONFIG)",
+    )
+    for setting in _SETTINGS:
+        default = "hidden" if setting.secret else _shown(getattr(defaults, setting.name))
+        text = f"{setting.help} (default: {default}; env {setting.env})"
+        text = text.replace("%", "%%")
+        if setting.kind == "bool":
+            parser.add_argument(setting.flag, action=argparse.BooleanOptionalAction, help=text)
+        else:
+            parser.add_argument(setting.flag, metavar=setting.metavar, help=text)
+    return parser
+
+
+# -- conversion -------------------------------------------------------------------------
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _from_text(setting: _Setting, text: str) -> Any:
+    """A value given as text (a flag or an environment variable)."""
+    kind = setting.kind
+    if kind == "bool":
+        lowered = text.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise ValueError("must be true or false (1/0, yes/no, on/off)")
+    if kind == "int":
+        try:
+            return int(text.strip().replace("_", ""))
+        except ValueError:
+            raise ValueError("must be a whole number") from None
+    if kind == "float":
+        try:
+            number = float(text.strip())
+        except ValueError:
+            raise ValueError("must be a number") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise ValueError("must be a finite number")
+        return number
+    if kind == "list":
+        return tuple(item.strip() for item in text.split(",") if item.strip())
+    if kind == "opt_str":
+        return text or None
+    return text
+
+
+def _from_toml(setting: _Setting, value: Any) -> Any:
+    """A value read from the TOML file, already typed."""
+    kind = setting.kind
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError("must be true or false")
+        return value
+    if kind == "int":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError("must be a whole number")
+        return value
+    if kind == "float":
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise ValueError("must be a number")
+        return _from_text(setting, str(value))
+    if kind == "list":
+        if isinstance(value, str):
+            return _from_text(setting, value)
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ValueError("must be a list of strings")
+        return tuple(item.strip() for item in value if item.strip())
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    return _from_text(setting, value)
+
+
+def _tables(value: Any, where: str) -> tuple[dict[str, Any], ...]:
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"{where}: tables: must be one or more [[tables]] entries")
+    seen: set[str] = set()
+    tables: list[dict[str, Any]] = []
+    for number, table in enumerate(value, 1):
+        label = f"{where}: tables entry {number}"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{label}: must be a table of settings")
+        table_id = table.get("id")
+        if not isinstance(table_id, str) or not _TABLE_ID.match(table_id):
+            raise ConfigError(f"{label}: id must be 1-32 of A-Z a-z 0-9 _ -")
+        if table_id in seen:
+            raise ConfigError(f"{label}: id {table_id!r} is used twice")
+        seen.add(table_id)
+        if "name" in table and (not isinstance(table["name"], str) or not table["name"]):
+            raise ConfigError(f"{label} ({table_id}): name must be a non-empty string")
+        tier = table.get("tier")
+        if tier is not None:
+            if not isinstance(tier, str) or not _TIER.match(tier):
+                raise ConfigError(f"{label} ({table_id}): tier must look like 10-1000")
+            low, high = (int(part) for part in tier.split("-"))
+            if not 0 < low <= high:
+                raise ConfigError(f"{label} ({table_id}): tier minimum must be 1 to maximum")
+        tables.append(dict(table))
+    return tuple(tables)
+
+
+def _read_toml(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as file:
+            return tomllib.load(file)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+# -- loading ----------------------------------------------------------------------------
+
+
+def load_config(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> ServerConfig:
+    """Read the settings: flags over ``CHEMMY_*`` variables over the TOML file over defaults.
+
+    ``argv`` excludes the program name (``None``: ``sys.argv[1:]``); ``environ`` is
+    usually ``os.environ`` (``None``: no variables). Raises :class:`ConfigError`.
+    """
+    if argv is None:
+        argv = sys.argv[1:]
+    environ = {} if environ is None else environ
+    flags = vars(build_parser().parse_args(list(argv)))
+
+    values: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    config_file = flags.pop("config", None) or environ.get(ENV_PREFIX + "CONFIG") or None
+
+    if config_file is not None:
+        document = _read_toml(config_file)
+        for key, value in document.items():
+            if key == "tables":
+                values["tables"] = _tables(value, config_file)
+                continue
+            setting = _BY_NAME.get(key)
+            if setting is None:
+                raise ConfigError(f"{config_file}: unknown setting {key!r}")
+            values[key] = _convert(setting, value, f"{config_file}: {key}", toml=True)
+
+    for setting in _SETTINGS:
+        text = environ.get(setting.env)
+        if text is not None:
+            values[setting.name] = _convert(setting, text, setting.env, toml=False)
+            where[setting.name] = setting.env
+
+    for name, value in flags.items():
+        setting = _BY_NAME[name]
+        if setting.kind != "bool":
+            value = _convert(setting, value, setting.flag, toml=False)
+        values[name] = value
+        where[name] = setting.flag
+
+    for name, value in values.items():
+        setting = _BY_NAME.get(name)
+        if setting is not None and setting.check is not None and value is not None:
+            problem = setting.check(value)
+            if problem:
+                source = where.get(name, f"{config_file}: {name}")
+                raise ConfigError(f"{source}: {problem}")
+
+    config = ServerConfig(**values, config_file=config_file)
+    _check_together(config)
+    return config
+
+
+def _convert(setting: _Setting, raw: Any, source: str, *, toml: bool) -> Any:
+    try:
+        value = _from_toml(setting, raw) if toml else _from_text(setting, raw)
+    except ValueError as exc:
+        shown = "" if setting.secret or toml else f" (got {raw!r})"
+        raise ConfigError(f"{source}: {exc}{shown}") from None
+    if setting.name == "log_level" and isinstance(value, str):
+        value = value.lower()
+    return value
+
+
+def _check_together(config: ServerConfig) -> None:
+    """Checks that involve more than one setting."""
+    secret, key_file = config.jwt_secret, config.jwt_public_key_file
+    if secret is not None and key_file is not None:
+        raise ConfigError("set jwt_secret (HS256) or jwt_public_key_file (EdDSA, RS256), not both")
+    if config.jwt_algorithm == "HS256":
+        if key_file is not None:
+            raise ConfigError("jwt_public_key_file needs jwt_algorithm EdDSA or RS256")
+        if secret is not None and len(secret.encode("utf-8")) < MIN_SECRET_BYTES:
+            raise ConfigError(f"jwt_secret must be at least {MIN_SECRET_BYTES} bytes long")
+    else:
+        if secret is not None:
+            raise ConfigError(f"jwt_secret is for HS256; {config.jwt_algorithm} needs a key file")
+    if key_file is not None and not Path(key_file).is_file():
+        raise ConfigError(f"jwt_public_key_file: no such file: {key_file}")
+    if not config.guest and not config.auth_enabled:
+        raise ConfigError("guest play is off (--no-guest) and no JWT key is set: nobody could play")
+
+
+def setting_names() -> tuple[str, ...]:
+    """The names of every setting, in ``--help`` order (and ``tables``)."""
+    return (*(setting.name for setting in _SETTINGS), "tables")
