@@ -145,6 +145,7 @@ class Connection:
         self.reconnects = 0
         self.close_reason: str | None = None
         self._ws: ClientConnection | None = None
+        self._live: ClientConnection | None = None  # the socket once hello and joins are done
         self._reader: asyncio.Task[None] | None = None
         self._reconnector: asyncio.Task[None] | None = None
         self._pending: dict[str, tuple[asyncio.Future[Item], str, Item]] = {}
@@ -352,6 +353,7 @@ class Connection:
             with contextlib.suppress(Exception):
                 await ws.close()
             raise
+        self._live = ws
         if resume:
             self._set_state(ConnState.RESUMED, tables=resumed, same_player=same_player)
         else:
@@ -370,9 +372,11 @@ class Connection:
         finally:
             if self._ws is ws:
                 self._ws = None
-            self._fail_pending("the connection dropped", only_ws=True)
-            if not self._closing and self.state is not ConnState.CLOSED and ws is not None:
-                self._lost()
+            self._fail_pending("the connection dropped")
+            if ws is self._live:
+                self._live = None
+                if not self._closing:
+                    self._lost()
 
     def _handle(self, message: Item) -> None:
         kind = message.get("type")
@@ -415,7 +419,7 @@ class Connection:
             self.last_seq[table] = seq
             self._push({"type": "snapshot", "table": table, "seq": seq, "snapshot": snapshot})
 
-    def _fail_pending(self, why: str, *, only_ws: bool = False) -> None:
+    def _fail_pending(self, why: str) -> None:
         for mid, (fut, _kind, _msg) in list(self._pending.items()):
             if not fut.done():
                 fut.set_exception(ConnectionLost(why))

@@ -92,7 +92,9 @@ class ServerConfig:
     log_format: str = "auto"
     log_level: str = "info"
     compression: bool = False
-    tables: tuple[dict[str, Any], ...] = DEFAULT_TABLES
+    tables: tuple[dict[str, Any], ...] = field(
+        default_factory=lambda: tuple(dict(table) for table in DEFAULT_TABLES)
+    )
     #: The TOML file the settings were read from, if any (not itself a setting).
     config_file: str | None = None
 

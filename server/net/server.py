@@ -530,8 +530,10 @@ def _select_subprotocol(conn: ServerConnection, offered: Iterable[str]) -> Any:
 
 
 def _origins(origins: Iterable[str]) -> Any:
-    allowed = [None if o == "null" else o for o in origins]
-    return allowed or None
+    """The Origin allowlist for websockets: browsers must match; a client that sends
+    no Origin header (the CLI, bots) is not a browser and is admitted (``None``)."""
+    allowed: list[str | None] = list(origins)
+    return [*allowed, None] if allowed else None
 
 
 def _plain(value: Any) -> Any:

@@ -2,7 +2,7 @@
 
 One :class:`Store` interface, implemented by :class:`~server.store.memory.MemoryStore`
 (unit tests), :class:`~server.store.sqlite.SQLiteStore` (the default: one file, zero
-set-up) and, for clusters, a Redis store. All of them pass the one contract suite in
+set-up) and, for clusters, a Redis store (not written yet). All pass the contract suite in
 ``tests/server/test_store.py`` (the httpcore backends' shape).
 
 The rules every implementation keeps:
@@ -40,6 +40,7 @@ from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = [
     "HISTORY_LIMIT",
+    "MAX_AMOUNT",
     "KeyConflict",
     "Overdrawn",
     "RoundIndex",
@@ -47,12 +48,17 @@ __all__ = [
     "Store",
     "StoreError",
     "TableRow",
+    "check_balance",
     "check_entry",
     "dump_json",
     "index_record",
     "welcome_entry",
 ]
 
+#: The largest amount one entry may move, and the range of a balance: SQLite's integers
+#: are 64-bit signed (and its arithmetic turns to floating point past them).
+MAX_AMOUNT: Final = (1 << 63) - 1
+MIN_BALANCE: Final = -(1 << 63)
 #: The most round records :meth:`Store.history` returns, whatever ``limit`` asks.
 HISTORY_LIMIT: Final = 100
 
@@ -173,6 +179,14 @@ class Store(Protocol):
 # -- helpers shared by the implementations ----------------------------------------------
 
 
+def check_balance(account: str, balance: int) -> None:
+    """Refuse a balance a player may not have or a 64-bit integer cannot hold."""
+    if balance < 0 and account.startswith("player:"):
+        raise Overdrawn(f"{account} would be overdrawn by {-balance}")
+    if not MIN_BALANCE <= balance <= MAX_AMOUNT:
+        raise StoreError(f"{account}'s balance would leave the 64-bit range")
+
+
 def welcome_entry(player_id: str, amount: int) -> Entry:
     """The entry that funds a new player from the cashier."""
     return Entry(
@@ -191,7 +205,7 @@ def check_entry(entry: Entry) -> None:
     if not isinstance(entry.key, str) or not entry.key:
         raise StoreError("a ledger entry has a key")
     amount = entry.amount
-    if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
+    if not isinstance(amount, int) or isinstance(amount, bool) or not 0 < amount <= MAX_AMOUNT:
         raise StoreError(f"entry {entry.key!r}: the amount is a positive whole number")
     if not isinstance(entry.src, str) or not isinstance(entry.dst, str):
         raise StoreError(f"entry {entry.key!r}: accounts are strings")

@@ -18,10 +18,10 @@ from typing import Any
 from server.store.base import (
     HISTORY_LIMIT,
     KeyConflict,
-    Overdrawn,
     RoundIndex,
     StoreError,
     TableRow,
+    check_balance,
     check_entry,
     dump_json,
     index_record,
@@ -111,8 +111,7 @@ class MemoryStore:
                 continue
             for account, delta in ((entry.src, -entry.amount), (entry.dst, entry.amount)):
                 balance = staged.get(account, self._balances.get(account, 0)) + delta
-                if balance < 0 and account.startswith("player:"):
-                    raise Overdrawn(f"{account} would be overdrawn by {-balance}")
+                check_balance(account, balance)
                 staged[account] = balance
             new[entry.key] = entry
         table_json = None

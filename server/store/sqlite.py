@@ -37,6 +37,7 @@ from server.store.base import (
     RoundIndex,
     StoreError,
     TableRow,
+    check_balance,
     check_entry,
     dump_json,
     index_record,
@@ -379,10 +380,10 @@ def _post(db: sqlite3.Connection, entries: Iterable[Entry]) -> int:
         db.executemany(
             "INSERT OR IGNORE INTO accounts (account) VALUES (?)", ((entry.src,), (entry.dst,))
         )
-        if entry.src.startswith("player:"):
-            balance = _balance(db, entry.src) - entry.amount
-            if balance < 0:
-                raise Overdrawn(f"{entry.src} would be overdrawn by {-balance}")
+        # Checked here, before SQLite's CHECK (and before its arithmetic, which turns to
+        # floating point past 64 bits).
+        check_balance(entry.src, _balance(db, entry.src) - entry.amount)
+        check_balance(entry.dst, _balance(db, entry.dst) + entry.amount)
         db.execute(
             "UPDATE accounts SET balance = balance - ? WHERE account = ?",
             (entry.amount, entry.src),

@@ -172,6 +172,7 @@ async def test_invalid_input_is_refused(store: Store) -> None:
         Entry("z", "player:ann", "player:ann", 5, "bet"),
         Entry("", "player:ann", "house", 5, "bet"),
         Entry("z", "player:ann", "house", True, "bet"),
+        Entry("z", HOUSE, CASHIER, 1 << 70, "x"),  # wider than 64 bits
     ]
     for entry in bad_entries:
         with pytest.raises(StoreError):
@@ -190,6 +191,14 @@ async def test_invalid_input_is_refused(store: Store) -> None:
             await store.commit(entries=[bet("ok", "ann", 1)], records=[record])
     with pytest.raises(StoreError):
         await store.commit(table=TableRow("t1", {"x": {1, 2}}))
+    with pytest.raises(StoreError):  # a balance past 64 bits
+        huge = (1 << 63) - 1
+        await store.commit(
+            entries=[
+                Entry("big1", HOUSE, CASHIER, huge, "x"),
+                Entry("big2", HOUSE, CASHIER, huge, "x"),
+            ]
+        )
     assert await snapshot(store) == before
 
 
@@ -364,9 +373,17 @@ async def test_sqlite_errors_are_translated(tmp_path: Path) -> None:
         await SQLiteStore(junk).open()
     store = SQLiteStore(tmp_path / "ok.sqlite3")
     await store.open()
-    with pytest.raises(StoreError):  # wider than SQLite's 64-bit integers
-        await store.commit(entries=[Entry("big", HOUSE, CASHIER, 1 << 70, "x")])
+    with pytest.raises(StoreError):  # a table seq wider than SQLite's 64-bit integers
+        await store.save_table(TableRow("t1", {}, None, 1 << 70))
+    with pytest.raises(StoreError):  # balances that would overflow
+        await store.commit(
+            entries=[
+                Entry("big1", HOUSE, CASHIER, (1 << 63) - 1, "x"),
+                Entry("big2", HOUSE, CASHIER, (1 << 63) - 1, "x"),
+            ]
+        )
     assert await store.audit() == {"sum": 0, "ledger_matches": True, "entries": 0}
+    assert await store.load_tables() == []
     await store.close()
 
 
