@@ -1,0 +1,47 @@
+"""The core stays pure (ARCHITECTURE.md "The one idea"): no module of ``server.engine``
+or ``server.table`` imports I/O, the clock or the global random."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = sorted([*(ROOT / "server" / "engine").glob("*.py"), *(ROOT / "server" / "table").glob("*.py")])
+FORBIDDEN = {
+    "asyncio", "socket", "sqlite3", "redis", "websockets", "time", "random", "secrets",
+    "datetime", "os", "subprocess", "threading", "server.net", "server.croupier",
+    "server.store", "server.bus",
+}
+
+
+def imported(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_the_core_has_modules() -> None:
+    assert len(CORE) >= 10
+
+
+@pytest.mark.parametrize("path", CORE, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_core_module_imports_nothing_impure(path: Path) -> None:
+    bad = {
+        name
+        for name in imported(path)
+        if any(name == f or name.startswith(f + ".") for f in FORBIDDEN)
+    }
+    assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+def test_the_check_catches_an_impure_import(tmp_path: Path) -> None:
+    sample = tmp_path / "bad.py"
+    sample.write_text("import time\nfrom random import choice\n")
+    assert {"time", "random"} <= imported(sample)
