@@ -180,11 +180,21 @@ class TableActor:
         records = table.drain_records()
         if events or entries or records:
             state = table.to_state()
-            await self.store.commit(
-                entries=entries,
-                table=TableRow(self.table_id, self.config, state, table.seq, table.phase == "closed"),
-                records=records,
-            )
+            try:
+                await self.store.commit(
+                    entries=entries,
+                    table=TableRow(self.table_id, self.config, state, table.seq, table.phase == "closed"),
+                    records=records,
+                )
+            except Exception:
+                # Nothing of this step was stored, so nothing of it may be sent (§8):
+                # back to the last stored step; the sender hears it failed.
+                log.exception("table %s: storing a step failed; step undone", self.table_id)
+                self.wallet.pending.extend(entries)
+                await self._restore()
+                if req.callback is not None:
+                    req.callback(self.table, [], Refused("store_failed", "that could not be saved; try again"))
+                return
             self._last_state = state
         if events:
             self.publish(self.table_id, events)

@@ -138,6 +138,14 @@ class ChemmyServer:
             on_step=self._on_step,
         )
         self.actors[row.table_id] = actor
+        if row.state is not None:
+            # Restored after a stop or a crash: nobody is connected yet. Seats are held
+            # for the grace period (§5); spectators are gone.
+            for p in list(table.players.values()):
+                if p.seat is None:
+                    actor.submit(c.Leave(player=p.id))
+                elif p.connected:
+                    actor.submit(c.Disconnect(player=p.id))
         actor.start()
         self.metrics.tables.set(len(self.actors))
         return actor
@@ -238,16 +246,25 @@ class ChemmyServer:
     async def _dispatch(self, session: Session, frame: str | bytes) -> None:
         mid: Any = None
         try:
-            message = decode(frame, session.fmt)
-            raw_id = message.get("id")
-            mid = raw_id if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
+            message: dict[str, Any] | None = None
+            bad_frame: ProtocolError | None = None
+            try:
+                message = decode(frame, session.fmt)
+                raw_id = message.get("id")
+                mid = raw_id if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
+            except ProtocolError as exc:
+                bad_frame = exc
+            # Every frame counts against the rate limit, garbage included.
             if not self._rate_ok(session):
                 session.limited += 1
                 if session.limited > MAX_REFUSED_RATE:
-                    await session.conn.close(1008, "rate limit")
+                    _cut_off(session.conn, 1008, "rate limit")
                     return
                 raise Refused("rate_limited", "too many messages; slow down")
             session.limited = 0
+            if bad_frame is not None:
+                raise bad_frame
+            assert message is not None
             kind, mid, fields = parse(message)
             self.metrics.commands.labels(type=kind).inc()
             if kind == "ping":
@@ -320,7 +337,7 @@ class ChemmyServer:
             if err is not None:
                 self._error(session, mid, err)
             else:
-                self._ok(session, mid, seq=table.seq, duplicate=not events)
+                self._ok(session, mid, seq=table.seq, duplicate=table.duplicate)
 
         return reply
 
@@ -465,7 +482,8 @@ class ChemmyServer:
         limit = fields.get("limit", 100)
         if not 1 <= limit <= 100:
             raise Refused("bad_limit", "history holds your last 1-100 rounds")
-        self._ok(session, mid, rounds=await self.store.history(ident.player_id, limit))
+        rounds = await self.store.history(ident.player_id, limit)
+        self._ok(session, mid, rounds=[_own_round(r, ident.player_id) for r in rounds])
 
     async def _cmd_roads(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         tid = fields["table"]
@@ -518,6 +536,26 @@ class ChemmyServer:
                 if transport is not None and transport.get_write_buffer_size() > SLOW_CLIENT_BUFFER:
                     self.metrics.slow_clients.inc()
                     transport.abort()
+
+
+def _cut_off(conn: ServerConnection, code: int, reason: str) -> None:
+    """Close at once: send the close frame and drop the TCP connection, without waiting
+    for a peer that is flooding us to read it (it would hold the socket for close_timeout)."""
+    with contextlib.suppress(Exception):
+        conn.protocol.fail(code, reason)
+        conn.send_data()
+    if conn.transport is not None:
+        conn.transport.close()
+
+
+def _own_round(record: dict[str, Any], player: str) -> dict[str, Any]:
+    """A round record as one player may see it (§8): the cards and result are public;
+    of the money, only their own bets, payouts and balances."""
+    out = {k: v for k, v in record.items() if k not in ("bets", "balances", "players", "commission")}
+    out["bets"] = [b for b in record.get("bets", []) if b.get("player") == player]
+    out["commission"] = sum(b.get("commission", 0) for b in out["bets"])
+    out["balance"] = record.get("balances", {}).get(player)
+    return out
 
 
 def _select_subprotocol(conn: ServerConnection, offered: Iterable[str]) -> Any:

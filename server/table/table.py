@@ -154,6 +154,7 @@ class Table:
         self._events: list[Event] = []
         self._records: list[dict[str, Any]] = []
         self._now = 0.0
+        self.duplicate = False  # whether the last command was a retried id
 
     # ------------------------------------------------------------------ public API
     def handle(self, cmd: c.Command, now: float) -> list[Event]:
@@ -163,7 +164,9 @@ class Table:
         ``id`` this player already used returns no events and changes nothing.
         """
         if cmd.id is not None and cmd.id in self.recent_ids.get(cmd.player, ()):
+            self.duplicate = True
             return []
+        self.duplicate = False
         self._events = []
         self._now = now
         handler = _HANDLERS.get(type(cmd))
@@ -298,6 +301,13 @@ class Table:
             self._next_offer()
         elif self.offer is not None and p.id in self.offer.queue:
             self.offer.queue.remove(p.id)
+
+    def _gone(self, p: PlayerState) -> None:
+        """Grace ran out (§5): the seat is lost and the player, still away, leaves."""
+        self._stand(p, "timeout")
+        del self.players[p.id]
+        self.recent_ids.pop(p.id, None)
+        self._emit("left", {"player": p.id})
 
     def _lose_shoe(self, p: PlayerState, reason: str, seat: int | None = None) -> None:
         """§5: the holder passes, stands, leaves or times out: offer the shoe onward."""
@@ -876,7 +886,7 @@ class Table:
                 self.offer_needed = True
         for q in list(self.players.values()):
             if q.leaving:
-                self._stand(q, "timeout")
+                self._gone(q)
         # §4: the stop card's coup is finished, one more is dealt, then the shoe ends.
         if coup.last or self.shoe.remaining < MIN_CARDS_FOR_COUP:
             self._end_shoe()
@@ -918,7 +928,7 @@ class Table:
                 if self.coup is not None and (q.id in self.coup.held or q.id == self.coup.holder):
                     q.leaving = True
                 else:
-                    self._stand(q, "timeout")
+                    self._gone(q)
         if self.offer is not None and now >= self.offer.deadline:
             p = self.players[self.offer.current]
             self._emit("shoe_declined", {"player": p.id, "seat": p.seat, "timeout": True})
