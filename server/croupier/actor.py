@@ -183,7 +183,9 @@ class TableActor:
             try:
                 await self.store.commit(
                     entries=entries,
-                    table=TableRow(self.table_id, self.config, state, table.seq, table.phase == "closed"),
+                    table=TableRow(
+                        self.table_id, self.config, state, table.seq, table.phase == "closed"
+                    ),
                     records=records,
                 )
             except Exception:
@@ -193,7 +195,11 @@ class TableActor:
                 self.wallet.pending.extend(entries)
                 await self._restore()
                 if req.callback is not None:
-                    req.callback(self.table, [], Refused("store_failed", "that could not be saved; try again"))
+                    req.callback(
+                        self.table,
+                        [],
+                        Refused("store_failed", "that could not be saved; try again"),
+                    )
                 return
             self._last_state = state
         if events:

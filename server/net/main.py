@@ -57,7 +57,9 @@ async def run(config: ServerConfig, ready: asyncio.Event | None = None) -> None:
 
     server = ChemmyServer(config, store_for(config.db))
     await server.start()
-    print(f"chemmy-server listening on ws://{config.host}:{server.port}", file=sys.stderr, flush=True)
+    print(
+        f"chemmy-server listening on ws://{config.host}:{server.port}", file=sys.stderr, flush=True
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -15,7 +15,9 @@ class Metrics:
         self.connections = Gauge("chemmy_connections", "Open WebSocket connections", registry=r)
         self.tables = Gauge("chemmy_tables", "Tables running in this process", registry=r)
         self.commands = Counter("chemmy_commands", "Client commands received", ["type"], registry=r)
-        self.refused = Counter("chemmy_refused", "Commands refused, by error code", ["code"], registry=r)
+        self.refused = Counter(
+            "chemmy_refused", "Commands refused, by error code", ["code"], registry=r
+        )
         self.coups = Counter("chemmy_coups", "Coups settled", registry=r)
         self.settled = Counter(
             "chemmy_settled_minor_units",

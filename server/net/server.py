@@ -157,7 +157,9 @@ class ChemmyServer:
             actor.draining = True
         limit = self.config.drain_timeout if timeout is None else timeout
         end = time.monotonic() + limit
-        while time.monotonic() < end and any(a.table.coup is not None for a in self.actors.values()):
+        while time.monotonic() < end and any(
+            a.table.coup is not None for a in self.actors.values()
+        ):
             await asyncio.sleep(0.05)
 
     async def stop(self) -> None:
@@ -181,7 +183,9 @@ class ChemmyServer:
             return conn.respond(http.HTTPStatus.OK, "ready\n")
         if path == "/metrics":
             body = generate_latest(self.metrics.registry)
-            headers = Headers([("Content-Type", CONTENT_TYPE_LATEST), ("Content-Length", str(len(body)))])
+            headers = Headers(
+                [("Content-Type", CONTENT_TYPE_LATEST), ("Content-Length", str(len(body)))]
+            )
             return Response(200, "OK", headers, body)
         if request.headers.get("Upgrade", "").lower() != "websocket":
             return conn.respond(http.HTTPStatus.NOT_FOUND, "not found\n")
@@ -192,7 +196,9 @@ class ChemmyServer:
     # ------------------------------------------------------------------ connections
     async def _handler(self, conn: ServerConnection) -> None:
         fmt = conn.subprotocol or JSON
-        session = Session(conn, str(fmt), tokens=float(self.config.rate_burst), stamp=time.monotonic())
+        session = Session(
+            conn, str(fmt), tokens=float(self.config.rate_burst), stamp=time.monotonic()
+        )
         self.sessions.add(session)
         self.metrics.connections.inc()
         try:
@@ -217,7 +223,9 @@ class ChemmyServer:
             if p is None:
                 continue
             cmd: c.Command = (
-                c.Disconnect(player=ident.player_id) if p.seat is not None else c.Leave(player=ident.player_id)
+                c.Disconnect(player=ident.player_id)
+                if p.seat is not None
+                else c.Leave(player=ident.player_id)
             )
             with contextlib.suppress(ChemmyError):
                 actor.submit(cmd)
@@ -235,7 +243,8 @@ class ChemmyServer:
     def _rate_ok(self, session: Session) -> bool:
         now = time.monotonic()
         session.tokens = min(
-            float(self.config.rate_burst), session.tokens + (now - session.stamp) * self.config.rate_limit
+            float(self.config.rate_burst),
+            session.tokens + (now - session.stamp) * self.config.rate_limit,
         )
         session.stamp = now
         if session.tokens < 1:
@@ -251,7 +260,11 @@ class ChemmyServer:
             try:
                 message = decode(frame, session.fmt)
                 raw_id = message.get("id")
-                mid = raw_id if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
+                mid = (
+                    raw_id
+                    if isinstance(raw_id, str | int) and not isinstance(raw_id, bool)
+                    else None
+                )
             except ProtocolError as exc:
                 bad_frame = exc
             # Every frame counts against the rate limit, garbage included.
@@ -287,10 +300,14 @@ class ChemmyServer:
         if token:
             ident = self.auth.authenticate(token)
             if ident.player_id in self.config.operator_players:
-                ident = Identity(ident.player_id, ident.name, ident.roles | {"operator"}, ident.guest)
+                ident = Identity(
+                    ident.player_id, ident.name, ident.roles | {"operator"}, ident.guest
+                )
         elif fields.get("guest"):
             if not self.config.guest:
-                raise AuthError("auth_required", "guest play is off on this server; present a token")
+                raise AuthError(
+                    "auth_required", "guest play is off on this server; present a token"
+                )
             ident = guest_identity(fields.get("name"))
         else:
             raise AuthError("auth_required", "present a token, or ask for guest play")
@@ -352,7 +369,9 @@ class ChemmyServer:
         since = fields.get("since")
         player = ident.player_id
         present = player in actor.table.players
-        cmd: c.Command = c.Reconnect(player=player) if present else c.Join(player=player, name=ident.name)
+        cmd: c.Command = (
+            c.Reconnect(player=player) if present else c.Join(player=player, name=ident.name)
+        )
 
         def joined(table: Table, events: list[Event], err: ChemmyError | None) -> None:
             if err is not None:
@@ -366,7 +385,14 @@ class ChemmyServer:
                 for event in missed:
                     self._send(session, envelope(tid, view_event(event, player)))
             else:
-                self._ok(session, mid, table=tid, resumed=False, seq=table.seq, snapshot=table.view(player))
+                self._ok(
+                    session,
+                    mid,
+                    table=tid,
+                    resumed=False,
+                    seq=table.seq,
+                    snapshot=table.view(player),
+                )
             session.tables.add(tid)
             self.hub.subscribe(tid, Subscriber(session.conn, player, session.fmt))
 
@@ -441,7 +467,14 @@ class ChemmyServer:
         if len(session.chat_times) >= self.config.chat_rate:
             raise Refused("chat_rate", "wait a moment before chatting again")
         session.chat_times.append(now)
-        message = {"type": "chat", "table": tid, "player": ident.player_id, "name": ident.name, "text": text, "time": time.time()}
+        message = {
+            "type": "chat",
+            "table": tid,
+            "player": ident.player_id,
+            "name": ident.name,
+            "text": text,
+            "time": time.time(),
+        }
         frames: dict[str, str | bytes] = {}
         for conn in self.hub.connections(tid):
             sub = self.hub.room(tid).subs.get(conn)
@@ -456,7 +489,12 @@ class ChemmyServer:
         ident = session.identity
         assert ident is not None
         pid = ident.player_id
-        self._ok(session, mid, balance=self.wallet.balance(player_account(pid)), available=self.wallet.available(pid))
+        self._ok(
+            session,
+            mid,
+            balance=self.wallet.balance(player_account(pid)),
+            available=self.wallet.available(pid),
+        )
 
     async def _cmd_deposit(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         ident = session.identity
@@ -504,7 +542,9 @@ class ChemmyServer:
             seen = [*shoe.dealt, *([shoe.burn_card] if shoe.burn_card else [])]
             for card in seen:
                 counts[card[0]] -= 1
-            odds = await asyncio.to_thread(exact_odds, table.options.decks, counts=counts, paytable=table.options.paytable)
+            odds = await asyncio.to_thread(
+                exact_odds, table.options.decks, counts=counts, paytable=table.options.paytable
+            )
             cached = _plain(odds)
             self._odds_cache = {k: v for k, v in self._odds_cache.items() if k[0] != table.table_id}
             self._odds_cache[key] = cached
@@ -551,7 +591,9 @@ def _cut_off(conn: ServerConnection, code: int, reason: str) -> None:
 def _own_round(record: dict[str, Any], player: str) -> dict[str, Any]:
     """A round record as one player may see it (§8): the cards and result are public;
     of the money, only their own bets, payouts and balances."""
-    out = {k: v for k, v in record.items() if k not in ("bets", "balances", "players", "commission")}
+    out = {
+        k: v for k, v in record.items() if k not in ("bets", "balances", "players", "commission")
+    }
     out["bets"] = [b for b in record.get("bets", []) if b.get("player") == player]
     out["commission"] = sum(b.get("commission", 0) for b in out["bets"])
     out["balance"] = record.get("balances", {}).get(player)

@@ -94,7 +94,9 @@ def parse(message: Mapping[str, Any]) -> tuple[str, str | int | None, dict[str, 
         or (isinstance(mid, str) and len(mid) > MAX_ID_LEN)
         or (isinstance(mid, int) and not -(2**53) < mid < 2**53)
     ):
-        raise ProtocolError("bad_message", f"'id' is a string of at most {MAX_ID_LEN} characters or an integer")
+        raise ProtocolError(
+            "bad_message", f"'id' is a string of at most {MAX_ID_LEN} characters or an integer"
+        )
     fields: dict[str, Any] = {}
     for name, (types, required) in schema.items():
         if name not in message or message[name] is None:
@@ -113,11 +115,15 @@ def parse(message: Mapping[str, Any]) -> tuple[str, str | int | None, dict[str, 
         fields[name] = value
     extra = set(message) - set(schema) - {"type", "id"}
     if extra:
-        raise ProtocolError("bad_message", f"{kind} does not take {', '.join(sorted(map(str, extra)))[:80]}")
+        raise ProtocolError(
+            "bad_message", f"{kind} does not take {', '.join(sorted(map(str, extra)))[:80]}"
+        )
     return kind, mid, fields
 
 
-def table_command(kind: str, mid: str | int | None, player: str, fields: Mapping[str, Any]) -> c.Command:
+def table_command(
+    kind: str, mid: str | int | None, player: str, fields: Mapping[str, Any]
+) -> c.Command:
     """The table command for a checked table message (``kind`` in TABLE_COMMANDS)."""
     cls = TABLE_COMMANDS[kind]
     args = {k: v for k, v in fields.items() if k != "table"}

@@ -101,7 +101,9 @@ class TableOptions:
         limits = TIERS[tier]
         lim = data.pop("limits", None)
         if isinstance(lim, Mapping):
-            data.update({k: v for k, v in lim.items() if k in ("min", "max", "tie_max", "side_max")})
+            data.update(
+                {k: v for k, v in lim.items() if k in ("min", "max", "tie_max", "side_max")}
+            )
         for k in ("min", "max", "tie_max", "side_max"):
             if k in data:
                 limits = replace(limits, **{k: _int(data.pop(k), k, 1)})

@@ -211,7 +211,9 @@ class Table:
         return self._roads.to_dict()
 
     # ------------------------------------------------------------------ emitting
-    def _emit(self, kind: str, data: dict[str, Any], private: dict[str, dict[str, Any]] | None = None) -> None:
+    def _emit(
+        self, kind: str, data: dict[str, Any], private: dict[str, dict[str, Any]] | None = None
+    ) -> None:
         self.seq += 1
         self._events.append(Event(self.seq, kind, data, private or None))
 
@@ -265,7 +267,11 @@ class Table:
             seat = free[0]
         else:
             seat = cmd.seat
-            if isinstance(seat, bool) or not isinstance(seat, int) or not 1 <= seat <= self.options.seats:
+            if (
+                isinstance(seat, bool)
+                or not isinstance(seat, int)
+                or not 1 <= seat <= self.options.seats
+            ):
                 raise TableError("bad_seat", f"seats are 1-{self.options.seats}")
             if seat in taken:
                 raise TableError("seat_taken", f"seat {seat} is taken")
@@ -532,7 +538,9 @@ class Table:
         bets = dict(p.bets)
         bets[area.value] = have - amount
         if 0 < bets[area.value] < self.options.limits.min:
-            raise TableError("below_min", f"the minimum on {area.value} is {self.options.limits.min}")
+            raise TableError(
+                "below_min", f"the minimum on {area.value} is {self.options.limits.min}"
+            )
         self._set_bets(p, bets, "remove")
 
     def _clear(self, cmd: c.ClearBets) -> None:
@@ -645,7 +653,9 @@ class Table:
         )
 
     @staticmethod
-    def _ranked_player_bets(players: list[PlayerState], held: dict[str, dict[str, int]]) -> list[tuple[int, int, str]]:
+    def _ranked_player_bets(
+        players: list[PlayerState], held: dict[str, dict[str, int]]
+    ) -> list[tuple[int, int, str]]:
         return sorted(
             (-held[q.id]["player"], q.bet_order.get("player", 0), q.id)
             for q in players
@@ -686,7 +696,11 @@ class Table:
         )
 
     def _turn_index(self, coup: CoupState, card: object) -> int:
-        if isinstance(card, bool) or not isinstance(card, int) or card - 1 not in coup.stage_slots():
+        if (
+            isinstance(card, bool)
+            or not isinstance(card, int)
+            or card - 1 not in coup.stage_slots()
+        ):
             allowed = " or ".join(str(i + 1) for i in coup.stage_slots())
             raise TableError("bad_card", f"turn card {allowed}")
         if coup.hand(coup.stage_hand)[card - 1].up:
@@ -717,7 +731,9 @@ class Table:
             {"hand": cmd.hand, "card": index + 1, "percent": pct, "turner": cmd.player},
         )
 
-    def _reveal(self, coup: CoupState, hand: str, index: int, by: str, on_behalf: str | None) -> None:
+    def _reveal(
+        self, coup: CoupState, hand: str, index: int, by: str, on_behalf: str | None
+    ) -> None:
         slot = coup.hand(hand)[index]
         slot.up, slot.by, slot.on_behalf = True, by, on_behalf
         if on_behalf is not None:
@@ -815,9 +831,13 @@ class Table:
                 if r.returned == 0:
                     self.wallet.transfer(f"{key}:lose", table, HOUSE, stake, "lose", rid)
                 else:
-                    self.wallet.transfer(f"{key}:return", table, player_account(pid), stake, "return", rid)
+                    self.wallet.transfer(
+                        f"{key}:return", table, player_account(pid), stake, "return", rid
+                    )
                     if r.win:
-                        self.wallet.transfer(f"{key}:win", HOUSE, player_account(pid), r.win, "win", rid)
+                        self.wallet.transfer(
+                            f"{key}:win", HOUSE, player_account(pid), r.win, "win", rid
+                        )
                 payouts.append(
                     {
                         "player": pid,
@@ -861,7 +881,9 @@ class Table:
                 "holder": coup.holder,
                 "turners": dict(coup.turners),
                 "turned_by": {
-                    h: [{"card": s.card, "by": s.by, "on_behalf": s.on_behalf} for s in coup.hand(h)]
+                    h: [
+                        {"card": s.card, "by": s.by, "on_behalf": s.on_behalf} for s in coup.hand(h)
+                    ]
                     for h in HANDS
                 },
                 "on_behalf": list(coup.on_behalf),
@@ -881,7 +903,10 @@ class Table:
             self.holder_coups += 1
         if result.outcome == "player" or coup.holder_forfeits:
             if self.holder is not None:
-                self._lose_shoe(self.players[self.holder], "player_won" if result.outcome == "player" else "no_banker_bet")
+                self._lose_shoe(
+                    self.players[self.holder],
+                    "player_won" if result.outcome == "player" else "no_banker_bet",
+                )
             elif self.house_holds:
                 self.offer_needed = True
         for q in list(self.players.values()):
@@ -958,7 +983,9 @@ class Table:
             for pid, bets in sorted(coup.held.items()):
                 for area, stake in sorted(bets.items()):
                     key = f"{coup.round_id}:{pid}:{area}:refund"
-                    self.wallet.transfer(key, table, player_account(pid), stake, "refund", coup.round_id)
+                    self.wallet.transfer(
+                        key, table, player_account(pid), stake, "refund", coup.round_id
+                    )
         for q in self.players.values():
             if q.bets:
                 self.wallet.reserve(q.id, self._reserve_key, 0)
@@ -1006,7 +1033,10 @@ class Table:
                 face, count = self.shoe.burn()
                 self.shoe.place_stop(self.options.stop_offset)
                 self.burned = True
-                self._emit("burned", {"card": face, "count": count, "stop_offset": self.options.stop_offset})
+                self._emit(
+                    "burned",
+                    {"card": face, "count": count, "stop_offset": self.options.stop_offset},
+                )
             if self.phase is not Phase.BETTING or not self.round_open:
                 self._open_betting()
             return
@@ -1057,7 +1087,9 @@ class Table:
                 "commitment": shoe.commitment,
                 "cards_left": shoe.remaining,
                 "cut": shoe.cut,
-                "burn": {"card": shoe.burn_card, "count": shoe.burned} if self.burned and shoe.burn_card else None,
+                "burn": {"card": shoe.burn_card, "count": shoe.burned}
+                if self.burned and shoe.burn_card
+                else None,
                 "stop_card_out": shoe.stop_card_out,
                 "last_coup": self.last_coup_next or (coup is not None and coup.last),
             },
@@ -1106,7 +1138,12 @@ class Table:
             "areas": [a.value for a in o.paytable.areas()],
             "seats": o.seats,
             "tier": o.tier,
-            "limits": {"min": o.limits.min, "max": o.limits.max, "tie_max": o.limits.tie_max, "side_max": o.limits.side_max},
+            "limits": {
+                "min": o.limits.min,
+                "max": o.limits.max,
+                "tie_max": o.limits.tie_max,
+                "side_max": o.limits.side_max,
+            },
             "timers": {
                 "betting": o.timers.betting,
                 "squeeze": o.timers.squeeze,
@@ -1137,6 +1174,7 @@ class Table:
     # ------------------------------------------------------------------ storage
     def to_state(self) -> dict[str, Any]:
         """The whole internal state, secrets included: for the store only, never a client."""
+
         def player(q: PlayerState) -> dict[str, Any]:
             return dict(q.__dict__)
 
@@ -1145,7 +1183,11 @@ class Table:
 
         coup = None
         if self.coup is not None:
-            coup = {**self.coup.__dict__, "player": slots(self.coup.player), "banker": slots(self.coup.banker)}
+            coup = {
+                **self.coup.__dict__,
+                "player": slots(self.coup.player),
+                "banker": slots(self.coup.banker),
+            }
         return copy.deepcopy(
             {
                 "version": 1,
