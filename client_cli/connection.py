@@ -54,7 +54,8 @@ __all__ = [
 ]
 
 DEFAULT_URL = "ws://127.0.0.1:8765"
-MAX_FRAME = 1 << 24  # snapshots with a whole shoe's roads are a few hundred kB at most
+MAX_FRAME = 1 << 24
+RATE_RETRIES = 3  # a "rate_limited" refusal is retried (same id) this many times  # snapshots with a whole shoe's roads are a few hundred kB at most
 #: Error codes after which reconnecting cannot help (the credentials are refused).
 FATAL_HELLO_CODES = frozenset({"auth_required", "bad_token", "token_expired", "forbidden", "auth_failed"})
 
@@ -93,8 +94,8 @@ def backoff_delay(
     """Seconds to wait before reconnect ``attempt`` (0, 1, 2, ...): exponential
     (``initial * 2**attempt``, capped at ``maximum``) with "equal jitter": a uniformly
     random point in the upper half, so many clients dropped at once spread out."""
-    base = min(maximum, initial * (2 ** min(attempt, 30)))
-    r = (rng or random).random()
+    base = min(maximum, initial * (1 << min(max(attempt, 0), 30)))
+    r = rng.random() if rng is not None else random.random()
     return base / 2 + r * base / 2
 
 
@@ -121,6 +122,8 @@ class Connection:
         backoff_max: float = 10.0,
         open_timeout: float = 10.0,
         request_timeout: float = 30.0,
+        rate: float | None = 18.0,
+        burst: int = 30,
         rng: random.Random | None = None,
     ) -> None:
         if not token and not guest:
@@ -137,6 +140,12 @@ class Connection:
         self.open_timeout = open_timeout
         self.request_timeout = request_timeout
         self.rng = rng or random.Random()
+        # A token bucket a little under the server's default limit (20/s, burst 40):
+        # a client that keeps to it is never refused with "rate_limited".
+        self.rate = rate
+        self.burst = burst
+        self._tokens = float(burst)
+        self._stamp = time.monotonic()
         self.state = ConnState.CLOSED
         self.identity: Item = {}  # the last hello reply: player, name, balance...
         self.last_seq: dict[str, int] = {}  # per joined table
@@ -235,7 +244,7 @@ class Connection:
         (an ``error`` reply) or :class:`ConnectionLost`. ``None`` fields are left out.
         Give ``mid`` to repeat a command with the same id (an idempotent retry)."""
         ws = self._ws
-        if ws is None or not self.connected and kind not in ("hello", "join", "ping"):
+        if ws is None or not self.connected:
             raise ConnectionLost("not connected")
         return await self._request_on(ws, kind, fields, timeout=timeout, mid=mid)
 
@@ -250,19 +259,40 @@ class Connection:
     ) -> Item:
         mid = mid or self.next_id()
         message: Item = {"type": kind, "id": mid, **{k: v for k, v in fields.items() if v is not None}}
-        fut: asyncio.Future[Item] = asyncio.get_running_loop().create_future()
-        self._pending[mid] = (fut, kind, message)
-        try:
-            await ws.send(encode(message, MSGPACK))
-        except ConnectionClosed:
-            self._pending.pop(mid, None)
-            raise ConnectionLost("the connection dropped") from None
-        try:
-            return await asyncio.wait_for(fut, timeout or self.request_timeout)
-        except TimeoutError:
-            raise ConnectionLost(f"no reply to {kind} in time") from None
-        finally:
-            self._pending.pop(mid, None)
+        for attempt in range(RATE_RETRIES + 1):
+            await self._throttle()
+            fut: asyncio.Future[Item] = asyncio.get_running_loop().create_future()
+            self._pending[mid] = (fut, kind, message)
+            try:
+                await ws.send(encode(message, MSGPACK))
+            except ConnectionClosed:
+                self._pending.pop(mid, None)
+                raise ConnectionLost("the connection dropped") from None
+            try:
+                return await asyncio.wait_for(fut, timeout or self.request_timeout)
+            except TimeoutError:
+                raise ConnectionLost(f"no reply to {kind} in time") from None
+            except ServerError as exc:
+                # Refused before it was read: the same id is safe to send again.
+                if exc.code != "rate_limited" or attempt == RATE_RETRIES:
+                    raise
+                await asyncio.sleep(0.25 * (attempt + 1))
+            finally:
+                self._pending.pop(mid, None)
+        raise AssertionError("unreachable")
+
+    async def _throttle(self) -> None:
+        """Wait for a token of the client's own rate limit (none when ``rate`` is None)."""
+        if self.rate is None:
+            return
+        while True:
+            now = time.monotonic()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._stamp) * self.rate)
+            self._stamp = now
+            if self._tokens >= 1:
+                self._tokens -= 1
+                return
+            await asyncio.sleep((1 - self._tokens) / self.rate)
 
     async def join(self, table: str, since: int | None = None) -> Item:
         """Join ``table`` (a snapshot comes on the stream, or the missed events when
@@ -272,9 +302,11 @@ class Connection:
         return reply
 
     async def leave(self, table: str) -> Item:
+        """Leave ``table``; it is forgotten (not rejoined) once the server agrees."""
+        reply = await self.request("leave", table=table)
         self.tables.discard(table)
         self.last_seq.pop(table, None)
-        return await self.request("leave", table=table)
+        return reply
 
     async def resync(self, table: str) -> Item:
         """Ask for a fresh snapshot of a joined table (after a gap in its seqs)."""
@@ -402,9 +434,8 @@ class Connection:
         if kind == "event":
             table = message.get("table")
             seq = message.get("seq")
-            if isinstance(table, str) and isinstance(seq, int):
-                if seq > self.last_seq.get(table, -1):
-                    self.last_seq[table] = seq
+            if isinstance(table, str) and isinstance(seq, int) and seq > self.last_seq.get(table, -1):
+                self.last_seq[table] = seq
             self._push(message)
             return
         self._push(message)  # chat, and anything newer this client does not know

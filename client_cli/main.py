@@ -27,6 +27,9 @@ __all__ = ["COMMAND_MODULES", "EXIT_USAGE", "CliError", "build_parser", "main"]
 #: Modules that register subcommands, in the order they appear in ``chemmy --help``.
 COMMAND_MODULES: tuple[str, ...] = (
     "client_cli.offline",  # coup, odds, simulate, verify
+    "client_cli.play",  # play (the full-screen table)
+    "client_cli.scripts",  # tables, balance, deposit, history
+    "client_cli.bot",  # bot
 )
 
 EXIT_USAGE = 2  # bad arguments or unusable input (as argparse)

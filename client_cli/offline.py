@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any, TypeAlias
 
 from client_cli.main import CliError
+from client_cli.scripts import add_verify_server_args, fetch_shoe_record
 from server.engine.cards import CardError, parse_cards
 from server.engine.coup import Coup, resolve_coup
 from server.engine.payouts import Area, Paytable
@@ -90,7 +91,8 @@ def register(subparsers: Subparsers) -> None:
         "against its commitment, and every coup against the cards the seed deals. "
         "Exit status 0 if it verifies, 1 if not.",
     )
-    p.add_argument("source", metavar="FILE", help="the record, a JSON file ('-' for stdin)")
+    p.add_argument("source", nargs="?", metavar="FILE", help="the record, a JSON file ('-' for stdin)")
+    add_verify_server_args(p)  # or --server URL --table T [--shoe N]: fetch it (client_cli.scripts)
     p.set_defaults(run=run_verify)
 
 
@@ -362,7 +364,7 @@ class _TextBar:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    record = load_record(args.source)
+    record = load_record(args.source) if args.source and not args.server else fetch_shoe_record(args)
     try:
         report = verify(record)
     except (CardError, ShoeError) as exc:  # the engine should report these; never crash

@@ -1,0 +1,45 @@
+"""``chemmy play [URL] [--table T] [--token TOKEN | --guest] [--name N]``: sit at a table.
+
+Only the argument parsing lives here; the full-screen Textual client is
+:mod:`client_cli.tui`, imported when the command runs (so ``chemmy odds`` never loads
+Textual).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TypeAlias
+
+from client_cli.common import add_identity_args, add_url_arg, who
+
+__all__ = ["register", "run_play"]
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add ``play`` to the ``chemmy`` parser."""
+    p = subparsers.add_parser(
+        "play",
+        help="play at a table (full-screen)",
+        description="The full-screen table: the lobby, then seats, bets, the squeeze, "
+        "the roads and the odds. Keys and mouse; press ? at the table for help.",
+    )
+    add_url_arg(p, positional=True)
+    p.add_argument("--table", metavar="T", help="go straight to this table")
+    add_identity_args(p)
+    p.add_argument(
+        "--speed", type=int, choices=range(1, 6), default=4, metavar="1-5", help="animation speed (default 4)"
+    )
+    p.set_defaults(run=run_play)
+
+
+def run_play(args: argparse.Namespace) -> int:
+    from client_cli.tui import ChemmyApp, Options
+
+    w = who(args)
+    app = ChemmyApp(
+        w.url, token=w.token, guest=w.guest, name=w.name, table=args.table, options=Options(speed=args.speed)
+    )
+    result = app.run()
+    return int(result or 0)

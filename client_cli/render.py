@@ -1,0 +1,361 @@
+"""Drawing a table in a terminal: text-art cards, the squeeze, seats, the bet layout,
+the roads, the odds and the history, as Rich :class:`~rich.text.Text`.
+
+Pure functions of the client's :class:`~client_cli.state.TableModel` (or of plain data
+from the server): no I/O, no clock, so the full-screen client (``client_cli.play``)
+and the tests share them. Money is shown only through
+:func:`~client_cli.state.format_money`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.text import Text
+
+from client_cli.state import (
+    AREA_NAMES,
+    SUITS,
+    CardView,
+    CoupView,
+    TableModel,
+    card_text,
+    format_money,
+    result_text,
+)
+
+__all__ = [
+    "CARD_H",
+    "CARD_W",
+    "card_art",
+    "odds_text",
+    "render_hands",
+    "render_layout",
+    "render_roads",
+    "render_seats",
+    "squeeze_art",
+]
+
+CARD_W = 9
+CARD_H = 7
+_INNER_W = CARD_W - 2
+_INNER_H = CARD_H - 2
+RED_SUITS = ("h", "d")
+OUTCOME_STYLE = {"banker": "bold red", "player": "bold blue", "tie": "bold green"}
+OUTCOME_LETTER = {"banker": "B", "player": "P", "tie": "T"}
+BACK = "░"
+
+
+def _face(card: str) -> list[str]:
+    """The inside (5 rows of 7) of a face-up card."""
+    rank = "10" if card[:-1] == "T" else card[:-1]
+    suit = SUITS.get(card[-1:], card[-1:])
+    return [
+        f"{rank:<{_INNER_W}}",
+        f"{suit:<{_INNER_W}}",
+        f"{suit:^{_INNER_W}}",
+        f"{suit:>{_INNER_W}}",
+        f"{rank:>{_INNER_W}}",
+    ]
+
+
+def _frame(rows: list[str]) -> list[str]:
+    return ["┌" + "─" * _INNER_W + "┐", *(f"│{r}│" for r in rows), "└" + "─" * _INNER_W + "┘"]
+
+
+def card_art(card: str | None) -> list[str]:
+    """A card as 7 lines of 9 characters; ``None`` is the back."""
+    if not card:
+        return _frame([BACK * _INNER_W] * _INNER_H)
+    return _frame(_face(card))
+
+
+def squeeze_art(card: str | None, style: str, percent: int) -> list[str]:
+    """A card partly revealed by a squeeze: PEEK bends a corner (a growing top-left
+    rectangle), SIDE opens from the left edge, QUICK lifts from the bottom. With
+    ``card`` unknown (someone else squeezing) the revealed part is shown blank."""
+    pct = max(0, min(100, percent))
+    face = _face(card) if card else [" " * _INNER_W] * _INNER_H
+    if pct >= 100:
+        return _frame(face)
+    rows: list[str] = []
+    for r in range(_INNER_H):
+        line = []
+        for col in range(_INNER_W):
+            if style == "side":
+                shown = col < math.ceil(pct / 100 * _INNER_W)
+            elif style == "quick":
+                shown = r >= _INNER_H - math.ceil(pct / 100 * _INNER_H)
+            else:  # peek: the corner first
+                shown = r < math.ceil(pct / 100 * _INNER_H) and col < math.ceil(pct / 100 * _INNER_W)
+            line.append(face[r][col] if shown else BACK)
+        rows.append("".join(line))
+    return _frame(rows)
+
+
+def _card_style(card: str | None) -> str:
+    if not card:
+        return "dim"
+    return "bold red" if card[-1:] in RED_SUITS else "bold"
+
+
+def _hand_block(
+    coup: CoupView | None,
+    hand: str,
+    *,
+    local: dict[tuple[str, int], int],
+) -> tuple[list[list[str]], list[str]]:
+    """The arts of one hand's cards and their styles (all 7 lines each)."""
+    arts: list[list[str]] = []
+    styles: list[str] = []
+    if coup is None:
+        return arts, styles
+    for i, cv in enumerate(coup.cards(hand), start=1):
+        if cv.up and cv.card:
+            arts.append(card_art(cv.card))
+            styles.append(_card_style(cv.card))
+            continue
+        known = coup.private.get((hand, i))
+        pct = local.get((hand, i), coup.progress.get((hand, i)))
+        if pct is not None and coup.style:
+            arts.append(squeeze_art(known if (hand, i) in local else None, coup.style, pct))
+            styles.append(_card_style(known) if (hand, i) in local else "yellow")
+        else:
+            arts.append(card_art(None))
+            styles.append("dim")
+    return arts, styles
+
+
+def render_hands(model: TableModel, local: dict[tuple[str, int], int] | None = None) -> Text:
+    """Both hands side by side, with totals, the turners and the squeeze's progress.
+    ``local`` is this client's own squeeze animation ((hand, card) -> percent)."""
+    local = local or {}
+    coup = model.coup or model.last_coup
+    out = Text()
+    heads: list[str] = []
+    blocks: list[tuple[list[list[str]], list[str]]] = []
+    for hand in ("player", "banker"):
+        arts, styles = _hand_block(coup, hand, local=local)
+        title = "PLAYER" if hand == "player" else "BANKER"
+        if coup is not None and any(c.up for c in coup.cards(hand)):
+            title += f"  {coup.total(hand)}"
+        if coup is not None and model.coup is not None:
+            turner = coup.turners.get(hand)
+            title += f"  (turns: {model.name(turner)})"
+            if coup.hand == hand and coup.style:
+                title += f" {coup.style.upper()}"
+                pcts = [p for (h, _), p in coup.progress.items() if h == hand]
+                if pcts and coup.squeezer != model.me:
+                    title += f" {max(pcts)}%"
+        heads.append(title)
+        blocks.append((arts, styles))
+    width = CARD_W * 3 + 2
+    out.append(f"{heads[0]:<{width}}   {heads[1]}\n", style="bold")
+    for line in range(CARD_H):
+        for b, (arts, styles) in enumerate(blocks):
+            used = 0
+            for art, style in zip(arts, styles, strict=True):
+                out.append(art[line], style=style)
+                out.append(" ")
+                used += CARD_W + 1
+            if b == 0:
+                out.append(" " * (width - used + 3))
+        out.append("\n")
+    if coup is None:
+        out.append("(no cards yet)\n", style="dim")
+    elif coup.result:
+        r = coup.result
+        style = OUTCOME_STYLE.get(str(r.get("outcome")), "bold")
+        text = model.result_line if model.coup is None and model.result_line else result_text(r)
+        out.append(text + "\n", style=style)
+    return out
+
+
+def render_seats(model: TableModel) -> Text:
+    """The seats: number, name, shoe marker, connection, bets and DONE."""
+    out = Text()
+    seats = model.seats_in_order()
+    out.append("SEATS", style="bold")
+    if model.house_holds:
+        out.append("  (house holds the shoe)", style="dim")
+    out.append("\n")
+    if not seats:
+        out.append("  nobody seated\n", style="dim")
+    for s in seats:
+        mark = "◆" if s.player == model.holder else " "
+        style = "bold yellow" if s.player == model.me else ""
+        out.append(f"{mark}{s.seat:>2} ", style="bold magenta" if mark != " " else "")
+        out.append(f"{s.name[:10]:<10}", style=style)
+        if not s.connected:
+            out.append(" ⚠", style="red")
+        if s.done:
+            out.append(" ✓", style="green")
+        if model.offer and model.offer.get("player") == s.player:
+            out.append(" offered", style="magenta")
+        total = sum(s.bets.values())
+        if total:
+            out.append(f" {format_money(total)}", style="cyan")
+        out.append("\n")
+    if model.spectators:
+        out.append(f"  + {model.spectators} watching\n", style="dim")
+    out.append("◆ = shoe holder\n", style="dim")
+    return out
+
+
+def render_layout(model: TableModel, *, totals: bool = True) -> Text:
+    """The bet areas with everyone's stacks (and the area totals when ``totals``)."""
+    out = Text()
+    area_totals = model.area_totals()
+    for area in model.areas:
+        name = AREA_NAMES.get(area, area)
+        mine = model.my_bets.get(area, 0)
+        if model.coup is not None and model.me in model.coup.bets:
+            mine = model.coup.bets[model.me].get(area, 0)
+        style = "red" if area == "banker" else "blue" if area == "player" else "green" if area == "tie" else ""
+        out.append(f"{name:<14}", style=f"bold {style}".strip())
+        if totals:
+            out.append(f"{format_money(area_totals.get(area, 0)):>10}", style="cyan")
+        out.append(f"  you {format_money(mine):>8}" if mine else " " * 14, style="bold yellow")
+        stacks = ", ".join(f"{who} {format_money(v)}" for who, v in model.stacks(area) if who != "you")
+        if stacks:
+            out.append("  " + stacks[:60], style="dim")
+        out.append("\n")
+    return out
+
+
+# ------------------------------------------------------------------------------ roads
+
+_DERIVED_GLYPH = {"big_eye_boy": "o", "small_road": "●", "cockroach_pig": "/"}
+_COLOR_STYLE = {"red": "bold red", "blue": "bold blue"}
+
+
+def _grid(rows: int, cols: int) -> list[list[tuple[str, str]]]:
+    return [[("·", "dim") for _ in range(cols)] for _ in range(rows)]
+
+
+def _emit_grid(out: Text, grid: list[list[tuple[str, str]]]) -> None:
+    for row in grid:
+        for ch, style in row:
+            out.append(ch, style=style)
+        out.append("\n")
+
+
+def _window(cells: list[dict[str, Any]], width: int) -> tuple[int, int]:
+    """The first column to show so the last ``width`` columns fit."""
+    last = max((int(c.get("col", 0)) for c in cells), default=-1)
+    first = max(0, last - width + 1)
+    return first, last
+
+
+def render_roads(roads: dict[str, Any], *, width: int = 24) -> Text:
+    """Bead plate, big road and the three derived roads, the latest columns that fit
+    ``width``, with the shoe's statistics and the "ask road" predictions."""
+    out = Text()
+    rows = int(roads.get("rows") or 6)
+    stats = roads.get("stats") or {}
+    out.append("ROADS", style="bold")
+    if stats:
+        out.append(
+            f"  coups {stats.get('coups', 0)}  B {stats.get('banker', 0)}  P {stats.get('player', 0)}"
+            f"  T {stats.get('tie', 0)}  PP {stats.get('player_pair', 0)}  BP {stats.get('banker_pair', 0)}"
+            f"  nat {stats.get('natural', 0)}"
+        )
+    out.append("\n")
+
+    # Bead plate: one bead per coup, 2 characters per column.
+    bead = list(roads.get("bead_plate") or [])
+    out.append("Bead plate\n", style="underline")
+    bw = max(1, width // 2)
+    first, _ = _window(bead, bw)
+    grid = [[("· ", "dim") for _ in range(bw)] for _ in range(rows)]
+    for cell in bead:
+        c, r = int(cell["col"]) - first, int(cell["row"])
+        if 0 <= c < bw and 0 <= r < rows:
+            outcome = str(cell.get("outcome"))
+            pair = "'" if cell.get("player_pair") or cell.get("banker_pair") else " "
+            grid[r][c] = (OUTCOME_LETTER.get(outcome, "?") + pair, OUTCOME_STYLE.get(outcome, ""))
+    _emit_grid(out, grid)
+
+    # Big road: a letter per entry, the tie count after it.
+    big = (roads.get("big_road") or {}).get("cells") or []
+    out.append("Big road\n", style="underline")
+    bw = max(1, width // 2)
+    first, _ = _window(big, bw)
+    grid = [[("· ", "dim") for _ in range(bw)] for _ in range(rows)]
+    for cell in big:
+        c, r = int(cell["col"]) - first, int(cell["row"])
+        if 0 <= c < bw and 0 <= r < rows:
+            outcome = str(cell.get("outcome"))
+            ties = int(cell.get("ties") or 0)
+            mark = str(min(ties, 9)) if ties else " "
+            grid[r][c] = (OUTCOME_LETTER.get(outcome, "?") + mark, OUTCOME_STYLE.get(outcome, ""))
+    _emit_grid(out, grid)
+
+    # Derived roads, one character per cell, side by side in thirds of the width.
+    names = (("big_eye_boy", "Big eye boy"), ("small_road", "Small road"), ("cockroach_pig", "Cockroach"))
+    dw = max(4, (width - 2) // 3)
+    grids = []
+    for key, _title in names:
+        cells = (roads.get(key) or {}).get("cells") or []
+        first, _ = _window(cells, dw)
+        g = _grid(rows, dw)
+        for cell in cells:
+            c, r = int(cell["col"]) - first, int(cell["row"])
+            if 0 <= c < dw and 0 <= r < rows:
+                g[r][c] = (_DERIVED_GLYPH[key], _COLOR_STYLE.get(str(cell.get("color")), ""))
+        grids.append(g)
+    for _key, title in names:
+        out.append(f"{title[:dw]:<{dw}} ", style="underline")
+    out.append("\n")
+    for r in range(rows):
+        for g in grids:
+            for ch, style in g[r]:
+                out.append(ch, style=style)
+            out.append(" ")
+        out.append("\n")
+
+    predictions = roads.get("predictions") or {}
+    if predictions:
+        out.append("Ask ")
+        for side, letter in (("banker", "B"), ("player", "P")):
+            out.append(f"{letter}:", style=OUTCOME_STYLE[side])
+            for key, _t in names:
+                color = (predictions.get(side) or {}).get(key)
+                out.append(_DERIVED_GLYPH[key] if color else "-", style=_COLOR_STYLE.get(str(color), "dim"))
+            out.append("  ")
+        out.append("\n")
+    return out
+
+
+def odds_text(odds: dict[str, Any] | None) -> Text:
+    """The exact odds of the next coup from the cards that remain, and house edges."""
+    out = Text()
+    out.append("ODDS", style="bold")
+    if not odds:
+        out.append("  (after the coup)\n", style="dim")
+        return out
+    cards = odds.get("cards")
+    out.append(f"  next coup, {cards} cards left\n" if cards else "\n")
+
+    def pct(key: str) -> str:
+        v = odds.get(key)
+        return f"{100 * float(v):.2f}%" if isinstance(v, int | float) else "-"
+
+    out.append(f"Banker {pct('banker')}  ", style="red")
+    out.append(f"Player {pct('player')}  ", style="blue")
+    out.append(f"Tie {pct('tie')}\n", style="green")
+    out.append(f"P pair {pct('player_pair')}  B pair {pct('banker_pair')}  natural {pct('natural')}\n")
+    edges = odds.get("edges") or {}
+    if edges:
+        parts = []
+        for area in ("banker", "player", "tie", "player_pair"):
+            v = edges.get(area)
+            if isinstance(v, int | float):
+                parts.append(f"{AREA_NAMES.get(area, area)} {100 * float(v):+.3f}%")
+        out.append("edge " + "  ".join(parts) + "\n", style="dim")
+    return out
+
+
+def cards_line(cards: list[CardView]) -> str:
+    return " ".join(card_text(c.card) if c.up else "??" for c in cards)

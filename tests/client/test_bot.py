@@ -1,0 +1,147 @@
+"""``chemmy bot`` against a real server: five bots play a whole shoe, and every bot's
+final balance is its starting balance plus the results the server recorded for it;
+the revealed shoe then verifies (``chemmy verify --server``). Also the command line,
+the strategies' limits and the report's check."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from client_cli.bot import Bot, BotReport, choose_bets, play_bots
+from client_cli.bot import Wallet as Memory
+from client_cli.main import main
+from client_cli.state import TableModel
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_five_bots_play_a_whole_shoe(chemmy_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    strategies = ["banker", "player", "random", "martingale", "random"]
+    bots = [
+        Bot(
+            url=chemmy_server.url,
+            table="bots",
+            name=f"Bot{i + 1}",
+            strategy=strategies[i],
+            rounds=1000,  # more than a shoe: the shoe's end stops them
+            shoes=1,
+            rng=random.Random(i),
+            squeeze_rate=0.3,
+        )
+        for i in range(5)
+    ]
+    reports = await play_bots(bots, timeout=90)
+    for r in reports:
+        assert r.error is None, r
+        assert r.final_balance == r.start_balance + r.recorded_net, r
+        assert r.net == r.recorded_net
+        assert r.rounds == r.recorded_rounds, r
+    rounds = {r.rounds for r in reports}
+    assert min(rounds) >= 25, f"a 6-deck shoe stopped 100 cards from the end has ~40 coups: {rounds}"
+    assert sum(r.squeezes for r in reports) > 0 and sum(r.tosses for r in reports) > 0
+    assert sum(r.shoes_held for r in reports) >= 1
+
+    # The shoe is over and its seed revealed: chemmy verify --server checks it.
+    capsys.readouterr()
+    code = await asyncio.to_thread(main, ["verify", "--server", chemmy_server.url, "--table", "bots", "--shoe", "1"])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert "OK: seed matches the commitment" in out
+
+
+def test_bot_command_line(chemmy_server: Any) -> None:
+    """The console command: two bots, three rounds each, a JSON report, exit 0."""
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "client_cli", "bot", chemmy_server.url,
+            "--table", "bots-cli", "--count", "2", "--strategy", "martingale",
+            "--rounds", "3", "--seed", "7", "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["ok"] is True and len(report["bots"]) == 2
+    for bot in report["bots"]:
+        assert bot["rounds"] == 3 and bot["recorded_rounds"] == 3
+        assert bot["final_balance"] == bot["start_balance"] + bot["recorded_net"]
+
+
+def test_bot_plain_report(chemmy_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["bot", chemmy_server.url, "--table", "bots-cli", "--count", "1", "--rounds", "1", "--seed", "1"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert out.splitlines()[0].split() == ["BOT", "ROUNDS", "START", "FINAL", "NET", "RECORDED", "CHECK"]
+    assert "Bot1" in out and " ok" in out
+
+
+def test_bot_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bot", "--table", "t", "--strategy", "double"]) == 2
+    assert main(["bot", "--table", "t", "--squeeze", "2"]) == 2
+    assert main(["bot", "--table", "t", "--unit", "1.234"]) == 2
+    assert main(["bot", "nope://x", "--table", "t"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("chemmy: error:") == 4
+
+
+def test_unreachable_server_is_a_failed_report(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["bot", f"ws://127.0.0.1:{free_port()}", "--table", "t", "--timeout", "10"])
+    out, _ = capsys.readouterr()
+    assert code == 1 and "error" in out
+
+
+def _model(limits: dict[str, int], available: int, areas: list[str] | None = None) -> TableModel:
+    m = TableModel("me")
+    m.options = {"limits": limits, "areas": areas or ["player", "banker", "tie"]}
+    m.available = available
+    return m
+
+
+@pytest.mark.parametrize("strategy", ["banker", "player", "random", "martingale"])
+def test_strategies_keep_within_limits_and_balance(strategy: str) -> None:
+    limits = {"min": 100, "max": 1000, "tie_max": 150, "side_max": 150}
+    rng = random.Random(3)
+    memory = Memory(losses=12)  # a long losing streak: martingale wants 4096 units
+    for available in (50, 100, 250, 5000):
+        model = _model(limits, available)
+        for _ in range(50):
+            bets = choose_bets(strategy, model, rng, memory)
+            if available < 100:
+                assert bets == {}
+                continue
+            ((area, amount),) = bets.items()
+            assert 100 <= amount <= min(available, model.max_for(area))
+            if strategy in ("banker", "player"):
+                assert area == strategy
+
+
+def test_martingale_doubles_after_a_loss() -> None:
+    model = _model({"min": 100, "max": 10_000, "tie_max": 1500, "side_max": 1500}, 100_000)
+    rng = random.Random(0)
+    assert choose_bets("martingale", model, rng, Memory(0)) == {"banker": 100}
+    assert choose_bets("martingale", model, rng, Memory(3)) == {"banker": 800}
+    assert choose_bets("martingale", model, rng, Memory(10)) == {"banker": 10_000}
+
+
+def test_a_report_checks_the_books() -> None:
+    r = BotReport("B", "p", rounds=2, start_balance=1000, final_balance=1095, net=95, recorded_net=95)
+    assert r.ok and r.to_dict()["ok"] is True
+    assert not BotReport("B", "p", start_balance=1000, final_balance=1000, recorded_net=5).ok
