@@ -19,9 +19,10 @@
   ``hello`` and a ``join`` of every table with ``since`` = that seq, so the table
   sends only what was missed.
 
-A guest identity is new on every connection: after a reconnect as a guest the player
-id changes, so tables are joined again from a snapshot (the old seat is lost). A token
-keeps the identity, and with it the seat and a squeeze in progress.
+A token keeps the identity across reconnects, and with it the seat and a squeeze in
+progress. A guest keeps it too: the server's hello reply hands a guest a ``resume``
+token, which the next hello presents; only when that is refused (the server was
+restarted, or a day passed) does the guest come back as a new player from a snapshot.
 
 Money is never touched here; the connection moves plain messages.
 """
@@ -367,7 +368,16 @@ class Connection:
             if self.name and not self.token:
                 hello["name"] = self.name
             before = self.player
-            reply = await self._request_on(ws, "hello", hello, timeout=self.open_timeout)
+            resume_token = self.identity.get("resume") if self.guest else None
+            try:
+                if isinstance(resume_token, str):
+                    hello["resume"] = resume_token
+                reply = await self._request_on(ws, "hello", hello, timeout=self.open_timeout)
+            except ServerError as exc:
+                if "resume" not in hello or exc.code not in ("bad_token", "token_expired"):
+                    raise
+                del hello["resume"]  # the server forgot us: come back as a new guest
+                reply = await self._request_on(ws, "hello", hello, timeout=self.open_timeout)
             self.identity = reply
             t0 = time.time()
             with contextlib.suppress(ServerError, ConnectionLost):

@@ -133,6 +133,36 @@ def guest_identity(name: str | None = None) -> Identity:
     return Identity(player_id, shown, frozenset(), guest=True)
 
 
+GUEST_RESUME_TTL: Final = 24 * 3600
+
+
+def guest_resume_token(key: bytes, identity: Identity, *, now: float | None = None) -> str:
+    """A token the same guest presents to come back after a dropped connection (§5:
+    the seat is held for the grace period). Signed with the server's own guest key,
+    which is not the operators' token key: it can only ever name a guest."""
+    issued = int(time.time() if now is None else now)
+    claims = {"sub": identity.player_id, "name": identity.name, "kind": "guest", "iat": issued}
+    claims["exp"] = issued + GUEST_RESUME_TTL
+    return jwt.encode(claims, key, algorithm="HS256")
+
+
+def guest_from_resume(key: bytes, token: str) -> Identity:
+    """The guest a resume token names; ``bad_token`` / ``token_expired`` otherwise."""
+    try:
+        claims = jwt.decode(token, key, algorithms=["HS256"], options={"require": ["exp", "sub"]})
+    except jwt.ExpiredSignatureError:
+        raise AuthError("token_expired", "the guest resume token has expired") from None
+    except jwt.PyJWTError:
+        raise AuthError("bad_token", "the guest resume token is not valid") from None
+    sub, name = claims.get("sub"), claims.get("name")
+    if claims.get("kind") != "guest" or not isinstance(sub, str) or not sub.startswith(GUEST_PREFIX):
+        raise AuthError("bad_token", "the guest resume token is not valid")
+    try:
+        return Identity(sub, clean_name(name), frozenset(), guest=True)
+    except ValueError:
+        raise AuthError("bad_token", "the guest resume token is not valid") from None
+
+
 _HMAC: Final = frozenset({"HS256"})
 _KEY_TYPES: Final[dict[str, tuple[type, ...]]] = {
     "EdDSA": (ed25519.Ed25519PublicKey, ed448.Ed448PublicKey),

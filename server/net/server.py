@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import http
 import logging
+import secrets
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -44,7 +45,14 @@ from server.table.events import Event, view_event
 from server.table.options import OptionsError
 from server.table.wallet import CASHIER, player_account
 
-from .auth import Authenticator, AuthError, Identity, guest_identity
+from .auth import (
+    Authenticator,
+    AuthError,
+    Identity,
+    guest_from_resume,
+    guest_identity,
+    guest_resume_token,
+)
 from .config import ServerConfig
 from .hub import Hub, Subscriber, envelope, send_now
 from .metrics import Metrics
@@ -79,6 +87,7 @@ class ChemmyServer:
         self.hub = Hub(observe=self.metrics.fanout.observe)
         self.actors: dict[str, TableActor] = {}
         self.auth = Authenticator.from_config(config)
+        self._guest_key = secrets.token_bytes(32)  # signs guests' resume tokens
         self.draining = False
         self.sessions: set[Session] = set()
         self._server: Server | None = None
@@ -308,16 +317,23 @@ class ChemmyServer:
                 raise AuthError(
                     "auth_required", "guest play is off on this server; present a token"
                 )
-            ident = guest_identity(fields.get("name"))
+            resume = fields.get("resume")
+            ident = (
+                guest_from_resume(self._guest_key, resume)
+                if resume
+                else guest_identity(fields.get("name"))
+            )
         else:
             raise AuthError("auth_required", "present a token, or ask for guest play")
         await self.store.ensure_player(ident.player_id, ident.name, self.config.guest_balance)
         account = player_account(ident.player_id)
         self.wallet.load((await self.store.balances([account])).items())
         session.identity = ident
+        extra = {"resume": guest_resume_token(self._guest_key, ident)} if ident.guest else {}
         self._ok(
             session,
             mid,
+            **extra,
             player=ident.player_id,
             name=ident.name,
             guest=ident.guest,

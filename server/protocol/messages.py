@@ -27,7 +27,12 @@ _Field = tuple[type | tuple[type, ...], bool]
 _TABLE: dict[str, _Field] = {"table": (str, True)}
 
 SCHEMAS: dict[str, dict[str, _Field]] = {
-    "hello": {"token": (str, False), "guest": (bool, False), "name": (str, False)},
+    "hello": {
+        "token": (str, False),
+        "guest": (bool, False),
+        "name": (str, False),
+        "resume": (str, False),
+    },
     "ping": {},
     "tables": {},
     "create_table": {"table": (str, False), "options": (dict, False)},

@@ -49,6 +49,12 @@ tier = "1-100"
 timers = {RELAXED}
 
 [[tables]]
+id = "guest-resume"
+name = "Guest resume"
+tier = "1-100"
+timers = {RELAXED}
+
+[[tables]]
 id = "bots"
 name = "Bots 6 decks"
 tier = "1-100"

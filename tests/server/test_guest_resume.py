@@ -1,0 +1,42 @@
+"""A guest who drops comes back as the same player (§5: the seat is held for the grace
+period): the hello reply hands a guest a resume token signed by the server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jwt
+
+
+async def test_a_dropped_guest_resumes_as_the_same_player_in_the_same_seat(net: Any) -> None:
+    server = await net.start()
+    ann = await net.guest(server, "msgpack", name="Ann")
+    token = ann.hello_reply["resume"]
+    await ann.join("t1")
+    sat = await ann.call("sit", table="t1", seat=4)
+    await ann.abort()
+    await ann.open()
+    again = await ann.call("hello", guest=True, resume=token)
+    assert again["player"] == ann.player and again["name"] == "Ann"
+    joined = await ann.call("join", table="t1", since=sat["seq"])
+    assert joined["resumed"] is True
+    seats = server.actors["t1"].table.view(None)["seats"]
+    assert [(s["seat"], s["player"], s["connected"]) for s in seats] == [(4, ann.player, True)]
+
+
+async def test_a_forged_or_foreign_resume_token_is_refused(net: Any) -> None:
+    server = await net.start()
+    eve = await net.connect(server)
+    forged = jwt.encode({"sub": "guest-0123456789abcdef", "kind": "guest", "exp": 2**40}, "x" * 32)
+    reply = await eve.rpc("hello", guest=True, resume=forged)
+    assert (reply["type"], reply["code"]) == ("error", "bad_token")
+    assert "guest-0123" not in reply["message"]  # nothing of the token is echoed
+    # the connection survives and a plain guest hello still works
+    fresh = await eve.call("hello", guest=True)
+    assert fresh["player"].startswith("guest-") and fresh["player"] != "guest-0123456789abcdef"
+
+
+async def test_a_token_player_gets_no_resume_token(net: Any) -> None:
+    server = await net.start()
+    bob = await net.player(server, "bob")
+    assert "resume" not in bob.hello_reply
