@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import http
 import logging
+import re
 import secrets
 import time
 from collections.abc import Iterable
@@ -62,6 +63,7 @@ __all__ = ["ChemmyServer"]
 log = logging.getLogger("chemmy.server")
 
 SUBPROTOCOLS = [MSGPACK, JSON]
+TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 SLOW_CLIENT_BUFFER = 4 * 2**20  # bytes waiting in a client's write buffer before it is cut off
 MAX_REFUSED_RATE = 200  # rate-limited messages in a row before the connection is closed
 
@@ -104,7 +106,7 @@ class ChemmyServer:
             if tid not in rows:
                 rows[tid] = TableRow(tid, dict(definition), None, 0, False)
         for row in rows.values():
-            self._start_table(row)
+            await self._start_table(row)
         self._server = await serve(
             self._handler,
             self.config.host,
@@ -127,7 +129,7 @@ class ChemmyServer:
         sock = next(iter(self._server.sockets))
         return int(sock.getsockname()[1])
 
-    def _start_table(self, row: TableRow) -> TableActor:
+    async def _start_table(self, row: TableRow) -> TableActor:
         config = dict(row.config)
         timers = dict(config.get("timers") or {})
         timers.setdefault("grace", self.config.grace)
@@ -136,7 +138,11 @@ class ChemmyServer:
         if row.state is not None:
             table = Table.from_state(row.state, self.wallet)
         else:
-            table = Table(row.table_id, options, self.wallet)
+            # A table id used before (closed, then created again) goes on numbering its
+            # shoes, so round ids, ledger keys and shoe records are never reused.
+            last = await self.store.shoe_records(row.table_id, limit=1)
+            shoes_before = int(last[0]["shoe_no"]) if last else 0
+            table = Table(row.table_id, options, self.wallet, shoes_before=shoes_before)
         actor = TableActor(
             table,
             store=self.store,
@@ -327,7 +333,8 @@ class ChemmyServer:
             raise AuthError("auth_required", "present a token, or ask for guest play")
         await self.store.ensure_player(ident.player_id, ident.name, self.config.guest_balance)
         account = player_account(ident.player_id)
-        self.wallet.load((await self.store.balances([account])).items())
+        # The store funded a new player from the cashier: mirror both accounts.
+        self.wallet.load((await self.store.balances([account, CASHIER])).items())
         session.identity = ident
         extra = {"resume": guest_resume_token(self._guest_key, ident)} if ident.guest else {}
         self._ok(
@@ -384,10 +391,7 @@ class ChemmyServer:
         actor = self._actor(tid)
         since = fields.get("since")
         player = ident.player_id
-        present = player in actor.table.players
-        cmd: c.Command = (
-            c.Reconnect(player=player) if present else c.Join(player=player, name=ident.name)
-        )
+        cmd = c.Join(player=player, name=ident.name, rejoin=True)
 
         def joined(table: Table, events: list[Event], err: ChemmyError | None) -> None:
             if err is not None:
@@ -440,18 +444,22 @@ class ChemmyServer:
     async def _cmd_create_table(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         self._operator(session)
         options = dict(fields.get("options") or {})
-        tid = fields.get("table") or f"t{len(self.actors) + 1}"
+        tid = fields.get("table") or next(
+            f"t{n}" for n in range(1, len(self.actors) + 2) if f"t{n}" not in self.actors
+        )
+        if not TABLE_ID.fullmatch(tid):
+            raise ProtocolError("bad_message", "a table id is 1-32 letters, digits, - or _")
         if tid in self.actors:
             raise Refused("table_exists", f"there is already a table {tid!r}")
-        if not tid.replace("-", "").replace("_", "").isalnum() or len(tid) > 32:
-            raise ProtocolError("bad_message", "a table id is 1-32 letters, digits, - or _")
         try:
-            TableOptions.from_dict(options)
-        except OptionsError as exc:
+            opts = TableOptions.from_dict(options)
+        except (OptionsError, TypeError, ValueError) as exc:
             raise Refused("bad_options", str(exc)) from None
-        row = TableRow(tid, {"id": tid, **options}, None, 0, False)
+        # Only checked, known settings are kept: nothing the operator sent goes to the
+        # store as it came.
+        row = TableRow(tid, {"id": tid, **opts.to_definition()}, None, 0, False)
         await self.store.save_table(row)
-        actor = self._start_table(row)
+        actor = await self._start_table(row)
         self._ok(session, mid, table=actor.table.summary())
 
     async def _cmd_close_table(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:

@@ -51,7 +51,12 @@ class Command:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Join(Command):
+    """Join as a spectator. With ``rejoin``, a player already at the table is taken
+    back (as by :class:`Reconnect`) instead of refused: decided by the table, in order,
+    so two tabs joining at once both get in."""
+
     name: str = ""
+    rejoin: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -86,6 +86,13 @@ class TableOptions:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def to_definition(self) -> dict[str, Any]:
+        """A definition :meth:`from_dict` accepts and that gives these options back:
+        only known keys with checked values (what the store keeps)."""
+        out = self.to_dict()
+        out.update(out.pop("limits"))
+        return out
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TableOptions:
         """Build options from a definition; unknown keys and bad values are refused."""
@@ -100,17 +107,18 @@ class TableOptions:
             raise OptionsError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
         limits = TIERS[tier]
         lim = data.pop("limits", None)
-        if isinstance(lim, Mapping):
-            data.update(
-                {k: v for k, v in lim.items() if k in ("min", "max", "tie_max", "side_max")}
-            )
+        if lim is not None:
+            if not isinstance(lim, Mapping):
+                raise OptionsError("limits must be a table of min, max, tie_max, side_max")
+            odd = set(lim) - {"min", "max", "tie_max", "side_max"}
+            if odd:
+                raise OptionsError(f"unknown limit(s): {', '.join(sorted(map(str, odd)))}")
+            data.update(lim)
         for k in ("min", "max", "tie_max", "side_max"):
             if k in data:
                 limits = replace(limits, **{k: _int(data.pop(k), k, 1)})
-        if not limits.min <= min(limits.tie_max, limits.side_max) and limits.min <= limits.max:
+        if limits.min > min(limits.max, limits.tie_max, limits.side_max):
             raise OptionsError("each maximum must be at least the minimum")
-        if limits.min > limits.max:
-            raise OptionsError("max must be at least min")
         tim = data.pop("timers", None) or {}
         if not isinstance(tim, Mapping):
             raise OptionsError("timers must be a table of seconds")

@@ -124,7 +124,11 @@ class Offer:
 class Table:
     """One table. ``handle`` commands, read ``view`` snapshots; see the module docstring."""
 
-    def __init__(self, table_id: str, options: TableOptions, wallet: Wallet) -> None:
+    def __init__(
+        self, table_id: str, options: TableOptions, wallet: Wallet, *, shoes_before: int = 0
+    ) -> None:
+        """``shoes_before``: shoes an earlier table of the same id dealt, so that round
+        ids (and with them ledger keys) and shoe numbers are never used twice."""
         self.table_id = table_id
         self.options = options
         self.wallet = wallet
@@ -133,7 +137,7 @@ class Table:
         self.deadline: float | None = None
         self.players: dict[str, PlayerState] = {}
         self.shoe: Shoe | None = None
-        self.shoe_no = 0
+        self.shoe_no = shoes_before
         self.shoe_coups: list[dict[str, Any]] = []
         self.results: list[Result] = []
         self.last_coup_next = False
@@ -241,6 +245,9 @@ class Table:
     # ------------------------------------------------------------------ players
     def _join(self, cmd: c.Join) -> None:
         if cmd.player in self.players:
+            if cmd.rejoin:
+                self._reconnect(c.Reconnect(player=cmd.player))
+                return
             raise TableError("already_joined", "you are already at this table")
         name = (cmd.name or cmd.player)[:32]
         self.players[cmd.player] = PlayerState(cmd.player, name)
@@ -1222,7 +1229,7 @@ class Table:
     def from_state(cls, state: dict[str, Any], wallet: Wallet) -> Table:
         """Rebuild a table from :meth:`to_state`; placed chips are reserved again."""
         s = copy.deepcopy(state)
-        options = TableOptions.from_dict(_options_def(s["options"]))
+        options = TableOptions.from_dict(_options_def(s["options"]))  # as stored
         t = cls(s["table_id"], options, wallet)
         t.seq = s["seq"]
         t.phase = Phase(s["phase"])
