@@ -159,6 +159,7 @@ class Table:
         self._records: list[dict[str, Any]] = []
         self._now = 0.0
         self.duplicate = False  # whether the last command was a retried id
+        self.cut_by: dict[str, str | None] | None = None  # who cut this shoe (§4, §6)
 
     # ------------------------------------------------------------------ public API
     def handle(self, cmd: c.Command, now: float) -> list[Event]:
@@ -307,6 +308,8 @@ class Table:
             self.wallet.reserve(p.id, self._reserve_key, 0)
         p.seat, p.done, p.leaving, p.grace_deadline = None, False, False, None
         self._emit("stood", {"player": p.id, "seat": seat, "reason": reason})
+        if self.phase is Phase.BETTING and self.round_open and self.coup is None:
+            self._maybe_close_betting()  # §7: the one not yet done may have just left
         if self.holder == p.id:
             self._lose_shoe(p, reason, seat)
         if self.offer is not None and self.offer.current == p.id:
@@ -366,6 +369,7 @@ class Table:
         except (ShoeError, ValueError) as exc:
             raise TableError("bad_command", str(exc)) from None
         self.shoe = shoe
+        self.cut_by = None
         self.shoe_no += 1
         self.shoe_coups = []
         self.results = []
@@ -464,6 +468,7 @@ class Table:
     def _apply_cut(self, position: int, by: str, on_behalf: str | None) -> None:
         assert self.shoe is not None
         self.shoe.apply_cut(position)
+        self.cut_by = {"by": by, "on_behalf": on_behalf}
         self.deadline = None
         self._emit("shoe_cut", {"position": position, "by": by, "on_behalf": on_behalf})
 
@@ -939,6 +944,8 @@ class Table:
             "seed": shoe.seed.hex() if shoe.seed is not None else None,
             "stacked": shoe.seed is None,
             "cut": shoe.cut,
+            "cut_by": (self.cut_by or {}).get("by"),
+            "cut_on_behalf": (self.cut_by or {}).get("on_behalf"),
             "stop_offset": shoe.size - shoe.stop_index if shoe.stop_index is not None else None,
             "burn_card": shoe.burn_card,
             "burned": shoe.burned,
@@ -1051,6 +1058,9 @@ class Table:
     # ------------------------------------------------------------------ views
     def view(self, viewer: str | None) -> dict[str, Any]:
         """A snapshot for one viewer: only what they may see (§6 hidden information)."""
+        return copy.deepcopy(self._view(viewer))
+
+    def _view(self, viewer: str | None) -> dict[str, Any]:
         coup = self.coup
         coup_view: dict[str, Any] | None = None
         if coup is not None:
@@ -1222,6 +1232,7 @@ class Table:
                 "counter": self.counter,
                 "recent_ids": self.recent_ids,
                 "last_result": self.last_result,
+                "cut_by": self.cut_by,
             }
         )
 
@@ -1258,8 +1269,11 @@ class Table:
         t.counter = s["counter"]
         t.recent_ids = s["recent_ids"]
         t.last_result = s["last_result"]
+        t.cut_by = s.get("cut_by")
         for q in t.players.values():
-            if q.bets:
+            # Placed chips count against the balance again; wagers already held in a
+            # coup are out of the balance (in held:<table>) and must not count twice.
+            if q.bets and (t.coup is None or q.id not in t.coup.held):
                 wallet.reserve(q.id, t._reserve_key, sum(q.bets.values()))
         return t
 
