@@ -222,9 +222,6 @@ class Table:
         self.seq += 1
         self._events.append(Event(self.seq, kind, data, private or None))
 
-    def _refuse(self, code: str, message: str) -> TableError:
-        return TableError(code, message)
-
     def _player(self, pid: str) -> PlayerState:
         p = self.players.get(pid)
         if p is None:
@@ -308,8 +305,6 @@ class Table:
             self.wallet.reserve(p.id, self._reserve_key, 0)
         p.seat, p.done, p.leaving, p.grace_deadline = None, False, False, None
         self._emit("stood", {"player": p.id, "seat": seat, "reason": reason})
-        if self.phase is Phase.BETTING and self.round_open and self.coup is None:
-            self._maybe_close_betting()  # §7: the one not yet done may have just left
         if self.holder == p.id:
             self._lose_shoe(p, reason, seat)
         if self.offer is not None and self.offer.current == p.id:
@@ -317,6 +312,14 @@ class Table:
             self._next_offer()
         elif self.offer is not None and p.id in self.offer.queue:
             self.offer.queue.remove(p.id)
+        if (
+            self.phase is Phase.BETTING
+            and self.round_open
+            and self.coup is None
+            and self.offer is None
+            and not self.offer_needed
+        ):
+            self._maybe_close_betting()  # §7: the one not yet done may have just left
 
     def _gone(self, p: PlayerState) -> None:
         """Grace ran out (§5): the seat is lost and the player, still away, leaves."""

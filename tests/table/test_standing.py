@@ -1,0 +1,36 @@
+"""Standing up during betting (§5, §7): the shoe moves on before betting may close, so
+no coup is ever dealt with a shoe holder who has left the seat."""
+
+from __future__ import annotations
+
+from table_helpers import BANKER_WIN, TableHarness, stack
+
+from server.table import Phase
+from server.table import commands as c
+
+
+def test_the_holder_standing_last_passes_the_shoe_before_betting_closes() -> None:
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN), holder="ann")
+    h.bet("bob", "banker", 500)
+    h.done("bob")  # everyone but the holder is done
+    evs = h.do(c.Stand(player="ann"))
+    kinds = h.kinds(evs)
+    assert "betting_closed" not in kinds  # not dealt under a holder who has gone
+    assert kinds.index("shoe_passed") < kinds.index("shoe_offered")
+    assert h.phase is Phase.SHOE_OFFER and h.table.coup is None
+    h.accept("bob")
+    assert h.table.holder == "bob"
+    assert h.phase is Phase.BETTING  # betting reopens with bob's chips still placed
+    assert h.table.players["bob"].bets == {"banker": 500}
+
+
+def test_a_player_standing_last_closes_betting_for_the_others() -> None:
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2, "cat": 3}, stack(BANKER_WIN, BANKER_WIN), holder="ann")
+    h.bet("ann", "banker", 500)
+    h.done("ann")
+    h.done("bob")
+    evs = h.do(c.Stand(player="cat"))
+    assert h.find("betting_closed", evs)
+    assert h.table.coup is not None and h.table.coup.turners["banker"] == "ann"
