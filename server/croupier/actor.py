@@ -95,7 +95,7 @@ class TableActor:
         self.new_seed = new_seed
         self.on_step = on_step
         self.draining = False
-        self._last_state = table.to_state()
+        self._last_state = table.to_state(spectators=False)
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -179,7 +179,7 @@ class TableActor:
         entries = self.wallet.drain()
         records = table.drain_records()
         if events or entries or records:
-            state = table.to_state()
+            state = table.to_state(spectators=False)  # spectators are not kept (docs)
             try:
                 await self.store.commit(
                     entries=entries,
@@ -215,4 +215,8 @@ class TableActor:
         accounts = {e.src for e in lost} | {e.dst for e in lost}
         if accounts:
             self.wallet.load((await self.store.balances(accounts)).items())
+        old = self.table
         self.table = Table.from_state(self._last_state, self.wallet)
+        for pid, p in old.players.items():  # spectators are not stored; they stay
+            if p.seat is None and pid not in self.table.players:
+                self.table.players[pid] = type(p)(pid, p.name, connected=p.connected)

@@ -1192,52 +1192,71 @@ class Table:
         }
 
     # ------------------------------------------------------------------ storage
-    def to_state(self) -> dict[str, Any]:
-        """The whole internal state, secrets included: for the store only, never a client."""
+    def to_state(self, *, spectators: bool = True) -> dict[str, Any]:
+        """The whole internal state, secrets included: for the store only, never a client.
 
-        def player(q: PlayerState) -> dict[str, Any]:
-            return dict(q.__dict__)
-
-        def slots(ss: list[CardSlot]) -> list[dict[str, Any]]:
-            return [dict(s.__dict__) for s in ss]
-
+        Every container is a fresh copy (no deep copy needed: the state is plain data
+        two levels deep). ``spectators=False`` leaves out players without a seat, who
+        hold no money and no turn: the croupier stores that, since a restart sends
+        every spectator away anyway, and so a step's cost does not grow with the
+        audience.
+        """
         coup = None
         if self.coup is not None:
+            k = self.coup
             coup = {
-                **self.coup.__dict__,
-                "player": slots(self.coup.player),
-                "banker": slots(self.coup.banker),
+                **k.__dict__,
+                "player": [dict(x.__dict__) for x in k.player],
+                "banker": [dict(x.__dict__) for x in k.banker],
+                "turners": dict(k.turners),
+                "held": {p: dict(b) for p, b in k.held.items()},
+                "balances_before": dict(k.balances_before),
+                "on_behalf": [dict(x) for x in k.on_behalf],
             }
-        return copy.deepcopy(
-            {
-                "version": 1,
-                "table_id": self.table_id,
-                "options": self.options.to_dict(),
-                "seq": self.seq,
-                "phase": self.phase.value,
-                "deadline": self.deadline,
-                "players": [player(q) for q in self.players.values()],
-                "shoe": self.shoe.to_dict() if self.shoe is not None else None,
-                "shoe_no": self.shoe_no,
-                "shoe_coups": self.shoe_coups,
-                "results": [r.to_dict() for r in self.results],
-                "last_coup_next": self.last_coup_next,
-                "burned": self.burned,
-                "holder": self.holder,
-                "house_holds": self.house_holds,
-                "holder_coups": self.holder_coups,
-                "offer_needed": self.offer_needed,
-                "offer": dict(self.offer.__dict__) if self.offer is not None else None,
-                "anchor_seat": self.anchor_seat,
-                "coup": coup,
-                "coup_no": self.coup_no,
-                "round_open": self.round_open,
-                "counter": self.counter,
-                "recent_ids": self.recent_ids,
-                "last_result": self.last_result,
-                "cut_by": self.cut_by,
-            }
-        )
+        kept = [
+            q
+            for q in self.players.values()
+            if spectators or q.seat is not None or q.bets or (coup is not None and q.id in coup["held"])
+        ]
+        ids = {q.id for q in kept}
+        return {
+            "version": 1,
+            "table_id": self.table_id,
+            "options": self.options.to_dict(),
+            "seq": self.seq,
+            "phase": self.phase.value,
+            "deadline": self.deadline,
+            "players": [
+                {
+                    **q.__dict__,
+                    "bets": dict(q.bets),
+                    "bet_order": dict(q.bet_order),
+                    "last_bets": dict(q.last_bets),
+                }
+                for q in kept
+            ],
+            "shoe": self.shoe.to_dict() if self.shoe is not None else None,
+            "shoe_no": self.shoe_no,
+            "shoe_coups": [{h: list(v) for h, v in x.items()} for x in self.shoe_coups],
+            "results": [r.to_dict() for r in self.results],
+            "last_coup_next": self.last_coup_next,
+            "burned": self.burned,
+            "holder": self.holder,
+            "house_holds": self.house_holds,
+            "holder_coups": self.holder_coups,
+            "offer_needed": self.offer_needed,
+            "offer": None
+            if self.offer is None
+            else {**self.offer.__dict__, "queue": list(self.offer.queue)},
+            "anchor_seat": self.anchor_seat,
+            "coup": coup,
+            "coup_no": self.coup_no,
+            "round_open": self.round_open,
+            "counter": self.counter,
+            "recent_ids": {p: list(v) for p, v in self.recent_ids.items() if p in ids},
+            "last_result": copy.deepcopy(self.last_result),
+            "cut_by": dict(self.cut_by) if self.cut_by is not None else None,
+        }
 
     @classmethod
     def from_state(cls, state: dict[str, Any], wallet: Wallet) -> Table:

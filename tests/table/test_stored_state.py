@@ -1,0 +1,40 @@
+"""What the croupier stores of a table (``to_state(spectators=False)``): everything of
+the game and the money, nothing of the audience, so a step's cost does not grow with
+the number of spectators. The full state (``to_state()``) keeps everyone, for replay."""
+
+from __future__ import annotations
+
+import json
+
+from table_helpers import BANKER_WIN, TableHarness, stack
+
+from server.table import Table
+
+
+def test_stored_state_leaves_out_spectators_but_keeps_the_game() -> None:
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN), holder="ann")
+    for n in range(50):
+        h.join(f"watcher{n}")
+    h.bet("bob", "player", 500)
+    full, stored = h.table.to_state(), h.table.to_state(spectators=False)
+    assert len(full["players"]) == 52
+    assert sorted(p["id"] for p in stored["players"]) == ["ann", "bob"]
+    assert len(json.dumps(stored)) < len(json.dumps(full)) / 2
+    back = Table.from_state(stored, h.wallet)
+    assert back.to_state() == stored  # the game itself is all there
+    assert back.players["bob"].bets == {"player": 500}
+    assert h.wallet.available("bob") == h.balance("bob") - 500  # reserved once, not twice
+
+
+def test_the_state_is_a_copy() -> None:
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN), holder="ann")
+    h.bet("bob", "player", 500)
+    h.done_all()
+    state = h.table.to_state()
+    before = json.dumps(state, sort_keys=True)
+    state["players"][1]["bets"]["player"] = 1
+    state["coup"]["held"]["bob"]["player"] = 1
+    state["shoe"]["cards"].clear()
+    assert json.dumps(h.table.to_state(), sort_keys=True) == before
