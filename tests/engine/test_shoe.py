@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.engine.cards import RANKS, CardError, full_deck, shoe_cards
+from server.engine.cards import RANKS, full_deck, shoe_cards
 from server.engine.coup import resolve_coup
 from server.engine.shoe import (
     MIN_CUT,

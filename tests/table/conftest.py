@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location("table_helpers", Path(__file__).with_name("helpers.py"))
+_spec = importlib.util.spec_from_file_location(
+    "table_helpers", Path(__file__).with_name("helpers.py")
+)
 assert _spec is not None and _spec.loader is not None
 if "table_helpers" not in sys.modules:
     _mod = importlib.util.module_from_spec(_spec)

@@ -189,7 +189,9 @@ class TableHarness:
             self.join(p, funds=funds)
             self.sit(p, s)
 
-    def start(self, cards: Sequence[str] | None = None, *, seed: bytes | None = None) -> list[Event]:
+    def start(
+        self, cards: Sequence[str] | None = None, *, seed: bytes | None = None
+    ) -> list[Event]:
         if cards is not None:
             return self.do(c.StartShoe(cards=tuple(cards)))
         return self.do(c.StartShoe(seed=seed))
@@ -264,7 +266,7 @@ class TableHarness:
         start = len(self.events)
         self.place(bets)
         self.done_all()
-        assert self.table.coup is not None or self.table.phase is not Phase.BETTING, "not dealt"
+        assert "betting_closed" in self.kinds(self.events[start:]), "betting did not close"
         self.turn_all()
         return self.events[start:]
 

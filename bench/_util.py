@@ -1,0 +1,162 @@
+"""Helpers for the benchmarks: processes, /proc readings, percentiles, the docs section.
+
+No third-party dependency (psutil is not assumed): CPU time and memory come from
+``/proc/PID/stat`` and ``/proc/PID/status``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import resource
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def raise_nofile(want: int = 1 << 20) -> int:
+    """Raise this process's open-file limit as far as the hard limit allows (children
+    inherit it). Returns the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = min(want, hard) if hard != resource.RLIM_INFINITY else want
+    if target > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (``/proc/PID/stat`` utime + stime)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def rss_kib(pid: int) -> int:
+    """Resident set size of a process (``/proc/PID/status`` VmRSS), KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100), nearest-rank on the sorted values."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+class Process:
+    """A child process whose stderr is read on a thread until a line contains ``ready``."""
+
+    def __init__(
+        self, args: Sequence[str], ready: str, env: dict[str, str] | None = None, timeout: float = 30
+    ) -> None:
+        self.log: list[str] = []
+        self.proc = subprocess.Popen(
+            list(args),
+            cwd=ROOT,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        seen = threading.Event()
+
+        def pump() -> None:
+            assert self.proc.stderr is not None
+            with self.proc.stderr:
+                for raw in self.proc.stderr:
+                    line = raw.decode("utf-8", "replace").rstrip()
+                    if len(self.log) < 10_000:
+                        self.log.append(line)
+                    if ready in line:
+                        seen.set()
+            seen.set()
+
+        self._pump = threading.Thread(target=pump, daemon=True)
+        self._pump.start()
+        if not seen.wait(timeout) or self.proc.poll() is not None:
+            self.stop()
+            raise RuntimeError(f"{args[:3]} did not start:\n" + "\n".join(self.log[-20:]))
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.pid)
+
+    def rss(self) -> int:
+        return rss_kib(self.pid)
+
+    def stop(self, timeout: float = 30) -> int | None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._pump.join(5)
+        return self.proc.returncode
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, "
+        f"Linux {platform.release()}"
+    )
+
+
+def write_section(path: Path, section: str, body: str) -> None:
+    """Put ``body`` (starting with the ``section`` heading) in the markdown file: replace
+    that section if present, else append it. Every other section is kept as it is; the
+    file is read just before it is written, since others append their own sections."""
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    pattern = re.compile(rf"^{re.escape(section)}\n.*?(?=^## |\Z)", re.S | re.M)
+    block = body.rstrip() + "\n"
+    if pattern.search(text):
+        text = pattern.sub(lambda _m: block + "\n", text, count=1).rstrip() + "\n"
+    else:
+        text = text.rstrip() + "\n\n" + block
+    path.write_text(text)
+
+
+__all__ = [
+    "ROOT",
+    "Process",
+    "cpu_seconds",
+    "free_port",
+    "machine",
+    "percentile",
+    "raise_nofile",
+    "rss_kib",
+    "write_section",
+]
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("a helper module; run bench/server.py")

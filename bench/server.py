@@ -1,0 +1,1102 @@
+"""Benchmark of the WebSocket server, each figure next to a bare ``websockets`` baseline.
+
+Run from the project root: ``python bench/server.py [--clients N] [--write]``.
+
+- (a) Round trip: one client, a few thousand sequential requests (``ping``, ``balance``,
+  and the table commands ``bet`` / ``remove_bet``, each stored in SQLite before its
+  reply), p50/p99, against a bare ``websockets`` echo server answered by the same client
+  code.
+- (b) Fan-out: N spectators (distinct guests) joined to one table while one seated bot
+  places and removes a chip at a steady pace; the delivery latency of each ``bets``
+  event is the time from the bot sending the command to each spectator receiving the
+  event (wall clock, same machine), and the server's CPU per event is its
+  ``/proc/PID/stat`` utime+stime over the run divided by the events. The baseline is a
+  bare server calling ``websockets.broadcast`` with a frame of the same size, triggered
+  the same way.
+- (c) Memory per idle authenticated connection (``/proc/PID/status`` VmRSS delta of the
+  server for M connections that said hello), against the bare echo server's delta for
+  M connections; then a ramp (1k, 2k, 5k, 10k clients at one table, the same spectator
+  accounts reused by many connections so that the ramp is not a join storm, see the
+  notes) measuring p99 fan-out at each level, against the bare broadcast at the same
+  level. The pace is 10,000 deliveries per second at every level (10 events/s at 1k,
+  1 event/s at 10k) so that the two cores the clients share with the server are not
+  simply saturated by the clients' own reading.
+
+Servers run as subprocesses; clients run in a few worker processes (asyncio, the
+``websockets`` client). ``--write`` puts the results in docs/benchmarks.md, section
+"## Server (bench/server.py)" (every other section is kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing as mp
+import os
+import sys
+import tempfile
+import time
+from array import array
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+# The project root first: this file's own folder (on the path as the script's) holds a
+# module named "server" too (this one).
+sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "bench"))
+
+from _util import (  # noqa: E402
+    Process,
+    free_port,
+    machine,
+    percentile,
+    raise_nofile,
+    write_section,
+)
+from websockets.asyncio.client import ClientConnection, connect  # noqa: E402
+from websockets.asyncio.server import ServerConnection, broadcast, serve  # noqa: E402
+from websockets.exceptions import ConnectionClosed  # noqa: E402
+
+COMMAND = "python bench/server.py"
+SECTION = "## Server (bench/server.py)"
+SUBPROTOCOL = "chemmy.v1.json"
+SECRET = "bench-server-secret-" + "0123456789abcdef" * 2
+TABLE = "b1"
+SHARED_ACCOUNTS = 100
+X = "\N{MULTIPLICATION SIGN}"
+WORKERS = 4
+SERVER_CONFIG = f"""
+rate_limit = 1000000.0
+rate_burst = 1000000
+queue_size = 8192
+log_level = "warning"
+
+[[tables]]
+id = "{TABLE}"
+name = "Bench"
+tier = "1-100"
+timers = {{ betting = 3600, squeeze = 3600, third_card = 3600, shoe_offer = 3600, cut = 3600, grace = 3600 }}
+"""
+
+
+# ====================================================================== bare servers
+async def _serve_bare(kind: str, port: int) -> None:
+    """``echo``: send every message back. ``broadcast``: a connection whose first message
+    is ``trigger`` has each later message broadcast to every other connection (and is
+    answered ``ack``); any other connection just listens."""
+    listeners: set[ServerConnection] = set()
+
+    async def echo(ws: ServerConnection) -> None:
+        try:
+            async for message in ws:
+                await ws.send(message)
+        except ConnectionClosed:
+            pass
+
+    async def fan(ws: ServerConnection) -> None:
+        try:
+            first = await ws.recv()
+            if first == "trigger":
+                async for message in ws:
+                    broadcast(listeners, message)
+                    await ws.send("ack")
+                return
+            listeners.add(ws)
+            await ws.wait_closed()
+        except ConnectionClosed:
+            pass
+        finally:
+            listeners.discard(ws)
+
+    async with serve(
+        echo if kind == "echo" else fan,
+        "127.0.0.1",
+        port,
+        subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+        max_size=65536,
+        compression=None,
+        ping_interval=20,
+        ping_timeout=20,
+    ):
+        print(f"bare {kind} listening on {port}", file=sys.stderr, flush=True)
+        await asyncio.Future()
+
+
+def start_chemmy(tmp: Path) -> tuple[Process, str]:
+    port = free_port()
+    config = tmp / f"bench-{port}.toml"
+    config.write_text(SERVER_CONFIG)
+    proc = Process(
+        [sys.executable, "-m", "server.net.main", "--port", str(port),
+         "--db", str(tmp / f"bench-{port}.sqlite3"), "--config", str(config)],
+        ready="chemmy-server listening",
+        env={"CHEMMY_JWT_SECRET": SECRET, "CHEMMY_LOG_FORMAT": "text"},
+    )
+    return proc, f"ws://127.0.0.1:{port}"
+
+
+def start_bare(kind: str) -> tuple[Process, str]:
+    port = free_port()
+    proc = Process(
+        [sys.executable, str(Path(__file__).resolve()), "--serve", kind, "--port", str(port)],
+        ready=f"bare {kind} listening",
+    )
+    return proc, f"ws://127.0.0.1:{port}"
+
+
+def token(player: str) -> str:
+    from server.net.auth import make_token
+
+    return make_token(SECRET, player, ttl=24 * 3600)
+
+
+# ====================================================================== client workers
+def _seq_of(frame: str | bytes) -> int | None:
+    """The ``seq`` of an event frame, without a full JSON parse (the same code for the
+    chemmy server and the bare broadcast, whose frames look alike)."""
+    if isinstance(frame, bytes):
+        frame = frame.decode()
+    at = frame.find('"seq":')
+    if at < 0 or '"type":"event"' not in frame[:40]:
+        return None
+    end = frame.find(",", at)
+    return int(frame[at + 6 : end])
+
+
+def worker_main(pipe: Connection) -> None:
+    raise_nofile()
+    asyncio.run(_worker(pipe))
+
+
+async def _worker(pipe: Connection) -> None:
+    loop = asyncio.get_running_loop()
+    conns: list[ClientConnection] = []
+    tasks: list[asyncio.Task[None]] = []
+    seqs = array("q")
+    times = array("d")
+    state = {"recording": False, "size": 0}
+
+    async def reader(ws: ClientConnection) -> None:
+        try:
+            async for frame in ws:
+                if state["recording"]:
+                    now = time.time()
+                    seq = _seq_of(frame)
+                    if seq is not None:
+                        seqs.append(seq)
+                        times.append(now)
+                        state["size"] = max(state["size"], len(frame))
+        except ConnectionClosed:
+            pass
+
+    async def request(ws: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:
+        await ws.send(json.dumps(message))
+        while True:
+            reply = json.loads(await ws.recv())
+            if reply.get("id") == message["id"]:
+                if reply.get("type") != "ok":
+                    raise RuntimeError(f"{message['type']}: {reply}")
+                return reply
+
+    async def open_one(url: str, mode: str, table: str | None, player: str | None) -> None:
+        ws = await connect(
+            url,
+            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+            open_timeout=120,
+            ping_interval=None,
+            close_timeout=1,
+            compression=None,
+            max_queue=None,
+        )
+        if mode == "chemmy":
+            hello: dict[str, Any] = {"type": "hello", "id": 1}
+            if player is None:
+                hello["guest"] = True
+            else:
+                hello["token"] = token(player)
+            await request(ws, hello)
+            if table is not None:
+                await request(ws, {"type": "join", "id": 2, "table": table})
+        else:
+            await ws.send("listen")
+        conns.append(ws)
+        tasks.append(asyncio.create_task(reader(ws)))
+
+    while True:
+        command, *args = await loop.run_in_executor(None, pipe.recv)
+        if command == "connect":
+            url, mode, table, players, concurrency = args
+            gate = asyncio.Semaphore(concurrency)
+            errors: list[str] = []
+
+            async def one(player: str | None, gate: asyncio.Semaphore = gate) -> None:
+                async with gate:
+                    try:
+                        await open_one(url, mode, table, player)  # noqa: B023
+                    except Exception as exc:  # counted and reported, not fatal
+                        errors.append(f"{type(exc).__name__}: {exc}"[:200])  # noqa: B023
+
+            await asyncio.gather(*(one(p) for p in players))
+            pipe.send(("connected", len(players) - len(errors), errors[:3]))
+        elif command == "record":
+            del seqs[:], times[:]
+            state["recording"], state["size"] = True, 0
+            pipe.send(("recording",))
+        elif command == "collect":
+            state["recording"] = False
+            pipe.send(("records", seqs.tobytes(), times.tobytes(), state["size"]))
+            del seqs[:], times[:]
+        elif command == "drop":
+            for ws in conns:
+                if ws.transport is not None:
+                    ws.transport.abort()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            conns.clear()
+            tasks.clear()
+            pipe.send(("dropped",))
+        elif command == "exit":
+            pipe.send(("bye",))
+            return
+
+
+class Workers:
+    """A few client processes; connections are spread evenly across them."""
+
+    def __init__(self, count: int) -> None:
+        ctx = mp.get_context("spawn")
+        self.pipes: list[Connection] = []
+        self.procs = []
+        for _ in range(count):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=worker_main, args=(child,), daemon=True)
+            proc.start()
+            self.pipes.append(parent)
+            self.procs.append(proc)
+        self.connected = 0
+
+    async def _ask(self, pipe: Connection, message: tuple[Any, ...]) -> Any:
+        pipe.send(message)
+        return await asyncio.get_running_loop().run_in_executor(None, pipe.recv)
+
+    async def all(self, *message: Any) -> list[Any]:
+        return await asyncio.gather(*(self._ask(p, message) for p in self.pipes))
+
+    async def connect(
+        self, url: str, mode: str, players: list[str | None], table: str | None, concurrency: int = 48
+    ) -> tuple[int, list[str]]:
+        shares = [players[i :: len(self.pipes)] for i in range(len(self.pipes))]
+        replies = await asyncio.gather(
+            *(
+                self._ask(p, ("connect", url, mode, table, share, concurrency))
+                for p, share in zip(self.pipes, shares, strict=True)
+                if share
+            )
+        )
+        ok = sum(r[1] for r in replies)
+        errors = [e for r in replies for e in r[2]]
+        self.connected += ok
+        return ok, errors
+
+    async def record(self) -> None:
+        await self.all("record")
+
+    async def collect(self) -> tuple[list[tuple[int, float]], int]:
+        out: list[tuple[int, float]] = []
+        size = 0
+        for _, seq_bytes, time_bytes, frame_size in await self.all("collect"):
+            seqs, times = array("q"), array("d")
+            seqs.frombytes(seq_bytes)
+            times.frombytes(time_bytes)
+            out.extend(zip(seqs, times, strict=True))
+            size = max(size, frame_size)
+        return out, size
+
+    async def drop(self) -> None:
+        await self.all("drop")
+        self.connected = 0
+
+    async def close(self) -> None:
+        await self.all("exit")
+        for proc in self.procs:
+            proc.join(10)
+
+
+# ====================================================================== a client
+class Client:
+    """One connection in this process: sequential requests, events kept aside."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.next_id = 0
+        self.events: list[dict[str, Any]] = []
+
+    @classmethod
+    async def open(cls, url: str) -> Client:
+        ws = await connect(url, subprotocols=[SUBPROTOCOL], compression=None, ping_interval=None)  # type: ignore[list-item]
+        return cls(ws)
+
+    async def call(self, message: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        mid = self.next_id
+        await self.ws.send(json.dumps({**message, "id": mid}))
+        while True:
+            reply = json.loads(await self.ws.recv())
+            if reply.get("type") == "event":
+                self.events.append(reply)
+            elif reply.get("id") == mid:
+                return reply
+
+    async def ok(self, message: dict[str, Any]) -> dict[str, Any]:
+        reply = await self.call(message)
+        if reply.get("type") != "ok":
+            raise RuntimeError(f"{message}: {reply}")
+        return reply
+
+    async def event(self, kinds: set[str]) -> dict[str, Any]:
+        while True:
+            while self.events:
+                event = self.events.pop(0)
+                if event["kind"] in kinds:
+                    return event
+            message = json.loads(await asyncio.wait_for(self.ws.recv(), 30))
+            if message.get("type") == "event":
+                self.events.append(message)
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+async def seated_bot(url: str) -> Client:
+    """The one seated player: holds the shoe, cuts, and waits at an open betting round."""
+    bot = await Client.open(url)
+    await bot.ok({"type": "hello", "token": token("bot")})
+    await bot.ok({"type": "join", "table": TABLE})
+    await bot.ok({"type": "sit", "table": TABLE})
+    while True:
+        event = await bot.event({"shoe_offered", "cut_offered", "betting_opened"})
+        if event["kind"] == "shoe_offered":
+            await bot.ok({"type": "accept_shoe", "table": TABLE})
+        elif event["kind"] == "cut_offered":
+            await bot.ok({"type": "cut", "table": TABLE, "position": 200})
+        else:
+            break
+    bot.events.clear()
+    return bot
+
+
+# ====================================================================== measurements
+async def timed(call: Callable[[], Awaitable[Any]], count: int, warmup: int = 200) -> list[float]:
+    for _ in range(warmup):
+        await call()
+    out = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        await call()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def stats_ms(samples: list[float]) -> dict[str, float]:
+    return {"p50": percentile(samples, 50) * 1e3, "p99": percentile(samples, 99) * 1e3}
+
+
+RUN = 20  # round trips of one kind in a row before the next kind's turn
+
+
+async def round_trips(tmp: Path, count: int) -> dict[str, Any]:
+    """Sequential round trips to chemmy and to the bare echo server, taken in turns of
+    ``RUN`` so that whatever else the machine does falls on all alike."""
+    server, url = start_chemmy(tmp)
+    echo, echo_url = start_bare("echo")
+    try:
+        bot = await seated_bot(url)
+        client = await Client.open(echo_url)
+        flip = {"n": 0}
+        bet = {"type": "bet", "table": TABLE, "area": "player", "amount": 100}
+
+        async def bet_or_remove() -> None:
+            flip["n"] += 1
+            if flip["n"] % 2:
+                await bot.ok(bet)
+            else:
+                await bot.ok({"type": "remove_bet", "table": TABLE, "area": "player"})
+            bot.events.clear()
+
+        kinds: dict[str, Callable[[], Awaitable[Any]]] = {
+            "ping": lambda: bot.ok({"type": "ping"}),
+            "balance": lambda: bot.ok({"type": "balance"}),
+            "table": bet_or_remove,
+            "echo_ping": lambda: client.call({"type": "ping"}),
+            "echo_bet": lambda: client.call(bet),
+        }
+        samples: dict[str, list[float]] = {k: [] for k in kinds}
+        for call in kinds.values():
+            await timed(call, 0, warmup=200)
+        # Round robin in short runs: each kind's samples are taken close in time to the
+        # others' (a few ms apart), so bursts of other load fall on all kinds alike.
+        for _ in range(count // RUN):
+            for name, call in kinds.items():
+                samples[name] += await timed(call, RUN, warmup=1)
+        await bot.close()
+        await client.close()
+    finally:
+        server.stop()
+        echo.stop()
+    return {"count": count // RUN * RUN, **{k: stats_ms(v) for k, v in samples.items()}}
+
+
+@dataclass
+class FanOut:
+    clients: int
+    connected: int
+    events: int
+    delivered: int
+    p50: float
+    p99: float
+    cpu_per_event: float  # seconds
+    frame: int
+    connect_s: float
+    rss_kib: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.connected == self.clients and self.delivered == self.events * self.clients
+
+
+async def quiesce(server: Process, limit: float = 90.0) -> float:
+    """Wait until the server is idle (under 5% of a core over half a second): frames
+    queued by the connecting phase must be flushed before anything is measured."""
+    start = time.perf_counter()
+    before = server.cpu()
+    while time.perf_counter() - start < limit:
+        await asyncio.sleep(0.5)
+        now = server.cpu()
+        if now - before < 0.025:
+            break
+        before = now
+    return time.perf_counter() - start
+
+
+async def run_events(
+    server: Process,
+    workers: Workers,
+    send: Callable[[], Awaitable[int]],
+    events: int,
+    rate: float,
+    settle: float,
+) -> tuple[dict[int, float], list[tuple[int, float]], int, float]:
+    """Trigger ``events`` at ``rate``; returns send times by seq, receipts, frame size,
+    and the server's CPU seconds over the window (sends, then deliveries settling)."""
+    await workers.record()
+    sent: dict[int, float] = {}
+    cpu0 = server.cpu()
+    start = time.perf_counter()
+    for i in range(events):
+        wait = start + i / rate - time.perf_counter()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        t = time.time()
+        sent[await send()] = t
+    await asyncio.sleep(settle)  # let the last frames arrive
+    cpu = server.cpu() - cpu0
+    records, size = await workers.collect()
+    return sent, records, size, cpu
+
+
+@dataclass
+class Side:
+    """One server under measurement, its trigger, and what was measured of it."""
+
+    server: Process
+    url: str
+    send: Callable[[], Awaitable[int]] | None = None
+    connected: int = 0
+    connect_s: float = 0.0
+    errors: list[str] = field(default_factory=list)
+    sent: dict[int, float] = field(default_factory=dict)
+    records: list[tuple[int, float]] = field(default_factory=list)
+    cpu: float = 0.0
+    frame: int = 0
+
+    def reset(self) -> None:
+        self.sent, self.records, self.cpu = {}, [], 0.0
+
+    def result(self, clients: int) -> FanOut:
+        lat = [t - self.sent[s] for s, t in self.records if s in self.sent]
+        st = stats_ms(lat)
+        return FanOut(
+            clients=clients, connected=self.connected, events=len(self.sent),
+            delivered=len(lat), p50=st["p50"], p99=st["p99"],
+            cpu_per_event=self.cpu / max(1, len(self.sent)), frame=self.frame,
+            connect_s=self.connect_s, rss_kib=self.server.rss(), errors=self.errors[:3],
+        )
+
+
+async def interleaved(
+    workers: Workers, sides: list[Side], events: int, rate: float, blocks: int, settle: float
+) -> None:
+    """``events`` per side, in ``blocks`` alternating between the sides, so that whatever
+    else the machine does falls on both alike."""
+    per = max(1, events // blocks)
+    for _ in range(blocks):
+        for side in sides:
+            assert side.send is not None
+            sent, records, size, cpu = await run_events(side.server, workers, side.send, per, rate, settle)
+            side.sent.update(sent)
+            side.records += records
+            side.cpu += cpu
+            side.frame = max(side.frame, size)
+
+
+async def chemmy_side(tmp: Path) -> Side:
+    server, url = start_chemmy(tmp)
+    side = Side(server, url)
+    bot = await seated_bot(url)
+    flip = {"n": 0}
+
+    async def send() -> int:
+        flip["n"] += 1
+        if flip["n"] % 2:
+            reply = await bot.ok({"type": "bet", "table": TABLE, "area": "player", "amount": 100})
+        else:
+            reply = await bot.ok({"type": "remove_bet", "table": TABLE, "area": "player"})
+        bot.events.clear()
+        return int(reply["seq"])
+
+    side.send = send
+    return side
+
+
+async def bare_side(frame_size: int) -> Side:
+    server, url = start_bare("broadcast")
+    side = Side(server, url)
+    trigger = await Client.open(url)
+    await trigger.ws.send("trigger")
+    head = '{"type":"event","table":"b1","seq":%d,"kind":"bets","data":{"pad":"'
+    counter = {"n": 1_000_000}  # far from the chemmy table's seqs
+
+    async def send() -> int:
+        counter["n"] += 1
+        frame = head % counter["n"]
+        frame += "x" * max(0, frame_size - len(frame) - 3) + '"}}'
+        await trigger.ws.send(frame)
+        await trigger.ws.recv()
+        return counter["n"]
+
+    side.send = send
+    return side
+
+
+async def connect_side(
+    side: Side, workers: Workers, mode: str, players: list[str | None], table: str | None
+) -> None:
+    t0 = time.perf_counter()
+    got, errors = await workers.connect(side.url, mode, players, table)
+    side.connected += got
+    side.errors += errors
+    side.connect_s = time.perf_counter() - t0 + await quiesce(side.server)
+
+
+def stop_sides(*sides: Side) -> None:
+    for side in sides:
+        side.server.proc.kill()
+        side.server.stop()
+
+
+FRAME_SIZE = 126  # a `bets` event frame to a spectator; the bare frame is padded to it
+
+
+async def fanout_pair(
+    tmp: Path, workers: Workers, clients: int, events: int, rate: float
+) -> tuple[FanOut, FanOut]:
+    """(b): ``clients`` distinct guests at one chemmy table, the same number of listeners
+    on the bare broadcast server; the events interleaved between the two."""
+    chemmy = await chemmy_side(tmp)
+    bare = await bare_side(FRAME_SIZE)
+    try:
+        await connect_side(chemmy, workers, "chemmy", [None] * clients, TABLE)
+        await connect_side(bare, workers, "bare", [None] * clients, None)
+        await interleaved(workers, [chemmy, bare], events, rate, blocks=5, settle=1.0)
+        return chemmy.result(clients), bare.result(clients)
+    finally:
+        stop_sides(chemmy, bare)
+        await workers.drop()
+
+
+async def idle_memory(tmp: Path, workers: Workers, count: int) -> dict[str, float]:
+    """RSS growth per idle connection: chemmy (hello as a guest) vs the bare echo server."""
+    out: dict[str, float] = {}
+    for kind in ("chemmy", "bare"):
+        server, url = start_chemmy(tmp) if kind == "chemmy" else start_bare("echo")
+        try:
+            # One connection first, so that lazily built state is not counted per client.
+            await workers.connect(url, kind, [None], None)
+            await asyncio.sleep(1.0)
+            before = server.rss()
+            connected, _errors = await workers.connect(url, kind, [None] * count, None)
+            await asyncio.sleep(2.0)
+            after = server.rss()
+            out[kind] = (after - before) / max(1, connected)
+            out[f"{kind}_connected"] = connected
+        finally:
+            server.proc.kill()
+            server.stop()
+            await workers.drop()
+    return out
+
+
+async def ramp(
+    tmp: Path, workers: Workers, levels: list[int], budget: float
+) -> list[tuple[FanOut, FanOut | None]]:
+    """p99 fan-out at each level, chemmy and the bare broadcast both holding the level's
+    clients, the events interleaved between them; connections are added level by level."""
+    rows: list[tuple[FanOut, FanOut | None]] = []
+    start = time.perf_counter()
+    chemmy = await chemmy_side(tmp)
+    bare = await bare_side(FRAME_SIZE)
+    try:
+        have = 0
+        for level in levels:
+            if time.perf_counter() - start > budget:
+                print(f"  ramp: stopping before {level}: time budget spent", file=sys.stderr)
+                break
+            accounts: list[str | None] = [f"spec-{i % SHARED_ACCOUNTS}" for i in range(have, level)]
+            # An account's first join is done before its other connections join (concurrent
+            # first joins of one player used to race in the server; see the notes).
+            cut = max(0, SHARED_ACCOUNTS - have)
+            chemmy.connect_s = 0.0
+            t0 = time.perf_counter()
+            for wave in (accounts[:cut], accounts[cut:]):
+                if wave:
+                    got, errors = await workers.connect(chemmy.url, "chemmy", wave, TABLE)
+                    chemmy.connected += got
+                    chemmy.errors += errors
+            chemmy.connect_s = time.perf_counter() - t0 + await quiesce(chemmy.server)
+            await connect_side(bare, workers, "bare", [None] * (level - have), None)
+            have = level
+            rate = max(1.0, 10_000 / level)
+            events = max(16, min(40, int(rate * 4)))
+            chemmy.reset()
+            bare.reset()
+            await interleaved(workers, [chemmy, bare], 2 * (events // 2), rate, blocks=2, settle=1.0)
+            row, base = chemmy.result(level), bare.result(level)
+            print(
+                f"  ramp {level:>6}: connected {row.connected}/{base.connected}, "
+                f"p50 {row.p50:.1f}/{base.p50:.1f} ms, p99 {row.p99:.1f}/{base.p99:.1f} ms, "
+                f"delivered {row.delivered}/{row.events * level}, CPU/event "
+                f"{row.cpu_per_event * 1e3:.1f}/{base.cpu_per_event * 1e3:.1f} ms, "
+                f"RSS {row.rss_kib / 1024:.0f} MiB",
+                file=sys.stderr,
+            )
+            rows.append((row, base))
+            if row.connected < level:
+                print(f"  ramp: only {row.connected} of {level} connected: {row.errors}", file=sys.stderr)
+                break
+    finally:
+        stop_sides(chemmy, bare)
+        await workers.drop()
+    return rows
+
+
+# ====================================================================== step costs
+def step_costs(tmp: Path) -> dict[str, Any]:
+    """In this process: what one table step costs the croupier before anything is sent
+    (the actor's work for a ``bet``: ``Table.handle``, ``Table.to_state``, and the store's
+    commit of the state row), at 0, 1,000 and 10,000 distinct spectators at the table."""
+    import secrets
+
+    from server.croupier.actor import LedgerWallet
+    from server.store.base import TableRow, dump_json
+    from server.store.sqlite import SQLiteStore
+    from server.table import Table, TableOptions
+    from server.table import commands as c
+
+    def make(spectators: int) -> tuple[Table, LedgerWallet]:
+        wallet = LedgerWallet({"player:bot": 10**9})
+        table = Table(TABLE, TableOptions(), wallet)
+        now = time.time()
+        table.handle(c.StartShoe(seed=secrets.token_bytes(32)), now)
+        for i in range(spectators):
+            table.handle(c.Join(player=f"guest-{i:08d}", name="Guest"), now)
+        for cmd in (
+            c.Join(player="bot", name="bot"),
+            c.Sit(player="bot"),
+            c.AcceptShoe(player="bot"),
+            c.Cut(player="bot", position=200),
+        ):
+            table.handle(cmd, now)
+        table.drain_records()
+        wallet.drain()
+        return table, wallet
+
+    async def steps(table: Table, wallet: LedgerWallet, store: SQLiteStore, count: int) -> tuple[list[float], float, float]:
+        lat: list[float] = []
+        state_s = commit_s = 0.0
+        now = time.time()
+        for i in range(count):
+            t0 = time.perf_counter()
+            if i % 2 == 0:
+                table.handle(c.PlaceBet(player="bot", area="player", amount=100), now)
+            else:
+                table.handle(c.RemoveBet(player="bot", area="player"), now)
+            state = table.to_state()
+            t1 = time.perf_counter()
+            row = TableRow(TABLE, {}, state, table.seq, False)
+            await store.commit(entries=wallet.drain(), table=row)
+            t2 = time.perf_counter()
+            state_s += t1 - t0
+            commit_s += t2 - t1
+            lat.append(t2 - t0)
+        return lat, state_s / count, commit_s / count
+
+    async def run() -> dict[str, Any]:
+        out: dict[str, Any] = {"levels": []}
+        for spectators, count in ((0, 2000), (1000, 60), (10_000, 8)):
+            table, wallet = make(spectators)
+            store = SQLiteStore(tmp / f"steps-{spectators}.sqlite3")
+            await store.open()
+            lat, state_s, commit_s = await steps(table, wallet, store, count)
+            out["levels"].append(
+                {
+                    "spectators": spectators,
+                    "state_us": state_s * 1e6,
+                    "commit_us": commit_s * 1e6,
+                    "p50_us": percentile(lat, 50) * 1e6,
+                    "p99_us": percentile(lat, 99) * 1e6,
+                    "bytes": len(dump_json(table.to_state())),
+                }
+            )
+            await store.close()
+        return out
+
+    return asyncio.run(run())
+
+
+# ====================================================================== report
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}{X}" if b else "n/a"
+
+
+def targets(
+    rt: dict[str, Any], fan: FanOut, base: FanOut, rows: list[tuple[FanOut, FanOut | None]],
+    top: FanOut | None,
+) -> list[str]:
+    """The three targets, each met or missed as measured."""
+
+    def verdict(ok: bool) -> str:
+        return "**met**" if ok else "**missed**"
+
+    quick = [rt[k]["p50"] / rt["echo_ping"]["p50"] for k in ("ping", "balance")]
+    table = rt["table"]["p50"] / rt["echo_bet"]["p50"]
+    ramp_cpu = [r.cpu_per_event / b.cpu_per_event for r, b in rows if b is not None]
+    distinct_cpu = fan.cpu_per_event / base.cpu_per_event
+    out = [
+        f"- Round trip within 1.3{X} the bare echo (p50): {verdict(max(quick) <= 1.3)} for "
+        f"commands the connection answers (`ping` {quick[0]:.2f}{X}, `balance` {quick[1]:.2f}{X}); "
+        f"{verdict(table <= 1.3)} for table commands (`bet`/`remove_bet` {table:.2f}{X}; "
+        f"p99 {ratio(rt['table']['p99'], rt['echo_bet']['p99'])}).",
+        f"- Fan-out CPU within 1.5{X} the bare broadcast: {verdict(distinct_cpu <= 1.5)} with "
+        f"{fan.clients:,} distinct spectators ({distinct_cpu:.2f}{X}); "
+        + (
+            f"{verdict(max(ramp_cpu) <= 1.5)} with spectators sharing accounts "
+            f"({', '.join(f'{x:.2f}{X}' for x in ramp_cpu)} over the ramp)."
+            if ramp_cpu
+            else "no ramp figure."
+        ),
+    ]
+    if top is not None and top.connected >= 10_000:
+        bare = next((b for r, b in rows if r is top and b is not None), None)
+        under = top.complete and top.p99 < 100
+        out.append(
+            f"- 10,000 connections in one process: **held** ({top.connected:,} connected and "
+            f"joined to one table, {top.delivered:,} of {top.events * top.clients:,} frames "
+            f"delivered, server RSS {top.rss_kib / 1024:.0f} MiB); p99 fan-out {top.p99:.0f} ms, "
+            + ("under 100 ms." if under else "over 100 ms")
+            + (f" (the bare broadcast: {bare.p99:.0f} ms)." if bare is not None and not under else "")
+        )
+    else:
+        most = top.connected if top is not None else 0
+        out.append(f"- 10,000 connections in one process: **not reached** (most connected: {most:,}).")
+    return out
+
+
+def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
+    rt = results["rtt"]
+    fan: FanOut = results["fan"]
+    base: FanOut = results["fan_bare"]
+    mem = results["memory"]
+    rows: list[tuple[FanOut, FanOut | None]] = results["ramp"]
+    costs = results["steps"]
+    by_spec = {lv["spectators"]: lv for lv in costs["levels"]}
+    shared = next((r for r, _ in rows if r.clients == fan.clients), None)
+    lines = [
+        SECTION,
+        "",
+        f"Made by `{COMMAND}{' --clients ' + str(args.clients) if args.clients != 1000 else ''}` "
+        f"on {time.strftime('%Y-%m-%d')} ({results['elapsed']:.0f} s).",
+        f"Machine: {machine()}; websockets {results['websockets']}. The server under test, "
+        f"the baseline servers and {WORKERS} client processes share the two cores. Bench "
+        "server settings: rate limit raised to 1,000,000/s (the default 20/s would refuse a "
+        "sequential benchmark), table queue 8,192, timers 3,600 s, SQLite file in a temp dir. "
+        "Baselines are bare `websockets` servers (same version, same frame settings) in a "
+        "subprocess, driven by the same client code, in the same run.",
+        "",
+        f"### (a) Command round trip: one client, {rt['count']:,} sequential requests each",
+        "",
+        f"Taken in turns with the baseline ({RUN} requests of one kind, then {RUN} of the next, "
+        "round and round; the first of each turn is not counted), so that other load on the "
+        "machine falls on all alike. "
+        "The echo server sends each message back; the client code (send a JSON request with "
+        "an id, read until the frame with that id) is the same.",
+        "",
+        "| request | p50 | p99 | bare echo p50 / p99 | ratio p50 / p99 |",
+        "|---|---|---|---|---|",
+    ]
+    for name, key, echo in (
+        ("`ping`", "ping", "echo_ping"),
+        ("`balance`", "balance", "echo_ping"),
+        ("`bet` / `remove_bet` (table actor, SQLite commit, event, reply)", "table", "echo_bet"),
+    ):
+        a, b = rt[key], rt[echo]
+        lines.append(
+            f"| {name} | {a['p50']:.3f} ms | {a['p99']:.3f} ms | {b['p50']:.3f} / {b['p99']:.3f} ms "
+            f"| {ratio(a['p50'], b['p50'])} / {ratio(a['p99'], b['p99'])} |"
+        )
+    lines += [
+        "",
+        f"### (b) Fan-out to {fan.clients:,} spectators at one table",
+        "",
+        f"One seated bot places and removes a chip, {results['fan_rate']:g} commands/s, "
+        f"{fan.events} `bets` events ({fan.frame} B frames) to every spectator. Latency: the "
+        "bot sending the command → each spectator receiving the event (wall clock, one "
+        "machine). CPU: the server process's utime+stime over the run ÷ events (10 ms ticks). "
+        "The bare server broadcasts a frame of the same size on each trigger message; both "
+        "servers hold their clients at once and the events alternate between them in blocks, "
+        "so that other load on the machine falls on both alike.",
+        "",
+        "| measure | chemmy, distinct guests | chemmy, spectators sharing "
+        f"{SHARED_ACCOUNTS} accounts (ramp) | bare `websockets.broadcast` | ratio to bare (distinct / shared) |",
+        "|---|---|---|---|---|",
+    ]
+
+    def cell(r: FanOut | None, text: Callable[[FanOut], str]) -> str:
+        return text(r) if r is not None else "—"
+
+    shared_ratio = (lambda f: ratio(f(shared), f(base)) if shared else "—")  # noqa: E731
+    lines += [
+        f"| delivered | {fan.delivered:,} / {fan.events * fan.clients:,} | "
+        f"{cell(shared, lambda r: f'{r.delivered:,} / {r.events * r.clients:,}')} | "
+        f"{base.delivered:,} / {base.events * base.clients:,} | |",
+        f"| latency p50 | {fan.p50:.1f} ms | {cell(shared, lambda r: f'{r.p50:.1f} ms')} | {base.p50:.1f} ms "
+        f"| {ratio(fan.p50, base.p50)} / {shared_ratio(lambda r: r.p50)} |",
+        f"| latency p99 | {fan.p99:.1f} ms | {cell(shared, lambda r: f'{r.p99:.1f} ms')} | {base.p99:.1f} ms "
+        f"| {ratio(fan.p99, base.p99)} / {shared_ratio(lambda r: r.p99)} |",
+        f"| server CPU per event | {fan.cpu_per_event * 1e3:.2f} ms | "
+        f"{cell(shared, lambda r: f'{r.cpu_per_event * 1e3:.2f} ms')} | {base.cpu_per_event * 1e3:.2f} ms "
+        f"| {ratio(fan.cpu_per_event, base.cpu_per_event)} / {shared_ratio(lambda r: r.cpu_per_event)} |",
+        f"| connecting all (hello + join; bare: connect), until the server is idle | "
+        f"{fan.connect_s:.1f} s | {cell(shared, lambda r: f'{r.connect_s:.1f} s')} | {base.connect_s:.1f} s "
+        f"| {ratio(fan.connect_s, base.connect_s)} / {shared_ratio(lambda r: r.connect_s)} |",
+        "",
+        "### (c) Memory per idle connection; the most clients served",
+        "",
+        "| measure | chemmy | bare echo | ratio |",
+        "|---|---|---|---|",
+        f"| RSS growth per idle connection ({int(mem['chemmy_connected']):,} guests that said "
+        f"hello; bare: {int(mem['bare_connected']):,} connections) | {mem['chemmy']:.1f} KiB | "
+        f"{mem['bare']:.1f} KiB | {ratio(mem['chemmy'], mem['bare'])} |",
+        "",
+        f"Ramp at one table; spectators share {SHARED_ACCOUNTS} accounts (see the notes); the "
+        "pace is 10,000 deliveries/s at every level (10 events/s at 1,000 clients, 1/s at "
+        "10,000), so that the client processes are not simply saturated. The bare broadcast "
+        "server holds the same number of clients at the same time, and the events alternate "
+        "between the two in blocks (same pace, same client code).",
+        "",
+        "| clients | connected | chemmy p50 / p99 | bare p50 / p99 | p99 ratio | chemmy CPU/event "
+        "| bare CPU/event | CPU ratio | connecting, until idle | server RSS | chemmy p99 < 100 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    best = best_bare = 0
+    for row, bare in rows:
+        ok = row.complete and row.p99 < 100
+        if ok:
+            best = max(best, row.clients)
+        if bare is not None and bare.complete and bare.p99 < 100:
+            best_bare = max(best_bare, bare.clients)
+        bare_p = f"{bare.p50:.1f} / {bare.p99:.1f} ms" if bare else "—"
+        bare_cpu = f"{bare.cpu_per_event * 1e3:.1f} ms" if bare else "—"
+        lines.append(
+            f"| {row.clients:,} | {row.connected:,} | {row.p50:.1f} / {row.p99:.1f} ms | {bare_p} "
+            f"| {ratio(row.p99, bare.p99) if bare else '—'} | {row.cpu_per_event * 1e3:.1f} ms "
+            f"| {bare_cpu} | {ratio(row.cpu_per_event, bare.cpu_per_event) if bare else '—'} "
+            f"| {row.connect_s:.1f} s | {row.rss_kib / 1024:.0f} MiB | {'yes' if ok else 'no'} |"
+        )
+    top = max(rows, key=lambda rb: rb[0].connected)[0] if rows else None
+    spans = [r.cpu_per_event / b.cpu_per_event for r, b in rows if b is not None and b.cpu_per_event]
+    cpu_span = f"{min(spans):.2f}-{max(spans):.2f}{X}" if spans else "n/a"
+    first = rows[0][0] if rows else None
+    per_joined = (
+        (top.rss_kib - first.rss_kib) / max(1, top.connected - first.connected)
+        if top is not None and first is not None and top is not first
+        else float("nan")
+    )
+    lines += [
+        "",
+        f"Most clients one process served with p99 fan-out under 100 ms: **{best:,}** "
+        f"(the bare broadcast on this machine: {best_bare:,}).",
+        "",
+        "### (d) Where a table step's time goes (in-process, no sockets)",
+        "",
+        "The croupier's work for one `bet` before anything is sent: `Table.handle` + "
+        "`Table.to_state` (a deep copy of the whole table), then `SQLiteStore.commit` of the "
+        "state row (JSON encoding + one transaction).",
+        "",
+        "| spectators at the table | handle + to_state (mean) | commit (mean) | whole step p50 / p99 | state row |",
+        "|---|---|---|---|---|",
+    ]
+    for lv in costs["levels"]:
+        lines.append(
+            f"| {lv['spectators']:,} | {lv['state_us'] / 1e3:.2f} ms | {lv['commit_us'] / 1e3:.2f} ms "
+            f"| {lv['p50_us'] / 1e3:.2f} / {lv['p99_us'] / 1e3:.2f} ms | {lv['bytes'] / 1024:.0f} KiB |"
+        )
+    lines += [
+        "",
+        "### Against the targets",
+        "",
+        *targets(rt, fan, base, rows, top),
+        "",
+        "### Notes",
+        "",
+        "- A table command is stored before it is answered (GAME_RULES §8), and each step "
+        "deep-copies and rewrites the whole table state, the 416-card shoe included "
+        f"((d): {by_spec[0]['state_us']:.0f} µs + {by_spec[0]['commit_us']:.0f} µs at a table "
+        "with one player): that, plus the hop through the table's actor task, is the round "
+        "trip's gap to the echo; commands the connection answers itself (`ping`, `balance`) "
+        "are at par. Cheaper state snapshots (no deep copy; the shoe's order is fixed after "
+        "the cut and need not be rewritten every step) would close most of it.",
+        f"- p99 figures are sensitive to the machine: {results['load']} The ratios to the "
+        "baselines, measured in the same run, are the figures to compare.",
+        "- Every spectator is a player in the table's state, so every step re-serializes and "
+        f"rewrites all of them: {by_spec[1000]['bytes'] / 1024:.0f} KiB and "
+        f"{(by_spec[1000]['state_us'] + by_spec[1000]['commit_us']) / 1e3:.1f} ms per step at "
+        f"1,000 spectators, {by_spec[10_000]['bytes'] / 1024:.0f} KiB and "
+        f"{(by_spec[10_000]['state_us'] + by_spec[10_000]['commit_us']) / 1e3:.0f} ms at "
+        "10,000 ((d)), on the table's single writer, before the fan-out starts. That is "
+        f"the gap between the distinct-guest column of (b) ({ratio(fan.cpu_per_event, base.cpu_per_event)}"
+        " the bare CPU) and the shared-account one. With the state small (shared accounts), "
+        f"chemmy's CPU per event is {cpu_span} the bare broadcast's over the ramp: the same "
+        "send path (one encoded frame, `websockets.broadcast`) plus the step of (d), the "
+        "command and reply, and the bot's private copy of the event.",
+        "- Join storm: each new spectator's join is a table step (above) and a `joined` event "
+        "to everyone already watching, so N spectators arriving cost O(N²): "
+        f"{fan.clients:,} distinct guests took {fan.connect_s:.0f} s to connect and join "
+        f"(until the server was idle again), against {base.connect_s:.1f} s for the bare "
+        + (f"server and {shared.connect_s:.1f} s for the same number sharing accounts. "
+           if shared is not None else "server. ")
+        + "This is why the ramp reuses "
+        f"{SHARED_ACCOUNTS} accounts (a second connection of a player already at the table "
+        "joins without an event or a new player in the state); 10,000 distinct spectators "
+        f"at one table would take about {fan.connect_s * (10_000 / fan.clients) ** 2 / 60:.0f} "
+        "minutes to arrive (quadratic extrapolation, not measured). "
+        "Leaving is symmetric (a `left` event and a step each), and so is a restart, which "
+        "removes every spectator.",
+        "- Concurrent first joins of one player raced (the server chose Join or Reconnect "
+        "outside the table's actor, so a second connection joining before the first join was "
+        "processed was refused with `already_joined`); found by this bench, fixed in the "
+        "server since, and kept as a regression test in tests/server/test_crash.py. The ramp "
+        "still joins each account once before its other connections.",
+        "- The 100 ms limit is the machine's as much as the server's: "
+        + (
+            "chemmy and the bare broadcast cross it at the same level"
+            if best == best_bare
+            else f"chemmy stays under it up to {best:,} clients, the bare broadcast up to {best_bare:,}"
+        )
+        + ", and the clients that must read every frame share the two cores with both "
+        f"servers. Joined connections cost about {per_joined:.0f} "
+        f"KiB of server RSS each over the ramp; idle ones (hello only) {mem['chemmy']:.1f} KiB, "
+        f"against the bare server's {mem['bare']:.1f} KiB.",
+        "- Latency is measured from the bot's command, so chemmy's figure includes the "
+        "step's processing and commit (what a player sees); the bare server does no work per "
+        "trigger. CPU per event includes whatever the server did meanwhile (pings, the slow-"
+        "client watchdog), which is small at this pace.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    import websockets
+
+    results: dict[str, Any] = {"websockets": websockets.__version__}
+    with tempfile.TemporaryDirectory(prefix="chemmy-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        print("(a) round trips ...", file=sys.stderr)
+        results["rtt"] = await round_trips(tmp, args.requests)
+        workers = Workers(WORKERS)
+        try:
+            print(f"(b) fan-out to {args.clients} ...", file=sys.stderr)
+            results["fan_rate"] = args.rate
+            fan, base = await fanout_pair(tmp, workers, args.clients, args.events, args.rate)
+            print(f"  chemmy: {fan}", file=sys.stderr)
+            print(f"  bare:   {base}", file=sys.stderr)
+            results["fan"], results["fan_bare"] = fan, base
+            print(f"(c) memory of {args.idle} idle connections ...", file=sys.stderr)
+            results["memory"] = await idle_memory(tmp, workers, args.idle)
+            print(f"  {results['memory']}", file=sys.stderr)
+            levels = [int(x) for x in args.ramp.split(",") if x]
+            print(f"(c) ramp {levels} ...", file=sys.stderr)
+            results["ramp"] = await ramp(tmp, workers, levels, args.budget)
+        finally:
+            await workers.close()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=1000, help="spectators for (b) (default 1000)")
+    parser.add_argument("--requests", type=int, default=3000, help="round trips per kind (default 3000)")
+    parser.add_argument("--events", type=int, default=150, help="events for (b) (default 150)")
+    parser.add_argument("--rate", type=float, default=10.0, help="events/s for (b) (default 10)")
+    parser.add_argument("--idle", type=int, default=2000, help="idle connections for memory (default 2000)")
+    parser.add_argument("--ramp", default="1000,2000,5000,10000", help="ramp levels")
+    parser.add_argument("--budget", type=float, default=120.0, help="seconds for the chemmy ramp")
+    parser.add_argument("--write", action="store_true", help="write the section to docs/benchmarks.md")
+    parser.add_argument("--serve", choices=("echo", "broadcast"), help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    raise_nofile()
+    if args.serve:
+        asyncio.run(_serve_bare(args.serve, args.port))
+        return 0
+    t0 = time.perf_counter()
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    results = asyncio.run(main_async(args))
+    print("(d) step costs ...", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="chemmy-bench-") as tmp_name:
+        results["steps"] = step_costs(Path(tmp_name))
+    results["elapsed"] = time.perf_counter() - t0
+    load_after = Path("/proc/loadavg").read_text().split()[:3]
+    busy = float(load_before[0]) > 0.5
+    results["load"] = (
+        f"the load average (1, 5, 15 min) was {' '.join(load_before)} when this run started"
+        + (" (other processes were busy on the machine)" if busy else " (the machine was otherwise idle)")
+        + f" and {' '.join(load_after)} at its end."
+    )
+    text = report(args, results)
+    print(text)
+    if args.write:
+        write_section(ROOT / "docs" / "benchmarks.md", SECTION, text)
+        print("written to docs/benchmarks.md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())
