@@ -160,6 +160,7 @@ class Table:
         self._now = 0.0
         self.duplicate = False  # whether the last command was a retried id
         self.cut_by: dict[str, str | None] | None = None  # who cut this shoe (§4, §6)
+        self.cut_offered_to: str | None = None
 
     # ------------------------------------------------------------------ public API
     def handle(self, cmd: c.Command, now: float) -> list[Event]:
@@ -1041,7 +1042,10 @@ class Table:
                     self.phase, self.deadline = Phase.SHOE_OFFER, None
                 return
             if self.shoe.cut is None:
-                if self.phase is not Phase.CUT:
+                # §4: the cut is offered to the cutter; offered again if that changes
+                # (the cutter stood up), with a fresh timer.
+                if self.phase is not Phase.CUT or self.cut_offered_to != self.cutter:
+                    self.cut_offered_to = self.cutter
                     self.phase = Phase.CUT
                     self.deadline = self._now + self.options.timers.cut
                     self._emit("cut_offered", {"player": self.cutter, "deadline": self.deadline})
@@ -1061,9 +1065,6 @@ class Table:
     # ------------------------------------------------------------------ views
     def view(self, viewer: str | None) -> dict[str, Any]:
         """A snapshot for one viewer: only what they may see (§6 hidden information)."""
-        return copy.deepcopy(self._view(viewer))
-
-    def _view(self, viewer: str | None) -> dict[str, Any]:
         coup = self.coup
         coup_view: dict[str, Any] | None = None
         if coup is not None:
@@ -1091,7 +1092,7 @@ class Table:
                 "turners": dict(coup.turners),
                 "style": coup.style,
                 "deadline": coup.deadline,
-                "bets": coup.held,
+                "bets": {p: dict(b) for p, b in coup.held.items()},
             }
         shoe = self.shoe
         snap: dict[str, Any] = {
@@ -1134,7 +1135,7 @@ class Table:
             ],
             "spectators": sum(1 for q in self.players.values() if q.seat is None),
             "coup": coup_view,
-            "last_result": self.last_result,
+            "last_result": copy.deepcopy(self.last_result),
             "roads": self._roads.to_dict(),
         }
         me = self.players.get(viewer) if viewer is not None else None
@@ -1256,6 +1257,7 @@ class Table:
             "recent_ids": {p: list(v) for p, v in self.recent_ids.items() if p in ids},
             "last_result": copy.deepcopy(self.last_result),
             "cut_by": dict(self.cut_by) if self.cut_by is not None else None,
+            "cut_offered_to": self.cut_offered_to,
         }
 
     @classmethod
@@ -1292,6 +1294,7 @@ class Table:
         t.recent_ids = s["recent_ids"]
         t.last_result = s["last_result"]
         t.cut_by = s.get("cut_by")
+        t.cut_offered_to = s.get("cut_offered_to")
         for q in t.players.values():
             # Placed chips count against the balance again; wagers already held in a
             # coup are out of the balance (in held:<table>) and must not count twice.

@@ -34,3 +34,20 @@ def test_a_player_standing_last_closes_betting_for_the_others() -> None:
     evs = h.do(c.Stand(player="cat"))
     assert h.find("betting_closed", evs)
     assert h.table.coup is not None and h.table.coup.turners["banker"] == "ann"
+
+
+def test_the_cut_is_offered_again_when_the_cutter_stands_up() -> None:
+    # §4: with the house holding, the first seated player cuts; if they stand up, the
+    # next one is asked, with a fresh timer.
+    h = TableHarness()
+    h.seat({"ann": 1, "bob": 2})
+    h.start(seed=bytes(range(32)))
+    h.decline("ann")
+    h.decline("bob")  # the house holds: ann (seat 1) cuts
+    assert h.phase is Phase.CUT and h.table.cutter == "ann"
+    first = h.one("cut_offered")
+    evs = h.do(c.Stand(player="ann"), dt=5.0)
+    again = h.one("cut_offered", evs)
+    assert again.data["player"] == "bob" and again.data["deadline"] > first.data["deadline"]
+    h.do(c.Cut(player="bob", position=200))
+    assert h.phase is Phase.BETTING
