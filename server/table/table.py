@@ -131,6 +131,7 @@ class Table:
         ids (and with them ledger keys) and shoe numbers are never used twice."""
         self.table_id = table_id
         self.options = options
+        self._options_dict = options.to_dict()  # options never change; asdict is slow
         self.wallet = wallet
         self.seq = 0
         self.phase = Phase.SHUFFLE
@@ -1223,7 +1224,11 @@ class Table:
         return {
             "version": 1,
             "table_id": self.table_id,
-            "options": self.options.to_dict(),
+            "options": {
+                **self._options_dict,
+                "limits": dict(self._options_dict["limits"]),
+                "timers": dict(self._options_dict["timers"]),
+            },
             "seq": self.seq,
             "phase": self.phase.value,
             "deadline": self.deadline,
