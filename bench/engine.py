@@ -8,9 +8,6 @@ cards runs in the same process as a baseline, because machines are noisy.
 
 from __future__ import annotations
 
-import os
-import platform
-import re
 import statistics
 import sys
 import time
@@ -19,8 +16,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "bench"))
 
-import numpy as np  # noqa: E402
+
+from _util import machine  # noqa: E402
+from _util import write_section as write_doc_section  # noqa: E402
 
 from server.engine.cards import card_value, shoe_cards  # noqa: E402
 from server.engine.coup import resolve_coup  # noqa: E402
@@ -47,21 +47,6 @@ def best_of(fn: Callable[[], object], repeats: int = REPEATS) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return min(times)
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, "
-        f"numpy {np.__version__}, {platform.system()} {platform.release()}"
-    )
 
 
 def main() -> None:
@@ -176,13 +161,7 @@ def write_section(table: str, n_cards: int, n_coups: int) -> None:
         ]
     )
     path = ROOT / "docs" / "benchmarks.md"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section + "\n", text, count=1)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text.rstrip("\n") + "\n")
+    write_doc_section(path, SECTION, section)
     print(f"\nwrote {path.relative_to(ROOT)}")
 
 

@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import platform
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -24,6 +21,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "bench"))
+
+from _util import machine  # noqa: E402
+from _util import write_section as write_doc_section  # noqa: E402
 
 from server.engine.coup import resolve_coup  # noqa: E402
 from server.table import MemoryWallet, Table, TableOptions, view_event  # noqa: E402
@@ -47,18 +48,6 @@ def best_of(fn: Callable[[], object], repeats: int = REPEATS) -> float:
         fn()
         best = min(best, time.perf_counter() - t0)
     return best
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, {platform.system()} {platform.release()}"
 
 
 class Run:
@@ -295,13 +284,7 @@ def write_section(table: str, n_coups: int, shoes: int, n_events: int) -> None:
         ]
     )
     path = ROOT / "docs" / "benchmarks.md"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section + "\n", text, count=1)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text.rstrip("\n") + "\n")
+    write_doc_section(path, SECTION, section)
     print(f"\nwrote {path.relative_to(ROOT)}")
 
 
