@@ -250,17 +250,17 @@ class Table:
                 return
             raise TableError("already_joined", "you are already at this table")
         name = (cmd.name or cmd.player)[:32]
+        # Watching is not news: no event, so an audience of thousands arriving costs
+        # each of them nothing (the lobby and snapshots count spectators). Sitting is.
         self.players[cmd.player] = PlayerState(cmd.player, name)
-        self._emit("joined", {"player": cmd.player, "name": name})
 
     def _leave(self, cmd: c.Leave) -> None:
         p = self._player(cmd.player)
         if p.seat is not None:
             self._check_can_stand(p)
-        self._stand(p, "left")
+        self._stand(p, "left")  # a seated player's leaving is news: "stood", reason "left"
         del self.players[cmd.player]
         self.recent_ids.pop(cmd.player, None)
-        self._emit("left", {"player": cmd.player})
 
     def _sit(self, cmd: c.Sit) -> None:
         p = self._player(cmd.player)
@@ -328,7 +328,6 @@ class Table:
         self._stand(p, "timeout")
         del self.players[p.id]
         self.recent_ids.pop(p.id, None)
-        self._emit("left", {"player": p.id})
 
     def _lose_shoe(self, p: PlayerState, reason: str, seat: int | None = None) -> None:
         """§5: the holder passes, stands, leaves or times out: offer the shoe onward."""
