@@ -709,8 +709,9 @@ async def ramp(
 # ====================================================================== step costs
 def step_costs(tmp: Path) -> dict[str, Any]:
     """In this process: what one table step costs the croupier before anything is sent
-    (the actor's work for a ``bet``: ``Table.handle``, ``Table.to_state``, and the store's
-    commit of the state row), at 0, 1,000 and 10,000 distinct spectators at the table."""
+    (the actor's work for a ``bet``: ``Table.handle``, ``Table.to_state(spectators=False)``
+    as the croupier stores it, and the store's commit of the state row), at 0, 1,000 and
+    10,000 distinct spectators at the table."""
     import secrets
 
     from server.croupier.actor import LedgerWallet
@@ -747,7 +748,7 @@ def step_costs(tmp: Path) -> dict[str, Any]:
                 table.handle(c.PlaceBet(player="bot", area="player", amount=100), now)
             else:
                 table.handle(c.RemoveBet(player="bot", area="player"), now)
-            state = table.to_state()
+            state = table.to_state(spectators=False)  # what the croupier stores
             t1 = time.perf_counter()
             row = TableRow(TABLE, {}, state, table.seq, False)
             await store.commit(entries=wallet.drain(), table=row)
@@ -771,7 +772,7 @@ def step_costs(tmp: Path) -> dict[str, Any]:
                     "commit_us": commit_s * 1e6,
                     "p50_us": percentile(lat, 50) * 1e6,
                     "p99_us": percentile(lat, 99) * 1e6,
-                    "bytes": len(dump_json(table.to_state())),
+                    "bytes": len(dump_json(table.to_state(spectators=False))),
                 }
             )
             await store.close()
@@ -956,8 +957,9 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
         "### (d) Where a table step's time goes (in-process, no sockets)",
         "",
         "The croupier's work for one `bet` before anything is sent: `Table.handle` + "
-        "`Table.to_state` (a deep copy of the whole table), then `SQLiteStore.commit` of the "
-        "state row (JSON encoding + one transaction).",
+        "`Table.to_state(spectators=False)` (the game without its audience, as the croupier "
+        "stores it), then `SQLiteStore.commit` of the state row (JSON encoding + one "
+        "transaction).",
         "",
         "| spectators at the table | handle + to_state (mean) | commit (mean) | whole step p50 / p99 | state row |",
         "|---|---|---|---|---|",
@@ -975,39 +977,34 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
         "",
         "### Notes",
         "",
-        "- A table command is stored before it is answered (GAME_RULES §8), and each step "
-        "deep-copies and rewrites the whole table state, the 416-card shoe included "
-        f"((d): {by_spec[0]['state_us']:.0f} µs + {by_spec[0]['commit_us']:.0f} µs at a table "
-        "with one player): that, plus the hop through the table's actor task, is the round "
-        "trip's gap to the echo; commands the connection answers itself (`ping`, `balance`) "
-        "are at par. Cheaper state snapshots (no deep copy; the shoe's order is fixed after "
-        "the cut and need not be rewritten every step) would close most of it.",
+        "- A table command is stored before it is answered (GAME_RULES §8): each step "
+        "copies the table's game state and commits it with its ledger entries in one SQLite "
+        f"transaction ((d): {by_spec[0]['state_us']:.0f} µs + {by_spec[0]['commit_us']:.0f} µs "
+        "at a table with one player). That durable write, plus the hop through the table's "
+        "actor task, is the round trip's gap to the echo; commands the connection answers "
+        "itself (`ping`, `balance`) are at par. The gap is the price of store-before-send; "
+        "group commit (one transaction for several queued commands) would amortize it under "
+        "load but cannot shorten a lone command's round trip.",
         f"- p99 figures are sensitive to the machine: {results['load']} The ratios to the "
         "baselines, measured in the same run, are the figures to compare.",
-        "- Every spectator is a player in the table's state, so every step re-serializes and "
-        f"rewrites all of them: {by_spec[1000]['bytes'] / 1024:.0f} KiB and "
-        f"{(by_spec[1000]['state_us'] + by_spec[1000]['commit_us']) / 1e3:.1f} ms per step at "
+        "- Spectators are not stored (a restart sends them away anyway), so a step's cost "
+        f"does not grow with the audience: {by_spec[1000]['bytes'] / 1024:.0f} KiB and "
+        f"{(by_spec[1000]['state_us'] + by_spec[1000]['commit_us']) / 1e3:.2f} ms per step at "
         f"1,000 spectators, {by_spec[10_000]['bytes'] / 1024:.0f} KiB and "
-        f"{(by_spec[10_000]['state_us'] + by_spec[10_000]['commit_us']) / 1e3:.0f} ms at "
-        "10,000 ((d)), on the table's single writer, before the fan-out starts. That is "
-        f"the gap between the distinct-guest column of (b) ({ratio(fan.cpu_per_event, base.cpu_per_event)}"
-        " the bare CPU) and the shared-account one. With the state small (shared accounts), "
-        f"chemmy's CPU per event is {cpu_span} the bare broadcast's over the ramp: the same "
-        "send path (one encoded frame, `websockets.broadcast`) plus the step of (d), the "
-        "command and reply, and the bot's private copy of the event.",
-        "- Join storm: each new spectator's join is a table step (above) and a `joined` event "
-        "to everyone already watching, so N spectators arriving cost O(N²): "
-        f"{fan.clients:,} distinct guests took {fan.connect_s:.0f} s to connect and join "
+        f"{(by_spec[10_000]['state_us'] + by_spec[10_000]['commit_us']) / 1e3:.2f} ms at "
+        "10,000 ((d)). (Before that change, every step deep-copied and rewrote every "
+        f"spectator: 2.6 ms a step at 1,000 and 37 ms at 10,000, and fan-out CPU was 2.14{X} "
+        f"the bare broadcast's.) Chemmy's CPU per event is {cpu_span} the bare broadcast's "
+        "over the ramp: the same send path (one encoded frame, `websockets.broadcast`) plus "
+        "the step of (d), the command and reply, and the bot's private copy of the event.",
+        "- Arrivals: watching is not a table event (no `joined` frame to everyone already "
+        "watching, and a spectator-only step writes nothing), so N spectators arriving cost "
+        f"O(N): {fan.clients:,} distinct guests took {fan.connect_s:.1f} s to connect and join "
         f"(until the server was idle again), against {base.connect_s:.1f} s for the bare "
         + (f"server and {shared.connect_s:.1f} s for the same number sharing accounts. "
            if shared is not None else "server. ")
-        + "This is why the ramp reuses "
-        f"{SHARED_ACCOUNTS} accounts (a second connection of a player already at the table "
-        "joins without an event or a new player in the state); 10,000 distinct spectators "
-        f"at one table would take about {fan.connect_s * (10_000 / fan.clients) ** 2 / 60:.0f} "
-        "minutes to arrive (quadratic extrapolation, not measured). "
-        "Leaving is symmetric (a `left` event and a step each), and so is a restart, which "
-        "removes every spectator.",
+        + "(Before that change, each arrival was an event to every watcher: O(N²), 26 s for "
+        "1,000 guests.) A restart removes every spectator; they come back with `join`.",
         "- Concurrent first joins of one player raced (the server chose Join or Reconnect "
         "outside the table's actor, so a second connection joining before the first join was "
         "processed was refused with `already_joined`); found by this bench, fixed in the "

@@ -95,6 +95,8 @@ class ChemmyServer:
         self._server: Server | None = None
         self._watchdog: asyncio.Task[None] | None = None
         self._odds_cache: dict[tuple[str, int, int], dict[str, Any]] = {}
+        self.slow_client_buffer = SLOW_CLIENT_BUFFER  # bytes unsent before a client is cut
+        self.watchdog_interval = 1.0
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -594,10 +596,13 @@ class ChemmyServer:
     async def _watch_slow_clients(self) -> None:
         """Cut off a client whose unsent frames pile up; it resumes from its last seq."""
         while True:
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(self.watchdog_interval)
             for session in list(self.sessions):
                 transport = session.conn.transport
-                if transport is not None and transport.get_write_buffer_size() > SLOW_CLIENT_BUFFER:
+                if (
+                    transport is not None
+                    and transport.get_write_buffer_size() > self.slow_client_buffer
+                ):
                     self.metrics.slow_clients.inc()
                     transport.abort()
 
