@@ -661,7 +661,7 @@ class Table:
         self._emit(
             "betting_closed",
             {"round_id": rid, "bets": held, "totals": totals},
-            {pid: {"balance": self._balance(pid)} for pid in held},
+            {pid: self._me(pid)[pid] for pid in held},
         )
         self._emit(
             "dealt",
@@ -873,7 +873,7 @@ class Table:
         self._emit(
             "settled",
             {"round_id": rid, "payouts": payouts},
-            {pid: {"balance": self._balance(pid), "net": net} for pid, net in nets.items()},
+            {pid: {**self._me(pid)[pid], "net": net} for pid, net in nets.items()},
         )
         for pid, bets in coup.held.items():
             if pid in self.players:
