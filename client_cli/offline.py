@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, TypeAlias
 
+from client_cli.common import positive_int
 from client_cli.main import CliError
 from client_cli.scripts import add_verify_server_args, fetch_shoe_record
 from server.engine.cards import CardError, parse_cards
@@ -78,7 +79,7 @@ def register(subparsers: Subparsers) -> None:
         description="Deal whole shoes (cut, burn, stop card) and print the observed "
         "frequencies beside the exact ones.",
     )
-    p.add_argument("--shoes", type=_positive_int, required=True, help="shoes to deal")
+    p.add_argument("--shoes", type=positive_int, required=True, help="shoes to deal")
     p.add_argument("--seed", type=_non_negative_int, default=0, help="random seed (default 0)")
     p.add_argument("--decks", type=_decks, default=8, help="decks in the shoe (default 8)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -108,19 +109,9 @@ def _plural(n: object, word: str) -> str:
 
 
 def _decks(text: str) -> int:
-    n = _positive_int(text)
+    n = positive_int(text)
     if n > MAX_DECKS:
         raise argparse.ArgumentTypeError(f"at most {MAX_DECKS}, not {n}")
-    return n
-
-
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
     return n
 
 
