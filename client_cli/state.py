@@ -432,19 +432,6 @@ class TableModel:
             self.available = data["available"]
 
     # ------------------------------------------------------------------ events: players
-    def _on_joined(self, d: dict[str, Any]) -> None:
-        pid = str(d.get("player"))
-        self.names[pid] = str(d.get("name") or pid)
-        self.spectators += 1
-        if pid != self.me:
-            self._say(f"{self.names[pid]} joined the table")
-
-    def _on_left(self, d: dict[str, Any]) -> None:
-        pid = str(d.get("player"))
-        self.seats.pop(pid, None)
-        self.spectators = max(0, self.spectators - 1)
-        self._say(f"{self.name(pid).capitalize()} left the table")
-
     def _on_sat(self, d: dict[str, Any]) -> None:
         pid = str(d.get("player"))
         name = str(d.get("name") or self.names.get(pid, pid))
@@ -458,15 +445,21 @@ class TableModel:
             self._say(f"{name} sits in seat {d.get('seat')}")
 
     def _on_stood(self, d: dict[str, Any]) -> None:
+        """A seat empties. Spectators coming and going are not events (the server counts
+        them in snapshots); only a player who stands and stays is one more watching."""
         pid = str(d.get("player"))
         self.seats.pop(pid, None)
-        self.spectators += 1
         if pid == self.me:
             self.my_bets = {}
         reason = d.get("reason")
-        why = " (timed out)" if reason == "timeout" else ""
-        if reason != "left":
-            self._say(f"{self.name(pid).capitalize()} stood up{why}")
+        who = self.name(pid).capitalize()
+        if reason == "left":
+            self._say(f"{who} left the table")
+        elif reason == "timeout":
+            self._say(f"{who} stood up (timed out) and left")
+        else:
+            self.spectators += 1
+            self._say(f"{who} stood up")
 
     def _on_disconnected(self, d: dict[str, Any]) -> None:
         pid = str(d.get("player"))
