@@ -266,3 +266,16 @@ def test_drawings() -> None:
     assert "B1" in road  # the tie counted on the latest Banker entry
     assert "Banker 45.00%" in odds_text({"banker": 0.45, "player": 0.44, "tie": 0.11}).plain
     assert chip_values(m) == [100, 500, 1000, 2500, 5000]
+
+
+@pytest.mark.parametrize(
+    ("reason", "said", "watching"),
+    [("stood", "Bo stood up", 2), ("left", "Bo left the table", 1), ("timeout", "Bo stood up (timed out) and left", 1)],
+)
+def test_a_seat_empties_with_its_reason(reason: str, said: str, watching: int) -> None:
+    m = TableModel()
+    m.me = ME
+    m.load_snapshot(snapshot())
+    assert m.apply(ev(11, "stood", player=OTHER, seat=1, reason=reason)) is Applied.APPLIED
+    assert OTHER not in m.seats and m.message.startswith(said)
+    assert m.spectators == watching  # only a plain stand leaves one more watching
