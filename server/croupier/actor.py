@@ -217,6 +217,8 @@ class TableActor:
             self.wallet.load((await self.store.balances(accounts)).items())
         old = self.table
         self.table = Table.from_state(self._last_state, self.wallet)
-        for pid, p in old.players.items():  # spectators are not stored; they stay
-            if p.seat is None and pid not in self.table.players:
+        for pid, p in old.players.items():
+            # Spectators are not stored: whoever the stored step does not know was
+            # watching then (or came since), and still is.
+            if pid not in self.table.players:
                 self.table.players[pid] = type(p)(pid, p.name, connected=p.connected)

@@ -39,12 +39,12 @@ from server.engine.odds import exact_odds
 from server.protocol.codec import JSON, MSGPACK, decode, encode
 from server.protocol.errors import ChemmyError, ProtocolError, Refused
 from server.protocol.messages import TABLE_COMMANDS, parse, table_command
-from server.store.base import Store, TableRow
+from server.store.base import Store, StoreError, TableRow
 from server.table import Table, TableOptions
 from server.table import commands as c
 from server.table.events import Event, view_event
 from server.table.options import OptionsError
-from server.table.wallet import CASHIER, player_account
+from server.table.wallet import CASHIER, Entry, player_account
 
 from .auth import (
     Authenticator,
@@ -532,12 +532,17 @@ class ChemmyServer:
             raise ProtocolError("bad_message", "a deposit needs an id (it is its idempotency key)")
         key = f"deposit:{ident.player_id}:{mid}"
         account = player_account(ident.player_id)
-        if not self.wallet.has_key(key) and not await self.store.has_entry(key):
+        duplicate = self.wallet.has_key(key) or await self.store.has_entry(key)
+        if not duplicate:
+            # The store first: if it fails, nothing changed anywhere and a retry with the
+            # same id deposits once. Then the same entry in memory (already stored).
+            try:
+                await self.store.commit(entries=[Entry(key, CASHIER, account, amount, "deposit")])
+            except StoreError:
+                log.exception("storing a deposit failed")
+                raise Refused("store_failed", "the deposit could not be saved; try again") from None
             self.wallet.transfer(key, CASHIER, account, amount, "deposit")
-            await self.store.commit(entries=self.wallet.drain())
-            duplicate = False
-        else:
-            duplicate = True
+            self.wallet.drain()
         self._ok(session, mid, balance=self.wallet.balance(account), duplicate=duplicate)
 
     async def _cmd_history(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
