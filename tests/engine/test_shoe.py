@@ -563,3 +563,14 @@ def test_chi_square_would_catch_a_biased_shuffle() -> None:
     expected = 520 / 52
     stat = sum((o - expected) ** 2 / expected for o in as_pos)
     assert stat > chi2_critical(51, CHI_ALPHA / 52)
+
+
+def test_a_shoe_is_stored_as_card_strings_and_reads_older_lists_too() -> None:
+    shoe = Shoe.from_seed(bytes(range(32)), 1)
+    shoe.apply_cut(20)
+    shoe.burn()
+    stored = shoe.to_dict()
+    assert isinstance(stored["cards"], str) and len(stored["cards"]) == 2 * 52
+    assert Shoe.from_dict(stored) == shoe
+    older = {**stored, "cards": list(shoe.cards), "dealt": list(shoe.dealt)}
+    assert Shoe.from_dict(older) == shoe

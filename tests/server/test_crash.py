@@ -46,6 +46,7 @@ from websockets.exceptions import ConnectionClosed
 
 from server.engine.cards import card_value, hand_total
 from server.engine.coup import banker_draws, is_natural, player_draws, resolve_coup
+from server.engine.shoe import Shoe
 from server.net.auth import make_token
 from server.store.sqlite import SQLiteStore
 
@@ -427,8 +428,8 @@ def coup_cards(state: dict[str, Any]) -> dict[str, list[str]]:
 
 def next_coup(state: dict[str, Any]) -> dict[str, list[str]]:
     """The coup the stored shoe will deal next (its next six cards are enough)."""
-    shoe = state["shoe"]
-    coup = resolve_coup(shoe["cards"][shoe["position"] : shoe["position"] + 6])
+    shoe = Shoe.from_dict(state["shoe"])
+    coup = resolve_coup(shoe.cards[shoe.position : shoe.position + 6])
     return {"player": list(coup.player), "banker": list(coup.banker)}
 
 
