@@ -162,6 +162,9 @@ class Table:
         self.duplicate = False  # whether the last command was a retried id
         self.cut_by: dict[str, str | None] | None = None  # who cut this shoe (§4, §6)
         self.cut_offered_to: str | None = None
+        # Steps the croupier did for a player between coups (a shoe offer or a cut that
+        # timed out): the next round's record carries them (§6, §8).
+        self.between_on_behalf: list[dict[str, Any]] = []
 
     # ------------------------------------------------------------------ public API
     def handle(self, cmd: c.Command, now: float) -> list[Event]:
@@ -408,6 +411,7 @@ class Table:
         self._emit("shoe_offered", {"player": pid, "seat": p.seat, "deadline": self.offer.deadline})
         if not p.connected:  # nobody there to answer: declined on their behalf at once
             self._emit("shoe_declined", {"player": pid, "seat": p.seat, "timeout": True})
+            self.between_on_behalf.append({"step": "decline the shoe", "player": pid})
             self._next_offer()
 
     def _next_offer(self) -> None:
@@ -902,7 +906,7 @@ class Table:
                     ]
                     for h in HANDS
                 },
-                "on_behalf": list(coup.on_behalf),
+                "on_behalf": [*self.between_on_behalf, *coup.on_behalf],
                 "bets": payouts,
                 "commission": sum(p["commission"] for p in payouts),
                 "balances": {
@@ -911,6 +915,7 @@ class Table:
                 },
             }
         )
+        self.between_on_behalf = []
         self.coup = None
         self.phase = Phase.BETTING  # between coups; _advance decides what comes next
         self.round_open = False
@@ -975,11 +980,14 @@ class Table:
         if self.offer is not None and now >= self.offer.deadline:
             p = self.players[self.offer.current]
             self._emit("shoe_declined", {"player": p.id, "seat": p.seat, "timeout": True})
+            self.between_on_behalf.append({"step": "decline the shoe", "player": p.id})
             self._next_offer()
         if self.phase is Phase.CUT and self.deadline is not None and now >= self.deadline:
             assert self.shoe is not None and self.shoe.seed is not None
             who = self.cutter
             self._apply_cut(timeout_cut(self.shoe.seed, self.shoe.size), c.CROUPIER, who)
+            if who is not None:
+                self.between_on_behalf.append({"step": "cut the shoe", "player": who})
         if self.phase is Phase.BETTING and self.deadline is not None and now >= self.deadline:
             if any(q.bets for q in self.seated()):
                 self._close_betting()
@@ -1262,6 +1270,7 @@ class Table:
             "last_result": copy.deepcopy(self.last_result),
             "cut_by": dict(self.cut_by) if self.cut_by is not None else None,
             "cut_offered_to": self.cut_offered_to,
+            "between_on_behalf": [dict(x) for x in self.between_on_behalf],
         }
 
     @classmethod
@@ -1299,6 +1308,7 @@ class Table:
         t.last_result = s["last_result"]
         t.cut_by = s.get("cut_by")
         t.cut_offered_to = s.get("cut_offered_to")
+        t.between_on_behalf = list(s.get("between_on_behalf", []))
         for q in t.players.values():
             # Placed chips count against the balance again; wagers already held in a
             # coup are out of the balance (in held:<table>) and must not count twice.

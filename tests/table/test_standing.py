@@ -51,3 +51,25 @@ def test_the_cut_is_offered_again_when_the_cutter_stands_up() -> None:
     assert again.data["player"] == "bob" and again.data["deadline"] > first.data["deadline"]
     h.do(c.Cut(player="bob", position=200))
     assert h.phase is Phase.BETTING
+
+
+def test_offer_and_cut_timeouts_are_in_the_next_round_record() -> None:
+    # §6, §8: a step the croupier did for a player when a timer ran out is recorded as
+    # done on their behalf; shoe offers and the cut come between coups, so the next
+    # coup's round record carries them.
+    h = TableHarness()
+    h.seat({"ann": 1, "bob": 2})
+    h.start(seed=bytes(range(32)))
+    h.tick_to_deadline()  # ann does not answer the offer: declined for her
+    h.accept("bob")
+    h.tick_to_deadline()  # bob does not cut: the croupier cuts for him
+    assert h.one("shoe_cut").data == {**h.one("shoe_cut").data, "by": "croupier", "on_behalf": "bob"}
+    h.play_coup({"ann": {"banker": 500}})
+    (record,) = [r for r in h.table.drain_records() if r["kind"] == "round"]
+    assert record["on_behalf"][:2] == [
+        {"step": "decline the shoe", "player": "ann"},
+        {"step": "cut the shoe", "player": "bob"},
+    ]
+    h.play_coup({"ann": {"banker": 500}})  # carried once, not again
+    (again,) = [r for r in h.table.drain_records() if r["kind"] == "round"]
+    assert not any(x["step"] in ("decline the shoe", "cut the shoe") for x in again["on_behalf"])
