@@ -146,6 +146,13 @@ def write_section(path: Path, section: str, body: str) -> None:
     path.write_text(text)
 
 
+def write_benchmarks(section: str, body: str) -> None:
+    """Write ``body`` as ``section`` of docs/benchmarks.md, and say so."""
+    path = ROOT / "docs" / "benchmarks.md"
+    write_section(path, section, body)
+    print(f"\nwrote {path.relative_to(ROOT)}", file=sys.stderr)
+
+
 __all__ = [
     "ROOT",
     "Process",
@@ -155,6 +162,7 @@ __all__ = [
     "percentile",
     "raise_nofile",
     "rss_kib",
+    "write_benchmarks",
     "write_section",
 ]
 

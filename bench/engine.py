@@ -19,8 +19,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "bench"))
 
 
-from _util import machine  # noqa: E402
-from _util import write_section as write_doc_section  # noqa: E402
+from _util import machine, write_benchmarks  # noqa: E402
 
 from server.engine.cards import card_value, shoe_cards  # noqa: E402
 from server.engine.coup import resolve_coup  # noqa: E402
@@ -160,9 +159,7 @@ def write_section(table: str, n_cards: int, n_coups: int) -> None:
             "",
         ]
     )
-    path = ROOT / "docs" / "benchmarks.md"
-    write_doc_section(path, SECTION, section)
-    print(f"\nwrote {path.relative_to(ROOT)}")
+    write_benchmarks(SECTION, section)
 
 
 if __name__ == "__main__":

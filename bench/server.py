@@ -56,7 +56,7 @@ from _util import (  # noqa: E402
     machine,
     percentile,
     raise_nofile,
-    write_section,
+    write_benchmarks,
 )
 from websockets.asyncio.client import ClientConnection, connect  # noqa: E402
 from websockets.asyncio.server import ServerConnection, broadcast, serve  # noqa: E402
@@ -1089,8 +1089,7 @@ def main(argv: list[str] | None = None) -> int:
     text = report(args, results)
     print(text)
     if args.write:
-        write_section(ROOT / "docs" / "benchmarks.md", SECTION, text)
-        print("written to docs/benchmarks.md", file=sys.stderr)
+        write_benchmarks(SECTION, text)
     return 0
 
 

@@ -118,19 +118,30 @@ class Hub:
                         frame = encode(envelope(table, view_event(event, player)), sub.fmt)
                         send_now(conn, frame)
                         skip.add(conn)
-            public = envelope(table, view_event(event, None))
-            for fmt, conns in room.by_fmt.items():
-                if not conns:
-                    continue
-                frame = encode(public, fmt)
-                targets = conns - skip if skip else conns
-                if fmt == JSON:
-                    assert isinstance(frame, str)
-                    broadcast(targets, frame.encode(), text=True)
-                else:
-                    broadcast(targets, frame)
+            self._broadcast(room, envelope(table, view_event(event, None)), skip)
         if self._observe is not None and events:
             self._observe((time.perf_counter() - t0) / len(events))
+
+    def send_all(self, table: str, message: dict[str, Any]) -> None:
+        """A message that is not a table event (chat) to everyone watching ``table``:
+        encoded once per format, written without waiting."""
+        room = self._rooms.get(table)
+        if room is not None:
+            self._broadcast(room, message)
+
+    def _broadcast(
+        self, room: _Room, message: dict[str, Any], skip: set[ServerConnection] | None = None
+    ) -> None:
+        for fmt, conns in room.by_fmt.items():
+            if not conns:
+                continue
+            frame = encode(message, fmt)
+            targets = conns - skip if skip else conns
+            if fmt == JSON:
+                assert isinstance(frame, str)
+                broadcast(targets, frame.encode(), text=True)
+            else:
+                broadcast(targets, frame)
 
     def since(self, table: str, seq: int) -> list[Event] | None:
         """The events after ``seq``, or None when some of them are no longer kept."""

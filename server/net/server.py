@@ -501,14 +501,7 @@ class ChemmyServer:
             "text": text,
             "time": time.time(),
         }
-        frames: dict[str, str | bytes] = {}
-        for conn in self.hub.connections(tid):
-            sub = self.hub.room(tid).subs.get(conn)
-            if sub is None:
-                continue
-            if sub.fmt not in frames:
-                frames[sub.fmt] = encode(message, sub.fmt)
-            send_now(conn, frames[sub.fmt])
+        self.hub.send_all(tid, message)
         self._ok(session, mid)
 
     async def _cmd_balance(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:

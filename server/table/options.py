@@ -89,7 +89,12 @@ class TableOptions:
     def to_definition(self) -> dict[str, Any]:
         """A definition :meth:`from_dict` accepts and that gives these options back:
         only known keys with checked values (what the store keeps)."""
-        out = self.to_dict()
+        return self.definition_of(self.to_dict())
+
+    @staticmethod
+    def definition_of(options: Mapping[str, Any]) -> dict[str, Any]:
+        """Turn a :meth:`to_dict` (as stored in a table's state) into a definition."""
+        out = dict(options)
         out.update(out.pop("limits"))
         return out
 

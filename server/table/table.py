@@ -242,8 +242,9 @@ class Table:
     def _balance(self, pid: str) -> int:
         return self.wallet.balance(player_account(pid))
 
-    def _me(self, pid: str) -> dict[str, dict[str, Any]]:
-        return {pid: {"balance": self._balance(pid), "available": self.wallet.available(pid)}}
+    def _money(self, pid: str) -> dict[str, Any]:
+        """A player's own money, for the private part of an event."""
+        return {"balance": self._balance(pid), "available": self.wallet.available(pid)}
 
     # ------------------------------------------------------------------ players
     def _join(self, cmd: c.Join) -> None:
@@ -288,7 +289,7 @@ class Table:
         p.seat = seat
         p.connected = True
         p.grace_deadline = None
-        self._emit("sat", {"player": p.id, "name": p.name, "seat": seat}, self._me(p.id))
+        self._emit("sat", {"player": p.id, "name": p.name, "seat": seat}, {p.id: self._money(p.id)})
 
     def _check_can_stand(self, p: PlayerState) -> None:
         if self.coup is not None and (p.id in self.coup.held or p.id == self.coup.holder):
@@ -665,7 +666,7 @@ class Table:
         self._emit(
             "betting_closed",
             {"round_id": rid, "bets": held, "totals": totals},
-            {pid: self._me(pid)[pid] for pid in held},
+            {pid: self._money(pid) for pid in held},
         )
         self._emit(
             "dealt",
@@ -877,7 +878,7 @@ class Table:
         self._emit(
             "settled",
             {"round_id": rid, "payouts": payouts},
-            {pid: {**self._me(pid)[pid], "net": net} for pid, net in nets.items()},
+            {pid: {**self._money(pid), "net": net} for pid, net in nets.items()},
         )
         for pid, bets in coup.held.items():
             if pid in self.players:
@@ -1277,7 +1278,7 @@ class Table:
     def from_state(cls, state: dict[str, Any], wallet: Wallet) -> Table:
         """Rebuild a table from :meth:`to_state`; placed chips are reserved again."""
         s = copy.deepcopy(state)
-        options = TableOptions.from_dict(_options_def(s["options"]))  # as stored
+        options = TableOptions.from_dict(TableOptions.definition_of(s["options"]))
         t = cls(s["table_id"], options, wallet)
         t.seq = s["seq"]
         t.phase = Phase(s["phase"])
@@ -1315,14 +1316,6 @@ class Table:
             if q.bets and (t.coup is None or q.id not in t.coup.held):
                 wallet.reserve(q.id, t._reserve_key, sum(q.bets.values()))
         return t
-
-
-def _options_def(d: dict[str, Any]) -> dict[str, Any]:
-    """Turn ``TableOptions.to_dict()`` back into a definition ``from_dict`` accepts."""
-    out = dict(d)
-    limits = out.pop("limits")
-    out.update(limits)
-    return out
 
 
 def _seat_key(p: PlayerState) -> int:
