@@ -1,5 +1,7 @@
-"""The core stays pure (ARCHITECTURE.md "The one idea"): no module of ``server.engine``
-or ``server.table`` imports I/O, the clock or the global random."""
+"""The core stays pure (ARCHITECTURE.md "The one idea"): no module of ``server.engine``,
+``server.table`` or ``server.protocol`` imports I/O, the clock or the global random; and
+the wire schema (``server.protocol``) imports no table code and no numpy, so a client or
+another language's generator can load it alone."""
 
 from __future__ import annotations
 
@@ -9,7 +11,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE = sorted([*(ROOT / "server" / "engine").glob("*.py"), *(ROOT / "server" / "table").glob("*.py")])
+CORE = sorted(
+    [
+        *(ROOT / "server" / "engine").glob("*.py"),
+        *(ROOT / "server" / "table").glob("*.py"),
+        *(ROOT / "server" / "protocol").glob("*.py"),
+    ]
+)
+PROTOCOL = sorted((ROOT / "server" / "protocol").glob("*.py"))
+PROTOCOL_FORBIDDEN = {"numpy", "server.table", "server.engine"}
 FORBIDDEN = {
     "asyncio", "socket", "sqlite3", "redis", "websockets", "time", "random", "secrets",
     "datetime", "os", "subprocess", "threading", "server.net", "server.croupier",
@@ -45,3 +55,28 @@ def test_the_check_catches_an_impure_import(tmp_path: Path) -> None:
     sample = tmp_path / "bad.py"
     sample.write_text("import time\nfrom random import choice\n")
     assert {"time", "random"} <= imported(sample)
+
+
+@pytest.mark.parametrize("path", PROTOCOL, ids=lambda p: f"protocol/{p.name}")
+def test_the_wire_schema_stands_alone(path: Path) -> None:
+    bad = {
+        name
+        for name in imported(path)
+        if any(name == f or name.startswith(f + ".") for f in PROTOCOL_FORBIDDEN)
+    }
+    assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+def test_the_wire_schema_loads_alone() -> None:
+    """Importing the protocol pulls in neither the table nor numpy."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, server.protocol.messages, server.protocol.codec, server.protocol.records;"
+        "bad = [m for m in sys.modules if m.split('.')[0] == 'numpy'"
+        " or m.startswith(('server.table', 'server.engine'))];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,14 +1,16 @@
-"""The croupier: one actor (task) per table, the table's single writer.
+"""The croupier's table actor: one task per table, the table's single writer.
 
-It directs play as a croupier does at a real table: takes commands from a bounded
-queue one at a time, hands each to the pure :class:`~server.table.Table` with the
-time, keeps the timers (a ``Tick`` when the next deadline comes), brings a freshly
-shuffled shoe when the table wants one, and **stores every step before anything is
-sent**: the table's state, the ledger entries and the round records go to the store in
-one commit, then the events are published and the sender answered.
+It directs play as a croupier does at a real table: takes commands from a bounded queue
+one at a time (the players' commands arrive as records from the bus, the croupier's own
+— ``Tick``, a fresh shoe, draining — from :class:`~server.croupier.host.Croupier`), hands
+each to the pure :class:`~server.table.Table` with the time, keeps the timers (a ``Tick``
+when the next deadline comes), brings a freshly shuffled shoe when the table wants one,
+and **stores every step before anything is sent**: the table's state, the ledger entries
+and the round records go to the store in one commit, then the events are published on
+the bus and the sender answered with a reply record.
 
 It never decides a rule (that is the table's) and never touches a socket (that is
-``server.net``'s): it calls the ``publish`` and ``reply`` callbacks it is given.
+``server.net``'s): what leaves it is a bus publish or a reply record.
 """
 
 from __future__ import annotations
@@ -22,19 +24,41 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from server.bus.base import Bus
+from server.engine.cards import shoe_cards
+from server.engine.odds import exact_odds
 from server.protocol.errors import ChemmyError, Refused
+from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import Store, TableRow
 from server.table import Table, TableError
 from server.table import commands as c
 from server.table.events import Event
 from server.table.wallet import Entry, MemoryWallet
 
-__all__ = ["Busy", "LedgerWallet", "Request", "TableActor"]
+__all__ = ["Busy", "LedgerWallet", "TableActor"]
 
 log = logging.getLogger("chemmy.croupier")
 
-# (table, events of this step or None, error or None) -> None; runs inside the actor.
-Callback = Callable[[Table, list[Event], ChemmyError | None], None]
+
+#: The table command each relayed wire message becomes (``server.protocol.messages``
+#: names them; the record's fields are the command's).
+WIRE_COMMANDS: dict[str, type[c.Command]] = {
+    "sit": c.Sit,
+    "stand": c.Stand,
+    "bet": c.PlaceBet,
+    "remove_bet": c.RemoveBet,
+    "clear_bets": c.ClearBets,
+    "same_bet": c.SameBet,
+    "done": c.Done,
+    "accept_shoe": c.AcceptShoe,
+    "decline_shoe": c.DeclineShoe,
+    "pass_shoe": c.PassShoe,
+    "cut": c.Cut,
+    "squeeze": c.Squeeze,
+    "turn": c.TurnCard,
+    "toss": c.Toss,
+    "progress": c.Progress,
+}
 
 
 class Busy(Refused):
@@ -64,13 +88,17 @@ class LedgerWallet(MemoryWallet):
 
 
 @dataclass(slots=True)
-class Request:
-    command: c.Command
-    callback: Callback | None = None
+class _Item:
+    """One thing for the actor to do: a record from a gateway or a croupier command."""
+
+    record: CommandRecord | None = None
+    command: c.Command | None = None
+    done: asyncio.Future[list[Event]] | None = None  # the croupier's own calls wait on it
 
 
 class TableActor:
-    """Runs one table. ``submit`` puts a command in the queue; ``run`` is the task."""
+    """Runs one table. ``submit`` queues a record, ``call`` a croupier command; ``run``
+    is the task."""
 
     def __init__(
         self,
@@ -78,52 +106,64 @@ class TableActor:
         *,
         store: Store,
         wallet: LedgerWallet,
-        publish: Callable[[str, list[Event]], None],
+        bus: Bus,
         config: dict[str, Any] | None = None,
         queue_size: int = 256,
         clock: Callable[[], float] = time.time,
         new_seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
         on_step: Callable[[TableActor, c.Command, list[Event]], None] | None = None,
+        on_closed: Callable[[TableActor], None] | None = None,
     ) -> None:
         self.table = table
         self.store = store
         self.wallet = wallet
-        self.publish = publish
+        self.bus = bus
         self.config = config or {}
-        self.queue: asyncio.Queue[Request | None] = asyncio.Queue(queue_size)
+        self.queue: asyncio.Queue[_Item | None] = asyncio.Queue(queue_size)
         self.clock = clock
         self.new_seed = new_seed
         self.on_step = on_step
+        self.on_closed = on_closed
+        self.closed = False
         self.draining = False
         self._last_state = table.to_state(spectators=False)
         self._task: asyncio.Task[None] | None = None
+        self._odds: tuple[tuple[int, int], dict[str, Any] | None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
 
     @property
     def table_id(self) -> str:
         return self.table.table_id
 
+    @property
+    def in_coup(self) -> bool:
+        """Whether a coup is being dealt (a drain waits for it to settle)."""
+        return self.table.coup is not None
+
+    def summary(self) -> dict[str, Any]:
+        """The table's lobby line, as of its last step."""
+        return self.table.summary()
+
     # -- the queue -------------------------------------------------------------------
-    def submit(self, command: c.Command, callback: Callback | None = None) -> None:
-        """Queue a command; raises :class:`Busy` when the queue is full."""
-        try:
-            self.queue.put_nowait(Request(command, callback))
-        except asyncio.QueueFull:
-            raise Busy() from None
+    def submit(self, record: CommandRecord) -> None:
+        """Queue a gateway's record; raises :class:`Busy` when the queue is full."""
+        self._put(_Item(record=record))
+
+    def submit_command(self, command: c.Command) -> None:
+        """Queue a croupier command, not waiting for it."""
+        self._put(_Item(command=command))
 
     async def call(self, command: c.Command) -> list[Event]:
-        """Submit and wait for the result (tests and the operator's tools)."""
-        fut: asyncio.Future[list[Event]] = asyncio.get_running_loop().create_future()
+        """Queue a croupier command and wait for its events (or its refusal)."""
+        done: asyncio.Future[list[Event]] = asyncio.get_running_loop().create_future()
+        self._put(_Item(command=command, done=done))
+        return await done
 
-        def done(_t: Table, events: list[Event], err: ChemmyError | None) -> None:
-            if fut.done():
-                return
-            if err is not None:
-                fut.set_exception(err)
-            else:
-                fut.set_result(events)
-
-        self.submit(command, done)
-        return await fut
+    def _put(self, item: _Item) -> None:
+        try:
+            self.queue.put_nowait(item)
+        except asyncio.QueueFull:
+            raise Busy() from None
 
     def start(self) -> asyncio.Task[None]:
         self._task = asyncio.create_task(self.run(), name=f"table-{self.table_id}")
@@ -140,41 +180,128 @@ class TableActor:
 
     # -- the loop --------------------------------------------------------------------
     async def run(self) -> None:
-        await self._step(Request(c.Tick()))  # a restarted table catches up with its timers
+        await self._step(_Item(command=c.Tick()))  # a restarted table catches up its timers
         while True:
             deadline = self.table.next_deadline
             try:
                 if deadline is None:
-                    req = await self.queue.get()
+                    item = await self.queue.get()
                 else:
                     async with asyncio.timeout(max(0.0, deadline - self.clock())):
-                        req = await self.queue.get()
+                        item = await self.queue.get()
             except TimeoutError:
-                req = Request(c.Tick())
-            if req is None:
+                item = _Item(command=c.Tick())
+            if item is None:
                 return
-            await self._step(req)
+            await self._step(item)
+            if self.closed:
+                return
 
-    async def _step(self, req: Request) -> None:
+    def _command_of(self, record: CommandRecord) -> c.Command | None:
+        """The table command a record asks for (None: a query, answered without a step)."""
+        kind, player = record.kind, record.player
+        rid = None if record.id is None else str(record.id)
+        cls = WIRE_COMMANDS.get(kind)
+        if cls is not None:
+            return cls(player=player, id=rid, **record.fields)
+        if kind == "join":
+            return c.Join(player=player, name=str(record.fields.get("name") or ""), rejoin=True)
+        if kind == "leave":
+            return c.Leave(player=player, id=rid)
+        if kind == "disconnect":
+            p = self.table.players.get(player)
+            if p is None:
+                return None
+            return c.Disconnect(player=player) if p.seat is not None else c.Leave(player=player)
+        if kind == "close":
+            return c.CloseTable()
+        if kind == "roads":
+            return None
+        raise Refused("unknown_command", f"the table does not take {kind[:40]!r}")
+
+    def _answer(self, record: CommandRecord, events: list[Event]) -> ReplyRecord | None:
+        to = record.reply_to
+        if to is None:
+            return None
+        table = self.table
+        if record.kind == "join":
+            return ReplyRecord.ok(
+                to, table=self.table_id, seq=table.seq, snapshot=table.view(record.player)
+            )
+        if record.kind == "close":
+            return ReplyRecord.ok(to, table=self.table_id, closed=True)
+        return ReplyRecord.ok(to, seq=table.seq, duplicate=table.duplicate)
+
+    def _roads(self, to: Any) -> None:
+        """Answer a ``roads`` query: the roads, and between coups the exact odds of the
+        next coup from what the players know remains in the shoe (the public cards out;
+        never the burned cards, §4). The odds take a few ms of numpy: computed off the
+        loop, once per shoe position, and answered when ready, so the table never waits."""
+        table = self.table
+        roads = table.roads()
+        shoe = table.shoe
+        if shoe is None or not shoe.decks or table.coup is not None:
+            self.bus.reply(ReplyRecord.ok(to, table=self.table_id, roads=roads, odds=None))
+            return
+        key = (table.shoe_no, len(shoe.dealt))
+        if self._odds is not None and self._odds[0] == key:
+            self.bus.reply(ReplyRecord.ok(to, table=self.table_id, roads=roads, odds=self._odds[1]))
+            return
+        counts: dict[str, int] = {}
+        for card in shoe_cards(shoe.decks):
+            counts[card[0]] = counts.get(card[0], 0) + 1
+        for card in [*shoe.dealt, *([shoe.burn_card] if shoe.burn_card else [])]:
+            counts[card[0]] -= 1
+        decks, paytable = table.options.decks, table.options.paytable
+
+        async def compute() -> None:
+            try:
+                odds = _plain(
+                    await asyncio.to_thread(exact_odds, decks, counts=counts, paytable=paytable)
+                )
+            except Exception:
+                log.exception("table %s: odds failed", self.table_id)
+                odds = None
+            else:
+                self._odds = (key, odds)
+            self.bus.reply(ReplyRecord.ok(to, table=self.table_id, roads=roads, odds=odds))
+
+        task = asyncio.create_task(compute())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _refuse(self, item: _Item, err: ChemmyError) -> None:
+        if item.done is not None and not item.done.done():
+            item.done.set_exception(err)
+        record = item.record
+        if record is not None and record.reply_to is not None:
+            self.bus.reply(ReplyRecord.refused(record.reply_to, err))
+
+    async def _step(self, item: _Item) -> None:
         table = self.table
         now = self.clock()
-        cmd = req.command
         try:
-            if self.draining and isinstance(cmd, c.PlaceBet | c.SameBet):
-                raise TableError("draining", "the server is closing; no new bets")
-            events = table.handle(cmd, now)
-            if table.wants_shoe:
-                events += table.handle(c.StartShoe(seed=self.new_seed()), now)
+            cmd = item.command if item.record is None else self._command_of(item.record)
+            if cmd is None:  # a query, or a disconnect of someone already gone
+                events: list[Event] = []
+                if item.record is not None and item.record.kind == "roads":
+                    if item.record.reply_to is not None:
+                        self._roads(item.record.reply_to)
+                    return
+            else:
+                if self.draining and isinstance(cmd, c.PlaceBet | c.SameBet):
+                    raise TableError("draining", "the server is closing; no new bets")
+                events = table.handle(cmd, now)
+                if table.wants_shoe:
+                    events += table.handle(c.StartShoe(seed=self.new_seed()), now)
         except ChemmyError as err:
             self.wallet.drain()  # a refused command moved no money; keep the queue clean
-            if req.callback is not None:
-                req.callback(table, [], err)
+            self._refuse(item, err)
             return
         except Exception:
-            log.exception("table %s failed on %s; restored from its last step", self.table_id, cmd)
+            log.exception("table %s failed; restored from its last step", self.table_id)
             await self._restore()
-            if req.callback is not None:
-                req.callback(self.table, [], Refused("internal", "the table could not do that"))
+            self._refuse(item, Refused("internal", "the table could not do that"))
             return
         entries = self.wallet.drain()
         records = table.drain_records()
@@ -194,19 +321,22 @@ class TableActor:
                 log.exception("table %s: storing a step failed; step undone", self.table_id)
                 self.wallet.pending.extend(entries)
                 await self._restore()
-                if req.callback is not None:
-                    req.callback(
-                        self.table,
-                        [],
-                        Refused("store_failed", "that could not be saved; try again"),
-                    )
+                self._refuse(item, Refused("store_failed", "that could not be saved; try again"))
                 return
             self._last_state = state
         if events:
-            self.publish(self.table_id, events)
-        if req.callback is not None:
-            req.callback(table, events, None)
-        if self.on_step is not None:
+            self.bus.publish(self.table_id, events)
+        if table.phase == "closed" and not self.closed:
+            self.closed = True  # the operator closed it: this actor's last step
+            if self.on_closed is not None:
+                self.on_closed(self)
+        if item.record is not None:
+            reply = self._answer(item.record, events)
+            if reply is not None:
+                self.bus.reply(reply)
+        if item.done is not None and not item.done.done():
+            item.done.set_result(events)
+        if self.on_step is not None and cmd is not None:
             self.on_step(self, cmd, events)
 
     async def _restore(self) -> None:
@@ -222,3 +352,14 @@ class TableActor:
             # watching then (or came since), and still is.
             if pid not in self.table.players:
                 self.table.players[pid] = type(p)(pid, p.name, connected=p.connected)
+
+
+def _plain(value: Any) -> Any:
+    """Odds as plain JSON/msgpack-able data (no tuples of big ints, no numpy scalars)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items() if k != "exact"}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool | int | str) or value is None:
+        return value
+    return float(value)

@@ -155,7 +155,11 @@ def guest_from_resume(key: bytes, token: str) -> Identity:
     except jwt.PyJWTError:
         raise AuthError("bad_token", "the guest resume token is not valid") from None
     sub, name = claims.get("sub"), claims.get("name")
-    if claims.get("kind") != "guest" or not isinstance(sub, str) or not sub.startswith(GUEST_PREFIX):
+    if (
+        claims.get("kind") != "guest"
+        or not isinstance(sub, str)
+        or not sub.startswith(GUEST_PREFIX)
+    ):
         raise AuthError("bad_token", "the guest resume token is not valid")
     try:
         return Identity(sub, clean_name(name), frozenset(), guest=True)
@@ -230,6 +234,8 @@ class Authenticator:
         self.leeway = leeway
         self.operators = frozenset(operators)
         self.guests = guests
+        #: Signs guests' resume tokens: the server sets a key every process shares.
+        self.guest_key = secrets.token_bytes(32)
 
     def __repr__(self) -> str:
         return f"Authenticator(algorithm={self.algorithm!r}, tokens={self.accepts_tokens})"
@@ -259,14 +265,31 @@ class Authenticator:
     def accepts_tokens(self) -> bool:
         return self._key is not None
 
-    def identify(self, token: str | None, name: str | None = None) -> Identity:
-        """The identity for a hello: by ``token`` if one is given, else a new guest
-        named ``name`` if guests may play, else ``auth_required``."""
+    def identify(
+        self,
+        token: str | None = None,
+        name: str | None = None,
+        *,
+        guest: bool = True,
+        resume: str | None = None,
+    ) -> Identity:
+        """The one entry point for a ``hello``: the player ``token`` names; or, asked for
+        ``guest`` play where guests may play, the guest a ``resume`` token (signed with
+        :attr:`guest_key`) brings back, or a new guest named ``name``. Raises
+        :class:`AuthError`."""
         if token:
             return self.authenticate(token)
+        if not guest:
+            raise AuthError("auth_required", "present a token, or ask for guest play")
         if not self.guests:
-            raise AuthError("auth_required", "this server needs a player token")
+            raise AuthError("auth_required", "guest play is off on this server; present a token")
+        if resume:
+            return guest_from_resume(self.guest_key, resume)
         return guest_identity(name)
+
+    def resume_token(self, identity: Identity) -> str:
+        """The token that brings ``identity`` (a guest) back after a dropped connection."""
+        return guest_resume_token(self.guest_key, identity)
 
     def authenticate(self, token: str) -> Identity:
         """Verify ``token`` and return who it names. Raises :class:`AuthError`."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +102,7 @@ class Hub:
         self._rooms.pop(table, None)
 
     # -- events ----------------------------------------------------------------------
-    def publish(self, table: str, events: list[Event]) -> None:
+    def publish(self, table: str, events: Sequence[Event]) -> None:
         room = self.room(table)
         room.log.extend(events)
         if not room.subs:

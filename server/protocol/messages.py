@@ -4,11 +4,11 @@ Every client message is a map with ``type`` and a client-chosen ``id`` (a string
 integer, echoed by the reply). :func:`parse` checks a decoded message against
 :data:`SCHEMAS` and returns ``(type, id, fields)`` or raises
 :class:`~server.protocol.errors.ProtocolError` (a malformed message: ``bad_message``,
-``unknown_command``). :func:`table_command` turns a table message into the table's
-command dataclass. Whether the move is allowed is the table's business, not this
+``unknown_command``). Whether the move is allowed is the table's business, not this
 module's.
 
-Pure: no I/O. Shared by the server and the client (the client uses the names).
+Pure: no I/O, no table code, no numpy. Shared by the server and the client (the client
+uses the names); another language's generator can load it alone.
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from server.table import commands as c
-
 from .errors import ProtocolError
 
-__all__ = ["SCHEMAS", "TABLE_COMMANDS", "parse", "table_command"]
+__all__ = ["SCHEMAS", "TABLE_COMMANDS", "parse"]
 
 # field -> (type(s), required). ``int`` never accepts a bool; amounts are int only.
 _Field = tuple[type | tuple[type, ...], bool]
@@ -62,24 +60,27 @@ SCHEMAS: dict[str, dict[str, _Field]] = {
     "shoe_record": {**_TABLE, "shoe": (int, False)},
 }
 
-# Wire name -> table command class, and which fields it takes.
-TABLE_COMMANDS: dict[str, type[c.Command]] = {
-    "sit": c.Sit,
-    "stand": c.Stand,
-    "bet": c.PlaceBet,
-    "remove_bet": c.RemoveBet,
-    "clear_bets": c.ClearBets,
-    "same_bet": c.SameBet,
-    "done": c.Done,
-    "accept_shoe": c.AcceptShoe,
-    "decline_shoe": c.DeclineShoe,
-    "pass_shoe": c.PassShoe,
-    "cut": c.Cut,
-    "squeeze": c.Squeeze,
-    "turn": c.TurnCard,
-    "toss": c.Toss,
-    "progress": c.Progress,
-}
+#: The wire names of the table commands: a gateway relays these to the table's owner,
+#: which turns each into the table's own command (``server.croupier``).
+TABLE_COMMANDS: frozenset[str] = frozenset(
+    {
+        "sit",
+        "stand",
+        "bet",
+        "remove_bet",
+        "clear_bets",
+        "same_bet",
+        "done",
+        "accept_shoe",
+        "decline_shoe",
+        "pass_shoe",
+        "cut",
+        "squeeze",
+        "turn",
+        "toss",
+        "progress",
+    }
+)
 
 MAX_ID_LEN = 64
 
@@ -124,15 +125,6 @@ def parse(message: Mapping[str, Any]) -> tuple[str, str | int | None, dict[str, 
             "bad_message", f"{kind} does not take {', '.join(sorted(map(str, extra)))[:80]}"
         )
     return kind, mid, fields
-
-
-def table_command(
-    kind: str, mid: str | int | None, player: str, fields: Mapping[str, Any]
-) -> c.Command:
-    """The table command for a checked table message (``kind`` in TABLE_COMMANDS)."""
-    cls = TABLE_COMMANDS[kind]
-    args = {k: v for k, v in fields.items() if k != "table"}
-    return cls(player=player, id=None if mid is None else str(mid), **args)
 
 
 def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:

@@ -46,7 +46,7 @@ class Scene:
 
     def state(self) -> tuple[dict[str, Any], dict[str, int]]:
         table = self.server.actors["t1"].table.to_state()
-        return copy.deepcopy(table), dict(self.server.wallet.balances)
+        return copy.deepcopy(table), dict(self.server.croupier.wallet.balances)
 
     async def unharmed(self, before: tuple[dict[str, Any], dict[str, int]]) -> None:
         """Nothing changed, and both players can still talk to the server."""
@@ -373,12 +373,12 @@ async def test_a_frame_over_max_frame_closes_that_connection_only(net: Any, fmt:
     await big.join("t1")
     await big.call("sit", table="t1")
     await big.call("bet", table="t1", area="tie", amount=100)
-    before_money = dict(s.server.wallet.balances)
+    before_money = dict(s.server.croupier.wallet.balances)
     message = {"type": "chat", "id": 1, "table": "t1", "text": "x" * 70_000}
     await big.send(message)
     assert await big.wait_closed() == 1009  # message too big
     await s.ann.wait_event("disconnected", lambda e: e["data"]["player"] == "cy", table="t1")
-    assert dict(s.server.wallet.balances) == before_money
+    assert dict(s.server.croupier.wallet.balances) == before_money
     for client in (s.ann, s.bob):
         await client.call("ping")
     # The table plays on, cy's chips (placed, not held) included when the coup is dealt.
@@ -579,7 +579,7 @@ async def test_fuzz_every_frame_is_answered(
 
 def _joined(server: ChemmyServer, client: Client) -> set[str]:
     """The tables this client's connection is joined to, as the server sees it."""
-    for session in server.sessions:
+    for session in server.sessions.values():
         identity = session.identity
         if identity is not None and identity.player_id == client.player:
             return set(session.tables)

@@ -216,7 +216,7 @@ async def test_whole_shoe_four_players_both_formats(net: Any, decks: int) -> Non
     assert held == 0
     players_total = sum(balances.values()) + await spectator.balance()
     assert players_total + house + held == funded == -books["cashier"]
-    assert server.wallet.balance("house") == house  # the server's books agree with the store
+    assert server.croupier.wallet.balance("house") == house  # the server's books agree with the store
     assert house == -sum(p["returned"] - p["stake"] for log in game.log for p in log.payouts)
     stored = await server.store.balances([f"player:{pid}" for pid in clients])
     assert stored == {f"player:{pid}": balances[pid] for pid in clients}

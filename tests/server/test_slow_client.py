@@ -27,7 +27,7 @@ async def test_a_client_that_stops_reading_is_cut_off_and_resumes(net: Any) -> N
     slow = await net.connect(server, "json", label="slow", sock=small_socket(server.port))
     await slow.hello(token=None, guest=True, name="Slow")
     joined = await slow.join("t1")
-    for session in server.sessions:  # the server's side of it: a small send buffer too
+    for session in server.sessions.values():  # the server's side of it: a small send buffer too
         if session.identity is not None and session.identity.player_id == slow.player:
             sock = session.conn.transport.get_extra_info("socket")
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
@@ -40,7 +40,7 @@ async def test_a_client_that_stops_reading_is_cut_off_and_resumes(net: Any) -> N
         await slow.send({"type": "roads", "id": "r", "table": "t1"})
 
     async def cut_off() -> None:
-        while any(s.identity and s.identity.player_id == slow.player for s in server.sessions):
+        while any(s.identity and s.identity.player_id == slow.player for s in server.sessions.values()):
             await asyncio.sleep(0.02)
 
     await asyncio.wait_for(cut_off(), scaled(5))

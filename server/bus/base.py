@@ -1,0 +1,90 @@
+"""The bus: how commands reach a table's owner and how its events reach every gateway.
+
+A process plays two parts. As a **gateway** it holds client connections: it submits
+:class:`~server.protocol.records.CommandRecord` s for tables and receives the
+:class:`~server.protocol.records.ReplyRecord` s addressed to it, and it subscribes to the
+events of the tables its clients watch (its :class:`~server.net.hub.Hub` then fans them
+out, per view and format). As an **owner** it runs table actors (``server.croupier``): it
+serves the commands for the tables it owns, replies, and publishes each stored step's
+events. :class:`Bus` is the one interface between the two parts (httpcore's shape: one
+interface, one implementation per transport, one contract suite in
+``tests/server/test_bus.py`` run against each):
+
+- :class:`~server.bus.local.LocalBus`: one process, the default. Calls go straight
+  through, synchronously: actor -> hub -> connections, exactly the single-process path.
+- a Redis implementation for many processes (pub/sub plus each table's event stream).
+
+The contract every implementation keeps:
+
+- **Commands.** ``submit`` hands a record to the owner of its table, or raises
+  :class:`~server.protocol.errors.Refused` when it can tell at once that it cannot
+  (``no_table``; ``busy`` when a local owner's queue is full; ``unavailable`` when no
+  owner can be reached). Otherwise the owner answers every record that has a
+  ``reply_to`` exactly once, through ``reply`` (an error reply when it refuses); the
+  reply reaches the handler given to ``on_replies`` on the gateway named in the address.
+- **Events.** ``publish`` is called by the owner with a step's events *after* the step
+  was stored. A handler subscribed to a table receives that table's events in ``seq``
+  order, each once, with no gap from the first one it receives. A step's events are
+  delivered before the reply to the command that caused them.
+- **Catch-up.** ``events_after(table, seq)`` returns the stored events after ``seq``, or
+  ``None`` when some are no longer retained (the caller then sends a snapshot).
+
+A bus never decides a rule and never looks inside an event's data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from server.protocol.records import CommandRecord, ReplyRecord
+from server.table.events import Event
+
+__all__ = ["Bus", "CommandHandler", "EventHandler", "ReplyHandler"]
+
+#: (table id, the events of one step, in seq order)
+EventHandler = Callable[[str, Sequence[Event]], None]
+CommandHandler = Callable[[CommandRecord], None]
+ReplyHandler = Callable[[ReplyRecord], None]
+
+
+class Bus(Protocol):
+    """See the module docstring for the contract."""
+
+    #: This process's name on the bus (the ``gateway`` of the addresses it hands out).
+    node: str
+
+    async def start(self) -> None:
+        """Connect (a no-op in one process)."""
+
+    async def close(self) -> None:
+        """Disconnect; closing twice is harmless."""
+
+    # -- the owner's side --------------------------------------------------------------
+    def serve(self, table: str, handler: CommandHandler) -> None:
+        """This process owns ``table`` now: its commands go to ``handler``."""
+
+    def unserve(self, table: str) -> None:
+        """This process no longer owns ``table``."""
+
+    def publish(self, table: str, events: Sequence[Event]) -> None:
+        """A stored step's events, to every subscriber of ``table``."""
+
+    def reply(self, record: ReplyRecord) -> None:
+        """An answer, to the gateway that asked."""
+
+    # -- the gateway's side ------------------------------------------------------------
+    def submit(self, record: CommandRecord) -> None:
+        """Hand ``record`` to its table's owner (see the module docstring)."""
+
+    def on_replies(self, handler: ReplyHandler) -> None:
+        """Where the replies addressed to this process go."""
+
+    def subscribe(self, table: str, handler: EventHandler) -> None:
+        """Receive ``table``'s events from now on."""
+
+    def unsubscribe(self, table: str, handler: EventHandler) -> None:
+        """Stop receiving ``table``'s events."""
+
+    async def events_after(self, table: str, seq: int) -> list[Event] | None:
+        """The stored events of ``table`` after ``seq``, or None if some are gone."""

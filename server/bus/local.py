@@ -1,0 +1,93 @@
+"""The in-process bus: one process owns every table and serves every client.
+
+Every call goes straight through, synchronously, on the event loop's thread: a submitted
+record reaches the owning actor's queue at once (``busy`` is raised to the submitter),
+a published step reaches every subscribed handler before ``publish`` returns, and a
+reply reaches the gateway's handler before ``reply`` returns. So the single-process
+path is exactly actor -> hub -> connections, with nothing serialized or copied, and a
+step's events are delivered before its reply because the actor publishes first.
+
+Catch-up reads the store's event log (the events are stored with each step).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from server.protocol.errors import Refused
+from server.protocol.records import CommandRecord, ReplyRecord
+from server.table.events import Event
+
+from .base import CommandHandler, EventHandler, ReplyHandler
+
+__all__ = ["LocalBus"]
+
+log = logging.getLogger("chemmy.bus")
+
+EventSource = Callable[[str, int], Awaitable[list[Event] | None]]
+
+
+class LocalBus:
+    """:class:`~server.bus.base.Bus` within one process."""
+
+    def __init__(self, node: str = "local", events_after: EventSource | None = None) -> None:
+        self.node = node
+        self._owners: dict[str, CommandHandler] = {}
+        self._subscribers: dict[str, list[EventHandler]] = {}
+        self._replies: ReplyHandler | None = None
+        self._events_after = events_after
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    # -- owner -------------------------------------------------------------------------
+    def serve(self, table: str, handler: CommandHandler) -> None:
+        self._owners[table] = handler
+
+    def unserve(self, table: str) -> None:
+        self._owners.pop(table, None)
+
+    def publish(self, table: str, events: Sequence[Event]) -> None:
+        for handler in list(self._subscribers.get(table, ())):
+            try:
+                handler(table, events)
+            except Exception:  # one failing subscriber must not stop the table or the others
+                log.exception("a subscriber of table %s failed", table)
+
+    def reply(self, record: ReplyRecord) -> None:
+        if record.to.gateway == self.node and self._replies is not None:
+            try:
+                self._replies(record)
+            except Exception:
+                log.exception("handling a reply failed")
+
+    # -- gateway -----------------------------------------------------------------------
+    def submit(self, record: CommandRecord) -> None:
+        owner = self._owners.get(record.table)
+        if owner is None:
+            raise Refused("no_table", f"there is no table {record.table[:40]!r}")
+        owner(record)
+
+    def on_replies(self, handler: ReplyHandler) -> None:
+        self._replies = handler
+
+    def subscribe(self, table: str, handler: EventHandler) -> None:
+        handlers = self._subscribers.setdefault(table, [])
+        if handler not in handlers:
+            handlers.append(handler)
+
+    def unsubscribe(self, table: str, handler: EventHandler) -> None:
+        handlers = self._subscribers.get(table)
+        if handlers and handler in handlers:
+            handlers.remove(handler)
+            if not handlers:
+                del self._subscribers[table]
+
+    async def events_after(self, table: str, seq: int) -> list[Event] | None:
+        if self._events_after is None:
+            return None
+        return await self._events_after(table, seq)

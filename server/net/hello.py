@@ -1,0 +1,50 @@
+"""``hello``: a connection says who it is, with a player token or as a guest.
+
+The identity comes from the authenticator's one entry point
+(:meth:`~server.net.auth.Authenticator.identify`); the player is then known to the
+store (a new one is funded with the welcome balance) and the reply carries their
+balance, and for a guest a resume token that brings them back to the same seat.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from server.protocol.errors import Refused
+from server.table.wallet import CASHIER, player_account
+
+if TYPE_CHECKING:
+    from .server import ChemmyServer
+    from .session import Session
+
+__all__ = ["hello"]
+
+
+async def hello(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    if session.identity is not None:
+        raise Refused("already_authenticated", "this connection has said hello")
+    config = server.config
+    ident = server.auth.identify(
+        fields.get("token"),
+        fields.get("name"),
+        guest=bool(fields.get("guest")),
+        resume=fields.get("resume"),
+    )
+    await server.store.ensure_player(ident.player_id, ident.name, config.guest_balance)
+    account = player_account(ident.player_id)
+    wallet = server.croupier.wallet
+    # The store funded a new player from the cashier: mirror both accounts.
+    wallet.load((await server.store.balances([account, CASHIER])).items())
+    session.identity = ident
+    extra = {"resume": server.auth.resume_token(ident)} if ident.guest else {}
+    server.ok(
+        session,
+        mid,
+        **extra,
+        player=ident.player_id,
+        name=ident.name,
+        guest=ident.guest,
+        roles=sorted(ident.roles),
+        balance=wallet.balance(account),
+        server="chemmy/1",
+    )

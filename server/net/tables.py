@@ -1,0 +1,201 @@
+"""The gateway's table requests: the lobby, joining and leaving, table commands, roads,
+chat, and the operators' ``create_table`` and ``close_table``.
+
+Everything that concerns one table travels as a record to the table's owner (over the
+bus) and comes back as a reply record; the gateway then answers the client, and for a
+``join`` subscribes the connection to the table's events from the ``seq`` the reply
+names, so the client sees every event after its snapshot exactly once. Chat is not a
+table event: it is fanned out by the hub to everyone watching, and not stored.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from server.protocol.errors import ProtocolError, Refused
+from server.protocol.records import ReplyRecord
+from server.table import TableOptions
+from server.table.events import view_event
+from server.table.options import OptionsError
+
+from .hub import Subscriber, envelope
+
+if TYPE_CHECKING:
+    from .handlers import Handler
+    from .server import ChemmyServer
+    from .session import Session
+
+__all__ = [
+    "chat",
+    "close_table",
+    "create_table",
+    "join",
+    "leave",
+    "lobby",
+    "roads",
+    "table_command",
+]
+
+TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+def _known(server: ChemmyServer, tid: str) -> str:
+    if not server.croupier.has(tid):
+        raise Refused("no_table", f"there is no table {tid[:40]!r}")
+    return tid
+
+
+def _joined(server: ChemmyServer, session: Session, tid: str) -> str:
+    _known(server, tid)
+    if tid not in session.tables:
+        raise Refused("not_joined", "join the table first")
+    return tid
+
+
+def _answer(server: ChemmyServer, session: Session, mid: Any) -> Any:
+    """The continuation of a plain command: the reply record, as the client's reply."""
+
+    def then(reply: ReplyRecord) -> None:
+        if reply.error is not None:
+            server.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
+        else:
+            server.ok(session, mid, **(reply.result or {}))
+
+    return then
+
+
+def table_command(kind: str) -> Handler:
+    """The handler of a table command (``bet``, ``sit``, ``turn``...): it goes to the
+    table's owner, and the owner's reply is the client's."""
+
+    async def relay(
+        server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
+    ) -> None:
+        tid = _joined(server, session, fields["table"])
+        args = {k: v for k, v in fields.items() if k != "table"}
+        server.relay(session, tid, kind, mid, args, _answer(server, session, mid))
+
+    return relay
+
+
+async def lobby(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    server.ok(session, mid, tables=server.croupier.lobby())
+
+
+async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    tid = _known(server, fields["table"])
+    since = fields.get("since")
+    player = session.player
+
+    def then(reply: ReplyRecord) -> None:
+        if reply.error is not None:
+            server.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
+            return
+        result = reply.result or {}
+        seq = int(result["seq"])
+        missed = None
+        if since is not None and 0 <= since <= seq:
+            missed = [] if since == seq else server.hub.since(tid, since)
+        if missed is not None:
+            server.ok(session, mid, table=tid, resumed=True, seq=seq)
+            for event in missed:
+                if event.seq <= seq:
+                    server.send(session, envelope(tid, view_event(event, player)))
+        else:
+            server.ok(session, mid, table=tid, resumed=False, seq=seq, snapshot=result["snapshot"])
+        session.tables.add(tid)
+        server.hub.subscribe(tid, Subscriber(session.conn, player, session.fmt))
+
+    assert session.identity is not None
+    server.relay(session, tid, "join", None, {"name": session.identity.name}, then)
+
+
+async def leave(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    tid = _joined(server, session, fields["table"])
+
+    def then(reply: ReplyRecord) -> None:
+        if reply.error is not None:
+            server.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
+            return
+        session.tables.discard(tid)
+        server.hub.unsubscribe(tid, session.conn)
+        server.ok(session, mid, seq=(reply.result or {}).get("seq"))
+
+    server.relay(session, tid, "leave", mid, {}, then)
+
+
+async def roads(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    tid = _known(server, fields["table"])
+    server.relay(session, tid, "roads", None, {}, _answer(server, session, mid))
+
+
+async def chat(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    tid = _joined(server, session, fields["table"])
+    config = server.config
+    text = " ".join(str(fields["text"]).split())
+    if not text:
+        raise Refused("bad_chat", "say something")
+    if len(text) > config.chat_max_len:
+        raise Refused("chat_too_long", f"at most {config.chat_max_len} characters")
+    now = time.monotonic()
+    session.chat_times = [t for t in session.chat_times if now - t < 10]
+    if len(session.chat_times) >= config.chat_rate:
+        raise Refused("chat_rate", "wait a moment before chatting again")
+    session.chat_times.append(now)
+    assert session.identity is not None
+    message = {
+        "type": "chat",
+        "table": tid,
+        "player": session.player,
+        "name": session.identity.name,
+        "text": text,
+        "time": time.time(),
+    }
+    server.hub.send_all(tid, message)
+    server.ok(session, mid)
+
+
+def _operator(session: Session) -> None:
+    assert session.identity is not None
+    if "operator" not in session.identity.roles:
+        raise Refused("not_allowed", "only an operator does that")
+
+
+async def create_table(
+    server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
+) -> None:
+    _operator(session)
+    options = dict(fields.get("options") or {})
+    croupier = server.croupier
+    tid = fields.get("table") or next(
+        f"t{n}" for n in range(1, len(croupier.actors) + 2) if not croupier.has(f"t{n}")
+    )
+    if not TABLE_ID.fullmatch(tid):
+        raise ProtocolError("bad_message", "a table id is 1-32 letters, digits, - or _")
+    if croupier.has(tid):
+        raise Refused("table_exists", f"there is already a table {tid!r}")
+    try:
+        opts = TableOptions.from_dict(options)
+    except (OptionsError, TypeError, ValueError) as exc:
+        raise Refused("bad_options", str(exc)) from None
+    summary = await croupier.create_table(tid, opts)
+    server.watch_table(tid)
+    server.ok(session, mid, table=summary)
+
+
+async def close_table(
+    server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
+) -> None:
+    _operator(session)
+    tid = _known(server, fields["table"])
+
+    def then(reply: ReplyRecord) -> None:
+        if reply.error is not None:
+            server.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
+            return
+        server.forget_table(tid)
+        server.ok(session, mid, table=tid, closed=True)
+
+    server.relay(session, tid, "close", mid, {}, then)
