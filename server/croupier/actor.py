@@ -37,6 +37,10 @@ from server.table.wallet import Entry, MemoryWallet
 
 __all__ = ["Busy", "LedgerWallet", "TableActor"]
 
+#: The first and the longest wait before a table's timers try the store again.
+BACKOFF_FIRST = 0.1
+BACKOFF_MAX = 10.0
+
 log = logging.getLogger("chemmy.croupier")
 
 
@@ -113,6 +117,7 @@ class TableActor:
         new_seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
         on_step: Callable[[TableActor, c.Command, list[Event]], None] | None = None,
         on_closed: Callable[[TableActor], None] | None = None,
+        on_store: Callable[[TableActor, bool], None] | None = None,
     ) -> None:
         self.table = table
         self.store = store
@@ -124,6 +129,13 @@ class TableActor:
         self.new_seed = new_seed
         self.on_step = on_step
         self.on_closed = on_closed
+        self.on_store = on_store
+        #: Failed steps in a row (``store_failures`` of them the store's); while any,
+        #: the croupier's own steps wait for ``retry_at`` (exponential backoff) instead
+        #: of retrying an overdue timer in a tight loop.
+        self.failures = 0
+        self.store_failures = 0
+        self.retry_at: float | None = None
         self.closed = False
         self.draining = False
         self._last_state = table.to_state(spectators=False)
@@ -183,6 +195,8 @@ class TableActor:
         await self._step(_Item(command=c.Tick()))  # a restarted table catches up its timers
         while True:
             deadline = self.table.next_deadline
+            if deadline is not None and self.retry_at is not None:
+                deadline = max(deadline, self.retry_at)  # the store is failing: back off
             try:
                 if deadline is None:
                     item = await self.queue.get()
@@ -299,7 +313,12 @@ class TableActor:
             self._refuse(item, err)
             return
         except Exception:
-            log.exception("table %s failed; restored from its last step", self.table_id)
+            log.exception(
+                "table %s failed; restored from its last step",
+                self.table_id,
+                extra={"table": self.table_id},
+            )
+            self._backoff()  # a bug that repeats on every Tick must not spin the loop
             await self._restore()
             self._refuse(item, Refused("internal", "the table could not do that"))
             return
@@ -315,15 +334,18 @@ class TableActor:
                     ),
                     records=records,
                 )
-            except Exception:
+            except Exception as exc:
                 # Nothing of this step was stored, so nothing of it may be sent (§8):
                 # back to the last stored step; the sender hears it failed.
-                log.exception("table %s: storing a step failed; step undone", self.table_id)
+                self._store_failed(exc)
                 self.wallet.pending.extend(entries)
                 await self._restore()
                 self._refuse(item, Refused("store_failed", "that could not be saved; try again"))
                 return
             self._last_state = state
+            if self.store_failures:
+                self._store_recovered()
+        self.failures, self.retry_at = 0, None
         if events:
             self.bus.publish(self.table_id, events)
         if table.phase == "closed" and not self.closed:
@@ -338,6 +360,36 @@ class TableActor:
             item.done.set_result(events)
         if self.on_step is not None and cmd is not None:
             self.on_step(self, cmd, events)
+
+    def _store_failed(self, exc: Exception) -> None:
+        """One line per episode, not per attempt; timers retry with a growing delay."""
+        self.store_failures += 1
+        if self.store_failures == 1:
+            log.error(
+                "table %s: the store refused a step (%s); undone, retrying with backoff",
+                self.table_id,
+                exc,
+                extra={"table": self.table_id},
+            )
+            if self.on_store is not None:
+                self.on_store(self, False)
+        self._backoff()
+
+    def _backoff(self) -> None:
+        self.failures += 1
+        delay = min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (self.failures - 1))
+        self.retry_at = self.clock() + delay
+
+    def _store_recovered(self) -> None:
+        log.warning(
+            "table %s: the store works again after %d failed steps",
+            self.table_id,
+            self.store_failures,
+            extra={"table": self.table_id},
+        )
+        self.store_failures = 0
+        if self.on_store is not None:
+            self.on_store(self, True)
 
     async def _restore(self) -> None:
         """After a bug: back to the last stored step, balances re-read from the store."""

@@ -45,6 +45,7 @@ class Croupier:
         queue_size: int = 256,
         on_step: StepHook | None = None,
         on_tables: Callable[[int], None] | None = None,
+        on_failing: Callable[[int], None] | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -52,9 +53,12 @@ class Croupier:
         self.queue_size = queue_size
         self.on_step = on_step
         self.on_tables = on_tables
+        self.on_failing = on_failing
         self.wallet = LedgerWallet()
         self.actors: dict[str, TableActor] = {}
         self.draining = False
+        #: Tables whose store writes are failing now (the process is not ready).
+        self.failing: set[str] = set()
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self, definitions: tuple[dict[str, Any], ...]) -> None:
@@ -92,6 +96,7 @@ class Croupier:
             queue_size=self.queue_size,
             on_step=self.on_step,
             on_closed=self._closed,
+            on_store=self._store_state,
         )
         self.actors[row.table_id] = actor
         if row.state is not None:
@@ -108,6 +113,14 @@ class Croupier:
         self.bus.serve(row.table_id, actor.submit)
         self._count()
         return actor
+
+    def _store_state(self, actor: TableActor, ok: bool) -> None:
+        if ok:
+            self.failing.discard(actor.table_id)
+        else:
+            self.failing.add(actor.table_id)
+        if self.on_failing is not None:
+            self.on_failing(len(self.failing))
 
     def _count(self) -> None:
         if self.on_tables is not None:

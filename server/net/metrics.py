@@ -31,6 +31,14 @@ class Metrics:
             buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5),
             registry=r,
         )
+        self.store_failing = Gauge(
+            "chemmy_store_failing_tables",
+            "Tables whose last store write failed (the process reports not ready)",
+            registry=r,
+        )
+        self.store_errors = Counter(
+            "chemmy_store_errors", "Store calls that failed, by where", ["where"], registry=r
+        )
         self.slow_clients = Counter(
             "chemmy_slow_clients", "Connections cut off for not keeping up", registry=r
         )

@@ -46,7 +46,7 @@ from server.protocol.codec import JSON, MSGPACK, decode, encode
 from server.protocol.errors import ChemmyError, ProtocolError, Refused
 from server.protocol.messages import parse
 from server.protocol.records import Address, CommandRecord, ReplyRecord
-from server.store.base import Store
+from server.store.base import Store, StoreError
 from server.table import commands as c
 from server.table.events import Event
 
@@ -92,6 +92,7 @@ class ChemmyServer:
             queue_size=config.queue_size,
             on_step=self._on_step,
             on_tables=self.metrics.tables.set,
+            on_failing=self.metrics.store_failing.set,
         )
         self.auth = Authenticator.from_config(config)
         self.draining = False
@@ -141,7 +142,11 @@ class ChemmyServer:
         return int(sock.getsockname()[1])
 
     def _not_ready(self) -> str | None:
-        return "draining" if self.draining else None
+        if self.draining:
+            return "draining"
+        if self.croupier.failing:
+            return "store failing"
+        return None
 
     async def drain(self, timeout: float | None = None) -> None:
         """SIGTERM: no new players or bets; running coups finish (bounded)."""
@@ -236,6 +241,11 @@ class ChemmyServer:
             await HANDLERS[kind](self, session, mid, fields)
         except ChemmyError as err:
             self.error(session, mid, err)
+        except StoreError as exc:
+            # The connection survives a store that fails; the client may retry.
+            self.metrics.store_errors.labels(where="gateway").inc()
+            log.warning("a store call failed: %s", exc, extra={"conn": session.id})
+            self.error(session, mid, Refused("store_unavailable", "try again in a moment"))
 
     # ------------------------------------------------------------------ tables
     def watch_table(self, table: str) -> None:
