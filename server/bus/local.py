@@ -56,7 +56,7 @@ class LocalBus:
             try:
                 handler(table, events)
             except Exception:  # one failing subscriber must not stop the table or the others
-                log.exception("a subscriber of table %s failed", table)
+                log.exception("a subscriber of table %s failed", table, extra={"table": table})
 
     def reply(self, record: ReplyRecord) -> None:
         if record.to.gateway == self.node and self._replies is not None:

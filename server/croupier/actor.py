@@ -274,7 +274,9 @@ class TableActor:
                     await asyncio.to_thread(exact_odds, decks, counts=counts, paytable=paytable)
                 )
             except Exception:
-                log.exception("table %s: odds failed", self.table_id)
+                log.exception(
+                    "table %s: odds failed", self.table_id, extra={"table": self.table_id}
+                )
                 odds = None
             else:
                 self._odds = (key, odds)

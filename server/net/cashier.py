@@ -50,7 +50,7 @@ async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict
         try:
             await server.store.commit(entries=[Entry(key, CASHIER, account, amount, "deposit")])
         except StoreError:
-            log.exception("storing a deposit failed")
+            log.exception("storing a deposit failed", extra={"player": pid, "conn": session.id})
             raise Refused("store_failed", "the deposit could not be saved; try again") from None
         wallet.transfer(key, CASHIER, account, amount, "deposit")
         wallet.drain()

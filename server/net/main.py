@@ -19,8 +19,13 @@ from .config import ConfigError, ServerConfig, load_config
 __all__ = ["main", "run"]
 
 
+#: Structured fields a log call may carry (``extra={"table": ...}``): JSON keys of their own.
+LOG_FIELDS = ("table", "conn", "player", "node", "code", "epoch")
+
+
 class JsonFormatter(logging.Formatter):
-    """One JSON object a line, for log collectors."""
+    """One JSON object a line, for log collectors; the structured fields of
+    :data:`LOG_FIELDS` a call carried become keys of their own."""
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
@@ -30,6 +35,10 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        for name in LOG_FIELDS:
+            value = record.__dict__.get(name)
+            if value is not None:
+                out[name] = value
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return json.dumps(out, ensure_ascii=False)

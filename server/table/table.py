@@ -1226,7 +1226,10 @@ class Table:
         kept = [
             q
             for q in self.players.values()
-            if spectators or q.seat is not None or q.bets or (coup is not None and q.id in coup["held"])
+            if spectators
+            or q.seat is not None
+            or q.bets
+            or (coup is not None and q.id in coup["held"])
         ]
         ids = {q.id for q in kept}
         return {
