@@ -55,6 +55,7 @@ from .config import ServerConfig
 from .handlers import HANDLERS, Continuation, hello
 from .http import Endpoints
 from .hub import Hub, send_now
+from .lobby import Lobby, LocalLobby
 from .metrics import Metrics
 from .session import Bucket, Session
 
@@ -64,7 +65,6 @@ log = logging.getLogger("chemmy.server")
 
 SUBPROTOCOLS = [MSGPACK, JSON]
 SLOW_CLIENT_BUFFER = 4 * 2**20  # bytes waiting in a client's write buffer before it is cut off
-MAX_REFUSED_RATE = 200  # rate-limited messages in a row before the connection is closed
 
 
 @dataclass(slots=True)
@@ -94,6 +94,7 @@ class ChemmyServer:
             on_tables=self.metrics.tables.set,
             on_failing=self.metrics.store_failing.set,
         )
+        self.lobby: Lobby = LocalLobby(self.croupier)
         self.auth = Authenticator.from_config(config)
         self.draining = False
         self.sessions: dict[int, Session] = {}
@@ -219,12 +220,10 @@ class ChemmyServer:
                 bad_frame = exc
             # Every frame counts against the rate limit, garbage included.
             if not session.bucket.take():
-                session.limited += 1
-                if session.limited > MAX_REFUSED_RATE:
+                if not session.refusals.take():
                     _cut_off(session.conn, 1008, "rate limit")
                     return
                 raise Refused("rate_limited", "too many messages; slow down")
-            session.limited = 0
             if bad_frame is not None:
                 raise bad_frame
             assert message is not None

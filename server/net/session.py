@@ -20,7 +20,12 @@ from websockets.asyncio.server import ServerConnection
 
 from .auth import Identity
 
-__all__ = ["Bucket", "Session"]
+__all__ = ["REFUSALS_BURST", "REFUSALS_RATE", "Bucket", "Session"]
+
+#: A connection is cut off (1008) once it has been refused for its rate this many times
+#: more than it earned back at ``REFUSALS_RATE`` a second.
+REFUSALS_BURST = 200.0
+REFUSALS_RATE = 5.0
 
 _conn_ids = itertools.count(1)
 
@@ -59,7 +64,10 @@ class Session:
     id: int = field(default_factory=lambda: next(_conn_ids))
     identity: Identity | None = None
     tables: set[str] = field(default_factory=set)
-    limited: int = 0  # rate-limited messages in a row
+    #: Refusals allowed: each rate-limited message spends one; they come back slowly,
+    #: so a flood is cut off however its bursts are spaced (one accepted message in
+    #: between does not reset the count).
+    refusals: Bucket = field(default_factory=lambda: Bucket(REFUSALS_RATE, REFUSALS_BURST))
     chat_times: list[float] = field(default_factory=list)
 
     @property

@@ -41,15 +41,15 @@ __all__ = [
 TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 
-def _known(server: ChemmyServer, tid: str) -> str:
-    if not server.croupier.has(tid):
+async def _known(server: ChemmyServer, tid: str) -> str:
+    if not await server.lobby.has(tid):
         raise Refused("no_table", f"there is no table {tid[:40]!r}")
     return tid
 
 
-def _joined(server: ChemmyServer, session: Session, tid: str) -> str:
-    _known(server, tid)
+async def _joined(server: ChemmyServer, session: Session, tid: str) -> str:
     if tid not in session.tables:
+        await _known(server, tid)
         raise Refused("not_joined", "join the table first")
     return tid
 
@@ -73,7 +73,7 @@ def table_command(kind: str) -> Handler:
     async def relay(
         server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
     ) -> None:
-        tid = _joined(server, session, fields["table"])
+        tid = await _joined(server, session, fields["table"])
         args = {k: v for k, v in fields.items() if k != "table"}
         server.relay(session, tid, kind, mid, args, _answer(server, session, mid))
 
@@ -81,11 +81,11 @@ def table_command(kind: str) -> Handler:
 
 
 async def lobby(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-    server.ok(session, mid, tables=server.croupier.lobby())
+    server.ok(session, mid, tables=await server.lobby.tables())
 
 
 async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-    tid = _known(server, fields["table"])
+    tid = await _known(server, fields["table"])
     since = fields.get("since")
     player = session.player
 
@@ -113,7 +113,7 @@ async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[st
 
 
 async def leave(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-    tid = _joined(server, session, fields["table"])
+    tid = await _joined(server, session, fields["table"])
 
     def then(reply: ReplyRecord) -> None:
         if reply.error is not None:
@@ -127,12 +127,12 @@ async def leave(server: ChemmyServer, session: Session, mid: Any, fields: dict[s
 
 
 async def roads(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-    tid = _known(server, fields["table"])
+    tid = await _known(server, fields["table"])
     server.relay(session, tid, "roads", None, {}, _answer(server, session, mid))
 
 
 async def chat(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-    tid = _joined(server, session, fields["table"])
+    tid = await _joined(server, session, fields["table"])
     config = server.config
     text = " ".join(str(fields["text"]).split())
     if not text:
@@ -169,12 +169,13 @@ async def create_table(
     _operator(session)
     options = dict(fields.get("options") or {})
     croupier = server.croupier
+    taken = {t["table"] for t in await server.lobby.tables()}
     tid = fields.get("table") or next(
-        f"t{n}" for n in range(1, len(croupier.actors) + 2) if not croupier.has(f"t{n}")
+        f"t{n}" for n in range(1, len(taken) + 2) if f"t{n}" not in taken
     )
     if not TABLE_ID.fullmatch(tid):
         raise ProtocolError("bad_message", "a table id is 1-32 letters, digits, - or _")
-    if croupier.has(tid):
+    if tid in taken:
         raise Refused("table_exists", f"there is already a table {tid!r}")
     try:
         opts = TableOptions.from_dict(options)
@@ -189,7 +190,7 @@ async def close_table(
     server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
 ) -> None:
     _operator(session)
-    tid = _known(server, fields["table"])
+    tid = await _known(server, fields["table"])
 
     def then(reply: ReplyRecord) -> None:
         if reply.error is not None:

@@ -1,0 +1,352 @@
+"""The bus over Redis: many processes share tables through one Redis (``redis.asyncio``).
+
+Every process is a gateway for its own clients; each table is owned by one process at a
+time (``server.croupier.cluster`` takes and renews the leases). Over Redis pub/sub:
+
+- ``chemmy:node:<node>`` carries records to one process: the commands for the tables it
+  owns and the replies to the commands its clients sent;
+- ``chemmy:ev:<table>`` carries each stored step's events (with their private parts: the
+  gateways fan them out, per view, to their own clients); every process subscribes to
+  ``chemmy:ev:*``, so every process receives every table's events;
+- ``chemmy:ctl`` carries notices for the croupiers (a table's owner changed, tables were
+  created or closed, a process drains).
+
+Pub/sub may lose messages (a subscriber's connection drops, Redis restarts). Events never
+are lost for that: they are stored with each step in the table's stream (the store's
+``events_after``), and this bus keeps, per table, the last ``seq`` it delivered. A batch
+that starts after a gap is preceded by the missing events read back from the stream; a
+batch already delivered is dropped; after a reconnection every table is caught up from
+the stream before anything newer is delivered. One reader task handles the messages in
+the order Redis delivers them, so a step's events still reach a gateway before the reply
+to the command that caused them (the owner publishes them first, on one connection).
+
+Outgoing messages go through one queue and one writer task, in the order they were
+made. A command whose owner cannot be reached is answered ``unavailable`` by this bus
+itself; a command whose reply never comes is timed out by the gateway.
+
+The owner's own clients are served without Redis: what it publishes reaches its local
+subscribers at once (and the copy coming back from Redis is dropped as already seen).
+
+This module never decides a rule and never looks inside an event's data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import msgpack
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from server.protocol.errors import ProtocolError, Refused
+from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
+from server.table.events import Event
+
+from .base import CommandHandler, EventHandler, ReplyHandler
+
+__all__ = ["RedisBus", "node_name"]
+
+log = logging.getLogger("chemmy.bus")
+
+EventSource = Callable[[str, int], Awaitable[list[Event] | None]]
+#: Where the croupier hears of ``chemmy:ctl`` notices: (notice) -> None.
+ControlHandler = Callable[[dict[str, Any]], None]
+#: Who owns a table now (the croupier's lease lookup): table -> node or None.
+OwnerLookup = Callable[[str], Awaitable[str | None]]
+
+PREFIX = "chemmy"
+RECONNECT_FIRST, RECONNECT_MAX = 0.05, 2.0
+
+
+def node_name() -> str:
+    """A process's name on the bus: host, pid and a random part (pids are reused)."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+def _pack_events(table: str, events: Sequence[Event]) -> bytes:
+    body = [[e.seq, e.kind, e.data, e.private] for e in events]
+    out: bytes = msgpack.packb({"table": table, "events": body}, use_bin_type=True)
+    return out
+
+
+def _unpack_events(data: bytes) -> tuple[str, list[Event]]:
+    raw = msgpack.unpackb(data, raw=False)
+    return str(raw["table"]), [Event(int(s), str(k), d, p) for s, k, d, p in raw["events"]]
+
+
+class RedisBus:
+    """:class:`~server.bus.base.Bus` over Redis pub/sub (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        node: str | None = None,
+        events_after: EventSource,
+        owner_of: OwnerLookup | None = None,
+    ) -> None:
+        self.url = url
+        self.node = node or node_name()
+        self._events_after = events_after
+        self._owner_of = owner_of
+        self._redis: aioredis.Redis | None = None
+        self._owners: dict[str, CommandHandler] = {}
+        self._subscribers: dict[str, list[EventHandler]] = {}
+        self._replies: ReplyHandler | None = None
+        self._control: ControlHandler | None = None
+        self._last: dict[str, int] = {}  # table -> the last seq delivered here
+        self._outbox: asyncio.Queue[tuple[str, bytes] | CommandRecord] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closing = False
+        #: Counters for /metrics: events read back from streams, records relayed.
+        self.backfilled = 0
+        self.relayed = 0
+        self.connected = asyncio.Event()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    async def start(self) -> None:
+        self._redis = aioredis.Redis.from_url(
+            self.url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=10
+        )
+        self._tasks = [
+            asyncio.create_task(self._read(), name=f"bus-read-{self.node}"),
+            asyncio.create_task(self._write(), name=f"bus-write-{self.node}"),
+        ]
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(5):
+                await self.connected.wait()
+
+    async def close(self) -> None:
+        self._closing = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+        if self._redis is not None:
+            await self._redis.aclose()
+            self._redis = None
+
+    def on_control(self, handler: ControlHandler) -> None:
+        self._control = handler
+
+    def control(self, notice: dict[str, Any]) -> None:
+        """Tell every croupier (this one too) something changed."""
+        self._send(f"{PREFIX}:ctl", msgpack.packb(notice, use_bin_type=True))
+
+    # -- owner -------------------------------------------------------------------------
+    def serve(self, table: str, handler: CommandHandler) -> None:
+        self._owners[table] = handler
+
+    def unserve(self, table: str) -> None:
+        self._owners.pop(table, None)
+
+    def owns(self, table: str) -> bool:
+        return table in self._owners
+
+    def publish(self, table: str, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        self._deliver(table, list(events))  # this process's own clients first, at once
+        self._send(f"{PREFIX}:ev:{table}", _pack_events(table, events))
+
+    def reply(self, record: ReplyRecord) -> None:
+        if record.to.gateway == self.node:
+            self._reply_here(record)
+        else:
+            self._send(f"{PREFIX}:node:{record.to.gateway}", pack(record))
+
+    # -- gateway -----------------------------------------------------------------------
+    def submit(self, record: CommandRecord) -> None:
+        owner = self._owners.get(record.table)
+        if owner is not None:  # a table this process owns: no Redis in between
+            owner(record)
+            return
+        if self._redis is None:
+            raise Refused("unavailable", "the tables cannot be reached; try again")
+        self._outbox.put_nowait(record)
+
+    def on_replies(self, handler: ReplyHandler) -> None:
+        self._replies = handler
+
+    def subscribe(self, table: str, handler: EventHandler) -> None:
+        handlers = self._subscribers.setdefault(table, [])
+        if handler not in handlers:
+            handlers.append(handler)
+
+    def unsubscribe(self, table: str, handler: EventHandler) -> None:
+        handlers = self._subscribers.get(table)
+        if handlers and handler in handlers:
+            handlers.remove(handler)
+            if not handlers:
+                del self._subscribers[table]
+
+    async def events_after(self, table: str, seq: int) -> list[Event] | None:
+        return await self._events_after(table, seq)
+
+    def forget(self, table: str) -> None:
+        """A table closed: its numbering starts again if it is created again."""
+        self._last.pop(table, None)
+
+    # -- delivery ------------------------------------------------------------------------
+    def _deliver(self, table: str, events: list[Event]) -> None:
+        """Hand events to this process's subscribers, each once, in seq order."""
+        last = self._last.get(table)
+        if last is not None:
+            events = [e for e in events if e.seq > last]
+        if not events:
+            return
+        self._last[table] = events[-1].seq
+        for handler in list(self._subscribers.get(table, ())):
+            try:
+                handler(table, events)
+            except Exception:
+                log.exception("a subscriber of table %s failed", table, extra={"table": table})
+
+    async def _arrived(self, table: str, events: list[Event]) -> None:
+        """Events from Redis: fill any gap from the table's stream, then deliver."""
+        last = self._last.get(table)
+        if last is not None and events and events[0].seq > last + 1:
+            await self._catch_up(table)
+        self._deliver(table, events)
+
+    async def _catch_up(self, table: str) -> None:
+        last = self._last.get(table)
+        if last is None:
+            return
+        missed = await self._events_after(table, last)
+        if missed is None:
+            # Older than the stream keeps: the gateways' clients resync by snapshot.
+            log.warning(
+                "table %s: events after %d are no longer kept", table, last, extra={"table": table}
+            )
+            return
+        if missed:
+            self.backfilled += len(missed)
+            self._deliver(table, missed)
+
+    def _reply_here(self, record: ReplyRecord) -> None:
+        if self._replies is None:
+            return
+        try:
+            self._replies(record)
+        except Exception:
+            log.exception("handling a reply failed")
+
+    def _command_here(self, record: CommandRecord) -> None:
+        owner = self._owners.get(record.table)
+        try:
+            if owner is None:
+                raise Refused("unavailable", "that table is moving to another process; try again")
+            owner(record)
+        except Refused as err:
+            if record.reply_to is not None:
+                self.reply(ReplyRecord.refused(record.reply_to, err))
+
+    # -- the Redis side ------------------------------------------------------------------
+    def _send(self, channel: str, data: bytes) -> None:
+        if not self._closing:
+            self._outbox.put_nowait((channel, data))
+
+    async def _write(self) -> None:
+        """Publish the outbox in order; relay commands to their tables' owners."""
+        while True:
+            item = await self._outbox.get()
+            try:
+                if isinstance(item, CommandRecord):
+                    await self._relay(item)
+                else:
+                    assert self._redis is not None
+                    await self._redis.publish(*item)
+            except RedisError as exc:
+                log.warning("publishing on Redis failed: %s", exc)
+                if isinstance(item, CommandRecord) and item.reply_to is not None:
+                    self._reply_here(
+                        ReplyRecord.refused(
+                            item.reply_to,
+                            Refused("unavailable", "the tables cannot be reached; try again"),
+                        )
+                    )
+
+    async def _relay(self, record: CommandRecord) -> None:
+        assert self._redis is not None
+        owner = None if self._owner_of is None else await self._owner_of(record.table)
+        if owner is not None and owner == self.node:
+            self._command_here(record)
+            return
+        receivers = 0
+        if owner is not None:
+            receivers = await self._redis.publish(f"{PREFIX}:node:{owner}", pack(record))
+            self.relayed += 1
+        if not receivers and record.reply_to is not None:
+            self._reply_here(
+                ReplyRecord.refused(
+                    record.reply_to,
+                    Refused("unavailable", "that table has no owner right now; try again"),
+                )
+            )
+
+    async def _read(self) -> None:
+        """Read every message in the order Redis delivers it; reconnect and catch up."""
+        delay = RECONNECT_FIRST
+        first = True
+        while True:
+            pubsub = None
+            try:
+                assert self._redis is not None
+                pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+                await pubsub.subscribe(f"{PREFIX}:node:{self.node}", f"{PREFIX}:ctl")
+                await pubsub.psubscribe(f"{PREFIX}:ev:*")
+                if not first:
+                    log.warning("bus: reconnected to Redis; catching up every table")
+                    for table in list(self._last):
+                        await self._catch_up(table)
+                    if self._control is not None:
+                        self._control({"kind": "reconnected"})
+                first = False
+                delay = RECONNECT_FIRST
+                self.connected.set()
+                while True:
+                    message = await pubsub.get_message(timeout=1.0)
+                    if message is not None:
+                        await self._handle(message)
+            except asyncio.CancelledError:
+                raise
+            except (RedisError, OSError) as exc:
+                self.connected.clear()
+                if not self._closing:
+                    log.warning("bus: lost Redis (%s); reconnecting", exc)
+                await asyncio.sleep(delay)
+                delay = min(RECONNECT_MAX, delay * 2)
+            finally:
+                if pubsub is not None:
+                    with contextlib.suppress(Exception):
+                        await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def _handle(self, message: dict[str, Any]) -> None:
+        channel = message["channel"]
+        channel = channel.decode() if isinstance(channel, bytes) else str(channel)
+        data = message["data"]
+        try:
+            if channel.startswith(f"{PREFIX}:ev:"):
+                table, events = _unpack_events(data)
+                await self._arrived(table, events)
+            elif channel == f"{PREFIX}:ctl":
+                if self._control is not None:
+                    self._control(msgpack.unpackb(data, raw=False))
+            else:
+                record = unpack(data)
+                if isinstance(record, ReplyRecord):
+                    self._reply_here(record)
+                else:
+                    self._command_here(record)
+        except (ProtocolError, ValueError, KeyError, TypeError) as exc:
+            log.warning("bus: a malformed message on %s: %s", channel, exc)

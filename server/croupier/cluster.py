@@ -1,0 +1,272 @@
+"""Many processes over one Redis: who is alive, who owns which table, and handing over.
+
+With a Redis store, every ``chemmy-server`` process is a member of the cluster:
+
+- **Presence.** Each process writes a heartbeat (``chemmy:nodes``, a sorted set scored
+  by when the heartbeat expires) every ``ttl / 3``; a process that stops beating drops
+  out once its heartbeat expires. A draining process marks itself in
+  ``chemmy:draining`` and is given no tables.
+- **Placement.** A table belongs on the live, non-draining process with the highest
+  rendezvous hash of ``(table, process)``: every process computes the same answer from
+  the same member list, tables spread evenly, and when a process joins or leaves only
+  the tables that hash to it move (:func:`placement`).
+- **Ownership by lease.** A table's actor runs only where its lease is held:
+  ``chemmy:{<table>}:lease`` = the owner's name, taken with ``SET NX PX ttl`` and renewed
+  by a compare-and-renew script. Taking it, the new owner claims the table's next epoch
+  in the store (``Store.claim_table``); the store refuses every write with an older
+  epoch, so an owner paused past its lease can never write again. Only the lease's
+  expiry hands a table over from a process that vanished; a process that no longer
+  should own a table (a new member, or draining) hands it over itself at a step boundary
+  (every step is stored) and deletes its lease, so the next owner takes over at once.
+- **Failover is the restart path.** The new owner loads the table's row and starts it
+  exactly as after a crash (``Table.from_state``, then a catch-up ``Tick``): the round
+  goes on with the same cards and held wagers (GAME_RULES §8).
+- **The lobby.** Each owner keeps its tables' summary lines in ``chemmy:lobby`` (a hash),
+  so any process can list every table, with seats and watchers counted over all.
+
+This module never decides a rule; it decides where tables run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+__all__ = ["Leases", "placement"]
+
+log = logging.getLogger("chemmy.cluster")
+
+PREFIX = "chemmy"
+
+# KEYS[1] = the lease; ARGV[1] = this node, ARGV[2] = ttl ms. 1 if renewed, 0 if lost.
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+# KEYS[1] = the lease; ARGV[1] = this node. Deletes the lease only if it is ours.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+def _score(table: str, node: str) -> bytes:
+    return hashlib.blake2b(f"{table}\x00{node}".encode(), digest_size=8).digest()
+
+
+def placement(tables: Iterable[str], nodes: Iterable[str]) -> dict[str, str]:
+    """Rendezvous (highest random weight) hashing: each table on the node with the
+    highest hash of ``(table, node)``. Deterministic; a node joining or leaving moves
+    only the tables that hash to it."""
+    members = sorted(set(nodes))
+    if not members:
+        return {}
+    return {t: max(members, key=lambda n: _score(t, n)) for t in tables}
+
+
+def lease_key(table: str) -> str:
+    """A table's lease, in the table's hash slot (``{table}``) like its other keys."""
+    return f"{PREFIX}:{{{table}}}:lease"
+
+
+class Leases:
+    """Presence, leases and the shared lobby, for one process (``node``)."""
+
+    def __init__(self, url: str, node: str, *, ttl: float = 3.0) -> None:
+        self.url = url
+        self.node = node
+        self.ttl = ttl
+        self._redis: aioredis.Redis | None = None
+        self._owners: dict[str, tuple[str | None, float]] = {}  # table -> (node, when read)
+
+    @property
+    def redis(self) -> aioredis.Redis:
+        if self._redis is None:
+            self._redis = aioredis.Redis.from_url(
+                self.url, socket_connect_timeout=2, socket_timeout=self.ttl / 2
+            )
+        return self._redis
+
+    async def close(self) -> None:
+        if self._redis is not None:
+            await self._redis.aclose()
+            self._redis = None
+
+    @property
+    def ttl_ms(self) -> int:
+        return int(self.ttl * 1000)
+
+    # -- presence ----------------------------------------------------------------------
+    async def heartbeat(self, *, draining: bool = False) -> list[str]:
+        """Beat, and return the live members that take tables (this one included unless
+        draining), sorted."""
+        now_ms = int(time.time() * 1000)
+        r = self.redis
+        async with r.pipeline(transaction=True) as pipe:
+            pipe.zadd(f"{PREFIX}:nodes", {self.node: now_ms + self.ttl_ms})
+            if draining:
+                pipe.zadd(f"{PREFIX}:draining", {self.node: now_ms + self.ttl_ms})
+            pipe.zremrangebyscore(f"{PREFIX}:nodes", 0, now_ms)
+            pipe.zremrangebyscore(f"{PREFIX}:draining", 0, now_ms)
+            pipe.zrange(f"{PREFIX}:nodes", 0, -1)
+            pipe.zrange(f"{PREFIX}:draining", 0, -1)
+            results = await pipe.execute()
+        live = {_text(n) for n in results[-2]}
+        leaving = {_text(n) for n in results[-1]}
+        return sorted(live - leaving)
+
+    async def leave(self) -> None:
+        """Drop out of the member list at once (a clean stop)."""
+        with contextlib.suppress(RedisError):
+            await self.redis.zrem(f"{PREFIX}:nodes", self.node)
+            await self.redis.zrem(f"{PREFIX}:draining", self.node)
+
+    # -- leases ------------------------------------------------------------------------
+    async def acquire(self, table: str) -> bool:
+        """Take the table's lease if nobody holds it."""
+        taken = await self.redis.set(lease_key(table), self.node, nx=True, px=self.ttl_ms)
+        if taken:
+            self._owners[table] = (self.node, time.monotonic())
+        return bool(taken)
+
+    async def renew(self, tables: Iterable[str]) -> set[str]:
+        """Renew this process's leases; returns the tables whose lease was lost."""
+        tables = list(tables)
+        if not tables:
+            return set()
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for table in tables:
+                pipe.eval(_RENEW, 1, lease_key(table), self.node, self.ttl_ms)
+            results = await pipe.execute()
+        return {t for t, ok in zip(tables, results, strict=True) if not ok}
+
+    async def release(self, table: str) -> None:
+        """Give the lease back (only if it is still ours): the next owner need not wait
+        for it to expire."""
+        with contextlib.suppress(RedisError):
+            await self.redis.eval(_RELEASE, 1, lease_key(table), self.node)
+        self._owners.pop(table, None)
+
+    async def owner(self, table: str) -> str | None:
+        """Who holds the table's lease (cached briefly; notices refresh it)."""
+        cached = self._owners.get(table)
+        if cached is not None and time.monotonic() - cached[1] < self.ttl / 3:
+            return cached[0]
+        found = await self.redis.get(lease_key(table))
+        node = None if found is None else _text(found)
+        self._owners[table] = (node, time.monotonic())
+        return node
+
+    def heard_owner(self, table: str, node: str | None) -> None:
+        """A notice said who owns ``table`` now."""
+        self._owners[table] = (node, time.monotonic())
+
+    # -- the lobby -----------------------------------------------------------------------
+    async def put_summary(self, table: str, summary: dict[str, Any]) -> None:
+        await self.redis.hset(f"{PREFIX}:lobby", table, json.dumps(summary))
+
+    async def drop_summary(self, table: str) -> None:
+        await self.redis.hdel(f"{PREFIX}:lobby", table)
+
+    async def summaries(self) -> dict[str, dict[str, Any]]:
+        found = await self.redis.hgetall(f"{PREFIX}:lobby")
+        return {_text(k): json.loads(v) for k, v in found.items()}
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class Rebalancer:
+    """The loop that keeps this process's tables where placement says: it beats, takes
+    the leases of tables placed here, renews them, and hands over the ones placed
+    elsewhere. ``own`` and ``disown`` are the croupier's (start / stop an actor)."""
+
+    def __init__(
+        self,
+        leases: Leases,
+        *,
+        tables: Callable[[], Any],
+        owned: Callable[[], set[str]],
+        own: Callable[[str], Any],
+        disown: Callable[[str, str], Any],
+        interval: float | None = None,
+    ) -> None:
+        self.leases = leases
+        self.tables = tables
+        self.owned = owned
+        self.own = own
+        self.disown = disown
+        self.interval = leases.ttl / 6 if interval is None else interval
+        self.draining = False
+        self.members: list[str] = []
+        self._wake = asyncio.Event()
+        self.changes = 0  # tables taken or given up (for /metrics)
+
+    def poke(self) -> None:
+        """Look again now (a notice: tables created or closed, a member left)."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.step()
+            except asyncio.CancelledError:
+                raise
+            except RedisError as exc:
+                log.warning("cluster: Redis unreachable (%s)", exc)
+                await self._lose_all_if_expired()
+            except Exception:
+                log.exception("cluster: placement failed")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.interval):
+                    await self._wake.wait()
+
+    _last_renewal = 0.0
+
+    async def _lose_all_if_expired(self) -> None:
+        """Without Redis a lease cannot be renewed: once it may have expired, stop
+        writing (the store's epoch would refuse us anyway)."""
+        if time.monotonic() - self._last_renewal > self.leases.ttl:
+            for table in list(self.owned()):
+                await self.disown(table, "lease expired")
+
+    async def step(self) -> None:
+        lost = await self.leases.renew(self.owned())
+        self._last_renewal = time.monotonic()
+        for table in lost:
+            log.warning("table %s: lease lost; stopping here", table, extra={"table": table})
+            await self.disown(table, "lease lost")
+            self.changes += 1
+        self.members = await self.leases.heartbeat(draining=self.draining)
+        wanted = {
+            t
+            for t, n in placement(await self.tables(), self.members).items()
+            if n == self.leases.node
+        }
+        for table in sorted(self.owned() - wanted):
+            await self.disown(table, "placed elsewhere")
+            await self.leases.release(table)
+            self.changes += 1
+        for table in sorted(wanted - self.owned()):
+            if await self.leases.acquire(table):
+                try:
+                    await self.own(table)
+                    self.changes += 1
+                except Exception:
+                    log.exception("table %s: could not start here", table, extra={"table": table})
+                    await self.leases.release(table)
