@@ -7,8 +7,8 @@ The schema is created, or migrated from an older version, when the store is open
 (``PRAGMA user_version`` names its version; version 1 files are migrated in place).
 
 **No call blocks the event loop** (issue 9): the connection lives in one dedicated
-worker thread and every call runs there, in the order the calls were made (a
-single-thread executor is a FIFO queue). A check and its write are one job, so nothing
+worker thread and every call runs there, in the order the calls were made (one
+thread, one FIFO queue). A check and its write are one job, so nothing
 interleaves between them, and every call that writes is one ``BEGIN IMMEDIATE``
 transaction, rolled back on any error. While another process holds the write lock the
 worker waits up to ``busy_timeout_ms`` (then :class:`StoreUnavailable`); the loop goes on
@@ -33,12 +33,13 @@ import asyncio
 import functools
 import json
 import os
+import queue
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Final, TypeVar
 
 from server.store.base import (
@@ -167,6 +168,50 @@ _UNAVAILABLE: Final = frozenset({5, 6, 7, 8, 10, 13, 14, 15})
 T = TypeVar("T")
 
 
+class _Worker:
+    """One thread that runs jobs one at a time, in the order they were submitted, and
+    hands each result back to the submitting loop (a queue and ``call_soon_threadsafe``:
+    half the hop of a thread pool executor)."""
+
+    def __init__(self, name: str) -> None:
+        self._jobs: queue.SimpleQueue[
+            tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]] | None
+        ] = queue.SimpleQueue()
+        # A daemon: a store never closed does not keep the process alive (SQLite rolls
+        # back a transaction cut short, at the next open).
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Callable[[], T]) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put((loop, future, job))
+        return future
+
+    def stop(self) -> None:
+        """No more jobs: the thread ends after those queued."""
+        self._jobs.put(None)
+
+    def _serve(self) -> None:
+        while (item := self._jobs.get()) is not None:
+            loop, future, job = item
+            try:
+                outcome: tuple[Any, BaseException | None] = (job(), None)
+            except BaseException as exc:
+                outcome = (None, exc)
+            with suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+                loop.call_soon_threadsafe(_settle, future, *outcome)
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():  # the caller gave up; the job ran all the same
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
 class SQLiteStore:
     """A :class:`~server.store.base.Store` in one SQLite file at ``path``.
 
@@ -191,7 +236,7 @@ class SQLiteStore:
         self.round_index = round_index
         self.busy_timeout_ms = busy_timeout_ms
         self.clock = clock
-        self._executor: ThreadPoolExecutor | None = None
+        self._worker: _Worker | None = None
         self._db: sqlite3.Connection | None = None  # touched only in the worker thread
 
     def __repr__(self) -> str:
@@ -200,11 +245,11 @@ class SQLiteStore:
     # -- the worker thread -----------------------------------------------------------
     async def _run(self, job: Callable[..., T], *args: Any) -> T:
         """Run ``job(db, *args)`` in the store's thread, after every call made before."""
-        executor = self._executor
-        if executor is None:
+        worker = self._worker
+        if worker is None:
             raise StoreError("the store is not open")
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(executor, functools.partial(self._call, job, *args))
+        result: T = await worker.submit(functools.partial(self._call, job, *args))
+        return result
 
     def _call(self, job: Callable[..., T], *args: Any) -> T:
         with self._connection() as db:
@@ -240,18 +285,19 @@ class SQLiteStore:
 
     # -- lifecycle -------------------------------------------------------------------
     async def open(self) -> None:
-        if self._executor is not None:
+        if self._worker is not None:
             return
-        executor = ThreadPoolExecutor(1, thread_name_prefix="chemmy-sqlite")
-        loop = asyncio.get_running_loop()
+        worker = _Worker(f"chemmy-sqlite:{os.path.basename(self.path)}")
         try:
-            await loop.run_in_executor(executor, self._open_db)
+            await worker.submit(self._open_db)
         except BaseException:
-            executor.shutdown(wait=False)
+            worker.stop()
             raise
-        self._executor = executor
+        self._worker = worker
 
     def _open_db(self) -> None:
+        if sqlite3.sqlite_version_info < (3, 35, 0):  # UPSERT ... RETURNING
+            raise StoreError(f"SQLite {sqlite3.sqlite_version} is too old (3.35 or later)")
         try:
             db = sqlite3.connect(self.path, isolation_level=None)
         except sqlite3.Error as exc:
@@ -284,14 +330,13 @@ class SQLiteStore:
         self._db = db
 
     async def close(self) -> None:
-        executor, self._executor = self._executor, None
-        if executor is None:
+        worker, self._worker = self._worker, None
+        if worker is None:
             return
-        loop = asyncio.get_running_loop()
         try:
-            await loop.run_in_executor(executor, self._close_db)
+            await worker.submit(self._close_db)  # after every call queued before
         finally:
-            executor.shutdown(wait=False)
+            worker.stop()
 
     def _close_db(self) -> None:
         db, self._db = self._db, None
@@ -432,7 +477,7 @@ class SQLiteStore:
             if table is not None and table_json is not None:
                 _put_table(db, table, table_json)
                 _put_events(db, table, events, self.event_retention)
-            inserted = _post(db, entries)
+            inserted, left = _post(db, entries)
             for index, body in prepared:
                 if isinstance(index, RoundIndex):
                     _put_round(db, index, body, self.round_index)
@@ -446,7 +491,9 @@ class SQLiteStore:
             players = sorted(
                 {a for e in entries for a in (e.src, e.dst) if a.startswith("player:")}
             )
-            return CommitResult(inserted, {a: _balance(db, a) for a in players})
+            return CommitResult(
+                inserted, {a: left[a] if a in left else _balance(db, a) for a in players}
+            )
 
     # -- tables ----------------------------------------------------------------------
     async def claim_table(self, table_id: str) -> int:
@@ -628,7 +675,9 @@ def _put_table(db: sqlite3.Connection, table: TableRow, table_json: tuple[str, s
 def _put_events(
     db: sqlite3.Connection, table: TableRow, events: list[tuple[int, str]], retention: int
 ) -> None:
-    """Append the step's events not yet stored, and prune beyond ``retention``."""
+    """Append the step's events not yet stored, and prune: a table's events have
+    gap-free seqs, so keeping the last ``retention`` seqs keeps the newest
+    ``retention`` events (and never more), with one indexed range delete."""
     tid = table.table_id
     if table.state is None:  # a table created (again): a new event log
         db.execute("DELETE FROM events WHERE table_id = ?", (tid,))
@@ -637,20 +686,18 @@ def _put_events(
     (last,) = db.execute(
         "SELECT coalesce(max(seq), -1) FROM events WHERE table_id = ?", (tid,)
     ).fetchone()
-    db.executemany(
-        "INSERT INTO events (table_id, seq, body) VALUES (?, ?, ?)",
-        ((tid, seq, body) for seq, body in events if seq > last),
-    )
-    db.execute(
-        "DELETE FROM events WHERE table_id = ? AND seq <= (SELECT seq FROM events"
-        " WHERE table_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
-        (tid, tid, retention),
-    )
+    new = [(tid, seq, body) for seq, body in events if seq > last]
+    if not new:
+        return
+    db.executemany("INSERT INTO events (table_id, seq, body) VALUES (?, ?, ?)", new)
+    db.execute("DELETE FROM events WHERE table_id = ? AND seq <= ?", (tid, new[-1][1] - retention))
 
 
-def _post(db: sqlite3.Connection, entries: Iterable[Entry]) -> int:
-    """Insert the entries not yet in the ledger and move their balances, in order."""
+def _post(db: sqlite3.Connection, entries: Iterable[Entry]) -> tuple[int, dict[str, int]]:
+    """Insert the entries not yet in the ledger and move their balances, in order.
+    Returns how many were inserted and the balances they left."""
     inserted = 0
+    left: dict[str, int] = {}
     for entry in entries:
         old = db.execute(
             "SELECT key, src, dst, amount, kind, round_id FROM ledger WHERE key = ?",
@@ -663,24 +710,22 @@ def _post(db: sqlite3.Connection, entries: Iterable[Entry]) -> int:
         db.executemany(
             "INSERT OR IGNORE INTO accounts (account) VALUES (?)", ((entry.src,), (entry.dst,))
         )
-        # Checked here, before SQLite's CHECK and triggers (and before its arithmetic,
-        # which turns to floating point past 64 bits).
-        check_balance(entry.src, _balance(db, entry.src) - entry.amount)
-        check_balance(entry.dst, _balance(db, entry.dst) + entry.amount)
-        db.execute(
-            "UPDATE accounts SET balance = balance - ? WHERE account = ?",
-            (entry.amount, entry.src),
-        )
-        db.execute(
-            "UPDATE accounts SET balance = balance + ? WHERE account = ?",
-            (entry.amount, entry.dst),
-        )
+        for account, delta in ((entry.src, -entry.amount), (entry.dst, entry.amount)):
+            # Move and read back in one statement. Amounts and balances stay within
+            # 2**53, so the sum never leaves SQLite's 64-bit integers; an overdraft is
+            # refused by the CHECK (players), the trigger (stakes) and check_balance.
+            ((balance,),) = db.execute(
+                "UPDATE accounts SET balance = balance + ? WHERE account = ? RETURNING balance",
+                (delta, account),
+            ).fetchall()
+            check_balance(account, balance)
+            left[account] = balance
         db.execute(
             "INSERT INTO ledger (key, src, dst, amount, kind, round_id) VALUES (?, ?, ?, ?, ?, ?)",
             (entry.key, entry.src, entry.dst, entry.amount, entry.kind, entry.round_id),
         )
         inserted += 1
-    return inserted
+    return inserted, left
 
 
 def _put_round(db: sqlite3.Connection, index: RoundIndex, body: str, keep: int) -> None:

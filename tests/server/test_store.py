@@ -1048,6 +1048,7 @@ class Ticker:
             last = now
 
     async def stop(self) -> float:
+        await asyncio.sleep(0.05)  # let it wake once more: a stall shows in that gap
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
