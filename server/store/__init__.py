@@ -1,8 +1,9 @@
-"""Persistence: wallets, the ledger, table state and round/shoe records.
+"""Persistence: balances, the ledger, table state and events, round/shoe records.
 
 One interface (:class:`Store`, in :mod:`server.store.base`) and its implementations:
-:class:`SQLiteStore` (the default, one file) and :class:`MemoryStore` (unit tests).
-:func:`open_store` picks one from a URL or a path.
+:class:`SQLiteStore` (the default, one file), :class:`RedisStore` (shared by many
+processes) and :class:`MemoryStore` (unit tests). :func:`open_store` picks one from a
+URL or a path.
 
 This package must never decide a rule of the game; it keeps what the tables decided.
 """
@@ -10,60 +11,80 @@ This package must never decide a rule of the game; it keeps what the tables deci
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from server.store.base import (
+    EVENT_RETENTION,
     HISTORY_LIMIT,
+    CommitResult,
     KeyConflict,
     Overdrawn,
+    StaleEpoch,
     Store,
     StoreError,
+    StoreUnavailable,
     TableRow,
+    ledger_key,
 )
 from server.store.memory import MemoryStore
+from server.store.redis import RedisStore
 from server.store.sqlite import SQLiteStore
 
 __all__ = [
+    "EVENT_RETENTION",
     "HISTORY_LIMIT",
+    "CommitResult",
     "KeyConflict",
     "MemoryStore",
     "Overdrawn",
+    "RedisStore",
     "SQLiteStore",
+    "StaleEpoch",
     "Store",
     "StoreError",
+    "StoreUnavailable",
     "TableRow",
+    "ledger_key",
     "open_store",
     "store_for",
 ]
 
 
-def store_for(url_or_path: str | os.PathLike[str]) -> Store:
+def store_for(url_or_path: str | os.PathLike[str], **options: Any) -> Store:
     """The store named by ``url_or_path``, not yet opened.
 
     - ``memory:`` or ``memory://``: a :class:`MemoryStore`;
     - ``sqlite:///relative/file.db``, ``sqlite:////absolute/file.db`` (SQLAlchemy's
       spelling) or ``sqlite://`` (an in-memory database): a :class:`SQLiteStore`;
+    - ``redis://[user:password@]host:port/db``, ``rediss://…`` (TLS) or
+      ``unix:///path/redis.sock?db=N``: a :class:`RedisStore`;
     - anything else without ``://``: a path to a SQLite file.
 
-    Raises :class:`StoreError` for any other scheme.
+    ``options`` go to the store's constructor (``event_retention``, ``round_index``,
+    ``clock``; ``prefix`` for Redis). Raises :class:`StoreError` for any other scheme.
     """
     text = os.fspath(url_or_path)
     if text in ("memory:", "memory://"):
-        return MemoryStore()
+        return MemoryStore(**options)
     if text.startswith("sqlite://"):
         path = text.removeprefix("sqlite://")
         if path in ("", "/"):
-            return SQLiteStore(":memory:")
-        return SQLiteStore(path.removeprefix("/"))
+            return SQLiteStore(":memory:", **options)
+        return SQLiteStore(path.removeprefix("/"), **options)
+    if text.startswith(("redis://", "rediss://", "unix://")):
+        return RedisStore(text, **options)
     if "://" in text:
         scheme = text.split("://", 1)[0]
-        raise StoreError(f"no store for the scheme {scheme!r} (use a path, sqlite:// or memory:)")
+        raise StoreError(
+            f"no store for the scheme {scheme!r} (use a path, sqlite://, redis:// or memory:)"
+        )
     if not text:
         raise StoreError("a store needs a path")
-    return SQLiteStore(text)
+    return SQLiteStore(text, **options)
 
 
-async def open_store(url_or_path: str | os.PathLike[str]) -> Store:
+async def open_store(url_or_path: str | os.PathLike[str], **options: Any) -> Store:
     """The store named by ``url_or_path`` (see :func:`store_for`), opened."""
-    store = store_for(url_or_path)
+    store = store_for(url_or_path, **options)
     await store.open()
     return store

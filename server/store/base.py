@@ -1,70 +1,120 @@
-"""The store interface: wallets, the ledger, table state and round/shoe records.
+"""The store interface: wallets, the ledger, table state, events and round/shoe records.
 
 One :class:`Store` interface, implemented by :class:`~server.store.memory.MemoryStore`
 (unit tests), :class:`~server.store.sqlite.SQLiteStore` (the default: one file, zero
-set-up) and, for clusters, a Redis store (not written yet). All pass the contract suite in
-``tests/server/test_store.py`` (the httpcore backends' shape).
+set-up) and :class:`~server.store.redis.RedisStore` (state that many processes share).
+All pass the contract suite in ``tests/server/test_store.py`` (the httpcore backends'
+shape).
 
 The rules every implementation keeps:
 
 - **Double entry.** Money moves only as ledger :class:`~server.table.wallet.Entry`
   rows, each from one account to another, so the sum of every balance is always 0
-  (:meth:`Store.audit` checks it, and that each balance equals its ledger sum).
+  (:meth:`Store.audit` checks it, that each balance equals its ledger sum, and that
+  every held wager has exactly one outcome).
 - **Append-only, idempotent ledger.** An entry's ``key`` is unique. Committing a key
-  again with identical fields changes nothing; with different fields it raises
-  :class:`KeyConflict`. Balances move only for newly inserted entries.
-- **No overdraft.** A ``player:<id>`` balance never goes negative: a commit that would
-  make one negative (checking the entries in order) raises :class:`Overdrawn`.
-- **One step, one transaction.** :meth:`Store.commit` writes entries, the table row and
-  records all or nothing; on any error nothing of it is kept.
-- **Records are JSON.** Table state and records go in and come out as JSON-able dicts
-  (what you read back is what ``json.loads(json.dumps(x))`` gives). A round record is
-  upserted by its ``round_id`` and a shoe record by ``(table, shoe_no)``, so a retried
-  commit writes the same thing twice harmlessly.
+  again with identical fields changes nothing (the entry is skipped, not inserted); with
+  different fields it raises :class:`KeyConflict`. Balances move only for newly
+  inserted entries. Keys may hold any character: callers build them with
+  :func:`ledger_key`, which joins parts unambiguously. The one exception to
+  append-only: an idle guest whose only entry is their welcome is expired with it
+  (:meth:`Store.expire_guests`), as if they had never come.
+- **No overdraft.** A ``player:<id>`` or ``stake:<table>:<id>`` balance never goes
+  negative: a commit that would make one negative (checking the entries in order)
+  raises :class:`Overdrawn`.
+- **One step, one transaction.** :meth:`Store.commit` writes entries, the table row, the
+  step's records and events all or nothing; on any error nothing of it is kept.
+- **Fencing.** A table row carries its owner's ``epoch``; a write whose epoch is lower
+  than the stored one raises :class:`StaleEpoch` and keeps nothing, so a stalled old
+  owner cannot write over a new one (:meth:`Store.claim_table` takes the next epoch).
+- **Records are JSON.** Table state, events and records go in and come out as JSON-able
+  dicts (what you read back is what ``json.loads(json.dumps(x))`` gives). A round record
+  is upserted by its ``round_id`` and a shoe record by ``(table, shoe_no)``, so a
+  retried commit writes the same thing twice harmlessly.
+- **Bounded per step.** A table's events are kept up to a retention (default
+  :data:`EVENT_RETENTION` per table, older ones pruned as new ones come); a player's
+  round index keeps their newest :data:`HISTORY_LIMIT` rounds (GAME_RULES §8). Round
+  and shoe records and the ledger are the audit trail and are kept.
 - **Errors are translated at the boundary** (as ``httpcore/_exceptions.py`` does): a
   caller sees :class:`StoreError` and its subclasses, never ``sqlite3`` or ``redis``
   exceptions.
 
+The error tree::
+
+    StoreError                 anything that went wrong in the store
+    ├── StoreUnavailable       the store cannot be reached or cannot write now
+    │                          (Redis down, SQLite disk I/O, lock wait ran out); retry later
+    ├── KeyConflict            a ledger key already holds a different entry
+    ├── Overdrawn              a player or stake balance would go negative
+    └── StaleEpoch             a table write from an owner older than the stored epoch
+
+Every refused write (all but :class:`StoreUnavailable`) kept nothing; a
+:class:`StoreUnavailable` write may, on Redis, have been applied before the connection
+dropped: retrying the same commit is harmless (idempotent by key, events by ``seq``).
+
 A store must never decide a rule of the game, never reach into a table's state (it is
-an opaque dict here), and never log an entry's or record's contents.
+an opaque dict here), and never log an entry's, event's or record's contents.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, TypeGuard, runtime_checkable
+from typing import Any, Final, NamedTuple, Protocol, TypeGuard, runtime_checkable
 
 from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = [
+    "EVENT_RETENTION",
     "HISTORY_LIMIT",
     "MAX_AMOUNT",
+    "OUTCOME_KINDS",
+    "CommitResult",
     "KeyConflict",
     "Overdrawn",
     "RoundIndex",
     "ShoeIndex",
+    "StaleEpoch",
     "Store",
     "StoreError",
+    "StoreUnavailable",
     "TableRow",
     "check_balance",
     "check_entry",
+    "check_event",
+    "check_row",
     "dump_json",
+    "follows",
+    "hold_problems",
     "index_record",
+    "ledger_key",
+    "stake_prefix",
     "welcome_entry",
 ]
 
-#: The largest amount one entry may move, and the range of a balance: SQLite's integers
-#: are 64-bit signed (and its arithmetic turns to floating point past them).
-MAX_AMOUNT: Final = (1 << 63) - 1
-MIN_BALANCE: Final = -(1 << 63)
-#: The most round records :meth:`Store.history` returns, whatever ``limit`` asks.
+#: The largest amount one entry may move, and the range of a balance: 2**53 - 1, the
+#: largest integer a JSON number keeps exactly in a browser (and in Redis's Lua, whose
+#: numbers are doubles), far inside SQLite's 64-bit integers.
+MAX_AMOUNT: Final = (1 << 53) - 1
+MIN_BALANCE: Final = -MAX_AMOUNT
+#: The most round records :meth:`Store.history` returns, whatever ``limit`` asks, and
+#: how many a player's round index keeps (GAME_RULES §8: the last 100 rounds).
 HISTORY_LIMIT: Final = 100
+#: How many events a store keeps per table by default (older ones are pruned).
+EVENT_RETENTION: Final = 4096
+#: The ledger kinds that end a held wager (§7): exactly one per ``hold``.
+OUTCOME_KINDS: Final = ("lose", "return", "refund")
 
 
 class StoreError(Exception):
     """Anything that went wrong in the store; third-party errors are translated to it."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be reached or cannot write now (Redis down, SQLite disk I/O,
+    the lock wait ran out). Not a refusal: the same call may work later."""
 
 
 class KeyConflict(StoreError):
@@ -72,15 +122,25 @@ class KeyConflict(StoreError):
 
 
 class Overdrawn(StoreError):
-    """A commit would make a player's balance negative; nothing of it was kept."""
+    """A commit would make a player's or a stake's balance negative; nothing of it was
+    kept."""
+
+
+class StaleEpoch(StoreError):
+    """A table write carried an epoch lower than the stored one (a newer owner has
+    claimed the table); nothing of it was kept."""
 
 
 @dataclass(frozen=True, slots=True)
 class TableRow:
-    """A table's persisted row: its config, its full internal snapshot and its seq.
+    """A table's persisted row: its config, its full internal snapshot, its seq and the
+    epoch of the owner that wrote it.
 
-    ``state`` is the table's own snapshot as a JSON-able dict (``None`` before the first
-    step); the store never looks inside it.
+    ``state`` is the table's own snapshot as a JSON-able dict (``None`` for a table
+    created and not yet stepped); the store never looks inside it. Saving a row with
+    ``state=None`` drops the table id's stored events (a table created again after a
+    close starts a new event log). ``epoch`` fences writers (:class:`StaleEpoch`);
+    :meth:`Store.load_tables` returns the stored epoch.
     """
 
     table_id: str
@@ -88,6 +148,16 @@ class TableRow:
     state: dict[str, Any] | None = None
     seq: int = 0
     closed: bool = False
+    epoch: int = 0
+
+
+class CommitResult(NamedTuple):
+    """What a commit did: how many entries were newly inserted (the rest were already
+    stored), and the balance, after the commit, of every ``player:<id>`` account the
+    given entries touch (inserted or not), for the caller to refresh its cache."""
+
+    inserted: int
+    balances: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,23 +185,36 @@ class Store(Protocol):
     """What the server needs of persistence. Every method is a coroutine."""
 
     async def open(self) -> None:
-        """Connect and create the schema if needed. Other methods need an open store."""
+        """Connect and create (or migrate) the schema if needed. Other methods need an
+        open store."""
 
     async def close(self) -> None:
         """Release the connection. Closing twice is harmless."""
 
-    async def ensure_player(self, player_id: str, name: str, initial_balance: int) -> int:
+    async def ensure_player(
+        self, player_id: str, name: str, initial_balance: int, *, guest: bool = False
+    ) -> int:
         """Create ``player:<id>`` if new, funded by ``cashier -> player:<id>`` under key
-        ``welcome:<id>``; set the display name; return the balance."""
+        ``welcome:<id>``; set the display name; note the player as seen now (a guest
+        can expire once idle: :meth:`expire_guests`); return the balance."""
 
     async def player_name(self, player_id: str) -> str | None:
         """The player's display name, or ``None`` for an unknown player."""
+
+    async def expire_guests(self, idle_seconds: float) -> int:
+        """Forget every guest not seen for ``idle_seconds`` whose only ledger entry is
+        their welcome (untouched): their row, account and welcome go (the cashier takes
+        the welcome back, so the books still balance). Returns how many went."""
 
     async def load_balances(self) -> dict[str, int]:
         """Every account's balance."""
 
     async def balances(self, accounts: Iterable[str]) -> dict[str, int]:
         """The balances of ``accounts`` (0 for an account never used)."""
+
+    async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
+        """``(balance, available)``: ``available`` is ``player:<id>`` (money on no
+        table); ``balance`` adds the player's stakes ``stake:<t>:<id>`` at ``tables``."""
 
     async def has_entry(self, key: str) -> bool:
         """Whether a ledger entry holds ``key``."""
@@ -142,16 +225,29 @@ class Store(Protocol):
         entries: Sequence[Entry] = (),
         table: TableRow | None = None,
         records: Sequence[Mapping[str, Any]] = (),
-    ) -> int:
-        """Write entries, the table row and records in one transaction; return how many
-        entries were newly inserted. Raises :class:`KeyConflict`, :class:`Overdrawn` or
-        :class:`StoreError`, and then keeps nothing of the commit."""
+        events: Sequence[Mapping[str, Any]] = (),
+    ) -> CommitResult:
+        """Write entries, the table row, records and the table's events (which need
+        ``table``) in one transaction. Raises :class:`KeyConflict`, :class:`Overdrawn`,
+        :class:`StaleEpoch` or :class:`StoreError` (and then keeps nothing of the
+        commit), or :class:`StoreUnavailable`. Events whose ``seq`` is already stored
+        for the table are skipped (a retried commit)."""
+
+    async def claim_table(self, table_id: str) -> int:
+        """Atomically increment and return the table's epoch: a new owner calls it
+        before its first write, and every write of an older owner is then refused."""
 
     async def load_tables(self) -> list[TableRow]:
-        """Every table not closed, in the order they were first saved."""
+        """Every table not closed, in the order they were first saved, each with the
+        stored epoch."""
 
     async def save_table(self, row: TableRow) -> None:
         """Upsert one table row (``commit(table=row)``)."""
+
+    async def events_after(self, table_id: str, seq: int) -> list[dict[str, Any]] | None:
+        """The table's stored events after ``seq``, in order (``[]`` when there are
+        none), or ``None`` when some of them are no longer kept (pruned, or never
+        stored): the caller then sends a snapshot."""
 
     async def history(self, player_id: str, limit: int = HISTORY_LIMIT) -> list[dict[str, Any]]:
         """The round records of rounds ``player_id`` bet in, newest first, at most
@@ -167,24 +263,48 @@ class Store(Protocol):
     async def shoe_records(self, table_id: str, limit: int = 20) -> list[dict[str, Any]]:
         """A table's shoe records, highest ``shoe_no`` first."""
 
+    async def secret(self, name: str, nbytes: int = 32) -> bytes:
+        """A random key of ``nbytes`` made once (atomically: every process gets the
+        same one) and kept, e.g. to sign guests' resume tokens across restarts."""
+
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:
         """The newest ``limit`` entries (touching ``account`` if given), newest first."""
 
     async def audit(self) -> dict[str, Any]:
-        """``{"sum": int, "ledger_matches": bool, "entries": int}``: the sum of every
-        balance (always 0), whether each balance equals its ledger sum, and the number
-        of ledger entries."""
+        """``{"sum", "ledger_matches", "entries", "holds_ok", "problems"}``: the sum of
+        every balance (always 0), whether each balance equals its ledger sum, the number
+        of ledger entries, and whether every hold is accounted for (see
+        :func:`hold_problems`; ``problems`` says what is wrong, one line each)."""
 
 
 # -- helpers shared by the implementations ----------------------------------------------
 
 
+def ledger_key(*parts: object) -> str:
+    """One ledger key from ``parts``, joined by ``:`` so that different parts never make
+    the same key: ``%`` and ``:`` inside a part are escaped (``%25``, ``%3A``). So
+    ``ledger_key("deposit", "a", "b:c") != ledger_key("deposit", "a:b", "c")``."""
+    if not parts:
+        raise StoreError("a ledger key has at least one part")
+    return ":".join(str(part).replace("%", "%25").replace(":", "%3A") for part in parts)
+
+
+def stake_prefix(table_id: str) -> str:
+    """The start of every stake account at a table: ``stake:<table>:``."""
+    return f"stake:{table_id}:"
+
+
+def guarded(account: str) -> bool:
+    """Whether an account may never go negative: a player's money and a table's stakes."""
+    return account.startswith(("player:", "stake:"))
+
+
 def check_balance(account: str, balance: int) -> None:
-    """Refuse a balance a player may not have or a 64-bit integer cannot hold."""
-    if balance < 0 and account.startswith("player:"):
+    """Refuse a balance a player or a stake may not have, or one out of range."""
+    if balance < 0 and guarded(account):
         raise Overdrawn(f"{account} would be overdrawn by {-balance}")
     if not MIN_BALANCE <= balance <= MAX_AMOUNT:
-        raise StoreError(f"{account}'s balance would leave the 64-bit range")
+        raise StoreError(f"{account}'s balance would leave the range of ±(2**53 - 1)")
 
 
 def welcome_entry(player_id: str, amount: int) -> Entry:
@@ -205,7 +325,7 @@ def check_entry(entry: Entry) -> None:
     if not isinstance(entry.key, str) or not entry.key:
         raise StoreError("a ledger entry has a key")
     amount = entry.amount
-    if not isinstance(amount, int) or isinstance(amount, bool) or not 0 < amount <= MAX_AMOUNT:
+    if not _is_int(amount) or not 0 < amount <= MAX_AMOUNT:
         raise StoreError(f"entry {entry.key!r}: the amount is a positive whole number")
     if not isinstance(entry.src, str) or not isinstance(entry.dst, str):
         raise StoreError(f"entry {entry.key!r}: accounts are strings")
@@ -215,6 +335,66 @@ def check_entry(entry: Entry) -> None:
         entry.round_id is None or isinstance(entry.round_id, str)
     ):
         raise StoreError(f"entry {entry.key!r}: kind and round_id are strings")
+
+
+def check_row(row: TableRow) -> tuple[str, str]:
+    """Check a table row; return its config and state as JSON text."""
+    if not isinstance(row, TableRow):
+        raise StoreError(f"not a table row: {type(row).__name__}")
+    if not isinstance(row.table_id, str) or not row.table_id:
+        raise StoreError("a table row has a table id")
+    for name in ("seq", "epoch"):
+        value = getattr(row, name)
+        if not _is_int(value) or not 0 <= value <= MAX_AMOUNT:
+            raise StoreError(f"table {row.table_id!r}: {name} is a whole number >= 0")
+    if not isinstance(row.closed, bool):
+        raise StoreError(f"table {row.table_id!r}: closed is true or false")
+    return dump_json(row.config), dump_json(row.state)
+
+
+def check_event(event: Mapping[str, Any]) -> tuple[int, str]:
+    """Check one stored event (``{"seq", "kind", "data", "private"}``); return its seq
+    and its JSON text."""
+    if not isinstance(event, Mapping):
+        raise StoreError(f"an event is a mapping, not {type(event).__name__}")
+    seq = event.get("seq")
+    if not _is_int(seq) or not 0 <= seq <= MAX_AMOUNT:
+        raise StoreError("an event has a whole-number seq >= 0")
+    if not isinstance(event.get("kind"), str):
+        raise StoreError(f"event {seq}: kind is a string")
+    return seq, dump_json(event)
+
+
+def check_events(
+    table: TableRow | None, events: Sequence[Mapping[str, Any]]
+) -> list[tuple[int, str]]:
+    """Check a commit's events: they need the table row and rise strictly by seq."""
+    if not events:
+        return []
+    if table is None:
+        raise StoreError("events are stored with their table's row")
+    prepared = [check_event(event) for event in events]
+    if any(b[0] <= a[0] for a, b in itertools.pairwise(prepared)):
+        raise StoreError(f"table {table.table_id!r}: a step's events rise by seq")
+    return prepared
+
+
+def follows(after: int, events: list[tuple[int, str]], top: int) -> list[dict[str, Any]] | None:
+    """The answer of :meth:`Store.events_after`: ``events`` (seq, JSON) are the kept
+    events with a seq above ``after``, ascending; ``top`` is the table's latest seq (its
+    row's or its last event's). They are served only if they run from ``after + 1`` to
+    ``top`` without a gap: otherwise some were pruned (or never stored)."""
+    if not _is_int(after) or after < 0:
+        raise StoreError("events are asked for after a whole-number seq >= 0")
+    top = max([top, *(seq for seq, _ in events[-1:])])
+    if after >= top:
+        return []
+    expected = range(after + 1, top + 1)
+    if len(events) != len(expected) or any(
+        seq != want for (seq, _), want in zip(events, expected, strict=False)
+    ):
+        return None
+    return [json.loads(body) for _, body in events]
 
 
 def dump_json(value: Any) -> str:
@@ -250,7 +430,92 @@ def index_record(record: Mapping[str, Any]) -> RoundIndex | ShoeIndex:
     if kind == "shoe":
         table = record.get("table")
         shoe_no = record.get("shoe_no")
-        if not isinstance(table, str) or not _is_int(shoe_no):
+        if not isinstance(table, str) or not table or not _is_int(shoe_no):
             raise StoreError("a shoe record has a table and an integer shoe_no")
+        if not -MAX_AMOUNT <= shoe_no <= MAX_AMOUNT:
+            raise StoreError(f"shoe {shoe_no}: out of range")
         return ShoeIndex(table, shoe_no, record.get("revealed", True) is not False)
     raise StoreError(f"a record's kind is 'round' or 'shoe', not {kind!r}")
+
+
+def hold_problems(
+    entries: Iterable[Entry], recorded: Iterable[str], balances: Mapping[str, int]
+) -> list[str]:
+    """What is wrong with the held wagers (issue 8, defect 0), one line each.
+
+    ``entries`` holds at least every ``hold`` and outcome (``lose``, ``return``,
+    ``refund``) entry; ``recorded`` the round ids among theirs that have a round record;
+    ``balances`` at least every ``held:<table>`` balance. The rules (GAME_RULES §7, §8):
+
+    - a hold (key ``<round_id>:<player>:<area>:hold``, into ``held:<table>``) has exactly
+      one outcome, keyed ``<round_id>:<player>:<area>:<kind>``, out of the same held
+      account and for the same amount;
+    - a hold may lack its outcome only while its round is open (no round record yet),
+      and a table has at most one open round;
+    - each ``held:<table>`` balance is the sum of that table's open holds (zero between
+      coups).
+    """
+    holds: dict[str, Entry] = {}
+    outcomes: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if entry.kind == "hold":
+            if entry.key.endswith(":hold"):
+                holds[entry.key.removesuffix(":hold")] = entry
+        elif entry.kind in OUTCOME_KINDS and entry.key.endswith(f":{entry.kind}"):
+            outcomes.setdefault(entry.key.removesuffix(f":{entry.kind}"), []).append(entry)
+    recorded = set(recorded)
+    problems: list[str] = []
+    open_rounds: dict[str, set[str]] = {}
+    open_sums: dict[str, int] = {}
+    for base, hold in holds.items():
+        if not hold.dst.startswith("held:"):
+            problems.append(f"hold {hold.key!r} is not into a held account")
+            continue
+        table = hold.dst.removeprefix("held:")
+        found = outcomes.pop(base, [])
+        if len(found) > 1:
+            kinds = ", ".join(sorted(e.kind for e in found))
+            problems.append(f"hold {hold.key!r} has {len(found)} outcomes ({kinds})")
+        elif found:
+            (outcome,) = found
+            if outcome.src != hold.dst or outcome.amount != hold.amount:
+                problems.append(
+                    f"outcome {outcome.key!r} does not give back hold {hold.key!r} "
+                    f"({outcome.amount} from {outcome.src}, held {hold.amount} in {hold.dst})"
+                )
+        elif hold.round_id is None:
+            problems.append(f"hold {hold.key!r} has no round and no outcome")
+        elif hold.round_id in recorded:
+            problems.append(f"hold {hold.key!r} has no outcome after its round was recorded")
+        else:
+            open_rounds.setdefault(table, set()).add(hold.round_id)
+            open_sums[table] = open_sums.get(table, 0) + hold.amount
+    for base, found in sorted(outcomes.items()):
+        for outcome in found:
+            problems.append(f"outcome {outcome.key!r} has no hold {base + ':hold'!r}")
+    for table, rounds in sorted(open_rounds.items()):
+        if len(rounds) > 1:
+            problems.append(f"table {table!r} has {len(rounds)} open rounds: {sorted(rounds)}")
+    held = {a.removeprefix("held:") for a, b in balances.items() if a.startswith("held:")}
+    for table in sorted(held | open_sums.keys()):
+        balance = balances.get(f"held:{table}", 0)
+        if balance != open_sums.get(table, 0):
+            problems.append(
+                f"held:{table} holds {balance}, its open holds {open_sums.get(table, 0)}"
+            )
+    return problems
+
+
+def audit_report(
+    balances: Mapping[str, int], flows: Mapping[str, int], count: int, problems: list[str]
+) -> dict[str, Any]:
+    """The dict :meth:`Store.audit` returns, from every balance and every account's
+    ledger sum."""
+    accounts = balances.keys() | flows.keys()
+    return {
+        "sum": sum(balances.values()),
+        "ledger_matches": all(balances.get(a, 0) == flows.get(a, 0) for a in accounts),
+        "entries": count,
+        "holds_ok": not problems,
+        "problems": problems,
+    }

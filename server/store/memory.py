@@ -1,55 +1,89 @@
 """An in-memory :class:`~server.store.base.Store`, for unit tests and throwaway servers.
 
-It keeps the same contract as the SQLite store (the one suite in
-``tests/server/test_store.py`` runs against both): records and table state are stored
-as JSON text, so what comes back is what SQLite would give back, and a commit is staged
-on copies and applied only when every check passed, so it is all or nothing.
+It keeps the same contract as the SQLite and Redis stores (the one suite in
+``tests/server/test_store.py`` runs against all three): records, events and table state
+are stored as JSON text, so what comes back is what SQLite would give back, and a commit
+is staged on copies and applied only when every check passed, so it is all or nothing.
 
-It must never be used where money must survive a restart: everything is lost with the
-process. It never does I/O.
+It must never be used where money must survive a restart or be shared: everything is
+lost with the process. It never does I/O.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import secrets
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from server.store.base import (
+    EVENT_RETENTION,
     HISTORY_LIMIT,
+    CommitResult,
     KeyConflict,
     RoundIndex,
+    StaleEpoch,
     StoreError,
     TableRow,
+    audit_report,
     check_balance,
     check_entry,
+    check_events,
+    check_row,
     dump_json,
+    follows,
+    hold_problems,
     index_record,
     welcome_entry,
 )
-from server.table.wallet import Entry, player_account
+from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = ["MemoryStore"]
 
 
 class MemoryStore:
-    """Balances, ledger, tables and records in dicts."""
+    """Balances, ledger, tables, events and records in dicts.
 
-    def __init__(self) -> None:
+    ``event_retention`` is how many events are kept per table; ``round_index`` how many
+    rounds a player's history index keeps (at least :data:`HISTORY_LIMIT`); ``clock``
+    says when a player was last seen (for :meth:`expire_guests`).
+    """
+
+    def __init__(
+        self,
+        *,
+        event_retention: int = EVENT_RETENTION,
+        round_index: int = HISTORY_LIMIT,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if event_retention < 1 or round_index < HISTORY_LIMIT:
+            raise StoreError("retention keeps at least 1 event and 100 rounds a player")
+        self.event_retention = event_retention
+        self.round_index = round_index
+        self.clock = clock
         self._open = False
         self._balances: dict[str, int] = {}
-        self._ledger: list[Entry] = []
-        self._by_key: dict[str, Entry] = {}
-        self._players: dict[str, str] = {}
+        self._ledger: dict[str, Entry] = {}  # by key, in insertion order
+        # player -> (name, guest, last seen)
+        self._players: dict[str, tuple[str, bool, float]] = {}
         # table_id -> (config JSON, state JSON, seq, closed); dict order = first save.
         self._tables: dict[str, tuple[str, str, int, bool]] = {}
-        # round_id -> (sequence number, JSON); player -> [sequence number], ascending.
+        self._epochs: dict[str, int] = {}
+        self._events: dict[str, deque[tuple[int, str]]] = {}
+        # round_id -> (sequence number, JSON); player -> {sequence number: None}.
         self._rounds: dict[str, tuple[int, str]] = {}
-        self._round_seqs: dict[int, str] = {}
+        self._round_ids: dict[int, str] = {}
+        self._round_players: dict[str, tuple[str, ...]] = {}
         self._played: dict[str, dict[int, None]] = {}
         self._round_seq = 0
         # (table, shoe_no) -> (revealed, JSON)
         self._shoes: dict[tuple[str, int], tuple[bool, str]] = {}
+        self._secrets: dict[str, bytes] = {}
+
+    def __repr__(self) -> str:
+        return "MemoryStore()"
 
     # -- lifecycle -------------------------------------------------------------------
     async def open(self) -> None:
@@ -63,20 +97,46 @@ class MemoryStore:
             raise StoreError("the store is not open")
 
     # -- players and balances --------------------------------------------------------
-    async def ensure_player(self, player_id: str, name: str, initial_balance: int) -> int:
+    async def ensure_player(
+        self, player_id: str, name: str, initial_balance: int, *, guest: bool = False
+    ) -> int:
         self._check_open()
-        if initial_balance < 0:
-            raise StoreError("an initial balance is not negative")
+        if not isinstance(initial_balance, int) or initial_balance < 0:
+            raise StoreError("an initial balance is a whole number, not negative")
+        account = player_account(player_id)
         if player_id not in self._players:
             entries = [welcome_entry(player_id, initial_balance)] if initial_balance > 0 else []
             await self.commit(entries=entries)
-            self._balances.setdefault(player_account(player_id), 0)
-        self._players[player_id] = name
-        return self._balances[player_account(player_id)]
+            self._balances.setdefault(account, 0)
+        self._players[player_id] = (name, guest, self.clock())
+        return self._balances[account]
 
     async def player_name(self, player_id: str) -> str | None:
         self._check_open()
-        return self._players.get(player_id)
+        found = self._players.get(player_id)
+        return None if found is None else found[0]
+
+    async def expire_guests(self, idle_seconds: float) -> int:
+        self._check_open()
+        cutoff = self.clock() - idle_seconds
+        gone = 0
+        for pid, (_, guest, seen) in list(self._players.items()):
+            if not guest or seen > cutoff:
+                continue
+            account = player_account(pid)
+            touching = [e for e in self._ledger.values() if account in (e.src, e.dst)]
+            welcome = welcome_entry(pid, touching[0].amount) if touching else None
+            if len(touching) > 1 or (touching and touching[0] != welcome):
+                continue
+            if self._balances.get(account, 0) != (welcome.amount if welcome else 0):
+                continue
+            if welcome is not None:
+                del self._ledger[welcome.key]
+                self._balances[CASHIER] += welcome.amount
+            self._balances.pop(account, None)
+            del self._players[pid]
+            gone += 1
+        return gone
 
     async def load_balances(self) -> dict[str, int]:
         self._check_open()
@@ -86,9 +146,15 @@ class MemoryStore:
         self._check_open()
         return {account: self._balances.get(account, 0) for account in accounts}
 
+    async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
+        self._check_open()
+        available = self._balances.get(player_account(player_id), 0)
+        stakes = sum(self._balances.get(f"stake:{t}:{player_id}", 0) for t in set(tables))
+        return available + stakes, available
+
     async def has_entry(self, key: str) -> bool:
         self._check_open()
-        return key in self._by_key
+        return key in self._ledger
 
     # -- the one write ---------------------------------------------------------------
     async def commit(
@@ -97,14 +163,19 @@ class MemoryStore:
         entries: Sequence[Entry] = (),
         table: TableRow | None = None,
         records: Sequence[Mapping[str, Any]] = (),
-    ) -> int:
+        events: Sequence[Mapping[str, Any]] = (),
+    ) -> CommitResult:
         self._check_open()
         # Stage everything; touch nothing until every check has passed.
+        table_json = None if table is None else check_row(table)
+        prepared_events = check_events(table, events)
+        if table is not None and table.epoch < self._epochs.get(table.table_id, 0):
+            raise StaleEpoch(f"table {table.table_id!r}: epoch {table.epoch} is stale")
         staged: dict[str, int] = {}
         new: dict[str, Entry] = {}
         for entry in entries:
             check_entry(entry)
-            old = self._by_key.get(entry.key) or new.get(entry.key)
+            old = self._ledger.get(entry.key) or new.get(entry.key)
             if old is not None:
                 if old != entry:
                     raise KeyConflict(f"ledger key {entry.key!r} holds a different entry")
@@ -114,24 +185,27 @@ class MemoryStore:
                 check_balance(account, balance)
                 staged[account] = balance
             new[entry.key] = entry
-        table_json = None
-        if table is not None:
-            table_json = (dump_json(table.config), dump_json(table.state))
         prepared = [(index_record(record), dump_json(record)) for record in records]
 
         # Apply.
         self._balances.update(staged)
-        for entry in new.values():
-            self._ledger.append(entry)
-            self._by_key[entry.key] = entry
+        self._ledger.update(new)
         if table is not None and table_json is not None:
-            self._tables[table.table_id] = (*table_json, table.seq, table.closed)
+            tid = table.table_id
+            self._tables[tid] = (*table_json, table.seq, table.closed)
+            self._epochs[tid] = max(table.epoch, self._epochs.get(tid, 0))
+            log = self._events.setdefault(tid, deque(maxlen=self.event_retention))
+            if table.state is None:
+                log.clear()
+            last = log[-1][0] if log else -1
+            log.extend(event for event in prepared_events if event[0] > last)
         for index, text in prepared:
             if isinstance(index, RoundIndex):
                 self._put_round(index, text)
             else:
                 self._shoes[(index.table, index.shoe_no)] = (index.revealed, text)
-        return len(new)
+        players = {a for e in entries for a in (e.src, e.dst) if a.startswith("player:")}
+        return CommitResult(len(new), {a: self._balances.get(a, 0) for a in sorted(players)})
 
     def _put_round(self, index: RoundIndex, text: str) -> None:
         old = self._rounds.get(index.round_id)
@@ -140,18 +214,37 @@ class MemoryStore:
             seq = self._round_seq
         else:
             seq = old[0]
-            for played in self._played.values():
-                played.pop(seq, None)
+            for player in self._round_players.get(index.round_id, ()):
+                self._played.get(player, {}).pop(seq, None)
         self._rounds[index.round_id] = (seq, text)
-        self._round_seqs[seq] = index.round_id
+        self._round_ids[seq] = index.round_id
+        self._round_players[index.round_id] = index.players
         for player in index.players:
-            self._played.setdefault(player, {})[seq] = None
+            played = self._played.setdefault(player, {})
+            played[seq] = None
+            if len(played) > self.round_index:  # keep the newest (GAME_RULES §8)
+                for old_seq in sorted(played)[: len(played) - self.round_index]:
+                    del played[old_seq]
 
     # -- tables ----------------------------------------------------------------------
+    async def claim_table(self, table_id: str) -> int:
+        self._check_open()
+        if not isinstance(table_id, str) or not table_id:
+            raise StoreError("a table has an id")
+        self._epochs[table_id] = self._epochs.get(table_id, 0) + 1
+        return self._epochs[table_id]
+
     async def load_tables(self) -> list[TableRow]:
         self._check_open()
         return [
-            TableRow(table_id, json.loads(config), json.loads(state), seq, closed)
+            TableRow(
+                table_id,
+                json.loads(config),
+                json.loads(state),
+                seq,
+                closed,
+                self._epochs.get(table_id, 0),
+            )
             for table_id, (config, state, seq, closed) in self._tables.items()
             if not closed
         ]
@@ -159,12 +252,18 @@ class MemoryStore:
     async def save_table(self, row: TableRow) -> None:
         await self.commit(table=row)
 
+    async def events_after(self, table_id: str, seq: int) -> list[dict[str, Any]] | None:
+        self._check_open()
+        row = self._tables.get(table_id)
+        kept = [event for event in self._events.get(table_id, ()) if event[0] > seq]
+        return follows(seq, kept, 0 if row is None else row[2])
+
     # -- records ---------------------------------------------------------------------
     async def history(self, player_id: str, limit: int = HISTORY_LIMIT) -> list[dict[str, Any]]:
         self._check_open()
         limit = max(0, min(limit, HISTORY_LIMIT))
         seqs = sorted(self._played.get(player_id, {}), reverse=True)[:limit]
-        return [json.loads(self._rounds[self._round_seqs[seq]][1]) for seq in seqs]
+        return [json.loads(self._rounds[self._round_ids[seq]][1]) for seq in seqs]
 
     async def round_record(self, round_id: str) -> dict[str, Any] | None:
         self._check_open()
@@ -190,11 +289,17 @@ class MemoryStore:
         numbers = sorted((n for (t, n) in self._shoes if t == table_id), reverse=True)
         return [json.loads(self._shoes[(table_id, n)][1]) for n in numbers[: max(0, limit)]]
 
+    async def secret(self, name: str, nbytes: int = 32) -> bytes:
+        self._check_open()
+        if not isinstance(name, str) or not name or not 16 <= nbytes <= 1024:
+            raise StoreError("a secret has a name and 16 to 1024 bytes")
+        return self._secrets.setdefault(name, secrets.token_bytes(nbytes))
+
     # -- checking --------------------------------------------------------------------
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:
         self._check_open()
         found: list[Entry] = []
-        for entry in reversed(self._ledger):
+        for entry in reversed(self._ledger.values()):
             if len(found) >= limit:
                 break
             if account is None or account in (entry.src, entry.dst):
@@ -204,13 +309,9 @@ class MemoryStore:
     async def audit(self) -> dict[str, Any]:
         self._check_open()
         sums: dict[str, int] = {}
-        for entry in self._ledger:
+        for entry in self._ledger.values():
             sums[entry.src] = sums.get(entry.src, 0) - entry.amount
             sums[entry.dst] = sums.get(entry.dst, 0) + entry.amount
-        accounts = set(sums) | set(self._balances)
-        matches = all(sums.get(a, 0) == self._balances.get(a, 0) for a in accounts)
-        return {
-            "sum": sum(self._balances.values()),
-            "ledger_matches": matches,
-            "entries": len(self._ledger),
-        }
+        recorded = {e.round_id for e in self._ledger.values() if e.round_id in self._rounds}
+        problems = hold_problems(self._ledger.values(), recorded, self._balances)
+        return audit_report(self._balances, sums, len(self._ledger), problems)

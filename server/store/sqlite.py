@@ -3,52 +3,75 @@
 Standard library ``sqlite3``, one connection, WAL journal (readers never block the
 writer), ``synchronous=NORMAL`` (a commit is durable against a process crash; a power
 cut may lose the last few commits but never corrupts the file) and foreign keys on.
-The schema is created when the store is opened (``PRAGMA user_version`` names its
-version).
+The schema is created, or migrated from an older version, when the store is opened
+(``PRAGMA user_version`` names its version; version 1 files are migrated in place).
 
-The methods are coroutines but do their work synchronously inside the ``async def``:
-the file is local, each call is short (a handful of indexed statements), and running
-them on the event loop's thread keeps writes in exactly the order they were asked for,
-with no thread pool and no interleaving between a check and its write. Every call that
-writes runs in one ``BEGIN IMMEDIATE`` transaction, rolled back on any error.
+**No call blocks the event loop** (issue 9): the connection lives in one dedicated
+worker thread and every call runs there, in the order the calls were made (one
+thread, one FIFO queue). A check and its write are one job, so nothing
+interleaves between them, and every call that writes is one ``BEGIN IMMEDIATE``
+transaction, rolled back on any error. While another process holds the write lock the
+worker waits up to ``busy_timeout_ms`` (then :class:`StoreUnavailable`); the loop goes on
+serving everyone meanwhile. A caller cancelled while its job runs does not stop the
+job: cancellation never leaves half a transaction.
 
-The database keeps the rules too, as a second line of defence: a ``CHECK`` keeps player
-balances non-negative and ledger amounts positive, foreign keys tie ledger entries to
-accounts and round index rows to rounds, and triggers make the ledger append-only.
+The database keeps the rules too, as a second line of defence: a ``CHECK`` and a
+trigger keep player and stake balances non-negative, a ``CHECK`` keeps ledger amounts
+positive, foreign keys tie ledger entries to accounts and round index rows to rounds,
+and triggers make the ledger append-only (an expired guest's welcome is the one entry
+that may go).
 
-It must never be shared by two processes writing (a cluster uses the Redis store),
-never let a ``sqlite3`` exception escape (they become :class:`StoreError`), and never
-hold a transaction open across an ``await``.
+It must never be shared by two processes writing (many processes use the Redis store),
+never let a ``sqlite3`` exception escape (they become :class:`StoreError`, or
+:class:`StoreUnavailable` for a busy or failing disk), and never touch its connection
+outside the worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import os
+import queue
+import secrets
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any, Final
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any, Final, TypeVar
 
 from server.store.base import (
+    EVENT_RETENTION,
     HISTORY_LIMIT,
+    OUTCOME_KINDS,
+    CommitResult,
     KeyConflict,
     Overdrawn,
     RoundIndex,
+    StaleEpoch,
     StoreError,
+    StoreUnavailable,
     TableRow,
+    audit_report,
     check_balance,
     check_entry,
+    check_events,
+    check_row,
     dump_json,
+    follows,
+    hold_problems,
     index_record,
     welcome_entry,
 )
-from server.table.wallet import Entry, player_account
+from server.table.wallet import CASHIER, Entry, player_account
 
-__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+__all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SQLiteStore"]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 
+#: The whole schema at :data:`SCHEMA_VERSION` (a new file).
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS accounts (
     account TEXT PRIMARY KEY,
@@ -69,11 +92,11 @@ CREATE INDEX IF NOT EXISTS ledger_src ON ledger (src, seq);
 CREATE INDEX IF NOT EXISTS ledger_dst ON ledger (dst, seq);
 CREATE TRIGGER IF NOT EXISTS ledger_no_update BEFORE UPDATE ON ledger
 BEGIN SELECT RAISE (ABORT, 'the ledger is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS ledger_no_delete BEFORE DELETE ON ledger
-BEGIN SELECT RAISE (ABORT, 'the ledger is append-only'); END;
 CREATE TABLE IF NOT EXISTS players (
     player_id TEXT PRIMARY KEY,
-    name TEXT NOT NULL
+    name TEXT NOT NULL,
+    guest INTEGER NOT NULL DEFAULT 0,
+    seen REAL NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS tables (
     table_id TEXT PRIMARY KEY,
@@ -106,61 +129,131 @@ CREATE TABLE IF NOT EXISTS shoes (
 ) WITHOUT ROWID;
 """
 
-#: How long a statement waits for another connection's lock (a reader such as a
-#: backup) before failing, in milliseconds. Short: the wait blocks the event loop.
-BUSY_TIMEOUT_MS: Final = 1000
+#: What version 2 adds to a version 1 file (and to a new one, after ``_SCHEMA``).
+_VERSION_2: Final = (
+    # The epoch of each table's owner (fencing); a table may be claimed before its row.
+    "CREATE TABLE IF NOT EXISTS epochs (table_id TEXT PRIMARY KEY, epoch INTEGER NOT NULL)",
+    # The retained events of each table, for a client resuming across a restart.
+    "CREATE TABLE IF NOT EXISTS events (table_id TEXT NOT NULL, seq INTEGER NOT NULL,"
+    " body TEXT NOT NULL, PRIMARY KEY (table_id, seq)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL)",
+    # Stakes never go negative either (a CHECK cannot be changed in place: a trigger).
+    "CREATE TRIGGER IF NOT EXISTS stake_no_overdraft BEFORE UPDATE OF balance ON accounts"
+    " WHEN NEW.balance < 0 AND substr(NEW.account, 1, 6) = 'stake:'"
+    " BEGIN SELECT RAISE (ABORT, 'no_overdraft: a stake would go negative'); END",
+    # Append-only, but for the welcome of a guest expired (whose row is gone first).
+    "DROP TRIGGER IF EXISTS ledger_no_delete",
+    "CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger WHEN OLD.kind <> 'welcome'"
+    " OR EXISTS (SELECT 1 FROM players WHERE player_id = substr(OLD.dst, 8))"
+    " BEGIN SELECT RAISE (ABORT, 'the ledger is append-only'); END",
+    "CREATE INDEX IF NOT EXISTS players_idle_guests ON players (seen) WHERE guest = 1",
+)
+
+#: Columns version 2 adds to version 1 tables.
+_VERSION_2_COLUMNS: Final = (
+    "ALTER TABLE players ADD COLUMN guest INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE players ADD COLUMN seen REAL NOT NULL DEFAULT 0",
+)
+
+#: How long a write waits for another connection's lock (a backup, a second process by
+#: mistake) before it fails with :class:`StoreUnavailable`, in milliseconds. The wait
+#: happens in the store's thread, so the loop serves everyone meanwhile; the calls
+#: queued behind it wait too, so it is kept to a few seconds.
+BUSY_TIMEOUT_MS: Final = 3000
+
+#: SQLite's primary result codes that mean "cannot write now" rather than "refused":
+#: BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL.
+_UNAVAILABLE: Final = frozenset({5, 6, 7, 8, 10, 13, 14, 15})
+
+T = TypeVar("T")
+
+
+class _Worker:
+    """One thread that runs jobs one at a time, in the order they were submitted, and
+    hands each result back to the submitting loop (a queue and ``call_soon_threadsafe``:
+    half the hop of a thread pool executor)."""
+
+    def __init__(self, name: str) -> None:
+        self._jobs: queue.SimpleQueue[
+            tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]] | None
+        ] = queue.SimpleQueue()
+        # A daemon: a store never closed does not keep the process alive (SQLite rolls
+        # back a transaction cut short, at the next open).
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Callable[[], T]) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put((loop, future, job))
+        return future
+
+    def stop(self) -> None:
+        """No more jobs: the thread ends after those queued."""
+        self._jobs.put(None)
+
+    def _serve(self) -> None:
+        while (item := self._jobs.get()) is not None:
+            loop, future, job = item
+            try:
+                outcome: tuple[Any, BaseException | None] = (job(), None)
+            except BaseException as exc:
+                outcome = (None, exc)
+            with suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+                loop.call_soon_threadsafe(_settle, future, *outcome)
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():  # the caller gave up; the job ran all the same
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
 
 
 class SQLiteStore:
-    """A :class:`~server.store.base.Store` in one SQLite file at ``path``."""
+    """A :class:`~server.store.base.Store` in one SQLite file at ``path``.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    ``event_retention``: events kept per table; ``round_index``: rounds a player's
+    history index keeps; ``busy_timeout_ms``: how long a write waits for a lock;
+    ``clock``: when a player was seen.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        event_retention: int = EVENT_RETENTION,
+        round_index: int = HISTORY_LIMIT,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if event_retention < 1 or round_index < HISTORY_LIMIT:
+            raise StoreError("retention keeps at least 1 event and 100 rounds a player")
         self.path = os.fspath(path)
-        self._db: sqlite3.Connection | None = None
+        self.event_retention = event_retention
+        self.round_index = round_index
+        self.busy_timeout_ms = busy_timeout_ms
+        self.clock = clock
+        self._worker: _Worker | None = None
+        self._db: sqlite3.Connection | None = None  # touched only in the worker thread
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
 
-    # -- lifecycle -------------------------------------------------------------------
-    async def open(self) -> None:
-        if self._db is not None:
-            return
-        try:
-            db = sqlite3.connect(self.path, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open {self.path}: {exc}") from exc
-        try:
-            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
-            db.execute("PRAGMA foreign_keys = ON")
-            (version,) = db.execute("PRAGMA user_version").fetchone()
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path} has schema version {version}, newer than {SCHEMA_VERSION}"
-                )
-            db.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA.split(";\n"):
-                if statement.strip():
-                    db.execute(statement)
-            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            db.execute("COMMIT")
-        except (sqlite3.Error, StoreError) as exc:
-            db.close()
-            if isinstance(exc, StoreError):
-                raise
-            raise StoreError(f"cannot open {self.path}: {exc}") from exc
-        self._db = db
+    # -- the worker thread -----------------------------------------------------------
+    async def _run(self, job: Callable[..., T], *args: Any) -> T:
+        """Run ``job(db, *args)`` in the store's thread, after every call made before."""
+        worker = self._worker
+        if worker is None:
+            raise StoreError("the store is not open")
+        result: T = await worker.submit(functools.partial(self._call, job, *args))
+        return result
 
-    async def close(self) -> None:
-        db, self._db = self._db, None
-        if db is not None:
-            try:
-                db.execute("PRAGMA optimize")
-            except sqlite3.Error:
-                pass
-            finally:
-                db.close()
+    def _call(self, job: Callable[..., T], *args: Any) -> T:
+        with self._connection() as db:
+            return job(db, *args)
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -171,60 +264,187 @@ class SQLiteStore:
             yield self._db
         except sqlite3.IntegrityError as exc:
             if "no_overdraft" in str(exc):
-                raise Overdrawn("a player's balance would go negative") from exc
+                raise Overdrawn("a player's or a stake's balance would go negative") from exc
             raise StoreError(f"integrity: {exc}") from exc
         except sqlite3.Error as exc:
-            raise StoreError(f"sqlite: {exc}") from exc
+            raise _translate(exc) from exc
         except OverflowError as exc:  # an integer wider than SQLite's 64 bits
             raise StoreError(f"out of range: {exc}") from exc
 
+    @staticmethod
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._connection() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
+    def _transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+    # -- lifecycle -------------------------------------------------------------------
+    async def open(self) -> None:
+        if self._worker is not None:
+            return
+        worker = _Worker(f"chemmy-sqlite:{os.path.basename(self.path)}")
+        try:
+            await worker.submit(self._open_db)
+        except BaseException:
+            worker.stop()
+            raise
+        self._worker = worker
+
+    def _open_db(self) -> None:
+        if sqlite3.sqlite_version_info < (3, 35, 0):  # UPSERT ... RETURNING
+            raise StoreError(f"SQLite {sqlite3.sqlite_version} is too old (3.35 or later)")
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise _translate(exc, f"cannot open {self.path}") from exc
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            with self._transaction(db):
+                (version,) = db.execute("PRAGMA user_version").fetchone()
+                if version > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"{self.path} has schema version {version}, newer than {SCHEMA_VERSION}"
+                    )
+                if version == 1:  # migrate: the tables of version 1 gain columns
+                    for statement in _VERSION_2_COLUMNS:
+                        db.execute(statement)
+                for statement in _SCHEMA.split(";\n"):
+                    if statement.strip():
+                        db.execute(statement)
+                for statement in _VERSION_2:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except (sqlite3.Error, StoreError) as exc:
+            db.close()
+            if isinstance(exc, StoreError):
                 raise
+            raise _translate(exc, f"cannot open {self.path}") from exc
+        self._db = db
+
+    async def close(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        try:
+            await worker.submit(self._close_db)  # after every call queued before
+        finally:
+            worker.stop()
+
+    def _close_db(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            try:
+                db.execute("PRAGMA optimize")
+            except sqlite3.Error:
+                pass
+            finally:
+                db.close()
 
     # -- players and balances --------------------------------------------------------
-    async def ensure_player(self, player_id: str, name: str, initial_balance: int) -> int:
-        if initial_balance < 0:
-            raise StoreError("an initial balance is not negative")
+    async def ensure_player(
+        self, player_id: str, name: str, initial_balance: int, *, guest: bool = False
+    ) -> int:
+        if not isinstance(initial_balance, int) or initial_balance < 0:
+            raise StoreError("an initial balance is a whole number, not negative")
+        welcome = welcome_entry(player_id, initial_balance) if initial_balance > 0 else None
+        if welcome is not None:
+            check_entry(welcome)
+        return await self._run(self._ensure_player, player_id, name, welcome, guest, self.clock())
+
+    def _ensure_player(
+        self,
+        db: sqlite3.Connection,
+        player_id: str,
+        name: str,
+        welcome: Entry | None,
+        guest: bool,
+        now: float,
+    ) -> int:
         account = player_account(player_id)
-        with self._transaction() as db:
+        with self._transaction(db):
             known = db.execute("SELECT 1 FROM players WHERE player_id = ?", (player_id,))
             if known.fetchone() is None:
                 db.execute("INSERT OR IGNORE INTO accounts (account) VALUES (?)", (account,))
-                if initial_balance > 0:
-                    _post(db, [welcome_entry(player_id, initial_balance)])
+                if welcome is not None:
+                    _post(db, [welcome])
             db.execute(
-                "INSERT INTO players (player_id, name) VALUES (?, ?)"
-                " ON CONFLICT (player_id) DO UPDATE SET name = excluded.name",
-                (player_id, name),
+                "INSERT INTO players (player_id, name, guest, seen) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (player_id) DO UPDATE SET name = excluded.name,"
+                " guest = excluded.guest, seen = excluded.seen",
+                (player_id, name, int(guest), now),
             )
             return _balance(db, account)
 
     async def player_name(self, player_id: str) -> str | None:
-        with self._connection() as db:
+        def job(db: sqlite3.Connection) -> str | None:
             row = db.execute("SELECT name FROM players WHERE player_id = ?", (player_id,))
             found = row.fetchone()
             return None if found is None else str(found[0])
 
+        return await self._run(job)
+
+    async def expire_guests(self, idle_seconds: float) -> int:
+        return await self._run(self._expire_guests, self.clock() - idle_seconds)
+
+    def _expire_guests(self, db: sqlite3.Connection, cutoff: float) -> int:
+        gone = 0
+        with self._transaction(db):
+            idle = db.execute(
+                "SELECT player_id FROM players WHERE guest = 1 AND seen <= ?", (cutoff,)
+            ).fetchall()
+            for (pid,) in idle:
+                account = player_account(pid)
+                touching = db.execute(
+                    "SELECT key, src, dst, amount, kind, round_id FROM ledger"
+                    " WHERE src = ? OR dst = ? LIMIT 2",
+                    (account, account),
+                ).fetchall()
+                welcome = welcome_entry(pid, touching[0][3]) if touching else None
+                if len(touching) > 1 or (touching and Entry(*touching[0]) != welcome):
+                    continue
+                if _balance(db, account) != (welcome.amount if welcome else 0):
+                    continue
+                db.execute("DELETE FROM players WHERE player_id = ?", (pid,))
+                if welcome is not None:  # (the trigger lets it go once the row is gone)
+                    db.execute("DELETE FROM ledger WHERE key = ?", (welcome.key,))
+                    db.execute(
+                        "UPDATE accounts SET balance = balance + ? WHERE account = ?",
+                        (welcome.amount, CASHIER),
+                    )
+                db.execute("DELETE FROM accounts WHERE account = ?", (account,))
+                gone += 1
+        return gone
+
     async def load_balances(self) -> dict[str, int]:
-        with self._connection() as db:
-            return dict(db.execute("SELECT account, balance FROM accounts"))
+        return await self._run(lambda db: dict(db.execute("SELECT account, balance FROM accounts")))
 
     async def balances(self, accounts: Iterable[str]) -> dict[str, int]:
-        with self._connection() as db:
-            return {account: _balance(db, account) for account in accounts}
+        wanted = list(accounts)
+        return await self._run(lambda db: {account: _balance(db, account) for account in wanted})
+
+    async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
+        stakes = [f"stake:{t}:{player_id}" for t in dict.fromkeys(tables)]
+
+        def job(db: sqlite3.Connection) -> tuple[int, int]:
+            available = _balance(db, player_account(player_id))
+            return available + sum(_balance(db, a) for a in stakes), available
+
+        return await self._run(job)
 
     async def has_entry(self, key: str) -> bool:
-        with self._connection() as db:
-            return db.execute("SELECT 1 FROM ledger WHERE key = ?", (key,)).fetchone() is not None
+        return await self._run(
+            lambda db: (
+                db.execute("SELECT 1 FROM ledger WHERE key = ?", (key,)).fetchone() is not None
+            )
+        )
 
     # -- the one write ---------------------------------------------------------------
     async def commit(
@@ -233,27 +453,34 @@ class SQLiteStore:
         entries: Sequence[Entry] = (),
         table: TableRow | None = None,
         records: Sequence[Mapping[str, Any]] = (),
-    ) -> int:
-        # Check and serialize everything before the transaction begins.
+        events: Sequence[Mapping[str, Any]] = (),
+    ) -> CommitResult:
+        # Check and serialize everything before the job is queued.
+        entries = list(entries)
         for entry in entries:
             check_entry(entry)
-        table_json = None
-        if table is not None:
-            table_json = (dump_json(table.config), dump_json(table.state))
+        table_json = None if table is None else check_row(table)
+        prepared_events = check_events(table, events)
         prepared = [(index_record(record), dump_json(record)) for record in records]
-        with self._transaction() as db:
-            inserted = _post(db, entries)
+        return await self._run(self._commit, entries, table, table_json, prepared_events, prepared)
+
+    def _commit(
+        self,
+        db: sqlite3.Connection,
+        entries: list[Entry],
+        table: TableRow | None,
+        table_json: tuple[str, str] | None,
+        events: list[tuple[int, str]],
+        prepared: list[tuple[Any, str]],
+    ) -> CommitResult:
+        with self._transaction(db):
             if table is not None and table_json is not None:
-                db.execute(
-                    "INSERT INTO tables (table_id, config, state, seq, closed)"
-                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET"
-                    " config = excluded.config, state = excluded.state,"
-                    " seq = excluded.seq, closed = excluded.closed",
-                    (table.table_id, *table_json, table.seq, int(table.closed)),
-                )
+                _put_table(db, table, table_json)
+                _put_events(db, table, events, self.event_retention)
+            inserted, left = _post(db, entries)
             for index, body in prepared:
                 if isinstance(index, RoundIndex):
-                    _put_round(db, index, body)
+                    _put_round(db, index, body, self.round_index)
                 else:
                     db.execute(
                         "INSERT INTO shoes (table_id, shoe_no, revealed, body) VALUES"
@@ -261,70 +488,128 @@ class SQLiteStore:
                         " revealed = excluded.revealed, body = excluded.body",
                         (index.table, index.shoe_no, int(index.revealed), body),
                     )
-            return inserted
+            players = sorted(
+                {a for e in entries for a in (e.src, e.dst) if a.startswith("player:")}
+            )
+            return CommitResult(
+                inserted, {a: left[a] if a in left else _balance(db, a) for a in players}
+            )
 
     # -- tables ----------------------------------------------------------------------
+    async def claim_table(self, table_id: str) -> int:
+        if not isinstance(table_id, str) or not table_id:
+            raise StoreError("a table has an id")
+
+        def job(db: sqlite3.Connection) -> int:
+            with self._transaction(db):
+                db.execute(
+                    "INSERT INTO epochs (table_id, epoch) VALUES (?, 1)"
+                    " ON CONFLICT (table_id) DO UPDATE SET epoch = epoch + 1",
+                    (table_id,),
+                )
+                return _epoch(db, table_id)
+
+        return await self._run(job)
+
     async def load_tables(self) -> list[TableRow]:
-        with self._connection() as db:
-            rows = db.execute(
-                "SELECT table_id, config, state, seq, closed FROM tables"
-                " WHERE closed = 0 ORDER BY rowid"
+        rows = await self._run(
+            lambda db: db.execute(
+                "SELECT tables.table_id, config, state, seq, closed, coalesce(epoch, 0)"
+                " FROM tables LEFT JOIN epochs ON epochs.table_id = tables.table_id"
+                " WHERE closed = 0 ORDER BY tables.rowid"
             ).fetchall()
+        )
         return [
-            TableRow(table_id, json.loads(config), json.loads(state), seq, bool(closed))
-            for table_id, config, state, seq, closed in rows
+            TableRow(table_id, json.loads(config), json.loads(state), seq, bool(closed), epoch)
+            for table_id, config, state, seq, closed, epoch in rows
         ]
 
     async def save_table(self, row: TableRow) -> None:
         await self.commit(table=row)
 
+    async def events_after(self, table_id: str, seq: int) -> list[dict[str, Any]] | None:
+        def job(db: sqlite3.Connection) -> tuple[list[tuple[int, str]], int]:
+            kept = db.execute(
+                "SELECT seq, body FROM events WHERE table_id = ? AND seq > ? ORDER BY seq",
+                (table_id, seq),
+            ).fetchall()
+            top = db.execute("SELECT seq FROM tables WHERE table_id = ?", (table_id,)).fetchone()
+            return kept, 0 if top is None else int(top[0])
+
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+            return follows(seq, [], 0)  # raises the one error for a bad seq
+        kept, top = await self._run(job)
+        return follows(seq, kept, top)
+
     # -- records ---------------------------------------------------------------------
     async def history(self, player_id: str, limit: int = HISTORY_LIMIT) -> list[dict[str, Any]]:
         limit = max(0, min(limit, HISTORY_LIMIT))
-        with self._connection() as db:
-            rows = db.execute(
+        rows = await self._run(
+            lambda db: db.execute(
                 "SELECT rounds.body FROM round_players"
                 " JOIN rounds ON rounds.seq = round_players.round_seq"
                 " WHERE round_players.player_id = ?"
                 " ORDER BY round_players.round_seq DESC LIMIT ?",
                 (player_id, limit),
             ).fetchall()
+        )
         return [json.loads(body) for (body,) in rows]
 
     async def round_record(self, round_id: str) -> dict[str, Any] | None:
-        with self._connection() as db:
-            row = db.execute("SELECT body FROM rounds WHERE round_id = ?", (round_id,))
-            found = row.fetchone()
+        found = await self._run(
+            lambda db: db.execute(
+                "SELECT body FROM rounds WHERE round_id = ?", (round_id,)
+            ).fetchone()
+        )
         return None if found is None else dict(json.loads(found[0]))
 
     async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:
-        with self._connection() as db:
+        def job(db: sqlite3.Connection) -> Any:
             if shoe_no is None:
-                cursor = db.execute(
+                return db.execute(
                     "SELECT body FROM shoes WHERE table_id = ? AND revealed = 1"
                     " ORDER BY shoe_no DESC LIMIT 1",
                     (table_id,),
-                )
-            else:
-                cursor = db.execute(
-                    "SELECT body FROM shoes WHERE table_id = ? AND shoe_no = ?",
-                    (table_id, shoe_no),
-                )
-            found = cursor.fetchone()
+                ).fetchone()
+            return db.execute(
+                "SELECT body FROM shoes WHERE table_id = ? AND shoe_no = ?",
+                (table_id, shoe_no),
+            ).fetchone()
+
+        found = await self._run(job)
         return None if found is None else dict(json.loads(found[0]))
 
     async def shoe_records(self, table_id: str, limit: int = 20) -> list[dict[str, Any]]:
-        with self._connection() as db:
-            rows = db.execute(
+        rows = await self._run(
+            lambda db: db.execute(
                 "SELECT body FROM shoes WHERE table_id = ? ORDER BY shoe_no DESC LIMIT ?",
                 (table_id, max(0, limit)),
             ).fetchall()
+        )
         return [json.loads(body) for (body,) in rows]
+
+    async def secret(self, name: str, nbytes: int = 32) -> bytes:
+        if not isinstance(name, str) or not name or not 16 <= nbytes <= 1024:
+            raise StoreError("a secret has a name and 16 to 1024 bytes")
+        fresh = secrets.token_bytes(nbytes)
+
+        def job(db: sqlite3.Connection) -> bytes:
+            with self._transaction(db):
+                db.execute(
+                    "INSERT OR IGNORE INTO secrets (name, value) VALUES (?, ?)", (name, fresh)
+                )
+                (value,) = db.execute(
+                    "SELECT value FROM secrets WHERE name = ?", (name,)
+                ).fetchone()
+                return bytes(value)
+
+        return await self._run(job)
 
     # -- checking --------------------------------------------------------------------
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:
         columns = "key, src, dst, amount, kind, round_id"
-        with self._connection() as db:
+
+        def job(db: sqlite3.Connection) -> list[Entry]:
             if account is None:
                 cursor = db.execute(
                     f"SELECT {columns} FROM ledger ORDER BY seq DESC LIMIT ?", (max(0, limit),)
@@ -337,27 +622,24 @@ class SQLiteStore:
                 )
             return [Entry(*row) for row in cursor]
 
+        return await self._run(job)
+
     async def audit(self) -> dict[str, Any]:
-        with self._connection() as db:
-            balances: dict[str, int] = dict(db.execute("SELECT account, balance FROM accounts"))
-            flows: dict[str, int] = dict(
-                db.execute(
-                    "SELECT account, SUM(amount) FROM ("
-                    " SELECT dst AS account, amount FROM ledger"
-                    " UNION ALL SELECT src AS account, -amount FROM ledger"
-                    ") GROUP BY account"
-                )
-            )
-            (count,) = db.execute("SELECT COUNT(*) FROM ledger").fetchone()
-        accounts = balances.keys() | flows.keys()
-        return {
-            "sum": sum(balances.values()),
-            "ledger_matches": all(balances.get(a, 0) == flows.get(a, 0) for a in accounts),
-            "entries": count,
-        }
+        return await self._run(_audit)
 
 
-# -- statements run inside a transaction ------------------------------------------------
+# -- statements run in the worker thread ------------------------------------------------
+
+
+def _translate(exc: sqlite3.Error, doing: str = "sqlite") -> StoreError:
+    """A ``sqlite3`` error as a :class:`StoreError`: :class:`StoreUnavailable` when the
+    file is busy, locked or failing (retry later), a plain one when a write is wrong."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in _UNAVAILABLE:
+        return StoreUnavailable(f"{doing}: {exc}")
+    if isinstance(exc, sqlite3.OperationalError) and code is None:
+        return StoreUnavailable(f"{doing}: {exc}")
+    return StoreError(f"{doing}: {exc}")
 
 
 def _balance(db: sqlite3.Connection, account: str) -> int:
@@ -365,9 +647,57 @@ def _balance(db: sqlite3.Connection, account: str) -> int:
     return 0 if row is None else int(row[0])
 
 
-def _post(db: sqlite3.Connection, entries: Iterable[Entry]) -> int:
-    """Insert the entries not yet in the ledger and move their balances, in order."""
+def _epoch(db: sqlite3.Connection, table_id: str) -> int:
+    row = db.execute("SELECT epoch FROM epochs WHERE table_id = ?", (table_id,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _put_table(db: sqlite3.Connection, table: TableRow, table_json: tuple[str, str]) -> None:
+    """Upsert the row, after the fencing check (a stale owner writes nothing)."""
+    stored = _epoch(db, table.table_id)
+    if table.epoch < stored:
+        raise StaleEpoch(f"table {table.table_id!r}: epoch {table.epoch} < {stored}")
+    if table.epoch > stored:
+        db.execute(
+            "INSERT INTO epochs (table_id, epoch) VALUES (?, ?) ON CONFLICT (table_id)"
+            " DO UPDATE SET epoch = excluded.epoch",
+            (table.table_id, table.epoch),
+        )
+    db.execute(
+        "INSERT INTO tables (table_id, config, state, seq, closed)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET"
+        " config = excluded.config, state = excluded.state,"
+        " seq = excluded.seq, closed = excluded.closed",
+        (table.table_id, *table_json, table.seq, int(table.closed)),
+    )
+
+
+def _put_events(
+    db: sqlite3.Connection, table: TableRow, events: list[tuple[int, str]], retention: int
+) -> None:
+    """Append the step's events not yet stored, and prune: a table's events have
+    gap-free seqs, so keeping the last ``retention`` seqs keeps the newest
+    ``retention`` events (and never more), with one indexed range delete."""
+    tid = table.table_id
+    if table.state is None:  # a table created (again): a new event log
+        db.execute("DELETE FROM events WHERE table_id = ?", (tid,))
+    if not events:
+        return
+    (last,) = db.execute(
+        "SELECT coalesce(max(seq), -1) FROM events WHERE table_id = ?", (tid,)
+    ).fetchone()
+    new = [(tid, seq, body) for seq, body in events if seq > last]
+    if not new:
+        return
+    db.executemany("INSERT INTO events (table_id, seq, body) VALUES (?, ?, ?)", new)
+    db.execute("DELETE FROM events WHERE table_id = ? AND seq <= ?", (tid, new[-1][1] - retention))
+
+
+def _post(db: sqlite3.Connection, entries: Iterable[Entry]) -> tuple[int, dict[str, int]]:
+    """Insert the entries not yet in the ledger and move their balances, in order.
+    Returns how many were inserted and the balances they left."""
     inserted = 0
+    left: dict[str, int] = {}
     for entry in entries:
         old = db.execute(
             "SELECT key, src, dst, amount, kind, round_id FROM ledger WHERE key = ?",
@@ -380,28 +710,27 @@ def _post(db: sqlite3.Connection, entries: Iterable[Entry]) -> int:
         db.executemany(
             "INSERT OR IGNORE INTO accounts (account) VALUES (?)", ((entry.src,), (entry.dst,))
         )
-        # Checked here, before SQLite's CHECK (and before its arithmetic, which turns to
-        # floating point past 64 bits).
-        check_balance(entry.src, _balance(db, entry.src) - entry.amount)
-        check_balance(entry.dst, _balance(db, entry.dst) + entry.amount)
-        db.execute(
-            "UPDATE accounts SET balance = balance - ? WHERE account = ?",
-            (entry.amount, entry.src),
-        )
-        db.execute(
-            "UPDATE accounts SET balance = balance + ? WHERE account = ?",
-            (entry.amount, entry.dst),
-        )
+        for account, delta in ((entry.src, -entry.amount), (entry.dst, entry.amount)):
+            # Move and read back in one statement. Amounts and balances stay within
+            # 2**53, so the sum never leaves SQLite's 64-bit integers; an overdraft is
+            # refused by the CHECK (players), the trigger (stakes) and check_balance.
+            ((balance,),) = db.execute(
+                "UPDATE accounts SET balance = balance + ? WHERE account = ? RETURNING balance",
+                (delta, account),
+            ).fetchall()
+            check_balance(account, balance)
+            left[account] = balance
         db.execute(
             "INSERT INTO ledger (key, src, dst, amount, kind, round_id) VALUES (?, ?, ?, ?, ?, ?)",
             (entry.key, entry.src, entry.dst, entry.amount, entry.kind, entry.round_id),
         )
         inserted += 1
-    return inserted
+    return inserted, left
 
 
-def _put_round(db: sqlite3.Connection, index: RoundIndex, body: str) -> None:
-    """Upsert a round record (keeping its place in history) and re-index its players."""
+def _put_round(db: sqlite3.Connection, index: RoundIndex, body: str, keep: int) -> None:
+    """Upsert a round record (keeping its place in history), re-index its players and
+    keep each player's index to their newest ``keep`` rounds."""
     db.execute(
         "INSERT INTO rounds (round_id, table_id, shoe_no, coup_no, body) VALUES"
         " (?, ?, ?, ?, ?) ON CONFLICT (round_id) DO UPDATE SET table_id = excluded.table_id,"
@@ -414,3 +743,39 @@ def _put_round(db: sqlite3.Connection, index: RoundIndex, body: str) -> None:
         "INSERT INTO round_players (player_id, round_seq) VALUES (?, ?)",
         ((player, seq) for player in index.players),
     )
+    db.executemany(
+        "DELETE FROM round_players WHERE player_id = ? AND round_seq <= (SELECT round_seq"
+        " FROM round_players WHERE player_id = ? ORDER BY round_seq DESC LIMIT 1 OFFSET ?)",
+        ((player, player, keep) for player in index.players),
+    )
+
+
+def _audit(db: sqlite3.Connection) -> dict[str, Any]:
+    balances: dict[str, int] = dict(db.execute("SELECT account, balance FROM accounts"))
+    flows: dict[str, int] = dict(
+        db.execute(
+            "SELECT account, SUM(amount) FROM ("
+            " SELECT dst AS account, amount FROM ledger"
+            " UNION ALL SELECT src AS account, -amount FROM ledger"
+            ") GROUP BY account"
+        )
+    )
+    (count,) = db.execute("SELECT COUNT(*) FROM ledger").fetchone()
+    kinds = ("hold", *OUTCOME_KINDS)
+    wagers = [
+        Entry(*row)
+        for row in db.execute(
+            "SELECT key, src, dst, amount, kind, round_id FROM ledger"
+            f" WHERE kind IN ({', '.join('?' * len(kinds))})",
+            kinds,
+        )
+    ]
+    recorded = {
+        round_id
+        for (round_id,) in db.execute(
+            "SELECT DISTINCT ledger.round_id FROM ledger JOIN rounds"
+            " ON rounds.round_id = ledger.round_id WHERE ledger.kind = 'hold'"
+        )
+    }
+    problems = hold_problems(wagers, recorded, balances)
+    return audit_report(balances, flows, count, problems)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from server.store.base import StoreError
+from server.store.base import CommitResult, StoreError
 
 
 def fail_next_commit(monkeypatch: pytest.MonkeyPatch, store: Any) -> list[int]:
@@ -16,11 +16,13 @@ def fail_next_commit(monkeypatch: pytest.MonkeyPatch, store: Any) -> list[int]:
     real = store.commit
     failures: list[int] = []
 
-    async def commit(**kwargs: Any) -> int:
+    async def commit(**kwargs: Any) -> CommitResult:
         if not failures:
             failures.append(1)
             raise StoreError("disk full (simulated)")
-        return int(await real(**kwargs))
+        result = await real(**kwargs)
+        assert isinstance(result, CommitResult)
+        return result
 
     monkeypatch.setattr(store, "commit", commit)
     return failures

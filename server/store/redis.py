@@ -1,0 +1,722 @@
+"""A :class:`~server.store.base.Store` in Redis, which many server processes can share.
+
+Built on ``redis.asyncio``. Every write is **one Lua script** (a commit, a welcome, an
+expiry), so it is atomic: Redis runs a script alone, and each script checks everything
+first (ledger keys, balances, the table's epoch) and answers a coded error reply
+(``KEYCONFLICT``, ``OVERDRAWN``, ``STALEEPOCH``, ``RANGE``) before it writes anything,
+because Redis does not roll back a script that fails half way. Reads are plain commands.
+
+Balances are checked inside the script, where they live, so no process needs a copy of
+anyone's balance to keep it from going negative (issue 10). Amounts and balances stay
+within ±(2**53 - 1): Lua's numbers are doubles, exact up to there, and the arithmetic
+itself is Redis's (``HINCRBY``, 64-bit).
+
+The keys (prefix ``chemmy:`` by default) are listed in docs/architecture.md §11: each
+table's own keys share the hash tag ``{<table>}``; money, players and round records are
+global, so a commit touches two slots (see the docs for why that is fine on one Redis
+and how it would shard).
+
+Errors are translated at the boundary: a Redis that cannot be reached (down, loading,
+out of memory, read-only, a timeout) is :class:`StoreUnavailable`; anything else Redis
+refuses is :class:`StoreError`. The client retries a dropped connection a few times with
+jittered exponential backoff, then gives up for that call; the next call reconnects by
+itself, so a store object survives Redis restarting. A retried commit whose first
+attempt did run is harmless: entries are skipped by key and events by ``seq``.
+
+It must never ``FLUSH`` or ``KEYS``-scan a database (it may share one), never run a
+script that writes after an error reply, never log an entry's contents, and never
+show the URL's password.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from server.store.base import (
+    EVENT_RETENTION,
+    HISTORY_LIMIT,
+    OUTCOME_KINDS,
+    CommitResult,
+    KeyConflict,
+    Overdrawn,
+    RoundIndex,
+    StaleEpoch,
+    StoreError,
+    StoreUnavailable,
+    TableRow,
+    audit_report,
+    check_entry,
+    check_events,
+    check_row,
+    dump_json,
+    follows,
+    hold_problems,
+    index_record,
+    welcome_entry,
+)
+from server.table.wallet import Entry, player_account
+
+__all__ = ["RedisStore"]
+
+#: How often a call retries a dropped connection before it raises StoreUnavailable,
+#: and the backoff between tries (seconds): about a second in all.
+RETRIES: Final = 4
+BACKOFF_BASE: Final = 0.05
+BACKOFF_CAP: Final = 0.5
+
+#: Reply prefixes that mean "Redis cannot do it now", not "refused".
+_UNAVAILABLE_REPLIES: Final = ("OOM", "READONLY", "MISCONF", "LOADING", "BUSY", "MASTERDOWN")
+
+# -- the scripts ----------------------------------------------------------------------
+# ARGV[1] is always the key prefix. Lua numbers are doubles: amounts are compared as
+# numbers (exact below 2**53) but always written from their decimal strings.
+
+_LUA_COMMON: Final = r"""
+local P = ARGV[1]
+local MAX = 9007199254740991
+local function guarded(a)
+  return string.sub(a, 1, 7) == 'player:' or string.sub(a, 1, 6) == 'stake:'
+end
+-- Check entries (key, src, dst, amount string, packed) in order; return the new ones
+-- or an error reply. Nothing is written.
+local function check_entries(entries)
+  local staged, fresh, new = {}, {}, {}
+  local function balance(a)
+    local v = staged[a]
+    if v == nil then v = tonumber(redis.call('HGET', P .. 'balances', a) or '0') end
+    return v
+  end
+  for _, e in ipairs(entries) do
+    local old = fresh[e.key] or redis.call('HGET', P .. 'entries', e.key)
+    if old then
+      if old ~= e.packed then
+        return nil, redis.error_reply('KEYCONFLICT ledger key ' .. e.key .. ' holds a different entry')
+      end
+    else
+      local amount = tonumber(e.amount)
+      local s, d = balance(e.src) - amount, balance(e.dst) + amount
+      if s < 0 and guarded(e.src) then
+        return nil, redis.error_reply('OVERDRAWN ' .. e.src .. ' would be overdrawn by ' .. e.amount)
+      end
+      if s < -MAX or d > MAX then
+        return nil, redis.error_reply('RANGE a balance would leave the range of 2**53')
+      end
+      staged[e.src], staged[e.dst] = s, d
+      fresh[e.key] = e.packed
+      new[#new + 1] = e
+    end
+  end
+  return new
+end
+local function post(new)
+  for _, e in ipairs(new) do
+    local seq = redis.call('INCR', P .. 'ledger_seq')
+    redis.call('HSET', P .. 'entries', e.key, e.packed)
+    redis.call('ZADD', P .. 'ledger', seq, e.key)
+    redis.call('ZADD', P .. 'acct:' .. e.src, seq, e.key)
+    redis.call('ZADD', P .. 'acct:' .. e.dst, seq, e.key)
+    redis.call('HINCRBY', P .. 'balances', e.src, '-' .. e.amount)
+    redis.call('HINCRBY', P .. 'balances', e.dst, e.amount)
+  end
+end
+"""
+
+_LUA_COMMIT: Final = (
+    _LUA_COMMON
+    + r"""
+local i = 2
+local function nxt() local v = ARGV[i]; i = i + 1; return v end
+local entries = {}
+for n = 1, tonumber(nxt()) do
+  entries[n] = {key = nxt(), src = nxt(), dst = nxt(), amount = nxt(), packed = nxt()}
+end
+local tbl = nil
+if nxt() == '1' then
+  tbl = {id = nxt(), config = nxt(), state = nxt(), none = nxt() == '1', seq = nxt(),
+         closed = nxt(), epoch = nxt(), retention = nxt()}
+end
+local events = {}
+for n = 1, tonumber(nxt()) do events[n] = {seq = nxt(), body = nxt()} end
+local records = {}
+for n = 1, tonumber(nxt()) do
+  if nxt() == 'r' then
+    local r = {round = true, rid = nxt(), body = nxt(), players_json = nxt(), players = {}}
+    for m = 1, tonumber(nxt()) do r.players[m] = nxt() end
+    records[n] = r
+  else
+    records[n] = {round = false, table = nxt(), shoe_no = nxt(), revealed = nxt(), body = nxt()}
+  end
+end
+local keep = tonumber(nxt())
+local report = {}
+for n = 1, tonumber(nxt()) do report[n] = nxt() end
+
+-- Check everything first: the epoch (fencing), then the ledger.
+local T = nil
+local stored_epoch = 0
+if tbl then
+  T = P .. '{' .. tbl.id .. '}:'
+  stored_epoch = tonumber(redis.call('GET', T .. 'epoch') or '0')
+  if tonumber(tbl.epoch) < stored_epoch then
+    return redis.error_reply('STALEEPOCH table ' .. tbl.id .. ': epoch ' .. tbl.epoch .. ' < ' .. stored_epoch)
+  end
+end
+local new, err = check_entries(entries)
+if err then return err end
+
+-- Then write.
+post(new)
+if tbl then
+  if tonumber(tbl.epoch) > stored_epoch then redis.call('SET', T .. 'epoch', tbl.epoch) end
+  redis.call('HSET', T .. 'row', 'config', tbl.config, 'state', tbl.state, 'seq', tbl.seq,
+             'closed', tbl.closed)
+  if not redis.call('ZSCORE', P .. 'tables', tbl.id) then
+    redis.call('ZADD', P .. 'tables', redis.call('INCR', P .. 'table_order'), tbl.id)
+  end
+  local stream = T .. 'events'
+  if tbl.none then redis.call('DEL', stream) end
+  local last = -1
+  local top = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+  if top[1] then last = tonumber(string.match(top[1][1], '^(%d+)')) end
+  for _, ev in ipairs(events) do
+    if tonumber(ev.seq) > last then
+      redis.call('XADD', stream, 'MAXLEN', tbl.retention, ev.seq .. '-1', 'e', ev.body)
+    end
+  end
+end
+for _, r in ipairs(records) do
+  if r.round then
+    local index = redis.call('HGET', P .. 'round_index', r.rid)
+    local seq
+    if index then
+      local space = string.find(index, ' ', 1, true)
+      seq = string.sub(index, 1, space - 1)
+      for _, p in ipairs(cjson.decode(string.sub(index, space + 1))) do
+        redis.call('ZREM', P .. 'played:' .. p, r.rid)
+      end
+    else
+      seq = tostring(redis.call('INCR', P .. 'round_seq'))
+    end
+    redis.call('HSET', P .. 'rounds', r.rid, r.body)
+    redis.call('HSET', P .. 'round_index', r.rid, seq .. ' ' .. r.players_json)
+    for _, p in ipairs(r.players) do
+      local played = P .. 'played:' .. p
+      redis.call('ZADD', played, seq, r.rid)
+      redis.call('ZREMRANGEBYRANK', played, 0, -(keep + 1))
+    end
+  else
+    local S = P .. '{' .. r.table .. '}:'
+    redis.call('HSET', S .. 'shoes', r.shoe_no, r.body)
+    redis.call('ZADD', S .. 'shoe_nos', r.shoe_no, r.shoe_no)
+    if r.revealed == '1' then
+      redis.call('ZADD', S .. 'revealed', r.shoe_no, r.shoe_no)
+    else
+      redis.call('ZREM', S .. 'revealed', r.shoe_no)
+    end
+  end
+end
+redis.call('INCR', P .. 'commits')
+local out = {#new}
+for _, a in ipairs(report) do
+  out[#out + 1] = redis.call('HGET', P .. 'balances', a) or '0'
+end
+return out
+"""
+)
+
+# ARGV: prefix, player id, name, account, welcome key, packed, amount ('0': none),
+# guest ('1'/'0'), now.
+_LUA_ENSURE_PLAYER: Final = (
+    _LUA_COMMON
+    + r"""
+local pid, name, account, key, packed, amount, guest, now =
+  ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+if redis.call('HEXISTS', P .. 'players', pid) == 0 then
+  redis.call('HSETNX', P .. 'balances', account, '0')
+  if amount ~= '0' then
+    local new, err = check_entries({{key = key, src = 'cashier', dst = account,
+                                     amount = amount, packed = packed}})
+    if err then return err end
+    post(new)
+  end
+  redis.call('INCR', P .. 'commits')
+end
+redis.call('HSET', P .. 'players', pid, name)
+if guest == '1' then
+  redis.call('ZADD', P .. 'guests', now, pid)
+else
+  redis.call('ZREM', P .. 'guests', pid)
+end
+return redis.call('HGET', P .. 'balances', account) or '0'
+"""
+)
+
+# ARGV: prefix, cutoff, player ids... Expires each idle guest whose only entry is their
+# untouched welcome; a guest with more is dropped from the candidates for good (the
+# ledger only grows) until their next hello.
+_LUA_EXPIRE: Final = (
+    _LUA_COMMON
+    + r"""
+local cutoff = tonumber(ARGV[2])
+local gone = 0
+for n = 3, #ARGV do
+  local pid = ARGV[n]
+  local seen = redis.call('ZSCORE', P .. 'guests', pid)
+  if seen and tonumber(seen) <= cutoff then
+    local account = 'player:' .. pid
+    local index = P .. 'acct:' .. account
+    local key = 'welcome:' .. pid
+    local count = redis.call('ZCARD', index)
+    local balance = redis.call('HGET', P .. 'balances', account) or '0'
+    local ok = count == 0 and balance == '0'
+    if count == 1 and redis.call('ZRANGE', index, 0, 0)[1] == key then
+      local e = cjson.decode(redis.call('HGET', P .. 'entries', key))
+      ok = e[1] == 'cashier' and e[2] == account and e[4] == 'welcome'
+           and tonumber(balance) == e[3]
+    end
+    redis.call('ZREM', P .. 'guests', pid)
+    if ok then
+      if count == 1 then
+        redis.call('HDEL', P .. 'entries', key)
+        redis.call('ZREM', P .. 'ledger', key)
+        redis.call('ZREM', P .. 'acct:cashier', key)
+        redis.call('DEL', index)
+        redis.call('HINCRBY', P .. 'balances', 'cashier', balance)
+      end
+      redis.call('HDEL', P .. 'balances', account)
+      redis.call('HDEL', P .. 'players', pid)
+      redis.call('DEL', P .. 'played:' .. pid)
+      gone = gone + 1
+    end
+  end
+end
+if gone > 0 then redis.call('INCR', P .. 'commits') end
+return gone
+"""
+)
+
+
+def _pack(entry: Entry) -> str:
+    """An entry's fields as stored (and compared: identical fields, identical text)."""
+    fields = [entry.src, entry.dst, entry.amount, entry.kind, entry.round_id]
+    return json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
+
+
+def _unpack(key: str, packed: bytes | str) -> Entry:
+    src, dst, amount, kind, round_id = json.loads(packed)
+    return Entry(key, src, dst, int(amount), kind, round_id)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _texts(found: Any) -> list[str]:
+    """A list reply's members as text."""
+    return [_text(value) for value in found]
+
+
+def redact(url: str) -> str:
+    """``url`` without its password, to name it in messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class RedisStore:
+    """A :class:`~server.store.base.Store` in the Redis at ``url``
+    (``redis://[user:password@]host:port/db``, ``rediss://`` or ``unix://``).
+
+    ``prefix`` starts every key; ``event_retention`` is the events kept per table;
+    ``round_index`` the rounds a player's history index keeps; ``clock`` says when a
+    player was seen.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "chemmy:",
+        event_retention: int = EVENT_RETENTION,
+        round_index: int = HISTORY_LIMIT,
+        clock: Callable[[], float] = time.time,
+        socket_timeout: float = 3.0,
+    ) -> None:
+        if event_retention < 1 or round_index < HISTORY_LIMIT:
+            raise StoreError("retention keeps at least 1 event and 100 rounds a player")
+        self.url = url
+        self.prefix = prefix
+        self.event_retention = event_retention
+        self.round_index = round_index
+        self.clock = clock
+        self.socket_timeout = socket_timeout
+        self._client: aioredis.Redis | None = None
+        self._scripts: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"RedisStore({redact(self.url)!r})"
+
+    # -- the boundary ----------------------------------------------------------------
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """Third-party errors become :class:`StoreError` here, and only here."""
+        try:
+            yield
+        except ResponseError as exc:
+            raise _translate_reply(str(exc)) from None
+        except (RedisConnectionError, RedisTimeoutError, OSError, TimeoutError) as exc:
+            raise StoreUnavailable(f"redis at {redact(self.url)}: {exc}") from None
+        except RedisError as exc:
+            raise StoreError(f"redis: {exc}") from None
+        except UnicodeError as exc:
+            raise StoreError(f"not storable text: {exc}") from None
+
+    def _redis(self) -> aioredis.Redis:
+        if self._client is None:
+            raise StoreError("the store is not open")
+        return self._client
+
+    def _key(self, *parts: str) -> str:
+        return self.prefix + "".join(parts)
+
+    def _table_key(self, table_id: str, what: str) -> str:
+        """A table's own keys share its hash tag (one Cluster slot per table)."""
+        return f"{self.prefix}{{{table_id}}}:{what}"
+
+    # -- lifecycle -------------------------------------------------------------------
+    async def open(self) -> None:
+        if self._client is not None:
+            return
+        retry = Retry(ExponentialWithJitterBackoff(cap=BACKOFF_CAP, base=BACKOFF_BASE), RETRIES)
+        with self._translated():
+            try:
+                client = aioredis.Redis.from_url(
+                    self.url,
+                    retry=retry,
+                    retry_on_error=[RedisConnectionError, RedisTimeoutError],
+                    socket_timeout=self.socket_timeout,
+                    socket_connect_timeout=self.socket_timeout,
+                    health_check_interval=30,
+                )
+            except ValueError as exc:
+                raise StoreError(f"not a redis URL: {redact(self.url)} ({exc})") from None
+            try:
+                await client.ping()
+            except BaseException:
+                await client.aclose()
+                raise
+        self._scripts = {
+            "commit": client.register_script(_LUA_COMMIT),
+            "ensure_player": client.register_script(_LUA_ENSURE_PLAYER),
+            "expire": client.register_script(_LUA_EXPIRE),
+        }
+        self._client = client
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            with suppress(RedisError, OSError):
+                await client.aclose()
+
+    # -- players and balances --------------------------------------------------------
+    async def ensure_player(
+        self, player_id: str, name: str, initial_balance: int, *, guest: bool = False
+    ) -> int:
+        if not isinstance(initial_balance, int) or initial_balance < 0:
+            raise StoreError("an initial balance is a whole number, not negative")
+        key = packed = ""
+        if initial_balance > 0:
+            welcome = welcome_entry(player_id, initial_balance)
+            check_entry(welcome)
+            key, packed = welcome.key, _pack(welcome)
+        args = [
+            self.prefix,
+            player_id,
+            name,
+            player_account(player_id),
+            key,
+            packed,
+            str(initial_balance),
+            "1" if guest else "0",
+            repr(float(self.clock())),
+        ]
+        with self._translated():
+            self._redis()
+            found = await self._scripts["ensure_player"](args=args)
+        return int(found)
+
+    async def player_name(self, player_id: str) -> str | None:
+        with self._translated():
+            found = await self._redis().hget(self._key("players"), player_id)
+        return None if found is None else _text(found)
+
+    async def expire_guests(self, idle_seconds: float) -> int:
+        cutoff = self.clock() - idle_seconds
+        gone = 0
+        with self._translated():
+            redis = self._redis()
+            for _ in range(10_000):  # each pass drops every candidate it saw
+                found = await redis.zrangebyscore(
+                    self._key("guests"), "-inf", repr(float(cutoff)), start=0, num=500
+                )
+                if not found:
+                    break
+                args = [self.prefix, repr(float(cutoff)), *_texts(found)]
+                gone += int(await self._scripts["expire"](args=args))
+                if len(found) < 500:
+                    break
+        return gone
+
+    async def load_balances(self) -> dict[str, int]:
+        with self._translated():
+            found = await self._redis().hgetall(self._key("balances"))
+        return {_text(a): int(b) for a, b in found.items()}
+
+    async def balances(self, accounts: Iterable[str]) -> dict[str, int]:
+        wanted = list(dict.fromkeys(accounts))
+        if not wanted:
+            return {}
+        with self._translated():
+            found = await self._redis().hmget(self._key("balances"), wanted)
+        return {a: int(b or 0) for a, b in zip(wanted, found, strict=True)}
+
+    async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
+        stakes = [f"stake:{t}:{player_id}" for t in dict.fromkeys(tables)]
+        found = await self.balances([player_account(player_id), *stakes])
+        available = found[player_account(player_id)]
+        return available + sum(found[a] for a in stakes), available
+
+    async def has_entry(self, key: str) -> bool:
+        with self._translated():
+            return bool(await self._redis().hexists(self._key("entries"), key))
+
+    # -- the one write ---------------------------------------------------------------
+    async def commit(
+        self,
+        *,
+        entries: Sequence[Entry] = (),
+        table: TableRow | None = None,
+        records: Sequence[Mapping[str, Any]] = (),
+        events: Sequence[Mapping[str, Any]] = (),
+    ) -> CommitResult:
+        entries = list(entries)
+        args: list[str] = [self.prefix, str(len(entries))]
+        for entry in entries:
+            check_entry(entry)
+            args += [entry.key, entry.src, entry.dst, str(entry.amount), _pack(entry)]
+        if table is None:
+            args.append("0")
+        else:
+            config, state = check_row(table)
+            args += [
+                "1",
+                table.table_id,
+                config,
+                state,
+                "1" if table.state is None else "0",
+                str(table.seq),
+                "1" if table.closed else "0",
+                str(table.epoch),
+                str(self.event_retention),
+            ]
+        prepared_events = check_events(table, events)
+        args.append(str(len(prepared_events)))
+        for seq, body in prepared_events:
+            args += [str(seq), body]
+        args.append(str(len(records)))
+        for record in records:
+            index = index_record(record)
+            body = dump_json(record)
+            if isinstance(index, RoundIndex):
+                players = json.dumps(list(index.players), ensure_ascii=False)
+                args += ["r", index.round_id, body, players, str(len(index.players))]
+                args += index.players
+            else:
+                revealed = "1" if index.revealed else "0"
+                args += ["s", index.table, str(index.shoe_no), revealed, body]
+        report = sorted({a for e in entries for a in (e.src, e.dst) if a.startswith("player:")})
+        args += [str(self.round_index), str(len(report)), *report]
+        with self._translated():
+            self._redis()
+            out = await self._scripts["commit"](args=args)
+        return CommitResult(int(out[0]), {a: int(b) for a, b in zip(report, out[1:], strict=True)})
+
+    # -- tables ----------------------------------------------------------------------
+    async def claim_table(self, table_id: str) -> int:
+        if not isinstance(table_id, str) or not table_id:
+            raise StoreError("a table has an id")
+        with self._translated():
+            return int(await self._redis().incr(self._table_key(table_id, "epoch")))
+
+    async def load_tables(self) -> list[TableRow]:
+        with self._translated():
+            redis = self._redis()
+            ids = _texts(await redis.zrange(self._key("tables"), 0, -1))
+            async with redis.pipeline(transaction=True) as pipe:
+                for tid in ids:
+                    pipe.hmget(self._table_key(tid, "row"), ["config", "state", "seq", "closed"])
+                    pipe.get(self._table_key(tid, "epoch"))
+                found = await pipe.execute()
+        rows: list[TableRow] = []
+        for n, tid in enumerate(ids):
+            (config, state, seq, closed), epoch = found[2 * n], found[2 * n + 1]
+            if config is None or closed == b"1":
+                continue
+            rows.append(
+                TableRow(
+                    tid, json.loads(config), json.loads(state), int(seq), False, int(epoch or 0)
+                )
+            )
+        return rows
+
+    async def save_table(self, row: TableRow) -> None:
+        await self.commit(table=row)
+
+    async def events_after(self, table_id: str, seq: int) -> list[dict[str, Any]] | None:
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+            return follows(seq, [], 0)  # raises the one error for a bad seq
+        with self._translated():
+            async with self._redis().pipeline(transaction=True) as pipe:
+                pipe.xrange(self._table_key(table_id, "events"), f"{seq + 1}-0", "+")
+                pipe.hget(self._table_key(table_id, "row"), "seq")
+                kept, top = await pipe.execute()
+        events = [(int(_text(eid).split("-", 1)[0]), _text(fields[b"e"])) for eid, fields in kept]
+        return follows(seq, events, int(top or 0))
+
+    # -- records ---------------------------------------------------------------------
+    async def history(self, player_id: str, limit: int = HISTORY_LIMIT) -> list[dict[str, Any]]:
+        limit = max(0, min(limit, HISTORY_LIMIT))
+        if not limit:
+            return []
+        with self._translated():
+            redis = self._redis()
+            ids = _texts(await redis.zrevrange(self._key("played:", player_id), 0, limit - 1))
+            if not ids:
+                return []
+            bodies = await redis.hmget(self._key("rounds"), ids)
+        return [json.loads(body) for body in bodies if body is not None]
+
+    async def round_record(self, round_id: str) -> dict[str, Any] | None:
+        with self._translated():
+            found = await self._redis().hget(self._key("rounds"), round_id)
+        return None if found is None else dict(json.loads(found))
+
+    async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:
+        with self._translated():
+            redis = self._redis()
+            if shoe_no is None:
+                top = await redis.zrevrange(self._table_key(table_id, "revealed"), 0, 0)
+                if not top:
+                    return None
+                number = _texts(top)[0]
+            else:
+                number = str(shoe_no)
+            found = await redis.hget(self._table_key(table_id, "shoes"), number)
+        return None if found is None else dict(json.loads(found))
+
+    async def shoe_records(self, table_id: str, limit: int = 20) -> list[dict[str, Any]]:
+        if limit <= 0:
+            return []
+        with self._translated():
+            redis = self._redis()
+            numbers = _texts(
+                await redis.zrevrange(self._table_key(table_id, "shoe_nos"), 0, limit - 1)
+            )
+            if not numbers:
+                return []
+            bodies = await redis.hmget(self._table_key(table_id, "shoes"), numbers)
+        return [json.loads(body) for body in bodies if body is not None]
+
+    async def secret(self, name: str, nbytes: int = 32) -> bytes:
+        if not isinstance(name, str) or not name or not 16 <= nbytes <= 1024:
+            raise StoreError("a secret has a name and 16 to 1024 bytes")
+        key = self._key("secret:", name)
+        with self._translated():
+            redis = self._redis()
+            await redis.set(key, secrets.token_bytes(nbytes), nx=True)
+            value: Any = await redis.get(key)
+        if value is None:
+            raise StoreUnavailable(f"the secret {name!r} was not kept")
+        return bytes(value)
+
+    # -- checking --------------------------------------------------------------------
+    async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:
+        if limit <= 0:
+            return []
+        index = self._key("ledger") if account is None else self._key("acct:", account)
+        with self._translated():
+            redis = self._redis()
+            keys = _texts(await redis.zrevrange(index, 0, limit - 1))
+            if not keys:
+                return []
+            packed = await redis.hmget(self._key("entries"), keys)
+        return [_unpack(k, p) for k, p in zip(keys, packed, strict=True) if p is not None]
+
+    async def audit(self) -> dict[str, Any]:
+        """Reads the whole ledger in chunks (it never blocks Redis with one long call);
+        when a write lands meanwhile it reads again, so the figures are of one moment."""
+        with self._translated():
+            redis = self._redis()
+            for _ in range(20):
+                before = await redis.get(self._key("commits"))
+                report = await self._audit_once(redis)
+                if await redis.get(self._key("commits")) == before:
+                    return report
+        raise StoreUnavailable("the ledger kept changing while it was audited")
+
+    async def _audit_once(self, redis: aioredis.Redis) -> dict[str, Any]:
+        balances: dict[str, int] = {}
+        async for account, balance in redis.hscan_iter(self._key("balances"), count=1000):
+            balances[_text(account)] = int(balance)
+        flows: dict[str, int] = {}
+        wagers: list[Entry] = []
+        count = 0
+        kinds = ("hold", *OUTCOME_KINDS)
+        async for key, packed in redis.hscan_iter(self._key("entries"), count=1000):
+            entry = _unpack(_text(key), packed)
+            count += 1
+            flows[entry.src] = flows.get(entry.src, 0) - entry.amount
+            flows[entry.dst] = flows.get(entry.dst, 0) + entry.amount
+            if entry.kind in kinds:
+                wagers.append(entry)
+        rounds = sorted({e.round_id for e in wagers if e.kind == "hold" and e.round_id})
+        recorded: set[str] = set()
+        if rounds:
+            async with redis.pipeline(transaction=False) as pipe:
+                for round_id in rounds:
+                    pipe.hexists(self._key("rounds"), round_id)
+                found = await pipe.execute()
+            recorded = {r for r, there in zip(rounds, found, strict=True) if there}
+        return audit_report(balances, flows, count, hold_problems(wagers, recorded, balances))
+
+
+def _translate_reply(message: str) -> StoreError:
+    """A Redis error reply as a :class:`StoreError` (the scripts' coded replies first)."""
+    code, _, text = message.partition(" ")
+    if code == "KEYCONFLICT":
+        return KeyConflict(text)
+    if code == "OVERDRAWN":
+        return Overdrawn(text)
+    if code == "STALEEPOCH":
+        return StaleEpoch(text)
+    if code == "RANGE":
+        return StoreError(text)
+    if code.startswith(_UNAVAILABLE_REPLIES):
+        return StoreUnavailable(f"redis: {message}")
+    return StoreError(f"redis: {message}")

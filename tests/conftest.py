@@ -1,0 +1,53 @@
+"""Fixtures every test folder may use: a real Redis (tests/redis_server.py).
+
+- ``redis_server``: one ``redis-server`` for the whole session (AOF on, a temp dir, a
+  free port), stopped at the end;
+- ``redis_url``: that server emptied for this test (``FLUSHALL``), as a URL; started
+  again first if an earlier test stopped it;
+- ``make_redis``: ``make_redis()`` starts a private server for a test that stops, kills
+  or restarts Redis mid-test (so the shared one is never taken away); stopped at the end.
+
+They never touch a Redis they did not start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from redis_server import RedisServer
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    redis_server.start()
+    redis_server.flush()
+    return redis_server.url()
+
+
+@pytest.fixture
+def make_redis(tmp_path: Path) -> Iterator[Callable[..., RedisServer]]:
+    made: list[RedisServer] = []
+
+    def make(**options: str) -> RedisServer:
+        server = RedisServer(tmp_path / f"redis-{len(made)}", **options)
+        made.append(server)
+        server.start()
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in made:
+            server.stop()
