@@ -29,7 +29,7 @@ from server.engine.cards import shoe_cards
 from server.engine.odds import exact_odds
 from server.protocol.errors import ChemmyError, Refused
 from server.protocol.records import CommandRecord, ReplyRecord
-from server.store.base import Store, TableRow
+from server.store.base import StaleEpoch, Store, TableRow
 from server.table import Table, TableError
 from server.table import commands as c
 from server.table.events import Event
@@ -118,6 +118,8 @@ class TableActor:
         on_step: Callable[[TableActor, c.Command, list[Event]], None] | None = None,
         on_closed: Callable[[TableActor], None] | None = None,
         on_store: Callable[[TableActor, bool], None] | None = None,
+        on_lost: Callable[[TableActor], None] | None = None,
+        epoch: int = 0,
     ) -> None:
         self.table = table
         self.store = store
@@ -130,6 +132,11 @@ class TableActor:
         self.on_step = on_step
         self.on_closed = on_closed
         self.on_store = on_store
+        self.on_lost = on_lost
+        #: The epoch this owner claimed: every write carries it, and the store refuses
+        #: it once a newer owner has claimed the table (fencing).
+        self.epoch = epoch
+        self.lost = False
         #: Failed steps in a row (``store_failures`` of them the store's); while any,
         #: the croupier's own steps wait for ``retry_at`` (exponential backoff) instead
         #: of retrying an overdue timer in a tight loop.
@@ -208,7 +215,7 @@ class TableActor:
             if item is None:
                 return
             await self._step(item)
-            if self.closed:
+            if self.closed or self.lost:
                 return
 
     def _command_of(self, record: CommandRecord) -> c.Command | None:
@@ -332,10 +339,21 @@ class TableActor:
                 await self.store.commit(
                     entries=entries,
                     table=TableRow(
-                        self.table_id, self.config, state, table.seq, table.phase == "closed"
+                        self.table_id,
+                        self.config,
+                        state,
+                        table.seq,
+                        table.phase == "closed",
+                        self.epoch,
                     ),
                     records=records,
+                    events=[event.to_dict() for event in events],
                 )
+            except StaleEpoch:
+                # A newer owner claimed this table: this process writes nothing more
+                # and sends nothing of this step; the new owner carries on (§8).
+                self._lose(item)
+                return
             except Exception as exc:
                 # Nothing of this step was stored, so nothing of it may be sent (§8):
                 # back to the last stored step; the sender hears it failed.
@@ -362,6 +380,19 @@ class TableActor:
             item.done.set_result(events)
         if self.on_step is not None and cmd is not None:
             self.on_step(self, cmd, events)
+
+    def _lose(self, item: _Item) -> None:
+        log.warning(
+            "table %s: a newer owner took over (epoch %d is stale); stopping here",
+            self.table_id,
+            self.epoch,
+            extra={"table": self.table_id, "epoch": self.epoch},
+        )
+        self.lost = True
+        self.wallet.drain()
+        self._refuse(item, Refused("unavailable", "that table moved; try again"))
+        if self.on_lost is not None:
+            self.on_lost(self)
 
     def _store_failed(self, exc: Exception) -> None:
         """One line per episode, not per attempt; timers retry with a growing delay."""

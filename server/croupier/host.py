@@ -73,7 +73,9 @@ class Croupier:
         for row in rows.values():
             await self._start_table(row)
 
-    async def _start_table(self, row: TableRow) -> TableActor:
+    async def _start_table(self, row: TableRow, epoch: int | None = None) -> TableActor:
+        """Start ``row``'s actor as its owner: with the epoch claimed for it (a new one
+        unless given), which every write of the actor carries."""
         config = dict(row.config)
         timers = dict(config.get("timers") or {})
         timers.setdefault("grace", self.grace)
@@ -87,8 +89,11 @@ class Croupier:
             last = await self.store.shoe_records(row.table_id, limit=1)
             shoes_before = int(last[0]["shoe_no"]) if last else 0
             table = Table(row.table_id, options, self.wallet, shoes_before=shoes_before)
+        if epoch is None:
+            epoch = await self.store.claim_table(row.table_id)
         actor = TableActor(
             table,
+            epoch=epoch,
             store=self.store,
             wallet=self.wallet,
             bus=self.bus,
@@ -97,6 +102,7 @@ class Croupier:
             on_step=self.on_step,
             on_closed=self._closed,
             on_store=self._store_state,
+            on_lost=self._lost,
         )
         self.actors[row.table_id] = actor
         if row.state is not None:
@@ -113,6 +119,13 @@ class Croupier:
         self.bus.serve(row.table_id, actor.submit)
         self._count()
         return actor
+
+    def _lost(self, actor: TableActor) -> None:
+        """A newer owner claimed the table: stop serving it here."""
+        self.bus.unserve(actor.table_id)
+        if self.actors.get(actor.table_id) is actor:
+            del self.actors[actor.table_id]
+        self._count()
 
     def _store_state(self, actor: TableActor, ok: bool) -> None:
         if ok:
@@ -153,9 +166,11 @@ class Croupier:
             raise Refused("table_exists", f"there is already a table {table_id!r}")
         # Only checked, known settings are kept: nothing the operator sent goes to the
         # store as it came.
-        row = TableRow(table_id, {"id": table_id, **options.to_definition()}, None, 0, False)
+        epoch = await self.store.claim_table(table_id)
+        definition = {"id": table_id, **options.to_definition()}
+        row = TableRow(table_id, definition, None, 0, False, epoch)
         await self.store.save_table(row)
-        actor = await self._start_table(row)
+        actor = await self._start_table(row, epoch)
         return actor.summary()
 
     def _closed(self, actor: TableActor) -> None:

@@ -68,8 +68,17 @@ class Hub:
         return room
 
     # -- subscriptions ---------------------------------------------------------------
-    def subscribe(self, table: str, sub: Subscriber) -> None:
+    def subscribe(self, table: str, sub: Subscriber, after: int | None = None) -> None:
+        """Start sending ``table``'s events to ``sub``. With ``after`` (the seq its
+        snapshot or resume reached), the events after it that this hub already has are
+        sent to it first, so it misses none that arrived meanwhile."""
         room = self.room(table)
+        if after is not None:
+            for event in room.log:
+                if event.seq > after:
+                    send_now(
+                        sub.conn, encode(envelope(table, view_event(event, sub.player)), sub.fmt)
+                    )
         room.subs[sub.conn] = sub
         room.by_fmt.setdefault(sub.fmt, set()).add(sub.conn)
         if sub.player is not None:

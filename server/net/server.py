@@ -31,7 +31,7 @@ import itertools
 import logging
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +84,7 @@ class ChemmyServer:
         self.store = store
         self.metrics = Metrics()
         self.hub = Hub(observe=self.metrics.fanout.observe)
-        self.bus: Bus = bus if bus is not None else LocalBus()
+        self.bus: Bus = bus if bus is not None else LocalBus(events_after=self._stored_events)
         self.croupier = Croupier(
             store,
             self.bus,
@@ -103,6 +103,7 @@ class ChemmyServer:
         self._request_ids = itertools.count(1)
         self._server: Server | None = None
         self._watchdog: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
         self.slow_client_buffer = SLOW_CLIENT_BUFFER  # bytes unsent before a client is cut
         self.watchdog_interval = 1.0
 
@@ -114,6 +115,9 @@ class ChemmyServer:
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         await self.store.open()
+        # Every process signs guests' resume tokens with the same key, kept in the
+        # store, so a guest keeps their seat across a restart (and a failover).
+        self.auth.guest_key = await self.store.secret("guest-resume")
         self.guest_key = secrets.token_bytes(32)
         await self.bus.start()
         self.bus.on_replies(self._on_reply)
@@ -158,6 +162,8 @@ class ChemmyServer:
         """Close every connection with 1001 (going away), stop the tables and the store."""
         if self._watchdog is not None:
             self._watchdog.cancel()
+        for task in list(self._background):
+            task.cancel()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -258,6 +264,16 @@ class ChemmyServer:
         self.hub.drop_table(table)
         for session in self.sessions.values():
             session.tables.discard(table)
+
+    async def _stored_events(self, table: str, seq: int) -> list[Event] | None:
+        found = await self.store.events_after(table, seq)
+        return None if found is None else [Event.from_dict(e) for e in found]
+
+    def background(self, job: Coroutine[Any, Any, None]) -> None:
+        """Run ``job`` on its own; it is cancelled when the server stops."""
+        task = asyncio.create_task(job)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     # ------------------------------------------------------------------ records
     def relay(

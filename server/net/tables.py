@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from server.protocol.errors import ProtocolError, Refused
 from server.protocol.records import ReplyRecord
+from server.store.base import StoreError
 from server.table import TableOptions
-from server.table.events import view_event
+from server.table.events import Event, view_event
 from server.table.options import OptionsError
 
 from .hub import Subscriber, envelope
@@ -85,6 +86,8 @@ async def lobby(server: ChemmyServer, session: Session, mid: Any, fields: dict[s
 
 
 async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    """Join a table: the reply carries a snapshot, or with ``since`` (a resume) the events
+    missed since then, from this process's recent log or else the table's stored log."""
     tid = await _known(server, fields["table"])
     since = fields.get("since")
     player = session.player
@@ -95,18 +98,34 @@ async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[st
             return
         result = reply.result or {}
         seq = int(result["seq"])
-        missed = None
-        if since is not None and 0 <= since <= seq:
-            missed = [] if since == seq else server.hub.since(tid, since)
+        if since is None or not 0 <= since <= seq:
+            answer(seq, None, result.get("snapshot"))
+            return
+        missed = [] if since == seq else server.hub.since(tid, since)
+        if missed is not None:
+            answer(seq, missed, None)
+            return
+        # Not in this process's recent log (a restart, a failover): the stored log.
+        server.background(stored(seq, result.get("snapshot")))
+
+    async def stored(seq: int, snapshot: Any) -> None:
+        try:
+            found = await server.bus.events_after(tid, since or 0)
+        except StoreError:
+            found = None
+        if session.id in server.sessions:
+            answer(seq, found, snapshot)
+
+    def answer(seq: int, missed: list[Event] | None, snapshot: Any) -> None:
         if missed is not None:
             server.ok(session, mid, table=tid, resumed=True, seq=seq)
             for event in missed:
                 if event.seq <= seq:
                     server.send(session, envelope(tid, view_event(event, player)))
         else:
-            server.ok(session, mid, table=tid, resumed=False, seq=seq, snapshot=result["snapshot"])
+            server.ok(session, mid, table=tid, resumed=False, seq=seq, snapshot=snapshot)
         session.tables.add(tid)
-        server.hub.subscribe(tid, Subscriber(session.conn, player, session.fmt))
+        server.hub.subscribe(tid, Subscriber(session.conn, player, session.fmt), after=seq)
 
     assert session.identity is not None
     server.relay(session, tid, "join", None, {"name": session.identity.name}, then)
