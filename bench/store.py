@@ -16,9 +16,9 @@ with ``appendfsync everysec``.
 one commit waits for it; the figure is the longest the loop went without running a
 10 ms timer meanwhile (a store that waits on the loop's thread stalls everyone).
 
-It runs against whichever ``server`` package comes first on ``sys.path``, so the same
-script measures an older checkout (``PYTHONPATH=/other/checkout python bench/store.py
---no-write``) for a before/after comparison.
+``--baseline DIR`` measures the ``server`` package of another checkout in DIR (for
+example ``git archive OLD server | tar -x -C DIR``) in a subprocess with the same script,
+and puts its rows beside these, marked "baseline".
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import inspect
+import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+CODE = os.environ.get("CHEMMY_BENCH_CODE") or str(ROOT)  # where ``server`` comes from
+sys.path.insert(0, CODE)
 sys.path.insert(1, str(ROOT / "bench"))
 sys.path.insert(2, str(ROOT / "tests"))
 
@@ -153,58 +157,83 @@ async def run(tmp: Path, redis_url: str | None) -> dict[str, Any]:
     return results
 
 
-def report(results: dict[str, Any]) -> str:
+def baseline(directory: str) -> dict[str, Any]:
+    """The same measurements of the ``server`` package in ``directory`` (no Redis)."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--json", "--no-redis"],
+        env={**os.environ, "CHEMMY_BENCH_CODE": directory, "PYTHONPATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def report(results: dict[str, Any], before: dict[str, Any] | None, label: str) -> str:
     names = {
         "memory": "MemoryStore",
-        "sqlite": "SQLiteStore (file, WAL, worker thread)",
+        "sqlite": "SQLiteStore (file, WAL)",
         "redis": "RedisStore (loopback, one Lua script)",
     }
     lines = [
+        SECTION,
+        "",
         f"`{COMMAND}` on {machine()}; {COMMITS} step commits each (2 entries, a 2 KiB "
-        "state row, 1 event), after a warm-up of "
-        f"{WARMUP}.",
+        f"state row, 1 event where the store keeps events), after a warm-up of {WARMUP}."
+        + (f" Baseline: {label}." if before else ""),
         "",
         "| store | commit round trip mean | p50 | p99 |",
         "|---|---|---|---|",
     ]
+    runs = [(before, " (baseline)")] if before else []
     for key in ("memory", "sqlite", "redis"):
-        if key in results:
-            r = results[key]
-            lines.append(
-                f"| {names[key]} | {r['mean']:.0f} µs | {r['p50']:.0f} µs | {r['p99']:.0f} µs |"
-            )
-    gap, took = results["stall"]
-    lines += [
-        "",
-        "Another process holds SQLite's write lock for 0.5 s while one commit waits: the "
-        f"commit took {took * 1e3:.0f} ms and the loop's longest gap was "
-        f"{gap * 1e3:.0f} ms (10 ms timers).",
-    ]
+        for found, mark in [*runs, (results, "")]:
+            if found and key in found:
+                r = found[key]
+                lines.append(
+                    f"| {names[key]}{mark} | {r['mean']:.0f} µs | {r['p50']:.0f} µs"
+                    f" | {r['p99']:.0f} µs |"
+                )
+    lines.append("")
+    for found, mark in [*runs, (results, "")]:
+        gap, took = found["stall"]
+        lines.append(
+            f"- Lock held elsewhere{mark}: another process holds SQLite's write lock for "
+            f"0.5 s while one commit waits; the commit took {took * 1e3:.0f} ms and the "
+            f"event loop's longest gap was {gap * 1e3:.0f} ms (10 ms timers)."
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--baseline", metavar="DIR", help="also measure DIR's server package")
+    parser.add_argument("--label", help="what the baseline is, for the docs")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--no-redis", action="store_true", help="leave Redis out")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="chemmy-bench-store-") as name:
         tmp = Path(name)
         redis_server = None
-        try:
+        if not args.no_redis:
             from redis_server import RedisServer, redis_available
 
             if redis_available():
                 redis_server = RedisServer(tmp / "redis")
                 redis_server.start()
-        except ImportError:
-            redis_server = None
         try:
             url = redis_server.url() if redis_server is not None else None
             results = asyncio.run(run(tmp, url))
         finally:
             if redis_server is not None:
                 redis_server.stop()
-    text = report(results)
+    if args.json:
+        print(json.dumps(results))
+        return
+    before = baseline(args.baseline) if args.baseline else None
+    text = report(results, before, args.label or f"the code in `{args.baseline}`")
     print(text)
     if not args.no_write:
         write_benchmarks(SECTION, text)

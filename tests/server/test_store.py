@@ -1072,7 +1072,7 @@ async def test_sqlite_a_competing_writer_never_stalls_the_loop(tmp_path: Path) -
         assert await locker.wait() == 0
         assert result.inserted == 1  # it waited for the lock, then wrote
         assert waited > 1.0
-        assert worst < 0.25 * FACTOR, f"the loop stalled for {worst:.3f} s"
+        assert worst < 0.5 * FACTOR, f"the loop stalled for {worst:.3f} s"
         assert len(ticker.gaps) > 40
     finally:
         await store.close()
@@ -1082,16 +1082,16 @@ async def test_sqlite_a_lock_held_too_long_is_unavailable_and_changes_nothing(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "chemmy.sqlite3"
-    store = SQLiteStore(path, busy_timeout_ms=300)
+    store = SQLiteStore(path, busy_timeout_ms=1000)  # waited out on the loop: a 1 s stall
     await store.open()
     try:
         await store.ensure_player("ann", "Ann", 1000)
-        locker = await hold_write_lock(path, 1.5)
+        locker = await hold_write_lock(path, 2.0)
         ticker = Ticker()
         with pytest.raises(StoreUnavailable):
             await store.commit(entries=[bet("k", "ann", 10)], table=TableRow("t1", {}, {}, 1))
         worst = await ticker.stop()
-        assert worst < 0.25 * FACTOR, f"the loop stalled for {worst:.3f} s"
+        assert worst < 0.5 * FACTOR, f"the loop stalled for {worst:.3f} s"
         assert await locker.wait() == 0
         assert await store.balances(["player:ann"]) == {"player:ann": 1000}
         assert await store.load_tables() == []
