@@ -38,6 +38,7 @@ import logging
 import os
 import secrets
 import socket
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -72,13 +73,15 @@ def node_name() -> str:
 
 def _pack_events(table: str, events: Sequence[Event]) -> bytes:
     body = [[e.seq, e.kind, e.data, e.private] for e in events]
-    out: bytes = msgpack.packb({"table": table, "events": body}, use_bin_type=True)
+    message = {"table": table, "events": body, "at": time.time()}
+    out: bytes = msgpack.packb(message, use_bin_type=True)
     return out
 
 
-def _unpack_events(data: bytes) -> tuple[str, list[Event]]:
+def _unpack_events(data: bytes) -> tuple[str, list[Event], float]:
     raw = msgpack.unpackb(data, raw=False)
-    return str(raw["table"]), [Event(int(s), str(k), d, p) for s, k, d, p in raw["events"]]
+    events = [Event(int(s), str(k), d, p) for s, k, d, p in raw["events"]]
+    return str(raw["table"]), events, float(raw.get("at") or 0.0)
 
 
 class RedisBus:
@@ -105,9 +108,11 @@ class RedisBus:
         self._outbox: asyncio.Queue[tuple[str, bytes] | CommandRecord] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._closing = False
-        #: Counters for /metrics: events read back from streams, records relayed.
+        #: Counters for /metrics: events read back from streams, records relayed; and
+        #: ``on_lag(seconds)`` hears how long each batch of events took to arrive.
         self.backfilled = 0
         self.relayed = 0
+        self.on_lag: Callable[[float], None] | None = None
         self.connected = asyncio.Event()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -337,7 +342,9 @@ class RedisBus:
         data = message["data"]
         try:
             if channel.startswith(f"{PREFIX}:ev:"):
-                table, events = _unpack_events(data)
+                table, events, at = _unpack_events(data)
+                if at and self.on_lag is not None:
+                    self.on_lag(max(0.0, time.time() - at))
                 await self._arrived(table, events)
             elif channel == f"{PREFIX}:ctl":
                 if self._control is not None:

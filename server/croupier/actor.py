@@ -188,6 +188,12 @@ class TableActor:
         self._task = asyncio.create_task(self.run(), name=f"table-{self.table_id}")
         return self._task
 
+    def abandon(self) -> None:
+        """Stop at once, without another step or write (this process lost the table)."""
+        self.lost = True
+        if self._task is not None:
+            self._task.cancel()
+
     async def stop(self) -> None:
         if self._task is not None:
             with contextlib.suppress(asyncio.QueueFull):

@@ -1,9 +1,14 @@
 """The croupier: the tables this process runs, each as a :class:`TableActor`.
 
-It loads the tables from the store (and the configured lobby), starts one actor per
-table it owns and serves their commands on the bus; it creates and closes tables for
-operators, drains at shutdown (no new bets, running coups settle), and keeps the lobby:
-each table's summary line after its last step.
+It makes sure the configured tables exist in the store, starts one actor per table it
+owns and serves their commands on the bus; it creates and closes tables for operators,
+drains at shutdown, and keeps the lobby: each table's summary line after its last step.
+
+Alone (the default), a process owns every table. In a cluster (a Redis store) it owns
+the tables placed on it, by lease (``server.croupier.cluster``): it takes a table as a
+restarted process would (``from_state``, a catch-up ``Tick``), hands it over at a step
+boundary when placement moves it or the process drains, and stops writing at once when
+its lease is lost.
 
 It never decides a rule and never touches a connection: commands come in as records
 from the bus, and everything goes out through the bus.
@@ -12,9 +17,10 @@ from the bus, and everything goes out through the bus.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from server.bus.base import Bus
@@ -25,12 +31,16 @@ from server.table import commands as c
 from server.table.events import Event
 
 from .actor import LedgerWallet, TableActor
+from .cluster import Leases, Rebalancer
 
 __all__ = ["Croupier"]
 
 log = logging.getLogger("chemmy.croupier")
 
 StepHook = Callable[[TableActor, c.Command, list[Event]], None]
+
+#: How long the list of open tables is trusted before placement reads it again.
+TABLE_LIST_FRESH = 2.0
 
 
 class Croupier:
@@ -46,6 +56,7 @@ class Croupier:
         on_step: StepHook | None = None,
         on_tables: Callable[[int], None] | None = None,
         on_failing: Callable[[int], None] | None = None,
+        cluster: Leases | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -59,19 +70,98 @@ class Croupier:
         self.draining = False
         #: Tables whose store writes are failing now (the process is not ready).
         self.failing: set[str] = set()
+        self.cluster = cluster
+        self.rebalancer: Rebalancer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._summaries: dict[str, dict[str, Any]] = {}  # the lobby lines last shared
+        self._table_ids: tuple[float, list[str]] = (-1e9, [])
+        self._jobs: set[asyncio.Task[None]] = set()
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self, definitions: tuple[dict[str, Any], ...]) -> None:
-        """Load every balance and every stored table, add the configured ones not stored
-        yet, and start an actor for each."""
+        """Add the configured tables the store does not have yet, then start the tables
+        this process owns: all of them alone, the ones placed here in a cluster."""
         self.wallet.load((await self.store.load_balances()).items())
         rows = {row.table_id: row for row in await self.store.load_tables()}
         for definition in definitions:
             tid = str(definition["id"])
             if tid not in rows:
-                rows[tid] = TableRow(tid, dict(definition), None, 0, False)
-        for row in rows.values():
-            await self._start_table(row)
+                epoch = await self.store.claim_table(tid)
+                rows[tid] = TableRow(tid, dict(definition), None, 0, False, epoch)
+                await self.store.save_table(rows[tid])
+        if self.cluster is None:
+            for row in rows.values():
+                await self._start_table(row)
+            return
+        self.bus_control()
+        self.rebalancer = Rebalancer(
+            self.cluster,
+            tables=self._open_tables,
+            owned=lambda: set(self.actors),
+            own=self._own,
+            disown=self._disown,
+        )
+        await self.rebalancer.step()  # take what is placed here before serving anyone
+        self._task = asyncio.create_task(self.rebalancer.run(), name="rebalancer")
+
+    def bus_control(self) -> None:
+        """Hear the cluster's notices (a Redis bus has them; one process needs none)."""
+        on_control = getattr(self.bus, "on_control", None)
+        if on_control is not None:
+            on_control(self._notice)
+
+    def _notice(self, notice: dict[str, Any]) -> None:
+        kind = notice.get("kind")
+        if kind == "owner" and self.cluster is not None:
+            self.cluster.heard_owner(str(notice.get("table")), notice.get("node"))
+        if kind in ("tables", "owner", "reconnected", "leaving"):
+            self._table_ids = (-1e9, self._table_ids[1])
+            if self.rebalancer is not None:
+                self.rebalancer.poke()
+        if self.on_notice is not None:
+            self.on_notice(notice)
+
+    on_notice: Callable[[dict[str, Any]], None] | None = None
+
+    def _tell(self, notice: dict[str, Any]) -> None:
+        control = getattr(self.bus, "control", None)
+        if control is not None:
+            control(notice)
+
+    async def _open_tables(self) -> list[str]:
+        """The open tables' ids (cached for a moment; notices refresh them)."""
+        read, ids = self._table_ids
+        if time.monotonic() - read > TABLE_LIST_FRESH:
+            ids = [row.table_id for row in await self.store.load_tables()]
+            self._table_ids = (time.monotonic(), ids)
+        return ids
+
+    async def _own(self, table_id: str) -> None:
+        """This process took ``table_id``'s lease: claim its next epoch and start it from
+        its stored row, as after a crash."""
+        rows = {row.table_id: row for row in await self.store.load_tables()}
+        row = rows.get(table_id)
+        if row is None:
+            raise LookupError(f"table {table_id!r} is not open")
+        await self._start_table(row)
+        self._tell({"kind": "owner", "table": table_id, "node": self.bus.node})
+        log.info("table %s: owned here", table_id, extra={"table": table_id})
+
+    async def _disown(self, table_id: str, why: str) -> None:
+        """Stop running ``table_id`` here (after the step in progress, which is stored)."""
+        actor = self.actors.pop(table_id, None)
+        self.bus.unserve(table_id)
+        self._summaries.pop(table_id, None)
+        self.failing.discard(table_id)
+        self._count()
+        if actor is not None:
+            if why == "placed elsewhere":
+                await actor.stop()
+            else:  # the lease is gone: not one more write
+                actor.abandon()
+            log.info(
+                "table %s: no longer owned here (%s)", table_id, why, extra={"table": table_id}
+            )
 
     async def _start_table(self, row: TableRow, epoch: int | None = None) -> TableActor:
         """Start ``row``'s actor as its owner: with the epoch claimed for it (a new one
@@ -99,7 +189,7 @@ class Croupier:
             bus=self.bus,
             config=config,
             queue_size=self.queue_size,
-            on_step=self.on_step,
+            on_step=self._shared,
             on_closed=self._closed,
             on_store=self._store_state,
             on_lost=self._lost,
@@ -140,8 +230,15 @@ class Croupier:
             self.on_tables(len(self.actors))
 
     async def drain(self, timeout: float) -> None:
-        """No new bets anywhere; wait (at most ``timeout``) until no coup is being dealt."""
+        """Alone: no new bets anywhere; wait (at most ``timeout``) until no coup is being
+        dealt. In a cluster: hand every table over now (each step is stored, so the next
+        owner carries on from it) and take no more."""
         self.draining = True
+        if self.rebalancer is not None:
+            self.rebalancer.draining = True
+            self._tell({"kind": "leaving", "node": self.bus.node})
+            await self.rebalancer.step()
+            return
         for actor in self.actors.values():
             actor.draining = True
         end = time.monotonic() + timeout
@@ -149,9 +246,19 @@ class Croupier:
             await asyncio.sleep(0.05)
 
     async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
         for tid, actor in list(self.actors.items()):
             self.bus.unserve(tid)
             await actor.stop()
+            if self.cluster is not None:
+                await self.cluster.release(tid)
+        if self.cluster is not None:
+            await self.cluster.leave()
+            self._tell({"kind": "leaving", "node": self.bus.node})
+            await self.cluster.close()
 
     # -- the lobby and operators -------------------------------------------------------
     def lobby(self) -> list[dict[str, Any]]:
@@ -161,7 +268,8 @@ class Croupier:
         return table_id in self.actors
 
     async def create_table(self, table_id: str, options: TableOptions) -> dict[str, Any]:
-        """Save a new table, then start it; its lobby line."""
+        """Save a new table, then start it (alone) or let placement start it (cluster);
+        its lobby line."""
         if table_id in self.actors:
             raise Refused("table_exists", f"there is already a table {table_id!r}")
         # Only checked, known settings are kept: nothing the operator sent goes to the
@@ -170,13 +278,52 @@ class Croupier:
         definition = {"id": table_id, **options.to_definition()}
         row = TableRow(table_id, definition, None, 0, False, epoch)
         await self.store.save_table(row)
+        if self.cluster is not None:
+            summary = Table(table_id, options, self.wallet).summary()
+            await self.cluster.put_summary(table_id, summary)
+            self._tell({"kind": "tables"})
+            return summary
         actor = await self._start_table(row, epoch)
         return actor.summary()
 
     def _closed(self, actor: TableActor) -> None:
         """A table closed (its ``close`` step is stored): it takes no more commands, and
         its id is free for a new table at once. Its actor ends by itself."""
-        self.bus.unserve(actor.table_id)
-        if self.actors.get(actor.table_id) is actor:
-            del self.actors[actor.table_id]
+        tid = actor.table_id
+        self.bus.unserve(tid)
+        if self.actors.get(tid) is actor:
+            del self.actors[tid]
         self._count()
+        if self.cluster is not None:
+            cluster = self.cluster
+            self._summaries.pop(tid, None)
+
+            async def gone() -> None:
+                with contextlib.suppress(Exception):
+                    await cluster.drop_summary(tid)
+                    await cluster.release(tid)
+                self._tell({"kind": "tables"})
+
+            self._spawn(gone())
+
+    def _spawn(self, job: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(job)
+        self._jobs.add(task)
+        task.add_done_callback(self._jobs.discard)
+
+    def _shared(self, actor: TableActor, cmd: c.Command, events: list[Event]) -> None:
+        """After a step: the table's lobby line, shared when it changed (cluster)."""
+        if self.on_step is not None:
+            self.on_step(actor, cmd, events)
+        if self.cluster is None or actor.closed or actor.lost:
+            return
+        summary = actor.summary()
+        if self._summaries.get(actor.table_id) != summary:
+            self._summaries[actor.table_id] = summary
+            cluster, tid = self.cluster, actor.table_id
+
+            async def put() -> None:
+                with contextlib.suppress(Exception):
+                    await cluster.put_summary(tid, summary)
+
+            self._spawn(put())

@@ -71,6 +71,8 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8765
     db: str = "chemmy.sqlite3"
+    store: str | None = None
+    lease: float = 3.0
     guest: bool = True
     jwt_secret: str | None = field(default=None, repr=False)
     jwt_public_key_file: str | None = None
@@ -97,6 +99,16 @@ class ServerConfig:
     )
     #: The TOML file the settings were read from, if any (not itself a setting).
     config_file: str | None = None
+
+    @property
+    def store_url(self) -> str:
+        """Where everything is kept: ``store`` if given, else the SQLite file ``db``."""
+        return self.store or self.db
+
+    @property
+    def clustered(self) -> bool:
+        """Whether this process shares its tables with others (a Redis store)."""
+        return self.store_url.startswith(("redis://", "rediss://", "unix://"))
 
     @property
     def auth_enabled(self) -> bool:
@@ -165,7 +177,21 @@ def _check_players(values: tuple[str, ...]) -> str | None:
 _SETTINGS: Final = (
     _Setting("host", "str", "address to listen on", _not_empty),
     _Setting("port", "int", "TCP port to listen on (0: any free port)", _between(0, 65535)),
-    _Setting("db", "str", "store: a SQLite file path, sqlite:///PATH or memory:", _not_empty),
+    _Setting("db", "str", "the SQLite file (or sqlite:///PATH, or memory:)", _not_empty),
+    _Setting(
+        "store",
+        "opt_str",
+        "where everything is kept, instead of --db: redis://HOST:PORT/DB makes this process "
+        "one of a cluster sharing the tables through that Redis",
+        metavar="URL",
+    ),
+    _Setting(
+        "lease",
+        "float",
+        "seconds a table's owner holds it without renewing (cluster): a lost process's "
+        "tables move after this",
+        _between(0.5, 60),
+    ),
     _Setting("guest", "bool", "let players without a token play as guests"),
     _Setting(
         "jwt_secret",

@@ -64,7 +64,7 @@ async def run(config: ServerConfig, ready: asyncio.Event | None = None) -> None:
 
     from .server import ChemmyServer
 
-    server = ChemmyServer(config, store_for(config.db))
+    server = ChemmyServer(config, store_for(config.store_url))
     await server.start()
     print(
         f"chemmy-server listening on ws://{config.host}:{server.port}", file=sys.stderr, flush=True

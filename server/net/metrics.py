@@ -39,6 +39,27 @@ class Metrics:
         self.store_errors = Counter(
             "chemmy_store_errors", "Store calls that failed, by where", ["where"], registry=r
         )
+        self.bus_lag = Histogram(
+            "chemmy_bus_lag_seconds",
+            "From an owner publishing a step's events to this process receiving them",
+            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0),
+            registry=r,
+        )
+        self.relayed = Gauge(
+            "chemmy_bus_relayed_commands",
+            "Commands this process relayed to a table owned by another process (total)",
+            registry=r,
+        )
+        self.backfilled = Gauge(
+            "chemmy_bus_backfilled_events",
+            "Events read back from a table's stream to fill a gap (total)",
+            registry=r,
+        )
+        self.lease_changes = Gauge(
+            "chemmy_lease_changes",
+            "Tables this process took or gave up (total)",
+            registry=r,
+        )
         self.slow_clients = Counter(
             "chemmy_slow_clients", "Connections cut off for not keeping up", registry=r
         )

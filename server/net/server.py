@@ -40,7 +40,9 @@ from websockets.exceptions import ConnectionClosed
 
 from server.bus.base import Bus
 from server.bus.local import LocalBus
+from server.bus.redis import RedisBus, node_name
 from server.croupier.actor import TableActor
+from server.croupier.cluster import Leases
 from server.croupier.host import Croupier
 from server.protocol.codec import JSON, MSGPACK, decode, encode
 from server.protocol.errors import ChemmyError, ProtocolError, Refused
@@ -55,7 +57,7 @@ from .config import ServerConfig
 from .handlers import HANDLERS, Continuation, hello
 from .http import Endpoints
 from .hub import Hub, send_now
-from .lobby import Lobby, LocalLobby
+from .lobby import Lobby, LocalLobby, SharedLobby
 from .metrics import Metrics
 from .session import Bucket, Session
 
@@ -84,6 +86,19 @@ class ChemmyServer:
         self.store = store
         self.metrics = Metrics()
         self.hub = Hub(observe=self.metrics.fanout.observe)
+        leases: Leases | None = None
+        if bus is None and config.clustered:
+            # A Redis store: this process is one of a cluster sharing the tables.
+            node = node_name()
+            leases = Leases(config.store_url, node, ttl=config.lease)
+            redis_bus = RedisBus(
+                config.store_url,
+                node=node,
+                events_after=self._stored_events,
+                owner_of=leases.owner,
+            )
+            redis_bus.on_lag = self.metrics.bus_lag.observe
+            bus = redis_bus
         self.bus: Bus = bus if bus is not None else LocalBus(events_after=self._stored_events)
         self.croupier = Croupier(
             store,
@@ -93,8 +108,13 @@ class ChemmyServer:
             on_step=self._on_step,
             on_tables=self.metrics.tables.set,
             on_failing=self.metrics.store_failing.set,
+            cluster=leases,
         )
         self.lobby: Lobby = LocalLobby(self.croupier)
+        if leases is not None:
+            shared = SharedLobby(leases)
+            self.lobby = shared
+            self.croupier.on_notice = lambda notice: shared.stale()
         self.auth = Authenticator.from_config(config)
         self.draining = False
         self.sessions: dict[int, Session] = {}
@@ -149,6 +169,9 @@ class ChemmyServer:
     def _not_ready(self) -> str | None:
         if self.draining:
             return "draining"
+        connected = getattr(self.bus, "connected", None)
+        if connected is not None and not connected.is_set():
+            return "bus unreachable"
         if self.croupier.failing:
             return "store failing"
         return None
@@ -318,9 +341,15 @@ class ChemmyServer:
                     self.metrics.settled.labels(kind="commission").inc(pay["commission"])
 
     async def _watch_slow_clients(self) -> None:
-        """Cut off a client whose unsent frames pile up; it resumes from its last seq."""
+        """Cut off a client whose unsent frames pile up; it resumes from its last seq.
+        (Also refreshes the cluster's counters for /metrics.)"""
         while True:
             await asyncio.sleep(self.watchdog_interval)
+            if isinstance(self.bus, RedisBus):
+                self.metrics.relayed.set(self.bus.relayed)
+                self.metrics.backfilled.set(self.bus.backfilled)
+            if self.croupier.rebalancer is not None:
+                self.metrics.lease_changes.set(self.croupier.rebalancer.changes)
             for session in list(self.sessions.values()):
                 transport = session.conn.transport
                 if (

@@ -56,7 +56,7 @@ class Net:
         }
         settings.update(overrides)
         config = ServerConfig(**settings)
-        server = ChemmyServer(config, store_for(config.db))
+        server = ChemmyServer(config, store_for(config.store_url))
         await server.start()
         self.servers.append(server)
         return server
