@@ -9,9 +9,11 @@ A bot stops after R rounds with a bet (or once K shoes have ended), stands up, a
 reports: rounds played, starting and final balance, net, and the sum of its results as
 the server recorded them (``history``) — which must equal the net.
 
-A bot is a :class:`~client_cli.state.TableModel` fed by a
-:class:`~client_cli.connection.Connection`; it decides from the model after every event
-and acts at most once per decision (a refused command is counted, never fatal). It
+A bot is a :class:`~client_cli.model.TableModel` fed by a
+:class:`~client_cli.connection.Connection` through :func:`~client_cli.model.reduce`; it
+decides from the model after every event and acts at most once per decision (a refused
+command is counted, never fatal). What it may do, the cut's bounds and how much it may
+bet on an area are the server's answer (``model.actions``), never its own rules. It
 speaks only the public protocol. Money is integer minor units.
 """
 
@@ -24,6 +26,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -32,7 +35,7 @@ from client_cli.main import CliError
 
 if TYPE_CHECKING:
     from client_cli.connection import Connection
-    from client_cli.state import TableModel
+    from client_cli.model import TableModel
 
 __all__ = ["STRATEGIES", "Bot", "BotReport", "choose_bets", "register", "run_bots"]
 
@@ -82,12 +85,12 @@ def choose_bets(
     memory: Wallet,
     unit: int | None = None,
 ) -> dict[str, int]:
-    """This coup's bets for ``strategy``: within the table's limits and what the bot has
-    available; empty when it cannot afford the minimum."""
-    limits = model.limits
-    low = limits.get("min", 100)
+    """This coup's bets for ``strategy``, within what the server says the bot may add
+    to each area now (``actions["bet"]``: the table's limits and the bot's funds);
+    empty when it cannot bet even the least it may."""
+    allowed: Mapping[str, Mapping[str, int]] = model.action("bet").get("areas") or {}
+    low = model.limits.get("min", 100)
     base = max(low, unit or low)
-    available = model.available if model.available is not None else model.balance or 0
     if strategy == "banker":
         area, amount = "banker", base
     elif strategy == "player":
@@ -99,10 +102,13 @@ def choose_bets(
         area, amount = "banker", base * (2 ** min(memory.losses, 20))
     else:
         raise ValueError(f"unknown strategy {strategy!r}")
-    if area not in model.areas:
+    if area not in allowed:
         area = "banker"
-    amount = min(amount, model.max_for(area), available)
-    if amount < low:
+    bounds = allowed.get(area)
+    if bounds is None:
+        return {}
+    amount = min(amount, int(bounds["max"]))
+    if amount < int(bounds["min"]):
         return {}
     return {area: amount}
 
@@ -169,7 +175,7 @@ class Bot:
     async def run(self) -> BotReport:
         """Play until done; always report, even after an error."""
         from client_cli.connection import Connection, ConnectionLost, ServerError
-        from client_cli.state import TableModel
+        from client_cli.model import TableModel
 
         conn = Connection(
             self.url,
@@ -183,7 +189,7 @@ class Bot:
             hello = await conn.start()
             self.report.player = conn.player
             self.report.start_balance = int(hello.get("balance") or 0)
-            self.model = TableModel(conn.player)
+            self.model = TableModel(me=conn.player)
             await conn.join(self.table)
             await self._act("sit")
             async for item in conn.stream():
@@ -198,7 +204,7 @@ class Bot:
         return self.report
 
     async def _finish(self, conn: Connection) -> None:
-        from client_cli.state import history_net, my_payouts, round_summary
+        from client_cli.history import history_net, my_payouts, round_summary
 
         rounds = (await conn.request("history", limit=100)).get("rounds") or []
         me = conn.player or ""
@@ -214,16 +220,17 @@ class Bot:
             await conn.leave(self.table)
 
     async def _on_item(self, item: dict[str, Any]) -> None:
-        from client_cli.state import Applied
+        from client_cli.model import Applied, apply_event, reduce
 
         model = self.model
         conn = self.conn
         assert model is not None and conn is not None
         kind = item.get("type")
         if kind == "snapshot" and item.get("table") == self.table:
-            model.load_snapshot(item["snapshot"])
+            model = self.model = reduce(model, item)
         elif kind == "event" and item.get("table") == self.table:
-            result = model.apply(item)
+            model, result = apply_event(model, item)
+            self.model = model
             if result is Applied.GAP:
                 await conn.resync(self.table)
                 return
@@ -272,18 +279,19 @@ class Bot:
             elif not model.seated:
                 self._stood = True
             return
-        if model.offered_to_me:
+        if model.offered_to_me and model.can("accept_shoe"):
             offer_key = ("offer", model.offer.get("deadline") if model.offer else None)
             if offer_key not in self._acted:
                 self._acted.add(offer_key)
                 await self._act("accept_shoe")
-        if model.i_cut:
+        cut = model.action("cut")
+        if model.i_cut and cut:
             cut_key = ("cut", (model.shoe or {}).get("no"))
             if cut_key not in self._acted:
                 self._acted.add(cut_key)
-                size = model.shoe_size
-                await self._act("cut", position=self.rng.randint(10, size - 10))
-        if model.phase == "betting" and model.seated:
+                await self._act("cut", position=self.rng.randint(int(cut["min"]), int(cut["max"])))
+        # Bet once the server's actions say betting is open for this bot (DONE allowed).
+        if model.phase == "betting" and model.seated and model.can("done"):
             bet_key = ("bet", (model.shoe or {}).get("no"), model.coup_no)
             if bet_key not in self._bet_coups:
                 self._bet_coups.add(bet_key)
@@ -295,7 +303,7 @@ class Bot:
                     await self._act("bet", area=area, amount=amount)
                 await self._act("done")
         hand = model.my_turn
-        if hand is not None and model.coup is not None:
+        if hand is not None and model.coup is not None and model.coup.hand == hand:
             coup = model.coup
             turn_key = ("turn", coup.round_id, coup.stage)
             if turn_key not in self._acted:
@@ -360,7 +368,7 @@ async def play_bots(bots: list[Bot], timeout: float) -> list[BotReport]:
 
 
 def make_bots(args: argparse.Namespace, url: str) -> list[Bot]:
-    from client_cli.state import parse_money
+    from client_cli.money import parse_money
 
     unit = None
     if args.unit is not None:
@@ -406,7 +414,7 @@ def run_bots(args: argparse.Namespace) -> int:
 
 
 def format_reports(reports: list[BotReport], table: str, strategy: str, elapsed: float) -> str:
-    from client_cli.state import format_money
+    from client_cli.money import format_money
 
     rows = [("BOT", "ROUNDS", "START", "FINAL", "NET", "RECORDED", "CHECK")]
     for r in reports:

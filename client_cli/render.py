@@ -1,29 +1,23 @@
 """Drawing a table in a terminal: text-art cards, the squeeze, seats, the bet layout,
 the roads, the odds and the history, as Rich :class:`~rich.text.Text`.
 
-Pure functions of the client's :class:`~client_cli.state.TableModel` (or of plain data
-from the server): no I/O, no clock, so the full-screen client (``client_cli.play``)
+Pure functions of the client's :class:`~client_cli.model.TableModel` (or of plain data
+from the server): no I/O, no clock, so the full-screen client (``client_cli.tui``)
 and the tests share them. Money is shown only through
-:func:`~client_cli.state.format_money`.
+:func:`~client_cli.money.format_money`; a hand's total is the server's.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
 
-from client_cli.state import (
-    AREA_NAMES,
-    SUITS,
-    CardView,
-    CoupView,
-    TableModel,
-    card_text,
-    format_money,
-    result_text,
-)
+from client_cli.model import CoupView, TableModel
+from client_cli.money import format_money
+from client_cli.sentences import AREA_NAMES, SUITS, result_text
 
 __all__ = [
     "CARD_H",
@@ -139,7 +133,8 @@ def render_hands(model: TableModel, local: dict[tuple[str, int], int] | None = N
         arts, styles = _hand_block(coup, hand, local=local)
         title = "PLAYER" if hand == "player" else "BANKER"
         if coup is not None and any(c.up for c in coup.cards(hand)):
-            title += f"  {coup.total(hand)}"
+            total = coup.total(hand)
+            title += f"  {total}" if total is not None else ""
         if coup is not None and model.coup is not None:
             turner = coup.turners.get(hand)
             title += f"  (turns: {model.name(turner)})"
@@ -209,9 +204,7 @@ def render_layout(model: TableModel, *, totals: bool = True) -> Text:
     area_totals = model.area_totals()
     for area in model.areas:
         name = AREA_NAMES.get(area, area)
-        mine = model.my_bets.get(area, 0)
-        if model.coup is not None and model.me in model.coup.bets:
-            mine = model.coup.bets[model.me].get(area, 0)
+        mine = model.my_stake.get(area, 0)
         style = "red" if area == "banker" else "blue" if area == "player" else "green" if area == "tie" else ""
         out.append(f"{name:<14}", style=f"bold {style}".strip())
         if totals:
@@ -248,7 +241,7 @@ def _window(cells: list[dict[str, Any]], width: int) -> tuple[int, int]:
     return first, last
 
 
-def render_roads(roads: dict[str, Any], *, width: int = 24) -> Text:
+def render_roads(roads: Mapping[str, Any], *, width: int = 24) -> Text:
     """Bead plate, big road and the three derived roads, the latest columns that fit
     ``width``, with the shoe's statistics and the "ask road" predictions."""
     out = Text()
@@ -328,7 +321,7 @@ def render_roads(roads: dict[str, Any], *, width: int = 24) -> Text:
     return out
 
 
-def odds_text(odds: dict[str, Any] | None) -> Text:
+def odds_text(odds: Mapping[str, Any] | None) -> Text:
     """The exact odds of the next coup from the cards that remain, and house edges."""
     out = Text()
     out.append("ODDS", style="bold")
@@ -356,6 +349,3 @@ def odds_text(odds: dict[str, Any] | None) -> Text:
         out.append("edge " + "  ".join(parts) + "\n", style="dim")
     return out
 
-
-def cards_line(cards: list[CardView]) -> str:
-    return " ".join(card_text(c.card) if c.up else "??" for c in cards)

@@ -142,7 +142,7 @@ def run_tables(args: argparse.Namespace) -> int:
 
 
 def format_tables(result: dict[str, Any]) -> str:
-    from client_cli.state import format_money
+    from client_cli.money import format_money
 
     rows = [("TABLE", "NAME", "LIMITS", "TIE MAX", "SEATS", "PHASE", "SHOE", "COUP")]
     for t in result["tables"]:
@@ -183,7 +183,7 @@ def run_balance(args: argparse.Namespace) -> int:
 
 
 def format_balance(r: dict[str, Any]) -> str:
-    from client_cli.state import format_money
+    from client_cli.money import format_money
 
     line = f"Balance {format_money(int(r['balance']))}"
     if r.get("available") is not None and r["available"] != r["balance"]:
@@ -195,7 +195,7 @@ def format_balance(r: dict[str, Any]) -> str:
 
 
 def run_deposit(args: argparse.Namespace) -> int:
-    from client_cli.state import parse_money
+    from client_cli.money import parse_money
 
     try:
         amount = parse_money(args.amount)
@@ -223,7 +223,7 @@ def run_deposit(args: argparse.Namespace) -> int:
 
 
 def format_deposit(r: dict[str, Any]) -> str:
-    from client_cli.state import format_money
+    from client_cli.money import format_money
 
     if r.get("duplicate"):
         return f"Already deposited (key {r['key']}): balance {format_money(int(r['balance']))}"
@@ -237,7 +237,7 @@ def run_history(args: argparse.Namespace) -> int:
     _note_guest(args)
 
     async def fetch(conn: Connection) -> dict[str, Any]:
-        from client_cli.state import history_net, round_summary
+        from client_cli.history import history_net, round_summary
 
         reply = await conn.request("history", limit=args.limit)
         records = list(reply.get("rounds") or [])
@@ -253,7 +253,8 @@ def run_history(args: argparse.Namespace) -> int:
 
 
 def format_history(r: dict[str, Any]) -> str:
-    from client_cli.state import AREA_NAMES, format_money
+    from client_cli.money import format_money
+    from client_cli.sentences import AREA_NAMES
 
     rounds = r["rounds"]
     if not rounds:

@@ -7,8 +7,10 @@ message line), **history** (your last rounds), **help** (the rules, ``rules.md``
 **options** (animation speed, chip totals, the bell).
 
 Everything happens through :class:`~client_cli.connection.Connection` (the public
-protocol) and is drawn from :class:`~client_cli.state.TableModel`; this module holds no
-rule of the game. Commands are sent one after another from a queue, so key presses
+protocol) and is drawn from :class:`~client_cli.model.TableModel`, which the app
+replaces with :func:`~client_cli.model.reduce` for every item the server sends; this
+module holds no rule of the game: buttons are enabled from the model's ``actions``, the
+server's answer to what you may do now. Commands are sent one after another from a queue, so key presses
 reach the server in order; a refusal from the server goes to the message line, and a
 dropped connection shows "reconnecting…" then "resumed". Nothing the server refuses
 crashes the UI.
@@ -21,7 +23,7 @@ import contextlib
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any, ClassVar
 
@@ -34,8 +36,11 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Input, Label, Markdown, Static, Switch
 
 from client_cli.connection import Connection, ConnectionLost, ConnState, ServerError
+from client_cli.history import round_summary
+from client_cli.model import Applied, TableModel, apply_event, reduce
+from client_cli.money import format_money
 from client_cli.render import odds_text, render_hands, render_layout, render_roads, render_seats
-from client_cli.state import AREA_NAMES, Applied, TableModel, format_money, round_summary
+from client_cli.sentences import AREA_NAMES
 
 __all__ = ["ChemmyApp", "Options", "chip_values", "rules_text"]
 
@@ -340,9 +345,7 @@ class TableScreen(Screen[None]):
             you.append(f" · balance {format_money(model.balance)}", style="bold")
         if model.available is not None and model.available != model.balance:
             you.append(f" (available {format_money(model.available)})")
-        stake = sum(model.my_bets.values())
-        if model.coup is not None and model.me in model.coup.bets:
-            stake = sum(model.coup.bets[model.me].values())
+        stake = sum(model.my_stake.values())
         you.append(f" · bet {format_money(stake)}")
         chips = chip_values(model)
         you.append(f" · chip {format_money(chips[min(app.chip, len(chips) - 1)])}", style="cyan")
@@ -353,8 +356,10 @@ class TableScreen(Screen[None]):
         self._update_buttons(model, chips)
 
     def _update_buttons(self, model: TableModel, chips: list[int]) -> None:
+        """Every button from the server's answer (``model.actions``): a command it does
+        not list is greyed out."""
         app = self.chemmy
-        betting = model.phase == "betting" and model.seated
+        bets = model.action("bet").get("areas") or {}
         for i in range(len(CHIP_MULTIPLES)):
             b = self.query_one(f"#chip-{i}", ActionButton)
             if i < len(chips):
@@ -366,30 +371,30 @@ class TableScreen(Screen[None]):
         for area in AREA_LABELS:
             b = self.query_one(f"#area-{area}", ActionButton)
             b.display = area in model.areas
-            b.disabled = not betting
-        has_bets = bool(model.my_bets)
-        self._enable("act-regret", betting and has_bets)
-        self._enable("act-clear", betting and has_bets)
-        self._enable("act-same", betting and bool(model.last_bets))
-        self._enable("act-done", betting)
+            b.disabled = area not in bets
+        self._enable("act-regret", model.can("remove_bet"))
+        self._enable("act-clear", model.can("clear_bets"))
+        self._enable("act-same", model.can("same_bet"))
+        self._enable("act-done", model.can("done"))
         sit = self.query_one("#act-sit", ActionButton)
         sit.label = "STAND s" if model.seated else "SIT s"
-        self._enable("act-accept", model.offered_to_me)
-        self._enable("act-decline", model.offered_to_me)
-        self._enable("act-pass", model.i_hold and model.phase == "betting")
-        self._enable("act-cut", model.i_cut)
-        turn = model.my_turn
-        squeezing = turn is not None and model.coup is not None and model.coup.style is not None
-        self._enable("sq-toss", turn is not None)
+        self._enable("act-sit", model.can("stand" if model.seated else "sit"))
+        self._enable("act-accept", model.can("accept_shoe"))
+        self._enable("act-decline", model.can("decline_shoe"))
+        self._enable("act-pass", model.can("pass_shoe"))
+        self._enable("act-cut", model.can("cut"))
+        self._enable("sq-toss", model.can("toss"))
+        styles = model.action("squeeze").get("styles") or ()
         for style in ("peek", "side", "quick"):
-            self._enable(f"sq-{style}", turn is not None and not squeezing)
+            self._enable(f"sq-{style}", style in styles)
         stage = model.coup.stage_cards() if model.coup is not None else [1, 2]
+        turnable = model.action("turn").get("cards") or ()
         c1 = self.query_one("#sq-card1", ActionButton)
         c1.label = f"CARD {stage[0]}"
-        self._enable("sq-card1", squeezing)
+        self._enable("sq-card1", stage[0] in turnable)
         c2 = self.query_one("#sq-card2", ActionButton)
         c2.display = len(stage) > 1
-        self._enable("sq-card2", squeezing)
+        self._enable("sq-card2", len(stage) > 1 and stage[1] in turnable)
 
     def _enable(self, bid: str, on: bool) -> None:
         self.query_one(f"#{bid}", ActionButton).disabled = not on
@@ -415,7 +420,7 @@ class TableScreen(Screen[None]):
     def action_digit(self, n: int) -> None:
         app = self.chemmy
         model = app.model
-        if model is not None and model.my_turn and model.coup is not None and model.coup.style:
+        if model is not None and model.squeezing:
             app.turn_card(n)
         else:
             app.choose_chip(n - 1)
@@ -450,11 +455,12 @@ class TableScreen(Screen[None]):
 
     def action_cut(self) -> None:
         model = self.chemmy.model
-        if model is None or not model.i_cut:
+        cut = model.action("cut") if model is not None else {}
+        if not cut:
             self.chemmy.note("It is not your cut")
             return
-        size = model.shoe_size
-        self.app.push_screen(CutScreen(size, random.randint(10, size - 10)))
+        low, high = int(cut["min"]), int(cut["max"])
+        self.app.push_screen(CutScreen(low, high, random.randint(low, high)))
 
     def action_toss(self) -> None:
         self.chemmy.toss()
@@ -470,18 +476,19 @@ class TableScreen(Screen[None]):
 
 
 class CutScreen(ModalScreen[None]):
-    """Choose where to cut the shoe (at least 10 cards from either end)."""
+    """Choose where to cut the shoe, within the bounds the server gives (``cut``)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss", "Cancel")]
 
-    def __init__(self, shoe_size: int, suggestion: int) -> None:
+    def __init__(self, low: int, high: int, suggestion: int) -> None:
         super().__init__()
-        self.shoe_size = shoe_size
+        self.low = low
+        self.high = high
         self.suggestion = suggestion
 
     def compose(self) -> ComposeResult:
         with Vertical(id="cut-box"):
-            yield Label(f"Cut the shoe: a position from 10 to {self.shoe_size - 10}, then Enter")
+            yield Label(f"Cut the shoe: a position from {self.low} to {self.high}, then Enter")
             yield Input(str(self.suggestion), id="cut-at", type="integer")
             with Horizontal():
                 yield Button("CUT", id="cut-ok", variant="primary")
@@ -495,7 +502,7 @@ class CutScreen(ModalScreen[None]):
         try:
             position = int(text)
         except ValueError:
-            self.query_one(Label).update(f"Not a number: {text!r}. From 10 to {self.shoe_size - 10}:")
+            self.query_one(Label).update(f"Not a number: {text!r}. From {self.low} to {self.high}:")
             return
         app = self.app
         assert isinstance(app, ChemmyApp)
@@ -784,7 +791,7 @@ class ChemmyApp(App[int]):
         self.run_worker(self._open_table(table), exclusive=True, group="open")
 
     async def _open_table(self, table: str) -> None:
-        self.model = TableModel(self.conn.player)
+        self.model = TableModel(me=self.conn.player)
         self.table_id = table
         self.placed.clear()
         try:
@@ -838,25 +845,24 @@ class ChemmyApp(App[int]):
         model = self.model
         if kind == "snapshot":
             if model is not None and item.get("table") == self.table_id:
-                model.load_snapshot(item["snapshot"])
-                model.me = self.conn.player
+                self.model = replace(reduce(model, item), me=self.conn.player)
                 self.snapshots += 1
                 self._resyncing = False
                 self.local_progress.clear()
                 self.run_worker(self._fetch_roads(), group="roads")
         elif kind == "event":
             if model is not None and item.get("table") == self.table_id:
-                result = model.apply(item)
+                self.model, result = apply_event(model, item)
                 if result is Applied.APPLIED:
                     self.applied.append(int(item["seq"]))
-                    self._after_event(model, item)
+                    self._after_event(self.model, item)
                 elif result is Applied.GAP and not self._resyncing and self.table_id is not None:
                     self._resyncing = True
-                    model.note("Catching up with the table…")
+                    self.note("Catching up with the table…")
                     self.run_worker(self._resync(self.table_id), group="resync")
         elif kind == "chat":
-            if model is not None:
-                model.note(f"{item.get('name')}: {item.get('text')}")
+            if model is not None and item.get("table") == self.table_id:
+                self.model = reduce(model, item)
         elif kind == "status":
             self._on_status(item)
         elif kind == "error":
@@ -904,15 +910,14 @@ class ChemmyApp(App[int]):
 
     async def _fetch_roads(self) -> None:
         table = self.table_id
-        model = self.model
-        if table is None or model is None:
+        if table is None or self.model is None:
             return
         try:
             reply = await self.conn.request("roads", table=table)
         except (ServerError, ConnectionLost):
             return
-        if self.model is model:
-            model.set_roads(reply.get("roads"), reply.get("odds"))
+        if self.model is not None and self.table_id == table:
+            self.model = reduce(self.model, {"type": "roads", "roads": reply.get("roads"), "odds": reply.get("odds")})
             self.refresh_table()
 
     # -- drawing ---------------------------------------------------------------------
@@ -927,7 +932,7 @@ class ChemmyApp(App[int]):
 
     def note(self, text: str) -> None:
         if self.model is not None:
-            self.model.note(text)
+            self.model = reduce(self.model, {"type": "note", "text": text})
             self.refresh_table()
         elif self.screen is self.lobby:
             self.lobby.set_status(text)
@@ -997,20 +1002,20 @@ class ChemmyApp(App[int]):
 
     def regret(self) -> None:
         """Take back the last chip placed (or the last area's bet when the chips came
-        from SAME BET); a remainder under the minimum comes back whole."""
+        from SAME BET); the whole area when the chip is more than may come off alone."""
         model = self.model
         if model is None:
             return
         if self.placed:
             area, amount = self.placed[-1]
         elif model.my_bets:
-            area, amount = next(reversed(model.my_bets.items()))
+            area, amount = list(model.my_bets.items())[-1]
         else:
             self.note("You have no chips to take back")
             return
-        have = model.my_bets.get(area, 0)
-        minimum = model.limits.get("min", 0)
-        whole = amount >= have or 0 < have - amount < minimum
+        # The server says how much may come off and still leave the minimum on the area.
+        bounds = (model.action("remove_bet").get("areas") or {}).get(area)
+        whole = bounds is None or amount > int(bounds.get("max_partial", 0))
 
         def removed(_reply: dict[str, Any]) -> None:
             if self.placed:
@@ -1031,14 +1036,15 @@ class ChemmyApp(App[int]):
 
     def squeeze(self, style: str) -> None:
         model = self.model
-        hand = model.my_turn if model is not None else None
-        if model is None or hand is None:
+        if model is None or model.my_turn is None:
             self.note("It is not your turn to turn the cards")
             return
-        if model.coup is not None and model.coup.style:
-            self.note(f"You are squeezing ({model.coup.style}): CARD 1, CARD 2 or TOSS")
+        squeeze = model.action("squeeze")
+        if not squeeze:
+            style_now = model.coup.style if model.coup is not None else None
+            self.note(f"You are squeezing ({style_now}): CARD 1, CARD 2 or TOSS")
             return
-        self.table_command("squeeze", hand=hand, style=style)
+        self.table_command("squeeze", hand=squeeze.get("hand"), style=style)
 
     def turn_card(self, n: int) -> None:
         """CARD n of the squeeze: the card opens over a few frames (sending its
@@ -1048,12 +1054,13 @@ class ChemmyApp(App[int]):
         if model is None or hand is None or model.coup is None:
             self.note("It is not your turn to turn the cards")
             return
-        if not model.coup.style:
+        turn = model.action("turn")
+        if not turn:
             self.note("Choose PEEK, SIDE or QUICK first (or TOSS)")
             return
         stage = model.coup.stage_cards()
         index = stage[n - 1] if 1 <= n <= len(stage) else n
-        if index not in model.coup.face_down():
+        if index not in (turn.get("cards") or ()):
             self.note(f"Card {index} is not waiting to be turned")
             return
         if (hand, index) in self._animating:
@@ -1068,7 +1075,9 @@ class ChemmyApp(App[int]):
                 pct = frame * 100 // SQUEEZE_FRAMES
                 self.local_progress[(hand, index)] = pct
                 self.refresh_table()
-                if frame % 2 == 0 and pct < 100:
+                model = self.model
+                progress = model.action("progress") if model is not None else {}
+                if frame % 2 == 0 and pct < 100 and index in (progress.get("cards") or ()):
                     self.table_command("progress", hand=hand, card=index, percent=pct)
                 await asyncio.sleep(delay)
             self.table_command("turn", hand=hand, card=index)

@@ -11,6 +11,7 @@ import random
 import socket
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 from client_cli.bot import Bot, BotReport, choose_bets, play_bots
 from client_cli.bot import Wallet as Memory
 from client_cli.main import main
-from client_cli.state import TableModel
+from client_cli.model import Seat, TableModel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,15 +110,16 @@ def test_unreachable_server_is_a_failed_report(capsys: pytest.CaptureFixture[str
 
 
 def _model(limits: dict[str, int], available: int, areas: list[str] | None = None) -> TableModel:
-    m = TableModel("me")
-    m.options = {"limits": limits, "areas": areas or ["player", "banker", "tie"]}
-    m.available = available
-    return m
+    """A seated bot while betting is open, at a server that sends no ``actions``."""
+    seat = Seat(1, "me", "Me")
+    options = {"limits": limits, "areas": areas or ["player", "banker", "tie"], "seats": 14}
+    return TableModel(me="me", phase="betting", options=options, seats={"me": seat}, available=available)
 
 
 @pytest.mark.parametrize("strategy", ["banker", "player", "random", "martingale"])
 def test_strategies_keep_within_limits_and_balance(strategy: str) -> None:
     limits = {"min": 100, "max": 1000, "tie_max": 150, "side_max": 150}
+    area_max = {"player": 1000, "banker": 1000, "tie": 150}
     rng = random.Random(3)
     memory = Memory(losses=12)  # a long losing streak: martingale wants 4096 units
     for available in (50, 100, 250, 5000):
@@ -128,7 +130,7 @@ def test_strategies_keep_within_limits_and_balance(strategy: str) -> None:
                 assert bets == {}
                 continue
             ((area, amount),) = bets.items()
-            assert 100 <= amount <= min(available, model.max_for(area))
+            assert 100 <= amount <= min(available, area_max[area])
             if strategy in ("banker", "player"):
                 assert area == strategy
 
@@ -139,6 +141,18 @@ def test_martingale_doubles_after_a_loss() -> None:
     assert choose_bets("martingale", model, rng, Memory(0)) == {"banker": 100}
     assert choose_bets("martingale", model, rng, Memory(3)) == {"banker": 800}
     assert choose_bets("martingale", model, rng, Memory(10)) == {"banker": 10_000}
+
+
+def test_strategies_keep_within_the_servers_bounds() -> None:
+    """With the server's ``actions``, the bounds are its answer, not the table limits:
+    here it lets the bot add at most 300 to Banker and nothing to Player."""
+    actions = {"bet": {"areas": {"banker": {"min": 100, "max": 300}, "tie": {"min": 100, "max": 150}}}, "done": {}}
+    model = replace(_model({"min": 100, "max": 10_000, "tie_max": 1500, "side_max": 1500}, 100_000), server_actions=actions)
+    rng = random.Random(1)
+    assert choose_bets("martingale", model, rng, Memory(5)) == {"banker": 300}
+    assert choose_bets("player", model, rng, Memory(0)) == {"banker": 100}  # Player not open to it: Banker
+    no_funds = replace(model, server_actions={"done": {}})
+    assert choose_bets("banker", no_funds, rng, Memory(0)) == {}
 
 
 def test_a_report_checks_the_books() -> None:

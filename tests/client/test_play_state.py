@@ -7,6 +7,9 @@ from typing import Any
 
 import pytest
 
+from client_cli.history import history_net, round_summary
+from client_cli.model import Applied, TableModel, apply_event, reduce
+from client_cli.money import format_money, parse_money
 from client_cli.render import (
     card_art,
     odds_text,
@@ -16,16 +19,7 @@ from client_cli.render import (
     render_seats,
     squeeze_art,
 )
-from client_cli.state import (
-    Applied,
-    TableModel,
-    card_text,
-    format_money,
-    history_net,
-    parse_money,
-    result_text,
-    round_summary,
-)
+from client_cli.sentences import card_text, result_text
 from client_cli.tui import chip_values
 from server.engine.roads import parse_results, roads
 
@@ -104,32 +98,44 @@ def ev(seq: int, kind: str, **data: Any) -> dict[str, Any]:
     return {"type": "event", "table": "t1", "seq": seq, "kind": kind, "data": data}
 
 
+def snap(s: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "snapshot", "table": s["table"], "seq": s["seq"], "snapshot": s}
+
+
+def loaded(s: dict[str, Any] | None = None, me: str | None = None) -> TableModel:
+    return reduce(TableModel(me=me), snap(s or snapshot()))
+
+
 def test_snapshot_then_events_in_order() -> None:
     m = TableModel()
-    assert m.apply(ev(1, "done", player=ME)) is Applied.STALE  # nothing before the snapshot
-    m.load_snapshot(snapshot())
+    assert apply_event(m, ev(1, "done", player=ME))[1] is Applied.STALE  # nothing before the snapshot
+    m = reduce(m, snap(snapshot()))
     assert m.me == ME and m.my_seat == 2 and m.holder == OTHER and m.balance == 100000
-    assert m.apply(ev(10, "done", player=OTHER)) is Applied.STALE  # at the snapshot's seq
-    assert m.apply(ev(9, "done", player=OTHER)) is Applied.STALE
-    assert m.apply(ev(11, "bets", player=ME, seat=2, bets={"player": 1000}, change="place", available=99000)) is Applied.APPLIED
+    assert apply_event(m, ev(10, "done", player=OTHER))[1] is Applied.STALE  # at the snapshot's seq
+    assert apply_event(m, ev(9, "done", player=OTHER))[1] is Applied.STALE
+    m, applied = apply_event(m, ev(11, "bets", player=ME, seat=2, bets={"player": 1000}, change="place", available=99000))
+    assert applied is Applied.APPLIED
     assert m.my_bets == {"player": 1000} and m.available == 99000
     assert m.area_totals() == {"banker": 500, "player": 1000}
     assert m.stacks("banker") == [("Bo", 500)]
-    assert m.apply(ev(11, "done", player=ME)) is Applied.STALE  # a duplicate
-    assert m.apply(ev(13, "done", player=ME)) is Applied.GAP  # 12 is missing
+    assert apply_event(m, ev(11, "done", player=ME))[1] is Applied.STALE  # a duplicate
+    m, applied = apply_event(m, ev(13, "done", player=ME))
+    assert applied is Applied.GAP  # 12 is missing
     assert m.needs_resync and m.seq == 11
-    assert m.apply(ev(12, "done", player=ME)) is Applied.GAP  # nothing more until resync
-    m.load_snapshot(snapshot(seq=20))
-    assert not m.needs_resync and m.apply(ev(21, "done", player=ME)) is Applied.APPLIED
+    m, applied = apply_event(m, ev(12, "done", player=ME))
+    assert applied is Applied.GAP  # nothing more until resync
+    m = reduce(m, snap(snapshot(seq=20)))
+    assert not m.needs_resync and apply_event(m, ev(21, "done", player=ME))[1] is Applied.APPLIED
 
 
-def play_a_coup(m: TableModel) -> None:
+def play_a_coup(m: TableModel) -> TableModel:
     seq = m.seq or 0
 
     def nxt(kind: str, **data: Any) -> None:
-        nonlocal seq
+        nonlocal seq, m
         seq += 1
-        assert m.apply(ev(seq, kind, **data)) is Applied.APPLIED, kind
+        m, applied = apply_event(m, ev(seq, kind, **data))
+        assert applied is Applied.APPLIED, kind
 
     nxt("bets", player=ME, seat=2, bets={"player": 1000}, change="place", available=99000)
     nxt("done", player=ME)
@@ -145,7 +151,7 @@ def play_a_coup(m: TableModel) -> None:
     assert m.coup.progress[("player", 1)] == 50
     nxt("card", hand="player", index=1, card="9h", by=ME, on_behalf=None, total=9)
     nxt("card", hand="player", index=2, card="Kd", by=ME, on_behalf=None, total=9)
-    assert m.my_turn is None and m.coup.total("player") == 9
+    assert m.my_turn is None and m.coup is not None and m.coup.total("player") == 9
     nxt("turn", hand="banker", turner=OTHER, third=False, deadline=2001.0)
     assert m.my_turn is None and "Bo turns the Banker cards" in m.message
     nxt("squeeze", hand="banker", style="side", turner=OTHER)
@@ -156,21 +162,20 @@ def play_a_coup(m: TableModel) -> None:
         banker_total=7, outcome="player", natural=True, player_pair=False, banker_pair=False)
     assert m.message == "Player wins 9 to 7 (natural)"
     nxt("settled", round_id="t1-1-3", payouts=[], balance=101000, net=1000)
+    return m
 
 
 def test_a_whole_coup() -> None:
-    m = TableModel()
-    m.load_snapshot(snapshot())
-    play_a_coup(m)
+    m = play_a_coup(loaded())
     assert m.message == "Player wins 9 to 7 (natural) — You won 10.00"
     assert m.result_line == m.message and m.balance == 101000 and m.last_net == 1000
     assert m.coup is None and m.last_coup is not None and m.roads_stale
     assert m.last_bets == {"player": 1000} and m.my_bets == {}
-    m.apply(ev((m.seq or 0) + 1, "shoe_passed", player=OTHER, reason="player_won"))
+    m = reduce(m, ev((m.seq or 0) + 1, "shoe_passed", player=OTHER, reason="player_won"))
     assert m.holder is None
-    m.apply(ev((m.seq or 0) + 1, "betting_opened", coup_no=4, round_id="t1-1-4", deadline=3000.0))
+    m = reduce(m, ev((m.seq or 0) + 1, "betting_opened", coup_no=4, round_id="t1-1-4", deadline=3000.0))
     assert m.phase == "betting" and m.coup_no == 4 and "You won 10.00" in m.message
-    m.set_roads(roads(parse_results("BPBP")), {"banker": 0.45})
+    m = reduce(m, {"type": "roads", "roads": roads(parse_results("BPBP")), "odds": {"banker": 0.45}})
     assert len(m.roads["bead_plate"]) == 4 and not m.roads_stale
 
 
@@ -187,8 +192,7 @@ def test_a_snapshot_in_the_middle_of_my_squeeze() -> None:
         "deadline": 5.0,
         "bets": {ME: {"player": 1000}},
     }
-    m = TableModel()
-    m.load_snapshot(snapshot(phase="turn", coup=coup))
+    m = loaded(snapshot(phase="turn", coup=coup))
     assert m.coup is not None and m.my_turn == "player"
     assert m.coup.private == {("player", 1): "9h"} and m.coup.player[0].card is None
     assert m.coup.face_down() == [1] and m.coup.squeezer == ME
@@ -196,8 +200,7 @@ def test_a_snapshot_in_the_middle_of_my_squeeze() -> None:
 
 
 def test_shoe_events() -> None:
-    m = TableModel()
-    m.load_snapshot(snapshot(phase="waiting", shoe=None, holder=None, seats=[]))
+    m = loaded(snapshot(phase="waiting", shoe=None, holder=None, seats=[]))
     seq = m.seq or 0
     for kind, data in [
         ("sat", {"player": ME, "name": "Me", "seat": 1, "balance": 5000, "available": 5000}),
@@ -205,22 +208,22 @@ def test_shoe_events() -> None:
         ("shoe_offered", {"player": ME, "seat": 1, "deadline": 10.0}),
     ]:
         seq += 1
-        m.apply(ev(seq, kind, **data))
+        m = reduce(m, ev(seq, kind, **data))
     assert m.offered_to_me and m.balance == 5000 and m.shoe is not None and m.shoe["cards_left"] == 416
     for kind, data in [
         ("shoe_accepted", {"player": ME, "seat": 1}),
         ("cut_offered", {"player": ME, "deadline": 11.0}),
     ]:
         seq += 1
-        m.apply(ev(seq, kind, **data))
+        m = reduce(m, ev(seq, kind, **data))
     assert m.i_hold and m.i_cut and m.message == "Cut the shoe (u)"
     seq += 1
-    m.apply(ev(seq, "shoe_cut", position=200, by=ME, on_behalf=None))
+    m = reduce(m, ev(seq, "shoe_cut", position=200, by=ME, on_behalf=None))
     seq += 1
-    m.apply(ev(seq, "burned", card="5c", count=5, stop_offset=16))
-    assert m.shoe["cards_left"] == 410 and not m.i_cut
+    m = reduce(m, ev(seq, "burned", card="5c", count=5, stop_offset=16))
+    assert m.shoe is not None and m.shoe["cards_left"] == 410 and not m.i_cut
     seq += 1
-    m.apply(ev(seq, "shoe_ended", shoe_no=2, coups=[]))
+    m = reduce(m, ev(seq, "shoe_ended", shoe_no=2, coups=[]))
     assert m.shoe is None and m.phase == "shuffle"
 
 
@@ -253,9 +256,7 @@ def test_drawings() -> None:
     assert "9" not in "".join(squeeze_art("9h", "side", 0)) and "9" in "".join(squeeze_art("9h", "side", 100))
     quick = squeeze_art("9h", "quick", 40)
     assert "9" in quick[5] and "9" not in quick[1]  # the bottom first
-    m = TableModel()
-    m.load_snapshot(snapshot())
-    play_a_coup(m)
+    m = play_a_coup(loaded())
     hands = render_hands(m).plain
     assert "PLAYER  9" in hands and "BANKER  7" in hands and "You won 10.00" in hands
     seats = render_seats(m).plain
@@ -273,9 +274,7 @@ def test_drawings() -> None:
     [("stood", "Bo stood up", 2), ("left", "Bo left the table", 1), ("timeout", "Bo stood up (timed out) and left", 1)],
 )
 def test_a_seat_empties_with_its_reason(reason: str, said: str, watching: int) -> None:
-    m = TableModel()
-    m.me = ME
-    m.load_snapshot(snapshot())
-    assert m.apply(ev(11, "stood", player=OTHER, seat=1, reason=reason)) is Applied.APPLIED
+    m, applied = apply_event(loaded(me=ME), ev(11, "stood", player=OTHER, seat=1, reason=reason))
+    assert applied is Applied.APPLIED
     assert OTHER not in m.seats and m.message.startswith(said)
     assert m.spectators == watching  # only a plain stand leaves one more watching
