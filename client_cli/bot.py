@@ -56,14 +56,40 @@ def register(subparsers: Subparsers) -> None:
     )
     add_url_arg(p, positional=True)
     p.add_argument("--table", required=True, metavar="T", help="the table to play at")
-    p.add_argument("--count", type=positive_int, default=1, metavar="N", help="how many bots (default 1)")
-    p.add_argument("--strategy", choices=STRATEGIES, default="banker", help="how they bet (default banker)")
-    p.add_argument("--rounds", type=positive_int, default=10, metavar="R", help="rounds each bot bets (default 10)")
-    p.add_argument("--shoes", type=positive_int, metavar="K", help="also stop once K shoes have ended")
+    p.add_argument(
+        "--count", type=positive_int, default=1, metavar="N", help="how many bots (default 1)"
+    )
+    p.add_argument(
+        "--strategy", choices=STRATEGIES, default="banker", help="how they bet (default banker)"
+    )
+    p.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=10,
+        metavar="R",
+        help="rounds each bot bets (default 10)",
+    )
+    p.add_argument(
+        "--shoes", type=positive_int, metavar="K", help="also stop once K shoes have ended"
+    )
     p.add_argument("--seed", type=int, metavar="S", help="random seed, for repeatable bots")
-    p.add_argument("--unit", metavar="AMOUNT", help="the base bet in currency (default: the table minimum)")
-    p.add_argument("--squeeze", type=float, default=0.3, metavar="P", help="how often a bot squeezes instead of tossing (0-1, default 0.3)")
-    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS", help="give up after this long (default 600)")
+    p.add_argument(
+        "--unit", metavar="AMOUNT", help="the base bet in currency (default: the table minimum)"
+    )
+    p.add_argument(
+        "--squeeze",
+        type=float,
+        default=0.3,
+        metavar="P",
+        help="how often a bot squeezes instead of tossing (0-1, default 0.3)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="give up after this long (default 600)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=run_bots)
 
@@ -407,7 +433,18 @@ def run_bots(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - started
     ok = all(r.ok for r in reports)
     if args.json:
-        print(json.dumps({"table": args.table, "strategy": args.strategy, "seconds": round(elapsed, 3), "ok": ok, "bots": [r.to_dict() for r in reports]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "table": args.table,
+                    "strategy": args.strategy,
+                    "seconds": round(elapsed, 3),
+                    "ok": ok,
+                    "bots": [r.to_dict() for r in reports],
+                },
+                indent=2,
+            )
+        )
     else:
         print(format_reports(reports, args.table, args.strategy, elapsed))
     return 0 if ok else 1
@@ -432,9 +469,14 @@ def format_reports(reports: list[BotReport], table: str, strategy: str, elapsed:
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
-        "  ".join(c.rjust(w) if 0 < i < 6 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+        "  ".join(
+            c.rjust(w) if 0 < i < 6 else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
         for row in rows
     ]
     total = sum(r.net for r in reports)
-    lines.append(f"{len(reports)} bots at {table} ({strategy}), {elapsed:.1f} s, total net {format_money(total, sign=True)}")
+    lines.append(
+        f"{len(reports)} bots at {table} ({strategy}), {elapsed:.1f} s, total net {format_money(total, sign=True)}"
+    )
     return "\n".join(lines)

@@ -58,7 +58,11 @@ def who(args: argparse.Namespace) -> Who:
     url = getattr(args, "url", None) or os.environ.get(URL_ENV) or DEFAULT_URL
     if not url.startswith(("ws://", "wss://")):
         raise CliError(f"{args.command}: the server URL starts with ws:// or wss://, not {url!r}")
-    token = None if getattr(args, "guest", False) else getattr(args, "token", None) or os.environ.get(TOKEN_ENV) or None
+    token = (
+        None
+        if getattr(args, "guest", False)
+        else getattr(args, "token", None) or os.environ.get(TOKEN_ENV) or None
+    )
     return Who(url=url, token=token, guest=token is None, name=getattr(args, "name", None))
 
 

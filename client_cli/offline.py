@@ -92,7 +92,9 @@ def register(subparsers: Subparsers) -> None:
         "against its commitment, and every coup against the cards the seed deals. "
         "Exit status 0 if it verifies, 1 if not.",
     )
-    p.add_argument("source", nargs="?", metavar="FILE", help="the record, a JSON file ('-' for stdin)")
+    p.add_argument(
+        "source", nargs="?", metavar="FILE", help="the record, a JSON file ('-' for stdin)"
+    )
     add_verify_server_args(p)  # or --server URL --table T [--shoe N]: fetch it (client_cli.scripts)
     p.set_defaults(run=run_verify)
 
@@ -355,7 +357,9 @@ class _TextBar:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    record = load_record(args.source) if args.source and not args.server else fetch_shoe_record(args)
+    record = (
+        load_record(args.source) if args.source and not args.server else fetch_shoe_record(args)
+    )
     try:
         report = verify(record)
     except (CardError, ShoeError) as exc:  # the engine should report these; never crash

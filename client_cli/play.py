@@ -29,7 +29,12 @@ def register(subparsers: Subparsers) -> None:
     p.add_argument("--table", metavar="T", help="go straight to this table")
     add_identity_args(p)
     p.add_argument(
-        "--speed", type=int, choices=range(1, 6), default=4, metavar="1-5", help="animation speed (default 4)"
+        "--speed",
+        type=int,
+        choices=range(1, 6),
+        default=4,
+        metavar="1-5",
+        help="animation speed (default 4)",
     )
     p.set_defaults(run=run_play)
 
@@ -39,7 +44,12 @@ def run_play(args: argparse.Namespace) -> int:
 
     w = who(args)
     app = ChemmyApp(
-        w.url, token=w.token, guest=w.guest, name=w.name, table=args.table, options=Options(speed=args.speed)
+        w.url,
+        token=w.token,
+        guest=w.guest,
+        name=w.name,
+        table=args.table,
+        options=Options(speed=args.speed),
     )
     result = app.run()
     return int(result or 0)

@@ -82,7 +82,9 @@ def squeeze_art(card: str | None, style: str, percent: int) -> list[str]:
             elif style == "quick":
                 shown = r >= _INNER_H - math.ceil(pct / 100 * _INNER_H)
             else:  # peek: the corner first
-                shown = r < math.ceil(pct / 100 * _INNER_H) and col < math.ceil(pct / 100 * _INNER_W)
+                shown = r < math.ceil(pct / 100 * _INNER_H) and col < math.ceil(
+                    pct / 100 * _INNER_W
+                )
             line.append(face[r][col] if shown else BACK)
         rows.append("".join(line))
     return _frame(rows)
@@ -205,12 +207,22 @@ def render_layout(model: TableModel, *, totals: bool = True) -> Text:
     for area in model.areas:
         name = AREA_NAMES.get(area, area)
         mine = model.my_stake.get(area, 0)
-        style = "red" if area == "banker" else "blue" if area == "player" else "green" if area == "tie" else ""
+        style = (
+            "red"
+            if area == "banker"
+            else "blue"
+            if area == "player"
+            else "green"
+            if area == "tie"
+            else ""
+        )
         out.append(f"{name:<14}", style=f"bold {style}".strip())
         if totals:
             out.append(f"{format_money(area_totals.get(area, 0)):>10}", style="cyan")
         out.append(f"  you {format_money(mine):>8}" if mine else " " * 14, style="bold yellow")
-        stacks = ", ".join(f"{who} {format_money(v)}" for who, v in model.stacks(area) if who != "you")
+        stacks = ", ".join(
+            f"{who} {format_money(v)}" for who, v in model.stacks(area) if who != "you"
+        )
         if stacks:
             out.append("  " + stacks[:60], style="dim")
         out.append("\n")
@@ -286,7 +298,11 @@ def render_roads(roads: Mapping[str, Any], *, width: int = 24) -> Text:
     _emit_grid(out, grid)
 
     # Derived roads, one character per cell, side by side in thirds of the width.
-    names = (("big_eye_boy", "Big eye boy"), ("small_road", "Small road"), ("cockroach_pig", "Cockroach"))
+    names = (
+        ("big_eye_boy", "Big eye boy"),
+        ("small_road", "Small road"),
+        ("cockroach_pig", "Cockroach"),
+    )
     dw = max(4, (width - 2) // 3)
     grids = []
     for key, _title in names:
@@ -315,7 +331,9 @@ def render_roads(roads: Mapping[str, Any], *, width: int = 24) -> Text:
             out.append(f"{letter}:", style=OUTCOME_STYLE[side])
             for key, _t in names:
                 color = (predictions.get(side) or {}).get(key)
-                out.append(_DERIVED_GLYPH[key] if color else "-", style=_COLOR_STYLE.get(str(color), "dim"))
+                out.append(
+                    _DERIVED_GLYPH[key] if color else "-", style=_COLOR_STYLE.get(str(color), "dim")
+                )
             out.append("  ")
         out.append("\n")
     return out
@@ -338,7 +356,9 @@ def odds_text(odds: Mapping[str, Any] | None) -> Text:
     out.append(f"Banker {pct('banker')}  ", style="red")
     out.append(f"Player {pct('player')}  ", style="blue")
     out.append(f"Tie {pct('tie')}\n", style="green")
-    out.append(f"P pair {pct('player_pair')}  B pair {pct('banker_pair')}  natural {pct('natural')}\n")
+    out.append(
+        f"P pair {pct('player_pair')}  B pair {pct('banker_pair')}  natural {pct('natural')}\n"
+    )
     edges = odds.get("edges") or {}
     if edges:
         parts = []
@@ -348,4 +368,3 @@ def odds_text(odds: Mapping[str, Any] | None) -> Text:
                 parts.append(f"{AREA_NAMES.get(area, area)} {100 * float(v):+.3f}%")
         out.append("edge " + "  ".join(parts) + "\n", style="dim")
     return out
-

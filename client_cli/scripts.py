@@ -48,11 +48,17 @@ class Refused(Exception):
 
 def register(subparsers: Subparsers) -> None:
     """Add ``tables``, ``balance``, ``deposit`` and ``history`` to the ``chemmy`` parser."""
-    p = subparsers.add_parser("tables", help="list the server's tables", description="The lobby: tables, limits, seats taken, phase.")
+    p = subparsers.add_parser(
+        "tables",
+        help="list the server's tables",
+        description="The lobby: tables, limits, seats taken, phase.",
+    )
     _common(p)
     p.set_defaults(run=run_tables)
 
-    p = subparsers.add_parser("balance", help="your balance", description="Your balance and what is available to bet.")
+    p = subparsers.add_parser(
+        "balance", help="your balance", description="Your balance and what is available to bet."
+    )
     _common(p)
     p.set_defaults(run=run_balance)
 
@@ -62,12 +68,26 @@ def register(subparsers: Subparsers) -> None:
         description="Add play money to your balance. AMOUNT is in currency units (25, 12.50).",
     )
     p.add_argument("amount", metavar="AMOUNT", help="how much, e.g. 25 or 12.50")
-    p.add_argument("--key", metavar="KEY", help="an idempotency key: a deposit retried with the same key counts once")
+    p.add_argument(
+        "--key",
+        metavar="KEY",
+        help="an idempotency key: a deposit retried with the same key counts once",
+    )
     _common(p)
     p.set_defaults(run=run_deposit)
 
-    p = subparsers.add_parser("history", help="your last rounds", description="Your last rounds (at most 100), newest first.")
-    p.add_argument("--limit", type=_limit, default=100, metavar="N", help="how many rounds, 1-100 (default 100)")
+    p = subparsers.add_parser(
+        "history",
+        help="your last rounds",
+        description="Your last rounds (at most 100), newest first.",
+    )
+    p.add_argument(
+        "--limit",
+        type=_limit,
+        default=100,
+        metavar="N",
+        help="how many rounds, 1-100 (default 100)",
+    )
     _common(p)
     p.set_defaults(run=run_history)
 
@@ -94,7 +114,9 @@ def _limit(text: str) -> int:
 async def _with_connection(w: Who, fn: Callable[[Connection], Awaitable[T]]) -> T:
     from client_cli.connection import Connection, ConnectionLost, ServerError
 
-    conn = Connection(w.url, token=w.token, guest=w.guest, name=w.name, reconnect=False, open_timeout=10)
+    conn = Connection(
+        w.url, token=w.token, guest=w.guest, name=w.name, reconnect=False, open_timeout=10
+    )
     try:
         await conn.start()
     except ConnectionLost as exc:
@@ -111,7 +133,11 @@ async def _with_connection(w: Who, fn: Callable[[Connection], Awaitable[T]]) -> 
         await conn.close()
 
 
-def _run(args: argparse.Namespace, fn: Callable[[Connection], Awaitable[dict[str, Any]]], show: Callable[[dict[str, Any]], str]) -> int:
+def _run(
+    args: argparse.Namespace,
+    fn: Callable[[Connection], Awaitable[dict[str, Any]]],
+    show: Callable[[dict[str, Any]], str],
+) -> int:
     w = who(args)
     try:
         result = asyncio.run(_with_connection(w, fn))
@@ -160,7 +186,9 @@ def format_tables(result: dict[str, Any]) -> str:
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    )
 
 
 # ---------------------------------------------------------------------------- balance
@@ -261,7 +289,10 @@ def format_history(r: dict[str, Any]) -> str:
         return f"No rounds recorded for {r.get('name')} ({r.get('player')})"
     rows = [("ROUND", "RESULT", "PLAYER", "BANKER", "YOUR BETS", "NET", "BALANCE")]
     for x in rounds:
-        bets = ", ".join(f"{AREA_NAMES.get(a, a)} {format_money(v)}" for a, v in x["bets"].items()) or "-"
+        bets = (
+            ", ".join(f"{AREA_NAMES.get(a, a)} {format_money(v)}" for a, v in x["bets"].items())
+            or "-"
+        )
         after = x.get("balance_after")
         rows.append(
             (
@@ -275,7 +306,9 @@ def format_history(r: dict[str, Any]) -> str:
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
     lines.append(f"{len(rounds)} rounds, net {format_money(int(r['net']), sign=True)}")
     return "\n".join(lines)
 
@@ -285,10 +318,21 @@ def format_history(r: dict[str, Any]) -> str:
 
 def add_verify_server_args(p: argparse.ArgumentParser) -> None:
     """``chemmy verify --server URL --table T [--shoe N]``: fetch the record first."""
-    p.add_argument("--server", metavar="URL", help="fetch the revealed shoe from this server (ws://...)")
+    p.add_argument(
+        "--server", metavar="URL", help="fetch the revealed shoe from this server (ws://...)"
+    )
     p.add_argument("--table", metavar="T", help="with --server: the table")
-    p.add_argument("--shoe", type=int, metavar="N", help="with --server: the shoe number (default: the last revealed)")
-    p.add_argument("--token", metavar="TOKEN", help="with --server: a player token (default: $CHEMMY_TOKEN, else a guest)")
+    p.add_argument(
+        "--shoe",
+        type=int,
+        metavar="N",
+        help="with --server: the shoe number (default: the last revealed)",
+    )
+    p.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="with --server: a player token (default: $CHEMMY_TOKEN, else a guest)",
+    )
 
 
 def fetch_shoe_record(args: argparse.Namespace) -> dict[str, Any]:

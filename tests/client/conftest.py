@@ -149,7 +149,9 @@ def chemmy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChemmySe
             if proc.poll() is not None:
                 pytest.fail(f"chemmy-server exited with {proc.returncode}:\n{server.log_text()}")
             if time.monotonic() > deadline:
-                pytest.fail(f"chemmy-server not healthy after {START_TIMEOUT} s:\n{server.log_text()}")
+                pytest.fail(
+                    f"chemmy-server not healthy after {START_TIMEOUT} s:\n{server.log_text()}"
+                )
             time.sleep(0.05)
         yield server
     finally:

@@ -31,7 +31,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def test_five_bots_play_a_whole_shoe(chemmy_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_five_bots_play_a_whole_shoe(
+    chemmy_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     strategies = ["banker", "player", "random", "martingale", "random"]
     bots = [
         Bot(
@@ -53,13 +55,17 @@ async def test_five_bots_play_a_whole_shoe(chemmy_server: Any, capsys: pytest.Ca
         assert r.net == r.recorded_net
         assert r.rounds == r.recorded_rounds, r
     rounds = {r.rounds for r in reports}
-    assert min(rounds) >= 25, f"a 6-deck shoe stopped 100 cards from the end has ~40 coups: {rounds}"
+    assert min(rounds) >= 25, (
+        f"a 6-deck shoe stopped 100 cards from the end has ~40 coups: {rounds}"
+    )
     assert sum(r.squeezes for r in reports) > 0 and sum(r.tosses for r in reports) > 0
     assert sum(r.shoes_held for r in reports) >= 1
 
     # The shoe is over and its seed revealed: chemmy verify --server checks it.
     capsys.readouterr()
-    code = await asyncio.to_thread(main, ["verify", "--server", chemmy_server.url, "--table", "bots", "--shoe", "1"])
+    code = await asyncio.to_thread(
+        main, ["verify", "--server", chemmy_server.url, "--table", "bots", "--shoe", "1"]
+    )
     out, err = capsys.readouterr()
     assert code == 0, out + err
     assert "OK: seed matches the commitment" in out
@@ -69,9 +75,22 @@ def test_bot_command_line(chemmy_server: Any) -> None:
     """The console command: two bots, three rounds each, a JSON report, exit 0."""
     proc = subprocess.run(
         [
-            sys.executable, "-m", "client_cli", "bot", chemmy_server.url,
-            "--table", "bots-cli", "--count", "2", "--strategy", "martingale",
-            "--rounds", "3", "--seed", "7", "--json",
+            sys.executable,
+            "-m",
+            "client_cli",
+            "bot",
+            chemmy_server.url,
+            "--table",
+            "bots-cli",
+            "--count",
+            "2",
+            "--strategy",
+            "martingale",
+            "--rounds",
+            "3",
+            "--seed",
+            "7",
+            "--json",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -87,10 +106,31 @@ def test_bot_command_line(chemmy_server: Any) -> None:
 
 
 def test_bot_plain_report(chemmy_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["bot", chemmy_server.url, "--table", "bots-cli", "--count", "1", "--rounds", "1", "--seed", "1"])
+    code = main(
+        [
+            "bot",
+            chemmy_server.url,
+            "--table",
+            "bots-cli",
+            "--count",
+            "1",
+            "--rounds",
+            "1",
+            "--seed",
+            "1",
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0
-    assert out.splitlines()[0].split() == ["BOT", "ROUNDS", "START", "FINAL", "NET", "RECORDED", "CHECK"]
+    assert out.splitlines()[0].split() == [
+        "BOT",
+        "ROUNDS",
+        "START",
+        "FINAL",
+        "NET",
+        "RECORDED",
+        "CHECK",
+    ]
     assert "Bot1" in out and " ok" in out
 
 
@@ -113,7 +153,9 @@ def _model(limits: dict[str, int], available: int, areas: list[str] | None = Non
     """A seated bot while betting is open, at a server that sends no ``actions``."""
     seat = Seat(1, "me", "Me")
     options = {"limits": limits, "areas": areas or ["player", "banker", "tie"], "seats": 14}
-    return TableModel(me="me", phase="betting", options=options, seats={"me": seat}, available=available)
+    return TableModel(
+        me="me", phase="betting", options=options, seats={"me": seat}, available=available
+    )
 
 
 @pytest.mark.parametrize("strategy", ["banker", "player", "random", "martingale"])
@@ -146,16 +188,26 @@ def test_martingale_doubles_after_a_loss() -> None:
 def test_strategies_keep_within_the_servers_bounds() -> None:
     """With the server's ``actions``, the bounds are its answer, not the table limits:
     here it lets the bot add at most 300 to Banker and nothing to Player."""
-    actions = {"bet": {"areas": {"banker": {"min": 100, "max": 300}, "tie": {"min": 100, "max": 150}}}, "done": {}}
-    model = replace(_model({"min": 100, "max": 10_000, "tie_max": 1500, "side_max": 1500}, 100_000), server_actions=actions)
+    actions = {
+        "bet": {"areas": {"banker": {"min": 100, "max": 300}, "tie": {"min": 100, "max": 150}}},
+        "done": {},
+    }
+    model = replace(
+        _model({"min": 100, "max": 10_000, "tie_max": 1500, "side_max": 1500}, 100_000),
+        server_actions=actions,
+    )
     rng = random.Random(1)
     assert choose_bets("martingale", model, rng, Memory(5)) == {"banker": 300}
-    assert choose_bets("player", model, rng, Memory(0)) == {"banker": 100}  # Player not open to it: Banker
+    assert choose_bets("player", model, rng, Memory(0)) == {
+        "banker": 100
+    }  # Player not open to it: Banker
     no_funds = replace(model, server_actions={"done": {}})
     assert choose_bets("banker", no_funds, rng, Memory(0)) == {}
 
 
 def test_a_report_checks_the_books() -> None:
-    r = BotReport("B", "p", rounds=2, start_balance=1000, final_balance=1095, net=95, recorded_net=95)
+    r = BotReport(
+        "B", "p", rounds=2, start_balance=1000, final_balance=1095, net=95, recorded_net=95
+    )
     assert r.ok and r.to_dict()["ok"] is True
     assert not BotReport("B", "p", start_balance=1000, final_balance=1000, recorded_net=5).ok

@@ -29,7 +29,14 @@ OTHER = "guest-bo"
 
 @pytest.mark.parametrize(
     ("minor", "text"),
-    [(0, "0.00"), (5, "0.05"), (950, "9.50"), (123456, "1,234.56"), (-5, "-0.05"), (-100000, "-1,000.00")],
+    [
+        (0, "0.00"),
+        (5, "0.05"),
+        (950, "9.50"),
+        (123456, "1,234.56"),
+        (-5, "-0.05"),
+        (-100000, "-1,000.00"),
+    ],
 )
 def test_format_money(minor: int, text: str) -> None:
     assert format_money(minor) == text
@@ -42,7 +49,9 @@ def test_format_money_refuses_floats() -> None:
     assert format_money(0, sign=True) == "0.00"
 
 
-@pytest.mark.parametrize(("text", "minor"), [("25", 2500), ("12.5", 1250), ("0.01", 1), ("1,000", 100000)])
+@pytest.mark.parametrize(
+    ("text", "minor"), [("25", 2500), ("12.5", 1250), ("0.01", 1), ("1,000", 100000)]
+)
 def test_parse_money(text: str, minor: int) -> None:
     assert parse_money(text) == minor
 
@@ -55,10 +64,13 @@ def test_parse_money_refuses(text: str) -> None:
 
 def test_card_text_and_results() -> None:
     assert card_text("Td") == "10♦" and card_text("As") == "A♠" and card_text(None) == "??"
-    assert result_text({"outcome": "banker", "banker_total": 7, "player_total": 5}) == "Banker wins 7 to 5"
-    assert result_text({"outcome": "player", "banker_total": 3, "player_total": 8, "natural": True}) == (
-        "Player wins 8 to 3 (natural)"
+    assert (
+        result_text({"outcome": "banker", "banker_total": 7, "player_total": 5})
+        == "Banker wins 7 to 5"
     )
+    assert result_text(
+        {"outcome": "player", "banker_total": 3, "player_total": 8, "natural": True}
+    ) == ("Player wins 8 to 3 (natural)")
     assert result_text({"outcome": "tie", "banker_total": 6, "player_total": 6}) == "Tie 6 to 6"
 
 
@@ -81,14 +93,37 @@ def snapshot(seq: int = 10, **over: Any) -> dict[str, Any]:
         "offer": None,
         "cutter": None,
         "seats": [
-            {"seat": 1, "player": OTHER, "name": "Bo", "connected": True, "bets": {"banker": 500}, "done": False, "holder": True},
-            {"seat": 2, "player": ME, "name": "Me", "connected": True, "bets": {}, "done": False, "holder": False},
+            {
+                "seat": 1,
+                "player": OTHER,
+                "name": "Bo",
+                "connected": True,
+                "bets": {"banker": 500},
+                "done": False,
+                "holder": True,
+            },
+            {
+                "seat": 2,
+                "player": ME,
+                "name": "Me",
+                "connected": True,
+                "bets": {},
+                "done": False,
+                "holder": False,
+            },
         ],
         "spectators": 1,
         "coup": None,
         "last_result": None,
         "roads": roads(parse_results("BPB")),
-        "you": {"player": ME, "seat": 2, "balance": 100000, "available": 100000, "bets": {}, "last_bets": {}},
+        "you": {
+            "player": ME,
+            "seat": 2,
+            "balance": 100000,
+            "available": 100000,
+            "bets": {},
+            "last_bets": {},
+        },
     }
     snap.update(over)
     return snap
@@ -108,12 +143,16 @@ def loaded(s: dict[str, Any] | None = None, me: str | None = None) -> TableModel
 
 def test_snapshot_then_events_in_order() -> None:
     m = TableModel()
-    assert apply_event(m, ev(1, "done", player=ME))[1] is Applied.STALE  # nothing before the snapshot
+    assert (
+        apply_event(m, ev(1, "done", player=ME))[1] is Applied.STALE
+    )  # nothing before the snapshot
     m = reduce(m, snap(snapshot()))
     assert m.me == ME and m.my_seat == 2 and m.holder == OTHER and m.balance == 100000
     assert apply_event(m, ev(10, "done", player=OTHER))[1] is Applied.STALE  # at the snapshot's seq
     assert apply_event(m, ev(9, "done", player=OTHER))[1] is Applied.STALE
-    m, applied = apply_event(m, ev(11, "bets", player=ME, seat=2, bets={"player": 1000}, change="place", available=99000))
+    m, applied = apply_event(
+        m, ev(11, "bets", player=ME, seat=2, bets={"player": 1000}, change="place", available=99000)
+    )
     assert applied is Applied.APPLIED
     assert m.my_bets == {"player": 1000} and m.available == 99000
     assert m.area_totals() == {"banker": 500, "player": 1000}
@@ -139,7 +178,13 @@ def play_a_coup(m: TableModel) -> TableModel:
 
     nxt("bets", player=ME, seat=2, bets={"player": 1000}, change="place", available=99000)
     nxt("done", player=ME)
-    nxt("betting_closed", round_id="t1-1-3", bets={ME: {"player": 1000}, OTHER: {"banker": 500}}, totals={}, balance=99000)
+    nxt(
+        "betting_closed",
+        round_id="t1-1-3",
+        bets={ME: {"player": 1000}, OTHER: {"banker": 500}},
+        totals={},
+        balance=99000,
+    )
     nxt("dealt", round_id="t1-1-3", player=2, banker=2, turners={"player": ME, "banker": OTHER})
     assert m.phase == "turn" and m.coup is not None and m.coup.player[0].card is None
     nxt("turn", hand="player", turner=ME, third=False, deadline=2000.0)
@@ -158,8 +203,19 @@ def play_a_coup(m: TableModel) -> TableModel:
     nxt("progress", hand="banker", card=2, percent=40, turner=OTHER)
     nxt("card", hand="banker", index=1, card="3c", by=OTHER, on_behalf=None, total=3)
     nxt("card", hand="banker", index=2, card="4c", by="croupier", on_behalf=OTHER, total=7)
-    nxt("result", round_id="t1-1-3", coup_no=3, player=["9h", "Kd"], banker=["3c", "4c"], player_total=9,
-        banker_total=7, outcome="player", natural=True, player_pair=False, banker_pair=False)
+    nxt(
+        "result",
+        round_id="t1-1-3",
+        coup_no=3,
+        player=["9h", "Kd"],
+        banker=["3c", "4c"],
+        player_total=9,
+        banker_total=7,
+        outcome="player",
+        natural=True,
+        player_pair=False,
+        banker_pair=False,
+    )
     assert m.message == "Player wins 9 to 7 (natural)"
     nxt("settled", round_id="t1-1-3", payouts=[], balance=101000, net=1000)
     return m
@@ -173,9 +229,13 @@ def test_a_whole_coup() -> None:
     assert m.last_bets == {"player": 1000} and m.my_bets == {}
     m = reduce(m, ev((m.seq or 0) + 1, "shoe_passed", player=OTHER, reason="player_won"))
     assert m.holder is None
-    m = reduce(m, ev((m.seq or 0) + 1, "betting_opened", coup_no=4, round_id="t1-1-4", deadline=3000.0))
+    m = reduce(
+        m, ev((m.seq or 0) + 1, "betting_opened", coup_no=4, round_id="t1-1-4", deadline=3000.0)
+    )
     assert m.phase == "betting" and m.coup_no == 4 and "You won 10.00" in m.message
-    m = reduce(m, {"type": "roads", "roads": roads(parse_results("BPBP")), "odds": {"banker": 0.45}})
+    m = reduce(
+        m, {"type": "roads", "roads": roads(parse_results("BPBP")), "odds": {"banker": 0.45}}
+    )
     assert len(m.roads["bead_plate"]) == 4 and not m.roads_stale
 
 
@@ -186,7 +246,10 @@ def test_a_snapshot_in_the_middle_of_my_squeeze() -> None:
         "stage": "player",
         "hand": "player",
         "player": [{"card": "9h", "up": False, "by": None}, {"card": "2c", "up": True, "by": ME}],
-        "banker": [{"card": None, "up": False, "by": None}, {"card": None, "up": False, "by": None}],
+        "banker": [
+            {"card": None, "up": False, "by": None},
+            {"card": None, "up": False, "by": None},
+        ],
         "turners": {"player": ME, "banker": OTHER},
         "style": "quick",
         "deadline": 5.0,
@@ -209,7 +272,9 @@ def test_shoe_events() -> None:
     ]:
         seq += 1
         m = reduce(m, ev(seq, kind, **data))
-    assert m.offered_to_me and m.balance == 5000 and m.shoe is not None and m.shoe["cards_left"] == 416
+    assert (
+        m.offered_to_me and m.balance == 5000 and m.shoe is not None and m.shoe["cards_left"] == 416
+    )
     for kind, data in [
         ("shoe_accepted", {"player": ME, "seat": 1}),
         ("cut_offered", {"player": ME, "deadline": 11.0}),
@@ -253,7 +318,9 @@ def test_history_summaries() -> None:
 def test_drawings() -> None:
     assert card_art("Td")[1] == "│10     │" and len(card_art(None)) == 7
     assert all(len(line) == 9 for line in squeeze_art("9h", "peek", 40))
-    assert "9" not in "".join(squeeze_art("9h", "side", 0)) and "9" in "".join(squeeze_art("9h", "side", 100))
+    assert "9" not in "".join(squeeze_art("9h", "side", 0)) and "9" in "".join(
+        squeeze_art("9h", "side", 100)
+    )
     quick = squeeze_art("9h", "quick", 40)
     assert "9" in quick[5] and "9" not in quick[1]  # the bottom first
     m = play_a_coup(loaded())
@@ -271,7 +338,11 @@ def test_drawings() -> None:
 
 @pytest.mark.parametrize(
     ("reason", "said", "watching"),
-    [("stood", "Bo stood up", 2), ("left", "Bo left the table", 1), ("timeout", "Bo stood up (timed out) and left", 1)],
+    [
+        ("stood", "Bo stood up", 2),
+        ("left", "Bo left the table", 1),
+        ("timeout", "Bo stood up (timed out) and left", 1),
+    ],
 )
 def test_a_seat_empties_with_its_reason(reason: str, said: str, watching: int) -> None:
     m, applied = apply_event(loaded(me=ME), ev(11, "stood", player=OTHER, seat=1, reason=reason))
