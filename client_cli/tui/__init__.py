@@ -12,7 +12,8 @@ subcommands never load Textual. Nothing here decides a rule of the game.
 
 from __future__ import annotations
 
-from client_cli.tui.app import ChemmyApp, Options
+from client_cli.options import Options
+from client_cli.tui.app import ChemmyApp
 from client_cli.tui.lobby import LobbyScreen
 from client_cli.tui.popups import CutScreen, OptionsScreen
 from client_cli.tui.screens import HelpScreen, HistoryScreen, RoadsScreen, rules_text

@@ -9,8 +9,10 @@ the table's :class:`~client_cli.model.TableModel`, replaced through
 :func:`~client_cli.model.reduce` for every item the server sends; the screens draw it.
 Commands are sent one after another from a queue, so key presses reach the server in
 order; a refusal from the server goes to the message line, and a dropped connection
-shows "reconnecting…" then "resumed". Nothing the server refuses crashes the UI. This
-module holds no rule of the game.
+shows "reconnecting…" then "resumed". Nothing the server refuses crashes the UI. The
+player's Options (:mod:`client_cli.options`) are read at start and saved at each change;
+"voices" are the announcements that pop up as notices. This module holds no rule of the
+game.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from textual.app import App
@@ -28,6 +31,7 @@ from textual.css.query import NoMatches
 from client_cli.connection import Connection, ConnectionLost, ConnState, ServerError
 from client_cli.model import Applied, TableModel, apply_event, reduce
 from client_cli.money import format_money
+from client_cli.options import Options, load_options, options_path, save_options
 from client_cli.sentences import AREA_NAMES
 from client_cli.tui.lobby import LobbyScreen
 from client_cli.tui.popups import OptionsScreen
@@ -39,15 +43,6 @@ __all__ = ["ChemmyApp", "Options"]
 #: Seconds between squeeze frames at animation speed 1..5 (the Options' game speed).
 FRAME_DELAY = {1: 0.35, 2: 0.22, 3: 0.14, 4: 0.08, 5: 0.03}
 SQUEEZE_FRAMES = 8
-
-
-@dataclass
-class Options:
-    """The player's options (the Options screen)."""
-
-    speed: int = 4  # animation speed 1 (slow) .. 5 (fast)
-    chip_totals: bool = True  # show each area's total of everyone's chips
-    bell: bool = True  # ring the terminal bell on your turn and on a win
 
 
 class ChemmyApp(App[int]):
@@ -65,11 +60,19 @@ class ChemmyApp(App[int]):
         name: str | None = None,
         table: str | None = None,
         options: Options | None = None,
+        options_file: Path | None = None,
     ) -> None:
+        """``options``: this run's options (default: the saved ones, from
+        ``options_file`` or :func:`~client_cli.options.options_path`); a change made on
+        the Options screen is saved there."""
         super().__init__()
         self.url = url
         self.initial_table = table
-        self.options = options or Options()
+        self.options_file = options_file or options_path()
+        self._options_warning: str | None = None
+        if options is None:
+            options, self._options_warning = load_options(self.options_file)
+        self.options = options
         self.conn = Connection(
             url, token=token, guest=guest or not token, name=name, on_item=self.on_item
         )
@@ -92,6 +95,8 @@ class ChemmyApp(App[int]):
     async def on_mount(self) -> None:
         await self.push_screen(self.lobby)
         self.lobby.set_status(f"connecting to {self.url}…")
+        if self._options_warning:
+            self.notify(self._options_warning, severity="warning", timeout=8)
         self.run_worker(self._command_loop(), name="commands", group="commands")
         self.run_worker(self._connect(), name="connect", exclusive=True, group="connect")
 
@@ -219,14 +224,18 @@ class ChemmyApp(App[int]):
         self.refresh_table()
 
     def _after_event(self, model: TableModel, item: dict[str, Any]) -> None:
+        """What an applied event means for the screen beside the model: the bell, the
+        croupier's announcements, the local squeeze animation, the roads to fetch."""
         kind = item.get("kind")
         data = item.get("data") or {}
         if kind == "settled":
             self.placed.clear()
             self.local_progress.clear()
             self.run_worker(self._fetch_roads(), group="roads")
-            if isinstance(data.get("net"), int) and data["net"] > 0:
-                self._bell()
+            if isinstance(data.get("net"), int):
+                self._announce(model.result_line)  # "… — You won 9.50"
+                if data["net"] > 0:
+                    self._bell()
         elif kind == "card":
             self.local_progress.pop((str(data.get("hand")), int(data.get("index") or 0)), None)
         elif kind == "betting_opened":
@@ -235,6 +244,7 @@ class ChemmyApp(App[int]):
             kind in ("turn", "shoe_offered", "cut_offered")
             and data.get("turner", data.get("player")) == model.me
         ):
+            self._announce(model.message)  # "Your turn: …", "The shoe is offered to you…"
             self._bell()
 
     def _on_status(self, item: dict[str, Any]) -> None:
@@ -300,6 +310,21 @@ class ChemmyApp(App[int]):
     def _bell(self) -> None:
         if self.options.bell:
             self.bell()
+
+    def _announce(self, text: str) -> None:
+        """The croupier's voice: an announcement pops up (Options: Voices)."""
+        if self.options.voices and text:
+            self.notify(text, timeout=4)
+
+    def set_options(self, options: Options) -> None:
+        """Use ``options`` from now on, and save them for the next run; a failed save
+        is reported, never fatal."""
+        self.options = options
+        try:
+            save_options(options, self.options_file)
+        except OSError as exc:
+            self.note(f"Options not saved: {exc}")
+        self.refresh_table()
 
     # -- commands --------------------------------------------------------------------
     def table_command(

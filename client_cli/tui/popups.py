@@ -1,4 +1,4 @@
-"""The table's pop-ups: choosing the cut, and the Options.
+"""The pop-ups: choosing the cut, and the Options.
 
 Each is a modal screen over the table that hands what was chosen to the app (a
 command, or a changed option); none talks to the server or decides a rule: the cut's
@@ -7,6 +7,7 @@ bounds come from the server's ``actions``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.app import ComposeResult
@@ -64,7 +65,8 @@ class CutScreen(ModalScreen[None]):
 
 
 class OptionsScreen(ModalScreen[None]):
-    """Animation speed 1-5, chip totals on/off, the bell on/off."""
+    """Seed 000's Options: game speed 1-5, chip balloons, sound effects (the bell),
+    voices (announcements). Every change is applied and saved at once."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "Close"),
@@ -72,27 +74,35 @@ class OptionsScreen(ModalScreen[None]):
         Binding("plus,equals_sign", "speed(1)", "Faster"),
     ]
 
+    #: Switch id -> (the option it sets, its label).
+    SWITCHES: ClassVar[dict[str, tuple[str, str]]] = {
+        "opt-totals": ("chip_totals", "Chip balloons "),
+        "opt-bell": ("bell", "Sound effects "),
+        "opt-voices": ("voices", "Voices "),
+    }
+
+    @property
+    def chemmy(self) -> ChemmyApp:
+        return cast("ChemmyApp", self.app)
+
     def compose(self) -> ComposeResult:
-        app = cast("ChemmyApp", self.app)
-        o = app.options
+        o = self.chemmy.options
         with Vertical(id="options-box"):
-            yield Label("[b]OPTIONS[/b] (Esc to close)")
+            yield Label("[b]OPTIONS[/b] (Esc to close; saved for next time)")
             with Horizontal(classes="option"):
-                yield Label("Animation speed ", classes="option-label")
+                yield Label("Game speed ", classes="option-label")
                 yield Button("-", id="speed-down", compact=True)
                 yield Label(str(o.speed), id="speed")
                 yield Button("+", id="speed-up", compact=True)
-            with Horizontal(classes="option"):
-                yield Label("Chip totals ", classes="option-label")
-                yield Switch(o.chip_totals, id="opt-totals")
-            with Horizontal(classes="option"):
-                yield Label("Sound (bell) ", classes="option-label")
-                yield Switch(o.bell, id="opt-bell")
+            for sid, (attr, label) in self.SWITCHES.items():
+                with Horizontal(classes="option"):
+                    yield Label(label, classes="option-label")
+                    yield Switch(bool(getattr(o, attr)), id=sid)
             yield Button("Close", id="options-close", compact=True)
 
     def action_speed(self, delta: int) -> None:
-        app = cast("ChemmyApp", self.app)
-        app.options.speed = max(1, min(5, app.options.speed + delta))
+        app = self.chemmy
+        app.set_options(replace(app.options, speed=max(1, min(5, app.options.speed + delta))))
         self.query_one("#speed", Label).update(str(app.options.speed))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -104,9 +114,7 @@ class OptionsScreen(ModalScreen[None]):
             self.dismiss()
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
-        app = cast("ChemmyApp", self.app)
-        if event.switch.id == "opt-totals":
-            app.options.chip_totals = event.value
-        elif event.switch.id == "opt-bell":
-            app.options.bell = event.value
-        app.refresh_table()
+        attr = self.SWITCHES.get(event.switch.id or "")
+        if attr is not None:
+            app = self.chemmy
+            app.set_options(replace(app.options, **{attr[0]: event.value}))

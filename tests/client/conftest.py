@@ -55,6 +55,18 @@ tier = "1-100"
 timers = {RELAXED}
 
 [[tables]]
+id = "tui-chat"
+name = "TUI chat"
+tier = "1-100"
+timers = {RELAXED}
+
+[[tables]]
+id = "tui-roads"
+name = "TUI roads"
+tier = "1-100"
+timers = {SHORT}
+
+[[tables]]
 id = "bots"
 name = "Bots 6 decks"
 tier = "1-100"
@@ -175,3 +187,12 @@ def token(player: str, name: str | None = None) -> str:
 def make_token() -> Callable[..., str]:
     """``make_token(player, name=None)``: a token for a lasting identity."""
     return token
+
+
+@pytest.fixture(autouse=True)
+def client_options_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's saved client Options go to a file of its own, never the user's
+    (``$CHEMMY_CLIENT_OPTIONS``; subprocesses inherit it)."""
+    path = tmp_path / "client-options.json"
+    monkeypatch.setenv("CHEMMY_CLIENT_OPTIONS", str(path))
+    return path
