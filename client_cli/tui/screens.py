@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HelpScreen", "HistoryScreen", "RoadsScreen", "rules_text"]
 
+SIDE_BY_SIDE = 56  # characters of roads: from here the bead plate and big road share a row
+
 
 def rules_text() -> str:
     """The condensed rules packaged with the client (``client_cli/rules.md``)."""
@@ -96,7 +98,9 @@ class HistoryScreen(Screen[None]):
 
 
 class RoadsScreen(Screen[None]):
-    """The roads and the odds on the whole screen (for narrow terminals too)."""
+    """The roads and the odds on the whole screen, at any width (the table shows them
+    beside the cards only from :data:`~client_cli.tui.table.NARROW` columns). From 60
+    columns the bead plate and the big road share a row, so everything fits 80x24."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
@@ -120,8 +124,10 @@ class RoadsScreen(Screen[None]):
         model = app.model
         if model is None:
             return
-        width = max(20, self.size.width - 6)
-        self.query_one("#roads-big", Static).update(render_roads(model.roads, width=width))
+        width = max(20, self.size.width - 4)
+        self.query_one("#roads-big", Static).update(
+            render_roads(model.roads, width=width, side_by_side=width >= SIDE_BY_SIDE)
+        )
         self.query_one("#odds-big", Static).update(odds_text(model.odds))
 
 

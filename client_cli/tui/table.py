@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Label, Static
+from textual.widgets import Button, Footer, Input, Label, Static
 
 from client_cli.model import TableModel
 from client_cli.money import format_money
@@ -36,6 +36,7 @@ __all__ = [
     "NARROW",
     "PHASE_NAMES",
     "ActionButton",
+    "ChatInput",
     "TableScreen",
     "chip_values",
 ]
@@ -67,6 +68,18 @@ class ActionButton(Button, can_focus=False):
     """A button the mouse presses; keys stay with the screen's bindings."""
 
 
+class ChatInput(Input):
+    """The chat line, shown by the chat key (m): Enter sends, Esc closes. While it has
+    the focus every key types into it, so no table key fires by accident."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close chat")]
+
+    def action_close(self) -> None:
+        screen = self.screen
+        if isinstance(screen, TableScreen):
+            screen.close_chat()
+
+
 class TableScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = TABLE_KEYS
 
@@ -96,11 +109,39 @@ class TableScreen(Screen[None]):
             for bid, label in SQUEEZE_BUTTONS:
                 yield ActionButton(label, id=f"sq-{bid}", compact=True)
         yield Static("", id="message")
+        yield ChatInput(
+            placeholder="Say something to the table (Enter sends, Esc closes)",
+            id="chat",
+            compact=True,
+        )
         yield Footer()
 
     @property
     def chemmy(self) -> ChemmyApp:
         return cast("ChemmyApp", self.app)
+
+    # -- chat ------------------------------------------------------------------------
+    def action_chat(self) -> None:
+        box = self.query_one("#chat", ChatInput)
+        box.display = True
+        box.focus()
+
+    def close_chat(self) -> None:
+        box = self.query_one("#chat", ChatInput)
+        box.value = ""
+        box.display = False
+        self.set_focus(None)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the chat line: send it (the server's refusal, if any, lands on the
+        message line like every other)."""
+        if event.input.id != "chat":
+            return
+        event.stop()
+        text = event.value
+        self.close_chat()
+        if text.strip():
+            self.chemmy.table_command("chat", text=text)
 
     def on_mount(self) -> None:
         self.set_interval(0.25, self.update_status)
@@ -158,7 +199,9 @@ class TableScreen(Screen[None]):
         if model is None:
             return
         self._update_status()
-        self.query_one("#seats", Static).update(render_seats(model))
+        seats = self.query_one("#seats", Static)
+        room = seats.content_size.width - 4  # less the shoe mark and the seat number
+        seats.update(render_seats(model, name_width=max(3, min(10, room)) if room > 0 else 10))
         self.query_one("#hands", Static).update(render_hands(model, app.local_progress))
         self.query_one("#layout", Static).update(
             render_layout(model, totals=app.options.chip_totals)
@@ -186,7 +229,7 @@ class TableScreen(Screen[None]):
 
     def _update_buttons(self, model: TableModel, chips: list[int]) -> None:
         """Every button from the server's answer (``model.actions``): a command it does
-        not list is greyed out."""
+        not list is greyed out (hidden in a narrow terminal, so the bars fit)."""
         app = self.chemmy
         bets = model.action("bet").get("areas") or {}
         for i in range(len(CHIP_MULTIPLES)):
@@ -198,15 +241,16 @@ class TableScreen(Screen[None]):
             else:
                 b.display = False
         for area in AREA_LABELS:
-            b = self.query_one(f"#area-{area}", ActionButton)
-            b.display = area in model.areas
-            b.disabled = area not in bets
+            self._enable(f"area-{area}", area in bets, shown=area in model.areas)
         self._enable("act-regret", model.can("remove_bet"))
         self._enable("act-clear", model.can("clear_bets"))
         self._enable("act-same", model.can("same_bet"))
         self._enable("act-done", model.can("done"))
         sit = self.query_one("#act-sit", ActionButton)
-        sit.label = "STAND s" if model.seated else "SIT s"
+        label = "STAND s" if model.seated else "SIT s"
+        if str(sit.label) != label:
+            sit.label = label
+            sit.refresh(layout=True)
         self._enable("act-sit", model.can("stand" if model.seated else "sit"))
         self._enable("act-accept", model.can("accept_shoe"))
         self._enable("act-decline", model.can("decline_shoe"))
@@ -221,12 +265,14 @@ class TableScreen(Screen[None]):
         c1 = self.query_one("#sq-card1", ActionButton)
         c1.label = f"CARD {stage[0]}"
         self._enable("sq-card1", stage[0] in turnable)
-        c2 = self.query_one("#sq-card2", ActionButton)
-        c2.display = len(stage) > 1
-        self._enable("sq-card2", len(stage) > 1 and stage[1] in turnable)
+        self._enable("sq-card2", len(stage) > 1 and stage[1] in turnable, shown=len(stage) > 1)
 
-    def _enable(self, bid: str, on: bool) -> None:
-        self.query_one(f"#{bid}", ActionButton).disabled = not on
+    def _enable(self, bid: str, on: bool, *, shown: bool = True) -> None:
+        """Enable a button when its command is allowed now; in a narrow terminal show
+        only those, so every bar fits in 80 columns."""
+        button = self.query_one(f"#{bid}", ActionButton)
+        button.disabled = not on
+        button.display = shown and (on or not self.has_class("narrow"))
 
     # -- mouse -----------------------------------------------------------------------
     def on_button_pressed(self, event: Button.Pressed) -> None:
