@@ -1,6 +1,6 @@
 """``chemmy bot``: robot players, one connection each, for load, demos and tests.
 
-``chemmy bot [URL] --table T --count N --strategy banker|player|random|martingale
+``chemmy bot [--url URL] --table T --count N --strategy banker|player|random|martingale
 --rounds R [--seed S] [--shoes K]`` starts N guest bots that sit at table T and, each
 coup, bet by their strategy within the table's limits and their balance, press DONE,
 accept the shoe when it is offered, cut when asked, and turn the cards when it is
@@ -54,7 +54,7 @@ def register(subparsers: Subparsers) -> None:
         description="N robot players (guests, one connection each) sit at a table, bet "
         "by a strategy, turn cards, take the shoe, and report their results.",
     )
-    add_url_arg(p, positional=True)
+    add_url_arg(p)
     p.add_argument("--table", required=True, metavar="T", help="the table to play at")
     p.add_argument(
         "--count", type=positive_int, default=1, metavar="N", help="how many bots (default 1)"

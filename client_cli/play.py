@@ -1,4 +1,4 @@
-"""``chemmy play [URL] [--table T] [--token TOKEN | --guest] [--name N] [--speed 1-5]``:
+"""``chemmy play [--url URL] [--table T] [--token TOKEN | --guest] [--name N] [--speed 1-5]``:
 sit at a table.
 
 Only the argument parsing lives here; the full-screen Textual client is
@@ -26,7 +26,7 @@ def register(subparsers: Subparsers) -> None:
         description="The full-screen table: the lobby, then seats, bets, the squeeze, "
         "the roads and the odds. Keys and mouse; press ? at the table for help.",
     )
-    add_url_arg(p, positional=True)
+    add_url_arg(p)
     p.add_argument("--table", metavar="T", help="go straight to this table")
     add_identity_args(p)
     p.add_argument(

@@ -9,7 +9,7 @@
 Each connects (``--url``, default ``ws://127.0.0.1:8765`` or ``$CHEMMY_URL``), says
 hello with ``--token``/``$CHEMMY_TOKEN`` or as a guest, asks, prints and closes. A
 guest is a new player on every connection, so ``balance`` and ``history`` of a lasting
-identity need a token. :func:`fetch_shoe_record` serves ``chemmy verify --server``.
+identity need a token. :func:`fetch_shoe_record` serves ``chemmy verify --table T``.
 
 Exit status: 0 done; 1 the server refused or could not be reached; 2 a usage error.
 """
@@ -93,7 +93,7 @@ def register(subparsers: Subparsers) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    add_url_arg(p, positional=False)
+    add_url_arg(p)
     add_identity_args(p)
     p.add_argument("--json", action="store_true", help="print JSON for machines")
 
@@ -313,43 +313,30 @@ def format_history(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------- verify --server
+# ---------------------------------------------------------------------------- verify --table
 
 
 def add_verify_server_args(p: argparse.ArgumentParser) -> None:
-    """``chemmy verify --server URL --table T [--shoe N]``: fetch the record first."""
-    p.add_argument(
-        "--server", metavar="URL", help="fetch the revealed shoe from this server (ws://...)"
-    )
-    p.add_argument("--table", metavar="T", help="with --server: the table")
+    """``chemmy verify --table T [--shoe N] [--url URL]``: fetch the record first."""
+    p.add_argument("--table", metavar="T", help="fetch the table's revealed shoe from the server")
     p.add_argument(
         "--shoe",
         type=int,
         metavar="N",
-        help="with --server: the shoe number (default: the last revealed)",
+        help="with --table: the shoe number (default: the last revealed)",
     )
-    p.add_argument(
-        "--token",
-        metavar="TOKEN",
-        help="with --server: a player token (default: $CHEMMY_TOKEN, else a guest)",
-    )
+    add_url_arg(p)
+    add_identity_args(p, name=False)
 
 
 def fetch_shoe_record(args: argparse.Namespace) -> dict[str, Any]:
-    """The revealed shoe record named by ``--server``/``--table``/``--shoe``."""
-    import os
-
-    if not getattr(args, "server", None):
-        raise CliError("verify: give a FILE, or --server URL --table T")
+    """The revealed shoe record named by ``--table``/``--shoe``, from the server of
+    ``--url`` (or ``$CHEMMY_URL``)."""
     if getattr(args, "source", None):
-        raise CliError("verify: give a FILE or --server, not both")
+        raise CliError("verify: give a FILE or --table, not both")
     if not args.table:
-        raise CliError("verify: --server needs --table")
-    url = str(args.server)
-    if not url.startswith(("ws://", "wss://")):
-        raise CliError(f"verify: the server URL starts with ws:// or wss://, not {url!r}")
-    token = args.token or os.environ.get("CHEMMY_TOKEN") or None
-    w = Who(url=url, token=token, guest=token is None, name=None)
+        raise CliError("verify: give a FILE, or --table T to fetch the table's revealed shoe")
+    w = who(args)
 
     async def fetch(conn: Connection) -> dict[str, Any]:
         reply = await conn.request("shoe_record", table=args.table, shoe=args.shoe)

@@ -1,12 +1,13 @@
 """``chemmy bot`` against a real server: five bots play a whole shoe, and every bot's
 final balance is its starting balance plus the results the server recorded for it;
-the revealed shoe then verifies (``chemmy verify --server``). Also the command line,
+the revealed shoe then verifies (``chemmy verify --table``). Also the command line,
 the strategies' limits and the report's check."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import socket
 import subprocess
@@ -61,10 +62,10 @@ async def test_five_bots_play_a_whole_shoe(
     assert sum(r.squeezes for r in reports) > 0 and sum(r.tosses for r in reports) > 0
     assert sum(r.shoes_held for r in reports) >= 1
 
-    # The shoe is over and its seed revealed: chemmy verify --server checks it.
+    # The shoe is over and its seed revealed: chemmy verify --table checks it.
     capsys.readouterr()
     code = await asyncio.to_thread(
-        main, ["verify", "--server", chemmy_server.url, "--table", "bots", "--shoe", "1"]
+        main, ["verify", "--url", chemmy_server.url, "--table", "bots", "--shoe", "1"]
     )
     out, err = capsys.readouterr()
     assert code == 0, out + err
@@ -72,14 +73,14 @@ async def test_five_bots_play_a_whole_shoe(
 
 
 def test_bot_command_line(chemmy_server: Any) -> None:
-    """The console command: two bots, three rounds each, a JSON report, exit 0."""
+    """The console command: two bots, three rounds each, a JSON report, exit 0; the
+    server from ``$CHEMMY_URL``."""
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
             "client_cli",
             "bot",
-            chemmy_server.url,
             "--table",
             "bots-cli",
             "--count",
@@ -93,6 +94,7 @@ def test_bot_command_line(chemmy_server: Any) -> None:
             "--json",
         ],
         cwd=ROOT,
+        env={**os.environ, "CHEMMY_URL": chemmy_server.url},
         capture_output=True,
         text=True,
         timeout=60,
@@ -109,6 +111,7 @@ def test_bot_plain_report(chemmy_server: Any, capsys: pytest.CaptureFixture[str]
     code = main(
         [
             "bot",
+            "--url",
             chemmy_server.url,
             "--table",
             "bots-cli",
@@ -138,13 +141,18 @@ def test_bot_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bot", "--table", "t", "--strategy", "double"]) == 2
     assert main(["bot", "--table", "t", "--squeeze", "2"]) == 2
     assert main(["bot", "--table", "t", "--unit", "1.234"]) == 2
-    assert main(["bot", "nope://x", "--table", "t"]) == 2
+    assert main(["bot", "--url", "nope://x", "--table", "t"]) == 2
     err = capsys.readouterr().err
-    assert err.count("chemmy: error:") == 4
+    assert err.count("chemmy: error:") == 4 and "ws://" in err
+    # The URL as a positional argument (before --url) gets a pointer to --url.
+    assert main(["bot", "ws://127.0.0.1:1", "--table", "t"]) == 2
+    assert "--url" in capsys.readouterr().err
 
 
 def test_unreachable_server_is_a_failed_report(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["bot", f"ws://127.0.0.1:{free_port()}", "--table", "t", "--timeout", "10"])
+    code = main(
+        ["bot", "--url", f"ws://127.0.0.1:{free_port()}", "--table", "t", "--timeout", "10"]
+    )
     out, _ = capsys.readouterr()
     assert code == 1 and "error" in out
 

@@ -70,7 +70,7 @@ def test_play_in_a_real_terminal(chemmy_server: Any) -> None:
     tmux = Tmux()
     env = f"-u COLUMNS -u LINES PYTHONPATH={ROOT} TERM=xterm-256color"
     command = (
-        f"cd {ROOT} && env {env} {sys.executable} -m client_cli play {chemmy_server.url} "
+        f"cd {ROOT} && env {env} {sys.executable} -m client_cli play --url {chemmy_server.url} "
         "--guest --name Tmux; echo EXITED $?; sleep 30"
     )
     try:

@@ -201,15 +201,13 @@ def test_errors(
 def test_verify_server_errors(
     chemmy_server: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, _, err = run(capsys, "verify", "--server", chemmy_server.url, "--table", "lobby")
+    code, _, err = run(capsys, "verify", "--url", chemmy_server.url, "--table", "lobby")
     assert code == 2 and "no revealed shoe" in err
-    code, _, err = run(capsys, "verify", "--server", chemmy_server.url)
+    code, _, err = run(capsys, "verify", "--url", chemmy_server.url)
     assert code == 2 and "--table" in err
     code, _, err = run(capsys, "verify")
     assert code == 2 and "FILE" in err
     record = tmp_path / "r.json"
     record.write_text("{}")
-    code, _, err = run(
-        capsys, "verify", str(record), "--server", chemmy_server.url, "--table", "bots"
-    )
+    code, _, err = run(capsys, "verify", str(record), "--url", chemmy_server.url, "--table", "bots")
     assert code == 2 and "not both" in err
