@@ -471,13 +471,17 @@ def _on_stood(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     who = m.name(pid)
     m = replace(m, seats={p: s for p, s in m.seats.items() if p != pid})
     reason = d.get("reason")
-    if pid == m.me:
-        m = replace(m, my_bets={})
-        if m.server_actions is not None:  # a spectator now, until the server says more
-            m = replace(m, server_actions={"leave": {}} if reason == "stood" else {})
-    if reason not in ("left", "timeout"):
+    stays = reason not in ("left", "timeout")  # stood up, still watching
+    if stays:
         m = replace(m, spectators=m.spectators + 1)
-    m = _spectator_seats(m, d)
+    if pid != m.me:
+        m = _spectator_seats(m, d)
+    else:
+        m = replace(m, my_bets={})
+        if m.server_actions is not None and stays:  # a spectator now, until the server says more
+            m = _spectator_seats(replace(m, server_actions={"leave": {}}), d)
+        elif m.server_actions is not None:  # gone from the table
+            m = replace(m, server_actions={})
     return _say(m, say.stood(who, reason))
 
 

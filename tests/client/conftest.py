@@ -10,6 +10,7 @@ up; at the end it gets SIGTERM (then SIGKILL).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import socket
@@ -25,6 +26,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# frames.py (the pure tests' snapshot and events) under a name unique on sys.path.
+_spec = importlib.util.spec_from_file_location(
+    "client_frames", Path(__file__).with_name("frames.py")
+)
+assert _spec is not None and _spec.loader is not None
+if "client_frames" not in sys.modules:
+    _frames = importlib.util.module_from_spec(_spec)
+    sys.modules["client_frames"] = _frames
+    _spec.loader.exec_module(_frames)
 SECRET = "chemmy-test-secret-0123456789abcdef-0123456789"
 START_TIMEOUT = 20.0
 
