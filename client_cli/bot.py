@@ -42,7 +42,6 @@ __all__ = ["STRATEGIES", "Bot", "BotReport", "choose_bets", "register", "run_bot
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 STRATEGIES = ("banker", "player", "random", "martingale")
-STYLES = ("peek", "side", "quick")
 HISTORY_KEPT = 100  # the server keeps a player's last 100 rounds (GAME_RULES §8)
 
 
@@ -334,12 +333,15 @@ class Bot:
             turn_key = ("turn", coup.round_id, coup.stage)
             if turn_key not in self._acted:
                 self._acted.add(turn_key)
-                await self._turn(hand, coup.face_down())
+                styles = list(model.action("squeeze").get("styles") or ())
+                await self._turn(hand, coup.face_down(), styles)
 
-    async def _turn(self, hand: str, cards: list[int]) -> None:
-        if self.rng.random() < self.squeeze_rate:
+    async def _turn(self, hand: str, cards: list[int], styles: list[str]) -> None:
+        """TOSS, or now and then a squeeze in one of the ``styles`` the server offers,
+        with its progress, then CARD by CARD."""
+        if self.rng.random() < self.squeeze_rate and styles:
             self.report.squeezes += 1
-            if not await self._act("squeeze", hand=hand, style=self.rng.choice(STYLES)):
+            if not await self._act("squeeze", hand=hand, style=self.rng.choice(styles)):
                 await self._act("toss", hand=hand)
                 return
             for index in cards:

@@ -38,7 +38,7 @@ from client_cli.tui.popups import OptionsScreen
 from client_cli.tui.screens import HelpScreen, HistoryScreen, RoadsScreen
 from client_cli.tui.table import TableScreen, chip_values
 
-__all__ = ["ChemmyApp", "Options"]
+__all__ = ["ChemmyApp"]
 
 #: Seconds between squeeze frames at animation speed 1..5 (the Options' game speed).
 FRAME_DELAY = {1: 0.35, 2: 0.22, 3: 0.14, 4: 0.08, 5: 0.03}

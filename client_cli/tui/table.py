@@ -1,5 +1,7 @@
-"""The table screen: seats, hands and the squeeze, the bet layout, the roads and odds,
-your balance and bets, the chip, action and squeeze bars, and the message line.
+"""The table screen: seats, hands and the squeeze, the bet layout, the roads and odds
+(beside the cards from :data:`NARROW` columns; on their own screen, ``v``, at any width),
+your balance and bets, the chip, action and squeeze bars, the message line and the chat
+line (``m``).
 
 It draws the app's :class:`~client_cli.model.TableModel` with :mod:`client_cli.render`
 and turns keys and clicks into the app's commands. Every button is enabled from the
