@@ -315,8 +315,9 @@ class Bot:
             if cut_key not in self._acted:
                 self._acted.add(cut_key)
                 await self._act("cut", position=self.rng.randint(int(cut["min"]), int(cut["max"])))
-        # Bet once the server's actions say betting is open for this bot (DONE allowed).
-        if model.phase == "betting" and model.seated and model.can("done"):
+        # Bet once the server's actions say betting is open to this bot (it may bet, or
+        # press DONE: with nothing it can afford, it stops).
+        if model.phase == "betting" and model.seated and (model.can("bet") or model.can("done")):
             bet_key = ("bet", (model.shoe or {}).get("no"), model.coup_no)
             if bet_key not in self._bet_coups:
                 self._bet_coups.add(bet_key)

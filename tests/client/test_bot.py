@@ -21,7 +21,7 @@ import pytest
 from client_cli.bot import Bot, BotReport, choose_bets, play_bots
 from client_cli.bot import Wallet as Memory
 from client_cli.main import main
-from client_cli.model import Seat, TableModel
+from client_cli.model import CardView, CoupView, Seat, TableModel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -219,3 +219,38 @@ def test_a_report_checks_the_books() -> None:
     )
     assert r.ok and r.to_dict()["ok"] is True
     assert not BotReport("B", "p", start_balance=1000, final_balance=1000, recorded_net=5).ok
+
+
+async def test_a_bot_acts_on_the_servers_actions() -> None:
+    """What a bot sends comes from the server's ``actions``: the cut within its bounds,
+    bets within each area's, DONE, and the turn of the hand it is given."""
+    bot = Bot(url="ws://unused", table="t", name="B", rng=random.Random(4), squeeze_rate=0.0)
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    async def act(kind: str, **fields: Any) -> bool:
+        sent.append((kind, fields))
+        return True
+
+    bot._act = act  # type: ignore[method-assign]
+    seated = _model({"min": 100, "max": 10_000, "tie_max": 1500, "side_max": 1500}, 100_000)
+
+    await bot._decide(
+        replace(seated, phase="cut", cutter="me", server_actions={"cut": {"min": 12, "max": 20}})
+    )
+    ((kind, fields),) = sent
+    assert kind == "cut" and 12 <= fields["position"] <= 20
+
+    sent.clear()
+    betting = {"bet": {"areas": {"banker": {"min": 100, "max": 250}}}, "done": {}}
+    await bot._decide(replace(seated, coup_no=2, server_actions=betting))
+    assert sent == [("bet", {"area": "banker", "amount": 100}), ("done", {})]
+
+    sent.clear()  # stale actions from before betting opened: wait for the server's
+    await bot._decide(replace(seated, coup_no=3, server_actions={}))
+    assert sent == [] and not bot.finished
+
+    sent.clear()
+    coup = CoupView("t-1-3", 3, player=(CardView(), CardView()), turners={"player": "me"})
+    turning = replace(seated, phase="turn", coup=coup, server_actions={"toss": {"hand": "player"}})
+    await bot._decide(turning)
+    assert sent == [("toss", {"hand": "player"})]
