@@ -39,26 +39,26 @@ AREA_LABELS = {
     "dragon_banker": "DRAGON B",
 }
 
-#: The action bar: (button id suffix, label); a button runs the key's action.
-ACTION_BUTTONS: tuple[tuple[str, str], ...] = (
-    ("regret", "REGRET r"),
-    ("clear", "CLEAR c"),
-    ("same", "SAME BET a"),
-    ("done", "DONE d"),
-    ("sit", "SIT s"),
-    ("accept", "ACCEPT y"),
-    ("decline", "DECLINE n"),
-    ("pass", "PASS g"),
-    ("cut", "CUT u"),
+#: The action bar: (button id suffix, label, the action it runs: the same as its key's).
+ACTION_BUTTONS: tuple[tuple[str, str, str], ...] = (
+    ("regret", "REGRET r", "regret"),
+    ("clear", "CLEAR c", "clear"),
+    ("same", "SAME BET a", "send('same_bet')"),
+    ("done", "DONE d", "send('done')"),
+    ("sit", "SIT s", "sit_stand"),
+    ("accept", "ACCEPT y", "send('accept_shoe')"),
+    ("decline", "DECLINE n", "send('decline_shoe')"),
+    ("pass", "PASS g", "send('pass_shoe')"),
+    ("cut", "CUT u", "cut"),
 )
-#: The squeeze bar.
-SQUEEZE_BUTTONS: tuple[tuple[str, str], ...] = (
-    ("toss", "TOSS ␣"),
-    ("peek", "PEEK e"),
-    ("side", "SIDE i"),
-    ("quick", "QUICK k"),
-    ("card1", "CARD 1"),
-    ("card2", "CARD 2"),
+#: The squeeze bar, the same way.
+SQUEEZE_BUTTONS: tuple[tuple[str, str, str], ...] = (
+    ("toss", "TOSS ␣", "toss"),
+    ("peek", "PEEK e", "squeeze('peek')"),
+    ("side", "SIDE i", "squeeze('side')"),
+    ("quick", "QUICK k", "squeeze('quick')"),
+    ("card1", "CARD 1", "card(1)"),
+    ("card2", "CARD 2", "card(2)"),
 )
 
 LOBBY_KEYS: list[BindingType] = [
@@ -86,12 +86,12 @@ TABLE_KEYS: list[BindingType] = [
     Binding("right_curly_bracket", "place('dragon_banker')", "Dragon B", show=False),
     Binding("r", "regret", "Regret", show=False),
     Binding("c", "clear", "Clear", show=False),
-    Binding("a", "same", "Same bet", show=False),
-    Binding("d", "done", "DONE"),
+    Binding("a", "send('same_bet')", "Same bet", show=False),
+    Binding("d", "send('done')", "DONE"),
     Binding("s", "sit_stand", "Sit/Stand"),
-    Binding("y", "accept", "Accept shoe", show=False),
-    Binding("n", "decline", "Decline shoe", show=False),
-    Binding("g", "pass_shoe", "Pass shoe", show=False),
+    Binding("y", "send('accept_shoe')", "Accept shoe", show=False),
+    Binding("n", "send('decline_shoe')", "Decline shoe", show=False),
+    Binding("g", "send('pass_shoe')", "Pass shoe", show=False),
     Binding("u", "cut", "Cut", show=False),
     Binding("space", "toss", "TOSS", show=False),
     Binding("e", "squeeze('peek')", "PEEK", show=False),

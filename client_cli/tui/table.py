@@ -105,10 +105,10 @@ class TableScreen(Screen[None]):
             for area, label in AREA_LABELS.items():
                 yield ActionButton(f"{label} ({AREA_KEYS[area]})", id=f"area-{area}", compact=True)
         with Horizontal(classes="bar", id="actions-bar"):
-            for bid, label in ACTION_BUTTONS:
+            for bid, label, _action in ACTION_BUTTONS:
                 yield ActionButton(label, id=f"act-{bid}", compact=True)
         with Horizontal(classes="bar", id="squeeze-bar"):
-            for bid, label in SQUEEZE_BUTTONS:
+            for bid, label, _action in SQUEEZE_BUTTONS:
                 yield ActionButton(label, id=f"sq-{bid}", compact=True)
         yield Static("", id="message")
         yield ChatInput(
@@ -277,24 +277,20 @@ class TableScreen(Screen[None]):
         button.display = shown and (on or not self.has_class("narrow"))
 
     # -- mouse -----------------------------------------------------------------------
-    def on_button_pressed(self, event: Button.Pressed) -> None:
+    #: Button id -> the action it runs (the key map's).
+    BUTTON_ACTIONS: ClassVar[dict[str, str]] = {
+        **{f"act-{bid}": action for bid, _label, action in ACTION_BUTTONS},
+        **{f"sq-{bid}": action for bid, _label, action in SQUEEZE_BUTTONS},
+    }
+
+    async def on_button_pressed(self, event: Button.Pressed) -> None:
         bid = event.button.id or ""
         if bid.startswith("chip-"):
             self.chemmy.choose_chip(int(bid.removeprefix("chip-")))
         elif bid.startswith("area-"):
             self.action_place(bid.removeprefix("area-"))
-        elif bid.startswith("act-"):
-            action = bid.removeprefix("act-")
-            getattr(
-                self,
-                f"action_{'sit_stand' if action == 'sit' else 'pass_shoe' if action == 'pass' else action}",
-            )()
-        elif bid == "sq-toss":
-            self.action_toss()
-        elif bid in ("sq-peek", "sq-side", "sq-quick"):
-            self.action_squeeze(bid.removeprefix("sq-"))
-        elif bid in ("sq-card1", "sq-card2"):
-            self.chemmy.turn_card(int(bid[-1]))
+        elif bid in self.BUTTON_ACTIONS:
+            await self.run_action(self.BUTTON_ACTIONS[bid])
 
     # -- keys ------------------------------------------------------------------------
     def action_digit(self, n: int) -> None:
@@ -314,24 +310,17 @@ class TableScreen(Screen[None]):
     def action_clear(self) -> None:
         self.chemmy.table_command("clear_bets", lambda r: self.chemmy.placed.clear())
 
-    def action_same(self) -> None:
-        self.chemmy.table_command("same_bet")
+    def action_send(self, command: str) -> None:
+        """A command with nothing to choose (DONE, SAME BET, the shoe's answers): the
+        server says whether it is allowed now."""
+        self.chemmy.table_command(command)
 
-    def action_done(self) -> None:
-        self.chemmy.table_command("done")
+    def action_card(self, n: int) -> None:
+        self.chemmy.turn_card(n)
 
     def action_sit_stand(self) -> None:
         model = self.chemmy.model
         self.chemmy.table_command("stand" if model is not None and model.seated else "sit")
-
-    def action_accept(self) -> None:
-        self.chemmy.table_command("accept_shoe")
-
-    def action_decline(self) -> None:
-        self.chemmy.table_command("decline_shoe")
-
-    def action_pass_shoe(self) -> None:
-        self.chemmy.table_command("pass_shoe")
 
     def action_cut(self) -> None:
         model = self.chemmy.model

@@ -27,15 +27,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# frames.py (the pure tests' snapshot and events) under a name unique on sys.path.
+# helpers.py (frames, waiting on the headless app) under a name unique on sys.path.
 _spec = importlib.util.spec_from_file_location(
-    "client_frames", Path(__file__).with_name("frames.py")
+    "client_helpers", Path(__file__).with_name("helpers.py")
 )
 assert _spec is not None and _spec.loader is not None
-if "client_frames" not in sys.modules:
-    _frames = importlib.util.module_from_spec(_spec)
-    sys.modules["client_frames"] = _frames
-    _spec.loader.exec_module(_frames)
+if "client_helpers" not in sys.modules:
+    _helpers = importlib.util.module_from_spec(_spec)
+    sys.modules["client_helpers"] = _helpers
+    _spec.loader.exec_module(_helpers)
 SECRET = "chemmy-test-secret-0123456789abcdef-0123456789"
 START_TIMEOUT = 20.0
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from client_frames import ME, OTHER
+from client_helpers import ME, OTHER
 
 from client_cli.history import history_net, round_summary
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_frames import ME, OTHER, ev, loaded, play_a_coup, snap, snapshot
+from client_helpers import ME, OTHER, ev, loaded, play_a_coup, snap, snapshot
 
 from client_cli.model import EVENT_KINDS, Applied, TableModel, apply_event, reduce
 from server.engine.roads import parse_results, roads

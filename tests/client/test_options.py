@@ -5,13 +5,11 @@ the headless app, a change on the Options screen is there at the next start."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.pilot import Pilot
+from client_helpers import until
 from textual.widgets import Label
 
 from client_cli.options import OPTIONS_ENV, Options, load_options, options_path, save_options
@@ -74,13 +72,6 @@ def test_an_unreadable_file_and_an_unwritable_folder(tmp_path: Path) -> None:
     assert options == Options() and warning is not None
     with pytest.raises(OSError):
         save_options(Options(), folder)
-
-
-async def until(pilot: Pilot[Any], cond: Callable[[], object], what: str) -> None:
-    end = time.monotonic() + 10
-    while not cond():
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        await pilot.pause(0.05)
 
 
 async def test_options_changed_on_the_screen_are_there_next_time(

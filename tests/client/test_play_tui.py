@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from client_helpers import at_table, model_of, text_of, until
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
-from client_cli.model import CardView, TableModel
+from client_cli.model import CardView
 from client_cli.tui import (
     ChemmyApp,
     CutScreen,
@@ -32,29 +33,6 @@ from client_cli.tui import (
 SIZE = (150, 45)
 
 
-async def until(
-    pilot: Pilot[Any], cond: Callable[[], object], what: str, timeout: float = 10.0
-) -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            app = pilot.app
-            model = getattr(app, "model", None)
-            state = (
-                f"phase={model.phase} message={model.message!r}"
-                if model is not None
-                else "no model"
-            )
-            raise AssertionError(f"timed out waiting for {what} ({state})")
-        await pilot.pause(0.05)
-
-
-def model_of(app: ChemmyApp) -> TableModel:
-    """The app's model now (a new value after every item the server sends)."""
-    assert app.model is not None
-    return app.model
-
-
 def card(app: ChemmyApp, hand: str, index: int) -> CardView:
     """Card ``index`` (1-based) of ``hand`` in the coup being dealt now."""
     coup = model_of(app).coup
@@ -62,22 +40,9 @@ def card(app: ChemmyApp, hand: str, index: int) -> CardView:
     return coup.cards(hand)[index - 1]
 
 
-def text_of(app: ChemmyApp, selector: str) -> str:
-    widget = app.screen.query_one(selector, Static)
-    return str(widget.render())
-
-
 async def take_the_shoe_and_cut(pilot: Pilot[Any], app: ChemmyApp) -> None:
     """Sit (s); the shoe is offered to the first seat: accept (y); cut (u, Enter)."""
-    await until(
-        pilot,
-        lambda: (
-            isinstance(app.screen, TableScreen)
-            and app.model is not None
-            and app.model.seq is not None
-        ),
-        "the table",
-    )
+    await at_table(pilot, app)
     await pilot.press("s")
     await until(pilot, lambda: app.model is not None and app.model.seated, "a seat")
     await until(pilot, lambda: app.model is not None and app.model.offered_to_me, "the shoe offer")

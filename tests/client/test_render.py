@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from client_frames import loaded, play_a_coup
+from client_helpers import loaded, play_a_coup
 
 from client_cli.render import (
     card_art,

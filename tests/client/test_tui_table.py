@@ -6,53 +6,17 @@ server's ``actions`` (fabricated here: the server that sends them is another bra
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from textual.pilot import Pilot
+from client_helpers import at_table, model_of, text_of, until
 from textual.widgets import Button, Label, Static
 
 from client_cli.bot import Bot, play_bots
-from client_cli.model import TableModel
 from client_cli.tui import ChemmyApp, CutScreen, RoadsScreen, TableScreen
 from client_cli.tui.table import ChatInput
 
 WIDE = (150, 45)
-
-
-async def until(
-    pilot: Pilot[Any], cond: Callable[[], object], what: str, timeout: float = 10.0
-) -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            model = pilot.app.model  # type: ignore[attr-defined]
-            raise AssertionError(f"timed out waiting for {what} ({model and model.message!r})")
-        await pilot.pause(0.05)
-
-
-def model_of(app: ChemmyApp) -> TableModel:
-    assert app.model is not None
-    return app.model
-
-
-def text_of(app: ChemmyApp, selector: str) -> str:
-    return str(app.screen.query_one(selector, Static).render())
-
-
-async def at_table(pilot: Pilot[Any], app: ChemmyApp) -> None:
-    await until(
-        pilot,
-        lambda: (
-            isinstance(app.screen, TableScreen)
-            and app.screen.is_mounted
-            and app.model is not None
-            and app.model.seq is not None
-        ),
-        "the table",
-    )
 
 
 async def test_typing_a_chat_message(chemmy_server: Any) -> None:

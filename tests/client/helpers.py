@@ -1,12 +1,21 @@
-"""Table frames for the client's pure tests: a snapshot as the server sends it, events,
-and one whole coup fed through the reducer. Loaded as ``client_frames`` (conftest)."""
+"""What the client tests share, loaded as ``client_helpers`` (conftest): table frames
+for the pure tests (a snapshot as the server sends it, events, one whole coup fed
+through the reducer), and waiting on the headless app (Textual's pilot)."""
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from textual.pilot import Pilot
+from textual.widgets import Static
 
 from client_cli.model import Applied, TableModel, apply_event, reduce
 from server.engine.roads import parse_results, roads
+
+if TYPE_CHECKING:
+    from client_cli.tui import ChemmyApp
 
 ME = "guest-me"
 OTHER = "guest-bo"
@@ -131,3 +140,46 @@ def play_a_coup(m: TableModel) -> TableModel:
     assert m.message == "Player wins 9 to 7 (natural)"
     nxt("settled", round_id="t1-1-3", payouts=[], balance=101000, net=1000)
     return m
+
+
+# ---------------------------------------------------------------------------- the headless app
+
+
+async def until(
+    pilot: Pilot[Any], cond: Callable[[], object], what: str, timeout: float = 10.0
+) -> None:
+    """Let the app run until ``cond()`` holds; fail after ``timeout`` s, saying where the
+    table was."""
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            model = getattr(pilot.app, "model", None)
+            state = f"phase={model.phase} message={model.message!r}" if model else "no model"
+            raise AssertionError(f"timed out waiting for {what} ({state})")
+        await pilot.pause(0.05)
+
+
+def model_of(app: ChemmyApp) -> TableModel:
+    """The app's model now (a new value after every item the server sends)."""
+    assert app.model is not None
+    return app.model
+
+
+def text_of(app: ChemmyApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+async def at_table(pilot: Pilot[Any], app: ChemmyApp) -> None:
+    """Wait for the table screen, mounted, with the table's snapshot in the model."""
+    from client_cli.tui import TableScreen
+
+    await until(
+        pilot,
+        lambda: (
+            isinstance(app.screen, TableScreen)
+            and app.screen.is_mounted
+            and app.model is not None
+            and app.model.seq is not None
+        ),
+        "the table",
+    )
