@@ -1,6 +1,6 @@
 """``chemmy bot``: robot players, one connection each, for load, demos and tests.
 
-``chemmy bot [URL] --table T --count N --strategy banker|player|random|martingale
+``chemmy bot [--url URL] --table T --count N --strategy banker|player|random|martingale
 --rounds R [--seed S] [--shoes K]`` starts N guest bots that sit at table T and, each
 coup, bet by their strategy within the table's limits and their balance, press DONE,
 accept the shoe when it is offered, cut when asked, and turn the cards when it is
@@ -9,9 +9,11 @@ A bot stops after R rounds with a bet (or once K shoes have ended), stands up, a
 reports: rounds played, starting and final balance, net, and the sum of its results as
 the server recorded them (``history``) — which must equal the net.
 
-A bot is a :class:`~client_cli.state.TableModel` fed by a
-:class:`~client_cli.connection.Connection`; it decides from the model after every event
-and acts at most once per decision (a refused command is counted, never fatal). It
+A bot is a :class:`~client_cli.model.TableModel` fed by a
+:class:`~client_cli.connection.Connection` through :func:`~client_cli.model.reduce`; it
+decides from the model after every event and acts at most once per decision (a refused
+command is counted, never fatal). What it may do, the cut's bounds and how much it may
+bet on an area are the server's answer (``model.actions``), never its own rules. It
 speaks only the public protocol. Money is integer minor units.
 """
 
@@ -24,6 +26,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -32,14 +35,13 @@ from client_cli.main import CliError
 
 if TYPE_CHECKING:
     from client_cli.connection import Connection
-    from client_cli.state import TableModel
+    from client_cli.model import TableModel
 
 __all__ = ["STRATEGIES", "Bot", "BotReport", "choose_bets", "register", "run_bots"]
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 STRATEGIES = ("banker", "player", "random", "martingale")
-STYLES = ("peek", "side", "quick")
 HISTORY_KEPT = 100  # the server keeps a player's last 100 rounds (GAME_RULES §8)
 
 
@@ -51,16 +53,42 @@ def register(subparsers: Subparsers) -> None:
         description="N robot players (guests, one connection each) sit at a table, bet "
         "by a strategy, turn cards, take the shoe, and report their results.",
     )
-    add_url_arg(p, positional=True)
+    add_url_arg(p)
     p.add_argument("--table", required=True, metavar="T", help="the table to play at")
-    p.add_argument("--count", type=positive_int, default=1, metavar="N", help="how many bots (default 1)")
-    p.add_argument("--strategy", choices=STRATEGIES, default="banker", help="how they bet (default banker)")
-    p.add_argument("--rounds", type=positive_int, default=10, metavar="R", help="rounds each bot bets (default 10)")
-    p.add_argument("--shoes", type=positive_int, metavar="K", help="also stop once K shoes have ended")
+    p.add_argument(
+        "--count", type=positive_int, default=1, metavar="N", help="how many bots (default 1)"
+    )
+    p.add_argument(
+        "--strategy", choices=STRATEGIES, default="banker", help="how they bet (default banker)"
+    )
+    p.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=10,
+        metavar="R",
+        help="rounds each bot bets (default 10)",
+    )
+    p.add_argument(
+        "--shoes", type=positive_int, metavar="K", help="also stop once K shoes have ended"
+    )
     p.add_argument("--seed", type=int, metavar="S", help="random seed, for repeatable bots")
-    p.add_argument("--unit", metavar="AMOUNT", help="the base bet in currency (default: the table minimum)")
-    p.add_argument("--squeeze", type=float, default=0.3, metavar="P", help="how often a bot squeezes instead of tossing (0-1, default 0.3)")
-    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS", help="give up after this long (default 600)")
+    p.add_argument(
+        "--unit", metavar="AMOUNT", help="the base bet in currency (default: the table minimum)"
+    )
+    p.add_argument(
+        "--squeeze",
+        type=float,
+        default=0.3,
+        metavar="P",
+        help="how often a bot squeezes instead of tossing (0-1, default 0.3)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="give up after this long (default 600)",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=run_bots)
 
@@ -82,12 +110,12 @@ def choose_bets(
     memory: Wallet,
     unit: int | None = None,
 ) -> dict[str, int]:
-    """This coup's bets for ``strategy``: within the table's limits and what the bot has
-    available; empty when it cannot afford the minimum."""
-    limits = model.limits
-    low = limits.get("min", 100)
+    """This coup's bets for ``strategy``, within what the server says the bot may add
+    to each area now (``actions["bet"]``: the table's limits and the bot's funds);
+    empty when it cannot bet even the least it may."""
+    allowed: Mapping[str, Mapping[str, int]] = model.action("bet").get("areas") or {}
+    low = model.limits.get("min", 100)
     base = max(low, unit or low)
-    available = model.available if model.available is not None else model.balance or 0
     if strategy == "banker":
         area, amount = "banker", base
     elif strategy == "player":
@@ -99,10 +127,13 @@ def choose_bets(
         area, amount = "banker", base * (2 ** min(memory.losses, 20))
     else:
         raise ValueError(f"unknown strategy {strategy!r}")
-    if area not in model.areas:
+    if area not in allowed:
         area = "banker"
-    amount = min(amount, model.max_for(area), available)
-    if amount < low:
+    bounds = allowed.get(area)
+    if bounds is None:
+        return {}
+    amount = min(amount, int(bounds["max"]))
+    if amount < int(bounds["min"]):
         return {}
     return {area: amount}
 
@@ -169,7 +200,7 @@ class Bot:
     async def run(self) -> BotReport:
         """Play until done; always report, even after an error."""
         from client_cli.connection import Connection, ConnectionLost, ServerError
-        from client_cli.state import TableModel
+        from client_cli.model import TableModel
 
         conn = Connection(
             self.url,
@@ -183,7 +214,7 @@ class Bot:
             hello = await conn.start()
             self.report.player = conn.player
             self.report.start_balance = int(hello.get("balance") or 0)
-            self.model = TableModel(conn.player)
+            self.model = TableModel(me=conn.player)
             await conn.join(self.table)
             await self._act("sit")
             async for item in conn.stream():
@@ -198,7 +229,7 @@ class Bot:
         return self.report
 
     async def _finish(self, conn: Connection) -> None:
-        from client_cli.state import history_net, my_payouts, round_summary
+        from client_cli.history import history_net, my_payouts, round_summary
 
         rounds = (await conn.request("history", limit=100)).get("rounds") or []
         me = conn.player or ""
@@ -214,16 +245,17 @@ class Bot:
             await conn.leave(self.table)
 
     async def _on_item(self, item: dict[str, Any]) -> None:
-        from client_cli.state import Applied
+        from client_cli.model import Applied, apply_event, reduce
 
         model = self.model
         conn = self.conn
         assert model is not None and conn is not None
         kind = item.get("type")
         if kind == "snapshot" and item.get("table") == self.table:
-            model.load_snapshot(item["snapshot"])
+            model = self.model = reduce(model, item)
         elif kind == "event" and item.get("table") == self.table:
-            result = model.apply(item)
+            model, result = apply_event(model, item)
+            self.model = model
             if result is Applied.GAP:
                 await conn.resync(self.table)
                 return
@@ -272,18 +304,20 @@ class Bot:
             elif not model.seated:
                 self._stood = True
             return
-        if model.offered_to_me:
+        if model.offered_to_me and model.can("accept_shoe"):
             offer_key = ("offer", model.offer.get("deadline") if model.offer else None)
             if offer_key not in self._acted:
                 self._acted.add(offer_key)
                 await self._act("accept_shoe")
-        if model.i_cut:
+        cut = model.action("cut")
+        if model.i_cut and cut:
             cut_key = ("cut", (model.shoe or {}).get("no"))
             if cut_key not in self._acted:
                 self._acted.add(cut_key)
-                size = model.shoe_size
-                await self._act("cut", position=self.rng.randint(10, size - 10))
-        if model.phase == "betting" and model.seated:
+                await self._act("cut", position=self.rng.randint(int(cut["min"]), int(cut["max"])))
+        # Bet once the server's actions say betting is open to this bot (it may bet, or
+        # press DONE: with nothing it can afford, it stops).
+        if model.phase == "betting" and model.seated and (model.can("bet") or model.can("done")):
             bet_key = ("bet", (model.shoe or {}).get("no"), model.coup_no)
             if bet_key not in self._bet_coups:
                 self._bet_coups.add(bet_key)
@@ -295,17 +329,20 @@ class Bot:
                     await self._act("bet", area=area, amount=amount)
                 await self._act("done")
         hand = model.my_turn
-        if hand is not None and model.coup is not None:
+        if hand is not None and model.coup is not None and model.coup.hand == hand:
             coup = model.coup
             turn_key = ("turn", coup.round_id, coup.stage)
             if turn_key not in self._acted:
                 self._acted.add(turn_key)
-                await self._turn(hand, coup.face_down())
+                styles = list(model.action("squeeze").get("styles") or ())
+                await self._turn(hand, coup.face_down(), styles)
 
-    async def _turn(self, hand: str, cards: list[int]) -> None:
-        if self.rng.random() < self.squeeze_rate:
+    async def _turn(self, hand: str, cards: list[int], styles: list[str]) -> None:
+        """TOSS, or now and then a squeeze in one of the ``styles`` the server offers,
+        with its progress, then CARD by CARD."""
+        if self.rng.random() < self.squeeze_rate and styles:
             self.report.squeezes += 1
-            if not await self._act("squeeze", hand=hand, style=self.rng.choice(STYLES)):
+            if not await self._act("squeeze", hand=hand, style=self.rng.choice(styles)):
                 await self._act("toss", hand=hand)
                 return
             for index in cards:
@@ -360,7 +397,7 @@ async def play_bots(bots: list[Bot], timeout: float) -> list[BotReport]:
 
 
 def make_bots(args: argparse.Namespace, url: str) -> list[Bot]:
-    from client_cli.state import parse_money
+    from client_cli.money import parse_money
 
     unit = None
     if args.unit is not None:
@@ -399,14 +436,25 @@ def run_bots(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - started
     ok = all(r.ok for r in reports)
     if args.json:
-        print(json.dumps({"table": args.table, "strategy": args.strategy, "seconds": round(elapsed, 3), "ok": ok, "bots": [r.to_dict() for r in reports]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "table": args.table,
+                    "strategy": args.strategy,
+                    "seconds": round(elapsed, 3),
+                    "ok": ok,
+                    "bots": [r.to_dict() for r in reports],
+                },
+                indent=2,
+            )
+        )
     else:
         print(format_reports(reports, args.table, args.strategy, elapsed))
     return 0 if ok else 1
 
 
 def format_reports(reports: list[BotReport], table: str, strategy: str, elapsed: float) -> str:
-    from client_cli.state import format_money
+    from client_cli.money import format_money
 
     rows = [("BOT", "ROUNDS", "START", "FINAL", "NET", "RECORDED", "CHECK")]
     for r in reports:
@@ -424,9 +472,14 @@ def format_reports(reports: list[BotReport], table: str, strategy: str, elapsed:
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
-        "  ".join(c.rjust(w) if 0 < i < 6 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+        "  ".join(
+            c.rjust(w) if 0 < i < 6 else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
         for row in rows
     ]
     total = sum(r.net for r in reports)
-    lines.append(f"{len(reports)} bots at {table} ({strategy}), {elapsed:.1f} s, total net {format_money(total, sign=True)}")
+    lines.append(
+        f"{len(reports)} bots at {table} ({strategy}), {elapsed:.1f} s, total net {format_money(total, sign=True)}"
+    )
     return "\n".join(lines)

@@ -1,9 +1,10 @@
 """What the online ``chemmy`` subcommands share: the server URL and who you are.
 
-Every online subcommand takes the server's URL (default :data:`DEFAULT_URL`, or the
-``CHEMMY_URL`` environment variable), and either ``--token TOKEN`` (or the
-``CHEMMY_TOKEN`` environment variable) or ``--guest``. Without either, you play as a
-guest. A guest identity is new on every connection, so anything that should last
+Every online subcommand (``play``, ``bot``, ``tables``, ``balance``, ``deposit``,
+``history``, ``verify --table``) takes the server's URL one way: ``--url URL``, else
+the ``CHEMMY_URL`` environment variable, else :data:`DEFAULT_URL`; and either
+``--token TOKEN`` (or the ``CHEMMY_TOKEN`` environment variable) or ``--guest``.
+Without either, you play as a guest. A guest identity is new on every connection, so anything that should last
 (history, balance) needs a token.
 
 Light on imports: this module is loaded when the ``chemmy`` parser is built.
@@ -17,7 +18,16 @@ from dataclasses import dataclass
 
 from client_cli.main import CliError
 
-__all__ = ["DEFAULT_URL", "Who", "add_identity_args", "add_url_arg", "positive_int", "who"]
+__all__ = [
+    "DEFAULT_URL",
+    "URL_ENV",
+    "Who",
+    "add_identity_args",
+    "add_url_arg",
+    "positive_int",
+    "server_url",
+    "who",
+]
 
 DEFAULT_URL = "ws://127.0.0.1:8765"
 TOKEN_ENV = "CHEMMY_TOKEN"
@@ -32,13 +42,11 @@ class Who:
     name: str | None
 
 
-def add_url_arg(p: argparse.ArgumentParser, *, positional: bool) -> None:
-    """The server URL: a positional ``[URL]`` or ``--url URL``."""
-    text = f"server WebSocket URL (default: ${URL_ENV} or {DEFAULT_URL})"
-    if positional:
-        p.add_argument("url", nargs="?", metavar="URL", help=text)
-    else:
-        p.add_argument("--url", metavar="URL", help=text)
+def add_url_arg(p: argparse.ArgumentParser) -> None:
+    """``--url URL``: the server (see :func:`who` for the default)."""
+    p.add_argument(
+        "--url", metavar="URL", help=f"server WebSocket URL (default: ${URL_ENV} or {DEFAULT_URL})"
+    )
 
 
 def add_identity_args(p: argparse.ArgumentParser, *, name: bool = True) -> None:
@@ -53,12 +61,22 @@ def add_identity_args(p: argparse.ArgumentParser, *, name: bool = True) -> None:
         p.add_argument("--name", metavar="NAME", help="your name at the table (guests)")
 
 
-def who(args: argparse.Namespace) -> Who:
-    """The URL and credentials the arguments (and environment) ask for."""
-    url = getattr(args, "url", None) or os.environ.get(URL_ENV) or DEFAULT_URL
+def server_url(args: argparse.Namespace) -> str:
+    """``--url``, else ``$CHEMMY_URL``, else :data:`DEFAULT_URL`; a ws:// or wss:// URL."""
+    url = str(getattr(args, "url", None) or os.environ.get(URL_ENV) or DEFAULT_URL)
     if not url.startswith(("ws://", "wss://")):
         raise CliError(f"{args.command}: the server URL starts with ws:// or wss://, not {url!r}")
-    token = None if getattr(args, "guest", False) else getattr(args, "token", None) or os.environ.get(TOKEN_ENV) or None
+    return url
+
+
+def who(args: argparse.Namespace) -> Who:
+    """The URL and credentials the arguments (and environment) ask for."""
+    url = server_url(args)
+    token = (
+        None
+        if getattr(args, "guest", False)
+        else getattr(args, "token", None) or os.environ.get(TOKEN_ENV) or None
+    )
     return Who(url=url, token=token, guest=token is None, name=getattr(args, "name", None))
 
 

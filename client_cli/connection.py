@@ -58,7 +58,9 @@ DEFAULT_URL = "ws://127.0.0.1:8765"
 MAX_FRAME = 1 << 24
 RATE_RETRIES = 3  # a "rate_limited" refusal is retried (same id) this many times  # snapshots with a whole shoe's roads are a few hundred kB at most
 #: Error codes after which reconnecting cannot help (the credentials are refused).
-FATAL_HELLO_CODES = frozenset({"auth_required", "bad_token", "token_expired", "forbidden", "auth_failed"})
+FATAL_HELLO_CODES = frozenset(
+    {"auth_required", "bad_token", "token_expired", "forbidden", "auth_failed"}
+)
 
 Item = dict[str, Any]
 
@@ -192,7 +194,9 @@ class Connection:
             except (OSError, ConnectionLost, InvalidHandshake, TimeoutError) as exc:
                 if not retry:
                     self._set_state(ConnState.CLOSED, reason=_describe(exc))
-                    raise ConnectionLost(f"cannot connect to {self.url}: {_describe(exc)}") from None
+                    raise ConnectionLost(
+                        f"cannot connect to {self.url}: {_describe(exc)}"
+                    ) from None
             except InvalidURI as exc:
                 self._set_state(ConnState.CLOSED, reason=str(exc))
                 raise ConnectionLost(f"not a WebSocket URL: {self.url}") from None
@@ -240,7 +244,9 @@ class Connection:
     def next_id(self) -> str:
         return f"{self._prefix}-{next(self._ids)}"
 
-    async def request(self, kind: str, *, timeout: float | None = None, mid: str | None = None, **fields: Any) -> Item:
+    async def request(
+        self, kind: str, *, timeout: float | None = None, mid: str | None = None, **fields: Any
+    ) -> Item:
         """Send one command; return its ``ok`` reply or raise :class:`ServerError`
         (an ``error`` reply) or :class:`ConnectionLost`. ``None`` fields are left out.
         Give ``mid`` to repeat a command with the same id (an idempotent retry)."""
@@ -259,7 +265,11 @@ class Connection:
         mid: str | None = None,
     ) -> Item:
         mid = mid or self.next_id()
-        message: Item = {"type": kind, "id": mid, **{k: v for k, v in fields.items() if v is not None}}
+        message: Item = {
+            "type": kind,
+            "id": mid,
+            **{k: v for k, v in fields.items() if v is not None},
+        }
         for attempt in range(RATE_RETRIES + 1):
             await self._throttle()
             fut: asyncio.Future[Item] = asyncio.get_running_loop().create_future()
@@ -347,7 +357,9 @@ class Connection:
 
     # ------------------------------------------------------------------ internals
     def _delay(self, attempt: int) -> float:
-        return backoff_delay(attempt, initial=self.backoff_initial, maximum=self.backoff_max, rng=self.rng)
+        return backoff_delay(
+            attempt, initial=self.backoff_initial, maximum=self.backoff_max, rng=self.rng
+        )
 
     async def _open(self, *, resume: bool) -> None:
         ws = await connect(
@@ -433,7 +445,11 @@ class Connection:
             if kind == "error":
                 if not fut.done():
                     fut.set_exception(
-                        ServerError(str(message.get("code", "error")), str(message.get("message", "")), message)
+                        ServerError(
+                            str(message.get("code", "error")),
+                            str(message.get("message", "")),
+                            message,
+                        )
                     )
                 return
             if sent_kind == "join":
@@ -444,7 +460,11 @@ class Connection:
         if kind == "event":
             table = message.get("table")
             seq = message.get("seq")
-            if isinstance(table, str) and isinstance(seq, int) and seq > self.last_seq.get(table, -1):
+            if (
+                isinstance(table, str)
+                and isinstance(seq, int)
+                and seq > self.last_seq.get(table, -1)
+            ):
                 self.last_seq[table] = seq
             self._push(message)
             return

@@ -47,6 +47,8 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.partition(" ")[2]
+        if message.startswith("unrecognized arguments:") and "://" in message:
+            message += " (give the server as --url URL, or set $CHEMMY_URL)"
         raise CliError(f"{command}: {message}" if command else message)
 
 

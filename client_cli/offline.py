@@ -3,7 +3,8 @@
 * ``chemmy coup CARD...``: resolve a coup from cards in dealing order (GAME_RULES §2).
 * ``chemmy odds``: exact probabilities and house edges of a full shoe (§3, §10).
 * ``chemmy simulate --shoes N``: deal whole shoes (§4), observed against exact.
-* ``chemmy verify FILE``: check a revealed shoe record (§4, docs/fairness.md).
+* ``chemmy verify FILE``: check a revealed shoe record (§4, docs/fairness.md); or
+  ``chemmy verify --table T``: fetch the table's last revealed shoe from the server first.
 
 Handlers only read arguments, call the engine and print; every rule lives in
 ``server.engine``. The engine's errors about the user's input (a bad card, an impossible
@@ -92,8 +93,10 @@ def register(subparsers: Subparsers) -> None:
         "against its commitment, and every coup against the cards the seed deals. "
         "Exit status 0 if it verifies, 1 if not.",
     )
-    p.add_argument("source", nargs="?", metavar="FILE", help="the record, a JSON file ('-' for stdin)")
-    add_verify_server_args(p)  # or --server URL --table T [--shoe N]: fetch it (client_cli.scripts)
+    p.add_argument(
+        "source", nargs="?", metavar="FILE", help="the record, a JSON file ('-' for stdin)"
+    )
+    add_verify_server_args(p)  # or --table T [--shoe N] [--url URL]: fetch it (client_cli.scripts)
     p.set_defaults(run=run_verify)
 
 
@@ -355,7 +358,10 @@ class _TextBar:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    record = load_record(args.source) if args.source and not args.server else fetch_shoe_record(args)
+    if str(args.source or "").startswith(("ws://", "wss://")):
+        raise CliError(f"verify: {args.source} is a server: give --table T and --url URL")
+    offline = args.source and not (args.table or args.url or args.shoe is not None)
+    record = load_record(args.source) if offline else fetch_shoe_record(args)
     try:
         report = verify(record)
     except (CardError, ShoeError) as exc:  # the engine should report these; never crash

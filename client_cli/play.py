@@ -1,4 +1,5 @@
-"""``chemmy play [URL] [--table T] [--token TOKEN | --guest] [--name N]``: sit at a table.
+"""``chemmy play [--url URL] [--table T] [--token TOKEN | --guest] [--name N] [--speed 1-5]``:
+sit at a table.
 
 Only the argument parsing lives here; the full-screen Textual client is
 :mod:`client_cli.tui`, imported when the command runs (so ``chemmy odds`` never loads
@@ -25,21 +26,27 @@ def register(subparsers: Subparsers) -> None:
         description="The full-screen table: the lobby, then seats, bets, the squeeze, "
         "the roads and the odds. Keys and mouse; press ? at the table for help.",
     )
-    add_url_arg(p, positional=True)
+    add_url_arg(p)
     p.add_argument("--table", metavar="T", help="go straight to this table")
     add_identity_args(p)
     p.add_argument(
-        "--speed", type=int, choices=range(1, 6), default=4, metavar="1-5", help="animation speed (default 4)"
+        "--speed",
+        type=int,
+        choices=range(1, 6),
+        metavar="1-5",
+        help="game speed for this run (default: your saved Options; 4 at first)",
     )
     p.set_defaults(run=run_play)
 
 
 def run_play(args: argparse.Namespace) -> int:
-    from client_cli.tui import ChemmyApp, Options
+    from dataclasses import replace
+
+    from client_cli.tui import ChemmyApp
 
     w = who(args)
-    app = ChemmyApp(
-        w.url, token=w.token, guest=w.guest, name=w.name, table=args.table, options=Options(speed=args.speed)
-    )
+    app = ChemmyApp(w.url, token=w.token, guest=w.guest, name=w.name, table=args.table)
+    if args.speed is not None:
+        app.options = replace(app.options, speed=args.speed)
     result = app.run()
     return int(result or 0)

@@ -1,29 +1,23 @@
 """Drawing a table in a terminal: text-art cards, the squeeze, seats, the bet layout,
 the roads, the odds and the history, as Rich :class:`~rich.text.Text`.
 
-Pure functions of the client's :class:`~client_cli.state.TableModel` (or of plain data
-from the server): no I/O, no clock, so the full-screen client (``client_cli.play``)
+Pure functions of the client's :class:`~client_cli.model.TableModel` (or of plain data
+from the server): no I/O, no clock, so the full-screen client (``client_cli.tui``)
 and the tests share them. Money is shown only through
-:func:`~client_cli.state.format_money`.
+:func:`~client_cli.money.format_money`; a hand's total is the server's.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from rich.text import Text
 
-from client_cli.state import (
-    AREA_NAMES,
-    SUITS,
-    CardView,
-    CoupView,
-    TableModel,
-    card_text,
-    format_money,
-    result_text,
-)
+from client_cli.model import CoupView, TableModel
+from client_cli.money import format_money
+from client_cli.sentences import AREA_NAMES, SUITS, result_text
 
 __all__ = [
     "CARD_H",
@@ -88,7 +82,9 @@ def squeeze_art(card: str | None, style: str, percent: int) -> list[str]:
             elif style == "quick":
                 shown = r >= _INNER_H - math.ceil(pct / 100 * _INNER_H)
             else:  # peek: the corner first
-                shown = r < math.ceil(pct / 100 * _INNER_H) and col < math.ceil(pct / 100 * _INNER_W)
+                shown = r < math.ceil(pct / 100 * _INNER_H) and col < math.ceil(
+                    pct / 100 * _INNER_W
+                )
             line.append(face[r][col] if shown else BACK)
         rows.append("".join(line))
     return _frame(rows)
@@ -139,7 +135,8 @@ def render_hands(model: TableModel, local: dict[tuple[str, int], int] | None = N
         arts, styles = _hand_block(coup, hand, local=local)
         title = "PLAYER" if hand == "player" else "BANKER"
         if coup is not None and any(c.up for c in coup.cards(hand)):
-            title += f"  {coup.total(hand)}"
+            total = coup.total(hand)
+            title += f"  {total}" if total is not None else ""
         if coup is not None and model.coup is not None:
             turner = coup.turners.get(hand)
             title += f"  (turns: {model.name(turner)})"
@@ -172,8 +169,9 @@ def render_hands(model: TableModel, local: dict[tuple[str, int], int] | None = N
     return out
 
 
-def render_seats(model: TableModel) -> Text:
-    """The seats: number, name, shoe marker, connection, bets and DONE."""
+def render_seats(model: TableModel, *, name_width: int = 10) -> Text:
+    """The seats: number, name (cut to ``name_width``), shoe marker, connection, bets
+    and DONE."""
     out = Text()
     seats = model.seats_in_order()
     out.append("SEATS", style="bold")
@@ -186,7 +184,7 @@ def render_seats(model: TableModel) -> Text:
         mark = "◆" if s.player == model.holder else " "
         style = "bold yellow" if s.player == model.me else ""
         out.append(f"{mark}{s.seat:>2} ", style="bold magenta" if mark != " " else "")
-        out.append(f"{s.name[:10]:<10}", style=style)
+        out.append(f"{s.name[:name_width]:<{name_width}}", style=style)
         if not s.connected:
             out.append(" ⚠", style="red")
         if s.done:
@@ -209,15 +207,23 @@ def render_layout(model: TableModel, *, totals: bool = True) -> Text:
     area_totals = model.area_totals()
     for area in model.areas:
         name = AREA_NAMES.get(area, area)
-        mine = model.my_bets.get(area, 0)
-        if model.coup is not None and model.me in model.coup.bets:
-            mine = model.coup.bets[model.me].get(area, 0)
-        style = "red" if area == "banker" else "blue" if area == "player" else "green" if area == "tie" else ""
+        mine = model.my_stake.get(area, 0)
+        style = (
+            "red"
+            if area == "banker"
+            else "blue"
+            if area == "player"
+            else "green"
+            if area == "tie"
+            else ""
+        )
         out.append(f"{name:<14}", style=f"bold {style}".strip())
         if totals:
             out.append(f"{format_money(area_totals.get(area, 0)):>10}", style="cyan")
         out.append(f"  you {format_money(mine):>8}" if mine else " " * 14, style="bold yellow")
-        stacks = ", ".join(f"{who} {format_money(v)}" for who, v in model.stacks(area) if who != "you")
+        stacks = ", ".join(
+            f"{who} {format_money(v)}" for who, v in model.stacks(area) if who != "you"
+        )
         if stacks:
             out.append("  " + stacks[:60], style="dim")
         out.append("\n")
@@ -227,30 +233,66 @@ def render_layout(model: TableModel, *, totals: bool = True) -> Text:
 # ------------------------------------------------------------------------------ roads
 
 _DERIVED_GLYPH = {"big_eye_boy": "o", "small_road": "●", "cockroach_pig": "/"}
+_DERIVED = (
+    ("big_eye_boy", "Big eye boy"),
+    ("small_road", "Small road"),
+    ("cockroach_pig", "Cockroach"),
+)
 _COLOR_STYLE = {"red": "bold red", "blue": "bold blue"}
 
 
-def _grid(rows: int, cols: int) -> list[list[tuple[str, str]]]:
-    return [[("·", "dim") for _ in range(cols)] for _ in range(rows)]
+Grid = list[list[tuple[str, str]]]  # rows of (text, style) cells
 
 
-def _emit_grid(out: Text, grid: list[list[tuple[str, str]]]) -> None:
-    for row in grid:
-        for ch, style in row:
-            out.append(ch, style=style)
+def _window(cells: list[dict[str, Any]], width: int) -> int:
+    """The first column to show so the last ``width`` columns fit."""
+    last = max((int(c.get("col", 0)) for c in cells), default=-1)
+    return max(0, last - width + 1)
+
+
+def _place(cells: list[dict[str, Any]], rows: int, cols: int, blank: str, cell: Any) -> Grid:
+    """A grid of the latest ``cols`` columns of a road; ``cell(c)`` draws one entry."""
+    grid = [[(blank, "dim") for _ in range(cols)] for _ in range(rows)]
+    first = _window(cells, cols)
+    for c in cells:
+        col, row = int(c["col"]) - first, int(c["row"])
+        if 0 <= col < cols and 0 <= row < rows:
+            grid[row][col] = cell(c)
+    return grid
+
+
+def _bead(c: dict[str, Any]) -> tuple[str, str]:
+    outcome = str(c.get("outcome"))
+    pair = "'" if c.get("player_pair") or c.get("banker_pair") else " "
+    return OUTCOME_LETTER.get(outcome, "?") + pair, OUTCOME_STYLE.get(outcome, "")
+
+
+def _big(c: dict[str, Any]) -> tuple[str, str]:
+    outcome = str(c.get("outcome"))
+    ties = int(c.get("ties") or 0)
+    mark = str(min(ties, 9)) if ties else " "
+    return OUTCOME_LETTER.get(outcome, "?") + mark, OUTCOME_STYLE.get(outcome, "")
+
+
+def _emit_side_by_side(out: Text, blocks: list[tuple[str, Grid, int]]) -> None:
+    """Roads next to each other: (title, grid, width in characters) each, one space apart."""
+    for title, _grid, chars in blocks:
+        out.append(title[:chars], style="underline")
+        out.append(" " * (chars - len(title[:chars]) + 1))
+    out.append("\n")
+    for r in range(max(len(g) for _t, g, _w in blocks)):
+        for _title, grid, _chars in blocks:
+            for ch, style in grid[r]:
+                out.append(ch, style=style)
+            out.append(" ")
         out.append("\n")
 
 
-def _window(cells: list[dict[str, Any]], width: int) -> tuple[int, int]:
-    """The first column to show so the last ``width`` columns fit."""
-    last = max((int(c.get("col", 0)) for c in cells), default=-1)
-    first = max(0, last - width + 1)
-    return first, last
-
-
-def render_roads(roads: dict[str, Any], *, width: int = 24) -> Text:
+def render_roads(roads: Mapping[str, Any], *, width: int = 24, side_by_side: bool = False) -> Text:
     """Bead plate, big road and the three derived roads, the latest columns that fit
-    ``width``, with the shoe's statistics and the "ask road" predictions."""
+    ``width``, with the shoe's statistics and the "ask road" predictions. With
+    ``side_by_side`` the bead plate and the big road share a row (a roads screen that
+    fits 24 lines)."""
     out = Text()
     rows = int(roads.get("rows") or 6)
     stats = roads.get("stats") or {}
@@ -263,72 +305,59 @@ def render_roads(roads: dict[str, Any], *, width: int = 24) -> Text:
         )
     out.append("\n")
 
-    # Bead plate: one bead per coup, 2 characters per column.
+    # Bead plate (one bead per coup) and big road (the tie count after an entry): two
+    # characters a column.
     bead = list(roads.get("bead_plate") or [])
-    out.append("Bead plate\n", style="underline")
-    bw = max(1, width // 2)
-    first, _ = _window(bead, bw)
-    grid = [[("· ", "dim") for _ in range(bw)] for _ in range(rows)]
-    for cell in bead:
-        c, r = int(cell["col"]) - first, int(cell["row"])
-        if 0 <= c < bw and 0 <= r < rows:
-            outcome = str(cell.get("outcome"))
-            pair = "'" if cell.get("player_pair") or cell.get("banker_pair") else " "
-            grid[r][c] = (OUTCOME_LETTER.get(outcome, "?") + pair, OUTCOME_STYLE.get(outcome, ""))
-    _emit_grid(out, grid)
-
-    # Big road: a letter per entry, the tie count after it.
-    big = (roads.get("big_road") or {}).get("cells") or []
-    out.append("Big road\n", style="underline")
-    bw = max(1, width // 2)
-    first, _ = _window(big, bw)
-    grid = [[("· ", "dim") for _ in range(bw)] for _ in range(rows)]
-    for cell in big:
-        c, r = int(cell["col"]) - first, int(cell["row"])
-        if 0 <= c < bw and 0 <= r < rows:
-            outcome = str(cell.get("outcome"))
-            ties = int(cell.get("ties") or 0)
-            mark = str(min(ties, 9)) if ties else " "
-            grid[r][c] = (OUTCOME_LETTER.get(outcome, "?") + mark, OUTCOME_STYLE.get(outcome, ""))
-    _emit_grid(out, grid)
+    big = list((roads.get("big_road") or {}).get("cells") or [])
+    half = max(2, (width - 1) // 2) if side_by_side else width
+    cols = max(1, half // 2)
+    plates = [
+        ("Bead plate", _place(bead, rows, cols, "· ", _bead), cols * 2),
+        ("Big road", _place(big, rows, cols, "· ", _big), cols * 2),
+    ]
+    if side_by_side:
+        _emit_side_by_side(out, plates)
+    else:
+        for block in plates:
+            _emit_side_by_side(out, [block])
 
     # Derived roads, one character per cell, side by side in thirds of the width.
-    names = (("big_eye_boy", "Big eye boy"), ("small_road", "Small road"), ("cockroach_pig", "Cockroach"))
     dw = max(4, (width - 2) // 3)
-    grids = []
-    for key, _title in names:
-        cells = (roads.get(key) or {}).get("cells") or []
-        first, _ = _window(cells, dw)
-        g = _grid(rows, dw)
-        for cell in cells:
-            c, r = int(cell["col"]) - first, int(cell["row"])
-            if 0 <= c < dw and 0 <= r < rows:
-                g[r][c] = (_DERIVED_GLYPH[key], _COLOR_STYLE.get(str(cell.get("color")), ""))
-        grids.append(g)
-    for _key, title in names:
-        out.append(f"{title[:dw]:<{dw}} ", style="underline")
-    out.append("\n")
-    for r in range(rows):
-        for g in grids:
-            for ch, style in g[r]:
-                out.append(ch, style=style)
-            out.append(" ")
-        out.append("\n")
+    derived = []
+    for key, title in _DERIVED:
+        cells = list((roads.get(key) or {}).get("cells") or [])
+        glyph = _DERIVED_GLYPH[key]
+        derived.append(
+            (
+                title,
+                _place(
+                    cells,
+                    rows,
+                    dw,
+                    "·",
+                    lambda c, g=glyph: (g, _COLOR_STYLE.get(str(c.get("color")), "")),
+                ),
+                dw,
+            )
+        )
+    _emit_side_by_side(out, derived)
 
     predictions = roads.get("predictions") or {}
     if predictions:
         out.append("Ask ")
         for side, letter in (("banker", "B"), ("player", "P")):
             out.append(f"{letter}:", style=OUTCOME_STYLE[side])
-            for key, _t in names:
+            for key, _t in _DERIVED:
                 color = (predictions.get(side) or {}).get(key)
-                out.append(_DERIVED_GLYPH[key] if color else "-", style=_COLOR_STYLE.get(str(color), "dim"))
+                out.append(
+                    _DERIVED_GLYPH[key] if color else "-", style=_COLOR_STYLE.get(str(color), "dim")
+                )
             out.append("  ")
         out.append("\n")
     return out
 
 
-def odds_text(odds: dict[str, Any] | None) -> Text:
+def odds_text(odds: Mapping[str, Any] | None) -> Text:
     """The exact odds of the next coup from the cards that remain, and house edges."""
     out = Text()
     out.append("ODDS", style="bold")
@@ -345,7 +374,9 @@ def odds_text(odds: dict[str, Any] | None) -> Text:
     out.append(f"Banker {pct('banker')}  ", style="red")
     out.append(f"Player {pct('player')}  ", style="blue")
     out.append(f"Tie {pct('tie')}\n", style="green")
-    out.append(f"P pair {pct('player_pair')}  B pair {pct('banker_pair')}  natural {pct('natural')}\n")
+    out.append(
+        f"P pair {pct('player_pair')}  B pair {pct('banker_pair')}  natural {pct('natural')}\n"
+    )
     edges = odds.get("edges") or {}
     if edges:
         parts = []
@@ -355,7 +386,3 @@ def odds_text(odds: dict[str, Any] | None) -> Text:
                 parts.append(f"{AREA_NAMES.get(area, area)} {100 * float(v):+.3f}%")
         out.append("edge " + "  ".join(parts) + "\n", style="dim")
     return out
-
-
-def cards_line(cards: list[CardView]) -> str:
-    return " ".join(card_text(c.card) if c.up else "??" for c in cards)

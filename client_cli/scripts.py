@@ -9,7 +9,7 @@
 Each connects (``--url``, default ``ws://127.0.0.1:8765`` or ``$CHEMMY_URL``), says
 hello with ``--token``/``$CHEMMY_TOKEN`` or as a guest, asks, prints and closes. A
 guest is a new player on every connection, so ``balance`` and ``history`` of a lasting
-identity need a token. :func:`fetch_shoe_record` serves ``chemmy verify --server``.
+identity need a token. :func:`fetch_shoe_record` serves ``chemmy verify --table T``.
 
 Exit status: 0 done; 1 the server refused or could not be reached; 2 a usage error.
 """
@@ -48,11 +48,17 @@ class Refused(Exception):
 
 def register(subparsers: Subparsers) -> None:
     """Add ``tables``, ``balance``, ``deposit`` and ``history`` to the ``chemmy`` parser."""
-    p = subparsers.add_parser("tables", help="list the server's tables", description="The lobby: tables, limits, seats taken, phase.")
+    p = subparsers.add_parser(
+        "tables",
+        help="list the server's tables",
+        description="The lobby: tables, limits, seats taken, phase.",
+    )
     _common(p)
     p.set_defaults(run=run_tables)
 
-    p = subparsers.add_parser("balance", help="your balance", description="Your balance and what is available to bet.")
+    p = subparsers.add_parser(
+        "balance", help="your balance", description="Your balance and what is available to bet."
+    )
     _common(p)
     p.set_defaults(run=run_balance)
 
@@ -62,18 +68,32 @@ def register(subparsers: Subparsers) -> None:
         description="Add play money to your balance. AMOUNT is in currency units (25, 12.50).",
     )
     p.add_argument("amount", metavar="AMOUNT", help="how much, e.g. 25 or 12.50")
-    p.add_argument("--key", metavar="KEY", help="an idempotency key: a deposit retried with the same key counts once")
+    p.add_argument(
+        "--key",
+        metavar="KEY",
+        help="an idempotency key: a deposit retried with the same key counts once",
+    )
     _common(p)
     p.set_defaults(run=run_deposit)
 
-    p = subparsers.add_parser("history", help="your last rounds", description="Your last rounds (at most 100), newest first.")
-    p.add_argument("--limit", type=_limit, default=100, metavar="N", help="how many rounds, 1-100 (default 100)")
+    p = subparsers.add_parser(
+        "history",
+        help="your last rounds",
+        description="Your last rounds (at most 100), newest first.",
+    )
+    p.add_argument(
+        "--limit",
+        type=_limit,
+        default=100,
+        metavar="N",
+        help="how many rounds, 1-100 (default 100)",
+    )
     _common(p)
     p.set_defaults(run=run_history)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    add_url_arg(p, positional=False)
+    add_url_arg(p)
     add_identity_args(p)
     p.add_argument("--json", action="store_true", help="print JSON for machines")
 
@@ -94,7 +114,9 @@ def _limit(text: str) -> int:
 async def _with_connection(w: Who, fn: Callable[[Connection], Awaitable[T]]) -> T:
     from client_cli.connection import Connection, ConnectionLost, ServerError
 
-    conn = Connection(w.url, token=w.token, guest=w.guest, name=w.name, reconnect=False, open_timeout=10)
+    conn = Connection(
+        w.url, token=w.token, guest=w.guest, name=w.name, reconnect=False, open_timeout=10
+    )
     try:
         await conn.start()
     except ConnectionLost as exc:
@@ -111,7 +133,11 @@ async def _with_connection(w: Who, fn: Callable[[Connection], Awaitable[T]]) -> 
         await conn.close()
 
 
-def _run(args: argparse.Namespace, fn: Callable[[Connection], Awaitable[dict[str, Any]]], show: Callable[[dict[str, Any]], str]) -> int:
+def _run(
+    args: argparse.Namespace,
+    fn: Callable[[Connection], Awaitable[dict[str, Any]]],
+    show: Callable[[dict[str, Any]], str],
+) -> int:
     w = who(args)
     try:
         result = asyncio.run(_with_connection(w, fn))
@@ -142,7 +168,7 @@ def run_tables(args: argparse.Namespace) -> int:
 
 
 def format_tables(result: dict[str, Any]) -> str:
-    from client_cli.state import format_money
+    from client_cli.money import format_money
 
     rows = [("TABLE", "NAME", "LIMITS", "TIE MAX", "SEATS", "PHASE", "SHOE", "COUP")]
     for t in result["tables"]:
@@ -160,7 +186,9 @@ def format_tables(result: dict[str, Any]) -> str:
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    )
 
 
 # ---------------------------------------------------------------------------- balance
@@ -183,7 +211,7 @@ def run_balance(args: argparse.Namespace) -> int:
 
 
 def format_balance(r: dict[str, Any]) -> str:
-    from client_cli.state import format_money
+    from client_cli.money import format_money
 
     line = f"Balance {format_money(int(r['balance']))}"
     if r.get("available") is not None and r["available"] != r["balance"]:
@@ -195,7 +223,7 @@ def format_balance(r: dict[str, Any]) -> str:
 
 
 def run_deposit(args: argparse.Namespace) -> int:
-    from client_cli.state import parse_money
+    from client_cli.money import parse_money
 
     try:
         amount = parse_money(args.amount)
@@ -223,7 +251,7 @@ def run_deposit(args: argparse.Namespace) -> int:
 
 
 def format_deposit(r: dict[str, Any]) -> str:
-    from client_cli.state import format_money
+    from client_cli.money import format_money
 
     if r.get("duplicate"):
         return f"Already deposited (key {r['key']}): balance {format_money(int(r['balance']))}"
@@ -237,7 +265,7 @@ def run_history(args: argparse.Namespace) -> int:
     _note_guest(args)
 
     async def fetch(conn: Connection) -> dict[str, Any]:
-        from client_cli.state import history_net, round_summary
+        from client_cli.history import history_net, round_summary
 
         reply = await conn.request("history", limit=args.limit)
         records = list(reply.get("rounds") or [])
@@ -253,14 +281,18 @@ def run_history(args: argparse.Namespace) -> int:
 
 
 def format_history(r: dict[str, Any]) -> str:
-    from client_cli.state import AREA_NAMES, format_money
+    from client_cli.money import format_money
+    from client_cli.sentences import AREA_NAMES
 
     rounds = r["rounds"]
     if not rounds:
         return f"No rounds recorded for {r.get('name')} ({r.get('player')})"
     rows = [("ROUND", "RESULT", "PLAYER", "BANKER", "YOUR BETS", "NET", "BALANCE")]
     for x in rounds:
-        bets = ", ".join(f"{AREA_NAMES.get(a, a)} {format_money(v)}" for a, v in x["bets"].items()) or "-"
+        bets = (
+            ", ".join(f"{AREA_NAMES.get(a, a)} {format_money(v)}" for a, v in x["bets"].items())
+            or "-"
+        )
         after = x.get("balance_after")
         rows.append(
             (
@@ -274,37 +306,37 @@ def format_history(r: dict[str, Any]) -> str:
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
     lines.append(f"{len(rounds)} rounds, net {format_money(int(r['net']), sign=True)}")
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------- verify --server
+# ---------------------------------------------------------------------------- verify --table
 
 
 def add_verify_server_args(p: argparse.ArgumentParser) -> None:
-    """``chemmy verify --server URL --table T [--shoe N]``: fetch the record first."""
-    p.add_argument("--server", metavar="URL", help="fetch the revealed shoe from this server (ws://...)")
-    p.add_argument("--table", metavar="T", help="with --server: the table")
-    p.add_argument("--shoe", type=int, metavar="N", help="with --server: the shoe number (default: the last revealed)")
-    p.add_argument("--token", metavar="TOKEN", help="with --server: a player token (default: $CHEMMY_TOKEN, else a guest)")
+    """``chemmy verify --table T [--shoe N] [--url URL]``: fetch the record first."""
+    p.add_argument("--table", metavar="T", help="fetch the table's revealed shoe from the server")
+    p.add_argument(
+        "--shoe",
+        type=int,
+        metavar="N",
+        help="with --table: the shoe number (default: the last revealed)",
+    )
+    add_url_arg(p)
+    add_identity_args(p, name=False)
 
 
 def fetch_shoe_record(args: argparse.Namespace) -> dict[str, Any]:
-    """The revealed shoe record named by ``--server``/``--table``/``--shoe``."""
-    import os
-
-    if not getattr(args, "server", None):
-        raise CliError("verify: give a FILE, or --server URL --table T")
+    """The revealed shoe record named by ``--table``/``--shoe``, from the server of
+    ``--url`` (or ``$CHEMMY_URL``)."""
     if getattr(args, "source", None):
-        raise CliError("verify: give a FILE or --server, not both")
+        raise CliError("verify: give a FILE or --table, not both")
     if not args.table:
-        raise CliError("verify: --server needs --table")
-    url = str(args.server)
-    if not url.startswith(("ws://", "wss://")):
-        raise CliError(f"verify: the server URL starts with ws:// or wss://, not {url!r}")
-    token = args.token or os.environ.get("CHEMMY_TOKEN") or None
-    w = Who(url=url, token=token, guest=token is None, name=None)
+        raise CliError("verify: give a FILE, or --table T to fetch the table's revealed shoe")
+    w = who(args)
 
     async def fetch(conn: Connection) -> dict[str, Any]:
         reply = await conn.request("shoe_record", table=args.table, shoe=args.shoe)

@@ -10,6 +10,7 @@ up; at the end it gets SIGTERM (then SIGKILL).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import socket
@@ -25,6 +26,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# helpers.py (frames, waiting on the headless app) under a name unique on sys.path.
+_spec = importlib.util.spec_from_file_location(
+    "client_helpers", Path(__file__).with_name("helpers.py")
+)
+assert _spec is not None and _spec.loader is not None
+if "client_helpers" not in sys.modules:
+    _helpers = importlib.util.module_from_spec(_spec)
+    sys.modules["client_helpers"] = _helpers
+    _spec.loader.exec_module(_helpers)
 SECRET = "chemmy-test-secret-0123456789abcdef-0123456789"
 START_TIMEOUT = 20.0
 
@@ -53,6 +64,18 @@ id = "guest-resume"
 name = "Guest resume"
 tier = "1-100"
 timers = {RELAXED}
+
+[[tables]]
+id = "tui-chat"
+name = "TUI chat"
+tier = "1-100"
+timers = {RELAXED}
+
+[[tables]]
+id = "tui-roads"
+name = "TUI roads"
+tier = "1-100"
+timers = {SHORT}
 
 [[tables]]
 id = "bots"
@@ -149,7 +172,9 @@ def chemmy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChemmySe
             if proc.poll() is not None:
                 pytest.fail(f"chemmy-server exited with {proc.returncode}:\n{server.log_text()}")
             if time.monotonic() > deadline:
-                pytest.fail(f"chemmy-server not healthy after {START_TIMEOUT} s:\n{server.log_text()}")
+                pytest.fail(
+                    f"chemmy-server not healthy after {START_TIMEOUT} s:\n{server.log_text()}"
+                )
             time.sleep(0.05)
         yield server
     finally:
@@ -173,3 +198,12 @@ def token(player: str, name: str | None = None) -> str:
 def make_token() -> Callable[..., str]:
     """``make_token(player, name=None)``: a token for a lasting identity."""
     return token
+
+
+@pytest.fixture(autouse=True)
+def client_options_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's saved client Options go to a file of its own, never the user's
+    (``$CHEMMY_CLIENT_OPTIONS``; subprocesses inherit it)."""
+    path = tmp_path / "client-options.json"
+    monkeypatch.setenv("CHEMMY_CLIENT_OPTIONS", str(path))
+    return path

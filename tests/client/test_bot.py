@@ -1,16 +1,18 @@
 """``chemmy bot`` against a real server: five bots play a whole shoe, and every bot's
 final balance is its starting balance plus the results the server recorded for it;
-the revealed shoe then verifies (``chemmy verify --server``). Also the command line,
+the revealed shoe then verifies (``chemmy verify --table``). Also the command line,
 the strategies' limits and the report's check."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import socket
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ import pytest
 from client_cli.bot import Bot, BotReport, choose_bets, play_bots
 from client_cli.bot import Wallet as Memory
 from client_cli.main import main
-from client_cli.state import TableModel
+from client_cli.model import CardView, CoupView, Seat, TableModel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +32,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def test_five_bots_play_a_whole_shoe(chemmy_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_five_bots_play_a_whole_shoe(
+    chemmy_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     strategies = ["banker", "player", "random", "martingale", "random"]
     bots = [
         Bot(
@@ -52,27 +56,45 @@ async def test_five_bots_play_a_whole_shoe(chemmy_server: Any, capsys: pytest.Ca
         assert r.net == r.recorded_net
         assert r.rounds == r.recorded_rounds, r
     rounds = {r.rounds for r in reports}
-    assert min(rounds) >= 25, f"a 6-deck shoe stopped 100 cards from the end has ~40 coups: {rounds}"
+    assert min(rounds) >= 25, (
+        f"a 6-deck shoe stopped 100 cards from the end has ~40 coups: {rounds}"
+    )
     assert sum(r.squeezes for r in reports) > 0 and sum(r.tosses for r in reports) > 0
     assert sum(r.shoes_held for r in reports) >= 1
 
-    # The shoe is over and its seed revealed: chemmy verify --server checks it.
+    # The shoe is over and its seed revealed: chemmy verify --table checks it.
     capsys.readouterr()
-    code = await asyncio.to_thread(main, ["verify", "--server", chemmy_server.url, "--table", "bots", "--shoe", "1"])
+    code = await asyncio.to_thread(
+        main, ["verify", "--url", chemmy_server.url, "--table", "bots", "--shoe", "1"]
+    )
     out, err = capsys.readouterr()
     assert code == 0, out + err
     assert "OK: seed matches the commitment" in out
 
 
 def test_bot_command_line(chemmy_server: Any) -> None:
-    """The console command: two bots, three rounds each, a JSON report, exit 0."""
+    """The console command: two bots, three rounds each, a JSON report, exit 0; the
+    server from ``$CHEMMY_URL``."""
     proc = subprocess.run(
         [
-            sys.executable, "-m", "client_cli", "bot", chemmy_server.url,
-            "--table", "bots-cli", "--count", "2", "--strategy", "martingale",
-            "--rounds", "3", "--seed", "7", "--json",
+            sys.executable,
+            "-m",
+            "client_cli",
+            "bot",
+            "--table",
+            "bots-cli",
+            "--count",
+            "2",
+            "--strategy",
+            "martingale",
+            "--rounds",
+            "3",
+            "--seed",
+            "7",
+            "--json",
         ],
         cwd=ROOT,
+        env={**os.environ, "CHEMMY_URL": chemmy_server.url},
         capture_output=True,
         text=True,
         timeout=60,
@@ -86,10 +108,32 @@ def test_bot_command_line(chemmy_server: Any) -> None:
 
 
 def test_bot_plain_report(chemmy_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["bot", chemmy_server.url, "--table", "bots-cli", "--count", "1", "--rounds", "1", "--seed", "1"])
+    code = main(
+        [
+            "bot",
+            "--url",
+            chemmy_server.url,
+            "--table",
+            "bots-cli",
+            "--count",
+            "1",
+            "--rounds",
+            "1",
+            "--seed",
+            "1",
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0
-    assert out.splitlines()[0].split() == ["BOT", "ROUNDS", "START", "FINAL", "NET", "RECORDED", "CHECK"]
+    assert out.splitlines()[0].split() == [
+        "BOT",
+        "ROUNDS",
+        "START",
+        "FINAL",
+        "NET",
+        "RECORDED",
+        "CHECK",
+    ]
     assert "Bot1" in out and " ok" in out
 
 
@@ -97,27 +141,35 @@ def test_bot_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bot", "--table", "t", "--strategy", "double"]) == 2
     assert main(["bot", "--table", "t", "--squeeze", "2"]) == 2
     assert main(["bot", "--table", "t", "--unit", "1.234"]) == 2
-    assert main(["bot", "nope://x", "--table", "t"]) == 2
+    assert main(["bot", "--url", "nope://x", "--table", "t"]) == 2
     err = capsys.readouterr().err
-    assert err.count("chemmy: error:") == 4
+    assert err.count("chemmy: error:") == 4 and "ws://" in err
+    # The URL as a positional argument (before --url) gets a pointer to --url.
+    assert main(["bot", "ws://127.0.0.1:1", "--table", "t"]) == 2
+    assert "--url" in capsys.readouterr().err
 
 
 def test_unreachable_server_is_a_failed_report(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["bot", f"ws://127.0.0.1:{free_port()}", "--table", "t", "--timeout", "10"])
+    code = main(
+        ["bot", "--url", f"ws://127.0.0.1:{free_port()}", "--table", "t", "--timeout", "10"]
+    )
     out, _ = capsys.readouterr()
     assert code == 1 and "error" in out
 
 
 def _model(limits: dict[str, int], available: int, areas: list[str] | None = None) -> TableModel:
-    m = TableModel("me")
-    m.options = {"limits": limits, "areas": areas or ["player", "banker", "tie"]}
-    m.available = available
-    return m
+    """A seated bot while betting is open, at a server that sends no ``actions``."""
+    seat = Seat(1, "me", "Me")
+    options = {"limits": limits, "areas": areas or ["player", "banker", "tie"], "seats": 14}
+    return TableModel(
+        me="me", phase="betting", options=options, seats={"me": seat}, available=available
+    )
 
 
 @pytest.mark.parametrize("strategy", ["banker", "player", "random", "martingale"])
 def test_strategies_keep_within_limits_and_balance(strategy: str) -> None:
     limits = {"min": 100, "max": 1000, "tie_max": 150, "side_max": 150}
+    area_max = {"player": 1000, "banker": 1000, "tie": 150}
     rng = random.Random(3)
     memory = Memory(losses=12)  # a long losing streak: martingale wants 4096 units
     for available in (50, 100, 250, 5000):
@@ -128,7 +180,7 @@ def test_strategies_keep_within_limits_and_balance(strategy: str) -> None:
                 assert bets == {}
                 continue
             ((area, amount),) = bets.items()
-            assert 100 <= amount <= min(available, model.max_for(area))
+            assert 100 <= amount <= min(available, area_max[area])
             if strategy in ("banker", "player"):
                 assert area == strategy
 
@@ -141,7 +193,64 @@ def test_martingale_doubles_after_a_loss() -> None:
     assert choose_bets("martingale", model, rng, Memory(10)) == {"banker": 10_000}
 
 
+def test_strategies_keep_within_the_servers_bounds() -> None:
+    """With the server's ``actions``, the bounds are its answer, not the table limits:
+    here it lets the bot add at most 300 to Banker and nothing to Player."""
+    actions = {
+        "bet": {"areas": {"banker": {"min": 100, "max": 300}, "tie": {"min": 100, "max": 150}}},
+        "done": {},
+    }
+    model = replace(
+        _model({"min": 100, "max": 10_000, "tie_max": 1500, "side_max": 1500}, 100_000),
+        server_actions=actions,
+    )
+    rng = random.Random(1)
+    assert choose_bets("martingale", model, rng, Memory(5)) == {"banker": 300}
+    assert choose_bets("player", model, rng, Memory(0)) == {
+        "banker": 100
+    }  # Player not open to it: Banker
+    no_funds = replace(model, server_actions={"done": {}})
+    assert choose_bets("banker", no_funds, rng, Memory(0)) == {}
+
+
 def test_a_report_checks_the_books() -> None:
-    r = BotReport("B", "p", rounds=2, start_balance=1000, final_balance=1095, net=95, recorded_net=95)
+    r = BotReport(
+        "B", "p", rounds=2, start_balance=1000, final_balance=1095, net=95, recorded_net=95
+    )
     assert r.ok and r.to_dict()["ok"] is True
     assert not BotReport("B", "p", start_balance=1000, final_balance=1000, recorded_net=5).ok
+
+
+async def test_a_bot_acts_on_the_servers_actions() -> None:
+    """What a bot sends comes from the server's ``actions``: the cut within its bounds,
+    bets within each area's, DONE, and the turn of the hand it is given."""
+    bot = Bot(url="ws://unused", table="t", name="B", rng=random.Random(4), squeeze_rate=0.0)
+    sent: list[tuple[str, dict[str, Any]]] = []
+
+    async def act(kind: str, **fields: Any) -> bool:
+        sent.append((kind, fields))
+        return True
+
+    bot._act = act  # type: ignore[method-assign]
+    seated = _model({"min": 100, "max": 10_000, "tie_max": 1500, "side_max": 1500}, 100_000)
+
+    await bot._decide(
+        replace(seated, phase="cut", cutter="me", server_actions={"cut": {"min": 12, "max": 20}})
+    )
+    ((kind, fields),) = sent
+    assert kind == "cut" and 12 <= fields["position"] <= 20
+
+    sent.clear()
+    betting = {"bet": {"areas": {"banker": {"min": 100, "max": 250}}}, "done": {}}
+    await bot._decide(replace(seated, coup_no=2, server_actions=betting))
+    assert sent == [("bet", {"area": "banker", "amount": 100}), ("done", {})]
+
+    sent.clear()  # stale actions from before betting opened: wait for the server's
+    await bot._decide(replace(seated, coup_no=3, server_actions={}))
+    assert sent == [] and not bot.finished
+
+    sent.clear()
+    coup = CoupView("t-1-3", 3, player=(CardView(), CardView()), turners={"player": "me"})
+    turning = replace(seated, phase="turn", coup=coup, server_actions={"toss": {"hand": "player"}})
+    await bot._decide(turning)
+    assert sent == [("toss", {"hand": "player"})]

@@ -20,7 +20,9 @@ async def next_status(conn: Connection, state: str) -> dict[str, Any]:
 
 
 async def test_a_guest_resumes_after_a_drop_in_the_same_seat(chemmy_server: Any) -> None:
-    conn = Connection(chemmy_server.url, guest=True, name="Gwen", backoff_initial=0.05, backoff_max=0.2)
+    conn = Connection(
+        chemmy_server.url, guest=True, name="Gwen", backoff_initial=0.05, backoff_max=0.2
+    )
     await conn.start()
     player = conn.player
     assert player is not None and player.startswith("guest-")

@@ -38,7 +38,16 @@ class FakeServer:
 
     async def event(self, conn: ServerConnection, kind: str = "done") -> None:
         self.seq += 1
-        await self.send(conn, {"type": "event", "table": "t", "seq": self.seq, "kind": kind, "data": {"player": "p1"}})
+        await self.send(
+            conn,
+            {
+                "type": "event",
+                "table": "t",
+                "seq": self.seq,
+                "kind": kind,
+                "data": {"player": "p1"},
+            },
+        )
 
     async def handler(self, conn: ServerConnection) -> None:
         self.conns.append(conn)
@@ -49,23 +58,45 @@ class FakeServer:
             if kind == "hello":
                 self.hellos.append(msg)
                 if msg.get("token") == "bad":
-                    await self.send(conn, {"type": "error", "id": mid, "code": "bad_token", "message": "no"})
+                    await self.send(
+                        conn, {"type": "error", "id": mid, "code": "bad_token", "message": "no"}
+                    )
                     continue
-                await self.send(conn, {"type": "ok", "id": mid, "player": "p1", "name": "Ann", "balance": 500})
+                await self.send(
+                    conn, {"type": "ok", "id": mid, "player": "p1", "name": "Ann", "balance": 500}
+                )
             elif kind == "ping":
                 await self.send(conn, {"type": "ok", "id": mid, "time": 1.0})
             elif kind == "join":
                 self.joins.append(msg)
                 since = msg.get("since")
                 if since is not None and since <= self.seq:
-                    await self.send(conn, {"type": "ok", "id": mid, "table": "t", "resumed": True, "seq": self.seq})
+                    await self.send(
+                        conn,
+                        {"type": "ok", "id": mid, "table": "t", "resumed": True, "seq": self.seq},
+                    )
                 else:
                     await self.send(
                         conn,
-                        {"type": "ok", "id": mid, "table": "t", "resumed": False, "seq": self.seq, "snapshot": {"table": "t", "seq": self.seq}},
+                        {
+                            "type": "ok",
+                            "id": mid,
+                            "table": "t",
+                            "resumed": False,
+                            "seq": self.seq,
+                            "snapshot": {"table": "t", "seq": self.seq},
+                        },
                     )
             elif kind == "bet":
-                await self.send(conn, {"type": "error", "id": mid, "code": "below_min", "message": "the minimum is 100"})
+                await self.send(
+                    conn,
+                    {
+                        "type": "error",
+                        "id": mid,
+                        "code": "below_min",
+                        "message": "the minimum is 100",
+                    },
+                )
             elif kind == "flood":
                 await self.send(conn, {"type": "ok", "id": mid})
             else:
@@ -113,11 +144,21 @@ async def test_hello_join_and_replies(fake: FakeServer) -> None:
     conn = Connection(fake.url, guest=True, name="Ann", on_state=states.append)
     hello = await conn.start()
     assert hello["player"] == "p1" and conn.player == "p1"
-    assert fake.hellos[0] == {"type": "hello", "id": fake.hellos[0]["id"], "guest": True, "name": "Ann"}
+    assert fake.hellos[0] == {
+        "type": "hello",
+        "id": fake.hellos[0]["id"],
+        "guest": True,
+        "name": "Ann",
+    }
     reply = await conn.join("t")
     assert reply["seq"] == 3 and conn.tables == {"t"} and conn.last_seq == {"t": 3}
     snap = await next_item(conn, "snapshot")
-    assert snap == {"type": "snapshot", "table": "t", "seq": 3, "snapshot": {"table": "t", "seq": 3}}
+    assert snap == {
+        "type": "snapshot",
+        "table": "t",
+        "seq": 3,
+        "snapshot": {"table": "t", "seq": 3},
+    }
     with pytest.raises(ServerError) as err:
         await conn.request("bet", table="t", area="player", amount=1)
     assert err.value.code == "below_min" and "minimum" in err.value.message
@@ -127,7 +168,11 @@ async def test_hello_join_and_replies(fake: FakeServer) -> None:
     event = await next_item(conn, "event")
     assert event["seq"] == 4 and conn.last_seq["t"] == 4
     await conn.close()
-    assert states[0] is ConnState.CONNECTING and ConnState.CONNECTED in states and states[-1] is ConnState.CLOSED
+    assert (
+        states[0] is ConnState.CONNECTING
+        and ConnState.CONNECTED in states
+        and states[-1] is ConnState.CLOSED
+    )
     with pytest.raises(ConnectionLost):
         await conn.request("done", table="t")
 
@@ -161,7 +206,9 @@ async def test_resume_after_a_drop(fake: FakeServer) -> None:
     status = await next_item(conn, "status")
     assert status["state"] == "reconnecting"
     status = await next_item(conn, "status")
-    assert status["state"] == "resumed" and status["tables"] == {"t": True} and status["same_player"]
+    assert (
+        status["state"] == "resumed" and status["tables"] == {"t": True} and status["same_player"]
+    )
     assert fake.joins[-1]["since"] == 5, "rejoined from the last seq seen"
     assert fake.hellos[-1]["token"] == "good" and conn.reconnects == 1
     await fake.event(fake.conns[-1])

@@ -15,7 +15,6 @@ ROOT = Path(__file__).resolve().parents[2]
 TMUX = shutil.which("tmux")
 
 
-
 class Tmux:
     """One detached tmux server on its own socket, with one fixed-size session."""
 
@@ -31,7 +30,18 @@ class Tmux:
 
     def start(self, command: str, *, width: int = 120, height: int = 40) -> None:
         subprocess.run(
-            [*self.base, "new-session", "-d", "-s", "play", "-x", str(width), "-y", str(height), command],
+            [
+                *self.base,
+                "new-session",
+                "-d",
+                "-s",
+                "play",
+                "-x",
+                str(width),
+                "-y",
+                str(height),
+                command,
+            ],
             check=True,
             timeout=10,
         )
@@ -60,7 +70,7 @@ def test_play_in_a_real_terminal(chemmy_server: Any) -> None:
     tmux = Tmux()
     env = f"-u COLUMNS -u LINES PYTHONPATH={ROOT} TERM=xterm-256color"
     command = (
-        f"cd {ROOT} && env {env} {sys.executable} -m client_cli play {chemmy_server.url} "
+        f"cd {ROOT} && env {env} {sys.executable} -m client_cli play --url {chemmy_server.url} "
         "--guest --name Tmux; echo EXITED $?; sleep 30"
     )
     try:

@@ -14,9 +14,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from client_helpers import at_table, model_of, text_of, until
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
+from client_cli.model import CardView
 from client_cli.tui import (
     ChemmyApp,
     CutScreen,
@@ -31,25 +33,16 @@ from client_cli.tui import (
 SIZE = (150, 45)
 
 
-async def until(pilot: Pilot[Any], cond: Callable[[], object], what: str, timeout: float = 10.0) -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            app = pilot.app
-            model = getattr(app, "model", None)
-            state = f"phase={model.phase} message={model.message!r}" if model is not None else "no model"
-            raise AssertionError(f"timed out waiting for {what} ({state})")
-        await pilot.pause(0.05)
-
-
-def text_of(app: ChemmyApp, selector: str) -> str:
-    widget = app.screen.query_one(selector, Static)
-    return str(widget.render())
+def card(app: ChemmyApp, hand: str, index: int) -> CardView:
+    """Card ``index`` (1-based) of ``hand`` in the coup being dealt now."""
+    coup = model_of(app).coup
+    assert coup is not None, "no coup"
+    return coup.cards(hand)[index - 1]
 
 
 async def take_the_shoe_and_cut(pilot: Pilot[Any], app: ChemmyApp) -> None:
     """Sit (s); the shoe is offered to the first seat: accept (y); cut (u, Enter)."""
-    await until(pilot, lambda: isinstance(app.screen, TableScreen) and app.model is not None and app.model.seq is not None, "the table")
+    await at_table(pilot, app)
     await pilot.press("s")
     await until(pilot, lambda: app.model is not None and app.model.seated, "a seat")
     await until(pilot, lambda: app.model is not None and app.model.offered_to_me, "the shoe offer")
@@ -63,12 +56,16 @@ async def take_the_shoe_and_cut(pilot: Pilot[Any], app: ChemmyApp) -> None:
 
 async def finish_coup(pilot: Pilot[Any], app: ChemmyApp) -> None:
     """Toss whatever is left to turn (the Banker hand, third cards) until settled."""
-    model = app.model
-    assert model is not None
-    coup = model.coup
+    coup = model_of(app).coup
     assert coup is not None
+
+    def settled() -> bool:
+        m = model_of(app)
+        return m.coup is None and m.last_coup is not None and m.last_coup.round_id == coup.round_id
+
     end = time.monotonic() + 30
-    while model.last_coup is not coup:
+    while not settled():
+        model = model_of(app)
         assert time.monotonic() < end, f"coup not settled: {model.message!r}"
         if model.my_turn and model.coup is not None and not model.coup.style:
             await pilot.press("space")
@@ -85,62 +82,82 @@ async def test_a_round_by_keys(chemmy_server: Any, make_token: Callable[..., str
     )
     async with app.run_test(size=SIZE) as pilot:
         await take_the_shoe_and_cut(pilot, app)
-        model = app.model
-        assert model is not None
-        assert model.i_hold and "◆" in text_of(app, "#seats")
-        start = model.balance
+        assert model_of(app).i_hold and "◆" in text_of(app, "#seats")
+        start = model_of(app).balance
         assert start == 100_000
 
         # Chips and bets: chip 2 is 5.00 at a 1-100 table.
         await pilot.press("2", "p", "p")
-        await until(pilot, lambda: model.my_bets == {"player": 1000}, "10.00 on Player")
+        await until(pilot, lambda: model_of(app).my_bets == {"player": 1000}, "10.00 on Player")
         await pilot.press("r")  # regret one chip
-        await until(pilot, lambda: model.my_bets == {"player": 500}, "a chip taken back")
+        await until(pilot, lambda: model_of(app).my_bets == {"player": 500}, "a chip taken back")
         await pilot.click("#area-banker")  # the mouse works too
-        await until(pilot, lambda: model.my_bets == {"player": 500, "banker": 500}, "a chip on Banker")
+        await until(
+            pilot,
+            lambda: model_of(app).my_bets == {"player": 500, "banker": 500},
+            "a chip on Banker",
+        )
         await pilot.press("c")
-        await until(pilot, lambda: model.my_bets == {}, "bets cleared")
+        await until(pilot, lambda: model_of(app).my_bets == {}, "bets cleared")
         await pilot.press("t")  # below the minimum? no: 5.00 on Tie is fine; take it back
-        await until(pilot, lambda: model.my_bets == {"tie": 500}, "a chip on Tie")
+        await until(pilot, lambda: model_of(app).my_bets == {"tie": 500}, "a chip on Tie")
         await pilot.press("r")
-        await until(pilot, lambda: model.my_bets == {}, "the Tie chip taken back")
+        await until(pilot, lambda: model_of(app).my_bets == {}, "the Tie chip taken back")
         await pilot.press("3", "p")  # chip 3 is 10.00
-        await until(pilot, lambda: model.my_bets == {"player": 1000}, "10.00 on Player again")
+        await until(
+            pilot, lambda: model_of(app).my_bets == {"player": 1000}, "10.00 on Player again"
+        )
         assert "10.00" in text_of(app, "#layout")
-        assert model.available == start - 1000
+        assert model_of(app).available == start - 1000
 
         # A refused command lands on the message line and nothing breaks.
         await pilot.press("y")
-        await until(pilot, lambda: "not being offered" in model.message or "offered" in model.message, "a refusal shown")
+        await until(
+            pilot,
+            lambda: (
+                "not being offered" in model_of(app).message or "offered" in model_of(app).message
+            ),
+            "a refusal shown",
+        )
 
         await pilot.press("d")  # DONE: the only seated player, so betting closes
-        await until(pilot, lambda: model.my_turn == "player", "my turn to turn the Player cards")
+        await until(
+            pilot, lambda: model_of(app).my_turn == "player", "my turn to turn the Player cards"
+        )
 
         # The squeeze: PEEK, then CARD 1 and CARD 2, revealed over a few frames.
         await pilot.press("e")
-        await until(pilot, lambda: model.coup is not None and model.coup.style == "peek", "the squeeze")
-        coup = model.coup
+        await until(
+            pilot,
+            lambda: model_of(app).coup is not None and model_of(app).coup.style == "peek",
+            "the squeeze",
+        )
+        coup = model_of(app).coup
         assert coup is not None
-        assert coup.private.get(("player", 1)) and coup.private.get(("player", 2)), "the turner sees the cards"
+        assert coup.private.get(("player", 1)) and coup.private.get(("player", 2)), (
+            "the turner sees the cards"
+        )
         await pilot.press("1")
-        await until(pilot, lambda: coup.player[0].up, "card 1 turned")
-        assert coup.player[0].by == app.conn.player
+        await until(pilot, lambda: card(app, "player", 1).up, "card 1 turned")
+        assert card(app, "player", 1).by == app.conn.player
         await pilot.click("#sq-card2")
-        await until(pilot, lambda: coup.player[1].up, "card 2 turned")
-        assert coup.player[1].by == app.conn.player
+        await until(pilot, lambda: card(app, "player", 2).up, "card 2 turned")
+        assert card(app, "player", 2).by == app.conn.player
         await finish_coup(pilot, app)
 
         # The payout on the message line, the balance, and the road.
-        result = model.last_result
+        result = model_of(app).last_result
         assert result is not None
-        message = model.result_line
-        assert message in model.log
+        message = model_of(app).result_line
+        assert message in model_of(app).log
         assert any(word in message for word in ("wins", "Tie")), message
         assert any(word in message for word in ("You won", "You lost", "push")), message
-        assert message in text_of(app, "#hands") or message in model.message
-        assert model.balance == start + (model.last_net or 0)
-        await until(pilot, lambda: len(model.roads.get("bead_plate") or []) == 1, "the bead plate")
-        await until(pilot, lambda: model.odds is not None, "the odds")
+        assert message in text_of(app, "#hands") or message in model_of(app).message
+        assert model_of(app).balance == start + (model_of(app).last_net or 0)
+        await until(
+            pilot, lambda: len(model_of(app).roads.get("bead_plate") or []) == 1, "the bead plate"
+        )
+        await until(pilot, lambda: model_of(app).odds is not None, "the odds")
         letter = {"banker": "B", "player": "P", "tie": "T"}[result["outcome"]]
         assert letter in text_of(app, "#roads").split("Bead plate")[1].split("Big road")[0]
         assert "Banker" in text_of(app, "#odds")
@@ -174,7 +191,9 @@ async def test_a_round_by_keys(chemmy_server: Any, make_token: Callable[..., str
         await app.action_quit()
 
 
-async def test_reconnect_in_the_middle_of_a_squeeze(chemmy_server: Any, make_token: Callable[..., str]) -> None:
+async def test_reconnect_in_the_middle_of_a_squeeze(
+    chemmy_server: Any, make_token: Callable[..., str]
+) -> None:
     app = ChemmyApp(
         chemmy_server.url,
         token=make_token("tui-bob", "Bob"),
@@ -183,33 +202,43 @@ async def test_reconnect_in_the_middle_of_a_squeeze(chemmy_server: Any, make_tok
     )
     async with app.run_test(size=SIZE) as pilot:
         await take_the_shoe_and_cut(pilot, app)
-        model = app.model
-        assert model is not None
         await pilot.press("4", "p", "d")
-        await until(pilot, lambda: model.my_turn == "player", "my turn")
+        await until(pilot, lambda: model_of(app).my_turn == "player", "my turn")
         await pilot.press("k")  # QUICK
-        await until(pilot, lambda: model.coup is not None and model.coup.style == "quick", "the squeeze")
+        await until(
+            pilot,
+            lambda: model_of(app).coup is not None and model_of(app).coup.style == "quick",
+            "the squeeze",
+        )
         snapshots = app.snapshots
-        seq_before = model.seq
+        seq_before = model_of(app).seq
 
         app.conn.drop()  # the network fails mid-squeeze
-        await until(pilot, lambda: "reconnecting…" in model.log, "reconnecting…")
-        await until(pilot, lambda: "resumed" in model.log, "resumed", timeout=15)
+        await until(pilot, lambda: "reconnecting…" in model_of(app).log, "reconnecting…")
+        await until(pilot, lambda: "resumed" in model_of(app).log, "resumed", timeout=15)
         assert app.snapshots == snapshots, "resumed from the last seq, not from a new snapshot"
         applied = app.applied
-        assert applied == list(range(applied[0], applied[0] + len(applied))), "events in unbroken seq order"
-        assert model.seq is not None and seq_before is not None and model.seq >= seq_before
+        assert applied == list(range(applied[0], applied[0] + len(applied))), (
+            "events in unbroken seq order"
+        )
+        assert (
+            model_of(app).seq is not None
+            and seq_before is not None
+            and model_of(app).seq >= seq_before
+        )
 
         # The squeeze goes on: same style, the cards still known only to the turner.
-        coup = model.coup
-        assert coup is not None and coup.style == "quick" and model.my_turn == "player"
+        coup = model_of(app).coup
+        assert coup is not None and coup.style == "quick" and model_of(app).my_turn == "player"
         await pilot.press("1")
-        await until(pilot, lambda: coup.player[0].up, "card 1")
+        await until(pilot, lambda: card(app, "player", 1).up, "card 1")
         await pilot.press("2")
-        await until(pilot, lambda: coup.player[1].up, "card 2")
-        assert {c.by for c in coup.player[:2]} == {app.conn.player}, "turned by the player, not the croupier"
+        await until(pilot, lambda: card(app, "player", 2).up, "card 2")
+        assert {card(app, "player", i).by for i in (1, 2)} == {app.conn.player}, (
+            "turned by the player, not the croupier"
+        )
         await finish_coup(pilot, app)
-        assert model.last_net is not None
+        assert model_of(app).last_net is not None
         await asyncio.sleep(0)
         await app.action_quit()
 
@@ -218,13 +247,25 @@ async def test_a_narrow_terminal_watching(chemmy_server: Any) -> None:
     """80x24: the side panel goes (the roads are a key away); watching a table works."""
     app = ChemmyApp(chemmy_server.url, guest=True, name="Narrow", options=Options(bell=False))
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: app.lobby.query_one("#tables", DataTable).row_count >= 6, "the lobby")
+        await until(
+            pilot, lambda: app.lobby.query_one("#tables", DataTable).row_count >= 6, "the lobby"
+        )
         app.open_table("lobby")
-        await until(pilot, lambda: isinstance(app.screen, TableScreen) and app.model is not None and app.model.seq is not None, "the table")
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, TableScreen)
+                and app.model is not None
+                and app.model.seq is not None
+            ),
+            "the table",
+        )
         await until(pilot, lambda: app.screen.has_class("narrow"), "the narrow layout")
         assert app.model is not None and not app.model.seated
         await pilot.press("p")  # not seated: refused on the message line, no crash
-        await until(pilot, lambda: app.model is not None and "seat" in app.model.message, "a refusal")
+        await until(
+            pilot, lambda: app.model is not None and "seat" in app.model.message, "a refusal"
+        )
         await pilot.press("v")
         await until(pilot, lambda: isinstance(app.screen, RoadsScreen), "the roads screen")
         await pilot.press("escape")

@@ -34,7 +34,9 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def as_player(monkeypatch: pytest.MonkeyPatch, make_token: Callable[..., str], chemmy_server: Any) -> Callable[[str], str]:
+def as_player(
+    monkeypatch: pytest.MonkeyPatch, make_token: Callable[..., str], chemmy_server: Any
+) -> Callable[[str], str]:
     """Set ``CHEMMY_TOKEN`` and ``CHEMMY_URL`` for a lasting player; returns the token."""
 
     def use(player: str) -> str:
@@ -50,25 +52,44 @@ def test_tables(chemmy_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
     result = run_json(capsys, "tables", "--url", chemmy_server.url)
     by_id = {t["table"]: t for t in result["tables"]}
     assert {"tui", "bots", "scripts", "lobby"} <= set(by_id)
-    assert by_id["lobby"]["limits"] == {"min": 10_000, "max": 1_000_000, "tie_max": 150_000, "side_max": 150_000}
+    assert by_id["lobby"]["limits"] == {
+        "min": 10_000,
+        "max": 1_000_000,
+        "tie_max": 150_000,
+        "side_max": 150_000,
+    }
     assert by_id["scripts"]["seats"] == 14
 
     code, out, _ = run(capsys, "tables", "--url", chemmy_server.url, "--guest")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["TABLE", "NAME", "LIMITS", "TIE", "MAX", "SEATS", "PHASE", "SHOE", "COUP"]
+    assert lines[0].split() == [
+        "TABLE",
+        "NAME",
+        "LIMITS",
+        "TIE",
+        "MAX",
+        "SEATS",
+        "PHASE",
+        "SHOE",
+        "COUP",
+    ]
     lobby = next(line for line in lines if line.startswith("lobby"))
     assert "100.00-10,000.00" in lobby and "1,500.00" in lobby
 
 
-def test_balance_and_deposit(capsys: pytest.CaptureFixture[str], as_player: Callable[[str], str]) -> None:
+def test_balance_and_deposit(
+    capsys: pytest.CaptureFixture[str], as_player: Callable[[str], str]
+) -> None:
     as_player("script-carol")
     before = run_json(capsys, "balance")
     assert before["player"] == "script-carol" and before["guest"] is False
     assert before["balance"] == 100_000 and before["available"] == 100_000
 
     deposit = run_json(capsys, "deposit", "25.50", "--key", "carol-1")
-    assert deposit["deposited"] == 2550 and deposit["balance"] == 102_550 and not deposit["duplicate"]
+    assert (
+        deposit["deposited"] == 2550 and deposit["balance"] == 102_550 and not deposit["duplicate"]
+    )
     again = run_json(capsys, "deposit", "25.50", "--key", "carol-1")  # a retry counts once
     assert again["duplicate"] and again["balance"] == 102_550
     assert run_json(capsys, "balance")["balance"] == 102_550
@@ -79,23 +100,41 @@ def test_balance_and_deposit(capsys: pytest.CaptureFixture[str], as_player: Call
     assert code == 0 and out.startswith("Balance 2,025.50 — Carol (script-carol)")
 
 
-def test_a_token_on_the_command_line(chemmy_server: Any, capsys: pytest.CaptureFixture[str], make_token: Callable[..., str]) -> None:
+def test_a_token_on_the_command_line(
+    chemmy_server: Any, capsys: pytest.CaptureFixture[str], make_token: Callable[..., str]
+) -> None:
     tok = make_token("script-dave", "Dave")
     result = run_json(capsys, "balance", "--url", chemmy_server.url, "--token", tok)
     assert result["player"] == "script-dave" and result["name"] == "Dave"
 
 
-async def test_history_after_playing(chemmy_server: Any, make_token: Callable[..., str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_history_after_playing(
+    chemmy_server: Any,
+    make_token: Callable[..., str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A bot with a token plays three rounds; ``chemmy history`` shows them, and their
     net is what the balance moved."""
     tok = make_token("script-erin", "Erin")
-    bot = Bot(url=chemmy_server.url, table="scripts", name="Erin", strategy="random", rounds=3, rng=random.Random(5), token=tok)
+    bot = Bot(
+        url=chemmy_server.url,
+        table="scripts",
+        name="Erin",
+        strategy="random",
+        rounds=3,
+        rng=random.Random(5),
+        token=tok,
+    )
     (report,) = await play_bots([bot], timeout=60)
     assert report.ok, report
     monkeypatch.setenv("CHEMMY_TOKEN", tok)
     proc = subprocess.run(
         [sys.executable, "-m", "client_cli", "history", "--url", chemmy_server.url, "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     history = json.loads(proc.stdout)
@@ -109,7 +148,10 @@ async def test_history_after_playing(chemmy_server: Any, make_token: Callable[..
 
     proc = subprocess.run(
         [sys.executable, "-m", "client_cli", "history", "--url", chemmy_server.url, "--limit", "2"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -129,7 +171,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_errors(chemmy_server: Any, capsys: pytest.CaptureFixture[str], make_token: Callable[..., str]) -> None:
+def test_errors(
+    chemmy_server: Any, capsys: pytest.CaptureFixture[str], make_token: Callable[..., str]
+) -> None:
     code, out, err = run(capsys, "tables", "--url", f"ws://127.0.0.1:{free_port()}")
     assert code == 1 and not out and err.startswith("chemmy: tables: cannot connect")
     code, _, err = run(capsys, "balance", "--url", chemmy_server.url, "--token", "not-a-token")
@@ -138,7 +182,15 @@ def test_errors(chemmy_server: Any, capsys: pytest.CaptureFixture[str], make_tok
     assert code == 2 and "two decimals" in err
     code, _, err = run(capsys, "deposit", "0", "--url", chemmy_server.url)
     assert code == 2 and "positive" in err
-    code, _, err = run(capsys, "deposit", "1000000", "--url", chemmy_server.url, "--token", make_token("script-rich"))
+    code, _, err = run(
+        capsys,
+        "deposit",
+        "1000000",
+        "--url",
+        chemmy_server.url,
+        "--token",
+        make_token("script-rich"),
+    )
     assert code == 1 and "bad_amount" in err
     code, _, err = run(capsys, "tables", "--url", "http://example.com")
     assert code == 2 and "ws://" in err
@@ -146,14 +198,16 @@ def test_errors(chemmy_server: Any, capsys: pytest.CaptureFixture[str], make_tok
     assert code == 2
 
 
-def test_verify_server_errors(chemmy_server: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = run(capsys, "verify", "--server", chemmy_server.url, "--table", "lobby")
+def test_verify_server_errors(
+    chemmy_server: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(capsys, "verify", "--url", chemmy_server.url, "--table", "lobby")
     assert code == 2 and "no revealed shoe" in err
-    code, _, err = run(capsys, "verify", "--server", chemmy_server.url)
+    code, _, err = run(capsys, "verify", "--url", chemmy_server.url)
     assert code == 2 and "--table" in err
     code, _, err = run(capsys, "verify")
     assert code == 2 and "FILE" in err
     record = tmp_path / "r.json"
     record.write_text("{}")
-    code, _, err = run(capsys, "verify", str(record), "--server", chemmy_server.url, "--table", "bots")
+    code, _, err = run(capsys, "verify", str(record), "--url", chemmy_server.url, "--table", "bots")
     assert code == 2 and "not both" in err

@@ -1,0 +1,99 @@
+"""The lobby: every table with its limits, seats taken, phase and shoe; Enter joins.
+
+It lists what the ``tables`` request answers (polled every 5 s while shown) and asks the
+app to open a table; it never talks to the server itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from client_cli.money import format_money
+from client_cli.tui.keys import LOBBY_KEYS
+from client_cli.tui.table import PHASE_NAMES
+
+if TYPE_CHECKING:
+    from client_cli.tui.app import ChemmyApp
+
+__all__ = ["LobbyScreen"]
+
+
+class LobbyScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = LOBBY_KEYS
+
+    def compose(self) -> ComposeResult:
+        yield Static("[b]CHEMMY[/b] — choose a table (Enter or click)", id="lobby-title")
+        yield DataTable(id="tables", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="lobby-status")
+        yield Footer()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._status = ""
+        self._tables: list[dict[str, Any]] | None = None
+
+    def on_mount(self) -> None:
+        table = self.query_one("#tables", DataTable)
+        table.add_columns("Table", "Name", "Limits", "Tie max", "Seats", "Phase", "Shoe/Coup")
+        table.focus()
+        self.set_interval(5.0, self._poll_tables)
+        self.set_status(self._status)
+        if self._tables is not None:
+            self.show_tables(self._tables)
+
+    @property
+    def chemmy(self) -> ChemmyApp:
+        return cast("ChemmyApp", self.app)
+
+    def set_status(self, text: str) -> None:
+        self._status = text
+        with contextlib.suppress(NoMatches):
+            self.query_one("#lobby-status", Static).update(Text(text))
+
+    def show_tables(self, tables: list[dict[str, Any]]) -> None:
+        self._tables = tables
+        try:
+            table = self.query_one("#tables", DataTable)
+        except NoMatches:
+            return
+        table.clear()
+        for t in tables:
+            lim = t.get("limits") or {}
+            table.add_row(
+                str(t.get("table")),
+                str(t.get("name", "")),
+                f"{format_money(int(lim.get('min', 0)))}-{format_money(int(lim.get('max', 0)))}",
+                format_money(int(lim.get("tie_max", 0))),
+                f"{t.get('seated', 0)}/{t.get('seats', 0)}",
+                PHASE_NAMES.get(str(t.get("phase")), str(t.get("phase"))),
+                f"{t.get('shoe_no', 0)}/{t.get('coup_no', 0)}",
+                key=str(t.get("table")),
+            )
+        self.set_status(f"{len(tables)} tables · {self.chemmy.identity_text()}")
+
+    def action_refresh(self) -> None:
+        self.chemmy.refresh_lobby()
+
+    def _poll_tables(self) -> None:
+        if self.is_current and self.chemmy.conn.connected:
+            self.chemmy.refresh_lobby()
+
+    def action_join(self) -> None:
+        table = self.query_one("#tables", DataTable)
+        if table.row_count == 0:
+            return
+        row = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        if row.value is not None:
+            self.chemmy.open_table(str(row.value))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.chemmy.open_table(str(event.row_key.value))

@@ -1,0 +1,120 @@
+"""The pop-ups: choosing the cut, and the Options.
+
+Each is a modal screen over the table that hands what was chosen to the app (a
+command, or a changed option); none talks to the server or decides a rule: the cut's
+bounds come from the server's ``actions``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Switch
+
+if TYPE_CHECKING:
+    from client_cli.tui.app import ChemmyApp
+
+__all__ = ["CutScreen", "OptionsScreen"]
+
+
+class CutScreen(ModalScreen[None]):
+    """Choose where to cut the shoe, within the bounds the server gives (``cut``)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss", "Cancel")]
+
+    def __init__(self, low: int, high: int, suggestion: int) -> None:
+        super().__init__()
+        self.low = low
+        self.high = high
+        self.suggestion = suggestion
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="cut-box"):
+            yield Label(f"Cut the shoe: a position from {self.low} to {self.high}, then Enter")
+            yield Input(str(self.suggestion), id="cut-at", type="integer")
+            with Horizontal():
+                yield Button("CUT", id="cut-ok", variant="primary")
+                yield Button("Cancel", id="cut-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#cut-at", Input).focus()
+
+    def _submit(self) -> None:
+        text = self.query_one("#cut-at", Input).value.strip()
+        try:
+            position = int(text)
+        except ValueError:
+            self.query_one(Label).update(f"Not a number: {text!r}. From {self.low} to {self.high}:")
+            return
+        cast("ChemmyApp", self.app).table_command("cut", position=position)
+        self.dismiss()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self._submit()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "cut-ok":
+            self._submit()
+        else:
+            self.dismiss()
+
+
+class OptionsScreen(ModalScreen[None]):
+    """Seed 000's Options: game speed 1-5, chip balloons, sound effects (the bell),
+    voices (announcements). Every change is applied and saved at once."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss", "Close"),
+        Binding("minus", "speed(-1)", "Slower"),
+        Binding("plus,equals_sign", "speed(1)", "Faster"),
+    ]
+
+    #: Switch id -> (the option it sets, its label).
+    SWITCHES: ClassVar[dict[str, tuple[str, str]]] = {
+        "opt-totals": ("chip_totals", "Chip balloons "),
+        "opt-bell": ("bell", "Sound effects "),
+        "opt-voices": ("voices", "Voices "),
+    }
+
+    @property
+    def chemmy(self) -> ChemmyApp:
+        return cast("ChemmyApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        o = self.chemmy.options
+        with Vertical(id="options-box"):
+            yield Label("[b]OPTIONS[/b] (Esc to close; saved for next time)")
+            with Horizontal(classes="option"):
+                yield Label("Game speed ", classes="option-label")
+                yield Button("-", id="speed-down", compact=True)
+                yield Label(str(o.speed), id="speed")
+                yield Button("+", id="speed-up", compact=True)
+            for sid, (attr, label) in self.SWITCHES.items():
+                with Horizontal(classes="option"):
+                    yield Label(label, classes="option-label")
+                    yield Switch(bool(getattr(o, attr)), id=sid)
+            yield Button("Close", id="options-close", compact=True)
+
+    def action_speed(self, delta: int) -> None:
+        app = self.chemmy
+        app.set_options(replace(app.options, speed=max(1, min(5, app.options.speed + delta))))
+        self.query_one("#speed", Label).update(str(app.options.speed))
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "speed-down":
+            self.action_speed(-1)
+        elif event.button.id == "speed-up":
+            self.action_speed(1)
+        elif event.button.id == "options-close":
+            self.dismiss()
+
+    def on_switch_changed(self, event: Switch.Changed) -> None:
+        attr = self.SWITCHES.get(event.switch.id or "")
+        if attr is not None:
+            app = self.chemmy
+            app.set_options(replace(app.options, **{attr[0]: event.value}))

@@ -1,0 +1,145 @@
+"""Full screens besides the lobby and the table: your history, the roads and odds
+(at any width), and the rules.
+
+Each reads what the app already has (the model, the connection) or asks the server
+once (``history``); none decides a rule.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Markdown, Static
+
+from client_cli.connection import ConnectionLost, ServerError
+from client_cli.history import round_summary
+from client_cli.money import format_money
+from client_cli.render import odds_text, render_roads
+from client_cli.sentences import AREA_NAMES
+
+if TYPE_CHECKING:
+    from client_cli.tui.app import ChemmyApp
+
+__all__ = ["HelpScreen", "HistoryScreen", "RoadsScreen", "rules_text"]
+
+SIDE_BY_SIDE = 56  # characters of roads: from here the bead plate and big road share a row
+
+
+def rules_text() -> str:
+    """The condensed rules packaged with the client (``client_cli/rules.md``)."""
+    return resources.files("client_cli").joinpath("rules.md").read_text(encoding="utf-8")
+
+
+class HistoryScreen(Screen[None]):
+    """Your last rounds (the ``history`` command)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("h", "app.pop_screen", "Back", show=False),
+        Binding("r", "reload", "Reload"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Static("[b]HISTORY[/b] — your last rounds (Esc to go back)", id="history-title")
+        yield DataTable(id="history", zebra_stripes=True)
+        yield Static("", id="history-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        t = self.query_one("#history", DataTable)
+        t.add_columns("Round", "Result", "Player", "Banker", "Your bets", "Net", "Balance")
+        self.action_reload()
+
+    def action_reload(self) -> None:
+        self.run_worker(self._load(), exclusive=True)
+
+    async def _load(self) -> None:
+        app = cast("ChemmyApp", self.app)
+        status = self.query_one("#history-status", Static)
+        try:
+            reply = await app.conn.request("history", limit=100)
+        except (ServerError, ConnectionLost) as exc:
+            status.update(Text(f"History unavailable: {exc}", style="red"))
+            return
+        me = app.conn.player or ""
+        rounds = [round_summary(r, me) for r in reply.get("rounds") or []]
+        t = self.query_one("#history", DataTable)
+        t.clear()
+        for r in rounds:
+            bets = ", ".join(
+                f"{AREA_NAMES.get(a, a)} {format_money(v)}" for a, v in r["bets"].items()
+            )
+            after = r["balance_after"]
+            t.add_row(
+                str(r["round_id"]),
+                str(r["result"]),
+                " ".join(r["player"]),
+                " ".join(r["banker"]),
+                bets or "-",
+                Text(
+                    format_money(r["net"], sign=True),
+                    style="green" if r["net"] > 0 else "red" if r["net"] < 0 else "",
+                ),
+                format_money(after) if isinstance(after, int) else "-",
+            )
+        net = sum(r["net"] for r in rounds)
+        note = (
+            " (a guest's history is this connection's only)"
+            if app.conn.identity.get("guest")
+            else ""
+        )
+        status.update(Text(f"{len(rounds)} rounds · net {format_money(net, sign=True)}{note}"))
+
+
+class RoadsScreen(Screen[None]):
+    """The roads and the odds on the whole screen, at any width (the table shows them
+    beside the cards only from :data:`~client_cli.tui.table.NARROW` columns). From 60
+    columns the bead plate and the big road share a row, so everything fits 80x24."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("v", "app.pop_screen", "Back", show=False),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="roads-full"):
+            yield Static("", id="roads-big")
+            yield Static("", id="odds-big")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.redraw()
+
+    def on_resize(self) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        app = cast("ChemmyApp", self.app)
+        model = app.model
+        if model is None:
+            return
+        width = max(20, self.size.width - 4)
+        self.query_one("#roads-big", Static).update(
+            render_roads(model.roads, width=width, side_by_side=width >= SIDE_BY_SIDE)
+        )
+        self.query_one("#odds-big", Static).update(odds_text(model.odds))
+
+
+class HelpScreen(Screen[None]):
+    """The rules (``client_cli/rules.md``)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("question_mark", "app.pop_screen", "Back", show=False),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            yield Markdown(rules_text())
+        yield Footer()
