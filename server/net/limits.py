@@ -328,6 +328,28 @@ class Lines:
         aline = self._addresses.get(key[:2])
         if aline is None:
             aline = self._addresses[(table, address)] = _AddressLine()
+        if (
+            not aline.turns  # nobody waits at this address (so neither does the player)
+            and len(pline.sent) < self.per_player
+            and len(aline.sent) < self.per_address
+            and not self._pumping
+        ):  # the usual case: straight to the table
+            pline.served = next(self._served)
+            now = self.clock()
+            pline.sent.append(now)
+            aline.sent.append(now)
+            self._pumping = True
+            try:
+                reached = go()
+            finally:
+                self._pumping = False
+            if not reached:
+                pline.sent.pop()
+                aline.sent.pop()
+                self._touched.append(key)
+            if self._touched:  # a place freed meanwhile, or a line to forget
+                self._pump(table, address)
+            return key
         pline.waiting.append(go)
         aline.turns.setdefault(player, None)
         self._pump(table, address)
@@ -342,9 +364,16 @@ class Lines:
             pline.sent.popleft()
             if aline is not None and aline.sent:
                 aline.sent.popleft()
-        self._touched.append(key)
-        if not self._pumping:  # else a reply came while a command was handed over:
-            self._pump(key[0], key[1])  # the pump that is running goes on
+        if self._pumping:  # a reply while a command was handed over: the pump goes on
+            self._touched.append(key)
+        elif aline is None or not aline.turns:  # nobody waits: forget what holds nothing
+            if pline is not None and not pline.sent and not pline.waiting:
+                del self._players[key]
+            if aline is not None and not aline.sent:
+                del self._addresses[(key[0], key[1])]
+        else:
+            self._touched.append(key)
+            self._pump(key[0], key[1])
 
     def drop_table(self, table: str) -> None:
         """``table`` closed: its lines are gone (waiting commands are not sent)."""

@@ -71,6 +71,8 @@ log = logging.getLogger("chemmy.server")
 
 SUBPROTOCOLS = [MSGPACK, JSON]
 SLOW_CLIENT_BUFFER = 4 * 2**20  # bytes waiting in a client's write buffer before it is cut off
+#: Seconds a cut-off connection may still send (dropped unread) before it is aborted.
+CUT_OFF_LINGER = 1.0
 
 
 @dataclass(slots=True)
@@ -386,13 +388,18 @@ class ChemmyServer:
 
 
 def _cut_off(conn: ServerConnection, code: int, reason: str) -> None:
-    """Close at once: send the close frame and drop the TCP connection, without waiting
-    for a peer that is flooding us to read it (it would hold the socket for close_timeout)."""
+    """Close at once: send the close frame and end our side of the TCP connection (the
+    protocol's ``fail`` sends a FIN after it), without waiting out ``close_timeout`` for
+    a peer that is flooding us. What the peer still sends is read and dropped for
+    :data:`CUT_OFF_LINGER` seconds at most, then the socket is aborted. (Closing it
+    while the peer's data lay unread reset the connection, and the reset could destroy
+    the close frame before the peer read it: it saw 1006 instead of ``code``.)"""
     with contextlib.suppress(Exception):
         conn.protocol.fail(code, reason)
         conn.send_data()
-    if conn.transport is not None:
-        conn.transport.close()
+    transport = conn.transport
+    if transport is not None:
+        asyncio.get_running_loop().call_later(CUT_OFF_LINGER, transport.abort)
 
 
 def _select_subprotocol(conn: ServerConnection, offered: Iterable[str]) -> Any:

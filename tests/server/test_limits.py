@@ -3,11 +3,15 @@ the connection caps and shared buckets, the client's address, and their settings
 
 from __future__ import annotations
 
+import contextlib
+from collections import Counter
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from websockets.datastructures import Headers
 from websockets.http11 import Request
 
@@ -262,3 +266,62 @@ def test_the_settings() -> None:
             load_config(argv, {})
     text = " ".join(build_parser().format_help().split())
     assert "2 x rate-limit" in text and "10 x rate-burst" in text
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(
+                st.just("enter"), st.sampled_from("abc"), st.sampled_from("xy"), st.booleans()
+            ),
+            st.tuples(st.just("answer"), st.integers(0, 50)),
+        ),
+        max_size=80,
+    )
+)
+def test_lines_keep_their_promises(steps: list[Any]) -> None:
+    """Any mix of commands, refusals at the bus and replies: no player or address ever
+    has more than its places at the table, each player's commands reach it in order,
+    and once everything is answered, everything was sent and nothing is kept."""
+    lines = Lines(per_player=2, per_address=3, waiting=5)
+    at_table: list[tuple[Any, str]] = []  # (line key, command) sent, not answered yet
+    reached: dict[Any, list[int]] = {}  # line key -> the commands that reached the table
+    counter = iter(range(10_000))
+
+    def check() -> None:
+        per_player = Counter(key for key, _ in at_table)
+        per_address = Counter(key[1] for key, _ in at_table)
+        assert all(n <= 2 for n in per_player.values()), per_player
+        assert all(n <= 3 for n in per_address.values()), per_address
+        for key, n in per_player.items():
+            assert lines.in_flight(*key) == n
+
+    def command(key: Any, player: str, reaches: bool) -> Callable[[], bool]:
+        number = next(counter)
+
+        def go() -> bool:
+            if not reaches:
+                return False
+            at_table.append((key, player))
+            reached.setdefault(key, []).append(number)
+            return True
+
+        return go
+
+    for step in steps:
+        if step[0] == "enter":
+            _, player, address, reaches = step
+            key = ("t1", address, player)
+            with contextlib.suppress(Refused):
+                lines.enter("t1", address, player, command(key, player, reaches))
+        elif at_table:
+            key, _player = at_table.pop(step[1] % len(at_table))
+            lines.answered(key)
+        check()
+    while at_table:
+        key, _player = at_table.pop(0)
+        lines.answered(key)
+        check()
+    assert len(lines) == 0
+    for numbers in reached.values():
+        assert numbers == sorted(numbers)
