@@ -73,6 +73,10 @@ WORKERS = 4
 SERVER_CONFIG = f"""
 rate_limit = 1000000.0
 rate_burst = 1000000
+# Thousands of clients on one machine: one address, 100 connections per account.
+max_connections_per_player = 0
+max_connections_per_address = 0
+hello_rate_limit = 0.0
 queue_size = 8192
 log_level = "warning"
 

@@ -5,12 +5,14 @@ a shared secret (HS256) or with a private key whose public half the server holds
 or RS256, from a PEM file). The claims used:
 
 - ``sub`` (required): the player id, 1-64 characters of ``A-Z a-z 0-9 _ . : @ -``
-  (``guest-`` ids are reserved for guests);
-- ``name`` (optional): the display name, 1-32 printable characters once stripped
-  (defaults to the id, cut to 32 characters);
+  (``guest-`` ids are reserved for guests, and ``croupier``, the id the table's own
+  actions carry, is nobody's: :data:`RESERVED_PLAYERS`);
+- ``name`` (optional): the display name, 1-32 characters that pass the one text check
+  (:func:`server.net.text.clean_text`; defaults to the id, cut to 32 characters);
 - ``roles`` (optional): a list of strings; ``"operator"`` may open and close tables;
 - ``exp`` (required unless configured otherwise), ``iss``/``aud`` when configured;
-  clocks may differ by :data:`DEFAULT_LEEWAY` seconds.
+  ``exp``, ``nbf`` and ``iat`` are whole seconds (JSON integers from 0 to 2^53: not a
+  string, not ``1e300``); clocks may differ by :data:`DEFAULT_LEEWAY` seconds.
 
 Only the configured algorithm is accepted (no ``alg`` confusion: an HS256 token
 "signed" with the public key text is refused by an EdDSA or RS256 server), and keys are
@@ -30,7 +32,6 @@ from __future__ import annotations
 import re
 import secrets
 import time
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed448, ed25519, rsa
 
 from server.net.config import JWT_ALGORITHMS, MIN_SECRET_BYTES, ConfigError
+from server.net.text import clean_text
 from server.protocol.errors import ChemmyError
+from server.table.commands import CROUPIER
 
 if TYPE_CHECKING:
     from server.net.config import ServerConfig
@@ -50,6 +53,7 @@ __all__ = [
     "DEFAULT_LEEWAY",
     "GUEST_PREFIX",
     "OPERATOR",
+    "RESERVED_PLAYERS",
     "AuthError",
     "Authenticator",
     "Identity",
@@ -66,6 +70,10 @@ DEFAULT_LEEWAY: Final = 10.0
 #: Longer tokens are refused before any parsing.
 MAX_TOKEN_LEN: Final = 8192
 MAX_NAME_LEN: Final = 32
+#: Player ids nobody may hold: the table's own actions are recorded as ``croupier``'s.
+RESERVED_PLAYERS: Final = frozenset({CROUPIER})
+#: The time claims (``exp``, ``nbf``, ``iat``) are whole seconds below this.
+MAX_TIME_CLAIM: Final = 2**53
 
 _PLAYER_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
 _ROLE = re.compile(r"[A-Za-z0-9_.:-]{1,32}")
@@ -77,23 +85,24 @@ class AuthError(ChemmyError):
 
 
 def is_valid_player_id(player_id: object) -> TypeGuard[str]:
-    """Whether ``player_id`` is 1-64 characters of ``A-Z a-z 0-9 _ . : @ -``."""
-    return isinstance(player_id, str) and _PLAYER_ID.fullmatch(player_id) is not None
+    """Whether ``player_id`` is 1-64 characters of ``A-Z a-z 0-9 _ . : @ -`` and not
+    reserved (:data:`RESERVED_PLAYERS`)."""
+    return (
+        isinstance(player_id, str)
+        and _PLAYER_ID.fullmatch(player_id) is not None
+        and player_id not in RESERVED_PLAYERS
+    )
 
 
 def clean_name(name: object) -> str:
-    """A display name, NFC-normalized and stripped: 1-32 printable characters.
-
-    Raises :class:`ValueError` otherwise (control, format and bidi-override characters
-    are not printable).
-    """
+    """A display name: the one text check of chat too (:func:`~server.net.text.clean_text`:
+    NFC, whitespace runs to one space, trimmed; no control, bidi or zero-width
+    character), then 1-32 characters. Raises :class:`ValueError` otherwise."""
     if not isinstance(name, str):
         raise ValueError("a name is a string")
-    cleaned = unicodedata.normalize("NFC", name).strip()
+    cleaned = clean_text(name)
     if not 1 <= len(cleaned) <= MAX_NAME_LEN:
         raise ValueError(f"a name has 1 to {MAX_NAME_LEN} characters")
-    if not cleaned.isprintable():
-        raise ValueError("a name has only printable characters")
     return cleaned
 
 
@@ -149,11 +158,20 @@ def guest_resume_token(key: bytes, identity: Identity, *, now: float | None = No
 def guest_from_resume(key: bytes, token: str) -> Identity:
     """The guest a resume token names; ``bad_token`` / ``token_expired`` otherwise."""
     try:
-        claims = jwt.decode(token, key, algorithms=["HS256"], options={"require": ["exp", "sub"]})
-    except jwt.ExpiredSignatureError:
-        raise AuthError("token_expired", "the guest resume token has expired") from None
+        claims = jwt.decode(
+            token,
+            key,
+            algorithms=["HS256"],
+            options={
+                "require": ["exp", "sub"],
+                "verify_exp": False,
+                "verify_nbf": False,
+                "verify_iat": False,
+            },
+        )
     except jwt.PyJWTError:
         raise AuthError("bad_token", "the guest resume token is not valid") from None
+    _check_times(claims, time.time(), 0.0, "guest resume")
     sub, name = claims.get("sub"), claims.get("name")
     if (
         claims.get("kind") != "guest"
@@ -311,19 +329,27 @@ class Authenticator:
                 algorithms=[self.algorithm],
                 issuer=self.issuer,
                 audience=self.audience,
-                leeway=self.leeway,
-                options={"require": required, "verify_sub": False},
+                # The time claims are checked here, after their type: PyJWT takes
+                # int("9999999999") and int(1e300) for a time.
+                options={
+                    "require": required,
+                    "verify_sub": False,
+                    "verify_exp": False,
+                    "verify_nbf": False,
+                    "verify_iat": False,
+                },
             )
-        except jwt.ExpiredSignatureError:
-            raise AuthError("token_expired", "the player token has expired") from None
         except jwt.PyJWTError as exc:
             raise AuthError("bad_token", _describe(exc)) from None
         except Exception:  # anything else from the parsing library: still just a bad token
             raise AuthError("bad_token", "not a player token") from None
+        _check_times(claims, time.time(), self.leeway, "player")
         return claims
 
     def _identity(self, claims: Mapping[str, Any]) -> Identity:
         player_id = claims.get("sub")
+        if player_id in RESERVED_PLAYERS:
+            raise AuthError("bad_token", f"the player id {player_id!r} is reserved")
         if not is_valid_player_id(player_id):
             raise AuthError("bad_token", "the token's sub is not a valid player id")
         if player_id.startswith(GUEST_PREFIX):
@@ -342,6 +368,25 @@ class Authenticator:
         if player_id in self.operators:
             granted.add(OPERATOR)
         return Identity(player_id, name, frozenset(granted), guest=False)
+
+
+def _check_times(claims: Mapping[str, Any], now: float, leeway: float, whose: str) -> None:
+    """``exp``, ``nbf`` and ``iat`` (RFC 7519 §4.1.4-6) when present: whole seconds
+    from 0 to :data:`MAX_TIME_CLAIM` (not a bool, a float or a string), then the times
+    themselves, with ``leeway`` seconds of clock difference."""
+    for claim in ("exp", "nbf", "iat"):
+        value = claims.get(claim)
+        if claim in claims and (
+            isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_TIME_CLAIM
+        ):
+            raise AuthError("bad_token", f"the {whose} token's {claim} is not a whole number")
+    exp = claims.get("exp")
+    if exp is not None and exp <= now - leeway:
+        raise AuthError("token_expired", f"the {whose} token has expired")
+    for claim in ("nbf", "iat"):
+        value = claims.get(claim)
+        if value is not None and value > now + leeway:
+            raise AuthError("bad_token", f"the {whose} token is not valid yet")
 
 
 def _describe(exc: jwt.PyJWTError) -> str:

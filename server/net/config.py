@@ -32,7 +32,7 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, TypeVar
 
 __all__ = [
     "DEFAULT_TABLES",
@@ -60,6 +60,18 @@ DEFAULT_TABLES: Final[tuple[dict[str, Any], ...]] = (
 )
 
 
+#: A player's and an address's rate limits, in connections' rates, unless set.
+PLAYER_RATE_FACTOR: Final = 2
+ADDRESS_RATE_FACTOR: Final = 10
+
+
+_T = TypeVar("_T")
+
+
+def _or(value: _T | None, default: _T) -> _T:
+    return default if value is None else value
+
+
 class ConfigError(Exception):
     """A setting is invalid; the message says which, where from, and why."""
 
@@ -84,6 +96,16 @@ class ServerConfig:
     max_frame: int = 65536
     rate_limit: float = 20.0
     rate_burst: int = 40
+    max_connections_per_player: int = 10
+    max_connections_per_address: int = 100
+    #: None: derived from the connection's rate (see :meth:`shared_rates`).
+    player_rate_limit: float | None = None
+    player_rate_burst: int | None = None
+    address_rate_limit: float | None = None
+    address_rate_burst: int | None = None
+    hello_rate_limit: float = 10.0
+    hello_rate_burst: int = 100
+    trusted_proxies: tuple[str, ...] = ()
     chat_max_len: int = 200
     chat_rate: int = 5
     max_deposit: int = 1_000_000
@@ -99,6 +121,22 @@ class ServerConfig:
     )
     #: The TOML file the settings were read from, if any (not itself a setting).
     config_file: str | None = None
+
+    def shared_rates(self) -> tuple[tuple[float, int], tuple[float, int]]:
+        """((rate, burst) of a player, (rate, burst) of an address): as set, or by
+        default :data:`PLAYER_RATE_FACTOR` and :data:`ADDRESS_RATE_FACTOR` times a
+        connection's ``rate_limit`` and ``rate_burst`` (40/s and 80, 200/s and 400 with
+        the defaults), so raising a connection's rate raises them with it."""
+        return (
+            (
+                _or(self.player_rate_limit, PLAYER_RATE_FACTOR * self.rate_limit),
+                _or(self.player_rate_burst, PLAYER_RATE_FACTOR * self.rate_burst),
+            ),
+            (
+                _or(self.address_rate_limit, ADDRESS_RATE_FACTOR * self.rate_limit),
+                _or(self.address_rate_burst, ADDRESS_RATE_FACTOR * self.rate_burst),
+            ),
+        )
 
     @property
     def store_url(self) -> str:
@@ -124,11 +162,13 @@ _Check = Callable[[Any], str | None]
 @dataclass(frozen=True)
 class _Setting:
     name: str
-    kind: str  # "str", "opt_str", "int", "float", "bool", "list"
+    kind: str  # "str", "opt_str", "int", "opt_int", "float", "opt_float", "bool", "list"
     help: str
     check: _Check | None = None
     metavar: str | None = None
     secret: bool = False
+    #: What --help shows as the default when it is not a plain value.
+    default_text: str | None = None
 
     @property
     def flag(self) -> str:
@@ -162,6 +202,17 @@ def _check_origins(values: tuple[str, ...]) -> str | None:
     for origin in values:
         if origin != "null" and not _ORIGIN.match(origin):
             return f"{origin!r} is not an origin like https://example.com (no path, no slash)"
+    return None
+
+
+def _check_networks(values: tuple[str, ...]) -> str | None:
+    import ipaddress
+
+    for network in values:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            return f"{network!r} is not an IP address or network (10.0.0.5, 10.0.0.0/8, fd00::/8)"
     return None
 
 
@@ -235,6 +286,61 @@ _SETTINGS: Final = (
     _Setting("max_frame", "int", "largest frame a client may send, bytes", _between(256, 1 << 24)),
     _Setting("rate_limit", "float", "commands per second per connection", _at_least(0.1)),
     _Setting("rate_burst", "int", "commands a connection may send at once", _at_least(1)),
+    _Setting(
+        "max_connections_per_player",
+        "int",
+        "connections one player may have open (a hello beyond is too_many_connections; 0: no cap)",
+        _at_least(0),
+    ),
+    _Setting(
+        "max_connections_per_address",
+        "int",
+        "connections one client address may have open (more are closed with 1008; 0: no cap)",
+        _at_least(0),
+    ),
+    _Setting(
+        "player_rate_limit",
+        "opt_float",
+        "messages per second of one player, all connections together (0: no limit)",
+        _at_least(0),
+        default_text=f"{PLAYER_RATE_FACTOR} x rate-limit",
+    ),
+    _Setting(
+        "player_rate_burst",
+        "opt_int",
+        "messages one player may send at once",
+        _at_least(1),
+        default_text=f"{PLAYER_RATE_FACTOR} x rate-burst",
+    ),
+    _Setting(
+        "address_rate_limit",
+        "opt_float",
+        "messages per second from one client address, all connections together (0: no limit)",
+        _at_least(0),
+        default_text=f"{ADDRESS_RATE_FACTOR} x rate-limit",
+    ),
+    _Setting(
+        "address_rate_burst",
+        "opt_int",
+        "messages one client address may send at once",
+        _at_least(1),
+        default_text=f"{ADDRESS_RATE_FACTOR} x rate-burst",
+    ),
+    _Setting(
+        "hello_rate_limit",
+        "float",
+        "hellos per second from one client address (each may make a guest; 0: no limit)",
+        _at_least(0),
+    ),
+    _Setting("hello_rate_burst", "int", "hellos one client address may send at once", _at_least(1)),
+    _Setting(
+        "trusted_proxies",
+        "list",
+        "addresses or networks of proxies whose X-Forwarded-For names the client, "
+        "comma-separated (empty: the client is the TCP peer; trust only your own proxies)",
+        _check_networks,
+        metavar="NETWORKS",
+    ),
     _Setting("chat_max_len", "int", "longest chat message, characters", _between(1, 2000)),
     _Setting("chat_rate", "int", "chat messages per 10 s per player (0: no chat)", _at_least(0)),
     _Setting("max_deposit", "int", "largest play-money deposit, minor units", _at_least(0)),
@@ -291,6 +397,7 @@ def build_parser(prog: str = "chemmy-server") -> argparse.ArgumentParser:
     )
     for setting in _SETTINGS:
         default = "hidden" if setting.secret else _shown(getattr(defaults, setting.name))
+        default = setting.default_text or default
         text = f"{setting.help} (default: {default}; env {setting.env})"
         text = text.replace("%", "%%")
         if setting.kind == "bool":
@@ -308,7 +415,7 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 
 def _from_text(setting: _Setting, text: str) -> Any:
     """A value given as text (a flag or an environment variable)."""
-    kind = setting.kind
+    kind = setting.kind.removeprefix("opt_") if setting.kind != "opt_str" else "opt_str"
     if kind == "bool":
         lowered = text.strip().lower()
         if lowered in _TRUE:
@@ -338,7 +445,7 @@ def _from_text(setting: _Setting, text: str) -> Any:
 
 def _from_toml(setting: _Setting, value: Any) -> Any:
     """A value read from the TOML file, already typed."""
-    kind = setting.kind
+    kind = setting.kind.removeprefix("opt_") if setting.kind != "opt_str" else "opt_str"
     if kind == "bool":
         if not isinstance(value, bool):
             raise ValueError("must be true or false")

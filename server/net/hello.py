@@ -4,6 +4,10 @@ The identity comes from the authenticator's one entry point
 (:meth:`~server.net.auth.Authenticator.identify`); the player is then known to the
 store (a new one is funded with the welcome balance) and the reply carries their
 balance, and for a guest a resume token that brings them back to the same seat.
+
+A player has at most ``max_connections_per_player`` connections that said hello
+(``too_many_connections`` beyond); how many hellos an address may send is the
+dispatcher's check (``server.net.limits``).
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ async def hello(server: ChemmyServer, session: Session, mid: Any, fields: dict[s
         guest=bool(fields.get("guest")),
         resume=fields.get("resume"),
     )
+    server.limits.check_player(ident.player_id)  # too_many_connections, before the store
     await server.store.ensure_player(ident.player_id, ident.name, config.guest_balance)
     account = player_account(ident.player_id)
     wallet = server.croupier.wallet
     # The store funded a new player from the cashier: mirror both accounts.
     wallet.load((await server.store.balances([account, CASHIER])).items())
+    server.limits.sign_in(ident.player_id)  # counted from here; the handler signs out
     session.identity = ident
     extra = {"resume": server.auth.resume_token(ident)} if ident.guest else {}
     server.ok(

@@ -2,13 +2,17 @@
 
 :class:`ChemmyServer` is one process of Chemmy. As a **gateway** it accepts connections,
 decodes each frame (``server.protocol.codec``), checks the message
-(``server.protocol.messages``), checks the sender may send it (said hello, within the
-rate limit) and dispatches it through one registry of handlers (:data:`HANDLERS`):
+(``server.protocol.messages``), checks the sender may send it (said hello; within the
+rates of its connection, its player and its client address, pings included:
+``server.net.limits``) and dispatches it through one registry of handlers
+(:data:`HANDLERS`):
 
 - table commands (``bet``, ``sit``, ``turn``...) and ``join``/``leave``/``roads`` travel
   as :class:`~server.protocol.records.CommandRecord` s on the bus to the table's owner,
   whose :class:`~server.protocol.records.ReplyRecord` comes back to the asking
-  connection (``server.net.tables``);
+  connection (``server.net.tables``); each waits in its player's line at the table
+  (:class:`~server.net.limits.Lines`), so one player's flood never fills the table's
+  queue ahead of another's commands;
 - the cashier's requests (``balance``, ``deposit``, ``history``, ``shoe_record``) go to
   the store (``server.net.cashier``);
 - the lobby, chat and the operators' ``create_table``/``close_table`` (``server.net.tables``).
@@ -18,7 +22,8 @@ the in-process bus (the default) that is every table. The gateway never reads a 
 whatever it needs of one comes in a reply record or an event.
 
 Replies echo the command's ``id``: ``{"type": "ok", "id": ...}`` or ``{"type": "error",
-"id": ..., "code": ..., "message": ...}``. A table command's events are delivered before
+"id": ..., "code": ..., "message": ...}`` (an error to a frame refused for a value
+elsewhere in it still echoes a good ``id``). A table command's events are delivered before
 its reply, so a client sees its own move in ``seq`` order. The connection survives every
 refused command. The HTTP endpoints are in ``server.net.http``.
 """
@@ -44,7 +49,7 @@ from server.bus.redis import RedisBus, node_name
 from server.croupier.actor import TableActor
 from server.croupier.cluster import Leases
 from server.croupier.host import Croupier
-from server.protocol.codec import JSON, MSGPACK, decode, encode
+from server.protocol.codec import JSON, MSGPACK, decode, encode, request_id
 from server.protocol.errors import ChemmyError, ProtocolError, Refused
 from server.protocol.messages import parse
 from server.protocol.records import Address, CommandRecord, ReplyRecord
@@ -57,9 +62,10 @@ from .config import ServerConfig
 from .handlers import HANDLERS, Continuation, hello
 from .http import Endpoints
 from .hub import Hub, send_now
+from .limits import Limits, LineKey, Lines, client_address
 from .lobby import Lobby, LocalLobby, SharedLobby
 from .metrics import Metrics
-from .session import Bucket, Session
+from .session import Bucket, GatewayConnection, Session
 
 __all__ = ["ChemmyServer"]
 
@@ -67,6 +73,8 @@ log = logging.getLogger("chemmy.server")
 
 SUBPROTOCOLS = [MSGPACK, JSON]
 SLOW_CLIENT_BUFFER = 4 * 2**20  # bytes waiting in a client's write buffer before it is cut off
+#: Seconds a cut-off connection may still send (dropped unread) before it is aborted.
+CUT_OFF_LINGER = 1.0
 
 
 @dataclass(slots=True)
@@ -76,6 +84,7 @@ class _Pending:
     session: Session
     then: Continuation
     sent: float
+    line: LineKey  # the player's line at the table, whose place the reply frees
 
 
 class ChemmyServer:
@@ -118,6 +127,8 @@ class ChemmyServer:
         self.auth = Authenticator.from_config(config)
         self.draining = False
         self.sessions: dict[int, Session] = {}
+        self.limits = Limits(config)
+        self.lines = Lines()
         self.endpoints = Endpoints(self.metrics, self._not_ready)
         self._pending: dict[int, _Pending] = {}
         self._request_ids = itertools.count(1)
@@ -150,6 +161,7 @@ class ChemmyServer:
             self.config.port,
             subprotocols=SUBPROTOCOLS,  # type: ignore[arg-type]
             select_subprotocol=_select_subprotocol,
+            create_connection=GatewayConnection,
             process_request=self.endpoints.respond,
             origins=_origins(self.config.origins),
             max_size=self.config.max_frame,
@@ -197,10 +209,16 @@ class ChemmyServer:
     # ------------------------------------------------------------------ connections
     async def _handler(self, conn: ServerConnection) -> None:
         fmt = conn.subprotocol or JSON
+        address = client_address(conn, self.limits.trusted)
+        if not self.limits.connect(address):
+            _cut_off(conn, 1008, "too many connections from this address")
+            return
         bucket = Bucket(self.config.rate_limit, float(self.config.rate_burst))
-        session = Session(conn, str(fmt), bucket)
+        session = Session(conn, str(fmt), bucket, address)
         self.sessions[session.id] = session
         self.metrics.connections.inc()
+        if isinstance(conn, GatewayConnection):
+            conn.allow_ping = lambda: self._ping_allowed(session)
         try:
             async for frame in conn:
                 await self._dispatch(session, frame)
@@ -209,7 +227,39 @@ class ChemmyServer:
         finally:
             del self.sessions[session.id]
             self.metrics.connections.dec()
+            self.limits.disconnect(address)
+            if session.identity is not None:
+                self.limits.sign_out(session.player)
             self._left(session)
+
+    def _admit(self, session: Session) -> bool:
+        """Whether one more frame (a message or a ping) is within the connection's
+        rate, its player's and its address's (``server.net.limits``)."""
+        if not session.bucket.take():
+            return False
+        player = None if session.identity is None else session.identity.player_id
+        return self.limits.take(session.address, player)
+
+    def _over_limit(self, session: Session) -> bool:
+        """A frame over the limit was refused: whether the connection may go on. A
+        connection refused faster than it earns refusals back is cut off (1008)."""
+        if session.refusals.take():
+            return True
+        if not session.cut_off:
+            session.cut_off = True
+            _cut_off(session.conn, 1008, "rate limit")
+        return False
+
+    def _ping_allowed(self, session: Session) -> bool:
+        """Asked by the connection for each WebSocket ping, inside the protocol's frame
+        parser: over the limit the ping is dropped unanswered, and counts as refused."""
+        if self._admit(session):
+            return True
+        if session.refusals.take() or session.cut_off:
+            return False
+        session.cut_off = True  # not from inside the parser: on the loop's next turn
+        asyncio.get_running_loop().call_soon(_cut_off, session.conn, 1008, "rate limit")
+        return False
 
     def _left(self, session: Session) -> None:
         """A connection closed: its tables hear of it unless the player still watches
@@ -247,10 +297,11 @@ class ChemmyServer:
                 )
             except ProtocolError as exc:
                 bad_frame = exc
-            # Every frame counts against the rate limit, garbage included.
-            if not session.bucket.take():
-                if not session.refusals.take():
-                    _cut_off(session.conn, 1008, "rate limit")
+                if exc.code == "bad_message":  # it decoded: its id may still be good
+                    mid = request_id(frame, session.fmt)
+            # Every frame counts against the rate limits, garbage included.
+            if not self._admit(session):
+                if not self._over_limit(session):
                     return
                 raise Refused("rate_limited", "too many messages; slow down")
             if bad_frame is not None:
@@ -262,6 +313,8 @@ class ChemmyServer:
                 self.ok(session, mid, time=time.time())
                 return
             if kind == "hello":
+                if not self.limits.take_hello(session.address):
+                    raise Refused("rate_limited", "too many hellos from your address; wait")
                 await hello(self, session, mid, fields)
                 return
             if session.identity is None:
@@ -285,6 +338,7 @@ class ChemmyServer:
         table of the same id starts afresh)."""
         self.bus.unsubscribe(table, self.hub.publish)
         self.hub.drop_table(table)
+        self.lines.drop_table(table)
         for session in self.sessions.values():
             session.tables.discard(table)
 
@@ -309,26 +363,44 @@ class ChemmyServer:
         then: Continuation | None = None,
     ) -> None:
         """Send a command record for ``table`` to its owner; ``then`` gets the reply.
-        Raises :class:`Refused` when the bus cannot take it."""
-        reply_to = None
-        if then is not None:
+
+        A command with a ``then`` (a client's) goes through the player's line at the
+        table (``server.net.limits.Lines``): it is sent now, or once the player's
+        earlier commands are answered; ``then`` gets an error reply when the bus cannot
+        take it. Raises :class:`Refused` when the player has too many commands waiting,
+        and, without ``then``, when the bus cannot take it."""
+        args = fields or {}
+        if then is None:
+            self.bus.submit(CommandRecord(table, kind, session.player, mid, args, None))
+            return
+        line = (table, session.address, session.player)
+
+        def go() -> bool:
+            if session.id not in self.sessions:
+                return False  # the connection went away while its command waited
             n = next(self._request_ids)
             reply_to = Address(self.bus.node, session.id, n)
-            self._pending[n] = _Pending(session, then, time.monotonic())
-        record = CommandRecord(table, kind, session.player, mid, fields or {}, reply_to)
-        try:
-            self.bus.submit(record)
-        except ChemmyError:
-            if reply_to is not None:
-                self._pending.pop(int(reply_to.request or 0), None)
-            raise
+            self._pending[n] = _Pending(session, then, time.monotonic(), line)
+            try:
+                self.bus.submit(CommandRecord(table, kind, session.player, mid, args, reply_to))
+            except ChemmyError as err:
+                del self._pending[n]
+                then(ReplyRecord.refused(reply_to, err))
+                return False
+            return True
+
+        self.lines.enter(table, session.address, session.player, go)
 
     def _on_reply(self, reply: ReplyRecord) -> None:
         request = reply.to.request
         pending = self._pending.pop(request, None) if isinstance(request, int) else None
-        if pending is None or pending.session.id not in self.sessions:
-            return  # the connection went away meanwhile
-        pending.then(reply)
+        if pending is None:
+            return
+        try:
+            if pending.session.id in self.sessions:  # else it went away meanwhile
+                pending.then(reply)
+        finally:
+            self.lines.answered(pending.line)  # the player's next command may go
 
     # ------------------------------------------------------------------ metrics & health
     def _on_step(self, actor: TableActor, cmd: c.Command, events: list[Event]) -> None:
@@ -361,13 +433,18 @@ class ChemmyServer:
 
 
 def _cut_off(conn: ServerConnection, code: int, reason: str) -> None:
-    """Close at once: send the close frame and drop the TCP connection, without waiting
-    for a peer that is flooding us to read it (it would hold the socket for close_timeout)."""
+    """Close at once: send the close frame and end our side of the TCP connection (the
+    protocol's ``fail`` sends a FIN after it), without waiting out ``close_timeout`` for
+    a peer that is flooding us. What the peer still sends is read and dropped for
+    :data:`CUT_OFF_LINGER` seconds at most, then the socket is aborted. (Closing it
+    while the peer's data lay unread reset the connection, and the reset could destroy
+    the close frame before the peer read it: it saw 1006 instead of ``code``.)"""
     with contextlib.suppress(Exception):
         conn.protocol.fail(code, reason)
         conn.send_data()
-    if conn.transport is not None:
-        conn.transport.close()
+    transport = conn.transport
+    if transport is not None:
+        asyncio.get_running_loop().call_later(CUT_OFF_LINGER, transport.abort)
 
 
 def _select_subprotocol(conn: ServerConnection, offered: Iterable[str]) -> Any:

@@ -1,11 +1,15 @@
 """A client connection's session: who it is, what it watches, and how fast it may talk.
 
 A :class:`Session` is the gateway's record of one WebSocket connection: its wire format,
-the identity its ``hello`` proved, the tables it joined, and its rate limit. Nothing here
-knows a rule of the game or touches a table.
+its client address, the identity its ``hello`` proved, the tables it joined, and its
+rate limit. Nothing here knows a rule of the game or touches a table.
 
 The rate limit is a token bucket per connection (``rate`` messages a second, bursts of
-``burst``). Every frame counts, garbage included.
+``burst``). Every frame counts, garbage included, and so does every WebSocket ping:
+``websockets`` answers pings inside its protocol (RFC 6455 §5.5.2), before the gateway
+sees them, so :class:`GatewayConnection` asks the session first and leaves a ping over
+the limit unanswered. The limits shared by a player's or an address's connections are
+``server.net.limits``'.
 
 This module never sends anything and never logs a player's private data.
 """
@@ -14,13 +18,17 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from websockets.asyncio.server import ServerConnection
+from websockets.frames import Frame, Opcode
+from websockets.server import ServerProtocol
 
 from .auth import Identity
 
-__all__ = ["REFUSALS_BURST", "REFUSALS_RATE", "Bucket", "Session"]
+__all__ = ["REFUSALS_BURST", "REFUSALS_RATE", "Bucket", "GatewayConnection", "Session"]
 
 #: A connection is cut off (1008) once it has been refused for its rate this many times
 #: more than it earned back at ``REFUSALS_RATE`` a second.
@@ -36,12 +44,12 @@ class Bucket:
 
     rate: float
     burst: float
-    tokens: float = 0.0
-    stamp: float = 0.0
+    #: When ``tokens`` was last counted (``time.monotonic`` unless given); starts full.
+    stamp: float = field(default_factory=time.monotonic)
+    tokens: float = field(init=False)
 
     def __post_init__(self) -> None:
         self.tokens = self.burst
-        self.stamp = time.monotonic()
 
     def take(self, now: float | None = None) -> bool:
         """Spend one token if there is one."""
@@ -53,6 +61,14 @@ class Bucket:
         self.tokens -= 1
         return True
 
+    def peek(self, now: float) -> bool:
+        """Whether :meth:`take` would succeed at ``now`` (spends nothing)."""
+        return self.tokens + (now - self.stamp) * self.rate >= 1
+
+    def full(self, now: float) -> bool:
+        """Whether the bucket has refilled to ``burst`` by ``now``."""
+        return self.tokens + (now - self.stamp) * self.rate >= self.burst
+
 
 @dataclass(eq=False)
 class Session:
@@ -61,6 +77,8 @@ class Session:
     conn: ServerConnection
     fmt: str
     bucket: Bucket
+    #: Who the client is for the limits (``server.net.limits.client_address``).
+    address: str = "unknown"
     id: int = field(default_factory=lambda: next(_conn_ids))
     identity: Identity | None = None
     tables: set[str] = field(default_factory=set)
@@ -69,9 +87,38 @@ class Session:
     #: between does not reset the count).
     refusals: Bucket = field(default_factory=lambda: Bucket(REFUSALS_RATE, REFUSALS_BURST))
     chat_times: list[float] = field(default_factory=list)
+    #: Set once the connection is being cut off for its rate.
+    cut_off: bool = False
 
     @property
     def player(self) -> str:
         """The authenticated player's id (only after ``hello``)."""
         assert self.identity is not None
         return self.identity.player_id
+
+
+class GatewayConnection(ServerConnection):
+    """``websockets``' server connection, with its pings counted.
+
+    The Sans-I/O protocol answers a ping with a pong inside ``recv_frame`` (RFC 6455
+    §5.5.2: "MUST send a Pong"), so nothing above it can refuse one: 75,000 pings a
+    second on one connection were each answered. This connection wraps its protocol's
+    ``recv_frame``: while :attr:`allow_ping` is set (the gateway sets it to the
+    session's rate limit once the connection is open), a ping it refuses is dropped,
+    unanswered, as a message over the limit is refused. A peer that keeps on is cut off
+    by the gateway like any flood.
+    """
+
+    def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
+        super().__init__(protocol, *args, **kwargs)
+        #: Asked for every ping received; False drops the ping.
+        self.allow_ping: Callable[[], bool] | None = None
+        answer = protocol.recv_frame
+
+        def recv_frame(frame: Frame) -> None:
+            allow = self.allow_ping
+            if frame.opcode is Opcode.PING and allow is not None and not allow():
+                return  # over the limit: unanswered
+            answer(frame)
+
+        protocol.recv_frame = recv_frame  # type: ignore[method-assign]

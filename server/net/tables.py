@@ -5,7 +5,9 @@ Everything that concerns one table travels as a record to the table's owner (ove
 bus) and comes back as a reply record; the gateway then answers the client, and for a
 ``join`` subscribes the connection to the table's events from the ``seq`` the reply
 names, so the client sees every event after its snapshot exactly once. Chat is not a
-table event: it is fanned out by the hub to everyone watching, and not stored.
+table event: it is fanned out by the hub to everyone watching, and not stored; its text
+passes the same check as names (``server.net.text``: no control, bidi or zero-width
+character reaches a watcher's screen).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from server.table.events import Event, view_event
 from server.table.options import OptionsError
 
 from .hub import Subscriber, envelope
+from .text import clean_text
 
 if TYPE_CHECKING:
     from .handlers import Handler
@@ -153,7 +156,10 @@ async def roads(server: ChemmyServer, session: Session, mid: Any, fields: dict[s
 async def chat(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     tid = await _joined(server, session, fields["table"])
     config = server.config
-    text = " ".join(str(fields["text"]).split())
+    try:
+        text = clean_text(fields["text"])  # the one check names pass too
+    except ValueError as exc:
+        raise Refused("bad_chat", str(exc)) from None
     if not text:
         raise Refused("bad_chat", "say something")
     if len(text) > config.chat_max_len:

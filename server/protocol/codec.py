@@ -18,6 +18,10 @@ fuzzer rule), with one of two codes:
   what the other format could not carry (a non-string map key, a non-finite number,
   an integer wider than 64 bits, a lone surrogate), or nests too deep.
 
+:func:`request_id` finds the ``id`` of a frame that decoded to a map but was refused
+for a value (a 65-bit integer, an infinity anywhere in it), so the error reply can
+still name the request it answers.
+
 Hostile frames are bounded: the frame length is checked first, msgpack's ``max_*_len``
 limits keep a small frame from claiming a huge container, and nesting deeper than
 :data:`MAX_DEPTH` is refused.
@@ -46,6 +50,7 @@ __all__ = [
     "decode",
     "encode",
     "is_binary",
+    "request_id",
 ]
 
 JSON: Final = "chemmy.v1.json"
@@ -113,6 +118,36 @@ def decode(frame: str | bytes, fmt: str, *, max_size: int = MAX_SIZE) -> dict[st
         raise ProtocolError("bad_message", 'a message has a string "type"')
     _check_values(value, text=fmt == JSON)
     return value
+
+
+def request_id(frame: str | bytes, fmt: str, *, max_size: int = MAX_SIZE) -> str | int | None:
+    """The ``id`` an error reply to ``frame`` echoes when :func:`decode` refused it with
+    ``bad_message``: the map's ``id`` if the wire can carry it back (a string of valid
+    Unicode or an integer of at most 64 bits, not a bool), else None. Never raises.
+
+    It parses the frame again, so call it only for a frame :func:`decode` refused.
+    """
+    try:
+        if fmt == JSON:
+            value = _decode_json(frame, max_size)
+        elif fmt == MSGPACK:
+            value = _decode_msgpack(frame, max_size)
+        else:
+            return None
+    except ProtocolError:
+        return None
+    mid = value.get("id") if isinstance(value, dict) else None
+    if isinstance(mid, bool):
+        return None
+    if isinstance(mid, int):
+        return mid if _INT_MIN <= mid <= _INT_MAX else None
+    if isinstance(mid, str):
+        try:
+            _check_text(mid)
+        except ProtocolError:
+            return None
+        return mid
+    return None
 
 
 # -- JSON ------------------------------------------------------------------------------

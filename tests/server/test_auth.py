@@ -15,7 +15,9 @@ from server.net.auth import (
     AuthError,
     Identity,
     clean_name,
+    guest_from_resume,
     guest_identity,
+    guest_resume_token,
     is_valid_player_id,
     make_token,
 )
@@ -294,3 +296,77 @@ def test_validation_helpers() -> None:
 def test_error_tree() -> None:
     error = AuthError("bad_token", "no")
     assert isinstance(error, ChemmyError) and not isinstance(error, Refused)
+
+
+# -- reserved ids and time claims ------------------------------------------------------
+
+
+def test_the_croupiers_id_is_nobodys() -> None:
+    """The table's own actions are recorded as "croupier"'s: no token may name it."""
+    error = refused(hs256(), raw({"sub": "croupier", "exp": int(time.time()) + 60}))
+    assert "reserved" in error.message
+    assert not is_valid_player_id("croupier")
+    assert is_valid_player_id("Croupier2")
+    with pytest.raises(ValueError):
+        Identity("croupier", "The croupier")
+    with pytest.raises(ValueError):
+        make_token(SECRET, "croupier")
+    with pytest.raises(ConfigError):
+        load_config(["--operator-players", "croupier"], {})
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"exp": "9999999999"},  # PyJWT takes int("...")
+        {"exp": 1e300},  # ... and int(1e300)
+        {"exp": float(NOW * 2)},
+        {"exp": 2**53},
+        {"exp": -1},
+        {"exp": True},
+        {"exp": [NOW * 2]},
+        {"exp": NOW * 2, "iat": "1700000000"},
+        {"exp": NOW * 2, "iat": 1.5},
+        {"exp": NOW * 2, "nbf": "0"},
+        {"exp": NOW * 2, "nbf": 10**30},
+        {"exp": str(NOW - 3600)},  # a string is bad even when it would be past
+    ],
+)
+def test_time_claims_are_whole_seconds(claims: dict[str, object]) -> None:
+    error = refused(hs256(), raw({"sub": "ann", **claims}))
+    assert "whole number" in error.message
+
+
+def test_time_claims_are_checked() -> None:
+    now = int(time.time())
+    auth = hs256()
+    ok = auth.authenticate(raw({"sub": "ann", "exp": now + 60, "iat": now, "nbf": now}))
+    assert ok.player_id == "ann"
+    refused(auth, raw({"sub": "ann", "exp": now - 11}), "token_expired")
+    assert auth.authenticate(raw({"sub": "ann", "exp": now - 5})).player_id == "ann"  # leeway
+    assert (
+        "not valid yet"
+        in refused(auth, raw({"sub": "ann", "exp": now + 99, "nbf": now + 60})).message
+    )
+    assert (
+        "not valid yet"
+        in refused(auth, raw({"sub": "ann", "exp": now + 99, "iat": now + 60})).message
+    )
+    assert hs256(require_exp=False).authenticate(raw({"sub": "ann"})).player_id == "ann"
+
+
+def test_guest_resume_tokens_keep_their_claims_whole() -> None:
+    key = b"k" * 32
+    guest = guest_identity("Zoë")
+    token = guest_resume_token(key, guest)
+    assert guest_from_resume(key, token) == guest
+    bad = jwt.encode(
+        {"sub": guest.player_id, "name": "Zoë", "kind": "guest", "exp": 1e300}, key, "HS256"
+    )
+    with pytest.raises(AuthError) as info:
+        guest_from_resume(key, bad)
+    assert info.value.code == "bad_token"
+    expired = guest_resume_token(key, guest, now=time.time() - 2 * 24 * 3600)
+    with pytest.raises(AuthError) as info:
+        guest_from_resume(key, expired)
+    assert info.value.code == "token_expired"
