@@ -16,6 +16,8 @@ Everything that talks to a live Chemmy server from a test or a benchmark comes f
   what a frame may not show.
 - :mod:`.timing` and :mod:`.tables`: the one timeout factor
   (``CHEMMY_TESTS_TIMEOUT_FACTOR``), test table definitions and secrets.
+- :mod:`.crash`: the crash and drain tests' table of three players over a server
+  subprocess, and their checks of the database it left.
 
 The package is ``kit`` to the tests (pytest's ``pythonpath`` puts ``tests/`` on the
 path) and ``tests.kit`` to the benchmarks (run from the repository root as

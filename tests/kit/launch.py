@@ -41,8 +41,13 @@ from .timing import scaled
 #: The repository root: children run there, so ``python -m server...`` is this checkout's.
 ROOT = Path(__file__).resolve().parents[2]
 
-#: What a server prints on stderr once it listens (``server/net/main.py``).
-LISTENING = re.compile(r"listening on ws://(?P<host>[^\s/]+):(?P<port>\d+)")
+#: What a child prints on stderr once it listens: a line that ends ``listening on
+#: ws://HOST:PORT``.
+LISTENING = re.compile(r"listening on ws://(?P<host>[^\s/:]+):(?P<port>\d+)$")
+
+#: The line ``chemmy-server`` prints once it listens (``server/net/main.py``), and no
+#: log line (the server also logs "listening on ..." before it is ready to say so).
+SERVER_LISTENING = re.compile(r"^chemmy-server listening on ws://(?P<host>[^\s/:]+):(?P<port>\d+)$")
 
 #: How many of a child's last stderr lines are kept (for failure messages).
 LOG_LINES = 5000
@@ -224,7 +229,7 @@ class ServerProcess(Process):
         command += ["--port", "0", "--db", str(self.db)]
         if self.config is not None:
             command += ["--config", str(self.config)]
-        super().__init__([*command, *args], env=env)
+        super().__init__([*command, *args], env=env, ready=SERVER_LISTENING)
 
 
 @contextlib.contextmanager
