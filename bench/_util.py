@@ -1,7 +1,8 @@
-"""Helpers for the benchmarks: processes, /proc readings, percentiles, the docs section.
+"""Helpers for the benchmarks: /proc readings, percentiles, the machine, the docs section.
 
 No third-party dependency (psutil is not assumed): CPU time and memory come from
-``/proc/PID/stat`` and ``/proc/PID/status``.
+``/proc/PID/stat`` and ``/proc/PID/status``. Processes are started with the test kit's
+launcher (``tests.kit.launch``).
 """
 
 from __future__ import annotations
@@ -10,10 +11,7 @@ import os
 import platform
 import re
 import resource
-import socket
-import subprocess
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,12 +27,6 @@ def raise_nofile(want: int = 1 << 20) -> int:
     if target > soft:
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def cpu_seconds(pid: int) -> float:
@@ -59,62 +51,6 @@ def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
     return ordered[rank]
-
-
-class Process:
-    """A child process whose stderr is read on a thread until a line contains ``ready``."""
-
-    def __init__(
-        self, args: Sequence[str], ready: str, env: dict[str, str] | None = None, timeout: float = 30
-    ) -> None:
-        self.log: list[str] = []
-        self.proc = subprocess.Popen(
-            list(args),
-            cwd=ROOT,
-            env={**os.environ, **(env or {})},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        seen = threading.Event()
-
-        def pump() -> None:
-            assert self.proc.stderr is not None
-            with self.proc.stderr:
-                for raw in self.proc.stderr:
-                    line = raw.decode("utf-8", "replace").rstrip()
-                    if len(self.log) < 10_000:
-                        self.log.append(line)
-                    if ready in line:
-                        seen.set()
-            seen.set()
-
-        self._pump = threading.Thread(target=pump, daemon=True)
-        self._pump.start()
-        if not seen.wait(timeout) or self.proc.poll() is not None:
-            self.stop()
-            raise RuntimeError(f"{args[:3]} did not start:\n" + "\n".join(self.log[-20:]))
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def cpu(self) -> float:
-        return cpu_seconds(self.pid)
-
-    def rss(self) -> int:
-        return rss_kib(self.pid)
-
-    def stop(self, timeout: float = 30) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._pump.join(5)
-        return self.proc.returncode
 
 
 def machine() -> str:
@@ -155,9 +91,7 @@ def write_benchmarks(section: str, body: str) -> None:
 
 __all__ = [
     "ROOT",
-    "Process",
     "cpu_seconds",
-    "free_port",
     "machine",
     "percentile",
     "raise_nofile",
@@ -167,4 +101,6 @@ __all__ = [
 ]
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit("a helper module; run bench/server.py")
+    sys.exit(
+        "a helper module; run python -m bench.gateway (or bench.engine, bench.table, bench.store)"
+    )

@@ -1,6 +1,6 @@
 """Benchmark of the rules engine: coups per second and the time of the exact odds.
 
-Run from the project root: ``python bench/engine.py``. Prints a table and writes it to
+Run from the project root: ``python -m bench.engine``. Prints a table and writes it to
 docs/benchmarks.md, section "## Engine (bench/engine.py)" (the rest of the file is
 kept). Each figure is the best of a few repeats; a bare Python loop over the same
 cards runs in the same process as a baseline, because machines are noisy.
@@ -9,28 +9,20 @@ cards runs in the same process as a baseline, because machines are noisy.
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "bench"))
-
-
-from _util import machine, write_benchmarks  # noqa: E402
-
-from server.engine.cards import card_value, shoe_cards  # noqa: E402
-from server.engine.coup import resolve_coup  # noqa: E402
-from server.engine.odds import counts_after, exact_odds  # noqa: E402
-from server.engine.simulate import (  # noqa: E402
+from bench._util import machine, write_benchmarks
+from server.engine.cards import card_value, shoe_cards
+from server.engine.coup import resolve_coup
+from server.engine.odds import counts_after, exact_odds
+from server.engine.simulate import (
     deal_shoe,
     shoe_orders,
     simulate_shoes,
 )
 
-COMMAND = "python bench/engine.py"
+COMMAND = "python -m bench.engine"
 SECTION = "## Engine (bench/engine.py)"
 DECKS = 8
 SCALAR_SHOES = 400

@@ -1,6 +1,6 @@
 """Benchmark of the stores: what one table step's commit costs, seen from the event loop.
 
-Run from the project root: ``python bench/store.py`` (``--no-write`` to only print).
+Run from the project root: ``python -m bench.store`` (``--no-write`` to only print).
 Prints a table and writes it to docs/benchmarks.md, section "## Store (bench/store.py)"
 (the rest of the file is kept).
 
@@ -16,9 +16,10 @@ with ``appendfsync everysec``.
 one commit waits for it; the figure is the longest the loop went without running a
 10 ms timer meanwhile (a store that waits on the loop's thread stalls everyone).
 
-``--baseline DIR`` measures the ``server`` package of another checkout in DIR (for
-example ``git archive OLD server | tar -x -C DIR``) in a subprocess with the same script,
-and puts its rows beside these, marked "baseline".
+``--baseline DIR`` measures the ``server`` package in DIR (another checkout, or for
+example ``git archive OLD server | tar -x -C DIR``) in a subprocess running this same
+script, with only ``server`` taken from DIR, and puts its rows beside these, marked
+"baseline".
 """
 
 from __future__ import annotations
@@ -36,20 +37,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-CODE = os.environ.get("CHEMMY_BENCH_CODE") or str(ROOT)  # where ``server`` comes from
-sys.path.insert(0, CODE)
-sys.path.insert(1, str(ROOT / "bench"))
-sys.path.insert(2, str(ROOT / "tests"))
-
-from _util import machine, percentile, write_benchmarks  # noqa: E402
-
-import server.store as stores  # noqa: E402
-from server.store.base import TableRow  # noqa: E402
-from server.table.wallet import Entry  # noqa: E402
+import server.store as stores
+from bench._util import ROOT, machine, percentile, write_benchmarks
+from server.store.base import TableRow
+from server.table.wallet import Entry
 
 SECTION = "## Store (bench/store.py)"
-COMMAND = "python bench/store.py"
+COMMAND = "python -m bench.store"
 COMMITS = 3000
 WARMUP = 200
 
@@ -158,14 +152,23 @@ async def run(tmp: Path, redis_url: str | None) -> dict[str, Any]:
 
 
 def baseline(directory: str) -> dict[str, Any]:
-    """The same measurements of the ``server`` package in ``directory`` (no Redis)."""
-    done = subprocess.run(
-        [sys.executable, __file__, "--json", "--no-redis"],
-        env={**os.environ, "CHEMMY_BENCH_CODE": directory, "PYTHONPATH": ""},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    """The same measurements of the ``server`` package in ``directory`` (no Redis): this
+    script in a subprocess whose path has a folder holding only that ``server`` first,
+    then this checkout (for ``bench`` and ``tests``), and not the working directory
+    (``-P``)."""
+    code = Path(directory).resolve() / "server"
+    if not (code / "__init__.py").is_file():
+        raise SystemExit(f"--baseline: no server package in {directory}")
+    with tempfile.TemporaryDirectory(prefix="chemmy-bench-baseline-") as only:
+        (Path(only) / "server").symlink_to(code, target_is_directory=True)
+        done = subprocess.run(
+            [sys.executable, "-P", "-m", "bench.store", "--json", "--no-redis"],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([only, str(ROOT)])},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     found: dict[str, Any] = json.loads(done.stdout)
     return found
 
@@ -218,7 +221,7 @@ def main() -> None:
         tmp = Path(name)
         redis_server = None
         if not args.no_redis:
-            from redis_server import RedisServer, redis_available
+            from tests.redis_server import RedisServer, redis_available
 
             if redis_available():
                 redis_server = RedisServer(tmp / "redis")

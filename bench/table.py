@@ -1,7 +1,7 @@
 """Benchmark of the table state machine: coups per second with 14 seated bots, and what
 it costs to show every viewer their events and snapshots.
 
-Run from the project root: ``python bench/table.py``. Prints a table and writes it to
+Run from the project root: ``python -m bench.table``. Prints a table and writes it to
 docs/benchmarks.md, section "## Table (bench/table.py)" (the rest of the file is
 kept). Each coup goes through the whole state machine: every bot places a bet and
 presses DONE, the turners TOSS, the table settles through the in-memory wallet; offers
@@ -14,25 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "bench"))
-
-from _util import machine, write_benchmarks  # noqa: E402
-
-from server.engine.coup import resolve_coup  # noqa: E402
-from server.table import MemoryWallet, Table, TableOptions, view_event  # noqa: E402
-from server.table import commands as c  # noqa: E402
-from server.table.events import Event  # noqa: E402
-from server.table.table import Phase  # noqa: E402
+from bench._util import machine, write_benchmarks
+from server.engine.coup import resolve_coup
+from server.table import MemoryWallet, Table, TableOptions, view_event
+from server.table import commands as c
+from server.table.events import Event
+from server.table.table import Phase
 
 SECTION = "## Table (bench/table.py)"
-COMMAND = "python bench/table.py"
+COMMAND = "python -m bench.table"
 BOTS = 14
 COUPS = 1_500
 REPEATS = 3
@@ -78,37 +71,38 @@ class Run:
                 p, b = e.data["player"], e.data["banker"]
                 self.coup_cards.append([p[0], b[0], p[1], b[1], *p[2:], *b[2:]])
 
-    def to_betting(self) -> None:
-        """Answer the offer and make the cut until betting is open."""
+    def answer(self) -> bool:
+        """One step towards betting, if the table waits for one: a new seeded shoe, the
+        offered shoe accepted, or the cut made. Whether there was one."""
         t = self.table
-        while t.phase is not Phase.BETTING:
-            if t.offer is not None:
-                self.send(c.AcceptShoe(player=t.offer.current))
-            elif t.phase is Phase.CUT:
-                self.send(c.Cut(player=t.cutter, position=200))
-            elif t.wants_shoe:
-                self.shoes += 1
-                self.send(
-                    c.StartShoe(seed=hashlib.sha256(f"bench shoe {self.shoes}".encode()).digest())
-                )
-            else:
-                raise AssertionError(f"stuck in {t.phase}")
+        if t.wants_shoe:
+            self.shoes += 1
+            self.send(
+                c.StartShoe(seed=hashlib.sha256(f"bench shoe {self.shoes}".encode()).digest())
+            )
+        elif t.offer is not None:
+            self.send(c.AcceptShoe(player=t.offer.current))
+        elif t.phase is Phase.CUT:
+            self.send(c.Cut(player=t.cutter, position=200))
+        else:
+            return False
+        return True
+
+    def to_betting(self) -> None:
+        """Answer shoes, offers and cuts until betting is open (the pure table's driver:
+        the protocol one is ``tests.kit.game.Game.to_betting``)."""
+        while self.table.phase is not Phase.BETTING:
+            if not self.answer():
+                raise AssertionError(f"stuck in {self.table.phase}")
 
     def play(self, coups: int) -> None:
         t = self.table
         k = 0
         while len(self.coup_cards) < coups:
             self.now += 1.0
-            if t.wants_shoe:
-                self.shoes += 1
-                self.send(
-                    c.StartShoe(seed=hashlib.sha256(f"bench shoe {self.shoes}".encode()).digest())
-                )
-            elif t.offer is not None:
-                self.send(c.AcceptShoe(player=t.offer.current))
-            elif t.phase is Phase.CUT:
-                self.send(c.Cut(player=t.cutter, position=200))
-            elif t.phase is Phase.BETTING:
+            if self.answer():
+                continue
+            if t.phase is Phase.BETTING:
                 for i, b in enumerate(self.bots):
                     k += 1
                     area = "banker" if b == t.holder else AREAS[(i + k) % len(AREAS)]

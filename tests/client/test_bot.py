@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 from dataclasses import replace
@@ -24,12 +23,6 @@ from client_cli.main import main
 from client_cli.model import CardView, CoupView, Seat, TableModel
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_five_bots_play_a_whole_shoe(
@@ -149,10 +142,10 @@ def test_bot_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--url" in capsys.readouterr().err
 
 
-def test_unreachable_server_is_a_failed_report(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(
-        ["bot", "--url", f"ws://127.0.0.1:{free_port()}", "--table", "t", "--timeout", "10"]
-    )
+def test_unreachable_server_is_a_failed_report(
+    capsys: pytest.CaptureFixture[str], refused_url: str
+) -> None:
+    code = main(["bot", "--url", refused_url, "--table", "t", "--timeout", "10"])
     out, _ = capsys.readouterr()
     assert code == 1 and "error" in out
 

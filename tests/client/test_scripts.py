@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -165,16 +164,13 @@ def test_a_guest_gets_a_note(chemmy_server: Any, capsys: pytest.CaptureFixture[s
     assert "--token" in err
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_errors(
-    chemmy_server: Any, capsys: pytest.CaptureFixture[str], make_token: Callable[..., str]
+    chemmy_server: Any,
+    capsys: pytest.CaptureFixture[str],
+    make_token: Callable[..., str],
+    refused_url: str,
 ) -> None:
-    code, out, err = run(capsys, "tables", "--url", f"ws://127.0.0.1:{free_port()}")
+    code, out, err = run(capsys, "tables", "--url", refused_url)
     assert code == 1 and not out and err.startswith("chemmy: tables: cannot connect")
     code, _, err = run(capsys, "balance", "--url", chemmy_server.url, "--token", "not-a-token")
     assert code == 1 and "refused hello" in err and "not-a-token" not in err

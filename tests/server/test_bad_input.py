@@ -26,7 +26,7 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from server_helpers import OTHER_SECRET, SECRET, Client, Game, scaled, table_def
+from kit import OTHER_SECRET, SECRET, Client, Game, scaled, table_def
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 

@@ -6,41 +6,26 @@ finishes (bounded by ``drain_timeout``), every client is closed with 1001 (going
 it reconnects elsewhere, and the process exits 0. A coup still unfinished when the bound
 runs out is stored and resumes on the next start (GAME_RULES §8).
 
-The server runs as a subprocess (``python -m server.net.main``); the process, player
-and table helpers are those of ``test_crash.py``, loaded under a unique module name.
+The server runs as a subprocess (``python -m server.net.main``, the test kit's launcher);
+the players, the table and the database checks are those of the crash tests
+(``kit/crash.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import signal
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import kit.crash as H
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-
-def _crash_helpers() -> ModuleType:
-    name = "chemmy_crash_test_helpers"
-    module = sys.modules.get(name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_crash.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return module
-
-
-H = _crash_helpers()
 TABLE = H.TABLE
 PLAYERS = H.PLAYERS
 
@@ -82,8 +67,7 @@ async def squeezing_table(server: Any) -> tuple[Any, str]:
 
 async def closed_with(player: Any, timeout: float = 10.0) -> int | None:
     """Wait for the server to close the player's connection; the close code it sent."""
-    await asyncio.wait_for(asyncio.shield(player.reader), timeout)
-    code: int | None = player.ws.close_code
+    code: int | None = await player.wait_closed(timeout)
     return code
 
 
@@ -102,12 +86,12 @@ async def test_sigterm_mid_coup_finishes_the_coup_and_exits_0(tmp_path: Path) ->
                 pass
         assert refused.value.response.status_code == 503
         # Connected players stay; a new bet is refused with "draining".
-        reply = await table["carol"].cmd("bet", table=TABLE, area="banker", amount=500)
+        reply = await table["carol"].rpc("bet", table=TABLE, area="banker", amount=500)
         assert reply["type"] == "error" and reply["code"] == "draining", reply
-        balance = await table["carol"].ok("balance")
+        balance = await table["carol"].call("balance")
         assert balance["balance"] == H.FUNDS - sum(H.BETS["carol"].values())
         # The coup in play finishes: Bob tosses, the rest is turned, it is settled.
-        await table["bob"].ok("toss", table=TABLE, hand="player")
+        await table["bob"].call("toss", table=TABLE, hand="player")
         settled = await table.play_turns()
         assert settled is not None and settled["data"]["round_id"] == rid
         # Then every client is closed with 1001 and the process exits 0.
@@ -119,7 +103,7 @@ async def test_sigterm_mid_coup_finishes_the_coup_and_exits_0(tmp_path: Path) ->
         money = await H.check_money(server.db)
         assert list(money["rounds"]) == [rid]
     finally:
-        server.stop_now()
+        server.kill()
 
 
 async def test_sigterm_coup_finished_by_the_croupier_timers_within_the_bound(
@@ -133,7 +117,7 @@ async def test_sigterm_coup_finished_by_the_croupier_timers_within_the_bound(
         sent = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
         await wait_status(server.port, 503)
-        settled = await table.obs.wait_for("settled")
+        settled = await table.wait_for("settled")
         assert settled["data"]["round_id"] == rid
         for name in PLAYERS:
             assert await closed_with(table[name]) == 1001, name
@@ -146,7 +130,7 @@ async def test_sigterm_coup_finished_by_the_croupier_timers_within_the_bound(
         assert {x["player"] for x in record["on_behalf"]} <= {"alice", "bob"}
         assert record["on_behalf"], "the croupier turned on the turners' behalf"
     finally:
-        server.stop_now()
+        server.kill()
 
 
 async def test_drain_timeout_bounds_the_wait_and_the_coup_resumes_on_restart(
@@ -165,7 +149,7 @@ async def test_drain_timeout_bounds_the_wait_and_the_coup_resumes_on_restart(
             assert await closed_with(table[name]) == 1001, name
         assert server.wait_exit(10) == 0
         assert time.monotonic() - sent < 5
-        assert not any(p.seen("settled") for p in table.players.values())
+        assert not any(p.events(TABLE, "settled") for p in table.players.values())
         await table.close()
 
         state = await H.table_state(server.db)
@@ -182,7 +166,7 @@ async def test_drain_timeout_bounds_the_wait_and_the_coup_resumes_on_restart(
         table = await H.Table.rejoin(server.url)
         settled = await table.resume_coup(table.snapshots[PLAYERS[0]])
         assert settled["data"]["round_id"] == rid
-        history = await table["carol"].ok("history", limit=5)
+        history = await table["carol"].call("history", limit=5)
         (record,) = [r for r in history["rounds"] if r["round_id"] == rid]
         assert record["player"][:2] == stored["player"][:2]
         assert record["banker"][:2] == stored["banker"][:2]
@@ -191,4 +175,4 @@ async def test_drain_timeout_bounds_the_wait_and_the_coup_resumes_on_restart(
         money = await H.check_money(server.db)
         assert list(money["rounds"]) == [rid]
     finally:
-        server.stop_now()
+        server.kill()

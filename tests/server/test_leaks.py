@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from server_helpers import BALANCE_KEYS, CARD, Client, Game, table_def, walk
+from kit import BALANCE_KEYS, CARD, Client, Game, table_def, walk
 
 from server.engine.shoe import Shoe, verify
 from server.table.events import Event, view_event

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server_helpers import Client, Game, http_get, table_def
+from kit import Client, Game, http_get, table_def
 
 from server.net.server import ChemmyServer
 

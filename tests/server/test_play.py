@@ -16,7 +16,7 @@ import random
 from typing import Any
 
 import pytest
-from server_helpers import Client, CoupLog, Game, baccarat, expected_payout, scaled, table_def
+from kit import Client, CoupLog, Game, baccarat, expected_payout, scaled, table_def
 
 from server.engine.shoe import commitment, verify
 

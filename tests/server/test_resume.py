@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from server_helpers import Client, CoupLog, Game, scaled, table_def
+from kit import Client, CoupLog, Game, scaled, table_def
 
 import server.net.hub as hub_module
 from server.net.server import ChemmyServer

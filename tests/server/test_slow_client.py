@@ -8,7 +8,7 @@ import asyncio
 import socket
 from typing import Any
 
-from server_helpers import scaled
+from kit import scaled
 
 
 def small_socket(port: int) -> socket.socket:

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 import pytest
-from server_helpers import SECRET, http_get, scaled, table_def
+from kit import SECRET, http_get, scaled, table_def
 
 from server.net.auth import make_token
 from server.store.base import StoreError

@@ -1,6 +1,7 @@
-"""What the client tests share, loaded as ``client_helpers`` (conftest): table frames
-for the pure tests (a snapshot as the server sends it, events, one whole coup fed
-through the reducer), and waiting on the headless app (Textual's pilot)."""
+"""What the client tests share (``from client_helpers import ...``: pytest's
+``pythonpath`` has tests/client): table frames for the pure tests (a snapshot as the
+server sends it, events, one whole coup fed through the reducer), and waiting on the
+headless app (Textual's pilot)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,82 @@
+"""The test and bench toolkit: one launcher, one protocol client, one table driver.
+
+Everything that talks to a live Chemmy server from a test or a benchmark comes from here:
+
+- :mod:`.launch`: :class:`ServerProcess`, ``chemmy-server`` as a subprocess on port 0
+  (the port read from its listening line), killed, terminated and restarted on the same
+  database; :class:`Process` for any other such child; :func:`refused_port`.
+- :mod:`.inproc`: :class:`~.inproc.Net`, servers in the test's own process, for tests
+  that look inside one (the ``net`` fixture of tests/server). Imported on its own
+  (``from kit.inproc import Net``) so that the rest of the kit does not load the server.
+- :mod:`.client`: :class:`Client`, the recording protocol client; :func:`open_player`,
+  :func:`open_guest`, :func:`http_get`.
+- :mod:`.game`: :class:`Game`, the table driver (:meth:`Game.to_betting`, the one "play
+  until betting opens"; :meth:`Game.play_coup`), and :class:`CoupLog`.
+- :mod:`.oracle`: the rules as GAME_RULES.md states them, to check the server against;
+  what a frame may not show.
+- :mod:`.timing` and :mod:`.tables`: the one timeout factor
+  (``CHEMMY_TESTS_TIMEOUT_FACTOR``), test table definitions and secrets.
+- :mod:`.crash`: the crash and drain tests' table of three players over a server
+  subprocess, and their checks of the database it left.
+
+The package is ``kit`` to the tests (pytest's ``pythonpath`` puts ``tests/`` on the
+path) and ``tests.kit`` to the benchmarks (run from the repository root as
+``python -m bench.NAME``); its modules import each other relatively, so both work.
+Nothing here is imported by the server or the client: this is test code.
+"""
+
+from __future__ import annotations
+
+from .client import (
+    FORMATS,
+    JSON,
+    MSGPACK,
+    Client,
+    Frame,
+    ProtocolProblem,
+    decode_frame,
+    encode_frame,
+    http_get,
+    open_guest,
+    open_player,
+)
+from .game import PROMPTS, CoupLog, Game, StylePolicy
+from .launch import ROOT, Process, ServerProcess, refused_port
+from .oracle import BALANCE_KEYS, CARD, baccarat, card_points, expected_payout, total, walk
+from .tables import OTHER_SECRET, SECRET, table_def, timers
+from .timing import TIMEOUT_FACTOR, scaled
+
+__all__ = [
+    "BALANCE_KEYS",
+    "CARD",
+    "FORMATS",
+    "JSON",
+    "MSGPACK",
+    "OTHER_SECRET",
+    "PROMPTS",
+    "ROOT",
+    "SECRET",
+    "TIMEOUT_FACTOR",
+    "Client",
+    "CoupLog",
+    "Frame",
+    "Game",
+    "Process",
+    "ProtocolProblem",
+    "ServerProcess",
+    "StylePolicy",
+    "baccarat",
+    "card_points",
+    "decode_frame",
+    "encode_frame",
+    "expected_payout",
+    "http_get",
+    "open_guest",
+    "open_player",
+    "refused_port",
+    "scaled",
+    "table_def",
+    "timers",
+    "total",
+    "walk",
+]
