@@ -31,7 +31,7 @@ from typing import Any
 
 import jwt
 import msgpack
-from server_helpers import SECRET, Client, Game, scaled, table_def
+from kit import SECRET, Client, Game, scaled, table_def
 from websockets.exceptions import ConnectionClosed
 
 from server.net.auth import make_token
