@@ -6,10 +6,12 @@ With a Redis store, every ``chemmy-server`` process is a member of the cluster:
   by when the heartbeat expires) every ``ttl / 3``; a process that stops beating drops
   out once its heartbeat expires. A draining process marks itself in
   ``chemmy:draining`` and is given no tables.
-- **Placement.** A table belongs on the live, non-draining process with the highest
-  rendezvous hash of ``(table, process)``: every process computes the same answer from
-  the same member list, tables spread evenly, and when a process joins or leaves only
-  the tables that hash to it move (:func:`placement`).
+- **Placement.** Tables spread evenly over the live, non-draining processes (at most
+  ``ceil(tables / processes)`` each); a table stays where it runs while that process has
+  room, and otherwise goes to the process with the highest rendezvous hash of
+  ``(table, process)`` that has room. Every process computes the same answer from the
+  same facts (members and current owners); a process leaving moves only its tables, a
+  process joining takes only what the others shed for it (:func:`placement`).
 - **Ownership by lease.** A table's actor runs only where its lease is held:
   ``chemmy:{<table>}:lease`` = the owner's name, taken with ``SET NX PX ttl`` and renewed
   by a compare-and-renew script. Taking it, the new owner claims the table's next epoch
@@ -35,7 +37,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -67,14 +69,43 @@ def _score(table: str, node: str) -> bytes:
     return hashlib.blake2b(f"{table}\x00{node}".encode(), digest_size=8).digest()
 
 
-def placement(tables: Iterable[str], nodes: Iterable[str]) -> dict[str, str]:
-    """Rendezvous (highest random weight) hashing: each table on the node with the
-    highest hash of ``(table, node)``. Deterministic; a node joining or leaving moves
-    only the tables that hash to it."""
+def placement(
+    tables: Iterable[str], nodes: Iterable[str], current: Mapping[str, str | None] | None = None
+) -> dict[str, str]:
+    """Where each table belongs: balanced, and moving as little as possible.
+
+    Every member takes at most ``ceil(tables / members)`` tables. A table stays with its
+    ``current`` owner while that owner is a member with room (its best-hashed tables
+    first); every other table goes to the member with the highest rendezvous hash of
+    ``(table, member)`` that still has room. So with no owners yet the tables spread
+    evenly; a member leaving moves only its own tables (to the others with room), and a
+    member joining takes only the tables the others must shed to make room for it.
+    Deterministic: every process computes the same answer from the same facts.
+    """
     members = sorted(set(nodes))
     if not members:
         return {}
-    return {t: max(members, key=lambda n: _score(t, n)) for t in tables}
+    tables = sorted(set(tables))
+    current = current or {}
+    room = -(-len(tables) // len(members))  # ceil
+    load = dict.fromkeys(members, 0)
+    placed: dict[str, str] = {}
+    staying = [t for t in tables if current.get(t) in load]
+    staying.sort(key=lambda t: _score(t, str(current[t])), reverse=True)
+    for table in staying:
+        owner = str(current[table])
+        if load[owner] < room:
+            placed[table] = owner
+            load[owner] += 1
+    for table in tables:
+        if table in placed:
+            continue
+        for member in sorted(members, key=lambda m: _score(table, m), reverse=True):
+            if load[member] < room:
+                placed[table] = member
+                load[member] += 1
+                break
+    return placed
 
 
 def lease_key(table: str) -> str:
@@ -169,6 +200,18 @@ class Leases:
         node = None if found is None else _text(found)
         self._owners[table] = (node, time.monotonic())
         return node
+
+    async def owners(self, tables: Iterable[str]) -> dict[str, str | None]:
+        """Who holds each table's lease now (one round trip)."""
+        tables = list(tables)
+        if not tables:
+            return {}
+        found = await self.redis.mget([lease_key(t) for t in tables])
+        owners = {t: None if v is None else _text(v) for t, v in zip(tables, found, strict=True)}
+        now = time.monotonic()
+        for table, node in owners.items():
+            self._owners[table] = (node, now)
+        return owners
 
     def heard_owner(self, table: str, node: str | None) -> None:
         """A notice said who owns ``table`` now."""

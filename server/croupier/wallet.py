@@ -34,6 +34,7 @@ from server.table.wallet import Entry, InsufficientFunds
 class DuplicateEntry(Exception):  # until the table's wallet defines it
     pass
 
+
 __all__ = ["TableWallet"]
 
 _NEVER_NEGATIVE = ("player:", "stake:")

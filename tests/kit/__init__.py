@@ -43,7 +43,7 @@ from .client import (
 from .game import PROMPTS, CoupLog, Game, StylePolicy
 from .launch import ROOT, Process, ServerProcess, refused_port
 from .oracle import BALANCE_KEYS, CARD, baccarat, card_points, expected_payout, total, walk
-from .tables import OTHER_SECRET, SECRET, table_def, timers
+from .tables import OTHER_SECRET, SECRET, server_toml, table_def, timers
 from .timing import TIMEOUT_FACTOR, scaled
 
 __all__ = [
@@ -75,6 +75,7 @@ __all__ = [
     "open_player",
     "refused_port",
     "scaled",
+    "server_toml",
     "table_def",
     "timers",
     "total",

@@ -3,7 +3,8 @@
 - :data:`SECRET` is the HS256 secret every test server accepts tokens under;
   :data:`OTHER_SECRET` one it does not.
 - :func:`table_def` is a table for ``ServerConfig.tables`` (or a TOML ``[[tables]]``
-  entry) with :func:`timers` short enough for tests and scaled for slow machines.
+  entry) with :func:`timers` short enough for tests and scaled for slow machines;
+  :func:`server_toml` writes a ``chemmy-server`` TOML file of settings and tables.
 """
 
 from __future__ import annotations
@@ -30,3 +31,26 @@ def table_def(table_id: str = "t1", **over: Any) -> dict[str, Any]:
     definition["timers"] = timers(**over.pop("timers", {}))
     definition.update(over)
     return definition
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"no TOML for {value!r}")
+
+
+def server_toml(tables: list[dict[str, Any]], **settings: Any) -> str:
+    """A ``chemmy-server`` TOML file: ``settings`` at the top, then ``[[tables]]``."""
+    lines = [f"{key} = {_toml_value(value)}" for key, value in settings.items()]
+    for table in tables:
+        lines += ["", "[[tables]]"]
+        lines += [f"{key} = {_toml_value(value)}" for key, value in table.items()]
+    return "\n".join(lines) + "\n"
