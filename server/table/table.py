@@ -30,8 +30,6 @@ stages (Player, Banker, Player's third card, Banker's third card) live in ``_adv
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from server.engine.cards import card_value, hand_total
@@ -44,6 +42,7 @@ from . import commands as c
 from .errors import TableError
 from .events import Event
 from .options import TableOptions
+from .state import CardSlot, CoupState, Offer, Phase, PlayerState
 from .wallet import HOUSE, Wallet, held_account, player_account
 
 __all__ = ["Phase", "Table"]
@@ -51,74 +50,6 @@ __all__ = ["Phase", "Table"]
 RECENT_IDS = 64  # command ids remembered per player for idempotent retries
 STYLES = ("peek", "side", "quick")
 HANDS = ("player", "banker")
-
-
-class Phase(StrEnum):
-    SHUFFLE = "shuffle"  # waiting for the croupier's StartShoe
-    WAITING = "waiting"  # a shoe but nobody seated
-    SHOE_OFFER = "shoe_offer"
-    CUT = "cut"
-    BETTING = "betting"
-    TURN = "turn"  # cards dealt: the turners turn them (§6)
-    CLOSED = "closed"
-
-
-@dataclass
-class PlayerState:
-    id: str
-    name: str
-    seat: int | None = None
-    connected: bool = True
-    grace_deadline: float | None = None
-    bets: dict[str, int] = field(default_factory=dict)
-    bet_order: dict[str, int] = field(default_factory=dict)  # when each area reached its amount
-    done: bool = False
-    last_bets: dict[str, int] = field(default_factory=dict)
-    leaving: bool = False  # grace ran out during a coup: stand at its end
-
-
-@dataclass
-class CardSlot:
-    card: str
-    up: bool = False
-    by: str | None = None
-    on_behalf: str | None = None
-
-
-@dataclass
-class CoupState:
-    round_id: str
-    coup_no: int
-    player: list[CardSlot]
-    banker: list[CardSlot]
-    turners: dict[str, str | None]
-    held: dict[str, dict[str, int]]
-    balances_before: dict[str, int]
-    holder: str | None
-    stage: str = "player"  # player | banker | player_third | banker_third
-    style: str | None = None
-    deadline: float | None = None
-    on_behalf: list[dict[str, Any]] = field(default_factory=list)
-    last: bool = False
-    holder_forfeits: bool = False
-
-    def hand(self, name: str) -> list[CardSlot]:
-        return self.player if name == "player" else self.banker
-
-    @property
-    def stage_hand(self) -> str:
-        return "player" if self.stage.startswith("player") else "banker"
-
-    def stage_slots(self) -> list[int]:
-        """Indexes (0-based) of the cards the current stage turns."""
-        return [2] if self.stage.endswith("third") else [0, 1]
-
-
-@dataclass
-class Offer:
-    queue: list[str]
-    current: str
-    deadline: float
 
 
 class Table:
@@ -1226,7 +1157,10 @@ class Table:
         kept = [
             q
             for q in self.players.values()
-            if spectators or q.seat is not None or q.bets or (coup is not None and q.id in coup["held"])
+            if spectators
+            or q.seat is not None
+            or q.bets
+            or (coup is not None and q.id in coup["held"])
         ]
         ids = {q.id for q in kept}
         return {
