@@ -34,16 +34,16 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from server.croupier.actor import LedgerWallet, TableActor
-from server.engine.cards import shoe_cards
 from server.engine.odds import exact_odds
 from server.protocol.codec import JSON, MSGPACK, decode, encode
 from server.protocol.errors import ChemmyError, ProtocolError, Refused
 from server.protocol.messages import TABLE_COMMANDS, parse, table_command
 from server.store.base import Store, StoreError, TableRow
-from server.table import Table, TableOptions
+from server.table import Table, TableOptions, views
 from server.table import commands as c
-from server.table.events import Event, view_event
+from server.table.events import Event
 from server.table.options import OptionsError
+from server.table.views import view_event
 from server.table.wallet import CASHIER, Entry, player_account
 
 from .auth import (
@@ -384,7 +384,7 @@ class ChemmyServer:
         return reply
 
     async def _cmd_tables(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-        self._ok(session, mid, tables=[a.table.summary() for a in self.actors.values()])
+        self._ok(session, mid, tables=[views.summary(a.table) for a in self.actors.values()])
 
     async def _cmd_join(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         ident = session.identity
@@ -413,7 +413,7 @@ class ChemmyServer:
                     table=tid,
                     resumed=False,
                     seq=table.seq,
-                    snapshot=table.view(player),
+                    snapshot=views.view(table, player),
                 )
             session.tables.add(tid)
             self.hub.subscribe(tid, Subscriber(session.conn, player, session.fmt))
@@ -462,7 +462,7 @@ class ChemmyServer:
         row = TableRow(tid, {"id": tid, **opts.to_definition()}, None, 0, False)
         await self.store.save_table(row)
         actor = await self._start_table(row)
-        self._ok(session, mid, table=actor.table.summary())
+        self._ok(session, mid, table=views.summary(actor.table))
 
     async def _cmd_close_table(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         self._operator(session)
@@ -545,7 +545,7 @@ class ChemmyServer:
         if not 1 <= limit <= 100:
             raise Refused("bad_limit", "history holds your last 1-100 rounds")
         rounds = await self.store.history(ident.player_id, limit)
-        self._ok(session, mid, rounds=[_own_round(r, ident.player_id) for r in rounds])
+        self._ok(session, mid, rounds=[views.own_round(r, ident.player_id) for r in rounds])
 
     async def _cmd_roads(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         tid = fields["table"]
@@ -553,19 +553,14 @@ class ChemmyServer:
         self._ok(session, mid, table=tid, roads=table.roads(), odds=await self._odds(table))
 
     async def _odds(self, table: Table) -> dict[str, Any] | None:
-        """Exact odds of what remains, as the players know it: the public cards out."""
-        shoe = table.shoe
-        if shoe is None or shoe.decks == 0 or table.coup is not None:
+        """Exact odds of what remains, as the players know it (views.public_composition)."""
+        counts = views.public_composition(table)
+        if counts is None:
             return None
-        key = (table.table_id, table.shoe_no, len(shoe.dealt))
+        assert table.shoe is not None
+        key = (table.table_id, table.shoe_no, len(table.shoe.dealt))
         cached = self._odds_cache.get(key)
         if cached is None:
-            counts: dict[str, int] = {}
-            for card in shoe_cards(shoe.decks):
-                counts[card[0]] = counts.get(card[0], 0) + 1
-            seen = [*shoe.dealt, *([shoe.burn_card] if shoe.burn_card else [])]
-            for card in seen:
-                counts[card[0]] -= 1
             odds = await asyncio.to_thread(
                 exact_odds, table.options.decks, counts=counts, paytable=table.options.paytable
             )
@@ -613,18 +608,6 @@ def _cut_off(conn: ServerConnection, code: int, reason: str) -> None:
         conn.send_data()
     if conn.transport is not None:
         conn.transport.close()
-
-
-def _own_round(record: dict[str, Any], player: str) -> dict[str, Any]:
-    """A round record as one player may see it (§8): the cards and result are public;
-    of the money, only their own bets, payouts and balances."""
-    out = {
-        k: v for k, v in record.items() if k not in ("bets", "balances", "players", "commission")
-    }
-    out["bets"] = [b for b in record.get("bets", []) if b.get("player") == player]
-    out["commission"] = sum(b.get("commission", 0) for b in out["bets"])
-    out["balance"] = record.get("balances", {}).get(player)
-    return out
 
 
 def _select_subprotocol(conn: ServerConnection, offered: Iterable[str]) -> Any:

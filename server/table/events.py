@@ -1,9 +1,9 @@
-"""Events a table emits, and the one chokepoint that decides who sees what.
+"""Events a table emits.
 
 An :class:`Event` has public ``data`` everyone may see and an optional ``private``
 overlay per player (a turner's squeezed cards, a player's own balance). Everything
-sent to anyone passes through :func:`view_event`. Undealt cards, burned cards and a
-shoe's seed before its reveal are never put in an event at all.
+sent to anyone passes through :func:`server.table.views.view_event`. Undealt cards,
+burned cards and a shoe's seed before its reveal are never put in an event at all.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Event", "view_event"]
+__all__ = ["Event"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +32,3 @@ class Event:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Event:
         return cls(int(d["seq"]), str(d["kind"]), dict(d["data"]), d.get("private"))
-
-
-def view_event(event: Event, viewer: str | None) -> dict[str, Any]:
-    """What ``viewer`` (a player id, or None for an anonymous spectator) sees of ``event``."""
-    data = event.data
-    if event.private and viewer is not None and viewer in event.private:
-        data = {**data, **event.private[viewer]}
-    return {"seq": event.seq, "kind": event.kind, "data": data}

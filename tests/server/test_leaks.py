@@ -24,7 +24,7 @@ from server_helpers import BALANCE_KEYS, CARD, Client, Game, table_def, walk
 
 from server.engine.shoe import Shoe, verify
 from server.net.server import ChemmyServer
-from server.table.events import view_event
+from server.table.views import view_event
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}
 Slot = tuple[str, str, int]  # (round_id, hand, index 1-3)

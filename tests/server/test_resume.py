@@ -18,7 +18,7 @@ from server_helpers import Client, CoupLog, Game, scaled, table_def
 
 import server.net.hub as hub_module
 from server.net.server import ChemmyServer
-from server.table.events import view_event
+from server.table.views import view_event
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}
 

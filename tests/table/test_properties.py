@@ -36,6 +36,7 @@ from server.engine.shoe import shuffle_order
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
 from server.table import commands as c
 from server.table.table import Phase
+from server.table.views import view as snapshot
 
 NAMES = ["p1", "p2", "p3", "p4", "p5"]
 STRANGER = "zed"  # never funded; joins sometimes
@@ -364,11 +365,11 @@ class TableMachine(RuleBasedStateMachine):
     def restore_from_snapshot(self):
         """A restart: the table is rebuilt from its stored state, on the same wallet."""
         state = json.loads(json.dumps(self.table.to_state()))
-        views = {v: self.table.view(v) for v in [*self.table.players, None]}
+        views = {v: snapshot(self.table, v) for v in [*self.table.players, None]}
         reserved = copy.deepcopy(self.wallet._reserved)
         self.table = Table.from_state(state, self.wallet)
         assert self.table.to_state() == state
-        assert {v: self.table.view(v) for v in views} == views
+        assert {v: snapshot(self.table, v) for v in views} == views
         assert self.wallet._reserved == reserved
 
     @precondition(lambda self: self.steps > 70 and self.table.phase is not Phase.CLOSED)
@@ -468,7 +469,7 @@ class TableMachine(RuleBasedStateMachine):
         )
         seed = self.shoe_seed
         for v in [*t.players, None, "outsider"]:
-            view = t.view(v)
+            view = snapshot(t, v)
             blob = json.dumps(view)
             if seed is not None:
                 assert seed not in blob

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from server.table import MemoryWallet, Table, TableError, TableOptions
 from server.table import commands as c
 from server.table.table import Phase
+from server.table.views import view as snapshot
 
 PLAYERS = ["ann", "bob", "cat", "dan"]
 FUNDS = 200_000
@@ -218,7 +219,7 @@ def outcome(table: Table, wallet: MemoryWallet, events, records) -> dict[str, An
         "ledger": [e.to_dict() for e in wallet.entries],
         "events": events,
         "records": records,
-        "views": {v: table.view(v) for v in [*PLAYERS, None]},
+        "views": {v: snapshot(table, v) for v in [*PLAYERS, None]},
     }
 
 
@@ -235,8 +236,8 @@ def split(salt: int, k: int, short: bool = False) -> tuple[dict[str, Any], dict[
     second = Table.from_state(state, saved_wallet)
     assert second.to_state() == state  # a faithful round trip
     info["views"] = (
-        {v: first.view(v) for v in [*PLAYERS, None]},
-        {v: second.view(v) for v in [*PLAYERS, None]},
+        {v: snapshot(first, v) for v in [*PLAYERS, None]},
+        {v: snapshot(second, v) for v in [*PLAYERS, None]},
     )
     info["reserved"] = (copy.deepcopy(wallet._reserved), copy.deepcopy(saved_wallet._reserved))
     events += run(second, script[k:])

@@ -35,6 +35,7 @@ from server.engine.shoe import cut_order, shuffle_order, timeout_cut, verify
 from server.table import Limits, MemoryWallet, Table, TableOptions, Timers
 from server.table import commands as c
 from server.table.table import Phase
+from server.table.views import view as snapshot
 
 SEED = hashlib.sha256(b"chemmy scenario seed").digest()
 
@@ -60,7 +61,7 @@ class TestPassingTheShoe:
         offer = h.one("shoe_offered", evs)
         assert (offer.data["player"], offer.data["seat"]) == ("bob", 3)
         assert h.phase is Phase.SHOE_OFFER
-        assert h.table.view(None)["offer"]["player"] == "bob"
+        assert snapshot(h.table, None)["offer"]["player"] == "bob"
         h.refuse(c.AcceptShoe(player="ann"), "not_offered")
         h.refuse(c.DeclineShoe(player="cat"), "not_offered")
 
@@ -113,7 +114,7 @@ class TestPassingTheShoe:
         assert h.kinds(evs)[:2] == ["shoe_declined", "shoe_held_by_house"]
         assert h.table.house_holds and h.table.holder is None and h.table.offer is None
         assert h.phase is Phase.BETTING
-        view = h.table.view("ann")
+        view = snapshot(h.table, "ann")
         assert view["house_holds"] and view["holder"] is None
         # the croupier turns Banker
         evs = h.play_coup({"ann": {"banker": 500}, "bob": {"player": 500}})
@@ -323,11 +324,11 @@ class TestSqueeze:
         h = self.deal()
         viewers = ["ann", "bob", "cat", "spec", None]
         for v in viewers:  # before the squeeze nobody, not even the turner, sees them
-            assert [s["card"] for s in h.table.view(v)["coup"]["player"]] == [None, None]
-            assert [s["card"] for s in h.table.view(v)["coup"]["banker"]] == [None, None]
+            assert [s["card"] for s in snapshot(h.table, v)["coup"]["player"]] == [None, None]
+            assert [s["card"] for s in snapshot(h.table, v)["coup"]["banker"]] == [None, None]
         evs = h.do(c.Squeeze(player="bob", hand="player", style="side"))
         for v in viewers:
-            view = h.table.view(v)
+            view = snapshot(h.table, v)
             seen = [s["card"] for s in view["coup"]["player"]]
             assert seen == ([PLAYER_WIN[0], PLAYER_WIN[2]] if v == "bob" else [None, None])
             assert [s["card"] for s in view["coup"]["banker"]] == [None, None]
@@ -341,25 +342,25 @@ class TestSqueeze:
                 ] not in json.dumps(ev)
         evs = h.do(c.TurnCard(player="bob", hand="player", card=1))
         for v in viewers:  # public once turned
-            assert h.table.view(v)["coup"]["player"][0] == {
+            assert snapshot(h.table, v)["coup"]["player"][0] == {
                 "card": PLAYER_WIN[0],
                 "up": True,
                 "by": "bob",
             }
-            assert h.table.view(v)["coup"]["player"][1]["card"] == (
+            assert snapshot(h.table, v)["coup"]["player"][1]["card"] == (
                 PLAYER_WIN[2] if v == "bob" else None
             )
             assert viewed(evs, v)[0]["data"]["card"] == PLAYER_WIN[0]
         # the banker cards: only the holder, once squeezing
         h.do(c.TurnCard(player="bob", hand="player", card=2))
-        assert [s["card"] for s in h.table.view("ann")["coup"]["banker"]] == [None, None]
+        assert [s["card"] for s in snapshot(h.table, "ann")["coup"]["banker"]] == [None, None]
         evs = h.do(c.Squeeze(player="ann", hand="banker", style="quick"))
-        assert [s["card"] for s in h.table.view("ann")["coup"]["banker"]] == [
+        assert [s["card"] for s in snapshot(h.table, "ann")["coup"]["banker"]] == [
             PLAYER_WIN[1],
             PLAYER_WIN[3],
         ]
         for v in ("bob", "cat", "spec", None):
-            assert [s["card"] for s in h.table.view(v)["coup"]["banker"]] == [None, None]
+            assert [s["card"] for s in snapshot(h.table, v)["coup"]["banker"]] == [None, None]
             assert not has_key(viewed(evs, v), "cards")
         # the full event (for the store) has it; only ann's view does
         assert evs[0].audience() == frozenset({"ann"})
@@ -416,7 +417,7 @@ class TestSqueeze:
         }
         assert h.table.coup.stage == "player_third"
         for v in ("ann", "bob", "cat", "spec", None):
-            slots = h.table.view(v)["coup"]["player"]
+            slots = snapshot(h.table, v)["coup"]["player"]
             assert len(slots) == 3 and slots[2] == {"card": None, "up": False, "by": None}
         h.refuse(c.Toss(player="ann", hand="player"), "not_your_turn")
         h.refuse(c.TurnCard(player="bob", hand="player", card=1), "bad_card")  # already up
@@ -424,15 +425,15 @@ class TestSqueeze:
         evs = h.do(c.Squeeze(player="bob", hand="player", style="peek"))
         assert viewed(evs, "bob")[0]["data"]["cards"] == {"3": p3}
         assert not has_key(viewed(evs, "ann"), "cards")
-        assert h.table.view("bob")["coup"]["player"][2]["card"] == p3
-        assert h.table.view("ann")["coup"]["player"][2]["card"] is None
+        assert snapshot(h.table, "bob")["coup"]["player"][2]["card"] == p3
+        assert snapshot(h.table, "ann")["coup"]["player"][2]["card"] is None
         evs = h.do(c.TurnCard(player="bob", hand="player", card=3))
         assert (
             h.find("card", evs)[0].data["index"] == 3 and h.find("card", evs)[0].data["by"] == "bob"
         )
         assert h.one("third_card", evs).data == {"hand": "banker"}
         assert h.one("turn", evs).data["turner"] == "ann"
-        assert h.table.view("bob")["coup"]["banker"][2]["card"] is None
+        assert snapshot(h.table, "bob")["coup"]["banker"][2]["card"] is None
         h.refuse(c.Toss(player="bob", hand="banker"), "not_your_turn")
         evs = h.tick_to_deadline()  # the third-card timer runs out
         (card,) = h.find("card", evs)
@@ -467,7 +468,7 @@ class TestShoeEnd:
         assert h.table.shoe.stop_card_out
         assert h.kinds(evs)[-2:] == ["stop_card", "betting_opened"]
         assert h.one("stop_card", evs).data == {"coups_left": 1}
-        assert h.table.view(None)["shoe"]["last_coup"] is True
+        assert snapshot(h.table, None)["shoe"]["last_coup"] is True
         evs = h.play_coup({"bob": {"banker": 500}})  # one more coup
         assert h.find("settled", evs)
         ended = h.one("shoe_ended", evs)
@@ -496,7 +497,7 @@ class TestShoeEnd:
         started = h.one("shoe_started", evs).data
         assert started["commitment"] == hashlib.sha256(SEED).hexdigest() and started["cards"] == 416
         h.accept("ann")
-        assert h.phase is Phase.CUT and h.table.view(None)["cutter"] == "ann"
+        assert h.phase is Phase.CUT and snapshot(h.table, None)["cutter"] == "ann"
         evs = h.do(c.Cut(player="ann", position=200))
         burned = h.one("burned", evs).data
         order = cut_order(shuffle_order(SEED, 8), 200)
@@ -513,7 +514,7 @@ class TestShoeEnd:
             if h.table.shoe is not None:
                 assert all(seed_hex not in json.dumps(e.to_dict()) for e in new)
                 for v in ("ann", "bob", "cat", None):
-                    assert seed_hex not in json.dumps(h.table.view(v))
+                    assert seed_hex not in json.dumps(snapshot(h.table, v))
         ended = h.one("shoe_ended").data
         assert ended["seed"] == seed_hex and ended["stop_offset"] == 12 and ended["cut"] == 200
         assert len(ended["coups"]) == coups > 60
@@ -590,7 +591,7 @@ class TestCut:
 
     def test_house_holds_the_first_seated_player_cuts(self):
         h = self.cut_phase(None)
-        assert h.table.view("bob")["cutter"] == "ann"
+        assert snapshot(h.table, "bob")["cutter"] == "ann"
         h.refuse(c.Cut(player="bob", position=100), "not_cutter")
         h.do(c.Cut(player="ann", position=100))
         assert h.table.shoe.cut == 100
@@ -613,7 +614,7 @@ class TestCut:
         hidden = shoe.cards[1 : 1 + shoe.burned]
         assert len(hidden) == shoe.burned >= 1
         for v in ("ann", "bob", None):
-            view = h.table.view(v)
+            view = snapshot(h.table, v)
             assert view["shoe"]["burn"] == {"card": shoe.cards[0], "count": shoe.burned}
             assert "cards" not in view["shoe"]
         # only the face-up burn card appears anywhere in the events so far
@@ -733,7 +734,7 @@ class TestBetting:
         evs = h.do(c.SameBet(player="bob"))
         assert h.one("bets", evs).data["bets"] == {"player": 500, "tie": 100}
         assert h.one("bets", evs).data["change"] == "same"
-        assert h.table.view("bob")["you"]["last_bets"] == {"player": 500, "tie": 100}
+        assert snapshot(h.table, "bob")["you"]["last_bets"] == {"player": 500, "tie": 100}
         assert h.wallet.available("bob") == h.balance("bob") - 600
         h.done_all()
         assert h.table.coup.held["bob"] == {"player": 500, "tie": 100}
@@ -910,7 +911,7 @@ class TestPayouts:
 class TestHolderMustBetBanker:
     def test_done_refused_without_a_banker_bet(self):
         h = two_players(stack(BANKER_WIN, BANKER_WIN), holder_must_bet_banker=True)
-        assert h.table.view(None)["options"]["holder_must_bet_banker"] is True
+        assert snapshot(h.table, None)["options"]["holder_must_bet_banker"] is True
         h.bet("bob", "player", 100)
         h.done("bob")
         h.refuse(c.Done(player="ann"), "holder_must_bet_banker")
@@ -952,7 +953,7 @@ class TestDisconnect:
         evs = h.do(c.Disconnect(player="bob"))
         grace = h.options.timers.grace
         assert h.one("disconnected", evs).data == {"player": "bob", "grace_deadline": h.now + grace}
-        assert h.table.view(None)["seats"][1]["connected"] is False
+        assert snapshot(h.table, None)["seats"][1]["connected"] is False
         h.tick(grace - 0.01)
         assert h.table.players["bob"].seat == 2
         evs = h.tick(0.01)
@@ -1184,7 +1185,7 @@ def test_a_view_is_a_snapshot_mutating_it_changes_nothing():
     h.done_all()
     before = h.table.to_state()
     for v in ("ann", "bob", None):
-        view = h.table.view(v)
+        view = snapshot(h.table, v)
         view["coup"]["bets"]["bob"]["player"] = 1
         view["last_result"]["outcome"] = "tie"
         for seat in view["seats"]:
