@@ -29,7 +29,6 @@ stages (Player, Banker, Player's third card, Banker's third card) live in ``_adv
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from server.engine.cards import card_value, hand_total
@@ -39,6 +38,7 @@ from server.engine.roads import Result, Roads
 from server.engine.shoe import MIN_CARDS_FOR_COUP, Shoe, ShoeError, check_cut, timeout_cut
 
 from . import commands as c
+from . import persistence
 from .errors import TableError
 from .events import Event
 from .options import TableOptions
@@ -1004,122 +1004,14 @@ class Table:
 
     # ------------------------------------------------------------------ storage
     def to_state(self, *, spectators: bool = True) -> dict[str, Any]:
-        """The whole internal state, secrets included: for the store only, never a client.
-
-        Every container is a fresh copy (no deep copy needed: the state is plain data
-        two levels deep). ``spectators=False`` leaves out players without a seat, who
-        hold no money and no turn: the croupier stores that, since a restart sends
-        every spectator away anyway, and so a step's cost does not grow with the
-        audience.
-        """
-        coup = None
-        if self.coup is not None:
-            k = self.coup
-            coup = {
-                **k.__dict__,
-                "player": [dict(x.__dict__) for x in k.player],
-                "banker": [dict(x.__dict__) for x in k.banker],
-                "turners": dict(k.turners),
-                "held": {p: dict(b) for p, b in k.held.items()},
-                "balances_before": dict(k.balances_before),
-                "on_behalf": [dict(x) for x in k.on_behalf],
-            }
-        kept = [
-            q
-            for q in self.players.values()
-            if spectators
-            or q.seat is not None
-            or q.bets
-            or (coup is not None and q.id in coup["held"])
-        ]
-        ids = {q.id for q in kept}
-        return {
-            "version": 1,
-            "table_id": self.table_id,
-            "options": {
-                **self._options_dict,
-                "limits": dict(self._options_dict["limits"]),
-                "timers": dict(self._options_dict["timers"]),
-            },
-            "seq": self.seq,
-            "phase": self.phase.value,
-            "deadline": self.deadline,
-            "players": [
-                {
-                    **q.__dict__,
-                    "bets": dict(q.bets),
-                    "bet_order": dict(q.bet_order),
-                    "last_bets": dict(q.last_bets),
-                }
-                for q in kept
-            ],
-            "shoe": self.shoe.to_dict() if self.shoe is not None else None,
-            "shoe_no": self.shoe_no,
-            "shoe_coups": [{h: list(v) for h, v in x.items()} for x in self.shoe_coups],
-            "results": [r.to_dict() for r in self.results],
-            "last_coup_next": self.last_coup_next,
-            "burned": self.burned,
-            "holder": self.holder,
-            "house_holds": self.house_holds,
-            "holder_coups": self.holder_coups,
-            "offer_needed": self.offer_needed,
-            "offer": None
-            if self.offer is None
-            else {**self.offer.__dict__, "queue": list(self.offer.queue)},
-            "anchor_seat": self.anchor_seat,
-            "coup": coup,
-            "coup_no": self.coup_no,
-            "round_open": self.round_open,
-            "counter": self.counter,
-            "recent_ids": {p: list(v) for p, v in self.recent_ids.items() if p in ids},
-            "last_result": copy.deepcopy(self.last_result),
-            "cut_by": dict(self.cut_by) if self.cut_by is not None else None,
-            "cut_offered_to": self.cut_offered_to,
-            "between_on_behalf": [dict(x) for x in self.between_on_behalf],
-        }
+        """The whole internal state, secrets included: for the store only, never a client
+        (:func:`server.table.persistence.to_state`)."""
+        return persistence.to_state(self, spectators=spectators)
 
     @classmethod
     def from_state(cls, state: dict[str, Any], wallet: Wallet) -> Table:
-        """Rebuild a table from :meth:`to_state`; placed chips are reserved again."""
-        s = copy.deepcopy(state)
-        options = TableOptions.from_dict(TableOptions.definition_of(s["options"]))
-        t = cls(s["table_id"], options, wallet)
-        t.seq = s["seq"]
-        t.phase = Phase(s["phase"])
-        t.deadline = s["deadline"]
-        t.players = {d["id"]: PlayerState(**d) for d in s["players"]}
-        t.shoe = Shoe.from_dict(s["shoe"]) if s["shoe"] is not None else None
-        t.shoe_no = s["shoe_no"]
-        t.shoe_coups = s["shoe_coups"]
-        t.results = [Result(**r) for r in s["results"]]
-        t._roads = Roads.of(t.results)
-        t.last_coup_next = s["last_coup_next"]
-        t.burned = s["burned"]
-        t.holder = s["holder"]
-        t.house_holds = s["house_holds"]
-        t.holder_coups = s["holder_coups"]
-        t.offer_needed = s["offer_needed"]
-        t.offer = Offer(**s["offer"]) if s["offer"] is not None else None
-        t.anchor_seat = s["anchor_seat"]
-        if s["coup"] is not None:
-            d = s["coup"]
-            d["player"] = [CardSlot(**x) for x in d["player"]]
-            d["banker"] = [CardSlot(**x) for x in d["banker"]]
-            t.coup = CoupState(**d)
-        t.coup_no = s["coup_no"]
-        t.round_open = s["round_open"]
-        t.counter = s["counter"]
-        t.recent_ids = s["recent_ids"]
-        t.last_result = s["last_result"]
-        t.cut_by = s.get("cut_by")
-        t.cut_offered_to = s.get("cut_offered_to")
-        t.between_on_behalf = list(s.get("between_on_behalf", []))
-        for q in t.players.values():
-            # Placed chips count against the balance again; wagers already held in a
-            # coup are out of the balance (in held:<table>) and must not count twice.
-            if q.bets and (t.coup is None or q.id not in t.coup.held):
-                wallet.reserve(q.id, t._reserve_key, sum(q.bets.values()))
-        return t
+        """Rebuild a table from :meth:`to_state` (:func:`server.table.persistence.from_state`)."""
+        return persistence.from_state(cls, state, wallet)
 
 
 def _seat_key(p: PlayerState) -> int:
