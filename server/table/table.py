@@ -33,17 +33,17 @@ from typing import Any
 
 from server.engine.cards import card_value, hand_total
 from server.engine.coup import banker_draws, finish_coup, is_natural, player_draws
-from server.engine.payouts import Area, settle_bet
+from server.engine.payouts import Area
 from server.engine.roads import Result, Roads
 from server.engine.shoe import MIN_CARDS_FOR_COUP, Shoe, ShoeError, check_cut, timeout_cut
 
 from . import commands as c
-from . import persistence
+from . import persistence, settlement
 from .errors import TableError
 from .events import Event
 from .options import TableOptions
 from .state import CardSlot, CoupState, Offer, Phase, PlayerState
-from .wallet import HOUSE, Wallet, held_account, player_account
+from .wallet import Wallet, held_account, player_account
 
 __all__ = ["Phase", "Table"]
 
@@ -774,42 +774,16 @@ class Table:
         assert coup is not None and self.shoe is not None
         result = finish_coup([s.card for s in coup.player], [s.card for s in coup.banker])
         rid = coup.round_id
-        table = held_account(self.table_id)
-        payouts: list[dict[str, Any]] = []
-        for pid, bets in sorted(coup.held.items()):
-            for area, stake in sorted(bets.items()):
-                r = settle_bet(area, stake, result, self.options.paytable)
-                key = f"{rid}:{pid}:{area}"
-                if r.returned == 0:
-                    self.wallet.transfer(f"{key}:lose", table, HOUSE, stake, "lose", rid)
-                else:
-                    self.wallet.transfer(
-                        f"{key}:return", table, player_account(pid), stake, "return", rid
-                    )
-                    if r.win:
-                        self.wallet.transfer(
-                            f"{key}:win", HOUSE, player_account(pid), r.win, "win", rid
-                        )
-                payouts.append(
-                    {
-                        "player": pid,
-                        "area": area,
-                        "stake": stake,
-                        "returned": r.returned,
-                        "win": r.win,
-                        "commission": r.commission,
-                        "outcome": r.outcome,
-                    }
-                )
+        payouts = settlement.pay(self.wallet, self.table_id, coup, result, self.options.paytable)
         summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict()}
         self._emit("result", summary)
-        nets: dict[str, int] = {}
-        for pay in payouts:
-            nets[pay["player"]] = nets.get(pay["player"], 0) + pay["returned"] - pay["stake"]
         self._emit(
             "settled",
             {"round_id": rid, "payouts": payouts},
-            {pid: {**self._money(pid), "net": net} for pid, net in nets.items()},
+            {
+                pid: {**self._money(pid), "net": net}
+                for pid, net in settlement.nets(payouts).items()
+            },
         )
         for pid, bets in coup.held.items():
             if pid in self.players:
@@ -821,31 +795,16 @@ class Table:
         self.shoe_coups.append({"player": list(result.player), "banker": list(result.banker)})
         self.last_result = summary
         self._records.append(
-            {
-                "kind": "round",
-                "round_id": rid,
-                "table": self.table_id,
-                "shoe_no": self.shoe_no,
-                "coup_no": coup.coup_no,
-                "time": self._now,
-                "players": sorted(coup.held),
-                **result.to_dict(),
-                "holder": coup.holder,
-                "turners": dict(coup.turners),
-                "turned_by": {
-                    h: [
-                        {"card": s.card, "by": s.by, "on_behalf": s.on_behalf} for s in coup.hand(h)
-                    ]
-                    for h in HANDS
-                },
-                "on_behalf": [*self.between_on_behalf, *coup.on_behalf],
-                "bets": payouts,
-                "commission": sum(p["commission"] for p in payouts),
-                "balances": {
-                    pid: {"before": coup.balances_before[pid], "after": self._balance(pid)}
-                    for pid in sorted(coup.held)
-                },
-            }
+            settlement.round_record(
+                table_id=self.table_id,
+                shoe_no=self.shoe_no,
+                coup=coup,
+                result=result,
+                payouts=payouts,
+                on_behalf=[*self.between_on_behalf, *coup.on_behalf],
+                balances_after={pid: self._balance(pid) for pid in coup.held},
+                time=self._now,
+            )
         )
         self.between_on_behalf = []
         self.coup = None
@@ -876,23 +835,14 @@ class Table:
         """Reveal the seed (§4): anyone can now recompute every card dealt."""
         shoe = self.shoe
         assert shoe is not None
-        record = {
-            "kind": "shoe",
-            "table": self.table_id,
-            "shoe_no": self.shoe_no,
-            "decks": shoe.decks,
-            "commitment": shoe.commitment,
-            "seed": shoe.seed.hex() if shoe.seed is not None else None,
-            "stacked": shoe.seed is None,
-            "cut": shoe.cut,
-            "cut_by": (self.cut_by or {}).get("by"),
-            "cut_on_behalf": (self.cut_by or {}).get("on_behalf"),
-            "stop_offset": shoe.size - shoe.stop_index if shoe.stop_index is not None else None,
-            "burn_card": shoe.burn_card,
-            "burned": shoe.burned,
-            "coups": list(self.shoe_coups),
-            "complete": complete,
-        }
+        record = settlement.shoe_record(
+            table_id=self.table_id,
+            shoe_no=self.shoe_no,
+            shoe=shoe,
+            cut_by=self.cut_by,
+            coups=self.shoe_coups,
+            complete=complete,
+        )
         self._records.append(record)
         self._emit("shoe_ended", {k: v for k, v in record.items() if k != "kind"})
         self.shoe = None
@@ -936,14 +886,8 @@ class Table:
         if cmd.player != c.CROUPIER:
             raise TableError("not_allowed", "only the operator closes a table")
         coup = self.coup
-        table = held_account(self.table_id)
         if coup is not None:  # §8: only an operator's close refunds a round in progress
-            for pid, bets in sorted(coup.held.items()):
-                for area, stake in sorted(bets.items()):
-                    key = f"{coup.round_id}:{pid}:{area}:refund"
-                    self.wallet.transfer(
-                        key, table, player_account(pid), stake, "refund", coup.round_id
-                    )
+            settlement.refund(self.wallet, self.table_id, coup)
         for q in self.players.values():
             if q.bets:
                 self.wallet.reserve(q.id, self._reserve_key, 0)
