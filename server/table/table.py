@@ -35,7 +35,7 @@ from server.engine.cards import card_value, hand_total
 from server.engine.coup import banker_draws, finish_coup, is_natural, player_draws
 from server.engine.payouts import Area
 from server.engine.roads import Result, Roads
-from server.engine.shoe import MIN_CARDS_FOR_COUP, Shoe, ShoeError, check_cut, timeout_cut
+from server.engine.shoe import Shoe, ShoeError, check_cut, timeout_cut
 
 from . import commands as c
 from . import persistence, settlement
@@ -298,9 +298,8 @@ class Table:
             raise TableError("wrong_phase", "the current shoe is not finished")
         try:
             if cmd.cards is not None:
-                shoe = Shoe.stacked(cmd.cards)
-                if len(shoe.cards) > self.options.stop_offset + MIN_CARDS_FOR_COUP:
-                    shoe.place_stop(self.options.stop_offset)
+                # A stacked shoe has its stop card too (§4), so it never runs short.
+                shoe = Shoe.stacked(cmd.cards, stop_offset=self.options.stop_offset)
             elif cmd.seed is not None:
                 shoe = Shoe.from_seed(cmd.seed, self.options.decks)
             else:
@@ -825,7 +824,7 @@ class Table:
             if q.leaving:
                 self._gone(q)
         # §4: the stop card's coup is finished, one more is dealt, then the shoe ends.
-        if coup.last or self.shoe.remaining < MIN_CARDS_FOR_COUP:
+        if coup.last:
             self._end_shoe()
         elif self.shoe.stop_card_out and not self.last_coup_next:
             self.last_coup_next = True

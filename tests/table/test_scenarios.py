@@ -482,12 +482,24 @@ class TestShoeEnd:
         h.start(stack(BANKER_WIN))
         assert h.phase is Phase.BETTING and h.table.holder == "ann" and h.table.shoe_no == 2
 
-    def test_short_stacked_shoe_ends_when_fewer_than_six_cards_remain(self):
-        h = two_players(stack(BANKER_WIN, BANKER_WIN, pad=5))
-        h.play_coup({"bob": {"banker": 500}})
+    def test_a_stacked_shoe_too_short_for_its_stop_card_is_refused(self):
+        # §4: every shoe has its stop card at least 12 (here 16) from the end, stacked
+        # ones too, so no shoe ends early for want of cards.
+        h = TableHarness()
+        h.seat({"ann": 1})
+        h.refuse(c.StartShoe(cards=stack(BANKER_WIN, BANKER_WIN, pad=8)), "bad_command")
+        evs = h.start(stack(BANKER_WIN, BANKER_WIN, pad=9))  # 17 cards: stop before card 1
+        assert h.one("shoe_started", evs).data["cards"] == 17
+
+    def test_a_short_stacked_shoe_ends_one_coup_after_its_stop_card(self):
+        # 17 cards, stop card 16 from the end: the first coup draws the card behind it.
+        h = two_players(stack(BANKER_WIN, BANKER_WIN, pad=9))
         evs = h.play_coup({"bob": {"banker": 500}})
-        assert h.table.shoe is None and h.find("shoe_ended", evs)
-        assert not h.find("stop_card", h.events)
+        assert h.one("stop_card", evs).data == {"coups_left": 1}
+        evs = h.play_coup({"bob": {"banker": 500}})
+        ended = h.one("shoe_ended", evs)
+        assert len(ended.data["coups"]) == 2 and ended.data["stop_offset"] == 16
+        assert h.table.shoe is None and h.table.wants_shoe
 
     def test_seeded_shoe_with_player_cut_deals_to_the_end_and_verifies(self):
         opts = TableOptions(stop_offset=12)
