@@ -309,6 +309,7 @@ class Table:
         self.shoe = shoe
         self.cut_by = None
         self.shoe_no += 1
+        self.coup_no = 0  # coups are numbered per shoe, as on every scoreboard
         self.shoe_coups = []
         self.results = []
         self._roads = Roads()

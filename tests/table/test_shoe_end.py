@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from table_helpers import TableHarness, fast_timers
+from table_helpers import BANKER_WIN, TableHarness, fast_timers, stack
 
 from server.engine.cards import shoe_cards
 from server.engine.shoe import MIN_STOP_OFFSET
 from server.table import TableOptions
 from server.table.table import Phase
+from server.table.views import summary
+from server.table.views import view as snapshot
 
 
 @settings(max_examples=60, deadline=None)
@@ -43,3 +45,25 @@ def test_every_stacked_shoe_plays_to_one_coup_after_its_stop_card(
     used = sum(len(x["player"]) + len(x["banker"]) for x in ended.data["coups"])
     assert used <= len(cards)
     assert h.wallet.total() == 0
+
+
+def test_coups_are_numbered_per_shoe() -> None:
+    """docs/protocol.md: ``coup_no`` is the coup's number in this shoe, as on every
+    scoreboard. It used to run on across shoes (the first coup of shoe 2 was 56)."""
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, pad=20), holder="ann")
+    h.play_coup({"bob": {"banker": 100}})
+    h.play_coup({"bob": {"banker": 100}})
+    assert h.table.coup_no == 3  # betting for the third coup of shoe 1
+    while h.table.shoe is not None:
+        h.play_coup({"bob": {"banker": 100}})
+    records = [r for r in h.table.drain_records() if r["kind"] == "round"]
+    assert [r["coup_no"] for r in records] == list(range(1, len(records) + 1))
+    evs = h.start(stack(BANKER_WIN))
+    opened = h.one("betting_opened", evs).data
+    assert (opened["coup_no"], opened["round_id"]) == (1, "t1-2-1")
+    assert snapshot(h.table, None)["coup_no"] == 1 and summary(h.table)["coup_no"] == 1
+    evs = h.play_coup({"bob": {"banker": 100}})
+    assert h.one("result", evs).data["coup_no"] == 1
+    (record,) = h.table.drain_records()
+    assert (record["round_id"], record["shoe_no"], record["coup_no"]) == ("t1-2-1", 2, 1)
