@@ -212,6 +212,7 @@ class TableActor:
     async def _restore(self) -> None:
         """After a bug: back to the last stored step, balances re-read from the store."""
         lost = self.wallet.drain()
+        self.wallet.forget(e.key for e in lost)  # never stored: the retry posts them once
         accounts = {e.src for e in lost} | {e.dst for e in lost}
         if accounts:
             self.wallet.load((await self.store.balances(accounts)).items())

@@ -44,7 +44,7 @@ from server.table import commands as c
 from server.table.events import Event
 from server.table.options import OptionsError
 from server.table.views import view_event
-from server.table.wallet import CASHIER, Entry, player_account
+from server.table.wallet import CASHIER, Entry, player_account, stake_account
 
 from .auth import (
     Authenticator,
@@ -347,7 +347,7 @@ class ChemmyServer:
             name=ident.name,
             guest=ident.guest,
             roles=sorted(ident.roles),
-            balance=self.wallet.balance(account),
+            balance=self._money(ident.player_id)["balance"],
             server="chemmy/1",
         )
 
@@ -508,12 +508,14 @@ class ChemmyServer:
         ident = session.identity
         assert ident is not None
         pid = ident.player_id
-        self._ok(
-            session,
-            mid,
-            balance=self.wallet.balance(player_account(pid)),
-            available=self.wallet.available(pid),
-        )
+        self._ok(session, mid, **self._money(pid))
+
+    def _money(self, pid: str) -> dict[str, int]:
+        """``available``: the player's money on no table; ``balance``: that plus the chips
+        placed (staked, not yet held) at every table (the table wallet's accounts)."""
+        available = self.wallet.balance(player_account(pid))
+        staked = sum(self.wallet.balance(stake_account(tid, pid)) for tid in self.actors)
+        return {"balance": available + staked, "available": available}
 
     async def _cmd_deposit(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         ident = session.identity
@@ -536,7 +538,7 @@ class ChemmyServer:
                 raise Refused("store_failed", "the deposit could not be saved; try again") from None
             self.wallet.transfer(key, CASHIER, account, amount, "deposit")
             self.wallet.drain()
-        self._ok(session, mid, balance=self.wallet.balance(account), duplicate=duplicate)
+        self._ok(session, mid, balance=self._money(ident.player_id)["balance"], duplicate=duplicate)
 
     async def _cmd_history(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         ident = session.identity

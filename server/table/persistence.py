@@ -99,7 +99,8 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
 
 
 def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table:
-    """Rebuild a table from :meth:`to_state`; placed chips are reserved again."""
+    """Rebuild a table from :func:`to_state`. It never touches the wallet: placed chips
+    are already in the table's stake accounts, held wagers in its held account."""
     s = copy.deepcopy(state)
     options = TableOptions.from_dict(TableOptions.definition_of(s["options"]))
     t = cls(s["table_id"], options, wallet)
@@ -133,9 +134,4 @@ def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table
     t.cut_by = s.get("cut_by")
     t.cut_offered_to = s.get("cut_offered_to")
     t.between_on_behalf = list(s.get("between_on_behalf", []))
-    for q in t.players.values():
-        # Placed chips count against the balance again; wagers already held in a
-        # coup are out of the balance (in held:<table>) and must not count twice.
-        if q.bets and (t.coup is None or q.id not in t.coup.held):
-            wallet.reserve(q.id, t._reserve_key, sum(q.bets.values()))
     return t

@@ -43,7 +43,7 @@ from .errors import TableError
 from .events import Event
 from .options import TableOptions
 from .state import CardSlot, CoupState, Offer, Phase, PlayerState
-from .wallet import Wallet, held_account, player_account
+from .wallet import Wallet, held_account, player_account, stake_account
 
 __all__ = ["Phase", "Table"]
 
@@ -170,12 +170,37 @@ class Table:
             raise TableError("not_seated", "take a seat first")
         return p
 
-    def _balance(self, pid: str) -> int:
-        return self.wallet.balance(player_account(pid))
+    def _stake(self, pid: str) -> int:
+        """The chips ``pid`` has placed here and not yet held (``stake:<table>:<id>``)."""
+        return self.wallet.balance(stake_account(self.table_id, pid))
 
-    def _money(self, pid: str) -> dict[str, Any]:
-        """A player's own money, for the private part of an event."""
-        return {"balance": self._balance(pid), "available": self.wallet.available(pid)}
+    def _balance(self, pid: str) -> int:
+        """A player's balance as this table shows it: money on no table plus the chips
+        placed here (the same figure as before a bet moved any money, for one table)."""
+        return self.wallet.balance(player_account(pid)) + self._stake(pid)
+
+    def money(self, pid: str) -> dict[str, int]:
+        """A player's own money, for the private part of an event and their snapshot:
+        ``balance`` (:meth:`_balance`) and ``available`` (``player:<id>``, what they may
+        still place)."""
+        available = self.wallet.balance(player_account(pid))
+        return {"balance": available + self._stake(pid), "available": available}
+
+    def _move_stake(self, p: PlayerState, amount: int) -> None:
+        """Move ``amount`` from ``player:<id>`` to this table's stake (``amount`` < 0:
+        back), so the stake is always the chips on the felt (§7). The funds were checked
+        before anything changed; a refused transfer raises and is never ignored."""
+        if amount == 0:
+            return
+        self.counter += 1
+        player, stake = player_account(p.id), stake_account(self.table_id, p.id)
+        rid = self._round_id
+        if amount > 0:
+            key = f"{rid}:{p.id}:stake:{self.counter}"
+            self.wallet.transfer(key, player, stake, amount, "stake", rid)
+        else:
+            key = f"{rid}:{p.id}:unstake:{self.counter}"
+            self.wallet.transfer(key, stake, player, -amount, "unstake", rid)
 
     # ------------------------------------------------------------------ players
     def _join(self, cmd: c.Join) -> None:
@@ -220,7 +245,7 @@ class Table:
         p.seat = seat
         p.connected = True
         p.grace_deadline = None
-        self._emit("sat", {"player": p.id, "name": p.name, "seat": seat}, {p.id: self._money(p.id)})
+        self._emit("sat", {"player": p.id, "name": p.name, "seat": seat}, {p.id: self.money(p.id)})
 
     def _check_can_stand(self, p: PlayerState) -> None:
         if self.coup is not None and (p.id in self.coup.held or p.id == self.coup.holder):
@@ -236,10 +261,10 @@ class Table:
         if p.seat is None:
             return
         seat = p.seat
-        if p.bets:
+        if p.bets:  # placed chips come back: stake -> player
             p.bets.clear()
             p.bet_order.clear()
-            self.wallet.reserve(p.id, self._reserve_key, 0)
+            self._move_stake(p, -self._stake(p.id))
         p.seat, p.done, p.leaving, p.grace_deadline = None, False, False, None
         self._emit("stood", {"player": p.id, "seat": seat, "reason": reason})
         if self.holder == p.id:
@@ -413,10 +438,6 @@ class Table:
         self._emit("shoe_cut", {"position": position, "by": by, "on_behalf": on_behalf})
 
     # ------------------------------------------------------------------ betting
-    @property
-    def _reserve_key(self) -> str:
-        return f"table:{self.table_id}"
-
     def _area(self, name: str) -> Area:
         try:
             area = Area(name)
@@ -441,8 +462,8 @@ class Table:
                 raise TableError("below_min", f"the minimum on {name} is {lim.min}")
             if amount > lim.max_for(area):
                 raise TableError("over_max", f"the maximum on {name} is {lim.max_for(area)}")
-        current = sum(p.bets.values())
-        if sum(bets.values()) > self.wallet.available(p.id) + current:
+        # §3, §7: what the new chips add to the stake must come from the balance.
+        if sum(bets.values()) - self._stake(p.id) > self.wallet.balance(player_account(p.id)):
             raise TableError("insufficient_funds", "that bet is more than your balance")
 
     def _set_bets(self, p: PlayerState, bets: dict[str, int], change: str) -> None:
@@ -453,11 +474,11 @@ class Table:
         p.bets = {k: v for k, v in bets.items() if v}
         p.bet_order = {k: v for k, v in p.bet_order.items() if k in p.bets}
         p.done = False
-        self.wallet.reserve(p.id, self._reserve_key, sum(p.bets.values()))
+        self._move_stake(p, sum(p.bets.values()) - self._stake(p.id))
         self._emit(
             "bets",
             {"player": p.id, "seat": p.seat, "bets": dict(p.bets), "change": change},
-            {p.id: {"available": self.wallet.available(p.id)}},
+            {p.id: {"available": self.wallet.balance(player_account(p.id))}},
         )
         if self.deadline is None and p.bets:  # §7: the table waited for a bet; time it now
             self.deadline = self._now + self.options.timers.betting
@@ -556,16 +577,10 @@ class Table:
         for q in self.seated():
             if not q.bets:
                 continue
-            self.wallet.reserve(q.id, self._reserve_key, 0)
             before[q.id] = self._balance(q.id)
-            if before[q.id] < sum(q.bets.values()):  # reservations make this unreachable;
-                q.bets, q.bet_order = {}, {}  # still, a balance never goes negative (§3)
-                self._emit("bets_void", {"player": q.id, "reason": "insufficient_funds"})
-                continue
+            stake = stake_account(self.table_id, q.id)  # the chips on the felt (§7)
             for area, amount in sorted(q.bets.items()):
-                self.wallet.transfer(
-                    f"{rid}:{q.id}:{area}:hold", player_account(q.id), table, amount, "hold", rid
-                )
+                self.wallet.transfer(f"{rid}:{q.id}:{area}:hold", stake, table, amount, "hold", rid)
             held[q.id] = dict(q.bets)
         player_turner = self._player_turner(held)
         shoe = self.shoe
@@ -597,7 +612,7 @@ class Table:
         self._emit(
             "betting_closed",
             {"round_id": rid, "bets": held, "totals": totals},
-            {pid: self._money(pid) for pid in held},
+            {pid: self.money(pid) for pid in held},
         )
         self._emit(
             "dealt",
@@ -780,10 +795,7 @@ class Table:
         self._emit(
             "settled",
             {"round_id": rid, "payouts": payouts},
-            {
-                pid: {**self._money(pid), "net": net}
-                for pid, net in settlement.nets(payouts).items()
-            },
+            {pid: {**self.money(pid), "net": net} for pid, net in settlement.nets(payouts).items()},
         )
         for pid, bets in coup.held.items():
             if pid in self.players:
@@ -889,9 +901,9 @@ class Table:
         if coup is not None:  # §8: only an operator's close refunds a round in progress
             settlement.refund(self.wallet, self.table_id, coup)
         for q in self.players.values():
-            if q.bets:
-                self.wallet.reserve(q.id, self._reserve_key, 0)
-                q.bets = {}
+            if q.bets and (coup is None or q.id not in coup.held):  # placed, not held
+                self._move_stake(q, -self._stake(q.id))
+            q.bets = {}
         self.coup = None
         self.offer = None
         self.deadline = None

@@ -121,8 +121,7 @@ def view(t: Table, viewer: str | None) -> dict[str, Any]:
         snap["you"] = {
             "player": me.id,
             "seat": me.seat,
-            "balance": t.wallet.balance(f"player:{me.id}"),
-            "available": t.wallet.available(me.id),
+            **t.money(me.id),
             "bets": dict(me.bets),
             "last_bets": dict(me.last_bets),
         }

@@ -449,10 +449,12 @@ async def check_money(path: Path, *, settled_all: bool = True) -> dict[str, Any]
         funded = sum(e.amount for e in entries if e.src == "cashier")
         players = sum(v for a, v in balances.items() if a.startswith("player:"))
         held = sum(v for a, v in balances.items() if a.startswith("held:"))
+        staked = sum(v for a, v in balances.items() if a.startswith("stake:"))
         house = balances.get("house", 0)
-        assert players + house + held == funded == FUNDS * len(PLAYERS), (players, house, held, funded)
+        assert players + house + held + staked == funded == FUNDS * len(PLAYERS), (
+            players, house, held, staked, funded)
         if settled_all:
-            assert held == 0, balances
+            assert held == 0 and staked == 0, balances
         # Every bet of every recorded round: one hold, one outcome, a win when it won.
         by_round: dict[str, list[Any]] = {}
         for e in entries:
@@ -473,8 +475,19 @@ async def check_money(path: Path, *, settled_all: bool = True) -> dict[str, Any]
                     expected[(f"{key}:return", bet["stake"])] += 1
                     if bet["win"]:
                         expected[(f"{key}:win", bet["win"])] += 1
-            got = Counter((e.key, e.amount) for e in by_round.get(rid, []))
+            entries_of = by_round.get(rid, [])
+            got = Counter((e.key, e.amount) for e in entries_of if e.kind not in STAKE_KINDS)
             assert got == expected, (rid, got, expected)
+            # Chips placed moved player -> stake, removed ones back, and every chip left
+            # on the felt was held: per player, staked less unstaked is what was held.
+            for name in {e.key.split(":")[1] for e in entries_of if e.kind in STAKE_KINDS}:
+                moved = sum(
+                    e.amount if e.kind == "stake" else -e.amount
+                    for e in entries_of
+                    if e.kind in STAKE_KINDS and e.key.split(":")[1] == name
+                )
+                held_stakes = sum(x["stake"] for x in record["bets"] if x["player"] == name)
+                assert moved == held_stakes, (rid, name, moved, held_stakes)
             for name, b in record["balances"].items():
                 net = sum(x["returned"] - x["stake"] for x in record["bets"] if x["player"] == name)
                 assert b["after"] - b["before"] == net, (rid, name, b, net)
@@ -484,6 +497,9 @@ async def check_money(path: Path, *, settled_all: bool = True) -> dict[str, Any]
         return {"rounds": rounds, "balances": balances, "audit": audit}
     finally:
         await store.close()
+
+
+STAKE_KINDS = ("stake", "unstake")  # placing and removing chips (the table's stakes)
 
 
 def record_cards(record: dict[str, Any]) -> dict[str, list[str]]:
@@ -541,7 +557,7 @@ async def test_kill_during_betting_keeps_the_chips_and_deals_the_stored_shoe(
         assert you["available"] == FUNDS - sum(BETS[name].values())
         assert {s["player"]: s["bets"] for s in snap["seats"]} == BETS
         assert {s["player"]: s["done"] for s in snap["seats"]} == {"alice": True, "bob": True, "carol": False}
-    # The restarted wallet reserves the placed chips again (not yet held in the ledger).
+    # The placed chips are the table's stakes in the ledger: the restart keeps them.
     for name in PLAYERS:
         wallet = await table[name].ok("balance")
         assert wallet["balance"] == FUNDS

@@ -14,7 +14,6 @@ folder's ``helpers.py`` can never shadow it).
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -124,7 +123,16 @@ class TableHarness:
         self.wallet.balances[acct] = self.wallet.balance(acct) + amount
 
     def balance(self, player: str) -> int:
+        """The player's balance as this table shows it: money on no table + stake here."""
+        return self.available(player) + self.stake(player)
+
+    def available(self, player: str) -> int:
+        """``player:<id>``: what the player may still place (§7)."""
         return self.wallet.balance(f"player:{player}")
+
+    def stake(self, player: str) -> int:
+        """``stake:<table>:<id>``: the chips placed at this table, not yet held."""
+        return self.wallet.balance(f"stake:{self.table_id}:{player}")
 
     def held(self) -> int:
         return self.wallet.balance(f"held:{self.table_id}")
@@ -156,7 +164,6 @@ class TableHarness:
         return {
             "state": self.table.to_state(),
             "balances": dict(self.wallet.balances),
-            "reserved": copy.deepcopy(self.wallet._reserved),
             "entries": len(self.wallet.entries),
         }
 

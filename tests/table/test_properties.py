@@ -7,7 +7,7 @@ DONE, shoe offers, cuts, squeezes and turns by whoever, disconnects and Ticks of
 new ones are fed whenever ``table.wants_shoe``). After every step it checks:
 
 - money: the wallet sums to 0; players + held + house = what was deposited; the held
-  account is exactly the wagers of the coup in play; reservations are the chips placed;
+  account is exactly the wagers of the coup in play; each stake is the chips placed;
 - state: the shoe is held by one player, or by the house, or on offer (never two);
   the holder is seated; a coup exists exactly in the TURN phase; a timer runs
   whenever someone has to act;
@@ -22,7 +22,6 @@ new ones are fed whenever ``table.wants_shoe``). After every step it checks:
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -171,7 +170,6 @@ class TableMachine(RuleBasedStateMachine):
         return {
             "table": self.table.to_state(),
             "balances": dict(self.wallet.balances),
-            "reserved": copy.deepcopy(self.wallet._reserved),
             "entries": len(self.wallet.entries),
         }
 
@@ -366,11 +364,11 @@ class TableMachine(RuleBasedStateMachine):
         """A restart: the table is rebuilt from its stored state, on the same wallet."""
         state = json.loads(json.dumps(self.table.to_state()))
         views = {v: snapshot(self.table, v) for v in [*self.table.players, None]}
-        reserved = copy.deepcopy(self.wallet._reserved)
+        balances = dict(self.wallet.balances)
         self.table = Table.from_state(state, self.wallet)
         assert self.table.to_state() == state
         assert {v: snapshot(self.table, v) for v in views} == views
-        assert self.wallet._reserved == reserved
+        assert self.wallet.balances == balances  # from_state never touches the wallet
 
     @precondition(lambda self: self.steps > 70 and self.table.phase is not Phase.CLOSED)
     @rule()
@@ -393,22 +391,24 @@ class TableMachine(RuleBasedStateMachine):
         w = self.wallet
         assert w.total() == 0
         players = sum(v for k, v in w.balances.items() if k.startswith("player:"))
+        stakes = sum(v for k, v in w.balances.items() if k.startswith(f"stake:{TABLE}:"))
         held = w.balance(f"held:{TABLE}")
-        assert players + held + w.balance("house") == self.deposited
-        assert all(v >= 0 for k, v in w.balances.items() if k.startswith("player:"))
+        assert players + stakes + held + w.balance("house") == self.deposited
+        assert all(v >= 0 for k, v in w.balances.items() if k.startswith(("player:", "stake:")))
         coup = self.table.coup
         in_play = sum(sum(b.values()) for b in coup.held.values()) if coup is not None else 0
         assert held == in_play
         for pid, q in self.table.players.items():
-            if coup is not None and pid in coup.held:  # held now, no longer reserved
-                assert w.reserved(pid) == 0 and q.bets == coup.held[pid]
-            else:
-                assert w.reserved(pid) == sum(q.bets.values())
-            assert w.available(pid) >= 0
+            stake = w.balance(f"stake:{TABLE}:{pid}")
+            if coup is not None and pid in coup.held:  # held now, no longer staked
+                assert stake == 0 and q.bets == coup.held[pid]
+            else:  # the stake is exactly the chips on the felt (§7)
+                assert stake == sum(q.bets.values())
             if q.seat is None:
                 assert not q.bets
-        for pid in list(w._reserved):
-            assert pid in self.table.players
+        for account, amount in w.balances.items():
+            if account.startswith(f"stake:{TABLE}:") and amount:
+                assert account.split(":", 2)[2] in self.table.players
 
     @invariant()
     def one_shoe_holder(self):

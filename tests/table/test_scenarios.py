@@ -3,13 +3,15 @@
 Every shoe here is stacked from coup blocks whose outcome helpers.coup_block checks
 with resolve_coup, or made from a seed when the cut, the burn or the reveal matters.
 Every refused command goes through ``TableHarness.refuse``, which also checks that it
-changed nothing (table state, balances, reservations, ledger).
+changed nothing (table state, balances, stakes, ledger).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import re
 
 import pytest
 from table_helpers import (
@@ -36,6 +38,7 @@ from server.table import Limits, MemoryWallet, Table, TableOptions, Timers
 from server.table import commands as c
 from server.table.table import Phase
 from server.table.views import view as snapshot
+from server.table.wallet import DuplicateEntry
 
 SEED = hashlib.sha256(b"chemmy scenario seed").digest()
 
@@ -161,7 +164,7 @@ class TestPassingTheShoe:
         h = TableHarness()
         h.setup({"ann": 1, "bob": 2, "cat": 3}, stack(BANKER_WIN, BANKER_WIN), holder="bob")
         h.bet("bob", "banker", 500)
-        assert h.wallet.available("bob") == DEFAULT_FUNDS - 500
+        assert h.available("bob") == DEFAULT_FUNDS - 500
         cmd = c.Stand(player="bob") if how == "stand" else c.Leave(player="bob")
         evs = h.do(cmd)
         reason = "stood" if how == "stand" else "left"
@@ -170,7 +173,7 @@ class TestPassingTheShoe:
         assert h.one("shoe_offered", evs).data["player"] == "cat"
         assert h.table.holder is None
         # chips placed come back
-        assert h.wallet.available("bob") == DEFAULT_FUNDS == h.balance("bob")
+        assert h.available("bob") == DEFAULT_FUNDS == h.balance("bob")
 
     def test_holder_cannot_stand_while_their_coup_is_dealt(self):
         h = two_players(stack(BANKER_WIN))
@@ -676,15 +679,15 @@ class TestBetting:
     def test_balance_refused_with_insufficient_funds(self):
         h = self.betting(funds=1_000)
         h.bet("bob", "player", 800)
-        assert h.wallet.available("bob") == 200 and h.balance("bob") == 1_000
+        assert h.available("bob") == 200 and h.balance("bob") == 1_000
         h.refuse(c.PlaceBet(player="bob", area="banker", amount=300), "insufficient_funds")
         h.bet("bob", "banker", 200)
-        assert h.wallet.available("bob") == 0
+        assert h.available("bob") == 0
         h.refuse(c.PlaceBet(player="bob", area="tie", amount=100), "insufficient_funds")
         h.done_all()
         assert h.balance("bob") == 0 and h.held() == 1_000 + 0
 
-    def test_reservations_span_two_tables_sharing_one_wallet(self, make_harness):
+    def test_stakes_at_two_tables_sharing_one_wallet(self, make_harness):
         wallet = MemoryWallet()
         h1 = make_harness(table_id="t1", wallet=wallet)
         h2 = make_harness(table_id="t2", wallet=wallet)
@@ -698,12 +701,14 @@ class TestBetting:
         h2.refuse(c.PlaceBet(player="ann", area="banker", amount=300), "insufficient_funds")
         h2.bet("ann", "banker", 200)
         h1.refuse(c.PlaceBet(player="ann", area="tie", amount=100), "insufficient_funds")
-        assert wallet.available("ann") == 0 and wallet.reserved("ann") == 1_000
-        # t1 deals: its chips are held; t2's stay reserved
+        assert wallet.balance("player:ann") == 0  # every chip is on a table
+        assert (h1.stake("ann"), h2.stake("ann")) == (800, 200)
+        assert (h1.balance("ann"), h2.balance("ann")) == (800, 200)
+        # t1 deals: its chips are held; t2's stay staked there
         h1.done_all()
-        assert wallet.balance("player:ann") == 200 and wallet.available("ann") == 0
+        assert h1.stake("ann") == 0 and h1.held() == 800 and h2.stake("ann") == 200
         h1.turn_all()  # Banker wins 800 -> returns 800 + 760
-        assert wallet.balance("player:ann") == 200 + 1_560 and wallet.available("ann") == 1_560
+        assert wallet.balance("player:ann") == 1_560 and h2.stake("ann") == 200
         h2.bet("ann", "player", 1_500)
         h2.refuse(c.PlaceBet(player="ann", area="tie", amount=100), "insufficient_funds")
         assert wallet.total() == 0
@@ -719,7 +724,7 @@ class TestBetting:
             "bets": {"player": 300, "tie": 200},
             "change": "remove",
         }
-        assert h.wallet.available("bob") == DEFAULT_FUNDS - 500
+        assert h.available("bob") == DEFAULT_FUNDS - 500
         h.refuse(c.RemoveBet(player="bob", area="player", amount=301), "bad_amount")
         h.refuse(c.RemoveBet(player="bob", area="player", amount=250), "below_min")  # leaves 50
         h.refuse(c.RemoveBet(player="bob", area="banker"), "no_bet")
@@ -728,14 +733,14 @@ class TestBetting:
         h.do(c.RemoveBet(player="bob", area="tie"))
         assert h.table.players["bob"].bets == {"player": 300}
         h.do(c.RemoveBet(player="bob", area="player", amount=300))
-        assert h.table.players["bob"].bets == {} and h.wallet.available("bob") == DEFAULT_FUNDS
+        assert h.table.players["bob"].bets == {} and h.available("bob") == DEFAULT_FUNDS
         h.bet("bob", "player", 500)
         h.bet("bob", "banker_pair", 100)
         evs = h.do(c.ClearBets(player="bob"))
         assert (
             h.one("bets", evs).data["bets"] == {} and h.one("bets", evs).data["change"] == "clear"
         )
-        assert h.wallet.available("bob") == DEFAULT_FUNDS and h.wallet.reserved("bob") == 0
+        assert h.available("bob") == DEFAULT_FUNDS and h.stake("bob") == 0
         h.refuse(c.ClearBets(player="bob"), "no_bet")
 
     def test_same_bet_repeats_the_previous_rounds_bets(self):
@@ -747,7 +752,7 @@ class TestBetting:
         assert h.one("bets", evs).data["bets"] == {"player": 500, "tie": 100}
         assert h.one("bets", evs).data["change"] == "same"
         assert snapshot(h.table, "bob")["you"]["last_bets"] == {"player": 500, "tie": 100}
-        assert h.wallet.available("bob") == h.balance("bob") - 600
+        assert h.available("bob") == h.balance("bob") - 600
         h.done_all()
         assert h.table.coup.held["bob"] == {"player": 500, "tie": 100}
 
@@ -839,12 +844,22 @@ class TestPayouts:
         assert h.held() == 0 and h.wallet.total() == 0
         rid = h.one("result", evs).data["round_id"]
         keys = {e.key: (e.src, e.dst, e.amount, e.kind) for e in h.wallet.entries}
+        # Each chip placed moved player -> stake at once (§7), keyed by round, player
+        # and the table's counter; holding moved stake -> held, per area.
+        stakes = {k: v for k, v in keys.items() if v[3] == "stake"}
+        assert all(re.fullmatch(rf"{rid}:(ann|bob|cat):stake:\d+", k) for k in stakes)
+        assert sorted(stakes.values()) == sorted(
+            (f"player:{pid}", f"stake:t1:{pid}", amount, "stake")
+            for pid, areas in bets.items()
+            for amount in areas.values()
+        )
+        keys = {k: v for k, v in keys.items() if v[3] != "stake"}
         assert keys == {
-            f"{rid}:ann:banker:hold": ("player:ann", "held:t1", 333, "hold"),
-            f"{rid}:bob:banker:hold": ("player:bob", "held:t1", 1_000, "hold"),
-            f"{rid}:bob:banker_pair:hold": ("player:bob", "held:t1", 100, "hold"),
-            f"{rid}:cat:player:hold": ("player:cat", "held:t1", 1_000, "hold"),
-            f"{rid}:cat:tie:hold": ("player:cat", "held:t1", 100, "hold"),
+            f"{rid}:ann:banker:hold": ("stake:t1:ann", "held:t1", 333, "hold"),
+            f"{rid}:bob:banker:hold": ("stake:t1:bob", "held:t1", 1_000, "hold"),
+            f"{rid}:bob:banker_pair:hold": ("stake:t1:bob", "held:t1", 100, "hold"),
+            f"{rid}:cat:player:hold": ("stake:t1:cat", "held:t1", 1_000, "hold"),
+            f"{rid}:cat:tie:hold": ("stake:t1:cat", "held:t1", 100, "hold"),
             f"{rid}:ann:banker:return": ("held:t1", "player:ann", 333, "return"),
             f"{rid}:ann:banker:win": ("house", "player:ann", 316, "win"),
             f"{rid}:bob:banker:return": ("held:t1", "player:bob", 1_000, "return"),
@@ -900,24 +915,29 @@ class TestPayouts:
         _, evs = self.deal(BANKER_WIN, {"bob": {"banker": 1_000}}, commission=False)
         assert self.payouts(evs) == {("bob", "banker"): (2_000, 1_000, 0)}
 
-    def test_ledger_keys_are_idempotent_across_a_restore(self):
-        """A table restored from a snapshot taken before settlement, on a wallet where the
-        settlement was already posted (a crash after posting), pays nothing twice."""
+    def test_a_replayed_settlement_is_refused_never_paid_twice(self):
+        """A table restored from a snapshot taken before settlement, on a wallet that kept
+        the settlement's entries (a step replayed against a wallet that should have
+        forgotten it), raises DuplicateEntry: it is a bug, never silently skipped, and it
+        pays nothing twice. The same keys on a wallet without them post exactly once."""
         h = TableHarness()
         h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN), holder="ann")
         h.place({"bob": {"player": 500, "tie": 100}, "ann": {"banker": 1_000}})
         h.done_all()
         state = h.table.to_state()
+        fresh = copy.deepcopy(h.wallet)
         h.turn_all()
         after = dict(h.wallet.balances)
         n_entries = len(h.wallet.entries)
         again = Table.from_state(state, h.wallet)
         again.handle(c.Toss(player="bob", hand="player"), h.now)
-        evs = again.handle(c.Toss(player="ann", hand="banker"), h.now)
-        assert any(e.kind == "settled" for e in evs)
+        with pytest.raises(DuplicateEntry):
+            again.handle(c.Toss(player="ann", hand="banker"), h.now)
         assert h.wallet.balances == after and len(h.wallet.entries) == n_entries
-        for e in h.wallet.entries:
-            assert h.wallet.transfer(e.key, e.src, e.dst, e.amount, e.kind, e.round_id) is False
+        retried = Table.from_state(state, fresh)
+        retried.handle(c.Toss(player="bob", hand="player"), h.now)
+        retried.handle(c.Toss(player="ann", hand="banker"), h.now)
+        assert fresh.balances == after and fresh.entries == h.wallet.entries
 
 
 class TestHolderMustBetBanker:
@@ -979,7 +999,7 @@ class TestDisconnect:
         h.do(c.Disconnect(player="bob"))
         evs = h.tick(5)
         assert h.one("stood", evs).data["reason"] == "timeout"
-        assert h.wallet.available("bob") == DEFAULT_FUNDS and h.wallet.reserved("bob") == 0
+        assert h.available("bob") == DEFAULT_FUNDS and h.stake("bob") == 0
 
     def test_reconnect_within_grace_keeps_the_seat(self):
         h = two_players(stack(BANKER_WIN))
@@ -1085,7 +1105,8 @@ class TestIdempotencyAndClose:
         h.bet("bob", "player", 500)
         evs = h.do(c.CloseTable())
         assert h.one("closed", evs).data == {"refunded": False}
-        assert h.wallet.available("bob") == DEFAULT_FUNDS and not h.wallet.entries
+        assert h.available("bob") == DEFAULT_FUNDS and h.stake("bob") == 0
+        assert [e.kind for e in h.wallet.entries] == ["stake", "unstake"]  # nothing held
 
 
 class TestRefusals:
