@@ -41,7 +41,7 @@ from server.protocol.messages import TABLE_COMMANDS, parse, table_command
 from server.store.base import Store, StoreError, TableRow
 from server.table import Table, TableOptions, views
 from server.table import commands as c
-from server.table.events import Event
+from server.table.events import Event, Step
 from server.table.options import OptionsError
 from server.table.views import view_event
 from server.table.wallet import CASHIER, Entry, player_account, stake_account
@@ -153,16 +153,11 @@ class ChemmyServer:
             config=config,
             queue_size=self.config.queue_size,
             on_step=self._on_step,
+            # Restored after a stop or a crash: nobody is connected yet. The table
+            # decides (Restored): seats held for the grace period (§5), spectators gone.
+            restored=row.state is not None,
         )
         self.actors[row.table_id] = actor
-        if row.state is not None:
-            # Restored after a stop or a crash: nobody is connected yet. Seats are held
-            # for the grace period (§5); spectators are gone.
-            for p in list(table.players.values()):
-                if p.seat is None:
-                    actor.submit(c.Leave(player=p.id))
-                elif p.connected:
-                    actor.submit(c.Disconnect(player=p.id))
         actor.start()
         self.metrics.tables.set(len(self.actors))
         return actor
@@ -171,12 +166,11 @@ class ChemmyServer:
         """SIGTERM: no new bets, running coups finish (bounded), clients closed with 1001."""
         self.draining = True
         for actor in self.actors.values():
-            actor.draining = True
+            with contextlib.suppress(ChemmyError):  # the table refuses new bets (draining)
+                actor.submit(c.SetDraining(on=True))
         limit = self.config.drain_timeout if timeout is None else timeout
         end = time.monotonic() + limit
-        while time.monotonic() < end and any(
-            a.table.coup is not None for a in self.actors.values()
-        ):
+        while time.monotonic() < end and any(a.coup_in_progress for a in self.actors.values()):
             await asyncio.sleep(0.05)
 
     async def stop(self) -> None:
@@ -236,16 +230,10 @@ class ChemmyServer:
             actor = self.actors.get(tid)
             if actor is None or ident is None or self.hub.watching(tid, ident.player_id):
                 continue
-            p = actor.table.players.get(ident.player_id)
-            if p is None:
-                continue
-            cmd: c.Command = (
-                c.Disconnect(player=ident.player_id)
-                if p.seat is not None
-                else c.Leave(player=ident.player_id)
-            )
+            # The table decides what it means: a seated player keeps the seat for the
+            # grace period, a spectator leaves.
             with contextlib.suppress(ChemmyError):
-                actor.submit(cmd)
+                actor.submit(c.Disconnect(player=ident.player_id))
 
     def _send(self, session: Session, message: dict[str, Any]) -> None:
         send_now(session.conn, encode(message, session.fmt))
@@ -375,11 +363,11 @@ class ChemmyServer:
         await handler(session, mid, fields)
 
     def _reply_cb(self, session: Session, mid: Any) -> Any:
-        def reply(table: Table, events: list[Event], err: ChemmyError | None) -> None:
+        def reply(table: Table, step: Step, err: ChemmyError | None) -> None:
             if err is not None:
                 self._error(session, mid, err)
             else:
-                self._ok(session, mid, seq=table.seq, duplicate=table.duplicate)
+                self._ok(session, mid, seq=step.seq, duplicate=step.duplicate)
 
         return reply
 
@@ -395,15 +383,15 @@ class ChemmyServer:
         player = ident.player_id
         cmd = c.Join(player=player, name=ident.name, rejoin=True)
 
-        def joined(table: Table, events: list[Event], err: ChemmyError | None) -> None:
+        def joined(table: Table, step: Step, err: ChemmyError | None) -> None:
             if err is not None:
                 self._error(session, mid, err)
                 return
             missed = None
-            if since is not None and 0 <= since <= table.seq:
-                missed = [] if since == table.seq else self.hub.since(tid, since)
+            if since is not None and 0 <= since <= step.seq:
+                missed = [] if since == step.seq else self.hub.since(tid, since)
             if missed is not None:
-                self._ok(session, mid, table=tid, resumed=True, seq=table.seq)
+                self._ok(session, mid, table=tid, resumed=True, seq=step.seq)
                 for event in missed:
                     self._send(session, envelope(tid, view_event(event, player)))
             else:
@@ -412,7 +400,7 @@ class ChemmyServer:
                     mid,
                     table=tid,
                     resumed=False,
-                    seq=table.seq,
+                    seq=step.seq,
                     snapshot=views.view(table, player),
                 )
             session.tables.add(tid)
@@ -426,13 +414,13 @@ class ChemmyServer:
         tid = fields["table"]
         actor = self._joined(session, tid)
 
-        def left(table: Table, events: list[Event], err: ChemmyError | None) -> None:
+        def left(table: Table, step: Step, err: ChemmyError | None) -> None:
             if err is not None:
                 self._error(session, mid, err)
                 return
             session.tables.discard(tid)
             self.hub.unsubscribe(tid, session.conn)
-            self._ok(session, mid, seq=table.seq)
+            self._ok(session, mid, seq=step.seq)
 
         actor.submit(c.Leave(player=ident.player_id, id=None if mid is None else str(mid)), left)
 

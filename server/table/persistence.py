@@ -18,13 +18,15 @@ from server.engine.roads import Result, Roads
 from server.engine.shoe import Shoe
 
 from .options import TableOptions
-from .state import CardSlot, CoupState, Offer, Phase, PlayerState
+from .state import CardSlot, CoupStage, CoupState, Offer, Phase, PlayerState
 from .wallet import Wallet
 
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["from_state", "to_state"]
+__all__ = ["VERSION", "from_state", "to_state"]
+
+VERSION = 2  # 2: stakes, the offer's declined list, progress, draining, sent actions
 
 
 def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
@@ -34,7 +36,8 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     two levels deep). ``spectators=False`` leaves out players without a seat, who
     hold no money and no turn: the croupier stores that, since a restart sends
     every spectator away anyway, and so a step's cost does not grow with the
-    audience.
+    audience. The command ids of every player are kept either way (docs/protocol.md
+    §5: a retried id is recognised across a restart, whoever sent it).
     """
     coup = None
     if t.coup is not None:
@@ -47,15 +50,16 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
             "held": {p: dict(b) for p, b in k.held.items()},
             "balances_before": dict(k.balances_before),
             "on_behalf": [dict(x) for x in k.on_behalf],
+            "stage": k.stage.value,
+            "progress": {card: list(v) for card, v in k.progress.items()},
         }
     kept = [
         q
         for q in t.players.values()
         if spectators or q.seat is not None or q.bets or (coup is not None and q.id in coup["held"])
     ]
-    ids = {q.id for q in kept}
     return {
-        "version": 1,
+        "version": VERSION,
         "table_id": t.table_id,
         "options": {
             **t._options_dict,
@@ -84,13 +88,17 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         "house_holds": t.house_holds,
         "holder_coups": t.holder_coups,
         "offer_needed": t.offer_needed,
-        "offer": None if t.offer is None else {**t.offer.__dict__, "queue": list(t.offer.queue)},
+        "offer": None
+        if t.offer is None
+        else {**t.offer.__dict__, "declined": list(t.offer.declined)},
         "anchor_seat": t.anchor_seat,
         "coup": coup,
         "coup_no": t.coup_no,
         "round_open": t.round_open,
         "counter": t.counter,
-        "recent_ids": {p: list(v) for p, v in t.recent_ids.items() if p in ids},
+        "draining": t.draining,
+        "recent_ids": {p: list(v) for p, v in t.recent_ids.items()},
+        "sent_actions": dict(t.sent_actions),
         "last_result": copy.deepcopy(t.last_result),
         "cut_by": dict(t.cut_by) if t.cut_by is not None else None,
         "cut_offered_to": t.cut_offered_to,
@@ -102,6 +110,8 @@ def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table
     """Rebuild a table from :func:`to_state`. It never touches the wallet: placed chips
     are already in the table's stake accounts, held wagers in its held account."""
     s = copy.deepcopy(state)
+    if s.get("version", 1) == 1:
+        _from_version_1(s)
     options = TableOptions.from_dict(TableOptions.definition_of(s["options"]))
     t = cls(s["table_id"], options, wallet)
     t.seq = s["seq"]
@@ -120,11 +130,14 @@ def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table
     t.holder_coups = s["holder_coups"]
     t.offer_needed = s["offer_needed"]
     t.offer = Offer(**s["offer"]) if s["offer"] is not None else None
+    t.draining = s["draining"]
+    t.sent_actions = s["sent_actions"]
     t.anchor_seat = s["anchor_seat"]
     if s["coup"] is not None:
         d = s["coup"]
         d["player"] = [CardSlot(**x) for x in d["player"]]
         d["banker"] = [CardSlot(**x) for x in d["banker"]]
+        d["stage"] = CoupStage(d["stage"])
         t.coup = CoupState(**d)
     t.coup_no = s["coup_no"]
     t.round_open = s["round_open"]
@@ -135,3 +148,27 @@ def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table
     t.cut_offered_to = s.get("cut_offered_to")
     t.between_on_behalf = list(s.get("between_on_behalf", []))
     return t
+
+
+def _from_version_1(s: dict[str, Any]) -> None:
+    """A state stored before version 2, brought up to date in place. Placed chips were
+    reservations then, never moved in the ledger: they are taken off the layout (no
+    stake account holds them); wagers already held stay held."""
+    s["version"] = VERSION
+    held = set((s.get("coup") or {}).get("held", {}))
+    for p in s["players"]:
+        if p["id"] not in held:
+            p["bets"], p["bet_order"], p["done"] = {}, {}, False
+    offer = s.get("offer")
+    if offer is not None:
+        seat = next((p["seat"] for p in s["players"] if p["id"] == offer["current"]), 0)
+        s["offer"] = {
+            "current": offer["current"],
+            "seat": seat or 0,
+            "deadline": offer["deadline"],
+            "declined": [],
+        }
+    if s.get("coup") is not None:
+        s["coup"].setdefault("progress", {})
+    s.setdefault("draining", False)
+    s.setdefault("sent_actions", {})

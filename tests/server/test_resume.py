@@ -209,7 +209,12 @@ async def test_seat_held_during_grace_then_stood_up(net: Any) -> None:
     stood = await cat.wait_event(
         "stood", lambda e: e["data"]["player"] == "ann", table="t1", after=last, timeout=scaled(5)
     )
-    assert stood["data"] == {"player": "ann", "seat": 1, "reason": "timeout"}
+    assert stood["data"] == {
+        "player": "ann",
+        "seat": 1,
+        "reason": "timeout",
+        "free_seats": [1, *range(3, 15)],
+    }
     passed = await cat.wait_event("shoe_passed", table="t1", after=last)
     assert passed["data"] == {"player": "ann", "reason": "timeout"}  # §5: loses the shoe too
     assert (await cat.wait_event("shoe_offered", table="t1", after=last))["data"]["player"] == "bob"

@@ -62,9 +62,18 @@ def _cmd(
     return st.tuples(st.just(cls), st.fixed_dictionaries(fields))
 
 
-def make(spec: tuple[type, dict], player: str) -> c.Command:
+def make(spec: tuple[type, dict], player: str) -> c.Command | None:
+    """The command, or None when it is malformed: a command checks its own shape when
+    made, and refuses with the one documented error (TableError), nothing else."""
     cls, fields = spec
-    return cls(player=player, **fields)
+    try:
+        return cls(player=player, **fields)
+    except TableError as exc:
+        assert exc.code in MALFORMED, exc
+        return None
+
+
+MALFORMED = {"bad_amount", "bad_area", "bad_seat", "bad_cut", "bad_hand", "bad_style", "bad_card"}
 
 
 seat_commands = st.one_of(
@@ -179,17 +188,25 @@ class TableMachine(RuleBasedStateMachine):
         before = self.state()
         seed_before = self.shoe_seed
         repeated = cmd.id is not None and cmd.id in self.table.recent_ids.get(cmd.player, ())
+        allowed = self.table.can(cmd)  # pokerkit's can: answers without changing anything
+        assert self.state() == before, f"can({cmd}) changed the table"
         try:
-            events = self.table.handle(cmd, self.now)
+            step = self.table.handle(cmd, self.now)
         except TableError as exc:
             assert not expect_ok, f"{cmd} refused: {exc!r}"
             assert isinstance(exc.code, str) and exc.code
+            assert not allowed, f"can() said yes to {cmd}, handle refused it ({exc.code})"
             assert self.state() == before, f"refused {cmd} ({exc.code}) changed the table"
             return
+        events = list(step.events)
+        assert step.seq == self.table.seq and step.coup_in_progress == (self.table.coup is not None)
         if repeated:
-            assert events == [], f"repeated id {cmd.id} gave events"
+            assert step.duplicate and events == [], f"repeated id {cmd.id} gave events"
             assert self.state() == before, f"repeated id {cmd.id} changed the table"
             return
+        assert allowed, f"can() said no to {cmd}, handle took it"
+        if step.duplicate:  # it changed nothing (a second DONE, a second disconnect)
+            assert events == [] and self.state()["table"]["seq"] == before["table"]["seq"]
         if cmd.id is not None:
             self.sent_with_id.append(cmd)
         seqs = [e.seq for e in events]
@@ -248,19 +265,27 @@ class TableMachine(RuleBasedStateMachine):
     # on, are chosen often enough for coups to be dealt and shoes to end.
     @rule(i=who, spec=seat_commands)
     def seat_command(self, i, spec):
-        self.apply(make(spec, self.name(i)))
+        cmd = make(spec, self.name(i))
+        if cmd is not None:
+            self.apply(cmd)
 
     @rule(i=who, spec=bet_commands)
     def bet_command(self, i, spec):
-        self.apply(make(spec, self.name(i)))
+        cmd = make(spec, self.name(i))
+        if cmd is not None:
+            self.apply(cmd)
 
     @rule(i=who, spec=shoe_commands)
     def shoe_command(self, i, spec):
-        self.apply(make(spec, self.name(i)))
+        cmd = make(spec, self.name(i))
+        if cmd is not None:
+            self.apply(cmd)
 
     @rule(i=who, spec=turn_commands)
     def turn_command(self, i, spec):
-        self.apply(make(spec, self.name(i)))
+        cmd = make(spec, self.name(i))
+        if cmd is not None:
+            self.apply(cmd)
 
     # ------------------------------------------------------------------ rules: the game moves on
     @rule(
@@ -326,14 +351,16 @@ class TableMachine(RuleBasedStateMachine):
         if turner is None:
             return
         if action == "toss":
-            cmd: c.Command = c.Toss(player=turner, hand=hand)
+            spec: tuple[type, dict] = (c.Toss, {"hand": hand})
         elif action == "squeeze":
-            cmd = c.Squeeze(player=turner, hand=hand, style=style)
+            spec = (c.Squeeze, {"hand": hand, "style": style})
         elif action == "card":
-            cmd = c.TurnCard(player=turner, hand=hand, card=card)
+            spec = (c.TurnCard, {"hand": hand, "card": card})
         else:
-            cmd = c.Progress(player=turner, hand=hand, card=card, percent=50)
-        self.apply(cmd)
+            spec = (c.Progress, {"hand": hand, "card": card, "percent": 50})
+        cmd = make(spec, turner)
+        if cmd is not None:
+            self.apply(cmd)
 
     @rule(style=st.sampled_from(["peek", "side", "quick"]), pct=st.integers(0, 100))
     def turner_squeezes_one_card(self, style, pct):

@@ -194,11 +194,11 @@ def run(table: Table, script: Script) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for now, cmd in script:
         try:
-            events = table.handle(cmd, now)
+            step = table.handle(cmd, now)
         except TableError as exc:
             out.append({"refused": exc.code, "command": repr(cmd)})
             continue
-        out.extend(e.to_dict() for e in events)
+        out.extend(e.to_dict() for e in step.events)
     return out
 
 

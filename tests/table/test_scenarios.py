@@ -263,13 +263,15 @@ class TestSqueeze:
         h = self.deal()
         h.refuse(c.TurnCard(player="bob", hand="player", card=1), "not_squeezing")
         h.refuse(c.Progress(player="bob", hand="player", card=1, percent=10), "not_squeezing")
-        h.refuse(c.Squeeze(player="bob", hand="player", style="wiggle"), "bad_style")
+        h.malformed(lambda: c.Squeeze(player="bob", hand="player", style="wiggle"), "bad_style")
         evs = h.do(c.Squeeze(player="bob", hand="player", style="peek"))
         assert h.one("squeeze", evs).data == {"hand": "player", "style": "peek", "turner": "bob"}
         h.refuse(c.Squeeze(player="bob", hand="player", style="side"), "already_squeezing")
         h.refuse(c.TurnCard(player="bob", hand="player", card=3), "bad_card")
-        h.refuse(c.TurnCard(player="bob", hand="player", card=True), "bad_card")
-        h.refuse(c.Progress(player="bob", hand="player", card=1, percent=101), "bad_amount")
+        h.malformed(lambda: c.TurnCard(player="bob", hand="player", card=True), "bad_card")
+        h.malformed(
+            lambda: c.Progress(player="bob", hand="player", card=1, percent=101), "bad_amount"
+        )
         evs = h.do(c.Progress(player="bob", hand="player", card=1, percent=40))
         assert h.one("progress", evs).data == {
             "hand": "player",
@@ -316,7 +318,7 @@ class TestSqueeze:
         # the banker hand waits for the Player hand, even for its own turner
         h.refuse(c.Toss(player="ann", hand="banker"), "not_your_turn")
         h.refuse(c.Toss(player="bob", hand="banker"), "not_your_turn")
-        h.refuse(c.Toss(player="bob", hand="dealer"), "bad_hand")
+        h.malformed(lambda: c.Toss(player="bob", hand="dealer"), "bad_hand")
         h.toss("bob", "player")
         h.refuse(c.Toss(player="bob", hand="banker"), "not_your_turn")
         h.refuse(c.Squeeze(player="cat", hand="banker", style="peek"), "not_your_turn")
@@ -591,8 +593,10 @@ class TestCut:
         h.refuse(c.PlaceBet(player="bob", area="banker", amount=100), "wrong_phase")
         h.refuse(c.Cut(player="ann", position=100), "not_cutter")
         h.refuse(c.Cut(player="spec", position=100), "not_seated")
-        for bad in (9, 407, 0, -1, 1000, True, 10.5):
+        for bad in (9, 407, 0, -1, 1000):
             h.refuse(c.Cut(player="bob", position=bad), "bad_cut")
+        for bad in (True, 10.5):
+            h.malformed(lambda bad=bad: c.Cut(player="bob", position=bad), "bad_cut")
         evs = h.do(c.Cut(player="bob", position=406))
         assert h.one("shoe_cut", evs).data == {"position": 406, "by": "bob", "on_behalf": None}
         assert h.table.shoe.cards == cut_order(shuffle_order(SEED), 406)
@@ -669,8 +673,10 @@ class TestBetting:
 
     def test_closed_areas_are_refused(self):
         h = self.betting()
-        for area in ("super6", "dragon_player", "dragon_banker", "foo", ""):
+        for area in ("super6", "dragon_player", "dragon_banker"):
             h.refuse(c.PlaceBet(player="bob", area=area, amount=100), "bad_area")
+        for area in ("foo", ""):
+            h.malformed(lambda area=area: c.PlaceBet(player="bob", area=area, amount=1), "bad_area")
         h2 = self.betting(TableOptions(commission=False, super6=True, dragon=True, pairs=False))
         h2.bet("bob", "super6", 100)
         h2.bet("bob", "dragon_player", 100)
@@ -729,7 +735,9 @@ class TestBetting:
         h.refuse(c.RemoveBet(player="bob", area="player", amount=250), "below_min")  # leaves 50
         h.refuse(c.RemoveBet(player="bob", area="banker"), "no_bet")
         for bad in (0, -100, True, 1.5):
-            h.refuse(c.RemoveBet(player="bob", area="player", amount=bad), "bad_amount")
+            h.malformed(
+                lambda bad=bad: c.RemoveBet(player="bob", area="player", amount=bad), "bad_amount"
+            )
         h.do(c.RemoveBet(player="bob", area="tie"))
         assert h.table.players["bob"].bets == {"player": 300}
         h.do(c.RemoveBet(player="bob", area="player", amount=300))
@@ -990,7 +998,12 @@ class TestDisconnect:
         assert h.table.players["bob"].seat == 2
         evs = h.tick(0.01)
         assert seat_of(h, "bob") is None
-        assert h.one("stood", evs).data == {"player": "bob", "seat": 2, "reason": "timeout"}
+        assert h.one("stood", evs).data == {
+            "player": "bob",
+            "seat": 2,
+            "reason": "timeout",
+            "free_seats": list(range(2, 15)),  # a spectator's sit choices stay current
+        }
 
     def test_placed_chips_come_back_when_grace_runs_out_in_betting(self):
         h = TableHarness(TableOptions(timers=Timers(grace=5.0)))
@@ -1024,7 +1037,12 @@ class TestDisconnect:
         assert h.find("card", evs) and h.table.players["bob"].seat == 2
         evs = h.toss("ann", "banker")
         assert h.find("settled", evs)
-        assert h.one("stood", evs).data == {"player": "bob", "seat": 2, "reason": "timeout"}
+        assert h.one("stood", evs).data == {
+            "player": "bob",
+            "seat": 2,
+            "reason": "timeout",
+            "free_seats": list(range(2, 15)),  # a spectator's sit choices stay current
+        }
         assert h.kinds(evs).index("settled") < h.kinds(evs).index("stood")
         assert seat_of(h, "bob") is None
 
@@ -1118,20 +1136,10 @@ class TestRefusals:
     @pytest.mark.parametrize(
         ("cmd", "code"),
         [
-            (c.PlaceBet(player="bob", area="player", amount=0), "bad_amount"),
-            (c.PlaceBet(player="bob", area="player", amount=-100), "bad_amount"),
-            (c.PlaceBet(player="bob", area="player", amount=True), "bad_amount"),
-            (c.PlaceBet(player="bob", area="player", amount=100.0), "bad_amount"),
-            (c.PlaceBet(player="bob", area="player", amount=150.5), "bad_amount"),
-            (c.PlaceBet(player="bob", area="player", amount="100"), "bad_amount"),
-            (c.PlaceBet(player="bob", area="dragon", amount=100), "bad_area"),
-            (c.PlaceBet(player="bob", area="PLAYER", amount=100), "bad_area"),
+            (c.PlaceBet(player="bob", area="dragon_player", amount=100), "bad_area"),
             (c.PlaceBet(player="spec", area="player", amount=100), "not_seated"),
             (c.PlaceBet(player="nobody", area="player", amount=100), "not_joined"),
-            (c.Sit(player="spec", seat=0), "bad_seat"),
             (c.Sit(player="spec", seat=15), "bad_seat"),
-            (c.Sit(player="spec", seat=True), "bad_seat"),
-            (c.Sit(player="spec", seat="3"), "bad_seat"),
             (c.Sit(player="spec", seat=2), "seat_taken"),
             (c.Sit(player="bob"), "already_seated"),
             (c.Sit(player="nobody"), "not_joined"),
@@ -1142,22 +1150,66 @@ class TestRefusals:
             (c.Squeeze(player="bob", hand="player", style="peek"), "wrong_phase"),
             (c.TurnCard(player="bob", hand="player", card=1), "wrong_phase"),
             (c.Cut(player="ann", position=100), "wrong_phase"),
-            (c.AcceptShoe(player="bob"), "not_offered"),
-            (c.DeclineShoe(player="ann"), "not_offered"),
+            # rules.ALLOWED: the shoe is answered in the shoe_offer phase only
+            (c.AcceptShoe(player="bob"), "wrong_phase"),
+            (c.DeclineShoe(player="ann"), "wrong_phase"),
             (c.StartShoe(seed=SEED), "wrong_phase"),
             (c.StartShoe(player="bob", seed=SEED), "not_allowed"),
             (c.Done(player="spec"), "not_seated"),
             (c.SameBet(player="bob"), "no_previous_bets"),
             (c.ClearBets(player="bob"), "no_bet"),
             (c.RemoveBet(player="bob", area="player"), "no_bet"),
-            (c.RemoveBet(player="bob", area="nope"), "bad_area"),
+            (c.RemoveBet(player="bob", area="super6"), "bad_area"),
             (c.PassShoe(player="ann"), "too_early"),
+            (c.PassShoe(player="bob"), "not_holder"),
+            (c.Tick(player="bob"), "not_allowed"),
+            (c.SetDraining(player="bob"), "not_allowed"),
+            (c.Restored(player="bob"), "not_allowed"),
         ],
     )
     def test_refused_in_betting_change_nothing(self, cmd, code):
         h = self.table_in_betting()
         h.bet("ann", "banker", 100)
         h.refuse(cmd, code)
+
+    @pytest.mark.parametrize(
+        ("make", "code"),
+        [
+            (lambda: c.PlaceBet(player="bob", area="player", amount=0), "bad_amount"),
+            (lambda: c.PlaceBet(player="bob", area="player", amount=-100), "bad_amount"),
+            (lambda: c.PlaceBet(player="bob", area="player", amount=True), "bad_amount"),
+            (lambda: c.PlaceBet(player="bob", area="player", amount=100.0), "bad_amount"),
+            (lambda: c.PlaceBet(player="bob", area="player", amount=150.5), "bad_amount"),
+            (lambda: c.PlaceBet(player="bob", area="player", amount="100"), "bad_amount"),
+            (lambda: c.PlaceBet(player="bob", area="dragon", amount=100), "bad_area"),
+            (lambda: c.PlaceBet(player="bob", area="PLAYER", amount=100), "bad_area"),
+            (lambda: c.RemoveBet(player="bob", area="nope"), "bad_area"),
+            (lambda: c.RemoveBet(player="bob", area="player", amount=0), "bad_amount"),
+            (lambda: c.Sit(player="spec", seat=0), "bad_seat"),
+            (lambda: c.Sit(player="spec", seat=True), "bad_seat"),
+            (lambda: c.Sit(player="spec", seat="3"), "bad_seat"),
+            (lambda: c.Cut(player="ann", position=True), "bad_cut"),
+            (lambda: c.Cut(player="ann", position="10"), "bad_cut"),
+            (lambda: c.Squeeze(player="bob", hand="dealer", style="peek"), "bad_hand"),
+            (lambda: c.Squeeze(player="bob", hand="player", style="wiggle"), "bad_style"),
+            (lambda: c.TurnCard(player="bob", hand="player", card=0), "bad_card"),
+            (lambda: c.TurnCard(player="bob", hand="player", card=True), "bad_card"),
+            (lambda: c.Toss(player="bob", hand="PLAYER"), "bad_hand"),
+            (lambda: c.Progress(player="bob", hand="player", card=1, percent=101), "bad_amount"),
+            (lambda: c.Progress(player="bob", hand="player", card=1, percent=50.5), "bad_amount"),
+            (lambda: c.Progress(player="bob", hand="player", card=4, percent=5), "bad_card"),
+            (lambda: c.StartShoe(), "bad_command"),
+            (lambda: c.StartShoe(seed=b"short"), "bad_command"),
+            (lambda: c.StartShoe(seed=SEED, cards=("As",)), "bad_command"),
+            (lambda: c.StartShoe(cards=("As", "Xx", "Kd", "Qh")), "bad_command"),
+            (lambda: c.Join(player="", name="x"), "bad_command"),
+            (lambda: c.Join(player="bob", id=5), "bad_command"),
+            (lambda: c.SetDraining(on="yes"), "bad_command"),
+        ],
+    )
+    def test_malformed_commands_are_refused_when_made(self, make, code):
+        """A command checks its own shape (h11's events): the table never sees it."""
+        TableHarness.malformed(make, code)
 
     def test_refused_while_turning(self):
         h = self.table_in_betting()
@@ -1179,9 +1231,7 @@ class TestRefusals:
         h = TableHarness()
         h.seat({"ann": 1})
         h.refuse(c.PlaceBet(player="ann", area="player", amount=100), "wrong_phase")
-        h.refuse(c.StartShoe(), "bad_command")
-        h.refuse(c.StartShoe(seed=b"short"), "bad_command")
-        h.refuse(c.StartShoe(cards=("As", "Xx", "Kd", "Qh")), "bad_command")
+        h.refuse(c.StartShoe(cards=("As", "Kd", "Qh")), "bad_command")  # no room for its stop card
         h.refuse(c.Done(player="ann"), "wrong_phase")
 
     def test_table_full(self):
