@@ -159,9 +159,8 @@ def actions(t: Table, pid: str) -> dict[str, Any]:
         if t.offer is not None and t.offer.current == pid:
             out["accept_shoe"] = {}
             out["decline_shoe"] = {}
-    elif phase is Phase.CUT:
-        if t.shoe is not None and t.cutter == pid:
-            out["cut"] = {"min": MIN_CUT, "max": t.shoe.size - MIN_CUT}
+    elif phase is Phase.CUT and t.shoe is not None and t.cutter == pid:
+        out["cut"] = {"min": MIN_CUT, "max": t.shoe.size - MIN_CUT}
     return out
 
 
