@@ -400,9 +400,10 @@ class Table:
 
     def _watch(self) -> tuple[Any, ...]:
         """What players' actions depend on beyond their own seat, chips and money. The
-        first two (the phase, draining) concern everyone; the rest only the players
-        they name (who holds the shoe, is offered it, cuts, turns) and the turn's
-        moment (the turner's)."""
+        first three (the phase, draining, and which coup of which shoe: a coup the
+        croupier deals and settles at once leaves the phase as it was) concern
+        everyone; the rest only the players they name (who holds the shoe, is offered
+        it, cuts, turns) and the turn's moment (the turner's)."""
         coup = self.coup
         offer = self.offer
         if coup is None:
@@ -419,6 +420,7 @@ class Table:
         return (
             self.phase,
             self.draining,
+            (self.shoe_no, self.coup_no),
             self.holder,
             self.holder_coups > 0,
             offer.current if offer is not None else None,
@@ -434,12 +436,12 @@ class Table:
         step may have changed are looked at (see _watch)."""
         sent = self.sent_actions
         after = self._watch()
-        if before[:2] != after[:2]:
+        if before[:3] != after[:3]:
             who = {q.id for q in self.seated()} | set(sent) | set(self._sent_full)
         else:
             who = set() if isinstance(cmd, _QUIET) else {cmd.player}
             if before != after:  # the players named, before and after
-                who.update(x for x in (*before[2:7], *after[2:7]) if type(x) is str)
+                who.update(x for x in (*before[3:8], *after[3:8]) if type(x) is str)
             if isinstance(cmd, _SEAT_CHANGES):  # sat down, or no longer seated
                 who |= {q.id for q in self.seated()} ^ (set(sent) | set(self._sent_full))
         if not who:
