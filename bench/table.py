@@ -23,6 +23,7 @@ from server.table import MemoryWallet, Table, TableOptions, view_event
 from server.table import commands as c
 from server.table.events import Event
 from server.table.table import Phase
+from server.table.views import view
 
 SECTION = "## Table (bench/table.py)"
 COMMAND = "python -m bench.table"
@@ -63,7 +64,7 @@ class Run:
 
     def send(self, cmd: c.Command) -> None:
         self.commands += 1
-        evs = self.table.handle(cmd, self.now)
+        evs = self.table.handle(cmd, self.now).events
         if self.keep_events:
             self.events.extend(evs)
         for e in evs:
@@ -178,7 +179,7 @@ def main() -> None:
     def views(n: int) -> None:
         for _ in range(n):
             for v in viewers:
-                t.view(v)
+                view(t, v)
 
     assert t.phase is Phase.BETTING
     for i, b in enumerate(snap.bots):  # chips on the layout, then deal

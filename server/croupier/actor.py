@@ -2,12 +2,21 @@
 
 It directs play as a croupier does at a real table: takes commands from a bounded queue
 one at a time (the players' commands arrive as records from the bus, the croupier's own
-— ``Tick``, a fresh shoe, draining — from :class:`~server.croupier.host.Croupier`), hands
-each to the pure :class:`~server.table.Table` with the time, keeps the timers (a ``Tick``
-when the next deadline comes), brings a freshly shuffled shoe when the table wants one,
-and **stores every step before anything is sent**: the table's state, the ledger entries
-and the round records go to the store in one commit, then the events are published on
-the bus and the sender answered with a reply record.
+— ``Tick``, a fresh shoe, ``Restored``, ``SetDraining`` — from
+:class:`~server.croupier.host.Croupier`), hands each to the pure
+:class:`~server.table.Table` with the time, keeps the timers (a ``Tick`` when the next
+deadline comes), brings a freshly shuffled shoe when the table wants one, and **stores
+every step before anything is sent**: the ledger entries, the table's state, the round
+records and the step's events go to the store in one commit, with the owner's epoch;
+then the events are published on the bus and the sender answered with a reply record.
+
+Money (docs/architecture.md §4): the table decides with its own
+:class:`~server.croupier.wallet.TableWallet` — its stakes and held wagers exactly, its
+players' balances as last read from the store — and the store checks every movement
+again, atomically, where the balances live. A bet the cached balance allowed but the
+store refuses (the money went elsewhere meanwhile) is undone and refused
+``insufficient_funds``; a bet the cache refused is tried once more after reading the
+player's balance afresh (a deposit, or another table, may have moved it).
 
 It never decides a rule (that is the table's) and never touches a socket (that is
 ``server.net``'s): what leaves it is a bus publish or a reply record.
@@ -20,29 +29,30 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from server.bus.base import Bus
-from server.engine.cards import shoe_cards
 from server.engine.odds import exact_odds
 from server.protocol.errors import ChemmyError, Refused
 from server.protocol.records import CommandRecord, ReplyRecord
-from server.store.base import StaleEpoch, Store, TableRow
-from server.table import Table, TableError
+from server.store.base import Overdrawn, StaleEpoch, Store, TableRow
+from server.table import Table, TableError, views
 from server.table import commands as c
-from server.table.events import Event
-from server.table.wallet import Entry, MemoryWallet
+from server.table.events import Event, Step
+from server.table.state import PlayerState
+from server.table.wallet import held_account, player_account, stake_account
 
-__all__ = ["Busy", "LedgerWallet", "TableActor"]
+from .wallet import TableWallet
+
+__all__ = ["WIRE_COMMANDS", "Busy", "TableActor"]
+
+log = logging.getLogger("chemmy.croupier")
 
 #: The first and the longest wait before a table's timers try the store again.
 BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 10.0
-
-log = logging.getLogger("chemmy.croupier")
-
 
 #: The table command each relayed wire message becomes (``server.protocol.messages``
 #: names them; the record's fields are the command's).
@@ -64,31 +74,17 @@ WIRE_COMMANDS: dict[str, type[c.Command]] = {
     "progress": c.Progress,
 }
 
+#: Commands that may need a player's latest balance: it is read before they are decided.
+_FRESH_BALANCE = (c.Join, c.Sit)
+#: Commands refused for want of funds that are tried once more with a fresh balance.
+_FUNDED = (c.PlaceBet, c.SameBet)
+
 
 class Busy(Refused):
     """The table's command queue is full: refused, never dropped silently."""
 
     def __init__(self) -> None:
         super().__init__("busy", "the table is busy; try again")
-
-
-class LedgerWallet(MemoryWallet):
-    """The process's one wallet: balances in memory, entries queued for the store.
-
-    Every actor drains the queue right after its command, before it awaits anything,
-    so the entries of one step are committed together with that table's state.
-    """
-
-    def __init__(self, balances: dict[str, int] | None = None) -> None:
-        super().__init__(balances)
-        self.pending: list[Entry] = []
-
-    def on_entry(self, entry: Entry) -> None:
-        self.pending.append(entry)
-
-    def drain(self) -> list[Entry]:
-        out, self.pending = self.pending, []
-        return out
 
 
 @dataclass(slots=True)
@@ -101,15 +97,14 @@ class _Item:
 
 
 class TableActor:
-    """Runs one table. ``submit`` queues a record, ``call`` a croupier command; ``run``
-    is the task."""
+    """Runs one table. ``submit`` queues a record, ``call``/``submit_command`` a
+    croupier command; ``run`` is the task. :meth:`load` before :meth:`start`."""
 
     def __init__(
         self,
         table: Table,
         *,
         store: Store,
-        wallet: LedgerWallet,
         bus: Bus,
         config: dict[str, Any] | None = None,
         queue_size: int = 256,
@@ -120,10 +115,12 @@ class TableActor:
         on_store: Callable[[TableActor, bool], None] | None = None,
         on_lost: Callable[[TableActor], None] | None = None,
         epoch: int = 0,
+        restored: bool = False,
     ) -> None:
+        assert isinstance(table.wallet, TableWallet), "an actor's table has a TableWallet"
         self.table = table
+        self.wallet: TableWallet = table.wallet
         self.store = store
-        self.wallet = wallet
         self.bus = bus
         self.config = config or {}
         self.queue: asyncio.Queue[_Item | None] = asyncio.Queue(queue_size)
@@ -136,16 +133,20 @@ class TableActor:
         #: The epoch this owner claimed: every write carries it, and the store refuses
         #: it once a newer owner has claimed the table (fencing).
         self.epoch = epoch
+        #: Restored after a stop: the table hears ``Restored`` before anything else.
+        self.restored = restored
+        self.closed = False
         self.lost = False
+        #: Whether a coup is being dealt, from the last step (a drain waits for it).
+        self.in_coup = table.coup is not None
         #: Failed steps in a row (``store_failures`` of them the store's); while any,
         #: the croupier's own steps wait for ``retry_at`` (exponential backoff) instead
         #: of retrying an overdue timer in a tight loop.
         self.failures = 0
         self.store_failures = 0
         self.retry_at: float | None = None
-        self.closed = False
-        self.draining = False
         self._last_state = table.to_state(spectators=False)
+        self._summary: dict[str, Any] | None = None
         self._task: asyncio.Task[None] | None = None
         self._odds: tuple[tuple[int, int], dict[str, Any] | None] | None = None
         self._background: set[asyncio.Task[None]] = set()
@@ -154,14 +155,37 @@ class TableActor:
     def table_id(self) -> str:
         return self.table.table_id
 
-    @property
-    def in_coup(self) -> bool:
-        """Whether a coup is being dealt (a drain waits for it to settle)."""
-        return self.table.coup is not None
-
     def summary(self) -> dict[str, Any]:
-        """The table's lobby line, as of its last step."""
-        return self.table.summary()
+        """The table's lobby line (made again only after a step changed something)."""
+        if self._summary is None:
+            self._summary = views.summary(self.table)
+        return self._summary
+
+    # -- money ---------------------------------------------------------------------------
+    def _accounts(self, table: Table) -> set[str]:
+        """The accounts ``table``'s state concerns: its held account, and for each of its
+        players (and each player with a wager held) their balance and stake here."""
+        pids = set(table.players)
+        if table.coup is not None:
+            pids |= set(table.coup.held)
+        accounts = {held_account(self.table_id)}
+        for pid in pids:
+            accounts |= {player_account(pid), stake_account(self.table_id, pid)}
+        return accounts
+
+    async def load(self) -> None:
+        """Fill the table's wallet from the store (before the actor starts)."""
+        self.wallet.load((await self.store.balances(self._accounts(self.table))).items())
+
+    async def _refresh(self, players: Iterable[str]) -> bool:
+        """Read players' balances (and stakes here) afresh; whether any changed."""
+        accounts = set()
+        for pid in players:
+            accounts |= {player_account(pid), stake_account(self.table_id, pid)}
+        fresh = await self.store.balances(accounts)
+        changed = any(self.wallet.balance(a) != v for a, v in fresh.items())
+        self.wallet.load(fresh.items())
+        return changed
 
     # -- the queue -------------------------------------------------------------------
     def submit(self, record: CommandRecord) -> None:
@@ -195,6 +219,7 @@ class TableActor:
             self._task.cancel()
 
     async def stop(self) -> None:
+        """Stop after the commands already queued (each step is stored)."""
         if self._task is not None:
             with contextlib.suppress(asyncio.QueueFull):
                 self.queue.put_nowait(None)
@@ -205,8 +230,10 @@ class TableActor:
 
     # -- the loop --------------------------------------------------------------------
     async def run(self) -> None:
+        if self.restored:  # nobody is connected after a restart: the table decides (§5)
+            await self._step(_Item(command=c.Restored()))
         await self._step(_Item(command=c.Tick()))  # a restarted table catches up its timers
-        while True:
+        while not (self.closed or self.lost):
             deadline = self.table.next_deadline
             if deadline is not None and self.retry_at is not None:
                 deadline = max(deadline, self.retry_at)  # the store is failing: back off
@@ -221,11 +248,9 @@ class TableActor:
             if item is None:
                 return
             await self._step(item)
-            if self.closed or self.lost:
-                return
 
     def _command_of(self, record: CommandRecord) -> c.Command | None:
-        """The table command a record asks for (None: a query, answered without a step)."""
+        """The table command a record asks for (None: answered without a step)."""
         kind, player = record.kind, record.player
         rid = None if record.id is None else str(record.id)
         cls = WIRE_COMMANDS.get(kind)
@@ -235,29 +260,24 @@ class TableActor:
             return c.Join(player=player, name=str(record.fields.get("name") or ""), rejoin=True)
         if kind == "leave":
             return c.Leave(player=player, id=rid)
-        if kind == "disconnect":
-            p = self.table.players.get(player)
-            if p is None:
-                return None
-            return c.Disconnect(player=player) if p.seat is not None else c.Leave(player=player)
+        if kind == "disconnect":  # the table decides: a seat is held, a spectator leaves
+            return c.Disconnect(player=player) if player in self.table.players else None
         if kind == "close":
             return c.CloseTable()
-        if kind == "roads":
+        if kind in ("roads", "refresh"):
             return None
         raise Refused("unknown_command", f"the table does not take {kind[:40]!r}")
 
-    def _answer(self, record: CommandRecord, events: list[Event]) -> ReplyRecord | None:
+    def _answer(self, record: CommandRecord, step: Step) -> ReplyRecord | None:
         to = record.reply_to
         if to is None:
             return None
-        table = self.table
         if record.kind == "join":
-            return ReplyRecord.ok(
-                to, table=self.table_id, seq=table.seq, snapshot=table.view(record.player)
-            )
+            snapshot = views.view(self.table, record.player)
+            return ReplyRecord.ok(to, table=self.table_id, seq=step.seq, snapshot=snapshot)
         if record.kind == "close":
             return ReplyRecord.ok(to, table=self.table_id, closed=True)
-        return ReplyRecord.ok(to, seq=table.seq, duplicate=table.duplicate)
+        return ReplyRecord.ok(to, seq=step.seq, duplicate=step.duplicate)
 
     def _roads(self, to: Any) -> None:
         """Answer a ``roads`` query: the roads, and between coups the exact odds of the
@@ -266,19 +286,14 @@ class TableActor:
         loop, once per shoe position, and answered when ready, so the table never waits."""
         table = self.table
         roads = table.roads()
-        shoe = table.shoe
-        if shoe is None or not shoe.decks or table.coup is not None:
+        counts = views.public_composition(table)
+        if counts is None or table.shoe is None:
             self.bus.reply(ReplyRecord.ok(to, table=self.table_id, roads=roads, odds=None))
             return
-        key = (table.shoe_no, len(shoe.dealt))
+        key = (table.shoe_no, len(table.shoe.dealt))
         if self._odds is not None and self._odds[0] == key:
             self.bus.reply(ReplyRecord.ok(to, table=self.table_id, roads=roads, odds=self._odds[1]))
             return
-        counts: dict[str, int] = {}
-        for card in shoe_cards(shoe.decks):
-            counts[card[0]] = counts.get(card[0], 0) + 1
-        for card in [*shoe.dealt, *([shoe.burn_card] if shoe.burn_card else [])]:
-            counts[card[0]] -= 1
         decks, paytable = table.options.decks, table.options.paytable
 
         async def compute() -> None:
@@ -295,7 +310,10 @@ class TableActor:
                 self._odds = (key, odds)
             self.bus.reply(ReplyRecord.ok(to, table=self.table_id, roads=roads, odds=odds))
 
-        task = asyncio.create_task(compute())
+        self._spawn(compute())
+
+    def _spawn(self, job: Any) -> None:
+        task = asyncio.create_task(job)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -306,25 +324,42 @@ class TableActor:
         if record is not None and record.reply_to is not None:
             self.bus.reply(ReplyRecord.refused(record.reply_to, err))
 
-    async def _step(self, item: _Item) -> None:
+    def _decide(self, cmd: c.Command, now: float) -> Step:
+        """The table's step for ``cmd`` (and a fresh shoe when it wants one)."""
         table = self.table
+        step = table.handle(cmd, now)
+        if table.wants_shoe:
+            shoe = table.handle(c.StartShoe(seed=self.new_seed()), now)
+            step = Step(step.events + shoe.events, step.duplicate, shoe.seq, shoe.coup_in_progress)
+        return step
+
+    async def _step(self, item: _Item) -> None:
         now = self.clock()
+        record = item.record
         try:
-            cmd = item.command if item.record is None else self._command_of(item.record)
+            cmd = item.command if record is None else self._command_of(record)
             if cmd is None:  # a query, or a disconnect of someone already gone
-                events: list[Event] = []
-                if item.record is not None and item.record.kind == "roads":
-                    if item.record.reply_to is not None:
-                        self._roads(item.record.reply_to)
-                    return
-            else:
-                if self.draining and isinstance(cmd, c.PlaceBet | c.SameBet):
-                    raise TableError("draining", "the server is closing; no new bets")
-                events = table.handle(cmd, now)
-                if table.wants_shoe:
-                    events += table.handle(c.StartShoe(seed=self.new_seed()), now)
+                if record is not None and record.kind == "roads" and record.reply_to is not None:
+                    self._roads(record.reply_to)
+                elif record is not None and record.kind == "refresh":
+                    await self._refresh([record.player])
+                return
+            if isinstance(cmd, _FRESH_BALANCE):
+                await self._refresh([cmd.player])
+            try:
+                step = self._decide(cmd, now)
+            except TableError as err:
+                # The balance this table knew may be out of date (a deposit, another
+                # table): read it, and try once more if it changed.
+                if not (
+                    err.code == "insufficient_funds"
+                    and isinstance(cmd, _FUNDED)
+                    and await self._refresh([cmd.player])
+                ):
+                    raise
+                step = self._decide(cmd, now)
         except ChemmyError as err:
-            self.wallet.drain()  # a refused command moved no money; keep the queue clean
+            self.wallet.drain()  # a refused command moved no money
             self._refuse(item, err)
             return
         except Exception:
@@ -337,12 +372,14 @@ class TableActor:
             await self._restore()
             self._refuse(item, Refused("internal", "the table could not do that"))
             return
+        table = self.table
+        events = list(step.events)
         entries = self.wallet.drain()
         records = table.drain_records()
         if events or entries or records:
             state = table.to_state(spectators=False)  # spectators are not kept (docs)
             try:
-                await self.store.commit(
+                result = await self.store.commit(
                     entries=entries,
                     table=TableRow(
                         self.table_id,
@@ -360,33 +397,45 @@ class TableActor:
                 # and sends nothing of this step; the new owner carries on (§8).
                 self._lose(item)
                 return
+            except Overdrawn:
+                # The balance this table knew was more than the store holds (spent at
+                # another table meanwhile): the bet was never accepted (§3).
+                await self._restore()
+                self._refuse(
+                    item, TableError("insufficient_funds", "that bet is more than your balance")
+                )
+                return
             except Exception as exc:
                 # Nothing of this step was stored, so nothing of it may be sent (§8):
                 # back to the last stored step; the sender hears it failed.
                 self._store_failed(exc)
-                self.wallet.pending.extend(entries)
                 await self._restore()
                 self._refuse(item, Refused("store_failed", "that could not be saved; try again"))
                 return
+            self.wallet.load(result.balances.items())
             self._last_state = state
             if self.store_failures:
                 self._store_recovered()
         self.failures, self.retry_at = 0, None
+        self.in_coup = step.coup_in_progress
+        if events or isinstance(cmd, c.Join | c.Leave | c.Disconnect):
+            self._summary = None  # the lobby line may have changed (watchers count too)
         if events:
             self.bus.publish(self.table_id, events)
         if table.phase == "closed" and not self.closed:
             self.closed = True  # the operator closed it: this actor's last step
             if self.on_closed is not None:
                 self.on_closed(self)
-        if item.record is not None:
-            reply = self._answer(item.record, events)
+        if record is not None:
+            reply = self._answer(record, step)
             if reply is not None:
                 self.bus.reply(reply)
         if item.done is not None and not item.done.done():
             item.done.set_result(events)
-        if self.on_step is not None and cmd is not None:
+        if self.on_step is not None:
             self.on_step(self, cmd, events)
 
+    # -- failures ------------------------------------------------------------------------
     def _lose(self, item: _Item) -> None:
         log.warning(
             "table %s: a newer owner took over (epoch %d is stale); stopping here",
@@ -431,18 +480,21 @@ class TableActor:
             self.on_store(self, True)
 
     async def _restore(self) -> None:
-        """After a bug: back to the last stored step, balances re-read from the store."""
-        lost = self.wallet.drain()
-        accounts = {e.src for e in lost} | {e.dst for e in lost}
-        if accounts:
-            self.wallet.load((await self.store.balances(accounts)).items())
+        """Undo the step that was not stored: the table as the last stored step left it,
+        its wallet read afresh from the store. Nothing of the undone step survives, so
+        the same command retried posts each entry once."""
+        self.wallet.drain()
         old = self.table
-        self.table = Table.from_state(self._last_state, self.wallet)
+        wallet = TableWallet()
+        table = Table.from_state(self._last_state, wallet)
+        accounts = self._accounts(table) | self._accounts(old)
+        wallet.load((await self.store.balances(accounts)).items())
         for pid, p in old.players.items():
             # Spectators are not stored: whoever the stored step does not know was
             # watching then (or came since), and still is.
-            if pid not in self.table.players:
-                self.table.players[pid] = type(p)(pid, p.name, connected=p.connected)
+            if pid not in table.players:
+                table.players[pid] = PlayerState(pid, p.name, connected=p.connected)
+        self.table, self.wallet = table, wallet
 
 
 def _plain(value: Any) -> Any:

@@ -296,11 +296,10 @@ class Rebalancer:
             await self.disown(table, "lease lost")
             self.changes += 1
         self.members = await self.leases.heartbeat(draining=self.draining)
-        wanted = {
-            t
-            for t, n in placement(await self.tables(), self.members).items()
-            if n == self.leases.node
-        }
+        tables = await self.tables()
+        current = await self.leases.owners(tables)
+        placed = placement(tables, self.members, current)
+        wanted = {t for t, n in placed.items() if n == self.leases.node}
         for table in sorted(self.owned() - wanted):
             await self.disown(table, "placed elsewhere")
             await self.leases.release(table)

@@ -26,12 +26,13 @@ from typing import Any
 from server.bus.base import Bus
 from server.protocol.errors import Refused
 from server.store.base import Store, TableRow
-from server.table import Table, TableOptions
+from server.table import Table, TableOptions, views
 from server.table import commands as c
 from server.table.events import Event
 
-from .actor import LedgerWallet, TableActor
+from .actor import TableActor
 from .cluster import Leases, Rebalancer
+from .wallet import TableWallet
 
 __all__ = ["Croupier"]
 
@@ -65,7 +66,6 @@ class Croupier:
         self.on_step = on_step
         self.on_tables = on_tables
         self.on_failing = on_failing
-        self.wallet = LedgerWallet()
         self.actors: dict[str, TableActor] = {}
         self.draining = False
         #: Tables whose store writes are failing now (the process is not ready).
@@ -81,7 +81,6 @@ class Croupier:
     async def start(self, definitions: tuple[dict[str, Any], ...]) -> None:
         """Add the configured tables the store does not have yet, then start the tables
         this process owns: all of them alone, the ones placed here in a cluster."""
-        self.wallet.load((await self.store.load_balances()).items())
         rows = {row.table_id: row for row in await self.store.load_tables()}
         for definition in definitions:
             tid = str(definition["id"])
@@ -171,21 +170,21 @@ class Croupier:
         timers.setdefault("grace", self.grace)
         config["timers"] = timers
         options = TableOptions.from_dict({k: v for k, v in config.items() if k != "id"})
+        wallet = TableWallet()
         if row.state is not None:
-            table = Table.from_state(row.state, self.wallet)
+            table = Table.from_state(row.state, wallet)
         else:
             # A table id used before (closed, then created again) goes on numbering its
             # shoes, so round ids, ledger keys and shoe records are never reused.
             last = await self.store.shoe_records(row.table_id, limit=1)
             shoes_before = int(last[0]["shoe_no"]) if last else 0
-            table = Table(row.table_id, options, self.wallet, shoes_before=shoes_before)
+            table = Table(row.table_id, options, wallet, shoes_before=shoes_before)
         if epoch is None:
             epoch = await self.store.claim_table(row.table_id)
         actor = TableActor(
             table,
             epoch=epoch,
             store=self.store,
-            wallet=self.wallet,
             bus=self.bus,
             config=config,
             queue_size=self.queue_size,
@@ -193,18 +192,14 @@ class Croupier:
             on_closed=self._closed,
             on_store=self._store_state,
             on_lost=self._lost,
+            # Restored after a stop or a crash: nobody is connected yet. The table
+            # decides (Restored): seats held for the grace period (§5), spectators gone.
+            restored=row.state is not None,
         )
+        await actor.load()
         self.actors[row.table_id] = actor
-        if row.state is not None:
-            # Restored after a stop or a crash: nobody is connected yet. Seats are held
-            # for the grace period (§5); spectators are gone.
-            for p in list(table.players.values()):
-                if p.seat is None:
-                    actor.submit_command(c.Leave(player=p.id))
-                elif p.connected:
-                    actor.submit_command(c.Disconnect(player=p.id))
         if self.draining:
-            actor.draining = True
+            actor.submit_command(c.SetDraining(on=True))
         actor.start()
         self.bus.serve(row.table_id, actor.submit)
         self._count()
@@ -240,7 +235,8 @@ class Croupier:
             await self.rebalancer.step()
             return
         for actor in self.actors.values():
-            actor.draining = True
+            with contextlib.suppress(Refused):  # the table refuses new bets (draining)
+                actor.submit_command(c.SetDraining(on=True))
         end = time.monotonic() + timeout
         while time.monotonic() < end and any(a.in_coup for a in self.actors.values()):
             await asyncio.sleep(0.05)
@@ -279,7 +275,7 @@ class Croupier:
         row = TableRow(table_id, definition, None, 0, False, epoch)
         await self.store.save_table(row)
         if self.cluster is not None:
-            summary = Table(table_id, options, self.wallet).summary()
+            summary = views.summary(Table(table_id, options, TableWallet()))
             await self.cluster.put_summary(table_id, summary)
             self._tell({"kind": "tables"})
             return summary
@@ -316,6 +312,8 @@ class Croupier:
         if self.on_step is not None:
             self.on_step(actor, cmd, events)
         if self.cluster is None or actor.closed or actor.lost:
+            return
+        if not events and not isinstance(cmd, c.Join | c.Leave | c.Disconnect):
             return
         summary = actor.summary()
         if self._summaries.get(actor.table_id) != summary:

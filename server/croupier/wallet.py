@@ -28,12 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from server.table.wallet import Entry, InsufficientFunds
-
-
-class DuplicateEntry(Exception):  # until the table's wallet defines it
-    pass
-
+from server.table.wallet import DuplicateEntry, Entry, InsufficientFunds
 
 __all__ = ["TableWallet"]
 

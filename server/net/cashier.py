@@ -8,11 +8,13 @@ deposits once. History is filtered to what the player may see of their own round
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from server.protocol.errors import ProtocolError, Refused
-from server.store.base import StoreError
+from server.protocol.errors import ChemmyError, ProtocolError, Refused
+from server.store.base import KeyConflict, StoreError, ledger_key
+from server.table.views import own_round
 from server.table.wallet import CASHIER, Entry, player_account
 
 if TYPE_CHECKING:
@@ -25,14 +27,15 @@ log = logging.getLogger("chemmy.cashier")
 
 
 async def balance(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-    pid = session.player
-    wallet = server.croupier.wallet
-    server.ok(
-        session, mid, balance=wallet.balance(player_account(pid)), available=wallet.available(pid)
-    )
+    """``available``: the player's money on no table; ``balance``: that and the chips they
+    have placed (not yet held) at every table."""
+    balance_, available = await server.money(session.player)
+    server.ok(session, mid, balance=balance_, available=available)
 
 
 async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    """Play money from the cashier, keyed by the player and the request id: a retry with
+    the same id deposits once; the same id for another amount is refused."""
     amount = fields["amount"]
     limit = server.config.max_deposit
     if amount <= 0 or amount > limit:
@@ -40,21 +43,25 @@ async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict
     if mid is None:
         raise ProtocolError("bad_message", "a deposit needs an id (it is its idempotency key)")
     pid = session.player
-    key = f"deposit:{pid}:{mid}"
-    account = player_account(pid)
-    wallet = server.croupier.wallet
-    duplicate = wallet.has_key(key) or await server.store.has_entry(key)
-    if not duplicate:
-        # The store first: if it fails, nothing changed anywhere and a retry with the
-        # same id deposits once. Then the same entry in memory (already stored).
-        try:
-            await server.store.commit(entries=[Entry(key, CASHIER, account, amount, "deposit")])
-        except StoreError:
-            log.exception("storing a deposit failed", extra={"player": pid, "conn": session.id})
-            raise Refused("store_failed", "the deposit could not be saved; try again") from None
-        wallet.transfer(key, CASHIER, account, amount, "deposit")
-        wallet.drain()
-    server.ok(session, mid, balance=wallet.balance(account), duplicate=duplicate)
+    # Each part escaped: player "a" with id "b:c" and player "a:b" with id "c" differ.
+    key = ledger_key("deposit", pid, str(mid))
+    entry = Entry(key, CASHIER, player_account(pid), amount, "deposit")
+    try:
+        result = await server.store.commit(entries=[entry])
+    except KeyConflict:
+        raise Refused(
+            "id_reused", "that deposit id was used for another amount; use a new id"
+        ) from None
+    except StoreError:
+        log.exception("storing a deposit failed", extra={"player": pid, "conn": session.id})
+        raise Refused("store_failed", "the deposit could not be saved; try again") from None
+    duplicate = result.inserted == 0
+    # The tables this player is at read their balance again (for what they show).
+    for table in session.tables:
+        with contextlib.suppress(ChemmyError):
+            server.relay(session, table, "refresh")
+    balance_, _available = await server.money(pid)
+    server.ok(session, mid, balance=balance_, duplicate=duplicate)
 
 
 async def history(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
@@ -63,7 +70,7 @@ async def history(server: ChemmyServer, session: Session, mid: Any, fields: dict
         raise Refused("bad_limit", "history holds your last 1-100 rounds")
     pid = session.player
     rounds = await server.store.history(pid, limit)
-    server.ok(session, mid, rounds=[_own_round(r, pid) for r in rounds])
+    server.ok(session, mid, rounds=[own_round(r, pid) for r in rounds])
 
 
 async def shoe_record(
@@ -73,15 +80,3 @@ async def shoe_record(
     if record is None:
         raise Refused("no_record", "no revealed shoe yet at that table")
     server.ok(session, mid, record=record)
-
-
-def _own_round(record: dict[str, Any], player: str) -> dict[str, Any]:
-    """A round record as one player may see it (§8): the cards and result are public;
-    of the money, only their own bets, payouts and balances."""
-    out = {
-        k: v for k, v in record.items() if k not in ("bets", "balances", "players", "commission")
-    }
-    out["bets"] = [b for b in record.get("bets", []) if b.get("player") == player]
-    out["commission"] = sum(b.get("commission", 0) for b in out["bets"])
-    out["balance"] = record.get("balances", {}).get(player)
-    return out

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from server.protocol.errors import Refused
-from server.table.wallet import CASHIER, player_account
 
 if TYPE_CHECKING:
     from .server import ChemmyServer
@@ -35,11 +34,10 @@ async def hello(server: ChemmyServer, session: Session, mid: Any, fields: dict[s
         resume=fields.get("resume"),
     )
     server.limits.check_player(ident.player_id)  # too_many_connections, before the store
-    await server.store.ensure_player(ident.player_id, ident.name, config.guest_balance)
-    account = player_account(ident.player_id)
-    wallet = server.croupier.wallet
-    # The store funded a new player from the cashier: mirror both accounts.
-    wallet.load((await server.store.balances([account, CASHIER])).items())
+    await server.store.ensure_player(
+        ident.player_id, ident.name, config.guest_balance, guest=ident.guest
+    )
+    balance, _available = await server.money(ident.player_id)
     server.limits.sign_in(ident.player_id)  # counted from here; the handler signs out
     session.identity = ident
     extra = {"resume": server.auth.resume_token(ident)} if ident.guest else {}
@@ -51,6 +49,6 @@ async def hello(server: ChemmyServer, session: Session, mid: Any, fields: dict[s
         name=ident.name,
         guest=ident.guest,
         roles=sorted(ident.roles),
-        balance=wallet.balance(account),
+        balance=balance,
         server="chemmy/1",
     )

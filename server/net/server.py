@@ -342,6 +342,12 @@ class ChemmyServer:
         for session in self.sessions.values():
             session.tables.discard(table)
 
+    async def money(self, player: str) -> tuple[int, int]:
+        """``(balance, available)`` as the store has them: ``available`` is the player's
+        money on no table, ``balance`` adds the chips they placed at every table."""
+        tables = [line["table"] for line in await self.lobby.tables()]
+        return await self.store.player_money(player, tables)
+
     async def _stored_events(self, table: str, seq: int) -> list[Event] | None:
         found = await self.store.events_after(table, seq)
         return None if found is None else [Event.from_dict(e) for e in found]

@@ -20,8 +20,9 @@ from server.protocol.errors import ProtocolError, Refused
 from server.protocol.records import ReplyRecord
 from server.store.base import StoreError
 from server.table import TableOptions
-from server.table.events import Event, view_event
+from server.table.events import Event
 from server.table.options import OptionsError
+from server.table.views import view_event
 
 from .hub import Subscriber, envelope
 from .text import clean_text

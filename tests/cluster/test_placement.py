@@ -75,7 +75,8 @@ async def test_three_processes_share_thirty_tables_and_survive_a_kill(make_clust
 
     # The processes started one after the other: the later ones take their share.
     await settle(lambda: len(cluster.owners()) == 30 and len(counts()) == 3)
-    await settle(lambda: all(8 <= c <= 12 for c in counts().values()), timeout=LEASE * 4)
+    # ... until placement is at rest: at most its fair share each, 10 (the issue: 8-12).
+    await settle(lambda: sorted(counts().values()) == [10, 10, 10], timeout=LEASE * 4)
     names = {cluster.node_name(node): node for node in cluster.nodes}
     owners = cluster.owners()
     assert set(owners.values()) == set(names)

@@ -42,7 +42,16 @@ from .client import (
 )
 from .game import PROMPTS, CoupLog, Game, StylePolicy
 from .launch import ROOT, Process, ServerProcess, refused_port
-from .oracle import BALANCE_KEYS, CARD, baccarat, card_points, expected_payout, total, walk
+from .oracle import (
+    BALANCE_KEYS,
+    CARD,
+    baccarat,
+    card_points,
+    expected_payout,
+    total,
+    walk,
+    without_actions,
+)
 from .tables import OTHER_SECRET, SECRET, server_toml, table_def, timers
 from .timing import TIMEOUT_FACTOR, scaled
 
@@ -80,4 +89,5 @@ __all__ = [
     "timers",
     "total",
     "walk",
+    "without_actions",
 ]

@@ -22,7 +22,7 @@ from .tables import SECRET, server_toml
 from .timing import scaled
 
 #: The lease (seconds) cluster tests run with: a lost process's tables move after this.
-LEASE = 1.5
+LEASE = 2.5
 
 
 class Cluster:

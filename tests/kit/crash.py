@@ -106,6 +106,7 @@ class Table:
         self.game = Game(TABLE, players, self.obs)
         # What is known of the current coup: (hand, index 1-3) -> card, seen or turned.
         self.known: dict[tuple[str, int], str] = {}
+        self.turners: dict[str, str | None] = {}  # the coup's turners, from "dealt"
 
     @classmethod
     async def seat(cls, url: str) -> Table:
@@ -178,7 +179,7 @@ class Table:
         for name in PLAYERS:
             await self[name].call("done", table=TABLE)
         closed = await self.wait_for("betting_closed")
-        self.known = {}
+        self.known, self.turners = {}, {}
         return str(closed["data"]["round_id"])
 
     def _note_cards(self, events: Iterable[dict[str, Any]]) -> None:
@@ -194,7 +195,12 @@ class Table:
         return [self.known[(hand, i)] for i in (1, 2, 3) if (hand, i) in self.known]
 
     def _final_stage(self, hand: str, third: bool) -> bool:
-        """Whether this stage's cards are the coup's last ones (the turner has seen them)."""
+        """Whether this stage's cards are the coup's last ones (the turner has seen them).
+        With the house holding the shoe (a restart during an offer: nobody there to
+        answer it, GAME_RULES §5) the croupier turns Banker at once: the Player stage is
+        the last a player turns."""
+        if self.turners.get("banker", "?") is None:
+            return hand == "player"
         if hand == "player" and not third:
             return False
         player, banker = self._hand("player"), self._hand("banker")
@@ -232,6 +238,8 @@ class Table:
             kind, data = event["kind"], event["data"]
             if kind == "settled":
                 return event
+            if kind == "dealt":
+                self.turners = dict(data["turners"])
             if kind != "turn":
                 continue
             turner, hand = self[data["turner"]], data["hand"]
@@ -297,15 +305,17 @@ async def check_money(path: Path, *, settled_all: bool = True) -> dict[str, Any]
         funded = sum(e.amount for e in entries if e.src == "cashier")
         players = sum(v for a, v in balances.items() if a.startswith("player:"))
         held = sum(v for a, v in balances.items() if a.startswith("held:"))
+        staked = sum(v for a, v in balances.items() if a.startswith("stake:"))
         house = balances.get("house", 0)
-        assert players + house + held == funded == FUNDS * len(PLAYERS), (
+        assert players + house + held + staked == funded == FUNDS * len(PLAYERS), (
             players,
             house,
             held,
+            staked,
             funded,
         )
         if settled_all:
-            assert held == 0, balances
+            assert held == 0 and staked == 0, balances
         # Every bet of every recorded round: one hold, one outcome, a win when it won.
         by_round: dict[str, list[Any]] = {}
         for e in entries:
@@ -326,8 +336,19 @@ async def check_money(path: Path, *, settled_all: bool = True) -> dict[str, Any]
                     expected[(f"{key}:return", bet["stake"])] += 1
                     if bet["win"]:
                         expected[(f"{key}:win", bet["win"])] += 1
-            got = Counter((e.key, e.amount) for e in by_round.get(rid, []))
+            entries_of = by_round.get(rid, [])
+            got = Counter((e.key, e.amount) for e in entries_of if e.kind not in STAKE_KINDS)
             assert got == expected, (rid, got, expected)
+            # Chips placed moved player -> stake, removed ones back, and every chip left
+            # on the felt was held: per player, staked less unstaked is what was held.
+            for name in {e.key.split(":")[1] for e in entries_of if e.kind in STAKE_KINDS}:
+                moved = sum(
+                    e.amount if e.kind == "stake" else -e.amount
+                    for e in entries_of
+                    if e.kind in STAKE_KINDS and e.key.split(":")[1] == name
+                )
+                held_stakes = sum(x["stake"] for x in record["bets"] if x["player"] == name)
+                assert moved == held_stakes, (rid, name, moved, held_stakes)
             for name, b in record["balances"].items():
                 net = sum(x["returned"] - x["stake"] for x in record["bets"] if x["player"] == name)
                 assert b["after"] - b["before"] == net, (rid, name, b, net)
@@ -337,6 +358,9 @@ async def check_money(path: Path, *, settled_all: bool = True) -> dict[str, Any]
         return {"rounds": rounds, "balances": balances, "audit": audit}
     finally:
         await store.close()
+
+
+STAKE_KINDS = ("stake", "unstake")  # placing and removing chips (the table's stakes)
 
 
 def record_cards(record: dict[str, Any]) -> dict[str, list[str]]:

@@ -13,7 +13,7 @@ checks nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 CARD = re.compile(r"[A2-9TJQK][shdc]")
@@ -79,6 +79,11 @@ def expected_payout(area: str, stake: int, player: list[str], banker: list[str])
     if area == "banker_pair":
         return (12 * stake if banker[0][0] == banker[1][0] else 0), 0
     raise AssertionError(f"no oracle for {area}")
+
+
+def without_actions(data: Mapping[str, Any]) -> dict[str, Any]:
+    """An event's data less the ``actions`` overlay a seated player's copy may carry."""
+    return {k: v for k, v in data.items() if k != "actions"}
 
 
 def walk(value: Any, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], Any]]:

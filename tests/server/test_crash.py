@@ -96,7 +96,7 @@ async def test_kill_during_betting_keeps_the_chips_and_deals_the_stored_shoe(
             "bob": True,
             "carol": False,
         }
-    # The restarted wallet reserves the placed chips again (not yet held in the ledger).
+    # The placed chips are the table's stakes in the ledger: the restart keeps them.
     for name in PLAYERS:
         wallet = await table[name].call("balance")
         assert wallet["balance"] == FUNDS
@@ -195,7 +195,11 @@ async def test_kill_at_settlement_is_all_or_nothing(server: ServerProcess) -> No
             if delay > 0:
                 time.sleep(delay)  # not asyncio: nothing more is read before the kill
             elif delay < 0:
-                await table.wait_for("settled")
+                # With the house holding, a Player third card may still follow: toss it.
+                while (event := await table.next_event())["kind"] != "settled":
+                    if event["kind"] == "turn":
+                        turn = event["data"]
+                        await table[turn["turner"]].call("toss", table=TABLE, hand=turn["hand"])
                 await asyncio.sleep(-delay)
             server.kill()
 
@@ -207,7 +211,7 @@ async def test_kill_at_settlement_is_all_or_nothing(server: ServerProcess) -> No
         )
         seen = table.max_seq
         seen_by = {name: max_seq(p) for name, p in table.players.items()}
-        known = dict(table.known)
+        known, turners = dict(table.known), dict(table.turners)
         await table.close()
 
         state = await table_state(server.db)
@@ -241,7 +245,11 @@ async def test_kill_at_settlement_is_all_or_nothing(server: ServerProcess) -> No
         else:
             assert snap["coup"] is None and snap["last_result"]["round_id"] == rid
         final = record_cards(record)
-        assert final == stored
+        # The restarted table went on with the same cards (with the house holding, the
+        # croupier may have dealt a third card after the last card a player turned).
+        assert {h: final[h][: len(cards)] for h, cards in stored.items()} == stored
+        if turners.get("banker", "?") is not None:
+            assert final == stored
         outcomes[-1] += "/" + await check_resume(server.url, "carol", seen_by["carol"])
         rounds.append((rid, final))
     await table.close()

@@ -34,10 +34,10 @@ class Outage:
                 raise StoreError("disk full (simulated)")
             return await real_commit(**kwargs)
 
-        async def ensure_player(*args: Any) -> Any:
+        async def ensure_player(*args: Any, **kwargs: Any) -> Any:
             if self.on:
                 raise StoreError("disk full (simulated)")
-            return await real_ensure(*args)
+            return await real_ensure(*args, **kwargs)
 
         monkeypatch.setattr(store, "commit", commit)
         monkeypatch.setattr(store, "ensure_player", ensure_player)

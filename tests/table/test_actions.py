@@ -1,0 +1,287 @@
+"""``you.actions``: what each player may do now, with its bounds, straight from the table.
+
+For random reachable states (the property machine of test_properties.py: random
+players sending random legal and illegal commands, timers, restores), after every step:
+
+- every action listed is accepted by ``Table.can``, and every bound is tight: the
+  bound is accepted, one past it is refused;
+- every wire command not listed is refused;
+- every tracked player's last actions received (the private ``actions`` overlay on a
+  step's last event, or their snapshot) are their actions now, and a spectator's sit
+  choices are the ``free_seats`` of the last ``sat``/``stood``;
+- what an event carries is its own: emptying every container of every event of a step
+  changes nothing in the table.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import test_properties as tp
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import invariant
+from table_helpers import BANKER_WIN, TableHarness, stack
+
+from server.engine.payouts import AREAS
+from server.table import Table
+from server.table import commands as c
+from server.table.rules import WIRE_COMMANDS
+from server.table.views import view as snapshot
+
+SIMPLE = {
+    "stand": c.Stand,
+    "leave": c.Leave,
+    "accept_shoe": c.AcceptShoe,
+    "decline_shoe": c.DeclineShoe,
+    "pass_shoe": c.PassShoe,
+    "clear_bets": c.ClearBets,
+    "same_bet": c.SameBet,
+    "done": c.Done,
+}
+
+
+def check_actions(t: Table, pid: str) -> dict[str, Any]:
+    """Hold ``t.actions(pid)`` to what ``t.can`` says, bound by bound."""
+    acts = t.actions(pid)
+    assert set(acts) <= set(WIRE_COMMANDS), acts
+
+    def ok(cmd: c.Command) -> None:
+        assert t.can(cmd), (pid, cmd, acts)
+
+    def no(cmd: c.Command) -> None:
+        assert not t.can(cmd), (pid, cmd, acts)
+
+    seats = acts.get("sit", {}).get("seats", [])
+    assert ("sit" in acts) == bool(seats)
+    for seat in range(1, t.options.seats + 2):
+        (ok if seat in seats else no)(c.Sit(player=pid, seat=seat))
+    (ok if seats else no)(c.Sit(player=pid))
+    for name, cls in SIMPLE.items():
+        (ok if name in acts else no)(cls(player=pid))
+    if "same_bet" in acts:
+        assert acts["same_bet"]["bets"] == t.same_bets(t.players[pid])
+    if "cut" in acts:
+        low, high = acts["cut"]["min"], acts["cut"]["max"]
+        ok(c.Cut(player=pid, position=low))
+        ok(c.Cut(player=pid, position=high))
+        no(c.Cut(player=pid, position=low - 1))
+        no(c.Cut(player=pid, position=high + 1))
+    else:
+        for position in (10, 100, 200, 302):
+            no(c.Cut(player=pid, position=position))
+    lim = t.options.limits
+    bets = acts.get("bet", {}).get("areas", {})
+    removes = acts.get("remove_bet", {}).get("areas", {})
+    for area in AREAS:
+        if area in bets:
+            low, high = bets[area]["min"], bets[area]["max"]
+            assert 1 <= low <= high
+            ok(c.PlaceBet(player=pid, area=area, amount=low))
+            ok(c.PlaceBet(player=pid, area=area, amount=high))
+            if low > 1:
+                no(c.PlaceBet(player=pid, area=area, amount=low - 1))
+            no(c.PlaceBet(player=pid, area=area, amount=high + 1))
+        else:
+            for amount in {1, lim.min, lim.max, 10**7}:
+                no(c.PlaceBet(player=pid, area=area, amount=amount))
+        if area in removes:
+            have, partial = removes[area]["have"], removes[area]["max_partial"]
+            ok(c.RemoveBet(player=pid, area=area))
+            ok(c.RemoveBet(player=pid, area=area, amount=have))
+            no(c.RemoveBet(player=pid, area=area, amount=have + 1))
+            if partial:
+                ok(c.RemoveBet(player=pid, area=area, amount=partial))
+            if partial + 1 < have:
+                no(c.RemoveBet(player=pid, area=area, amount=partial + 1))
+        else:
+            no(c.RemoveBet(player=pid, area=area))
+            no(c.RemoveBet(player=pid, area=area, amount=1))
+    for hand in c.HANDS:
+        for style in c.STYLES:
+            allowed = acts.get("squeeze", {}).get("hand") == hand
+            if allowed:
+                assert style in acts["squeeze"]["styles"]
+            (ok if allowed else no)(c.Squeeze(player=pid, hand=hand, style=style))
+        (ok if acts.get("toss", {}).get("hand") == hand else no)(c.Toss(player=pid, hand=hand))
+        for card in (1, 2, 3):
+            turn = acts.get("turn", {})
+            listed = turn.get("hand") == hand and card in turn["cards"]
+            (ok if listed else no)(c.TurnCard(player=pid, hand=hand, card=card))
+            prog = acts.get("progress", {})
+            listed = prog.get("hand") == hand and card in prog["cards"]
+            for percent in (0, 100):
+                cmd = c.Progress(player=pid, hand=hand, card=card, percent=percent)
+                (ok if listed else no)(cmd)
+    return acts
+
+
+def empty_out(value: Any) -> None:
+    """Clear every dict and list inside ``value`` (an event's data), in place."""
+    if isinstance(value, dict):
+        for v in list(value.values()):
+            empty_out(v)
+        value.clear()
+    elif isinstance(value, list):
+        for v in value:
+            empty_out(v)
+        value.clear()
+
+
+class ActionsMachine(tp.TableMachine):
+    """The property machine, plus a client's-eye view of everyone's actions."""
+
+    def check_events(self, events, seed_before):  # type: ignore[no-untyped-def]
+        super().check_events(events, seed_before)
+        if not hasattr(self, "known"):
+            self.known: dict[str, dict[str, Any]] = {}
+            self.free_seats = list(range(1, self.options.seats + 1))
+        for e in events:
+            for pid, part in (e.private or {}).items():
+                if "actions" in part:
+                    assert e is events[-1], f"actions on {e.kind}, not the step's last event"
+                    self.known[pid] = copy.deepcopy(part["actions"])
+            if e.kind in ("sat", "stood"):
+                self.free_seats = list(e.data["free_seats"])
+        # An event's data is its own: emptying it changes nothing in the table.
+        before = self.table.to_state()
+        for e in copy.copy(events):
+            empty_out(e.data)
+            empty_out(e.private or {})
+        assert self.table.to_state() == before, "an event shared data with the table"
+
+    @invariant()
+    def actions_are_what_the_table_takes(self):
+        t = self.table
+        for pid in [*t.players, tp.STRANGER]:
+            acts = check_actions(t, pid)
+            p = t.players.get(pid)
+            if p is None:
+                assert acts == {}
+                continue
+            if p.seat is not None and hasattr(self, "known"):
+                # kept current by the overlays, without re-deriving a rule
+                assert self.known.get(pid) == acts, (pid, self.known.get(pid), acts)
+            if p.seat is None and "sit" in acts and hasattr(self, "known"):
+                assert acts["sit"]["seats"] == self.free_seats
+            assert snapshot(t, pid)["you"]["actions"] == acts
+
+
+ActionsMachine.TestCase.settings = settings(
+    max_examples=15,
+    stateful_step_count=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+TestActionsProperties = ActionsMachine.TestCase
+
+
+# ---------------------------------------------------------------------- examples
+def test_a_betting_players_actions_with_their_bounds() -> None:
+    """The documented shape (docs/protocol.md "you.actions"), on a real example."""
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN), holder="ann")
+    h.bet("bob", "player", 500)
+    h.bet("bob", "tie", 100)
+    acts = check_actions(h.table, "bob")
+    assert acts == {
+        "stand": {},
+        "leave": {},
+        "bet": {
+            "areas": {
+                "player": {"min": 1, "max": 9_500},
+                "banker": {"min": 100, "max": 10_000},
+                "tie": {"min": 1, "max": 1_400},
+                "player_pair": {"min": 100, "max": 1_500},
+                "banker_pair": {"min": 100, "max": 1_500},
+            }
+        },
+        "remove_bet": {
+            "areas": {
+                "player": {"have": 500, "max_partial": 400},
+                "tie": {"have": 100, "max_partial": 0},
+            }
+        },
+        "clear_bets": {},
+        "done": {},
+    }
+    assert h.last[-1].private["bob"]["actions"] == acts  # sent with the bet
+
+
+def test_funds_cap_the_bet_bounds() -> None:
+    h = TableHarness()
+    h.setup({"ann": 1}, stack(BANKER_WIN), holder="ann")
+    h.join("bob", funds=350)
+    h.sit("bob", 2)
+    acts = check_actions(h.table, "bob")
+    assert acts["bet"]["areas"]["player"] == {"min": 100, "max": 350}
+    h.bet("bob", "player", 300)
+    acts = check_actions(h.table, "bob")
+    assert acts["bet"]["areas"] == {"player": {"min": 1, "max": 50}}  # 50 left: only topping up
+
+
+def test_a_spectator_sees_free_seats_and_the_holder_can_pass_after_a_coup() -> None:
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN, BANKER_WIN), holder="ann")
+    h.join("spec")
+    spec = check_actions(h.table, "spec")
+    assert spec == {"sit": {"seats": list(range(3, 15))}, "leave": {}}
+    assert "pass_shoe" not in check_actions(h.table, "ann")
+    h.play_coup({"bob": {"banker": 100}})
+    assert "pass_shoe" in check_actions(h.table, "ann")
+    evs = h.sit("spec", 3)
+    assert h.one("sat", evs).data["free_seats"] == list(range(4, 15))
+    assert h.one("sat", evs).private["spec"]["actions"]["stand"] == {}
+
+
+def test_turn_actions_follow_the_squeeze() -> None:
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN), holder="ann")
+    h.bet("bob", "player", 500)
+    h.done_all()
+    acts = check_actions(h.table, "bob")
+    assert acts == {
+        "squeeze": {"hand": "player", "styles": ["peek", "side", "quick"]},
+        "toss": {"hand": "player"},
+    }
+    evs = h.do(c.Squeeze(player="bob", hand="player", style="side"))
+    assert (
+        evs[-1].private["bob"]["actions"]
+        == check_actions(h.table, "bob")
+        == {
+            "turn": {"hand": "player", "cards": [1, 2]},
+            "progress": {"hand": "player", "cards": [1, 2]},
+            "toss": {"hand": "player"},
+        }
+    )
+    evs = h.do(c.TurnCard(player="bob", hand="player", card=2))
+    assert evs[-1].private["bob"]["actions"]["turn"] == {"hand": "player", "cards": [1]}
+    assert check_actions(h.table, "ann") == {}  # the holder waits for the Banker hand
+
+
+def test_draining_takes_bets_away_and_tells_the_table() -> None:
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN), holder="ann")
+    h.play_coup({"bob": {"player": 500}})
+    h.bet("bob", "tie", 100)
+    evs = h.do(c.SetDraining(on=True))
+    assert h.one("draining", evs).data == {"on": True}
+    acts = check_actions(h.table, "bob")
+    assert "bet" not in acts and "same_bet" not in acts and "remove_bet" in acts
+    assert evs[-1].private["bob"]["actions"] == acts
+    h.refuse(c.PlaceBet(player="bob", area="player", amount=100), "draining")
+    h.refuse(c.SameBet(player="bob"), "draining")
+    assert h.do(c.SetDraining(on=True)) == [] and h.step.duplicate  # already draining
+
+
+class LongActionsMachine(ActionsMachine):
+    """Longer runs: shoes end and restart, restores happen mid-coup."""
+
+
+LongActionsMachine.TestCase.settings = settings(
+    max_examples=5,
+    stateful_step_count=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+TestActionsPropertiesLong = LongActionsMachine.TestCase
