@@ -132,9 +132,9 @@ class RedisBus:
         self._closing = True
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if self._tasks:
+            # A cancellation swallowed inside a Redis call must not hang the shutdown.
+            await asyncio.wait(self._tasks, timeout=3.0)
         self._tasks = []
         if self._redis is not None:
             await self._redis.aclose()
@@ -263,7 +263,7 @@ class RedisBus:
 
     async def _write(self) -> None:
         """Publish the outbox in order; relay commands to their tables' owners."""
-        while True:
+        while not self._closing:
             item = await self._outbox.get()
             try:
                 if isinstance(item, CommandRecord):
@@ -303,7 +303,7 @@ class RedisBus:
         """Read every message in the order Redis delivers it; reconnect and catch up."""
         delay = RECONNECT_FIRST
         first = True
-        while True:
+        while not self._closing:
             pubsub = None
             try:
                 assert self._redis is not None
@@ -319,7 +319,7 @@ class RedisBus:
                 first = False
                 delay = RECONNECT_FIRST
                 self.connected.set()
-                while True:
+                while not self._closing:
                     message = await pubsub.get_message(timeout=1.0)
                     if message is not None:
                         await self._handle(message)

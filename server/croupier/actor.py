@@ -150,6 +150,9 @@ class TableActor:
         self._task: asyncio.Task[None] | None = None
         self._odds: tuple[tuple[int, int], dict[str, Any] | None] | None = None
         self._background: set[asyncio.Task[None]] = set()
+        #: The gateways through which each player watches this table (from their joins;
+        #: not stored: after a takeover the gateways join their players again).
+        self.watchers: dict[str, set[str]] = {}
 
     @property
     def table_id(self) -> str:
@@ -212,6 +215,15 @@ class TableActor:
         self._task = asyncio.create_task(self.run(), name=f"table-{self.table_id}")
         return self._task
 
+    def gateways_gone(self, alive: set[str]) -> None:
+        """Processes left the cluster: whoever watched only through them is gone."""
+        for player, gateways in list(self.watchers.items()):
+            if gateways and not gateways & alive:
+                del self.watchers[player]
+                if player in self.table.players:
+                    with contextlib.suppress(Busy):
+                        self.submit_command(c.Disconnect(player=player))
+
     def abandon(self) -> None:
         """Stop at once, without another step or write (this process lost the table)."""
         self.lost = True
@@ -257,10 +269,21 @@ class TableActor:
         if cls is not None:
             return cls(player=player, id=rid, **record.fields)
         if kind == "join":
+            if record.reply_to is not None:
+                self.watchers.setdefault(player, set()).add(record.reply_to.gateway)
             return c.Join(player=player, name=str(record.fields.get("name") or ""), rejoin=True)
         if kind == "leave":
+            self.watchers.pop(player, None)
             return c.Leave(player=player, id=rid)
-        if kind == "disconnect":  # the table decides: a seat is held, a spectator leaves
+        if kind == "disconnect":
+            # The player's last connection at that gateway went away: gone from the table
+            # only when no other gateway still has them (the table decides what that
+            # means: a seat is held for the grace period, a spectator leaves).
+            gateways = self.watchers.get(player, set())
+            gateways.discard(str(record.fields.get("gateway", "")))
+            if gateways:
+                return None
+            self.watchers.pop(player, None)
             return c.Disconnect(player=player) if player in self.table.players else None
         if kind == "close":
             return c.CloseTable()

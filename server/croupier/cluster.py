@@ -37,7 +37,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -159,6 +159,28 @@ class Leases:
         leaving = {_text(n) for n in results[-1]}
         return sorted(live - leaving)
 
+    async def alive(self) -> list[str]:
+        """Every process whose heartbeat has not expired (draining ones included: they
+        still serve their clients until they close them)."""
+        now_ms = int(time.time() * 1000)
+        found = await self.redis.zrangebyscore(f"{PREFIX}:nodes", now_ms, "+inf")
+        return sorted(_text(n) for n in found if isinstance(n, bytes | str))
+
+    @contextlib.asynccontextmanager
+    async def lock(self, name: str) -> AsyncIterator[None]:
+        """A short cluster-wide lock (``SET NX PX``, deleted only by its holder): for
+        work two processes must not do at once, such as defining the configured tables
+        when several start together."""
+        key, token = f"{PREFIX}:lock:{name}", f"{self.node}:{time.monotonic_ns()}"
+        async with asyncio.timeout(self.ttl * 4):
+            while not await self.redis.set(key, token, nx=True, px=self.ttl_ms):
+                await asyncio.sleep(0.05)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(RedisError):
+                await self.redis.eval(_RELEASE, 1, key, token)
+
     async def leave(self) -> None:
         """Drop out of the member list at once (a clean stop)."""
         with contextlib.suppress(RedisError):
@@ -258,13 +280,17 @@ class Rebalancer:
         self.members: list[str] = []
         self._wake = asyncio.Event()
         self.changes = 0  # tables taken or given up (for /metrics)
+        #: Hears the live processes (draining ones too) when a member left.
+        self.on_members: Callable[[set[str]], None] | None = None
 
     def poke(self) -> None:
         """Look again now (a notice: tables created or closed, a member left)."""
         self._wake.set()
 
+    stopping = False
+
     async def run(self) -> None:
-        while True:
+        while not self.stopping:
             try:
                 await self.step()
             except asyncio.CancelledError:
@@ -295,7 +321,10 @@ class Rebalancer:
             log.warning("table %s: lease lost; stopping here", table, extra={"table": table})
             await self.disown(table, "lease lost")
             self.changes += 1
+        before = set(self.members)
         self.members = await self.leases.heartbeat(draining=self.draining)
+        if before - set(self.members) and self.on_members is not None:
+            self.on_members(set(await self.leases.alive()))
         tables = await self.tables()
         current = await self.leases.owners(tables)
         placed = placement(tables, self.members, current)

@@ -42,6 +42,8 @@ StepHook = Callable[[TableActor, c.Command, list[Event]], None]
 
 #: How long the list of open tables is trusted before placement reads it again.
 TABLE_LIST_FRESH = 2.0
+#: How long stopping waits for a background loop before leaving it behind.
+STOP_WAIT = 3.0
 
 
 class Croupier:
@@ -81,13 +83,16 @@ class Croupier:
     async def start(self, definitions: tuple[dict[str, Any], ...]) -> None:
         """Add the configured tables the store does not have yet, then start the tables
         this process owns: all of them alone, the ones placed here in a cluster."""
-        rows = {row.table_id: row for row in await self.store.load_tables()}
-        for definition in definitions:
-            tid = str(definition["id"])
-            if tid not in rows:
-                epoch = await self.store.claim_table(tid)
-                rows[tid] = TableRow(tid, dict(definition), None, 0, False, epoch)
-                await self.store.save_table(rows[tid])
+        async with contextlib.AsyncExitStack() as stack:
+            if self.cluster is not None:  # processes starting together define them once
+                await stack.enter_async_context(self.cluster.lock("define-tables"))
+            rows = {row.table_id: row for row in await self.store.load_tables()}
+            for definition in definitions:
+                tid = str(definition["id"])
+                if tid not in rows:
+                    epoch = await self.store.claim_table(tid)
+                    rows[tid] = TableRow(tid, dict(definition), None, 0, False, epoch)
+                    await self.store.save_table(rows[tid])
         if self.cluster is None:
             for row in rows.values():
                 await self._start_table(row)
@@ -100,6 +105,7 @@ class Croupier:
             own=self._own,
             disown=self._disown,
         )
+        self.rebalancer.on_members = self._members_left
         await self.rebalancer.step()  # take what is placed here before serving anyone
         self._task = asyncio.create_task(self.rebalancer.run(), name="rebalancer")
 
@@ -126,6 +132,11 @@ class Croupier:
         control = getattr(self.bus, "control", None)
         if control is not None:
             control(notice)
+
+    def _members_left(self, alive: set[str]) -> None:
+        """Processes left the cluster: their clients are gone from the tables here."""
+        for actor in self.actors.values():
+            actor.gateways_gone(alive)
 
     async def _open_tables(self) -> list[str]:
         """The open tables' ids (cached for a moment; notices refresh them)."""
@@ -243,9 +254,11 @@ class Croupier:
 
     async def stop(self) -> None:
         if self._task is not None:
+            assert self.rebalancer is not None
+            self.rebalancer.stopping = True
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # A cancellation swallowed inside a Redis call must not hang the shutdown.
+            await asyncio.wait({self._task}, timeout=STOP_WAIT)
         for tid, actor in list(self.actors.items()):
             self.bus.unserve(tid)
             await actor.stop()

@@ -123,7 +123,7 @@ class ChemmyServer:
         if leases is not None:
             shared = SharedLobby(leases)
             self.lobby = shared
-            self.croupier.on_notice = lambda notice: shared.stale()
+            self.croupier.on_notice = lambda notice: self._notice(notice, shared)
         self.auth = Authenticator.from_config(config)
         self.draining = False
         self.sessions: dict[int, Session] = {}
@@ -270,7 +270,7 @@ class ChemmyServer:
             if session.identity is None or self.hub.watching(tid, session.player):
                 continue
             with contextlib.suppress(ChemmyError):
-                self.relay(session, tid, "disconnect")
+                self.relay(session, tid, "disconnect", fields={"gateway": self.bus.node})
 
     def send(self, session: Session, message: dict[str, Any]) -> None:
         send_now(session.conn, encode(message, session.fmt))
@@ -332,6 +332,22 @@ class ChemmyServer:
     def watch_table(self, table: str) -> None:
         """Feed ``table``'s events to this gateway's fan-out."""
         self.bus.subscribe(table, self.hub.publish)
+
+    def _notice(self, notice: dict[str, Any], lobby: SharedLobby) -> None:
+        """A cluster notice: the lobby may have changed; and when a table has a new
+        owner (a failover or a handover), this gateway's players join it again, so the
+        new owner (which started as after a restart: everyone disconnected) knows they
+        are here."""
+        lobby.stale()
+        if notice.get("kind") != "owner":
+            return
+        table = str(notice.get("table"))
+        for session in list(self.sessions.values()):
+            if table in session.tables and session.identity is not None:
+                with contextlib.suppress(ChemmyError):
+                    self.relay(
+                        session, table, "join", None, {"name": session.identity.name}, _ignore
+                    )
 
     def forget_table(self, table: str) -> None:
         """A table closed: nobody here watches it any more, and its log is gone (a new
@@ -467,3 +483,7 @@ def _origins(origins: Iterable[str]) -> Any:
     no Origin header (the CLI, bots) is not a browser and is admitted (``None``)."""
     allowed: list[str | None] = list(origins)
     return [*allowed, None] if allowed else None
+
+
+def _ignore(reply: ReplyRecord) -> None:
+    """A reply nobody waits for (a join made again after a table moved)."""

@@ -132,6 +132,7 @@ async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[st
         server.hub.subscribe(tid, Subscriber(session.conn, player, session.fmt), after=seq)
 
     assert session.identity is not None
+    server.watch_table(tid)  # this process fans the table's events out from now on
     server.relay(session, tid, "join", None, {"name": session.identity.name}, then)
 
 

@@ -207,6 +207,9 @@ class Game:
         else:
             raise AssertionError(f"round {rid} never settled")
         self._collect(log, start)
+        for client in self.players.values():  # each player's own copy (another process
+            await client.wait_seq(self.table, log.last_seq)  # may deliver it a moment later)
+        self._collect_private(log)
         self.log.append(log)
         return log
 
@@ -246,7 +249,9 @@ class Game:
                 log.payouts = list(data["payouts"])
                 log.last_seq = event["seq"]
                 break
+
+    def _collect_private(self, log: CoupLog) -> None:
         for pid, client in self.players.items():
             for event in client.events(self.table, "settled", start=0):
-                if event["data"]["round_id"] == rid:
+                if event["data"]["round_id"] == log.round_id:
                     log.private[pid] = event["data"]
