@@ -58,7 +58,7 @@ from server.engine.shoe import Shoe, ShoeError, check_cut, timeout_cut
 from . import commands as c
 from . import persistence, rules, settlement
 from .errors import TableError
-from .events import Event, Step, plain_copy
+from .events import EVENT_KINDS, Event, Step, plain_copy
 from .options import TableOptions
 from .state import BettingStep, CardSlot, CoupStage, CoupState, Offer, Phase, PlayerState
 from .wallet import Wallet, held_account, player_account, stake_account
@@ -381,6 +381,7 @@ class Table:
         builds them fresh and copies any container of the table's state it puts in
         them, so changing an event can never change the table (tests/table check it
         after every step)."""
+        assert kind in EVENT_KINDS, kind  # a new kind is documented first
         self.seq += 1
         self._events.append(Event(self.seq, kind, data, private or None))
 
