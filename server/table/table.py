@@ -24,14 +24,21 @@ Rules of this file:
 
 The phases (:class:`~server.table.state.Phase`) and the flow between them::
 
-    SHUFFLE --StartShoe--> WAITING <--(nobody seated / someone sits)--> SHOE_OFFER
-                              SHOE_OFFER --accept / all declined--> CUT (a new shoe)
-                                                                 or BETTING (between coups)
-    CUT --cut (or timeout), burn--> BETTING --close (everyone DONE, or the timer)--> TURN
-    TURN --settled--> BETTING (next coup) | SHOE_OFFER (the shoe passes) | SHUFFLE (shoe over)
+    SHUFFLE --StartShoe--> SHOE_OFFER (no holder) | CUT (the holder keeps the shoe)
+                           | WAITING (nobody seated)
+    WAITING --someone sits--> SHOE_OFFER | CUT | BETTING (where it left off)
+    SHOE_OFFER --accepted, or every seated player declined (the house holds)-->
+                           CUT (a new shoe) | BETTING (between coups)
+    CUT --cut, or the croupier's on timeout; the burn--> BETTING
+    BETTING --everyone DONE with a bet, or the timer with a bet--> TURN
+    BETTING --the holder passes, stands up or leaves--> SHOE_OFFER
+    TURN --settled--> BETTING (next coup) | SHOE_OFFER (the shoe passes)
+                      | SHUFFLE (the shoe is over: seed revealed)
+    SHOE_OFFER | CUT | BETTING --the last seated player goes--> WAITING
     any phase --CloseTable--> CLOSED
 
-Within BETTING (:class:`~server.table.state.BettingStep`): OPEN, the timer running, or
+(A stacked shoe has no cut and no burn.) Within BETTING
+(:class:`~server.table.state.BettingStep`): OPEN, the timer running, or
 WAITING_FOR_BET, no deadline until a first bet (§7). Within TURN, each coup stage
 (:class:`~server.table.state.CoupStage`: PLAYER, BANKER, PLAYER_THIRD, BANKER_THIRD)
 has two moments (:class:`~server.table.state.TurnStep`): CHOOSE (TOSS or pick a
