@@ -232,14 +232,14 @@ def main() -> None:
     )
     rows.append(
         (
-            "table.view(viewer), betting, 14 players' chips",
+            "views.view(table, viewer), betting, 14 players' chips",
             f"{n_snap / t_view_betting:,.0f} views/s",
             f"{t_view_betting / n_snap * 1e6:.1f} us per view; {base_s / (n_snap / t_view_betting):.1f} baseline coups per view",
         )
     )
     rows.append(
         (
-            "table.view(viewer), cards dealt, a turner to act",
+            "views.view(table, viewer), cards dealt, a turner to act",
             f"{n_snap / t_view_turn:,.0f} views/s",
             f"{t_view_turn / n_snap * 1e6:.1f} us per view",
         )
@@ -270,7 +270,7 @@ def write_section(table: str, n_coups: int, shoes: int, n_events: int) -> None:
             "in-memory wallet (no timers run: the bots act at once). The baseline is "
             "`resolve_coup` alone on the same coups' cards, in the same process. The viewer "
             f"figures fan {n_events:,} events of 300 coups out to 15 viewers with `view_event`, "
-            "and take `table.view(viewer)` snapshots for the same 15 viewers. Rates are the "
+            "and take `views.view(table, viewer)` snapshots (with `you.actions`) for the same 15 viewers. Rates are the "
             f"best of {REPEATS} runs.",
             "",
             table,

@@ -1,29 +1,47 @@
 """The shared table: a pure state machine over the engine (GAME_RULES §3-§8).
 
-Commands in, events out, time passed in as ``now``. Never any I/O, clock or global
-random here: the server (``server.croupier``) feeds it and delivers what it returns.
+Commands in, a :class:`Step` (events and what the shell needs to know) out, time passed
+in as ``now``. Never any I/O, clock or global random here: the server
+(``server.croupier``) feeds it and delivers what it returns.
+
+The modules, one seam each:
+
+- :mod:`.commands`: the commands, each checking its own shape;
+- :mod:`.rules`: which commands each phase takes, and each player's ``actions``;
+- :mod:`.table`: the machine (``handle``, each command's check and do, ``_advance``);
+- :mod:`.state`: the records it is made of (phases, players, the coup, the offer);
+- :mod:`.settlement`: paying a coup, and the round and shoe records;
+- :mod:`.persistence`: the state as plain data, and back;
+- :mod:`.views`: what each viewer may see (the one place that decides it);
+- :mod:`.events`, :mod:`.options`, :mod:`.wallet`, :mod:`.errors`.
 """
 
-from . import commands
+from . import commands, rules, views
 from .errors import TableError
-from .events import Event
+from .events import Event, Step
 from .options import TIERS, Limits, OptionsError, TableOptions, Timers
 from .table import Phase, Table
 from .views import view_event
-from .wallet import MemoryWallet, Wallet
+from .wallet import DuplicateEntry, InsufficientFunds, MemoryWallet, Wallet, stake_account
 
 __all__ = [
     "TIERS",
+    "DuplicateEntry",
     "Event",
+    "InsufficientFunds",
     "Limits",
     "MemoryWallet",
     "OptionsError",
     "Phase",
+    "Step",
     "Table",
     "TableError",
     "TableOptions",
     "Timers",
     "Wallet",
     "commands",
+    "rules",
+    "stake_account",
     "view_event",
+    "views",
 ]

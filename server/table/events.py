@@ -18,7 +18,50 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Event", "Step", "plain_copy"]
+__all__ = ["EVENT_KINDS", "Event", "Step", "plain_copy"]
+
+#: Every kind of event a table emits (docs/protocol.md §8 documents each).
+EVENT_KINDS: frozenset[str] = frozenset(
+    {
+        # the shoe
+        "shoe_started",
+        "shoe_offered",
+        "shoe_accepted",
+        "shoe_declined",
+        "shoe_held_by_house",
+        "shoe_passed",
+        "cut_offered",
+        "shoe_cut",
+        "burned",
+        "stop_card",
+        "shoe_ended",
+        # players
+        "sat",
+        "stood",
+        "disconnected",
+        "reconnected",
+        "waiting",
+        # betting
+        "betting_opened",
+        "bets",
+        "done",
+        "betting_waiting",
+        "betting_timer",
+        "betting_closed",
+        # the coup
+        "dealt",
+        "turn",
+        "squeeze",
+        "progress",
+        "card",
+        "third_card",
+        "result",
+        "settled",
+        # the table
+        "draining",
+        "closed",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ __all__ = [
     "TURN_STEPS",
     "WIRE_COMMANDS",
     "actions",
+    "actions_key",
 ]
 
 Commands = frozenset[type[c.Command]]
@@ -162,6 +163,38 @@ def actions(t: Table, pid: str) -> dict[str, Any]:
     elif phase is Phase.CUT and t.shoe is not None and t.cutter == pid:
         out["cut"] = {"min": MIN_CUT, "max": t.shoe.size - MIN_CUT}
     return out
+
+
+def actions_key(t: Table, p: Any) -> tuple[Any, ...]:
+    """Everything :func:`actions` of seated player ``p`` is made from: equal keys, equal
+    actions. The table compares keys to know whose actions changed in a step without
+    making them (tests/table/test_actions.py holds the two together: every seated
+    player's last actions received are always their actions now)."""
+    phase = t.phase
+    coup = t.coup
+    pid = p.id
+    in_play = coup is not None and (pid in coup.held or pid == coup.holder)
+    if phase is Phase.BETTING:
+        return (
+            "betting",
+            in_play,
+            t.draining,
+            pid == t.holder,
+            t.holder_coups > 0,
+            t.available(pid),
+            tuple(p.bets.items()),
+            tuple(p.last_bets.items()),
+        )
+    if phase is Phase.TURN and coup is not None:
+        hand = coup.stage_hand
+        if coup.turners[hand] != pid:
+            return ("turn", in_play)
+        return ("turn", in_play, hand, coup.style, tuple(coup.face_down()))
+    if phase is Phase.SHOE_OFFER:
+        return ("shoe_offer", in_play, t.offer is not None and t.offer.current == pid)
+    if phase is Phase.CUT:
+        return ("cut", in_play, t.cutter == pid, t.shoe.size if t.shoe is not None else 0)
+    return (phase.value, in_play)
 
 
 def _betting_actions(t: Table, p: Any, out: dict[str, Any]) -> None:

@@ -31,9 +31,13 @@ class Phase(StrEnum):
 
     ::
 
-        SHUFFLE --StartShoe--> WAITING (nobody seated) <--> SHOE_OFFER --> CUT --> BETTING
+        SHUFFLE --StartShoe--> SHOE_OFFER | CUT | WAITING (nobody seated)
+        SHOE_OFFER --> CUT (a new shoe) | BETTING;   CUT --> BETTING
         BETTING --close--> TURN --settled--> BETTING (next coup) | SHOE_OFFER | SHUFFLE
+        WAITING <--> the others (the last seated player goes / someone sits)
         any phase --CloseTable--> CLOSED
+
+    The whole flow is drawn in :mod:`server.table.table`'s docstring.
     """
 
     SHUFFLE = "shuffle"  # no shoe: waiting for the croupier's StartShoe

@@ -24,14 +24,21 @@ Rules of this file:
 
 The phases (:class:`~server.table.state.Phase`) and the flow between them::
 
-    SHUFFLE --StartShoe--> WAITING <--(nobody seated / someone sits)--> SHOE_OFFER
-                              SHOE_OFFER --accept / all declined--> CUT (a new shoe)
-                                                                 or BETTING (between coups)
-    CUT --cut (or timeout), burn--> BETTING --close (everyone DONE, or the timer)--> TURN
-    TURN --settled--> BETTING (next coup) | SHOE_OFFER (the shoe passes) | SHUFFLE (shoe over)
+    SHUFFLE --StartShoe--> SHOE_OFFER (no holder) | CUT (the holder keeps the shoe)
+                           | WAITING (nobody seated)
+    WAITING --someone sits--> SHOE_OFFER | CUT | BETTING (where it left off)
+    SHOE_OFFER --accepted, or every seated player declined (the house holds)-->
+                           CUT (a new shoe) | BETTING (between coups)
+    CUT --cut, or the croupier's on timeout; the burn--> BETTING
+    BETTING --everyone DONE with a bet, or the timer with a bet--> TURN
+    BETTING --the holder passes, stands up or leaves--> SHOE_OFFER
+    TURN --settled--> BETTING (next coup) | SHOE_OFFER (the shoe passes)
+                      | SHUFFLE (the shoe is over: seed revealed)
+    SHOE_OFFER | CUT | BETTING --the last seated player goes--> WAITING
     any phase --CloseTable--> CLOSED
 
-Within BETTING (:class:`~server.table.state.BettingStep`): OPEN, the timer running, or
+(A stacked shoe has no cut and no burn.) Within BETTING
+(:class:`~server.table.state.BettingStep`): OPEN, the timer running, or
 WAITING_FOR_BET, no deadline until a first bet (§7). Within TURN, each coup stage
 (:class:`~server.table.state.CoupStage`: PLAYER, BANKER, PLAYER_THIRD, BANKER_THIRD)
 has two moments (:class:`~server.table.state.TurnStep`): CHOOSE (TOSS or pick a
@@ -44,7 +51,6 @@ stages live in ``_advance_coup``. Settlement and records are in
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -58,7 +64,7 @@ from server.engine.shoe import Shoe, ShoeError, check_cut, timeout_cut
 from . import commands as c
 from . import persistence, rules, settlement
 from .errors import TableError
-from .events import Event, Step, plain_copy
+from .events import EVENT_KINDS, Event, Step, plain_copy
 from .options import TableOptions
 from .state import BettingStep, CardSlot, CoupStage, CoupState, Offer, Phase, PlayerState
 from .wallet import Wallet, held_account, player_account, stake_account
@@ -121,10 +127,10 @@ class Table:
         self.between_on_behalf: list[dict[str, Any]] = []
         # A digest of the actions last sent to each player the table keeps current
         # (the seated, and anyone with chips on the table): see _refresh_actions.
-        # (The digests are made when the state is taken: _sent_full holds the actions
-        # themselves, in memory only, and _undigested who sent new ones since.)
+        # (A digest of what the actions were made from, rules.actions_key. The keys are
+        # kept in memory; their digests are made when the state is taken.)
         self.sent_actions: dict[str, str] = {}
-        self._sent_full: dict[str, dict[str, Any]] = {}
+        self._sent_keys: dict[str, tuple[Any, ...]] = {}
         self._undigested: set[str] = set()
         self._seated: list[PlayerState] | None = None  # seated(), until a seat changes
         self._roads: Roads | None = None  # made from results when first asked for
@@ -381,6 +387,7 @@ class Table:
         builds them fresh and copies any container of the table's state it puts in
         them, so changing an event can never change the table (tests/table check it
         after every step)."""
+        assert kind in EVENT_KINDS, kind  # a new kind is documented first
         self.seq += 1
         self._events.append(Event(self.seq, kind, data, private or None))
 
@@ -437,13 +444,13 @@ class Table:
         sent = self.sent_actions
         after = self._watch()
         if before[:3] != after[:3]:
-            who = {q.id for q in self.seated()} | set(sent) | set(self._sent_full)
+            who = {q.id for q in self.seated()} | set(sent) | set(self._sent_keys)
         else:
             who = set() if isinstance(cmd, _QUIET) else {cmd.player}
             if before != after:  # the players named, before and after
                 who.update(x for x in (*before[3:8], *after[3:8]) if type(x) is str)
             if isinstance(cmd, _SEAT_CHANGES):  # sat down, or no longer seated
-                who |= {q.id for q in self.seated()} ^ (set(sent) | set(self._sent_full))
+                who |= {q.id for q in self.seated()} ^ (set(sent) | set(self._sent_keys))
         if not who:
             return
         coup = self.coup
@@ -454,23 +461,23 @@ class Table:
                 p.seat is not None or bool(p.bets) or (coup is not None and pid in coup.held)
             )
             if not tracked:
-                if pid in sent or pid in self._sent_full:
+                if pid in sent or pid in self._sent_keys:
                     sent.pop(pid, None)
-                    self._sent_full.pop(pid, None)
+                    self._sent_keys.pop(pid, None)
                     self._undigested.discard(pid)
                     if p is not None:
                         overlay[pid] = {"actions": rules.actions(self, pid)}
                 continue
-            acts = rules.actions(self, pid)
-            known = self._sent_full.get(pid)
-            if known is None and pid in sent and _digest(acts) == sent[pid]:
-                known = acts  # restored: the state's digest says they have these already
-            if acts == known:
-                self._sent_full[pid] = acts
+            assert p is not None
+            key = rules.actions_key(self, p)  # what their actions are made from
+            known = self._sent_keys.get(pid)
+            if key == known:
                 continue
-            self._sent_full[pid] = acts
+            self._sent_keys[pid] = key
+            if known is None and pid in sent and sent[pid] == _digest(key):
+                continue  # restored: the state's digest says they have these already
             self._undigested.add(pid)
-            overlay[pid] = {"actions": _copy_actions(acts)}  # the event's own copy
+            overlay[pid] = {"actions": rules.actions(self, pid)}  # made fresh: the event's
         if overlay:
             last = self._events[-1]
             private = dict(last.private or {})
@@ -1241,8 +1248,8 @@ class Table:
     def to_state(self, *, spectators: bool = True) -> dict[str, Any]:
         """The whole internal state, secrets included: for the store only, never a client
         (:func:`server.table.persistence.to_state`)."""
-        for pid in self._undigested:  # made now, not at every step (see sent_actions)
-            self.sent_actions[pid] = _digest(self._sent_full[pid])
+        for pid in self._undigested:  # made now, once per change, not in every step
+            self.sent_actions[pid] = _digest(self._sent_keys[pid])
         self._undigested.clear()
         return persistence.to_state(self, spectators=spectators)
 
@@ -1256,32 +1263,11 @@ def _seat_key(p: PlayerState) -> int:
     return p.seat or 0
 
 
-# Actions as canonical text (compact JSON, in the order they are built; C-accelerated).
-_ACTIONS_TEXT = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
-
-
-def _digest(actions: dict[str, Any]) -> str:
-    """A short, stable fingerprint of a player's actions (what the state keeps): the
-    length and CRC-32 of their canonical text."""
-    text = _ACTIONS_TEXT(actions)
+def _digest(key: tuple[Any, ...]) -> str:
+    """A short, stable fingerprint of what a player's actions were made from (what the
+    state keeps): the length and CRC-32 of the key's text."""
+    text = repr(key)
     return f"{len(text)}:{zlib.crc32(text.encode()):08x}"
-
-
-def _copy_actions(actions: dict[str, Any]) -> dict[str, Any]:
-    """A copy of an actions dict (rules.actions' shape: name -> bounds, bounds holding
-    scalars, lists, or a dict of areas whose values are scalars or dicts of scalars),
-    so an event shares nothing with the table."""
-    return {
-        name: {
-            key: value.copy()
-            if type(value) is list
-            else {a: b.copy() if type(b) is dict else b for a, b in value.items()}
-            if type(value) is dict
-            else value
-            for key, value in bounds.items()
-        }
-        for name, bounds in actions.items()
-    }
 
 
 def _no_check(table: Table, cmd: c.Command) -> None:

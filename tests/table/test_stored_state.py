@@ -43,3 +43,21 @@ def test_the_state_is_a_copy() -> None:
     state["coup"]["held"]["bob"]["player"] = 1
     state["shoe"]["cards"] = ""
     assert json.dumps(h.table.to_state(), sort_keys=True) == before
+
+
+def test_a_version_1_state_is_brought_up_to_date() -> None:
+    """Stored before stakes: placed chips were only reservations (never moved in the
+    ledger), so they come off the layout; an offer in the old shape goes on."""
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN), holder="ann")
+    h.bet("bob", "player", 500)
+    state = h.table.to_state()
+    state["version"] = 1
+    for key in ("draining", "sent_actions"):
+        del state[key]
+    state["offer"] = {"queue": ["bob"], "current": "ann", "deadline": 5.0}
+    balances = dict(h.wallet.balances)
+    back = Table.from_state(state, h.wallet)
+    assert back.players["bob"].bets == {} and h.wallet.balances == balances
+    assert back.offer is not None and (back.offer.current, back.offer.seat) == ("ann", 1)
+    assert back.to_state()["version"] == 2
