@@ -29,8 +29,7 @@ adds to the last event of a step that changed them; a spectator's ``sit`` seats 
 the public ``free_seats`` of ``sat`` and ``stood``.
 
 This module must never do I/O, read a clock, or decide a rule of the game: what is
-allowed, the cut's bounds, chip limits and hand totals are the server's answers. The one
-exception is :func:`_legacy_actions`, kept only for servers that send no ``actions``.
+allowed, the cut's bounds, chip limits and hand totals are the server's answers.
 Money is integer minor units.
 """
 
@@ -56,7 +55,6 @@ __all__ = [
 ]
 
 LOG_KEPT = 200  # message-line history kept in the model
-SQUEEZE_STYLES = ("peek", "side", "quick")
 
 #: What the server says you may do now: command -> its bounds (an empty map when it has
 #: none). A command that is absent is not allowed now. See docs/protocol.md.
@@ -182,11 +180,9 @@ class TableModel:
     # ------------------------------------------------------------------ what you may do
     @property
     def actions(self) -> Actions:
-        """What you may send now, with its bounds: the server's ``actions``, or (from a
-        server that sends none) :func:`_legacy_actions`."""
-        if self.server_actions is not None:
-            return self.server_actions
-        return _legacy_actions(self)
+        """What you may send now, with its bounds: the server's ``actions`` (nothing
+        before the server has said)."""
+        return self.server_actions if self.server_actions is not None else {}
 
     def can(self, command: str) -> bool:
         return command in self.actions
@@ -629,12 +625,8 @@ def _on_bets(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     return m
 
 
-def _on_bets_void(m: TableModel, d: Mapping[str, Any]) -> TableModel:
-    pid = str(d.get("player"))
-    m = _with_seat(m, pid, bets={})
-    if pid == m.me:
-        m = _say(replace(m, my_bets={}), say.bets_void())
-    return m
+def _on_draining(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    return _say(m, say.draining()) if d.get("on", True) else m
 
 
 def _on_done(m: TableModel, d: Mapping[str, Any]) -> TableModel:
@@ -801,7 +793,7 @@ _HANDLERS: dict[str, Callable[[TableModel, Mapping[str, Any]], TableModel]] = {
     "betting_timer": _on_betting_timer,
     "betting_waiting": _on_betting_waiting,
     "bets": _on_bets,
-    "bets_void": _on_bets_void,
+    "draining": _on_draining,
     "done": _on_done,
     "betting_closed": _on_betting_closed,
     "dealt": _on_dealt,
@@ -852,74 +844,3 @@ def _coup_from_view(view: Any) -> CoupView | None:
     return coup
 
 
-# ---------------------------------------------------------------------------- legacy
-
-
-def _legacy_actions(m: TableModel) -> Actions:
-    """LEGACY — delete when every server sends ``actions`` (issue 8).
-
-    The client's old copies of the table's rules, giving the same shape as the server's
-    ``you.actions``; used only while the server sends none. Nothing else in the client
-    may decide what is allowed.
-    """
-    me = m.me
-    if me is None or m.closed:
-        return {}
-    if not m.seated:
-        taken = {s.seat for s in m.seats.values()}
-        free = [n for n in range(1, int(m.options.get("seats") or 0) + 1) if n not in taken]
-        return {"sit": {"seats": free}, "leave": {}} if free else {"leave": {}}
-    out: dict[str, Mapping[str, Any]] = {"stand": {}, "leave": {}}
-    if m.offered_to_me:
-        out["accept_shoe"] = {}
-        out["decline_shoe"] = {}
-    if m.i_cut:
-        decks = int(m.options.get("decks") or 8)
-        out["cut"] = {"min": 10, "max": decks * 52 - 10}  # GAME_RULES §4: 10 from either end
-    if m.phase == "betting":
-        if m.i_hold:
-            out["pass_shoe"] = {}
-        limits = m.limits
-        low = limits.get("min", 0)
-        funds = m.available if m.available is not None else m.balance or 0
-        bet: dict[str, Mapping[str, int]] = {}
-        remove: dict[str, Mapping[str, int]] = {}
-        for area in m.areas:
-            have = m.my_bets.get(area, 0)
-            top = limits.get(
-                "max"
-                if area in ("player", "banker")
-                else "tie_max"
-                if area == "tie"
-                else "side_max",
-                0,
-            )
-            most = min(top - have, funds)
-            least = max(1, low - have)
-            if most >= least:
-                bet[area] = {"min": least, "max": most}
-            if have:
-                remove[area] = {"have": have, "max_partial": max(0, have - low)}
-        if bet:
-            out["bet"] = {"areas": bet}
-        if remove:
-            out["remove_bet"] = {"areas": remove}
-            out["clear_bets"] = {}
-        if m.last_bets:
-            out["same_bet"] = {"bets": dict(m.last_bets)}
-        out["done"] = {}
-    coup = m.coup
-    if (
-        m.phase == "turn"
-        and coup is not None
-        and coup.turners.get(coup.hand) == me
-        and coup.face_down()
-    ):
-        hand = coup.hand
-        out["toss"] = {"hand": hand}
-        if coup.style is None:
-            out["squeeze"] = {"hand": hand, "styles": list(SQUEEZE_STYLES)}
-        else:
-            out["turn"] = {"hand": hand, "cards": coup.face_down()}
-            out["progress"] = {"hand": hand, "cards": coup.face_down()}
-    return out

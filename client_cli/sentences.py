@@ -20,7 +20,6 @@ __all__ = [
     "HAND_NAMES",
     "PHASE_SENTENCES",
     "SUITS",
-    "bets_void",
     "betting_closed",
     "betting_opened",
     "betting_waiting",
@@ -32,6 +31,7 @@ __all__ = [
     "closed",
     "cut_offered",
     "disconnected",
+    "draining",
     "reconnected",
     "result_text",
     "sat",
@@ -227,8 +227,8 @@ def betting_waiting() -> str:
     return "Waiting for a bet"
 
 
-def bets_void() -> str:
-    return "Your bets were void: not enough balance"
+def draining() -> str:
+    return "The server is closing: no new bets; this coup finishes"
 
 
 def betting_closed() -> str:

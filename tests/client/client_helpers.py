@@ -109,15 +109,35 @@ def play_a_coup(m: TableModel) -> TableModel:
     )
     nxt("dealt", round_id="t1-1-3", player=2, banker=2, turners={"player": ME, "banker": OTHER})
     assert m.phase == "turn" and m.coup is not None and m.coup.player[0].card is None
-    nxt("turn", hand="player", turner=ME, third=False, deadline=2000.0)
+    # (the server's private overlay: what ME may do now, on a step's last event)
+    squeeze = {"hand": "player", "styles": ["peek", "side", "quick"]}
+    nxt(
+        "turn",
+        hand="player",
+        turner=ME,
+        third=False,
+        deadline=2000.0,
+        actions={"toss": {"hand": "player"}, "squeeze": squeeze},
+    )
     assert m.my_turn == "player" and "Your turn" in m.message
-    nxt("squeeze", hand="player", style="peek", turner=ME, cards={"1": "9h", "2": "Kd"})
+    nxt(
+        "squeeze",
+        hand="player",
+        style="peek",
+        turner=ME,
+        cards={"1": "9h", "2": "Kd"},
+        actions={
+            "toss": {"hand": "player"},
+            "turn": {"hand": "player", "cards": [1, 2]},
+            "progress": {"hand": "player", "cards": [1, 2]},
+        },
+    )
     assert m.coup.private == {("player", 1): "9h", ("player", 2): "Kd"}
     assert m.coup.seen("player", 1) == "9h" and m.coup.player[0].card is None  # still face down
     nxt("progress", hand="player", card=1, percent=50, turner=ME)
     assert m.coup.progress[("player", 1)] == 50
     nxt("card", hand="player", index=1, card="9h", by=ME, on_behalf=None, total=9)
-    nxt("card", hand="player", index=2, card="Kd", by=ME, on_behalf=None, total=9)
+    nxt("card", hand="player", index=2, card="Kd", by=ME, on_behalf=None, total=9, actions={})
     assert m.my_turn is None and m.coup is not None and m.coup.total("player") == 9
     nxt("turn", hand="banker", turner=OTHER, third=False, deadline=2001.0)
     assert m.my_turn is None and "Bo turns the Banker cards" in m.message

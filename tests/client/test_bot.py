@@ -151,11 +151,24 @@ def test_unreachable_server_is_a_failed_report(
 
 
 def _model(limits: dict[str, int], available: int, areas: list[str] | None = None) -> TableModel:
-    """A seated bot while betting is open, at a server that sends no ``actions``."""
+    """A seated bot while betting is open, with the ``actions`` such a server sends: each
+    area from the minimum to its maximum, capped by the funds (none under the minimum)."""
     seat = Seat(1, "me", "Me")
-    options = {"limits": limits, "areas": areas or ["player", "banker", "tie"], "seats": 14}
+    areas = areas or ["player", "banker", "tie"]
+    options = {"limits": limits, "areas": areas, "seats": 14}
+    bounds = {}
+    for area in areas:
+        top = limits["max"] if area in ("player", "banker") else limits["tie_max"]
+        if min(top, available) >= limits["min"]:
+            bounds[area] = {"min": limits["min"], "max": min(top, available)}
+    actions = {"done": {}, "stand": {}, **({"bet": {"areas": bounds}} if bounds else {})}
     return TableModel(
-        me="me", phase="betting", options=options, seats={"me": seat}, available=available
+        me="me",
+        phase="betting",
+        options=options,
+        seats={"me": seat},
+        available=available,
+        server_actions=actions,
     )
 
 
