@@ -10,8 +10,9 @@ Replies echo the command's ``id``: ``{"type": "ok", "id": ...}`` or
 are published before its reply is written, both by the table's actor, so a client sees
 its own move in ``seq`` order. The connection survives every refused command.
 
-``process_request`` serves ``/healthz``, ``/readyz`` (503 while draining) and
-``/metrics`` (Prometheus) on the same port.
+``process_request`` serves ``/healthz``, ``/readyz`` (503 while draining),
+``/metrics`` (Prometheus) and the web table's files (``server.net.static``) on the
+same port.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from server.table.events import Event, view_event
 from server.table.options import OptionsError
 from server.table.wallet import CASHIER, Entry, player_account
 
+from . import static
 from .auth import (
     Authenticator,
     AuthError,
@@ -205,7 +207,8 @@ class ChemmyServer:
             )
             return Response(200, "OK", headers, body)
         if request.headers.get("Upgrade", "").lower() != "websocket":
-            return conn.respond(http.HTTPStatus.NOT_FOUND, "not found\n")
+            page = static.respond(request, self.config.origins)  # the web table's files
+            return page or conn.respond(http.HTTPStatus.NOT_FOUND, "not found\n")
         if self.draining:
             return conn.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, "draining\n")
         return None

@@ -1,0 +1,312 @@
+"""Helpers for the web table's tests in a real headless Chromium (conftest.py has the
+fixtures; test modules ``from web_helpers import ...``).
+
+The browser is Debian's ``chromium`` (``/usr/bin/chromium``; ``scripts/test`` installs it)
+driven by Playwright's sync API: the server runs in a subprocess (``python -m
+server.net.main --port 0``; its port is read from the line it prints), so the browser,
+the server and the tests never share an event loop. One browser per module; each page
+gets its own context (its own storage, as a separate player would have).
+
+- :class:`ServerProcess` starts, stops (SIGTERM: drain, then 1001 to every client) and
+  restarts a server on the same port and database.
+- :class:`Inspector` asks the server what it holds (a player's balance, a table's
+  snapshot) over its own WebSocket, to check the page against the server.
+- :func:`open_page` opens the web table as a player and fails the test on any script
+  error in the page.
+
+Screenshots go to ``$CHEMMY_ARTIFACTS`` (default ``tmp/artifacts`` in the repository),
+under ``web/``. Timeouts scale with ``CHEMMY_TESTS_TIMEOUT_FACTOR``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.sync.client import connect as ws_connect
+
+from server.net.auth import make_token
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SECRET = "chemmy-web-tests-hs256-secret-0123456789abcdef"
+FACTOR = float(os.environ.get("CHEMMY_TESTS_TIMEOUT_FACTOR", "1"))
+LISTENING = re.compile(r"chemmy-server listening on ws://([\d.]+):(\d+)")
+
+# Player-driven tables: every step is closed early by a click; the timers only bound a
+# slow machine. "fast" tables let the croupier act quickly on a player's behalf.
+RELAXED = {"betting": 30, "squeeze": 30, "third_card": 30, "shoe_offer": 30, "cut": 30, "grace": 60}
+FAST = {"betting": 30, "squeeze": 1.5, "third_card": 1.5, "shoe_offer": 30, "cut": 1.5, "grace": 60}
+
+
+def scaled(seconds: float) -> float:
+    return seconds * FACTOR
+
+
+def ms(seconds: float) -> float:
+    """A Playwright timeout (milliseconds), scaled for slow machines."""
+    return seconds * 1000 * FACTOR
+
+
+def timers(base: dict[str, float]) -> str:
+    return "{ " + ", ".join(f"{k} = {scaled(v):g}" for k, v in base.items()) + " }"
+
+
+def server_config(tables: list[dict[str, Any]]) -> str:
+    """A TOML config: the test secret and the given ``[[tables]]``."""
+    lines = [f'jwt_secret = "{SECRET}"', "drain_timeout = 1", ""]
+    for t in tables:
+        lines.append("[[tables]]")
+        for key, value in t.items():
+            if key == "timers":
+                lines.append(f"timers = {timers(value)}")
+            else:
+                lines.append(f"{key} = {json.dumps(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def token(player: str, name: str | None = None) -> str:
+    return make_token(SECRET, player, name, ttl=3600)
+
+
+@dataclass
+class ServerProcess:
+    """``chemmy-server`` in a subprocess, restartable on the same port and database."""
+
+    home: Path
+    config: str
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/"
+
+    def start(self) -> ServerProcess:
+        assert self.process is None or self.process.poll() is not None
+        (self.home / "server.toml").write_text(self.config)
+        log = self.home / f"server-{self.starts}.log"
+        self.starts += 1
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CHEMMY_")}
+        env["PYTHONPATH"] = str(ROOT)
+        with log.open("wb") as out:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "server.net.main",
+                    "--port",
+                    str(self.port),
+                    "--db",
+                    str(self.home / "chemmy.sqlite3"),
+                    "--config",
+                    str(self.home / "server.toml"),
+                    "--log-format",
+                    "text",
+                    "--log-level",
+                    "warning",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + scaled(20)
+        while True:
+            m = LISTENING.search(log.read_text(errors="replace"))
+            if m:
+                self.port = int(m.group(2))
+                return self
+            if self.process.poll() is not None:
+                pytest.fail(
+                    f"chemmy-server exited with {self.process.returncode}:\n{log.read_text()}"
+                )
+            if time.monotonic() > deadline:
+                pytest.fail(f"chemmy-server did not start:\n{log.read_text()}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        proc = self.process
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(scaled(15))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+class Inspector:
+    """A plain WebSocket client of the server, to check the page against it."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, server: ServerProcess, player: str, name: str | None = None) -> None:
+        self._stack = contextlib.ExitStack()
+        self.ws = self._stack.enter_context(
+            ws_connect(server.ws, subprotocols=["chemmy.v1.json"], max_size=2**24)  # type: ignore[list-item]
+        )
+        self.hello = self.request("hello", token=token(player, name))
+
+    def request(self, kind: str, **fields: Any) -> dict[str, Any]:
+        mid = f"inspect-{next(self._ids)}"
+        self.ws.send(json.dumps({"type": kind, "id": mid, **fields}))
+        deadline = time.monotonic() + scaled(10)
+        while time.monotonic() < deadline:
+            msg = json.loads(self.ws.recv(timeout=scaled(10)))
+            if msg.get("id") == mid:
+                if msg["type"] == "error":
+                    raise AssertionError(f"{kind} refused: {msg}")
+                return dict(msg)
+        raise AssertionError(f"no reply to {kind}")
+
+    def balance(self) -> dict[str, int]:
+        reply = self.request("balance")
+        return {"balance": reply["balance"], "available": reply["available"]}
+
+    def snapshot(self, table: str) -> dict[str, Any]:
+        return dict(self.request("join", table=table)["snapshot"])
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+def server_balance(server: ServerProcess, player: str) -> dict[str, int]:
+    inspector = Inspector(server, player)
+    try:
+        return inspector.balance()
+    finally:
+        inspector.close()
+
+
+def money(minor: int) -> str:
+    """As the page writes money: 123456 -> "1,234.56"."""
+    sign = "-" if minor < 0 else ""
+    whole, cents = divmod(abs(minor), 100)
+    return f"{sign}{whole:,}.{cents:02d}"
+
+
+# ---------------------------------------------------------------------------- the page
+
+
+class TablePage:
+    """The web table in one browser page, driven as a player would: by clicking."""
+
+    def __init__(self, page: Any, label: str) -> None:
+        self.page = page
+        self.label = label
+
+    def open(
+        self, server: ServerProcess, player: str, name: str, table: str | None = None
+    ) -> TablePage:
+        query = f"?token={token(player, name)}" + (f"&table={table}" if table else "")
+        self.page.goto(server.http + "/" + query)
+        if table:
+            self.page.locator("#table").wait_for(state="visible")
+        return self
+
+    # -- reading
+    def state(self, expr: str) -> Any:
+        """Read the page's model (``chemmyPage.state``): for waiting, not for judging."""
+        return self.page.evaluate(f"(() => {{ const s = chemmyPage.state; return {expr}; }})()")
+
+    def text(self, selector: str) -> str:
+        return str(self.page.locator(selector).inner_text())
+
+    def balance(self) -> str:
+        return self.text("#balance")
+
+    def visible(self, selector: str) -> bool:
+        return bool(self.page.locator(selector).is_visible())
+
+    def enabled(self, selector: str) -> bool:
+        loc = self.page.locator(selector)
+        return bool(loc.is_visible() and loc.is_enabled())
+
+    # -- acting
+    def click(self, selector: str, **kw: Any) -> None:
+        self.page.locator(selector).click(**kw)
+
+    def sit(self, seat: int) -> None:
+        self.click(f"#seats .seat[data-seat='{seat}'] .sit-here")
+        self.page.locator(f"#seats .seat.me[data-seat='{seat}']").wait_for()
+
+    def chip(self, index: int) -> None:
+        self.click(f"#chips .chip[data-index='{index}']")
+
+    def bet(self, area: str, times: int = 1) -> None:
+        for _ in range(times):
+            before = self.state(f"s.myBets[{area!r}] ?? 0")
+            self.click(f"#layout .area[data-area='{area}']")
+            self.page.wait_for_function(
+                f"() => (chemmyPage.state.myBets[{area!r}] ?? 0) !== {before}", timeout=ms(10)
+            )
+
+    def cards_up(self) -> int:
+        return int(
+            self.state(
+                "s.coup ? [...s.coup.player, ...s.coup.banker].filter((c) => c.up).length : -1"
+            )
+        )
+
+    def toss(self) -> None:
+        """TOSS, then wait until the server has turned the cards (or the coup ended)."""
+        before = self.cards_up()
+        self.click("#sq-toss")
+        self.page.wait_for_function(
+            f"""() => (() => {{ const c = chemmyPage.state.coup;
+                return !c || [...c.player, ...c.banker].filter((x) => x.up).length !== {before}; }})()""",
+            timeout=ms(10),
+        )
+
+    def squeeze(self, style: str, on_card: Any = None) -> None:
+        """Squeeze the hand being turned: the style, then each CARD button, the card
+        opening on screen before it is turned. ``on_card(index)`` runs while it opens."""
+        hand = self.state("s.allowed.squeeze.hand")
+        self.click(f"#sq-{style}")
+        self.page.wait_for_function("() => Boolean(chemmyPage.state.allowed.turn)", timeout=ms(10))
+        for button in ("#sq-card1", "#sq-card2"):
+            loc = self.page.locator(button)
+            if not loc.is_visible():
+                continue
+            index = int(loc.get_attribute("data-card") or 0)
+            loc.click()
+            if on_card is not None:
+                on_card(index)
+            self.page.wait_for_function(
+                f"""() => (() => {{ const c = chemmyPage.state.coup;
+                    return !c || c.{hand}[{index - 1}]?.up; }})()""",
+                timeout=ms(15),
+            )
