@@ -10,7 +10,8 @@ revalidates and a new release is never served stale; an unchanged file costs a
 ``304``), and the same strict Content-Security-Policy: scripts, styles and the
 WebSocket from this origin only, no inline code, no ``innerHTML`` (Trusted Types), and
 framing allowed only by the ``--origins`` allowlist (anyone when there is none, as the
-WebSocket itself then admits every origin).
+WebSocket itself then admits every origin). ``/chemmy.js`` and ``/state.js`` may also be
+imported by an operator's page on another origin (CORS); the rest is same-origin.
 
 The files are read once, when first asked for, into memory: a request never touches
 the file system, so no path can reach a file outside the list. This module must never
@@ -31,7 +32,14 @@ from importlib import resources
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-__all__ = ["CONTENT_TYPES", "Asset", "assets", "content_security_policy", "respond"]
+__all__ = [
+    "CONTENT_TYPES",
+    "SHARED_MODULES",
+    "Asset",
+    "assets",
+    "content_security_policy",
+    "respond",
+]
 
 #: The extensions served, with their content type; a file of any other kind is not.
 CONTENT_TYPES: dict[str, str] = {
@@ -44,6 +52,9 @@ CONTENT_TYPES: dict[str, str] = {
     ".json": "application/json",
 }
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+#: Modules an operator's page may import from this server's origin (CORS): the client
+#: and the table's model. The page's own files stay same-origin.
+SHARED_MODULES = frozenset({"/chemmy.js", "/state.js"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +136,14 @@ def respond(request: Request, origins: Iterable[str] = ()) -> Response | None:
         ("Content-Security-Policy", content_security_policy(origins)),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),
-        ("Cross-Origin-Resource-Policy", "same-origin"),
     ]
+    if path in SHARED_MODULES:
+        headers += [
+            ("Access-Control-Allow-Origin", "*"),
+            ("Cross-Origin-Resource-Policy", "cross-origin"),
+        ]
+    else:
+        headers.append(("Cross-Origin-Resource-Policy", "same-origin"))
     if asset.etag in _etags(request.headers.get("If-None-Match", "")):
         return _response(http.HTTPStatus.NOT_MODIFIED, headers, b"", method)
     return _response(http.HTTPStatus.OK, headers, asset.body, method)

@@ -310,3 +310,11 @@ class TablePage:
                     return !c || c.{hand}[{index - 1}]?.up; }})()""",
                 timeout=ms(15),
             )
+
+
+def holder_ready(tp: TablePage, seat: int) -> None:
+    """Sit, accept the shoe and cut it where the slider stands: betting opens."""
+    tp.sit(seat)
+    tp.click("#act-accept")
+    tp.click("#act-cut")
+    tp.page.wait_for_function("() => Boolean(chemmyPage.state.allowed.done)", timeout=ms(10))

@@ -93,11 +93,45 @@ function enable(el, on) {
   el.disabled = !on;
 }
 
+// ---------------------------------------------------------------------------- storage
+
+/** The browser's storage, where there is any: an iframe on another site may be denied
+ * it (third-party storage), and the page then remembers for this visit only. */
+const memory = new Map();
+function storage(kind) {
+  try {
+    const s = kind === "local" ? globalThis.localStorage : globalThis.sessionStorage;
+    s.length; // throws when access is denied
+    return s;
+  } catch {
+    return null;
+  }
+}
+const store = {
+  get(kind, key) {
+    const s = storage(kind);
+    return s ? s.getItem(key) : (memory.get(`${kind}:${key}`) ?? null);
+  },
+  set(kind, key, value) {
+    const s = storage(kind);
+    try {
+      if (s) s.setItem(key, value);
+      else memory.set(`${kind}:${key}`, value);
+    } catch {
+      memory.set(`${kind}:${key}`, value); // full, or private browsing
+    }
+  },
+  remove(kind, key) {
+    storage(kind)?.removeItem(key);
+    memory.delete(`${kind}:${key}`);
+  },
+};
+
 // ---------------------------------------------------------------------------- options
 
 function loadOptions() {
   try {
-    const saved = JSON.parse(localStorage.getItem("chemmy.options") ?? "{}");
+    const saved = JSON.parse(store.get("local", "chemmy.options") ?? "{}");
     const o = { ...OPTION_DEFAULTS, ...saved };
     o.speed = Math.min(5, Math.max(1, Math.round(Number(o.speed) || 4)));
     return o;
@@ -107,11 +141,7 @@ function loadOptions() {
 }
 
 function saveOptions(o) {
-  try {
-    localStorage.setItem("chemmy.options", JSON.stringify(o));
-  } catch {
-    // private browsing: the options last for this page only
-  }
+  store.set("local", "chemmy.options", JSON.stringify(o));
 }
 
 // ---------------------------------------------------------------------------- sound
@@ -305,7 +335,7 @@ class App {
       : {
           guest: true,
           name: name || this.params.get("name") || this.opts.name || undefined,
-          resume: sessionStorage.getItem("chemmy.resume") || undefined,
+          resume: store.get("session", "chemmy.resume") || undefined,
         };
     if (guest === false && !token) {
       this.setMessage("The host page sent no token", "refused");
@@ -353,17 +383,17 @@ class App {
       pill.textContent = "connecting…";
     }
     this.toParent({ type: "chemmy:status", state: s.state, player: this.identity?.player ?? null });
-    this.renderButtons();
+    this.render(); // every button follows the connection too
   }
 
   onHello(hello, table) {
     const first = !this.identity;
     this.identity = hello;
-    if (hello.resume) sessionStorage.setItem("chemmy.resume", hello.resume);
+    if (hello.resume) store.set("session", "chemmy.resume", hello.resume);
     $("#who").textContent = `${hello.name}${hello.guest ? " (guest)" : ""}`;
     if (!this.state) this.renderMoney(hello.balance, 0);
     if (!first) return;
-    const target = table || sessionStorage.getItem("chemmy.table");
+    const target = table || store.get("session", "chemmy.table");
     if (target) this.openTable(target);
     else this.showLobby();
   }
@@ -434,12 +464,12 @@ class App {
     } catch (err) {
       this.tableId = null;
       this.state = null;
-      sessionStorage.removeItem("chemmy.table");
+      store.remove("session", "chemmy.table");
       this.note(`Cannot join ${table}: ${err.message}`, "refused");
       this.showLobby();
       return;
     }
-    sessionStorage.setItem("chemmy.table", table);
+    store.set("session", "chemmy.table", table);
   }
 
   async leaveTable() {
@@ -453,7 +483,7 @@ class App {
     }
     this.tableId = null;
     this.state = null;
-    sessionStorage.removeItem("chemmy.table");
+    store.remove("session", "chemmy.table");
     this.showLobby();
   }
 
@@ -507,7 +537,7 @@ class App {
         if (this.tableId === table) {
           this.tableId = null;
           this.state = null;
-          sessionStorage.removeItem("chemmy.table");
+          store.remove("session", "chemmy.table");
           this.showLobby();
         }
       }, 3000);

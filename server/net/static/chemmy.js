@@ -56,10 +56,11 @@ const DEFAULTS = {
   WebSocket: globalThis.WebSocket,
 };
 
-/** Connect at once and return the client (see ChemmyClient). */
+/** Connect and return the client (see ChemmyClient). The connection opens right after
+ * the current script step, so callbacks added at once see every status. */
 export function connect(url, auth = {}, options = {}) {
   const client = new ChemmyClient(url, auth, options);
-  client.open();
+  queueMicrotask(() => client.open());
   return client;
 }
 
