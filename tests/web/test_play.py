@@ -159,13 +159,14 @@ def test_two_browsers_and_a_bot_play_whole_coups(
         tp.click("#btn-history")
         rows = tp.page.locator("#history-body tr")
         expect(rows).not_to_have_count(0)
-        history = Inspector(server, name).request("history", limit=100)["rounds"]
+        reader = Inspector(server, name)
+        history = reader.request("history", limit=100)["rounds"]
+        reader.close()
         expect(rows).to_have_count(len(history))
         net = sum(p["returned"] - p["stake"] for r in history for p in r["bets"])
         signed = ("+" if net > 0 else "") + money(net)
-        expect(tp.page.locator("#history-status")).to_contain_text(
-            f"{len(history)} rounds · net {signed}"
-        )
+        rounds = f"{len(history)} round" + ("" if len(history) == 1 else "s")
+        expect(tp.page.locator("#history-status")).to_contain_text(f"{rounds} · net {signed}")
         assert server_balance(server, name)["balance"] == start + net
         tp.click("#dlg-history [data-close]")
     inspector.close()
@@ -244,7 +245,8 @@ def watch_squeeze(players: dict[str, TablePage], index: int, artifacts: Path) ->
     bob.page.wait_for_function(
         "() => Number(document.querySelector(\"#cards-player .card[data-index='1']\")?.dataset.progress ?? 0) >= 40"
     )
-    bob.page.screenshot(path=str(artifacts / "squeeze.png"), full_page=True)
+    bob.page.locator("#hands").scroll_into_view_if_needed()
+    bob.page.screenshot(path=str(artifacts / "squeeze.png"))
     alice.page.screenshot(path=str(artifacts / "squeeze-watching.png"))
 
 

@@ -314,6 +314,10 @@ class App {
     if (!m || typeof m !== "object") return;
     if (m.type === "chemmy:connect" && !this.client) {
       this.parentOrigin = ev.origin;
+      if (typeof m.token !== "string" && m.guest !== true) {
+        this.setMessage("The host page sent no token", "refused");
+        return;
+      }
       this.begin({ url: m.url, token: m.token, guest: m.guest, name: m.name, table: m.table });
     } else if (m.type === "chemmy:token" && this.client && typeof m.token === "string") {
       this.client.setToken(m.token);
@@ -329,7 +333,7 @@ class App {
     }
   }
 
-  begin({ url, token, guest, name, table }) {
+  begin({ url, token, name, table }) {
     const auth = token
       ? { token }
       : {
@@ -337,10 +341,6 @@ class App {
           name: name || this.params.get("name") || this.opts.name || undefined,
           resume: store.get("session", "chemmy.resume") || undefined,
         };
-    if (guest === false && !token) {
-      this.setMessage("The host page sent no token", "refused");
-      return;
-    }
     this.client = connect(url || this.defaultUrl(), auth);
     window.chemmyPage = this; // for operators debugging an embedding (and the tests)
     const c = this.client;
@@ -853,7 +853,7 @@ class App {
         );
       }),
     );
-    status.textContent = `${rounds.length} rounds · net ${formatMoney(total, { sign: true })}`;
+    status.textContent = `${rounds.length} round${rounds.length === 1 ? "" : "s"} · net ${formatMoney(total, { sign: true })}`;
   }
 
   async openHelp() {
