@@ -14,6 +14,7 @@ server's records. Screenshots: the lobby, a squeeze (both sides) and a settled c
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -37,6 +38,11 @@ from web_helpers import (
 )
 
 DASH = "\u2013"  # the page writes ranges with an en dash
+# The voices: what the page has the browser's speech synthesis say, recorded.
+VOICE_SPY = """
+window.__said = [];
+if (window.speechSynthesis) speechSynthesis.speak = (u) => window.__said.push(u.text);
+"""
 TABLES = [
     {"id": "web", "name": "Web salon", "tier": "1-100", "timers": RELAXED},
     {"id": "web-2", "name": "Web salon 2", "tier": "10-1000", "timers": RELAXED},
@@ -64,6 +70,7 @@ def test_two_browsers_and_a_bot_play_whole_coups(
 ) -> None:
     # -- the lobby: three limit tiers; choosing one joins it
     alice = TablePage(open_page(viewport=(1280, 900)), "alice")
+    alice.page.add_init_script(VOICE_SPY)
     alice.open(server, "alice", "Alice")
     assert "token=" not in alice.page.url, "the token is taken out of the address bar"
     cards = alice.page.locator("#tables .table-card")
@@ -112,6 +119,11 @@ def test_two_browsers_and_a_bot_play_whole_coups(
     bob.page.locator("#options-form input[name='speed']").fill("1")
     bob.click("#dlg-options [data-close]")
     assert json.loads(bob.page.evaluate("localStorage.getItem('chemmy.options')"))["speed"] == 1
+    # Chat at the table.
+    alice.page.locator("#chat-input").fill("good luck")
+    alice.page.locator("#chat-input").press("Enter")
+    expect(bob.page.locator("#chat-log li").last).to_have_text("Alice: good luck")
+    expect(alice.page.locator("#chat-input")).to_have_value("")
 
     # -- the terminal bot takes seat 3 and bets Banker for two coups
     bot = subprocess.Popen(
@@ -188,10 +200,19 @@ def play_coup(
         tp.page.wait_for_function("() => Boolean(chemmyPage.state.allowed.done)", timeout=ms(20))
     round_id = alice.state("`${s.table}-${s.shoe.no}-${s.coupNo}`")
     holder_before = alice.state("s.holder")
+    expect(alice.page.locator("#countdown")).to_have_text(re.compile(r"^\d+s$"))
     alice.chip(0)
-    alice.bet("banker")  # 1.00 on Banker
     bob.chip(1)
-    bob.bet("player", times=2)  # 10.00 on Player: Bob turns the Player cards
+    if first:  # a chip too many each, taken back: Ctrl-click, and a long press on the phone
+        alice.bet("banker", times=2)
+        alice.take_back("banker", "ctrl")
+        bob.bet("player", times=3)
+        bob.take_back("player", "long")
+    else:
+        alice.bet("banker")
+        bob.bet("player", times=2)
+    # 1.00 on Banker; 10.00 on Player: Bob turns the Player cards
+    expect(alice.page.locator("#bet")).to_have_text("1.00")
     expect(bob.page.locator("#bet")).to_have_text("10.00")
     expect(alice.page.locator("#layout .area[data-area='player'] .balloon")).to_have_text("10.00")
     alice.click("#act-done")
@@ -225,8 +246,32 @@ def play_coup(
     result["holder_before"] = holder_before
     if first:
         alice.page.screenshot(path=str(artifacts / "settled.png"))
-        bob.page.screenshot(path=str(artifacts / "settled-phone.png"), full_page=True)
+        bob.page.screenshot(path=str(artifacts / "settled-phone.png"))
+        check_roads(server, alice)
+        # The voice announced the result.
+        said = {"banker": "Banker wins", "player": "Player wins", "tie": "Tie"}[result["outcome"]]
+        alice.page.wait_for_function(f"() => window.__said.includes({said!r})", timeout=ms(5))
     return result
+
+
+def check_roads(server: ServerProcess, tp: TablePage) -> None:
+    """The roads and the exact odds, as the server computes them (the ``roads`` command)."""
+    inspector = Inspector(server, "roads-reader")
+    reply = inspector.request("roads", table="web")
+    inspector.close()
+    stats = reply["roads"]["stats"]
+    expect(tp.page.locator("#road-stats")).to_contain_text(
+        f"Coups {stats['coups']} · B {stats['banker']}"
+    )
+    expect(tp.page.locator("#road-bead .bead")).to_have_count(len(reply["roads"]["bead_plate"]))
+    expect(tp.page.locator("#road-big .ring")).to_have_count(
+        len(reply["roads"]["big_road"]["cells"])
+    )
+    odds = reply["odds"]
+    expect(tp.page.locator("#odds")).to_contain_text(f"from the {odds['cards']} cards")
+    expect(tp.page.locator("#odds tr", has_text="Banker").first).to_contain_text(
+        f"{odds['banker'] * 100:.3f}%"
+    )
 
 
 def watch_squeeze(players: dict[str, TablePage], index: int, artifacts: Path) -> None:

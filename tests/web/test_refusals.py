@@ -1,4 +1,5 @@
-"""Bad input from the page's side, and the croupier acting for a player.
+"""Bad input from the page's side, the croupier acting for a player, and the rest of
+the page's controls.
 
 - A refused bet (25.00 on Tie, whose maximum is 15.00) shows the refusal on the
   message display and changes nothing: not the page's chips or balance, not the
@@ -9,6 +10,8 @@
   page shows the coup as it is, with the refusal said plainly and nothing of his bet.
 - The croupier's steps on a player's behalf (a cut and a turn that timed out) are
   marked on the cards, said on the message display and listed in the history.
+- REGRET, CLEAR, SAME BET, a right click, the cashier, help, the options (kept over a
+  reload, as is the seat) and PASS THE SHOE.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from web_helpers import (
 TABLES = [
     {"id": "web-bad", "name": "Refusals", "tier": "1-100", "timers": RELAXED},
     {"id": "web-fast", "name": "Croupier", "tier": "1-100", "timers": FAST},
+    {"id": "web-buttons", "name": "Buttons", "tier": "1-100", "timers": RELAXED},
 ]
 
 
@@ -131,11 +135,7 @@ def test_a_refused_bet_and_a_stale_command_change_nothing(
     expect(dave.page.locator("#log li[data-tone='refused']")).to_have_count(1)
 
     # Carol turns both hands (Player: her bet; Banker: her shoe); the coup settles.
-    while carol.state("s.phase") == "turn":
-        if carol.enabled("#sq-toss"):
-            carol.toss()
-        else:
-            carol.page.wait_for_timeout(50)
+    carol.toss_until_settled(round_id)
     carol.page.wait_for_function(
         f"() => chemmyPage.state.lastCoup?.roundId === {round_id!r}", timeout=ms(10)
     )
@@ -201,3 +201,91 @@ def test_the_croupier_acting_for_a_player_is_marked(
     row = erin.page.locator(f"#history-body tr[data-round='{round_id}']")
     expect(row).to_contain_text("croupier for you:")
     erin.click("#dlg-history [data-close]")
+
+
+def test_betting_buttons_cashier_help_and_options(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    gina = TablePage(open_page(), "gina").open(server, "gina", "Gina", table="web-buttons")
+    page = gina.page
+
+    # Help: the rules, from the terminal client's text.
+    gina.click("#btn-help")
+    expect(page.locator("#help-body h1")).to_have_text("Chemmy: the rules in short")
+    expect(page.locator("#help-body table").first).to_contain_text("draws when p3 is")
+    gina.click("#dlg-help [data-close]")
+
+    # Cashier: a deposit of play money, checked against the server.
+    before = server_balance(server, "gina")
+    gina.click("#btn-cashier")
+    page.locator("#cashier-amount").fill("twelve")
+    gina.click("#cashier-deposit")
+    expect(page.locator("#cashier-result")).to_have_text("Enter an amount, like 50 or 12.50")
+    page.locator("#cashier-amount").fill("50")
+    gina.click("#cashier-deposit")
+    after = before["balance"] + 5000
+    expect(page.locator("#cashier-result")).to_have_text(f"Deposited 50.00: balance {money(after)}")
+    gina.click("#dlg-cashier [data-close]")
+    assert server_balance(server, "gina")["balance"] == after
+    expect(page.locator("#balance")).to_have_text(money(after))
+
+    # The betting buttons, each enabled by the server's actions.
+    holder_ready(gina, 1)
+    for button in ("#act-regret", "#act-clear", "#act-same"):
+        expect(page.locator(button)).to_be_disabled()
+    gina.chip(0)
+    gina.bet("player", times=2)
+    expect(page.locator("#bet")).to_have_text("2.00")
+    gina.take_back("player", "right")  # a right click regrets a chip
+    expect(page.locator("#bet")).to_have_text("1.00")
+    gina.click("#act-regret")
+    expect(page.locator("#bet")).to_have_text("0.00")
+    gina.bet("banker", times=3)
+    expect(page.locator("#layout .area[data-area='banker'] .pile-value")).to_have_text("3.00")
+    gina.click("#act-clear")
+    expect(page.locator("#bet")).to_have_text("0.00")
+    expect(page.locator("#balance")).to_have_text(money(after))
+    gina.bet("tie")
+    gina.bet("player", times=2)
+    expect(page.locator("#bet")).to_have_text("3.00")
+    play_out(gina)
+    # SAME BET repeats the last coup's bets. Coups go on until Gina may pass the shoe
+    # (she holds it and has dealt a coup with it: a Player win takes it away).
+    for _ in range(10):
+        if gina.enabled("#act-accept"):
+            gina.click("#act-accept")
+        page.wait_for_function("() => Boolean(chemmyPage.state.allowed.done)", timeout=ms(10))
+        gina.click("#act-same")
+        expect(page.locator("#bet")).to_have_text("3.00")
+        assert gina.state("s.myBets") == {"tie": 100, "player": 200}
+        if gina.state("Boolean(s.allowed.pass_shoe)"):
+            break
+        play_out(gina)
+    else:
+        raise AssertionError("Gina never kept the shoe")
+
+    # Options: chip balloons off hides them (and is remembered).
+    expect(page.locator("#layout .balloon").first).to_be_visible()
+    gina.click("#btn-options")
+    page.locator("#options-form input[name='balloons']").uncheck()
+    gina.click("#dlg-options [data-close]")
+    expect(page.locator("#layout .balloon").first).to_be_hidden()
+    page.reload()
+    page.locator("#table").wait_for(state="visible")
+    expect(page.locator("#layout .balloon").first).to_be_hidden()
+    expect(
+        page.locator("#seats .seat.me[data-seat='1']")
+    ).to_be_visible()  # the same seat after a reload
+
+    # PASS THE SHOE, after a coup dealt.
+    expect(page.locator("#act-pass")).to_be_visible()
+    gina.click("#act-pass")
+    expect(page.locator("#seats .seat[data-seat='1'] .shoe-mark")).to_have_count(0)
+    expect(page.locator("#log")).to_contain_text("The shoe leaves you (passed)")
+
+
+def play_out(tp: TablePage) -> None:
+    """DONE, then TOSS whatever is the player's to turn until the coup is settled."""
+    round_id = tp.round_id()
+    tp.click("#act-done")
+    tp.toss_until_settled(round_id)

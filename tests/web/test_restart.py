@@ -56,13 +56,10 @@ def test_the_page_survives_a_server_restart(
     # Play the coup out: Eve turns the Banker hand (the croupier the Player hand: no
     # Player bet), and both balances agree with the server.
     eve.page.wait_for_function("() => Boolean(chemmyPage.state.allowed.done)", timeout=ms(10))
+    round_id = eve.round_id()
     eve.click("#act-done")
     frank.click("#act-done")
-    while eve.state("s.phase") in ("betting", "turn"):
-        if eve.enabled("#sq-toss"):
-            eve.toss()
-        else:
-            eve.page.wait_for_timeout(50)
+    eve.toss_until_settled(round_id)
     expect(eve.page.locator("#result")).to_be_visible()
     for tp, player in ((eve, "eve"), (frank, "frank")):
         expect(tp.page.locator("#balance")).to_have_text(

@@ -274,6 +274,23 @@ class TablePage:
                 f"() => (chemmyPage.state.myBets[{area!r}] ?? 0) !== {before}", timeout=ms(10)
             )
 
+    def take_back(self, area: str, how: str) -> None:
+        """Take a chip off an area: ``ctrl`` (Ctrl-click), ``right`` (right click) or
+        ``long`` (a long press on a touch screen)."""
+        before = self.state(f"s.myBets[{area!r}] ?? 0")
+        loc = self.page.locator(f"#layout .area[data-area='{area}']")
+        if how == "ctrl":
+            loc.click(modifiers=["Control"])
+        elif how == "right":
+            loc.click(button="right")
+        else:
+            loc.dispatch_event("pointerdown", {"pointerType": "touch", "bubbles": True})
+            self.page.wait_for_timeout(700)
+            loc.dispatch_event("pointerup", {"pointerType": "touch", "bubbles": True})
+        self.page.wait_for_function(
+            f"() => (chemmyPage.state.myBets[{area!r}] ?? 0) !== {before}", timeout=ms(10)
+        )
+
     def cards_up(self) -> int:
         return int(
             self.state(
@@ -290,6 +307,24 @@ class TablePage:
                 return !c || [...c.player, ...c.banker].filter((x) => x.up).length !== {before}; }})()""",
             timeout=ms(10),
         )
+
+    def round_id(self) -> str:
+        """The id of the coup being bet on or turned (``<table>-<shoe>-<coup>``)."""
+        return str(self.state("s.coup?.roundId ?? `${s.table}-${s.shoe.no}-${s.coupNo}`"))
+
+    def toss_until_settled(self, round_id: str, seconds: float = 30) -> None:
+        """TOSS whatever is this player's to turn until coup ``round_id`` is settled."""
+        deadline = time.monotonic() + scaled(seconds)
+        while self.state(f"s.lastCoup?.roundId !== {round_id!r}"):
+            if time.monotonic() > deadline:
+                self.page.screenshot(path=str(ROOT / "tmp" / f"stuck-{self.label}.png"))
+                raise AssertionError(
+                    f"{self.label}: coup {round_id} not settled; the page says {self.text('#message')!r}"
+                )
+            if self.enabled("#sq-toss"):
+                self.toss()
+            else:
+                self.page.wait_for_timeout(50)
 
     def squeeze(self, style: str, on_card: Any = None) -> None:
         """Squeeze the hand being turned: the style, then each CARD button, the card

@@ -216,7 +216,7 @@ export function markdown(text) {
     const line = lines[i];
     if (/^#{1,6} /.test(line)) {
       const level = line.indexOf(" ");
-      out.append(h(`h${Math.min(6, level + 1)}`, {}, inline(line.slice(level + 1))));
+      out.append(h(`h${Math.min(6, level)}`, {}, inline(line.slice(level + 1))));
       i += 1;
     } else if (/^\s*\|/.test(line)) {
       const rows = [];
@@ -281,12 +281,16 @@ class App {
     this.params = new URLSearchParams(location.search);
     this.bindStatic();
     this.applyOptions();
-    const token = this.params.get("token");
+    let token = this.params.get("token");
     if (token) {
-      // Out of the address bar (and of the history) at once.
+      // Out of the address bar (and of the history) at once; kept for this tab only, so
+      // that a reload is the same player.
       const clean = new URL(location.href);
       clean.searchParams.delete("token");
       history.replaceState(null, "", clean);
+      store.set("session", "chemmy.token", token);
+    } else {
+      token = store.get("session", "chemmy.token");
     }
     const embedded = window.parent !== window || this.params.get("embed") === "1";
     window.addEventListener("message", (ev) => this.onParentMessage(ev));
