@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
-from web_helpers import RELAXED, ServerProcess, ms, server_config, token
+from web_helpers import RELAXED, ServerProcess, ms, server_config, shot, token
 
 TABLES = [{"id": "web-embed", "name": "Embedded", "tier": "10-1000", "timers": RELAXED}]
 
@@ -121,7 +121,7 @@ def test_an_iframe_gets_its_token_by_post_message(
     )
     kinds = host.evaluate("received.map((m) => m.type)")
     assert kinds[0] == "chemmy:ready" and "chemmy:status" in kinds
-    host.screenshot(path=str(artifacts / "iframe.png"))
+    shot(host, artifacts / "iframe.jpg")
 
 
 def test_a_token_from_another_origin_is_ignored(

@@ -35,6 +35,7 @@ from web_helpers import (
     scaled,
     server_balance,
     server_config,
+    shot,
 )
 
 DASH = "\u2013"  # the page writes ranges with an en dash
@@ -79,7 +80,7 @@ def test_two_browsers_and_a_bot_play_whole_coups(
         [f"Limits 1.00{DASH}100.00", f"Limits 10.00{DASH}1,000.00", f"Limits 100.00{DASH}10,000.00"]
     )
     expect(alice.page.locator("#who")).to_have_text("Alice")
-    alice.page.screenshot(path=str(artifacts / "lobby.png"))
+    shot(alice.page, artifacts / "lobby.jpg")
     alice.click("#tables .table-card[data-table='web']")
     expect(alice.page.locator("#plaque")).to_contain_text(
         f"Web salon · 1.00{DASH}100.00 · Tie ≤ 15.00"
@@ -245,8 +246,8 @@ def play_coup(
     assert result["round_id"] == round_id
     result["holder_before"] = holder_before
     if first:
-        alice.page.screenshot(path=str(artifacts / "settled.png"))
-        bob.page.screenshot(path=str(artifacts / "settled-phone.png"))
+        shot(alice.page, artifacts / "settled.jpg")
+        shot(bob.page, artifacts / "settled-phone.jpg")
         check_roads(server, alice)
         # The voice announced the result.
         said = {"banker": "Banker wins", "player": "Player wins", "tie": "Tie"}[result["outcome"]]
@@ -291,8 +292,8 @@ def watch_squeeze(players: dict[str, TablePage], index: int, artifacts: Path) ->
         "() => Number(document.querySelector(\"#cards-player .card[data-index='1']\")?.dataset.progress ?? 0) >= 40"
     )
     bob.page.locator("#hands").scroll_into_view_if_needed()
-    bob.page.screenshot(path=str(artifacts / "squeeze.png"))
-    alice.page.screenshot(path=str(artifacts / "squeeze-watching.png"))
+    shot(bob.page, artifacts / "squeeze.jpg")
+    shot(alice.page, artifacts / "squeeze-watching.jpg")
 
 
 def accept_if_offered(players: dict[str, TablePage]) -> None:

@@ -196,6 +196,7 @@ def test_the_croupier_acting_for_a_player_is_marked(
             re.compile(r"The croupier turned Player card 1 .* for you: time ran out"),
         ]
     )
+    expect(erin.page.locator("#log")).to_contain_text("(finished by the croupier for you)")
     # The history lists what the croupier did on her behalf.
     erin.click("#btn-history")
     row = erin.page.locator(f"#history-body tr[data-round='{round_id}']")

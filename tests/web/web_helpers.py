@@ -221,6 +221,11 @@ def money(minor: int) -> str:
 # ---------------------------------------------------------------------------- the page
 
 
+def shot(page: Any, path: Path) -> None:
+    """A screenshot for people to look at (JPEG: a tenth of the PNG's size)."""
+    page.screenshot(path=str(path), type="jpeg", quality=85)
+
+
 class TablePage:
     """The web table in one browser page, driven as a player would: by clicking."""
 

@@ -47,9 +47,12 @@ export function formatMoney(minor, { sign = false } = {}) {
   return `${prefix}${whole.toLocaleString("en-US")}.${cents}`;
 }
 
-/** Money text to minor units, exactly ("12.5" -> 1250); null when it is not money. */
+/** Money text to minor units, exactly ("12.5" -> 1250, "1,000" -> 100000); null when
+ * it is not money (at most two decimals, digits only). */
 export function parseMoney(text) {
-  const m = /^\s*(\d{1,12})(?:[.,](\d{1,2}))?\s*$/.exec(String(text).replaceAll(/[ _]/g, ""));
+  let t = String(text).trim().replaceAll(/[ _]/g, "");
+  if (/^\d{1,3}(,\d{3})+(\.\d*)?$/.test(t)) t = t.replaceAll(",", "");
+  const m = /^(\d{1,12})(?:\.(\d{1,2}))?$/.exec(t);
   if (!m) return null;
   return Number(m[1]) * 100 + Number((m[2] ?? "0").padEnd(2, "0"));
 }
@@ -628,6 +631,11 @@ export class TableState {
       } else {
         text += " — Your bets push";
       }
+    }
+    const behalf = coup ? [...new Set([...coup.player, ...coup.banker].map((c) => c.onBehalf).filter(Boolean))] : [];
+    if (behalf.length) {
+      text += ` (finished by the croupier for ${behalf.map((p) => this.name(p)).join(", ")})`;
+      if (tone === "info") tone = "croupier";
     }
     for (const s of this.seats.values()) {
       s.bets = {};
