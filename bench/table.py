@@ -30,6 +30,7 @@ from server.table import MemoryWallet, Table, TableOptions, view_event  # noqa: 
 from server.table import commands as c  # noqa: E402
 from server.table.events import Event  # noqa: E402
 from server.table.table import Phase  # noqa: E402
+from server.table.views import view  # noqa: E402
 
 SECTION = "## Table (bench/table.py)"
 COMMAND = "python bench/table.py"
@@ -184,7 +185,7 @@ def main() -> None:
     def views(n: int) -> None:
         for _ in range(n):
             for v in viewers:
-                t.view(v)
+                view(t, v)
 
     assert t.phase is Phase.BETTING
     for i, b in enumerate(snap.bots):  # chips on the layout, then deal

@@ -24,17 +24,17 @@ from typing import Any
 
 from server.protocol.errors import ChemmyError, Refused
 from server.store.base import Store, TableRow
-from server.table import Table, TableError
+from server.table import Table
 from server.table import commands as c
-from server.table.events import Event
+from server.table.events import Event, Step
 from server.table.wallet import Entry, MemoryWallet
 
 __all__ = ["Busy", "LedgerWallet", "Request", "TableActor"]
 
 log = logging.getLogger("chemmy.croupier")
 
-# (table, events of this step or None, error or None) -> None; runs inside the actor.
-Callback = Callable[[Table, list[Event], ChemmyError | None], None]
+# (table, the step (no events when refused), error or None) -> None; runs in the actor.
+Callback = Callable[[Table, Step, ChemmyError | None], None]
 
 
 class Busy(Refused):
@@ -84,6 +84,7 @@ class TableActor:
         clock: Callable[[], float] = time.time,
         new_seed: Callable[[], bytes] = lambda: secrets.token_bytes(32),
         on_step: Callable[[TableActor, c.Command, list[Event]], None] | None = None,
+        restored: bool = False,
     ) -> None:
         self.table = table
         self.store = store
@@ -94,7 +95,8 @@ class TableActor:
         self.clock = clock
         self.new_seed = new_seed
         self.on_step = on_step
-        self.draining = False
+        self.restored = restored  # restored after a stop: the table hears Restored first
+        self.coup_in_progress = table.coup is not None  # from each step's result
         self._last_state = table.to_state(spectators=False)
         self._task: asyncio.Task[None] | None = None
 
@@ -114,13 +116,13 @@ class TableActor:
         """Submit and wait for the result (tests and the operator's tools)."""
         fut: asyncio.Future[list[Event]] = asyncio.get_running_loop().create_future()
 
-        def done(_t: Table, events: list[Event], err: ChemmyError | None) -> None:
+        def done(_t: Table, step: Step, err: ChemmyError | None) -> None:
             if fut.done():
                 return
             if err is not None:
                 fut.set_exception(err)
             else:
-                fut.set_result(events)
+                fut.set_result(list(step.events))
 
         self.submit(command, done)
         return await fut
@@ -140,6 +142,8 @@ class TableActor:
 
     # -- the loop --------------------------------------------------------------------
     async def run(self) -> None:
+        if self.restored:  # nobody is connected after a restart: the table decides (§5)
+            await self._step(Request(c.Restored()))
         await self._step(Request(c.Tick()))  # a restarted table catches up with its timers
         while True:
             deadline = self.table.next_deadline
@@ -160,22 +164,26 @@ class TableActor:
         now = self.clock()
         cmd = req.command
         try:
-            if self.draining and isinstance(cmd, c.PlaceBet | c.SameBet):
-                raise TableError("draining", "the server is closing; no new bets")
-            events = table.handle(cmd, now)
+            step = table.handle(cmd, now)
             if table.wants_shoe:
-                events += table.handle(c.StartShoe(seed=self.new_seed()), now)
+                shoe = table.handle(c.StartShoe(seed=self.new_seed()), now)
+                step = Step(
+                    step.events + shoe.events, step.duplicate, shoe.seq, shoe.coup_in_progress
+                )
         except ChemmyError as err:
             self.wallet.drain()  # a refused command moved no money; keep the queue clean
             if req.callback is not None:
-                req.callback(table, [], err)
+                req.callback(table, self._nothing(), err)
             return
         except Exception:
             log.exception("table %s failed on %s; restored from its last step", self.table_id, cmd)
             await self._restore()
             if req.callback is not None:
-                req.callback(self.table, [], Refused("internal", "the table could not do that"))
+                req.callback(
+                    self.table, self._nothing(), Refused("internal", "the table could not do that")
+                )
             return
+        events = list(step.events)
         entries = self.wallet.drain()
         records = table.drain_records()
         if events or entries or records:
@@ -197,21 +205,27 @@ class TableActor:
                 if req.callback is not None:
                     req.callback(
                         self.table,
-                        [],
+                        self._nothing(),
                         Refused("store_failed", "that could not be saved; try again"),
                     )
                 return
             self._last_state = state
+        self.coup_in_progress = step.coup_in_progress
         if events:
             self.publish(self.table_id, events)
         if req.callback is not None:
-            req.callback(table, events, None)
+            req.callback(table, step, None)
         if self.on_step is not None:
             self.on_step(self, cmd, events)
+
+    def _nothing(self) -> Step:
+        """The step of a command that did nothing (refused, or undone)."""
+        return Step((), False, self.table.seq, self.table.coup is not None)
 
     async def _restore(self) -> None:
         """After a bug: back to the last stored step, balances re-read from the store."""
         lost = self.wallet.drain()
+        self.wallet.forget(e.key for e in lost)  # never stored: the retry posts them once
         accounts = {e.src for e in lost} | {e.dst for e in lost}
         if accounts:
             self.wallet.load((await self.store.balances(accounts)).items())

@@ -17,8 +17,9 @@ docs/fairness.md so that anyone can re-implement it:
    prefix ``b"chemmy-cut-v1"``.
 6. The burn: the first card is shown, its burn value (A = 1, 2-9 face, T J Q K = 10)
    is how many cards then go face down. Dealing starts after them.
-7. The stop card sits before card ``len - stop_offset``; it comes out when that card is
-   drawn.
+7. The stop card sits before card ``len - stop_offset`` (``stop_offset`` at least 12);
+   it comes out when that card, the one behind it, is drawn. The coup that draws it is
+   finished, one more coup is dealt, and the shoe ends.
 
 Pure: no I/O, no clock, no global random. Seeds are made by the shell (``secrets``)
 and passed in; tests stack a shoe by giving its cards.
@@ -50,10 +51,11 @@ __all__ = [
 ]
 
 MIN_CUT = 10  # §4: the cut is at least 10 cards from either end
-MIN_STOP_OFFSET = 7  # §4: the stop card is at least 7 cards from the end
-# A coup is dealt only while the shoe holds at least 6 cards (the most a coup takes):
-# with a stop card under 12 from the end the shoe may end before its "one more coup".
-MIN_CARDS_FOR_COUP = 6
+# §4: the stop card is at least 12 cards from the end, so that the coup in progress and
+# one more coup may each take their 6 cards: the coup that draws the card behind the
+# stop card ends at most 6 cards past it, leaving at least 12 - 6 = 6 for the last coup.
+# So a shoe never runs short of cards (tests/engine/test_shoe.py proves it by property).
+MIN_STOP_OFFSET = 12
 SEED_BYTES = 32
 _SHOE_LABEL = b"chemmy-shoe-v1"
 _CUT_LABEL = b"chemmy-cut-v1"
@@ -184,8 +186,17 @@ class Shoe:
         return face, count
 
     def place_stop(self, offset: int) -> None:
-        if not MIN_STOP_OFFSET <= offset < len(self.cards):
-            raise ShoeError(f"the stop card goes at least {MIN_STOP_OFFSET} cards from the end")
+        """Put the stop card ``offset`` cards from the end (§4: at least 12), in front of
+        at least one card."""
+        if (
+            isinstance(offset, bool)
+            or not isinstance(offset, int)
+            or not MIN_STOP_OFFSET <= offset < len(self.cards)
+        ):
+            raise ShoeError(
+                f"the stop card goes {MIN_STOP_OFFSET} to {len(self.cards) - 1} cards from "
+                f"the end of this shoe of {len(self.cards)}, not {offset!r}"
+            )
         self.stop_index = len(self.cards) - offset
 
     # -- dealing ---------------------------------------------------------------------
@@ -307,9 +318,7 @@ def verify(record: Mapping[str, Any]) -> VerifyReport:
         if stop_seen_at is not None and n > stop_seen_at + 1:
             problems.append(f"coup {n} was dealt after the last coup of the shoe")
             break
-        if shoe.remaining < MIN_CARDS_FOR_COUP:
-            problems.append(f"coup {n}: the shoe had fewer than {MIN_CARDS_FOR_COUP} cards left")
-            break
+        # The stop card is at least 12 from the end: a coup always has its 6 cards.
         expected = resolve_coup(shoe.cards[shoe.position : shoe.position + 6])
         try:
             got_p = [parse_card(c) for c in entry["player"]]
@@ -329,10 +338,8 @@ def verify(record: Mapping[str, Any]) -> VerifyReport:
         if shoe.stop_card_out and stop_seen_at is None:
             stop_seen_at = n
     if not problems and complete:
-        # §4: the shoe ends one coup after the stop card's coup (or when it runs short).
-        ended = (stop_seen_at is not None and checked == stop_seen_at + 1) or (
-            shoe.remaining < MIN_CARDS_FOR_COUP
-        )
+        # §4: the shoe ends one coup after the stop card's coup.
+        ended = stop_seen_at is not None and checked == stop_seen_at + 1
         if not ended:
             problems.append(f"the record stops after coup {checked}, before the shoe's last coup")
     return VerifyReport(not problems, checked, tuple(problems))

@@ -8,8 +8,8 @@ the back, ``10 <= c <= len - 10``); the first card is shown and its burn value
 (A = 1, 2-9 face, T J Q K = 10) is how many cards are burned after it; coups are dealt
 (§2) until the stop card, which sits before card ``len - stop_offset``, comes out,
 i.e. until a coup draws that card; that coup is finished, one more coup is dealt, and
-the shoe ends. (If too few cards remain for that one more coup, possible only with the
-stop card fewer than 12 cards from the end, the shoe ends without it.)
+the shoe ends. The stop card is at least 12 cards from the end, so both coups always
+have their cards (:data:`server.engine.shoe.MIN_STOP_OFFSET`).
 
 Two paths deal the same shoes and must agree coup for coup:
 
@@ -36,7 +36,7 @@ from functools import cache
 import numpy as np
 from numpy.typing import NDArray
 
-from .cards import RANKS, CardError, burn_count, card_value, shoe_cards
+from .cards import RANKS, burn_count, card_value, shoe_cards
 from .coup import Coup, resolve_coup
 from .odds import code_of, coup_table, decode
 from .shoe import MIN_CUT, MIN_STOP_OFFSET, Shoe
@@ -111,7 +111,7 @@ def _check_shoes(shoes: int) -> None:
 
 
 def _check_stop(stop_offset: int, size: int) -> None:
-    # §4: at least 7 from the end; and well clear of the burn at the front.
+    # §4: at least 12 from the end; and well clear of the burn at the front.
     if not MIN_STOP_OFFSET <= stop_offset <= size - 2 * _MAX_BURN:
         raise ValueError(
             f"the stop card goes {MIN_STOP_OFFSET} to {size - 2 * _MAX_BURN} cards "
@@ -214,19 +214,18 @@ def deal_orders(
         base = live * width + p
         key = flat_v[base[:, None] + offsets[None, :]] @ _POWERS
         code = table[key].astype(np.int32)
-        end = p + code // 1000
-        dealt = end <= size  # enough cards left for this coup
+        end = p + code // 1000  # never past the end: the stop card is 12+ from it (§4)
         record = (
             code
             + _PLAYER_PAIR * (flat_r[base] == flat_r[base + 2])  # positions 1, 3 (§3)
             + _BANKER_PAIR * (flat_r[base + 1] == flat_r[base + 3])  # positions 2, 4
         )
-        records[live[dealt], k] = record[dealt]
+        records[live, k] = record
         was_last = last[live]
         # The coup drew the card behind the stop card: it comes out now (§4).
         last[live] = end > stop_index
         pos[live] = end
-        live = live[dealt & ~was_last]
+        live = live[~was_last]
     return records
 
 
@@ -284,10 +283,8 @@ def deal_shoe(cards: Sequence[str], *, stop_offset: int = 16) -> list[Coup]:
     shoe.burn()  # the first card shown, then as many burned as its burn value (§4)
     coups: list[Coup] = []
     while True:
-        try:
-            coup = resolve_coup(shoe.cards[shoe.position : shoe.position + 6])
-        except CardError:  # the cards ran out in the last coup
-            break
+        # Never short of cards: the stop card is at least 12 from the end (§4).
+        coup = resolve_coup(shoe.cards[shoe.position : shoe.position + 6])
         was_last = shoe.stop_card_out
         for _ in range(coup.cards_used):
             shoe.draw()

@@ -10,10 +10,11 @@ Every setting can be given four ways; the first found wins:
 4. the defaults below, which run a local server where anyone may play as a guest.
 
 The lobby (``tables``) comes only from the TOML file; each ``[[tables]]`` entry is kept as
-a dict for the table module to parse (``id`` is required and unique; ``name``, ``decks``,
-``commission``, ``pairs``, ``super6``, ``dragon``, ``seats``, ``tier = "10-1000"`` or
-``min``/``max``/``tie_max``/``side_max``, timer overrides, ``holder_must_bet_banker``).
-Without any, the lobby is :data:`DEFAULT_TABLES`.
+a dict (``id`` is required and unique; ``name``, ``decks``, ``commission``, ``pairs``,
+``super6``, ``dragon``, ``seats``, ``tier = "10-1000"`` or ``min``/``max``/``tie_max``/
+``side_max``, ``stop_offset``, timer overrides, ``holder_must_bet_banker``), checked here
+by :meth:`server.table.options.TableOptions.from_dict`, the same check ``create_table``
+and a restore use. Without any, the lobby is :data:`DEFAULT_TABLES`.
 
 Anything invalid raises :class:`ConfigError` with a message naming the setting and where
 it came from; the main program prints it and exits with status 2. ``--help`` prints the
@@ -33,6 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, NoReturn
+
+from server.table.options import OptionsError, TableOptions
 
 __all__ = [
     "DEFAULT_TABLES",
@@ -222,7 +225,6 @@ _SETTINGS: Final = (
 )
 _BY_NAME: Final = {setting.name: setting for setting in _SETTINGS}
 _TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
-_TIER = re.compile(r"^[0-9]+-[0-9]+$")
 
 
 # -- the command line -------------------------------------------------------------------
@@ -253,7 +255,8 @@ def build_parser(prog: str = "chemmy-server") -> argparse.ArgumentParser:
             "Precedence: flags, then CHEMMY_* environment variables, then the TOML file, "
             "then defaults. The lobby (tables) is set only in the TOML file, as "
             "[[tables]] entries (id, name, decks, commission, pairs, super6, dragon, "
-            "seats, tier or min/max/tie_max/side_max, timers, holder_must_bet_banker); "
+            "seats, tier or min/max/tie_max/side_max, stop_offset, timers, "
+            "holder_must_bet_banker); "
             "without any: t1 tier 1-100, t2 tier 10-1000, t3 tier 100-10000."
         ),
         argument_default=argparse.SUPPRESS,
@@ -351,15 +354,10 @@ def _tables(value: Any, where: str) -> tuple[dict[str, Any], ...]:
         if table_id in seen:
             raise ConfigError(f"{label}: id {table_id!r} is used twice")
         seen.add(table_id)
-        if "name" in table and (not isinstance(table["name"], str) or not table["name"]):
-            raise ConfigError(f"{label} ({table_id}): name must be a non-empty string")
-        tier = table.get("tier")
-        if tier is not None:
-            if not isinstance(tier, str) or not _TIER.match(tier):
-                raise ConfigError(f"{label} ({table_id}): tier must look like 10-1000")
-            low, high = (int(part) for part in tier.split("-"))
-            if not 0 < low <= high:
-                raise ConfigError(f"{label} ({table_id}): tier minimum must be 1 to maximum")
+        try:  # the one check of a table definition: create_table and restore use it too
+            TableOptions.from_dict(table)
+        except OptionsError as exc:
+            raise ConfigError(f"{label} ({table_id}): {exc}") from None
         tables.append(dict(table))
     return tuple(tables)
 

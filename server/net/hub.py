@@ -22,7 +22,8 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection, broadcast
 
 from server.protocol.codec import JSON, encode
-from server.table.events import Event, view_event
+from server.table.events import Event
+from server.table.views import view_event
 
 __all__ = ["Hub", "Subscriber"]
 

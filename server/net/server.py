@@ -35,17 +35,17 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from server.croupier.actor import LedgerWallet, TableActor
-from server.engine.cards import shoe_cards
 from server.engine.odds import exact_odds
 from server.protocol.codec import JSON, MSGPACK, decode, encode
 from server.protocol.errors import ChemmyError, ProtocolError, Refused
 from server.protocol.messages import TABLE_COMMANDS, parse, table_command
 from server.store.base import Store, StoreError, TableRow
-from server.table import Table, TableOptions
+from server.table import Table, TableOptions, views
 from server.table import commands as c
-from server.table.events import Event, view_event
+from server.table.events import Event, Step
 from server.table.options import OptionsError
-from server.table.wallet import CASHIER, Entry, player_account
+from server.table.views import view_event
+from server.table.wallet import CASHIER, Entry, player_account, stake_account
 
 from . import static
 from .auth import (
@@ -155,16 +155,11 @@ class ChemmyServer:
             config=config,
             queue_size=self.config.queue_size,
             on_step=self._on_step,
+            # Restored after a stop or a crash: nobody is connected yet. The table
+            # decides (Restored): seats held for the grace period (§5), spectators gone.
+            restored=row.state is not None,
         )
         self.actors[row.table_id] = actor
-        if row.state is not None:
-            # Restored after a stop or a crash: nobody is connected yet. Seats are held
-            # for the grace period (§5); spectators are gone.
-            for p in list(table.players.values()):
-                if p.seat is None:
-                    actor.submit(c.Leave(player=p.id))
-                elif p.connected:
-                    actor.submit(c.Disconnect(player=p.id))
         actor.start()
         self.metrics.tables.set(len(self.actors))
         return actor
@@ -173,12 +168,11 @@ class ChemmyServer:
         """SIGTERM: no new bets, running coups finish (bounded), clients closed with 1001."""
         self.draining = True
         for actor in self.actors.values():
-            actor.draining = True
+            with contextlib.suppress(ChemmyError):  # the table refuses new bets (draining)
+                actor.submit(c.SetDraining(on=True))
         limit = self.config.drain_timeout if timeout is None else timeout
         end = time.monotonic() + limit
-        while time.monotonic() < end and any(
-            a.table.coup is not None for a in self.actors.values()
-        ):
+        while time.monotonic() < end and any(a.coup_in_progress for a in self.actors.values()):
             await asyncio.sleep(0.05)
 
     async def stop(self) -> None:
@@ -239,16 +233,10 @@ class ChemmyServer:
             actor = self.actors.get(tid)
             if actor is None or ident is None or self.hub.watching(tid, ident.player_id):
                 continue
-            p = actor.table.players.get(ident.player_id)
-            if p is None:
-                continue
-            cmd: c.Command = (
-                c.Disconnect(player=ident.player_id)
-                if p.seat is not None
-                else c.Leave(player=ident.player_id)
-            )
+            # The table decides what it means: a seated player keeps the seat for the
+            # grace period, a spectator leaves.
             with contextlib.suppress(ChemmyError):
-                actor.submit(cmd)
+                actor.submit(c.Disconnect(player=ident.player_id))
 
     def _send(self, session: Session, message: dict[str, Any]) -> None:
         send_now(session.conn, encode(message, session.fmt))
@@ -350,7 +338,7 @@ class ChemmyServer:
             name=ident.name,
             guest=ident.guest,
             roles=sorted(ident.roles),
-            balance=self.wallet.balance(account),
+            balance=self._money(ident.player_id)["balance"],
             server="chemmy/1",
         )
 
@@ -378,16 +366,16 @@ class ChemmyServer:
         await handler(session, mid, fields)
 
     def _reply_cb(self, session: Session, mid: Any) -> Any:
-        def reply(table: Table, events: list[Event], err: ChemmyError | None) -> None:
+        def reply(table: Table, step: Step, err: ChemmyError | None) -> None:
             if err is not None:
                 self._error(session, mid, err)
             else:
-                self._ok(session, mid, seq=table.seq, duplicate=table.duplicate)
+                self._ok(session, mid, seq=step.seq, duplicate=step.duplicate)
 
         return reply
 
     async def _cmd_tables(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-        self._ok(session, mid, tables=[a.table.summary() for a in self.actors.values()])
+        self._ok(session, mid, tables=[views.summary(a.table) for a in self.actors.values()])
 
     async def _cmd_join(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         ident = session.identity
@@ -398,15 +386,15 @@ class ChemmyServer:
         player = ident.player_id
         cmd = c.Join(player=player, name=ident.name, rejoin=True)
 
-        def joined(table: Table, events: list[Event], err: ChemmyError | None) -> None:
+        def joined(table: Table, step: Step, err: ChemmyError | None) -> None:
             if err is not None:
                 self._error(session, mid, err)
                 return
             missed = None
-            if since is not None and 0 <= since <= table.seq:
-                missed = [] if since == table.seq else self.hub.since(tid, since)
+            if since is not None and 0 <= since <= step.seq:
+                missed = [] if since == step.seq else self.hub.since(tid, since)
             if missed is not None:
-                self._ok(session, mid, table=tid, resumed=True, seq=table.seq)
+                self._ok(session, mid, table=tid, resumed=True, seq=step.seq)
                 for event in missed:
                     self._send(session, envelope(tid, view_event(event, player)))
             else:
@@ -415,8 +403,8 @@ class ChemmyServer:
                     mid,
                     table=tid,
                     resumed=False,
-                    seq=table.seq,
-                    snapshot=table.view(player),
+                    seq=step.seq,
+                    snapshot=views.view(table, player),
                 )
             session.tables.add(tid)
             self.hub.subscribe(tid, Subscriber(session.conn, player, session.fmt))
@@ -429,13 +417,13 @@ class ChemmyServer:
         tid = fields["table"]
         actor = self._joined(session, tid)
 
-        def left(table: Table, events: list[Event], err: ChemmyError | None) -> None:
+        def left(table: Table, step: Step, err: ChemmyError | None) -> None:
             if err is not None:
                 self._error(session, mid, err)
                 return
             session.tables.discard(tid)
             self.hub.unsubscribe(tid, session.conn)
-            self._ok(session, mid, seq=table.seq)
+            self._ok(session, mid, seq=step.seq)
 
         actor.submit(c.Leave(player=ident.player_id, id=None if mid is None else str(mid)), left)
 
@@ -465,7 +453,7 @@ class ChemmyServer:
         row = TableRow(tid, {"id": tid, **opts.to_definition()}, None, 0, False)
         await self.store.save_table(row)
         actor = await self._start_table(row)
-        self._ok(session, mid, table=actor.table.summary())
+        self._ok(session, mid, table=views.summary(actor.table))
 
     async def _cmd_close_table(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         self._operator(session)
@@ -511,12 +499,14 @@ class ChemmyServer:
         ident = session.identity
         assert ident is not None
         pid = ident.player_id
-        self._ok(
-            session,
-            mid,
-            balance=self.wallet.balance(player_account(pid)),
-            available=self.wallet.available(pid),
-        )
+        self._ok(session, mid, **self._money(pid))
+
+    def _money(self, pid: str) -> dict[str, int]:
+        """``available``: the player's money on no table; ``balance``: that plus the chips
+        placed (staked, not yet held) at every table (the table wallet's accounts)."""
+        available = self.wallet.balance(player_account(pid))
+        staked = sum(self.wallet.balance(stake_account(tid, pid)) for tid in self.actors)
+        return {"balance": available + staked, "available": available}
 
     async def _cmd_deposit(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         ident = session.identity
@@ -539,7 +529,7 @@ class ChemmyServer:
                 raise Refused("store_failed", "the deposit could not be saved; try again") from None
             self.wallet.transfer(key, CASHIER, account, amount, "deposit")
             self.wallet.drain()
-        self._ok(session, mid, balance=self.wallet.balance(account), duplicate=duplicate)
+        self._ok(session, mid, balance=self._money(ident.player_id)["balance"], duplicate=duplicate)
 
     async def _cmd_history(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         ident = session.identity
@@ -548,7 +538,7 @@ class ChemmyServer:
         if not 1 <= limit <= 100:
             raise Refused("bad_limit", "history holds your last 1-100 rounds")
         rounds = await self.store.history(ident.player_id, limit)
-        self._ok(session, mid, rounds=[_own_round(r, ident.player_id) for r in rounds])
+        self._ok(session, mid, rounds=[views.own_round(r, ident.player_id) for r in rounds])
 
     async def _cmd_roads(self, session: Session, mid: Any, fields: dict[str, Any]) -> None:
         tid = fields["table"]
@@ -556,19 +546,14 @@ class ChemmyServer:
         self._ok(session, mid, table=tid, roads=table.roads(), odds=await self._odds(table))
 
     async def _odds(self, table: Table) -> dict[str, Any] | None:
-        """Exact odds of what remains, as the players know it: the public cards out."""
-        shoe = table.shoe
-        if shoe is None or shoe.decks == 0 or table.coup is not None:
+        """Exact odds of what remains, as the players know it (views.public_composition)."""
+        counts = views.public_composition(table)
+        if counts is None:
             return None
-        key = (table.table_id, table.shoe_no, len(shoe.dealt))
+        assert table.shoe is not None
+        key = (table.table_id, table.shoe_no, len(table.shoe.dealt))
         cached = self._odds_cache.get(key)
         if cached is None:
-            counts: dict[str, int] = {}
-            for card in shoe_cards(shoe.decks):
-                counts[card[0]] = counts.get(card[0], 0) + 1
-            seen = [*shoe.dealt, *([shoe.burn_card] if shoe.burn_card else [])]
-            for card in seen:
-                counts[card[0]] -= 1
             odds = await asyncio.to_thread(
                 exact_odds, table.options.decks, counts=counts, paytable=table.options.paytable
             )
@@ -616,18 +601,6 @@ def _cut_off(conn: ServerConnection, code: int, reason: str) -> None:
         conn.send_data()
     if conn.transport is not None:
         conn.transport.close()
-
-
-def _own_round(record: dict[str, Any], player: str) -> dict[str, Any]:
-    """A round record as one player may see it (§8): the cards and result are public;
-    of the money, only their own bets, payouts and balances."""
-    out = {
-        k: v for k, v in record.items() if k not in ("bets", "balances", "players", "commission")
-    }
-    out["bets"] = [b for b in record.get("bets", []) if b.get("player") == player]
-    out["commission"] = sum(b.get("commission", 0) for b in out["bets"])
-    out["balance"] = record.get("balances", {}).get(player)
-    return out
 
 
 def _select_subprotocol(conn: ServerConnection, offered: Iterable[str]) -> Any:

@@ -6,9 +6,10 @@ random here: the server (``server.croupier``) feeds it and delivers what it retu
 
 from . import commands
 from .errors import TableError
-from .events import Event, view_event
+from .events import Event
 from .options import TIERS, Limits, OptionsError, TableOptions, Timers
 from .table import Phase, Table
+from .views import view_event
 from .wallet import MemoryWallet, Wallet
 
 __all__ = [

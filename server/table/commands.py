@@ -1,9 +1,18 @@
 """Table commands: everything that can change a table, as small frozen dataclasses.
 
-Player commands carry the acting ``player`` and the client's command ``id`` (a
-repeated id is answered without being applied twice). ``StartShoe``, ``Tick`` and
-``CloseTable`` come from the croupier, never from a client. Commands validate only
-their own shape here; whether the move is allowed right now is the table's decision.
+What it is for: a command says who (``player``) wants what, with the client's command
+``id`` (a repeated id is answered without being applied twice). Each command checks its
+own shape when it is made, like h11's events: a malformed one (a hand that is not
+``player`` or ``banker``, an amount that is not a positive whole number, a squeeze style
+not in the book...) raises :class:`~server.table.errors.TableError` with the code the
+table has always used for it (``bad_hand``, ``bad_amount``, ``bad_style``...), so the
+table never re-checks types.
+
+What it must never do: decide whether the move is allowed now (that is the table's:
+:data:`server.table.rules.ALLOWED` and the handlers' contextual checks).
+
+``StartShoe``, ``Tick``, ``CloseTable``, ``SetDraining`` and ``Restored`` come from the
+croupier, never from a client (the table refuses them from anyone else).
 """
 
 from __future__ import annotations
@@ -11,7 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from server.engine.cards import CardError, parse_card
+from server.engine.payouts import Area
+
+from .errors import TableError
+
 __all__ = [
+    "AREAS",
+    "CROUPIER",
+    "HANDS",
+    "STYLES",
     "AcceptShoe",
     "ClearBets",
     "CloseTable",
@@ -28,9 +46,12 @@ __all__ = [
     "Progress",
     "Reconnect",
     "RemoveBet",
+    "Restored",
     "SameBet",
+    "SetDraining",
     "Sit",
     "Squeeze",
+    "SqueezeStyle",
     "Stand",
     "StartShoe",
     "Tick",
@@ -40,13 +61,53 @@ __all__ = [
 
 Hand = Literal["player", "banker"]
 SqueezeStyle = Literal["peek", "side", "quick"]
+HANDS: tuple[Hand, ...] = ("player", "banker")
+STYLES: tuple[SqueezeStyle, ...] = ("peek", "side", "quick")  # §6
+AREAS: frozenset[str] = frozenset(a.value for a in Area)  # §3; which are open is the table's
 CROUPIER = "croupier"
+SEED_BYTES = 32
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _hand(hand: object) -> None:
+    if hand not in HANDS:
+        raise TableError("bad_hand", "the hand is player or banker")
+
+
+def _card_number(card: object) -> None:
+    if not _whole(card) or not 1 <= card <= 3:  # type: ignore[operator]
+        raise TableError("bad_card", "a card is 1 or 2, or 3 for a third card")
+
+
+def _area(area: object) -> None:
+    if area not in AREAS:
+        raise TableError("bad_area", f"there is no bet area {area!r}")
+
+
+def _amount(amount: object) -> None:
+    if not _whole(amount) or amount <= 0:  # type: ignore[operator]
+        raise TableError("bad_amount", "an amount is a positive whole number of minor units")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Command:
+    """Who (``player``; the croupier when none) and the client's command ``id``."""
+
     player: str = CROUPIER
     id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.player, str) or not self.player:
+            raise TableError("bad_command", "a command names its player")
+        if self.id is not None and not isinstance(self.id, str):
+            raise TableError("bad_command", "a command id is a string")
+        self._check()
+
+    def _check(self) -> None:
+        """The command's own fields (subclasses)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,26 +119,42 @@ class Join(Command):
     name: str = ""
     rejoin: bool = False
 
+    def _check(self) -> None:
+        if not isinstance(self.name, str) or not isinstance(self.rejoin, bool):
+            raise TableError("bad_command", "a join has a name and a rejoin flag")
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Leave(Command):
-    pass
+    """Leave the table (a seated player stands first)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Sit(Command):
-    seat: int | None = None  # None: the lowest free seat
+    """Take ``seat`` (1..seats), or the lowest free seat when None."""
+
+    seat: int | None = None
+
+    def _check(self) -> None:
+        if self.seat is not None and (not _whole(self.seat) or self.seat < 1):
+            raise TableError("bad_seat", "a seat is a whole number from 1")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Stand(Command):
-    pass
+    """Leave your seat, staying as a spectator."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PlaceBet(Command):
+    """Add ``amount`` minor units to ``area``."""
+
     area: str
     amount: int
+
+    def _check(self) -> None:
+        _area(self.area)
+        _amount(self.amount)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,10 +164,15 @@ class RemoveBet(Command):
     area: str
     amount: int | None = None
 
+    def _check(self) -> None:
+        _area(self.area)
+        if self.amount is not None:
+            _amount(self.amount)
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ClearBets(Command):
-    pass
+    """Take every chip off the layout."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -100,67 +182,94 @@ class SameBet(Command):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Done(Command):
-    pass
+    """DONE: finished betting (§7)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AcceptShoe(Command):
-    pass
+    """Take the shoe offered to you (§5)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DeclineShoe(Command):
-    pass
+    """Decline the shoe offered to you: it goes to the next seat (§5)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PassShoe(Command):
-    pass
+    """The holder gives up the shoe between coups, after at least one (§5)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Cut(Command):
+    """Cut the new shoe at ``position`` (§4: at least 10 cards from either end)."""
+
     position: int
+
+    def _check(self) -> None:
+        if not _whole(self.position):
+            raise TableError("bad_cut", "the cut is a whole number of cards")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Squeeze(Command):
-    hand: str
-    style: str
+    """Start squeezing the stage's cards of ``hand`` in ``style`` (§6)."""
+
+    hand: Hand
+    style: SqueezeStyle
+
+    def _check(self) -> None:
+        _hand(self.hand)
+        if self.style not in STYLES:
+            raise TableError("bad_style", "squeeze styles are peek, side and quick")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TurnCard(Command):
     """Turn one card: 1 or 2 of a two-card hand, 3 for a third card."""
 
-    hand: str
+    hand: Hand
     card: int
+
+    def _check(self) -> None:
+        _hand(self.hand)
+        _card_number(self.card)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Toss(Command):
-    """Turn every face-down card of the hand at once."""
+    """Turn every face-down card of the hand's stage at once."""
 
-    hand: str
+    hand: Hand
+
+    def _check(self) -> None:
+        _hand(self.hand)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Progress(Command):
     """How far the turner has squeezed a card (0-100), shown to the others."""
 
-    hand: str
+    hand: Hand
     card: int
     percent: int
+
+    def _check(self) -> None:
+        _hand(self.hand)
+        _card_number(self.card)
+        if not _whole(self.percent) or not 0 <= self.percent <= 100:
+            raise TableError("bad_amount", "progress is 0-100")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Disconnect(Command):
-    pass
+    """The player's last connection closed. The table decides what that means: a
+    seated player keeps the seat for the grace period (§5); a spectator leaves."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Reconnect(Command):
-    pass
+    """A disconnected player is back."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -172,6 +281,22 @@ class StartShoe(Command):
     seed: bytes | None = None
     cards: tuple[str, ...] | None = None
 
+    def _check(self) -> None:
+        if (self.seed is None) == (self.cards is None):
+            raise TableError("bad_command", "a shoe needs a seed or its cards")
+        if self.seed is not None and (
+            not isinstance(self.seed, bytes) or len(self.seed) != SEED_BYTES
+        ):
+            raise TableError("bad_command", f"a shoe seed is {SEED_BYTES} bytes")
+        if self.cards is not None:
+            if not isinstance(self.cards, tuple):
+                raise TableError("bad_command", "a stacked shoe's cards are a tuple")
+            try:
+                for card in self.cards:
+                    parse_card(card)
+            except (CardError, TypeError, ValueError) as exc:
+                raise TableError("bad_command", str(exc)) from None
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Tick(Command):
@@ -181,3 +306,23 @@ class Tick(Command):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CloseTable(Command):
     """The operator closes the table; wagers of a round in progress are refunded (§8)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SetDraining(Command):
+    """The server is shutting down (``on``) or not: while draining, the table refuses
+    new bets with ``draining`` and running coups finish."""
+
+    on: bool = True
+
+    def _check(self) -> None:
+        if not isinstance(self.on, bool):
+            raise TableError("bad_command", "draining is on or off")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Restored(Command):
+    """The table was restored after the server stopped: nobody is connected yet. Every
+    seated player is marked disconnected (the grace period starts now, §5) as by
+    :class:`Disconnect`, and spectators are sent away. The croupier sends it before
+    anything else, before any Tick, so no offer is made to someone taken for present."""

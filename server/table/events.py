@@ -1,9 +1,16 @@
-"""Events a table emits, and the one chokepoint that decides who sees what.
+"""Events a table emits, and the record a step returns.
 
 An :class:`Event` has public ``data`` everyone may see and an optional ``private``
-overlay per player (a turner's squeezed cards, a player's own balance). Everything
-sent to anyone passes through :func:`view_event`. Undealt cards, burned cards and a
-shoe's seed before its reveal are never put in an event at all.
+overlay per player (a turner's squeezed cards, a player's own balance, the actions
+they may take now). Everything sent to anyone passes through
+:func:`server.table.views.view_event`. Undealt cards, burned cards and a shoe's seed
+before its reveal are never put in an event at all.
+
+An event's data is its own: the table copies what it emits, so nothing an event holds
+is shared with the table's state (changing one can never change the other).
+
+A :class:`Step` is what :meth:`server.table.Table.handle` returns: the step's events and
+what the shell needs to know after it, so that it never reads the live table.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Event", "view_event"]
+__all__ = ["Event", "Step", "plain_copy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +41,27 @@ class Event:
         return cls(int(d["seq"]), str(d["kind"]), dict(d["data"]), d.get("private"))
 
 
-def view_event(event: Event, viewer: str | None) -> dict[str, Any]:
-    """What ``viewer`` (a player id, or None for an anonymous spectator) sees of ``event``."""
-    data = event.data
-    if event.private and viewer is not None and viewer in event.private:
-        data = {**data, **event.private[viewer]}
-    return {"seq": event.seq, "kind": event.kind, "data": data}
+@dataclass(frozen=True, slots=True)
+class Step:
+    """The result of one command.
+
+    ``events``: what it caused, in ``seq`` order (empty for a duplicate, a refused
+    command never returns). ``duplicate``: the command's id was used before, or it
+    changed nothing (a second DONE): the protocol answers ``duplicate: true``.
+    ``seq``: the table's ``seq`` after the step. ``coup_in_progress``: a coup is being
+    dealt (a draining server waits for it to finish).
+    """
+
+    events: tuple[Event, ...]
+    duplicate: bool
+    seq: int
+    coup_in_progress: bool
+
+
+def plain_copy(value: Any) -> Any:
+    """A deep copy of plain data (dicts and lists of scalars), fast."""
+    if isinstance(value, dict):
+        return {k: plain_copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_copy(v) for v in value]
+    return value

@@ -1,12 +1,28 @@
-"""Table options: every table setting of GAME_RULES.md with its default.
+"""Table options: every table setting of GAME_RULES.md with its default, and the one check
+of a table definition.
 
-Pure data. ``TableOptions.from_dict`` is the one place a table definition (from the
-config file or an operator's ``create_table``) is checked; a bad value raises
+What it is for: a :class:`TableOptions` is always valid. It checks itself when made
+(``__post_init__``), whoever makes it, and :meth:`TableOptions.from_dict` turns a
+definition (a ``[[tables]]`` entry of the config file, an operator's ``create_table``,
+a stored table being restored) into one, refusing unknown keys. So the config file,
+``create_table`` and restore all accept and refuse exactly the same definitions, with an
 :class:`OptionsError` naming the setting.
+
+What it must never do: read a file, or decide anything but whether a setting is allowed.
+
+Limit tiers (§3 "Tables come in limit tiers, for example 1-100 with Tie max 15, 10-1,000
+/ 150, 100-10,000 / 1,500"): a tier is ``"N-M"`` in whole currency units, with
+``1 <= N < M <= 100,000,000``; its limits in minor units (cents) are min ``100 N``,
+max ``100 M``, and Tie and side-bet max 15% of ``M`` (``15 M``), as in the three
+examples. Every maximum must reach the minimum, so a tier needs ``15% of M >= N``
+(``M`` at least about 6.7 ``N``: ``5-50`` is a tier, ``10-50`` is not).
+``min``, ``max``, ``tie_max`` and ``side_max`` override a tier's limits.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
@@ -14,13 +30,46 @@ from typing import Any
 from server.engine.payouts import Area, Paytable
 from server.engine.shoe import MIN_STOP_OFFSET
 
-__all__ = ["TIERS", "Limits", "OptionsError", "TableOptions", "Timers"]
+__all__ = [
+    "MAX_LIMIT",
+    "MAX_SEATS",
+    "MAX_STOP_OFFSET",
+    "TIERS",
+    "Limits",
+    "OptionsError",
+    "TableOptions",
+    "Timers",
+    "tier_limits",
+]
 
 MAX_SEATS = 16  # §5
+MAX_STOP_OFFSET = 100  # well inside a 6-deck shoe of 312 cards
+MAX_TIER_UNITS = 100_000_000  # a tier's maximum, in whole units
+MAX_LIMIT = 100 * MAX_TIER_UNITS  # any limit, in minor units (far below 2**53)
+MAX_TIMER = 3600.0  # seconds
+_TIER = re.compile(r"([0-9]{1,9})-([0-9]{1,9})")
 
 
 class OptionsError(ValueError):
     """A table definition with a value the rules do not allow."""
+
+
+def _int(v: Any, name: str, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise OptionsError(f"{name} must be a whole number {lo}-{hi}, not {v!r}")
+    return v
+
+
+def _bool(v: Any, name: str) -> bool:
+    if not isinstance(v, bool):
+        raise OptionsError(f"{name} must be true or false, not {v!r}")
+    return v
+
+
+def _seconds(v: Any, name: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise OptionsError(f"timer {name} must be 0-{MAX_TIMER:.0f} seconds, not {v!r}")
+    return float(v)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,26 +82,46 @@ class Limits:
     tie_max: int = 1_500
     side_max: int = 1_500
 
-    def max_for(self, area: Area) -> int:
+    def __post_init__(self) -> None:
+        for name in ("min", "max", "tie_max", "side_max"):
+            _int(getattr(self, name), name, 1, MAX_LIMIT)
+        if self.min > min(self.max, self.tie_max, self.side_max):
+            raise OptionsError("each maximum must be at least the minimum")
+
+    def max_for(self, area: Area | str) -> int:
         if area in (Area.PLAYER, Area.BANKER):
             return self.max
-        if area is Area.TIE:
+        if area == Area.TIE:
             return self.tie_max
         return self.side_max
 
 
-# §3 "Tables come in limit tiers": 1-100 / Tie 15, 10-1,000 / 150, 100-10,000 / 1,500
-# (in whole currency units; stored in cents).
-TIERS: dict[str, Limits] = {
-    "1-100": Limits(100, 10_000, 1_500, 1_500),
-    "10-1000": Limits(1_000, 100_000, 15_000, 15_000),
-    "100-10000": Limits(10_000, 1_000_000, 150_000, 150_000),
-}
+def tier_limits(tier: object) -> Limits:
+    """The limits of tier ``"N-M"`` (see the module docstring), or OptionsError."""
+    m = _TIER.fullmatch(tier) if isinstance(tier, str) else None
+    if m is None:
+        raise OptionsError(f"tier must look like 10-1000 (whole units), not {tier!r}")
+    low, high = int(m[1]), int(m[2])
+    if not 1 <= low < high <= MAX_TIER_UNITS:
+        raise OptionsError(
+            f"tier {tier}: the minimum must be at least 1 and below the maximum, "
+            f"which is at most {MAX_TIER_UNITS:,}"
+        )
+    if 15 * high < 100 * low:
+        raise OptionsError(
+            f"tier {tier}: the Tie maximum, 15% of {high}, must reach the minimum {low}"
+        )
+    return Limits(100 * low, 100 * high, 15 * high, 15 * high)
+
+
+# The three tiers of §3's example: 1-100 / Tie 15, 10-1,000 / 150, 100-10,000 / 1,500.
+TIERS: dict[str, Limits] = {t: tier_limits(t) for t in ("1-100", "10-1000", "100-10000")}
 
 
 @dataclass(frozen=True, slots=True)
 class Timers:
-    """Seconds (§6): betting 15, squeeze 12 per hand, third card 8, offer 10, cut 15."""
+    """Seconds (§6): betting 15, squeeze 12 per hand, third card 8, offer 10, cut 15;
+    and the grace a disconnected player keeps a seat (§5)."""
 
     betting: float = 15.0
     squeeze: float = 12.0
@@ -60,6 +129,17 @@ class Timers:
     shoe_offer: float = 10.0
     cut: float = 15.0
     grace: float = 60.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or not math.isfinite(v)
+                or not 0 <= v <= MAX_TIMER
+            ):
+                raise OptionsError(f"timer {f.name} must be 0-{MAX_TIMER:.0f} seconds, not {v!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +156,24 @@ class TableOptions:
     stop_offset: int = 16
     holder_must_bet_banker: bool = False
     tier: str = "1-100"
+
+    def __post_init__(self) -> None:
+        """The one check of a table definition (every rule of GAME_RULES.md it names)."""
+        if not isinstance(self.name, str) or not 1 <= len(self.name.strip()) <= 40:
+            raise OptionsError(f"name must be 1-40 characters, not {self.name!r}")
+        if _int(self.decks, "decks", 6, 8) not in (6, 8):  # §4
+            raise OptionsError("decks must be 6 or 8")
+        for flag in ("commission", "pairs", "super6", "dragon", "holder_must_bet_banker"):
+            _bool(getattr(self, flag), flag)
+        _int(self.seats, "seats", 1, MAX_SEATS)  # §5
+        _int(self.stop_offset, "stop_offset", MIN_STOP_OFFSET, MAX_STOP_OFFSET)  # §4
+        if not isinstance(self.limits, Limits):
+            raise OptionsError("limits must be Limits")
+        if not isinstance(self.timers, Timers):
+            raise OptionsError("timers must be Timers")
+        tier_limits(self.tier)
+        if self.super6 and self.commission:  # §3
+            raise OptionsError("Super 6 is for no-commission tables")
 
     @property
     def paytable(self) -> Paytable:
@@ -100,77 +198,44 @@ class TableOptions:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TableOptions:
-        """Build options from a definition; unknown keys and bad values are refused."""
-        data = dict(data)
-        data.pop("id", None)
+        """Build options from a definition; unknown keys and bad values are refused
+        with :class:`OptionsError` (never another exception). An ``id`` key is ignored
+        (a ``[[tables]]`` entry carries one)."""
+        if not isinstance(data, Mapping):
+            raise OptionsError("a table definition is a table of settings")
+        data = {k: v for k, v in data.items() if k != "id"}
         known = {f.name for f in fields(cls)}
-        unknown = set(data) - known - {"min", "max", "tie_max", "side_max"}
+        limit_keys = {"min", "max", "tie_max", "side_max"}
+        unknown = {str(k) for k in data} - known - limit_keys
         if unknown:
             raise OptionsError(f"unknown table setting(s): {', '.join(sorted(unknown))}")
-        tier = str(data.get("tier", "1-100"))
-        if tier not in TIERS:
-            raise OptionsError(f"tier must be one of {', '.join(TIERS)}, not {tier!r}")
-        limits = TIERS[tier]
+        tier = data.pop("tier", "1-100")
+        limits = tier_limits(tier)
         lim = data.pop("limits", None)
         if lim is not None:
             if not isinstance(lim, Mapping):
                 raise OptionsError("limits must be a table of min, max, tie_max, side_max")
-            odd = set(lim) - {"min", "max", "tie_max", "side_max"}
+            odd = {str(k) for k in lim} - limit_keys
             if odd:
-                raise OptionsError(f"unknown limit(s): {', '.join(sorted(map(str, odd)))}")
+                raise OptionsError(f"unknown limit(s): {', '.join(sorted(odd))}")
             data.update(lim)
-        for k in ("min", "max", "tie_max", "side_max"):
-            if k in data:
-                limits = replace(limits, **{k: _int(data.pop(k), k, 1)})
-        if limits.min > min(limits.max, limits.tie_max, limits.side_max):
-            raise OptionsError("each maximum must be at least the minimum")
+        overrides = {k: data.pop(k) for k in limit_keys & set(data)}
+        if overrides:
+            for k, v in overrides.items():
+                _int(v, k, 1, MAX_LIMIT)
+            limits = replace(limits, **overrides)
         tim = data.pop("timers", None) or {}
         if not isinstance(tim, Mapping):
             raise OptionsError("timers must be a table of seconds")
-        timers = Timers()
-        for k, v in tim.items():
-            if k not in {f.name for f in fields(Timers)}:
-                raise OptionsError(f"unknown timer {k!r}")
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 3600:
-                raise OptionsError(f"timer {k} must be 0-3600 seconds")
-            timers = replace(timers, **{k: float(v)})
-        opts = cls(
-            name=_str(data.get("name", "Chemmy"), "name"),
-            decks=_int(data.get("decks", 8), "decks", 6, 8),
-            commission=_bool(data.get("commission", True), "commission"),
-            pairs=_bool(data.get("pairs", True), "pairs"),
-            super6=_bool(data.get("super6", False), "super6"),
-            dragon=_bool(data.get("dragon", False), "dragon"),
-            seats=_int(data.get("seats", 14), "seats", 1, MAX_SEATS),
+        odd = {str(k) for k in tim} - {f.name for f in fields(Timers)}
+        if odd:
+            raise OptionsError(f"unknown timer(s): {', '.join(sorted(odd))}")
+        timers = Timers(**{k: _seconds(v, k) for k, v in tim.items()})
+        name = data.pop("name", "Chemmy")
+        return cls(
+            name=name.strip() if isinstance(name, str) else name,
             limits=limits,
             timers=timers,
-            stop_offset=_int(data.get("stop_offset", 16), "stop_offset", MIN_STOP_OFFSET, 100),
-            holder_must_bet_banker=_bool(
-                data.get("holder_must_bet_banker", False), "holder_must_bet_banker"
-            ),
-            tier=tier,
+            tier=str(tier),
+            **data,
         )
-        if opts.decks not in (6, 8):
-            raise OptionsError("decks must be 6 or 8")
-        if opts.super6 and opts.commission:
-            raise OptionsError("Super 6 is for no-commission tables")
-        return opts
-
-
-def _int(v: Any, name: str, lo: int, hi: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
-        rng = f"{lo}-{hi}" if hi is not None else f"at least {lo}"
-        raise OptionsError(f"{name} must be a whole number {rng}, not {v!r}")
-    return v
-
-
-def _bool(v: Any, name: str) -> bool:
-    if not isinstance(v, bool):
-        raise OptionsError(f"{name} must be true or false, not {v!r}")
-    return v
-
-
-def _str(v: Any, name: str) -> str:
-    if not isinstance(v, str) or not 1 <= len(v.strip()) <= 40:
-        raise OptionsError(f"{name} must be 1-40 characters")
-    return v.strip()

@@ -3,126 +3,78 @@
 Rules of this file:
 
 - Every input is a command (:mod:`server.table.commands`) handed to
-  :meth:`Table.handle` with the current time ``now``; every output is a list of
-  :class:`~server.table.events.Event` with gap-free per-table sequence numbers.
+  :meth:`Table.handle` with the current time ``now``; every output is a
+  :class:`~server.table.events.Step`: the events it caused, with gap-free per-table
+  sequence numbers, and what the shell needs to know after it.
 - A command the rules do not allow raises :class:`~server.table.errors.TableError`
-  and changes nothing: handlers check everything before they change anything.
+  and changes nothing. ``handle`` checks the phase once against
+  :data:`server.table.rules.ALLOWED`; then each command's *check* (``_check_<name>``:
+  who, how much, which card) runs before its *do* (``_do_<name>``) changes anything.
+  :meth:`Table.verify` and :meth:`Table.can` run the same checks and change nothing
+  (pokerkit's verify / can / do).
 - Time comes only from ``now``; randomness only from the shoe's seed, which arrives in
   a :class:`~server.table.commands.StartShoe` command. No I/O, no clock, no global
   random: the same commands at the same times always give the same events.
 - Money moves only through the injected :class:`~server.table.wallet.Wallet`, as
-  idempotent ledger entries keyed by round, player and area.
+  ledger entries keyed by round, player and area (or the table's counter); a refused
+  transfer raises, it is never ignored.
 - Hidden cards never enter an event's public data; a turner's view of a squeezed card
-  travels in the event's private overlay, and snapshots are made per viewer by
-  :meth:`Table.view`.
+  travels in the event's private overlay, and what each viewer sees is decided in
+  :mod:`server.table.views`.
 
-The phases (``Phase``) and the flow between them::
+The phases (:class:`~server.table.state.Phase`) and the flow between them::
 
-    SHUFFLE --StartShoe--> [SHOE_OFFER] --> [CUT] --burn--> BETTING --close--> TURN
-       ^                                                      ^                 |
-       |                                                      +--settle---------+
-       +--------------- last coup settled (seed revealed) ----------------------+
+    SHUFFLE --StartShoe--> WAITING <--(nobody seated / someone sits)--> SHOE_OFFER
+                              SHOE_OFFER --accept / all declined--> CUT (a new shoe)
+                                                                 or BETTING (between coups)
+    CUT --cut (or timeout), burn--> BETTING --close (everyone DONE, or the timer)--> TURN
+    TURN --settled--> BETTING (next coup) | SHOE_OFFER (the shoe passes) | SHUFFLE (shoe over)
+    any phase --CloseTable--> CLOSED
 
-``_advance`` is the one place that moves the table on after any command; the turn
-stages (Player, Banker, Player's third card, Banker's third card) live in ``_advance_coup``.
+Within BETTING (:class:`~server.table.state.BettingStep`): OPEN, the timer running, or
+WAITING_FOR_BET, no deadline until a first bet (§7). Within TURN, each coup stage
+(:class:`~server.table.state.CoupStage`: PLAYER, BANKER, PLAYER_THIRD, BANKER_THIRD)
+has two moments (:class:`~server.table.state.TurnStep`): CHOOSE (TOSS or pick a
+squeeze) and SQUEEZE (turn the cards one at a time).
+
+``_advance`` is the one place that moves the table on after any command; the coup's
+stages live in ``_advance_coup``. Settlement and records are in
+:mod:`server.table.settlement`, storage in :mod:`server.table.persistence`.
 """
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
-from enum import StrEnum
+import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from server.engine.cards import card_value, hand_total
 from server.engine.coup import banker_draws, finish_coup, is_natural, player_draws
-from server.engine.payouts import Area, settle_bet
+from server.engine.payouts import Area
 from server.engine.roads import Result, Roads
-from server.engine.shoe import MIN_CARDS_FOR_COUP, Shoe, ShoeError, check_cut, timeout_cut
+from server.engine.shoe import Shoe, ShoeError, check_cut, timeout_cut
 
 from . import commands as c
+from . import persistence, rules, settlement
 from .errors import TableError
-from .events import Event
+from .events import Event, Step, plain_copy
 from .options import TableOptions
-from .wallet import HOUSE, Wallet, held_account, player_account
+from .state import BettingStep, CardSlot, CoupStage, CoupState, Offer, Phase, PlayerState
+from .wallet import Wallet, held_account, player_account, stake_account
 
 __all__ = ["Phase", "Table"]
 
 RECENT_IDS = 64  # command ids remembered per player for idempotent retries
-STYLES = ("peek", "side", "quick")
-HANDS = ("player", "banker")
-
-
-class Phase(StrEnum):
-    SHUFFLE = "shuffle"  # waiting for the croupier's StartShoe
-    WAITING = "waiting"  # a shoe but nobody seated
-    SHOE_OFFER = "shoe_offer"
-    CUT = "cut"
-    BETTING = "betting"
-    TURN = "turn"  # cards dealt: the turners turn them (§6)
-    CLOSED = "closed"
-
-
-@dataclass
-class PlayerState:
-    id: str
-    name: str
-    seat: int | None = None
-    connected: bool = True
-    grace_deadline: float | None = None
-    bets: dict[str, int] = field(default_factory=dict)
-    bet_order: dict[str, int] = field(default_factory=dict)  # when each area reached its amount
-    done: bool = False
-    last_bets: dict[str, int] = field(default_factory=dict)
-    leaving: bool = False  # grace ran out during a coup: stand at its end
-
-
-@dataclass
-class CardSlot:
-    card: str
-    up: bool = False
-    by: str | None = None
-    on_behalf: str | None = None
-
-
-@dataclass
-class CoupState:
-    round_id: str
-    coup_no: int
-    player: list[CardSlot]
-    banker: list[CardSlot]
-    turners: dict[str, str | None]
-    held: dict[str, dict[str, int]]
-    balances_before: dict[str, int]
-    holder: str | None
-    stage: str = "player"  # player | banker | player_third | banker_third
-    style: str | None = None
-    deadline: float | None = None
-    on_behalf: list[dict[str, Any]] = field(default_factory=list)
-    last: bool = False
-    holder_forfeits: bool = False
-
-    def hand(self, name: str) -> list[CardSlot]:
-        return self.player if name == "player" else self.banker
-
-    @property
-    def stage_hand(self) -> str:
-        return "player" if self.stage.startswith("player") else "banker"
-
-    def stage_slots(self) -> list[int]:
-        """Indexes (0-based) of the cards the current stage turns."""
-        return [2] if self.stage.endswith("third") else [0, 1]
-
-
-@dataclass
-class Offer:
-    queue: list[str]
-    current: str
-    deadline: float
+# Players no longer at the table whose ids are still remembered (a retry after they
+# left, or across a restart that sent them away), oldest forgotten first.
+RECENT_ID_PLAYERS = 256
+PROGRESS_INTERVAL = 0.25  # squeeze progress: at most 4 updates a second per card
+# Commands after which who is seated may have changed (so whose actions to track).
+_SEAT_CHANGES = (c.Sit, c.Stand, c.Leave, c.Disconnect, c.Tick, c.Restored, c.CloseTable)
 
 
 class Table:
-    """One table. ``handle`` commands, read ``view`` snapshots; see the module docstring."""
+    """One table: ``handle`` commands; see the module docstring."""
 
     def __init__(
         self, table_id: str, options: TableOptions, wallet: Wallet, *, shoes_before: int = 0
@@ -132,6 +84,7 @@ class Table:
         self.table_id = table_id
         self.options = options
         self._options_dict = options.to_dict()  # options never change; asdict is slow
+        self.open_areas: tuple[str, ...] = tuple(a.value for a in options.paytable.areas())
         self.wallet = wallet
         self.seq = 0
         self.phase = Phase.SHUFFLE
@@ -153,45 +106,62 @@ class Table:
         self.coup_no = 0
         self.round_open = False
         self.counter = 0
+        self.draining = False
         self.recent_ids: dict[str, list[str]] = {}
         self.last_result: dict[str, Any] | None = None
-        self._roads = Roads()
-        self._events: list[Event] = []
-        self._records: list[dict[str, Any]] = []
-        self._now = 0.0
-        self.duplicate = False  # whether the last command was a retried id
         self.cut_by: dict[str, str | None] | None = None  # who cut this shoe (§4, §6)
         self.cut_offered_to: str | None = None
         # Steps the croupier did for a player between coups (a shoe offer or a cut that
         # timed out): the next round's record carries them (§6, §8).
         self.between_on_behalf: list[dict[str, Any]] = []
+        # A digest of the actions last sent to each player the table keeps current
+        # (the seated, and anyone with chips on the table): see _refresh_actions.
+        self.sent_actions: dict[str, str] = {}
+        self._roads = Roads()
+        self._events: list[Event] = []
+        self._records: list[dict[str, Any]] = []
+        self._now = 0.0
 
     # ------------------------------------------------------------------ public API
-    def handle(self, cmd: c.Command, now: float) -> list[Event]:
-        """Apply one command at time ``now``; return the events it caused.
+    def handle(self, cmd: c.Command, now: float) -> Step:
+        """Apply one command at time ``now``; return the :class:`Step` it made.
 
         Raises TableError (state unchanged) when the rules refuse it. A command whose
-        ``id`` this player already used returns no events and changes nothing.
+        ``id`` this player already used changes nothing and is a duplicate step.
         """
         if cmd.id is not None and cmd.id in self.recent_ids.get(cmd.player, ()):
-            self.duplicate = True
-            return []
-        self.duplicate = False
+            return Step((), True, self.seq, self.coup is not None)
+        check, do = self._verify(cmd)
+        ctx = check(self, cmd)
         self._events = []
         self._now = now
-        handler = _HANDLERS.get(type(cmd))
-        if handler is None:
-            raise TableError("unknown_command", f"the table does not take {type(cmd).__name__}")
-        if self.phase is Phase.CLOSED:
-            raise TableError("table_closed", "this table is closed")
-        handler(self, cmd)
+        key = self._actions_key()
+        unchanged = do(self, cmd, ctx)
         self._advance()
         if cmd.id is not None:
-            ids = self.recent_ids.setdefault(cmd.player, [])
-            ids.append(cmd.id)
-            del ids[:-RECENT_IDS]
-        events, self._events = self._events, []
-        return events
+            self._remember(cmd.player, cmd.id)
+        if self._events:
+            self._refresh_actions(cmd, key)
+        events, self._events = tuple(self._events), []
+        return Step(events, unchanged, self.seq, self.coup is not None)
+
+    def verify(self, cmd: c.Command) -> None:
+        """Raise the TableError ``handle`` would raise for ``cmd`` now; change nothing.
+        (A repeated command id is not a refusal: ``handle`` answers it as a duplicate.)"""
+        check, _ = self._verify(cmd)
+        check(self, cmd)
+
+    def can(self, cmd: c.Command) -> bool:
+        """Whether ``handle`` would accept ``cmd`` now; changes nothing."""
+        try:
+            self.verify(cmd)
+        except TableError:
+            return False
+        return True
+
+    def actions(self, pid: str) -> dict[str, Any]:
+        """The wire commands ``pid`` may send now, with their bounds (``you.actions``)."""
+        return rules.actions(self, pid)
 
     def drain_records(self) -> list[dict[str, Any]]:
         """Round and shoe records made since the last call (for the store)."""
@@ -214,18 +184,83 @@ class Table:
     def wants_shoe(self) -> bool:
         return self.phase is Phase.SHUFFLE
 
+    @property
+    def betting_step(self) -> BettingStep | None:
+        """In BETTING: OPEN (the timer runs) or WAITING_FOR_BET (§7); None otherwise."""
+        if self.phase is not Phase.BETTING:
+            return None
+        return BettingStep.OPEN if self.deadline is not None else BettingStep.WAITING_FOR_BET
+
     def seated(self) -> list[PlayerState]:
         return sorted((p for p in self.players.values() if p.seat is not None), key=_seat_key)
+
+    def free_seats(self) -> list[int]:
+        taken = {p.seat for p in self.players.values() if p.seat is not None}
+        return [s for s in range(1, self.options.seats + 1) if s not in taken]
 
     def roads(self) -> dict[str, Any]:
         return self._roads.to_dict()
 
-    # ------------------------------------------------------------------ emitting
-    def _emit(
-        self, kind: str, data: dict[str, Any], private: dict[str, dict[str, Any]] | None = None
-    ) -> None:
-        self.seq += 1
-        self._events.append(Event(self.seq, kind, data, private or None))
+    @property
+    def cutter(self) -> str | None:
+        """§4: the shoe holder cuts, or with the house holding, the first seated player."""
+        if self.holder is not None:
+            return self.holder
+        seated = self.seated()
+        return seated[0].id if seated else None
+
+    # ------------------------------------------------------------------ money
+    def available(self, pid: str) -> int:
+        """``player:<id>``: the player's money on no table, what they may still place."""
+        return self.wallet.balance(player_account(pid))
+
+    def _stake(self, pid: str) -> int:
+        """The chips ``pid`` has placed here and not yet held (``stake:<table>:<id>``)."""
+        return self.wallet.balance(stake_account(self.table_id, pid))
+
+    def _balance(self, pid: str) -> int:
+        """A player's balance as this table shows it: money on no table plus the chips
+        placed here (for one table, the same figure as before chips moved any money)."""
+        return self.available(pid) + self._stake(pid)
+
+    def money(self, pid: str) -> dict[str, int]:
+        """A player's own money, for the private part of an event and their snapshot:
+        ``balance`` (:meth:`_balance`) and ``available`` (:meth:`available`)."""
+        available = self.available(pid)
+        return {"balance": available + self._stake(pid), "available": available}
+
+    def _move_stake(self, p: PlayerState, amount: int) -> None:
+        """Move ``amount`` from ``player:<id>`` to this table's stake (``amount`` < 0:
+        back), so the stake is always the chips on the felt (§7). The funds were checked
+        before anything changed; a refused transfer raises and is never ignored."""
+        if amount == 0:
+            return
+        self.counter += 1
+        player, stake = player_account(p.id), stake_account(self.table_id, p.id)
+        rid = self._round_id
+        if amount > 0:
+            key = f"{rid}:{p.id}:stake:{self.counter}"
+            self.wallet.transfer(key, player, stake, amount, "stake", rid)
+        else:
+            key = f"{rid}:{p.id}:unstake:{self.counter}"
+            self.wallet.transfer(key, stake, player, -amount, "unstake", rid)
+
+    # ------------------------------------------------------------------ the checks
+    def _verify(self, cmd: c.Command) -> tuple[Callable[..., Any], Callable[..., bool]]:
+        """The one phase check (rules.ALLOWED); returns the command's check and do."""
+        kind = type(cmd)
+        pair = _HANDLERS.get(kind)
+        if pair is None:
+            raise TableError("unknown_command", f"the table does not take {kind.__name__}")
+        if kind in rules.CROUPIER_ONLY and cmd.player != c.CROUPIER:
+            raise TableError("not_allowed", "only the croupier does that")
+        if self.draining and kind in rules.DRAINING_REFUSES:
+            raise TableError("draining", "the server is closing; no new bets")
+        if kind not in rules.ALLOWED[self.phase]:
+            if self.phase is Phase.CLOSED:
+                raise TableError("table_closed", "this table is closed")
+            raise TableError("wrong_phase", f"not now: the table is in {self.phase.value}")
+        return pair
 
     def _player(self, pid: str) -> PlayerState:
         p = self.players.get(pid)
@@ -239,85 +274,243 @@ class Table:
             raise TableError("not_seated", "take a seat first")
         return p
 
-    def _balance(self, pid: str) -> int:
-        return self.wallet.balance(player_account(pid))
+    def wager_in_play(self, p: PlayerState) -> bool:
+        """Whether ``p``'s wager (or the shoe they hold) is in the coup being dealt."""
+        coup = self.coup
+        return coup is not None and (p.id in coup.held or p.id == coup.holder)
 
-    def _money(self, pid: str) -> dict[str, Any]:
-        """A player's own money, for the private part of an event."""
-        return {"balance": self._balance(pid), "available": self.wallet.available(pid)}
+    def _check_can_stand(self, p: PlayerState) -> None:
+        if self.wager_in_play(p):
+            raise TableError("wager_in_play", "wait until this coup is settled")
+
+    def _area(self, name: str) -> str:
+        if name not in self.open_areas:
+            raise TableError("bad_area", f"{name} is not open at this table")
+        return name
+
+    def bets_allowed(self, p: PlayerState, bets: dict[str, int]) -> TableError | None:
+        """Why ``p``'s chips may not become ``bets``: every area within its limits and
+        the chips added within the balance (§3, §7). None when they may."""
+        lim = self.options.limits
+        for name, amount in bets.items():
+            if amount < lim.min:
+                return TableError("below_min", f"the minimum on {name} is {lim.min}")
+            if amount > lim.max_for(name):
+                return TableError("over_max", f"the maximum on {name} is {lim.max_for(name)}")
+        # What the new chips add to the stake must come from the balance.
+        if sum(bets.values()) - self._stake(p.id) > self.available(p.id):
+            return TableError("insufficient_funds", "that bet is more than your balance")
+        return None
+
+    def _check_bets(self, p: PlayerState, bets: dict[str, int]) -> dict[str, int]:
+        refused = self.bets_allowed(p, bets)
+        if refused is not None:
+            raise refused
+        return bets
+
+    def same_bets(self, p: PlayerState) -> dict[str, int]:
+        """``p``'s previous round's bets on the areas open here ("SAME BET", §7)."""
+        return {a: b for a, b in p.last_bets.items() if a in self.open_areas}
+
+    def done_refusal(self, p: PlayerState) -> TableError | None:
+        """Why ``p`` may not press DONE now (the holder without a Banker bet on a
+        ``holder_must_bet_banker`` table), or None."""
+        if (
+            self.options.holder_must_bet_banker
+            and p.id == self.holder
+            and not p.bets.get(Area.BANKER.value)
+        ):
+            return TableError("holder_must_bet_banker", "the shoe holder bets on Banker here")
+        return None
+
+    def _check_offeree(self, pid: str) -> PlayerState:
+        p = self._seated_player(pid)
+        if self.offer is None or self.offer.current != pid:
+            raise TableError("not_offered", "the shoe is not being offered to you")
+        return p
+
+    def _turning(
+        self, cmd: c.Squeeze | c.TurnCard | c.Toss | c.Progress, card: int | None = None
+    ) -> tuple[CoupState, int]:
+        """The coup (and ``card``'s index), if ``cmd``'s player turns ``cmd.hand`` now,
+        ``card`` is a face-down card of the stage, and the stage's moment takes ``cmd``
+        (rules.TURN_STEPS), checked in that order."""
+        coup = self.coup
+        assert coup is not None  # a coup exists exactly in TURN
+        if cmd.hand != coup.stage_hand:
+            raise TableError("not_your_turn", f"the {coup.stage_hand} hand is being turned now")
+        if coup.turners[cmd.hand] != cmd.player:
+            raise TableError("not_your_turn", f"you do not turn the {cmd.hand} cards")
+        index = -1
+        if card is not None:
+            if card - 1 not in coup.stage_slots():
+                allowed = " or ".join(str(i + 1) for i in coup.stage_slots())
+                raise TableError("bad_card", f"turn card {allowed}")
+            if coup.hand(coup.stage_hand)[card - 1].up:
+                raise TableError("card_already_turned", f"card {card} is already face up")
+            index = card - 1
+        step = coup.turn_step
+        if type(cmd) not in rules.TURN_STEPS[step]:
+            code, message = rules.TURN_REFUSALS[(step, type(cmd))]
+            raise TableError(code, message)
+        return coup, index
+
+    # ------------------------------------------------------------------ emitting
+    def _emit(
+        self, kind: str, data: dict[str, Any], private: dict[str, dict[str, Any]] | None = None
+    ) -> None:
+        """Add an event; its data is copied, so it shares nothing with the table."""
+        self.seq += 1
+        self._events.append(
+            Event(self.seq, kind, plain_copy(data), plain_copy(private) if private else None)
+        )
+
+    def _remember(self, pid: str, cid: str) -> None:
+        """Keep ``cid`` among ``pid``'s last ids, for whoever sent it (docs/protocol.md
+        §5): kept when they leave and across restarts, oldest departed forgotten first."""
+        ids = self.recent_ids.pop(pid, [])
+        ids.append(cid)
+        del ids[:-RECENT_IDS]
+        self.recent_ids[pid] = ids  # most recent last
+        if len(self.recent_ids) > RECENT_ID_PLAYERS + len(self.players):
+            for old in list(self.recent_ids):
+                if len(self.recent_ids) <= RECENT_ID_PLAYERS + len(self.players):
+                    break
+                if old not in self.players:
+                    del self.recent_ids[old]
+
+    def _actions_key(self) -> tuple[Any, ...]:
+        """What every player's actions depend on beyond their own seat, chips and money:
+        when it changes, everyone's actions are looked at again."""
+        coup = self.coup
+        offer = self.offer
+        return (
+            self.phase,
+            self.holder,
+            self.holder_coups > 0,
+            self.draining,
+            offer.current if offer is not None else None,
+            self.cut_offered_to,
+            None if coup is None else (coup.stage, coup.style, len(coup.face_down())),
+        )
+
+    def _refresh_actions(self, cmd: c.Command, key: tuple[Any, ...]) -> None:
+        """Keep clients current without re-deriving rules: every tracked player (seated,
+        or with chips on the table) whose actions differ from the last the table sent
+        them gets them in a private overlay on the step's last event. A player who stops
+        being tracked (stood up) gets their spectator actions once."""
+        sent = self.sent_actions
+        everyone = key != self._actions_key()
+        if everyone or isinstance(cmd, _SEAT_CHANGES):
+            seated = {p.id for p in self.players.values() if p.seat is not None}
+            who = seated | set(sent) if everyone else {cmd.player} | (seated ^ set(sent))
+        else:
+            who = {cmd.player}
+        coup = self.coup
+        overlay: dict[str, dict[str, Any]] = {}
+        for pid in sorted(who):
+            p = self.players.get(pid)
+            tracked = p is not None and (
+                p.seat is not None or bool(p.bets) or (coup is not None and pid in coup.held)
+            )
+            if not tracked:
+                if sent.pop(pid, None) is not None and p is not None:
+                    overlay[pid] = {"actions": rules.actions(self, pid)}
+                continue
+            acts = rules.actions(self, pid)
+            digest = _digest(acts)
+            if sent.get(pid) != digest:
+                sent[pid] = digest
+                overlay[pid] = {"actions": acts}
+        if overlay:
+            last = self._events[-1]
+            private = dict(last.private or {})
+            for pid, extra in overlay.items():
+                private[pid] = {**private.get(pid, {}), **extra}
+            self._events[-1] = Event(last.seq, last.kind, last.data, private)
 
     # ------------------------------------------------------------------ players
-    def _join(self, cmd: c.Join) -> None:
+    def _check_join(self, cmd: c.Join) -> bool:
         if cmd.player in self.players:
             if cmd.rejoin:
-                self._reconnect(c.Reconnect(player=cmd.player))
-                return
+                return True
             raise TableError("already_joined", "you are already at this table")
+        return False
+
+    def _do_join(self, cmd: c.Join, rejoin: bool) -> bool:
+        if rejoin:
+            return self._back(self.players[cmd.player])
         name = (cmd.name or cmd.player)[:32]
         # Watching is not news: no event, so an audience of thousands arriving costs
         # each of them nothing (the lobby and snapshots count spectators). Sitting is.
         self.players[cmd.player] = PlayerState(cmd.player, name)
+        return False
 
-    def _leave(self, cmd: c.Leave) -> None:
+    def _check_leave(self, cmd: c.Leave) -> PlayerState:
         p = self._player(cmd.player)
         if p.seat is not None:
             self._check_can_stand(p)
-        self._stand(p, "left")  # a seated player's leaving is news: "stood", reason "left"
-        del self.players[cmd.player]
-        self.recent_ids.pop(cmd.player, None)
+        return p
 
-    def _sit(self, cmd: c.Sit) -> None:
+    def _do_leave(self, cmd: c.Leave, p: PlayerState) -> bool:
+        self._stand(p, "left")  # a seated player's leaving is news: "stood", reason "left"
+        del self.players[p.id]
+        return False
+
+    def _check_sit(self, cmd: c.Sit) -> tuple[PlayerState, int]:
         p = self._player(cmd.player)
         if p.seat is not None:
             raise TableError("already_seated", f"you are already in seat {p.seat}")
-        taken = {q.seat for q in self.players.values() if q.seat is not None}
+        free = self.free_seats()
         if cmd.seat is None:
-            free = [s for s in range(1, self.options.seats + 1) if s not in taken]
             if not free:
                 raise TableError("table_full", "every seat is taken")
-            seat = free[0]
-        else:
-            seat = cmd.seat
-            if (
-                isinstance(seat, bool)
-                or not isinstance(seat, int)
-                or not 1 <= seat <= self.options.seats
-            ):
-                raise TableError("bad_seat", f"seats are 1-{self.options.seats}")
-            if seat in taken:
-                raise TableError("seat_taken", f"seat {seat} is taken")
+            return p, free[0]
+        if cmd.seat > self.options.seats:
+            raise TableError("bad_seat", f"seats are 1-{self.options.seats}")
+        if cmd.seat not in free:
+            raise TableError("seat_taken", f"seat {cmd.seat} is taken")
+        return p, cmd.seat
+
+    def _do_sit(self, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> bool:
+        p, seat = ctx
         p.seat = seat
         p.connected = True
         p.grace_deadline = None
-        self._emit("sat", {"player": p.id, "name": p.name, "seat": seat}, {p.id: self._money(p.id)})
+        self._emit(
+            "sat",
+            {"player": p.id, "name": p.name, "seat": seat, "free_seats": self.free_seats()},
+            {p.id: self.money(p.id)},
+        )
+        return False
 
-    def _check_can_stand(self, p: PlayerState) -> None:
-        if self.coup is not None and (p.id in self.coup.held or p.id == self.coup.holder):
-            raise TableError("wager_in_play", "wait until this coup is settled")
-
-    def _stand_cmd(self, cmd: c.Stand) -> None:
+    def _check_stand(self, cmd: c.Stand) -> PlayerState:
         p = self._seated_player(cmd.player)
         self._check_can_stand(p)
+        return p
+
+    def _do_stand(self, cmd: c.Stand, p: PlayerState) -> bool:
         self._stand(p, "stood")
+        return False
 
     def _stand(self, p: PlayerState, reason: str) -> None:
         """Take a player out of their seat: chips placed come back, the shoe moves on."""
         if p.seat is None:
             return
         seat = p.seat
-        if p.bets:
+        if p.bets:  # placed chips come back: stake -> player
             p.bets.clear()
             p.bet_order.clear()
-            self.wallet.reserve(p.id, self._reserve_key, 0)
+            self._move_stake(p, -self._stake(p.id))
         p.seat, p.done, p.leaving, p.grace_deadline = None, False, False, None
-        self._emit("stood", {"player": p.id, "seat": seat, "reason": reason})
+        self._emit(
+            "stood",
+            {"player": p.id, "seat": seat, "reason": reason, "free_seats": self.free_seats()},
+        )
         if self.holder == p.id:
             self._lose_shoe(p, reason, seat)
         if self.offer is not None and self.offer.current == p.id:
-            self._emit("shoe_declined", {"player": p.id, "seat": seat, "timeout": False})
-            self._next_offer()
-        elif self.offer is not None and p.id in self.offer.queue:
-            self.offer.queue.remove(p.id)
+            self._declined(p.id, seat, timeout=False)
         if (
             self.phase is Phase.BETTING
             and self.round_open
@@ -331,7 +524,6 @@ class Table:
         """Grace ran out (§5): the seat is lost and the player, still away, leaves."""
         self._stand(p, "timeout")
         del self.players[p.id]
-        self.recent_ids.pop(p.id, None)
 
     def _lose_shoe(self, p: PlayerState, reason: str, seat: int | None = None) -> None:
         """§5: the holder passes, stands, leaves or times out: offer the shoe onward."""
@@ -341,44 +533,81 @@ class Table:
         self.house_holds = False
         self.offer_needed = True
 
-    def _disconnect(self, cmd: c.Disconnect) -> None:
-        p = self._player(cmd.player)
+    def _check_disconnect(self, cmd: c.Disconnect) -> PlayerState:
+        return self._player(cmd.player)
+
+    def _do_disconnect(self, cmd: c.Disconnect, p: PlayerState) -> bool:
+        """The table decides what a lost connection means: a spectator leaves (no
+        event, as when they came); a seated player keeps the seat for the grace period
+        (§5). A shoe already offered to them waits for its timer (they may be back in
+        time); one offered to them while they are away is declined at once."""
+        if p.seat is None:
+            del self.players[p.id]
+            return False
         if not p.connected:
-            return
+            return True
+        self._away(p)
+        return False
+
+    def _away(self, p: PlayerState) -> None:
+        """A seated player is gone, for now: the grace period starts (§5). The one path
+        for a lost connection and a restart (Restored)."""
         p.connected = False
-        if p.seat is not None:
-            p.grace_deadline = self._now + self.options.timers.grace
+        p.grace_deadline = self._now + self.options.timers.grace
         self._emit("disconnected", {"player": p.id, "grace_deadline": p.grace_deadline})
 
-    def _reconnect(self, cmd: c.Reconnect) -> None:
-        p = self._player(cmd.player)
+    def _check_reconnect(self, cmd: c.Reconnect) -> PlayerState:
+        return self._player(cmd.player)
+
+    def _do_reconnect(self, cmd: c.Reconnect, p: PlayerState) -> bool:
+        return self._back(p)
+
+    def _back(self, p: PlayerState) -> bool:
         if p.connected:
-            return
+            return True
         p.connected = True
         p.grace_deadline = None
         p.leaving = False
         self._emit("reconnected", {"player": p.id})
+        return False
+
+    def _do_restored(self, cmd: c.Restored, ctx: None) -> bool:
+        """After a restart nobody is connected: spectators are gone (they are not
+        stored, and reconnect as spectators), seated players are away from now on, by
+        the same path as a lost connection (so, before any Tick, nobody away is taken
+        for present: a shoe offered to them from now on is declined at once)."""
+        for q in list(self.players.values()):
+            if q.seat is None and not q.bets:
+                del self.players[q.id]
+        for q in self.seated():
+            if q.connected:
+                self._away(q)
+        self.draining = False  # a new process: not draining until told so
+        return False
+
+    def _do_set_draining(self, cmd: c.SetDraining, ctx: None) -> bool:
+        if self.draining == cmd.on:
+            return True
+        self.draining = cmd.on
+        self._emit("draining", {"on": cmd.on})
+        return False
 
     # ------------------------------------------------------------------ the shoe
-    def _start_shoe(self, cmd: c.StartShoe) -> None:
-        if cmd.player != c.CROUPIER:
-            raise TableError("not_allowed", "only the croupier starts a shoe")
-        if self.phase is not Phase.SHUFFLE:
-            raise TableError("wrong_phase", "the current shoe is not finished")
+    def _check_start_shoe(self, cmd: c.StartShoe) -> Shoe:
         try:
             if cmd.cards is not None:
-                shoe = Shoe.stacked(cmd.cards)
-                if len(shoe.cards) > self.options.stop_offset + MIN_CARDS_FOR_COUP:
-                    shoe.place_stop(self.options.stop_offset)
-            elif cmd.seed is not None:
-                shoe = Shoe.from_seed(cmd.seed, self.options.decks)
-            else:
-                raise TableError("bad_command", "a shoe needs a seed or its cards")
+                # A stacked shoe has its stop card too (§4), so it never runs short.
+                return Shoe.stacked(cmd.cards, stop_offset=self.options.stop_offset)
+            assert cmd.seed is not None
+            return Shoe.from_seed(cmd.seed, self.options.decks)
         except (ShoeError, ValueError) as exc:
             raise TableError("bad_command", str(exc)) from None
+
+    def _do_start_shoe(self, cmd: c.StartShoe, shoe: Shoe) -> bool:
         self.shoe = shoe
         self.cut_by = None
         self.shoe_no += 1
+        self.coup_no = 0  # coups are numbered per shoe, as on every scoreboard
         self.shoe_coups = []
         self.results = []
         self._roads = Roads()
@@ -394,85 +623,87 @@ class Table:
                 "stacked": cmd.cards is not None,
             },
         )
+        return False
+
+    def _rotation(self, after: int) -> list[PlayerState]:
+        """Seated players in offer order: the seats after ``after``, wrapping (§5)."""
+        return sorted(self.seated(), key=lambda q: ((q.seat or 0) <= after, q.seat))
 
     def _start_offer(self) -> None:
-        seats = sorted(self.seated(), key=lambda q: ((q.seat or 0) <= self.anchor_seat, q.seat))
-        queue = [q.id for q in seats]
         self.offer_needed = False
-        if not queue:
-            return
-        self.offer = Offer(queue[1:], queue[0], self._now + self.options.timers.shoe_offer)
-        self._offer_to(queue[0])
+        order = self._rotation(self.anchor_seat)
+        if order:
+            self._offer_to(order[0], [])
 
-    def _offer_to(self, pid: str) -> None:
-        assert self.offer is not None
-        self.offer.current = pid
-        self.offer.deadline = self._now + self.options.timers.shoe_offer
-        p = self.players[pid]
-        self._emit("shoe_offered", {"player": pid, "seat": p.seat, "deadline": self.offer.deadline})
+    def _offer_to(self, p: PlayerState, declined: list[str]) -> None:
+        assert p.seat is not None
+        deadline = self._now + self.options.timers.shoe_offer
+        self.offer = Offer(p.id, p.seat, deadline, declined)
+        self._emit("shoe_offered", {"player": p.id, "seat": p.seat, "deadline": deadline})
         if not p.connected:  # nobody there to answer: declined on their behalf at once
-            self._emit("shoe_declined", {"player": pid, "seat": p.seat, "timeout": True})
-            self.between_on_behalf.append({"step": "decline the shoe", "player": pid})
-            self._next_offer()
+            self.between_on_behalf.append({"step": "decline the shoe", "player": p.id})
+            self._declined(p.id, p.seat, timeout=True)
 
-    def _next_offer(self) -> None:
-        assert self.offer is not None
-        if self.offer.queue:
-            self._offer_to(self.offer.queue.pop(0))
-            return
+    def _declined(self, pid: str, seat: int | None, *, timeout: bool) -> None:
+        """§5: ``pid`` declined (or could not answer): the next occupied seat whose
+        player has not declined is offered the shoe; when every seated player has
+        declined, the house holds it."""
+        offer = self.offer
+        assert offer is not None
+        self._emit("shoe_declined", {"player": pid, "seat": seat, "timeout": timeout})
+        declined = [*offer.declined, pid]
+        for q in self._rotation(offer.seat):
+            if q.id not in declined:
+                self._offer_to(q, declined)
+                return
         self.offer = None
         self.holder = None
         self.house_holds = True
         self.holder_coups = 0
         self._emit("shoe_held_by_house", {})
 
-    def _check_offeree(self, pid: str) -> PlayerState:
-        p = self._seated_player(pid)
-        if self.offer is None or self.offer.current != pid:
-            raise TableError("not_offered", "the shoe is not being offered to you")
-        return p
+    def _check_accept_shoe(self, cmd: c.AcceptShoe) -> PlayerState:
+        return self._check_offeree(cmd.player)
 
-    def _accept(self, cmd: c.AcceptShoe) -> None:
-        p = self._check_offeree(cmd.player)
+    def _do_accept_shoe(self, cmd: c.AcceptShoe, p: PlayerState) -> bool:
         self.offer = None
         self.holder, self.house_holds, self.holder_coups = p.id, False, 0
         self.anchor_seat = p.seat or 0
         self._emit("shoe_accepted", {"player": p.id, "seat": p.seat})
+        return False
 
-    def _decline(self, cmd: c.DeclineShoe) -> None:
-        p = self._check_offeree(cmd.player)
-        self._emit("shoe_declined", {"player": p.id, "seat": p.seat, "timeout": False})
-        self._next_offer()
+    def _check_decline_shoe(self, cmd: c.DeclineShoe) -> PlayerState:
+        return self._check_offeree(cmd.player)
 
-    def _pass(self, cmd: c.PassShoe) -> None:
+    def _do_decline_shoe(self, cmd: c.DeclineShoe, p: PlayerState) -> bool:
+        self._declined(p.id, p.seat, timeout=False)
+        return False
+
+    def _check_pass_shoe(self, cmd: c.PassShoe) -> PlayerState:
         p = self._seated_player(cmd.player)
         if self.holder != p.id:
             raise TableError("not_holder", "only the shoe holder passes the shoe")
-        if self.phase is not Phase.BETTING:
-            raise TableError("wrong_phase", "the shoe is passed between coups")
         if self.holder_coups < 1:
             raise TableError("too_early", "deal at least one coup before passing the shoe")
+        return p
+
+    def _do_pass_shoe(self, cmd: c.PassShoe, p: PlayerState) -> bool:
         self._lose_shoe(p, "passed")
+        return False
 
-    @property
-    def cutter(self) -> str | None:
-        """§4: the shoe holder cuts, or with the house holding, the first seated player."""
-        if self.holder is not None:
-            return self.holder
-        seated = self.seated()
-        return seated[0].id if seated else None
-
-    def _cut(self, cmd: c.Cut) -> None:
+    def _check_cut(self, cmd: c.Cut) -> None:
         self._seated_player(cmd.player)
-        if self.phase is not Phase.CUT or self.shoe is None:
-            raise TableError("wrong_phase", "the shoe is not waiting for a cut")
+        assert self.shoe is not None
         if cmd.player != self.cutter:
             raise TableError("not_cutter", "it is not your cut")
         try:
             check_cut(cmd.position, self.shoe.size)
         except ShoeError as exc:
             raise TableError("bad_cut", str(exc)) from None
+
+    def _do_cut(self, cmd: c.Cut, ctx: None) -> bool:
         self._apply_cut(cmd.position, cmd.player, None)
+        return False
 
     def _apply_cut(self, position: int, by: str, on_behalf: str | None) -> None:
         assert self.shoe is not None
@@ -482,38 +713,6 @@ class Table:
         self._emit("shoe_cut", {"position": position, "by": by, "on_behalf": on_behalf})
 
     # ------------------------------------------------------------------ betting
-    @property
-    def _reserve_key(self) -> str:
-        return f"table:{self.table_id}"
-
-    def _area(self, name: str) -> Area:
-        try:
-            area = Area(name)
-        except ValueError:
-            raise TableError("bad_area", f"there is no bet area {name!r}") from None
-        if area not in self.options.paytable.areas():
-            raise TableError("bad_area", f"{area.value} is not open at this table")
-        return area
-
-    def _betting_player(self, pid: str) -> PlayerState:
-        p = self._seated_player(pid)
-        if self.phase is not Phase.BETTING:
-            raise TableError("wrong_phase", "betting is closed")
-        return p
-
-    def _check_bets(self, p: PlayerState, bets: dict[str, int]) -> None:
-        """Every area within its limits and the whole within the balance (§3, §7)."""
-        lim = self.options.limits
-        for name, amount in bets.items():
-            area = Area(name)
-            if amount < lim.min:
-                raise TableError("below_min", f"the minimum on {name} is {lim.min}")
-            if amount > lim.max_for(area):
-                raise TableError("over_max", f"the maximum on {name} is {lim.max_for(area)}")
-        current = sum(p.bets.values())
-        if sum(bets.values()) > self.wallet.available(p.id) + current:
-            raise TableError("insufficient_funds", "that bet is more than your balance")
-
     def _set_bets(self, p: PlayerState, bets: dict[str, int], change: str) -> None:
         for name in set(p.bets) | set(bets):
             if p.bets.get(name, 0) != bets.get(name, 0):
@@ -522,75 +721,78 @@ class Table:
         p.bets = {k: v for k, v in bets.items() if v}
         p.bet_order = {k: v for k, v in p.bet_order.items() if k in p.bets}
         p.done = False
-        self.wallet.reserve(p.id, self._reserve_key, sum(p.bets.values()))
+        self._move_stake(p, sum(p.bets.values()) - self._stake(p.id))
         self._emit(
             "bets",
-            {"player": p.id, "seat": p.seat, "bets": dict(p.bets), "change": change},
-            {p.id: {"available": self.wallet.available(p.id)}},
+            {"player": p.id, "seat": p.seat, "bets": p.bets, "change": change},
+            {p.id: {"available": self.available(p.id)}},
         )
         if self.deadline is None and p.bets:  # §7: the table waited for a bet; time it now
             self.deadline = self._now + self.options.timers.betting
             self._emit("betting_timer", {"deadline": self.deadline})
 
-    @staticmethod
-    def _amount(value: object) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise TableError("bad_amount", "an amount is a positive whole number of minor units")
-        return value
-
-    def _place(self, cmd: c.PlaceBet) -> None:
-        p = self._betting_player(cmd.player)
+    def _check_place_bet(self, cmd: c.PlaceBet) -> tuple[PlayerState, dict[str, int]]:
+        p = self._seated_player(cmd.player)
         area = self._area(cmd.area)
-        amount = self._amount(cmd.amount)
         bets = dict(p.bets)
-        bets[area.value] = bets.get(area.value, 0) + amount
-        self._check_bets(p, bets)
-        self._set_bets(p, bets, "place")
+        bets[area] = bets.get(area, 0) + cmd.amount
+        return p, self._check_bets(p, bets)
 
-    def _remove(self, cmd: c.RemoveBet) -> None:
-        p = self._betting_player(cmd.player)
+    def _do_place_bet(self, cmd: c.PlaceBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
+        self._set_bets(*ctx, "place")
+        return False
+
+    def _check_remove_bet(self, cmd: c.RemoveBet) -> tuple[PlayerState, dict[str, int]]:
+        p = self._seated_player(cmd.player)
         area = self._area(cmd.area)
-        have = p.bets.get(area.value, 0)
+        have = p.bets.get(area, 0)
         if not have:
-            raise TableError("no_bet", f"you have no bet on {area.value}")
-        amount = have if cmd.amount is None else self._amount(cmd.amount)
+            raise TableError("no_bet", f"you have no bet on {area}")
+        amount = have if cmd.amount is None else cmd.amount
         if amount > have:
-            raise TableError("bad_amount", f"you have {have} on {area.value}")
-        bets = dict(p.bets)
-        bets[area.value] = have - amount
-        if 0 < bets[area.value] < self.options.limits.min:
-            raise TableError(
-                "below_min", f"the minimum on {area.value} is {self.options.limits.min}"
-            )
-        self._set_bets(p, bets, "remove")
+            raise TableError("bad_amount", f"you have {have} on {area}")
+        if 0 < have - amount < self.options.limits.min:
+            raise TableError("below_min", f"the minimum on {area} is {self.options.limits.min}")
+        return p, {**p.bets, area: have - amount}
 
-    def _clear(self, cmd: c.ClearBets) -> None:
-        p = self._betting_player(cmd.player)
+    def _do_remove_bet(self, cmd: c.RemoveBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
+        self._set_bets(*ctx, "remove")
+        return False
+
+    def _check_clear_bets(self, cmd: c.ClearBets) -> PlayerState:
+        p = self._seated_player(cmd.player)
         if not p.bets:
             raise TableError("no_bet", "you have no bets to clear")
-        self._set_bets(p, {}, "clear")
+        return p
 
-    def _same(self, cmd: c.SameBet) -> None:
-        p = self._betting_player(cmd.player)
+    def _do_clear_bets(self, cmd: c.ClearBets, p: PlayerState) -> bool:
+        self._set_bets(p, {}, "clear")
+        return False
+
+    def _check_same_bet(self, cmd: c.SameBet) -> tuple[PlayerState, dict[str, int]]:
+        p = self._seated_player(cmd.player)
         if not p.last_bets:
             raise TableError("no_previous_bets", "you have no previous round's bets to repeat")
-        bets = {a: b for a, b in p.last_bets.items() if Area(a) in self.options.paytable.areas()}
-        self._check_bets(p, bets)
-        self._set_bets(p, bets, "same")
+        return p, self._check_bets(p, self.same_bets(p))
 
-    def _done(self, cmd: c.Done) -> None:
-        p = self._betting_player(cmd.player)
-        if (
-            self.options.holder_must_bet_banker
-            and p.id == self.holder
-            and not p.bets.get(Area.BANKER.value)
-        ):
-            raise TableError("holder_must_bet_banker", "the shoe holder bets on Banker here")
+    def _do_same_bet(self, cmd: c.SameBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
+        self._set_bets(*ctx, "same")
+        return False
+
+    def _check_done(self, cmd: c.Done) -> PlayerState:
+        p = self._seated_player(cmd.player)
+        refused = self.done_refusal(p)
+        if refused is not None:
+            raise refused
+        return p
+
+    def _do_done(self, cmd: c.Done, p: PlayerState) -> bool:
         if p.done:
-            return
+            return True  # pressed already: nothing changes (answered as a duplicate)
         p.done = True
         self._emit("done", {"player": p.id})
         self._maybe_close_betting()
+        return False
 
     def _maybe_close_betting(self) -> None:
         """§7: close early once everyone seated pressed DONE, and there is a bet."""
@@ -625,16 +827,10 @@ class Table:
         for q in self.seated():
             if not q.bets:
                 continue
-            self.wallet.reserve(q.id, self._reserve_key, 0)
             before[q.id] = self._balance(q.id)
-            if before[q.id] < sum(q.bets.values()):  # reservations make this unreachable;
-                q.bets, q.bet_order = {}, {}  # still, a balance never goes negative (§3)
-                self._emit("bets_void", {"player": q.id, "reason": "insufficient_funds"})
-                continue
+            stake = stake_account(self.table_id, q.id)  # the chips on the felt (§7)
             for area, amount in sorted(q.bets.items()):
-                self.wallet.transfer(
-                    f"{rid}:{q.id}:{area}:hold", player_account(q.id), table, amount, "hold", rid
-                )
+                self.wallet.transfer(f"{rid}:{q.id}:{area}:hold", stake, table, amount, "hold", rid)
             held[q.id] = dict(q.bets)
         player_turner = self._player_turner(held)
         shoe = self.shoe
@@ -666,47 +862,27 @@ class Table:
         self._emit(
             "betting_closed",
             {"round_id": rid, "bets": held, "totals": totals},
-            {pid: self._money(pid) for pid in held},
+            {pid: self.money(pid) for pid in held},
         )
         self._emit(
             "dealt",
-            {"round_id": rid, "player": 2, "banker": 2, "turners": dict(self.coup.turners)},
-        )
-
-    @staticmethod
-    def _ranked_player_bets(
-        players: list[PlayerState], held: dict[str, dict[str, int]]
-    ) -> list[tuple[int, int, str]]:
-        return sorted(
-            (-held[q.id]["player"], q.bet_order.get("player", 0), q.id)
-            for q in players
-            if held.get(q.id, {}).get("player")
+            {"round_id": rid, "player": 2, "banker": 2, "turners": self.coup.turners},
         )
 
     def _player_turner(self, held: dict[str, dict[str, int]]) -> str | None:
         """§6: the highest Player bet turns; on equal amounts, whoever reached it first."""
-        ranked = self._ranked_player_bets(self.seated(), held)
+        ranked = sorted(
+            (-held[q.id]["player"], q.bet_order.get("player", 0), q.id)
+            for q in self.seated()
+            if held.get(q.id, {}).get("player")
+        )
         return ranked[0][2] if ranked else None
 
     # ------------------------------------------------------------------ turning
-    def _turning(self, pid: str, hand: str) -> CoupState:
-        if self.phase is not Phase.TURN or self.coup is None:
-            raise TableError("wrong_phase", "no cards are waiting to be turned")
-        coup = self.coup
-        if hand not in HANDS:
-            raise TableError("bad_hand", "the hand is player or banker")
-        if hand != coup.stage_hand:
-            raise TableError("not_your_turn", f"the {coup.stage_hand} hand is being turned now")
-        if coup.turners[hand] != pid:
-            raise TableError("not_your_turn", f"you do not turn the {hand} cards")
-        return coup
+    def _check_squeeze(self, cmd: c.Squeeze) -> CoupState:
+        return self._turning(cmd)[0]
 
-    def _squeeze(self, cmd: c.Squeeze) -> None:
-        coup = self._turning(cmd.player, cmd.hand)
-        if cmd.style not in STYLES:
-            raise TableError("bad_style", "squeeze styles are peek, side and quick")
-        if coup.style is not None:
-            raise TableError("already_squeezing", "you are already squeezing these cards")
+    def _do_squeeze(self, cmd: c.Squeeze, coup: CoupState) -> bool:
         coup.style = cmd.style
         slots = coup.hand(cmd.hand)
         private = {str(i + 1): slots[i].card for i in coup.stage_slots() if not slots[i].up}
@@ -715,42 +891,41 @@ class Table:
             {"hand": cmd.hand, "style": cmd.style, "turner": cmd.player},
             {cmd.player: {"cards": private}},
         )
+        return False
 
-    def _turn_index(self, coup: CoupState, card: object) -> int:
-        if (
-            isinstance(card, bool)
-            or not isinstance(card, int)
-            or card - 1 not in coup.stage_slots()
-        ):
-            allowed = " or ".join(str(i + 1) for i in coup.stage_slots())
-            raise TableError("bad_card", f"turn card {allowed}")
-        if coup.hand(coup.stage_hand)[card - 1].up:
-            raise TableError("card_already_turned", f"card {card} is already face up")
-        return card - 1
+    def _check_turn_card(self, cmd: c.TurnCard) -> tuple[CoupState, int]:
+        return self._turning(cmd, cmd.card)
 
-    def _turn_card(self, cmd: c.TurnCard) -> None:
-        coup = self._turning(cmd.player, cmd.hand)
-        index = self._turn_index(coup, cmd.card)
-        if coup.style is None:
-            raise TableError("not_squeezing", "choose a squeeze style (or TOSS) first")
+    def _do_turn_card(self, cmd: c.TurnCard, ctx: tuple[CoupState, int]) -> bool:
+        coup, index = ctx
         self._reveal(coup, cmd.hand, index, cmd.player, None)
+        return False
 
-    def _toss(self, cmd: c.Toss) -> None:
-        coup = self._turning(cmd.player, cmd.hand)
+    def _check_toss(self, cmd: c.Toss) -> CoupState:
+        return self._turning(cmd)[0]
+
+    def _do_toss(self, cmd: c.Toss, coup: CoupState) -> bool:
         self._reveal_stage(coup, cmd.player, None)
+        return False
 
-    def _progress(self, cmd: c.Progress) -> None:
-        coup = self._turning(cmd.player, cmd.hand)
-        if coup.style is None:
-            raise TableError("not_squeezing", "choose a squeeze style first")
-        index = self._turn_index(coup, cmd.card)
-        pct = cmd.percent
-        if isinstance(pct, bool) or not isinstance(pct, int) or not 0 <= pct <= 100:
-            raise TableError("bad_amount", "progress is 0-100")
+    def _check_progress(self, cmd: c.Progress) -> tuple[CoupState, int]:
+        return self._turning(cmd, cmd.card)
+
+    def _do_progress(self, cmd: c.Progress, ctx: tuple[CoupState, int]) -> bool:
+        """Show the others how far a card is bent, coalesced (a squeeze must not flood
+        every watcher): only forward progress, at most 4 updates a second per card; the
+        rest is answered ok without an event."""
+        coup, index = ctx
+        key = f"{cmd.hand}{index + 1}"
+        last = coup.progress.get(key)
+        if last is not None and (cmd.percent <= last[0] or self._now - last[1] < PROGRESS_INTERVAL):
+            return False
+        coup.progress[key] = [cmd.percent, self._now]
         self._emit(
             "progress",
-            {"hand": cmd.hand, "card": index + 1, "percent": pct, "turner": cmd.player},
+            {"hand": cmd.hand, "card": index + 1, "percent": cmd.percent, "turner": cmd.player},
         )
+        return False
 
     def _reveal(
         self, coup: CoupState, hand: str, index: int, by: str, on_behalf: str | None
@@ -786,7 +961,7 @@ class Table:
             hand = coup.stage_hand
             slots = coup.hand(hand)
             if all(slots[i].up for i in coup.stage_slots()):
-                coup.style, coup.deadline = None, None
+                coup.style, coup.deadline, coup.progress = None, None, {}
                 nxt = self._next_stage(coup)
                 if nxt is None:
                     self._settle()
@@ -807,28 +982,28 @@ class Table:
                 )
             return False
 
-    def _next_stage(self, coup: CoupState) -> str | None:
+    def _next_stage(self, coup: CoupState) -> CoupStage | None:
         """The tableau (§2), step by step; deals a third card face down when one is drawn."""
         assert self.shoe is not None
         pt = hand_total(s.card for s in coup.player)
         bt = hand_total(s.card for s in coup.banker)
-        if coup.stage == "player":
-            return "banker"
-        if coup.stage == "banker":
+        if coup.stage is CoupStage.PLAYER:
+            return CoupStage.BANKER
+        if coup.stage is CoupStage.BANKER:
             if is_natural(pt) or is_natural(bt):
                 return None
             if player_draws(pt):
                 self._deal_third(coup, "player")
-                return "player_third"
+                return CoupStage.PLAYER_THIRD
             if banker_draws(bt, None):
                 self._deal_third(coup, "banker")
-                return "banker_third"
+                return CoupStage.BANKER_THIRD
             return None
-        if coup.stage == "player_third":
+        if coup.stage is CoupStage.PLAYER_THIRD:
             bt2 = hand_total(s.card for s in coup.banker[:2])
             if banker_draws(bt2, card_value(coup.player[2].card)):
                 self._deal_third(coup, "banker")
-                return "banker_third"
+                return CoupStage.BANKER_THIRD
         return None
 
     def _deal_third(self, coup: CoupState, hand: str) -> None:
@@ -843,42 +1018,13 @@ class Table:
         assert coup is not None and self.shoe is not None
         result = finish_coup([s.card for s in coup.player], [s.card for s in coup.banker])
         rid = coup.round_id
-        table = held_account(self.table_id)
-        payouts: list[dict[str, Any]] = []
-        for pid, bets in sorted(coup.held.items()):
-            for area, stake in sorted(bets.items()):
-                r = settle_bet(area, stake, result, self.options.paytable)
-                key = f"{rid}:{pid}:{area}"
-                if r.returned == 0:
-                    self.wallet.transfer(f"{key}:lose", table, HOUSE, stake, "lose", rid)
-                else:
-                    self.wallet.transfer(
-                        f"{key}:return", table, player_account(pid), stake, "return", rid
-                    )
-                    if r.win:
-                        self.wallet.transfer(
-                            f"{key}:win", HOUSE, player_account(pid), r.win, "win", rid
-                        )
-                payouts.append(
-                    {
-                        "player": pid,
-                        "area": area,
-                        "stake": stake,
-                        "returned": r.returned,
-                        "win": r.win,
-                        "commission": r.commission,
-                        "outcome": r.outcome,
-                    }
-                )
+        payouts = settlement.pay(self.wallet, self.table_id, coup, result, self.options.paytable)
         summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict()}
         self._emit("result", summary)
-        nets: dict[str, int] = {}
-        for pay in payouts:
-            nets[pay["player"]] = nets.get(pay["player"], 0) + pay["returned"] - pay["stake"]
         self._emit(
             "settled",
             {"round_id": rid, "payouts": payouts},
-            {pid: {**self._money(pid), "net": net} for pid, net in nets.items()},
+            {pid: {**self.money(pid), "net": net} for pid, net in settlement.nets(payouts).items()},
         )
         for pid, bets in coup.held.items():
             if pid in self.players:
@@ -890,31 +1036,16 @@ class Table:
         self.shoe_coups.append({"player": list(result.player), "banker": list(result.banker)})
         self.last_result = summary
         self._records.append(
-            {
-                "kind": "round",
-                "round_id": rid,
-                "table": self.table_id,
-                "shoe_no": self.shoe_no,
-                "coup_no": coup.coup_no,
-                "time": self._now,
-                "players": sorted(coup.held),
-                **result.to_dict(),
-                "holder": coup.holder,
-                "turners": dict(coup.turners),
-                "turned_by": {
-                    h: [
-                        {"card": s.card, "by": s.by, "on_behalf": s.on_behalf} for s in coup.hand(h)
-                    ]
-                    for h in HANDS
-                },
-                "on_behalf": [*self.between_on_behalf, *coup.on_behalf],
-                "bets": payouts,
-                "commission": sum(p["commission"] for p in payouts),
-                "balances": {
-                    pid: {"before": coup.balances_before[pid], "after": self._balance(pid)}
-                    for pid in sorted(coup.held)
-                },
-            }
+            settlement.round_record(
+                table_id=self.table_id,
+                shoe_no=self.shoe_no,
+                coup=coup,
+                result=result,
+                payouts=payouts,
+                on_behalf=[*self.between_on_behalf, *coup.on_behalf],
+                balances_after={pid: self._balance(pid) for pid in coup.held},
+                time=self._now,
+            )
         )
         self.between_on_behalf = []
         self.coup = None
@@ -935,7 +1066,7 @@ class Table:
             if q.leaving:
                 self._gone(q)
         # §4: the stop card's coup is finished, one more is dealt, then the shoe ends.
-        if coup.last or self.shoe.remaining < MIN_CARDS_FOR_COUP:
+        if coup.last:
             self._end_shoe()
         elif self.shoe.stop_card_out and not self.last_coup_next:
             self.last_coup_next = True
@@ -945,23 +1076,14 @@ class Table:
         """Reveal the seed (§4): anyone can now recompute every card dealt."""
         shoe = self.shoe
         assert shoe is not None
-        record = {
-            "kind": "shoe",
-            "table": self.table_id,
-            "shoe_no": self.shoe_no,
-            "decks": shoe.decks,
-            "commitment": shoe.commitment,
-            "seed": shoe.seed.hex() if shoe.seed is not None else None,
-            "stacked": shoe.seed is None,
-            "cut": shoe.cut,
-            "cut_by": (self.cut_by or {}).get("by"),
-            "cut_on_behalf": (self.cut_by or {}).get("on_behalf"),
-            "stop_offset": shoe.size - shoe.stop_index if shoe.stop_index is not None else None,
-            "burn_card": shoe.burn_card,
-            "burned": shoe.burned,
-            "coups": list(self.shoe_coups),
-            "complete": complete,
-        }
+        record = settlement.shoe_record(
+            table_id=self.table_id,
+            shoe_no=self.shoe_no,
+            shoe=shoe,
+            cut_by=self.cut_by,
+            coups=self.shoe_coups,
+            complete=complete,
+        )
         self._records.append(record)
         self._emit("shoe_ended", {k: v for k, v in record.items() if k != "kind"})
         self.shoe = None
@@ -969,20 +1091,19 @@ class Table:
         self.last_coup_next = False
 
     # ------------------------------------------------------------------ time
-    def _tick(self, cmd: c.Tick) -> None:
+    def _do_tick(self, cmd: c.Tick, ctx: None) -> bool:
         now = self._now
         for q in sorted(self.players.values(), key=lambda q: q.id):
             if q.grace_deadline is not None and now >= q.grace_deadline:
                 q.grace_deadline = None
-                if self.coup is not None and (q.id in self.coup.held or q.id == self.coup.holder):
+                if self.wager_in_play(q):
                     q.leaving = True
                 else:
                     self._gone(q)
-        if self.offer is not None and now >= self.offer.deadline:
-            p = self.players[self.offer.current]
-            self._emit("shoe_declined", {"player": p.id, "seat": p.seat, "timeout": True})
-            self.between_on_behalf.append({"step": "decline the shoe", "player": p.id})
-            self._next_offer()
+        offer = self.offer
+        if offer is not None and now >= offer.deadline:
+            self.between_on_behalf.append({"step": "decline the shoe", "player": offer.current})
+            self._declined(offer.current, offer.seat, timeout=True)
         if self.phase is Phase.CUT and self.deadline is not None and now >= self.deadline:
             assert self.shoe is not None and self.shoe.seed is not None
             who = self.cutter
@@ -999,24 +1120,17 @@ class Table:
         if coup is not None and coup.deadline is not None and now >= coup.deadline:
             turner = coup.turners[coup.stage_hand]
             self._reveal_stage(coup, c.CROUPIER, turner)
+        return False
 
     # ------------------------------------------------------------------ closing
-    def _close(self, cmd: c.CloseTable) -> None:
-        if cmd.player != c.CROUPIER:
-            raise TableError("not_allowed", "only the operator closes a table")
+    def _do_close_table(self, cmd: c.CloseTable, ctx: None) -> bool:
         coup = self.coup
-        table = held_account(self.table_id)
         if coup is not None:  # §8: only an operator's close refunds a round in progress
-            for pid, bets in sorted(coup.held.items()):
-                for area, stake in sorted(bets.items()):
-                    key = f"{coup.round_id}:{pid}:{area}:refund"
-                    self.wallet.transfer(
-                        key, table, player_account(pid), stake, "refund", coup.round_id
-                    )
+            settlement.refund(self.wallet, self.table_id, coup)
         for q in self.players.values():
-            if q.bets:
-                self.wallet.reserve(q.id, self._reserve_key, 0)
-                q.bets = {}
+            if q.bets and (coup is None or q.id not in coup.held):  # placed, not held
+                self._move_stake(q, -self._stake(q.id))
+            q.bets = {}
         self.coup = None
         self.offer = None
         self.deadline = None
@@ -1024,6 +1138,7 @@ class Table:
             self._end_shoe(complete=False)
         self.phase = Phase.CLOSED
         self._emit("closed", {"refunded": coup is not None})
+        return False
 
     # ------------------------------------------------------------------ the flow
     def _advance(self) -> None:
@@ -1071,278 +1186,56 @@ class Table:
                 self._open_betting()
             return
 
-    # ------------------------------------------------------------------ views
-    def view(self, viewer: str | None) -> dict[str, Any]:
-        """A snapshot for one viewer: only what they may see (§6 hidden information)."""
-        coup = self.coup
-        coup_view: dict[str, Any] | None = None
-        if coup is not None:
-            squeezer = coup.turners[coup.stage_hand] if coup.style is not None else None
-
-            def cards(hand: str) -> list[dict[str, Any]]:
-                out = []
-                for i, s in enumerate(coup.hand(hand)):
-                    shown = s.up or (
-                        viewer is not None
-                        and viewer == squeezer
-                        and hand == coup.stage_hand
-                        and i in coup.stage_slots()
-                    )
-                    out.append({"card": s.card if shown else None, "up": s.up, "by": s.by})
-                return out
-
-            coup_view = {
-                "round_id": coup.round_id,
-                "coup_no": coup.coup_no,
-                "stage": coup.stage,
-                "hand": coup.stage_hand,
-                "player": cards("player"),
-                "banker": cards("banker"),
-                "turners": dict(coup.turners),
-                "style": coup.style,
-                "deadline": coup.deadline,
-                "bets": {p: dict(b) for p, b in coup.held.items()},
-            }
-        shoe = self.shoe
-        snap: dict[str, Any] = {
-            "table": self.table_id,
-            "seq": self.seq,
-            "phase": self.phase.value,
-            "deadline": self.deadline,
-            "options": self.public_options(),
-            "shoe": None
-            if shoe is None
-            else {
-                "no": self.shoe_no,
-                "commitment": shoe.commitment,
-                "cards_left": shoe.remaining,
-                "cut": shoe.cut,
-                "burn": {"card": shoe.burn_card, "count": shoe.burned}
-                if self.burned and shoe.burn_card
-                else None,
-                "stop_card_out": shoe.stop_card_out,
-                "last_coup": self.last_coup_next or (coup is not None and coup.last),
-            },
-            "coup_no": self.coup_no,
-            "holder": self.holder,
-            "house_holds": self.house_holds,
-            "offer": None
-            if self.offer is None
-            else {"player": self.offer.current, "deadline": self.offer.deadline},
-            "cutter": self.cutter if self.phase is Phase.CUT else None,
-            "seats": [
-                {
-                    "seat": q.seat,
-                    "player": q.id,
-                    "name": q.name,
-                    "connected": q.connected,
-                    "bets": dict(q.bets),
-                    "done": q.done,
-                    "holder": q.id == self.holder,
-                }
-                for q in self.seated()
-            ],
-            "spectators": sum(1 for q in self.players.values() if q.seat is None),
-            "coup": coup_view,
-            "last_result": copy.deepcopy(self.last_result),
-            "roads": self._roads.to_dict(),
-        }
-        me = self.players.get(viewer) if viewer is not None else None
-        if me is not None:
-            snap["you"] = {
-                "player": me.id,
-                "seat": me.seat,
-                "balance": self._balance(me.id),
-                "available": self.wallet.available(me.id),
-                "bets": dict(me.bets),
-                "last_bets": dict(me.last_bets),
-            }
-        return snap
-
-    def public_options(self) -> dict[str, Any]:
-        o = self.options
-        return {
-            "name": o.name,
-            "decks": o.decks,
-            "commission": o.commission,
-            "areas": [a.value for a in o.paytable.areas()],
-            "seats": o.seats,
-            "tier": o.tier,
-            "limits": {
-                "min": o.limits.min,
-                "max": o.limits.max,
-                "tie_max": o.limits.tie_max,
-                "side_max": o.limits.side_max,
-            },
-            "timers": {
-                "betting": o.timers.betting,
-                "squeeze": o.timers.squeeze,
-                "third_card": o.timers.third_card,
-                "shoe_offer": o.timers.shoe_offer,
-                "cut": o.timers.cut,
-                "grace": o.timers.grace,
-            },
-            "holder_must_bet_banker": o.holder_must_bet_banker,
-        }
-
-    def summary(self) -> dict[str, Any]:
-        """One lobby line: limits, seats taken, phase."""
-        return {
-            "table": self.table_id,
-            "name": self.options.name,
-            "phase": self.phase.value,
-            "seats": self.options.seats,
-            "seated": len(self.seated()),
-            "spectators": sum(1 for q in self.players.values() if q.seat is None),
-            "tier": self.options.tier,
-            "limits": self.public_options()["limits"],
-            "commission": self.options.commission,
-            "shoe_no": self.shoe_no,
-            "coup_no": self.coup_no,
-        }
-
     # ------------------------------------------------------------------ storage
     def to_state(self, *, spectators: bool = True) -> dict[str, Any]:
-        """The whole internal state, secrets included: for the store only, never a client.
-
-        Every container is a fresh copy (no deep copy needed: the state is plain data
-        two levels deep). ``spectators=False`` leaves out players without a seat, who
-        hold no money and no turn: the croupier stores that, since a restart sends
-        every spectator away anyway, and so a step's cost does not grow with the
-        audience.
-        """
-        coup = None
-        if self.coup is not None:
-            k = self.coup
-            coup = {
-                **k.__dict__,
-                "player": [dict(x.__dict__) for x in k.player],
-                "banker": [dict(x.__dict__) for x in k.banker],
-                "turners": dict(k.turners),
-                "held": {p: dict(b) for p, b in k.held.items()},
-                "balances_before": dict(k.balances_before),
-                "on_behalf": [dict(x) for x in k.on_behalf],
-            }
-        kept = [
-            q
-            for q in self.players.values()
-            if spectators or q.seat is not None or q.bets or (coup is not None and q.id in coup["held"])
-        ]
-        ids = {q.id for q in kept}
-        return {
-            "version": 1,
-            "table_id": self.table_id,
-            "options": {
-                **self._options_dict,
-                "limits": dict(self._options_dict["limits"]),
-                "timers": dict(self._options_dict["timers"]),
-            },
-            "seq": self.seq,
-            "phase": self.phase.value,
-            "deadline": self.deadline,
-            "players": [
-                {
-                    **q.__dict__,
-                    "bets": dict(q.bets),
-                    "bet_order": dict(q.bet_order),
-                    "last_bets": dict(q.last_bets),
-                }
-                for q in kept
-            ],
-            "shoe": self.shoe.to_dict() if self.shoe is not None else None,
-            "shoe_no": self.shoe_no,
-            "shoe_coups": [{h: list(v) for h, v in x.items()} for x in self.shoe_coups],
-            "results": [r.to_dict() for r in self.results],
-            "last_coup_next": self.last_coup_next,
-            "burned": self.burned,
-            "holder": self.holder,
-            "house_holds": self.house_holds,
-            "holder_coups": self.holder_coups,
-            "offer_needed": self.offer_needed,
-            "offer": None
-            if self.offer is None
-            else {**self.offer.__dict__, "queue": list(self.offer.queue)},
-            "anchor_seat": self.anchor_seat,
-            "coup": coup,
-            "coup_no": self.coup_no,
-            "round_open": self.round_open,
-            "counter": self.counter,
-            "recent_ids": {p: list(v) for p, v in self.recent_ids.items() if p in ids},
-            "last_result": copy.deepcopy(self.last_result),
-            "cut_by": dict(self.cut_by) if self.cut_by is not None else None,
-            "cut_offered_to": self.cut_offered_to,
-            "between_on_behalf": [dict(x) for x in self.between_on_behalf],
-        }
+        """The whole internal state, secrets included: for the store only, never a client
+        (:func:`server.table.persistence.to_state`)."""
+        return persistence.to_state(self, spectators=spectators)
 
     @classmethod
     def from_state(cls, state: dict[str, Any], wallet: Wallet) -> Table:
-        """Rebuild a table from :meth:`to_state`; placed chips are reserved again."""
-        s = copy.deepcopy(state)
-        options = TableOptions.from_dict(TableOptions.definition_of(s["options"]))
-        t = cls(s["table_id"], options, wallet)
-        t.seq = s["seq"]
-        t.phase = Phase(s["phase"])
-        t.deadline = s["deadline"]
-        t.players = {d["id"]: PlayerState(**d) for d in s["players"]}
-        t.shoe = Shoe.from_dict(s["shoe"]) if s["shoe"] is not None else None
-        t.shoe_no = s["shoe_no"]
-        t.shoe_coups = s["shoe_coups"]
-        t.results = [Result(**r) for r in s["results"]]
-        t._roads = Roads.of(t.results)
-        t.last_coup_next = s["last_coup_next"]
-        t.burned = s["burned"]
-        t.holder = s["holder"]
-        t.house_holds = s["house_holds"]
-        t.holder_coups = s["holder_coups"]
-        t.offer_needed = s["offer_needed"]
-        t.offer = Offer(**s["offer"]) if s["offer"] is not None else None
-        t.anchor_seat = s["anchor_seat"]
-        if s["coup"] is not None:
-            d = s["coup"]
-            d["player"] = [CardSlot(**x) for x in d["player"]]
-            d["banker"] = [CardSlot(**x) for x in d["banker"]]
-            t.coup = CoupState(**d)
-        t.coup_no = s["coup_no"]
-        t.round_open = s["round_open"]
-        t.counter = s["counter"]
-        t.recent_ids = s["recent_ids"]
-        t.last_result = s["last_result"]
-        t.cut_by = s.get("cut_by")
-        t.cut_offered_to = s.get("cut_offered_to")
-        t.between_on_behalf = list(s.get("between_on_behalf", []))
-        for q in t.players.values():
-            # Placed chips count against the balance again; wagers already held in a
-            # coup are out of the balance (in held:<table>) and must not count twice.
-            if q.bets and (t.coup is None or q.id not in t.coup.held):
-                wallet.reserve(q.id, t._reserve_key, sum(q.bets.values()))
-        return t
+        """Rebuild a table from :meth:`to_state` (:func:`server.table.persistence.from_state`)."""
+        return persistence.from_state(cls, state, wallet)
 
 
 def _seat_key(p: PlayerState) -> int:
     return p.seat or 0
 
 
-_HANDLERS: dict[type[c.Command], Any] = {
-    c.Join: Table._join,
-    c.Leave: Table._leave,
-    c.Sit: Table._sit,
-    c.Stand: Table._stand_cmd,
-    c.PlaceBet: Table._place,
-    c.RemoveBet: Table._remove,
-    c.ClearBets: Table._clear,
-    c.SameBet: Table._same,
-    c.Done: Table._done,
-    c.AcceptShoe: Table._accept,
-    c.DeclineShoe: Table._decline,
-    c.PassShoe: Table._pass,
-    c.Cut: Table._cut,
-    c.Squeeze: Table._squeeze,
-    c.TurnCard: Table._turn_card,
-    c.Toss: Table._toss,
-    c.Progress: Table._progress,
-    c.Disconnect: Table._disconnect,
-    c.Reconnect: Table._reconnect,
-    c.StartShoe: Table._start_shoe,
-    c.Tick: Table._tick,
-    c.CloseTable: Table._close,
+def _digest(actions: dict[str, Any]) -> str:
+    """A short, stable fingerprint of a player's actions (what the state keeps)."""
+    return hashlib.blake2b(repr(actions).encode(), digest_size=8).hexdigest()
+
+
+def _no_check(table: Table, cmd: c.Command) -> None:
+    return None
+
+
+#: Each command's check (raises TableError, changes nothing; returns what do needs) and
+#: do (changes the table; returns True when it changed nothing at all).
+_HANDLERS: dict[type[c.Command], tuple[Callable[..., Any], Callable[..., bool]]] = {
+    c.Join: (Table._check_join, Table._do_join),
+    c.Leave: (Table._check_leave, Table._do_leave),
+    c.Sit: (Table._check_sit, Table._do_sit),
+    c.Stand: (Table._check_stand, Table._do_stand),
+    c.PlaceBet: (Table._check_place_bet, Table._do_place_bet),
+    c.RemoveBet: (Table._check_remove_bet, Table._do_remove_bet),
+    c.ClearBets: (Table._check_clear_bets, Table._do_clear_bets),
+    c.SameBet: (Table._check_same_bet, Table._do_same_bet),
+    c.Done: (Table._check_done, Table._do_done),
+    c.AcceptShoe: (Table._check_accept_shoe, Table._do_accept_shoe),
+    c.DeclineShoe: (Table._check_decline_shoe, Table._do_decline_shoe),
+    c.PassShoe: (Table._check_pass_shoe, Table._do_pass_shoe),
+    c.Cut: (Table._check_cut, Table._do_cut),
+    c.Squeeze: (Table._check_squeeze, Table._do_squeeze),
+    c.TurnCard: (Table._check_turn_card, Table._do_turn_card),
+    c.Toss: (Table._check_toss, Table._do_toss),
+    c.Progress: (Table._check_progress, Table._do_progress),
+    c.Disconnect: (Table._check_disconnect, Table._do_disconnect),
+    c.Reconnect: (Table._check_reconnect, Table._do_reconnect),
+    c.StartShoe: (Table._check_start_shoe, Table._do_start_shoe),
+    c.Tick: (_no_check, Table._do_tick),
+    c.CloseTable: (_no_check, Table._do_close_table),
+    c.SetDraining: (_no_check, Table._do_set_draining),
+    c.Restored: (_no_check, Table._do_restored),
 }

@@ -1,23 +1,27 @@
 """The wallet a table is given: balances and an idempotent, double-entry ledger.
 
-Every movement of money is a :class:`Entry`: ``amount`` minor units from account
-``src`` to account ``dst``, under an idempotency ``key``. Posting a key twice changes
-nothing the second time. Accounts are plain strings:
+Every movement of money is an :class:`Entry`: ``amount`` minor units from account
+``src`` to account ``dst``, under an idempotency ``key``. Accounts are plain strings:
 
-- ``player:<id>``: a player's balance; never negative (a transfer that would make it
-  negative is refused with :class:`InsufficientFunds`, never repaired later, §3);
+- ``player:<id>``: a player's money on no table; never negative (a transfer that would
+  make it negative is refused with :class:`InsufficientFunds`, never repaired later, §3);
+- ``stake:<table>:<id>``: the chips a player has placed at that table and that are not
+  yet held: always exactly the chips on the felt there (§7 "placed chips already count
+  against the balance"); never negative;
 - ``held:<table>``: wagers held while a coup is dealt (§7);
 - ``house``: the house result; ``cashier``: where play-money deposits come from.
 
 Since every entry debits one account and credits another, the sum of all balances is
-always zero: that is the conservation law the tests assert.
+always zero: that is the conservation law the tests assert. A player's money is
+``player:<id>`` plus their stakes; a table needs only its own stakes, so no process needs
+an authoritative in-memory copy of anyone's whole balance (docs/architecture.md).
 
-Placed chips count against a balance before they are held (§7); a table sets its
-*reservation* for a player (an absolute amount, so replaying it is harmless) and
-:meth:`Wallet.available` subtracts every table's reservation.
+A key is posted once: posting it again raises :class:`DuplicateEntry`, because a table
+that does so has a bug (a step replayed against a wallet that kept the first one). The
+table never ignores a refused transfer.
 
 This module is pure: :class:`MemoryWallet` is a dict, used by the table's tests and,
-wrapped by the store, by the server. Never any I/O here.
+wrapped by the croupier, by the server. Never any I/O here.
 """
 
 from __future__ import annotations
@@ -29,20 +33,27 @@ from typing import Protocol
 __all__ = [
     "CASHIER",
     "HOUSE",
+    "DuplicateEntry",
     "Entry",
     "InsufficientFunds",
     "MemoryWallet",
     "Wallet",
     "held_account",
     "player_account",
+    "stake_account",
 ]
 
 HOUSE = "house"
 CASHIER = "cashier"
+_NEVER_NEGATIVE = ("player:", "stake:")
 
 
 def player_account(player: str) -> str:
     return f"player:{player}"
+
+
+def stake_account(table: str, player: str) -> str:
+    return f"stake:{table}:{player}"
 
 
 def held_account(table: str) -> str:
@@ -50,7 +61,11 @@ def held_account(table: str) -> str:
 
 
 class InsufficientFunds(Exception):
-    """A transfer would make a player's balance negative."""
+    """A transfer would make a ``player:`` or ``stake:`` account negative."""
+
+
+class DuplicateEntry(Exception):
+    """A ledger key was posted twice in one wallet: a bug in whoever posted it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,13 +95,14 @@ class Wallet(Protocol):
 
     def balance(self, account: str) -> int: ...
 
-    def available(self, player: str) -> int: ...
-
-    def reserve(self, player: str, holder: str, amount: int) -> None: ...
-
     def transfer(
         self, key: str, src: str, dst: str, amount: int, kind: str, round_id: str | None = None
-    ) -> bool: ...
+    ) -> None:
+        """Post one entry, or raise: :class:`InsufficientFunds` (a ``player:`` or
+        ``stake:`` account would go negative; nothing changes), :class:`DuplicateEntry`
+        (``key`` was posted before), ValueError (not a positive whole amount between two
+        accounts)."""
+        ...
 
 
 class MemoryWallet:
@@ -96,19 +112,10 @@ class MemoryWallet:
         self.balances: dict[str, int] = dict(balances or {})
         self.entries: list[Entry] = []
         self._keys: set[str] = set()
-        self._reserved: dict[str, dict[str, int]] = {}
 
     # -- reading ---------------------------------------------------------------------
     def balance(self, account: str) -> int:
         return self.balances.get(account, 0)
-
-    def available(self, player: str) -> int:
-        """A player's balance less the chips placed (not yet held) at every table."""
-        reserved = sum(self._reserved.get(player, {}).values())
-        return self.balance(player_account(player)) - reserved
-
-    def reserved(self, player: str) -> int:
-        return sum(self._reserved.get(player, {}).values())
 
     def has_key(self, key: str) -> bool:
         return key in self._keys
@@ -118,29 +125,17 @@ class MemoryWallet:
         return sum(self.balances.values())
 
     # -- writing ---------------------------------------------------------------------
-    def reserve(self, player: str, holder: str, amount: int) -> None:
-        """Set ``holder``'s reservation on ``player``'s balance (0 removes it)."""
-        if amount < 0:
-            raise ValueError("a reservation is not negative")
-        mine = self._reserved.setdefault(player, {})
-        if amount:
-            mine[holder] = amount
-        else:
-            mine.pop(holder, None)
-            if not mine:
-                del self._reserved[player]
-
     def transfer(
         self, key: str, src: str, dst: str, amount: int, kind: str, round_id: str | None = None
-    ) -> bool:
-        """Post one entry. Returns False (and changes nothing) when ``key`` was posted."""
+    ) -> None:
+        """Post one entry (see :meth:`Wallet.transfer`)."""
         if key in self._keys:
-            return False
+            raise DuplicateEntry(f"ledger key {key!r} was posted already")
         if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
             raise ValueError(f"a transfer is a positive whole amount, not {amount!r}")
         if src == dst:
             raise ValueError("a transfer needs two accounts")
-        if src.startswith("player:") and self.balance(src) < amount:
+        if src.startswith(_NEVER_NEGATIVE) and self.balance(src) < amount:
             raise InsufficientFunds(f"{src} has {self.balance(src)}, needs {amount}")
         self.balances[src] = self.balance(src) - amount
         self.balances[dst] = self.balance(dst) + amount
@@ -148,10 +143,16 @@ class MemoryWallet:
         self._keys.add(key)
         self.entries.append(entry)
         self.on_entry(entry)
-        return True
 
     def on_entry(self, entry: Entry) -> None:
-        """Hook for subclasses (the store's wallet queues the entry to be written)."""
+        """Hook for subclasses (the croupier's wallet queues the entry to be written)."""
+
+    def forget(self, keys: Iterable[str]) -> None:
+        """Forget ``keys`` (entries undone because their step was never stored), so that
+        the step, retried, posts them once. Balances are the caller's to reload."""
+        drop = set(keys)
+        self._keys -= drop
+        self.entries = [e for e in self.entries if e.key not in drop]
 
     def load(self, balances: Iterable[tuple[str, int]]) -> None:
         for account, amount in balances:

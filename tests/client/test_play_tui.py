@@ -111,7 +111,8 @@ async def test_a_round_by_keys(chemmy_server: Any, make_token: Callable[..., str
 
         # A refused command lands on the message line and nothing breaks.
         await pilot.press("y")
-        await until(pilot, lambda: "not being offered" in model.message or "offered" in model.message, "a refusal shown")
+        # (accept_shoe in betting: wrong_phase, the table's rules table says "not now")
+        await until(pilot, lambda: "not now" in model.message or "offered" in model.message, "a refusal shown")
 
         await pilot.press("d")  # DONE: the only seated player, so betting closes
         await until(pilot, lambda: model.my_turn == "player", "my turn to turn the Player cards")
@@ -224,7 +225,8 @@ async def test_a_narrow_terminal_watching(chemmy_server: Any) -> None:
         await until(pilot, lambda: app.screen.has_class("narrow"), "the narrow layout")
         assert app.model is not None and not app.model.seated
         await pilot.press("p")  # not seated: refused on the message line, no crash
-        await until(pilot, lambda: app.model is not None and "seat" in app.model.message, "a refusal")
+        # (a bet while the table waits: wrong_phase, checked first by the table's rules table)
+        await until(pilot, lambda: app.model is not None and ("seat" in app.model.message or "not now" in app.model.message), "a refusal")
         await pilot.press("v")
         await until(pilot, lambda: isinstance(app.screen, RoadsScreen), "the roads screen")
         await pilot.press("escape")

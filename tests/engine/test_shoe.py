@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.engine.cards import RANKS, full_deck, shoe_cards
+from server.engine.cards import RANKS, burn_count, full_deck, shoe_cards
 from server.engine.coup import resolve_coup
 from server.engine.shoe import (
     MIN_CUT,
@@ -207,18 +207,18 @@ def test_burn_comes_first_and_never_runs_past_the_end() -> None:
 
 
 def test_stop_card_comes_out_at_the_right_card() -> None:
-    # §4: the stop card sits 16 cards from the end (at least 7); it comes out with the
+    # §4: the stop card sits 16 cards from the end (at least 12); it comes out with the
     # first card behind it.
     cards = shoe_cards(1)[:30]
-    shoe = Shoe.stacked(cards, stop_offset=7)
-    assert shoe.stop_index == 23
-    for _ in range(23):
+    shoe = Shoe.stacked(cards, stop_offset=12)
+    assert shoe.stop_index == 18
+    for _ in range(18):
         shoe.draw()
         assert not shoe.stop_card_out
-    assert shoe.remaining == 7
-    assert shoe.draw() == cards[23]
+    assert shoe.remaining == 12
+    assert shoe.draw() == cards[18]
     assert shoe.stop_card_out
-    for _ in range(6):
+    for _ in range(11):
         shoe.draw()
     with pytest.raises(ShoeError):
         shoe.draw()
@@ -238,12 +238,81 @@ def test_stop_card_default_offset_on_a_real_shoe() -> None:
     assert shoe.stop_card_out
 
 
-@pytest.mark.parametrize("offset", [-1, 0, 6, 52, 60])
-def test_stop_card_offset_bounds(offset: int) -> None:
+@pytest.mark.parametrize("offset", [-1, 0, 7, 11, 52, 60, True, 12.0])
+def test_stop_card_offset_bounds(offset: Any) -> None:
     shoe = Shoe.stacked(shoe_cards(1))
     with pytest.raises(ShoeError):
         shoe.place_stop(offset)
-    assert MIN_STOP_OFFSET == 7
+    assert MIN_STOP_OFFSET == 12  # §4: the coup in progress and one more, 6 cards each
+    shoe.place_stop(12)
+    shoe.place_stop(51)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cards=st.lists(st.sampled_from(shoe_cards(1)), min_size=13, max_size=60),
+    data=st.data(),
+)
+def test_a_shoe_never_runs_short_of_cards(cards: list[str], data: st.DataObject) -> None:
+    """§4: with the stop card at least 12 from the end, every coup up to the one that
+    draws the card behind it, and the one more coup after it, finds its cards, whatever
+    the cards: the shoe never ends early for want of cards."""
+    offset = data.draw(st.integers(MIN_STOP_OFFSET, len(cards) - 1), label="stop_offset")
+    shoe = Shoe.stacked(cards, stop_offset=offset)
+    if data.draw(st.booleans(), label="burn"):
+        if burn_count(cards[0]) + 1 > shoe.stop_index:
+            return  # a burn past the stop card: a real shoe is hundreds of cards long
+        shoe.burn()
+    last = False
+    while True:
+        assert shoe.remaining >= 6, (shoe.position, shoe.stop_index, len(cards))
+        coup = resolve_coup(shoe.cards[shoe.position : shoe.position + 6])
+        for _ in range(coup.cards_used):
+            shoe.draw()
+        if last:
+            break
+        last = shoe.stop_card_out
+    assert shoe.remaining >= 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.binary(min_size=32, max_size=32),
+    decks=st.sampled_from([6, 8]),
+    cut=st.integers(10, 302),
+    offset=st.integers(MIN_STOP_OFFSET, 100),
+)
+def test_a_real_shoe_deals_to_its_last_coup(seed: bytes, decks: int, cut: int, offset: int) -> None:
+    """Real shoes with any cut and stop card the options allow: every coup has its
+    cards, and verify() accepts the record of the whole shoe."""
+    shoe = Shoe.from_seed(seed, decks)
+    shoe.apply_cut(cut)
+    face, count = shoe.burn()
+    shoe.place_stop(offset)
+    coups = []
+    last = False
+    while True:
+        assert shoe.remaining >= 6
+        coup = resolve_coup(shoe.cards[shoe.position : shoe.position + 6])
+        for _ in range(coup.cards_used):
+            shoe.draw()
+        coups.append({"player": list(coup.player), "banker": list(coup.banker)})
+        if last:
+            break
+        last = shoe.stop_card_out
+    record = {
+        "decks": decks,
+        "commitment": commitment(seed),
+        "seed": seed.hex(),
+        "cut": cut,
+        "stop_offset": offset,
+        "burn_card": face,
+        "burned": count,
+        "coups": coups,
+    }
+    report = verify(record)
+    assert report.ok, report
+    assert report.coups_checked == len(coups)
 
 
 def test_peek_remaining_counts() -> None:
@@ -390,6 +459,7 @@ def test_verify_rejects_a_wrong_cut(genuine: dict[str, Any]) -> None:
         {"cut": "x"},
         {"decks": 0},
         {"stop_offset": 3},
+        {"stop_offset": 11},
     ],
 )
 def test_verify_reports_unusable_records(genuine: dict[str, Any], change: dict[str, Any]) -> None:
@@ -419,32 +489,14 @@ def test_verify_rejects_a_truncated_record(genuine: dict[str, Any]) -> None:
     assert not verify(record).ok
 
 
-def test_verify_never_raises_on_a_short_tail() -> None:
-    # 1 deck, stop card at the minimum offset 7 (§4): dealing this shoe to its end needs
-    # more cards than the shoe has; the record claims a coup from the last 5 cards.
-    seed = hashlib.sha256(b"x" + (4).to_bytes(4, "big")).digest()
-    shoe = Shoe.from_seed(seed, 1)
-    cut = timeout_cut(seed, 52)
-    shoe.apply_cut(cut)
-    shoe.burn()
-    shoe.place_stop(7)
-    coups = []
-    while shoe.remaining >= 6:
-        coup = resolve_coup(shoe.cards[shoe.position : shoe.position + 6])
-        for _ in range(coup.cards_used):
-            shoe.draw()
-        coups.append({"player": list(coup.player), "banker": list(coup.banker)})
-    assert shoe.remaining == 5
-    coups.append({"player": ["As", "2s"], "banker": ["3s", "4s"]})
-    record = {
-        "decks": 1,
-        "commitment": commitment(seed),
-        "seed": seed.hex(),
-        "cut": cut,
-        "stop_offset": 7,
-        "coups": coups,
-    }
-    assert not verify(record).ok  # raises CardError("this coup needs more than 5 cards")
+def test_verify_refuses_a_coup_after_the_last_without_raising(genuine: dict[str, Any]) -> None:
+    # A record claiming one coup more than the shoe deals: the shoe ends one coup after
+    # the stop card's coup (§4), so the extra coup is a problem, never an exception.
+    record = copy.deepcopy(genuine)
+    record["coups"].append({"player": ["As", "2s"], "banker": ["3s", "4s"]})
+    report = verify(record)
+    assert not report.ok
+    assert "after the last coup of the shoe" in report.problems[0]
 
 
 # -- docs/fairness.md worked test vector ------------------------------------------------------

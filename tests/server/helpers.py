@@ -708,6 +708,11 @@ class Game:
                     log.private[pid] = event["data"]
 
 
+def without_actions(data: Mapping[str, Any]) -> dict[str, Any]:
+    """An event's data less the ``actions`` overlay a seated player's copy may carry."""
+    return {k: v for k, v in data.items() if k != "actions"}
+
+
 def walk(value: Any, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], Any]]:
     """Every (path, leaf or key) in a decoded frame; dict keys are yielded as leaves too."""
     if isinstance(value, dict):

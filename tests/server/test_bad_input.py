@@ -173,7 +173,7 @@ async def test_commands_out_of_turn_or_for_another_seat(net: Any) -> None:
     await s.bob.refused("not_cutter", "cut", table="t1", position=100)
     await s.ann.refused("bad_cut", "cut", table="t1", position=5)
     await s.ann.refused("bad_cut", "cut", table="t1", position=416 - 9)
-    await s.ann.refused("not_offered", "accept_shoe", table="t1")
+    await s.ann.refused("wrong_phase", "accept_shoe", table="t1")  # offers: shoe_offer only
     await s.unharmed(before)
 
     await s.game.to_betting()
@@ -268,10 +268,17 @@ async def test_replayed_command_ids_are_applied_once(net: Any) -> None:
     assert (d1["duplicate"], d2["duplicate"]) == (False, True) and d1["balance"] == d2["balance"]
 
 
-async def test_a_fresh_id_is_never_called_a_duplicate(net: Any) -> None:
+async def test_a_fresh_id_is_a_duplicate_only_when_it_changed_nothing(net: Any) -> None:
+    """docs/protocol.md §5: duplicate is true for a repeated id, and for a command that
+    succeeded but changed nothing (a second DONE, issue 8 defect 8); never otherwise."""
     s = await scene(net)
     assert (await s.ann.call("done", table="t1"))["duplicate"] is False
-    assert (await s.ann.call("done", table="t1"))["duplicate"] is False  # a new id
+    events = len(s.ann.events("t1"))
+    assert (await s.ann.call("done", table="t1"))["duplicate"] is True  # a new id, no change
+    assert len(s.ann.events("t1")) == events  # and no event
+    for _ in range(2):  # a fresh id that changes something is never a duplicate
+        reply = await s.ann.call("bet", table="t1", area="banker", amount=100)
+        assert reply["duplicate"] is False
 
 
 async def test_unauthenticated_commands(net: Any, server: ChemmyServer) -> None:

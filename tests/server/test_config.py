@@ -101,7 +101,7 @@ def test_toml_tables(tmp_path: Path) -> None:
         id = "baccarat-1"
         name = "Salon Rose"
         decks = 8
-        commission = 0.05
+        commission = false
         super6 = true
         tier = "5-500"
         seats = 7
@@ -160,6 +160,20 @@ def test_toml_tables(tmp_path: Path) -> None:
         ([], {}, "[[tables]]\nid = 'a'\n[[tables]]\nid = 'a'", ["twice"]),
         ([], {}, "[[tables]]\nid = 'a'\ntier = '100-10'", ["tier"]),
         ([], {}, "[[tables]]\nid = 'a'\ntier = 'cheap'", ["tier"]),
+        # One check of a table definition (issue 8, defect 3): what create_table and a
+        # restore refuse, the config file refuses too, as a ConfigError naming it.
+        ([], {}, "[[tables]]\nid = 'a'\ntier = '5-50'\nseats = 99", ["(a)", "seats", "1-16"]),
+        ([], {}, "[[tables]]\nid = 'a'\ntier = '0-100'", ["tier"]),
+        ([], {}, "[[tables]]\nid = 'a'\ntier = '100-100'", ["tier"]),
+        ([], {}, "[[tables]]\nid = 'a'\ntier = 10", ["tier"]),
+        ([], {}, "[[tables]]\nid = 'a'\ncommission = 0.05", ["commission", "true or false"]),
+        ([], {}, "[[tables]]\nid = 'a'\ndecks = 7", ["decks"]),
+        ([], {}, "[[tables]]\nid = 'a'\nstop_offset = 11", ["stop_offset", "12-100"]),
+        ([], {}, "[[tables]]\nid = 'a'\nsuper6 = true", ["Super 6"]),
+        ([], {}, "[[tables]]\nid = 'a'\nwheels = 2", ["unknown table setting", "wheels"]),
+        ([], {}, "[[tables]]\nid = 'a'\nmin = 500\nmax = 400", ["at least the minimum"]),
+        ([], {}, "[[tables]]\nid = 'a'\n[tables.timers]\nbetting = -1", ["betting"]),
+        ([], {}, "[[tables]]\nid = 'a'\nname = ''", ["name"]),
         ([], {}, "origins = [1]", ["origins", "list of strings"]),
     ],
 )
@@ -206,3 +220,24 @@ def test_help_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
         load_config(["--help"], {})
     assert info.value.code == 0
     assert "chemmy-server" in capsys.readouterr().out
+
+
+def test_a_bad_table_entry_is_a_config_error_and_exit_status_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad [[tables]] entry used to pass the config check and crash start-up with a
+    traceback; now chemmy-server prints one line and exits with status 2."""
+    from server.net.main import main
+
+    path = write(tmp_path, "[[tables]]\nid = 'bad'\ntier = '5-50'\nseats = 99\n")
+    assert main(["--config", path]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.startswith("chemmy-server: error:") and "(bad)" in err and "seats" in err
+
+
+def test_any_tier_of_whole_units_is_allowed(tmp_path: Path) -> None:
+    """GAME_RULES §3 gives three tiers "for example": any N-M in whole units is a tier."""
+    path = write(tmp_path, "[[tables]]\nid = 'a'\ntier = '5-50'\n")
+    (table,) = load_config(["--config", path], {}).tables
+    assert table == {"id": "a", "tier": "5-50"}

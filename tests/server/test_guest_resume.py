@@ -7,6 +7,8 @@ from typing import Any
 
 import jwt
 
+from server.table.views import view as snapshot
+
 
 async def test_a_dropped_guest_resumes_as_the_same_player_in_the_same_seat(net: Any) -> None:
     server = await net.start()
@@ -20,7 +22,7 @@ async def test_a_dropped_guest_resumes_as_the_same_player_in_the_same_seat(net: 
     assert again["player"] == ann.player and again["name"] == "Ann"
     joined = await ann.call("join", table="t1", since=sat["seq"])
     assert joined["resumed"] is True
-    seats = server.actors["t1"].table.view(None)["seats"]
+    seats = snapshot(server.actors["t1"].table, None)["seats"]
     assert [(s["seat"], s["player"], s["connected"]) for s in seats] == [(4, ann.player, True)]
 
 

@@ -17,14 +17,16 @@ the logged event as that client may see it, and no other player's balance reache
 
 from __future__ import annotations
 
+import json
 import random
+import re
 from typing import Any
 
 from server_helpers import BALANCE_KEYS, CARD, Client, Game, table_def, walk
 
 from server.engine.shoe import Shoe, verify
 from server.net.server import ChemmyServer
-from server.table.events import view_event
+from server.table.views import view_event
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}
 Slot = tuple[str, str, int]  # (round_id, hand, index 1-3)
@@ -321,7 +323,10 @@ async def test_no_card_seed_or_balance_reaches_a_client_early(net: Any) -> None:
         public_keys = {p[-1] for p, _ in walk(view_event(event, None)["data"]) if p}
         assert not public_keys & BALANCE_KEYS, event
         for owner, part in (event.private or {}).items():
-            assert set(part) <= {"balance", "available", "net", "cards"}, (owner, part)
+            assert set(part) <= {"balance", "available", "net", "cards", "actions"}, (owner, part)
+            # What the owner may do now (you.actions): never a card, never money but theirs.
+            actions = json.dumps(part.get("actions", {}))
+            assert not re.search(r'"[A2-9TJQK][shdc]"', actions), (owner, actions)
 
 
 async def test_history_shows_only_the_players_own_money(net: Any) -> None:

@@ -97,7 +97,7 @@ def check_public_views_agree(reference: Client, others: list[Client], table: str
                 continue
             assert event["kind"] == base["kind"]
             extra = set(event["data"]) - set(base["data"])
-            assert extra <= {"balance", "available", "net", "cards"}, (event, base)
+            assert extra <= {"balance", "available", "net", "cards", "actions"}, (event, base)
             assert {k: v for k, v in event["data"].items() if k in base["data"]} == base["data"]
 
 

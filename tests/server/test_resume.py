@@ -18,7 +18,7 @@ from server_helpers import Client, CoupLog, Game, scaled, table_def
 
 import server.net.hub as hub_module
 from server.net.server import ChemmyServer
-from server.table.events import view_event
+from server.table.views import view_event
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}
 
@@ -209,7 +209,12 @@ async def test_seat_held_during_grace_then_stood_up(net: Any) -> None:
     stood = await cat.wait_event(
         "stood", lambda e: e["data"]["player"] == "ann", table="t1", after=last, timeout=scaled(5)
     )
-    assert stood["data"] == {"player": "ann", "seat": 1, "reason": "timeout"}
+    assert stood["data"] == {
+        "player": "ann",
+        "seat": 1,
+        "reason": "timeout",
+        "free_seats": [1, *range(3, 15)],
+    }
     passed = await cat.wait_event("shoe_passed", table="t1", after=last)
     assert passed["data"] == {"player": "ann", "reason": "timeout"}  # §5: loses the shoe too
     assert (await cat.wait_event("shoe_offered", table="t1", after=last))["data"]["player"] == "bob"

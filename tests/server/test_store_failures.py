@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from server.store.base import StoreError
+from server.table.views import view as snapshot
 
 
 def fail_next_commit(monkeypatch: pytest.MonkeyPatch, store: Any) -> list[int]:
@@ -56,8 +57,8 @@ async def test_a_table_step_the_store_refused_is_undone_and_never_sent(
     fail_next_commit(monkeypatch, server.store)
     await ann.refused("store_failed", "sit", table="t1")
     table = server.actors["t1"].table
-    assert table.seq == seq_before and table.view(None)["seats"] == []  # undone
+    assert table.seq == seq_before and snapshot(table, None)["seats"] == []  # undone
     assert not watcher.events("t1", "sat")  # and nothing of it went out
     sat = await ann.call("sit", table="t1")  # the store works again: the retry sits
     assert sat["seq"] > seq_before
-    assert [s["player"] for s in server.actors["t1"].table.view(None)["seats"]] == ["ann"]
+    assert [s["player"] for s in snapshot(server.actors["t1"].table, None)["seats"]] == ["ann"]

@@ -14,9 +14,8 @@ folder's ``helpers.py`` can never shadow it).
 
 from __future__ import annotations
 
-import copy
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -25,7 +24,7 @@ from server.engine.cards import parse_card
 from server.engine.coup import Coup, resolve_coup
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
 from server.table import commands as c
-from server.table.events import Event
+from server.table.events import Event, Step
 from server.table.table import Phase
 
 CASHIER = "cashier"
@@ -114,6 +113,7 @@ class TableHarness:
         self.now = now
         self.events: list[Event] = []
         self.last: list[Event] = []
+        self.step: Step | None = None  # the last handled command's result
         self._ids = 0
 
     # -- money -----------------------------------------------------------------------
@@ -124,7 +124,16 @@ class TableHarness:
         self.wallet.balances[acct] = self.wallet.balance(acct) + amount
 
     def balance(self, player: str) -> int:
+        """The player's balance as this table shows it: money on no table + stake here."""
+        return self.available(player) + self.stake(player)
+
+    def available(self, player: str) -> int:
+        """``player:<id>``: what the player may still place (§7)."""
         return self.wallet.balance(f"player:{player}")
+
+    def stake(self, player: str) -> int:
+        """``stake:<table>:<id>``: the chips placed at this table, not yet held."""
+        return self.wallet.balance(f"stake:{self.table_id}:{player}")
 
     def held(self) -> int:
         return self.wallet.balance(f"held:{self.table_id}")
@@ -133,7 +142,9 @@ class TableHarness:
     def do(self, cmd: c.Command, dt: float = 0.0) -> list[Event]:
         """Handle one command ``dt`` seconds after the last; remember its events."""
         self.now += dt
-        evs = self.table.handle(cmd, self.now)
+        self.step = self.table.handle(cmd, self.now)
+        evs = list(self.step.events)
+        assert self.step.seq == self.table.seq
         if evs:
             first = self.events[-1].seq + 1 if self.events else evs[0].seq
             assert [e.seq for e in evs] == list(range(first, first + len(evs))), "seq gap"
@@ -143,12 +154,25 @@ class TableHarness:
         return evs
 
     def refuse(self, cmd: c.Command, code: str, dt: float = 0.0) -> TableError:
-        """``cmd`` must raise TableError(code) and change nothing at all."""
+        """``cmd`` must raise TableError(code) and change nothing at all; ``verify``
+        and ``can`` must say so beforehand, without changing anything either."""
         before = self.snapshot()
+        assert not self.table.can(cmd), f"can() accepts {cmd}"
+        with pytest.raises(TableError) as verified:
+            self.table.verify(cmd)
+        assert verified.value.code == code, f"verify({cmd}): {verified.value!r}"
         with pytest.raises(TableError) as info:
             self.table.handle(cmd, self.now + dt)
         assert info.value.code == code, f"{cmd}: {info.value!r}, expected {code!r}"
         assert self.snapshot() == before, f"{cmd} was refused but changed the table"
+        return info.value
+
+    @staticmethod
+    def malformed(make: Callable[[], c.Command], code: str) -> TableError:
+        """Making the command must raise TableError(code): it checks its own shape."""
+        with pytest.raises(TableError) as info:
+            make()
+        assert info.value.code == code, f"{info.value!r}, expected {code!r}"
         return info.value
 
     def snapshot(self) -> dict[str, Any]:
@@ -156,7 +180,6 @@ class TableHarness:
         return {
             "state": self.table.to_state(),
             "balances": dict(self.wallet.balances),
-            "reserved": copy.deepcopy(self.wallet._reserved),
             "entries": len(self.wallet.entries),
         }
 

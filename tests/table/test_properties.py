@@ -7,7 +7,7 @@ DONE, shoe offers, cuts, squeezes and turns by whoever, disconnects and Ticks of
 new ones are fed whenever ``table.wants_shoe``). After every step it checks:
 
 - money: the wallet sums to 0; players + held + house = what was deposited; the held
-  account is exactly the wagers of the coup in play; reservations are the chips placed;
+  account is exactly the wagers of the coup in play; each stake is the chips placed;
 - state: the shoe is held by one player, or by the house, or on offer (never two);
   the holder is seated; a coup exists exactly in the TURN phase; a timer runs
   whenever someone has to act;
@@ -22,7 +22,6 @@ new ones are fed whenever ``table.wants_shoe``). After every step it checks:
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -36,6 +35,7 @@ from server.engine.shoe import shuffle_order
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
 from server.table import commands as c
 from server.table.table import Phase
+from server.table.views import view as snapshot
 
 NAMES = ["p1", "p2", "p3", "p4", "p5"]
 STRANGER = "zed"  # never funded; joins sometimes
@@ -62,9 +62,18 @@ def _cmd(
     return st.tuples(st.just(cls), st.fixed_dictionaries(fields))
 
 
-def make(spec: tuple[type, dict], player: str) -> c.Command:
+def make(spec: tuple[type, dict], player: str) -> c.Command | None:
+    """The command, or None when it is malformed: a command checks its own shape when
+    made, and refuses with the one documented error (TableError), nothing else."""
     cls, fields = spec
-    return cls(player=player, **fields)
+    try:
+        return cls(player=player, **fields)
+    except TableError as exc:
+        assert exc.code in MALFORMED, exc
+        return None
+
+
+MALFORMED = {"bad_amount", "bad_area", "bad_seat", "bad_cut", "bad_hand", "bad_style", "bad_card"}
 
 
 seat_commands = st.one_of(
@@ -170,7 +179,6 @@ class TableMachine(RuleBasedStateMachine):
         return {
             "table": self.table.to_state(),
             "balances": dict(self.wallet.balances),
-            "reserved": copy.deepcopy(self.wallet._reserved),
             "entries": len(self.wallet.entries),
         }
 
@@ -180,17 +188,25 @@ class TableMachine(RuleBasedStateMachine):
         before = self.state()
         seed_before = self.shoe_seed
         repeated = cmd.id is not None and cmd.id in self.table.recent_ids.get(cmd.player, ())
+        allowed = self.table.can(cmd)  # pokerkit's can: answers without changing anything
+        assert self.state() == before, f"can({cmd}) changed the table"
         try:
-            events = self.table.handle(cmd, self.now)
+            step = self.table.handle(cmd, self.now)
         except TableError as exc:
             assert not expect_ok, f"{cmd} refused: {exc!r}"
             assert isinstance(exc.code, str) and exc.code
+            assert not allowed, f"can() said yes to {cmd}, handle refused it ({exc.code})"
             assert self.state() == before, f"refused {cmd} ({exc.code}) changed the table"
             return
+        events = list(step.events)
+        assert step.seq == self.table.seq and step.coup_in_progress == (self.table.coup is not None)
         if repeated:
-            assert events == [], f"repeated id {cmd.id} gave events"
+            assert step.duplicate and events == [], f"repeated id {cmd.id} gave events"
             assert self.state() == before, f"repeated id {cmd.id} changed the table"
             return
+        assert allowed, f"can() said no to {cmd}, handle took it"
+        if step.duplicate:  # it changed nothing (a second DONE, a second disconnect)
+            assert events == [] and self.state()["table"]["seq"] == before["table"]["seq"]
         if cmd.id is not None:
             self.sent_with_id.append(cmd)
         seqs = [e.seq for e in events]
@@ -249,19 +265,27 @@ class TableMachine(RuleBasedStateMachine):
     # on, are chosen often enough for coups to be dealt and shoes to end.
     @rule(i=who, spec=seat_commands)
     def seat_command(self, i, spec):
-        self.apply(make(spec, self.name(i)))
+        cmd = make(spec, self.name(i))
+        if cmd is not None:
+            self.apply(cmd)
 
     @rule(i=who, spec=bet_commands)
     def bet_command(self, i, spec):
-        self.apply(make(spec, self.name(i)))
+        cmd = make(spec, self.name(i))
+        if cmd is not None:
+            self.apply(cmd)
 
     @rule(i=who, spec=shoe_commands)
     def shoe_command(self, i, spec):
-        self.apply(make(spec, self.name(i)))
+        cmd = make(spec, self.name(i))
+        if cmd is not None:
+            self.apply(cmd)
 
     @rule(i=who, spec=turn_commands)
     def turn_command(self, i, spec):
-        self.apply(make(spec, self.name(i)))
+        cmd = make(spec, self.name(i))
+        if cmd is not None:
+            self.apply(cmd)
 
     # ------------------------------------------------------------------ rules: the game moves on
     @rule(
@@ -327,14 +351,16 @@ class TableMachine(RuleBasedStateMachine):
         if turner is None:
             return
         if action == "toss":
-            cmd: c.Command = c.Toss(player=turner, hand=hand)
+            spec: tuple[type, dict] = (c.Toss, {"hand": hand})
         elif action == "squeeze":
-            cmd = c.Squeeze(player=turner, hand=hand, style=style)
+            spec = (c.Squeeze, {"hand": hand, "style": style})
         elif action == "card":
-            cmd = c.TurnCard(player=turner, hand=hand, card=card)
+            spec = (c.TurnCard, {"hand": hand, "card": card})
         else:
-            cmd = c.Progress(player=turner, hand=hand, card=card, percent=50)
-        self.apply(cmd)
+            spec = (c.Progress, {"hand": hand, "card": card, "percent": 50})
+        cmd = make(spec, turner)
+        if cmd is not None:
+            self.apply(cmd)
 
     @rule(style=st.sampled_from(["peek", "side", "quick"]), pct=st.integers(0, 100))
     def turner_squeezes_one_card(self, style, pct):
@@ -364,12 +390,12 @@ class TableMachine(RuleBasedStateMachine):
     def restore_from_snapshot(self):
         """A restart: the table is rebuilt from its stored state, on the same wallet."""
         state = json.loads(json.dumps(self.table.to_state()))
-        views = {v: self.table.view(v) for v in [*self.table.players, None]}
-        reserved = copy.deepcopy(self.wallet._reserved)
+        views = {v: snapshot(self.table, v) for v in [*self.table.players, None]}
+        balances = dict(self.wallet.balances)
         self.table = Table.from_state(state, self.wallet)
         assert self.table.to_state() == state
-        assert {v: self.table.view(v) for v in views} == views
-        assert self.wallet._reserved == reserved
+        assert {v: snapshot(self.table, v) for v in views} == views
+        assert self.wallet.balances == balances  # from_state never touches the wallet
 
     @precondition(lambda self: self.steps > 70 and self.table.phase is not Phase.CLOSED)
     @rule()
@@ -392,22 +418,24 @@ class TableMachine(RuleBasedStateMachine):
         w = self.wallet
         assert w.total() == 0
         players = sum(v for k, v in w.balances.items() if k.startswith("player:"))
+        stakes = sum(v for k, v in w.balances.items() if k.startswith(f"stake:{TABLE}:"))
         held = w.balance(f"held:{TABLE}")
-        assert players + held + w.balance("house") == self.deposited
-        assert all(v >= 0 for k, v in w.balances.items() if k.startswith("player:"))
+        assert players + stakes + held + w.balance("house") == self.deposited
+        assert all(v >= 0 for k, v in w.balances.items() if k.startswith(("player:", "stake:")))
         coup = self.table.coup
         in_play = sum(sum(b.values()) for b in coup.held.values()) if coup is not None else 0
         assert held == in_play
         for pid, q in self.table.players.items():
-            if coup is not None and pid in coup.held:  # held now, no longer reserved
-                assert w.reserved(pid) == 0 and q.bets == coup.held[pid]
-            else:
-                assert w.reserved(pid) == sum(q.bets.values())
-            assert w.available(pid) >= 0
+            stake = w.balance(f"stake:{TABLE}:{pid}")
+            if coup is not None and pid in coup.held:  # held now, no longer staked
+                assert stake == 0 and q.bets == coup.held[pid]
+            else:  # the stake is exactly the chips on the felt (§7)
+                assert stake == sum(q.bets.values())
             if q.seat is None:
                 assert not q.bets
-        for pid in list(w._reserved):
-            assert pid in self.table.players
+        for account, amount in w.balances.items():
+            if account.startswith(f"stake:{TABLE}:") and amount:
+                assert account.split(":", 2)[2] in self.table.players
 
     @invariant()
     def one_shoe_holder(self):
@@ -468,7 +496,7 @@ class TableMachine(RuleBasedStateMachine):
         )
         seed = self.shoe_seed
         for v in [*t.players, None, "outsider"]:
-            view = t.view(v)
+            view = snapshot(t, v)
             blob = json.dumps(view)
             if seed is not None:
                 assert seed not in blob

@@ -3,13 +3,15 @@
 Every shoe here is stacked from coup blocks whose outcome helpers.coup_block checks
 with resolve_coup, or made from a seed when the cut, the burn or the reveal matters.
 Every refused command goes through ``TableHarness.refuse``, which also checks that it
-changed nothing (table state, balances, reservations, ledger).
+changed nothing (table state, balances, stakes, ledger).
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import re
 
 import pytest
 from table_helpers import (
@@ -35,6 +37,8 @@ from server.engine.shoe import cut_order, shuffle_order, timeout_cut, verify
 from server.table import Limits, MemoryWallet, Table, TableOptions, Timers
 from server.table import commands as c
 from server.table.table import Phase
+from server.table.views import view as snapshot
+from server.table.wallet import DuplicateEntry
 
 SEED = hashlib.sha256(b"chemmy scenario seed").digest()
 
@@ -60,7 +64,7 @@ class TestPassingTheShoe:
         offer = h.one("shoe_offered", evs)
         assert (offer.data["player"], offer.data["seat"]) == ("bob", 3)
         assert h.phase is Phase.SHOE_OFFER
-        assert h.table.view(None)["offer"]["player"] == "bob"
+        assert snapshot(h.table, None)["offer"]["player"] == "bob"
         h.refuse(c.AcceptShoe(player="ann"), "not_offered")
         h.refuse(c.DeclineShoe(player="cat"), "not_offered")
 
@@ -113,7 +117,7 @@ class TestPassingTheShoe:
         assert h.kinds(evs)[:2] == ["shoe_declined", "shoe_held_by_house"]
         assert h.table.house_holds and h.table.holder is None and h.table.offer is None
         assert h.phase is Phase.BETTING
-        view = h.table.view("ann")
+        view = snapshot(h.table, "ann")
         assert view["house_holds"] and view["holder"] is None
         # the croupier turns Banker
         evs = h.play_coup({"ann": {"banker": 500}, "bob": {"player": 500}})
@@ -160,7 +164,7 @@ class TestPassingTheShoe:
         h = TableHarness()
         h.setup({"ann": 1, "bob": 2, "cat": 3}, stack(BANKER_WIN, BANKER_WIN), holder="bob")
         h.bet("bob", "banker", 500)
-        assert h.wallet.available("bob") == DEFAULT_FUNDS - 500
+        assert h.available("bob") == DEFAULT_FUNDS - 500
         cmd = c.Stand(player="bob") if how == "stand" else c.Leave(player="bob")
         evs = h.do(cmd)
         reason = "stood" if how == "stand" else "left"
@@ -169,7 +173,7 @@ class TestPassingTheShoe:
         assert h.one("shoe_offered", evs).data["player"] == "cat"
         assert h.table.holder is None
         # chips placed come back
-        assert h.wallet.available("bob") == DEFAULT_FUNDS == h.balance("bob")
+        assert h.available("bob") == DEFAULT_FUNDS == h.balance("bob")
 
     def test_holder_cannot_stand_while_their_coup_is_dealt(self):
         h = two_players(stack(BANKER_WIN))
@@ -259,13 +263,15 @@ class TestSqueeze:
         h = self.deal()
         h.refuse(c.TurnCard(player="bob", hand="player", card=1), "not_squeezing")
         h.refuse(c.Progress(player="bob", hand="player", card=1, percent=10), "not_squeezing")
-        h.refuse(c.Squeeze(player="bob", hand="player", style="wiggle"), "bad_style")
+        h.malformed(lambda: c.Squeeze(player="bob", hand="player", style="wiggle"), "bad_style")
         evs = h.do(c.Squeeze(player="bob", hand="player", style="peek"))
         assert h.one("squeeze", evs).data == {"hand": "player", "style": "peek", "turner": "bob"}
         h.refuse(c.Squeeze(player="bob", hand="player", style="side"), "already_squeezing")
         h.refuse(c.TurnCard(player="bob", hand="player", card=3), "bad_card")
-        h.refuse(c.TurnCard(player="bob", hand="player", card=True), "bad_card")
-        h.refuse(c.Progress(player="bob", hand="player", card=1, percent=101), "bad_amount")
+        h.malformed(lambda: c.TurnCard(player="bob", hand="player", card=True), "bad_card")
+        h.malformed(
+            lambda: c.Progress(player="bob", hand="player", card=1, percent=101), "bad_amount"
+        )
         evs = h.do(c.Progress(player="bob", hand="player", card=1, percent=40))
         assert h.one("progress", evs).data == {
             "hand": "player",
@@ -312,7 +318,7 @@ class TestSqueeze:
         # the banker hand waits for the Player hand, even for its own turner
         h.refuse(c.Toss(player="ann", hand="banker"), "not_your_turn")
         h.refuse(c.Toss(player="bob", hand="banker"), "not_your_turn")
-        h.refuse(c.Toss(player="bob", hand="dealer"), "bad_hand")
+        h.malformed(lambda: c.Toss(player="bob", hand="dealer"), "bad_hand")
         h.toss("bob", "player")
         h.refuse(c.Toss(player="bob", hand="banker"), "not_your_turn")
         h.refuse(c.Squeeze(player="cat", hand="banker", style="peek"), "not_your_turn")
@@ -323,11 +329,11 @@ class TestSqueeze:
         h = self.deal()
         viewers = ["ann", "bob", "cat", "spec", None]
         for v in viewers:  # before the squeeze nobody, not even the turner, sees them
-            assert [s["card"] for s in h.table.view(v)["coup"]["player"]] == [None, None]
-            assert [s["card"] for s in h.table.view(v)["coup"]["banker"]] == [None, None]
+            assert [s["card"] for s in snapshot(h.table, v)["coup"]["player"]] == [None, None]
+            assert [s["card"] for s in snapshot(h.table, v)["coup"]["banker"]] == [None, None]
         evs = h.do(c.Squeeze(player="bob", hand="player", style="side"))
         for v in viewers:
-            view = h.table.view(v)
+            view = snapshot(h.table, v)
             seen = [s["card"] for s in view["coup"]["player"]]
             assert seen == ([PLAYER_WIN[0], PLAYER_WIN[2]] if v == "bob" else [None, None])
             assert [s["card"] for s in view["coup"]["banker"]] == [None, None]
@@ -341,25 +347,25 @@ class TestSqueeze:
                 ] not in json.dumps(ev)
         evs = h.do(c.TurnCard(player="bob", hand="player", card=1))
         for v in viewers:  # public once turned
-            assert h.table.view(v)["coup"]["player"][0] == {
+            assert snapshot(h.table, v)["coup"]["player"][0] == {
                 "card": PLAYER_WIN[0],
                 "up": True,
                 "by": "bob",
             }
-            assert h.table.view(v)["coup"]["player"][1]["card"] == (
+            assert snapshot(h.table, v)["coup"]["player"][1]["card"] == (
                 PLAYER_WIN[2] if v == "bob" else None
             )
             assert viewed(evs, v)[0]["data"]["card"] == PLAYER_WIN[0]
         # the banker cards: only the holder, once squeezing
         h.do(c.TurnCard(player="bob", hand="player", card=2))
-        assert [s["card"] for s in h.table.view("ann")["coup"]["banker"]] == [None, None]
+        assert [s["card"] for s in snapshot(h.table, "ann")["coup"]["banker"]] == [None, None]
         evs = h.do(c.Squeeze(player="ann", hand="banker", style="quick"))
-        assert [s["card"] for s in h.table.view("ann")["coup"]["banker"]] == [
+        assert [s["card"] for s in snapshot(h.table, "ann")["coup"]["banker"]] == [
             PLAYER_WIN[1],
             PLAYER_WIN[3],
         ]
         for v in ("bob", "cat", "spec", None):
-            assert [s["card"] for s in h.table.view(v)["coup"]["banker"]] == [None, None]
+            assert [s["card"] for s in snapshot(h.table, v)["coup"]["banker"]] == [None, None]
             assert not has_key(viewed(evs, v), "cards")
         # the full event (for the store) has it; only ann's view does
         assert evs[0].audience() == frozenset({"ann"})
@@ -416,7 +422,7 @@ class TestSqueeze:
         }
         assert h.table.coup.stage == "player_third"
         for v in ("ann", "bob", "cat", "spec", None):
-            slots = h.table.view(v)["coup"]["player"]
+            slots = snapshot(h.table, v)["coup"]["player"]
             assert len(slots) == 3 and slots[2] == {"card": None, "up": False, "by": None}
         h.refuse(c.Toss(player="ann", hand="player"), "not_your_turn")
         h.refuse(c.TurnCard(player="bob", hand="player", card=1), "bad_card")  # already up
@@ -424,15 +430,15 @@ class TestSqueeze:
         evs = h.do(c.Squeeze(player="bob", hand="player", style="peek"))
         assert viewed(evs, "bob")[0]["data"]["cards"] == {"3": p3}
         assert not has_key(viewed(evs, "ann"), "cards")
-        assert h.table.view("bob")["coup"]["player"][2]["card"] == p3
-        assert h.table.view("ann")["coup"]["player"][2]["card"] is None
+        assert snapshot(h.table, "bob")["coup"]["player"][2]["card"] == p3
+        assert snapshot(h.table, "ann")["coup"]["player"][2]["card"] is None
         evs = h.do(c.TurnCard(player="bob", hand="player", card=3))
         assert (
             h.find("card", evs)[0].data["index"] == 3 and h.find("card", evs)[0].data["by"] == "bob"
         )
         assert h.one("third_card", evs).data == {"hand": "banker"}
         assert h.one("turn", evs).data["turner"] == "ann"
-        assert h.table.view("bob")["coup"]["banker"][2]["card"] is None
+        assert snapshot(h.table, "bob")["coup"]["banker"][2]["card"] is None
         h.refuse(c.Toss(player="bob", hand="banker"), "not_your_turn")
         evs = h.tick_to_deadline()  # the third-card timer runs out
         (card,) = h.find("card", evs)
@@ -467,7 +473,7 @@ class TestShoeEnd:
         assert h.table.shoe.stop_card_out
         assert h.kinds(evs)[-2:] == ["stop_card", "betting_opened"]
         assert h.one("stop_card", evs).data == {"coups_left": 1}
-        assert h.table.view(None)["shoe"]["last_coup"] is True
+        assert snapshot(h.table, None)["shoe"]["last_coup"] is True
         evs = h.play_coup({"bob": {"banker": 500}})  # one more coup
         assert h.find("settled", evs)
         ended = h.one("shoe_ended", evs)
@@ -481,12 +487,24 @@ class TestShoeEnd:
         h.start(stack(BANKER_WIN))
         assert h.phase is Phase.BETTING and h.table.holder == "ann" and h.table.shoe_no == 2
 
-    def test_short_stacked_shoe_ends_when_fewer_than_six_cards_remain(self):
-        h = two_players(stack(BANKER_WIN, BANKER_WIN, pad=5))
-        h.play_coup({"bob": {"banker": 500}})
+    def test_a_stacked_shoe_too_short_for_its_stop_card_is_refused(self):
+        # §4: every shoe has its stop card at least 12 (here 16) from the end, stacked
+        # ones too, so no shoe ends early for want of cards.
+        h = TableHarness()
+        h.seat({"ann": 1})
+        h.refuse(c.StartShoe(cards=stack(BANKER_WIN, BANKER_WIN, pad=8)), "bad_command")
+        evs = h.start(stack(BANKER_WIN, BANKER_WIN, pad=9))  # 17 cards: stop before card 1
+        assert h.one("shoe_started", evs).data["cards"] == 17
+
+    def test_a_short_stacked_shoe_ends_one_coup_after_its_stop_card(self):
+        # 17 cards, stop card 16 from the end: the first coup draws the card behind it.
+        h = two_players(stack(BANKER_WIN, BANKER_WIN, pad=9))
         evs = h.play_coup({"bob": {"banker": 500}})
-        assert h.table.shoe is None and h.find("shoe_ended", evs)
-        assert not h.find("stop_card", h.events)
+        assert h.one("stop_card", evs).data == {"coups_left": 1}
+        evs = h.play_coup({"bob": {"banker": 500}})
+        ended = h.one("shoe_ended", evs)
+        assert len(ended.data["coups"]) == 2 and ended.data["stop_offset"] == 16
+        assert h.table.shoe is None and h.table.wants_shoe
 
     def test_seeded_shoe_with_player_cut_deals_to_the_end_and_verifies(self):
         opts = TableOptions(stop_offset=12)
@@ -496,7 +514,7 @@ class TestShoeEnd:
         started = h.one("shoe_started", evs).data
         assert started["commitment"] == hashlib.sha256(SEED).hexdigest() and started["cards"] == 416
         h.accept("ann")
-        assert h.phase is Phase.CUT and h.table.view(None)["cutter"] == "ann"
+        assert h.phase is Phase.CUT and snapshot(h.table, None)["cutter"] == "ann"
         evs = h.do(c.Cut(player="ann", position=200))
         burned = h.one("burned", evs).data
         order = cut_order(shuffle_order(SEED, 8), 200)
@@ -513,7 +531,7 @@ class TestShoeEnd:
             if h.table.shoe is not None:
                 assert all(seed_hex not in json.dumps(e.to_dict()) for e in new)
                 for v in ("ann", "bob", "cat", None):
-                    assert seed_hex not in json.dumps(h.table.view(v))
+                    assert seed_hex not in json.dumps(snapshot(h.table, v))
         ended = h.one("shoe_ended").data
         assert ended["seed"] == seed_hex and ended["stop_offset"] == 12 and ended["cut"] == 200
         assert len(ended["coups"]) == coups > 60
@@ -575,8 +593,10 @@ class TestCut:
         h.refuse(c.PlaceBet(player="bob", area="banker", amount=100), "wrong_phase")
         h.refuse(c.Cut(player="ann", position=100), "not_cutter")
         h.refuse(c.Cut(player="spec", position=100), "not_seated")
-        for bad in (9, 407, 0, -1, 1000, True, 10.5):
+        for bad in (9, 407, 0, -1, 1000):
             h.refuse(c.Cut(player="bob", position=bad), "bad_cut")
+        for bad in (True, 10.5):
+            h.malformed(lambda bad=bad: c.Cut(player="bob", position=bad), "bad_cut")
         evs = h.do(c.Cut(player="bob", position=406))
         assert h.one("shoe_cut", evs).data == {"position": 406, "by": "bob", "on_behalf": None}
         assert h.table.shoe.cards == cut_order(shuffle_order(SEED), 406)
@@ -590,7 +610,7 @@ class TestCut:
 
     def test_house_holds_the_first_seated_player_cuts(self):
         h = self.cut_phase(None)
-        assert h.table.view("bob")["cutter"] == "ann"
+        assert snapshot(h.table, "bob")["cutter"] == "ann"
         h.refuse(c.Cut(player="bob", position=100), "not_cutter")
         h.do(c.Cut(player="ann", position=100))
         assert h.table.shoe.cut == 100
@@ -613,7 +633,7 @@ class TestCut:
         hidden = shoe.cards[1 : 1 + shoe.burned]
         assert len(hidden) == shoe.burned >= 1
         for v in ("ann", "bob", None):
-            view = h.table.view(v)
+            view = snapshot(h.table, v)
             assert view["shoe"]["burn"] == {"card": shoe.cards[0], "count": shoe.burned}
             assert "cards" not in view["shoe"]
         # only the face-up burn card appears anywhere in the events so far
@@ -653,8 +673,10 @@ class TestBetting:
 
     def test_closed_areas_are_refused(self):
         h = self.betting()
-        for area in ("super6", "dragon_player", "dragon_banker", "foo", ""):
+        for area in ("super6", "dragon_player", "dragon_banker"):
             h.refuse(c.PlaceBet(player="bob", area=area, amount=100), "bad_area")
+        for area in ("foo", ""):
+            h.malformed(lambda area=area: c.PlaceBet(player="bob", area=area, amount=1), "bad_area")
         h2 = self.betting(TableOptions(commission=False, super6=True, dragon=True, pairs=False))
         h2.bet("bob", "super6", 100)
         h2.bet("bob", "dragon_player", 100)
@@ -663,15 +685,15 @@ class TestBetting:
     def test_balance_refused_with_insufficient_funds(self):
         h = self.betting(funds=1_000)
         h.bet("bob", "player", 800)
-        assert h.wallet.available("bob") == 200 and h.balance("bob") == 1_000
+        assert h.available("bob") == 200 and h.balance("bob") == 1_000
         h.refuse(c.PlaceBet(player="bob", area="banker", amount=300), "insufficient_funds")
         h.bet("bob", "banker", 200)
-        assert h.wallet.available("bob") == 0
+        assert h.available("bob") == 0
         h.refuse(c.PlaceBet(player="bob", area="tie", amount=100), "insufficient_funds")
         h.done_all()
         assert h.balance("bob") == 0 and h.held() == 1_000 + 0
 
-    def test_reservations_span_two_tables_sharing_one_wallet(self, make_harness):
+    def test_stakes_at_two_tables_sharing_one_wallet(self, make_harness):
         wallet = MemoryWallet()
         h1 = make_harness(table_id="t1", wallet=wallet)
         h2 = make_harness(table_id="t2", wallet=wallet)
@@ -685,12 +707,14 @@ class TestBetting:
         h2.refuse(c.PlaceBet(player="ann", area="banker", amount=300), "insufficient_funds")
         h2.bet("ann", "banker", 200)
         h1.refuse(c.PlaceBet(player="ann", area="tie", amount=100), "insufficient_funds")
-        assert wallet.available("ann") == 0 and wallet.reserved("ann") == 1_000
-        # t1 deals: its chips are held; t2's stay reserved
+        assert wallet.balance("player:ann") == 0  # every chip is on a table
+        assert (h1.stake("ann"), h2.stake("ann")) == (800, 200)
+        assert (h1.balance("ann"), h2.balance("ann")) == (800, 200)
+        # t1 deals: its chips are held; t2's stay staked there
         h1.done_all()
-        assert wallet.balance("player:ann") == 200 and wallet.available("ann") == 0
+        assert h1.stake("ann") == 0 and h1.held() == 800 and h2.stake("ann") == 200
         h1.turn_all()  # Banker wins 800 -> returns 800 + 760
-        assert wallet.balance("player:ann") == 200 + 1_560 and wallet.available("ann") == 1_560
+        assert wallet.balance("player:ann") == 1_560 and h2.stake("ann") == 200
         h2.bet("ann", "player", 1_500)
         h2.refuse(c.PlaceBet(player="ann", area="tie", amount=100), "insufficient_funds")
         assert wallet.total() == 0
@@ -706,23 +730,25 @@ class TestBetting:
             "bets": {"player": 300, "tie": 200},
             "change": "remove",
         }
-        assert h.wallet.available("bob") == DEFAULT_FUNDS - 500
+        assert h.available("bob") == DEFAULT_FUNDS - 500
         h.refuse(c.RemoveBet(player="bob", area="player", amount=301), "bad_amount")
         h.refuse(c.RemoveBet(player="bob", area="player", amount=250), "below_min")  # leaves 50
         h.refuse(c.RemoveBet(player="bob", area="banker"), "no_bet")
         for bad in (0, -100, True, 1.5):
-            h.refuse(c.RemoveBet(player="bob", area="player", amount=bad), "bad_amount")
+            h.malformed(
+                lambda bad=bad: c.RemoveBet(player="bob", area="player", amount=bad), "bad_amount"
+            )
         h.do(c.RemoveBet(player="bob", area="tie"))
         assert h.table.players["bob"].bets == {"player": 300}
         h.do(c.RemoveBet(player="bob", area="player", amount=300))
-        assert h.table.players["bob"].bets == {} and h.wallet.available("bob") == DEFAULT_FUNDS
+        assert h.table.players["bob"].bets == {} and h.available("bob") == DEFAULT_FUNDS
         h.bet("bob", "player", 500)
         h.bet("bob", "banker_pair", 100)
         evs = h.do(c.ClearBets(player="bob"))
         assert (
             h.one("bets", evs).data["bets"] == {} and h.one("bets", evs).data["change"] == "clear"
         )
-        assert h.wallet.available("bob") == DEFAULT_FUNDS and h.wallet.reserved("bob") == 0
+        assert h.available("bob") == DEFAULT_FUNDS and h.stake("bob") == 0
         h.refuse(c.ClearBets(player="bob"), "no_bet")
 
     def test_same_bet_repeats_the_previous_rounds_bets(self):
@@ -733,8 +759,8 @@ class TestBetting:
         evs = h.do(c.SameBet(player="bob"))
         assert h.one("bets", evs).data["bets"] == {"player": 500, "tie": 100}
         assert h.one("bets", evs).data["change"] == "same"
-        assert h.table.view("bob")["you"]["last_bets"] == {"player": 500, "tie": 100}
-        assert h.wallet.available("bob") == h.balance("bob") - 600
+        assert snapshot(h.table, "bob")["you"]["last_bets"] == {"player": 500, "tie": 100}
+        assert h.available("bob") == h.balance("bob") - 600
         h.done_all()
         assert h.table.coup.held["bob"] == {"player": 500, "tie": 100}
 
@@ -826,12 +852,22 @@ class TestPayouts:
         assert h.held() == 0 and h.wallet.total() == 0
         rid = h.one("result", evs).data["round_id"]
         keys = {e.key: (e.src, e.dst, e.amount, e.kind) for e in h.wallet.entries}
+        # Each chip placed moved player -> stake at once (§7), keyed by round, player
+        # and the table's counter; holding moved stake -> held, per area.
+        stakes = {k: v for k, v in keys.items() if v[3] == "stake"}
+        assert all(re.fullmatch(rf"{rid}:(ann|bob|cat):stake:\d+", k) for k in stakes)
+        assert sorted(stakes.values()) == sorted(
+            (f"player:{pid}", f"stake:t1:{pid}", amount, "stake")
+            for pid, areas in bets.items()
+            for amount in areas.values()
+        )
+        keys = {k: v for k, v in keys.items() if v[3] != "stake"}
         assert keys == {
-            f"{rid}:ann:banker:hold": ("player:ann", "held:t1", 333, "hold"),
-            f"{rid}:bob:banker:hold": ("player:bob", "held:t1", 1_000, "hold"),
-            f"{rid}:bob:banker_pair:hold": ("player:bob", "held:t1", 100, "hold"),
-            f"{rid}:cat:player:hold": ("player:cat", "held:t1", 1_000, "hold"),
-            f"{rid}:cat:tie:hold": ("player:cat", "held:t1", 100, "hold"),
+            f"{rid}:ann:banker:hold": ("stake:t1:ann", "held:t1", 333, "hold"),
+            f"{rid}:bob:banker:hold": ("stake:t1:bob", "held:t1", 1_000, "hold"),
+            f"{rid}:bob:banker_pair:hold": ("stake:t1:bob", "held:t1", 100, "hold"),
+            f"{rid}:cat:player:hold": ("stake:t1:cat", "held:t1", 1_000, "hold"),
+            f"{rid}:cat:tie:hold": ("stake:t1:cat", "held:t1", 100, "hold"),
             f"{rid}:ann:banker:return": ("held:t1", "player:ann", 333, "return"),
             f"{rid}:ann:banker:win": ("house", "player:ann", 316, "win"),
             f"{rid}:bob:banker:return": ("held:t1", "player:bob", 1_000, "return"),
@@ -887,30 +923,35 @@ class TestPayouts:
         _, evs = self.deal(BANKER_WIN, {"bob": {"banker": 1_000}}, commission=False)
         assert self.payouts(evs) == {("bob", "banker"): (2_000, 1_000, 0)}
 
-    def test_ledger_keys_are_idempotent_across_a_restore(self):
-        """A table restored from a snapshot taken before settlement, on a wallet where the
-        settlement was already posted (a crash after posting), pays nothing twice."""
+    def test_a_replayed_settlement_is_refused_never_paid_twice(self):
+        """A table restored from a snapshot taken before settlement, on a wallet that kept
+        the settlement's entries (a step replayed against a wallet that should have
+        forgotten it), raises DuplicateEntry: it is a bug, never silently skipped, and it
+        pays nothing twice. The same keys on a wallet without them post exactly once."""
         h = TableHarness()
         h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN), holder="ann")
         h.place({"bob": {"player": 500, "tie": 100}, "ann": {"banker": 1_000}})
         h.done_all()
         state = h.table.to_state()
+        fresh = copy.deepcopy(h.wallet)
         h.turn_all()
         after = dict(h.wallet.balances)
         n_entries = len(h.wallet.entries)
         again = Table.from_state(state, h.wallet)
         again.handle(c.Toss(player="bob", hand="player"), h.now)
-        evs = again.handle(c.Toss(player="ann", hand="banker"), h.now)
-        assert any(e.kind == "settled" for e in evs)
+        with pytest.raises(DuplicateEntry):
+            again.handle(c.Toss(player="ann", hand="banker"), h.now)
         assert h.wallet.balances == after and len(h.wallet.entries) == n_entries
-        for e in h.wallet.entries:
-            assert h.wallet.transfer(e.key, e.src, e.dst, e.amount, e.kind, e.round_id) is False
+        retried = Table.from_state(state, fresh)
+        retried.handle(c.Toss(player="bob", hand="player"), h.now)
+        retried.handle(c.Toss(player="ann", hand="banker"), h.now)
+        assert fresh.balances == after and fresh.entries == h.wallet.entries
 
 
 class TestHolderMustBetBanker:
     def test_done_refused_without_a_banker_bet(self):
         h = two_players(stack(BANKER_WIN, BANKER_WIN), holder_must_bet_banker=True)
-        assert h.table.view(None)["options"]["holder_must_bet_banker"] is True
+        assert snapshot(h.table, None)["options"]["holder_must_bet_banker"] is True
         h.bet("bob", "player", 100)
         h.done("bob")
         h.refuse(c.Done(player="ann"), "holder_must_bet_banker")
@@ -952,12 +993,17 @@ class TestDisconnect:
         evs = h.do(c.Disconnect(player="bob"))
         grace = h.options.timers.grace
         assert h.one("disconnected", evs).data == {"player": "bob", "grace_deadline": h.now + grace}
-        assert h.table.view(None)["seats"][1]["connected"] is False
+        assert snapshot(h.table, None)["seats"][1]["connected"] is False
         h.tick(grace - 0.01)
         assert h.table.players["bob"].seat == 2
         evs = h.tick(0.01)
         assert seat_of(h, "bob") is None
-        assert h.one("stood", evs).data == {"player": "bob", "seat": 2, "reason": "timeout"}
+        assert h.one("stood", evs).data == {
+            "player": "bob",
+            "seat": 2,
+            "reason": "timeout",
+            "free_seats": list(range(2, 15)),  # a spectator's sit choices stay current
+        }
 
     def test_placed_chips_come_back_when_grace_runs_out_in_betting(self):
         h = TableHarness(TableOptions(timers=Timers(grace=5.0)))
@@ -966,7 +1012,7 @@ class TestDisconnect:
         h.do(c.Disconnect(player="bob"))
         evs = h.tick(5)
         assert h.one("stood", evs).data["reason"] == "timeout"
-        assert h.wallet.available("bob") == DEFAULT_FUNDS and h.wallet.reserved("bob") == 0
+        assert h.available("bob") == DEFAULT_FUNDS and h.stake("bob") == 0
 
     def test_reconnect_within_grace_keeps_the_seat(self):
         h = two_players(stack(BANKER_WIN))
@@ -991,7 +1037,12 @@ class TestDisconnect:
         assert h.find("card", evs) and h.table.players["bob"].seat == 2
         evs = h.toss("ann", "banker")
         assert h.find("settled", evs)
-        assert h.one("stood", evs).data == {"player": "bob", "seat": 2, "reason": "timeout"}
+        assert h.one("stood", evs).data == {
+            "player": "bob",
+            "seat": 2,
+            "reason": "timeout",
+            "free_seats": list(range(2, 15)),  # a spectator's sit choices stay current
+        }
         assert h.kinds(evs).index("settled") < h.kinds(evs).index("stood")
         assert seat_of(h, "bob") is None
 
@@ -1072,7 +1123,8 @@ class TestIdempotencyAndClose:
         h.bet("bob", "player", 500)
         evs = h.do(c.CloseTable())
         assert h.one("closed", evs).data == {"refunded": False}
-        assert h.wallet.available("bob") == DEFAULT_FUNDS and not h.wallet.entries
+        assert h.available("bob") == DEFAULT_FUNDS and h.stake("bob") == 0
+        assert [e.kind for e in h.wallet.entries] == ["stake", "unstake"]  # nothing held
 
 
 class TestRefusals:
@@ -1084,20 +1136,10 @@ class TestRefusals:
     @pytest.mark.parametrize(
         ("cmd", "code"),
         [
-            (c.PlaceBet(player="bob", area="player", amount=0), "bad_amount"),
-            (c.PlaceBet(player="bob", area="player", amount=-100), "bad_amount"),
-            (c.PlaceBet(player="bob", area="player", amount=True), "bad_amount"),
-            (c.PlaceBet(player="bob", area="player", amount=100.0), "bad_amount"),
-            (c.PlaceBet(player="bob", area="player", amount=150.5), "bad_amount"),
-            (c.PlaceBet(player="bob", area="player", amount="100"), "bad_amount"),
-            (c.PlaceBet(player="bob", area="dragon", amount=100), "bad_area"),
-            (c.PlaceBet(player="bob", area="PLAYER", amount=100), "bad_area"),
+            (c.PlaceBet(player="bob", area="dragon_player", amount=100), "bad_area"),
             (c.PlaceBet(player="spec", area="player", amount=100), "not_seated"),
             (c.PlaceBet(player="nobody", area="player", amount=100), "not_joined"),
-            (c.Sit(player="spec", seat=0), "bad_seat"),
             (c.Sit(player="spec", seat=15), "bad_seat"),
-            (c.Sit(player="spec", seat=True), "bad_seat"),
-            (c.Sit(player="spec", seat="3"), "bad_seat"),
             (c.Sit(player="spec", seat=2), "seat_taken"),
             (c.Sit(player="bob"), "already_seated"),
             (c.Sit(player="nobody"), "not_joined"),
@@ -1108,22 +1150,66 @@ class TestRefusals:
             (c.Squeeze(player="bob", hand="player", style="peek"), "wrong_phase"),
             (c.TurnCard(player="bob", hand="player", card=1), "wrong_phase"),
             (c.Cut(player="ann", position=100), "wrong_phase"),
-            (c.AcceptShoe(player="bob"), "not_offered"),
-            (c.DeclineShoe(player="ann"), "not_offered"),
+            # rules.ALLOWED: the shoe is answered in the shoe_offer phase only
+            (c.AcceptShoe(player="bob"), "wrong_phase"),
+            (c.DeclineShoe(player="ann"), "wrong_phase"),
             (c.StartShoe(seed=SEED), "wrong_phase"),
             (c.StartShoe(player="bob", seed=SEED), "not_allowed"),
             (c.Done(player="spec"), "not_seated"),
             (c.SameBet(player="bob"), "no_previous_bets"),
             (c.ClearBets(player="bob"), "no_bet"),
             (c.RemoveBet(player="bob", area="player"), "no_bet"),
-            (c.RemoveBet(player="bob", area="nope"), "bad_area"),
+            (c.RemoveBet(player="bob", area="super6"), "bad_area"),
             (c.PassShoe(player="ann"), "too_early"),
+            (c.PassShoe(player="bob"), "not_holder"),
+            (c.Tick(player="bob"), "not_allowed"),
+            (c.SetDraining(player="bob"), "not_allowed"),
+            (c.Restored(player="bob"), "not_allowed"),
         ],
     )
     def test_refused_in_betting_change_nothing(self, cmd, code):
         h = self.table_in_betting()
         h.bet("ann", "banker", 100)
         h.refuse(cmd, code)
+
+    @pytest.mark.parametrize(
+        ("make", "code"),
+        [
+            (lambda: c.PlaceBet(player="bob", area="player", amount=0), "bad_amount"),
+            (lambda: c.PlaceBet(player="bob", area="player", amount=-100), "bad_amount"),
+            (lambda: c.PlaceBet(player="bob", area="player", amount=True), "bad_amount"),
+            (lambda: c.PlaceBet(player="bob", area="player", amount=100.0), "bad_amount"),
+            (lambda: c.PlaceBet(player="bob", area="player", amount=150.5), "bad_amount"),
+            (lambda: c.PlaceBet(player="bob", area="player", amount="100"), "bad_amount"),
+            (lambda: c.PlaceBet(player="bob", area="dragon", amount=100), "bad_area"),
+            (lambda: c.PlaceBet(player="bob", area="PLAYER", amount=100), "bad_area"),
+            (lambda: c.RemoveBet(player="bob", area="nope"), "bad_area"),
+            (lambda: c.RemoveBet(player="bob", area="player", amount=0), "bad_amount"),
+            (lambda: c.Sit(player="spec", seat=0), "bad_seat"),
+            (lambda: c.Sit(player="spec", seat=True), "bad_seat"),
+            (lambda: c.Sit(player="spec", seat="3"), "bad_seat"),
+            (lambda: c.Cut(player="ann", position=True), "bad_cut"),
+            (lambda: c.Cut(player="ann", position="10"), "bad_cut"),
+            (lambda: c.Squeeze(player="bob", hand="dealer", style="peek"), "bad_hand"),
+            (lambda: c.Squeeze(player="bob", hand="player", style="wiggle"), "bad_style"),
+            (lambda: c.TurnCard(player="bob", hand="player", card=0), "bad_card"),
+            (lambda: c.TurnCard(player="bob", hand="player", card=True), "bad_card"),
+            (lambda: c.Toss(player="bob", hand="PLAYER"), "bad_hand"),
+            (lambda: c.Progress(player="bob", hand="player", card=1, percent=101), "bad_amount"),
+            (lambda: c.Progress(player="bob", hand="player", card=1, percent=50.5), "bad_amount"),
+            (lambda: c.Progress(player="bob", hand="player", card=4, percent=5), "bad_card"),
+            (lambda: c.StartShoe(), "bad_command"),
+            (lambda: c.StartShoe(seed=b"short"), "bad_command"),
+            (lambda: c.StartShoe(seed=SEED, cards=("As",)), "bad_command"),
+            (lambda: c.StartShoe(cards=("As", "Xx", "Kd", "Qh")), "bad_command"),
+            (lambda: c.Join(player="", name="x"), "bad_command"),
+            (lambda: c.Join(player="bob", id=5), "bad_command"),
+            (lambda: c.SetDraining(on="yes"), "bad_command"),
+        ],
+    )
+    def test_malformed_commands_are_refused_when_made(self, make, code):
+        """A command checks its own shape (h11's events): the table never sees it."""
+        TableHarness.malformed(make, code)
 
     def test_refused_while_turning(self):
         h = self.table_in_betting()
@@ -1145,9 +1231,7 @@ class TestRefusals:
         h = TableHarness()
         h.seat({"ann": 1})
         h.refuse(c.PlaceBet(player="ann", area="player", amount=100), "wrong_phase")
-        h.refuse(c.StartShoe(), "bad_command")
-        h.refuse(c.StartShoe(seed=b"short"), "bad_command")
-        h.refuse(c.StartShoe(cards=("As", "Xx", "Kd", "Qh")), "bad_command")
+        h.refuse(c.StartShoe(cards=("As", "Kd", "Qh")), "bad_command")  # no room for its stop card
         h.refuse(c.Done(player="ann"), "wrong_phase")
 
     def test_table_full(self):
@@ -1184,7 +1268,7 @@ def test_a_view_is_a_snapshot_mutating_it_changes_nothing():
     h.done_all()
     before = h.table.to_state()
     for v in ("ann", "bob", None):
-        view = h.table.view(v)
+        view = snapshot(h.table, v)
         view["coup"]["bets"]["bob"]["player"] = 1
         view["last_result"]["outcome"] = "tie"
         for seat in view["seats"]:

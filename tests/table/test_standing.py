@@ -63,7 +63,11 @@ def test_offer_and_cut_timeouts_are_in_the_next_round_record() -> None:
     h.tick_to_deadline()  # ann does not answer the offer: declined for her
     h.accept("bob")
     h.tick_to_deadline()  # bob does not cut: the croupier cuts for him
-    assert h.one("shoe_cut").data == {**h.one("shoe_cut").data, "by": "croupier", "on_behalf": "bob"}
+    assert h.one("shoe_cut").data == {
+        **h.one("shoe_cut").data,
+        "by": "croupier",
+        "on_behalf": "bob",
+    }
     h.play_coup({"ann": {"banker": 500}})
     (record,) = [r for r in h.table.drain_records() if r["kind"] == "round"]
     assert record["on_behalf"][:2] == [

@@ -1,0 +1,147 @@
+"""The table's state records: the phases and the plain data a table is made of.
+
+What it is for: the records :class:`~server.table.table.Table` keeps (a seated or
+watching player, a card on the layout, the coup being dealt, the shoe offer), each plain
+data that :mod:`server.table.persistence` stores and restores field by field.
+
+What it must never do: decide a rule or move money (that is :mod:`server.table.table`'s),
+or hold anything that is not plain data (no callables, no references to the wallet).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "BettingStep",
+    "CardSlot",
+    "CoupStage",
+    "CoupState",
+    "Offer",
+    "Phase",
+    "PlayerState",
+    "TurnStep",
+]
+
+
+class Phase(StrEnum):
+    """Where the table is (GAME_RULES §4-§7); every snapshot and lobby line shows it.
+
+    ::
+
+        SHUFFLE --StartShoe--> WAITING (nobody seated) <--> SHOE_OFFER --> CUT --> BETTING
+        BETTING --close--> TURN --settled--> BETTING (next coup) | SHOE_OFFER | SHUFFLE
+        any phase --CloseTable--> CLOSED
+    """
+
+    SHUFFLE = "shuffle"  # no shoe: waiting for the croupier's StartShoe
+    WAITING = "waiting"  # a shoe but nobody seated
+    SHOE_OFFER = "shoe_offer"  # the shoe is being offered to a seated player (§5)
+    CUT = "cut"  # the new shoe waits for its cut (§4)
+    BETTING = "betting"  # bets are open (§7)
+    TURN = "turn"  # cards dealt: the turners turn them (§6)
+    CLOSED = "closed"  # closed by the operator
+
+
+class BettingStep(StrEnum):
+    """The two moments of BETTING (§7): the timer runs, or, the timer having run out
+    with no bet at all, the table waits (no deadline) for a first bet to restart it."""
+
+    OPEN = "open"
+    WAITING_FOR_BET = "waiting_for_bet"
+
+
+class CoupStage(StrEnum):
+    """The coup's stages in dealing order (§2, §6): each hand's two cards, then the
+    third cards, each turned by its turner."""
+
+    PLAYER = "player"
+    BANKER = "banker"
+    PLAYER_THIRD = "player_third"
+    BANKER_THIRD = "banker_third"
+
+
+class TurnStep(StrEnum):
+    """The two moments of a stage (§6): the turner is to TOSS or choose a squeeze style
+    (CHOOSE), or is squeezing and turns the cards one at a time (SQUEEZE)."""
+
+    CHOOSE = "choose"
+    SQUEEZE = "squeeze"
+
+
+@dataclass
+class PlayerState:
+    id: str
+    name: str
+    seat: int | None = None
+    connected: bool = True
+    grace_deadline: float | None = None
+    bets: dict[str, int] = field(default_factory=dict)
+    bet_order: dict[str, int] = field(default_factory=dict)  # when each area reached its amount
+    done: bool = False
+    last_bets: dict[str, int] = field(default_factory=dict)
+    leaving: bool = False  # grace ran out during a coup: stand at its end
+
+
+@dataclass
+class CardSlot:
+    card: str
+    up: bool = False
+    by: str | None = None
+    on_behalf: str | None = None
+
+
+@dataclass
+class CoupState:
+    round_id: str
+    coup_no: int
+    player: list[CardSlot]
+    banker: list[CardSlot]
+    turners: dict[str, str | None]
+    held: dict[str, dict[str, int]]
+    balances_before: dict[str, int]
+    holder: str | None
+    stage: CoupStage = CoupStage.PLAYER
+    style: str | None = None  # the squeeze style; None: the turner has not chosen (CHOOSE)
+    deadline: float | None = None
+    on_behalf: list[dict[str, Any]] = field(default_factory=list)
+    last: bool = False
+    holder_forfeits: bool = False
+    # The last progress shown per card of the stage, "<hand><card>" -> [percent, time]:
+    # squeeze progress is coalesced (forward only, at most 4 a second per card).
+    progress: dict[str, list[float]] = field(default_factory=dict)
+
+    def hand(self, name: str) -> list[CardSlot]:
+        return self.player if name == "player" else self.banker
+
+    @property
+    def stage_hand(self) -> str:
+        return "player" if self.stage.startswith("player") else "banker"
+
+    @property
+    def turn_step(self) -> TurnStep:
+        return TurnStep.CHOOSE if self.style is None else TurnStep.SQUEEZE
+
+    def stage_slots(self) -> list[int]:
+        """Indexes (0-based) of the cards the current stage turns."""
+        return [2] if self.stage.endswith("third") else [0, 1]
+
+    def face_down(self) -> list[int]:
+        """Card numbers (1-3) of the stage still face down."""
+        slots = self.hand(self.stage_hand)
+        return [i + 1 for i in self.stage_slots() if not slots[i].up]
+
+
+@dataclass
+class Offer:
+    """The shoe offered to ``current`` (at ``seat``) until ``deadline`` (§5). Whoever
+    declined in this round of offers is in ``declined``; the next offer goes to the next
+    occupied seat after ``seat`` whose player has not declined, so a player who sits
+    down during the offers is offered the shoe too."""
+
+    current: str
+    seat: int
+    deadline: float
+    declined: list[str] = field(default_factory=list)

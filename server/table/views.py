@@ -1,0 +1,205 @@
+"""What each viewer may see of a table: the one place that decides it (GAME_RULES §6, §8).
+
+What it is for: every piece of game data that leaves the core for a client is made
+here, for one viewer (a player id, or ``None`` for an anonymous watcher):
+
+- :func:`view`: a table snapshot (what ``join`` answers);
+- :func:`view_event`: an event, with the viewer's private overlay merged in;
+- :func:`summary`: the table's lobby line;
+- :func:`own_round`: a round record as one player may recall it (their own money only);
+- :func:`public_composition`: the cards left in the shoe *as the players know it*
+  (the shoe less every card shown face up), from which the live odds are computed.
+
+What it must never do: put an undealt card, a face-down card (except the squeezing
+turner's own), a face-down burned card or a shoe's seed before its reveal into anything
+it returns, or one player's money into another player's view. It reads the table and
+never changes it: every container it returns is a fresh copy.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from server.engine.cards import shoe_cards
+
+from .events import Event
+from .options import TableOptions
+from .state import Phase
+
+if TYPE_CHECKING:
+    from .table import Table
+
+__all__ = ["own_round", "public_composition", "public_options", "summary", "view", "view_event"]
+
+
+def view_event(event: Event, viewer: str | None) -> dict[str, Any]:
+    """What ``viewer`` (a player id, or None for an anonymous spectator) sees of ``event``."""
+    data = event.data
+    if event.private and viewer is not None and viewer in event.private:
+        data = {**data, **event.private[viewer]}
+    return {"seq": event.seq, "kind": event.kind, "data": data}
+
+
+def view(t: Table, viewer: str | None) -> dict[str, Any]:
+    """A snapshot for one viewer: only what they may see (§6 hidden information)."""
+    coup = t.coup
+    coup_view: dict[str, Any] | None = None
+    if coup is not None:
+        squeezer = coup.turners[coup.stage_hand] if coup.style is not None else None
+
+        def cards(hand: str) -> list[dict[str, Any]]:
+            out = []
+            for i, s in enumerate(coup.hand(hand)):
+                shown = s.up or (
+                    viewer is not None
+                    and viewer == squeezer
+                    and hand == coup.stage_hand
+                    and i in coup.stage_slots()
+                )
+                out.append({"card": s.card if shown else None, "up": s.up, "by": s.by})
+            return out
+
+        coup_view = {
+            "round_id": coup.round_id,
+            "coup_no": coup.coup_no,
+            "stage": coup.stage,
+            "hand": coup.stage_hand,
+            "player": cards("player"),
+            "banker": cards("banker"),
+            "turners": dict(coup.turners),
+            "style": coup.style,
+            "deadline": coup.deadline,
+            "bets": {p: dict(b) for p, b in coup.held.items()},
+        }
+    shoe = t.shoe
+    snap: dict[str, Any] = {
+        "table": t.table_id,
+        "seq": t.seq,
+        "phase": t.phase.value,
+        "deadline": t.deadline,
+        "options": public_options(t.options),
+        "shoe": None
+        if shoe is None
+        else {
+            "no": t.shoe_no,
+            "commitment": shoe.commitment,
+            "cards_left": shoe.remaining,
+            "cut": shoe.cut,
+            "burn": {"card": shoe.burn_card, "count": shoe.burned}
+            if t.burned and shoe.burn_card
+            else None,
+            "stop_card_out": shoe.stop_card_out,
+            "last_coup": t.last_coup_next or (coup is not None and coup.last),
+        },
+        "coup_no": t.coup_no,
+        "holder": t.holder,
+        "house_holds": t.house_holds,
+        "offer": None
+        if t.offer is None
+        else {"player": t.offer.current, "deadline": t.offer.deadline},
+        "cutter": t.cutter if t.phase is Phase.CUT else None,
+        "seats": [
+            {
+                "seat": q.seat,
+                "player": q.id,
+                "name": q.name,
+                "connected": q.connected,
+                "bets": dict(q.bets),
+                "done": q.done,
+                "holder": q.id == t.holder,
+            }
+            for q in t.seated()
+        ],
+        "spectators": sum(1 for q in t.players.values() if q.seat is None),
+        "coup": coup_view,
+        "last_result": copy.deepcopy(t.last_result),
+        "roads": t.roads(),
+    }
+    me = t.players.get(viewer) if viewer is not None else None
+    if me is not None:
+        snap["you"] = {
+            "player": me.id,
+            "seat": me.seat,
+            **t.money(me.id),
+            "bets": dict(me.bets),
+            "last_bets": dict(me.last_bets),
+        }
+    return snap
+
+
+def public_options(o: TableOptions) -> dict[str, Any]:
+    """The table's settings as every viewer sees them, with the open bet areas."""
+    return {
+        "name": o.name,
+        "decks": o.decks,
+        "commission": o.commission,
+        "areas": [a.value for a in o.paytable.areas()],
+        "seats": o.seats,
+        "tier": o.tier,
+        "limits": {
+            "min": o.limits.min,
+            "max": o.limits.max,
+            "tie_max": o.limits.tie_max,
+            "side_max": o.limits.side_max,
+        },
+        "timers": {
+            "betting": o.timers.betting,
+            "squeeze": o.timers.squeeze,
+            "third_card": o.timers.third_card,
+            "shoe_offer": o.timers.shoe_offer,
+            "cut": o.timers.cut,
+            "grace": o.timers.grace,
+        },
+        "holder_must_bet_banker": o.holder_must_bet_banker,
+    }
+
+
+def summary(t: Table) -> dict[str, Any]:
+    """One lobby line: limits, seats taken, phase."""
+    o = t.options
+    return {
+        "table": t.table_id,
+        "name": o.name,
+        "phase": t.phase.value,
+        "seats": o.seats,
+        "seated": len(t.seated()),
+        "spectators": sum(1 for q in t.players.values() if q.seat is None),
+        "tier": o.tier,
+        "limits": public_options(o)["limits"],
+        "commission": o.commission,
+        "shoe_no": t.shoe_no,
+        "coup_no": t.coup_no,
+    }
+
+
+def own_round(record: dict[str, Any], player: str) -> dict[str, Any]:
+    """A round record as ``player`` may recall it (§8): the cards, the result, who turned
+    what and every step done on someone's behalf are public; of the money, only their
+    own bets, payouts, commission and balance. Never another player's balance."""
+    out = {
+        k: copy.deepcopy(v)
+        for k, v in record.items()
+        if k not in ("bets", "balances", "players", "commission")
+    }
+    out["bets"] = [dict(b) for b in record.get("bets", []) if b.get("player") == player]
+    out["commission"] = sum(b.get("commission", 0) for b in out["bets"])
+    balance = record.get("balances", {}).get(player)
+    out["balance"] = dict(balance) if balance is not None else None
+    return out
+
+
+def public_composition(t: Table) -> dict[str, int] | None:
+    """The ranks left in the shoe as the players know it: every card of the shoe less the
+    cards shown face up (each coup's cards and the burn card; never the face-down burned
+    cards, which nobody has seen). ``None`` while a coup is dealt (its cards are not all
+    public yet), before a shoe, and for a stacked shoe (its composition is unknown)."""
+    shoe = t.shoe
+    if shoe is None or shoe.decks == 0 or t.coup is not None:
+        return None
+    counts: dict[str, int] = {}
+    for card in shoe_cards(shoe.decks):
+        counts[card[0]] = counts.get(card[0], 0) + 1
+    for card in [*shoe.dealt, *([shoe.burn_card] if shoe.burn_card else [])]:
+        counts[card[0]] -= 1
+    return counts
