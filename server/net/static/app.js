@@ -377,10 +377,11 @@ class App {
           : "Connecting…";
       banner.dataset.tone = "warn";
       show(banner, s.attempt > 0);
-      if (s.attempt === 1) this.note("Connection lost: reconnecting…", "refused");
+      if (s.attempt === 1 && s.code !== undefined) this.note("Connection lost: reconnecting…", "refused");
     } else if (s.state === "closed") {
       pill.textContent = "disconnected";
-      banner.textContent = `Disconnected: ${s.reason || "the connection closed"}. Reload the page to try again.`;
+      const again = this.parentOrigin ? "The host page may send a new token." : "Reload the page to try again.";
+      banner.textContent = `Disconnected: ${s.reason || "the connection closed"}. ${again}`;
       banner.dataset.tone = "error";
       show(banner, true);
     } else {
@@ -430,7 +431,7 @@ class App {
       tiers.get(key).push(t);
     }
     const list = $("#tables");
-    fill(list, 
+    fill(list,
       ...[...tiers.entries()].map(([tier, tables]) =>
         h(
           "section",
@@ -517,7 +518,7 @@ class App {
     } catch (err) {
       console.error(err);
       this.note(`Catching up with the table (${err.message})`, "refused");
-      this.client.join(table).catch(() => {});
+      this.client.resync(table).catch(() => {});
       return;
     }
     const me = this.state.me;
@@ -838,7 +839,7 @@ class App {
     }
     const me = this.identity?.player;
     let total = 0;
-    fill(body, 
+    fill(body,
       ...rounds.map((r) => {
         const mine = (r.bets ?? []).filter((b) => b.player === me);
         const net = mine.reduce((a, b) => a + b.returned - b.stake, 0);
@@ -911,7 +912,7 @@ class App {
   buildLayout() {
     const s = this.state;
     const layout = $("#layout");
-    fill(layout, 
+    fill(layout,
       ...s.areas.map((area) => {
         const el = h(
           "button",
@@ -951,7 +952,7 @@ class App {
       }),
     );
     const rack = $("#chips");
-    fill(rack, 
+    fill(rack,
       ...this.chips().map((value, i) =>
         h(
           "button",
@@ -1070,7 +1071,7 @@ class App {
     if (!shoe) {
       fill(info, h("span", {}, "No shoe: shuffling"));
     } else {
-      fill(info, 
+      fill(info,
         h("span", { class: "shoe-no" }, `Shoe ${shoe.no}`),
         h("span", {}, `${shoe.cards_left ?? "?"} cards`),
         shoe.cut != null ? h("span", {}, `cut ${shoe.cut}`) : null,
@@ -1185,7 +1186,7 @@ class App {
         ? `Click: place a chip · Ctrl-click, right-click or long press: take it back · you may add ${formatMoney(bet[area].min)}–${formatMoney(bet[area].max)}`
         : `max ${formatMoney(s.maxFor(area))}`;
       const pile = el.querySelector(".area-pile");
-      fill(pile, 
+      fill(pile,
         mine ? h("span", { class: "pile mine" }, chipStack(mine, s.limits.min)) : null,
         total ? h("span", { class: "balloon" }, formatMoney(total)) : null,
       );
@@ -1264,12 +1265,12 @@ class App {
     $("#road-stats").textContent = st.coups != null
       ? `Coups ${st.coups} · B ${st.banker} · P ${st.player} · T ${st.tie} · PP ${st.player_pair} · BP ${st.banker_pair} · naturals ${st.natural}`
       : "No coup yet in this shoe";
-    fill($("#road-bead"), 
+    fill($("#road-bead"),
       roadGrid(roads.bead_plate ?? [], roads.rows ?? 6, (c) =>
         h("span", { class: `bead ${c.outcome}${c.player_pair ? " ppair" : ""}${c.banker_pair ? " bpair" : ""}`, title: `${c.outcome} ${c.total}` }, c.outcome[0].toUpperCase()),
       ),
     );
-    fill($("#road-big"), 
+    fill($("#road-big"),
       roadGrid((roads.big_road ?? {}).cells ?? [], roads.rows ?? 6, (c) =>
         h("span", { class: `ring ${c.outcome}${c.natural ? " natural" : ""}`, title: `${c.outcome} ${c.total}${c.ties ? `, ${c.ties} tie(s)` : ""}` }, c.ties ? String(c.ties) : ""),
       ),
@@ -1282,7 +1283,7 @@ class App {
       fill($(id), roadGrid((roads[key] ?? {}).cells ?? [], roads.rows ?? 6, (c) => h("span", { class: `${cls} ${c.color}` })));
     }
     const pred = roads.predictions ?? {};
-    fill($("#road-ask"), 
+    fill($("#road-ask"),
       ...["banker", "player"].map((side) =>
         h(
           "span",
@@ -1312,7 +1313,7 @@ class App {
       ["Banker 6", odds.banker_six, odds.edges?.super6],
       ["Natural", odds.natural, null],
     ];
-    fill(tbl, 
+    fill(tbl,
       h("p", { class: "muted" }, `Next coup, from the ${odds.cards} cards not yet seen`),
       h(
         "table",

@@ -324,6 +324,14 @@ export class ChemmyClient {
     });
   }
 
+  /** Ask for a fresh snapshot of a joined table (when what you hold of it went wrong). */
+  resync(table) {
+    const t = this.tables.get(table);
+    if (!t) return Promise.reject(new ChemmyError("not_joined", "not watching that table"));
+    t.seq = null;
+    return this._join(table);
+  }
+
   /** Stop watching a table (a seated player stands first). */
   async leave(table) {
     const reply = await this._request("leave", { table });
