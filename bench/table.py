@@ -71,7 +71,7 @@ class Run:
 
     def send(self, cmd: c.Command) -> None:
         self.commands += 1
-        evs = self.table.handle(cmd, self.now)
+        evs = self.table.handle(cmd, self.now).events
         if self.keep_events:
             self.events.extend(evs)
         for e in evs:

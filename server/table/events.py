@@ -58,10 +58,15 @@ class Step:
     coup_in_progress: bool
 
 
+_CONTAINERS = (dict, list, tuple)
+
+
 def plain_copy(value: Any) -> Any:
-    """A deep copy of plain data (dicts and lists of scalars), fast."""
-    if isinstance(value, dict):
-        return {k: plain_copy(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain_copy(v) for v in value]
+    """A deep copy of plain data (dicts, lists and tuples of scalars; tuples become
+    lists), fast: scalars are not even looked into."""
+    kind = type(value)
+    if kind is dict:
+        return {k: plain_copy(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [plain_copy(v) if type(v) in _CONTAINERS else v for v in value]
     return value

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from server.engine.roads import Result, Roads
+from server.engine.roads import Result
 from server.engine.shoe import Shoe
 
 from .options import TableOptions
@@ -122,7 +122,6 @@ def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table
     t.shoe_no = s["shoe_no"]
     t.shoe_coups = s["shoe_coups"]
     t.results = [Result(**r) for r in s["results"]]
-    t._roads = Roads.of(t.results)
     t.last_coup_next = s["last_coup_next"]
     t.burned = s["burned"]
     t.holder = s["holder"]

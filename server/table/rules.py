@@ -125,32 +125,26 @@ def actions(t: Table, pid: str) -> dict[str, Any]:
     there, capped by the player's funds; areas where ``max < min`` are left out.
     ``remove_bet.areas[a]``: ``have`` (remove it all) or any amount up to
     ``max_partial`` (leaving at least the minimum; 0 when only all of it may go).
+
+    It runs after every step for the players the step may have changed, so it is
+    written for speed; tests/table/test_actions.py holds it to what ``handle`` does.
     """
     p = t.players.get(pid)
-    if p is None or t.phase is Phase.CLOSED:
+    phase = t.phase
+    if p is None or phase is Phase.CLOSED:
         return {}
-    out: dict[str, Any] = {}
     if p.seat is None:
         free = t.free_seats()
-        if free:
-            out["sit"] = {"seats": free}
-        out["leave"] = {}
-        return out
-    if not t.wager_in_play(p):
-        out["stand"] = {}
-        out["leave"] = {}
-    phase = t.phase
-    if phase is Phase.SHOE_OFFER:
-        if t.offer is not None and t.offer.current == pid:
-            out["accept_shoe"] = {}
-            out["decline_shoe"] = {}
-    elif phase is Phase.CUT:
-        if t.cutter == pid and t.shoe is not None:
-            out["cut"] = {"min": MIN_CUT, "max": t.shoe.size - MIN_CUT}
-    elif phase is Phase.BETTING:
+        return {"sit": {"seats": free}, "leave": {}} if free else {"leave": {}}
+    coup = t.coup
+    out: dict[str, Any] = (
+        {}
+        if coup is not None and (pid in coup.held or pid == coup.holder)  # wager_in_play
+        else {"stand": {}, "leave": {}}
+    )
+    if phase is Phase.BETTING:
         _betting_actions(t, p, out)
     elif phase is Phase.TURN:
-        coup = t.coup
         if coup is not None:
             hand = coup.stage_hand
             if coup.turners[hand] == pid:
@@ -161,21 +155,34 @@ def actions(t: Table, pid: str) -> dict[str, Any]:
                     out["turn"] = {"hand": hand, "cards": down}
                     out["progress"] = {"hand": hand, "cards": list(down)}
                 out["toss"] = {"hand": hand}
+    elif phase is Phase.SHOE_OFFER:
+        if t.offer is not None and t.offer.current == pid:
+            out["accept_shoe"] = {}
+            out["decline_shoe"] = {}
+    elif phase is Phase.CUT and t.shoe is not None and t.cutter == pid:
+        out["cut"] = {"min": MIN_CUT, "max": t.shoe.size - MIN_CUT}
     return out
 
 
 def _betting_actions(t: Table, p: Any, out: dict[str, Any]) -> None:
-    lim = t.options.limits
-    funds = t.available(p.id)
+    """The betting part of :func:`actions` (§3, §7): the same rules as the table's
+    ``bets_allowed`` and ``done_refusal``, inlined."""
+    minimum = t.options.limits.min
+    area_max = t.area_max
+    pid = p.id
+    funds = t.available(pid)
     bets = p.bets
-    if p.id == t.holder and t.holder_coups >= 1:
+    if pid == t.holder and t.holder_coups:
         out["pass_shoe"] = {}
-    if not t.draining:
+    draining = t.draining
+    if not draining:
         areas: dict[str, dict[str, int]] = {}
-        for area in t.open_areas:
+        for area, top in area_max.items():
             have = bets.get(area, 0)
-            low = max(1, lim.min - have)
-            high = min(lim.max_for(area) - have, funds)
+            high = top - have
+            if funds < high:
+                high = funds
+            low = minimum - have if have < minimum - 1 else 1
             if high >= low:
                 areas[area] = {"min": low, "max": high}
         if areas:
@@ -183,14 +190,20 @@ def _betting_actions(t: Table, p: Any, out: dict[str, Any]) -> None:
     if bets:
         out["remove_bet"] = {
             "areas": {
-                area: {"have": have, "max_partial": max(0, have - lim.min)}
+                area: {"have": have, "max_partial": have - minimum if have > minimum else 0}
                 for area, have in bets.items()
             }
         }
         out["clear_bets"] = {}
-    if p.last_bets and not t.draining:
-        same = t.same_bets(p)
-        if t.bets_allowed(p, same) is None:
+    last = p.last_bets
+    if last and not draining:
+        same = {a: b for a, b in last.items() if a in area_max}
+        # bets_allowed: every area within its limits, the chips added within the funds
+        # (the stake is the chips on the felt).
+        if (
+            all(minimum <= b <= area_max[a] for a, b in same.items())
+            and sum(same.values()) - sum(bets.values()) <= funds
+        ):
             out["same_bet"] = {"bets": same}
-    if t.done_refusal(p) is None:
+    if not (t.options.holder_must_bet_banker and pid == t.holder and not bets.get("banker")):
         out["done"] = {}

@@ -44,7 +44,8 @@ stages live in ``_advance_coup``. Settlement and records are in
 
 from __future__ import annotations
 
-import hashlib
+import json
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -71,6 +72,9 @@ RECENT_ID_PLAYERS = 256
 PROGRESS_INTERVAL = 0.25  # squeeze progress: at most 4 updates a second per card
 # Commands after which who is seated may have changed (so whose actions to track).
 _SEAT_CHANGES = (c.Sit, c.Stand, c.Leave, c.Disconnect, c.Tick, c.Restored, c.CloseTable)
+# Commands that never change their sender's own actions (DONE stays listed, connection
+# and squeeze progress are not in them): only what they cause elsewhere is looked at.
+_QUIET = (c.Done, c.Progress, c.Disconnect, c.Reconnect, c.Join, c.Tick)
 
 
 class Table:
@@ -85,6 +89,7 @@ class Table:
         self.options = options
         self._options_dict = options.to_dict()  # options never change; asdict is slow
         self.open_areas: tuple[str, ...] = tuple(a.value for a in options.paytable.areas())
+        self.area_max = {a: options.limits.max_for(a) for a in self.open_areas}
         self.wallet = wallet
         self.seq = 0
         self.phase = Phase.SHUFFLE
@@ -116,8 +121,13 @@ class Table:
         self.between_on_behalf: list[dict[str, Any]] = []
         # A digest of the actions last sent to each player the table keeps current
         # (the seated, and anyone with chips on the table): see _refresh_actions.
+        # (The digests are made when the state is taken: _sent_full holds the actions
+        # themselves, in memory only, and _undigested who sent new ones since.)
         self.sent_actions: dict[str, str] = {}
-        self._roads = Roads()
+        self._sent_full: dict[str, dict[str, Any]] = {}
+        self._undigested: set[str] = set()
+        self._seated: list[PlayerState] | None = None  # seated(), until a seat changes
+        self._roads: Roads | None = None  # made from results when first asked for
         self._events: list[Event] = []
         self._records: list[dict[str, Any]] = []
         self._now = 0.0
@@ -135,13 +145,13 @@ class Table:
         ctx = check(self, cmd)
         self._events = []
         self._now = now
-        key = self._actions_key()
+        watched = self._watch()
         unchanged = do(self, cmd, ctx)
         self._advance()
         if cmd.id is not None:
             self._remember(cmd.player, cmd.id)
         if self._events:
-            self._refresh_actions(cmd, key)
+            self._refresh_actions(cmd, watched)
         events, self._events = tuple(self._events), []
         return Step(events, unchanged, self.seq, self.coup is not None)
 
@@ -192,13 +202,21 @@ class Table:
         return BettingStep.OPEN if self.deadline is not None else BettingStep.WAITING_FOR_BET
 
     def seated(self) -> list[PlayerState]:
-        return sorted((p for p in self.players.values() if p.seat is not None), key=_seat_key)
+        """The seated players in seat order (a list the caller must not change)."""
+        if self._seated is None:
+            self._seated = sorted(
+                (p for p in self.players.values() if p.seat is not None), key=_seat_key
+            )
+        return self._seated
 
     def free_seats(self) -> list[int]:
         taken = {p.seat for p in self.players.values() if p.seat is not None}
         return [s for s in range(1, self.options.seats + 1) if s not in taken]
 
     def roads(self) -> dict[str, Any]:
+        """The current shoe's roads (§9), made when someone looks (not at every coup)."""
+        if self._roads is None:
+            self._roads = Roads.of(self.results)
         return self._roads.to_dict()
 
     @property
@@ -212,7 +230,7 @@ class Table:
     # ------------------------------------------------------------------ money
     def available(self, pid: str) -> int:
         """``player:<id>``: the player's money on no table, what they may still place."""
-        return self.wallet.balance(player_account(pid))
+        return self.wallet.balance("player:" + pid)
 
     def _stake(self, pid: str) -> int:
         """The chips ``pid`` has placed here and not yet held (``stake:<table>:<id>``)."""
@@ -359,11 +377,12 @@ class Table:
     def _emit(
         self, kind: str, data: dict[str, Any], private: dict[str, dict[str, Any]] | None = None
     ) -> None:
-        """Add an event; its data is copied, so it shares nothing with the table."""
+        """Add an event. Its ``data`` and ``private`` are the event's own: every caller
+        builds them fresh and copies any container of the table's state it puts in
+        them, so changing an event can never change the table (tests/table check it
+        after every step)."""
         self.seq += 1
-        self._events.append(
-            Event(self.seq, kind, plain_copy(data), plain_copy(private) if private else None)
-        )
+        self._events.append(Event(self.seq, kind, data, private or None))
 
     def _remember(self, pid: str, cid: str) -> None:
         """Keep ``cid`` among ``pid``'s last ids, for whoever sent it (docs/protocol.md
@@ -379,49 +398,77 @@ class Table:
                 if old not in self.players:
                     del self.recent_ids[old]
 
-    def _actions_key(self) -> tuple[Any, ...]:
-        """What every player's actions depend on beyond their own seat, chips and money:
-        when it changes, everyone's actions are looked at again."""
+    def _watch(self) -> tuple[Any, ...]:
+        """What players' actions depend on beyond their own seat, chips and money. The
+        first two (the phase, draining) concern everyone; the rest only the players
+        they name (who holds the shoe, is offered it, cuts, turns) and the turn's
+        moment (the turner's)."""
         coup = self.coup
         offer = self.offer
+        if coup is None:
+            turn: tuple[Any, ...] = (None, None, None, 0)
+        else:
+            hand = coup.stage_hand
+            slots = coup.hand(hand)
+            turn = (
+                coup.turners[hand],
+                coup.stage,
+                coup.style,
+                sum(1 for i in coup.stage_slots() if slots[i].up),
+            )
         return (
             self.phase,
+            self.draining,
             self.holder,
             self.holder_coups > 0,
-            self.draining,
             offer.current if offer is not None else None,
             self.cut_offered_to,
-            None if coup is None else (coup.stage, coup.style, len(coup.face_down())),
+            *turn,
         )
 
-    def _refresh_actions(self, cmd: c.Command, key: tuple[Any, ...]) -> None:
+    def _refresh_actions(self, cmd: c.Command, before: tuple[Any, ...]) -> None:
         """Keep clients current without re-deriving rules: every tracked player (seated,
         or with chips on the table) whose actions differ from the last the table sent
         them gets them in a private overlay on the step's last event. A player who stops
-        being tracked (stood up) gets their spectator actions once."""
+        being tracked (stood up) gets their spectator actions once. Only the players a
+        step may have changed are looked at (see _watch)."""
         sent = self.sent_actions
-        everyone = key != self._actions_key()
-        if everyone or isinstance(cmd, _SEAT_CHANGES):
-            seated = {p.id for p in self.players.values() if p.seat is not None}
-            who = seated | set(sent) if everyone else {cmd.player} | (seated ^ set(sent))
+        after = self._watch()
+        if before[:2] != after[:2]:
+            who = {q.id for q in self.seated()} | set(sent) | set(self._sent_full)
         else:
-            who = {cmd.player}
+            who = set() if isinstance(cmd, _QUIET) else {cmd.player}
+            if before != after:  # the players named, before and after
+                who.update(x for x in (*before[2:7], *after[2:7]) if type(x) is str)
+            if isinstance(cmd, _SEAT_CHANGES):  # sat down, or no longer seated
+                who |= {q.id for q in self.seated()} ^ (set(sent) | set(self._sent_full))
+        if not who:
+            return
         coup = self.coup
         overlay: dict[str, dict[str, Any]] = {}
-        for pid in sorted(who):
+        for pid in sorted(who) if len(who) > 1 else who:
             p = self.players.get(pid)
             tracked = p is not None and (
                 p.seat is not None or bool(p.bets) or (coup is not None and pid in coup.held)
             )
             if not tracked:
-                if sent.pop(pid, None) is not None and p is not None:
-                    overlay[pid] = {"actions": rules.actions(self, pid)}
+                if pid in sent or pid in self._sent_full:
+                    sent.pop(pid, None)
+                    self._sent_full.pop(pid, None)
+                    self._undigested.discard(pid)
+                    if p is not None:
+                        overlay[pid] = {"actions": rules.actions(self, pid)}
                 continue
             acts = rules.actions(self, pid)
-            digest = _digest(acts)
-            if sent.get(pid) != digest:
-                sent[pid] = digest
-                overlay[pid] = {"actions": acts}
+            known = self._sent_full.get(pid)
+            if known is None and pid in sent and _digest(acts) == sent[pid]:
+                known = acts  # restored: the state's digest says they have these already
+            if acts == known:
+                self._sent_full[pid] = acts
+                continue
+            self._sent_full[pid] = acts
+            self._undigested.add(pid)
+            overlay[pid] = {"actions": _copy_actions(acts)}  # the event's own copy
         if overlay:
             last = self._events[-1]
             private = dict(last.private or {})
@@ -475,6 +522,7 @@ class Table:
     def _do_sit(self, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> bool:
         p, seat = ctx
         p.seat = seat
+        self._seated = None
         p.connected = True
         p.grace_deadline = None
         self._emit(
@@ -503,6 +551,7 @@ class Table:
             p.bet_order.clear()
             self._move_stake(p, -self._stake(p.id))
         p.seat, p.done, p.leaving, p.grace_deadline = None, False, False, None
+        self._seated = None
         self._emit(
             "stood",
             {"player": p.id, "seat": seat, "reason": reason, "free_seats": self.free_seats()},
@@ -610,7 +659,7 @@ class Table:
         self.coup_no = 0  # coups are numbered per shoe, as on every scoreboard
         self.shoe_coups = []
         self.results = []
-        self._roads = Roads()
+        self._roads = None
         self.last_coup_next = False
         self.burned = cmd.cards is not None
         self._emit(
@@ -724,7 +773,7 @@ class Table:
         self._move_stake(p, sum(p.bets.values()) - self._stake(p.id))
         self._emit(
             "bets",
-            {"player": p.id, "seat": p.seat, "bets": p.bets, "change": change},
+            {"player": p.id, "seat": p.seat, "bets": dict(p.bets), "change": change},
             {p.id: {"available": self.available(p.id)}},
         )
         if self.deadline is None and p.bets:  # §7: the table waited for a bet; time it now
@@ -861,12 +910,12 @@ class Table:
                 totals[area] = totals.get(area, 0) + amount
         self._emit(
             "betting_closed",
-            {"round_id": rid, "bets": held, "totals": totals},
+            {"round_id": rid, "bets": {pid: dict(b) for pid, b in held.items()}, "totals": totals},
             {pid: self.money(pid) for pid in held},
         )
         self._emit(
             "dealt",
-            {"round_id": rid, "player": 2, "banker": 2, "turners": self.coup.turners},
+            {"round_id": rid, "player": 2, "banker": 2, "turners": dict(self.coup.turners)},
         )
 
     def _player_turner(self, held: dict[str, dict[str, int]]) -> str | None:
@@ -1020,10 +1069,10 @@ class Table:
         rid = coup.round_id
         payouts = settlement.pay(self.wallet, self.table_id, coup, result, self.options.paytable)
         summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict()}
-        self._emit("result", summary)
+        self._emit("result", plain_copy(summary))  # the summary stays as last_result
         self._emit(
             "settled",
-            {"round_id": rid, "payouts": payouts},
+            {"round_id": rid, "payouts": plain_copy(payouts)},  # the record keeps its own
             {pid: {**self.money(pid), "net": net} for pid, net in settlement.nets(payouts).items()},
         )
         for pid, bets in coup.held.items():
@@ -1032,7 +1081,7 @@ class Table:
                 q.last_bets = dict(bets)
                 q.bets, q.bet_order, q.done = {}, {}, False
         self.results.append(Result.from_coup(result))
-        self._roads = self._roads.add(self.results[-1])
+        self._roads = None
         self.shoe_coups.append({"player": list(result.player), "banker": list(result.banker)})
         self.last_result = summary
         self._records.append(
@@ -1085,7 +1134,7 @@ class Table:
             complete=complete,
         )
         self._records.append(record)
-        self._emit("shoe_ended", {k: v for k, v in record.items() if k != "kind"})
+        self._emit("shoe_ended", plain_copy({k: v for k, v in record.items() if k != "kind"}))
         self.shoe = None
         self.burned = False
         self.last_coup_next = False
@@ -1190,6 +1239,9 @@ class Table:
     def to_state(self, *, spectators: bool = True) -> dict[str, Any]:
         """The whole internal state, secrets included: for the store only, never a client
         (:func:`server.table.persistence.to_state`)."""
+        for pid in self._undigested:  # made now, not at every step (see sent_actions)
+            self.sent_actions[pid] = _digest(self._sent_full[pid])
+        self._undigested.clear()
         return persistence.to_state(self, spectators=spectators)
 
     @classmethod
@@ -1202,9 +1254,32 @@ def _seat_key(p: PlayerState) -> int:
     return p.seat or 0
 
 
+# Actions as canonical text (compact JSON, in the order they are built; C-accelerated).
+_ACTIONS_TEXT = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
 def _digest(actions: dict[str, Any]) -> str:
-    """A short, stable fingerprint of a player's actions (what the state keeps)."""
-    return hashlib.blake2b(repr(actions).encode(), digest_size=8).hexdigest()
+    """A short, stable fingerprint of a player's actions (what the state keeps): the
+    length and CRC-32 of their canonical text."""
+    text = _ACTIONS_TEXT(actions)
+    return f"{len(text)}:{zlib.crc32(text.encode()):08x}"
+
+
+def _copy_actions(actions: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an actions dict (rules.actions' shape: name -> bounds, bounds holding
+    scalars, lists, or a dict of areas whose values are scalars or dicts of scalars),
+    so an event shares nothing with the table."""
+    return {
+        name: {
+            key: value.copy()
+            if type(value) is list
+            else {a: b.copy() if type(b) is dict else b for a, b in value.items()}
+            if type(value) is dict
+            else value
+            for key, value in bounds.items()
+        }
+        for name, bounds in actions.items()
+    }
 
 
 def _no_check(table: Table, cmd: c.Command) -> None:

@@ -124,6 +124,7 @@ def view(t: Table, viewer: str | None) -> dict[str, Any]:
             **t.money(me.id),
             "bets": dict(me.bets),
             "last_bets": dict(me.last_bets),
+            "actions": t.actions(me.id),
         }
     return snap
 

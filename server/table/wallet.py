@@ -131,14 +131,16 @@ class MemoryWallet:
         """Post one entry (see :meth:`Wallet.transfer`)."""
         if key in self._keys:
             raise DuplicateEntry(f"ledger key {key!r} was posted already")
-        if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
+        if type(amount) is not int or amount <= 0:
             raise ValueError(f"a transfer is a positive whole amount, not {amount!r}")
         if src == dst:
             raise ValueError("a transfer needs two accounts")
-        if src.startswith(_NEVER_NEGATIVE) and self.balance(src) < amount:
-            raise InsufficientFunds(f"{src} has {self.balance(src)}, needs {amount}")
-        self.balances[src] = self.balance(src) - amount
-        self.balances[dst] = self.balance(dst) + amount
+        balances = self.balances
+        have = balances.get(src, 0)
+        if have < amount and src.startswith(_NEVER_NEGATIVE):
+            raise InsufficientFunds(f"{src} has {have}, needs {amount}")
+        balances[src] = have - amount
+        balances[dst] = balances.get(dst, 0) + amount
         entry = Entry(key, src, dst, amount, kind, round_id)
         self._keys.add(key)
         self.entries.append(entry)

@@ -177,6 +177,7 @@ class Viewer:
             "available",
             "bets",
             "last_bets",
+            "actions",  # what they may do now: no card, no one else's money
         }
         if snap["you"]["player"] != self.client.player:
             self.fail(index, "somebody else's 'you'")
