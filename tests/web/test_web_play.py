@@ -198,7 +198,7 @@ def play_coup(
     alice, bob = players["alice"], players["bob"]
     for tp in players.values():
         accept_if_offered(players)
-        tp.page.wait_for_function("() => Boolean(chemmyPage.state.allowed.done)", timeout=ms(20))
+        tp.page.wait_for_function("() => Boolean(chemmyPage.state.actions.done)", timeout=ms(20))
     round_id = alice.state("`${s.table}-${s.shoe.no}-${s.coupNo}`")
     holder_before = alice.state("s.holder")
     expect(alice.page.locator("#countdown")).to_have_text(re.compile(r"^\d+s$"))
@@ -300,7 +300,7 @@ def accept_if_offered(players: dict[str, TablePage]) -> None:
     for tp in players.values():
         if tp.enabled("#act-accept"):
             tp.click("#act-accept")
-            tp.page.wait_for_function("() => !chemmyPage.state.allowed.accept_shoe", timeout=ms(10))
+            tp.page.wait_for_function("() => !chemmyPage.state.actions.accept_shoe", timeout=ms(10))
 
 
 def shoe_passes(players: dict[str, TablePage], result: dict[str, Any]) -> None:

@@ -109,7 +109,7 @@ def test_a_refused_bet_and_a_stale_command_change_nothing(
     carol.chip(0)
     carol.bet("player")
     carol.click("#act-done")
-    dave.page.wait_for_function("() => Boolean(chemmyPage.state.allowed.done)", timeout=ms(10))
+    dave.page.wait_for_function("() => Boolean(chemmyPage.state.actions.done)", timeout=ms(10))
     lag.holding = True
     dave.click("#act-done")  # Dave is done too: betting closes at the server...
     round_id = wait_betting_closed(inspector, "web-bad")
@@ -175,7 +175,7 @@ def test_the_croupier_acting_for_a_player_is_marked(
         "The croupier cut the shoe at", timeout=ms(10)
     )
     expect(erin.page.locator("#log")).to_contain_text("for you (time ran out)")
-    erin.page.wait_for_function("() => Boolean(chemmyPage.state.allowed.done)", timeout=ms(10))
+    erin.page.wait_for_function("() => Boolean(chemmyPage.state.actions.done)", timeout=ms(10))
     round_id = erin.state("`${s.table}-${s.shoe.no}-${s.coupNo}`")
     erin.chip(0)
     erin.bet("player")
@@ -255,11 +255,11 @@ def test_betting_buttons_cashier_help_and_options(
     for _ in range(10):
         if gina.enabled("#act-accept"):
             gina.click("#act-accept")
-        page.wait_for_function("() => Boolean(chemmyPage.state.allowed.done)", timeout=ms(10))
+        page.wait_for_function("() => Boolean(chemmyPage.state.actions.done)", timeout=ms(10))
         gina.click("#act-same")
         expect(page.locator("#bet")).to_have_text("3.00")
         assert gina.state("s.myBets") == {"tie": 100, "player": 200}
-        if gina.state("Boolean(s.allowed.pass_shoe)"):
+        if gina.state("Boolean(s.actions.pass_shoe)"):
             break
         play_out(gina)
     else:

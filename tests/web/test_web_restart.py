@@ -55,7 +55,7 @@ def test_the_page_survives_a_server_restart(
 
     # Play the coup out: Eve turns the Banker hand (the croupier the Player hand: no
     # Player bet), and both balances agree with the server.
-    eve.page.wait_for_function("() => Boolean(chemmyPage.state.allowed.done)", timeout=ms(10))
+    eve.page.wait_for_function("() => Boolean(chemmyPage.state.actions.done)", timeout=ms(10))
     round_id = eve.round_id()
     eve.click("#act-done")
     frank.click("#act-done")

@@ -296,22 +296,15 @@ class TablePage:
             f"() => (chemmyPage.state.myBets[{area!r}] ?? 0) !== {before}", timeout=ms(10)
         )
 
-    def cards_up(self) -> int:
-        return int(
-            self.state(
-                "s.coup ? [...s.coup.player, ...s.coup.banker].filter((c) => c.up).length : -1"
-            )
-        )
+    def settle(self) -> None:
+        """Wait until every command the page sent is answered: the server sends a
+        command's events before its reply, so the page has then seen the whole step."""
+        self.page.wait_for_function("() => chemmyPage.inflight === 0", timeout=ms(15))
 
     def toss(self) -> None:
-        """TOSS, then wait until the server has turned the cards (or the coup ended)."""
-        before = self.cards_up()
+        """TOSS, then wait until the page has seen everything the toss caused."""
         self.click("#sq-toss")
-        self.page.wait_for_function(
-            f"""() => (() => {{ const c = chemmyPage.state.coup;
-                return !c || [...c.player, ...c.banker].filter((x) => x.up).length !== {before}; }})()""",
-            timeout=ms(10),
-        )
+        self.settle()
 
     def round_id(self) -> str:
         """The id of the coup being bet on or turned (``<table>-<shoe>-<coup>``)."""
@@ -334,9 +327,9 @@ class TablePage:
     def squeeze(self, style: str, on_card: Any = None) -> None:
         """Squeeze the hand being turned: the style, then each CARD button, the card
         opening on screen before it is turned. ``on_card(index)`` runs while it opens."""
-        hand = self.state("s.allowed.squeeze.hand")
+        hand = self.state("s.actions.squeeze.hand")
         self.click(f"#sq-{style}")
-        self.page.wait_for_function("() => Boolean(chemmyPage.state.allowed.turn)", timeout=ms(10))
+        self.page.wait_for_function("() => Boolean(chemmyPage.state.actions.turn)", timeout=ms(10))
         for button in ("#sq-card1", "#sq-card2"):
             loc = self.page.locator(button)
             if not loc.is_visible():
@@ -350,6 +343,7 @@ class TablePage:
                     return !c || c.{hand}[{index - 1}]?.up; }})()""",
                 timeout=ms(15),
             )
+            self.settle()
 
 
 def holder_ready(tp: TablePage, seat: int) -> None:
@@ -357,4 +351,4 @@ def holder_ready(tp: TablePage, seat: int) -> None:
     tp.sit(seat)
     tp.click("#act-accept")
     tp.click("#act-cut")
-    tp.page.wait_for_function("() => Boolean(chemmyPage.state.allowed.done)", timeout=ms(10))
+    tp.page.wait_for_function("() => Boolean(chemmyPage.state.actions.done)", timeout=ms(10))

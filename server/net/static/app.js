@@ -274,6 +274,7 @@ class App {
     this.lobbyTimer = null;
     this.cutValue = null;
     this.connState = "idle";
+    this.inflight = 0;
   }
 
   // -- start --------------------------------------------------------------------------
@@ -633,17 +634,20 @@ class App {
   async cmd(type, fields = {}) {
     if (!this.tableId) return null;
     const all = { table: this.tableId, ...fields };
+    this.inflight += 1; // commands sent and not answered yet (a reply follows its events)
     try {
       return await this.client.send(type, all);
     } catch (err) {
       if (type !== "progress") this.refused(err, type, all);
       return null;
+    } finally {
+      this.inflight -= 1;
     }
   }
 
   // -- actions (the server's) ------------------------------------------------------------
   can(name) {
-    return Boolean(this.state && this.connState === "open" && this.state.allowed[name]);
+    return Boolean(this.state && this.connState === "open" && this.state.actions[name]);
   }
 
   chips() {
@@ -668,7 +672,7 @@ class App {
   /** Take chips off an area: the selected chip's worth when the server allows that much
    * off (`remove_bet.areas[area].max_partial`), else the whole bet. */
   async remove(area, amount = this.chipValue()) {
-    const allowed = this.state?.allowed.remove_bet?.areas?.[area];
+    const allowed = this.state?.actions.remove_bet?.areas?.[area];
     const partial = allowed && amount <= (allowed.max_partial ?? 0) ? { amount } : {};
     const reply = await this.cmd("remove_bet", { area, ...partial });
     if (reply) {
@@ -683,7 +687,7 @@ class App {
       await this.remove(last[0], last[1]);
       return;
     }
-    const areas = Object.keys(this.state?.allowed.remove_bet?.areas ?? {});
+    const areas = Object.keys(this.state?.actions.remove_bet?.areas ?? {});
     if (areas.length) await this.remove(areas.at(-1), Infinity);
   }
 
@@ -702,7 +706,7 @@ class App {
           this.localProgress[key] = pct;
           while (steps.length && pct >= steps[0]) {
             const p = steps.shift();
-            const allowed = this.state.allowed.progress;
+            const allowed = this.state.actions.progress;
             if (allowed && allowed.hand === hand && (allowed.cards ?? []).includes(index)) {
               this.cmd("progress", { hand, card: index, percent: p });
             }
@@ -713,7 +717,7 @@ class App {
         };
         requestAnimationFrame(frame);
       });
-      if (this.state?.allowed.turn?.cards?.includes(index)) await this.cmd("turn", { hand, card: index });
+      if (this.state?.actions.turn?.cards?.includes(index)) await this.cmd("turn", { hand, card: index });
     } finally {
       this.animating.delete(key);
     }
@@ -748,18 +752,18 @@ class App {
     });
     $("#act-cut").addEventListener("click", () => this.cmd("cut", { position: Number($("#cut-range").value) }));
     $("#sq-toss").addEventListener("click", () => {
-      const hand = this.state?.allowed.toss?.hand;
+      const hand = this.state?.actions.toss?.hand;
       if (hand) this.cmd("toss", { hand });
     });
     for (const style of ["peek", "side", "quick"]) {
       $(`#sq-${style}`).addEventListener("click", () => {
-        const hand = this.state?.allowed.squeeze?.hand;
+        const hand = this.state?.actions.squeeze?.hand;
         if (hand) this.cmd("squeeze", { hand, style });
       });
     }
     for (const [i, id] of ["#sq-card1", "#sq-card2"].entries()) {
       $(id).addEventListener("click", () => {
-        const turn = this.state?.allowed.turn;
+        const turn = this.state?.actions.turn;
         const index = Number($(id).dataset.card || i + 1);
         if (turn) this.squeezeCard(turn.hand, index);
       });
@@ -1020,7 +1024,7 @@ class App {
   renderSeats() {
     const s = this.state;
     const bySeat = new Map(s.seatsInOrder().map((p) => [p.seat, p]));
-    const free = new Set(s.allowed.sit?.seats ?? []);
+    const free = new Set(s.actions.sit?.seats ?? []);
     const n = s.options.seats ?? 14;
     const seats = [];
     for (let i = 1; i <= n; i++) {
@@ -1093,7 +1097,7 @@ class App {
 
   renderCut() {
     const s = this.state;
-    const cut = s?.allowed.cut;
+    const cut = s?.actions.cut;
     const box = $("#cut-box");
     show(box, Boolean(cut));
     if (!cut) {
@@ -1171,8 +1175,8 @@ class App {
   renderLayout() {
     const s = this.state;
     const stacks = s.stacks();
-    const bet = s.allowed.bet?.areas ?? {};
-    const remove = s.allowed.remove_bet?.areas ?? {};
+    const bet = s.actions.bet?.areas ?? {};
+    const remove = s.actions.remove_bet?.areas ?? {};
     const open = this.connState === "open";
     for (const el of document.querySelectorAll("#layout .area")) {
       const area = el.dataset.area;
@@ -1215,7 +1219,7 @@ class App {
 
   renderButtons() {
     const s = this.state;
-    const a = s && this.connState === "open" ? s.allowed : {};
+    const a = s && this.connState === "open" ? s.actions : {};
     enable($("#act-sit"), Boolean(a.sit));
     show($("#act-sit"), !s?.mySeat);
     enable($("#act-stand"), Boolean(a.stand));

@@ -115,7 +115,6 @@ export class TableState {
     this.lastBets = {};
     this.lastNet = null;
     this.actions = {}; // the server's: present key = allowed now
-    this.actionsKnown = false; // false: a server that sends no actions (see `allowed`)
     this.closed = false;
   }
 
@@ -223,7 +222,6 @@ export class TableState {
       this.myBets = { ...(you.bets ?? {}) };
       this.lastBets = { ...(you.last_bets ?? {}) };
       this.actions = { ...(you.actions ?? {}) };
-      this.actionsKnown = "actions" in you;
     } else {
       this.actions = {};
     }
@@ -262,63 +260,8 @@ export class TableState {
         this.actions = rest;
       }
     }
-    if (data.actions && typeof data.actions === "object") {
-      this.actions = { ...data.actions };
-      this.actionsKnown = true;
-    }
+    if (data.actions && typeof data.actions === "object") this.actions = { ...data.actions };
     return notes;
-  }
-
-  /** What you may do now: the server's actions. A server too old to send them gets
-   * every button its phase could want, and refuses what it must (nothing is decided
-   * here either way: every command is checked by the server). */
-  get allowed() {
-    return this.actionsKnown ? this.actions : this.legacyActions();
-  }
-
-  legacyActions() {
-    const me = this.me;
-    const seat = this.seats.get(me);
-    const out = { leave: {} };
-    if (!seat) {
-      const taken = new Set([...this.seats.values()].map((p) => p.seat));
-      const free = [];
-      for (let i = 1; i <= (this.options.seats ?? 14); i++) if (!taken.has(i)) free.push(i);
-      if (free.length) out.sit = { seats: free };
-      return out;
-    }
-    out.stand = {};
-    if (this.offer?.player === me) Object.assign(out, { accept_shoe: {}, decline_shoe: {} });
-    if (this.phase === "cut" && this.cutter === me) {
-      const cards = (this.options.decks ?? 8) * 52;
-      out.cut = { min: 10, max: cards - 10 };
-    }
-    if (this.phase === "betting") {
-      const areas = {};
-      for (const a of this.areas) areas[a] = { min: this.limits.min ?? 1, max: this.maxFor(a) ?? 0 };
-      out.bet = { areas };
-      const mine = Object.entries(this.myBets).filter(([, v]) => v > 0);
-      if (mine.length) {
-        out.remove_bet = { areas: Object.fromEntries(mine.map(([a, v]) => [a, { have: v, max_partial: Math.max(0, v - (this.limits.min ?? 0)) }])) };
-        out.clear_bets = {};
-      }
-      if (Object.keys(this.lastBets).length) out.same_bet = { bets: { ...this.lastBets } };
-      out.done = {};
-      if (this.holder === me) out.pass_shoe = {};
-    }
-    const coup = this.coup;
-    if (this.phase === "turn" && coup) {
-      const hand = coup.stage.startsWith("player") ? "player" : "banker";
-      const stage = coup.stage.endsWith("third") ? [3] : [1, 2];
-      const cards = coup[hand];
-      const down = stage.filter((i) => i <= cards.length && !cards[i - 1].up);
-      if (coup.turners[hand] === me && down.length) {
-        out.toss = { hand };
-        if (!coup.style) out.squeeze = { hand, styles: ["peek", "side", "quick"] };
-        else Object.assign(out, { turn: { hand, cards: down }, progress: { hand, cards: down } });
-      }
-    }
-    return out;
   }
 
   _money(d) {
