@@ -7,6 +7,7 @@
 - ``/readyz``: 200 when the process takes new players, 503 while it drains or cannot
   reach its store (readiness: a load balancer sends no one here then);
 - ``/metrics``: Prometheus text;
+- ``/`` and the web table's other files (``server.net.static``);
 - any other path without a WebSocket upgrade: 404; and while draining, an upgrade is
   refused with 503 so the client tries another process.
 
@@ -17,13 +18,14 @@ decides no rule and never reads a player's data.
 from __future__ import annotations
 
 import http
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from . import static
 from .metrics import Metrics
 
 __all__ = ["Endpoints"]
@@ -48,14 +50,24 @@ class Endpoints:
     """The HTTP answers of one server. ``not_ready`` says why the process should get no
     new players (``None``: ready)."""
 
-    def __init__(self, metrics: Metrics, not_ready: Callable[[], str | None]) -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        not_ready: Callable[[], str | None],
+        origins: Iterable[str] = (),
+    ) -> None:
         self.metrics = metrics
         self.not_ready = not_ready
+        self.origins = tuple(origins)  # who may frame the web table (its CSP)
 
     def respond(self, conn: ServerConnection, request: Request) -> Response | None:
         """``process_request``: a response, or None to go on with the handshake."""
         path = request.path.split("?", 1)[0]
         upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
+        if not upgrade and path not in ("/healthz", "/readyz", "/metrics"):
+            page = static.respond(request, self.origins)  # the web table's files
+            if page is not None:
+                return page
         if upgrade and path not in ("/healthz", "/readyz", "/metrics"):
             reason = self.not_ready()
             if reason == "draining":

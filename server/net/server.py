@@ -25,7 +25,8 @@ Replies echo the command's ``id``: ``{"type": "ok", "id": ...}`` or ``{"type": "
 "id": ..., "code": ..., "message": ...}`` (an error to a frame refused for a value
 elsewhere in it still echoes a good ``id``). A table command's events are delivered before
 its reply, so a client sees its own move in ``seq`` order. The connection survives every
-refused command. The HTTP endpoints are in ``server.net.http``.
+refused command. The HTTP endpoints (health, readiness, metrics and the web table's files) are in
+``server.net.http``.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ class ChemmyServer:
         self.sessions: dict[int, Session] = {}
         self.limits = Limits(config)
         self.lines = Lines()
-        self.endpoints = Endpoints(self.metrics, self._not_ready)
+        self.endpoints = Endpoints(self.metrics, self._not_ready, config.origins)
         self._pending: dict[int, _Pending] = {}
         self._request_ids = itertools.count(1)
         self._server: Server | None = None

@@ -104,6 +104,10 @@ class Process:
         return "\n".join(list(self.log)[-lines:])
 
     # -- starting ----------------------------------------------------------------------
+    def args_for_start(self) -> list[str]:
+        """The command line of the next start (a subclass may change it)."""
+        return list(self.args)
+
     def start(self, timeout: float | None = None) -> None:
         """Start the child and wait (``timeout``, default scaled 30 s) until it says where
         it listens; :attr:`port` and :attr:`url` are then that. Raises, with the child's
@@ -111,9 +115,10 @@ class Process:
         assert not self.running, "already running"
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHEMMY_")}
         env.update(self.env)
+        args = self.args_for_start()
         self.port = 0
         proc = subprocess.Popen(
-            self.args,
+            args,
             cwd=self.cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -207,7 +212,7 @@ class ServerProcess(Process):
     ``home/chemmy.sqlite3``) and, when ``config`` (TOML text) is given,
     ``home/chemmy.toml``. ``args`` are more ``chemmy-server`` flags, ``env`` more
     environment variables. Every start (the first, or after a kill) uses the same
-    database and config, on a new port.
+    database and config, on a new port, or with ``keep_port`` on the first one's.
     """
 
     def __init__(
@@ -217,8 +222,10 @@ class ServerProcess(Process):
         *args: str,
         env: Mapping[str, str] | None = None,
         db: Path | None = None,
+        keep_port: bool = False,
     ) -> None:
         home.mkdir(parents=True, exist_ok=True)
+        self.keep_port = keep_port
         self.home = home
         self.db = db or home / "chemmy.sqlite3"
         self.config: Path | None = None
@@ -230,6 +237,19 @@ class ServerProcess(Process):
         if self.config is not None:
             command += ["--config", str(self.config)]
         super().__init__([*command, *args], env=env, ready=SERVER_LISTENING)
+        self._last_port = 0
+
+    def args_for_start(self) -> list[str]:
+        """With ``keep_port``, a restart listens where the first start did (a browser
+        page reconnects to the URL it was given)."""
+        args = list(self.args)
+        if self.keep_port and self._last_port:
+            args[args.index("--port") + 1] = str(self._last_port)
+        return args
+
+    def start(self, timeout: float | None = None) -> None:
+        super().start(timeout)
+        self._last_port = self.port
 
 
 @contextlib.contextmanager

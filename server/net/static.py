@@ -1,0 +1,164 @@
+"""The web table's files, served on the server's own port (docs/embedding.md).
+
+``respond(request, origins)`` answers a plain HTTP request (not a WebSocket upgrade) for
+the page: ``/`` (``static/index.html``), every other file in ``server/net/static/`` by
+its name (``/chemmy.js``, ``/app.js``, ``/chemmy.css``, ...), and ``/rules.md``, the
+rules text the terminal client shows (``client_cli/rules.md``: one file for both).
+``GET`` and ``HEAD`` only (``405`` otherwise); each file with its content type, an
+``ETag`` and ``Cache-Control: no-cache`` (the names carry no version, so a browser
+revalidates and a new release is never served stale; an unchanged file costs a
+``304``), and the same strict Content-Security-Policy: scripts, styles and the
+WebSocket from this origin only, no inline code, no ``innerHTML`` (Trusted Types), and
+framing allowed only by the ``--origins`` allowlist (anyone when there is none, as the
+WebSocket itself then admits every origin). ``/chemmy.js`` and ``/state.js`` may also be
+imported by an operator's page on another origin (CORS); the rest is same-origin.
+
+The files are read once, when first asked for, into memory: a request never touches
+the file system, so no path can reach a file outside the list. This module must never
+answer a WebSocket handshake (it returns ``None`` and the handshake goes on), decide
+anything about the game, or set a cookie.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+
+__all__ = [
+    "CONTENT_TYPES",
+    "SHARED_MODULES",
+    "Asset",
+    "assets",
+    "content_security_policy",
+    "respond",
+]
+
+#: The extensions served, with their content type; a file of any other kind is not.
+CONTENT_TYPES: dict[str, str] = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".md": "text/markdown; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".json": "application/json",
+}
+_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+#: Modules an operator's page may import from this server's origin (CORS): the client
+#: and the table's model. The page's own files stay same-origin.
+SHARED_MODULES = frozenset({"/chemmy.js", "/state.js"})
+
+
+@dataclass(frozen=True, slots=True)
+class Asset:
+    body: bytes
+    content_type: str
+    etag: str
+
+
+def _asset(body: bytes, name: str) -> Asset:
+    ext = name[name.rfind(".") :]
+    return Asset(body, CONTENT_TYPES[ext], '"' + hashlib.sha256(body).hexdigest()[:20] + '"')
+
+
+@functools.cache
+def assets() -> dict[str, Asset]:
+    """Every path served, read once: the static folder's files and the rules text."""
+    out: dict[str, Asset] = {}
+    folder = resources.files(__package__ or "server.net").joinpath("static")
+    for entry in folder.iterdir():
+        name = entry.name
+        ext = name[name.rfind(".") :] if "." in name else ""
+        if entry.is_file() and _NAME.fullmatch(name) and ext in CONTENT_TYPES:
+            out["/" + name] = _asset(entry.read_bytes(), name)
+    if "/index.html" in out:
+        out["/"] = out["/index.html"]
+    try:
+        rules = resources.files("client_cli").joinpath("rules.md").read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError):  # a server installed without the client
+        pass
+    else:
+        out["/rules.md"] = _asset(rules, "rules.md")
+    return out
+
+
+def content_security_policy(origins: Iterable[str] = ()) -> str:
+    """The page's policy. ``frame-ancestors``: the allowlisted origins (and this one),
+    or anyone when the server has no allowlist."""
+    framers = [o for o in origins if o != "null"]
+    ancestors = " ".join(["'self'", *framers]) if framers else "*"
+    return "; ".join(
+        [
+            "default-src 'none'",
+            "script-src 'self'",
+            "style-src 'self'",
+            "img-src 'self' data:",
+            "connect-src 'self'",
+            "manifest-src 'self'",
+            "base-uri 'none'",
+            "form-action 'none'",
+            f"frame-ancestors {ancestors}",
+            "require-trusted-types-for 'script'",
+            "trusted-types 'none'",
+        ]
+    )
+
+
+def respond(request: Request, origins: Iterable[str] = ()) -> Response | None:
+    """The response for a page request, or ``None`` when it is not one (a WebSocket
+    upgrade, or a path that is not a file of the page)."""
+    if request.headers.get("Upgrade", "").lower() == "websocket":
+        return None
+    path = request.path.split("?", 1)[0].split("#", 1)[0]
+    asset = assets().get(path)
+    if asset is None:
+        return None
+    method = getattr(request, "method", "GET")
+    if method not in ("GET", "HEAD"):
+        return _response(
+            http.HTTPStatus.METHOD_NOT_ALLOWED,
+            [("Allow", "GET, HEAD"), ("Content-Type", "text/plain; charset=utf-8")],
+            b"method not allowed\n",
+            method,
+        )
+    headers = [
+        ("Content-Type", asset.content_type),
+        ("Cache-Control", "no-cache"),
+        ("ETag", asset.etag),
+        ("Content-Security-Policy", content_security_policy(origins)),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+    ]
+    if path in SHARED_MODULES:
+        headers += [
+            ("Access-Control-Allow-Origin", "*"),
+            ("Cross-Origin-Resource-Policy", "cross-origin"),
+        ]
+    else:
+        headers.append(("Cross-Origin-Resource-Policy", "same-origin"))
+    if asset.etag in _etags(request.headers.get("If-None-Match", "")):
+        return _response(http.HTTPStatus.NOT_MODIFIED, headers, b"", method)
+    return _response(http.HTTPStatus.OK, headers, asset.body, method)
+
+
+def _etags(header: str) -> set[str]:
+    return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
+
+
+def _response(
+    status: http.HTTPStatus, headers: list[tuple[str, str]], body: bytes, method: str
+) -> Response:
+    """A complete response; ``HEAD`` gets the headers of ``GET`` without the body."""
+    all_headers = Headers(headers)
+    if status != http.HTTPStatus.NOT_MODIFIED:
+        all_headers["Content-Length"] = str(len(body))
+    all_headers["Connection"] = "close"
+    return Response(status.value, status.phrase, all_headers, b"" if method == "HEAD" else body)

@@ -1,0 +1,637 @@
+/**
+ * state.js — the page's model of one table: a join snapshot, then events in seq order.
+ *
+ * Pure: no DOM, no clock, no network. `load(snapshot)` replaces everything;
+ * `apply(kind, data)` moves the table on by one event (chemmy.js has already put them
+ * in order and dropped duplicates). Both return the notes the page shows on its message
+ * display: `{text, tone, say}` (tone: "info", "you", "win", "lose", "turn", "croupier";
+ * `say` is what the voice announces, if anything).
+ *
+ * It decides nothing: the buttons a player may press are the server's `actions`
+ * (docs/protocol.md §9), taken from the snapshot's `you.actions` and replaced by the
+ * private `actions` an event carries when they change; a spectator's free seats follow
+ * the public `free_seats` of `sat` and `stood`. Money is integer minor units
+ * throughout; `formatMoney` is the only place it becomes text.
+ */
+
+export const AREA_NAMES = {
+  player: "Player",
+  banker: "Banker",
+  tie: "Tie",
+  player_pair: "Player Pair",
+  banker_pair: "Banker Pair",
+  super6: "Super 6",
+  dragon_player: "Dragon Player",
+  dragon_banker: "Dragon Banker",
+};
+export const HAND_NAMES = { player: "Player", banker: "Banker" };
+export const SUITS = { s: "♠", h: "♥", d: "♦", c: "♣" };
+export const PHASE_NAMES = {
+  shuffle: "Shuffling",
+  waiting: "Waiting for players",
+  shoe_offer: "Shoe offered",
+  cut: "Cut",
+  betting: "Place your bets",
+  turn: "Turning the cards",
+  settled: "Settled",
+  closed: "Closed",
+};
+
+/** Minor units as money with two decimals: 123456 -> "1,234.56" (integers only). */
+export function formatMoney(minor, { sign = false } = {}) {
+  if (!Number.isInteger(minor)) return "–";
+  const prefix = minor < 0 ? "-" : sign && minor > 0 ? "+" : "";
+  const abs = Math.abs(minor);
+  const whole = Math.floor(abs / 100);
+  const cents = String(abs % 100).padStart(2, "0");
+  return `${prefix}${whole.toLocaleString("en-US")}.${cents}`;
+}
+
+/** Money text to minor units, exactly ("12.5" -> 1250, "1,000" -> 100000); null when
+ * it is not money (at most two decimals, digits only). */
+export function parseMoney(text) {
+  let t = String(text).trim().replaceAll(/[ _]/g, "");
+  if (/^\d{1,3}(,\d{3})+(\.\d*)?$/.test(t)) t = t.replaceAll(",", "");
+  const m = /^(\d{1,12})(?:\.(\d{1,2}))?$/.exec(t);
+  if (!m) return null;
+  return Number(m[1]) * 100 + Number((m[2] ?? "0").padEnd(2, "0"));
+}
+
+/** "Td" -> "10♦"; null -> "?". */
+export function cardText(card) {
+  if (!card) return "?";
+  const rank = card.slice(0, -1) === "T" ? "10" : card.slice(0, -1);
+  return `${rank}${SUITS[card.slice(-1)] ?? card.slice(-1)}`;
+}
+
+export function isRed(card) {
+  return Boolean(card) && (card.endsWith("h") || card.endsWith("d"));
+}
+
+/** The words of a result: "Banker wins 7 to 5 (natural)". */
+export function resultText(r) {
+  const pt = r.player_total ?? 0;
+  const bt = r.banker_total ?? 0;
+  let text;
+  if (r.outcome === "tie") text = `Tie ${pt} to ${bt}`;
+  else if (r.outcome === "player") text = `Player wins ${pt} to ${bt}`;
+  else text = `Banker wins ${bt} to ${pt}`;
+  const notes = [];
+  if (r.natural) notes.push("natural");
+  if (r.player_pair) notes.push("Player Pair");
+  if (r.banker_pair) notes.push("Banker Pair");
+  return notes.length ? `${text} (${notes.join(", ")})` : text;
+}
+
+function cardView(c = {}) {
+  return { card: c.up ? (c.card ?? null) : null, up: Boolean(c.up), by: c.by ?? null, onBehalf: null };
+}
+
+export class TableState {
+  constructor(me = null) {
+    this.me = me;
+    this.table = null;
+    this.phase = "unknown";
+    this.deadline = null;
+    this.options = {};
+    this.shoe = null;
+    this.coupNo = 0;
+    this.holder = null;
+    this.houseHolds = false;
+    this.offer = null;
+    this.cutter = null;
+    this.seats = new Map(); // player id -> {seat, player, name, connected, bets, done}
+    this.names = new Map();
+    this.spectators = 0;
+    this.coup = null;
+    this.lastCoup = null; // the settled coup, shown until the next deal
+    this.lastResult = null;
+    this.resultLine = "";
+    this.roads = {};
+    this.odds = null;
+    this.balance = null;
+    this.available = null;
+    this.myBets = {};
+    this.lastBets = {};
+    this.lastNet = null;
+    this.actions = {}; // the server's: present key = allowed now
+    this.closed = false;
+  }
+
+  // ------------------------------------------------------------------ queries
+  get mySeat() {
+    return this.seats.get(this.me)?.seat ?? null;
+  }
+
+  get areas() {
+    return this.options.areas ?? ["player", "banker", "tie"];
+  }
+
+  get limits() {
+    return this.options.limits ?? {};
+  }
+
+  /** The table's maximum for an area (for display). */
+  maxFor(area) {
+    const lim = this.limits;
+    if (area === "player" || area === "banker") return lim.max;
+    if (area === "tie") return lim.tie_max;
+    return lim.side_max;
+  }
+
+  name(pid) {
+    if (pid == null || pid === "croupier") return "the croupier";
+    if (pid === this.me) return "you";
+    return this.names.get(pid) ?? pid;
+  }
+
+  Name(pid) {
+    const n = this.name(pid);
+    return n.charAt(0).toUpperCase() + n.slice(1);
+  }
+
+  seatsInOrder() {
+    return [...this.seats.values()].sort((a, b) => a.seat - b.seat);
+  }
+
+  /** Who has what on each area: {area: [{player, amount}]}, in seat order. */
+  stacks() {
+    const bets =
+      this.coup && Object.keys(this.coup.bets).length
+        ? this.coup.bets
+        : Object.fromEntries([...this.seats.values()].map((s) => [s.player, s.bets]));
+    const order = (pid) => this.seats.get(pid)?.seat ?? 99;
+    const out = {};
+    for (const [pid, b] of Object.entries(bets)) {
+      for (const [area, amount] of Object.entries(b ?? {})) {
+        if (!amount) continue;
+        (out[area] ??= []).push({ player: pid, amount });
+      }
+    }
+    for (const list of Object.values(out)) list.sort((x, y) => order(x.player) - order(y.player));
+    return out;
+  }
+
+  /** Your stake on the table now: placed chips, or the wagers held in the coup. */
+  get myStake() {
+    const held = this.coup?.bets?.[this.me];
+    const bets = held ?? this.myBets;
+    return Object.values(bets).reduce((a, b) => a + b, 0);
+  }
+
+  get shownCoup() {
+    return this.coup ?? this.lastCoup;
+  }
+
+  // ------------------------------------------------------------------ the snapshot
+  load(snap) {
+    this.table = snap.table;
+    this.phase = snap.phase ?? "unknown";
+    this.deadline = snap.deadline ?? null;
+    this.options = { ...(snap.options ?? {}) };
+    this.shoe = snap.shoe ? { ...snap.shoe } : null;
+    this.coupNo = snap.coup_no ?? 0;
+    this.holder = snap.holder ?? null;
+    this.houseHolds = Boolean(snap.house_holds);
+    this.offer = snap.offer ?? null;
+    this.cutter = snap.cutter ?? null;
+    this.seats = new Map();
+    for (const s of snap.seats ?? []) {
+      this.seats.set(s.player, {
+        seat: s.seat,
+        player: s.player,
+        name: s.name ?? s.player,
+        connected: s.connected !== false,
+        bets: { ...(s.bets ?? {}) },
+        done: Boolean(s.done),
+      });
+      this.names.set(s.player, s.name ?? s.player);
+    }
+    this.spectators = snap.spectators ?? 0;
+    this.coup = coupFromView(snap.coup);
+    this.lastCoup = null;
+    this.lastResult = snap.last_result ?? null;
+    if (!this.coup && this.lastResult) this.resultLine = resultText(this.lastResult);
+    this.roads = snap.roads ?? {};
+    this.closed = this.phase === "closed";
+    const you = snap.you;
+    if (you) {
+      this.me = you.player ?? this.me;
+      this.balance = you.balance ?? this.balance;
+      this.available = you.available ?? this.available;
+      this.myBets = { ...(you.bets ?? {}) };
+      this.lastBets = { ...(you.last_bets ?? {}) };
+      this.actions = { ...(you.actions ?? {}) };
+    } else {
+      this.actions = {};
+    }
+    return [note(this.phaseText())];
+  }
+
+  phaseText() {
+    return (
+      {
+        betting: "Place your bets",
+        turn: "The cards are being turned",
+        shoe_offer: "The shoe is being offered",
+        cut: "Waiting for the cut",
+        waiting: "Waiting for players: take a seat",
+        shuffle: "Shuffling",
+        closed: "The table is closed",
+      }[this.phase] ?? ""
+    );
+  }
+
+  setRoads(roads, odds) {
+    if (roads) this.roads = roads;
+    this.odds = odds ?? null;
+  }
+
+  // ------------------------------------------------------------------ events
+  /** Apply one event; returns the notes for the message display. */
+  apply(kind, data = {}) {
+    const handler = this[`on_${kind}`];
+    const notes = handler ? handler.call(this, data) ?? [] : [];
+    if (!this.seats.has(this.me) && Array.isArray(data.free_seats)) {
+      // A spectator's seats to choose from follow the public free seats.
+      if (data.free_seats.length) this.actions = { ...this.actions, sit: { seats: [...data.free_seats] } };
+      else {
+        const { sit, ...rest } = this.actions;
+        this.actions = rest;
+      }
+    }
+    if (data.actions && typeof data.actions === "object") this.actions = { ...data.actions };
+    return notes;
+  }
+
+  _money(d) {
+    if (Number.isInteger(d.balance)) this.balance = d.balance;
+    if (Number.isInteger(d.available)) this.available = d.available;
+  }
+
+  // players
+  on_sat(d) {
+    const name = d.name ?? this.names.get(d.player) ?? d.player;
+    this.names.set(d.player, name);
+    this.seats.set(d.player, { seat: d.seat, player: d.player, name, connected: true, bets: {}, done: false });
+    this.spectators = Math.max(0, this.spectators - 1);
+    if (d.player === this.me) {
+      this._money(d);
+      return [note(`You sit in seat ${d.seat}`, "you")];
+    }
+    return [note(`${name} sits in seat ${d.seat}`)];
+  }
+
+  on_stood(d) {
+    this.seats.delete(d.player);
+    if (d.player === this.me) this.myBets = {};
+    const who = this.Name(d.player);
+    if (d.reason === "left") return [note(`${who} left the table`)];
+    if (d.reason === "timeout") return [note(`${who} stood up (timed out) and left`)];
+    this.spectators += 1;
+    return [note(`${who} stood up`)];
+  }
+
+  on_disconnected(d) {
+    const s = this.seats.get(d.player);
+    if (s) s.connected = false;
+    return d.player === this.me ? [] : [note(`${this.Name(d.player)} lost the connection`)];
+  }
+
+  on_reconnected(d) {
+    const s = this.seats.get(d.player);
+    if (s) s.connected = true;
+    return d.player === this.me ? [] : [note(`${this.Name(d.player)} is back`)];
+  }
+
+  on_waiting() {
+    this.phase = "waiting";
+    this.deadline = null;
+    this.offer = null;
+    return [note("Waiting for players: take a seat")];
+  }
+
+  // the shoe
+  on_shoe_started(d) {
+    this.shoe = {
+      no: d.shoe_no,
+      commitment: d.commitment,
+      cards_left: d.cards,
+      cut: null,
+      burn: null,
+      stop_card_out: false,
+      last_coup: false,
+    };
+    this.roads = {};
+    this.odds = null;
+    this.phase = "shuffle";
+    return [note(`Shoe ${d.shoe_no}: a new shoe (commitment ${String(d.commitment ?? "").slice(0, 12)}…)`)];
+  }
+
+  on_shoe_offered(d) {
+    this.offer = { player: d.player, deadline: d.deadline };
+    this.phase = "shoe_offer";
+    this.deadline = d.deadline ?? null;
+    if (d.player === this.me) return [note("The shoe is offered to you: ACCEPT or DECLINE", "turn", "The shoe is yours")];
+    return [note(`The shoe is offered to ${this.name(d.player)}`)];
+  }
+
+  on_shoe_accepted(d) {
+    this.offer = null;
+    this.holder = d.player;
+    this.houseHolds = false;
+    this.deadline = null;
+    return [note(d.player === this.me ? "You hold the shoe" : `${this.Name(d.player)} takes the shoe`, d.player === this.me ? "you" : "info")];
+  }
+
+  on_shoe_declined(d) {
+    this.offer = null;
+    const why = d.timeout ? " (time ran out)" : "";
+    return [note(`${this.Name(d.player)} declined the shoe${why}`, d.timeout ? "croupier" : "info")];
+  }
+
+  on_shoe_held_by_house() {
+    this.offer = null;
+    this.holder = null;
+    this.houseHolds = true;
+    return [note("The house holds the shoe")];
+  }
+
+  on_shoe_passed(d) {
+    if (this.holder === d.player) this.holder = null;
+    const why =
+      { player_won: "Player won", passed: "passed", stood: "stood up", left: "left", timeout: "timed out", no_banker_bet: "no Banker bet" }[
+        d.reason
+      ] ?? d.reason;
+    return [note(`The shoe leaves ${this.name(d.player)} (${why})`)];
+  }
+
+  on_cut_offered(d) {
+    this.cutter = d.player ?? null;
+    this.phase = "cut";
+    this.deadline = d.deadline ?? null;
+    if (d.player === this.me) return [note("Cut the shoe: choose the point, then CUT", "turn")];
+    return [note(`${this.Name(this.cutter)} cuts the shoe`)];
+  }
+
+  on_shoe_cut(d) {
+    if (this.shoe) this.shoe.cut = d.position;
+    this.cutter = null;
+    this.deadline = null;
+    if (d.on_behalf) {
+      return [note(`The croupier cut the shoe at ${d.position} for ${this.name(d.on_behalf)} (time ran out)`, "croupier")];
+    }
+    return [note(`The shoe is cut at ${d.position} by ${this.name(d.by)}`)];
+  }
+
+  on_burned(d) {
+    if (this.shoe) {
+      this.shoe.burn = { card: d.card, count: d.count };
+      if (Number.isInteger(this.shoe.cards_left)) this.shoe.cards_left -= 1 + (d.count ?? 0);
+    }
+    return [note(`Burn card ${cardText(d.card)}: ${d.count} cards burned face down`)];
+  }
+
+  on_stop_card() {
+    if (this.shoe) {
+      this.shoe.stop_card_out = true;
+      this.shoe.last_coup = true;
+    }
+    return [note("The stop card is out: one more coup, then a new shoe")];
+  }
+
+  on_shoe_ended(d) {
+    this.shoe = null;
+    this.phase = "shuffle";
+    this.deadline = null;
+    return [note(`Shoe ${d.shoe_no} is over: its seed is revealed (${(d.coups ?? []).length} coups)`)];
+  }
+
+  on_closed(d) {
+    this.phase = "closed";
+    this.closed = true;
+    this.coup = null;
+    this.deadline = null;
+    return [note(`The table is closed${d.refunded ? ": wagers refunded" : ""}`)];
+  }
+
+  // betting
+  on_betting_opened(d) {
+    this.phase = "betting";
+    this.deadline = d.deadline ?? null;
+    this.coupNo = d.coup_no ?? this.coupNo;
+    this.coup = null;
+    for (const s of this.seats.values()) s.done = false;
+    const last = this.resultLine ? ` (last: ${this.resultLine})` : "";
+    return [note(`Coup ${this.coupNo}: place your bets${last}`, "info", this.seats.has(this.me) ? "Place your bets" : null)];
+  }
+
+  on_betting_timer(d) {
+    this.deadline = d.deadline ?? null;
+  }
+
+  on_betting_waiting() {
+    this.deadline = null;
+    return [note("Waiting for a bet")];
+  }
+
+  on_bets(d) {
+    const bets = { ...(d.bets ?? {}) };
+    const s = this.seats.get(d.player);
+    if (s) {
+      s.bets = bets;
+      s.done = false;
+    }
+    if (d.player === this.me) {
+      this.myBets = bets;
+      this._money(d);
+    }
+    return [];
+  }
+
+  on_bets_void(d) {
+    const s = this.seats.get(d.player);
+    if (s) s.bets = {};
+    if (d.player === this.me) {
+      this.myBets = {};
+      return [note("Your bets were void: not enough balance", "lose")];
+    }
+    return [];
+  }
+
+  on_done(d) {
+    const s = this.seats.get(d.player);
+    if (s) s.done = true;
+  }
+
+  on_betting_closed(d) {
+    this.phase = "turn";
+    this.deadline = null;
+    this._money(d);
+    this.coup = newCoup(d.round_id, this.coupNo, d.bets ?? {});
+    return [note("No more bets", "info", "No more bets")];
+  }
+
+  on_dealt(d) {
+    this.resultLine = "";
+    this.coup ??= newCoup(d.round_id, this.coupNo, {});
+    this.coup.player = Array.from({ length: d.player ?? 2 }, () => cardView());
+    this.coup.banker = Array.from({ length: d.banker ?? 2 }, () => cardView());
+    this.coup.turners = { ...(d.turners ?? {}) };
+    this.phase = "turn";
+    if (this.shoe && Number.isInteger(this.shoe.cards_left)) this.shoe.cards_left -= 4;
+    return [];
+  }
+
+  // turning
+  on_turn(d) {
+    const coup = this.coup;
+    if (!coup) return [];
+    coup.stage = d.third ? `${d.hand}_third` : d.hand;
+    coup.style = null;
+    coup.squeezer = null;
+    coup.deadline = d.deadline ?? null;
+    this.deadline = coup.deadline;
+    coup.turners[d.hand] = d.turner;
+    const what = d.third ? `the ${HAND_NAMES[d.hand]} third card` : `the ${HAND_NAMES[d.hand]} cards`;
+    if (d.turner === this.me) {
+      return [note(`Your turn: turn ${what} — TOSS, or squeeze: PEEK, SIDE, QUICK`, "turn", "Your turn")];
+    }
+    return [note(`${this.Name(d.turner)} turns ${what}`)];
+  }
+
+  on_squeeze(d) {
+    const coup = this.coup;
+    if (!coup) return [];
+    coup.style = d.style;
+    coup.squeezer = d.turner;
+    for (const [k, card] of Object.entries(d.cards ?? {})) coup.private[`${d.hand}:${k}`] = card;
+    if (d.turner === this.me) return [];
+    return [note(`${this.Name(d.turner)} squeezes the ${HAND_NAMES[d.hand]} cards (${String(d.style).toUpperCase()})`)];
+  }
+
+  on_progress(d) {
+    if (this.coup) this.coup.progress[`${d.hand}:${d.card}`] = d.percent;
+  }
+
+  on_card(d) {
+    const coup = this.coup;
+    if (!coup) return [];
+    const cards = d.hand === "player" ? coup.player : coup.banker;
+    while (cards.length < d.index) cards.push(cardView());
+    cards[d.index - 1] = { card: d.card, up: true, by: d.by ?? null, onBehalf: d.on_behalf ?? null };
+    delete coup.progress[`${d.hand}:${d.index}`];
+    delete coup.private[`${d.hand}:${d.index}`];
+    if (Number.isInteger(d.total)) coup.totals[d.hand] = d.total;
+    if (!coup.stage.startsWith(d.hand)) coup.stage = d.index <= 2 ? d.hand : `${d.hand}_third`;
+    const hand = HAND_NAMES[d.hand];
+    if (d.on_behalf) {
+      return [
+        note(
+          `The croupier turned ${hand} card ${d.index} (${cardText(d.card)}) for ${this.name(d.on_behalf)}: time ran out`,
+          "croupier",
+        ),
+      ];
+    }
+    return [note(`${hand} card ${d.index}: ${cardText(d.card)} — ${hand} ${coup.totals[d.hand] ?? ""}`.trim())];
+  }
+
+  on_third_card(d) {
+    const coup = this.coup;
+    if (!coup) return [];
+    (d.hand === "player" ? coup.player : coup.banker).push(cardView());
+    coup.stage = `${d.hand}_third`;
+    coup.style = null;
+    if (this.shoe && Number.isInteger(this.shoe.cards_left)) this.shoe.cards_left -= 1;
+    return [note(`${HAND_NAMES[d.hand]} draws a third card`)];
+  }
+
+  on_result(d) {
+    this.lastResult = { ...d };
+    if (this.coup) this.coup.result = { ...d };
+    const say = d.outcome === "tie" ? "Tie" : `${HAND_NAMES[d.outcome]} wins`;
+    return [note(resultText(d), "info", say)];
+  }
+
+  on_settled(d) {
+    const r = this.lastResult;
+    let text = r ? resultText(r) : "Settled";
+    const coup = this.coup;
+    const mine = coup?.bets?.[this.me];
+    if (mine && Object.keys(mine).length) this.lastBets = { ...mine };
+    this._money(d);
+    let tone = "info";
+    let say = null;
+    if (Number.isInteger(d.net)) {
+      this.lastNet = d.net;
+      if (d.net > 0) {
+        text += ` — You won ${formatMoney(d.net)}`;
+        tone = "win";
+        say = "You win";
+      } else if (d.net < 0) {
+        text += ` — You lost ${formatMoney(-d.net)}`;
+        tone = "lose";
+      } else {
+        text += " — Your bets push";
+      }
+    }
+    const behalf = coup ? [...new Set([...coup.player, ...coup.banker].map((c) => c.onBehalf).filter(Boolean))] : [];
+    if (behalf.length) {
+      text += ` (finished by the croupier for ${behalf.map((p) => this.name(p)).join(", ")})`;
+      if (tone === "info") tone = "croupier";
+    }
+    for (const s of this.seats.values()) {
+      s.bets = {};
+      s.done = false;
+    }
+    this.myBets = {};
+    if (coup) coup.payouts = d.payouts ?? [];
+    this.lastCoup = coup;
+    this.coup = null;
+    this.phase = "settled";
+    this.deadline = null;
+    this.resultLine = text;
+    return [note(text, tone, say)];
+  }
+}
+
+function note(text, tone = "info", say = null) {
+  return { text, tone, say };
+}
+
+function newCoup(roundId, coupNo, bets) {
+  return {
+    roundId,
+    coupNo,
+    player: [],
+    banker: [],
+    turners: {},
+    bets: Object.fromEntries(Object.entries(bets).map(([p, b]) => [p, { ...b }])),
+    stage: "player",
+    style: null,
+    squeezer: null,
+    deadline: null,
+    private: {}, // "hand:index" -> a card you are squeezing
+    progress: {}, // "hand:index" -> percent others have bent it
+    totals: {},
+    result: null,
+    payouts: null,
+  };
+}
+
+function coupFromView(view) {
+  if (!view) return null;
+  const coup = newCoup(view.round_id, view.coup_no ?? 0, view.bets ?? {});
+  coup.turners = { ...(view.turners ?? {}) };
+  coup.stage = view.stage ?? "player";
+  coup.style = view.style ?? null;
+  coup.deadline = view.deadline ?? null;
+  for (const hand of ["player", "banker"]) {
+    (view[hand] ?? []).forEach((c, i) => {
+      coup[hand].push(cardView(c));
+      if (c.card && !c.up) coup.private[`${hand}:${i + 1}`] = c.card;
+    });
+  }
+  if (coup.style) coup.squeezer = coup.turners[coup.stage.startsWith("player") ? "player" : "banker"] ?? null;
+  return coup;
+}

@@ -1,0 +1,107 @@
+"""Fixtures for the web table's tests: one headless Chromium per module, pages that fail
+the test on a script error, servers of their own, and the artifacts folder. The helpers
+they use are in web_helpers.py."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from web_helpers import CHROMIUM, CHROMIUM_ARGS, ROOT, ServerProcess, ms, server_config
+
+
+@dataclass
+class PageWatch:
+    """A page and the script errors it reported (there must be none)."""
+
+    page: Page
+    context: BrowserContext
+    errors: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """One headless Chromium for the module (a fresh profile, made by Playwright)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (scripts/test does)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        expect.set_options(timeout=ms(10))
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def open_page(browser: Browser) -> Iterator[Callable[..., Page]]:
+    """``open_page(url, viewport=(w, h))``: a page in its own context. The test fails if
+    any page threw a script error or logged one."""
+    watches: list[PageWatch] = []
+
+    def _open(
+        url: str | None = None, *, viewport: tuple[int, int] = (1280, 900), **options: Any
+    ) -> Page:
+        context = browser.new_context(
+            viewport={"width": viewport[0], "height": viewport[1]}, **options
+        )
+        context.set_default_timeout(ms(10))
+        page = context.new_page()
+        watch = PageWatch(page, context)
+        page.on("pageerror", lambda err: watch.errors.append(f"pageerror: {err}"))
+        page.on(
+            "console",
+            lambda msg: (
+                watch.errors.append(f"console.{msg.type}: {msg.text}")
+                if msg.type == "error"
+                else None
+            ),
+        )
+        watches.append(watch)
+        if url is not None:
+            page.goto(url)
+        return page
+
+    yield _open
+    errors = [e for w in watches for e in w.errors if not _expected_console_error(e)]
+    for w in watches:
+        w.context.close()
+    assert not errors, "script errors in the page:\n" + "\n".join(errors)
+
+
+def _expected_console_error(text: str) -> bool:
+    """Chromium logs a failed WebSocket connection (while the server restarts) as an
+    error; that is the network, not the page."""
+    return "WebSocket connection to" in text or "net::ERR_CONNECTION_REFUSED" in text
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """Where screenshots go (kept after the run)."""
+    base = Path(os.environ.get("CHEMMY_ARTIFACTS", ROOT / "tmp" / "artifacts"))
+    out = base / "web"
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+@pytest.fixture
+def make_server(tmp_path: Path) -> Iterator[Callable[[list[dict[str, Any]]], ServerProcess]]:
+    """``make_server(tables)``: a started server of its own (stopped at the end)."""
+    servers: list[ServerProcess] = []
+
+    def _make(tables: list[dict[str, Any]]) -> ServerProcess:
+        home = tmp_path / f"server{len(servers)}"
+        home.mkdir()
+        server = ServerProcess(home, server_config(tables))
+        server.start()
+        servers.append(server)
+        return server
+
+    yield _make
+    for s in servers:
+        s.stop()

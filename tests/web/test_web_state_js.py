@@ -1,0 +1,173 @@
+"""state.js, the page's model of a table, run in the browser by itself: money as text
+and back, and the server's actions as the only source of what a player may do (the
+snapshot's ``you.actions``, replaced by an event's private ``actions``; a spectator's
+free seats from ``sat`` and ``stood``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page
+from web_helpers import RELAXED, ServerProcess, server_config
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    tables = [{"id": "js", "name": "Model", "tier": "1-100", "timers": RELAXED}]
+    s = ServerProcess(tmp_path_factory.mktemp("web-js"), server_config(tables)).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def run(server: ServerProcess, browser: Any) -> Iterator[Callable[[str], Any]]:
+    """``run(body)``: the body of an async function with ``m`` = the state.js module,
+    evaluated in a page of the server's origin; returns what it returns."""
+    context = browser.new_context()
+    page: Page = context.new_page()
+    page.goto(server.http + "/?guest=1")
+
+    def _run(body: str) -> Any:
+        return page.evaluate(f"async () => {{ const m = await import('/state.js'); {body} }}")
+
+    yield _run
+    context.close()
+
+
+def test_money(run: Callable[[str], Any]) -> None:
+    assert run("return [123456, 5, -5, 0, 100000000].map((v) => m.formatMoney(v));") == [
+        "1,234.56",
+        "0.05",
+        "-0.05",
+        "0.00",
+        "1,000,000.00",
+    ]
+    assert run(
+        "return [m.formatMoney(250, {sign: true}), m.formatMoney(1.5), m.formatMoney(null)];"
+    ) == [
+        "+2.50",
+        "\u2013",
+        "\u2013",
+    ]
+    texts = [
+        "12.5",
+        "12.50",
+        "1,000",
+        "1,000.25",
+        " 7 ",
+        "0.1",
+        "12.345",
+        "1.2.3",
+        "-5",
+        "abc",
+        "",
+        "1,00",
+    ]
+    expected = [1250, 1250, 100000, 100025, 700, 10, None, None, None, None, None, None]
+    assert run(f"return {json.dumps(texts)}.map((t) => m.parseMoney(t));") == expected
+
+
+SNAPSHOT = {
+    "table": "js",
+    "seq": 7,
+    "phase": "betting",
+    "deadline": None,
+    "options": {
+        "name": "Model",
+        "seats": 3,
+        "areas": ["player", "banker", "tie"],
+        "limits": {"min": 100},
+    },
+    "shoe": None,
+    "coup_no": 1,
+    "holder": "ann",
+    "house_holds": False,
+    "offer": None,
+    "cutter": None,
+    "seats": [
+        {"seat": 1, "player": "ann", "name": "Ann", "connected": True, "bets": {}, "done": False}
+    ],
+    "spectators": 1,
+    "coup": None,
+    "last_result": None,
+    "roads": {},
+    "you": {
+        "player": "me",
+        "seat": None,
+        "balance": 5000,
+        "available": 5000,
+        "bets": {},
+        "last_bets": {},
+        "actions": {"sit": {"seats": [2, 3]}, "leave": {}},
+    },
+}
+
+
+def test_actions_come_from_the_server(run: Callable[[str], Any]) -> None:
+    result = run(
+        f"""
+        const s = new m.TableState("me");
+        s.load({json.dumps(SNAPSHOT)});
+        const seen = [JSON.stringify(s.actions)];
+        // Someone takes seat 2: a spectator's free seats follow the public free_seats.
+        s.apply("sat", {{player: "bob", name: "Bob", seat: 2, free_seats: [3]}});
+        seen.push(JSON.stringify(s.actions));
+        // I sit: my new actions come privately with the step's last event.
+        s.apply("sat", {{player: "me", name: "Me", seat: 3, free_seats: [],
+                         actions: {{stand: {{}}, leave: {{}}, bet: {{areas: {{player: {{min: 100, max: 5000}}}}}}, done: {{}}}}}});
+        seen.push(JSON.stringify(s.actions));
+        // An event without actions leaves them as they are; one with them replaces them.
+        s.apply("bets", {{player: "bob", seat: 2, bets: {{banker: 200}}, change: "place"}});
+        seen.push(JSON.stringify(s.actions));
+        s.apply("betting_closed", {{round_id: "js-1-1", bets: {{bob: {{banker: 200}}}}, totals: {{banker: 200}}, actions: {{}}}});
+        seen.push(JSON.stringify(s.actions));
+        return {{seen, seat: s.mySeat, phase: s.phase, stacks: s.stacks()}};
+        """
+    )
+    seen = [json.loads(x) for x in result["seen"]]
+    assert seen[0] == {"sit": {"seats": [2, 3]}, "leave": {}}
+    assert seen[1] == {"sit": {"seats": [3]}, "leave": {}}
+    assert set(seen[2]) == {"stand", "leave", "bet", "done"}
+    assert seen[3] == seen[2]
+    assert seen[4] == {}
+    assert result["seat"] == 3 and result["phase"] == "turn"
+    assert result["stacks"] == {"banker": [{"player": "bob", "amount": 200}]}
+
+
+def test_a_coup_in_words(run: Callable[[str], Any]) -> None:
+    notes = run(
+        f"""
+        const s = new m.TableState("me");
+        s.load({json.dumps(SNAPSHOT)});
+        const out = [];
+        const say = (kind, data) => out.push(...s.apply(kind, data).map((n) => [n.text, n.tone, n.say]));
+        say("sat", {{player: "me", name: "Me", seat: 2, balance: 5000, available: 5000}});
+        say("bets", {{player: "me", seat: 2, bets: {{player: 500}}, change: "place", available: 4500}});
+        say("betting_closed", {{round_id: "js-1-1", bets: {{me: {{player: 500}}}}, totals: {{player: 500}}, balance: 4500}});
+        say("dealt", {{round_id: "js-1-1", player: 2, banker: 2, turners: {{player: "me", banker: "ann"}}}});
+        say("turn", {{hand: "player", turner: "me", third: false, deadline: 1}});
+        say("card", {{hand: "player", index: 1, card: "9s", by: "croupier", on_behalf: "me", total: 9}});
+        say("card", {{hand: "player", index: 2, card: "Kd", by: "croupier", on_behalf: "me", total: 9}});
+        say("card", {{hand: "banker", index: 1, card: "2h", by: "ann", on_behalf: null, total: 2}});
+        say("card", {{hand: "banker", index: 2, card: "5c", by: "ann", on_behalf: null, total: 7}});
+        say("result", {{round_id: "js-1-1", coup_no: 1, player: ["9s", "Kd"], banker: ["2h", "5c"],
+                        player_total: 9, banker_total: 7, outcome: "player", natural: true,
+                        player_pair: false, banker_pair: false}});
+        say("settled", {{round_id: "js-1-1", payouts: [], balance: 5500, net: 500}});
+        return {{out, balance: s.balance, last: s.lastBets, line: s.resultLine}};
+        """
+    )
+    texts = [t for t, _, _ in notes["out"]]
+    assert texts[0] == "You sit in seat 2"
+    assert "Your turn: turn the Player cards — TOSS, or squeeze: PEEK, SIDE, QUICK" in texts
+    assert "The croupier turned Player card 1 (9♠) for you: time ran out" in texts
+    assert ["Player wins 9 to 7 (natural)", "info", "Player wins"] in notes["out"]
+    assert notes["out"][-1] == [
+        "Player wins 9 to 7 (natural) — You won 5.00 (finished by the croupier for you)",
+        "win",
+        "You win",
+    ]
+    assert notes["balance"] == 5500 and notes["last"] == {"player": 500}
