@@ -24,7 +24,6 @@ import contextlib
 import itertools
 import json
 import os
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,6 @@ CHROMIUM_ARGS = [
 ]
 SECRET = "chemmy-web-tests-hs256-secret-0123456789abcdef"
 FACTOR = float(os.environ.get("CHEMMY_TESTS_TIMEOUT_FACTOR", "1"))
-LISTENING = re.compile(r"chemmy-server listening on ws://([\d.]+):(\d+)")
 
 # Player-driven tables: every step is closed early by a click; the timers only bound a
 # slow machine. "fast" tables let the croupier act quickly on a player's behalf.
