@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
+import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -127,4 +128,8 @@ async def make_front(
                 if server.running:
                     server.send_signal(signal.SIGTERM)
             for server in front.servers:
-                await asyncio.to_thread(server.stop, scaled(1.5))
+                if server.proc is not None:
+                    try:
+                        await asyncio.to_thread(server.wait_exit, scaled(1.5))
+                    except subprocess.TimeoutExpired:
+                        server.kill()

@@ -183,7 +183,7 @@ async def test_front_door_page_health_metrics_redirect_and_upgrade_rate(
 
     statuses = await asyncio.gather(*(upgrade() for _ in range(40)))
     assert set(statuses) == {101, 429}, statuses
-    assert 15 <= statuses.count(101) <= 25, statuses  # the burst of 20, give or take refill
+    assert statuses.count(101) >= 20, statuses  # the burst, and what refilled meanwhile
     pages = await asyncio.gather(*(aget(front.https + "/healthz", tls) for _ in range(30)))
     assert {status for status, _h, _b in pages} == {200}, front.nginx.error_log[-3000:]
     # The player already connected was never affected.
