@@ -4,8 +4,9 @@
 - ``nginx_program``: nginx must be installed (Debian ``nginx``; ``scripts/test``
   installs it when missing), else the test fails saying so;
 - ``make_front``: ``make_front(n, config)`` starts ``n`` chemmy-server processes on the
-  test's Redis (``--store``, the ``redis_url`` fixture of tests/conftest.py) and nginx
-  in front of them (:class:`Front`); all stopped when the test ends.
+  test's Redis (``--store``, the ``redis_url`` fixture of tests/conftest.py; or
+  ``store=False``: SQLite) and nginx in front of them (:class:`Front`); all stopped when
+  the test ends.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class Front:
 
     servers: list[ServerProcess]
     nginx: Any
-    store: str
+    store: str | None
     clients: list[Any] = field(default_factory=list)
 
     @property
@@ -58,6 +59,7 @@ class Front:
         is owned where placement puts it: no table moves until a process joins or
         leaves. (A process that left without a clean stop stays a member until its
         heartbeat expires.)"""
+        assert self.store is not None, "a cluster's"
         r = aioredis.Redis.from_url(self.store)
         pids = {s.pid for s in self.servers}
         try:
@@ -89,13 +91,15 @@ async def make_front(
     made: list[Front] = []
     secret = server_helpers().SECRET
 
-    async def make(count: int, config: str, *args: str) -> Front:
+    async def make(count: int, config: str, *args: str, store: bool = True) -> Front:
+        """``count`` servers sharing the test's Redis (``store=False``: each on its own
+        SQLite file, for a single process), and nginx in front of them."""
+        shared = ["--store", redis_url] if store else []
         servers = [
             ServerProcess(
                 tmp_path / f"chemmy-{n}",
                 config,
-                "--store",
-                redis_url,
+                *shared,
                 "--log-format",
                 "text",
                 "--log-level",
@@ -105,7 +109,7 @@ async def make_front(
             )
             for n in range(1, count + 1)
         ]
-        front = Front(servers, None, redis_url)
+        front = Front(servers, None, redis_url if store else None)
         made.append(front)
         await asyncio.gather(*(asyncio.to_thread(s.start) for s in servers))
         addresses = [f"127.0.0.1:{s.port}" for s in servers]

@@ -4,11 +4,15 @@ processes sharing a real Redis, players over ``wss://`` through nginx.
 - The front door: the page and the game share ``/``; nginx serves what a process serves
   (the web page, when there is one); ``/healthz`` and ``/readyz`` pass; ``/metrics`` is
   closed; plain HTTP redirects to HTTPS; only WebSocket upgrades are rate-limited.
+- The default deployment, one process (SQLite) behind nginx, restarted for an upgrade
+  while chips are down: players come back through nginx and the round goes on with
+  their chips; balances exact.
 - A round through nginx with players landing on both processes (``least_conn``), then a
   drain (SIGTERM) of the table's owner while players bet: its clients, closed with 1001,
   reconnect through nginx to the other process and resume from their last ``seq``; every
   bet acknowledged (retried with the same id when the reply was lost) is in the coup,
-  the round settles, and nobody sees a gap or a duplicate event.
+  the round settles, and nobody sees a gap or a duplicate event. (A strict xfail until
+  the cluster's known problems are fixed: docs/operations.md §8.)
 
 nginx's config is deploy/'s, with the listening ports, the certificate paths and the
 upstream servers substituted, nothing else (``test_front_config_is_deploys_own``).
@@ -93,6 +97,7 @@ async def player(front: Front, pid: str, fmt: str) -> Any:
 
 async def owner_pid(front: Front) -> int:
     """The pid of the process holding the table's lease (node names are host-pid-random)."""
+    assert front.store is not None
     r = aioredis.Redis.from_url(front.store)
     try:
         node = await r.get(f"chemmy:{{{TABLE}}}:lease")
@@ -114,11 +119,14 @@ def test_front_config_is_deploys_own() -> None:
     ).splitlines()  # fmt: skip
     assert len(rendered) == len(original)
     changed = [(a.strip(), b.strip()) for a, b in zip(original, rendered, strict=True) if a != b]
-    assert changed == [
-        ("listen 80;", "listen 127.0.0.1:1080;"),
-        ("listen 443 ssl;", "listen 127.0.0.1:1443 ssl;"),
-        (changed[2][0], f"ssl_certificate     {ROOT / 'x.pem'};"),
-        (changed[3][0], f"ssl_certificate_key {ROOT / 'x.key'};"),
+    assert [a.split()[0] for a, _b in changed] == [
+        "listen", "listen", "ssl_certificate", "ssl_certificate_key",
+    ]  # fmt: skip
+    assert [b for _a, b in changed] == [
+        "listen 127.0.0.1:1080;",
+        "listen 127.0.0.1:1443 ssl;",
+        f"ssl_certificate     {ROOT / 'x.pem'};",
+        f"ssl_certificate_key {ROOT / 'x.key'};",
     ]
     upstream = (ROOT / "deploy/nginx/chemmy-upstream.conf").read_text()
     servers = script.render_upstream(upstream, ["127.0.0.1:1", "127.0.0.1:2"])
@@ -202,8 +210,9 @@ class _any(dict):  # type: ignore[type-arg]
 
 # ------------------------------------------------------------------ a round and a drain
 async def rejoin(client: Any) -> None:
-    """Back through nginx after a close: a new connection, hello, join with ``since``."""
-    for _attempt in range(20):
+    """Back through nginx after a close: a new connection, hello, join with ``since``
+    (tried again while nginx finds no process: 502)."""
+    for _attempt in range(int(scaled(50))):
         try:
             await client.reconnect(TABLE)
             return
@@ -236,6 +245,55 @@ async def bet_chips(client: Any, pid: str, area: str, count: int, first: asyncio
         first.set()
         await asyncio.sleep(0.2)  # a player's pace: the drain comes between chips
     return count * STEP
+
+
+async def test_one_process_behind_nginx_restarts_for_an_upgrade_without_losing_a_bet(
+    make_front: MakeFront,
+) -> None:
+    """The default deployment: one process (SQLite) behind nginx. An upgrade restarts it:
+    SIGTERM while chips are down (no new bets; the process exits 0, its clients closed
+    with 1001), the same database on the same port, the players back through nginx:
+    the round goes on with their chips, and balances come out exact."""
+    port = cluster_script().free_port()
+    front = await make_front(1, config(), "--port", str(port), store=False)
+    (server,) = front.servers
+    pids = ["eve", "fay"]
+    formats = ["json", "msgpack"]
+    players = {pid: await player(front, pid, f) for pid, f in zip(pids, formats, strict=True)}
+    balances = {pid: int(c.hello_reply["balance"]) for pid, c in players.items()}
+    for client in players.values():
+        await client.join(TABLE)
+    for client in players.values():
+        await client.call("sit", table=TABLE)
+    game = H.Game(TABLE, players, players["eve"])
+    bets1 = {"eve": {"banker": 400}, "fay": {"player": 300}}
+    log1 = await game.play_coup(bets1)
+    check_payouts(log1, bets1)
+
+    opened = await game.to_betting()
+    rid = opened["data"]["round_id"]
+    bets2 = {"eve": {"player": 200}, "fay": {"tie": 100}}
+    for pid, areas in bets2.items():
+        for area, amount in areas.items():
+            await game.act(pid, "bet", area=area, amount=amount)
+    assert await asyncio.to_thread(server.terminate, scaled(30)) == 0, server.log_text()
+    for client in players.values():
+        assert await client.wait_closed() == 1001
+    await asyncio.to_thread(server.start)  # the new version, same database and port
+    assert server.port == port
+    for client in players.values():
+        await rejoin(client)
+    log2 = await finish_coup(game, rid, bets2, len(game.watcher.frames))
+    check_payouts(log2, bets2)
+    for pid, client in players.items():
+        net = sum(
+            p["returned"] - p["stake"]
+            for log in (log1, log2)
+            for p in log.payouts
+            if p["player"] == pid
+        )
+        assert await client.balance() == balances[pid] + net, pid
+        client.assert_clean()
 
 
 class BalanceNotShared(Exception):
