@@ -1,5 +1,5 @@
-"""deploy/nginx in front of a cluster, for real: nginx (Debian's), two ``chemmy-server``
-processes sharing a real Redis, players over ``wss://`` through nginx.
+"""deploy/nginx in front of chemmy-server, for real: nginx (Debian's), one process on
+SQLite or two sharing a real Redis, players over ``wss://`` through nginx.
 
 - The front door: the page and the game share ``/``; nginx serves what a process serves
   (the web page, when there is one); ``/healthz`` and ``/readyz`` pass; ``/metrics`` is
