@@ -57,6 +57,13 @@ async def test_scripts_cluster_starts_serves_and_stops(tmp_path: Path, nginx_pro
     children: list[int] = []
     try:
         assert await asyncio.to_thread(ready.wait, scaled(60)), "\n".join(out + err)
+        children = [
+            int(p)
+            for p in subprocess.run(
+                ["ps", "-o", "pid=", "--ppid", str(proc.pid)],
+                capture_output=True, text=True, check=False,
+            ).stdout.split()
+        ]  # fmt: skip
         found = READY.search("\n".join(out))
         assert found is not None, "\n".join(out + err)
         url, port = found[1], int(found[2])
@@ -83,13 +90,6 @@ async def test_scripts_cluster_starts_serves_and_stops(tmp_path: Path, nginx_pro
         lobby = await client.call("tables")
         assert {t["table"] for t in lobby["tables"]} == {"t1", "t2", "t3"}
         await client.close()
-        children = [
-            int(p)
-            for p in subprocess.run(
-                ["ps", "-o", "pid=", "--ppid", str(proc.pid)],
-                capture_output=True, text=True, check=False,
-            ).stdout.split()
-        ]  # fmt: skip
         assert len(children) == 5, children  # redis, three servers, nginx
 
         started = time.monotonic()
