@@ -842,5 +842,3 @@ def _coup_from_view(view: Any) -> CoupView | None:
     if style is not None:
         coup = replace(coup, squeezer=turners.get(coup.hand))
     return coup
-
-

@@ -21,9 +21,22 @@ CORE = sorted(
 PROTOCOL = sorted((ROOT / "server" / "protocol").glob("*.py"))
 PROTOCOL_FORBIDDEN = {"numpy", "server.table", "server.engine"}
 FORBIDDEN = {
-    "asyncio", "socket", "sqlite3", "redis", "websockets", "time", "random", "secrets",
-    "datetime", "os", "subprocess", "threading", "server.net", "server.croupier",
-    "server.store", "server.bus",
+    "asyncio",
+    "socket",
+    "sqlite3",
+    "redis",
+    "websockets",
+    "time",
+    "random",
+    "secrets",
+    "datetime",
+    "os",
+    "subprocess",
+    "threading",
+    "server.net",
+    "server.croupier",
+    "server.store",
+    "server.bus",
 }
 
 

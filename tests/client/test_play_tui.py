@@ -265,8 +265,10 @@ async def test_a_narrow_terminal_watching(chemmy_server: Any) -> None:
         # (a bet while the table waits: wrong_phase, checked first by the table's rules table)
         await until(
             pilot,
-            lambda: app.model is not None
-            and ("seat" in app.model.message or "not now" in app.model.message),
+            lambda: (
+                app.model is not None
+                and ("seat" in app.model.message or "not now" in app.model.message)
+            ),
             "a refusal",
         )
         await pilot.press("v")

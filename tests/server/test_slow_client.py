@@ -40,7 +40,9 @@ async def test_a_client_that_stops_reading_is_cut_off_and_resumes(net: Any) -> N
         await slow.send({"type": "roads", "id": "r", "table": "t1"})
 
     async def cut_off() -> None:
-        while any(s.identity and s.identity.player_id == slow.player for s in server.sessions.values()):
+        while any(
+            s.identity and s.identity.player_id == slow.player for s in server.sessions.values()
+        ):
             await asyncio.sleep(0.02)
 
     await asyncio.wait_for(cut_off(), scaled(5))
