@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from deploy_helpers import cluster_script, server_helpers
-from deploy_launch import ServerProcess, scaled
+from kit import ServerProcess, scaled
 
 from server.croupier.cluster import lease_key, placement
 
@@ -69,11 +69,14 @@ class Front:
                     nodes = [
                         n.decode() for n in await r.zrangebyscore("chemmy:nodes", now_ms, "+inf")
                     ]
-                    placed = placement(tables, nodes)
-                    owners = [await r.get(lease_key(t)) for t in tables]
+                    raw = [await r.get(lease_key(t)) for t in tables]
+                    owners = {
+                        t: None if o is None else o.decode()
+                        for t, o in zip(tables, raw, strict=True)
+                    }
+                    placed = placement(tables, nodes, owners)  # where it stays, balanced
                     if {int(n.rsplit("-", 2)[1]) for n in nodes} == pids and all(
-                        o is not None and o.decode() == placed[t]
-                        for t, o in zip(tables, owners, strict=True)
+                        owners[t] == placed[t] for t in tables
                     ):
                         return
                     await asyncio.sleep(0.05)

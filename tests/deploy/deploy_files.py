@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from deploy_launch import ROOT
+from kit.launch import ROOT
 
 from server.net.config import ServerConfig, load_config
 

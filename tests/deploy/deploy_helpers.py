@@ -4,9 +4,8 @@
   through its :class:`Nginx` (deploy/'s config with the ports, the certificate paths
   and the upstream servers substituted, nothing else), so what the tests run is what
   the script runs.
-- :func:`server_helpers` is tests/server/helpers.py (the recording protocol client and
-  the table driver), loaded under the name tests/server/conftest.py gives it; with the
-  shared test toolkit, ``kit`` replaces both this and ``deploy_launch``.
+- :func:`server_helpers` is the test toolkit ``kit`` (the recording protocol client and
+  the table driver).
 - :func:`tls_client_class` is that client over ``wss://`` trusting a throwaway CA.
 - :func:`metric` reads one sample of a process's ``/metrics``.
 """
@@ -23,7 +22,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from deploy_launch import ROOT, scaled
+from kit import scaled
+from kit.launch import ROOT
 
 __all__ = ["ROOT", "cluster_script", "metric", "server_helpers", "tls_client_class"]
 
@@ -47,8 +47,10 @@ def cluster_script() -> ModuleType:
 
 
 def server_helpers() -> ModuleType:
-    """tests/server/helpers.py (``Client``, ``Game``, ``SECRET``...)."""
-    return _load("server_helpers", ROOT / "tests" / "server" / "helpers.py")
+    """The test toolkit (``Client``, ``Game``, ``SECRET``...)."""
+    import kit
+
+    return kit
 
 
 def tls_client_class(context: ssl.SSLContext) -> type[Any]:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from deploy_helpers import ROOT, cluster_script, tls_client_class
-from deploy_launch import scaled
+from kit import scaled
 
 READY = re.compile(r"chemmy cluster ready: (https://127\.0\.0\.1:(\d+)/)")
 

@@ -12,7 +12,7 @@ import subprocess
 import tomllib
 
 from deploy_files import DEPLOY, yaml_docs
-from deploy_launch import ROOT
+from kit.launch import ROOT
 
 DOCKERFILE = DEPLOY / "Dockerfile"
 

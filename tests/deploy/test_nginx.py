@@ -30,11 +30,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis.asyncio as aioredis
 from conftest import Front, MakeFront
 from deploy_helpers import ROOT, cluster_script, metric, server_helpers, tls_client_class
-from deploy_launch import ServerProcess, scaled
+from kit import ServerProcess, scaled
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -318,14 +317,6 @@ async def known_players(tmp_path: Path, store: str, pids: list[str]) -> None:
         await asyncio.to_thread(first.stop, scaled(5))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the cluster's own bugs, seen by this test (docs/operations.md, Known problems): "
-    "a gateway fans out only the tables it owned when it started, so players on another "
-    "process get no events; a new owner marks every seated player disconnected; and money "
-    "across processes is not built (a process shows the balance it last loaded). Strict: "
-    "once they are fixed this passes, and the mark must go.",
-)
 async def test_round_through_nginx_on_both_processes_then_a_drain_loses_no_bet(
     make_front: MakeFront, redis_url: str, tmp_path: Path
 ) -> None:
@@ -378,10 +369,10 @@ async def test_round_through_nginx_on_both_processes_then_a_drain_loses_no_bet(
     drained.send_signal(signal.SIGTERM)
     placed = dict(zip(pids, await asyncio.gather(*betting), strict=True))
 
-    # The drained process left: it holds no table and takes no connection; everyone is
-    # on the survivor, which owns the table. (Its exit is not waited for: a process of
-    # a cluster may hang after its drain, docs/operations.md, Known problems.)
+    # The drained process left: it holds no table and takes no connection, and it
+    # exits cleanly; everyone is on the survivor, which owns the table.
     await refused(drained.port)
+    assert await asyncio.to_thread(drained.wait_exit, scaled(15)) == 0
     assert await owner_pid(front) == survivor.pid
     assert metric(survivor.port, "chemmy_connections") == len(pids)
     moved = [pid for pid, c in players.items() if c.conn_no > 0]
