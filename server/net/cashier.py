@@ -29,7 +29,7 @@ log = logging.getLogger("chemmy.cashier")
 async def balance(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     """``available``: the player's money on no table; ``balance``: that and the chips they
     have placed (not yet held) at every table."""
-    balance_, available = await server.money(session.player)
+    balance_, available = await server.session_money(session)
     server.ok(session, mid, balance=balance_, available=available)
 
 
@@ -43,6 +43,7 @@ async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict
     if mid is None:
         raise ProtocolError("bad_message", "a deposit needs an id (it is its idempotency key)")
     pid = session.player
+    await server.persist(session)
     # Each part escaped: player "a" with id "b:c" and player "a:b" with id "c" differ.
     key = ledger_key("deposit", pid, str(mid))
     entry = Entry(key, CASHIER, player_account(pid), amount, "deposit")

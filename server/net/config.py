@@ -116,6 +116,8 @@ class ServerConfig:
     queue_size: int = 256
     grace: float = 60.0
     drain_timeout: float = 30.0
+    command_timeout: float = 10.0
+    guest_idle: float = 86_400.0
     log_format: str = "auto"
     log_level: str = "info"
     compression: bool = False
@@ -351,6 +353,20 @@ _SETTINGS: Final = (
     _Setting("queue_size", "int", "per-table command queue length", _at_least(1)),
     _Setting("grace", "float", "seconds a disconnected player keeps a seat", _at_least(0)),
     _Setting("drain_timeout", "float", "seconds to finish coups on shutdown", _at_least(0)),
+    _Setting(
+        "guest_idle",
+        "float",
+        "seconds after which a guest who never played (only their welcome money) is "
+        "forgotten",
+        _at_least(60),
+    ),
+    _Setting(
+        "command_timeout",
+        "float",
+        "seconds a table command waits for its table's answer before the client is told "
+        "'timeout' (a cluster's table moving to another process)",
+        _between(1, 600),
+    ),
     _Setting("log_format", "str", f"log format: {', '.join(LOG_FORMATS)}", _one_of(LOG_FORMATS)),
     _Setting("log_level", "str", f"log level: {', '.join(LOG_LEVELS)}", _one_of(LOG_LEVELS)),
     _Setting("compression", "bool", "permessage-deflate compression of frames"),

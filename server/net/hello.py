@@ -1,9 +1,10 @@
 """``hello``: a connection says who it is, with a player token or as a guest.
 
 The identity comes from the authenticator's one entry point
-(:meth:`~server.net.auth.Authenticator.identify`); the player is then known to the
-store (a new one is funded with the welcome balance) and the reply carries their
-balance, and for a guest a resume token that brings them back to the same seat.
+(:meth:`~server.net.auth.Authenticator.identify`); a player with a token is then known
+to the store (a new one is funded with the welcome balance), a new guest only once they
+sit or deposit; the reply carries the balance, and for a guest a resume token that
+brings them back to the same seat.
 
 A player has at most ``max_connections_per_player`` connections that said hello
 (``too_many_connections`` beyond); how many hellos an address may send is the
@@ -34,10 +35,16 @@ async def hello(server: ChemmyServer, session: Session, mid: Any, fields: dict[s
         resume=fields.get("resume"),
     )
     server.limits.check_player(ident.player_id)  # too_many_connections, before the store
-    await server.store.ensure_player(
-        ident.player_id, ident.name, config.guest_balance, guest=ident.guest
-    )
-    balance, _available = await server.money(ident.player_id)
+    if ident.guest and await server.store.player_name(ident.player_id) is None:
+        # A new guest is kept in memory only, with the play money they would get, until
+        # they sit or deposit (server.persist): hellos alone write nothing.
+        session.persisted = False
+        balance = config.guest_balance
+    else:
+        await server.store.ensure_player(
+            ident.player_id, ident.name, config.guest_balance, guest=ident.guest
+        )
+        balance, _available = await server.money(ident.player_id)
     server.limits.sign_in(ident.player_id)  # counted from here; the handler signs out
     session.identity = ident
     extra = {"resume": server.auth.resume_token(ident)} if ident.guest else {}

@@ -137,6 +137,8 @@ class ChemmyServer:
         self._watchdog: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[None]] = set()
         self.slow_client_buffer = SLOW_CLIENT_BUFFER  # bytes unsent before a client is cut
+        self.guest_sweep_interval = 60.0  # how often idle guests are looked for
+        self._next_guest_sweep = 0.0
         self.watchdog_interval = 1.0
 
     @property
@@ -359,6 +361,25 @@ class ChemmyServer:
         for session in self.sessions.values():
             session.tables.discard(table)
 
+    async def persist(self, session: Session) -> None:
+        """Write a guest to the store (with the welcome play money) before their first
+        seat or deposit."""
+        if session.persisted:
+            return
+        assert session.identity is not None
+        ident = session.identity
+        await self.store.ensure_player(
+            ident.player_id, ident.name, self.config.guest_balance, guest=True
+        )
+        session.persisted = True
+
+    async def session_money(self, session: Session) -> tuple[int, int]:
+        """:meth:`money` of a session's player (a guest not yet stored has the play money
+        they will get)."""
+        if not session.persisted:
+            return self.config.guest_balance, self.config.guest_balance
+        return await self.money(session.player)
+
     async def money(self, player: str) -> tuple[int, int]:
         """``(balance, available)`` as the store has them: ``available`` is the player's
         money on no table, ``balance`` adds the chips they placed at every table."""
@@ -425,6 +446,27 @@ class ChemmyServer:
         finally:
             self.lines.answered(pending.line)  # the player's next command may go
 
+    async def _expire_guests(self) -> None:
+        """Forget guests who never played and were not seen for ``guest_idle`` seconds."""
+        try:
+            gone = await self.store.expire_guests(self.config.guest_idle)
+        except StoreError as exc:
+            log.warning("expiring idle guests failed: %s", exc)
+            return
+        if gone:
+            log.info("forgot %d idle guests", gone)
+
+    def _expire_pending(self, now: float) -> None:
+        """Commands whose table never answered (its owner died before it could, or the
+        bus lost the reply) are answered ``timeout`` at their gateway. Retried with the
+        same id, a command is applied once: the table remembers the ids it applied."""
+        limit = self.config.command_timeout
+        late = [n for n, p in self._pending.items() if now - p.sent > limit]
+        for n in late:
+            pending = self._pending[n]
+            err = Refused("timeout", "the table did not answer in time; retry with the same id")
+            self._on_reply(ReplyRecord.refused(Address(self.bus.node, pending.session.id, n), err))
+
     # ------------------------------------------------------------------ metrics & health
     def _on_step(self, actor: TableActor, cmd: c.Command, events: list[Event]) -> None:
         for event in events:
@@ -440,6 +482,10 @@ class ChemmyServer:
         (Also refreshes the cluster's counters for /metrics.)"""
         while True:
             await asyncio.sleep(self.watchdog_interval)
+            self._expire_pending(time.monotonic())
+            if time.monotonic() >= self._next_guest_sweep:
+                self._next_guest_sweep = time.monotonic() + self.guest_sweep_interval
+                self.background(self._expire_guests())
             if isinstance(self.bus, RedisBus):
                 self.metrics.relayed.set(self.bus.relayed)
                 self.metrics.backfilled.set(self.bus.backfilled)

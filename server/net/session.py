@@ -81,6 +81,9 @@ class Session:
     address: str = "unknown"
     id: int = field(default_factory=lambda: next(_conn_ids))
     identity: Identity | None = None
+    #: Whether the player is in the store: a guest is written there only when they
+    #: first sit or deposit (an idle guest costs nothing; issue 9, "Guests").
+    persisted: bool = True
     tables: set[str] = field(default_factory=set)
     #: Refusals allowed: each rate-limited message spends one; they come back slowly,
     #: so a flood is cut off however its bursts are spaced (one accepted message in

@@ -80,6 +80,8 @@ def table_command(kind: str) -> Handler:
     ) -> None:
         tid = await _joined(server, session, fields["table"])
         args = {k: v for k, v in fields.items() if k != "table"}
+        if kind == "sit":
+            await server.persist(session)  # a guest is written to the store to play
         server.relay(session, tid, kind, mid, args, _answer(server, session, mid))
 
     return relay
@@ -127,6 +129,10 @@ async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[st
                 if event.seq <= seq:
                     server.send(session, envelope(tid, view_event(event, player)))
         else:
+            if not session.persisted and isinstance(snapshot, dict) and "you" in snapshot:
+                # A guest not yet in the store: the play money they will get at their seat.
+                money = server.config.guest_balance
+                snapshot["you"] = {**snapshot["you"], "balance": money, "available": money}
             server.ok(session, mid, table=tid, resumed=False, seq=seq, snapshot=snapshot)
         session.tables.add(tid)
         server.hub.subscribe(tid, Subscriber(session.conn, player, session.fmt), after=seq)

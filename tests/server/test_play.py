@@ -41,7 +41,7 @@ async def test_whole_shoe_four_players_both_formats(net: Any, decks: int) -> Non
         await client.call("sit", table="t1", seat=2 * n)  # seats 2 4 6 8: gaps on purpose
         clients[client.player] = client
         seats[client.player] = 2 * n
-    funded = 5 * server.config.guest_balance
+    funded = 4 * server.config.guest_balance  # the watching guest is never written (issue 9)
     balances = {pid: c.hello_reply["balance"] for pid, c in clients.items()}
     assert set(balances.values()) == {server.config.guest_balance}
 
@@ -137,8 +137,11 @@ async def test_whole_shoe_four_players_both_formats(net: Any, decks: int) -> Non
     books = await server.store.balances(["house", "held:t1", "cashier"])
     house, held = books["house"], books["held:t1"]
     assert held == 0
-    players_total = sum(balances.values()) + await spectator.balance()
+    players_total = sum(balances.values())
     assert players_total + house + held == funded == -books["cashier"]
+    # A guest who only watched has the play money they would get, and no row at all.
+    assert await spectator.balance() == server.config.guest_balance
+    assert await server.store.player_name(spectator.player) is None
     # The table's own books (its wallet: this table's house result) agree with the store.
     assert server.actors["t1"].wallet.balance("house") == house
     assert audit["holds_ok"] is True, audit["problems"]  # every hold had exactly one outcome
