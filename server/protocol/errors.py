@@ -1,19 +1,42 @@
-"""The one error tree of Chemmy's wire errors.
+"""The one error tree of Chemmy: what a client is told, and what never leaves a process.
 
 Every error that can reach a client is a :class:`ChemmyError` with a stable,
 machine-readable ``code`` (what a client switches on) and a human ``message`` (what a
-person reads). The subclasses say whose fault it was, as h11 separates local from
-remote protocol errors:
+person reads). The subclasses say whose fault it was, as h11 separates local from remote
+protocol errors. The internal roots below never reach a client as they are: each is
+translated where it crosses a boundary (as ``httpcore/_exceptions.py`` does), into the
+wire error named beside it, and most undo the step that raised them. Every wire code is
+listed in docs/protocol.md ("Errors").
 
 .. code-block:: text
 
-    ChemmyError
-    ├── ProtocolError      malformed message: the client's bug
-    │                      ("bad_frame", "bad_message", ...)
-    ├── Refused            a rule refused the move: the player's move
-    │   └── (the table module's own refusal, e.g. "bet_closed", ...)
-    └── AuthError          (server/net/auth.py) "bad_token", "token_expired",
-                           "auth_required"
+    Exception
+    ├── ChemmyError              (here) sent as {"type": "error", "code", "message"}
+    │   ├── ProtocolError        a malformed frame or message: the client's bug
+    │   │                        bad_frame, bad_message, unknown_command; bad_record
+    │   │                        (a record between processes, server/protocol/records.py)
+    │   ├── Refused              a rule, a limit or the server refused: the player's move
+    │   │   │                    no_table, not_joined, rate_limited, busy, timeout,
+    │   │   │                    unavailable, store_failed, store_unavailable, id_reused,
+    │   │   │                    bad_amount, bad_limit, no_record, not_allowed, ...
+    │   │   ├── TableError       (server/table/errors.py) the table's rules: wrong_phase,
+    │   │   │                    insufficient_funds, not_your_turn, over_max, draining, ...
+    │   │   └── Busy             (server/croupier/actor.py) busy: a table's queue is full
+    │   └── AuthError            (server/net/auth.py) auth_required, bad_token,
+    │                            token_expired, bad_name, too_many_connections
+    └── internal roots (never sent as they are)
+        ├── StoreError           (server/store/base.py) -> store_failed; the step undone
+        │   ├── StoreUnavailable the store cannot be reached -> store_unavailable
+        │   ├── KeyConflict      a ledger key with other fields -> id_reused (deposit)
+        │   ├── Overdrawn        a balance would go below zero -> insufficient_funds
+        │   └── StaleEpoch       a newer owner took the table -> the actor stops there
+        ├── InsufficientFunds,   (server/table/wallet.py) a wallet refused a transfer the
+        │   DuplicateEntry       table had checked: a bug -> internal; the step undone
+        ├── OptionsError         (server/table/options.py, a ValueError) -> bad_options,
+        │                        or a ConfigError at start-up
+        ├── CardError, ShoeError (server/engine, ValueErrors) -> bad_command, or the CLI's
+        │                        one-line error
+        └── ConfigError          (server/net/config.py) -> one line and exit status 2
 
 This module is pure and tiny. It must never import anything of the shell (sockets,
 storage) and an error's message must never carry a secret (a token, a shoe seed, an
