@@ -18,12 +18,13 @@ listed in docs/protocol.md ("Errors").
     │   ├── Refused              a rule, a limit or the server refused: the player's move
     │   │   │                    no_table, not_joined, rate_limited, busy, timeout,
     │   │   │                    unavailable, store_failed, store_unavailable, id_reused,
-    │   │   │                    bad_amount, bad_limit, no_record, not_allowed, ...
+    │   │   │                    too_many_connections, bad_amount, bad_limit, no_record,
+    │   │   │                    not_allowed, ...
     │   │   ├── TableError       (server/table/errors.py) the table's rules: wrong_phase,
     │   │   │                    insufficient_funds, not_your_turn, over_max, draining, ...
     │   │   └── Busy             (server/croupier/actor.py) busy: a table's queue is full
     │   └── AuthError            (server/net/auth.py) auth_required, bad_token,
-    │                            token_expired, bad_name, too_many_connections
+    │                            token_expired, bad_name
     └── internal roots (never sent as they are)
         ├── StoreError           (server/store/base.py) -> store_failed; the step undone
         │   ├── StoreUnavailable the store cannot be reached -> store_unavailable
