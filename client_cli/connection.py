@@ -55,12 +55,10 @@ __all__ = [
 ]
 
 DEFAULT_URL = "ws://127.0.0.1:8765"
-MAX_FRAME = 1 << 24
-RATE_RETRIES = 3  # a "rate_limited" refusal is retried (same id) this many times  # snapshots with a whole shoe's roads are a few hundred kB at most
+MAX_FRAME = 1 << 24  # snapshots with a whole shoe's roads are a few hundred kB at most
+RATE_RETRIES = 3  # a "rate_limited" refusal is retried (same id) this many times
 #: Error codes after which reconnecting cannot help (the credentials are refused).
-FATAL_HELLO_CODES = frozenset(
-    {"auth_required", "bad_token", "token_expired", "forbidden", "auth_failed"}
-)
+FATAL_HELLO_CODES = frozenset({"auth_required", "bad_token", "token_expired", "bad_name"})
 
 Item = dict[str, Any]
 
@@ -165,7 +163,6 @@ class Connection:
         self._ids = itertools.count(1)
         self._prefix = secrets.token_hex(4)
         self._closing = False
-        self._connected = asyncio.Event()
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -229,16 +226,6 @@ class Connection:
         ws = self._ws
         if ws is not None and ws.transport is not None:
             ws.transport.abort()
-
-    async def wait_connected(self, timeout: float | None = None) -> bool:
-        """Wait until connected (or ``timeout`` seconds); whether it is."""
-        if self.connected:
-            return True
-        try:
-            await asyncio.wait_for(self._connected.wait(), timeout)
-        except TimeoutError:
-            return False
-        return self.connected
 
     # ------------------------------------------------------------------ requests
     def next_id(self) -> str:
@@ -345,10 +332,6 @@ class Connection:
 
     def _set_state(self, state: ConnState, **extra: Any) -> None:
         self.state = state
-        if state in (ConnState.CONNECTED, ConnState.RESUMED):
-            self._connected.set()
-        else:
-            self._connected.clear()
         if state is ConnState.CLOSED and extra.get("reason"):
             self.close_reason = str(extra["reason"])
         if self.on_state is not None:

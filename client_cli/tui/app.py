@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -478,7 +477,3 @@ class ChemmyApp(App[int]):
     def action_options(self) -> None:
         if not isinstance(self.screen, OptionsScreen):
             self.push_screen(OptionsScreen())
-
-    # -- for tests -------------------------------------------------------------------
-    def now(self) -> float:
-        return time.time()
