@@ -58,6 +58,13 @@ def send_now(conn: ServerConnection, frame: str | bytes) -> None:
 
 
 class Hub:
+    """This process's fan-out: per table, the connections watching it (by format and by
+    player) and a log of its recent events. :meth:`publish` is what the bus hands a
+    step's events to; :meth:`subscribe` adds a connection (catching it up from the log
+    past the ``seq`` its snapshot or resume reached); :meth:`since` serves a resume.
+    It never waits on a client and never decides what a viewer may see (``view_event``
+    does)."""
+
     def __init__(self, observe: Callable[[float], None] | None = None) -> None:
         self._rooms: dict[str, _Room] = {}
         self._observe = observe  # fan-out latency (seconds per event), for /metrics
