@@ -356,8 +356,7 @@ _SETTINGS: Final = (
     _Setting(
         "guest_idle",
         "float",
-        "seconds after which a guest who never played (only their welcome money) is "
-        "forgotten",
+        "seconds after which a guest who never played (only their welcome money) is forgotten",
         _at_least(60),
     ),
     _Setting(
@@ -403,7 +402,8 @@ def build_parser(prog: str = "chemmy-server") -> argparse.ArgumentParser:
             "Precedence: flags, then CHEMMY_* environment variables, then the TOML file, "
             "then defaults. The lobby (tables) is set only in the TOML file, as "
             "[[tables]] entries (id, name, decks, commission, pairs, super6, dragon, "
-            "seats, tier or min/max/tie_max/side_max, stop_offset, timers, "
+            "seats, tier or min/max/tie_max/side_max (or a limits table of them), "
+            "stop_offset, timers (betting, squeeze, third_card, shoe_offer, cut, grace), "
             "holder_must_bet_banker); "
             "without any: t1 tier 1-100, t2 tier 10-1000, t3 tier 100-10000."
         ),
