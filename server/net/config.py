@@ -347,7 +347,9 @@ _SETTINGS: Final = (
         metavar="NETWORKS",
     ),
     _Setting("chat_max_len", "int", "longest chat message, characters", _between(1, 2000)),
-    _Setting("chat_rate", "int", "chat messages per 10 s per player (0: no chat)", _at_least(0)),
+    _Setting(
+        "chat_rate", "int", "chat messages per 10 s per connection (0: no chat)", _at_least(0)
+    ),
     _Setting("max_deposit", "int", "largest play-money deposit, minor units", _at_least(0)),
     _Setting("guest_balance", "int", "a new player's starting balance, minor units", _at_least(0)),
     _Setting("queue_size", "int", "per-table command queue length", _at_least(1)),

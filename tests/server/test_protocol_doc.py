@@ -448,6 +448,17 @@ def test_help_and_docs_name_every_table_setting() -> None:
         assert f"`{name}`" in options, f"docs/protocol.md's options table omits {name}"
 
 
+def test_every_server_flag_the_docs_name_exists() -> None:
+    """The flags this page (and the README's table of settings) names are
+    ``chemmy-server``'s own."""
+    flags = set(build_parser()._option_string_actions)
+    named = set(re.findall(r"`(--[a-z][a-z-]*)", DOC.read_text(encoding="utf-8")))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = [line for line in readme.splitlines() if line.startswith("| `--")]
+    named |= set(re.findall(r"`(--[a-z][a-z-]*)`", "\n".join(table)))
+    assert named and named <= flags, sorted(named - flags)
+
+
 # ------------------------------------------------------------------------ the game
 
 LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut": 60, "grace": 60}
