@@ -22,6 +22,9 @@ a bug. This module reads every fenced ``json`` block of the page and checks it t
   maps whose keys are data (player ids, areas, card numbers) only the values' shapes
   count. And per category the set of key paths in the examples equals the set in the
   frames: an undocumented field, or a documented one never sent, fails.
+- **The settings**: ``chemmy-server --help`` and the page's ``create_table`` options
+  name every table setting, and every flag the page (or the README's table of
+  settings) names is one of ``chemmy-server``'s.
 
 How the page marks its examples: a block holds one or more JSON values, each a client
 message or a server frame (``ok``, ``error``, ``event``, or a ``chat`` with a
@@ -31,6 +34,9 @@ the roads, the odds, a round or shoe record, a lobby line, a result, an offer), 
 ``<!-- example: refused -->`` for a block whose client messages are invalid on
 purpose. Elisions: ``{…}`` or ``[…]`` for a value shown in full elsewhere (a part),
 ``…`` as the last item of a list (more of the same) or of a map whose keys are data.
+
+This module never changes the page or the server: it reads the one, and knows the other
+by the frames its clients receive (the script only starts, drains and stops it).
 """
 
 from __future__ import annotations
@@ -434,12 +440,7 @@ def test_every_error_code_the_server_can_send_is_listed() -> None:
 def test_help_and_docs_name_every_table_setting() -> None:
     """``chemmy-server --help`` names every table setting a ``[[tables]]`` entry takes,
     and so does the option table of ``create_table`` in the page."""
-    settings = {f for f in TableOptions.__dataclass_fields__} | {
-        "min",
-        "max",
-        "tie_max",
-        "side_max",
-    }
+    settings = set(TableOptions.__dataclass_fields__) | {"min", "max", "tie_max", "side_max"}
     help_text = " ".join(build_parser().format_help().split())
     text = DOC.read_text(encoding="utf-8")
     options = text[text.index("The options (`server/table/options.py`)") :]
@@ -451,7 +452,7 @@ def test_help_and_docs_name_every_table_setting() -> None:
 def test_every_server_flag_the_docs_name_exists() -> None:
     """The flags this page (and the README's table of settings) names are
     ``chemmy-server``'s own."""
-    flags = set(build_parser()._option_string_actions)
+    flags = set(re.findall(r"--[a-z][a-z-]*", build_parser().format_help()))
     named = set(re.findall(r"`(--[a-z][a-z-]*)", DOC.read_text(encoding="utf-8")))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     table = [line for line in readme.splitlines() if line.startswith("| `--")]
@@ -524,11 +525,6 @@ async def settle(game: Game, rid: str) -> None:
     raise AssertionError(f"{rid} never settled")
 
 
-async def refused(client: Client, code: str, kind: str, **fields: Any) -> None:
-    """``client``'s ``kind`` is refused with ``code``."""
-    await client.refused(code, kind, **fields)
-
-
 async def play(net: Any) -> Recorder:
     """The scripted game; returns what every client received."""
     server = await net.start(
@@ -565,68 +561,68 @@ async def play(net: Any) -> Recorder:
     await game.act(b, "sit", seat=3)  # sits during the offer: offered it too
     await game.act("alice", "decline_shoe")
     await game.act(b, "decline_shoe")  # every seated player declined: the house holds
-    await refused(alice, "bad_cut", "cut", table=t, position=5)
-    await refused(bob, "not_cutter", "cut", table=t, position=100)
+    await alice.refused("bad_cut", "cut", table=t, position=5)
+    await bob.refused("not_cutter", "cut", table=t, position=100)
     await game.act("alice", "cut", position=150)
     cy = await run.player("cy", "Cy")
     await cy.join(t)
-    await refused(cy, "seat_taken", "sit", table=t, seat=1)
-    await refused(cy, "bad_seat", "sit", table=t, seat=9)
+    await cy.refused("seat_taken", "sit", table=t, seat=1)
+    await cy.refused("bad_seat", "sit", table=t, seat=9)
     players["cy"] = cy
     await game.act("cy", "sit")  # the lowest free seat: 2
-    await refused(cy, "already_seated", "sit", table=t)
+    await cy.refused("already_seated", "sit", table=t)
 
     # -- coup 1: chips placed, moved, removed; a squeeze ---------------------------------
     await game.act("alice", "bet", area="player", amount=500)
     await game.act(b, "bet", area="banker", amount=300)
     await game.act(b, "bet", area="tie", amount=100)
     await game.act(b, "remove_bet", area="tie")
-    await refused(bob, "over_max", "bet", table=t, area="tie", amount=2_000)
-    await refused(bob, "below_min", "bet", table=t, area="tie", amount=50)
-    await refused(bob, "bad_area", "bet", table=t, area="super6", amount=100)
-    await refused(bob, "no_previous_bets", "same_bet", table=t)
+    await bob.refused("over_max", "bet", table=t, area="tie", amount=2_000)
+    await bob.refused("below_min", "bet", table=t, area="tie", amount=50)
+    await bob.refused("bad_area", "bet", table=t, area="super6", amount=100)
+    await bob.refused("no_previous_bets", "same_bet", table=t)
     await game.act("cy", "bet", area="player", amount=200)
     await game.act("cy", "clear_bets")
-    await refused(cy, "no_bet", "clear_bets", table=t)
+    await cy.refused("no_bet", "clear_bets", table=t)
     await game.act("cy", "bet", area="banker", amount=200)
-    await refused(alice, "not_holder", "pass_shoe", table=t)
-    await refused(alice, "wrong_phase", "accept_shoe", table=t)
+    await alice.refused("not_holder", "pass_shoe", table=t)
+    await alice.refused("wrong_phase", "accept_shoe", table=t)
     await alice.join(t)  # a snapshot while betting, with chips down
     await game.act("alice", "done")
     await game.act("alice", "done")  # again: a duplicate, no event
     await game.act(b, "done")
     await game.act("cy", "done")  # betting closes; the Player hand is alice's
-    await refused(bob, "not_your_turn", "toss", table=t, hand="player")
-    await refused(alice, "not_squeezing", "turn", table=t, hand="player", card=1)
-    await refused(alice, "wager_in_play", "stand", table=t)
+    await bob.refused("not_your_turn", "toss", table=t, hand="player")
+    await alice.refused("not_squeezing", "turn", table=t, hand="player", card=1)
+    await alice.refused("wager_in_play", "stand", table=t)
     await game.act("alice", "squeeze", hand="player", style="peek")
-    await refused(alice, "already_squeezing", "squeeze", table=t, hand="player", style="side")
+    await alice.refused("already_squeezing", "squeeze", table=t, hand="player", style="side")
     await game.act("alice", "progress", hand="player", card=1, percent=40)
     await game.act("alice", "progress", hand="player", card=1, percent=30)  # no event
     await alice.join(t)  # the squeezing turner's snapshot
     await spec.join(t)  # ... and a spectator's
     await spec.call("roads", table=t)  # no odds while a coup is dealt
     await game.act("alice", "turn", hand="player", card=1)
-    await refused(alice, "card_already_turned", "turn", table=t, hand="player", card=1)
+    await alice.refused("card_already_turned", "turn", table=t, hand="player", card=1)
     await game.act("alice", "toss", hand="player")
     await settle(game, f"{t}-1-1")
 
     # -- between coups: the cashier, records, chat, errors ----------------------------
     await spec.call("roads", table=t)  # with the odds of the next coup
     await alice.call("history", limit=1)
-    await refused(alice, "bad_limit", "history", limit=0)
+    await alice.refused("bad_limit", "history", limit=0)
     await alice.call("balance")
     await bob.call("balance")
     await alice.call("deposit", msg_id="dep-1", amount=2_500)
     await alice.call("deposit", msg_id="dep-1", amount=2_500)  # the same id: a duplicate
-    await refused(alice, "id_reused", "deposit", msg_id="dep-1", amount=3_000)
-    await refused(alice, "bad_amount", "deposit", msg_id="dep-2", amount=0)
+    await alice.refused("id_reused", "deposit", msg_id="dep-1", amount=3_000)
+    await alice.refused("bad_amount", "deposit", msg_id="dep-2", amount=0)
     await alice.call("chat", table=t, text="  good   luck  ")
-    await refused(alice, "bad_chat", "chat", table=t, text="\x1b[2Jhi")
-    await refused(alice, "chat_too_long", "chat", table=t, text="x" * 201)
-    await refused(alice, "no_table", "join", table="nowhere")
-    await refused(alice, "no_record", "shoe_record", table=t)
-    await refused(bob, "not_allowed", "close_table", table=t)
+    await alice.refused("bad_chat", "chat", table=t, text="\x1b[2Jhi")
+    await alice.refused("chat_too_long", "chat", table=t, text="x" * 201)
+    await alice.refused("no_table", "join", table="nowhere")
+    await alice.refused("no_record", "shoe_record", table=t)
+    await bob.refused("not_allowed", "close_table", table=t)
     start = await spec.send({"type": "bet", "table": t, "area": "player", "amount": "5"})
     await spec.next_reply(start)  # a bad_message, its id null (the frame had none)
 
@@ -697,16 +693,16 @@ async def play(net: Any) -> Recorder:
     # -- timers, on a table with short ones; a closed table ---------------------------
     quick = "quick"
     short = {k: round(scaled(0.3), 3) for k in LONG} | {"betting": round(scaled(1.0), 3)}
-    await refused(bob, "not_allowed", "create_table", table=quick)
-    await refused(alice, "bad_options", "create_table", table=quick, options={"seats": 99})
+    await bob.refused("not_allowed", "create_table", table=quick)
+    await alice.refused("bad_options", "create_table", table=quick, options={"seats": 99})
     await alice.call(
         "create_table", table=quick, options={"name": "Quick", "decks": 6, "timers": short}
     )
-    await refused(alice, "table_exists", "create_table", table=quick)
+    await alice.refused("table_exists", "create_table", table=quick)
     await alice.join(quick)
     dee = await run.player("dee", "Dee")
     await dee.join(quick)
-    await refused(dee, "not_joined", "bet", table=t, area="player", amount=100)
+    await dee.refused("not_joined", "bet", table=t, area="player", amount=100)
     await dee.call("sit", table=quick)  # offered the shoe; the offer times out...
     wait = scaled(10)
     await alice.wait_event("shoe_declined", table=quick, timeout=wait)
@@ -725,7 +721,7 @@ async def play(net: Any) -> Recorder:
     await spec.wait_seq(t, reply["seq"])
     await server.drain(timeout=scaled(5))
     await spec.wait_event("draining", table=t)
-    await refused(alice, "draining", "bet", table=t, area="banker", amount=100)
+    await alice.refused("draining", "bet", table=t, area="banker", amount=100)
     return run
 
 
