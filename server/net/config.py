@@ -347,7 +347,9 @@ _SETTINGS: Final = (
         metavar="NETWORKS",
     ),
     _Setting("chat_max_len", "int", "longest chat message, characters", _between(1, 2000)),
-    _Setting("chat_rate", "int", "chat messages per 10 s per player (0: no chat)", _at_least(0)),
+    _Setting(
+        "chat_rate", "int", "chat messages per 10 s per connection (0: no chat)", _at_least(0)
+    ),
     _Setting("max_deposit", "int", "largest play-money deposit, minor units", _at_least(0)),
     _Setting("guest_balance", "int", "a new player's starting balance, minor units", _at_least(0)),
     _Setting("queue_size", "int", "per-table command queue length", _at_least(1)),
@@ -356,8 +358,7 @@ _SETTINGS: Final = (
     _Setting(
         "guest_idle",
         "float",
-        "seconds after which a guest who never played (only their welcome money) is "
-        "forgotten",
+        "seconds after which a guest who never played (only their welcome money) is forgotten",
         _at_least(60),
     ),
     _Setting(
@@ -403,7 +404,8 @@ def build_parser(prog: str = "chemmy-server") -> argparse.ArgumentParser:
             "Precedence: flags, then CHEMMY_* environment variables, then the TOML file, "
             "then defaults. The lobby (tables) is set only in the TOML file, as "
             "[[tables]] entries (id, name, decks, commission, pairs, super6, dragon, "
-            "seats, tier or min/max/tie_max/side_max, stop_offset, timers, "
+            "seats, tier or min/max/tie_max/side_max (or a limits table of them), "
+            "stop_offset, timers (betting, squeeze, third_card, shoe_offer, cut, grace), "
             "holder_must_bet_banker); "
             "without any: t1 tier 1-100, t2 tier 10-1000, t3 tier 100-10000."
         ),
