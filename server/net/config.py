@@ -356,8 +356,7 @@ _SETTINGS: Final = (
     _Setting(
         "guest_idle",
         "float",
-        "seconds after which a guest who never played (only their welcome money) is "
-        "forgotten",
+        "seconds after which a guest who never played (only their welcome money) is forgotten",
         _at_least(60),
     ),
     _Setting(
