@@ -79,6 +79,15 @@ def seen_by(table: Table) -> dict[str, int]:
     return {name: max_seq(p) for name, p in table.players.items()}
 
 
+async def caught_up(table: Table) -> dict[str, int]:
+    """:func:`seen_by`, once every player has every event any of them saw (another
+    player's command reaches each connection a moment apart)."""
+    last = table.max_seq
+    for p in table.players.values():
+        await p.wait_seq(TABLE, last)
+    return seen_by(table)
+
+
 # ---------------------------------------------------------------------- the tests
 async def test_kill_during_betting_keeps_the_chips_and_deals_the_stored_shoe(
     server: CrashServer,
@@ -88,7 +97,8 @@ async def test_kill_during_betting_keeps_the_chips_and_deals_the_stored_shoe(
     await table.place_bets()
     for name in PLAYERS[:2]:  # two of three pressed DONE: betting still open
         await table[name].call("done", table=TABLE)
-    seen, since = table.max_seq, seen_by(table)
+    since = await caught_up(table)
+    seen = table.max_seq
     commitment = table.joined[PLAYERS[0]]["shoe"]["commitment"]
     server.kill()
     await table.close()
