@@ -29,7 +29,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,16 +37,24 @@ from server.bus.base import Bus
 from server.engine.odds import exact_odds
 from server.protocol.errors import ChemmyError, Refused
 from server.protocol.records import CommandRecord, ReplyRecord
-from server.store.base import Overdrawn, StaleEpoch, Store, TableRow
+from server.store.base import (
+    Overdrawn,
+    StaleEpoch,
+    Store,
+    StoreError,
+    StoreUnavailable,
+    TableRow,
+    dump_json,
+)
 from server.table import Table, TableError, views
 from server.table import commands as c
 from server.table.events import Event, Step
 from server.table.state import PlayerState
-from server.table.wallet import held_account, player_account, stake_account
+from server.table.wallet import Entry, held_account, player_account, stake_account
 
 from .wallet import TableWallet
 
-__all__ = ["WIRE_COMMANDS", "Busy", "TableActor"]
+__all__ = ["WIRE_COMMANDS", "Busy", "TableActor", "store_refusal"]
 
 log = logging.getLogger("chemmy.croupier")
 
@@ -94,6 +102,17 @@ class _Item:
     record: CommandRecord | None = None
     command: c.Command | None = None
     done: asyncio.Future[list[Event]] | None = None  # the croupier's own calls wait on it
+
+
+@dataclass(slots=True)
+class _InDoubt:
+    """A step whose commit failed in a way that does not say whether it was kept
+    (:class:`StoreUnavailable`: Redis may have run the commit and lost the reply): the
+    table was undone, and the stored row says, before the next step, which it was."""
+
+    state: dict[str, Any]
+    events: list[Event]
+    coup_in_progress: bool
 
 
 class TableActor:
@@ -150,6 +169,8 @@ class TableActor:
         self._task: asyncio.Task[None] | None = None
         self._odds: tuple[tuple[int, int], dict[str, Any] | None] | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self._current: _Item | None = None  # the item being stepped, not answered yet
+        self._doubt: _InDoubt | None = None  # a step that may have been kept after all
         #: The gateways through which each player watches this table (from their joins;
         #: not stored: after a takeover the gateways join their players again).
         self.watchers: dict[str, set[str]] = {}
@@ -225,10 +246,26 @@ class TableActor:
                         self.submit_command(c.Disconnect(player=player))
 
     def abandon(self) -> None:
-        """Stop at once, without another step or write (this process lost the table)."""
+        """Stop at once, without another step or write (this process lost the table).
+        The command being stepped and those queued are answered ``unavailable`` now,
+        never left to time out (a retry with the same id reaches the next owner)."""
         self.lost = True
         if self._task is not None:
             self._task.cancel()
+        self._refuse_waiting()
+
+    def _refuse_waiting(self) -> None:
+        """Answer ``unavailable`` to every command this actor will never step: the one
+        in progress (its step cancelled before it replied) and the queued ones."""
+        moved = Refused("unavailable", "that table moved; try again")
+        items = [] if self._current is None else [self._current]
+        self._current = None
+        while not self.queue.empty():
+            queued = self.queue.get_nowait()
+            if queued is not None:
+                items.append(queued)
+        for item in items:
+            self._refuse(item, moved)
 
     async def stop(self) -> None:
         """Stop after the commands already queued (each step is stored)."""
@@ -239,6 +276,7 @@ class TableActor:
                 await asyncio.wait_for(self._task, 5)
             except (TimeoutError, asyncio.CancelledError):
                 self._task.cancel()
+                self._refuse_waiting()  # what it never stepped is answered, not dropped
 
     # -- the loop --------------------------------------------------------------------
     async def run(self) -> None:
@@ -357,6 +395,23 @@ class TableActor:
         return step
 
     async def _step(self, item: _Item) -> None:
+        """Step one item; while it runs it is :attr:`_current` (it has not been answered:
+        every await of a step comes before its reply)."""
+        self._current = item
+        try:
+            await self._step_item(item)
+        finally:
+            if self._current is item:
+                self._current = None
+
+    async def _step_item(self, item: _Item) -> None:
+        if self._doubt is not None:
+            try:
+                await self._settle_doubt()
+            except StoreError as exc:  # still cannot tell: nothing more happens here yet
+                self._store_failed(exc)
+                self._refuse(item, store_refusal(exc))
+                return
         now = self.clock()
         record = item.record
         try:
@@ -384,6 +439,12 @@ class TableActor:
         except ChemmyError as err:
             self.wallet.drain()  # a refused command moved no money
             self._refuse(item, err)
+            return
+        except StoreError as exc:
+            # A balance could not be read before deciding: nothing was decided or moved.
+            self.wallet.drain()
+            self._store_failed(exc)
+            self._refuse(item, store_refusal(exc))
             return
         except Exception:
             log.exception(
@@ -423,17 +484,22 @@ class TableActor:
             except Overdrawn:
                 # The balance this table knew was more than the store holds (spent at
                 # another table meanwhile): the bet was never accepted (§3).
-                await self._restore()
+                await self._restore(entries)
                 self._refuse(
                     item, TableError("insufficient_funds", "that bet is more than your balance")
                 )
                 return
             except Exception as exc:
                 # Nothing of this step was stored, so nothing of it may be sent (§8):
-                # back to the last stored step; the sender hears it failed.
+                # back to the last stored step; the sender hears it failed, and whether
+                # the store could not be reached (store_unavailable) or refused. Not
+                # reached, it may have kept the step all the same (a reply lost on the
+                # way back): the next step first looks (_settle_doubt).
                 self._store_failed(exc)
-                await self._restore()
-                self._refuse(item, Refused("store_failed", "that could not be saved; try again"))
+                if isinstance(exc, StoreUnavailable):
+                    self._doubt = _InDoubt(state, events, step.coup_in_progress)
+                await self._restore(entries)
+                self._refuse(item, store_refusal(exc))
                 return
             self.wallet.load(result.balances.items())
             self._last_state = state
@@ -468,7 +534,7 @@ class TableActor:
         )
         self.lost = True
         self.wallet.drain()
-        self._refuse(item, Refused("unavailable", "that table moved; try again"))
+        self._refuse_waiting()  # this item (the current one) and the queued ones
         if self.on_lost is not None:
             self.on_lost(self)
 
@@ -502,22 +568,80 @@ class TableActor:
         if self.on_store is not None:
             self.on_store(self, True)
 
-    async def _restore(self) -> None:
-        """Undo the step that was not stored: the table as the last stored step left it,
-        its wallet read afresh from the store. Nothing of the undone step survives, so
-        the same command retried posts each entry once."""
-        self.wallet.drain()
+    async def _settle_doubt(self) -> None:
+        """Find out whether the step in doubt was kept: the stored row is either the
+        last step's or the one in doubt (a commit is all or nothing). Not kept: it was
+        undone rightly. Kept: it happened, so the table takes it up again, and its
+        events go out now, late but in order, before anything newer; its sender, told
+        ``store_unavailable``, retries with the same id and hears ``duplicate``. Raises
+        :class:`StoreError` while the store cannot be read (still in doubt)."""
+        doubt = self._doubt
+        assert doubt is not None
+        rows = await self.store.load_tables()
+        self._doubt = None
+        row = next((r for r in rows if r.table_id == self.table_id), None)
+        if row is None or row.state is None or dump_json(row.state) != dump_json(doubt.state):
+            return
+        log.warning(
+            "table %s: a step whose commit seemed to fail was kept; taken up again",
+            self.table_id,
+            extra={"table": self.table_id},
+        )
         old = self.table
         wallet = TableWallet()
+        table = Table.from_state(doubt.state, wallet)
+        wallet.load(
+            (await self.store.balances(self._accounts(table) | self._accounts(old))).items()
+        )
+        self._carry_spectators(old, table)
+        self.table, self.wallet = table, wallet
+        self._last_state = doubt.state
+        self.in_coup = doubt.coup_in_progress
+        self._summary = None
+        if doubt.events:
+            self.bus.publish(self.table_id, doubt.events)
+        if table.phase == "closed" and not self.closed:
+            self.closed = True
+            if self.on_closed is not None:
+                self.on_closed(self)
+
+    async def _restore(self, undone: Sequence[Entry] = ()) -> None:
+        """Undo the step that was not stored: the table as the last stored step left it,
+        its wallet as it was before the step (the ``undone`` entries and any still
+        pending taken back), then read afresh from the store. A store that cannot be
+        read now (Redis down) leaves the wallet as it was before the step: never with
+        the undone step's money in it. Nothing of the undone step survives, so the same
+        command retried posts each entry once."""
+        balances = dict(self.wallet.balances)
+        for entry in [*undone, *self.wallet.drain()]:
+            balances[entry.src] = balances.get(entry.src, 0) + entry.amount
+            balances[entry.dst] = balances.get(entry.dst, 0) - entry.amount
+        old = self.table
+        wallet = TableWallet(balances)
         table = Table.from_state(self._last_state, wallet)
         accounts = self._accounts(table) | self._accounts(old)
-        wallet.load((await self.store.balances(accounts)).items())
+        with contextlib.suppress(StoreError):  # the balances as before the step will do
+            wallet.load((await self.store.balances(accounts)).items())
+        self._carry_spectators(old, table)
+        self.table, self.wallet = table, wallet
+
+    @staticmethod
+    def _carry_spectators(old: Table, table: Table) -> None:
+        """Spectators are not stored: whoever the stored step does not know was watching
+        then (or came since), and still is."""
         for pid, p in old.players.items():
-            # Spectators are not stored: whoever the stored step does not know was
-            # watching then (or came since), and still is.
             if pid not in table.players:
                 table.players[pid] = PlayerState(pid, p.name, connected=p.connected)
-        self.table, self.wallet = table, wallet
+
+
+def store_refusal(exc: BaseException) -> Refused:
+    """What the sender of a step the store did not keep hears: ``store_unavailable`` when
+    the store cannot be reached or cannot write now (Redis down, the SQLite lock wait
+    ran out), else ``store_failed``. Either way nothing of the step was kept; a retry
+    with the same id is applied once."""
+    if isinstance(exc, StoreUnavailable):
+        return Refused("store_unavailable", "the store cannot be reached now; try again")
+    return Refused("store_failed", "that could not be saved; try again")
 
 
 def _plain(value: Any) -> Any:

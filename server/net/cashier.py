@@ -12,6 +12,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from server.croupier.actor import store_refusal
 from server.protocol.errors import ChemmyError, ProtocolError, Refused
 from server.store.base import KeyConflict, StoreError, ledger_key
 from server.table.views import own_round
@@ -53,9 +54,10 @@ async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict
         raise Refused(
             "id_reused", "that deposit id was used for another amount; use a new id"
         ) from None
-    except StoreError:
+    except StoreError as exc:
+        # Nothing was credited: store_unavailable (cannot reach it now) or store_failed.
         log.exception("storing a deposit failed", extra={"player": pid, "conn": session.id})
-        raise Refused("store_failed", "the deposit could not be saved; try again") from None
+        raise store_refusal(exc) from None
     duplicate = result.inserted == 0
     # The tables this player is at read their balance again (for what they show).
     for table in session.tables:

@@ -3,13 +3,19 @@
 In one process the croupier knows every table (:class:`LocalLobby`). In a cluster each
 table's owner keeps its summary line in Redis and any gateway reads them all
 (:class:`SharedLobby`, cached for a moment so a burst of ``tables`` requests costs one
-read). Either way the gateway learns about tables without reading one.
+read). Either way the gateway learns about tables without reading one. Redis that
+cannot be read is :class:`~server.store.base.StoreUnavailable` here, as in the store,
+so the gateway answers ``store_unavailable`` and the connection lives on.
 """
 
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING, Any, Protocol
+
+from redis.exceptions import RedisError
+
+from server.store.base import StoreUnavailable
 
 if TYPE_CHECKING:
     from server.croupier.cluster import Leases
@@ -54,7 +60,10 @@ class SharedLobby:
 
     async def _lines(self) -> dict[str, dict[str, Any]]:
         if time.monotonic() - self._read > self.fresh_for:
-            self._cache = await self.leases.summaries()
+            try:
+                self._cache = await self.leases.summaries()
+            except (RedisError, OSError) as exc:  # translated at the boundary
+                raise StoreUnavailable(f"the lobby cannot be read: {exc}") from None
             self._read = time.monotonic()
         return self._cache
 

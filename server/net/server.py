@@ -340,17 +340,25 @@ class ChemmyServer:
         """A cluster notice: the lobby may have changed; and when a table has a new
         owner (a failover or a handover), this gateway's players join it again, so the
         new owner (which started as after a restart: everyone disconnected) knows they
-        are here."""
+        are here. After the bus lost Redis and reconnected, every table may have changed
+        owner meanwhile, and the notices said so while nobody here listened: the players
+        join every table they are at again (a join where they are known changes
+        nothing)."""
         lobby.stale()
-        if notice.get("kind") != "owner":
+        kind = notice.get("kind")
+        if kind not in ("owner", "reconnected"):
             return
         table = str(notice.get("table"))
         for session in list(self.sessions.values()):
-            if table in session.tables and session.identity is not None:
-                with contextlib.suppress(ChemmyError):
-                    self.relay(
-                        session, table, "join", None, {"name": session.identity.name}, _ignore
-                    )
+            for tid in list(session.tables) if kind == "reconnected" else [table]:
+                self._join_again(session, tid)
+
+    def _join_again(self, session: Session, table: str) -> None:
+        """Tell ``table``'s owner that ``session``'s player is here (a notice said it may
+        not know it)."""
+        if table in session.tables and session.identity is not None:
+            with contextlib.suppress(ChemmyError):
+                self.relay(session, table, "join", None, {"name": session.identity.name}, _ignore)
 
     def forget_table(self, table: str) -> None:
         """A table closed: nobody here watches it any more, and its log is gone (a new

@@ -9,24 +9,35 @@ the database must hold once the server stopped.
   :data:`BETS`, and turns the cards (PEEK, then TOSS), remembering every card a turner
   saw or turned (:attr:`Table.known`); it can stop in a squeeze, or hand the coup's last
   TOSS to the test (to kill the server right after it is sent).
-- :func:`table_state`, :func:`check_money` and the others read the SQLite file the
-  stopped server left: the stored table, and a ledger that sums to zero with exactly one
-  hold and one outcome per bet (GAME_RULES §8: nothing is paid twice).
+- :class:`CrashServer` is that server on SQLite (its file) or, given ``store``, on a
+  Redis the test started (``--store``, a one-process cluster with a short lease, so a
+  restart after ``kill -9`` takes the table over quickly); :attr:`CrashServer.store_url`
+  names where it keeps everything.
+- :func:`table_state`, :func:`check_money` and the others read the store the stopped
+  server left (a SQLite file, or the Redis): the stored table, and a ledger that sums to
+  zero with exactly one hold and one outcome per bet (GAME_RULES §8: nothing is paid
+  twice). :func:`check_books` is the same check of any open store, for tests whose
+  server still runs.
+- :meth:`Table.rejoin` brings the players back after a restart; given the last ``seq``
+  each had seen, they resume with the events they missed (stored with each step), not
+  a snapshot (:func:`resume`).
 
-This module must never read the database while a server runs on it.
+This module must never read a SQLite file while a server runs on it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from server.engine.cards import card_value, hand_total
 from server.engine.coup import banker_draws, is_natural, player_draws, resolve_coup
 from server.engine.shoe import Shoe
-from server.store.sqlite import SQLiteStore
+from server.store import Store, open_store
 
 from .client import Client, open_player
 from .game import Game
@@ -37,20 +48,25 @@ __all__ = [
     "BETS",
     "CONFIG",
     "FUNDS",
+    "LEASE",
     "PLAYERS",
     "SECRET",
     "STEP",
     "TABLE",
+    "CrashServer",
     "ServerProcess",
     "Table",
+    "check_books",
     "check_money",
     "check_resume",
     "connect_player",
     "coup_cards",
+    "join_table",
     "max_seq",
     "next_coup",
     "read_db",
     "record_cards",
+    "resume",
     "table_state",
 ]
 
@@ -74,6 +90,23 @@ tier = "1-100"
 timers = {{ betting = 60, squeeze = 60, third_card = 60, shoe_offer = 60, cut = 60, grace = 120 }}
 """
 STEP = scaled(15.0)  # seconds any one step may take before a test fails
+#: The lease (seconds) of a server on Redis: after a ``kill -9`` the restarted process
+#: takes the table over once the dead one's lease has run out.
+LEASE = scaled(1.5)
+
+
+class CrashServer(ServerProcess):
+    """The crash tests' server: ``CONFIG`` (or ``config``) on the SQLite file in ``home``,
+    or with ``store`` (a ``redis://`` URL of a Redis the test started) on that Redis, as
+    a one-process cluster with a short lease. ``args`` are more ``chemmy-server`` flags."""
+
+    def __init__(
+        self, home: Path, store: str | None = None, *args: str, config: str = CONFIG
+    ) -> None:
+        extra = [] if store is None else ["--store", store, "--lease", str(LEASE)]
+        super().__init__(home, config, *extra, *args)
+        #: Where the server keeps everything: the Redis URL, or the SQLite file.
+        self.store_url = store or str(self.db)
 
 
 # ---------------------------------------------------------------------- the players
@@ -83,6 +116,20 @@ async def connect_player(url: str, name: str) -> Client:
     client = await open_player(url, name, secret=SECRET, timeout=STEP)
     assert client.player == name
     return client
+
+
+async def join_table(client: Client, **fields: Any) -> dict[str, Any]:
+    """``join`` :data:`TABLE`, asserted ok. Right after a restart on Redis the table has
+    no owner until the dead process's lease runs out: the server answers ``unavailable``
+    (try again) meanwhile, and so this tries again, for at most :data:`STEP` seconds."""
+    async with asyncio.timeout(STEP):
+        while True:
+            reply = await client.rpc("join", table=TABLE, **fields)
+            if reply["type"] != "error" or reply["code"] != "unavailable":
+                break
+            await asyncio.sleep(0.05)
+    assert reply["type"] == "ok", reply
+    return reply
 
 
 def max_seq(client: Client) -> int:
@@ -107,6 +154,8 @@ class Table:
         # What is known of the current coup: (hand, index 1-3) -> card, seen or turned.
         self.known: dict[tuple[str, int], str] = {}
         self.turners: dict[str, str | None] = {}  # the coup's turners, from "dealt"
+        #: After :meth:`rejoin` with ``since``: the events each player was sent again.
+        self.replayed: dict[str, list[dict[str, Any]]] = {}
 
     @classmethod
     async def seat(cls, url: str) -> Table:
@@ -121,16 +170,48 @@ class Table:
         return table
 
     @classmethod
-    async def rejoin(cls, url: str) -> Table:
-        """After a restart: the same players, new connections, a snapshot each."""
+    async def rejoin(cls, url: str, since: Mapping[str, int] | None = None) -> Table:
+        """After a restart: the same players on new connections, and a snapshot of what
+        each may see now (:attr:`snapshots`).
+
+        Without ``since``, each joins afresh (a snapshot). With ``since`` (player -> the
+        last seq that player saw before the restart) each resumes: the events missed
+        since come, stored with each step, without a gap and without a snapshot
+        (:func:`resume`); the snapshot is then a second, short-lived connection's, and
+        the first player's stream is read on from the first event after the replay.
+        """
         players: dict[str, Client] = {}
         snapshots: dict[str, dict[str, Any]] = {}
+        replayed: dict[str, list[dict[str, Any]]] = {}
+        after: dict[str, int] = {}
         for name in PLAYERS:
             players[name] = p = await connect_player(url, name)
-            reply = await p.call("join", table=TABLE)
-            assert reply["resumed"] is False and "snapshot" in reply, reply
-            snapshots[name] = reply["snapshot"]
-        return cls(players, snapshots)
+            if since is None:
+                reply = await join_table(p)
+                assert reply["resumed"] is False and "snapshot" in reply, reply
+                snapshots[name] = reply["snapshot"]
+                continue
+            replayed[name], after[name] = await resume(p, since[name])
+            peek = await connect_player(url, name)
+            try:
+                snapshots[name] = (await join_table(peek))["snapshot"]
+            finally:
+                await peek.close()
+        table = cls(players, snapshots)
+        table.replayed = replayed
+        if since is not None:
+            obs = table.obs
+            obs.snapshots[TABLE], obs.snapshot_at[TABLE] = snapshots[PLAYERS[0]], 0
+            last = after[PLAYERS[0]]
+            table.cursor = next(
+                (
+                    f.index
+                    for f in obs.frames
+                    if f.msg.get("type") == "event" and f.msg["seq"] > last
+                ),
+                len(obs.frames),
+            )
+        return table
 
     def __getitem__(self, name: str) -> Client:
         return self.players[name]
@@ -263,16 +344,19 @@ class Table:
 
 
 # ---------------------------------------------------------------------- the database
-async def read_db(path: Path) -> tuple[dict[str, Any], SQLiteStore]:
-    store = SQLiteStore(path)
-    await store.open()
+Where = str | os.PathLike[str]  # a SQLite file, or a store URL (``CrashServer.store_url``)
+
+
+async def read_db(where: Where) -> tuple[dict[str, Any], Store]:
+    """The stored state of :data:`TABLE`, and the store, open (the caller closes it)."""
+    store = await open_store(where)
     (row,) = [r for r in await store.load_tables() if r.table_id == TABLE]
     assert row.state is not None
     return row.state, store
 
 
-async def table_state(path: Path) -> dict[str, Any]:
-    state, store = await read_db(path)
+async def table_state(where: Where) -> dict[str, Any]:
+    state, store = await read_db(where)
     await store.close()
     return state
 
@@ -289,75 +373,114 @@ def next_coup(state: dict[str, Any]) -> dict[str, list[str]]:
     return {"player": list(coup.player), "banker": list(coup.banker)}
 
 
-async def check_money(path: Path, *, settled_all: bool = True) -> dict[str, Any]:
-    """The ledger after the server stopped: conserved, matched, nothing doubled."""
-    store = SQLiteStore(path)
-    await store.open()
+async def check_money(where: Where, *, settled_all: bool = True) -> dict[str, Any]:
+    """The ledger after the server stopped (see :func:`check_books`): the three players
+    were funded :data:`FUNDS` each, and nothing else came in."""
+    store = await open_store(where)
     try:
-        audit = await store.audit()
-        assert audit["sum"] == 0, audit
-        assert audit["ledger_matches"], audit
-        entries = await store.ledger(limit=1_000_000)
-        assert len(entries) == audit["entries"]
-        keys = Counter(e.key for e in entries)
-        assert max(keys.values()) == 1, [k for k, n in keys.items() if n > 1]
-        balances = await store.load_balances()
-        funded = sum(e.amount for e in entries if e.src == "cashier")
-        players = sum(v for a, v in balances.items() if a.startswith("player:"))
-        held = sum(v for a, v in balances.items() if a.startswith("held:"))
-        staked = sum(v for a, v in balances.items() if a.startswith("stake:"))
-        house = balances.get("house", 0)
-        assert players + house + held + staked == funded == FUNDS * len(PLAYERS), (
-            players,
-            house,
-            held,
-            staked,
-            funded,
+        return await check_books(
+            store, PLAYERS, funded=FUNDS * len(PLAYERS), settled_all=settled_all
         )
-        if settled_all:
-            assert held == 0 and staked == 0, balances
-        # Every bet of every recorded round: one hold, one outcome, a win when it won.
-        by_round: dict[str, list[Any]] = {}
-        for e in entries:
-            if e.round_id is not None:
-                by_round.setdefault(e.round_id, []).append(e)
-        rounds = {}
-        for name in PLAYERS:
-            for record in await store.history(name, 100):
-                rounds[record["round_id"]] = record
-        for rid, record in rounds.items():
-            expected: Counter[tuple[str, int]] = Counter()
-            for bet in record["bets"]:
-                key = f"{rid}:{bet['player']}:{bet['area']}"
-                expected[(f"{key}:hold", bet["stake"])] += 1
-                if bet["returned"] == 0:
-                    expected[(f"{key}:lose", bet["stake"])] += 1
-                else:
-                    expected[(f"{key}:return", bet["stake"])] += 1
-                    if bet["win"]:
-                        expected[(f"{key}:win", bet["win"])] += 1
-            entries_of = by_round.get(rid, [])
-            got = Counter((e.key, e.amount) for e in entries_of if e.kind not in STAKE_KINDS)
-            assert got == expected, (rid, got, expected)
-            # Chips placed moved player -> stake, removed ones back, and every chip left
-            # on the felt was held: per player, staked less unstaked is what was held.
-            for name in {e.key.split(":")[1] for e in entries_of if e.kind in STAKE_KINDS}:
-                moved = sum(
-                    e.amount if e.kind == "stake" else -e.amount
-                    for e in entries_of
-                    if e.kind in STAKE_KINDS and e.key.split(":")[1] == name
-                )
-                held_stakes = sum(x["stake"] for x in record["bets"] if x["player"] == name)
-                assert moved == held_stakes, (rid, name, moved, held_stakes)
-            for name, b in record["balances"].items():
-                net = sum(x["returned"] - x["stake"] for x in record["bets"] if x["player"] == name)
-                assert b["after"] - b["before"] == net, (rid, name, b, net)
-        unrecorded = set(by_round) - set(rounds)
-        if settled_all:
-            assert not unrecorded, unrecorded
-        return {"rounds": rounds, "balances": balances, "audit": audit}
     finally:
         await store.close()
+
+
+async def check_books(
+    store: Store,
+    players: Iterable[str],
+    *,
+    funded: int | None = None,
+    settled_all: bool = True,
+    round_ids: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The books of ``store``: conserved, matched, every hold accounted for, nothing
+    doubled, and every recorded round of ``players`` (their last 100 each, and
+    ``round_ids``) paid as its record says.
+
+    - ``audit()``: the sum is 0, every balance is its ledger sum, every hold has exactly
+      one outcome (and a held account holds exactly its open holds);
+    - no ledger key twice; players, the house, held wagers and stakes add up to what the
+      cashier paid out (``funded``, when given);
+    - with ``settled_all``, nothing is held or staked (no coup open, no chips placed) and
+      no coup dealt (its wagers held) is without a record;
+    - each recorded round: one hold and one outcome per bet (a ``win`` when it won), the
+      chips moved to the table's stake are what was held, and each player's balance
+      moved by the round's net.
+
+    Returns ``{"rounds", "balances", "audit", "entries"}`` for more checks."""
+    audit = await store.audit()
+    assert audit["sum"] == 0, audit
+    assert audit["ledger_matches"], audit
+    assert audit["holds_ok"] and not audit["problems"], audit["problems"]
+    entries = await store.ledger(limit=10_000_000)
+    assert len(entries) == audit["entries"]
+    keys = Counter(e.key for e in entries)
+    assert max(keys.values(), default=1) == 1, [k for k, n in keys.items() if n > 1]
+    balances = await store.load_balances()
+    paid_out = sum(e.amount for e in entries if e.src == "cashier") - sum(
+        e.amount for e in entries if e.dst == "cashier"
+    )
+    in_players = sum(v for a, v in balances.items() if a.startswith("player:"))
+    held = sum(v for a, v in balances.items() if a.startswith("held:"))
+    staked = sum(v for a, v in balances.items() if a.startswith("stake:"))
+    house = balances.get("house", 0)
+    assert in_players + house + held + staked == paid_out == -balances.get("cashier", 0), (
+        in_players,
+        house,
+        held,
+        staked,
+        paid_out,
+    )
+    if funded is not None:
+        assert paid_out == funded, (paid_out, funded)
+    if settled_all:
+        assert held == 0 and staked == 0, balances
+    # Every bet of every recorded round: one hold, one outcome, a win when it won.
+    by_round: dict[str, list[Any]] = {}
+    for e in entries:
+        if e.round_id is not None:
+            by_round.setdefault(e.round_id, []).append(e)
+    rounds = {}
+    for name in players:
+        for record in await store.history(name, 100):
+            rounds[record["round_id"]] = record
+    for rid in round_ids:
+        found = await store.round_record(rid)
+        assert found is not None, f"round {rid} was not recorded"
+        rounds[rid] = found
+    for rid, record in rounds.items():
+        expected: Counter[tuple[str, int]] = Counter()
+        for bet in record["bets"]:
+            key = f"{rid}:{bet['player']}:{bet['area']}"
+            expected[(f"{key}:hold", bet["stake"])] += 1
+            if bet["returned"] == 0:
+                expected[(f"{key}:lose", bet["stake"])] += 1
+            else:
+                expected[(f"{key}:return", bet["stake"])] += 1
+                if bet["win"]:
+                    expected[(f"{key}:win", bet["win"])] += 1
+        entries_of = by_round.get(rid, [])
+        got = Counter((e.key, e.amount) for e in entries_of if e.kind not in STAKE_KINDS)
+        assert got == expected, (rid, got, expected)
+        # Chips placed moved player -> stake, removed ones back, and every chip left
+        # on the felt was held: per player, staked less unstaked is what was held.
+        for name in {e.key.split(":")[1] for e in entries_of if e.kind in STAKE_KINDS}:
+            moved = sum(
+                e.amount if e.kind == "stake" else -e.amount
+                for e in entries_of
+                if e.kind in STAKE_KINDS and e.key.split(":")[1] == name
+            )
+            held_stakes = sum(x["stake"] for x in record["bets"] if x["player"] == name)
+            assert moved == held_stakes, (rid, name, moved, held_stakes)
+        for name, b in record["balances"].items():
+            net = sum(x["returned"] - x["stake"] for x in record["bets"] if x["player"] == name)
+            assert b["after"] - b["before"] == net, (rid, name, b, net)
+    # (Chips placed and taken back before a coup was dealt leave stake entries only.)
+    dealt = {rid for rid, es in by_round.items() if any(e.kind not in STAKE_KINDS for e in es)}
+    unrecorded = dealt - set(rounds)
+    if settled_all:
+        assert not unrecorded, unrecorded
+    return {"rounds": rounds, "balances": balances, "audit": audit, "entries": entries}
 
 
 STAKE_KINDS = ("stake", "unstake")  # placing and removing chips (the table's stakes)
@@ -367,22 +490,34 @@ def record_cards(record: dict[str, Any]) -> dict[str, list[str]]:
     return {"player": record["player"], "banker": record["banker"]}
 
 
-async def check_resume(url: str, name: str, since: int) -> str:
-    """A second connection resuming from the last seq it saw: the events it missed come
-    without a gap, or (when the server no longer keeps them) a full snapshot instead."""
+async def resume(
+    client: Client, since: int, *, back: bool = True
+) -> tuple[list[dict[str, Any]], int]:
+    """``client`` joins :data:`TABLE` with ``since`` after a restart: the server answers
+    ``resumed`` (no snapshot) and sends the events after ``since`` up to the reply's
+    ``seq`` without a gap or a duplicate; among them, with ``back``, the restart's
+    ``disconnected`` of this player and then their ``reconnected``. Returns the replayed
+    events and the reply's seq."""
+    start = len(client.frames)
+    reply = await join_table(client, since=since)
+    assert reply["resumed"] is True and "snapshot" not in reply, reply
+    seq = int(reply["seq"])
+    await client.wait_seq(TABLE, seq)
+    events = [e for e in client.events(TABLE, start=start) if e["seq"] <= seq]
+    assert [e["seq"] for e in events] == list(range(since + 1, seq + 1)), (since, seq, events)
+    client.assert_clean()
+    if back:
+        who = [(e["kind"], e["data"].get("player")) for e in events]
+        away, here = ("disconnected", client.player), ("reconnected", client.player)
+        assert away in who and here in who and who.index(away) < who.index(here), who
+    return events, seq
+
+
+async def check_resume(url: str, name: str, since: int) -> None:
+    """A second connection of ``name`` resuming from the last seq it saw before the
+    restart gets exactly the events it missed (stored with each step), not a snapshot."""
     extra = await connect_player(url, name)
     try:
-        reply = await extra.call("join", table=TABLE, since=since)
-        if reply["resumed"]:
-            await extra.call("ping")  # the replayed events were written before this reply
-            seqs = [e["seq"] for e in extra.events(TABLE)]
-            assert seqs[: reply["seq"] - since] == list(range(since + 1, reply["seq"] + 1)), (
-                since,
-                reply,
-                seqs,
-            )
-            return "replayed"
-        assert reply["snapshot"]["seq"] == reply["seq"] >= since
-        return "snapshot"
+        await resume(extra, since)
     finally:
         await extra.close()

@@ -5,19 +5,25 @@ the same cards and the same held wagers. The croupier stores every step before i
 are sent, so what a client saw before the crash is always in the database, and nothing is
 paid twice.
 
-Each test runs ``python -m server.net.main`` as a subprocess (the test kit's launcher) on
-a temporary SQLite file with one table, plays with three token-authenticated players over
-real websockets (the kit's client and driver; the table of ``kit/crash.py``),
-SIGKILLs the server at a chosen point (betting open with chips placed; a squeeze in
-progress; right after the final card's TOSS is sent), checks what the dead server left in
-the file, restarts it on the same file (on a new port), reconnects the same players, finishes
-the round and checks the cards, the records and the money:
+Each test runs ``python -m server.net.main`` as a subprocess (the test kit's launcher) with
+one table, on a temporary SQLite file or (``[redis]``) on a Redis the test started (AOF
+on; the server a one-process cluster with a short lease), plays with three
+token-authenticated players over real websockets (the kit's client and driver; the table
+of ``kit/crash.py``), SIGKILLs the server at a chosen point (betting open with chips
+placed; a squeeze in progress; right after the final card's TOSS is sent), checks what
+the dead server left in the store, restarts it on the same store (on a new port),
+reconnects the same players, finishes the round and checks the cards, the records and the
+money:
 
 - the table row's ``seq`` is at least every event ``seq`` a client saw (stored before sent);
+- the players resume with the events they missed (stored with each step: the restart's
+  ``disconnected``, their ``reconnected``, and whatever the restarted table did), without
+  a gap, not with a snapshot;
 - the cards dealt after the restart are the ones the stored shoe and coup held, and the
   ones the turner had already seen squeezing;
-- ``audit()`` sums to 0 and every balance matches its ledger; players + house + held
-  tables add up to what was funded; the held account is empty once rounds are settled;
+- ``audit()`` sums to 0, every balance matches its ledger and every hold has exactly one
+  outcome; players + house + held tables add up to what was funded; the held account is
+  empty once rounds are settled; no ledger key is there twice;
 - every bet of every recorded round has exactly one ``hold`` entry and exactly one of
   ``lose`` / ``return`` (plus one ``win`` when it won), with the amounts of the record.
 """
@@ -30,13 +36,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from kit import Client, ServerProcess
+from kit import Client
 from kit.crash import (
     BETS,
     CONFIG,
     FUNDS,
     PLAYERS,
     TABLE,
+    CrashServer,
     Table,
     check_money,
     check_resume,
@@ -48,32 +55,55 @@ from kit.crash import (
     table_state,
 )
 
-from server.store.sqlite import SQLiteStore
+from server.store import open_store
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def store(request: pytest.FixtureRequest) -> str | None:
+    """Where the server keeps everything: None (its SQLite file) or a Redis URL."""
+    if request.param == "redis":
+        return str(request.getfixturevalue("redis_url"))
+    return None
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterable[ServerProcess]:
-    made = ServerProcess(tmp_path, CONFIG)
+def server(tmp_path: Path, store: str | None) -> Iterable[CrashServer]:
+    made = CrashServer(tmp_path, store)
     made.start()
     yield made
     made.kill()
 
 
+def seen_by(table: Table) -> dict[str, int]:
+    """The last seq each player saw (what each resumes from after a restart)."""
+    return {name: max_seq(p) for name, p in table.players.items()}
+
+
+async def caught_up(table: Table) -> dict[str, int]:
+    """:func:`seen_by`, once every player has every event any of them saw (another
+    player's command reaches each connection a moment apart)."""
+    last = table.max_seq
+    for p in table.players.values():
+        await p.wait_seq(TABLE, last)
+    return seen_by(table)
+
+
 # ---------------------------------------------------------------------- the tests
 async def test_kill_during_betting_keeps_the_chips_and_deals_the_stored_shoe(
-    server: ServerProcess,
+    server: CrashServer,
 ) -> None:
     table = await Table.seat(server.url)
     await table.to_betting()
     await table.place_bets()
     for name in PLAYERS[:2]:  # two of three pressed DONE: betting still open
         await table[name].call("done", table=TABLE)
+    since = await caught_up(table)
     seen = table.max_seq
     commitment = table.joined[PLAYERS[0]]["shoe"]["commitment"]
     server.kill()
     await table.close()
 
-    state = await table_state(server.db)
+    state = await table_state(server.store_url)
     assert state["seq"] >= seen, "an event was sent before its step was stored"
     assert state["phase"] == "betting" and state["coup"] is None
     placed = {p["id"]: p["bets"] for p in state["players"]}
@@ -81,8 +111,12 @@ async def test_kill_during_betting_keeps_the_chips_and_deals_the_stored_shoe(
     expected = next_coup(state)
 
     server.start()
-    table = await Table.rejoin(server.url)
+    table = await Table.rejoin(server.url, since)
     for name in PLAYERS:
+        # What happened while they were away: the restart took everyone for gone, and
+        # they came back (nothing else: betting waits for the last DONE).
+        kinds = {e["kind"] for e in table.replayed[name]}
+        assert kinds == {"disconnected", "reconnected"}, table.replayed[name]
         snap = table.snapshots[name]
         assert snap["phase"] == "betting" and snap["coup"] is None
         assert snap["shoe"]["commitment"] == commitment
@@ -115,11 +149,11 @@ async def test_kill_during_betting_keeps_the_chips_and_deals_the_stored_shoe(
     }
     await table.close()
     assert server.terminate() == 0
-    money = await check_money(server.db)
+    money = await check_money(server.store_url)
     assert list(money["rounds"]) == [rid]
 
 
-async def test_kill_during_a_squeeze_resumes_with_the_same_cards(server: ServerProcess) -> None:
+async def test_kill_during_a_squeeze_resumes_with_the_same_cards(server: CrashServer) -> None:
     table = await Table.seat(server.url)
     await table.to_betting()
     await table.place_bets()
@@ -127,11 +161,11 @@ async def test_kill_during_a_squeeze_resumes_with_the_same_cards(server: ServerP
     assert await table.play_turns(stop_at_squeeze=True) is None
     squeezed = dict(table.known)  # Bob saw the Player's two cards, face down to the rest
     assert set(squeezed) == {("player", 1), ("player", 2)}
-    seen = table.max_seq
+    seen, since = table.max_seq, seen_by(table)
     server.kill()
     await table.close()
 
-    state = await table_state(server.db)
+    state = await table_state(server.store_url)
     assert state["seq"] >= seen, "an event was sent before its step was stored"
     assert state["phase"] == "turn" and state["coup"]["round_id"] == rid
     assert state["coup"]["style"] == "peek" and state["coup"]["stage"] == "player"
@@ -141,7 +175,7 @@ async def test_kill_during_a_squeeze_resumes_with_the_same_cards(server: ServerP
     assert held == BETS
 
     server.start()
-    table = await Table.rejoin(server.url)
+    table = await Table.rejoin(server.url, since)
     for name in PLAYERS:
         coup = table.snapshots[name]["coup"]
         assert coup is not None and coup["round_id"] == rid and coup["stage"] == "player"
@@ -168,22 +202,24 @@ async def test_kill_during_a_squeeze_resumes_with_the_same_cards(server: ServerP
     assert record_cards(record) == full
     await table.close()
     assert server.terminate() == 0
-    money = await check_money(server.db)
+    money = await check_money(server.store_url)
     assert list(money["rounds"]) == [rid]
 
 
 # Seconds between sending the last TOSS and the kill: blocking (nothing read meanwhile),
 # then a negative one: wait for the settlement's events to reach the players first.
 DELAYS = (0.0, 0.0, 0.0002, 0.0005, 0.001, 0.002, 0.004, -0.05)
+# On Redis every restart waits for the dead process's lease to run out: fewer kills.
+REDIS_DELAYS = (0.0, 0.0005, 0.002, -0.05)
 
 
-async def test_kill_at_settlement_is_all_or_nothing(server: ServerProcess) -> None:
+async def test_kill_at_settlement_is_all_or_nothing(server: CrashServer, store: str | None) -> None:
     """Kill right after the coup's last TOSS is sent, at several delays: either the
     settlement was stored (and maybe sent) or not (and not sent); never half, never twice."""
     outcomes: list[str] = []
     table = await Table.seat(server.url)
     rounds: list[tuple[str, dict[str, list[str]]]] = []
-    for delay in DELAYS:
+    for delay in DELAYS if store is None else REDIS_DELAYS:
         await table.to_betting()
         await table.place_bets()
         rid = await table.press_done()
@@ -210,14 +246,13 @@ async def test_kill_at_settlement_is_all_or_nothing(server: ServerProcess) -> No
             for e in p.events(TABLE, "settled")
         )
         seen = table.max_seq
-        seen_by = {name: max_seq(p) for name, p in table.players.items()}
+        since = seen_by(table)
         known, turners = dict(table.known), dict(table.turners)
         await table.close()
 
-        state = await table_state(server.db)
+        state = await table_state(server.store_url)
         assert state["seq"] >= seen, "an event was sent before its step was stored"
-        store = SQLiteStore(server.db)
-        await store.open()
+        store = await open_store(server.store_url)
         record = await store.round_record(rid)
         await store.close()
         if state["coup"] is not None:
@@ -234,7 +269,7 @@ async def test_kill_at_settlement_is_all_or_nothing(server: ServerProcess) -> No
             assert stored[hand][index - 1] == card, (hand, index, stored)
 
         server.start()
-        table = await Table.rejoin(server.url)
+        table = await Table.rejoin(server.url, since)
         snap = table.snapshots[PLAYERS[0]]
         if state["coup"] is not None:
             assert snap["coup"] is not None and snap["coup"]["round_id"] == rid
@@ -250,11 +285,11 @@ async def test_kill_at_settlement_is_all_or_nothing(server: ServerProcess) -> No
         assert {h: final[h][: len(cards)] for h, cards in stored.items()} == stored
         if turners.get("banker", "?") is not None:
             assert final == stored
-        outcomes[-1] += "/" + await check_resume(server.url, "carol", seen_by["carol"])
+        await check_resume(server.url, "carol", since["carol"])  # a second tab, too
         rounds.append((rid, final))
     await table.close()
     assert server.terminate() == 0
-    money = await check_money(server.db)
+    money = await check_money(server.store_url)
     assert sorted(money["rounds"]) == sorted(rid for rid, _ in rounds)
     for rid, cards in rounds:
         assert record_cards(money["rounds"][rid]) == cards
@@ -277,7 +312,7 @@ async def test_timers_that_ran_out_while_down_are_done_on_the_turners_behalf(
 ) -> None:
     """Killed mid-squeeze and restarted after the squeeze timer expired: the croupier turns
     the cards the turner was squeezing (the same ones) on their behalf, then the rest."""
-    server = ServerProcess(tmp_path, TIMED_CONFIG)
+    server = CrashServer(tmp_path, config=TIMED_CONFIG)
     server.start()
     try:
         table = await Table.seat(server.url)
@@ -289,7 +324,7 @@ async def test_timers_that_ran_out_while_down_are_done_on_the_turners_behalf(
         server.kill()
         await table.close()
 
-        state = await table_state(server.db)
+        state = await table_state(server.store_url)
         assert state["coup"]["stage"] == "player" and state["coup"]["style"] == "peek"
         stored = coup_cards(state)
         deadline = state["coup"]["deadline"]
@@ -318,14 +353,14 @@ async def test_timers_that_ran_out_while_down_are_done_on_the_turners_behalf(
             assert slot == {"card": slot["card"], "by": "croupier", "on_behalf": "bob"}
         await table.close()
         assert server.terminate() == 0
-        money = await check_money(server.db)
+        money = await check_money(server.store_url)
         assert list(money["rounds"]) == [rid]
     finally:
         server.kill()
 
 
 async def test_spectators_coming_back_on_several_tabs_at_once_join_on_all(
-    server: ServerProcess,
+    tmp_path: Path,
 ) -> None:
     """Spectators watching when the server died are removed at the restart (their seats
     are not held); each comes back on several tabs at once, and every tab is let in.
@@ -333,18 +368,23 @@ async def test_spectators_coming_back_on_several_tabs_at_once_join_on_all(
     Regression: the server used to choose Join or Reconnect outside the table's actor, so
     all but one of a player's simultaneous first joins were refused with already_joined.
     """
-    names = ("erin", "frank", "gina", "hugo", "iris", "jack")
-    watchers = [await connect_player(server.url, name) for name in names]
-    for watcher in watchers:
-        await watcher.call("join", table=TABLE)
-    server.kill()
-    for watcher in watchers:
-        await watcher.close()
-
+    server = CrashServer(tmp_path)
     server.start()
-    tabs = [await connect_player(server.url, name) for name in names for _ in range(5)]
-    replies = await asyncio.gather(*(tab.rpc("join", table=TABLE) for tab in tabs))
-    for tab in tabs:
-        await tab.close()
-    refused = [r for r in replies if r["type"] != "ok"]
-    assert refused == []
+    try:
+        names = ("erin", "frank", "gina", "hugo", "iris", "jack")
+        watchers = [await connect_player(server.url, name) for name in names]
+        for watcher in watchers:
+            await watcher.call("join", table=TABLE)
+        server.kill()
+        for watcher in watchers:
+            await watcher.close()
+
+        server.start()
+        tabs = [await connect_player(server.url, name) for name in names for _ in range(5)]
+        replies = await asyncio.gather(*(tab.rpc("join", table=TABLE) for tab in tabs))
+        for tab in tabs:
+            await tab.close()
+        refused = [r for r in replies if r["type"] != "ok"]
+        assert refused == []
+    finally:
+        server.kill()
