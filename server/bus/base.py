@@ -28,24 +28,62 @@ The contract every implementation keeps:
   delivered before the reply to the command that caused them.
 - **Catch-up.** ``events_after(table, seq)`` returns the stored events after ``seq``, or
   ``None`` when some are no longer retained (the caller then sends a snapshot).
+  ``catch_up(table)`` is awaited by a process about to serve a table it took over:
+  every stored event its subscribers have not had reaches them first (the last owner
+  may have died between storing a step and publishing it), so what it publishes next
+  follows without a gap. ``forget(table)`` drops what the bus knows of a closed
+  table's events, so a table created again under its id is delivered from its seq 1.
 
 A bus never decides a rule and never looks inside an event's data.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.table.events import Event
 
-__all__ = ["Bus", "CommandHandler", "EventHandler", "ReplyHandler"]
+__all__ = ["Bus", "CommandHandler", "EventHandler", "ReplyHandler", "Subscribers"]
 
 #: (table id, the events of one step, in seq order)
 EventHandler = Callable[[str, Sequence[Event]], None]
 CommandHandler = Callable[[CommandRecord], None]
 ReplyHandler = Callable[[ReplyRecord], None]
+
+log = logging.getLogger("chemmy.bus")
+
+
+class Subscribers:
+    """Who in this process gets each table's events: the part of ``subscribe`` and
+    ``unsubscribe`` every bus shares (subscribing twice delivers once)."""
+
+    def __init__(self) -> None:
+        self._by_table: dict[str, list[EventHandler]] = {}
+
+    def add(self, table: str, handler: EventHandler) -> None:
+        handlers = self._by_table.setdefault(table, [])
+        if handler not in handlers:
+            handlers.append(handler)
+
+    def remove(self, table: str, handler: EventHandler) -> None:
+        handlers = self._by_table.get(table)
+        if handlers and handler in handlers:
+            handlers.remove(handler)
+            if not handlers:
+                del self._by_table[table]
+
+    def deliver(self, table: str, events: Sequence[Event]) -> None:
+        """Hand one step's events to each of ``table``'s handlers (a handler may
+        unsubscribe while it runs; one that fails must not stop the table or the
+        others)."""
+        for handler in list(self._by_table.get(table, ())):
+            try:
+                handler(table, events)
+            except Exception:
+                log.exception("a subscriber of table %s failed", table, extra={"table": table})
 
 
 class Bus(Protocol):
@@ -88,3 +126,11 @@ class Bus(Protocol):
 
     async def events_after(self, table: str, seq: int) -> list[Event] | None:
         """The stored events of ``table`` after ``seq``, or None if some are gone."""
+
+    async def catch_up(self, table: str) -> None:
+        """Deliver the stored events of ``table`` this process's subscribers missed
+        (before serving a table taken over from another process)."""
+
+    def forget(self, table: str) -> None:
+        """``table`` closed: what this bus knows of its events goes (a table created
+        again under its id numbers its events afresh)."""

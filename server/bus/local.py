@@ -19,7 +19,7 @@ from server.protocol.errors import Refused
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.table.events import Event
 
-from .base import CommandHandler, EventHandler, ReplyHandler
+from .base import CommandHandler, EventHandler, ReplyHandler, Subscribers
 
 __all__ = ["LocalBus"]
 
@@ -34,7 +34,7 @@ class LocalBus:
     def __init__(self, node: str = "local", events_after: EventSource | None = None) -> None:
         self.node = node
         self._owners: dict[str, CommandHandler] = {}
-        self._subscribers: dict[str, list[EventHandler]] = {}
+        self._subscribers = Subscribers()
         self._replies: ReplyHandler | None = None
         self._events_after = events_after
 
@@ -52,11 +52,7 @@ class LocalBus:
         self._owners.pop(table, None)
 
     def publish(self, table: str, events: Sequence[Event]) -> None:
-        for handler in list(self._subscribers.get(table, ())):
-            try:
-                handler(table, events)
-            except Exception:  # one failing subscriber must not stop the table or the others
-                log.exception("a subscriber of table %s failed", table, extra={"table": table})
+        self._subscribers.deliver(table, events)
 
     def reply(self, record: ReplyRecord) -> None:
         if record.to.gateway == self.node and self._replies is not None:
@@ -76,18 +72,18 @@ class LocalBus:
         self._replies = handler
 
     def subscribe(self, table: str, handler: EventHandler) -> None:
-        handlers = self._subscribers.setdefault(table, [])
-        if handler not in handlers:
-            handlers.append(handler)
+        self._subscribers.add(table, handler)
 
     def unsubscribe(self, table: str, handler: EventHandler) -> None:
-        handlers = self._subscribers.get(table)
-        if handlers and handler in handlers:
-            handlers.remove(handler)
-            if not handlers:
-                del self._subscribers[table]
+        self._subscribers.remove(table, handler)
 
     async def events_after(self, table: str, seq: int) -> list[Event] | None:
         if self._events_after is None:
             return None
         return await self._events_after(table, seq)
+
+    async def catch_up(self, table: str) -> None:
+        return None  # one process delivers every event it publishes, at once
+
+    def forget(self, table: str) -> None:
+        return None  # nothing kept per table

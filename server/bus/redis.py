@@ -44,13 +44,15 @@ from typing import Any
 
 import msgpack
 import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.protocol.errors import ProtocolError, Refused
 from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
 from server.table.events import Event
 
-from .base import CommandHandler, EventHandler, ReplyHandler
+from .base import CommandHandler, EventHandler, ReplyHandler, Subscribers
 
 __all__ = ["RedisBus", "node_name"]
 
@@ -101,7 +103,7 @@ class RedisBus:
         self._owner_of = owner_of
         self._redis: aioredis.Redis | None = None
         self._owners: dict[str, CommandHandler] = {}
-        self._subscribers: dict[str, list[EventHandler]] = {}
+        self._subscribers = Subscribers()
         self._replies: ReplyHandler | None = None
         self._control: ControlHandler | None = None
         self._last: dict[str, int] = {}  # table -> the last seq delivered here
@@ -183,19 +185,16 @@ class RedisBus:
         self._replies = handler
 
     def subscribe(self, table: str, handler: EventHandler) -> None:
-        handlers = self._subscribers.setdefault(table, [])
-        if handler not in handlers:
-            handlers.append(handler)
+        self._subscribers.add(table, handler)
 
     def unsubscribe(self, table: str, handler: EventHandler) -> None:
-        handlers = self._subscribers.get(table)
-        if handlers and handler in handlers:
-            handlers.remove(handler)
-            if not handlers:
-                del self._subscribers[table]
+        self._subscribers.remove(table, handler)
 
     async def events_after(self, table: str, seq: int) -> list[Event] | None:
         return await self._events_after(table, seq)
+
+    async def catch_up(self, table: str) -> None:
+        await self._catch_up(table)
 
     def forget(self, table: str) -> None:
         """A table closed: its numbering starts again if it is created again."""
@@ -210,11 +209,7 @@ class RedisBus:
         if not events:
             return
         self._last[table] = events[-1].seq
-        for handler in list(self._subscribers.get(table, ())):
-            try:
-                handler(table, events)
-            except Exception:
-                log.exception("a subscriber of table %s failed", table, extra={"table": table})
+        self._subscribers.deliver(table, events)
 
     async def _arrived(self, table: str, events: list[Event]) -> None:
         """Events from Redis: fill any gap from the table's stream, then deliver."""
@@ -262,24 +257,50 @@ class RedisBus:
             self._outbox.put_nowait((channel, data))
 
     async def _write(self) -> None:
-        """Publish the outbox in order; relay commands to their tables' owners."""
+        """Publish the outbox in order; relay commands to their tables' owners.
+
+        A message that cannot be published because Redis cannot be reached (it
+        restarts, a connection was cut) is published again, with backoff, before
+        anything after it: a stored step's events must reach the other processes (they
+        may wait for nothing newer to notice a gap), and a reply its gateway. Sending
+        one twice is harmless (events are dropped by seq, a reply nobody waits for is
+        ignored, notices are idempotent). A command that cannot be relayed is answered
+        ``unavailable`` at once instead: its sender retries it with its id."""
         while not self._closing:
             item = await self._outbox.get()
-            try:
-                if isinstance(item, CommandRecord):
-                    await self._relay(item)
-                else:
-                    assert self._redis is not None
-                    await self._redis.publish(*item)
-            except RedisError as exc:
-                log.warning("publishing on Redis failed: %s", exc)
-                if isinstance(item, CommandRecord) and item.reply_to is not None:
-                    self._reply_here(
-                        ReplyRecord.refused(
-                            item.reply_to,
-                            Refused("unavailable", "the tables cannot be reached; try again"),
-                        )
-                    )
+            delay = RECONNECT_FIRST
+            while not self._closing:
+                try:
+                    if isinstance(item, CommandRecord):
+                        await self._relay(item)
+                    else:
+                        assert self._redis is not None
+                        await self._redis.publish(*item)
+                except (RedisConnectionError, RedisTimeoutError) as exc:
+                    if isinstance(item, CommandRecord):
+                        self._unreachable(item, exc)
+                        break
+                    if delay == RECONNECT_FIRST:
+                        log.warning("publishing on Redis failed: %s; trying again", exc)
+                    await asyncio.sleep(delay)
+                    delay = min(RECONNECT_MAX, delay * 2)
+                    continue
+                except RedisError as exc:
+                    log.warning("publishing on Redis failed: %s", exc)
+                    if isinstance(item, CommandRecord):
+                        self._unreachable(item, exc)
+                break
+
+    def _unreachable(self, record: CommandRecord, exc: Exception) -> None:
+        """A command that could not be relayed: its sender hears ``unavailable``."""
+        log.warning("relaying a command on Redis failed: %s", exc)
+        if record.reply_to is not None:
+            self._reply_here(
+                ReplyRecord.refused(
+                    record.reply_to,
+                    Refused("unavailable", "the tables cannot be reached; try again"),
+                )
+            )
 
     async def _relay(self, record: CommandRecord) -> None:
         assert self._redis is not None

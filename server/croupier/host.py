@@ -119,7 +119,7 @@ class Croupier:
         kind = notice.get("kind")
         if kind == "owner" and self.cluster is not None:
             self.cluster.heard_owner(str(notice.get("table")), notice.get("node"))
-        if kind in ("tables", "owner", "reconnected", "leaving"):
+        if kind in ("tables", "closed", "owner", "reconnected", "leaving"):
             self._table_ids = (-1e9, self._table_ids[1])
             if self.rebalancer is not None:
                 self.rebalancer.poke()
@@ -148,12 +148,15 @@ class Croupier:
 
     async def _own(self, table_id: str) -> None:
         """This process took ``table_id``'s lease: claim its next epoch and start it from
-        its stored row, as after a crash."""
+        its stored row, as after a crash. The epoch is claimed *before* the row is read:
+        from then on the store refuses the old owner's writes (it may only have been
+        paused), so the row read is the last one it will ever hold."""
+        epoch = await self.store.claim_table(table_id)
         rows = {row.table_id: row for row in await self.store.load_tables()}
         row = rows.get(table_id)
         if row is None:
             raise LookupError(f"table {table_id!r} is not open")
-        await self._start_table(row)
+        await self._start_table(row, epoch)
         self._tell({"kind": "owner", "table": table_id, "node": self.bus.node})
         log.info("table %s: owned here", table_id, extra={"table": table_id})
 
@@ -208,6 +211,10 @@ class Croupier:
             restored=row.state is not None,
         )
         await actor.load()
+        # Whatever the last owner stored but this process's clients have not seen (it
+        # died between storing a step and publishing it) reaches them first, so the
+        # events this actor publishes follow without a gap.
+        await self.bus.catch_up(row.table_id)
         self.actors[row.table_id] = actor
         if self.draining:
             actor.submit_command(c.SetDraining(on=True))
@@ -303,6 +310,10 @@ class Croupier:
         if self.actors.get(tid) is actor:
             del self.actors[tid]
         self._count()
+        # Every process forgets the closed table (its seq numbering, its recent events)
+        # before anyone hears it closed: the notice goes out ahead of the close's reply,
+        # so no process can mistake a table created again under this id for this one.
+        self._tell({"kind": "closed", "table": tid})
         if self.cluster is not None:
             cluster = self.cluster
             self._summaries.pop(tid, None)

@@ -337,15 +337,19 @@ class ChemmyServer:
         self.bus.subscribe(table, self.hub.publish)
 
     def _notice(self, notice: dict[str, Any], lobby: SharedLobby) -> None:
-        """A cluster notice: the lobby may have changed; and when a table has a new
-        owner (a failover or a handover), this gateway's players join it again, so the
-        new owner (which started as after a restart: everyone disconnected) knows they
-        are here. After the bus lost Redis and reconnected, every table may have changed
-        owner meanwhile, and the notices said so while nobody here listened: the players
+        """A cluster notice: the lobby may have changed; a table closed (on any
+        process) is forgotten here too; and when a table has a new owner (a failover or
+        a handover), this gateway's players join it again, so the new owner (which
+        started as after a restart: everyone disconnected) knows they are here. After
+        the bus lost Redis and reconnected, every table may have changed owner
+        meanwhile, and the notices said so while nobody here listened: the players
         join every table they are at again (a join where they are known changes
         nothing)."""
         lobby.stale()
         kind = notice.get("kind")
+        if kind == "closed":
+            self.forget_table(str(notice.get("table")))
+            return
         if kind not in ("owner", "reconnected"):
             return
         table = str(notice.get("table"))
@@ -364,6 +368,7 @@ class ChemmyServer:
         """A table closed: nobody here watches it any more, and its log is gone (a new
         table of the same id starts afresh)."""
         self.bus.unsubscribe(table, self.hub.publish)
+        self.bus.forget(table)
         self.hub.drop_table(table)
         self.lines.drop_table(table)
         for session in self.sessions.values():

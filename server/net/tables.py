@@ -135,6 +135,9 @@ async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[st
                 snapshot["you"] = {**snapshot["you"], "balance": money, "available": money}
             server.ok(session, mid, table=tid, resumed=False, seq=seq, snapshot=snapshot)
         session.tables.add(tid)
+        # Watched again: a notice that a table of this id closed may have come in while
+        # this join travelled (the table was closed and created again meanwhile).
+        server.watch_table(tid)
         server.hub.subscribe(tid, Subscriber(session.conn, player, session.fmt), after=seq)
 
     assert session.identity is not None

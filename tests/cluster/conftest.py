@@ -18,11 +18,19 @@ def make_cluster(
 ) -> Iterator[Callable[..., Cluster]]:
     made: list[Cluster] = []
 
-    def make(nodes: int, tables: list[dict[str, Any]] | None = None) -> Cluster:
+    def make(
+        nodes: int,
+        tables: list[dict[str, Any]] | None = None,
+        redis: RedisServer | None = None,
+        **settings: Any,
+    ) -> Cluster:
+        """``nodes`` processes over ``redis`` (a new private one unless given), with
+        ``tables`` and more ``chemmy-server`` settings."""
         cluster = Cluster(
             tmp_path / f"cluster{len(made)}",
-            make_redis().port,
+            (redis or make_redis()).port,
             tables if tables is not None else [table_def("t1")],
+            **settings,
         )
         made.append(cluster)
         for _ in range(nodes):

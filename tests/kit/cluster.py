@@ -3,39 +3,81 @@
 :class:`Cluster` starts N server subprocesses (``tests/kit``'s launcher: port 0, the
 listening line) all given ``--store redis://...`` of a private ``redis-server`` started
 for the test (``make_redis``, AOF on), with a short lease so failover tests are quick.
-It reads who owns what from the lease keys, as an operator would. The Redis is the
+It reads who owns what from the lease keys, as an operator would, and knows each
+process by its bus name (``host-pid-random``, in the presence set). The Redis is the
 test's own (``make_redis`` in tests/conftest.py); this module never starts or touches
 another.
+
+For the failure tests (tests/cluster/test_cluster_failures.py):
+
+- :meth:`Cluster.owner` and :meth:`Cluster.new_owner`: the process holding a table's
+  lease, and waiting until a table has an owner other than a given one (a failover);
+- :func:`come_back`: a client whose process went away reconnects to another one (as a
+  client behind a load balancer would) and resumes its table from its last ``seq``,
+  retrying while the table has no owner;
+- :func:`check_books`: the ledger in Redis after play: it sums to zero, matches every
+  balance, every hold has exactly one outcome, every entry is in the ledger once, and
+  every recorded round's wagers moved exactly as its record says.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import redis
 
+from server.store.base import TableRow
+from server.store.redis import RedisStore
+
+from . import crash
+from .client import Client, http_get
 from .launch import ServerProcess
 from .tables import SECRET, server_toml
 from .timing import scaled
 
+__all__ = [
+    "FAILOVER",
+    "LEASE",
+    "TRANSIENT",
+    "Cluster",
+    "check_books",
+    "come_back",
+    "metric",
+    "retry",
+    "settle",
+    "stored_row",
+]
+
 #: The lease (seconds) cluster tests run with: a lost process's tables move after this.
 LEASE = 2.5
+#: How long a failover may take: the lease, then a placement round (a sixth of the
+#: lease) and the new owner's start, with room for a busy machine.
+FAILOVER = LEASE + 1.5
+#: Refusals that mean "not now, try again" while a table moves between processes.
+TRANSIENT = frozenset({"unavailable", "timeout", "busy", "store_unavailable", "store_failed"})
 
 
 class Cluster:
-    """N server processes over one Redis."""
+    """N server processes over one Redis. ``settings`` are more ``chemmy-server`` TOML
+    settings (``command_timeout``, ``guest_balance``...)."""
 
-    def __init__(self, home: Path, redis_port: int, tables: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, home: Path, redis_port: int, tables: list[dict[str, Any]], **settings: Any
+    ) -> None:
         self.home = home
         self.url = f"redis://127.0.0.1:{redis_port}/0"
-        self.config = server_toml(
-            tables, jwt_secret=SECRET, guest=True, rate_limit=10_000.0, rate_burst=10_000
+        options: dict[str, Any] = dict(
+            jwt_secret=SECRET, guest=True, rate_limit=10_000.0, rate_burst=10_000
         )
+        options.update(settings)
+        self.config = server_toml(tables, **options)
         self.nodes: list[ServerProcess] = []
         self.redis = redis.Redis(host="127.0.0.1", port=redis_port, decode_responses=True)
+        self._names: dict[int, str] = {}  # pid -> bus name, once seen
 
     def add(self) -> ServerProcess:
         """Start one more process."""
@@ -61,13 +103,65 @@ class Cluster:
         return sorted(self.redis.zrange("chemmy:nodes", 0, -1))
 
     def node_name(self, node: ServerProcess) -> str:
-        """The bus name of ``node``'s process (host-pid-random)."""
+        """The bus name of ``node``'s process (host-pid-random), remembered once seen
+        (a process stopped or killed drops out of the presence set)."""
+        known = self._names.get(node.pid)
+        if known is not None:
+            return known
         names = [m for m in self.members() if m.split("-")[-2] == str(node.pid)]
         assert len(names) == 1, (names, self.members())
+        self._names[node.pid] = names[0]
         return names[0]
+
+    def by_name(self, name: str | None) -> ServerProcess | None:
+        """The running process of this test whose bus name is ``name``."""
+        if name is None:
+            return None
+        for node in self.nodes:
+            if node.running and self._names.get(node.pid) == name:
+                return node
+        for node in self.nodes:  # not remembered yet: look it up
+            if node.running and name.split("-")[-2] == str(node.pid):
+                self._names[node.pid] = name
+                return node
+        return None
+
+    def owner(self, table: str) -> ServerProcess | None:
+        """The process holding ``table``'s lease now."""
+        return self.by_name(self.redis.get(f"chemmy:{{{table}}}:lease"))
+
+    async def ready(self, tables: int = 1) -> None:
+        """Wait until every process is a member and ``tables`` tables have an owner;
+        every process's bus name is then known."""
+        await settle(
+            lambda: len(self.members()) == len(self.nodes) and len(self.owners()) == tables
+        )
+        for node in self.nodes:
+            self.node_name(node)
+
+    async def new_owner(self, table: str, old: str, timeout: float = FAILOVER * 3) -> ServerProcess:
+        """Wait until ``table``'s lease is held by a running process other than the one
+        named ``old``; that process."""
+        found: list[ServerProcess] = []
+
+        def moved() -> bool:
+            name = self.redis.get(f"chemmy:{{{table}}}:lease")
+            node = self.by_name(name) if name != old else None
+            if node is not None:
+                found.append(node)
+            return node is not None
+
+        await settle(moved, timeout=timeout)
+        return found[-1]
+
+    def others(self, *nodes: ServerProcess) -> list[ServerProcess]:
+        """The running processes but ``nodes``."""
+        return [n for n in self.nodes if n.running and all(n is not x for x in nodes)]
 
     def stop(self) -> None:
         for node in self.nodes:
+            if node.running:  # a test may have left one stopped (SIGSTOP)
+                node.send_signal(signal.SIGCONT)
             node.stop()
         self.redis.close()
 
@@ -77,3 +171,84 @@ async def settle(check: Callable[[], bool], timeout: float = 10.0) -> None:
     async with asyncio.timeout(scaled(timeout)):
         while not check():
             await asyncio.sleep(0.05)
+
+
+async def retry(
+    client: Client, kind: str, /, *, msg_id: Any, timeout: float = FAILOVER * 3, **fields: Any
+) -> dict[str, Any]:
+    """Send a command with ``msg_id`` until it is answered ok (the same id each time, so
+    it is applied once), while the answer is a transient refusal; the ok reply."""
+    async with asyncio.timeout(scaled(timeout)):
+        while True:
+            reply = await client.rpc(kind, msg_id=msg_id, **fields)
+            if reply["type"] == "ok":
+                return reply
+            assert reply["code"] in TRANSIENT, f"{client.label}: {kind} {fields}: {reply}"
+            await asyncio.sleep(0.1)
+
+
+async def come_back(
+    client: Client, url: str, table: str, *, timeout: float = FAILOVER * 3
+) -> dict[str, Any]:
+    """``client``'s process went away: connect to ``url`` (another process) as the same
+    player and resume ``table`` from the last ``seq`` received, retrying while the table
+    has no owner. The join's ok reply (``resumed``: the missed events follow it)."""
+    if not client.closed:
+        await client.abort()
+    client.url = url
+    await client.open()
+    assert client.token is not None, "only a token player comes back as the same player"
+    await client.hello(token=client.token)
+    since = client.last_seq.get(table)
+    fields = {} if since is None else {"since": since}
+    async with asyncio.timeout(scaled(timeout)):
+        while True:
+            reply = await client.rpc("join", table=table, **fields)
+            if reply["type"] == "ok":
+                return reply
+            assert reply["code"] in TRANSIENT, f"{client.label}: join: {reply}"
+            await asyncio.sleep(0.1)
+
+
+async def metric(node: ServerProcess, name: str) -> float:
+    """The value of the unlabelled sample ``name`` on a process's ``/metrics``."""
+    status, _headers, body = await http_get(node.port, "/metrics")
+    assert status == 200, status
+    for line in body.decode().splitlines():
+        if line.startswith(f"{name} "):
+            return float(line.split()[1])
+    raise AssertionError(f"no {name} on :{node.port}/metrics")
+
+
+async def stored_row(url: str, table: str) -> TableRow:
+    """``table``'s row as the Redis store holds it now."""
+    store = RedisStore(url)
+    await store.open()
+    try:
+        (row,) = [r for r in await store.load_tables() if r.table_id == table]
+        return row
+    finally:
+        await store.close()
+
+
+async def check_books(url: str, *, tables: Iterable[str] = ()) -> dict[str, Any]:
+    """The money in Redis after play, every coup settled: :func:`kit.crash.check_books`
+    (conserved, matched, every hold with exactly one outcome, no entry twice, each
+    recorded round paid as its record says, nothing held or staked) over every round
+    in the ledger, and nothing staked at ``tables``. Returns what that returns."""
+    store = RedisStore(url)
+    await store.open()
+    try:
+        entries = await store.ledger(limit=10_000_000)
+        recorded = [
+            rid
+            for rid in sorted({e.round_id for e in entries if e.round_id is not None})
+            if await store.round_record(rid) is not None
+        ]
+        books = await crash.check_books(store, (), round_ids=recorded)
+        for table in tables:
+            staked = {a: v for a, v in books["balances"].items() if a.startswith(f"stake:{table}:")}
+            assert not any(staked.values()), staked
+        return books
+    finally:
+        await store.close()

@@ -2,8 +2,15 @@
 
 Two parts of a process meet on the bus: a gateway submits command records and gets the
 replies addressed to it; an owner serves a table's commands, replies, and publishes each
-stored step's events to every subscriber, in seq order, each once. These tests drive one
-bus as both parts (one process); the many-process tests drive several.
+stored step's events to every subscriber, in seq order, each once. The first part of
+this file drives one bus as both parts (one process), for :class:`LocalBus` and for
+:class:`RedisBus` over a real ``redis-server`` (the ``redis_url`` fixture). The second
+part drives two :class:`RedisBus` instances on one Redis as two processes: a record
+relayed from a gateway to an owner and its reply back; events reaching the other
+process in order, each once, before the reply they led to; a gap filled from the stored
+events (pub/sub may lose messages); a subscription dropped by Redis
+(``CLIENT KILL TYPE pubsub``) and Redis itself restarted (``make_redis``), after which
+nothing is missed and nothing is delivered twice.
 """
 
 from __future__ import annotations
@@ -13,14 +20,19 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
+from redis_server import RedisServer
 
 from server.bus.base import Bus
 from server.bus.local import LocalBus
+from server.bus.redis import RedisBus, _pack_events
 from server.protocol.errors import Refused
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.table.events import Event
 
 STORED: dict[str, list[Event]] = {}
+#: table -> the node that owns it, for the Redis buses' owner lookup (the leases' part).
+OWNERS: dict[str, str] = {}
 
 
 async def stored_after(table: str, seq: int) -> list[Event] | None:
@@ -30,9 +42,28 @@ async def stored_after(table: str, seq: int) -> list[Event] | None:
     return [e for e in events if e.seq > seq]
 
 
-@pytest.fixture(params=["local"])
+async def owner_of(table: str) -> str | None:
+    return OWNERS.get(table)
+
+
+def redis_bus(url: str, node: str) -> RedisBus:
+    return RedisBus(url, node=node, events_after=stored_after, owner_of=owner_of)
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> Any:
+    yield
+    STORED.clear()
+    OWNERS.clear()
+
+
+@pytest.fixture(params=["local", "redis"])
 async def bus(request: pytest.FixtureRequest) -> AsyncIterator[Bus]:
-    made: Bus = LocalBus("node-a", events_after=stored_after)
+    made: Bus
+    if request.param == "local":
+        made = LocalBus("node-a", events_after=stored_after)
+    else:
+        made = redis_bus(request.getfixturevalue("redis_url"), "node-a")
     await made.start()
     yield made
     await made.close()
@@ -49,6 +80,14 @@ def events(*seqs: int) -> list[Event]:
     return [Event(seq, "kind", {"n": seq}) for seq in seqs]
 
 
+def recorder(seen: list[Any]) -> Callable[[str, Sequence[Event]], None]:
+    def handler(table: str, step: Sequence[Event]) -> None:
+        seen.extend(e.seq for e in step)
+
+    return handler
+
+
+# ---------------------------------------------------------------- one process, every bus
 async def test_a_record_reaches_the_owner_and_its_reply_the_gateway(bus: Bus) -> None:
     got: list[CommandRecord] = []
     replies: list[ReplyRecord] = []
@@ -65,13 +104,34 @@ async def test_a_record_reaches_the_owner_and_its_reply_the_gateway(bus: Bus) ->
 
 
 async def test_a_table_nobody_serves_is_refused(bus: Bus) -> None:
-    with pytest.raises(Refused) as err:
-        bus.submit(CommandRecord("nowhere", "sit", "ann"))
-    assert err.value.code == "no_table"
+    """Refused at once when the bus can tell (one process), else answered with an error
+    reply (the owner is elsewhere, or nowhere): never silence."""
+    replies: list[ReplyRecord] = []
+    bus.on_replies(replies.append)
+
+    async def refusal(record: CommandRecord) -> str:
+        try:
+            bus.submit(record)
+        except Refused as err:
+            return err.code
+        await eventually(lambda: bool(replies))
+        (reply,) = replies
+        replies.clear()
+        assert reply.to == record.reply_to and reply.error is not None
+        assert reply.error["message"]
+        return reply.error["code"]
+
+    to = Address(bus.node, 1, 1)
+    assert await refusal(CommandRecord("nowhere", "sit", "ann", reply_to=to)) in (
+        "no_table",
+        "unavailable",
+    )
     bus.serve("t1", lambda record: None)
     bus.unserve("t1")
-    with pytest.raises(Refused):
-        bus.submit(CommandRecord("t1", "sit", "ann"))
+    assert await refusal(CommandRecord("t1", "sit", "ann", reply_to=to)) in (
+        "no_table",
+        "unavailable",
+    )
 
 
 async def test_the_owners_refusal_reaches_the_submitter(bus: Bus) -> None:
@@ -86,26 +146,19 @@ async def test_the_owners_refusal_reaches_the_submitter(bus: Bus) -> None:
 
 async def test_events_reach_every_subscriber_in_order_each_once(bus: Bus) -> None:
     seen: dict[str, list[int]] = {"a": [], "b": []}
-
-    def recorder(name: str) -> Callable[[str, Sequence[Event]], None]:
-        def handler(table: str, step: Sequence[Event]) -> None:
-            assert table == "t1"
-            seen[name].extend(e.seq for e in step)
-
-        return handler
-
-    a, b = recorder("a"), recorder("b")
+    a, b = recorder(seen["a"]), recorder(seen["b"])
     bus.subscribe("t1", a)
     bus.subscribe("t1", a)  # subscribing twice delivers once
     bus.subscribe("t1", b)
     for step in (events(1, 2), events(3), events(4, 5, 6)):
         bus.publish("t1", step)
     await eventually(lambda: len(seen["a"]) == len(seen["b"]) == 6)
-    assert seen["a"] == seen["b"] == [1, 2, 3, 4, 5, 6]
     bus.unsubscribe("t1", a)
     bus.publish("t1", events(7))
     await eventually(lambda: seen["b"][-1] == 7)
-    assert seen["a"][-1] == 6
+    await asyncio.sleep(0.1)  # a Redis bus's own copy comes back: it is not delivered again
+    assert seen["a"] == [1, 2, 3, 4, 5, 6]
+    assert seen["b"] == [1, 2, 3, 4, 5, 6, 7]
 
 
 async def test_other_tables_events_do_not_arrive(bus: Bus) -> None:
@@ -114,6 +167,7 @@ async def test_other_tables_events_do_not_arrive(bus: Bus) -> None:
     bus.publish("t2", events(1))
     bus.publish("t1", events(1))
     await eventually(lambda: bool(seen))
+    await asyncio.sleep(0.1)
     assert seen == ["t1"]
 
 
@@ -126,7 +180,7 @@ async def test_a_failing_subscriber_stops_neither_the_others_nor_the_publisher(
         raise RuntimeError("a bug in one subscriber")
 
     bus.subscribe("t1", broken)
-    bus.subscribe("t1", lambda table, step: seen.extend(e.seq for e in step))
+    bus.subscribe("t1", recorder(seen))
     bus.publish("t1", events(1))
     await eventually(lambda: seen == [1])
     assert "failed" in caplog.text
@@ -134,18 +188,257 @@ async def test_a_failing_subscriber_stops_neither_the_others_nor_the_publisher(
 
 async def test_catch_up_reads_the_stored_events(bus: Bus) -> None:
     STORED["t1"] = events(1, 2, 3, 4)
-    try:
-        after = await bus.events_after("t1", 2)
-        assert after is not None and [e.seq for e in after] == [3, 4]
-        assert await bus.events_after("t9", 0) is None
-    finally:
-        STORED.clear()
+    after = await bus.events_after("t1", 2)
+    assert after is not None and [e.seq for e in after] == [3, 4]
+    assert await bus.events_after("t9", 0) is None
+
+
+async def test_catching_up_delivers_nothing_twice(bus: Bus) -> None:
+    seen: list[int] = []
+    bus.subscribe("t1", recorder(seen))
+    STORED["t1"] = events(1, 2)
+    bus.publish("t1", events(1, 2))
+    await eventually(lambda: seen == [1, 2])
+    await bus.catch_up("t1")
+    bus.publish("t1", events(3))
+    await eventually(lambda: seen[-1] == 3)
+    await asyncio.sleep(0.1)
+    assert seen == [1, 2, 3]
 
 
 def test_the_contract_lists_every_method() -> None:
     methods: set[Any] = {
         "start", "close", "serve", "unserve", "publish", "reply",
-        "submit", "on_replies", "subscribe", "unsubscribe", "events_after",
+        "submit", "on_replies", "subscribe", "unsubscribe", "events_after", "catch_up",
     }  # fmt: skip
-    for name in methods:
-        assert callable(getattr(LocalBus, name)), name
+    for cls in (LocalBus, RedisBus):
+        for name in methods:
+            assert callable(getattr(cls, name)), (cls, name)
+
+
+# ------------------------------------------------------- two processes over one Redis
+@pytest.fixture
+async def pair(redis_url: str) -> AsyncIterator[tuple[RedisBus, RedisBus]]:
+    """Two buses on one Redis, as two processes: ``a`` owns t1, ``b`` is a gateway."""
+    a, b = redis_bus(redis_url, "node-a"), redis_bus(redis_url, "node-b")
+    await a.start()
+    await b.start()
+    OWNERS["t1"] = a.node
+    try:
+        yield a, b
+    finally:
+        await b.close()
+        await a.close()
+
+
+async def test_a_record_is_relayed_to_the_owner_and_the_reply_comes_back(
+    pair: tuple[RedisBus, RedisBus],
+) -> None:
+    a, b = pair
+    got: list[CommandRecord] = []
+    replies: list[ReplyRecord] = []
+    a.serve("t1", got.append)
+    b.on_replies(replies.append)
+    to = Address(b.node, 3, 9)
+    record = CommandRecord("t1", "bet", "ann", "b-1", {"area": "tie", "amount": 100}, to)
+    b.submit(record)
+    await eventually(lambda: bool(got))
+    assert got == [record]  # the same record, across the process boundary
+    a.reply(ReplyRecord.ok(to, seq=12, duplicate=False))
+    await eventually(lambda: bool(replies))
+    assert replies == [ReplyRecord.ok(to, seq=12, duplicate=False)]
+    assert b.relayed == 1
+
+
+async def test_a_remote_owners_refusal_is_a_reply(pair: tuple[RedisBus, RedisBus]) -> None:
+    a, b = pair
+    replies: list[ReplyRecord] = []
+    b.on_replies(replies.append)
+
+    def full(record: CommandRecord) -> None:
+        raise Refused("busy", "the table is busy; try again")
+
+    a.serve("t1", full)
+    to = Address(b.node, 1, 1)
+    b.submit(CommandRecord("t1", "sit", "ann", reply_to=to))
+    await eventually(lambda: bool(replies))
+    assert replies[0].error is not None and replies[0].error["code"] == "busy"
+
+
+async def test_an_owner_that_is_gone_or_moving_is_unavailable(
+    pair: tuple[RedisBus, RedisBus],
+) -> None:
+    """The lease names a process that no longer listens, or one that no longer serves
+    the table (it moved): the gateway hears ``unavailable`` at once, not silence."""
+    a, b = pair
+    replies: list[ReplyRecord] = []
+    b.on_replies(replies.append)
+    OWNERS["t1"] = "node-gone"
+    b.submit(CommandRecord("t1", "sit", "ann", reply_to=Address(b.node, 1, 1)))
+    OWNERS["t2"] = a.node  # a names itself owner of t2 but serves nothing there
+    b.submit(CommandRecord("t2", "sit", "ann", reply_to=Address(b.node, 1, 2)))
+    await eventually(lambda: len(replies) == 2)
+    assert sorted((r.to.request, r.error and r.error["code"]) for r in replies) == [
+        (1, "unavailable"),
+        (2, "unavailable"),
+    ]
+
+
+async def test_events_reach_the_other_process_before_the_reply_they_led_to(
+    pair: tuple[RedisBus, RedisBus],
+) -> None:
+    a, b = pair
+    seen: list[Any] = []
+    b.subscribe("t1", recorder(seen))
+    b.on_replies(lambda reply: seen.append("reply"))
+    to = Address(b.node, 1, 1)
+
+    def owner(record: CommandRecord) -> None:  # a step: stored, published, answered
+        a.publish("t1", events(1, 2))
+        a.reply(ReplyRecord.ok(to, seq=2, duplicate=False))
+
+    a.serve("t1", owner)
+    b.submit(CommandRecord("t1", "bet", "ann", reply_to=to))
+    await eventually(lambda: "reply" in seen)
+    assert seen == [1, 2, "reply"]
+
+
+async def test_a_gap_is_filled_from_the_stored_events_and_nothing_comes_twice(
+    pair: tuple[RedisBus, RedisBus], redis_url: str
+) -> None:
+    a, b = pair
+    seen: list[int] = []
+    b.subscribe("t1", recorder(seen))
+    STORED["t1"] = events(1, 2, 3, 4, 5)
+    a.publish("t1", events(1))
+    await eventually(lambda: seen == [1])
+    # Steps 2-4 were published while pub/sub lost them: only 5 arrives.
+    raw = aioredis.Redis.from_url(redis_url)
+    try:
+        await raw.publish("chemmy:ev:t1", _pack_events("t1", events(5)))
+        await eventually(lambda: len(seen) >= 5)
+        assert b.backfilled == 4  # 2-5 read back; then 5 as it came is already delivered
+        # A batch already delivered (a copy, or a stale message) is dropped.
+        await raw.publish("chemmy:ev:t1", _pack_events("t1", events(3, 4)))
+        a.publish("t1", events(6))
+        await eventually(lambda: seen[-1] == 6)
+    finally:
+        await raw.aclose()
+    assert seen == [1, 2, 3, 4, 5, 6]
+
+
+async def test_a_dropped_subscription_catches_up_on_reconnecting(
+    pair: tuple[RedisBus, RedisBus], redis_url: str
+) -> None:
+    """``CLIENT KILL TYPE pubsub``: both processes' subscriptions are cut. What was
+    published while ``b`` had none reaches it from the stored events when it is back,
+    before anything newer, each once."""
+    a, b = pair
+    seen: list[int] = []
+    b.subscribe("t1", recorder(seen))
+    STORED["t1"] = events(1)
+    a.publish("t1", events(1))
+    await eventually(lambda: seen == [1])
+    raw = aioredis.Redis.from_url(redis_url)
+    try:
+        killed = await raw.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+        assert killed >= 2
+        STORED["t1"] = events(1, 2, 3)
+        a.publish("t1", events(2, 3))  # into the void, or not: either way once
+        await eventually(lambda: seen[-1:] == [3])
+        await eventually(lambda: a.connected.is_set() and b.connected.is_set())
+        STORED["t1"] = events(1, 2, 3, 4)
+        a.publish("t1", events(4))
+        await eventually(lambda: seen[-1:] == [4])
+    finally:
+        await raw.aclose()
+    assert seen == [1, 2, 3, 4]
+
+
+async def test_a_restarted_redis_misses_nothing(make_redis: Callable[..., RedisServer]) -> None:
+    """Redis stops and starts again (AOF on): both buses reconnect by themselves; what
+    was stored meanwhile reaches the gateway, in order, each once; commands and
+    replies travel again."""
+    server = make_redis()
+    a, b = redis_bus(server.url(), "node-a"), redis_bus(server.url(), "node-b")
+    await a.start()
+    await b.start()
+    try:
+        OWNERS["t1"] = a.node
+        seen: list[int] = []
+        b.subscribe("t1", recorder(seen))
+        STORED["t1"] = events(1)
+        a.publish("t1", events(1))
+        await eventually(lambda: seen == [1])
+        await asyncio.to_thread(server.stop)
+        await eventually(lambda: not b.connected.is_set())
+        STORED["t1"] = events(1, 2)
+        a.publish("t1", events(2))  # Redis is down: lost on the way, kept in the store
+        await asyncio.to_thread(server.start)
+        await eventually(lambda: a.connected.is_set() and b.connected.is_set(), timeout=10)
+        await eventually(lambda: seen[-1:] == [2])
+        got: list[CommandRecord] = []
+        replies: list[ReplyRecord] = []
+        a.serve("t1", got.append)
+        b.on_replies(replies.append)
+        to = Address(b.node, 1, 1)
+        b.submit(CommandRecord("t1", "done", "ann", reply_to=to))
+        await eventually(lambda: bool(got))
+        a.reply(ReplyRecord.ok(to, seq=2, duplicate=False))
+        await eventually(lambda: bool(replies))
+        STORED["t1"] = events(1, 2, 3)
+        a.publish("t1", events(3))
+        await eventually(lambda: seen[-1:] == [3])
+        assert seen == [1, 2, 3]
+    finally:
+        await b.close()
+        await a.close()
+
+
+async def test_a_new_owner_first_delivers_what_the_last_one_stored_but_never_sent(
+    pair: tuple[RedisBus, RedisBus],
+) -> None:
+    """The owner ``a`` stored steps 2 and 3, then died before publishing them. ``b``
+    takes the table over: before its actor publishes step 4, its own subscribers get 2
+    and 3 from the stored events (a process delivers its own steps at once, without
+    the gap check events from Redis get)."""
+    a, b = pair
+    seen: list[int] = []
+    b.subscribe("t1", recorder(seen))
+    STORED["t1"] = events(1)
+    a.publish("t1", events(1))
+    await eventually(lambda: seen == [1])
+    await a.close()
+    STORED["t1"] = events(1, 2, 3)
+    OWNERS["t1"] = b.node
+    await b.catch_up("t1")
+    b.serve("t1", lambda record: None)
+    STORED["t1"] = events(1, 2, 3, 4)
+    b.publish("t1", events(4))
+    assert seen == [1, 2, 3, 4]
+
+
+async def test_notices_reach_every_process(pair: tuple[RedisBus, RedisBus]) -> None:
+    a, b = pair
+    heard: dict[str, list[dict[str, Any]]] = {"a": [], "b": []}
+    a.on_control(heard["a"].append)
+    b.on_control(heard["b"].append)
+    a.control({"kind": "tables"})
+    await eventually(lambda: bool(heard["a"]) and bool(heard["b"]))
+    assert heard["a"] == heard["b"] == [{"kind": "tables"}]
+
+
+async def test_a_forgotten_table_numbers_its_events_afresh(
+    pair: tuple[RedisBus, RedisBus],
+) -> None:
+    """A table closed and created again starts again at seq 1: once the gateway forgets
+    the old one, the new table's events are not taken for old ones."""
+    a, b = pair
+    seen: list[int] = []
+    b.subscribe("t1", recorder(seen))
+    a.publish("t1", events(1, 2, 3))
+    await eventually(lambda: seen == [1, 2, 3])
+    a.forget("t1")
+    b.forget("t1")
+    a.publish("t1", events(1))
+    await eventually(lambda: seen == [1, 2, 3, 1])
