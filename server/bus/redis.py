@@ -66,6 +66,7 @@ OwnerLookup = Callable[[str], Awaitable[str | None]]
 
 PREFIX = "chemmy"
 RECONNECT_FIRST, RECONNECT_MAX = 0.05, 2.0
+BATCH_MAX = 500  # messages published in one pipeline at most
 
 
 def node_name() -> str:
@@ -259,37 +260,60 @@ class RedisBus:
     async def _write(self) -> None:
         """Publish the outbox in order; relay commands to their tables' owners.
 
-        A message that cannot be published because Redis cannot be reached (it
-        restarts, a connection was cut) is published again, with backoff, before
-        anything after it: a stored step's events must reach the other processes (they
-        may wait for nothing newer to notice a gap), and a reply its gateway. Sending
-        one twice is harmless (events are dropped by seq, a reply nobody waits for is
-        ignored, notices are idempotent). A command that cannot be relayed is answered
+        Messages waiting together go out in one pipeline (one round trip to Redis, not
+        one each: a busy owner publishes faster than it could wait for each ``PUBLISH``
+        in turn, and its events would fall ever further behind). A command ends a batch
+        (it needs its owner looked up and its receivers counted), so the order of the
+        outbox is kept.
+
+        A batch that cannot be published because Redis cannot be reached (it restarts,
+        a connection was cut) is published again, with backoff, before anything after
+        it: a stored step's events must reach the other processes (they may wait for
+        nothing newer to notice a gap), and a reply its gateway. Sending one twice is
+        harmless (events are dropped by seq, a reply nobody waits for is ignored,
+        notices are idempotent). A command that cannot be relayed is answered
         ``unavailable`` at once instead: its sender retries it with its id."""
+        pending: tuple[str, bytes] | CommandRecord | None = None
         while not self._closing:
-            item = await self._outbox.get()
-            delay = RECONNECT_FIRST
-            while not self._closing:
-                try:
-                    if isinstance(item, CommandRecord):
-                        await self._relay(item)
-                    else:
-                        assert self._redis is not None
-                        await self._redis.publish(*item)
-                except (RedisConnectionError, RedisTimeoutError) as exc:
-                    if isinstance(item, CommandRecord):
-                        self._unreachable(item, exc)
-                        break
-                    if delay == RECONNECT_FIRST:
-                        log.warning("publishing on Redis failed: %s; trying again", exc)
-                    await asyncio.sleep(delay)
-                    delay = min(RECONNECT_MAX, delay * 2)
-                    continue
-                except RedisError as exc:
-                    log.warning("publishing on Redis failed: %s", exc)
-                    if isinstance(item, CommandRecord):
-                        self._unreachable(item, exc)
-                break
+            item = pending if pending is not None else await self._outbox.get()
+            pending = None
+            if isinstance(item, CommandRecord):
+                await self._relay_once(item)
+                continue
+            batch = [item]
+            while len(batch) < BATCH_MAX and not self._outbox.empty():
+                nxt = self._outbox.get_nowait()
+                if isinstance(nxt, CommandRecord):
+                    pending = nxt
+                    break
+                batch.append(nxt)
+            await self._publish(batch)
+
+    async def _publish(self, batch: list[tuple[str, bytes]]) -> None:
+        """Publish ``batch`` in one pipeline, again and again while Redis is away."""
+        delay = RECONNECT_FIRST
+        while not self._closing:
+            try:
+                assert self._redis is not None
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for channel, data in batch:
+                        pipe.publish(channel, data)
+                    await pipe.execute()
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                if delay == RECONNECT_FIRST:
+                    log.warning("publishing on Redis failed: %s; trying again", exc)
+                await asyncio.sleep(delay)
+                delay = min(RECONNECT_MAX, delay * 2)
+                continue
+            except RedisError as exc:
+                log.warning("publishing on Redis failed: %s", exc)
+            return
+
+    async def _relay_once(self, record: CommandRecord) -> None:
+        try:
+            await self._relay(record)
+        except RedisError as exc:
+            self._unreachable(record, exc)
 
     def _unreachable(self, record: CommandRecord, exc: Exception) -> None:
         """A command that could not be relayed: its sender hears ``unavailable``."""

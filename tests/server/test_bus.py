@@ -303,6 +303,37 @@ async def test_events_reach_the_other_process_before_the_reply_they_led_to(
     assert seen == [1, 2, "reply"]
 
 
+async def test_a_burst_goes_out_in_few_round_trips_and_in_order(
+    pair: tuple[RedisBus, RedisBus],
+) -> None:
+    """An owner busier than one ``PUBLISH`` round trip per message: 3,000 steps and a
+    reply after every 100th reach the other process in order, each once, in far fewer
+    pipelines than messages (the outbox is sent in batches, not one by one)."""
+    a, b = pair
+    seen: list[Any] = []
+    b.subscribe("t1", recorder(seen))
+    b.on_replies(lambda reply: seen.append(("reply", reply.to.request)))
+    assert a._redis is not None
+    real = a._redis.pipeline
+    pipelines: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        pipelines.append(1)
+        return real(*args, **kwargs)
+
+    a._redis.pipeline = counted  # type: ignore[method-assign]
+    expected: list[Any] = []
+    for seq in range(1, 3001):
+        a.publish("t1", events(seq))
+        expected.append(seq)
+        if seq % 100 == 0:
+            a.reply(ReplyRecord.ok(Address(b.node, 1, seq), seq=seq, duplicate=False))
+            expected.append(("reply", seq))
+    await eventually(lambda: len(seen) >= len(expected), timeout=20)
+    assert seen == expected
+    assert 0 < len(pipelines) < 300, len(pipelines)
+
+
 async def test_a_gap_is_filled_from_the_stored_events_and_nothing_comes_twice(
     pair: tuple[RedisBus, RedisBus], redis_url: str
 ) -> None:
