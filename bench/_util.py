@@ -7,6 +7,7 @@ launcher (``tests.kit.launch``).
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import re
@@ -45,11 +46,12 @@ def rss_kib(pid: int) -> int:
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0-100), nearest-rank on the sorted values."""
+    """The q-th percentile (0-100), nearest-rank: the smallest value with at least q% of
+    the values at or below it."""
     if not values:
         return float("nan")
     ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    rank = max(0, min(len(ordered) - 1, math.ceil(q * len(ordered) / 100 - 1e-9) - 1))
     return ordered[rank]
 
 
