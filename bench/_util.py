@@ -70,6 +70,20 @@ def machine() -> str:
     )
 
 
+def loadavg() -> str:
+    """The machine's load average over 1, 5 and 15 minutes (``/proc/loadavg``)."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def load_line(start: str) -> str:
+    """What the doc says of the machine's load: ``start`` (:func:`loadavg` when the run
+    began) and now."""
+    return (
+        f"Load average (1, 5, 15 min): {start} when the run started, {loadavg()} at its end "
+        "(the two cores are shared with other work)."
+    )
+
+
 def write_section(path: Path, section: str, body: str) -> None:
     """Put ``body`` (starting with the ``section`` heading) in the markdown file: replace
     that section if present, else append it. Every other section is kept as it is; the
@@ -94,6 +108,8 @@ def write_benchmarks(section: str, body: str) -> None:
 __all__ = [
     "ROOT",
     "cpu_seconds",
+    "load_line",
+    "loadavg",
     "machine",
     "percentile",
     "raise_nofile",

@@ -43,6 +43,7 @@ import collections
 import math
 import multiprocessing as mp
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -1067,7 +1068,8 @@ def main(argv: list[str] | None = None) -> int:
     results = asyncio.run(main_async(args))
     load_after = Path("/proc/loadavg").read_text().split()[:3]
     results["elapsed"] = time.perf_counter() - t0
-    results["command"] = " ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])])
+    words = argv if argv is not None else sys.argv[1:]
+    results["command"] = " ".join([COMMAND, shlex.join(words)]).strip()
     results["redis_version"] = redis_version()
     results["load"] = (
         f"The load average (1, 5, 15 min) was {' '.join(load_before)} when the run started "

@@ -37,6 +37,7 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -930,7 +931,7 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
     lines = [
         SECTION,
         "",
-        f"Made by `{COMMAND}{' --clients ' + str(args.clients) if args.clients != 1000 else ''}` "
+        f"Made by `{' '.join([COMMAND, shlex.join(sys.argv[1:])]).strip()}` "
         f"on {time.strftime('%Y-%m-%d')} ({results['elapsed']:.0f} s).",
         f"Machine: {machine()}; websockets {results['websockets']}. The server under test, "
         f"the baseline servers and {WORKERS} client processes share the two cores. Bench "
