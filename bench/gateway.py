@@ -38,6 +38,7 @@ import asyncio
 import multiprocessing as mp
 import os
 import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -62,7 +63,7 @@ from bench._util import (
 from server.net.auth import make_token
 from tests.kit.client import Client, open_player
 from tests.kit.game import Game
-from tests.kit.launch import Process, ServerProcess
+from tests.kit.launch import LISTENING, ROOT, Process, ServerProcess
 
 COMMAND = "python -m bench.gateway"
 SECTION = "## Gateway (bench/gateway.py)"
@@ -358,13 +359,61 @@ def stats_ms(samples: list[float]) -> dict[str, float]:
     return {"p50": percentile(samples, 50) * 1e3, "p99": percentile(samples, 99) * 1e3}
 
 
+#: Two p50s of the same round trip, taken in turns in one run on this shared machine,
+#: differ by up to this much (run to run); a larger gap is a change.
+NOISE = 0.15
 RUN = 20  # round trips of one kind in a row before the next kind's turn
 
 
-async def round_trips(tmp: Path, count: int, redis_url: str | None) -> dict[str, Any]:
-    """Sequential round trips to chemmy (on SQLite, and on Redis when ``redis_url`` is
-    given: one process each) and to the bare echo server, taken in turns of ``RUN`` so
-    that whatever else the machine does falls on all alike."""
+#: The settings a baseline server (an older revision) is given: only those every
+#: revision since the benchmarks began knows.
+BASELINE_CONFIG = f"""
+jwt_secret = "{SECRET}"
+rate_limit = 1000000.0
+rate_burst = 1000000
+queue_size = 8192
+log_level = "warning"
+
+[[tables]]
+id = "{TABLE}"
+name = "Bench"
+tier = "1-100"
+timers = {{ betting = 3600, squeeze = 3600, third_card = 3600, shoe_offer = 3600, cut = 3600, grace = 3600 }}
+"""
+
+
+def start_baseline(tmp: Path, code: Path) -> tuple[ServerProcess, str]:
+    """chemmy-server of another revision: the ``server`` package in ``code``, run from
+    there with only that folder on its path, on SQLite, with :data:`BASELINE_CONFIG`."""
+    home = Path(tempfile.mkdtemp(prefix="chemmy-baseline-", dir=tmp))
+    server = ServerProcess(
+        home, BASELINE_CONFIG, "--log-format", "text", env={"PYTHONPATH": str(code)}
+    )
+    server.cwd = code
+    server.ready = LISTENING  # an older server may say it another way
+    server.start()
+    return server, server.url
+
+
+def archive(rev: str, into: Path) -> Path:
+    """``git archive REV server`` unpacked in ``into``; ``into``."""
+    found = subprocess.run(
+        ["git", "archive", rev, "server"], cwd=ROOT, capture_output=True, check=False
+    )
+    if found.returncode != 0:
+        raise SystemExit(f"--baseline: not a git revision: {rev}")
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=found.stdout, check=True)
+    return into
+
+
+async def round_trips(
+    tmp: Path, count: int, redis_url: str | None, baseline: str | None = None
+) -> dict[str, Any]:
+    """Sequential round trips to chemmy (on SQLite, on Redis when ``redis_url`` is
+    given, and the ``baseline`` revision's server on SQLite: one process each) and to
+    the bare echo server, taken in turns of ``RUN`` so that whatever else the machine
+    does falls on all alike."""
     server, url = start_chemmy(tmp)
     echo, echo_url = start_bare("echo")
     servers: list[Process] = [server, echo]
@@ -400,6 +449,14 @@ async def round_trips(tmp: Path, count: int, redis_url: str | None) -> dict[str,
             others.append(redis_bot)
             kinds["redis_balance"] = lambda: ok(redis_bot, "balance")
             kinds["redis_table"] = bet_or_remove(redis_bot)
+        if baseline is not None:
+            old, old_url = start_baseline(tmp, archive(baseline, tmp / "baseline"))
+            servers.append(old)
+            old_bot = await seated_bot(old_url)
+            others.append(old_bot)
+            kinds["base_ping"] = lambda: ok(old_bot, "ping")
+            kinds["base_balance"] = lambda: ok(old_bot, "balance")
+            kinds["base_table"] = bet_or_remove(old_bot)
         samples: dict[str, list[float]] = {k: [] for k in kinds}
         for call in kinds.values():
             await timed(call, 0, warmup=200)
@@ -845,6 +902,7 @@ def targets(
     rows: list[tuple[FanOut, FanOut | None]],
     top: FanOut | None,
     costs: dict[str, Any],
+    baseline: str | None = None,
 ) -> list[str]:
     """The targets, each met or missed as measured."""
 
@@ -887,6 +945,20 @@ def targets(
         most = top.connected if top is not None else 0
         out.append(
             f"- 10,000 connections in one process: **not reached** (most connected: {most:,})."
+        )
+    if "base_table" in rt:
+        moved = {
+            name: rt[key]["p50"] / rt[f"base_{key}"]["p50"]
+            for name, key in (("ping", "ping"), ("balance", "balance"), ("bet", "table"))
+        }
+        worse = [name for name, r in moved.items() if r > 1 + NOISE]
+        out.append(
+            f"- No round trip worse than the baseline {baseline} beyond the noise "
+            f"(±{NOISE:.0%}, issue 9): "
+            + ("**met**" if not worse else f"**missed** for {', '.join(worse)}")
+            + ": "
+            + ", ".join(f"`{name}` {r:.2f}{X}" for name, r in moved.items())
+            + " the baseline's p50, measured in turns in the same run."
         )
     first = costs["levels"][0]
     if "redis" in first and "redis_table" in rt:
@@ -960,6 +1032,9 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
         ("`bet` / `remove_bet` (table actor, SQLite commit, event, reply)", "table", "echo_bet"),
         ("`balance`, Redis store (read from Redis)", "redis_balance", "echo_ping"),
         ("`bet` / `remove_bet`, Redis store (one Lua script per step)", "redis_table", "echo_bet"),
+        (f"`ping`, baseline {args.baseline}", "base_ping", "echo_ping"),
+        (f"`balance`, baseline {args.baseline}", "base_balance", "echo_ping"),
+        (f"`bet` / `remove_bet`, baseline {args.baseline} (SQLite)", "base_table", "echo_bet"),
     ):
         if key not in rt:
             continue
@@ -1093,7 +1168,7 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
         "",
         "### Against the targets",
         "",
-        *targets(rt, fan, base, rows, top, costs),
+        *targets(rt, fan, base, rows, top, costs, args.baseline),
         "",
         "### Notes",
         "",
@@ -1159,7 +1234,7 @@ async def main_async(args: argparse.Namespace, redis_url: str | None) -> dict[st
     with tempfile.TemporaryDirectory(prefix="chemmy-bench-") as tmp_name:
         tmp = Path(tmp_name)
         print("(a) round trips ...", file=sys.stderr)
-        results["rtt"] = await round_trips(tmp, args.requests, redis_url)
+        results["rtt"] = await round_trips(tmp, args.requests, redis_url, args.baseline)
         workers = Workers(WORKERS)
         try:
             print(f"(b) fan-out to {args.clients} ...", file=sys.stderr)
@@ -1199,6 +1274,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--no-redis", action="store_true", help="leave out the figures on a Redis store"
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="(a) also measures the server of this git revision, in turns with the others",
     )
     parser.add_argument("--serve", choices=("echo", "broadcast"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
