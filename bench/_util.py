@@ -7,6 +7,7 @@ launcher (``tests.kit.launch``).
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import re
@@ -45,11 +46,12 @@ def rss_kib(pid: int) -> int:
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0-100), nearest-rank on the sorted values."""
+    """The q-th percentile (0-100), nearest-rank: the smallest value with at least q% of
+    the values at or below it."""
     if not values:
         return float("nan")
     ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    rank = max(0, min(len(ordered) - 1, math.ceil(q * len(ordered) / 100 - 1e-9) - 1))
     return ordered[rank]
 
 
@@ -65,6 +67,20 @@ def machine() -> str:
     return (
         f"{cpu}, {os.cpu_count()} cores; Python {platform.python_version()}, "
         f"Linux {platform.release()}"
+    )
+
+
+def loadavg() -> str:
+    """The machine's load average over 1, 5 and 15 minutes (``/proc/loadavg``)."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def load_line(start: str) -> str:
+    """What the doc says of the machine's load: ``start`` (:func:`loadavg` when the run
+    began) and now."""
+    return (
+        f"Load average (1, 5, 15 min): {start} when the run started, {loadavg()} at its end "
+        "(the two cores are shared with other work)."
     )
 
 
@@ -92,6 +108,8 @@ def write_benchmarks(section: str, body: str) -> None:
 __all__ = [
     "ROOT",
     "cpu_seconds",
+    "load_line",
+    "loadavg",
     "machine",
     "percentile",
     "raise_nofile",

@@ -12,7 +12,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from bench._util import machine, write_benchmarks
+from bench._util import load_line, loadavg, machine, write_benchmarks
 from server.engine.cards import card_value, shoe_cards
 from server.engine.coup import resolve_coup
 from server.engine.odds import counts_after, exact_odds
@@ -41,6 +41,7 @@ def best_of(fn: Callable[[], object], repeats: int = REPEATS) -> float:
 
 
 def main() -> None:
+    start = loadavg()
     rows: list[tuple[str, str, str]] = []  # (measure, figure, relative to the baseline)
 
     # Exact odds, first: the first call also builds the coup table.
@@ -130,16 +131,16 @@ def main() -> None:
     ]
     table = "\n".join(lines)
     print(table)
-    write_section(table, n_cards, n_coups)
+    write_section(table, n_cards, n_coups, load_line(start))
 
 
-def write_section(table: str, n_cards: int, n_coups: int) -> None:
+def write_section(table: str, n_cards: int, n_coups: int, load: str) -> None:
     section = "\n".join(
         [
             SECTION,
             "",
             f"Made by `{COMMAND}` on {time.strftime('%Y-%m-%d')}.",
-            f"Machine: {machine()}.",
+            f"Machine: {machine()}. {load}",
             "",
             f"Scalar figures deal the same {SCALAR_SHOES} shuffled 8-deck shoes (cut, burn, stop "
             f"card 16 from the end: {n_coups:,} coups, {n_cards:,} cards). The baseline is a bare "

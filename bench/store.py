@@ -16,10 +16,10 @@ with ``appendfsync everysec``.
 one commit waits for it; the figure is the longest the loop went without running a
 10 ms timer meanwhile (a store that waits on the loop's thread stalls everyone).
 
-``--baseline DIR`` measures the ``server`` package in DIR (another checkout, or for
-example ``git archive OLD server | tar -x -C DIR``) in a subprocess running this same
-script, with only ``server`` taken from DIR, and puts its rows beside these, marked
-"baseline".
+``--baseline DIR`` measures the ``server`` package in DIR (another checkout) in a
+subprocess running this same script, with only ``server`` taken from DIR, and puts its
+rows beside these, marked "baseline". ``--baseline REV`` (a git revision, not a folder)
+does the same with that revision's ``server`` (``git archive REV server``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import asyncio
 import inspect
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import server.store as stores
-from bench._util import ROOT, machine, percentile, write_benchmarks
+from bench._util import ROOT, load_line, loadavg, machine, percentile, write_benchmarks
 from server.store.base import TableRow
 from server.table.wallet import Entry
 
@@ -151,7 +152,21 @@ async def run(tmp: Path, redis_url: str | None) -> dict[str, Any]:
     return results
 
 
-def baseline(directory: str) -> dict[str, Any]:
+def baseline(where: str) -> dict[str, Any]:
+    """:func:`baseline_of` a folder, or of a git revision's ``server`` package."""
+    if Path(where).is_dir():
+        return baseline_of(where)
+    with tempfile.TemporaryDirectory(prefix="chemmy-bench-rev-") as folder:
+        archive = subprocess.run(
+            ["git", "archive", where, "server"], cwd=ROOT, capture_output=True, check=False
+        )
+        if archive.returncode != 0:
+            raise SystemExit(f"--baseline: neither a folder nor a git revision: {where}")
+        subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
+        return baseline_of(folder)
+
+
+def baseline_of(directory: str) -> dict[str, Any]:
     """The same measurements of the ``server`` package in ``directory`` (no Redis): this
     script in a subprocess whose path has a folder holding only that ``server`` first,
     then this checkout (for ``bench`` and ``tests``), and not the working directory
@@ -173,7 +188,9 @@ def baseline(directory: str) -> dict[str, Any]:
     return found
 
 
-def report(results: dict[str, Any], before: dict[str, Any] | None, label: str) -> str:
+def report(
+    results: dict[str, Any], before: dict[str, Any] | None, label: str, command: str, load: str
+) -> str:
     names = {
         "memory": "MemoryStore",
         "sqlite": "SQLiteStore (file, WAL)",
@@ -182,9 +199,12 @@ def report(results: dict[str, Any], before: dict[str, Any] | None, label: str) -
     lines = [
         SECTION,
         "",
-        f"`{COMMAND}` on {machine()}; {COMMITS} step commits each (2 entries, a 2 KiB "
-        f"state row, 1 event where the store keeps events), after a warm-up of {WARMUP}."
-        + (f" Baseline: {label}." if before else ""),
+        f"Made by `{command}` on {time.strftime('%Y-%m-%d')}.",
+        f"Machine: {machine()}. {load}",
+        "",
+        f"{COMMITS} step commits each (2 entries, a 2 KiB state row, 1 event where the store "
+        f"keeps events), after a warm-up of {WARMUP}."
+        + (f" Baseline, measured in the same run: {label}." if before else ""),
         "",
         "| store | commit round trip mean | p50 | p99 |",
         "|---|---|---|---|",
@@ -212,11 +232,16 @@ def report(results: dict[str, Any], before: dict[str, Any] | None, label: str) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-write", action="store_true", help="print only")
-    parser.add_argument("--baseline", metavar="DIR", help="also measure DIR's server package")
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR|REV",
+        help="also measure the server package of a folder or of a git revision",
+    )
     parser.add_argument("--label", help="what the baseline is, for the docs")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-redis", action="store_true", help="leave Redis out")
     args = parser.parse_args()
+    start = loadavg()
     with tempfile.TemporaryDirectory(prefix="chemmy-bench-store-") as name:
         tmp = Path(name)
         redis_server = None
@@ -236,7 +261,16 @@ def main() -> None:
         print(json.dumps(results))
         return
     before = baseline(args.baseline) if args.baseline else None
-    text = report(results, before, args.label or f"the code in `{args.baseline}`")
+    words = sys.argv[1:]
+    if args.baseline and Path(args.baseline).is_dir():  # say DIR; the label says what
+        words = ["DIR" if w == args.baseline else w for w in words]
+    command = " ".join([COMMAND, shlex.join(words)]).strip()
+    label = args.label or (
+        f"the `server` package of `{args.baseline}`"
+        if args.baseline and Path(args.baseline).is_dir()
+        else f"the stores at commit {args.baseline}"
+    )
+    text = report(results, before, label, command, load_line(start))
     print(text)
     if not args.no_write:
         write_benchmarks(SECTION, text)

@@ -17,7 +17,7 @@ import json
 import time
 from collections.abc import Callable
 
-from bench._util import machine, write_benchmarks
+from bench._util import load_line, loadavg, machine, write_benchmarks
 from server.engine.coup import resolve_coup
 from server.table import MemoryWallet, Table, TableOptions, view_event
 from server.table import commands as c
@@ -125,6 +125,7 @@ class Run:
 
 
 def main() -> None:
+    start = loadavg()
     rows: list[tuple[str, str, str]] = []
 
     # The state machine, whole coups.
@@ -253,16 +254,16 @@ def main() -> None:
     lines += [f"| {a.ljust(w[0])} | {b.ljust(w[1])} | {r.ljust(w[2])} |" for a, b, r in rows]
     table = "\n".join(lines)
     print(table)
-    write_section(table, n_coups, sample.shoes, len(events))
+    write_section(table, n_coups, sample.shoes, len(events), load_line(start))
 
 
-def write_section(table: str, n_coups: int, shoes: int, n_events: int) -> None:
+def write_section(table: str, n_coups: int, shoes: int, n_events: int, load: str) -> None:
     section = "\n".join(
         [
             SECTION,
             "",
             f"Made by `{COMMAND}` on {time.strftime('%Y-%m-%d')}.",
-            f"Machine: {machine()}.",
+            f"Machine: {machine()}. {load}",
             "",
             f"{n_coups:,} coups ({shoes} seeded 8-deck shoes: offer accepted, cut, burn, stop card) "
             f"at one table with {BOTS} seated bots. Each coup goes through `Table.handle`: every "

@@ -1,0 +1,37 @@
+"""bench/_util.py: the section writer every benchmark shares, and the percentile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench._util import percentile, write_section
+
+
+def test_a_section_is_replaced_in_place_and_the_others_kept(tmp_path: Path) -> None:
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\n## One (a)\n\nold one\n\n## Two (b)\n\ntwo\n")
+    write_section(doc, "## One (a)", "## One (a)\n\nnew one\n")
+    text = doc.read_text()
+    assert "old one" not in text
+    assert text.index("new one") < text.index("## Two (b)")
+    assert text.endswith("## Two (b)\n\ntwo\n")
+
+
+def test_a_new_section_is_appended(tmp_path: Path) -> None:
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\n## One (a)\n\none\n")
+    write_section(doc, "## Cluster (c)", "## Cluster (c)\n\nthree\n")
+    write_section(doc, "## Cluster (c)", "## Cluster (c)\n\nthree again\n")
+    text = doc.read_text()
+    assert text.count("## Cluster (c)") == 1
+    assert text.index("## One (a)") < text.index("## Cluster (c)")
+    assert text.endswith("three again\n")
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(100, 0, -1)]  # 100 .. 1, unsorted on purpose
+    assert percentile(values, 50) == 50.0
+    assert percentile(values, 99) == 99.0
+    assert percentile(values, 100) == 100.0
+    assert percentile([7.0], 99) == 7.0
+    assert percentile([], 50) != percentile([], 50)  # nan: no samples
