@@ -638,7 +638,8 @@ async def throughput(
             specs.append((url, f"bot-{table}", table))
         started, failed = await workers.start(specs)
         if started < len(specs):
-            raise RuntimeError(f"{label}: {started} of {len(specs)} bots started: {failed}")
+            logs = "\n".join(n.log_text(10) for n in cluster.live)
+            raise RuntimeError(f"{label}: {started} of {len(specs)} bots started: {failed}\n{logs}")
         await workers.go()  # every bot seated: all tables start playing together
         await asyncio.sleep(warmup)
         servers = [n.pid for n in cluster.live]

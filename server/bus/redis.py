@@ -21,11 +21,12 @@ the order Redis delivers them, so a step's events still reach a gateway before t
 to the command that caused them (the owner publishes them first, on one connection).
 
 Outgoing messages go through one queue and one writer task, in the order they were
-made. A command whose owner cannot be reached is answered ``unavailable`` by this bus
+made; those waiting together are sent in one pipeline. A command whose owner cannot be reached is answered ``unavailable`` by this bus
 itself; a command whose reply never comes is timed out by the gateway.
 
 The owner's own clients are served without Redis: what it publishes reaches its local
-subscribers at once (and the copy coming back from Redis is dropped as already seen).
+subscribers at once (and the copy coming back from Redis is dropped, by the publisher's
+name it starts with, before the rest of it is decoded).
 
 This module never decides a rule and never looks inside an event's data.
 """
@@ -74,17 +75,26 @@ def node_name() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
-def _pack_events(table: str, events: Sequence[Event]) -> bytes:
+def _pack_events(table: str, events: Sequence[Event], node: str = "") -> bytes:
+    """One step's events as published: ``[node, table, at, events]``, the publishing
+    process first, so that it can drop its own step without decoding the rest."""
     body = [[e.seq, e.kind, e.data, e.private] for e in events]
-    message = {"table": table, "events": body, "at": time.time()}
-    out: bytes = msgpack.packb(message, use_bin_type=True)
+    out: bytes = msgpack.packb([node, table, time.time(), body], use_bin_type=True)
     return out
 
 
+def _publisher(data: bytes) -> str:
+    """The process that published an events message (read without decoding the rest)."""
+    unpacker = msgpack.Unpacker(raw=False)
+    unpacker.feed(data)
+    unpacker.read_array_header()
+    return str(unpacker.unpack())
+
+
 def _unpack_events(data: bytes) -> tuple[str, list[Event], float]:
-    raw = msgpack.unpackb(data, raw=False)
-    events = [Event(int(s), str(k), d, p) for s, k, d, p in raw["events"]]
-    return str(raw["table"]), events, float(raw.get("at") or 0.0)
+    _node, table, at, body = msgpack.unpackb(data, raw=False)
+    events = [Event(int(s), str(k), d, p) for s, k, d, p in body]
+    return str(table), events, float(at or 0.0)
 
 
 class RedisBus:
@@ -164,7 +174,7 @@ class RedisBus:
         if not events:
             return
         self._deliver(table, list(events))  # this process's own clients first, at once
-        self._send(f"{PREFIX}:ev:{table}", _pack_events(table, events))
+        self._send(f"{PREFIX}:ev:{table}", _pack_events(table, events, self.node))
 
     def reply(self, record: ReplyRecord) -> None:
         if record.to.gateway == self.node:
@@ -387,6 +397,8 @@ class RedisBus:
         data = message["data"]
         try:
             if channel.startswith(f"{PREFIX}:ev:"):
+                if _publisher(data) == self.node:
+                    return  # this process's own step: delivered here when it was published
                 table, events, at = _unpack_events(data)
                 if at and self.on_lag is not None:
                     self.on_lag(max(0.0, time.time() - at))

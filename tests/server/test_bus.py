@@ -334,6 +334,27 @@ async def test_a_burst_goes_out_in_few_round_trips_and_in_order(
     assert 0 < len(pipelines) < 300, len(pipelines)
 
 
+async def test_a_process_drops_its_own_steps_coming_back(pair: tuple[RedisBus, RedisBus]) -> None:
+    """The owner's subscribers had its step when it was published; the copy Redis sends
+    back is dropped undecoded, and the bus lag is measured on other processes' steps."""
+    a, b = pair
+    seen_a: list[Any] = []
+    seen_b: list[Any] = []
+    lag_a: list[float] = []
+    lag_b: list[float] = []
+    a.subscribe("t1", recorder(seen_a))
+    b.subscribe("t1", recorder(seen_b))
+    a.on_lag, b.on_lag = lag_a.append, lag_b.append
+    a.publish("t1", events(1, 2))
+    a.publish("t1", events(3))
+    notices: list[dict[str, Any]] = []
+    a.on_control(notices.append)
+    a.control({"kind": "tables"})  # sent after the steps on one connection: heard after
+    await eventually(lambda: len(seen_b) == 3 and bool(notices))
+    assert seen_a == [1, 2, 3] and seen_b == [1, 2, 3]
+    assert lag_a == [] and len(lag_b) == 2
+
+
 async def test_a_gap_is_filled_from_the_stored_events_and_nothing_comes_twice(
     pair: tuple[RedisBus, RedisBus], redis_url: str
 ) -> None:
