@@ -899,6 +899,26 @@ def throughput_report(runs: list[Throughput]) -> list[str]:
     return lines
 
 
+def limits(one: Throughput, three: Throughput) -> str:
+    """What bounds three processes' coups/s against one's, from the run's own figures:
+    the servers' CPU they could get, and what a coup cost each."""
+    cores = os.cpu_count() or 1
+    cpu_one, cpu_three = one.cpu["servers"] / one.seconds, three.cpu["servers"] / three.seconds
+    cost_one = one.cpu["servers"] / max(1, one.coups)
+    cost_three = three.cpu["servers"] / max(1, three.coups)
+    bound = (cpu_three / cpu_one) * (cost_one / cost_three)
+    return (
+        f"  What limits it: the CPU. One process runs all its tables on one thread and took "
+        f"{cpu_one:.2f} of a core; three took {cpu_three:.2f} cores between them, with the "
+        f"machine at {three.cpu['machine'] / three.seconds:.2f} of its {cores} (Redis and "
+        f"the bots have the rest), so they had {cpu_three / cpu_one:.2f}{X} one's CPU; and "
+        f"a coup cost the servers {cost_three * 1e3:.2f} ms of CPU against {cost_one * 1e3:.2f} "
+        f"ms (every gateway decodes every table's events; commands are relayed). Together "
+        f"these allow {bound:.2f}{X}, which is what was measured. 2.5{X} needs at least three "
+        f"cores for the servers alone."
+    )
+
+
 def failover_report(trials: list[Trial]) -> list[str]:
     times = [t.seconds for t in trials]
     lines = [
@@ -985,6 +1005,7 @@ def targets(results: dict[str, Any]) -> list[str]:
             + ", ".join(f"{r.rate / one.rate:.2f}{X} ({r.placement})" for r in three)
             + "."
         )
+        out.append(limits(one, best))
     trials = results.get("failover")
     if trials:
         worst = max(t.seconds for t in trials)
