@@ -21,8 +21,9 @@ the order Redis delivers them, so a step's events still reach a gateway before t
 to the command that caused them (the owner publishes them first, on one connection).
 
 Outgoing messages go through one queue and one writer task, in the order they were
-made; those waiting together are sent in one pipeline. A command whose owner cannot be reached is answered ``unavailable`` by this bus
-itself; a command whose reply never comes is timed out by the gateway.
+made; those waiting together are sent in one pipeline. A command whose owner cannot be
+reached is answered ``unavailable`` by this bus itself (and so are the commands queued
+while Redis is away); a command whose reply never comes is timed out by the gateway.
 
 The owner's own clients are served without Redis: what it publishes reaches its local
 subscribers at once (and the copy coming back from Redis is dropped, by the publisher's
@@ -40,6 +41,7 @@ import os
 import secrets
 import socket
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -118,7 +120,9 @@ class RedisBus:
         self._replies: ReplyHandler | None = None
         self._control: ControlHandler | None = None
         self._last: dict[str, int] = {}  # table -> the last seq delivered here
-        self._outbox: asyncio.Queue[tuple[str, bytes] | CommandRecord] = asyncio.Queue()
+        #: What the writer task sends, in order (``_wake`` is set when something is added).
+        self._outbox: deque[tuple[str, bytes] | CommandRecord] = deque()
+        self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._closing = False
         #: Counters for /metrics: events read back from streams, records relayed; and
@@ -190,7 +194,8 @@ class RedisBus:
             return
         if self._redis is None:
             raise Refused("unavailable", "the tables cannot be reached; try again")
-        self._outbox.put_nowait(record)
+        self._outbox.append(record)
+        self._wake.set()
 
     def on_replies(self, handler: ReplyHandler) -> None:
         self._replies = handler
@@ -223,26 +228,41 @@ class RedisBus:
         self._subscribers.deliver(table, events)
 
     async def _arrived(self, table: str, events: list[Event]) -> None:
-        """Events from Redis: fill any gap from the table's stream, then deliver."""
+        """Events from Redis: fill any gap from the table's stream, then deliver. When
+        the stream cannot be read (the store fails), these events wait there too: they
+        are delivered, after the gap, by the next catch-up that succeeds."""
         last = self._last.get(table)
-        if last is not None and events and events[0].seq > last + 1:
-            await self._catch_up(table)
+        gap = last is not None and bool(events) and events[0].seq > last + 1
+        if gap and not await self._catch_up(table):
+            return
         self._deliver(table, events)
 
-    async def _catch_up(self, table: str) -> None:
+    async def _catch_up(self, table: str) -> bool:
+        """Deliver the stored events after the last one delivered; False when the
+        stream could not be read (nothing delivered)."""
         last = self._last.get(table)
         if last is None:
-            return
-        missed = await self._events_after(table, last)
+            return True
+        try:
+            missed = await self._events_after(table, last)
+        except Exception as exc:  # the store's failure; the reader must go on
+            log.warning(
+                "table %s: reading the stored events failed (%s); trying again at its next event",
+                table,
+                exc,
+                extra={"table": table},
+            )
+            return False
         if missed is None:
             # Older than the stream keeps: the gateways' clients resync by snapshot.
             log.warning(
                 "table %s: events after %d are no longer kept", table, last, extra={"table": table}
             )
-            return
+            return True
         if missed:
             self.backfilled += len(missed)
             self._deliver(table, missed)
+        return True
 
     def _reply_here(self, record: ReplyRecord) -> None:
         if self._replies is None:
@@ -265,7 +285,8 @@ class RedisBus:
     # -- the Redis side ------------------------------------------------------------------
     def _send(self, channel: str, data: bytes) -> None:
         if not self._closing:
-            self._outbox.put_nowait((channel, data))
+            self._outbox.append((channel, data))
+            self._wake.set()
 
     async def _write(self) -> None:
         """Publish the outbox in order; relay commands to their tables' owners.
@@ -283,20 +304,24 @@ class RedisBus:
         harmless (events are dropped by seq, a reply nobody waits for is ignored,
         notices are idempotent). A command that cannot be relayed is answered
         ``unavailable`` at once instead: its sender retries it with its id."""
-        pending: tuple[str, bytes] | CommandRecord | None = None
+        outbox = self._outbox
         while not self._closing:
-            item = pending if pending is not None else await self._outbox.get()
-            pending = None
-            if isinstance(item, CommandRecord):
-                await self._relay_once(item)
+            if not outbox:
+                self._wake.clear()
+                await self._wake.wait()
                 continue
-            batch = [item]
-            while len(batch) < BATCH_MAX and not self._outbox.empty():
-                nxt = self._outbox.get_nowait()
-                if isinstance(nxt, CommandRecord):
-                    pending = nxt
+            first = outbox[0]
+            if isinstance(first, CommandRecord):
+                outbox.popleft()
+                await self._relay_once(first)
+                continue
+            batch: list[tuple[str, bytes]] = []
+            while outbox and len(batch) < BATCH_MAX:
+                item = outbox[0]
+                if isinstance(item, CommandRecord):
                     break
-                batch.append(nxt)
+                batch.append(item)
+                outbox.popleft()
             await self._publish(batch)
 
     async def _publish(self, batch: list[tuple[str, bytes]]) -> None:
@@ -312,6 +337,7 @@ class RedisBus:
             except (RedisConnectionError, RedisTimeoutError) as exc:
                 if delay == RECONNECT_FIRST:
                     log.warning("publishing on Redis failed: %s; trying again", exc)
+                self._refuse_queued_commands(exc)
                 await asyncio.sleep(delay)
                 delay = min(RECONNECT_MAX, delay * 2)
                 continue
@@ -324,6 +350,18 @@ class RedisBus:
             await self._relay(record)
         except RedisError as exc:
             self._unreachable(record, exc)
+
+    def _refuse_queued_commands(self, exc: Exception) -> None:
+        """Redis is away: the commands waiting in the outbox are answered ``unavailable``
+        now (their senders retry them with their ids), not relayed after their gateways
+        gave up on them; everything else keeps its place."""
+        waiting = list(self._outbox)
+        self._outbox.clear()
+        for item in waiting:
+            if isinstance(item, CommandRecord):
+                self._unreachable(item, exc)
+            else:
+                self._outbox.append(item)
 
     def _unreachable(self, record: CommandRecord, exc: Exception) -> None:
         """A command that could not be relayed: its sender hears ``unavailable``."""
@@ -412,5 +450,7 @@ class RedisBus:
                     self._reply_here(record)
                 else:
                     self._command_here(record)
-        except (ProtocolError, ValueError, KeyError, TypeError) as exc:
+        except (ProtocolError, ValueError, KeyError, TypeError, msgpack.UnpackException) as exc:
             log.warning("bus: a malformed message on %s: %s", channel, exc)
+        except Exception:  # a handler's fault must not end the only reader of the bus
+            log.exception("bus: handling a message on %s failed", channel)

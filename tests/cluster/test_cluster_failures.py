@@ -540,7 +540,7 @@ async def test_draining_one_of_three_during_play_loses_no_bet(
         expected = {pid: {areas[pid]: chips[pid] * 100} for pid in players}
         for pid in players:
             await game.act(pid, "done")
-        log = await finished_coup(game, rid, start)
+        log = await game.settle(CoupLog(rid, 0, game.holder(), {}), start)
         assert log.bets == expected, log.bets  # no chip lost, none twice
         check_coup(log, balances)
         for client in players.values():
@@ -549,24 +549,3 @@ async def test_draining_one_of_three_during_play_loses_no_bet(
         for client in players.values():
             await client.close()
     await check_books(cluster.url, tables=["t1"])
-
-
-async def finished_coup(game: Game, rid: str, start: int) -> CoupLog:
-    """The rest of a coup whose betting closed: the turns, the settlement."""
-    log = CoupLog(rid, 0, game.holder(), {})
-    for _ in range(20):
-        if any(
-            e["data"]["round_id"] == rid
-            for e in game.watcher.events(game.table, "settled", start=start)
-        ):
-            break
-        prompt = game.prompt()
-        assert prompt["kind"] == "turn", f"expected a turn, got {prompt}"
-        await game.turn_stage(prompt, log)
-    else:
-        raise AssertionError(f"round {rid} never settled")
-    game._collect(log, start)
-    for client in game.players.values():
-        await client.wait_seq(game.table, log.last_seq)
-    game._collect_private(log)
-    return log

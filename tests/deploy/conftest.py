@@ -15,18 +15,12 @@ import asyncio
 import shutil
 import signal
 import subprocess
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
-from deploy_helpers import cluster_script, server_helpers
+from deploy_helpers import Front, MakeFront, cluster_script, server_helpers
 from kit import ServerProcess, scaled
-
-from server.croupier.cluster import lease_key, placement
 
 
 @pytest.fixture
@@ -34,57 +28,6 @@ def nginx_program() -> str:
     found = shutil.which("nginx") or shutil.which("/usr/sbin/nginx")
     assert found, "nginx is not installed: scripts/test installs it (Debian package nginx)"
     return found
-
-
-@dataclass
-class Front:
-    """nginx (``nginx``, scripts/cluster's :class:`Nginx`) in front of ``servers``."""
-
-    servers: list[ServerProcess]
-    nginx: Any
-    store: str | None
-    clients: list[Any] = field(default_factory=list)
-
-    @property
-    def url(self) -> str:
-        """Where players connect: nginx's TLS port."""
-        return f"wss://127.0.0.1:{self.nginx.https_port}/"
-
-    @property
-    def https(self) -> str:
-        return f"https://127.0.0.1:{self.nginx.https_port}"
-
-    async def settled(self, tables: list[str]) -> None:
-        """Wait until the cluster's members are exactly these processes and each table
-        is owned where placement puts it: no table moves until a process joins or
-        leaves. (A process that left without a clean stop stays a member until its
-        heartbeat expires.)"""
-        assert self.store is not None, "a cluster's"
-        r = aioredis.Redis.from_url(self.store)
-        pids = {s.pid for s in self.servers}
-        try:
-            async with asyncio.timeout(scaled(20)):
-                while True:
-                    now_ms = int(time.time() * 1000)
-                    nodes = [
-                        n.decode() for n in await r.zrangebyscore("chemmy:nodes", now_ms, "+inf")
-                    ]
-                    raw = [await r.get(lease_key(t)) for t in tables]
-                    owners = {
-                        t: None if o is None else o.decode()
-                        for t, o in zip(tables, raw, strict=True)
-                    }
-                    placed = placement(tables, nodes, owners)  # where it stays, balanced
-                    if {int(n.rsplit("-", 2)[1]) for n in nodes} == pids and all(
-                        owners[t] == placed[t] for t in tables
-                    ):
-                        return
-                    await asyncio.sleep(0.05)
-        finally:
-            await r.aclose()
-
-
-MakeFront = Callable[..., Awaitable[Front]]
 
 
 @pytest.fixture
@@ -129,8 +72,7 @@ async def make_front(
                 await client.close()
             if front.nginx is not None:
                 front.nginx.stop()
-            # SIGTERM, and SIGKILL soon after: a process of a cluster may hang after its
-            # drain (docs/operations.md), and the test is over.
+            # SIGTERM, and SIGKILL if it has not exited soon after: the test is over.
             for server in front.servers:
                 if server.running:
                     server.send_signal(signal.SIGTERM)

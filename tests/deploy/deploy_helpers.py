@@ -8,24 +8,41 @@
   the table driver).
 - :func:`tls_client_class` is that client over ``wss://`` trusting a throwaway CA.
 - :func:`metric` reads one sample of a process's ``/metrics``.
+- :class:`Front`: nginx in front of ``chemmy-server`` processes (``make_front`` in
+  conftest.py starts them).
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.machinery
 import importlib.util
 import re
 import ssl
 import sys
+import time
 import urllib.request
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from kit import scaled
+import redis.asyncio as aioredis
+from kit import ServerProcess, scaled
 from kit.launch import ROOT
 
-__all__ = ["ROOT", "cluster_script", "metric", "server_helpers", "tls_client_class"]
+from server.croupier.cluster import lease_key, placement
+
+__all__ = [
+    "ROOT",
+    "Front",
+    "MakeFront",
+    "cluster_script",
+    "metric",
+    "server_helpers",
+    "tls_client_class",
+]
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -77,3 +94,54 @@ def metric(port: int, name: str) -> float:
     found = re.search(rf"^{re.escape(name)} (\S+)$", metrics_text(port), re.MULTILINE)
     assert found is not None, f"no {name} on :{port}/metrics"
     return float(found[1])
+
+
+@dataclass
+class Front:
+    """nginx (``nginx``, scripts/cluster's :class:`Nginx`) in front of ``servers``."""
+
+    servers: list[ServerProcess]
+    nginx: Any
+    store: str | None
+    clients: list[Any] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        """Where players connect: nginx's TLS port."""
+        return f"wss://127.0.0.1:{self.nginx.https_port}/"
+
+    @property
+    def https(self) -> str:
+        return f"https://127.0.0.1:{self.nginx.https_port}"
+
+    async def settled(self, tables: list[str]) -> None:
+        """Wait until the cluster's members are exactly these processes and each table
+        is owned where placement puts it: no table moves until a process joins or
+        leaves. (A process that left without a clean stop stays a member until its
+        heartbeat expires.)"""
+        assert self.store is not None, "a cluster's"
+        r = aioredis.Redis.from_url(self.store)
+        pids = {s.pid for s in self.servers}
+        try:
+            async with asyncio.timeout(scaled(20)):
+                while True:
+                    now_ms = int(time.time() * 1000)
+                    nodes = [
+                        n.decode() for n in await r.zrangebyscore("chemmy:nodes", now_ms, "+inf")
+                    ]
+                    raw = [await r.get(lease_key(t)) for t in tables]
+                    owners = {
+                        t: None if o is None else o.decode()
+                        for t, o in zip(tables, raw, strict=True)
+                    }
+                    placed = placement(tables, nodes, owners)  # where it stays, balanced
+                    if {int(n.rsplit("-", 2)[1]) for n in nodes} == pids and all(
+                        owners[t] == placed[t] for t in tables
+                    ):
+                        return
+                    await asyncio.sleep(0.05)
+        finally:
+            await r.aclose()
+
+
+MakeFront = Callable[..., Awaitable[Front]]

@@ -31,8 +31,15 @@ from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
-from conftest import Front, MakeFront
-from deploy_helpers import ROOT, cluster_script, metric, server_helpers, tls_client_class
+from deploy_helpers import (
+    ROOT,
+    Front,
+    MakeFront,
+    cluster_script,
+    metric,
+    server_helpers,
+    tls_client_class,
+)
 from kit import ServerProcess, scaled
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -424,18 +431,7 @@ async def finish_coup(
     for pid in game.players:
         await game.act(pid, "done")
     log = H.CoupLog(rid, 0, game.holder(), {p: dict(b) for p, b in bets.items()})
-    for _ in range(20):
-        if any(
-            e["data"]["round_id"] == rid for e in game.watcher.events(TABLE, "settled", start=start)
-        ):
-            break
-        prompt = game.prompt()
-        assert prompt["kind"] == "turn", f"expected a turn, got {prompt}"
-        await game.turn_stage(prompt, log)
-    else:
-        raise AssertionError(f"round {rid} never settled")
-    game._collect(log, start)
-    return log
+    return await game.settle(log, start)
 
 
 def check_payouts(log: Any, bets: Mapping[str, Mapping[str, int]]) -> None:

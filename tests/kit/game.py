@@ -193,6 +193,12 @@ class Game:
         log = CoupLog(
             rid, opened["data"]["coup_no"], holder, {p: dict(b) for p, b in bets.items() if b}
         )
+        return await self.settle(log, start)
+
+    async def settle(self, log: CoupLog, start: int) -> CoupLog:
+        """The rest of ``log``'s coup once its betting closed: the turns until it is
+        settled, then what every player saw of it (from the watcher's frame ``start``)."""
+        rid = log.round_id
         for _ in range(20):
             settled = [
                 e

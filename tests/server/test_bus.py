@@ -379,6 +379,72 @@ async def test_a_gap_is_filled_from_the_stored_events_and_nothing_comes_twice(
     assert seen == [1, 2, 3, 4, 5, 6]
 
 
+async def test_garbage_and_failing_handlers_do_not_stop_the_reader(
+    pair: tuple[RedisBus, RedisBus], redis_url: str
+) -> None:
+    """Whatever comes over Redis (truncated or empty msgpack, a wrong shape) and whatever
+    a handler raises, the bus's one reader goes on: later events, replies and notices
+    still arrive."""
+    a, b = pair
+    seen: list[int] = []
+    b.subscribe("t1", recorder(seen))
+    notices: list[dict[str, Any]] = []
+
+    def control(notice: dict[str, Any]) -> None:
+        notices.append(notice)
+        if notice.get("kind") == "boom":
+            raise RuntimeError("a handler's bug")
+
+    b.on_control(control)
+    raw = aioredis.Redis.from_url(redis_url)
+    try:
+        for junk in (b"", b"\x90", b"\x94\xa1", b"\xc1", b"\x93\x01\x02\x03", b"{}"):
+            await raw.publish("chemmy:ev:t1", junk)
+            await raw.publish(f"chemmy:node:{b.node}", junk)
+            await raw.publish("chemmy:ctl", junk)
+        a.control({"kind": "boom"})
+        a.publish("t1", events(1))
+        a.control({"kind": "tables"})
+        await eventually(lambda: seen == [1] and notices[-1:] == [{"kind": "tables"}])
+    finally:
+        await raw.aclose()
+
+
+async def test_a_gap_the_store_cannot_fill_yet_is_filled_at_the_next_event(
+    pair: tuple[RedisBus, RedisBus], redis_url: str
+) -> None:
+    """The stream cannot be read when a gap shows (the store fails): nothing is
+    delivered out of order and the reader goes on; the next event fills the gap."""
+    a, b = pair
+    seen: list[int] = []
+    b.subscribe("t1", recorder(seen))
+    a.publish("t1", events(1))
+    await eventually(lambda: seen == [1])
+    failing = True
+
+    async def flaky(table: str, seq: int) -> list[Event] | None:
+        if failing:
+            raise OSError("the store is down")
+        return await stored_after(table, seq)
+
+    b._events_after = flaky
+    STORED["t1"] = events(1, 2, 3, 4)
+    raw = aioredis.Redis.from_url(redis_url)
+    try:
+        await raw.publish("chemmy:ev:t1", _pack_events("t1", events(3)))  # 2 was lost
+        a.control({"kind": "tables"})  # heard after 3: b has handled 3 by then
+        notices: list[dict[str, Any]] = []
+        b.on_control(notices.append)
+        await eventually(lambda: bool(notices))
+        assert seen == [1]  # not 3 before 2
+        failing = False
+        a.publish("t1", events(4))
+        await eventually(lambda: seen[-1:] == [4])
+    finally:
+        await raw.aclose()
+    assert seen == [1, 2, 3, 4]
+
+
 async def test_a_dropped_subscription_catches_up_on_reconnecting(
     pair: tuple[RedisBus, RedisBus], redis_url: str
 ) -> None:
@@ -426,6 +492,14 @@ async def test_a_restarted_redis_misses_nothing(make_redis: Callable[..., RedisS
         await eventually(lambda: not b.connected.is_set())
         STORED["t1"] = events(1, 2)
         a.publish("t1", events(2))  # Redis is down: lost on the way, kept in the store
+        # A command queued behind the step a keeps trying to publish is answered now,
+        # not relayed after its gateway gave up on it.
+        OWNERS["t2"] = b.node
+        refused: list[ReplyRecord] = []
+        a.on_replies(refused.append)
+        a.submit(CommandRecord("t2", "done", "bob", reply_to=Address(a.node, 1, 7)))
+        await eventually(lambda: bool(refused))
+        assert refused[0].error is not None and refused[0].error["code"] == "unavailable"
         await asyncio.to_thread(server.start)
         await eventually(lambda: a.connected.is_set() and b.connected.is_set(), timeout=10)
         await eventually(lambda: seen[-1:] == [2])
