@@ -31,8 +31,8 @@ The contract every implementation keeps:
   ``catch_up(table)`` is awaited by a process about to serve a table it took over:
   every stored event its subscribers have not had reaches them first (the last owner
   may have died between storing a step and publishing it), so what it publishes next
-  follows without a gap. ``forget(table)`` drops what the bus knows of a closed
-  table's events, so a table created again under its id is delivered from its seq 1.
+  follows without a gap. (A table created again under the id of a closed one numbers
+  its events on from the closed one's last seq, so a bus needs to forget nothing.)
 
 A bus never decides a rule and never looks inside an event's data.
 """
@@ -130,7 +130,3 @@ class Bus(Protocol):
     async def catch_up(self, table: str) -> None:
         """Deliver the stored events of ``table`` this process's subscribers missed
         (before serving a table taken over from another process)."""
-
-    def forget(self, table: str) -> None:
-        """``table`` closed: what this bus knows of its events goes (a table created
-        again under its id numbers its events afresh)."""

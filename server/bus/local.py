@@ -84,6 +84,3 @@ class LocalBus:
 
     async def catch_up(self, table: str) -> None:
         return None  # one process delivers every event it publishes, at once
-
-    def forget(self, table: str) -> None:
-        return None  # nothing kept per table

@@ -212,10 +212,6 @@ class RedisBus:
     async def catch_up(self, table: str) -> None:
         await self._catch_up(table)
 
-    def forget(self, table: str) -> None:
-        """A table closed: its numbering starts again if it is created again."""
-        self._last.pop(table, None)
-
     # -- delivery ------------------------------------------------------------------------
     def _deliver(self, table: str, events: list[Event]) -> None:
         """Hand events to this process's subscribers, each once, in seq order."""

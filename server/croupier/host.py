@@ -91,7 +91,8 @@ class Croupier:
                 tid = str(definition["id"])
                 if tid not in rows:
                     epoch = await self.store.claim_table(tid)
-                    rows[tid] = TableRow(tid, dict(definition), None, 0, False, epoch)
+                    seq = await self.store.table_seq(tid)  # a closed table's, if any
+                    rows[tid] = TableRow(tid, dict(definition), None, seq, False, epoch)
                     await self.store.save_table(rows[tid])
         if self.cluster is None:
             for row in rows.values():
@@ -189,10 +190,13 @@ class Croupier:
             table = Table.from_state(row.state, wallet)
         else:
             # A table id used before (closed, then created again) goes on numbering its
-            # shoes, so round ids, ledger keys and shoe records are never reused.
+            # shoes, so round ids, ledger keys and shoe records are never reused, and
+            # its events (the row's seq is the closed table's last).
             last = await self.store.shoe_records(row.table_id, limit=1)
             shoes_before = int(last[0]["shoe_no"]) if last else 0
-            table = Table(row.table_id, options, wallet, shoes_before=shoes_before)
+            table = Table(
+                row.table_id, options, wallet, shoes_before=shoes_before, seq_before=row.seq
+            )
         if epoch is None:
             epoch = await self.store.claim_table(row.table_id)
         actor = TableActor(
@@ -291,8 +295,9 @@ class Croupier:
         # Only checked, known settings are kept: nothing the operator sent goes to the
         # store as it came.
         epoch = await self.store.claim_table(table_id)
+        seq = await self.store.table_seq(table_id)  # a closed table's of this id, if any
         definition = {"id": table_id, **options.to_definition()}
-        row = TableRow(table_id, definition, None, 0, False, epoch)
+        row = TableRow(table_id, definition, None, seq, False, epoch)
         await self.store.save_table(row)
         if self.cluster is not None:
             summary = views.summary(Table(table_id, options, TableWallet()))
@@ -310,9 +315,8 @@ class Croupier:
         if self.actors.get(tid) is actor:
             del self.actors[tid]
         self._count()
-        # Every process forgets the closed table (its seq numbering, its recent events)
-        # before anyone hears it closed: the notice goes out ahead of the close's reply,
-        # so no process can mistake a table created again under this id for this one.
+        # Every croupier's list of tables is stale (the gateways end the table by its
+        # own ``closed`` event, which went out before this).
         self._tell({"kind": "closed", "table": tid})
         if self.cluster is not None:
             cluster = self.cluster

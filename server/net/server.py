@@ -37,7 +37,7 @@ import itertools
 import logging
 import secrets
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -334,22 +334,29 @@ class ChemmyServer:
     # ------------------------------------------------------------------ tables
     def watch_table(self, table: str) -> None:
         """Feed ``table``'s events to this gateway's fan-out."""
-        self.bus.subscribe(table, self.hub.publish)
+        self.bus.subscribe(table, self._table_events)
+
+    def _table_events(self, table: str, events: Sequence[Event]) -> None:
+        """One step's events to this gateway's watchers. The table's own ``closed``
+        event (it comes through the bus like any other: in order, gaps filled from the
+        stream) ends it here: nobody watches it any more and its recent log goes, so a
+        table created again under its id (numbering on from the closed one's last seq)
+        replays nothing of it."""
+        self.hub.publish(table, events)
+        if any(e.kind == "closed" for e in events):
+            self.forget_table(table)
 
     def _notice(self, notice: dict[str, Any], lobby: SharedLobby) -> None:
-        """A cluster notice: the lobby may have changed; a table closed (on any
-        process) is forgotten here too; and when a table has a new owner (a failover or
-        a handover), this gateway's players join it again, so the new owner (which
-        started as after a restart: everyone disconnected) knows they are here. After
+        """A cluster notice: the lobby may have changed; and when a table has a new
+        owner (a failover or a handover), this gateway's players join it again, so the
+        new owner (which started as after a restart: everyone disconnected) knows they
+        are here. After
         the bus lost Redis and reconnected, every table may have changed owner
         meanwhile, and the notices said so while nobody here listened: the players
         join every table they are at again (a join where they are known changes
         nothing)."""
         lobby.stale()
         kind = notice.get("kind")
-        if kind == "closed":
-            self.forget_table(str(notice.get("table")))
-            return
         if kind not in ("owner", "reconnected"):
             return
         table = str(notice.get("table"))
@@ -365,10 +372,8 @@ class ChemmyServer:
                 self.relay(session, table, "join", None, {"name": session.identity.name}, _ignore)
 
     def forget_table(self, table: str) -> None:
-        """A table closed: nobody here watches it any more, and its log is gone (a new
-        table of the same id starts afresh)."""
-        self.bus.unsubscribe(table, self.hub.publish)
-        self.bus.forget(table)
+        """A table closed: nobody here watches it any more, and its log is gone."""
+        self.bus.unsubscribe(table, self._table_events)
         self.hub.drop_table(table)
         self.lines.drop_table(table)
         for session in self.sessions.values():

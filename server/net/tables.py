@@ -232,7 +232,7 @@ async def close_table(
         if reply.error is not None:
             server.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
             return
-        server.forget_table(tid)
+        # (Its ``closed`` event, before this reply, ended the table here.)
         server.ok(session, mid, table=tid, closed=True)
 
     server.relay(session, tid, "close", mid, {}, then)

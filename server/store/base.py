@@ -237,6 +237,11 @@ class Store(Protocol):
         """Atomically increment and return the table's epoch: a new owner calls it
         before its first write, and every write of an older owner is then refused."""
 
+    async def table_seq(self, table_id: str) -> int:
+        """The ``seq`` of ``table_id``'s stored row, closed or not (0 if there is none):
+        a table created again under the id of a closed one numbers its events on from
+        there, so a ``seq`` is never used twice for one id."""
+
     async def load_tables(self) -> list[TableRow]:
         """Every table not closed, in the order they were first saved, each with the
         stored epoch."""

@@ -234,6 +234,11 @@ class MemoryStore:
         self._epochs[table_id] = self._epochs.get(table_id, 0) + 1
         return self._epochs[table_id]
 
+    async def table_seq(self, table_id: str) -> int:
+        self._check_open()
+        row = self._tables.get(table_id)
+        return 0 if row is None else row[2]
+
     async def load_tables(self) -> list[TableRow]:
         self._check_open()
         return [

@@ -564,6 +564,11 @@ class RedisStore:
         with self._translated():
             return int(await self._redis().incr(self._table_key(table_id, "epoch")))
 
+    async def table_seq(self, table_id: str) -> int:
+        with self._translated():
+            seq = await self._redis().hget(self._table_key(table_id, "row"), "seq")
+        return 0 if seq is None else int(seq)
+
     async def load_tables(self) -> list[TableRow]:
         with self._translated():
             redis = self._redis()

@@ -511,6 +511,14 @@ class SQLiteStore:
 
         return await self._run(job)
 
+    async def table_seq(self, table_id: str) -> int:
+        row = await self._run(
+            lambda db: db.execute(
+                "SELECT seq FROM tables WHERE table_id = ?", (table_id,)
+            ).fetchone()
+        )
+        return 0 if row is None else int(row[0])
+
     async def load_tables(self) -> list[TableRow]:
         rows = await self._run(
             lambda db: db.execute(

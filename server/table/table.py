@@ -87,17 +87,26 @@ class Table:
     """One table: ``handle`` commands; see the module docstring."""
 
     def __init__(
-        self, table_id: str, options: TableOptions, wallet: Wallet, *, shoes_before: int = 0
+        self,
+        table_id: str,
+        options: TableOptions,
+        wallet: Wallet,
+        *,
+        shoes_before: int = 0,
+        seq_before: int = 0,
     ) -> None:
         """``shoes_before``: shoes an earlier table of the same id dealt, so that round
-        ids (and with them ledger keys) and shoe numbers are never used twice."""
+        ids (and with them ledger keys) and shoe numbers are never used twice;
+        ``seq_before``: the last ``seq`` of that earlier table, so that its events are
+        numbered on from there (no gateway, log or client can take one for the
+        other's)."""
         self.table_id = table_id
         self.options = options
         self._options_dict = options.to_dict()  # options never change; asdict is slow
         self.open_areas: tuple[str, ...] = tuple(a.value for a in options.paytable.areas())
         self.area_max = {a: options.limits.max_for(a) for a in self.open_areas}
         self.wallet = wallet
-        self.seq = 0
+        self.seq = seq_before
         self.phase = Phase.SHUFFLE
         self.deadline: float | None = None
         self.players: dict[str, PlayerState] = {}

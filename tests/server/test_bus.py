@@ -552,19 +552,3 @@ async def test_notices_reach_every_process(pair: tuple[RedisBus, RedisBus]) -> N
     a.control({"kind": "tables"})
     await eventually(lambda: bool(heard["a"]) and bool(heard["b"]))
     assert heard["a"] == heard["b"] == [{"kind": "tables"}]
-
-
-async def test_a_forgotten_table_numbers_its_events_afresh(
-    pair: tuple[RedisBus, RedisBus],
-) -> None:
-    """A table closed and created again starts again at seq 1: once the gateway forgets
-    the old one, the new table's events are not taken for old ones."""
-    a, b = pair
-    seen: list[int] = []
-    b.subscribe("t1", recorder(seen))
-    a.publish("t1", events(1, 2, 3))
-    await eventually(lambda: seen == [1, 2, 3])
-    a.forget("t1")
-    b.forget("t1")
-    a.publish("t1", events(1))
-    await eventually(lambda: seen == [1, 2, 3, 1])

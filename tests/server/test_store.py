@@ -582,8 +582,11 @@ async def test_events_are_kept_bounded_and_served_after_a_seq(
         # Another table's log is its own.
         await store.commit(table=TableRow("t2", {}, {"phase": "betting"}, 1), events=[ev(1)])
         assert await store.events_after("t2", 0) == [ev(1)]
-        # Closed and created again: the old log is dropped (issue 8, defect 2).
+        # Closed and created again: the old log is dropped (issue 8, defect 2); the
+        # closed row's seq is where a table created again under its id numbers on from.
         await store.save_table(TableRow("t1", row.config, row.state, 9, closed=True))
+        assert await store.table_seq("t1") == 9 and await store.table_seq("t-none") == 0
+        assert await store.table_seq("t2") == 1
         await store.save_table(TableRow("t1", row.config, None, 0))
         assert await store.events_after("t1", 0) == []
         assert await store.events_after("t1", 1) == []

@@ -11,7 +11,7 @@ import json
 
 from table_helpers import BANKER_WIN, PLAYER_WIN, TableHarness, fast_timers, stack
 
-from server.table import Table, TableOptions, Timers
+from server.table import MemoryWallet, Table, TableOptions, Timers
 from server.table import commands as c
 from server.table.table import Phase
 
@@ -205,3 +205,17 @@ def test_the_step_says_whether_a_coup_is_in_progress() -> None:
     assert h.step.coup_in_progress and h.phase is Phase.TURN
     h.turn_all()
     assert not h.step.coup_in_progress
+
+
+def test_a_table_created_again_numbers_its_events_on() -> None:
+    """A table created again under a closed table's id (``seq_before``: the closed
+    one's last seq) numbers its events from there, as it numbers its shoes on: no seq
+    of one id is ever used twice, so no log or client can take one's events for the
+    other's. It keeps doing so through a save and a restore."""
+    table = Table("t9", TableOptions(), MemoryWallet({}), shoes_before=3, seq_before=656)
+    assert table.seq == 656
+    step = table.handle(c.StartShoe(seed=b"\x01" * 32), 0.0)
+    assert [e.seq for e in step.events] == list(range(657, 657 + len(step.events)))
+    assert table.shoe_no == 4
+    restored = Table.from_state(json.loads(json.dumps(table.to_state())), MemoryWallet({}))
+    assert restored.seq == step.seq == 656 + len(step.events)
