@@ -70,6 +70,7 @@ OwnerLookup = Callable[[str], Awaitable[str | None]]
 PREFIX = "chemmy"
 RECONNECT_FIRST, RECONNECT_MAX = 0.05, 2.0
 BATCH_MAX = 500  # messages published in one pipeline at most
+FLUSH_TIMEOUT = 2.0  # seconds close() waits for the outbox to be sent
 
 
 def node_name() -> str:
@@ -123,6 +124,7 @@ class RedisBus:
         #: What the writer task sends, in order (``_wake`` is set when something is added).
         self._outbox: deque[tuple[str, bytes] | CommandRecord] = deque()
         self._wake = asyncio.Event()
+        self._sending = False  # the writer holds messages taken from the outbox
         self._tasks: list[asyncio.Task[None]] = []
         self._closing = False
         #: Counters for /metrics: events read back from streams, records relayed; and
@@ -146,6 +148,13 @@ class RedisBus:
                 await self.connected.wait()
 
     async def close(self) -> None:
+        """Send what is still queued (a stopping process's last steps and its leaving
+        notice; for at most :data:`FLUSH_TIMEOUT`), then disconnect."""
+        if self._tasks and not self._closing:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(FLUSH_TIMEOUT):
+                    while self._outbox or self._sending:
+                        await asyncio.sleep(0.005)
         self._closing = True
         for task in self._tasks:
             task.cancel()
@@ -306,19 +315,23 @@ class RedisBus:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            first = outbox[0]
-            if isinstance(first, CommandRecord):
-                outbox.popleft()
-                await self._relay_once(first)
-                continue
-            batch: list[tuple[str, bytes]] = []
-            while outbox and len(batch) < BATCH_MAX:
-                item = outbox[0]
-                if isinstance(item, CommandRecord):
-                    break
-                batch.append(item)
-                outbox.popleft()
-            await self._publish(batch)
+            self._sending = True
+            try:
+                first = outbox[0]
+                if isinstance(first, CommandRecord):
+                    outbox.popleft()
+                    await self._relay_once(first)
+                    continue
+                batch: list[tuple[str, bytes]] = []
+                while outbox and len(batch) < BATCH_MAX:
+                    item = outbox[0]
+                    if isinstance(item, CommandRecord):
+                        break
+                    batch.append(item)
+                    outbox.popleft()
+                await self._publish(batch)
+            finally:
+                self._sending = False
 
     async def _publish(self, batch: list[tuple[str, bytes]]) -> None:
         """Publish ``batch`` in one pipeline, again and again while Redis is away."""

@@ -552,3 +552,17 @@ async def test_notices_reach_every_process(pair: tuple[RedisBus, RedisBus]) -> N
     a.control({"kind": "tables"})
     await eventually(lambda: bool(heard["a"]) and bool(heard["b"]))
     assert heard["a"] == heard["b"] == [{"kind": "tables"}]
+
+
+async def test_closing_sends_what_is_queued_first(pair: tuple[RedisBus, RedisBus]) -> None:
+    """A stopping process's last steps and its leaving notice are queued as it closes its
+    bus: they still go out."""
+    a, b = pair
+    seen: list[int] = []
+    heard: list[dict[str, Any]] = []
+    b.subscribe("t1", recorder(seen))
+    b.on_control(heard.append)
+    a.publish("t1", events(1, 2))
+    a.control({"kind": "leaving", "node": a.node})
+    await a.close()
+    await eventually(lambda: seen == [1, 2] and heard == [{"kind": "leaving", "node": a.node}])
