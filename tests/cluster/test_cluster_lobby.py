@@ -89,8 +89,9 @@ async def test_the_lobby_and_the_operators_work_from_any_process(
         assert made["table"]["table"] == "t9"
         await listed([*ops.values(), ann], lambda lobby: "t9" in lobby)
         await settle(lambda: "t9" in cluster.owners())
-        await sue.join("t9")  # a watcher on b, so b keeps t9's events
-        await ann.join("t9")
+        # (The lease is taken a moment before its owner serves: ``unavailable`` meanwhile.)
+        await retry(sue, "join", msg_id="sue-t9", table="t9")  # b keeps t9's events
+        await retry(ann, "join", msg_id="ann-t9", table="t9")
         await ann.call("sit", table="t9")
         await Game("t9", {"ann": ann}, ann).to_betting()  # a few events to number
         old_seq = ann.last_seq["t9"]
