@@ -73,23 +73,32 @@ TABLE = "b1"
 SHARED_ACCOUNTS = 100
 X = "\N{MULTIPLICATION SIGN}"
 WORKERS = 4
-SERVER_CONFIG = f"""
+#: The settings every revision since the benchmarks began knows (a baseline server, an
+#: older revision, is given only these: :data:`BASELINE_CONFIG`).
+_COMMON = f"""
 jwt_secret = "{SECRET}"
 rate_limit = 1000000.0
 rate_burst = 1000000
-# Thousands of clients on one machine: one address, 100 connections per account.
-max_connections_per_player = 0
-max_connections_per_address = 0
-hello_rate_limit = 0.0
 queue_size = 8192
 log_level = "warning"
-
+"""
+_TABLES = f"""
 [[tables]]
 id = "{TABLE}"
 name = "Bench"
 tier = "1-100"
 timers = {{ betting = 3600, squeeze = 3600, third_card = 3600, shoe_offer = 3600, cut = 3600, grace = 3600 }}
 """
+SERVER_CONFIG = (
+    _COMMON
+    + """
+# Thousands of clients on one machine: one address, 100 connections per account.
+max_connections_per_player = 0
+max_connections_per_address = 0
+hello_rate_limit = 0.0
+"""
+    + _TABLES
+)
 
 
 # ====================================================================== bare servers
@@ -367,19 +376,7 @@ RUN = 20  # round trips of one kind in a row before the next kind's turn
 
 #: The settings a baseline server (an older revision) is given: only those every
 #: revision since the benchmarks began knows.
-BASELINE_CONFIG = f"""
-jwt_secret = "{SECRET}"
-rate_limit = 1000000.0
-rate_burst = 1000000
-queue_size = 8192
-log_level = "warning"
-
-[[tables]]
-id = "{TABLE}"
-name = "Bench"
-tier = "1-100"
-timers = {{ betting = 3600, squeeze = 3600, third_card = 3600, shoe_offer = 3600, cut = 3600, grace = 3600 }}
-"""
+BASELINE_CONFIG = _COMMON + _TABLES
 
 
 def start_baseline(tmp: Path, code: Path) -> tuple[ServerProcess, str]:
