@@ -723,6 +723,10 @@ class Table:
             if q.id not in declined:
                 self._offer_to(q, declined)
                 return
+        self._house_takes_shoe()
+
+    def _house_takes_shoe(self) -> None:
+        """§5: nobody (else) takes the shoe: the croupier holds it until a Player win."""
         self.offer = None
         self.holder = None
         self.house_holds = True
@@ -755,7 +759,17 @@ class Table:
         return p
 
     def _do_pass_shoe(self, cmd: c.PassShoe, p: PlayerState) -> bool:
+        """§5: a voluntary pass goes to the next occupied seat other than the holder's,
+        and never back to them: the offer starts at once with the passer counted as
+        having declined; with nobody else seated the house holds the shoe."""
+        assert p.seat is not None
         self._lose_shoe(p, "passed")
+        self.offer_needed = False
+        others = [q for q in self._rotation(p.seat) if q.id != p.id]
+        if others:
+            self._offer_to(others[0], [p.id])
+        else:
+            self._house_takes_shoe()
         return False
 
     def _check_cut(self, cmd: c.Cut) -> None:
