@@ -157,7 +157,15 @@ class Croupier:
         row = rows.get(table_id)
         if row is None:
             raise LookupError(f"table {table_id!r} is not open")
-        await self._start_table(row, epoch)
+        actor = await self._start_table(row, epoch)
+        if self.cluster is not None:
+            # Listed before this process serves anyone (start awaits the first rebalance):
+            # a table taken here is never "no_table" to a player who saw it in the lobby.
+            # If Redis refuses it now, the next step's line is shared (_shared) as ever.
+            summary = actor.summary()
+            with contextlib.suppress(Exception):
+                await self.cluster.put_summary(table_id, summary)
+                self._summaries[table_id] = summary
         self._tell({"kind": "owner", "table": table_id, "node": self.bus.node})
         log.info("table %s: owned here", table_id, extra={"table": table_id})
 
