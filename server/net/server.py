@@ -148,16 +148,9 @@ class ChemmyServer:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        await self.store.open()
-        # Every process signs guests' resume tokens with the same key, kept in the
-        # store, so a guest keeps their seat across a restart (and a failover).
-        self.auth.guest_key = await self.store.secret("guest-resume")
-        self.guest_key = secrets.token_bytes(32)
-        await self.bus.start()
-        self.bus.on_replies(self._on_reply)
-        await self.croupier.start(self.config.tables)
-        for tid in self.croupier.actors:
-            self.watch_table(tid)
+        """Bind the port, claim the store, then the tables, then accept: a start that
+        cannot serve (the port taken, the SQLite file served by another process) fails
+        before it has claimed anything, and leaves a running server alone."""
         self._server = await serve(
             self._handler,
             self.config.host,
@@ -171,9 +164,31 @@ class ChemmyServer:
             compression="deflate" if self.config.compression else None,
             ping_interval=20,
             ping_timeout=20,
+            start_serving=False,
         )
+        try:
+            await self.store.claim_serving()
+            await self._open_tables()
+        except BaseException:
+            self._server.close()
+            await self._server.wait_closed()
+            await self.store.close()
+            raise
+        await self._server.start_serving()
         self._watchdog = asyncio.create_task(self._watch_slow_clients())
         log.info("listening on ws://%s:%d", self.config.host, self.port)
+
+    async def _open_tables(self) -> None:
+        await self.store.open()
+        # Every process signs guests' resume tokens with the same key, kept in the
+        # store, so a guest keeps their seat across a restart (and a failover).
+        self.auth.guest_key = await self.store.secret("guest-resume")
+        self.guest_key = secrets.token_bytes(32)
+        await self.bus.start()
+        self.bus.on_replies(self._on_reply)
+        await self.croupier.start(self.config.tables)
+        for tid in self.croupier.actors:
+            self.watch_table(tid)
 
     @property
     def port(self) -> int:
