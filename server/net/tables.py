@@ -6,7 +6,7 @@ bus) and comes back as a reply record; the gateway then answers the client, and 
 ``join`` subscribes the connection to the table's events from the ``seq`` the reply
 names, so the client sees every event after its snapshot exactly once. Chat is not a
 table event: it is fanned out by the hub to everyone watching, and not stored; its text
-passes the same check as names (``server.net.text``: no control, bidi or zero-width
+passes the same check as names (``server.protocol.text``: no control, bidi or zero-width
 character reaches a watcher's screen).
 """
 
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from server.protocol.errors import ProtocolError, Refused
 from server.protocol.records import ReplyRecord
+from server.protocol.text import clean_text
 from server.store.base import StoreError
 from server.table import TableOptions
 from server.table.events import Event
@@ -25,7 +26,6 @@ from server.table.options import OptionsError
 from server.table.views import view_event
 
 from .hub import Subscriber, envelope
-from .text import clean_text
 
 if TYPE_CHECKING:
     from .handlers import Handler
