@@ -86,6 +86,7 @@ class _Pending:
     then: Continuation
     sent: float
     line: LineKey  # the player's line at the table, whose place the reply frees
+    kind: str  # the command's type
 
 
 class ChemmyServer:
@@ -284,11 +285,17 @@ class ChemmyServer:
         from another connection (the table decides: a seat is held for the grace
         period, §5; a spectator leaves)."""
         for tid in list(session.tables):
-            self.hub.unsubscribe(tid, session.conn)
-            if session.identity is None or self.hub.watching(tid, session.player):
-                continue
-            with contextlib.suppress(ChemmyError):
-                self.relay(session, tid, "disconnect", fields={"gateway": self.bus.node})
+            self.left_table(session, tid)
+
+    def left_table(self, session: Session, tid: str) -> None:
+        """``session`` (closed) no longer watches ``tid``: the table hears of it unless
+        the player still watches from another connection. Also for a join whose reply
+        came after its connection closed (it was not yet among the session's tables)."""
+        self.hub.unsubscribe(tid, session.conn)
+        if session.identity is None or self.hub.watching(tid, session.player):
+            return
+        with contextlib.suppress(ChemmyError):
+            self.relay(session, tid, "disconnect", fields={"gateway": self.bus.node})
 
     def send(self, session: Session, message: dict[str, Any]) -> None:
         send_now(session.conn, encode(message, session.fmt))
@@ -457,7 +464,7 @@ class ChemmyServer:
                 return False  # the connection went away while its command waited
             n = next(self._request_ids)
             reply_to = Address(self.bus.node, session.id, n)
-            self._pending[n] = _Pending(session, then, time.monotonic(), line)
+            self._pending[n] = _Pending(session, then, time.monotonic(), line, kind)
             try:
                 self.bus.submit(CommandRecord(table, kind, session.player, mid, args, reply_to))
             except ChemmyError as err:
@@ -474,8 +481,13 @@ class ChemmyServer:
         if pending is None:
             return
         try:
-            if pending.session.id in self.sessions:  # else it went away meanwhile
+            if pending.session.id in self.sessions:
                 pending.then(reply)
+            elif pending.kind == "join" and reply.error is None:
+                # The connection closed while its join travelled: its tables were read
+                # before this one was added, so the table hears now that the player is
+                # gone (else a spectator the table never forgets).
+                self.left_table(pending.session, pending.line[0])
         finally:
             self.lines.answered(pending.line)  # the player's next command may go
 

@@ -121,6 +121,8 @@ async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[st
             found = None
         if session.id in server.sessions:
             answer(seq, found, snapshot)
+        else:  # closed while the stored log was read
+            server.left_table(session, tid)
 
     def answer(seq: int, missed: list[Event] | None, snapshot: Any) -> None:
         if missed is not None:
