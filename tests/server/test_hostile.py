@@ -187,7 +187,7 @@ async def test_a_trusted_proxy_names_the_client_and_nobody_else_can(net: Any) ->
     assert server.limits.addresses["198.51.100.8"].connections == 1
 
     # Without trusted proxies the header is ignored: the address is the TCP peer.
-    plain = await net.start(max_connections_per_address=2)
+    plain = await net.start(max_connections_per_address=2, db=str(net.tmp_path / "plain.sqlite3"))
     for n in range(2):
         client = await from_address(net, plain, "127.0.0.5", **via(f"192.0.2.{n}"))
         await client.call("ping")
