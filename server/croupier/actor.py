@@ -257,15 +257,19 @@ class TableActor:
     def _refuse_waiting(self) -> None:
         """Answer ``unavailable`` to every command this actor will never step: the one
         in progress (its step cancelled before it replied) and the queued ones."""
-        moved = Refused("unavailable", "that table moved; try again")
         items = [] if self._current is None else [self._current]
         self._current = None
+        self._refuse_queued(Refused("unavailable", "that table moved; try again"), items)
+
+    def _refuse_queued(self, err: ChemmyError, items: list[_Item] | None = None) -> None:
+        """Answer ``err`` to ``items`` and to every command still queued."""
+        items = items or []
         while not self.queue.empty():
             queued = self.queue.get_nowait()
             if queued is not None:
                 items.append(queued)
         for item in items:
-            self._refuse(item, moved)
+            self._refuse(item, err)
 
     async def stop(self) -> None:
         """Stop after the commands already queued (each step is stored)."""
@@ -298,6 +302,8 @@ class TableActor:
             if item is None:
                 return
             await self._step(item)
+        if self.closed:  # what came in behind the close: answered at once, not dropped
+            self._refuse_queued(Refused("no_table", f"there is no table {self.table_id!r}"))
 
     def _command_of(self, record: CommandRecord) -> c.Command | None:
         """The table command a record asks for (None: answered without a step)."""

@@ -375,12 +375,15 @@ class Lines:
             self._touched.append(key)
             self._pump(key[0], key[1])
 
-    def drop_table(self, table: str) -> None:
-        """``table`` closed: its lines are gone (waiting commands are not sent)."""
+    def drop_table(self, table: str) -> list[Go]:
+        """``table`` closed: its lines are gone. Returns the commands that were waiting
+        (never sent), in line order, for the caller to answer."""
+        waiting: list[Go] = []
         for key in [key for key in self._players if key[0] == table]:
-            del self._players[key]
+            waiting.extend(self._players.pop(key).waiting)
         for akey in [akey for akey in self._addresses if akey[0] == table]:
             del self._addresses[akey]
+        return waiting
 
     # -- inside --------------------------------------------------------------------------
     def _pump(self, table: str, address: str) -> None:

@@ -74,6 +74,8 @@ log = logging.getLogger("chemmy.server")
 
 SUBPROTOCOLS = [MSGPACK, JSON]
 SLOW_CLIENT_BUFFER = 4 * 2**20  # bytes waiting in a client's write buffer before it is cut off
+#: How many closed table ids a gateway remembers (to answer ``no_table`` at once).
+CLOSED_TABLES_KEPT = 4096
 #: Seconds a cut-off connection may still send (dropped unread) before it is aborted.
 CUT_OFF_LINGER = 1.0
 
@@ -133,6 +135,9 @@ class ChemmyServer:
         self.lines = Lines()
         self.endpoints = Endpoints(self.metrics, self._not_ready, config.origins)
         self._pending: dict[int, _Pending] = {}
+        #: Tables this gateway saw close (their ``closed`` event), until watched again:
+        #: a command for one is answered ``no_table`` here, whoever owned it.
+        self._closed_tables: dict[str, None] = {}
         self._request_ids = itertools.count(1)
         self._server: Server | None = None
         self._watchdog: asyncio.Task[None] | None = None
@@ -355,7 +360,9 @@ class ChemmyServer:
 
     # ------------------------------------------------------------------ tables
     def watch_table(self, table: str) -> None:
-        """Feed ``table``'s events to this gateway's fan-out."""
+        """Feed ``table``'s events to this gateway's fan-out (a table of that id is open:
+        created, or seen in the lobby by a join)."""
+        self._closed_tables.pop(table, None)
         self.bus.subscribe(table, self._table_events)
 
     def _table_events(self, table: str, events: Sequence[Event]) -> None:
@@ -397,7 +404,11 @@ class ChemmyServer:
         """A table closed: nobody here watches it any more, and its log is gone."""
         self.bus.unsubscribe(table, self._table_events)
         self.hub.drop_table(table)
-        self.lines.drop_table(table)
+        self._closed_tables[table] = None
+        while len(self._closed_tables) > CLOSED_TABLES_KEPT:
+            del self._closed_tables[next(iter(self._closed_tables))]
+        for go in self.lines.drop_table(table):
+            go()  # answered no_table: every request gets one answer, at once
         for session in self.sessions.values():
             session.tables.discard(table)
 
@@ -464,6 +475,9 @@ class ChemmyServer:
                 return False  # the connection went away while its command waited
             n = next(self._request_ids)
             reply_to = Address(self.bus.node, session.id, n)
+            if table in self._closed_tables:
+                then(ReplyRecord.refused(reply_to, _no_table(table)))
+                return False
             self._pending[n] = _Pending(session, then, time.monotonic(), line, kind)
             try:
                 self.bus.submit(CommandRecord(table, kind, session.player, mid, args, reply_to))
@@ -480,6 +494,10 @@ class ChemmyServer:
         pending = self._pending.pop(request, None) if isinstance(request, int) else None
         if pending is None:
             return
+        table = pending.line[0]
+        unavailable = reply.error is not None and reply.error.get("code") == "unavailable"
+        if unavailable and table in self._closed_tables:  # no owner as it closed: not "retry"
+            reply = ReplyRecord.refused(reply.to, _no_table(table))
         try:
             if pending.session.id in self.sessions:
                 pending.then(reply)
@@ -487,7 +505,7 @@ class ChemmyServer:
                 # The connection closed while its join travelled: its tables were read
                 # before this one was added, so the table hears now that the player is
                 # gone (else a spectator the table never forgets).
-                self.left_table(pending.session, pending.line[0])
+                self.left_table(pending.session, table)
         finally:
             self.lines.answered(pending.line)  # the player's next command may go
 
@@ -579,3 +597,7 @@ def _origins(origins: Iterable[str]) -> Any:
 
 def _ignore(reply: ReplyRecord) -> None:
     """A reply nobody waits for (a join made again after a table moved)."""
+
+
+def _no_table(table: str) -> Refused:
+    return Refused("no_table", f"there is no table {table[:40]!r}")
