@@ -208,6 +208,8 @@ class ChemmyServer:
         connected = getattr(self.bus, "connected", None)
         if connected is not None and not connected.is_set():
             return "bus unreachable"
+        if getattr(self.bus, "answering", True) is False:
+            return "redis not answering"
         if self.croupier.failing:
             return "store failing"
         return None
