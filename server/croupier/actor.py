@@ -82,6 +82,9 @@ WIRE_COMMANDS: dict[str, type[c.Command]] = {
     "progress": c.Progress,
 }
 
+#: The field of a ``sit`` record that carries a guest not yet stored (``name``, ``funds``):
+#: the owner stores them once the sit is allowed.
+GUEST_FIELD = "guest"
 #: Commands that may need a player's latest balance: it is read before they are decided.
 _FRESH_BALANCE = (c.Join, c.Sit)
 #: Commands refused for want of funds that are tried once more with a fresh balance.
@@ -311,7 +314,8 @@ class TableActor:
         rid = None if record.id is None else str(record.id)
         cls = WIRE_COMMANDS.get(kind)
         if cls is not None:
-            return cls(player=player, id=rid, **record.fields)
+            fields = {k: v for k, v in record.fields.items() if k != GUEST_FIELD}
+            return cls(player=player, id=rid, **fields)
         if kind == "join":
             if record.reply_to is not None:
                 self.watchers.setdefault(player, set()).add(record.reply_to.gateway)
@@ -428,6 +432,14 @@ class TableActor:
                 elif record is not None and record.kind == "refresh":
                     await self._refresh([record.player])
                 return
+            guest = None if record is None else record.fields.get(GUEST_FIELD)
+            if isinstance(cmd, c.Sit) and isinstance(guest, dict):
+                # A guest is written to the store (with their play money) only once the
+                # rules let them sit: a refused sit keeps nothing of theirs.
+                self.table.check(cmd)
+                await self.store.ensure_player(
+                    cmd.player, str(guest["name"]), int(guest["funds"]), guest=True
+                )
             if isinstance(cmd, _FRESH_BALANCE):
                 await self._refresh([cmd.player])
             try:

@@ -16,6 +16,7 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
+from server.croupier.actor import GUEST_FIELD
 from server.protocol.errors import ProtocolError, Refused
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
@@ -80,9 +81,21 @@ def table_command(kind: str) -> Handler:
     ) -> None:
         tid = await _joined(server, session, fields["table"])
         args = {k: v for k, v in fields.items() if k != "table"}
-        if kind == "sit":
-            await server.persist(session)  # a guest is written to the store to play
-        server.relay(session, tid, kind, mid, args, _answer(server, session, mid))
+        then = _answer(server, session, mid)
+        if kind == "sit" and not session.persisted:
+            # A guest not yet stored: the table's owner stores them once the sit is
+            # allowed (a refused sit writes nothing).
+            assert session.identity is not None
+            guest = {"name": session.identity.name, "funds": server.config.guest_balance}
+            args[GUEST_FIELD] = guest
+            answer = then
+
+            def then(reply: ReplyRecord) -> None:
+                if reply.error is None:
+                    session.persisted = True
+                answer(reply)
+
+        server.relay(session, tid, kind, mid, args, then)
 
     return relay
 

@@ -279,6 +279,15 @@ class Table:
             self.wallet.transfer(key, stake, player, -amount, "unstake", rid)
 
     # ------------------------------------------------------------------ the checks
+    def check(self, cmd: c.Command) -> None:
+        """Raise the TableError :meth:`handle` would raise for ``cmd``, changing nothing
+        (a caller may then do what the command needs done first, such as storing a
+        guest who may sit)."""
+        if cmd.id is not None and cmd.id in self.recent_ids.get(cmd.player, ()):
+            return
+        check, _do = self._verify(cmd)
+        check(self, cmd)
+
     def _verify(self, cmd: c.Command) -> tuple[Callable[..., Any], Callable[..., bool]]:
         """The one phase check (rules.ALLOWED); returns the command's check and do."""
         kind = type(cmd)
