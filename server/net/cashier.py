@@ -9,7 +9,6 @@ deposits once. History is filtered to what the player may see of their own round
 from __future__ import annotations
 
 import contextlib
-import logging
 from typing import TYPE_CHECKING, Any
 
 from server.croupier.actor import store_refusal
@@ -23,8 +22,6 @@ if TYPE_CHECKING:
     from .session import Session
 
 __all__ = ["balance", "deposit", "history", "shoe_record"]
-
-log = logging.getLogger("chemmy.cashier")
 
 
 async def balance(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
@@ -44,6 +41,7 @@ async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict
     if mid is None:
         raise ProtocolError("bad_message", "a deposit needs an id (it is its idempotency key)")
     pid = session.player
+    server.limits.deposit(pid)  # each is kept for good: a player may make only so many
     await server.persist(session)
     # Each part escaped: player "a" with id "b:c" and player "a:b" with id "c" differ.
     key = ledger_key("deposit", pid, str(mid))
@@ -56,8 +54,9 @@ async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict
         ) from None
     except StoreError as exc:
         # Nothing was credited: store_unavailable (cannot reach it now) or store_failed.
-        log.exception("storing a deposit failed", extra={"player": pid, "conn": session.id})
+        server.store_failed(exc)
         raise store_refusal(exc) from None
+    server.store_works()
     duplicate = result.inserted == 0
     # The tables this player is at read their balance again (for what they show).
     for table in session.tables:

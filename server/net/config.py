@@ -112,6 +112,8 @@ class ServerConfig:
     chat_max_len: int = 200
     chat_rate: int = 5
     max_deposit: int = 1_000_000
+    deposits_per_day: int = 50
+    deposit_burst: int = 10
     guest_balance: int = 100_000
     queue_size: int = 256
     grace: float = 60.0
@@ -351,6 +353,13 @@ _SETTINGS: Final = (
         "chat_rate", "int", "chat messages per 10 s per connection (0: no chat)", _at_least(0)
     ),
     _Setting("max_deposit", "int", "largest play-money deposit, minor units", _at_least(0)),
+    _Setting(
+        "deposits_per_day",
+        "int",
+        "play-money deposits a player may make a day, after the burst (0: no limit)",
+        _at_least(0),
+    ),
+    _Setting("deposit_burst", "int", "play-money deposits a player may make at once", _at_least(1)),
     _Setting("guest_balance", "int", "a new player's starting balance, minor units", _at_least(0)),
     _Setting("queue_size", "int", "per-table command queue length", _at_least(1)),
     _Setting("grace", "float", "seconds a disconnected player keeps a seat", _at_least(0)),

@@ -74,6 +74,8 @@ log = logging.getLogger("chemmy.server")
 
 SUBPROTOCOLS = [MSGPACK, JSON]
 SLOW_CLIENT_BUFFER = 4 * 2**20  # bytes waiting in a client's write buffer before it is cut off
+#: Seconds without a store failure that end a failure episode (store_failed).
+STORE_QUIET = 30.0
 #: How many closed table ids a gateway remembers (to answer ``no_table`` at once).
 CLOSED_TABLES_KEPT = 4096
 #: Seconds a cut-off connection may still send (dropped unread) before it is aborted.
@@ -138,6 +140,8 @@ class ChemmyServer:
         #: Tables this gateway saw close (their ``closed`` event), until watched again:
         #: a command for one is answered ``no_table`` here, whoever owned it.
         self._closed_tables: dict[str, None] = {}
+        self._store_refusals = 0  # requests refused in the store's failure episode
+        self._store_failed_at = 0.0
         self._request_ids = itertools.count(1)
         self._server: Server | None = None
         self._watchdog: asyncio.Task[None] | None = None
@@ -356,9 +360,29 @@ class ChemmyServer:
             self.error(session, mid, err)
         except StoreError as exc:
             # The connection survives a store that fails; the client may retry.
-            self.metrics.store_errors.labels(where="gateway").inc()
-            log.warning("a store call failed: %s", exc, extra={"conn": session.id})
+            self.store_failed(exc)
             self.error(session, mid, Refused("store_unavailable", "try again in a moment"))
+
+    def store_failed(self, exc: BaseException) -> None:
+        """A request of a client was refused because the store failed: one log line when
+        an episode starts (a failure :data:`STORE_QUIET` s or more after the last one),
+        not one per refusal, which a flood of requests would turn into a flood of lines."""
+        self.metrics.store_errors.labels(where="gateway").inc()
+        now = time.monotonic()
+        if self._store_refusals and now - self._store_failed_at < STORE_QUIET:
+            self._store_refusals += 1
+        else:
+            self.store_works()
+            log.error("the store failed (%s); refusing what needs it until it works again", exc)
+            self._store_refusals = 1
+        self._store_failed_at = now
+
+    def store_works(self) -> None:
+        """A store call of the gateway succeeded (or the failures are long past): the
+        episode's one closing line."""
+        if self._store_refusals:
+            log.warning("the store works again (%d requests were refused)", self._store_refusals)
+            self._store_refusals = 0
 
     # ------------------------------------------------------------------ tables
     def watch_table(self, table: str) -> None:
