@@ -116,6 +116,8 @@ class ServerConfig:
     deposit_burst: int = 10
     guest_balance: int = 100_000
     queue_size: int = 256
+    send_buffer_total: int = 64 * 2**20
+    send_buffer_per_address: int = 16 * 2**20
     grace: float = 60.0
     drain_timeout: float = 30.0
     command_timeout: float = 10.0
@@ -362,6 +364,18 @@ _SETTINGS: Final = (
     _Setting("deposit_burst", "int", "play-money deposits a player may make at once", _at_least(1)),
     _Setting("guest_balance", "int", "a new player's starting balance, minor units", _at_least(0)),
     _Setting("queue_size", "int", "per-table command queue length", _at_least(1)),
+    _Setting(
+        "send_buffer_total",
+        "int",
+        "bytes waiting to be sent to all clients together before the largest are cut off",
+        _at_least(2**20),
+    ),
+    _Setting(
+        "send_buffer_per_address",
+        "int",
+        "bytes waiting to be sent to one address's clients before its largest are cut off",
+        _at_least(2**16),
+    ),
     _Setting("grace", "float", "seconds a disconnected player keeps a seat", _at_least(0)),
     _Setting("drain_timeout", "float", "seconds to finish coups on shutdown", _at_least(0)),
     _Setting(

@@ -580,14 +580,39 @@ class ChemmyServer:
                 self.metrics.backfilled.set(self.bus.backfilled)
             if self.croupier.rebalancer is not None:
                 self.metrics.lease_changes.set(self.croupier.rebalancer.changes)
-            for session in list(self.sessions.values()):
-                transport = session.conn.transport
-                if (
-                    transport is not None
-                    and transport.get_write_buffer_size() > self.slow_client_buffer
-                ):
-                    self.metrics.slow_clients.inc()
-                    transport.abort()
+            self._cut_slow_clients()
+
+    def _cut_slow_clients(self) -> None:
+        """Bound what waits to be sent: per connection (``slow_client_buffer``), per
+        address (``send_buffer_per_address``) and for the whole process
+        (``send_buffer_total``, so that it stays inside its container's memory). Over a
+        bound, the connections with the most unsent are cut first (the slowest readers,
+        who resume from their last seq), until the rest fit."""
+        waiting: list[tuple[int, Session, asyncio.Transport]] = []
+        for session in self.sessions.values():
+            transport = session.conn.transport
+            if transport is not None and not transport.is_closing():
+                size = transport.get_write_buffer_size()
+                if size:
+                    waiting.append((size, session, transport))
+        waiting.sort(key=lambda w: w[0], reverse=True)  # the largest first
+        total = sum(size for size, _s, _t in waiting)
+        per_address: dict[str, int] = {}
+        for size, session, _t in waiting:
+            per_address[session.address] = per_address.get(session.address, 0) + size
+        config = self.config
+        for size, session, transport in waiting:
+            over = (
+                size > self.slow_client_buffer
+                or per_address[session.address] > config.send_buffer_per_address
+                or total > config.send_buffer_total
+            )
+            if not over:
+                continue
+            self.metrics.slow_clients.inc()
+            transport.abort()
+            total -= size
+            per_address[session.address] -= size
 
 
 def _cut_off(conn: ServerConnection, code: int, reason: str) -> None:
