@@ -181,16 +181,23 @@ class RedisBus:
     async def _probe(self) -> None:
         """``PING`` Redis every :data:`PROBE_INTERVAL` seconds, each bounded by
         :data:`PROBE_TIMEOUT`: :attr:`answering` (and so ``/readyz``) follows it."""
-        while not self._closing:
-            redis = self._redis
-            if redis is not None:
+        # A connection of its own: probes must not leave connections in the writer's
+        # pool (after a Redis restart each stale one costs the writer a failed batch).
+        probe = aioredis.Redis.from_url(
+            self.url, socket_connect_timeout=PROBE_TIMEOUT, socket_timeout=PROBE_TIMEOUT
+        )
+        try:
+            while not self._closing:
                 try:
                     async with asyncio.timeout(PROBE_TIMEOUT):
-                        await redis.ping()
+                        await probe.ping()
                     self.answered_at = time.monotonic()
                 except (RedisError, OSError, TimeoutError):
                     pass
-            await asyncio.sleep(PROBE_INTERVAL)
+                await asyncio.sleep(PROBE_INTERVAL)
+        finally:
+            with contextlib.suppress(Exception):
+                await probe.aclose()
 
     def on_control(self, handler: ControlHandler) -> None:
         self._control = handler
