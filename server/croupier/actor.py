@@ -52,6 +52,7 @@ from server.table.events import Event, Step
 from server.table.state import PlayerState
 from server.table.wallet import Entry, held_account, player_account, stake_account
 
+from .fairqueue import FairQueue, QueueClosed, QueueFull
 from .wallet import TableWallet
 
 __all__ = ["WIRE_COMMANDS", "Busy", "TableActor", "store_refusal"]
@@ -89,6 +90,10 @@ GUEST_FIELD = "guest"
 _FRESH_BALANCE = (c.Join, c.Sit)
 #: Commands refused for want of funds that are tried once more with a fresh balance.
 _FUNDED = (c.PlaceBet, c.SameBet)
+
+
+#: The line of the croupier's own commands in the table's queue (no client has it).
+CROUPIER_LINE = "\x00croupier"
 
 
 class Busy(Refused):
@@ -145,7 +150,7 @@ class TableActor:
         self.store = store
         self.bus = bus
         self.config = config or {}
-        self.queue: asyncio.Queue[_Item | None] = asyncio.Queue(queue_size)
+        self.queue: FairQueue[_Item] = FairQueue(queue_size)
         self.clock = clock
         self.new_seed = new_seed
         self.on_step = on_step
@@ -230,10 +235,18 @@ class TableActor:
         return await done
 
     def _put(self, item: _Item) -> None:
+        """Queue ``item`` in its sender's line (a client address; the croupier's own
+        line for its commands): a full queue makes room from the longest line."""
+        record = item.record
+        sender = CROUPIER_LINE if record is None else (record.origin or record.player)
         try:
-            self.queue.put_nowait(item)
-        except asyncio.QueueFull:
+            pushed = self.queue.put(sender, item)
+        except QueueFull:
             raise Busy() from None
+        except QueueClosed:
+            raise Refused("unavailable", "that table is stopping here; try again") from None
+        if pushed is not None:
+            self._refuse(pushed, Busy())  # the flood's own newest command pays
 
     def start(self) -> asyncio.Task[None]:
         self._task = asyncio.create_task(self.run(), name=f"table-{self.table_id}")
@@ -268,17 +281,14 @@ class TableActor:
         """Answer ``err`` to ``items`` and to every command still queued."""
         items = items or []
         while not self.queue.empty():
-            queued = self.queue.get_nowait()
-            if queued is not None:
-                items.append(queued)
+            items.append(self.queue.get_nowait())
         for item in items:
             self._refuse(item, err)
 
     async def stop(self) -> None:
         """Stop after the commands already queued (each step is stored)."""
         if self._task is not None:
-            with contextlib.suppress(asyncio.QueueFull):
-                self.queue.put_nowait(None)
+            self.queue.close()  # what is queued is stepped first
             try:
                 await asyncio.wait_for(self._task, 5)
             except (TimeoutError, asyncio.CancelledError):

@@ -492,7 +492,9 @@ class ChemmyServer:
         and, without ``then``, when the bus cannot take it."""
         args = fields or {}
         if then is None:
-            self.bus.submit(CommandRecord(table, kind, session.player, mid, args, None))
+            self.bus.submit(
+                CommandRecord(table, kind, session.player, mid, args, None, session.address)
+            )
             return
         line = (table, session.address, session.player)
 
@@ -506,7 +508,9 @@ class ChemmyServer:
                 return False
             self._pending[n] = _Pending(session, then, time.monotonic(), line, kind)
             try:
-                self.bus.submit(CommandRecord(table, kind, session.player, mid, args, reply_to))
+                self.bus.submit(
+                    CommandRecord(table, kind, session.player, mid, args, reply_to, session.address)
+                )
             except ChemmyError as err:
                 del self._pending[n]
                 then(ReplyRecord.refused(reply_to, err))
