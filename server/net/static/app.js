@@ -397,7 +397,7 @@ class App {
     this.identity = hello;
     if (hello.resume) store.set("session", "chemmy.resume", hello.resume);
     $("#who").textContent = `${hello.name}${hello.guest ? " (guest)" : ""}`;
-    if (!this.state) this.renderMoney(hello.balance, 0);
+    if (!this.state) this.renderMoney(undefined, 0);
     if (!first) return;
     const target = table || store.get("session", "chemmy.table");
     if (target) this.openTable(target);
@@ -406,6 +406,7 @@ class App {
 
   // -- lobby ---------------------------------------------------------------------------
   async showLobby() {
+    this.refreshMoney(); // chips that were on a table came back
     show($("#lobby"), true);
     show($("#table"), false);
     document.body.dataset.view = "lobby";
@@ -414,6 +415,29 @@ class App {
     await this.refreshLobby();
     clearInterval(this.lobbyTimer);
     this.lobbyTimer = setInterval(() => this.refreshLobby(), 5000);
+  }
+
+  /** Balance and available money as the server has them now (the `balance` reply):
+   * after chips came back without an event saying how much (STAND, the lobby), and for
+   * the cashier. */
+  async refreshMoney() {
+    if (!this.client || this.connState !== "open") return;
+    const state = this.state;
+    let reply;
+    try {
+      reply = await this.client.send("balance");
+    } catch {
+      return; // the next event or reply brings it
+    }
+    if (state && this.state === state) {
+      state.balance = reply.balance;
+      state.available = reply.available;
+    } else if (!this.state && this.identity) {
+      this.identity.balance = reply.balance;
+      this.identity.available = reply.available;
+    }
+    if (!this.state || this.state === state) this.renderMoney();
+    if ($("#dlg-cashier").open) this.renderCashier();
   }
 
   async refreshLobby() {
@@ -538,6 +562,8 @@ class App {
       this.sounds.play("chip");
     } else if (kind === "shoe_started") {
       this.fetchRoads();
+    } else if ((kind === "stood" || kind === "bets_void") && data.player === me) {
+      this.refreshMoney(); // the chips placed came back (the event does not say how much)
     } else if (kind === "closed") {
       setTimeout(() => {
         if (this.tableId === table) {
@@ -787,10 +813,17 @@ class App {
   // -- dialogs ---------------------------------------------------------------------------
   openCashier() {
     const dlg = $("#dlg-cashier");
-    $("#cashier-balance").textContent = formatMoney(this.state?.balance ?? this.identity?.balance);
+    this.renderCashier();
     $("#cashier-result").textContent = "";
     dlg.showModal();
     $("#cashier-amount").focus();
+    this.refreshMoney();
+  }
+
+  renderCashier() {
+    const money = this.state ?? this.identity ?? {};
+    $("#cashier-available").textContent = formatMoney(money.available ?? money.balance);
+    $("#cashier-balance").textContent = formatMoney(money.balance);
   }
 
   async deposit() {
@@ -808,15 +841,10 @@ class App {
       this.depositId = null;
       result.textContent = `Deposited ${formatMoney(amount)}: balance ${formatMoney(reply.balance)}`;
       result.dataset.tone = "win";
-      $("#cashier-balance").textContent = formatMoney(reply.balance);
-      if (this.state) {
-        const delta = reply.duplicate ? 0 : amount;
-        this.state.balance = reply.balance;
-        if (Number.isInteger(this.state.available)) this.state.available += delta;
-      } else if (this.identity) {
-        this.identity.balance = reply.balance;
-      }
-      this.renderMoney();
+      if (this.state) this.state.balance = reply.balance;
+      else if (this.identity) this.identity.balance = reply.balance;
+      this.renderCashier();
+      await this.refreshMoney(); // and what is available, from the server
       this.note(`Deposited ${formatMoney(amount)}`, "you");
     } catch (err) {
       if (err.code !== "disconnected" && err.code !== "timeout") this.depositId = null;
@@ -1256,7 +1284,7 @@ class App {
 
   renderMoney(balance, bet) {
     const s = this.state;
-    const shown = balance ?? (s ? s.available ?? s.balance : this.identity?.balance);
+    const shown = balance ?? (s ? s.available ?? s.balance : this.identity?.available ?? this.identity?.balance);
     $("#balance").textContent = formatMoney(shown);
     $("#bet").textContent = formatMoney(bet ?? (s ? s.myStake : 0));
   }
