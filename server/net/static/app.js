@@ -298,9 +298,27 @@ class App {
     if (token || this.params.get("guest") === "1" || !embedded) {
       this.begin({ url: this.params.get("url"), token, table: this.params.get("table") });
     } else {
-      this.setMessage("Waiting for the host page…");
+      this.waitForHost();
       this.toParent({ type: "chemmy:ready" }, "*");
     }
+  }
+
+  /** No token yet: this page waits for its host page's `chemmy:connect` (docs/embedding.md §3). */
+  waitForHost(ignored = null) {
+    const expected = this.params.get("parent");
+    this.setMessage("Waiting for the host page…");
+    $("#plaque").textContent = "Waiting for the host page";
+    const pill = $("#conn");
+    pill.dataset.state = "waiting";
+    pill.textContent = "waiting for the host page";
+    const from = expected ? ` from ${expected}` : "";
+    const why = ignored ? ` (a message from ${ignored} was ignored)` : "";
+    const banner = $("#banner");
+    banner.textContent =
+      `This table waits for its host page to send it {type: "chemmy:connect", token} by postMessage${from}${why}.` +
+      (window.parent === window ? " It is not in a frame: open it with ?token=… or ?guest=1 instead." : "");
+    banner.dataset.tone = "warn";
+    show(banner, true);
   }
 
   defaultUrl() {
@@ -314,8 +332,11 @@ class App {
   onParentMessage(ev) {
     if (ev.source !== window.parent || window.parent === window) return;
     const expected = this.params.get("parent");
-    if (expected && ev.origin !== expected) return;
     const m = ev.data;
+    if (expected && ev.origin !== expected) {
+      if (!this.client && m?.type === "chemmy:connect") this.waitForHost(ev.origin);
+      return;
+    }
     if (!m || typeof m !== "object") return;
     if (m.type === "chemmy:connect" && !this.client) {
       this.parentOrigin = ev.origin;
@@ -323,7 +344,9 @@ class App {
         this.setMessage("The host page sent no token", "refused");
         return;
       }
-      this.begin({ url: m.url, token: m.token, guest: m.guest, name: m.name, table: m.table });
+      // The table: the message's, else the frame's address's (`?table=`).
+      const table = m.table ?? this.params.get("table");
+      this.begin({ url: m.url, token: m.token, guest: m.guest, name: m.name, table });
     } else if (m.type === "chemmy:token" && this.client && typeof m.token === "string") {
       this.client.setToken(m.token);
     }
@@ -347,6 +370,8 @@ class App {
           resume: store.get("session", "chemmy.resume") || undefined,
         };
     this.client = connect(url || this.defaultUrl(), auth);
+    this.setMessage("Connecting…");
+    show($("#banner"), false);
     window.chemmyPage = this; // for operators debugging an embedding (and the tests)
     const c = this.client;
     c.on("status", (s) => this.onStatus(s));
@@ -381,14 +406,25 @@ class App {
       if (s.attempt === 1 && s.code !== undefined) this.note("Connection lost: reconnecting…", "refused");
     } else if (s.state === "closed") {
       pill.textContent = "disconnected";
-      const again = this.parentOrigin ? "The host page may send a new token." : "Reload the page to try again.";
+      // A refused sign-in (the token expired, or is not valid here) is refused again on a
+      // reload: only the operator's site can sign the player in again.
+      const auth = /^(token_expired|bad_token|auth_required)\b/.exec(s.reason ?? "")?.[1];
+      let again = "Reload the page to try again.";
+      if (auth) {
+        again = this.parentOrigin
+          ? "The host page has been told (chemmy:status, state closed) and may send a new token."
+          : "Reloading will not help: the casino's site must sign you in again (go back to it and open the table from there).";
+      } else if (this.parentOrigin) {
+        again = "The host page may send a new token.";
+      }
       banner.textContent = `Disconnected: ${s.reason || "the connection closed"}. ${again}`;
       banner.dataset.tone = "error";
       show(banner, true);
     } else {
       pill.textContent = "connecting…";
     }
-    this.toParent({ type: "chemmy:status", state: s.state, player: this.identity?.player ?? null });
+    const why = s.state === "closed" ? { code: s.code ?? null, reason: s.reason ?? null } : {};
+    this.toParent({ type: "chemmy:status", state: s.state, player: this.identity?.player ?? null, ...why });
     this.render(); // every button follows the connection too
   }
 
