@@ -596,8 +596,8 @@ class App {
       this.sounds.play("card");
     } else if (kind === "bets" && data.player === me) {
       this.sounds.play("chip");
-    } else if (kind === "shoe_started") {
-      this.fetchRoads();
+    } else if (kind === "shoe_started" || kind === "burned") {
+      this.fetchRoads(); // the burn card is seen: the odds change
     } else if ((kind === "stood" || kind === "bets_void") && data.player === me) {
       this.refreshMoney(); // the chips placed came back (the event does not say how much)
     } else if (kind === "closed") {
@@ -1264,12 +1264,19 @@ class App {
         .join(" · ");
     }
     const coup = s.shownCoup;
+    // The areas the server paid as won, and those the result itself names.
+    const paid = new Set((coup?.payouts ?? []).filter((p) => p.outcome === "win").map((p) => p.area));
     for (const el of document.querySelectorAll("#layout .area")) {
       const r = coup?.result;
       let won = false;
       if (r) {
         const a = el.dataset.area;
-        won = a === r.outcome || (a === "player_pair" && r.player_pair) || (a === "banker_pair" && r.banker_pair);
+        won =
+          paid.has(a) ||
+          a === r.outcome ||
+          (a === "player_pair" && r.player_pair) ||
+          (a === "banker_pair" && r.banker_pair) ||
+          (a === "super6" && r.outcome === "banker" && r.banker_total === 6); // "Banker wins with 6"
       }
       el.dataset.won = won ? "1" : "0";
     }
@@ -1372,17 +1379,16 @@ class App {
     }
     const pct = (v) => (typeof v === "number" ? `${(v * 100).toFixed(3)}%` : "–");
     const edge = (v) => (typeof v === "number" ? `${(v * 100).toFixed(3)}%` : "–");
+    // One row per area this table has (its options' areas), then the naturals.
+    const chance = { super6: odds.banker_six }; // Super 6 wins on "Banker wins with 6"
     const rows = [
-      ["Banker", odds.banker, odds.edges?.banker],
-      ["Player", odds.player, odds.edges?.player],
-      ["Tie", odds.tie, odds.edges?.tie],
-      ["Player Pair", odds.player_pair, odds.edges?.player_pair],
-      ["Banker Pair", odds.banker_pair, odds.edges?.banker_pair],
-      ["Banker 6", odds.banker_six, odds.edges?.super6],
+      ...s.areas.map((area) => [AREA_NAMES[area] ?? area, chance[area] ?? odds[area], odds.edges?.[area]]),
       ["Natural", odds.natural, null],
     ];
+    const burn = s.shoe?.burn;
+    const unseen = burn && Number.isInteger(s.shoe.cards_left) ? `: ${s.shoe.cards_left} in the shoe and ${burn.count} burned face down` : "";
     fill(tbl,
-      h("p", { class: "muted" }, `Next coup, from the ${odds.cards} cards not yet seen`),
+      h("p", { class: "muted" }, `Next coup, from the ${odds.cards} cards not yet seen${unseen}`),
       h(
         "table",
         { class: "odds-table" },
