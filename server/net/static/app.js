@@ -35,6 +35,7 @@ const CHIP_MULTIPLES = [1, 5, 10, 25, 50];
 const SQUEEZE_SECONDS = { 1: 2.6, 2: 1.8, 3: 1.2, 4: 0.8, 5: 0.35 };
 const PROGRESS_STEPS = [25, 50, 75]; // percents sent to the table while a card opens
 const LONG_PRESS_MS = 550;
+const RESULT_MIN_MS = 5000; // the settled coup stays at least this long under others' chips
 const OPTION_DEFAULTS = { speed: 4, balloons: true, sound: true, voices: true, name: "" };
 const PAYS = {
   player: "1:1",
@@ -275,6 +276,8 @@ class App {
     this.cutValue = null;
     this.connState = "idle";
     this.inflight = 0;
+    this.messages = 0; // how many times the message display changed
+    this.settledAt = 0; // performance.now() at the last settled coup
   }
 
   // -- start --------------------------------------------------------------------------
@@ -584,6 +587,11 @@ class App {
     }
     const me = this.state.me;
     if (kind === "settled") {
+      this.settledAt = performance.now();
+      const state = this.state;
+      setTimeout(() => {
+        if (this.state === state && this.retireLast()) this.render();
+      }, RESULT_MIN_MS + 50);
       this.placed = [];
       this.localProgress = {};
       this.fetchRoads();
@@ -596,6 +604,9 @@ class App {
       this.sounds.play("card");
     } else if (kind === "bets" && data.player === me) {
       this.sounds.play("chip");
+      const bets = Object.entries(data.bets ?? {}).filter(([, v]) => v);
+      const what = bets.map(([a, v]) => `${AREA_NAMES[a] ?? a} ${formatMoney(v)}`).join(" · ");
+      this.setMessage(what ? `Your bets: ${what}` : "Your bets: none", "you"); // the display only, not the log
     } else if (kind === "shoe_started" || kind === "burned") {
       this.fetchRoads(); // the burn card is seen: the odds change
     } else if ((kind === "stood" || kind === "bets_void") && data.player === me) {
@@ -613,8 +624,18 @@ class App {
     if ((kind === "turn" && data.turner === me) || (kind === "shoe_offered" && data.player === me) || (kind === "cut_offered" && data.player === me)) {
       this.sounds.play("turn");
     }
+    this.retireLast();
     this.showNotes(notes);
     this.render();
+  }
+
+  /** The settled coup leaves the felt under the next coup's chips: at once for yours
+   * (state.js), after RESULT_MIN_MS for the others'. True when it just left. */
+  retireLast() {
+    const s = this.state;
+    if (!s?.lastShown || !s.nextChips || performance.now() - this.settledAt < RESULT_MIN_MS) return false;
+    s.lastShown = false;
+    return true;
   }
 
   onChat(m) {
@@ -662,6 +683,7 @@ class App {
   }
 
   setMessage(text, tone = "info", code = null) {
+    this.messages += 1;
     const m = $("#message");
     m.textContent = text;
     m.dataset.tone = tone;
@@ -687,7 +709,7 @@ class App {
     if (err.code === "over_max" && s) text = `Over the maximum on ${area} (${formatMoney(s.maxFor(fields.area))})`;
     else if (err.code === "below_min" && s) text = `Below the table minimum on ${area} (${formatMoney(s.limits.min)})`;
     else if (err.code === "insufficient_funds") text = "Not enough balance for that bet";
-    else if (STALE.has(err.code)) text = `Too late: ${err.message}`;
+    else if (STALE.has(err.code)) text = `Too late: ${String(err.message).replace(/^not now: /, "")}`;
     else text = err.message || err.code;
     this.note(`Refused: ${text}`, "refused", err.code);
     this.sounds.play("refused");
@@ -697,8 +719,14 @@ class App {
     if (!this.tableId) return null;
     const all = { table: this.tableId, ...fields };
     this.inflight += 1; // commands sent and not answered yet (a reply follows its events)
+    const shown = this.messages;
     try {
-      return await this.client.send(type, all);
+      const reply = await this.client.send(type, all);
+      // Done: a refusal still on the display (nothing said since) is no longer news.
+      if (shown === this.messages && $("#message").dataset.tone === "refused") {
+        this.setMessage(this.state?.phaseText() ?? "");
+      }
+      return reply;
     } catch (err) {
       if (type !== "progress") this.refused(err, type, all);
       return null;
