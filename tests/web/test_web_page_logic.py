@@ -189,6 +189,11 @@ def test_the_tables_own_areas_the_burn_and_stale_messages(
     tp.chip(0)
     dragon_won = False
     for n in range(12):
+        # After a Player win the shoe is offered again (to Sid, the only one seated).
+        page.wait_for_function(
+            "() => { const a = chemmyPage.state.actions; return Boolean(a.done || a.accept_shoe); }",
+            timeout=ms(10),
+        )
         if tp.enabled("#act-accept"):
             tp.click("#act-accept")
         page.wait_for_function("() => Boolean(chemmyPage.state.actions.done)", timeout=ms(10))
