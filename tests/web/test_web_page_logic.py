@@ -331,6 +331,16 @@ def test_an_iframe_set_up_as_the_docs_say_opens_its_table(
     expect(table.locator("#message")).not_to_have_text("Waiting for the host page…")
     expect(table.locator("#banner")).to_be_hidden()
 
+    # Without a table anywhere, the lobby; the display says the page is connected.
+    lobby = host(
+        server.http, "?parent=ORIGIN", {"type": "chemmy:connect", "token": token("ike", "Ike")}
+    )
+    page = open_page()
+    page.goto(lobby.origin + "/")
+    table = page.frame_locator("#chemmy")
+    expect(table.locator("#lobby")).to_be_visible()
+    expect(table.locator("#message")).to_have_text("Connected as Ike")
+
 
 def test_a_frame_waiting_for_its_host_says_what_it_waits_for(
     server: ServerProcess, open_page: Callable[..., Page], host: Callable[..., Host]

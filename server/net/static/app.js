@@ -374,6 +374,7 @@ class App {
         };
     this.client = connect(url || this.defaultUrl(), auth);
     this.setMessage("Connecting…");
+    this.connectingMessage = this.messages; // replaced at the hello, if still shown
     show($("#banner"), false);
     window.chemmyPage = this; // for operators debugging an embedding (and the tests)
     const c = this.client;
@@ -436,6 +437,7 @@ class App {
     this.identity = hello;
     if (hello.resume) store.set("session", "chemmy.resume", hello.resume);
     $("#who").textContent = `${hello.name}${hello.guest ? " (guest)" : ""}`;
+    if (this.messages === this.connectingMessage) this.setMessage(`Connected as ${hello.name}`, "you");
     if (!this.state) this.renderMoney(undefined, 0);
     if (!first) return;
     const target = table || store.get("session", "chemmy.table");
