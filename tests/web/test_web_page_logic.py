@@ -386,6 +386,7 @@ def test_an_expired_token_says_who_signs_the_player_in_again(
     expect(banner).to_contain_text("Disconnected: token_expired")
     expect(banner).to_contain_text("the casino's site must sign you in again")
     expect(banner).not_to_contain_text("Reload the page to try again")
+    expect(page.locator("#plaque")).to_have_text("Not connected")
     page.reload()
     expect(banner).to_contain_text("Disconnected: token_expired")
     expect(banner).to_contain_text("the casino's site must sign you in again")

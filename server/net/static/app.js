@@ -422,6 +422,7 @@ class App {
         again = "The host page may send a new token.";
       }
       banner.textContent = `Disconnected: ${s.reason || "the connection closed"}. ${again}`;
+      if (!this.identity) $("#plaque").textContent = "Not connected"; // it said "Connecting…"
       banner.dataset.tone = "error";
       show(banner, true);
     } else {
