@@ -383,6 +383,14 @@ def test_a_wide_screen_is_filled_by_the_table(
     assert cards and min(c["height"] for c in cards) >= 130, f"small cards: {cards[:1]}"
     assert min(b["height"] for b in rects(page, ".layout-row.main-bets .area")) >= 120
     assert min(b["height"] for b in rects(page, "#chips .chip")) >= 60
+    # A laptop's short screen: the felt still holds the hands, bets, chips and buttons.
+    page.set_viewport_size({"width": 1366, "height": 768})
+    page.wait_for_timeout(200)
+    screen = band(page)
+    for sel in BETTING:
+        for box in rects(page, sel):
+            if box["visible"]:
+                assert inside(box, screen), f"1366x768: {sel} {box} is off the screen {screen}"
 
 
 # ---------------------------------------------------------------------------- long names, big chips
