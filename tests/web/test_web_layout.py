@@ -97,6 +97,11 @@ def play_coup(tp: TablePage, bets: list[tuple[int, str, int]]) -> None:
     tp.toss_until_settled(round_id)
 
 
+def still(page: Page) -> None:
+    """Wait until the cards are dealt and turned (no animation runs)."""
+    page.wait_for_function("() => document.getAnimations().length === 0", timeout=ms(10))
+
+
 def rect(page: Page, selector: str) -> dict[str, float]:
     box = page.evaluate(
         """(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
@@ -285,6 +290,7 @@ def band(page: Page) -> dict[str, float]:
 
 def check_one_screen(page: Page, what: str, selectors: list[str]) -> None:
     page.evaluate("document.querySelector('main').scrollTop = 0")
+    still(page)
     screen = band(page)
     height = (page.viewport_size or {"height": 0})["height"]
     assert screen["bottom"] - screen["top"] > 0.6 * height, f"{what}: the bars take the screen"
@@ -379,8 +385,11 @@ def test_a_wide_screen_is_filled_by_the_table(
     assert felt["bottom"] - lowest < 0.08 * felt["height"], (
         f"the lower part of the felt is empty: {felt['bottom'] - lowest:.0f} px"
     )
-    cards = rects(page, "#hands .card")
-    assert cards and min(c["height"] for c in cards) >= 130, f"small cards: {cards[:1]}"
+    still(page)
+    cards = rects(page, "#hands .card")  # (a third card lies sideways)
+    assert cards and min(max(c["height"], c["width"]) for c in cards) >= 160, (
+        f"small cards: {cards[:1]}"
+    )
     assert min(b["height"] for b in rects(page, ".layout-row.main-bets .area")) >= 120
     assert min(b["height"] for b in rects(page, "#chips .chip")) >= 60
     # A laptop's short screen: the felt still holds the hands, bets, chips and buttons.
