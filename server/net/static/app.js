@@ -31,6 +31,9 @@ import {
 // ---------------------------------------------------------------------------- constants
 
 const CHIP_MULTIPLES = [1, 5, 10, 25, 50];
+/** Where each bet area sits on the felt, left to right (the side bets above). */
+const AREA_ORDER = ["player_pair", "dragon_player", "super6", "dragon_banker", "banker_pair", "player", "tie", "banker"];
+const MAIN_AREAS = new Set(["player", "tie", "banker"]);
 /** Seconds one card takes to open in a squeeze, by game speed 1..5 (Options). */
 const SQUEEZE_SECONDS = { 1: 2.6, 2: 1.8, 3: 1.2, 4: 0.8, 5: 0.35 };
 const PROGRESS_STEPS = [25, 50, 75]; // percents sent to the table while a card opens
@@ -1011,8 +1014,12 @@ class App {
   buildLayout() {
     const s = this.state;
     const layout = $("#layout");
-    fill(layout,
-      ...s.areas.map((area) => {
+    // As on a felt: the side bets in a row above the three main areas, Player left of
+    // Tie, Banker right; each side's bets on its side.
+    const rows = { side: [], main: [] };
+    const sorted = [...s.areas].sort((a, b) => AREA_ORDER.indexOf(a) - AREA_ORDER.indexOf(b));
+    for (const area of sorted) {
+      const el = (() => {
         const el = h(
           "button",
           { class: "area", dataset: { area }, type: "button", "aria-label": AREA_NAMES[area] ?? area },
@@ -1048,7 +1055,12 @@ class App {
           this.remove(area);
         });
         return el;
-      }),
+      })();
+      rows[MAIN_AREAS.has(area) ? "main" : "side"].push(el);
+    }
+    fill(layout,
+      rows.side.length ? h("div", { class: "layout-row side-bets" }, rows.side) : null,
+      h("div", { class: "layout-row main-bets" }, rows.main),
     );
     const rack = $("#chips");
     fill(rack,
@@ -1065,7 +1077,7 @@ class App {
               this.renderChips();
             },
           },
-          formatMoney(value).replace(/\.00$/, ""),
+          chipLabel(formatMoney(value).replace(/\.00$/, "")),
         ),
       ),
     );
@@ -1501,10 +1513,16 @@ function chipStack(amount, unit) {
   return [...Array.from({ length: discs }, (_, i) => h("span", { class: "disc", vars: { "--i": i } })), h("span", { class: "pile-value" }, formatMoney(amount))];
 }
 
+/** A chip's value, its size fitted to the chip by its length (chemmy.css). */
+function chipLabel(text) {
+  return h("span", { class: "chip-label", vars: { "--chars": text.length } }, text);
+}
+
 /** A road's cells on a grid of `rows` rows, the latest columns in view. */
 function roadGrid(cells, rows, draw) {
-  const width = Math.max(12, ...cells.map((c) => c.col + 1));
-  const grid = h("div", { class: "road-grid", vars: { "--cols": width, "--rows": rows } });
+  const used = Math.max(0, ...cells.map((c) => c.col + 1));
+  const grid = h("div", { class: "road-grid", vars: { "--cols": Math.max(12, used + 2), "--rows": rows } });
+  grid.dataset.used = String(used);
   for (const c of cells) {
     const cell = draw(c);
     cell.style.setProperty("grid-column", String(c.col + 1));
@@ -1513,10 +1531,31 @@ function roadGrid(cells, rows, draw) {
   }
   queueMicrotask(() => {
     const scroller = grid.parentElement;
-    if (scroller) scroller.scrollLeft = scroller.scrollWidth;
+    if (!scroller) return;
+    fitRoad(scroller);
+    roadWatch.observe(scroller);
   });
   return grid;
 }
+
+/** Draw a road's grid across its whole box and scroll it by whole columns: the first
+ * column in view is never cut, and all of a short shoe stays in view; once the road is
+ * wider than its box, the latest column and an empty one after it are in view. */
+function fitRoad(scroller) {
+  const grid = scroller.firstElementChild;
+  if (!grid?.classList.contains("road-grid")) return;
+  const cs = getComputedStyle(grid);
+  const gap = parseFloat(cs.columnGap) || 0;
+  const pitch = (parseFloat(cs.gridTemplateColumns) || 16) + gap;
+  const pad = getComputedStyle(scroller);
+  const room = scroller.clientWidth - parseFloat(pad.paddingLeft) - parseFloat(pad.paddingRight);
+  const fits = Math.max(1, Math.floor((room + gap) / pitch));
+  const used = Number(grid.dataset.used);
+  grid.style.setProperty("--cols", String(Math.max(fits, used + 2)));
+  scroller.scrollLeft = Math.max(0, used + 1 - fits) * pitch;
+}
+
+const roadWatch = new ResizeObserver((entries) => entries.forEach((e) => fitRoad(e.target)));
 
 // ---------------------------------------------------------------------------- go
 
