@@ -46,6 +46,12 @@ tier = "1-100"
 timers = {RELAXED}
 
 [[tables]]
+id = "tui-i18n"
+name = "TUI languages"
+tier = "1-100"
+timers = {RELAXED}
+
+[[tables]]
 id = "tui-chat"
 name = "TUI chat"
 tier = "1-100"

@@ -67,7 +67,13 @@ def test_the_page_and_its_files(server: ServerProcess) -> None:
         assert body == (STATIC / path[1:]).read_bytes()
     # Every file of the folder is served (a new kind of file needs its content type).
     served = set(static.assets())
-    assert {f"/{p.name}" for p in STATIC.iterdir()} <= served
+    assert {f"/{p.name}" for p in STATIC.iterdir() if p.is_file()} <= served
+    # ... and the message catalogs, one folder of them (issue 17).
+    catalogs = {f"/locales/{p.name}" for p in (STATIC / "locales").iterdir()}
+    assert {"/locales/en.json", "/locales/fr.json"} <= catalogs <= served
+    status, headers, body = fetch(server, "/locales/fr.json")
+    assert (status, headers["content-type"]) == (200, "application/json")
+    assert body == (STATIC / "locales" / "fr.json").read_bytes()
 
 
 def test_head_revalidation_and_methods(server: ServerProcess) -> None:
