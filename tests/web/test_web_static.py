@@ -110,7 +110,8 @@ def test_nothing_else_is_served(server: ServerProcess) -> None:
 
 
 def test_modules_an_operator_imports_are_shared(server: ServerProcess) -> None:
-    for path in ("/chemmy.js", "/state.js"):
+    # state.js imports i18n.js, which imports the English catalog (issue 17).
+    for path in ("/chemmy.js", "/state.js", "/i18n.js", "/locales/en.json", "/locales/fr.json"):
         _, headers, _ = fetch(server, path)
         assert headers["access-control-allow-origin"] == "*"
         assert headers["cross-origin-resource-policy"] == "cross-origin"

@@ -16,6 +16,7 @@
  */
 
 import { ChemmyError, connect } from "./chemmy.js";
+import { chooseLanguage, language, refusalText, setLanguage, t, translatePage } from "./i18n.js";
 import {
   AREA_NAMES,
   HAND_NAMES,
@@ -35,7 +36,7 @@ const CHIP_MULTIPLES = [1, 5, 10, 25, 50];
 const SQUEEZE_SECONDS = { 1: 2.6, 2: 1.8, 3: 1.2, 4: 0.8, 5: 0.35 };
 const PROGRESS_STEPS = [25, 50, 75]; // percents sent to the table while a card opens
 const LONG_PRESS_MS = 550;
-const OPTION_DEFAULTS = { speed: 4, balloons: true, sound: true, voices: true, name: "" };
+const OPTION_DEFAULTS = { speed: 4, balloons: true, sound: true, voices: true, name: "", language: "auto" };
 const PAYS = {
   player: "1:1",
   banker: "1:1 less 5%",
@@ -184,6 +185,7 @@ class Sounds {
     if (!this.app.opts.voices || !text || !globalThis.speechSynthesis) return;
     try {
       const u = new SpeechSynthesisUtterance(text);
+      u.lang = language();
       u.rate = 1.05;
       speechSynthesis.speak(u);
     } catch {
@@ -278,10 +280,11 @@ class App {
   }
 
   // -- start --------------------------------------------------------------------------
-  start() {
+  async start() {
     this.params = new URLSearchParams(location.search);
     this.bindStatic();
     this.applyOptions();
+    await this.applyLanguage();
     let token = this.params.get("token");
     if (token) {
       // Out of the address bar (and of the history) at once; kept for this tab only, so
@@ -300,6 +303,27 @@ class App {
     } else {
       this.setMessage("Waiting for the host page…");
       this.toParent({ type: "chemmy:ready" }, "*");
+    }
+  }
+
+  /** The words in the language chosen in Options, else the operator's (the token's
+   * `language`, else `?lang=`), else the browser's (i18n.js); everything drawn again. */
+  async applyLanguage() {
+    const lang = chooseLanguage({
+      option: this.opts.language,
+      token: this.identity?.language,
+      param: this.params.get("lang"),
+      browser: navigator.languages,
+    });
+    if (lang === language() && document.documentElement.lang === lang) return;
+    await setLanguage(lang);
+    translatePage();
+    if (this.state) {
+      if (document.body.dataset.view === "table") this.buildLayout();
+      this.render();
+      this.renderRoads();
+    } else if (this.identity && document.body.dataset.view === "lobby") {
+      this.refreshLobby();
     }
   }
 
@@ -395,6 +419,7 @@ class App {
   onHello(hello, table) {
     const first = !this.identity;
     this.identity = hello;
+    if (hello.language) this.applyLanguage();
     if (hello.resume) store.set("session", "chemmy.resume", hello.resume);
     $("#who").textContent = `${hello.name}${hello.guest ? " (guest)" : ""}`;
     if (!this.state) this.renderMoney(hello.balance, 0);
@@ -887,6 +912,7 @@ class App {
     f.elements.sound.checked = this.opts.sound;
     f.elements.voices.checked = this.opts.voices;
     f.elements.name.value = this.opts.name ?? "";
+    f.elements.language.value = this.opts.language ?? "auto";
     $("#speed-value").textContent = String(this.opts.speed);
     $("#dlg-options").showModal();
   }
@@ -899,12 +925,14 @@ class App {
       sound: f.elements.sound.checked,
       voices: f.elements.voices.checked,
       name: f.elements.name.value.trim().slice(0, 32),
+      language: f.elements.language.value || "auto",
     };
     $("#speed-value").textContent = String(this.opts.speed);
     if (!this.opts.voices && globalThis.speechSynthesis) speechSynthesis.cancel();
     saveOptions(this.opts);
     this.applyOptions();
     this.render();
+    this.applyLanguage();
   }
 
   applyOptions() {
