@@ -16,7 +16,7 @@
  */
 
 import { ChemmyError, connect } from "./chemmy.js";
-import { chooseLanguage, language, refusalText, setLanguage, t, translatePage } from "./i18n.js";
+import { chooseLanguage, formatNumber, language, refusalText, setLanguage, t, translatePage } from "./i18n.js";
 import {
   AREA_NAMES,
   HAND_NAMES,
@@ -39,13 +39,13 @@ const LONG_PRESS_MS = 550;
 const OPTION_DEFAULTS = { speed: 4, balloons: true, sound: true, voices: true, name: "", language: "auto" };
 const PAYS = {
   player: "1:1",
-  banker: "1:1 less 5%",
+  get banker() { return t("page.pays.banker"); },
   tie: "8:1",
   player_pair: "11:1",
   banker_pair: "11:1",
   super6: "12:1",
-  dragon_player: "up to 30:1",
-  dragon_banker: "up to 30:1",
+  get dragon_player() { return t("page.pays.dragon"); },
+  get dragon_banker() { return t("page.pays.dragon"); },
 };
 const STALE = new Set([
   "wrong_phase",
@@ -301,7 +301,7 @@ class App {
     if (token || this.params.get("guest") === "1" || !embedded) {
       this.begin({ url: this.params.get("url"), token, table: this.params.get("table") });
     } else {
-      this.setMessage("Waiting for the host page…");
+      this.setMessage(t("page.host_wait"));
       this.toParent({ type: "chemmy:ready" }, "*");
     }
   }
@@ -318,6 +318,12 @@ class App {
     if (lang === language() && document.documentElement.lang === lang) return;
     await setLanguage(lang);
     translatePage();
+    const conn = { open: "connected", reconnecting: "reconnecting", closed: "disconnected" }[this.connState] ?? "connecting";
+    $("#conn").textContent = t(`page.conn.${conn}`);
+    if (this.identity) {
+      $("#who").textContent = this.identity.guest ? t("page.guest", { name: this.identity.name }) : this.identity.name;
+      if (document.body.dataset.view === "lobby") $("#plaque").textContent = t("page.choose_table");
+    }
     if (this.state) {
       if (document.body.dataset.view === "table") this.buildLayout();
       this.render();
@@ -344,7 +350,7 @@ class App {
     if (m.type === "chemmy:connect" && !this.client) {
       this.parentOrigin = ev.origin;
       if (typeof m.token !== "string" && m.guest !== true) {
-        this.setMessage("The host page sent no token", "refused");
+        this.setMessage(t("page.host_no_token"), "refused");
         return;
       }
       this.begin({ url: m.url, token: m.token, guest: m.guest, name: m.name, table: m.table });
@@ -376,10 +382,10 @@ class App {
     c.on("status", (s) => this.onStatus(s));
     c.on("hello", (hello) => this.onHello(hello, table));
     c.on("snapshot", ({ table: t, snapshot }) => this.onSnapshot(t, snapshot));
-    c.on("resumed", ({ table: t }) => t === this.tableId && this.note("Resumed: nothing was missed"));
+    c.on("resumed", ({ table: tb }) => tb === this.tableId && this.note(t("page.resumed")));
     c.on("event", (ev) => this.onEvent(ev));
     c.on("chat", (m) => this.onChat(m));
-    c.on("error", (m) => this.note(`${m.message ?? m.code}`, "refused"));
+    c.on("error", (m) => this.note(refusalText(m.code, m.message), "refused"));
   }
 
   // -- connection ----------------------------------------------------------------------
@@ -389,28 +395,28 @@ class App {
     pill.dataset.state = s.state;
     const banner = $("#banner");
     if (s.state === "open") {
-      pill.textContent = "connected";
+      pill.textContent = t("page.conn.connected");
       show(banner, false);
       if (s.resumed) {
-        this.note(s.sameIdentity ? "Reconnected" : "Reconnected as a new guest: your seat is gone", "you");
+        this.note(s.sameIdentity ? t("page.reconnected") : t("page.reconnected_new_guest"), "you");
       }
     } else if (s.state === "reconnecting") {
-      pill.textContent = "reconnecting…";
+      pill.textContent = t("page.conn.reconnecting");
       banner.textContent =
         s.attempt > 0
-          ? `Connection lost — reconnecting (attempt ${s.attempt})… Your seat is kept for a while.`
-          : "Connecting…";
+          ? t("page.banner.reconnecting", { attempt: s.attempt })
+          : t("page.connecting");
       banner.dataset.tone = "warn";
       show(banner, s.attempt > 0);
-      if (s.attempt === 1 && s.code !== undefined) this.note("Connection lost: reconnecting…", "refused");
+      if (s.attempt === 1 && s.code !== undefined) this.note(t("page.connection_lost"), "refused");
     } else if (s.state === "closed") {
-      pill.textContent = "disconnected";
-      const again = this.parentOrigin ? "The host page may send a new token." : "Reload the page to try again.";
-      banner.textContent = `Disconnected: ${s.reason || "the connection closed"}. ${again}`;
+      pill.textContent = t("page.conn.disconnected");
+      const again = this.parentOrigin ? t("page.banner.new_token") : t("page.banner.reload");
+      banner.textContent = t("page.banner.disconnected", { reason: s.reason || t("page.banner.closed"), again });
       banner.dataset.tone = "error";
       show(banner, true);
     } else {
-      pill.textContent = "connecting…";
+      pill.textContent = t("page.conn.connecting");
     }
     this.toParent({ type: "chemmy:status", state: s.state, player: this.identity?.player ?? null });
     this.render(); // every button follows the connection too
@@ -421,7 +427,7 @@ class App {
     this.identity = hello;
     if (hello.language) this.applyLanguage();
     if (hello.resume) store.set("session", "chemmy.resume", hello.resume);
-    $("#who").textContent = `${hello.name}${hello.guest ? " (guest)" : ""}`;
+    $("#who").textContent = hello.guest ? t("page.guest", { name: hello.name }) : hello.name;
     if (!this.state) this.renderMoney(hello.balance, 0);
     if (!first) return;
     const target = table || store.get("session", "chemmy.table");
@@ -434,7 +440,7 @@ class App {
     show($("#lobby"), true);
     show($("#table"), false);
     document.body.dataset.view = "lobby";
-    $("#plaque").textContent = "Choose a table";
+    $("#plaque").textContent = t("page.choose_table");
     $("#phase").textContent = "";
     await this.refreshLobby();
     clearInterval(this.lobbyTimer);
@@ -447,14 +453,14 @@ class App {
       const reply = await this.client.send("tables");
       this.tables = reply.tables ?? [];
     } catch (err) {
-      this.note(`Cannot list the tables: ${err.message}`, "refused");
+      this.note(t("page.no_tables", { error: err.message }), "refused");
       return;
     }
     const tiers = new Map();
-    for (const t of this.tables) {
-      const key = t.tier ?? "custom";
+    for (const tb of this.tables) {
+      const key = tb.tier ?? "custom";
       if (!tiers.has(key)) tiers.set(key, []);
-      tiers.get(key).push(t);
+      tiers.get(key).push(tb);
     }
     const list = $("#tables");
     fill(list,
@@ -462,20 +468,20 @@ class App {
         h(
           "section",
           { class: "tier" },
-          h("h2", {}, tier === "custom" ? "Other tables" : `Limits ${tierText(tables[0])}`),
+          h("h2", {}, tier === "custom" ? t("page.lobby.other") : t("page.lobby.limits", { limits: tierText(tables[0]) })),
           h(
             "div",
             { class: "tier-tables" },
-            tables.map((t) =>
+            tables.map((tb) =>
               h(
                 "button",
-                { class: "table-card", dataset: { table: t.table }, onclick: () => this.openTable(t.table) },
-                h("span", { class: "table-name" }, t.name),
-                h("span", { class: "table-limits" }, tierText(t)),
-                h("span", { class: "table-tie" }, `Tie ≤ ${formatMoney(t.limits?.tie_max)}`),
-                h("span", { class: "table-seats" }, `${t.seated}/${t.seats} seated · ${t.spectators} watching`),
-                h("span", { class: "table-phase" }, `${PHASE_NAMES[t.phase] ?? t.phase} · shoe ${t.shoe_no}, coup ${t.coup_no}`),
-                h("span", { class: "table-flags" }, t.commission ? "5% commission" : "no commission"),
+                { class: "table-card", dataset: { table: tb.table }, onclick: () => this.openTable(tb.table) },
+                h("span", { class: "table-name" }, tb.name),
+                h("span", { class: "table-limits" }, tierText(tb)),
+                h("span", { class: "table-tie" }, t("page.tie_max", { amount: formatMoney(tb.limits?.tie_max) })),
+                h("span", { class: "table-seats" }, t("page.lobby.seats", { seated: tb.seated, seats: tb.seats, watching: tb.spectators })),
+                h("span", { class: "table-phase" }, t("page.lobby.phase", { phase: PHASE_NAMES[tb.phase] ?? tb.phase, shoe: tb.shoe_no, coup: tb.coup_no })),
+                h("span", { class: "table-flags" }, tb.commission ? t("page.lobby.commission") : t("page.lobby.no_commission")),
               ),
             ),
           ),
@@ -496,7 +502,7 @@ class App {
       this.tableId = null;
       this.state = null;
       store.remove("session", "chemmy.table");
-      this.note(`Cannot join ${table}: ${err.message}`, "refused");
+      this.note(t("page.cannot_join", { table, error: err.message }), "refused");
       this.showLobby();
       return;
     }
@@ -543,7 +549,7 @@ class App {
       notes = this.state.apply(kind, data);
     } catch (err) {
       console.error(err);
-      this.note(`Catching up with the table (${err.message})`, "refused");
+      this.note(t("page.catching_up", { error: err.message }), "refused");
       this.client.resync(table).catch(() => {});
       return;
     }
@@ -637,22 +643,22 @@ class App {
   refused(err, type, fields = {}) {
     if (!(err instanceof ChemmyError)) {
       console.error(err);
-      this.note(`${type} failed: ${err.message}`, "refused");
+      this.note(t("page.failed", { command: type, error: err.message }), "refused");
       return;
     }
     if (err.code === "disconnected" || err.code === "closed") {
-      this.note(`Not connected: ${type.replaceAll("_", " ")} was not sent`, "refused", err.code);
+      this.note(t("page.not_connected", { command: type.replaceAll("_", " ") }), "refused", err.code);
       return;
     }
     const s = this.state;
     const area = AREA_NAMES[fields.area] ?? fields.area;
     let text;
-    if (err.code === "over_max" && s) text = `Over the maximum on ${area} (${formatMoney(s.maxFor(fields.area))})`;
-    else if (err.code === "below_min" && s) text = `Below the table minimum on ${area} (${formatMoney(s.limits.min)})`;
-    else if (err.code === "insufficient_funds") text = "Not enough balance for that bet";
-    else if (STALE.has(err.code)) text = `Too late: ${err.message}`;
-    else text = err.message || err.code;
-    this.note(`Refused: ${text}`, "refused", err.code);
+    if (err.code === "over_max" && s) text = t("page.refused.over_max", { area, amount: formatMoney(s.maxFor(fields.area)) });
+    else if (err.code === "below_min" && s) text = t("page.refused.below_min", { area, amount: formatMoney(s.limits.min) });
+    else if (err.code === "insufficient_funds") text = t("page.refused.funds");
+    else if (STALE.has(err.code)) text = t("page.refused.too_late", { reason: refusalText(err.code, err.message) });
+    else text = refusalText(err.code, err.message) || err.code;
+    this.note(t("page.refused", { text }), "refused", err.code);
     this.sounds.play("refused");
   }
 
@@ -822,7 +828,7 @@ class App {
     const amount = parseMoney($("#cashier-amount").value);
     const result = $("#cashier-result");
     if (!amount) {
-      result.textContent = "Enter an amount, like 50 or 12.50";
+      result.textContent = t("page.cashier.enter", { example: formatMoney(1250) });
       result.dataset.tone = "refused";
       return;
     }
@@ -831,7 +837,7 @@ class App {
     try {
       const reply = await this.client.send("deposit", { amount }, { id: this.depositId });
       this.depositId = null;
-      result.textContent = `Deposited ${formatMoney(amount)}: balance ${formatMoney(reply.balance)}`;
+      result.textContent = t("page.cashier.deposited_balance", { amount: formatMoney(amount), balance: formatMoney(reply.balance) });
       result.dataset.tone = "win";
       $("#cashier-balance").textContent = formatMoney(reply.balance);
       if (this.state) {
@@ -842,10 +848,10 @@ class App {
         this.identity.balance = reply.balance;
       }
       this.renderMoney();
-      this.note(`Deposited ${formatMoney(amount)}`, "you");
+      this.note(t("page.cashier.deposited", { amount: formatMoney(amount) }), "you");
     } catch (err) {
       if (err.code !== "disconnected" && err.code !== "timeout") this.depositId = null;
-      result.textContent = `Refused: ${err.message}`;
+      result.textContent = t("page.refused", { text: refusalText(err.code, err.message) });
       result.dataset.tone = "refused";
     }
   }
@@ -858,12 +864,12 @@ class App {
   async loadHistory() {
     const body = $("#history-body");
     const status = $("#history-status");
-    status.textContent = "Loading…";
+    status.textContent = t("page.loading");
     let rounds;
     try {
       rounds = (await this.client.send("history", { limit: 100 })).rounds ?? [];
     } catch (err) {
-      status.textContent = `History unavailable: ${err.message}`;
+      status.textContent = t("page.history.unavailable", { error: err.message });
       return;
     }
     const me = this.identity?.player;
@@ -877,8 +883,8 @@ class App {
         return h(
           "tr",
           { dataset: { round: r.round_id } },
-          h("td", {}, r.round_id, h("br"), h("small", {}, new Date(r.time * 1000).toLocaleTimeString())),
-          h("td", {}, resultText(r), behalf.length ? h("small", { class: "behalf" }, ` · croupier for you: ${behalf.join(", ")}`) : null),
+          h("td", {}, r.round_id, h("br"), h("small", {}, new Date(r.time * 1000).toLocaleTimeString(language()))),
+          h("td", {}, resultText(r), behalf.length ? h("small", { class: "behalf" }, t("page.history.behalf", { steps: behalf.join(", ") })) : null),
           h("td", { class: "cards" }, cardsLine(r.player)),
           h("td", { class: "cards" }, cardsLine(r.banker)),
           h("td", {}, mine.map((b) => `${AREA_NAMES[b.area] ?? b.area} ${formatMoney(b.stake)}`).join(", ") || "–"),
@@ -887,7 +893,7 @@ class App {
         );
       }),
     );
-    status.textContent = `${rounds.length} round${rounds.length === 1 ? "" : "s"} · net ${formatMoney(total, { sign: true })}`;
+    status.textContent = t(rounds.length === 1 ? "page.history.status_one" : "page.history.status", { count: rounds.length, net: formatMoney(total, { sign: true }) });
   }
 
   async openHelp() {
@@ -901,7 +907,7 @@ class App {
       fill(body, markdown(await res.text()));
       body.dataset.loaded = "1";
     } catch (err) {
-      fill(body, h("p", {}, `The rules are not available: ${err.message}`));
+      fill(body, h("p", {}, t("page.help.unavailable", { error: err.message })));
     }
   }
 
@@ -950,7 +956,7 @@ class App {
           "button",
           { class: "area", dataset: { area }, type: "button", "aria-label": AREA_NAMES[area] ?? area },
           h("span", { class: "area-name" }, AREA_NAMES[area] ?? area),
-          h("span", { class: "area-pays" }, area === "banker" && s.options.commission === false ? "1:1 (6 pays half)" : PAYS[area] ?? ""),
+          h("span", { class: "area-pays" }, area === "banker" && s.options.commission === false ? t("page.pays.no_commission") : PAYS[area] ?? ""),
           h("span", { class: "area-pile" }),
           h("span", { class: "area-others" }),
         );
@@ -998,7 +1004,7 @@ class App {
               this.renderChips();
             },
           },
-          formatMoney(value).replace(/\.00$/, ""),
+          formatMoney(value).replace(/[.,]00$/, ""),
         ),
       ),
     );
@@ -1029,7 +1035,7 @@ class App {
   renderPlaque() {
     const s = this.state;
     const lim = s.limits;
-    $("#plaque").textContent = `${s.options.name ?? s.table} · ${formatMoney(lim.min)}–${formatMoney(lim.max)} · Tie ≤ ${formatMoney(lim.tie_max)}`;
+    $("#plaque").textContent = `${s.options.name ?? s.table} · ${formatMoney(lim.min)}–${formatMoney(lim.max)} · ${t("page.tie_max", { amount: formatMoney(lim.tie_max) })}`;
   }
 
   renderClock() {
@@ -1064,7 +1070,7 @@ class App {
             { class: "seat empty", dataset: { seat: i } },
             h("span", { class: "seat-no" }, i),
             free.has(i) && this.connState === "open"
-              ? h("button", { class: "sit-here", type: "button", onclick: () => this.cmd("sit", { seat: i }) }, "Sit")
+              ? h("button", { class: "sit-here", type: "button", onclick: () => this.cmd("sit", { seat: i }) }, t("page.seat.sit"))
               : h("span", { class: "seat-name" }, "–"),
           ),
         );
@@ -1081,19 +1087,19 @@ class App {
             dataset: { seat: i, player: p.player },
           },
           h("span", { class: "seat-no" }, i),
-          p.player === s.holder ? h("span", { class: "shoe-mark", title: "holds the shoe" }, "◆ shoe") : null,
-          h("span", { class: "seat-name" }, p.player === s.me ? `${p.name} (you)` : p.name),
+          p.player === s.holder ? h("span", { class: "shoe-mark", title: t("page.seat.holds") }, t("page.seat.shoe")) : null,
+          h("span", { class: "seat-name" }, p.player === s.me ? t("page.seat.you", { name: p.name }) : p.name),
           stake ? h("span", { class: "seat-chips" }, formatMoney(stake)) : null,
-          p.done && s.phase === "betting" ? h("span", { class: "seat-done", title: "DONE" }, "✓") : null,
-          p.connected ? null : h("span", { class: "seat-away", title: "disconnected" }, "⚠ away"),
-          s.offer?.player === p.player ? h("span", { class: "seat-offer" }, "offered the shoe") : null,
+          p.done && s.phase === "betting" ? h("span", { class: "seat-done", title: t("btn.done") }, "✓") : null,
+          p.connected ? null : h("span", { class: "seat-away", title: t("page.conn.disconnected") }, t("page.seat.away")),
+          s.offer?.player === p.player ? h("span", { class: "seat-offer" }, t("page.seat.offered")) : null,
         ),
       );
     }
     fill($("#seats"), ...seats);
-    const you = s.mySeat ? `You: seat ${s.mySeat}` : "You are watching";
-    const shoe = s.holder === s.me && s.me ? " · you hold the shoe" : s.houseHolds ? " · the house holds the shoe" : "";
-    $("#you-seat").textContent = `${you}${shoe} · ${s.spectators} without a seat`;
+    const you = s.mySeat ? t("page.you.seat", { seat: s.mySeat }) : t("page.you.watching");
+    const shoe = s.holder === s.me && s.me ? ` · ${t("ev.shoe_accepted_you")}` : s.houseHolds ? ` · ${t("ev.house_holds")}` : "";
+    $("#you-seat").textContent = `${you}${shoe} · ${t("page.you.spectators", { count: s.spectators })}`;
   }
 
   renderShoe() {
@@ -1101,23 +1107,23 @@ class App {
     const shoe = s.shoe;
     const info = $("#shoe-info");
     if (!shoe) {
-      fill(info, h("span", {}, "No shoe: shuffling"));
+      fill(info, h("span", {}, t("page.shoe.none")));
     } else {
       fill(info,
-        h("span", { class: "shoe-no" }, `Shoe ${shoe.no}`),
-        h("span", {}, `${shoe.cards_left ?? "?"} cards`),
-        shoe.cut != null ? h("span", {}, `cut ${shoe.cut}`) : null,
+        h("span", { class: "shoe-no" }, t("page.shoe.no", { shoe: shoe.no })),
+        h("span", {}, t("page.shoe.cards", { cards: shoe.cards_left ?? "?" })),
+        shoe.cut != null ? h("span", {}, t("page.shoe.cut", { cut: shoe.cut })) : null,
         shoe.burn
           ? h(
               "span",
               { class: "burn", id: "burn" },
-              "burn ",
+              `${t("page.shoe.burn")} `,
               cardEl({ card: shoe.burn.card, up: true }, { small: true }),
-              ` +${shoe.burn.count} face down`,
+              ` ${t("page.shoe.face_down", { count: shoe.burn.count })}`,
             )
           : null,
-        shoe.stop_card_out ? h("span", { class: "stop" }, "stop card out: last coup") : null,
-        h("span", { class: "commitment", title: `SHA-256 commitment: ${shoe.commitment}` }, `#${String(shoe.commitment ?? "").slice(0, 10)}`),
+        shoe.stop_card_out ? h("span", { class: "stop" }, t("page.shoe.stop")) : null,
+        h("span", { class: "commitment", title: t("page.shoe.commitment", { commitment: shoe.commitment }) }, `#${String(shoe.commitment ?? "").slice(0, 10)}`),
       );
     }
     this.renderCut();
@@ -1141,7 +1147,7 @@ class App {
     range.value = String(this.cutValue);
     const size = cut.max + cut.min;
     $("#cut-marker").style.setProperty("--at", `${(this.cutValue / size) * 100}%`);
-    $("#cut-value").textContent = `cut at card ${this.cutValue} (${cut.min}–${cut.max})`;
+    $("#cut-value").textContent = t("page.cut.value", { at: this.cutValue, min: cut.min, max: cut.max });
   }
 
   renderHands() {
@@ -1161,7 +1167,7 @@ class App {
       $(`#total-${hand}`).textContent = anyUp ? String(total) : "";
       const who = [];
       if (s.coup && coup === s.coup) {
-        who.push(`turns: ${s.name(turner)}`);
+        who.push(t("page.turns", { who: s.name(turner) }));
         if (squeezing) who.push(`${String(s.coup.style).toUpperCase()}${pcts.length && s.coup.squeezer !== s.me ? ` ${Math.max(...pcts)}%` : ""}`);
       }
       $(`#turner-${hand}`).textContent = who.join(" · ");
@@ -1215,8 +1221,8 @@ class App {
       el.dataset.mine = String(mine);
       el.dataset.total = String(total);
       el.title = bet[area]
-        ? `Click: place a chip · Ctrl-click, right-click or long press: take it back · you may add ${formatMoney(bet[area].min)}–${formatMoney(bet[area].max)}`
-        : `max ${formatMoney(s.maxFor(area))}`;
+        ? t("page.area.title", { min: formatMoney(bet[area].min), max: formatMoney(bet[area].max) })
+        : t("page.area.max", { amount: formatMoney(s.maxFor(area)) });
       const pile = el.querySelector(".area-pile");
       fill(pile,
         mine ? h("span", { class: "pile mine" }, chipStack(mine, s.limits.min)) : null,
@@ -1275,7 +1281,7 @@ class App {
       show(el, index !== undefined);
       if (index === undefined) return;
       el.dataset.card = String(index);
-      el.textContent = `CARD ${index}`;
+      el.textContent = t("btn.card", { n: index });
       enable(el, cards.includes(index) && !this.animating.has(`${a.turn?.hand}:${index}`));
     });
     show($("#bet-bar"), Boolean(s?.mySeat));
@@ -1295,8 +1301,8 @@ class App {
     const roads = s.roads ?? {};
     const st = roads.stats ?? {};
     $("#road-stats").textContent = st.coups != null
-      ? `Coups ${st.coups} · B ${st.banker} · P ${st.player} · T ${st.tie} · PP ${st.player_pair} · BP ${st.banker_pair} · naturals ${st.natural}`
-      : "No coup yet in this shoe";
+      ? t("page.roads.stats", { coups: st.coups, banker: st.banker, player: st.player, tie: st.tie, player_pair: st.player_pair, banker_pair: st.banker_pair, natural: st.natural })
+      : t("page.roads.none");
     fill($("#road-bead"),
       roadGrid(roads.bead_plate ?? [], roads.rows ?? 6, (c) =>
         h("span", { class: `bead ${c.outcome}${c.player_pair ? " ppair" : ""}${c.banker_pair ? " bpair" : ""}`, title: `${c.outcome} ${c.total}` }, c.outcome[0].toUpperCase()),
@@ -1331,26 +1337,26 @@ class App {
     const odds = s.odds;
     const tbl = $("#odds");
     if (!odds) {
-      fill(tbl, h("p", { class: "muted" }, "The exact odds come between coups."));
+      fill(tbl, h("p", { class: "muted" }, t("page.odds.later")));
       return;
     }
-    const pct = (v) => (typeof v === "number" ? `${(v * 100).toFixed(3)}%` : "–");
-    const edge = (v) => (typeof v === "number" ? `${(v * 100).toFixed(3)}%` : "–");
+    const pct = (v) => (typeof v === "number" ? formatNumber(v, { style: "percent", minimumFractionDigits: 3, maximumFractionDigits: 3 }) : "–");
+    const edge = (v) => (typeof v === "number" ? formatNumber(v, { style: "percent", minimumFractionDigits: 3, maximumFractionDigits: 3 }) : "–");
     const rows = [
-      ["Banker", odds.banker, odds.edges?.banker],
-      ["Player", odds.player, odds.edges?.player],
-      ["Tie", odds.tie, odds.edges?.tie],
-      ["Player Pair", odds.player_pair, odds.edges?.player_pair],
-      ["Banker Pair", odds.banker_pair, odds.edges?.banker_pair],
-      ["Banker 6", odds.banker_six, odds.edges?.super6],
-      ["Natural", odds.natural, null],
+      [t("area.banker"), odds.banker, odds.edges?.banker],
+      [t("area.player"), odds.player, odds.edges?.player],
+      [t("area.tie"), odds.tie, odds.edges?.tie],
+      [t("area.player_pair"), odds.player_pair, odds.edges?.player_pair],
+      [t("area.banker_pair"), odds.banker_pair, odds.edges?.banker_pair],
+      [t("page.odds.banker6"), odds.banker_six, odds.edges?.super6],
+      [t("page.odds.natural"), odds.natural, null],
     ];
     fill(tbl,
-      h("p", { class: "muted" }, `Next coup, from the ${odds.cards} cards not yet seen`),
+      h("p", { class: "muted" }, t("page.odds.next", { cards: odds.cards })),
       h(
         "table",
         { class: "odds-table" },
-        h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "chance"), h("th", {}, "house edge"))),
+        h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, t("page.odds.chance")), h("th", {}, t("page.odds.edge")))),
         h("tbody", {}, rows.map(([name, p, e]) => h("tr", {}, h("th", {}, name), h("td", {}, pct(p)), h("td", {}, e == null ? "" : edge(e))))),
       ),
     );
@@ -1388,7 +1394,7 @@ function cardEl(c, { known = null, progress, style, croupier = null, small = fal
   const el = h("span", {
     class: `card${small ? " small" : ""}${face && isRed(face) ? " red" : ""}`,
     dataset: { state, ...(index ? { index } : {}), ...(hand ? { hand } : {}), ...(c.up ? { card: c.card } : {}) },
-    "aria-label": c.up ? cardText(c.card) : "face down",
+    "aria-label": c.up ? cardText(c.card) : t("page.card.face_down"),
   });
   if (face) {
     const rank = face.slice(0, -1) === "T" ? "10" : face.slice(0, -1);
@@ -1409,7 +1415,7 @@ function cardEl(c, { known = null, progress, style, croupier = null, small = fal
   }
   if (croupier) {
     el.dataset.croupier = "1";
-    el.append(h("span", { class: "croupier-mark", title: `turned by the croupier for ${croupier}` }, "croupier"));
+    el.append(h("span", { class: "croupier-mark", title: t("page.card.by_croupier", { who: croupier }) }, t("page.card.croupier")));
   }
   return el;
 }
