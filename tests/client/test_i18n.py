@@ -186,12 +186,31 @@ async def test_options_choose_over_the_locale_and_the_token_over_the_locale(
     seen = await _sit_and_look(app)
     assert "Sie: Dora" in seen["you"] and "FERTIG d" in seen["done"]
 
-    from conftest import SECRET
-
-    from server.net.auth import make_token as make
-
     _locale(monkeypatch, "C.UTF-8")
-    token = make(SECRET, "i18n-marie", "Marie", language="fr")
+    token = make_token("i18n-marie", "Marie", language="fr")
     app = ChemmyApp(chemmy_server.url, token=token, table="tui-i18n")
     seen = await _sit_and_look(app)
     assert "Vous : Marie" in seen["you"] and "TERMINÉ d" in seen["done"]
+
+
+async def test_a_language_chosen_in_options_is_used_at_once_and_saved(
+    chemmy_server: Any, monkeypatch: pytest.MonkeyPatch, client_options_file: Path
+) -> None:
+    from textual.widgets import Select, Static
+
+    from client_cli.tui import OptionsScreen
+
+    _locale(monkeypatch, "de_DE.UTF-8")
+    app = ChemmyApp(chemmy_server.url, guest=True, name="Olga")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.conn.identity is not None, "hello")
+        title = app.lobby.query_one("#lobby-title", Static)
+        assert "wählen Sie einen Tisch" in str(title.render())
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, OptionsScreen), "the options")
+        app.screen.query_one("#opt-language", Select).value = "fr"
+        await until(pilot, lambda: app.options.language == "fr", "French chosen")
+        assert "choisissez une table" in str(title.render())
+        await pilot.press("escape")
+        await app.action_quit()
+    assert json.loads(client_options_file.read_text())["language"] == "fr"
