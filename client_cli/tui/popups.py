@@ -37,11 +37,11 @@ class CutScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="cut-box"):
-            yield Label(f"Cut the shoe: a position from {self.low} to {self.high}, then Enter")
+            yield Label(t("cli.cut.prompt", low=self.low, high=self.high))
             yield Input(str(self.suggestion), id="cut-at", type="integer")
             with Horizontal():
-                yield Button("CUT", id="cut-ok", variant="primary")
-                yield Button("Cancel", id="cut-cancel")
+                yield Button(t("btn.cut"), id="cut-ok", variant="primary")
+                yield Button(t("cli.cancel"), id="cut-cancel")
 
     def on_mount(self) -> None:
         self.query_one("#cut-at", Input).focus()
@@ -51,7 +51,9 @@ class CutScreen(ModalScreen[None]):
         try:
             position = int(text)
         except ValueError:
-            self.query_one(Label).update(f"Not a number: {text!r}. From {self.low} to {self.high}:")
+            self.query_one(Label).update(
+                t("cli.cut.not_number", text=repr(text), low=self.low, high=self.high)
+            )
             return
         cast("ChemmyApp", self.app).table_command("cut", position=position)
         self.dismiss()
