@@ -41,6 +41,7 @@ from enum import StrEnum
 from typing import Any
 
 from client_cli import sentences as say
+from client_cli.i18n import t
 
 __all__ = [
     "Actions",
@@ -225,9 +226,9 @@ class TableModel:
 
     def name(self, pid: str | None) -> str:
         if pid is None or pid == "croupier":
-            return "the croupier"
+            return t("who.croupier")
         if pid == self.me:
-            return "you"
+            return t("who.you")
         return self.names.get(pid, pid)
 
     def seats_in_order(self) -> list[Seat]:

@@ -4,7 +4,10 @@
 - **Chip balloons** (default on): each bet area shows the total of everyone's chips;
 - **Sound effects** (default on): the terminal bell on your turn, on a win, on a refusal;
 - **Voices** (default on): the croupier's announcements ("You won 9.50", "Your turn")
-  pop up as notices, besides the message line.
+  pop up as notices, besides the message line;
+- **Language** (default ``"auto"``): ``"en"``, ``"fr"`` or ``"de"`` once chosen, which
+  wins over the token's ``language`` and the terminal's locale; ``"auto"`` follows them
+  (:func:`client_cli.i18n.choose_language`).
 
 They are saved as a small JSON file: ``$CHEMMY_CLIENT_OPTIONS`` if set (tests use it),
 else ``$XDG_CONFIG_HOME/chemmy/options.json``, else ``~/.config/chemmy/options.json``.
@@ -24,6 +27,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from client_cli.i18n import LANGUAGES
+
 __all__ = ["OPTIONS_ENV", "Options", "load_options", "options_path", "save_options"]
 
 OPTIONS_ENV = "CHEMMY_CLIENT_OPTIONS"
@@ -38,6 +43,7 @@ class Options:
     chip_totals: bool = True  # chip balloons: each area's total of everyone's chips
     bell: bool = True  # sound effects: the terminal bell
     voices: bool = True  # the croupier's announcements as pop-up notices
+    language: str = "auto"  # "auto" (the token's, else the locale's) or a catalog's
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,6 +66,8 @@ class Options:
 def _valid(key: str, value: object) -> bool:
     if key == "speed":
         return type(value) is int and value in SPEEDS
+    if key == "language":
+        return value == "auto" or value in LANGUAGES
     return isinstance(value, bool)
 
 

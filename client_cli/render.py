@@ -4,7 +4,8 @@ the roads, the odds and the history, as Rich :class:`~rich.text.Text`.
 Pure functions of the client's :class:`~client_cli.model.TableModel` (or of plain data
 from the server): no I/O, no clock, so the full-screen client (``client_cli.tui``)
 and the tests share them. Money is shown only through
-:func:`~client_cli.money.format_money`; a hand's total is the server's.
+:func:`~client_cli.money.format_money`; a hand's total is the server's. The words are
+the catalogs' (:mod:`client_cli.i18n`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from rich.text import Text
 
+from client_cli.i18n import t
 from client_cli.model import CoupView, TableModel
 from client_cli.money import format_money
 from client_cli.sentences import AREA_NAMES, SUITS, result_text
@@ -133,13 +135,13 @@ def render_hands(model: TableModel, local: dict[tuple[str, int], int] | None = N
     blocks: list[tuple[list[list[str]], list[str]]] = []
     for hand in ("player", "banker"):
         arts, styles = _hand_block(coup, hand, local=local)
-        title = "PLAYER" if hand == "player" else "BANKER"
+        title = t(f"hand_title.{hand}")
         if coup is not None and any(c.up for c in coup.cards(hand)):
             total = coup.total(hand)
             title += f"  {total}" if total is not None else ""
         if coup is not None and model.coup is not None:
             turner = coup.turners.get(hand)
-            title += f"  (turns: {model.name(turner)})"
+            title += "  " + t("cli.render.turns", who=model.name(turner))
             if coup.hand == hand and coup.style:
                 title += f" {coup.style.upper()}"
                 pcts = [p for (h, _), p in coup.progress.items() if h == hand]
@@ -160,7 +162,7 @@ def render_hands(model: TableModel, local: dict[tuple[str, int], int] | None = N
                 out.append(" " * (width - used + 3))
         out.append("\n")
     if coup is None:
-        out.append("(no cards yet)\n", style="dim")
+        out.append(t("cli.render.no_cards") + "\n", style="dim")
     elif coup.result:
         r = coup.result
         style = OUTCOME_STYLE.get(str(r.get("outcome")), "bold")
@@ -174,12 +176,12 @@ def render_seats(model: TableModel, *, name_width: int = 10) -> Text:
     and DONE."""
     out = Text()
     seats = model.seats_in_order()
-    out.append("SEATS", style="bold")
+    out.append(t("cli.render.seats"), style="bold")
     if model.house_holds:
-        out.append("  (house holds the shoe)", style="dim")
+        out.append("  " + t("cli.render.house_holds"), style="dim")
     out.append("\n")
     if not seats:
-        out.append("  nobody seated\n", style="dim")
+        out.append("  " + t("cli.render.nobody") + "\n", style="dim")
     for s in seats:
         mark = "◆" if s.player == model.holder else " "
         style = "bold yellow" if s.player == model.me else ""
@@ -190,14 +192,14 @@ def render_seats(model: TableModel, *, name_width: int = 10) -> Text:
         if s.done:
             out.append(" ✓", style="green")
         if model.offer and model.offer.get("player") == s.player:
-            out.append(" offered", style="magenta")
+            out.append(" " + t("cli.render.offered"), style="magenta")
         total = sum(s.bets.values())
         if total:
             out.append(f" {format_money(total)}", style="cyan")
         out.append("\n")
     if model.spectators:
-        out.append(f"  + {model.spectators} watching\n", style="dim")
-    out.append("◆ = shoe holder\n", style="dim")
+        out.append("  " + t("cli.render.watching", count=model.spectators) + "\n", style="dim")
+    out.append(t("cli.render.holder_legend") + "\n", style="dim")
     return out
 
 
@@ -220,9 +222,10 @@ def render_layout(model: TableModel, *, totals: bool = True) -> Text:
         out.append(f"{name:<14}", style=f"bold {style}".strip())
         if totals:
             out.append(f"{format_money(area_totals.get(area, 0)):>10}", style="cyan")
-        out.append(f"  you {format_money(mine):>8}" if mine else " " * 14, style="bold yellow")
+        you = t("cli.render.you", amount=f"{format_money(mine):>8}")
+        out.append(f"  {you}" if mine else " " * 14, style="bold yellow")
         stacks = ", ".join(
-            f"{who} {format_money(v)}" for who, v in model.stacks(area) if who != "you"
+            f"{who} {format_money(v)}" for who, v in model.stacks(area) if who != t("who.you")
         )
         if stacks:
             out.append("  " + stacks[:60], style="dim")
@@ -233,10 +236,10 @@ def render_layout(model: TableModel, *, totals: bool = True) -> Text:
 # ------------------------------------------------------------------------------ roads
 
 _DERIVED_GLYPH = {"big_eye_boy": "o", "small_road": "●", "cockroach_pig": "/"}
-_DERIVED = (
-    ("big_eye_boy", "Big eye boy"),
-    ("small_road", "Small road"),
-    ("cockroach_pig", "Cockroach"),
+_DERIVED = (  # (road, its title's message id)
+    ("big_eye_boy", "road.eye"),
+    ("small_road", "road.small"),
+    ("cockroach_pig", "cli.road.pig"),
 )
 _COLOR_STYLE = {"red": "bold red", "blue": "bold blue"}
 
@@ -296,7 +299,7 @@ def render_roads(roads: Mapping[str, Any], *, width: int = 24, side_by_side: boo
     out = Text()
     rows = int(roads.get("rows") or 6)
     stats = roads.get("stats") or {}
-    out.append("ROADS", style="bold")
+    out.append(t("roads.title").upper(), style="bold")
     if stats:
         out.append(
             f"  coups {stats.get('coups', 0)}  B {stats.get('banker', 0)}  P {stats.get('player', 0)}"
@@ -312,8 +315,8 @@ def render_roads(roads: Mapping[str, Any], *, width: int = 24, side_by_side: boo
     half = max(2, (width - 1) // 2) if side_by_side else width
     cols = max(1, half // 2)
     plates = [
-        ("Bead plate", _place(bead, rows, cols, "· ", _bead), cols * 2),
-        ("Big road", _place(big, rows, cols, "· ", _big), cols * 2),
+        (t("road.bead"), _place(bead, rows, cols, "· ", _bead), cols * 2),
+        (t("road.big"), _place(big, rows, cols, "· ", _big), cols * 2),
     ]
     if side_by_side:
         _emit_side_by_side(out, plates)
@@ -329,7 +332,7 @@ def render_roads(roads: Mapping[str, Any], *, width: int = 24, side_by_side: boo
         glyph = _DERIVED_GLYPH[key]
         derived.append(
             (
-                title,
+                t(title),
                 _place(
                     cells,
                     rows,
@@ -360,20 +363,20 @@ def render_roads(roads: Mapping[str, Any], *, width: int = 24, side_by_side: boo
 def odds_text(odds: Mapping[str, Any] | None) -> Text:
     """The exact odds of the next coup from the cards that remain, and house edges."""
     out = Text()
-    out.append("ODDS", style="bold")
+    out.append(t("odds.title").upper(), style="bold")
     if not odds:
-        out.append("  (after the coup)\n", style="dim")
+        out.append("  " + t("cli.odds.later") + "\n", style="dim")
         return out
     cards = odds.get("cards")
-    out.append(f"  next coup, {cards} cards left\n" if cards else "\n")
+    out.append("  " + t("cli.odds.next", cards=cards) + "\n" if cards else "\n")
 
     def pct(key: str) -> str:
         v = odds.get(key)
         return f"{100 * float(v):.2f}%" if isinstance(v, int | float) else "-"
 
-    out.append(f"Banker {pct('banker')}  ", style="red")
-    out.append(f"Player {pct('player')}  ", style="blue")
-    out.append(f"Tie {pct('tie')}\n", style="green")
+    out.append(f"{AREA_NAMES['banker']} {pct('banker')}  ", style="red")
+    out.append(f"{AREA_NAMES['player']} {pct('player')}  ", style="blue")
+    out.append(f"{AREA_NAMES['tie']} {pct('tie')}\n", style="green")
     out.append(
         f"P pair {pct('player_pair')}  B pair {pct('banker_pair')}  natural {pct('natural')}\n"
     )
@@ -384,5 +387,5 @@ def odds_text(odds: Mapping[str, Any] | None) -> Text:
             v = edges.get(area)
             if isinstance(v, int | float):
                 parts.append(f"{AREA_NAMES.get(area, area)} {100 * float(v):+.3f}%")
-        out.append("edge " + "  ".join(parts) + "\n", style="dim")
+        out.append(t("cli.odds.edge") + " " + "  ".join(parts) + "\n", style="dim")
     return out

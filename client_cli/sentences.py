@@ -6,6 +6,9 @@ here, from plain values it already resolved (a player's name is ``"you"`` for yo
 tested on its own. Pure functions: no I/O, no state, no rule of the game (a hand's
 total is the server's ``total``, never computed here). Money becomes text only through
 :func:`~client_cli.money.format_money`.
+
+The words are the catalogs' (:mod:`client_cli.i18n`), in the current language; those
+the web table says alike have the same message ids (``ev.sat``, ``result.tie``, ...).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from client_cli.i18n import LocalNames, t
 from client_cli.money import format_money
 
 __all__ = [
@@ -52,37 +56,28 @@ __all__ = [
     "waiting",
 ]
 
-AREA_NAMES: dict[str, str] = {
-    "player": "Player",
-    "banker": "Banker",
-    "tie": "Tie",
-    "player_pair": "Player Pair",
-    "banker_pair": "Banker Pair",
-    "super6": "Super 6",
-    "dragon_player": "Dragon Player",
-    "dragon_banker": "Dragon Banker",
-}
+AREA_NAMES: Mapping[str, str] = LocalNames(
+    "area.",
+    (
+        "player",
+        "banker",
+        "tie",
+        "player_pair",
+        "banker_pair",
+        "super6",
+        "dragon_player",
+        "dragon_banker",
+    ),
+)
 SUITS = {"s": "♠", "h": "♥", "d": "♦", "c": "♣"}
-HAND_NAMES = {"player": "Player", "banker": "Banker"}
+HAND_NAMES: Mapping[str, str] = LocalNames("hand.", ("player", "banker"))
 
 #: What the message line says right after a snapshot, by phase.
-PHASE_SENTENCES = {
-    "betting": "Place your bets",
-    "turn": "The cards are being turned",
-    "shoe_offer": "The shoe is being offered",
-    "cut": "Waiting for the cut",
-    "waiting": "Waiting for players: take a seat",
-    "shuffle": "Shuffling",
-    "closed": "The table is closed",
-}
+PHASE_SENTENCES: Mapping[str, str] = LocalNames(
+    "phase_sentence.", ("betting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "closed")
+)
 
-_PASS_REASONS = {
-    "player_won": "Player won",
-    "passed": "passed",
-    "stood": "stood up",
-    "left": "left",
-    "timeout": "timed out",
-}
+_PASS_REASONS = ("player_won", "passed", "stood", "left", "timeout", "no_banker_bet")
 
 
 def capital(text: str) -> str:
@@ -92,6 +87,10 @@ def capital(text: str) -> str:
 
 def _hand(hand: object) -> str:
     return HAND_NAMES.get(str(hand), str(hand))
+
+
+def _me(who: str) -> bool:
+    return who == t("who.you")
 
 
 # ---------------------------------------------------------------------------- cards
@@ -112,43 +111,46 @@ def result_text(result: Mapping[str, Any]) -> str:
     pt = int(result.get("player_total", 0))
     bt = int(result.get("banker_total", 0))
     outcome = result.get("outcome")
-    if outcome == "tie":
-        text = f"Tie {pt} to {bt}"
-    elif outcome == "player":
-        text = f"Player wins {pt} to {bt}"
-    else:
-        text = f"Banker wins {bt} to {pt}"
+    key = (
+        "result.tie"
+        if outcome == "tie"
+        else "result.player"
+        if outcome == "player"
+        else "result.banker"
+    )
+    text = t(key, player=pt, banker=bt)
     notes = []
     if result.get("natural"):
-        notes.append("natural")
+        notes.append(t("result.natural"))
     if result.get("player_pair"):
-        notes.append("Player Pair")
+        notes.append(AREA_NAMES["player_pair"])
     if result.get("banker_pair"):
-        notes.append("Banker Pair")
-    return f"{text} ({', '.join(notes)})" if notes else text
+        notes.append(AREA_NAMES["banker_pair"])
+    return t("result.with_notes", text=text, notes=", ".join(notes)) if notes else text
 
 
 # ---------------------------------------------------------------------------- players
 
 
 def sat(who: str, seat: object, *, me: bool) -> str:
-    return f"You sit in seat {seat}" if me else f"{who} sits in seat {seat}"
+    return t("ev.sat_you", seat=seat) if me else t("ev.sat", name=who, seat=seat)
 
 
 def stood(who: str, reason: object) -> str:
+    you = "_you" if _me(who) else ""
     if reason == "left":
-        return f"{capital(who)} left the table"
+        return capital(t("ev.left" + you, who=who))
     if reason == "timeout":
-        return f"{capital(who)} stood up (timed out) and left"
-    return f"{capital(who)} stood up"
+        return capital(t("ev.timed_out" + you, who=who))
+    return capital(t("ev.stood" + you, who=who))
 
 
 def disconnected(who: str) -> str:
-    return f"{capital(who)} lost the connection"
+    return capital(t("ev.disconnected", who=who))
 
 
 def reconnected(who: str) -> str:
-    return f"{capital(who)} is back"
+    return capital(t("ev.reconnected", who=who))
 
 
 def chat(name: object, text: object) -> str:
@@ -159,113 +161,119 @@ def chat(name: object, text: object) -> str:
 
 
 def shoe_started(shoe_no: object, commitment: object) -> str:
-    return f"Shoe {shoe_no}: a new shoe, commitment {str(commitment or '')[:12]}…"
+    return t("cli.ev.shoe_started", shoe=shoe_no, commitment=str(commitment or "")[:12])
 
 
 def shoe_offered(who: str, *, me: bool) -> str:
-    return (
-        "The shoe is offered to you: accept (y) or decline (n)"
-        if me
-        else f"The shoe is offered to {who}"
-    )
+    return t("cli.ev.shoe_offered_you") if me else t("ev.shoe_offered", who=who)
 
 
 def shoe_accepted(who: str, *, me: bool) -> str:
-    return "You hold the shoe" if me else f"{who} takes the shoe"
+    return t("ev.shoe_accepted_you") if me else capital(t("ev.shoe_accepted", who=who))
 
 
 def shoe_declined(who: str, *, timeout: bool) -> str:
-    return f"{capital(who)} declined the shoe" + (" (time ran out)" if timeout else "")
+    key = "ev.shoe_declined" + ("_timeout" if timeout else "") + ("_you" if _me(who) else "")
+    return capital(t(key, who=who))
 
 
 def shoe_held_by_house() -> str:
-    return "The house holds the shoe"
+    return t("ev.house_holds")
 
 
 def shoe_passed(who: str, reason: object) -> str:
-    return f"The shoe leaves {who} ({_PASS_REASONS.get(str(reason), str(reason))})"
+    why = t(f"pass_reason.{reason}") if reason in _PASS_REASONS else str(reason)
+    return t("ev.shoe_passed_you" if _me(who) else "ev.shoe_passed", who=who, why=why)
 
 
 def cut_offered(who: str, *, me: bool) -> str:
-    return "Cut the shoe (u)" if me else f"{who} cuts the shoe"
+    return t("cli.ev.cut_offered_you") if me else capital(t("ev.cut_offered", who=who))
 
 
 def shoe_cut(position: object, by: str, on_behalf: str | None) -> str:
-    who = f"the croupier for {on_behalf}" if on_behalf else by
-    return f"The shoe is cut at {position} by {who}"
+    who = t("cli.croupier_for", who=on_behalf) if on_behalf else by
+    return t("ev.shoe_cut", position=position, who=who)
 
 
 def burned(card: str | None, count: int) -> str:
-    return f"Burn card {card_text(card)}: {count} cards burned"
+    return t("cli.ev.burned", card=card_text(card), count=count)
 
 
 def waiting() -> str:
-    return "Waiting for players: take a seat"
+    return t("phase_sentence.waiting")
 
 
 def stop_card() -> str:
-    return "The stop card is out: one more coup, then a new shoe"
+    return t("ev.stop_card")
 
 
 def shoe_ended(shoe_no: object, coups: int) -> str:
-    return f"Shoe {shoe_no} is over: its seed is revealed ({coups} coups)"
+    return t("ev.shoe_ended", shoe=shoe_no, coups=coups)
 
 
 def closed(*, refunded: bool) -> str:
-    return "The table is closed" + (": wagers refunded" if refunded else "")
+    return t("ev.closed_refunded") if refunded else t("phase_sentence.closed")
 
 
 # ---------------------------------------------------------------------------- betting
 
 
 def betting_opened(coup_no: int, last_result: str) -> str:
-    last = f" (last: {last_result})" if last_result else ""
-    return f"Coup {coup_no}: place your bets{last}"
+    if last_result:
+        return t("ev.betting_opened_last", coup=coup_no, last=last_result)
+    return t("ev.betting_opened", coup=coup_no)
 
 
 def betting_waiting() -> str:
-    return "Waiting for a bet"
+    return t("ev.betting_waiting")
 
 
 def draining() -> str:
-    return "The server is closing: no new bets; this coup finishes"
+    return t("cli.ev.draining")
 
 
 def betting_closed() -> str:
-    return "No more bets"
+    return t("ev.no_more_bets")
 
 
 # ---------------------------------------------------------------------------- turning
 
 
 def turn(who: str, hand: object, *, third: bool, me: bool) -> str:
-    what = f"the {_hand(hand)} third card" if third else f"the {_hand(hand)} cards"
+    what = _what(hand, third=third)
     if me:
-        return f"Your turn: turn {what} — TOSS, or squeeze: PEEK, SIDE, QUICK"
-    return f"{capital(who)} turns {what}"
+        return t("ev.turn_you", what=what)
+    return capital(t("ev.turn", who=who, what=what))
+
+
+def _what(hand: object, *, third: bool) -> str:
+    """``the Player cards``, ``the Banker third card``: one message id a hand."""
+    h = hand if hand in HAND_NAMES else "player"
+    return t(f"ev.what_third.{h}" if third else f"ev.what_cards.{h}")
 
 
 def squeezing(who: str, hand: object, style: object) -> str:
-    return f"{capital(who)} squeezes the {_hand(hand)} cards ({style})"
+    return capital(t("ev.squeeze", who=who, what=_what(hand, third=False), style=style))
 
 
 def card_turned(hand: object, index: int, card: str | None, total: int | None) -> str:
     """``"Player card 1: A♣ — Player 1"``: the hand's total is the server's, when given."""
-    text = f"{_hand(hand)} card {index}: {card_text(card)}"
-    return f"{text} — {_hand(hand)} {total}" if total is not None else text
+    if total is None:
+        return t("ev.card", hand=_hand(hand), index=index, card=card_text(card))
+    return t("ev.card_total", hand=_hand(hand), index=index, card=card_text(card), total=total)
 
 
 def third_card(hand: object) -> str:
-    return f"{_hand(hand)} draws a third card"
+    return t("ev.third_card", hand=_hand(hand))
 
 
 def settled(result: Mapping[str, Any] | None, net: int | None) -> str:
     """The result and your part of it: ``"Banker wins 7 to 5 — You won 9.50"``."""
-    text = result_text(result) if result else "Settled"
+    text = result_text(result) if result else t("ev.settled")
     if net is None:
         return text
     if net > 0:
-        return f"{text} — You won {format_money(net)}"
+        return t("ev.won", text=text, amount=format_money(net))
     if net < 0:
-        return f"{text} — You lost {format_money(-net)}"
-    return f"{text} — Your bets push"
+        return t("ev.lost", text=text, amount=format_money(-net))
+    return t("ev.push", text=text)

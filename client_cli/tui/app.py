@@ -11,7 +11,8 @@ Commands are sent one after another from a queue, so key presses reach the serve
 order; a refusal from the server goes to the message line, and a dropped connection
 shows "reconnecting…" then "resumed". Nothing the server refuses crashes the UI. The
 player's Options (:mod:`client_cli.options`) are read at start and saved at each change;
-"voices" are the announcements that pop up as notices. This module holds no rule of the
+"voices" are the announcements that pop up as notices. The words are the catalogs'
+(:mod:`client_cli.i18n`), in the language :meth:`ChemmyApp.apply_language` chooses. This module holds no rule of the
 game.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +30,7 @@ from textual.app import App
 from textual.css.query import NoMatches
 
 from client_cli.connection import Connection, ConnectionLost, ConnState, ServerError
+from client_cli.i18n import choose_language, refusal_text, set_language, t
 from client_cli.model import Applied, TableModel, apply_event, reduce
 from client_cli.money import format_money
 from client_cli.options import Options, load_options, options_path, save_options
@@ -72,6 +75,8 @@ class ChemmyApp(App[int]):
         if options is None:
             options, self._options_warning = load_options(self.options_file)
         self.options = options
+        self.environ: dict[str, str] = dict(os.environ)  # the locale (LANG, LC_ALL, ...)
+        set_language(choose_language(options.language, None, self.environ))
         self.conn = Connection(
             url, token=token, guest=guest or not token, name=name, on_item=self.on_item
         )
@@ -105,6 +110,7 @@ class ChemmyApp(App[int]):
         except (ServerError, ConnectionLost) as exc:
             self.lobby.set_status(f"Cannot connect: {exc}")
             return
+        self.apply_language()
         if self.initial_table:
             self.open_table(self.initial_table)
         else:
@@ -118,6 +124,18 @@ class ChemmyApp(App[int]):
     async def on_unmount(self) -> None:
         with contextlib.suppress(Exception):
             await self.conn.close()
+
+    def apply_language(self) -> None:
+        """Speak the language chosen in Options, else the token's (the hello reply's
+        ``language``), else the terminal locale's (:func:`~client_cli.i18n.choose_language`),
+        and redraw the words already shown."""
+        token = (self.conn.identity or {}).get("language")
+        set_language(choose_language(self.options.language, token, self.environ))
+        self.lobby.relabel()
+        screen = self.table_screen
+        if screen is not None and screen.is_mounted:
+            with contextlib.suppress(NoMatches):
+                screen.relabel()
 
     def identity_text(self) -> str:
         ident = self.conn.identity
@@ -211,7 +229,7 @@ class ChemmyApp(App[int]):
                     self._after_event(self.model, item)
                 elif result is Applied.GAP and not self._resyncing and self.table_id is not None:
                     self._resyncing = True
-                    self.note("Catching up with the table…")
+                    self.note(t("cli.note.catching_up"))
                     self.run_worker(self._resync(self.table_id), group="resync")
         elif kind == "chat":
             if model is not None and item.get("table") == self.table_id:
@@ -219,7 +237,7 @@ class ChemmyApp(App[int]):
         elif kind == "status":
             self._on_status(item)
         elif kind == "error":
-            self.note(str(item.get("message") or item.get("code")))
+            self.note(refusal_text(item.get("code"), item.get("message")))
         self.refresh_table()
 
     def _after_event(self, model: TableModel, item: dict[str, Any]) -> None:
@@ -249,15 +267,17 @@ class ChemmyApp(App[int]):
     def _on_status(self, item: dict[str, Any]) -> None:
         state = item.get("state")
         if state == ConnState.RECONNECTING.value:
-            self.note("reconnecting…")
+            self.note(t("cli.note.reconnecting"))
         elif state == ConnState.RESUMED.value:
             if item.get("same_player", True):
                 resumed = item.get("tables") or {}
-                self.note("resumed" if all(resumed.values()) else "resumed (from a fresh snapshot)")
+                self.note(
+                    t("cli.note.resumed" if all(resumed.values()) else "cli.note.resumed_fresh")
+                )
             else:
-                self.note("reconnected as a new guest: your seat is gone (use a token to keep it)")
+                self.note(t("cli.note.new_guest"))
         elif state == ConnState.CLOSED.value and self.conn.close_reason:
-            self.note(f"disconnected: {self.conn.close_reason}")
+            self.note(t("cli.note.disconnected", reason=self.conn.close_reason))
         if self.screen is self.lobby:
             self.lobby.set_status(f"{state}: {self.identity_text()}")
 
@@ -342,12 +362,12 @@ class ChemmyApp(App[int]):
                 reply = await self.conn.request(kind, **fields)
             except ServerError as exc:
                 if kind != "progress":
-                    self.note(exc.message or exc.code)
+                    self.note(refusal_text(exc.code, exc.message))
                     self._bell()
                 continue
             except ConnectionLost:
                 if kind != "progress":
-                    self.note(f"Not connected: {kind} not sent (reconnecting…)")
+                    self.note(t("cli.note.not_connected", command=kind))
                 continue
             except Exception as exc:  # never let a command take the UI down
                 self.note(f"{kind} failed: {exc}")
@@ -361,17 +381,17 @@ class ChemmyApp(App[int]):
             return
         chips = chip_values(model)
         if not 0 <= index < len(chips):
-            self.note(f"There are {len(chips)} chips here")
+            self.note(t("cli.note.chips_here", count=len(chips)))
             return
         self.chip = index
-        self.note(f"Chip {format_money(chips[index])}")
+        self.note(t("cli.note.chip", amount=format_money(chips[index])))
 
     def place(self, area: str) -> None:
         model = self.model
         if model is None:
             return
         if area not in model.areas:
-            self.note(f"{AREA_NAMES.get(area, area)} is not open at this table")
+            self.note(t("cli.note.not_open", area=AREA_NAMES.get(area, area)))
             return
         chips = chip_values(model)
         amount = chips[min(self.chip, len(chips) - 1)]
@@ -392,7 +412,7 @@ class ChemmyApp(App[int]):
         elif model.my_bets:
             area, amount = list(model.my_bets.items())[-1]
         else:
-            self.note("You have no chips to take back")
+            self.note(t("cli.note.no_chips"))
             return
         # The server says how much may come off and still leave the minimum on the area.
         bounds = (model.action("remove_bet").get("areas") or {}).get(area)
@@ -411,19 +431,19 @@ class ChemmyApp(App[int]):
         model = self.model
         hand = model.my_turn if model is not None else None
         if hand is None:
-            self.note("It is not your turn to turn the cards")
+            self.note(t("cli.note.not_your_turn"))
             return
         self.table_command("toss", hand=hand)
 
     def squeeze(self, style: str) -> None:
         model = self.model
         if model is None or model.my_turn is None:
-            self.note("It is not your turn to turn the cards")
+            self.note(t("cli.note.not_your_turn"))
             return
         squeeze = model.action("squeeze")
         if not squeeze:
             style_now = model.coup.style if model.coup is not None else None
-            self.note(f"You are squeezing ({style_now}): CARD 1, CARD 2 or TOSS")
+            self.note(t("cli.note.squeezing", style=style_now))
             return
         self.table_command("squeeze", hand=squeeze.get("hand"), style=style)
 
@@ -433,16 +453,16 @@ class ChemmyApp(App[int]):
         model = self.model
         hand = model.my_turn if model is not None else None
         if model is None or hand is None or model.coup is None:
-            self.note("It is not your turn to turn the cards")
+            self.note(t("cli.note.not_your_turn"))
             return
         turn = model.action("turn")
         if not turn:
-            self.note("Choose PEEK, SIDE or QUICK first (or TOSS)")
+            self.note(t("cli.note.choose_style"))
             return
         stage = model.coup.stage_cards()
         index = stage[n - 1] if 1 <= n <= len(stage) else n
         if index not in (turn.get("cards") or ()):
-            self.note(f"Card {index} is not waiting to be turned")
+            self.note(t("cli.note.card_not_waiting", index=index))
             return
         if (hand, index) in self._animating:
             return

@@ -1,13 +1,19 @@
 """The terminal client's key map: every key and button label in one place.
 
-The screens take their ``BINDINGS`` from here, and the table's buttons their labels, so
-a key is changed once and the help line, the footer and the buttons agree. Keys only
+The screens take their ``BINDINGS`` from here, and the table's buttons their labels (in
+the current language: message ids of the catalogs, :mod:`client_cli.i18n`), so a key is
+changed once and the help line, the footer and the buttons agree. The footer's words
+are English for now: Textual reads a binding's description once. Keys only
 name actions; what an action may do is the server's answer (``model.actions``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from textual.binding import Binding, BindingType
+
+from client_cli.i18n import LocalNames, t
 
 __all__ = [
     "ACTION_BUTTONS",
@@ -16,6 +22,7 @@ __all__ = [
     "LOBBY_KEYS",
     "SQUEEZE_BUTTONS",
     "TABLE_KEYS",
+    "button_label",
 ]
 
 AREA_KEYS = {
@@ -28,38 +35,38 @@ AREA_KEYS = {
     "dragon_player": "{",
     "dragon_banker": "}",
 }
-AREA_LABELS = {
-    "player": "PLAYER",
-    "banker": "BANKER",
-    "tie": "TIE",
-    "player_pair": "P PAIR",
-    "banker_pair": "B PAIR",
-    "super6": "SUPER 6",
-    "dragon_player": "DRAGON P",
-    "dragon_banker": "DRAGON B",
-}
+#: The bet buttons' labels, in the current language (``cli.area.*``).
+AREA_LABELS: Mapping[str, str] = LocalNames("cli.area.", tuple(AREA_KEYS))
 
-#: The action bar: (button id suffix, label, the action it runs: the same as its key's).
-ACTION_BUTTONS: tuple[tuple[str, str, str], ...] = (
-    ("regret", "REGRET r", "regret"),
-    ("clear", "CLEAR c", "clear"),
-    ("same", "SAME BET a", "send('same_bet')"),
-    ("done", "DONE d", "send('done')"),
-    ("sit", "SIT s", "sit_stand"),
-    ("accept", "ACCEPT y", "send('accept_shoe')"),
-    ("decline", "DECLINE n", "send('decline_shoe')"),
-    ("pass", "PASS g", "send('pass_shoe')"),
-    ("cut", "CUT u", "cut"),
+#: The action bar: (button id suffix, its label's message id, its key as shown, the
+#: action it runs: the same as its key's).
+ACTION_BUTTONS: tuple[tuple[str, str, str, str], ...] = (
+    ("regret", "btn.regret", "r", "regret"),
+    ("clear", "btn.clear", "c", "clear"),
+    ("same", "btn.same", "a", "send('same_bet')"),
+    ("done", "btn.done", "d", "send('done')"),
+    ("sit", "btn.sit", "s", "sit_stand"),
+    ("accept", "btn.accept", "y", "send('accept_shoe')"),
+    ("decline", "btn.decline", "n", "send('decline_shoe')"),
+    ("pass", "cli.btn.pass", "g", "send('pass_shoe')"),
+    ("cut", "btn.cut", "u", "cut"),
 )
 #: The squeeze bar, the same way.
-SQUEEZE_BUTTONS: tuple[tuple[str, str, str], ...] = (
-    ("toss", "TOSS ␣", "toss"),
-    ("peek", "PEEK e", "squeeze('peek')"),
-    ("side", "SIDE i", "squeeze('side')"),
-    ("quick", "QUICK k", "squeeze('quick')"),
-    ("card1", "CARD 1", "card(1)"),
-    ("card2", "CARD 2", "card(2)"),
+SQUEEZE_BUTTONS: tuple[tuple[str, str, str, str], ...] = (
+    ("toss", "btn.toss", "␣", "toss"),
+    ("peek", "btn.peek", "e", "squeeze('peek')"),
+    ("side", "btn.side", "i", "squeeze('side')"),
+    ("quick", "btn.quick", "k", "squeeze('quick')"),
+    ("card1", "btn.card", "", "card(1)"),
+    ("card2", "btn.card", "", "card(2)"),
 )
+
+
+def button_label(message_id: str, key: str, **params: object) -> str:
+    """A button's words in the current language, then its key: ``REGRET r``."""
+    text = t(message_id, **params)
+    return f"{text} {key}" if key else text
+
 
 LOBBY_KEYS: list[BindingType] = [
     Binding("r", "refresh", "Refresh"),

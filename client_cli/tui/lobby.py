@@ -16,6 +16,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from client_cli.i18n import t
 from client_cli.money import format_money
 from client_cli.tui.keys import LOBBY_KEYS
 from client_cli.tui.table import PHASE_NAMES
@@ -25,12 +26,15 @@ if TYPE_CHECKING:
 
 __all__ = ["LobbyScreen"]
 
+#: The columns' message ids (``cli.lobby.col.*``).
+COLUMNS = ("table", "name", "limits", "tie_max", "seats", "phase", "shoe")
+
 
 class LobbyScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = LOBBY_KEYS
 
     def compose(self) -> ComposeResult:
-        yield Static("[b]CHEMMY[/b] — choose a table (Enter or click)", id="lobby-title")
+        yield Static(t("cli.lobby.title"), id="lobby-title")
         yield DataTable(id="tables", cursor_type="row", zebra_stripes=True)
         yield Static("", id="lobby-status")
         yield Footer()
@@ -42,7 +46,7 @@ class LobbyScreen(Screen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#tables", DataTable)
-        table.add_columns("Table", "Name", "Limits", "Tie max", "Seats", "Phase", "Shoe/Coup")
+        table.add_columns(*(t(f"cli.lobby.col.{c}") for c in COLUMNS))
         table.focus()
         self.set_interval(5.0, self._poll_tables)
         self.set_status(self._status)
@@ -65,19 +69,29 @@ class LobbyScreen(Screen[None]):
         except NoMatches:
             return
         table.clear()
-        for t in tables:
-            lim = t.get("limits") or {}
+        for row in tables:
+            lim = row.get("limits") or {}
             table.add_row(
-                str(t.get("table")),
-                str(t.get("name", "")),
+                str(row.get("table")),
+                str(row.get("name", "")),
                 f"{format_money(int(lim.get('min', 0)))}-{format_money(int(lim.get('max', 0)))}",
                 format_money(int(lim.get("tie_max", 0))),
-                f"{t.get('seated', 0)}/{t.get('seats', 0)}",
-                PHASE_NAMES.get(str(t.get("phase")), str(t.get("phase"))),
-                f"{t.get('shoe_no', 0)}/{t.get('coup_no', 0)}",
-                key=str(t.get("table")),
+                f"{row.get('seated', 0)}/{row.get('seats', 0)}",
+                PHASE_NAMES.get(str(row.get("phase")), str(row.get("phase"))),
+                f"{row.get('shoe_no', 0)}/{row.get('coup_no', 0)}",
+                key=str(row.get("table")),
             )
-        self.set_status(f"{len(tables)} tables · {self.chemmy.identity_text()}")
+        self.set_status(t("cli.lobby.status", count=len(tables), who=self.chemmy.identity_text()))
+
+    def relabel(self) -> None:
+        """The title, the columns and the rows again, in the current language."""
+        with contextlib.suppress(NoMatches):
+            self.query_one("#lobby-title", Static).update(t("cli.lobby.title"))
+            table = self.query_one("#tables", DataTable)
+            table.clear(columns=True)
+            table.add_columns(*(t(f"cli.lobby.col.{c}") for c in COLUMNS))
+            if self._tables is not None:
+                self.show_tables(self._tables)
 
     def action_refresh(self) -> None:
         self.chemmy.refresh_lobby()

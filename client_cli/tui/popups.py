@@ -8,13 +8,15 @@ bounds come from the server's ``actions``.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Switch
+from textual.widgets import Button, Input, Label, Select, Switch
+
+from client_cli.i18n import LANGUAGE_NAMES, t
 
 if TYPE_CHECKING:
     from client_cli.tui.app import ChemmyApp
@@ -35,11 +37,11 @@ class CutScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="cut-box"):
-            yield Label(f"Cut the shoe: a position from {self.low} to {self.high}, then Enter")
+            yield Label(t("cli.cut.prompt", low=self.low, high=self.high))
             yield Input(str(self.suggestion), id="cut-at", type="integer")
             with Horizontal():
-                yield Button("CUT", id="cut-ok", variant="primary")
-                yield Button("Cancel", id="cut-cancel")
+                yield Button(t("btn.cut"), id="cut-ok", variant="primary")
+                yield Button(t("cli.cancel"), id="cut-cancel")
 
     def on_mount(self) -> None:
         self.query_one("#cut-at", Input).focus()
@@ -49,7 +51,9 @@ class CutScreen(ModalScreen[None]):
         try:
             position = int(text)
         except ValueError:
-            self.query_one(Label).update(f"Not a number: {text!r}. From {self.low} to {self.high}:")
+            self.query_one(Label).update(
+                t("cli.cut.not_number", text=repr(text), low=self.low, high=self.high)
+            )
             return
         cast("ChemmyApp", self.app).table_command("cut", position=position)
         self.dismiss()
@@ -66,7 +70,8 @@ class CutScreen(ModalScreen[None]):
 
 class OptionsScreen(ModalScreen[None]):
     """Seed 000's Options: game speed 1-5, chip balloons, sound effects (the bell),
-    voices (announcements). Every change is applied and saved at once."""
+    voices (announcements), and the language. Every change is applied and saved at
+    once."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "Close"),
@@ -74,11 +79,11 @@ class OptionsScreen(ModalScreen[None]):
         Binding("plus,equals_sign", "speed(1)", "Faster"),
     ]
 
-    #: Switch id -> (the option it sets, its label).
+    #: Switch id -> (the option it sets, its label's message id).
     SWITCHES: ClassVar[dict[str, tuple[str, str]]] = {
-        "opt-totals": ("chip_totals", "Chip balloons "),
-        "opt-bell": ("bell", "Sound effects "),
-        "opt-voices": ("voices", "Voices "),
+        "opt-totals": ("chip_totals", "options.balloons"),
+        "opt-bell": ("bell", "options.sound"),
+        "opt-voices": ("voices", "options.voices"),
     }
 
     @property
@@ -88,17 +93,24 @@ class OptionsScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         o = self.chemmy.options
         with Vertical(id="options-box"):
-            yield Label("[b]OPTIONS[/b] (Esc to close; saved for next time)")
+            yield Label(t("cli.options.title"))
             with Horizontal(classes="option"):
-                yield Label("Game speed ", classes="option-label")
+                yield Label(t("options.speed") + " ", classes="option-label")
                 yield Button("-", id="speed-down", compact=True)
                 yield Label(str(o.speed), id="speed")
                 yield Button("+", id="speed-up", compact=True)
             for sid, (attr, label) in self.SWITCHES.items():
                 with Horizontal(classes="option"):
-                    yield Label(label, classes="option-label")
+                    yield Label(t(label) + " ", classes="option-label")
                     yield Switch(bool(getattr(o, attr)), id=sid)
-            yield Button("Close", id="options-close", compact=True)
+            with Horizontal(classes="option"):
+                yield Label(t("options.language") + " ", classes="option-label")
+                choices = [
+                    (t("options.auto"), "auto"),
+                    *((n, k) for k, n in LANGUAGE_NAMES.items()),
+                ]
+                yield Select(choices, value=o.language, allow_blank=False, id="opt-language")
+            yield Button(t("cli.options.close"), id="options-close", compact=True)
 
     def action_speed(self, delta: int) -> None:
         app = self.chemmy
@@ -113,8 +125,18 @@ class OptionsScreen(ModalScreen[None]):
         elif event.button.id == "options-close":
             self.dismiss()
 
+    def on_select_changed(self, event: Select.Changed) -> None:
+        """A language chosen here wins over the token's and the locale's from now on;
+        "Automatic" gives the choice back to them."""
+        if event.select.id == "opt-language" and isinstance(event.value, str):
+            app = self.chemmy
+            if event.value != app.options.language:
+                app.set_options(replace(app.options, language=event.value))
+                app.apply_language()
+
     def on_switch_changed(self, event: Switch.Changed) -> None:
         attr = self.SWITCHES.get(event.switch.id or "")
         if attr is not None:
             app = self.chemmy
-            app.set_options(replace(app.options, **{attr[0]: event.value}))
+            changes: dict[str, Any] = {attr[0]: event.value}
+            app.set_options(replace(app.options, **changes))

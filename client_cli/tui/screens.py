@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Markdown, Static
 
 from client_cli.connection import ConnectionLost, ServerError
 from client_cli.history import round_summary
+from client_cli.i18n import t
 from client_cli.money import format_money
 from client_cli.render import odds_text, render_roads
 from client_cli.sentences import AREA_NAMES
@@ -46,14 +47,22 @@ class HistoryScreen(Screen[None]):
     ]
 
     def compose(self) -> ComposeResult:
-        yield Static("[b]HISTORY[/b] — your last rounds (Esc to go back)", id="history-title")
+        yield Static(t("cli.history.title"), id="history-title")
         yield DataTable(id="history", zebra_stripes=True)
         yield Static("", id="history-status")
         yield Footer()
 
     def on_mount(self) -> None:
-        t = self.query_one("#history", DataTable)
-        t.add_columns("Round", "Result", "Player", "Banker", "Your bets", "Net", "Balance")
+        table = self.query_one("#history", DataTable)
+        table.add_columns(
+            t("cli.history.col.round"),
+            t("cli.history.col.result"),
+            t("area.player"),
+            t("area.banker"),
+            t("cli.history.col.bets"),
+            t("cli.history.col.net"),
+            t("cli.history.col.balance"),
+        )
         self.action_reload()
 
     def action_reload(self) -> None:
@@ -65,18 +74,18 @@ class HistoryScreen(Screen[None]):
         try:
             reply = await app.conn.request("history", limit=100)
         except (ServerError, ConnectionLost) as exc:
-            status.update(Text(f"History unavailable: {exc}", style="red"))
+            status.update(Text(t("cli.history.unavailable", error=exc), style="red"))
             return
         me = app.conn.player or ""
         rounds = [round_summary(r, me) for r in reply.get("rounds") or []]
-        t = self.query_one("#history", DataTable)
-        t.clear()
+        table = self.query_one("#history", DataTable)
+        table.clear()
         for r in rounds:
             bets = ", ".join(
                 f"{AREA_NAMES.get(a, a)} {format_money(v)}" for a, v in r["bets"].items()
             )
             after = r["balance_after"]
-            t.add_row(
+            table.add_row(
                 str(r["round_id"]),
                 str(r["result"]),
                 " ".join(r["player"]),
@@ -89,12 +98,10 @@ class HistoryScreen(Screen[None]):
                 format_money(after) if isinstance(after, int) else "-",
             )
         net = sum(r["net"] for r in rounds)
-        note = (
-            " (a guest's history is this connection's only)"
-            if app.conn.identity.get("guest")
-            else ""
-        )
-        status.update(Text(f"{len(rounds)} rounds · net {format_money(net, sign=True)}{note}"))
+        line = t("cli.history.status", count=len(rounds), net=format_money(net, sign=True))
+        if app.conn.identity.get("guest"):
+            line = t("cli.history.guest_note", status=line)
+        status.update(Text(line))
 
 
 class RoadsScreen(Screen[None]):

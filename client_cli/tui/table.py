@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
@@ -23,10 +24,18 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, Static
 
+from client_cli.i18n import LocalNames, t
 from client_cli.model import TableModel
 from client_cli.money import format_money
 from client_cli.render import odds_text, render_hands, render_layout, render_roads, render_seats
-from client_cli.tui.keys import ACTION_BUTTONS, AREA_KEYS, AREA_LABELS, SQUEEZE_BUTTONS, TABLE_KEYS
+from client_cli.tui.keys import (
+    ACTION_BUTTONS,
+    AREA_KEYS,
+    AREA_LABELS,
+    SQUEEZE_BUTTONS,
+    TABLE_KEYS,
+    button_label,
+)
 from client_cli.tui.popups import CutScreen
 from client_cli.tui.screens import RoadsScreen
 
@@ -45,16 +54,11 @@ __all__ = [
 
 NARROW = 110  # columns: below this the side panel (roads, odds) moves to its own screen (v)
 CHIP_MULTIPLES = (1, 5, 10, 25, 50)
-PHASE_NAMES = {
-    "betting": "BETTING",
-    "turn": "TURNING",
-    "shoe_offer": "SHOE OFFERED",
-    "cut": "CUT",
-    "waiting": "WAITING",
-    "shuffle": "SHUFFLING",
-    "settled": "SETTLED",
-    "closed": "CLOSED",
-}
+#: The status line's phase, in the current language (``cli.phase.*``).
+PHASE_NAMES: Mapping[str, str] = LocalNames(
+    "cli.phase.",
+    ("betting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "settled", "closed"),
+)
 
 
 def chip_values(model: TableModel) -> list[int]:
@@ -97,22 +101,23 @@ class TableScreen(Screen[None]):
                 yield Static("", id="odds")
         yield Static("", id="you")
         with Horizontal(classes="bar", id="chips-bar"):
-            yield Label("Chips ", classes="bar-label")
+            yield Label(t("cli.bar.chips") + " ", classes="bar-label", id="chips-label")
             for i in range(len(CHIP_MULTIPLES)):
                 yield ActionButton(str(i + 1), id=f"chip-{i}", compact=True)
         with Horizontal(classes="bar", id="areas-bar"):
-            yield Label("Bet   ", classes="bar-label")
+            yield Label(f"{t('cli.bar.bet'):<6}", classes="bar-label", id="bet-label")
             for area, label in AREA_LABELS.items():
                 yield ActionButton(f"{label} ({AREA_KEYS[area]})", id=f"area-{area}", compact=True)
         with Horizontal(classes="bar", id="actions-bar"):
-            for bid, label, _action in ACTION_BUTTONS:
-                yield ActionButton(label, id=f"act-{bid}", compact=True)
+            for bid, label, key, _action in ACTION_BUTTONS:
+                yield ActionButton(button_label(label, key), id=f"act-{bid}", compact=True)
         with Horizontal(classes="bar", id="squeeze-bar"):
-            for bid, label, _action in SQUEEZE_BUTTONS:
-                yield ActionButton(label, id=f"sq-{bid}", compact=True)
+            for bid, label, key, _action in SQUEEZE_BUTTONS:
+                text = button_label(label, key, n=bid.removeprefix("card"))
+                yield ActionButton(text, id=f"sq-{bid}", compact=True)
         yield Static("", id="message")
         yield ChatInput(
-            placeholder="Say something to the table (Enter sends, Esc closes)",
+            placeholder=t("cli.chat.placeholder"),
             id="chat",
             compact=True,
         )
@@ -167,15 +172,20 @@ class TableScreen(Screen[None]):
         lim = model.limits
         parts = [
             f"{name}",
-            f"{format_money(lim.get('min', 0))}-{format_money(lim.get('max', 0))} (tie ≤ {format_money(lim.get('tie_max', 0))})",
+            t(
+                "cli.status.limits",
+                min=format_money(lim.get("min", 0)),
+                max=format_money(lim.get("max", 0)),
+                tie=format_money(lim.get("tie_max", 0)),
+            ),
         ]
         if model.shoe is not None:
             left = model.shoe.get("cards_left")
             parts.append(
-                f"shoe {model.shoe.get('no')}"
-                + (f" · {left} cards" if isinstance(left, int) else "")
+                t("cli.status.shoe", shoe=model.shoe.get("no"))
+                + (" · " + t("cli.status.cards", cards=left) if isinstance(left, int) else "")
             )
-        parts.append(f"coup {model.coup_no}")
+        parts.append(t("cli.status.coup", coup=model.coup_no))
         phase = PHASE_NAMES.get(model.phase, model.phase.upper())
         remaining = app.remaining(model.deadline)
         if remaining is not None:
@@ -188,9 +198,7 @@ class TableScreen(Screen[None]):
             "reconnecting": "yellow",
             "connecting": "yellow",
         }.get(state.value, "red")
-        label = {"reconnecting": "reconnecting…", "connecting": "connecting…"}.get(
-            state.value, state.value
-        )
+        label = t(f"cli.conn.{state.value}")
         text = Text(f"● {label}  ", style=style)
         text.append(" · ".join(parts), style="bold")
         self.query_one("#status", Static).update(text)
@@ -213,18 +221,24 @@ class TableScreen(Screen[None]):
         self.query_one("#roads", Static).update(render_roads(model.roads, width=max(12, width - 1)))
         self.query_one("#odds", Static).update(odds_text(model.odds))
         you = Text()
-        you.append(f"You: {app.conn.identity.get('name', '?')}", style="bold yellow")
-        you.append(f" · seat {model.my_seat}" if model.seated else " · watching (s to sit)")
+        you.append(t("cli.you.name", name=app.conn.identity.get("name", "?")), style="bold yellow")
+        you.append(
+            " · "
+            + (t("cli.you.seat", seat=model.my_seat) if model.seated else t("cli.you.watching"))
+        )
         if model.balance is not None:
-            you.append(f" · balance {format_money(model.balance)}", style="bold")
+            you.append(
+                " · " + t("cli.you.balance", amount=format_money(model.balance)), style="bold"
+            )
         if model.available is not None and model.available != model.balance:
-            you.append(f" (available {format_money(model.available)})")
+            you.append(" " + t("cli.you.available", amount=format_money(model.available)))
         stake = sum(model.my_stake.values())
-        you.append(f" · bet {format_money(stake)}")
+        you.append(" · " + t("cli.you.bet", amount=format_money(stake)))
         chips = chip_values(model)
-        you.append(f" · chip {format_money(chips[min(app.chip, len(chips) - 1)])}", style="cyan")
+        chip = format_money(chips[min(app.chip, len(chips) - 1)])
+        you.append(" · " + t("cli.you.chip", amount=chip), style="cyan")
         if model.i_hold:
-            you.append(" · ◆ you hold the shoe", style="magenta")
+            you.append(" · " + t("cli.you.holder"), style="magenta")
         self.query_one("#you", Static).update(you)
         self.query_one("#message", Static).update(Text(model.message))
         self._update_buttons(model, chips)
@@ -249,7 +263,7 @@ class TableScreen(Screen[None]):
         self._enable("act-same", model.can("same_bet"))
         self._enable("act-done", model.can("done"))
         sit = self.query_one("#act-sit", ActionButton)
-        label = "STAND s" if model.seated else "SIT s"
+        label = button_label("btn.stand" if model.seated else "btn.sit", "s")
         if str(sit.label) != label:
             sit.label = label
             sit.refresh(layout=True)
@@ -265,9 +279,24 @@ class TableScreen(Screen[None]):
         stage = model.coup.stage_cards() if model.coup is not None else [1, 2]
         turnable = model.action("turn").get("cards") or ()
         c1 = self.query_one("#sq-card1", ActionButton)
-        c1.label = f"CARD {stage[0]}"
+        c1.label = t("btn.card", n=stage[0])
         self._enable("sq-card1", stage[0] in turnable)
         self._enable("sq-card2", len(stage) > 1 and stage[1] in turnable, shown=len(stage) > 1)
+
+    def relabel(self) -> None:
+        """Every fixed label again, in the current language (after a change in Options)."""
+        self.query_one("#chips-label", Label).update(t("cli.bar.chips") + " ")
+        self.query_one("#bet-label", Label).update(f"{t('cli.bar.bet'):<6}")
+        for area, label in AREA_LABELS.items():
+            self.query_one(f"#area-{area}", ActionButton).label = f"{label} ({AREA_KEYS[area]})"
+        for bid, label, key, _action in ACTION_BUTTONS:
+            if bid != "sit":
+                self.query_one(f"#act-{bid}", ActionButton).label = button_label(label, key)
+        for bid, label, key, _action in SQUEEZE_BUTTONS:
+            text = button_label(label, key, n=bid.removeprefix("card"))
+            self.query_one(f"#sq-{bid}", ActionButton).label = text
+        self.query_one("#chat", ChatInput).placeholder = t("cli.chat.placeholder")
+        self.refresh_view()
 
     def _enable(self, bid: str, on: bool, *, shown: bool = True) -> None:
         """Enable a button when its command is allowed now; in a narrow terminal show
@@ -279,8 +308,8 @@ class TableScreen(Screen[None]):
     # -- mouse -----------------------------------------------------------------------
     #: Button id -> the action it runs (the key map's).
     BUTTON_ACTIONS: ClassVar[dict[str, str]] = {
-        **{f"act-{bid}": action for bid, _label, action in ACTION_BUTTONS},
-        **{f"sq-{bid}": action for bid, _label, action in SQUEEZE_BUTTONS},
+        **{f"act-{bid}": action for bid, _label, _key, action in ACTION_BUTTONS},
+        **{f"sq-{bid}": action for bid, _label, _key, action in SQUEEZE_BUTTONS},
     }
 
     async def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -326,7 +355,7 @@ class TableScreen(Screen[None]):
         model = self.chemmy.model
         cut = model.action("cut") if model is not None else {}
         if not cut:
-            self.chemmy.note("It is not your cut")
+            self.chemmy.note(t("cli.note.not_your_cut"))
             return
         low, high = int(cut["min"]), int(cut["max"])
         self.app.push_screen(CutScreen(low, high, random.randint(low, high)))

@@ -10,6 +10,9 @@ or RS256, from a PEM file). The claims used:
 - ``name`` (optional): the display name, 1-32 characters that pass the one text check
   (:func:`server.protocol.text.clean_text`; defaults to the id, cut to 32 characters);
 - ``roles`` (optional): a list of strings; ``"operator"`` may open and close tables;
+- ``language`` (optional): the player's language, a BCP 47 tag such as ``"fr"`` or
+  ``"de-CH"`` (:data:`LANGUAGE_TAG`); the server only passes it on, in the ``hello``
+  reply, for the client to choose its words (docs/embedding.md "Languages");
 - ``exp`` (required unless configured otherwise), ``iss``/``aud`` when configured;
   ``exp``, ``nbf`` and ``iat`` are whole seconds (JSON integers from 0 to 2^53 - 1: not a
   string, not ``1e300``); clocks may differ by :data:`DEFAULT_LEEWAY` seconds.
@@ -52,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_LEEWAY",
     "GUEST_PREFIX",
+    "LANGUAGE_TAG",
     "OPERATOR",
     "RESERVED_PLAYERS",
     "AuthError",
@@ -59,6 +63,7 @@ __all__ = [
     "Identity",
     "clean_name",
     "guest_identity",
+    "is_language_tag",
     "is_valid_player_id",
     "make_token",
 ]
@@ -78,6 +83,10 @@ MAX_TIME_CLAIM: Final = 2**53
 
 _PLAYER_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
 _ROLE = re.compile(r"[A-Za-z0-9_.:-]{1,32}")
+#: A language tag as the ``language`` claim carries it: a 2-3 letter language, then up
+#: to four subtags (``fr``, ``de-CH``, ``zh-Hant-TW``); 35 characters at most.
+LANGUAGE_TAG: Final = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,4}")
+MAX_LANGUAGE_LEN: Final = 35
 
 
 class AuthError(ChemmyError):
@@ -115,6 +124,7 @@ class Identity:
     name: str
     roles: frozenset[str] = field(default_factory=frozenset)
     guest: bool = False
+    language: str | None = None  # the token's ``language`` claim: a BCP 47 tag
 
     def __post_init__(self) -> None:
         if not is_valid_player_id(self.player_id):
@@ -123,10 +133,22 @@ class Identity:
             raise ValueError("a name is stripped and normalized")
         if self.guest and self.roles:
             raise ValueError("a guest has no roles")
+        if self.language is not None and not is_language_tag(self.language):
+            raise ValueError("invalid language tag")
 
     @property
     def is_operator(self) -> bool:
         return OPERATOR in self.roles
+
+
+def is_language_tag(value: object) -> TypeGuard[str]:
+    """A ``language`` claim the server passes on: :data:`LANGUAGE_TAG`, at most
+    :data:`MAX_LANGUAGE_LEN` characters."""
+    return (
+        isinstance(value, str)
+        and len(value) <= MAX_LANGUAGE_LEN
+        and LANGUAGE_TAG.fullmatch(value) is not None
+    )
 
 
 def guest_identity(name: str | None = None) -> Identity:
@@ -368,7 +390,10 @@ class Authenticator:
         granted = set(roles)
         if player_id in self.operators:
             granted.add(OPERATOR)
-        return Identity(player_id, name, frozenset(granted), guest=False)
+        language = claims.get("language")
+        if language is not None and not is_language_tag(language):
+            raise AuthError("bad_token", "the token's language is not a language tag")
+        return Identity(player_id, name, frozenset(granted), guest=False, language=language)
 
 
 def _check_times(claims: Mapping[str, Any], now: float, leeway: float, whose: str) -> None:
@@ -420,6 +445,7 @@ def make_token(
     *,
     issuer: str | None = None,
     audience: str | None = None,
+    language: str | None = None,
 ) -> str:
     """A player token, for operators' tools and tests.
 
@@ -440,6 +466,10 @@ def make_token(
         claims["iss"] = issuer
     if audience is not None:
         claims["aud"] = audience
+    if language is not None:
+        if not is_language_tag(language):
+            raise ValueError("invalid language tag")
+        claims["language"] = language
     key = secret_or_private_key
     if isinstance(key, str) and alg not in _HMAC:
         key = key.encode("utf-8")

@@ -4,7 +4,8 @@ The identity comes from the authenticator's one entry point
 (:meth:`~server.net.auth.Authenticator.identify`); a player with a token is then known
 to the store (a new one is funded with the welcome balance), a new guest only once they
 sit or deposit; the reply carries the balance, and for a guest a resume token that
-brings them back to the same seat.
+brings them back to the same seat, and the token's ``language`` claim (``null`` when
+there is none, and for guests) for the client to choose its words in.
 
 A player has at most ``max_connections_per_player`` connections that said hello
 (``too_many_connections`` beyond); how many hellos an address may send is the
@@ -57,5 +58,6 @@ async def hello(server: ChemmyServer, session: Session, mid: Any, fields: dict[s
         guest=ident.guest,
         roles=sorted(ident.roles),
         balance=balance,
+        language=ident.language,
         server="chemmy/1",
     )

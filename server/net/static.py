@@ -2,7 +2,8 @@
 
 ``respond(request, origins)`` answers a plain HTTP request (not a WebSocket upgrade) for
 the page: ``/`` (``static/index.html``), every other file in ``server/net/static/`` by
-its name (``/chemmy.js``, ``/app.js``, ``/chemmy.css``, ...), and ``/rules.md``, the
+its name (``/chemmy.js``, ``/app.js``, ``/chemmy.css``, ...), the message catalogs
+(``/locales/en.json``, ...), and ``/rules.md``, the
 rules text the terminal client shows (``client_cli/rules.md``: one file for both).
 ``GET`` and ``HEAD`` only (``405`` otherwise); each file with its content type, an
 ``ETag`` and ``Cache-Control: no-cache`` (the names carry no version, so a browser
@@ -10,8 +11,9 @@ revalidates and a new release is never served stale; an unchanged file costs a
 ``304``), and the same strict Content-Security-Policy: scripts, styles and the
 WebSocket from this origin only, no inline code, no ``innerHTML`` (Trusted Types), and
 framing allowed only by the ``--origins`` allowlist (anyone when there is none, as the
-WebSocket itself then admits every origin). ``/chemmy.js`` and ``/state.js`` may also be
-imported by an operator's page on another origin (CORS); the rest is same-origin.
+WebSocket itself then admits every origin). ``/chemmy.js``, ``/state.js``, ``/i18n.js``
+and the catalogs may also be imported by an operator's page on another origin (CORS);
+the rest is same-origin.
 
 The files are read once, when first asked for, into memory: a request never touches
 the file system, so no path can reach a file outside the list. This module must never
@@ -34,6 +36,7 @@ from websockets.http11 import Request, Response
 
 __all__ = [
     "CONTENT_TYPES",
+    "LOCALES",
     "SHARED_MODULES",
     "Asset",
     "assets",
@@ -54,7 +57,11 @@ CONTENT_TYPES: dict[str, str] = {
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 #: Modules an operator's page may import from this server's origin (CORS): the client
 #: and the table's model. The page's own files stay same-origin.
-SHARED_MODULES = frozenset({"/chemmy.js", "/state.js"})
+SHARED_MODULES = frozenset({"/chemmy.js", "/state.js", "/i18n.js"})
+#: The one folder served besides the static folder's files: the message catalogs, one
+#: per language (``locales/en.json``, ...), which the page and the terminal client share
+#: (docs/architecture.md, "Languages"). They are shared like the modules that import them.
+LOCALES = "locales"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +86,10 @@ def assets() -> dict[str, Asset]:
         ext = name[name.rfind(".") :] if "." in name else ""
         if entry.is_file() and _NAME.fullmatch(name) and ext in CONTENT_TYPES:
             out["/" + name] = _asset(entry.read_bytes(), name)
+    for entry in folder.joinpath(LOCALES).iterdir():
+        name = entry.name
+        if entry.is_file() and _NAME.fullmatch(name) and name.endswith(".json"):
+            out[f"/{LOCALES}/{name}"] = _asset(entry.read_bytes(), name)
     if "/index.html" in out:
         out["/"] = out["/index.html"]
     try:
@@ -137,7 +148,7 @@ def respond(request: Request, origins: Iterable[str] = ()) -> Response | None:
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),
     ]
-    if path in SHARED_MODULES:
+    if path in SHARED_MODULES or path.startswith(f"/{LOCALES}/"):
         headers += [
             ("Access-Control-Allow-Origin", "*"),
             ("Cross-Origin-Resource-Policy", "cross-origin"),

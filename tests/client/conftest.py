@@ -46,6 +46,12 @@ tier = "1-100"
 timers = {RELAXED}
 
 [[tables]]
+id = "tui-i18n"
+name = "TUI languages"
+tier = "1-100"
+timers = {RELAXED}
+
+[[tables]]
 id = "tui-chat"
 name = "TUI chat"
 tier = "1-100"
@@ -109,16 +115,16 @@ def refused_url() -> Iterator[str]:
         yield f"ws://127.0.0.1:{port}"
 
 
-def token(player: str, name: str | None = None) -> str:
+def token(player: str, name: str | None = None, language: str | None = None) -> str:
     """A player token the test server accepts (HS256 with :data:`SECRET`)."""
     from server.net.auth import make_token
 
-    return make_token(SECRET, player, name, ttl=3600)
+    return make_token(SECRET, player, name, ttl=3600, language=language)
 
 
 @pytest.fixture
 def make_token() -> Callable[..., str]:
-    """``make_token(player, name=None)``: a token for a lasting identity."""
+    """``make_token(player, name=None, language=None)``: a token for a lasting identity."""
     return token
 
 

@@ -40,6 +40,7 @@ def test_saved_and_read_back(tmp_path: Path) -> None:
         "chip_totals": False,
         "bell": False,
         "voices": True,
+        "language": "auto",  # follows the token and the locale until chosen (issue 17)
     }
     assert load_options(path) == (mine, None)
     assert [p.name for p in path.parent.iterdir()] == ["options.json"]  # no temporary left
@@ -90,7 +91,13 @@ async def test_options_changed_on_the_screen_are_there_next_time(
         await pilot.press("escape")
         await app.action_quit()
     saved = json.loads(client_options_file.read_text())
-    assert saved == {"speed": 3, "chip_totals": True, "bell": False, "voices": False}
+    assert saved == {
+        "speed": 3,
+        "chip_totals": True,
+        "bell": False,
+        "voices": False,
+        "language": "auto",
+    }
 
     again = ChemmyApp(chemmy_server.url, guest=True, name="Opal")
     assert again.options == Options(speed=3, chip_totals=True, bell=False, voices=False)

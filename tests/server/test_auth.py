@@ -373,3 +373,23 @@ def test_guest_resume_tokens_keep_their_claims_whole() -> None:
     with pytest.raises(AuthError) as info:
         guest_from_resume(key, expired)
     assert info.value.code == "token_expired"
+
+
+# -- the language claim (issue 17) -------------------------------------------------------
+
+
+def test_language_claim_is_passed_on() -> None:
+    token = make_token(SECRET, "marie", "Marie", language="fr")
+    assert hs256().authenticate(token).language == "fr"
+    assert hs256().authenticate(make_token(SECRET, "ann")).language is None
+    assert hs256().authenticate(
+        raw({"sub": "z", "exp": NOW * 2, "language": "de-CH"})
+    ).language == ("de-CH")
+
+
+@pytest.mark.parametrize("bad", ["", "f", "french!", "fr_FR", "x" * 36, 7, ["fr"], "fr-"])
+def test_language_claim_must_be_a_tag(bad: object) -> None:
+    error = refused(hs256(), raw({"sub": "ann", "exp": NOW * 2, "language": bad}))
+    assert "language" in error.message
+    with pytest.raises(ValueError):
+        Identity("ann", "Ann", language="not a tag")

@@ -42,3 +42,24 @@ async def test_a_token_player_gets_no_resume_token(net: Any) -> None:
     server = await net.start()
     bob = await net.player(server, "bob")
     assert "resume" not in bob.hello_reply
+
+
+async def test_the_hello_reply_passes_the_tokens_language_on(net: Any) -> None:
+    """Issue 17: the token's ``language`` claim, as it is, for the client to choose its
+    words; ``null`` without one, and for a guest."""
+    from kit import SECRET
+
+    from server.net.auth import make_token
+
+    server = await net.start()
+    marie = await net.connect(server)
+    reply = await marie.call("hello", token=make_token(SECRET, "marie", "Marie", language="fr-CA"))
+    assert reply["language"] == "fr-CA"
+    ann = await net.connect(server)
+    assert (await ann.call("hello", token=make_token(SECRET, "ann")))["language"] is None
+    guest = await net.guest(server, "json", name="Bo")
+    assert guest.hello_reply["language"] is None
+    eve = await net.connect(server)
+    bad = jwt.encode({"sub": "eve", "exp": 2**40, "language": "not a tag"}, SECRET)
+    refused = await eve.rpc("hello", token=bad)
+    assert (refused["type"], refused["code"]) == ("error", "bad_token")

@@ -67,7 +67,13 @@ def test_the_page_and_its_files(server: ServerProcess) -> None:
         assert body == (STATIC / path[1:]).read_bytes()
     # Every file of the folder is served (a new kind of file needs its content type).
     served = set(static.assets())
-    assert {f"/{p.name}" for p in STATIC.iterdir()} <= served
+    assert {f"/{p.name}" for p in STATIC.iterdir() if p.is_file()} <= served
+    # ... and the message catalogs, one folder of them (issue 17).
+    catalogs = {f"/locales/{p.name}" for p in (STATIC / "locales").iterdir()}
+    assert {"/locales/en.json", "/locales/fr.json"} <= catalogs <= served
+    status, headers, body = fetch(server, "/locales/fr.json")
+    assert (status, headers["content-type"]) == (200, "application/json")
+    assert body == (STATIC / "locales" / "fr.json").read_bytes()
 
 
 def test_head_revalidation_and_methods(server: ServerProcess) -> None:
@@ -104,7 +110,8 @@ def test_nothing_else_is_served(server: ServerProcess) -> None:
 
 
 def test_modules_an_operator_imports_are_shared(server: ServerProcess) -> None:
-    for path in ("/chemmy.js", "/state.js"):
+    # state.js imports i18n.js, which imports the English catalog (issue 17).
+    for path in ("/chemmy.js", "/state.js", "/i18n.js", "/locales/en.json", "/locales/fr.json"):
         _, headers, _ = fetch(server, path)
         assert headers["access-control-allow-origin"] == "*"
         assert headers["cross-origin-resource-policy"] == "cross-origin"

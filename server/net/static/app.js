@@ -16,6 +16,7 @@
  */
 
 import { ChemmyError, connect } from "./chemmy.js";
+import { chooseLanguage, formatNumber, language, refusalText, setLanguage, t, translatePage } from "./i18n.js";
 import {
   AREA_NAMES,
   HAND_NAMES,
@@ -39,16 +40,16 @@ const SQUEEZE_SECONDS = { 1: 2.6, 2: 1.8, 3: 1.2, 4: 0.8, 5: 0.35 };
 const PROGRESS_STEPS = [25, 50, 75]; // percents sent to the table while a card opens
 const LONG_PRESS_MS = 550;
 const RESULT_MIN_MS = 5000; // the settled coup stays at least this long under others' chips
-const OPTION_DEFAULTS = { speed: 4, balloons: true, sound: true, voices: true, name: "" };
+const OPTION_DEFAULTS = { speed: 4, balloons: true, sound: true, voices: true, name: "", language: "auto" };
 const PAYS = {
   player: "1:1",
-  banker: "1:1 less 5%",
+  get banker() { return t("page.pays.banker"); },
   tie: "8:1",
   player_pair: "11:1",
   banker_pair: "11:1",
   super6: "12:1",
-  dragon_player: "up to 30:1",
-  dragon_banker: "up to 30:1",
+  get dragon_player() { return t("page.pays.dragon"); },
+  get dragon_banker() { return t("page.pays.dragon"); },
 };
 const STALE = new Set([
   "wrong_phase",
@@ -188,6 +189,7 @@ class Sounds {
     if (!this.app.opts.voices || !text || !globalThis.speechSynthesis) return;
     try {
       const u = new SpeechSynthesisUtterance(text);
+      u.lang = language();
       u.rate = 1.05;
       speechSynthesis.speak(u);
     } catch {
@@ -284,10 +286,11 @@ class App {
   }
 
   // -- start --------------------------------------------------------------------------
-  start() {
+  async start() {
     this.params = new URLSearchParams(location.search);
     this.bindStatic();
     this.applyOptions();
+    await this.applyLanguage();
     let token = this.params.get("token");
     if (token) {
       // Out of the address bar (and of the history) at once; kept for this tab only, so
@@ -311,20 +314,53 @@ class App {
 
   /** No token yet: this page waits for its host page's `chemmy:connect` (docs/embedding.md §3). */
   waitForHost(ignored = null) {
+    this.hostIgnored = ignored; // drawn again in another language (applyLanguage)
     const expected = this.params.get("parent");
-    this.setMessage("Waiting for the host page…");
-    $("#plaque").textContent = "Waiting for the host page";
+    this.setMessage(t("page.host_wait"));
+    $("#plaque").textContent = t("page.plaque.host_wait");
     const pill = $("#conn");
     pill.dataset.state = "waiting";
-    pill.textContent = "waiting for the host page";
-    const from = expected ? ` from ${expected}` : "";
-    const why = ignored ? ` (a message from ${ignored} was ignored)` : "";
+    pill.textContent = t("page.conn.waiting");
+    const message = '{type: "chemmy:connect", token}';
+    let text = t("page.host.banner", { message });
+    if (expected && ignored) text = t("page.host.banner_from_ignored", { message, origin: expected, ignored });
+    else if (expected) text = t("page.host.banner_from", { message, origin: expected });
     const banner = $("#banner");
-    banner.textContent =
-      `This table waits for its host page to send it {type: "chemmy:connect", token} by postMessage${from}${why}.` +
-      (window.parent === window ? " It is not in a frame: open it with ?token=… or ?guest=1 instead." : "");
+    banner.textContent = window.parent === window ? `${text} ${t("page.host.not_framed")}` : text;
     banner.dataset.tone = "warn";
     show(banner, true);
+  }
+
+  /** The words in the language chosen in Options, else the operator's (the token's
+   * `language`, else `?lang=`), else the browser's (i18n.js); everything drawn again. */
+  async applyLanguage() {
+    const lang = chooseLanguage({
+      option: this.opts.language,
+      token: this.identity?.language,
+      param: this.params.get("lang"),
+      browser: navigator.languages,
+    });
+    if (lang === language() && document.documentElement.lang === lang) return;
+    await setLanguage(lang);
+    translatePage();
+    if (!this.client && $("#conn").dataset.state === "waiting") {
+      this.waitForHost(this.hostIgnored ?? null); // still waiting for the host page
+      return;
+    }
+    const conn = { open: "connected", reconnecting: "reconnecting", closed: "disconnected" }[this.connState] ?? "connecting";
+    $("#conn").textContent = t(`page.conn.${conn}`);
+    if (!this.identity && this.connState === "closed") $("#plaque").textContent = t("page.plaque.not_connected");
+    if (this.identity) {
+      $("#who").textContent = this.identity.guest ? t("page.guest", { name: this.identity.name }) : this.identity.name;
+      if (document.body.dataset.view === "lobby") $("#plaque").textContent = t("page.choose_table");
+    }
+    if (this.state) {
+      if (document.body.dataset.view === "table") this.buildLayout();
+      this.render();
+      this.renderRoads();
+    } else if (this.identity && document.body.dataset.view === "lobby") {
+      this.refreshLobby();
+    }
   }
 
   defaultUrl() {
@@ -347,7 +383,7 @@ class App {
     if (m.type === "chemmy:connect" && !this.client) {
       this.parentOrigin = ev.origin;
       if (typeof m.token !== "string" && m.guest !== true) {
-        this.setMessage("The host page sent no token", "refused");
+        this.setMessage(t("page.host_no_token"), "refused");
         return;
       }
       // The table: the message's, else the frame's address's (`?table=`).
@@ -376,7 +412,7 @@ class App {
           resume: store.get("session", "chemmy.resume") || undefined,
         };
     this.client = connect(url || this.defaultUrl(), auth);
-    this.setMessage("Connecting…");
+    this.setMessage(t("page.connecting"));
     this.connectingMessage = this.messages; // replaced at the hello, if still shown
     show($("#banner"), false);
     window.chemmyPage = this; // for operators debugging an embedding (and the tests)
@@ -384,10 +420,10 @@ class App {
     c.on("status", (s) => this.onStatus(s));
     c.on("hello", (hello) => this.onHello(hello, table));
     c.on("snapshot", ({ table: t, snapshot }) => this.onSnapshot(t, snapshot));
-    c.on("resumed", ({ table: t }) => t === this.tableId && this.note("Resumed: nothing was missed"));
+    c.on("resumed", ({ table: tb }) => tb === this.tableId && this.note(t("page.resumed")));
     c.on("event", (ev) => this.onEvent(ev));
     c.on("chat", (m) => this.onChat(m));
-    c.on("error", (m) => this.note(`${m.message ?? m.code}`, "refused"));
+    c.on("error", (m) => this.note(refusalText(m.code, m.message), "refused"));
   }
 
   // -- connection ----------------------------------------------------------------------
@@ -397,39 +433,37 @@ class App {
     pill.dataset.state = s.state;
     const banner = $("#banner");
     if (s.state === "open") {
-      pill.textContent = "connected";
+      pill.textContent = t("page.conn.connected");
       show(banner, false);
       if (s.resumed) {
-        this.note(s.sameIdentity ? "Reconnected" : "Reconnected as a new guest: your seat is gone", "you");
+        this.note(s.sameIdentity ? t("page.reconnected") : t("page.reconnected_new_guest"), "you");
       }
     } else if (s.state === "reconnecting") {
-      pill.textContent = "reconnecting…";
+      pill.textContent = t("page.conn.reconnecting");
       banner.textContent =
         s.attempt > 0
-          ? `Connection lost — reconnecting (attempt ${s.attempt})… Your seat is kept for a while.`
-          : "Connecting…";
+          ? t("page.banner.reconnecting", { attempt: s.attempt })
+          : t("page.connecting");
       banner.dataset.tone = "warn";
       show(banner, s.attempt > 0);
-      if (s.attempt === 1 && s.code !== undefined) this.note("Connection lost: reconnecting…", "refused");
+      if (s.attempt === 1 && s.code !== undefined) this.note(t("page.connection_lost"), "refused");
     } else if (s.state === "closed") {
-      pill.textContent = "disconnected";
+      pill.textContent = t("page.conn.disconnected");
       // A refused sign-in (the token expired, or is not valid here) is refused again on a
       // reload: only the operator's site can sign the player in again.
       const auth = /^(token_expired|bad_token|auth_required)\b/.exec(s.reason ?? "")?.[1];
-      let again = "Reload the page to try again.";
+      let again = t("page.banner.reload");
       if (auth) {
-        again = this.parentOrigin
-          ? "The host page has been told (chemmy:status, state closed) and may send a new token."
-          : "Reloading will not help: the casino's site must sign you in again (go back to it and open the table from there).";
+        again = this.parentOrigin ? t("page.banner.host_told") : t("page.banner.sign_in_again");
       } else if (this.parentOrigin) {
-        again = "The host page may send a new token.";
+        again = t("page.banner.new_token");
       }
-      banner.textContent = `Disconnected: ${s.reason || "the connection closed"}. ${again}`;
-      if (!this.identity) $("#plaque").textContent = "Not connected"; // it said "Connecting…"
+      banner.textContent = t("page.banner.disconnected", { reason: s.reason || t("page.banner.closed"), again });
+      if (!this.identity) $("#plaque").textContent = t("page.plaque.not_connected"); // it said "Connecting…"
       banner.dataset.tone = "error";
       show(banner, true);
     } else {
-      pill.textContent = "connecting…";
+      pill.textContent = t("page.conn.connecting");
     }
     const why = s.state === "closed" ? { code: s.code ?? null, reason: s.reason ?? null } : {};
     this.toParent({ type: "chemmy:status", state: s.state, player: this.identity?.player ?? null, ...why });
@@ -439,9 +473,10 @@ class App {
   onHello(hello, table) {
     const first = !this.identity;
     this.identity = hello;
+    if (hello.language) this.applyLanguage();
     if (hello.resume) store.set("session", "chemmy.resume", hello.resume);
-    $("#who").textContent = `${hello.name}${hello.guest ? " (guest)" : ""}`;
-    if (this.messages === this.connectingMessage) this.setMessage(`Connected as ${hello.name}`, "you");
+    $("#who").textContent = hello.guest ? t("page.guest", { name: hello.name }) : hello.name;
+    if (this.messages === this.connectingMessage) this.setMessage(t("page.connected_as", { name: hello.name }), "you");
     if (!this.state) this.renderMoney(undefined, 0);
     if (!first) return;
     const target = table || store.get("session", "chemmy.table");
@@ -455,7 +490,7 @@ class App {
     show($("#lobby"), true);
     show($("#table"), false);
     document.body.dataset.view = "lobby";
-    $("#plaque").textContent = "Choose a table";
+    $("#plaque").textContent = t("page.choose_table");
     $("#phase").textContent = "";
     await this.refreshLobby();
     clearInterval(this.lobbyTimer);
@@ -491,14 +526,14 @@ class App {
       const reply = await this.client.send("tables");
       this.tables = reply.tables ?? [];
     } catch (err) {
-      this.note(`Cannot list the tables: ${err.message}`, "refused");
+      this.note(t("page.no_tables", { error: err.message }), "refused");
       return;
     }
     const tiers = new Map();
-    for (const t of this.tables) {
-      const key = t.tier ?? "custom";
+    for (const tb of this.tables) {
+      const key = tb.tier ?? "custom";
       if (!tiers.has(key)) tiers.set(key, []);
-      tiers.get(key).push(t);
+      tiers.get(key).push(tb);
     }
     const list = $("#tables");
     fill(list,
@@ -506,20 +541,20 @@ class App {
         h(
           "section",
           { class: "tier" },
-          h("h2", {}, tier === "custom" ? "Other tables" : `Limits ${tierText(tables[0])}`),
+          h("h2", {}, tier === "custom" ? t("page.lobby.other") : t("page.lobby.limits", { limits: tierText(tables[0]) })),
           h(
             "div",
             { class: "tier-tables" },
-            tables.map((t) =>
+            tables.map((tb) =>
               h(
                 "button",
-                { class: "table-card", dataset: { table: t.table }, onclick: () => this.openTable(t.table) },
-                h("span", { class: "table-name" }, t.name),
-                h("span", { class: "table-limits" }, tierText(t)),
-                h("span", { class: "table-tie" }, `Tie ≤ ${formatMoney(t.limits?.tie_max)}`),
-                h("span", { class: "table-seats" }, `${t.seated}/${t.seats} seated · ${t.spectators} watching`),
-                h("span", { class: "table-phase" }, `${PHASE_NAMES[t.phase] ?? t.phase} · shoe ${t.shoe_no}, coup ${t.coup_no}`),
-                h("span", { class: "table-flags" }, t.commission ? "5% commission" : "no commission"),
+                { class: "table-card", dataset: { table: tb.table }, onclick: () => this.openTable(tb.table) },
+                h("span", { class: "table-name" }, tb.name),
+                h("span", { class: "table-limits" }, tierText(tb)),
+                h("span", { class: "table-tie" }, t("page.tie_max", { amount: formatMoney(tb.limits?.tie_max) })),
+                h("span", { class: "table-seats" }, t("page.lobby.seats", { seated: tb.seated, seats: tb.seats, watching: tb.spectators })),
+                h("span", { class: "table-phase" }, t("page.lobby.phase", { phase: PHASE_NAMES[tb.phase] ?? tb.phase, shoe: tb.shoe_no, coup: tb.coup_no })),
+                h("span", { class: "table-flags" }, tb.commission ? t("page.lobby.commission") : t("page.lobby.no_commission")),
               ),
             ),
           ),
@@ -540,7 +575,7 @@ class App {
       this.tableId = null;
       this.state = null;
       store.remove("session", "chemmy.table");
-      this.note(`Cannot join ${table}: ${err.message}`, "refused");
+      this.note(t("page.cannot_join", { table, error: err.message }), "refused");
       this.showLobby();
       return;
     }
@@ -587,7 +622,7 @@ class App {
       notes = this.state.apply(kind, data);
     } catch (err) {
       console.error(err);
-      this.note(`Catching up with the table (${err.message})`, "refused");
+      this.note(t("page.catching_up", { error: err.message }), "refused");
       this.client.resync(table).catch(() => {});
       return;
     }
@@ -611,8 +646,8 @@ class App {
     } else if (kind === "bets" && data.player === me) {
       this.sounds.play("chip");
       const bets = Object.entries(data.bets ?? {}).filter(([, v]) => v);
-      const what = bets.map(([a, v]) => `${AREA_NAMES[a] ?? a} ${formatMoney(v)}`).join(" · ");
-      this.setMessage(what ? `Your bets: ${what}` : "Your bets: none", "you"); // the display only, not the log
+      const what = bets.map(([a, v]) => t("page.your_bets.item", { area: AREA_NAMES[a] ?? a, amount: formatMoney(v) })).join(" · ");
+      this.setMessage(what ? t("page.your_bets", { bets: what }) : t("page.your_bets_none"), "you"); // the display only, not the log
     } else if (kind === "shoe_started" || kind === "burned") {
       this.fetchRoads(); // the burn card is seen: the odds change
     } else if ((kind === "stood" || kind === "bets_void") && data.player === me) {
@@ -702,22 +737,22 @@ class App {
   refused(err, type, fields = {}) {
     if (!(err instanceof ChemmyError)) {
       console.error(err);
-      this.note(`${type} failed: ${err.message}`, "refused");
+      this.note(t("page.failed", { command: type, error: err.message }), "refused");
       return;
     }
     if (err.code === "disconnected" || err.code === "closed") {
-      this.note(`Not connected: ${type.replaceAll("_", " ")} was not sent`, "refused", err.code);
+      this.note(t("page.not_connected", { command: type.replaceAll("_", " ") }), "refused", err.code);
       return;
     }
     const s = this.state;
     const area = AREA_NAMES[fields.area] ?? fields.area;
     let text;
-    if (err.code === "over_max" && s) text = `Over the maximum on ${area} (${formatMoney(s.maxFor(fields.area))})`;
-    else if (err.code === "below_min" && s) text = `Below the table minimum on ${area} (${formatMoney(s.limits.min)})`;
-    else if (err.code === "insufficient_funds") text = "Not enough balance for that bet";
-    else if (STALE.has(err.code)) text = `Too late: ${String(err.message).replace(/^not now: /, "")}`;
-    else text = err.message || err.code;
-    this.note(`Refused: ${text}`, "refused", err.code);
+    if (err.code === "over_max" && s) text = t("page.refused.over_max", { area, amount: formatMoney(s.maxFor(fields.area)) });
+    else if (err.code === "below_min" && s) text = t("page.refused.below_min", { area, amount: formatMoney(s.limits.min) });
+    else if (err.code === "insufficient_funds") text = t("page.refused.funds");
+    else if (STALE.has(err.code)) text = t("page.refused.too_late", { reason: refusalText(err.code, String(err.message).replace(/^not now: /, "")) });
+    else text = refusalText(err.code, err.message) || err.code;
+    this.note(t("page.refused", { text }), "refused", err.code);
     this.sounds.play("refused");
   }
 
@@ -885,6 +920,13 @@ class App {
     const dlg = $("#dlg-cashier");
     this.renderCashier();
     $("#cashier-result").textContent = "";
+    // The suggested amount as the current language writes money ("100,00" in French,
+    // which parseMoney would read as 10,000.00 if it stayed "100.00"); a typed one stays.
+    const input = $("#cashier-amount");
+    const suggested = formatMoney(10000);
+    if (input.value === (this.cashierSuggested ?? input.defaultValue)) input.value = suggested;
+    input.placeholder = suggested;
+    this.cashierSuggested = suggested;
     dlg.showModal();
     $("#cashier-amount").focus();
     this.refreshMoney();
@@ -900,7 +942,7 @@ class App {
     const amount = parseMoney($("#cashier-amount").value);
     const result = $("#cashier-result");
     if (!amount) {
-      result.textContent = "Enter an amount, like 50 or 12.50";
+      result.textContent = t("page.cashier.enter", { example: formatMoney(1250) });
       result.dataset.tone = "refused";
       return;
     }
@@ -909,16 +951,16 @@ class App {
     try {
       const reply = await this.client.send("deposit", { amount }, { id: this.depositId });
       this.depositId = null;
-      result.textContent = `Deposited ${formatMoney(amount)}: balance ${formatMoney(reply.balance)}`;
+      result.textContent = t("page.cashier.deposited_balance", { amount: formatMoney(amount), balance: formatMoney(reply.balance) });
       result.dataset.tone = "win";
       if (this.state) this.state.balance = reply.balance;
       else if (this.identity) this.identity.balance = reply.balance;
       this.renderCashier();
       await this.refreshMoney(); // and what is available, from the server
-      this.note(`Deposited ${formatMoney(amount)}`, "you");
+      this.note(t("page.cashier.deposited", { amount: formatMoney(amount) }), "you");
     } catch (err) {
       if (err.code !== "disconnected" && err.code !== "timeout") this.depositId = null;
-      result.textContent = `Refused: ${err.message}`;
+      result.textContent = t("page.refused", { text: refusalText(err.code, err.message) });
       result.dataset.tone = "refused";
     }
   }
@@ -931,12 +973,12 @@ class App {
   async loadHistory() {
     const body = $("#history-body");
     const status = $("#history-status");
-    status.textContent = "Loading…";
+    status.textContent = t("page.loading");
     let rounds;
     try {
       rounds = (await this.client.send("history", { limit: 100 })).rounds ?? [];
     } catch (err) {
-      status.textContent = `History unavailable: ${err.message}`;
+      status.textContent = t("page.history.unavailable", { error: err.message });
       return;
     }
     const me = this.identity?.player;
@@ -950,8 +992,8 @@ class App {
         return h(
           "tr",
           { dataset: { round: r.round_id } },
-          h("td", {}, r.round_id, h("br"), h("small", {}, new Date(r.time * 1000).toLocaleTimeString())),
-          h("td", {}, resultText(r), behalf.length ? h("small", { class: "behalf" }, ` · croupier for you: ${behalf.join(", ")}`) : null),
+          h("td", {}, r.round_id, h("br"), h("small", {}, new Date(r.time * 1000).toLocaleTimeString(language()))),
+          h("td", {}, resultText(r), behalf.length ? h("small", { class: "behalf" }, t("page.history.behalf", { steps: behalf.join(", ") })) : null),
           h("td", { class: "cards" }, cardsLine(r.player)),
           h("td", { class: "cards" }, cardsLine(r.banker)),
           h("td", {}, mine.map((b) => `${AREA_NAMES[b.area] ?? b.area} ${formatMoney(b.stake)}`).join(", ") || "–"),
@@ -960,7 +1002,7 @@ class App {
         );
       }),
     );
-    status.textContent = `${rounds.length} round${rounds.length === 1 ? "" : "s"} · net ${formatMoney(total, { sign: true })}`;
+    status.textContent = t(rounds.length === 1 ? "page.history.status_one" : "page.history.status", { count: rounds.length, net: formatMoney(total, { sign: true }) });
   }
 
   async openHelp() {
@@ -974,7 +1016,7 @@ class App {
       fill(body, markdown(await res.text()));
       body.dataset.loaded = "1";
     } catch (err) {
-      fill(body, h("p", {}, `The rules are not available: ${err.message}`));
+      fill(body, h("p", {}, t("page.help.unavailable", { error: err.message })));
     }
   }
 
@@ -985,6 +1027,7 @@ class App {
     f.elements.sound.checked = this.opts.sound;
     f.elements.voices.checked = this.opts.voices;
     f.elements.name.value = this.opts.name ?? "";
+    f.elements.language.value = this.opts.language ?? "auto";
     $("#speed-value").textContent = String(this.opts.speed);
     $("#dlg-options").showModal();
   }
@@ -997,12 +1040,14 @@ class App {
       sound: f.elements.sound.checked,
       voices: f.elements.voices.checked,
       name: f.elements.name.value.trim().slice(0, 32),
+      language: f.elements.language.value || "auto",
     };
     $("#speed-value").textContent = String(this.opts.speed);
     if (!this.opts.voices && globalThis.speechSynthesis) speechSynthesis.cancel();
     saveOptions(this.opts);
     this.applyOptions();
     this.render();
+    this.applyLanguage();
   }
 
   applyOptions() {
@@ -1024,7 +1069,7 @@ class App {
           "button",
           { class: "area", dataset: { area }, type: "button", "aria-label": AREA_NAMES[area] ?? area },
           h("span", { class: "area-name" }, AREA_NAMES[area] ?? area),
-          h("span", { class: "area-pays" }, area === "banker" && s.options.commission === false ? "1:1 (6 pays half)" : PAYS[area] ?? ""),
+          h("span", { class: "area-pays" }, area === "banker" && s.options.commission === false ? t("page.pays.no_commission") : PAYS[area] ?? ""),
           h("span", { class: "area-pile" }),
           h("span", { class: "area-others" }),
         );
@@ -1077,7 +1122,7 @@ class App {
               this.renderChips();
             },
           },
-          chipLabel(formatMoney(value).replace(/\.00$/, "")),
+          chipLabel(formatMoney(value).replace(/[.,]00$/, "")),
         ),
       ),
     );
@@ -1108,7 +1153,7 @@ class App {
   renderPlaque() {
     const s = this.state;
     const lim = s.limits;
-    $("#plaque").textContent = `${s.options.name ?? s.table} · ${formatMoney(lim.min)}–${formatMoney(lim.max)} · Tie ≤ ${formatMoney(lim.tie_max)}`;
+    $("#plaque").textContent = `${s.options.name ?? s.table} · ${formatMoney(lim.min)}–${formatMoney(lim.max)} · ${t("page.tie_max", { amount: formatMoney(lim.tie_max) })}`;
   }
 
   renderClock() {
@@ -1143,7 +1188,7 @@ class App {
             { class: "seat empty", dataset: { seat: i } },
             h("span", { class: "seat-no" }, i),
             free.has(i) && this.connState === "open"
-              ? h("button", { class: "sit-here", type: "button", onclick: () => this.cmd("sit", { seat: i }) }, "Sit")
+              ? h("button", { class: "sit-here", type: "button", onclick: () => this.cmd("sit", { seat: i }) }, t("page.seat.sit"))
               : h("span", { class: "seat-name" }, "–"),
           ),
         );
@@ -1160,19 +1205,19 @@ class App {
             dataset: { seat: i, player: p.player },
           },
           h("span", { class: "seat-no" }, i),
-          p.player === s.holder ? h("span", { class: "shoe-mark", title: "holds the shoe" }, "◆ shoe") : null,
-          h("span", { class: "seat-name" }, p.player === s.me ? `${p.name} (you)` : p.name),
+          p.player === s.holder ? h("span", { class: "shoe-mark", title: t("page.seat.holds") }, t("page.seat.shoe")) : null,
+          h("span", { class: "seat-name" }, p.player === s.me ? t("page.seat.you", { name: p.name }) : p.name),
           stake ? h("span", { class: "seat-chips" }, formatMoney(stake)) : null,
-          p.done && s.phase === "betting" ? h("span", { class: "seat-done", title: "DONE" }, "✓") : null,
-          p.connected ? null : h("span", { class: "seat-away", title: "disconnected" }, "⚠ away"),
-          s.offer?.player === p.player ? h("span", { class: "seat-offer" }, "offered the shoe") : null,
+          p.done && s.phase === "betting" ? h("span", { class: "seat-done", title: t("btn.done") }, "✓") : null,
+          p.connected ? null : h("span", { class: "seat-away", title: t("page.conn.disconnected") }, t("page.seat.away")),
+          s.offer?.player === p.player ? h("span", { class: "seat-offer" }, t("page.seat.offered")) : null,
         ),
       );
     }
     fill($("#seats"), ...seats);
-    const you = s.mySeat ? `You: seat ${s.mySeat}` : "You are watching";
-    const shoe = s.holder === s.me && s.me ? " · you hold the shoe" : s.houseHolds ? " · the house holds the shoe" : "";
-    $("#you-seat").textContent = `${you}${shoe} · ${s.spectators} without a seat`;
+    const you = s.mySeat ? t("page.you.seat", { seat: s.mySeat }) : t("page.you.watching");
+    const shoe = s.holder === s.me && s.me ? ` · ${t("page.you.hold_shoe")}` : s.houseHolds ? ` · ${t("page.you.house_holds")}` : "";
+    $("#you-seat").textContent = `${you}${shoe} · ${t("page.you.spectators", { count: s.spectators })}`;
   }
 
   renderShoe() {
@@ -1180,23 +1225,23 @@ class App {
     const shoe = s.shoe;
     const info = $("#shoe-info");
     if (!shoe) {
-      fill(info, h("span", {}, "No shoe: shuffling"));
+      fill(info, h("span", {}, t("page.shoe.none")));
     } else {
       fill(info,
-        h("span", { class: "shoe-no" }, `Shoe ${shoe.no}`),
-        h("span", {}, `${shoe.cards_left ?? "?"} cards`),
-        shoe.cut != null ? h("span", {}, `cut ${shoe.cut}`) : null,
+        h("span", { class: "shoe-no" }, t("page.shoe.no", { shoe: shoe.no })),
+        h("span", {}, t("page.shoe.cards", { cards: shoe.cards_left ?? "?" })),
+        shoe.cut != null ? h("span", {}, t("page.shoe.cut", { cut: shoe.cut })) : null,
         shoe.burn
           ? h(
               "span",
               { class: "burn", id: "burn" },
-              "burn ",
+              `${t("page.shoe.burn")} `,
               cardEl({ card: shoe.burn.card, up: true }, { small: true }),
-              ` +${shoe.burn.count} face down`,
+              ` ${t("page.shoe.face_down", { count: shoe.burn.count })}`,
             )
           : null,
-        shoe.stop_card_out ? h("span", { class: "stop" }, "stop card out: last coup") : null,
-        h("span", { class: "commitment", title: `SHA-256 commitment: ${shoe.commitment}` }, `#${String(shoe.commitment ?? "").slice(0, 10)}`),
+        shoe.stop_card_out ? h("span", { class: "stop" }, t("page.shoe.stop")) : null,
+        h("span", { class: "commitment", title: t("page.shoe.commitment", { commitment: shoe.commitment }) }, `#${String(shoe.commitment ?? "").slice(0, 10)}`),
       );
     }
     this.renderCut();
@@ -1220,7 +1265,7 @@ class App {
     range.value = String(this.cutValue);
     const size = cut.max + cut.min;
     $("#cut-marker").style.setProperty("--at", `${(this.cutValue / size) * 100}%`);
-    $("#cut-value").textContent = `cut at card ${this.cutValue} (${cut.min}–${cut.max})`;
+    $("#cut-value").textContent = t("page.cut.value", { at: this.cutValue, min: cut.min, max: cut.max });
   }
 
   renderHands() {
@@ -1240,7 +1285,7 @@ class App {
       $(`#total-${hand}`).textContent = anyUp ? String(total) : "";
       const who = [];
       if (s.coup && coup === s.coup) {
-        who.push(`turns: ${s.name(turner)}`);
+        who.push(t("page.turns", { who: s.name(turner) }));
         if (squeezing) who.push(`${String(s.coup.style).toUpperCase()}${pcts.length && s.coup.squeezer !== s.me ? ` ${Math.max(...pcts)}%` : ""}`);
       }
       $(`#turner-${hand}`).textContent = who.join(" · ");
@@ -1294,8 +1339,8 @@ class App {
       el.dataset.mine = String(mine);
       el.dataset.total = String(total);
       el.title = bet[area]
-        ? `Click: place a chip · Ctrl-click, right-click or long press: take it back · you may add ${formatMoney(bet[area].min)}–${formatMoney(bet[area].max)}`
-        : `max ${formatMoney(s.maxFor(area))}`;
+        ? t("page.area.title", { min: formatMoney(bet[area].min), max: formatMoney(bet[area].max) })
+        : t("page.area.max", { amount: formatMoney(s.maxFor(area)) });
       const pile = el.querySelector(".area-pile");
       fill(pile,
         mine ? h("span", { class: "pile mine" }, chipStack(mine, s.limits.min)) : null,
@@ -1361,7 +1406,7 @@ class App {
       show(el, index !== undefined);
       if (index === undefined) return;
       el.dataset.card = String(index);
-      el.textContent = `CARD ${index}`;
+      el.textContent = t("btn.card", { n: index });
       enable(el, cards.includes(index) && !this.animating.has(`${a.turn?.hand}:${index}`));
     });
     show($("#bet-bar"), Boolean(s?.mySeat));
@@ -1381,8 +1426,8 @@ class App {
     const roads = s.roads ?? {};
     const st = roads.stats ?? {};
     $("#road-stats").textContent = st.coups != null
-      ? `Coups ${st.coups} · B ${st.banker} · P ${st.player} · T ${st.tie} · PP ${st.player_pair} · BP ${st.banker_pair} · naturals ${st.natural}`
-      : "No coup yet in this shoe";
+      ? t("page.roads.stats", { coups: st.coups, banker: st.banker, player: st.player, tie: st.tie, player_pair: st.player_pair, banker_pair: st.banker_pair, natural: st.natural })
+      : t("page.roads.none");
     fill($("#road-bead"),
       roadGrid(roads.bead_plate ?? [], roads.rows ?? 6, (c) =>
         h("span", { class: `bead ${c.outcome}${c.player_pair ? " ppair" : ""}${c.banker_pair ? " bpair" : ""}`, title: `${c.outcome} ${c.total}` }, c.outcome[0].toUpperCase()),
@@ -1417,25 +1462,28 @@ class App {
     const odds = s.odds;
     const tbl = $("#odds");
     if (!odds) {
-      fill(tbl, h("p", { class: "muted" }, "The exact odds come between coups."));
+      fill(tbl, h("p", { class: "muted" }, t("page.odds.later")));
       return;
     }
-    const pct = (v) => (typeof v === "number" ? `${(v * 100).toFixed(3)}%` : "–");
-    const edge = (v) => (typeof v === "number" ? `${(v * 100).toFixed(3)}%` : "–");
+    const pct = (v) => (typeof v === "number" ? formatNumber(v, { style: "percent", minimumFractionDigits: 3, maximumFractionDigits: 3 }) : "–");
+    const edge = (v) => (typeof v === "number" ? formatNumber(v, { style: "percent", minimumFractionDigits: 3, maximumFractionDigits: 3 }) : "–");
     // One row per area this table has (its options' areas), then the naturals.
     const chance = { super6: odds.banker_six }; // Super 6 wins on "Banker wins with 6"
     const rows = [
       ...s.areas.map((area) => [AREA_NAMES[area] ?? area, chance[area] ?? odds[area], odds.edges?.[area]]),
-      ["Natural", odds.natural, null],
+      [t("page.odds.natural"), odds.natural, null],
     ];
     const burn = s.shoe?.burn;
-    const unseen = burn && Number.isInteger(s.shoe.cards_left) ? `: ${s.shoe.cards_left} in the shoe and ${burn.count} burned face down` : "";
+    const next =
+      burn && Number.isInteger(s.shoe.cards_left)
+        ? t("page.odds.next_split", { cards: odds.cards, shoe: s.shoe.cards_left, burned: burn.count })
+        : t("page.odds.next", { cards: odds.cards });
     fill(tbl,
-      h("p", { class: "muted" }, `Next coup, from the ${odds.cards} cards not yet seen${unseen}`),
+      h("p", { class: "muted" }, next),
       h(
         "table",
         { class: "odds-table" },
-        h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "chance"), h("th", {}, "house edge"))),
+        h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, t("page.odds.chance")), h("th", {}, t("page.odds.edge")))),
         h("tbody", {}, rows.map(([name, p, e]) => h("tr", {}, h("th", {}, name), h("td", {}, pct(p)), h("td", {}, e == null ? "" : edge(e))))),
       ),
     );
@@ -1473,7 +1521,7 @@ function cardEl(c, { known = null, progress, style, croupier = null, small = fal
   const el = h("span", {
     class: `card${small ? " small" : ""}${face && isRed(face) ? " red" : ""}`,
     dataset: { state, ...(index ? { index } : {}), ...(hand ? { hand } : {}), ...(c.up ? { card: c.card } : {}) },
-    "aria-label": c.up ? cardText(c.card) : "face down",
+    "aria-label": c.up ? cardText(c.card) : t("page.card.face_down"),
   });
   if (face) {
     const rank = face.slice(0, -1) === "T" ? "10" : face.slice(0, -1);
@@ -1494,7 +1542,7 @@ function cardEl(c, { known = null, progress, style, croupier = null, small = fal
   }
   if (croupier) {
     el.dataset.croupier = "1";
-    el.append(h("span", { class: "croupier-mark", title: `turned by the croupier for ${croupier}` }, "croupier"));
+    el.append(h("span", { class: "croupier-mark", title: t("page.card.by_croupier", { who: croupier }) }, t("page.card.croupier")));
   }
   return el;
 }

@@ -11,51 +11,26 @@
  * (docs/protocol.md §9), taken from the snapshot's `you.actions` and replaced by the
  * private `actions` an event carries when they change; a spectator's free seats follow
  * the public `free_seats` of `sat` and `stood`. Money is integer minor units
- * throughout; `formatMoney` is the only place it becomes text.
+ * throughout; `formatMoney` is the only place it becomes text. The words are the
+ * catalogs' (i18n.js `t`), in the current language.
  */
 
-export const AREA_NAMES = {
-  player: "Player",
-  banker: "Banker",
-  tie: "Tie",
-  player_pair: "Player Pair",
-  banker_pair: "Banker Pair",
-  super6: "Super 6",
-  dragon_player: "Dragon Player",
-  dragon_banker: "Dragon Banker",
-};
-export const HAND_NAMES = { player: "Player", banker: "Banker" };
+import { formatMoney, parseMoney, t } from "./i18n.js";
+
+/** {id: its name in the current language}, read at each look-up (i18n.js). */
+function localNames(prefix, ids) {
+  return Object.defineProperties({}, Object.fromEntries(ids.map((id) => [id, { get: () => t(prefix + id), enumerable: true }])));
+}
+
+export const AREA_NAMES = localNames("area.", ["player", "banker", "tie", "player_pair", "banker_pair", "super6", "dragon_player", "dragon_banker"]);
+export const HAND_NAMES = localNames("hand.", ["player", "banker"]);
 export const SUITS = { s: "♠", h: "♥", d: "♦", c: "♣" };
-export const PHASE_NAMES = {
-  shuffle: "Shuffling",
-  waiting: "Waiting for players",
-  shoe_offer: "Shoe offered",
-  cut: "Cut",
-  betting: "Place your bets",
-  turn: "Turning the cards",
-  settled: "Settled",
-  closed: "Closed",
-};
+export const PHASE_NAMES = localNames("phase.", ["shuffle", "waiting", "shoe_offer", "cut", "betting", "turn", "settled", "closed"]);
 
-/** Minor units as money with two decimals: 123456 -> "1,234.56" (integers only). */
-export function formatMoney(minor, { sign = false } = {}) {
-  if (!Number.isInteger(minor)) return "–";
-  const prefix = minor < 0 ? "-" : sign && minor > 0 ? "+" : "";
-  const abs = Math.abs(minor);
-  const whole = Math.floor(abs / 100);
-  const cents = String(abs % 100).padStart(2, "0");
-  return `${prefix}${whole.toLocaleString("en-US")}.${cents}`;
-}
-
-/** Money text to minor units, exactly ("12.5" -> 1250, "1,000" -> 100000); null when
- * it is not money (at most two decimals, digits only). */
-export function parseMoney(text) {
-  let t = String(text).trim().replaceAll(/[ _]/g, "");
-  if (/^\d{1,3}(,\d{3})+(\.\d*)?$/.test(t)) t = t.replaceAll(",", "");
-  const m = /^(\d{1,12})(?:\.(\d{1,2}))?$/.exec(t);
-  if (!m) return null;
-  return Number(m[1]) * 100 + Number((m[2] ?? "0").padEnd(2, "0"));
-}
+/** Minor units as money with two decimals in the current language: 123456 -> "1,234.56"
+ * (English), "1 234,56" (French); integers only. Money text back to minor units, exactly
+ * ("12.5" -> 1250), or null. Both are i18n.js's. */
+export { formatMoney, parseMoney };
 
 /** "Td" -> "10♦"; null -> "?". */
 export function cardText(card) {
@@ -73,14 +48,14 @@ export function resultText(r) {
   const pt = r.player_total ?? 0;
   const bt = r.banker_total ?? 0;
   let text;
-  if (r.outcome === "tie") text = `Tie ${pt} to ${bt}`;
-  else if (r.outcome === "player") text = `Player wins ${pt} to ${bt}`;
-  else text = `Banker wins ${bt} to ${pt}`;
+  if (r.outcome === "tie") text = t("result.tie", { player: pt, banker: bt });
+  else if (r.outcome === "player") text = t("result.player", { player: pt, banker: bt });
+  else text = t("result.banker", { player: pt, banker: bt });
   const notes = [];
-  if (r.natural) notes.push("natural");
-  if (r.player_pair) notes.push("Player Pair");
-  if (r.banker_pair) notes.push("Banker Pair");
-  return notes.length ? `${text} (${notes.join(", ")})` : text;
+  if (r.natural) notes.push(t("result.natural"));
+  if (r.player_pair) notes.push(t("area.player_pair"));
+  if (r.banker_pair) notes.push(t("area.banker_pair"));
+  return notes.length ? t("result.with_notes", { text, notes: notes.join(", ") }) : text;
 }
 
 function cardView(c = {}) {
@@ -142,8 +117,8 @@ export class TableState {
   }
 
   name(pid) {
-    if (pid == null || pid === "croupier") return "the croupier";
-    if (pid === this.me) return "you";
+    if (pid == null || pid === "croupier") return t("who.croupier");
+    if (pid === this.me) return t("who.you");
     return this.names.get(pid) ?? pid;
   }
 
@@ -234,17 +209,7 @@ export class TableState {
   }
 
   phaseText() {
-    return (
-      {
-        betting: "Place your bets",
-        turn: "The cards are being turned",
-        shoe_offer: "The shoe is being offered",
-        cut: "Waiting for the cut",
-        waiting: "Waiting for players: take a seat",
-        shuffle: "Shuffling",
-        closed: "The table is closed",
-      }[this.phase] ?? ""
-    );
+    return ["betting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "closed"].includes(this.phase) ? t(`phase_sentence.${this.phase}`) : "";
   }
 
   setRoads(roads, odds) {
@@ -282,38 +247,39 @@ export class TableState {
     this.spectators = Math.max(0, this.spectators - 1);
     if (d.player === this.me) {
       this._money(d);
-      return [note(`You sit in seat ${d.seat}`, "you")];
+      return [note(t("ev.sat_you", { seat: d.seat }), "you")];
     }
-    return [note(`${name} sits in seat ${d.seat}`)];
+    return [note(t("ev.sat", { name, seat: d.seat }))];
   }
 
   on_stood(d) {
     this.seats.delete(d.player);
     if (d.player === this.me) this.myBets = {};
     const who = this.Name(d.player);
-    if (d.reason === "left") return [note(`${who} left the table`)];
-    if (d.reason === "timeout") return [note(`${who} stood up (timed out) and left`)];
+    const you = d.player === this.me ? "_you" : "";
+    if (d.reason === "left") return [note(t(`ev.left${you}`, { who }))];
+    if (d.reason === "timeout") return [note(t(`ev.timed_out${you}`, { who }))];
     this.spectators += 1;
-    return [note(`${who} stood up`)];
+    return [note(t(`ev.stood${you}`, { who }))];
   }
 
   on_disconnected(d) {
     const s = this.seats.get(d.player);
     if (s) s.connected = false;
-    return d.player === this.me ? [] : [note(`${this.Name(d.player)} lost the connection`)];
+    return d.player === this.me ? [] : [note(t("ev.disconnected", { who: this.Name(d.player) }))];
   }
 
   on_reconnected(d) {
     const s = this.seats.get(d.player);
     if (s) s.connected = true;
-    return d.player === this.me ? [] : [note(`${this.Name(d.player)} is back`)];
+    return d.player === this.me ? [] : [note(t("ev.reconnected", { who: this.Name(d.player) }))];
   }
 
   on_waiting() {
     this.phase = "waiting";
     this.deadline = null;
     this.offer = null;
-    return [note("Waiting for players: take a seat")];
+    return [note(t("phase_sentence.waiting"))];
   }
 
   // the shoe
@@ -330,15 +296,15 @@ export class TableState {
     this.roads = {};
     this.odds = null;
     this.phase = "shuffle";
-    return [note(`Shoe ${d.shoe_no}: a new shoe (commitment ${String(d.commitment ?? "").slice(0, 12)}…)`)];
+    return [note(t("page.ev.shoe_started", { shoe: d.shoe_no, commitment: String(d.commitment ?? "").slice(0, 12) }))];
   }
 
   on_shoe_offered(d) {
     this.offer = { player: d.player, deadline: d.deadline };
     this.phase = "shoe_offer";
     this.deadline = d.deadline ?? null;
-    if (d.player === this.me) return [note("The shoe is offered to you: ACCEPT or DECLINE", "turn", "The shoe is yours")];
-    return [note(`The shoe is offered to ${this.name(d.player)}`)];
+    if (d.player === this.me) return [note(t("page.ev.shoe_offered_you"), "turn", t("page.say.shoe_yours"))];
+    return [note(t("ev.shoe_offered", { who: this.name(d.player) }))];
   }
 
   on_shoe_accepted(d) {
@@ -346,37 +312,34 @@ export class TableState {
     this.holder = d.player;
     this.houseHolds = false;
     this.deadline = null;
-    return [note(d.player === this.me ? "You hold the shoe" : `${this.Name(d.player)} takes the shoe`, d.player === this.me ? "you" : "info")];
+    return [note(d.player === this.me ? t("ev.shoe_accepted_you") : t("ev.shoe_accepted", { who: this.Name(d.player) }), d.player === this.me ? "you" : "info")];
   }
 
   on_shoe_declined(d) {
     this.offer = null;
-    const why = d.timeout ? " (time ran out)" : "";
-    return [note(`${this.Name(d.player)} declined the shoe${why}`, d.timeout ? "croupier" : "info")];
+    const why = d.timeout ? "_timeout" : "";
+    return [note(t(`ev.shoe_declined${why}${d.player === this.me ? "_you" : ""}`, { who: this.Name(d.player) }), d.timeout ? "croupier" : "info")];
   }
 
   on_shoe_held_by_house() {
     this.offer = null;
     this.holder = null;
     this.houseHolds = true;
-    return [note("The house holds the shoe")];
+    return [note(t("ev.house_holds"))];
   }
 
   on_shoe_passed(d) {
     if (this.holder === d.player) this.holder = null;
-    const why =
-      { player_won: "Player won", passed: "passed", stood: "stood up", left: "left", timeout: "timed out", no_banker_bet: "no Banker bet" }[
-        d.reason
-      ] ?? d.reason;
-    return [note(`The shoe leaves ${this.name(d.player)} (${why})`)];
+    const why = ["player_won", "passed", "stood", "left", "timeout", "no_banker_bet"].includes(d.reason) ? t(`pass_reason.${d.reason}`) : d.reason;
+    return [note(t(d.player === this.me ? "ev.shoe_passed_you" : "ev.shoe_passed", { who: this.name(d.player), why }))];
   }
 
   on_cut_offered(d) {
     this.cutter = d.player ?? null;
     this.phase = "cut";
     this.deadline = d.deadline ?? null;
-    if (d.player === this.me) return [note("Cut the shoe: choose the point, then CUT", "turn")];
-    return [note(`${this.Name(this.cutter)} cuts the shoe`)];
+    if (d.player === this.me) return [note(t("page.ev.cut_offered_you"), "turn")];
+    return [note(t("ev.cut_offered", { who: this.Name(this.cutter) }))];
   }
 
   on_shoe_cut(d) {
@@ -384,9 +347,9 @@ export class TableState {
     this.cutter = null;
     this.deadline = null;
     if (d.on_behalf) {
-      return [note(`The croupier cut the shoe at ${d.position} for ${this.name(d.on_behalf)} (time ran out)`, "croupier")];
+      return [note(t("page.ev.shoe_cut_behalf", { position: d.position, who: this.name(d.on_behalf) }), "croupier")];
     }
-    return [note(`The shoe is cut at ${d.position} by ${this.name(d.by)}`)];
+    return [note(t("ev.shoe_cut", { position: d.position, who: this.name(d.by) }))];
   }
 
   on_burned(d) {
@@ -394,7 +357,7 @@ export class TableState {
       this.shoe.burn = { card: d.card, count: d.count };
       if (Number.isInteger(this.shoe.cards_left)) this.shoe.cards_left -= 1 + (d.count ?? 0);
     }
-    return [note(`Burn card ${cardText(d.card)}: ${d.count} cards burned face down`)];
+    return [note(t("page.ev.burned", { card: cardText(d.card), count: d.count }))];
   }
 
   on_stop_card() {
@@ -402,14 +365,14 @@ export class TableState {
       this.shoe.stop_card_out = true;
       this.shoe.last_coup = true;
     }
-    return [note("The stop card is out: one more coup, then a new shoe")];
+    return [note(t("ev.stop_card"))];
   }
 
   on_shoe_ended(d) {
     this.shoe = null;
     this.phase = "shuffle";
     this.deadline = null;
-    return [note(`Shoe ${d.shoe_no} is over: its seed is revealed (${(d.coups ?? []).length} coups)`)];
+    return [note(t("ev.shoe_ended", { shoe: d.shoe_no, coups: (d.coups ?? []).length }))];
   }
 
   on_closed(d) {
@@ -417,7 +380,7 @@ export class TableState {
     this.closed = true;
     this.coup = null;
     this.deadline = null;
-    return [note(`The table is closed${d.refunded ? ": wagers refunded" : ""}`)];
+    return [note(d.refunded ? t("ev.closed_refunded") : t("phase_sentence.closed"))];
   }
 
   // betting
@@ -427,8 +390,8 @@ export class TableState {
     this.coupNo = d.coup_no ?? this.coupNo;
     this.coup = null;
     for (const s of this.seats.values()) s.done = false;
-    const last = this.resultLine ? ` (last: ${this.resultLine})` : "";
-    return [note(`Coup ${this.coupNo}: place your bets${last}`, "info", this.seats.has(this.me) ? "Place your bets" : null)];
+    const text = this.resultLine ? t("ev.betting_opened_last", { coup: this.coupNo, last: this.resultLine }) : t("ev.betting_opened", { coup: this.coupNo });
+    return [note(text, "info", this.seats.has(this.me) ? t("phase_sentence.betting") : null)];
   }
 
   on_betting_timer(d) {
@@ -437,7 +400,7 @@ export class TableState {
 
   on_betting_waiting() {
     this.deadline = null;
-    return [note("Waiting for a bet")];
+    return [note(t("ev.betting_waiting"))];
   }
 
   on_bets(d) {
@@ -465,7 +428,7 @@ export class TableState {
     if (s) s.bets = {};
     if (d.player === this.me) {
       this.myBets = {};
-      return [note("Your bets were void: not enough balance", "lose")];
+      return [note(t("page.ev.bets_void"), "lose")];
     }
     return [];
   }
@@ -480,7 +443,7 @@ export class TableState {
     this.deadline = null;
     this._money(d);
     this.coup = newCoup(d.round_id, this.coupNo, d.bets ?? {});
-    return [note("No more bets", "info", "No more bets")];
+    return [note(t("ev.no_more_bets"), "info", t("ev.no_more_bets"))];
   }
 
   on_dealt(d) {
@@ -504,11 +467,11 @@ export class TableState {
     coup.deadline = d.deadline ?? null;
     this.deadline = coup.deadline;
     coup.turners[d.hand] = d.turner;
-    const what = d.third ? `the ${HAND_NAMES[d.hand]} third card` : `the ${HAND_NAMES[d.hand]} cards`;
+    const what = d.third ? t(`ev.what_third.${d.hand === "banker" ? "banker" : "player"}`) : t(`ev.what_cards.${d.hand === "banker" ? "banker" : "player"}`);
     if (d.turner === this.me) {
-      return [note(`Your turn: turn ${what} — TOSS, or squeeze: PEEK, SIDE, QUICK`, "turn", "Your turn")];
+      return [note(t("ev.turn_you", { what }), "turn", t("page.say.your_turn"))];
     }
-    return [note(`${this.Name(d.turner)} turns ${what}`)];
+    return [note(t("ev.turn", { who: this.Name(d.turner), what }))];
   }
 
   on_squeeze(d) {
@@ -517,10 +480,10 @@ export class TableState {
     coup.style = d.style;
     coup.squeezer = d.turner;
     for (const [k, card] of Object.entries(d.cards ?? {})) coup.private[`${d.hand}:${k}`] = card;
-    if (d.turner === this.me) {
-      return [note(`You squeeze the ${HAND_NAMES[d.hand]} cards (${String(d.style).toUpperCase()}): open them with the CARD buttons, or TOSS`, "you")];
-    }
-    return [note(`${this.Name(d.turner)} squeezes the ${HAND_NAMES[d.hand]} cards (${String(d.style).toUpperCase()})`)];
+    const what = t(`ev.what_cards.${d.hand === "banker" ? "banker" : "player"}`);
+    const style = String(d.style).toUpperCase();
+    if (d.turner === this.me) return [note(t("page.ev.squeeze_you", { what, style }), "you")];
+    return [note(t("ev.squeeze", { who: this.Name(d.turner), what, style }))];
   }
 
   on_progress(d) {
@@ -541,12 +504,12 @@ export class TableState {
     if (d.on_behalf) {
       return [
         note(
-          `The croupier turned ${hand} card ${d.index} (${cardText(d.card)}) for ${this.name(d.on_behalf)}: time ran out`,
+          t("page.ev.card_behalf", { hand, index: d.index, card: cardText(d.card), who: this.name(d.on_behalf) }),
           "croupier",
         ),
       ];
     }
-    return [note(`${hand} card ${d.index}: ${cardText(d.card)} — ${hand} ${coup.totals[d.hand] ?? ""}`.trim())];
+    return [note(Number.isInteger(coup.totals[d.hand]) ? t("ev.card_total", { hand, index: d.index, card: cardText(d.card), total: coup.totals[d.hand] }) : t("ev.card", { hand, index: d.index, card: cardText(d.card) }))];
   }
 
   on_third_card(d) {
@@ -556,19 +519,19 @@ export class TableState {
     coup.stage = `${d.hand}_third`;
     coup.style = null;
     if (this.shoe && Number.isInteger(this.shoe.cards_left)) this.shoe.cards_left -= 1;
-    return [note(`${HAND_NAMES[d.hand]} draws a third card`)];
+    return [note(t("ev.third_card", { hand: HAND_NAMES[d.hand] }))];
   }
 
   on_result(d) {
     this.lastResult = { ...d };
     if (this.coup) this.coup.result = { ...d };
-    const say = d.outcome === "tie" ? "Tie" : `${HAND_NAMES[d.outcome]} wins`;
+    const say = d.outcome === "tie" ? t("area.tie") : t("page.say.wins", { hand: HAND_NAMES[d.outcome] });
     return [note(resultText(d), "info", say)];
   }
 
   on_settled(d) {
     const r = this.lastResult;
-    let text = r ? resultText(r) : "Settled";
+    let text = r ? resultText(r) : t("ev.settled");
     const coup = this.coup;
     const mine = coup?.bets?.[this.me];
     if (mine && Object.keys(mine).length) this.lastBets = { ...mine };
@@ -578,19 +541,19 @@ export class TableState {
     if (Number.isInteger(d.net)) {
       this.lastNet = d.net;
       if (d.net > 0) {
-        text += ` — You won ${formatMoney(d.net)}`;
+        text = t("ev.won", { text, amount: formatMoney(d.net) });
         tone = "win";
-        say = "You win";
+        say = t("page.say.you_win");
       } else if (d.net < 0) {
-        text += ` — You lost ${formatMoney(-d.net)}`;
+        text = t("ev.lost", { text, amount: formatMoney(-d.net) });
         tone = "lose";
       } else {
-        text += " — Your bets push";
+        text = t("ev.push", { text });
       }
     }
     const behalf = coup ? [...new Set([...coup.player, ...coup.banker].map((c) => c.onBehalf).filter(Boolean))] : [];
     if (behalf.length) {
-      text += ` (finished by the croupier for ${behalf.map((p) => this.name(p)).join(", ")})`;
+      text = t("page.ev.finished_by_croupier", { text, who: behalf.map((p) => this.name(p)).join(", ") });
       if (tone === "info") tone = "croupier";
     }
     for (const s of this.seats.values()) {

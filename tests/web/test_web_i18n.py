@@ -1,0 +1,184 @@
+"""Languages on the web table (issue 17).
+
+- A token with ``"language": "fr"``: the page in French — the seats, the buttons, the
+  phase, the shoe, a refusal (over the maximum on Tie) — and money the French way
+  (``1 000,00``, Intl.NumberFormat), ``<html lang="fr">``.
+- No claim: the browser's language (``navigator.languages``: German here); the page's
+  ``?lang=`` parameter before it; a choice in Options wins over both, is kept over a
+  reload, and "Automatic" gives the choice back.
+- Statically: every message id the page's sources use (``t("…")``, ``data-i18n``) is in
+  the English catalog (the catalogs' own checks are tests/client/test_i18n.py), and
+  app.js and state.js have no words of their own outside ``t()`` (a merge that brings
+  in an English literal would leave it English on a French page).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+from web_helpers import RELAXED, SECRET, ServerProcess, TablePage, holder_ready, server_config
+
+from server.net.auth import make_token
+
+STATIC = Path(__file__).resolve().parents[2] / "server" / "net" / "static"
+NNBSP = "\u202f"  # the French group separator (CLDR), as Intl writes it
+
+TABLES = [
+    {"id": "web-fr", "name": "Chemin", "tier": "1-100", "timers": RELAXED},
+    {"id": "web-de", "name": "Tisch", "tier": "1-100", "timers": RELAXED},
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    s = ServerProcess(tmp_path_factory.mktemp("web-i18n"), server_config(TABLES)).start()
+    yield s
+    s.stop()
+
+
+def test_every_message_id_the_page_uses_is_in_the_catalog() -> None:
+    import json
+
+    keys = set(json.loads((STATIC / "locales" / "en.json").read_text(encoding="utf-8")))
+    used: set[str] = set()
+    for name in ("app.js", "state.js", "i18n.js"):
+        text = (STATIC / name).read_text(encoding="utf-8")
+        used |= set(re.findall(r"""\bt\(\s*["'`]([a-z][a-z0-9_.]*)(?=["'`]|\$\{)""", text))
+        # a message id chosen by a condition: t(cond ? "a.b" : "a.c")
+        for call in re.findall(r"\bt\(([^()]*\?[^()]*)", text):
+            used |= set(
+                re.findall(r"""["'`]((?:page|ev|phase|area|btn|who)\.[a-z0-9_.]*)["'`]""", call)
+            )
+    html = (STATIC / "index.html").read_text(encoding="utf-8")
+    used |= set(re.findall(r'data-i18n(?:-[a-z-]+)?="([^"]+)"', html))
+    assert {"btn.sit", "page.refused.over_max", "ev.sat", "page.lobby.title"} <= used
+    missing = sorted(
+        u
+        for u in used
+        if u not in keys and not any(k.startswith(u) for k in keys if u.endswith((".", "_")))
+    )
+    assert not missing, f"message ids the page uses that en.json lacks: {missing}"
+
+
+# A string literal of the page's scripts that reads as words: two words ("seat empty"
+# is a class list, after `class:`), or a capitalised word ("Connecting…").
+_WORDS = re.compile(r"[A-Za-z]{2,}[ :][A-Za-z…]|^[A-Z][a-z]+")
+_LITERAL_JS = re.compile(
+    r"""(?<![\w$])"((?:[^"\\\n]|\\.)*)"|`((?:[^`\\]|\\.)*)`|'((?:[^'\\\n]|\\.)*)'"""
+)
+# Words that are not the page's to translate: postMessage types and the message a frame
+# waits for (docs/embedding.md §3).
+_NOT_WORDS = {"chemmy:ready", "chemmy:connect", "chemmy:token", "chemmy:status"}
+
+
+def test_the_page_scripts_have_no_words_outside_the_catalogs() -> None:
+    """A merge or a new feature that adds an English literal to app.js or state.js
+    (instead of t("id")) would leave it English on a French page."""
+    found = []
+    for name in ("app.js", "state.js"):
+        text = (STATIC / name).read_text(encoding="utf-8")
+        text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+        for n, line in enumerate(text.splitlines(), 1):
+            line = re.sub(r"(^|\s)//.*$", "", line)
+            for m in _LITERAL_JS.finditer(line):
+                lit = next((g for g in m.groups() if g is not None), "")
+                before = line[: m.start()].rstrip()
+                if before.endswith(("t(", "class:")) or lit in _NOT_WORDS:
+                    continue
+                if lit.startswith("{type: ") or lit.startswith("#"):
+                    continue
+                if _WORDS.search(re.sub(r"\$\{[^}]*\}", "", lit)):
+                    found.append(f"{name}:{n}: {lit!r}")
+    assert not found, "words not from the catalogs (wrap them in t()):\n" + "\n".join(found)
+
+
+def test_the_token_says_french(server: ServerProcess, open_page: Callable[..., Page]) -> None:
+    page = open_page()
+    token = make_token(SECRET, "web-marie", "Marie", ttl=3600, language="fr")
+    page.goto(f"{server.http}/?token={token}&table=web-fr")
+    page.locator("#table").wait_for(state="visible")
+    tp = TablePage(page, "marie")
+    expect(page.locator("html")).to_have_attribute("lang", "fr")
+    expect(page.locator("#act-sit")).to_have_text("S'ASSEOIR")
+    expect(page.locator("#seats .seat[data-seat='1'] .sit-here")).to_have_text("S'asseoir")
+    expect(page.locator("#phase")).to_have_text("En attente de joueurs")
+    expect(page.locator("#balance")).to_have_text(f"1{NNBSP}000,00")
+    expect(page.locator("#btn-cashier")).to_have_text("Caisse")
+    expect(page.locator("#you-seat")).to_contain_text("Vous regardez")
+    expect(page.locator(".area[data-area='tie'] .area-name")).to_have_text("Égalité")
+
+    holder_ready(tp, 1)
+    expect(page.locator("#phase")).to_have_text("Faites vos jeux")
+    expect(page.locator("#seats .seat.me .seat-name")).to_have_text("Marie (vous)")
+    expect(page.locator("#act-done")).to_have_text("TERMINÉ")
+    expect(page.locator("#shoe-info")).to_contain_text("Sabot 1")
+    # 25,00 on Tie, over its maximum: refused, in French, with French money.
+    tp.chip(3)
+    tp.click("#layout .area[data-area='tie']")
+    expect(page.locator("#message")).to_have_text(
+        "Refusé : Au-dessus du maximum sur Égalité (15,00)", timeout=10_000
+    )
+    # A refusal the page does not word itself: the catalog's text for its code.
+    page.evaluate("chemmyPage.cmd('accept_shoe')")
+    expect(page.locator("#message")).to_contain_text("Refusé : Trop tard : ")
+    expect(page.locator("#chips .chip[data-index='0']")).to_have_text("1")  # not "1,00"
+
+
+def test_the_browser_then_the_parameter_then_options(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    page = open_page(locale="de-DE")
+    page.goto(f"{server.http}/?guest=1&name=Greta")
+    expect(page.locator("html")).to_have_attribute("lang", "de")
+    expect(page.locator("#lobby h1")).to_have_text("Wählen Sie Ihren Tisch")
+    expect(page.locator("#tables")).to_contain_text("Schlitten")
+    expect(page.locator("#btn-options")).to_have_text("Optionen")
+
+    page.goto(f"{server.http}/?guest=1&name=Greta&lang=fr&table=web-de")  # the operator's word
+    page.locator("#table").wait_for(state="visible")
+    expect(page.locator("#act-sit")).to_have_text("S'ASSEOIR")
+
+    # Options: English, chosen, wins over ?lang= and the browser, and stays over a reload.
+    page.click("#btn-options")
+    page.select_option("#options-form select[name='language']", "en")
+    expect(page.locator("#act-sit")).to_have_text("SIT")
+    expect(page.locator("#dlg-options h2")).to_have_text("Options")
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    page.keyboard.press("Escape")
+    page.reload()
+    page.locator("#table").wait_for(state="visible")
+    expect(page.locator("#act-sit")).to_have_text("SIT")
+    expect(page.locator("#balance")).to_have_text("1,000.00")
+    # "Automatic" gives the choice back: ?lang=fr again.
+    page.click("#btn-options")
+    page.select_option("#options-form select[name='language']", "auto")
+    expect(page.locator("#act-sit")).to_have_text("S'ASSEOIR")
+    expect(page.locator("#balance")).to_have_text(f"1{NNBSP}000,00")
+    expect(page.locator("#dlg-options h2")).to_have_text("Options")
+    expect(page.locator("#dlg-options label").first).to_contain_text("Vitesse du jeu")
+
+
+def test_state_js_follows_the_language(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    page = open_page(f"{server.http}/?guest=1")
+    got: Any = page.evaluate(
+        """async () => {
+          const i18n = await import('/i18n.js');
+          const m = await import('/state.js');
+          const en = [m.formatMoney(123456), m.AREA_NAMES.tie, m.resultText({outcome: 'banker', banker_total: 7, player_total: 5})];
+          await i18n.setLanguage('de');
+          const de = [m.formatMoney(123456), m.AREA_NAMES.tie, m.resultText({outcome: 'banker', banker_total: 7, player_total: 5}), m.parseMoney('1.234,5')];
+          await i18n.setLanguage('en');
+          return [en, de];
+        }"""
+    )
+    assert got == [
+        ["1,234.56", "Tie", "Banker wins 7 to 5"],
+        ["1.234,56", "Unentschieden", "Bank gewinnt 7 zu 5", 123450],
+    ]
