@@ -458,7 +458,10 @@ class App {
       } else if (this.parentOrigin) {
         again = t("page.banner.new_token");
       }
-      banner.textContent = t("page.banner.disconnected", { reason: s.reason || t("page.banner.closed"), again });
+      // "code: message" (a refused hello): the message in the page's language too.
+      const refused = /^([a-z_]+): (.*)$/s.exec(s.reason ?? "");
+      const reason = refused ? `${refused[1]}: ${refusalText(refused[1], refused[2])}` : s.reason || t("page.banner.closed");
+      banner.textContent = t("page.banner.disconnected", { reason, again });
       if (!this.identity) $("#plaque").textContent = t("page.plaque.not_connected"); // it said "Connecting…"
       banner.dataset.tone = "error";
       show(banner, true);
