@@ -175,7 +175,7 @@ class TableActor:
         self._last_state = table.to_state(spectators=False)
         self._summary: dict[str, Any] | None = None
         self._task: asyncio.Task[None] | None = None
-        self._odds: tuple[tuple[int, int], dict[str, Any] | None] | None = None
+        self._odds: tuple[tuple[Any, ...], dict[str, Any] | None] | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._current: _Item | None = None  # the item being stepped, not answered yet
         self._doubt: _InDoubt | None = None  # a step that may have been kept after all
@@ -364,14 +364,16 @@ class TableActor:
         """Answer a ``roads`` query: the roads, and between coups the exact odds of the
         next coup from what the players know remains in the shoe (the public cards out;
         never the burned cards, §4). The odds take a few ms of numpy: computed off the
-        loop, once per shoe position, and answered when ready, so the table never waits."""
+        loop, once per public composition, and answered when ready, so the table never waits."""
         table = self.table
         roads = table.roads()
         counts = views.public_composition(table)
         if counts is None or table.shoe is None:
             self.bus.reply(ReplyRecord.ok(to, table=self.table_id, roads=roads, odds=None))
             return
-        key = (table.shoe_no, len(table.shoe.dealt))
+        # Keyed by what the odds are computed from: the public composition (the burn card
+        # turned up at the cut changes it before any card is dealt).
+        key = (table.shoe_no, *sorted(counts.items()))
         if self._odds is not None and self._odds[0] == key:
             self.bus.reply(ReplyRecord.ok(to, table=self.table_id, roads=roads, odds=self._odds[1]))
             return

@@ -37,7 +37,8 @@ async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict
     amount = fields["amount"]
     limit = server.config.max_deposit
     if amount <= 0 or amount > limit:
-        raise Refused("bad_amount", f"a deposit is 1 to {limit} minor units")
+        # Said in money, as a player reads it: 1 to 1000000 minor units is 0.01 to 10,000.00.
+        raise Refused("bad_amount", f"a deposit is 0.01 to {_money(limit)}")
     if mid is None:
         raise ProtocolError("bad_message", "a deposit needs an id (it is its idempotency key)")
     pid = session.player
@@ -64,6 +65,12 @@ async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict
             server.relay(session, table, "refresh")
     balance_, _available = await server.money(pid)
     server.ok(session, mid, balance=balance_, duplicate=duplicate)
+
+
+def _money(minor: int) -> str:
+    """Minor units as money with two decimals: 1000000 -> "10,000.00"."""
+    whole, cents = divmod(minor, 100)
+    return f"{whole:,}.{cents:02d}"
 
 
 async def history(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
