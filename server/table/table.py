@@ -57,7 +57,7 @@ from typing import Any
 
 from server.engine.cards import card_value, hand_total
 from server.engine.coup import banker_draws, finish_coup, is_natural, player_draws
-from server.engine.payouts import Area
+from server.engine.payouts import Area, winning_areas
 from server.engine.roads import Result, Roads
 from server.engine.shoe import Shoe, ShoeError, check_cut, timeout_cut
 
@@ -1109,7 +1109,8 @@ class Table:
         result = finish_coup([s.card for s in coup.player], [s.card for s in coup.banker])
         rid = coup.round_id
         payouts = settlement.pay(self.wallet, self.table_id, coup, result, self.options.paytable)
-        summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict()}
+        won = [a.value for a in winning_areas(result, self.options.paytable)]
+        summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict(), "won": won}
         self._emit("result", plain_copy(summary))  # the summary stays as last_result
         self._emit(
             "settled",

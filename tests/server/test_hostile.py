@@ -69,6 +69,22 @@ async def from_address(
 # -- 1. many connections ------------------------------------------------------------------
 
 
+async def burst(client: Client, kind: str, count: int = 40) -> None:
+    """``count`` frames of ``kind`` at t1 as fast as they go, no reply awaited."""
+    for n in range(count):
+        await client.send({"type": kind, "id": n, "table": "t1"})
+
+
+async def honest_play(ann: Client) -> list[str | None]:
+    """An honest player's 20 commands at t1 (bet, take back, ...): each one's error
+    code, None when done."""
+    codes: list[str | None] = []
+    for n in range(20):
+        kind = "bet" if n % 2 == 0 else "remove_bet"
+        codes.append((await ann.rpc(kind, table="t1", area="player", amount=100)).get("code"))
+    return codes
+
+
 FLOOD_ADDRESSES = 16
 
 
@@ -128,18 +144,8 @@ async def test_a_flood_from_many_addresses_costs_its_senders_not_the_table(net: 
             await client.join("t1")
             flood.append(client)
 
-    async def burst(client: Client) -> None:
-        for n in range(40):
-            await client.send({"type": "roads", "id": n, "table": "t1"})
-
-    codes: list[str | None] = []
-
-    async def play() -> None:
-        for n in range(20):
-            kind = "bet" if n % 2 == 0 else "remove_bet"
-            codes.append((await ann.rpc(kind, table="t1", area="player", amount=100)).get("code"))
-
-    await asyncio.gather(*(burst(c) for c in flood), play())
+    floods = (burst(c, "roads") for c in flood)
+    *_, codes = await asyncio.gather(*floods, honest_play(ann))
     for c in flood:
         await c.wait_frame(lambda _m, c=c: len(c.replies()) >= 42, what="every roads answered")
 
@@ -199,18 +205,7 @@ async def test_a_players_flood_of_joins_never_gets_another_players_commands_refu
     assert [h["type"] for h in hellos] == ["ok"] * cap + ["error"] * (32 - cap)
     assert {h.get("code") for h in hellos[cap:]} == {"too_many_connections"}
 
-    async def burst(client: Client) -> None:
-        for n in range(40):
-            await client.send({"type": "join", "id": n, "table": "t1"})
-
-    codes: list[str | None] = []
-
-    async def play() -> None:
-        for n in range(20):
-            kind = "bet" if n % 2 == 0 else "remove_bet"
-            codes.append((await ann.rpc(kind, table="t1", area="player", amount=100)).get("code"))
-
-    await asyncio.gather(*(burst(m) for m in mallory), play())
+    *_, codes = await asyncio.gather(*(burst(m, "join") for m in mallory), honest_play(ann))
     for m in mallory:
         await m.wait_frame(lambda _m, m=m: len(m.replies()) >= 41, what="every join answered")
 

@@ -232,6 +232,15 @@ def test_the_tables_own_areas_the_burn_and_stale_messages(
         assert len(record["bets"]) == len(ALL_AREAS)
         expect(page.locator("#result")).to_be_visible()
         assert won_areas(tp) == paid, (record["player"], record["banker"])
+        # The spectator, with no chips anywhere, sees the same areas lit: the ones the
+        # server's result says won (result.won), whoever bet there.
+        watcher.page.wait_for_function(
+            f"() => chemmyPage.state.lastCoup?.roundId === {round_id!r}", timeout=ms(10)
+        )
+        said = set(watcher.state("s.lastCoup.result.won"))
+        assert said == paid
+        expect(watcher.page.locator("#layout .area[data-won='1']")).to_have_count(len(said))
+        assert won_areas(watcher) == said
         if n == 0:
             # The spectator reads the result line once in the table log.
             watcher.page.wait_for_function(

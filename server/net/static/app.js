@@ -1355,21 +1355,13 @@ class App {
         .join(" · ");
     }
     const coup = s.shownCoup;
-    // The areas the server paid as won, and those the result itself names.
-    const paid = new Set((coup?.payouts ?? []).filter((p) => p.outcome === "win").map((p) => p.area));
+    // The areas the result says won (result.won): the page decides no rule. (A result
+    // stored before the server said so: the areas it paid as won.)
+    const won = new Set(
+      coup?.result?.won ?? (coup?.payouts ?? []).filter((p) => p.outcome === "win").map((p) => p.area),
+    );
     for (const el of document.querySelectorAll("#layout .area")) {
-      const r = coup?.result;
-      let won = false;
-      if (r) {
-        const a = el.dataset.area;
-        won =
-          paid.has(a) ||
-          a === r.outcome ||
-          (a === "player_pair" && r.player_pair) ||
-          (a === "banker_pair" && r.banker_pair) ||
-          (a === "super6" && r.outcome === "banker" && r.banker_total === 6); // "Banker wins with 6"
-      }
-      el.dataset.won = won ? "1" : "0";
+      el.dataset.won = coup?.result && won.has(el.dataset.area) ? "1" : "0";
     }
   }
 
