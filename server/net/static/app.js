@@ -920,7 +920,7 @@ class App {
       ...s.areas.map((area) => {
         const el = h(
           "button",
-          { class: "area", dataset: { area }, type: "button", "aria-label": AREA_NAMES[area] ?? area },
+          { class: "area", dataset: { area }, type: "button" },
           h("span", { class: "area-name" }, AREA_NAMES[area] ?? area),
           h("span", { class: "area-pays" }, area === "banker" && s.options.commission === false ? "1:1 (6 pays half)" : PAYS[area] ?? ""),
           h("span", { class: "area-pile" }),
@@ -979,6 +979,7 @@ class App {
 
   render() {
     if (!this.state || document.body.dataset.view !== "table") return;
+    const focused = this.focusWas();
     this.renderPlaque();
     this.renderSeats();
     this.renderShoe();
@@ -988,6 +989,7 @@ class App {
     this.renderButtons();
     this.renderMoney();
     this.renderClock();
+    this.keepFocus(focused);
     this.toParent({
       type: "chemmy:status",
       state: this.connState,
@@ -1027,6 +1029,10 @@ class App {
     const free = new Set(s.actions.sit?.seats ?? []);
     const n = s.options.seats ?? 14;
     const seats = [];
+    // The Sit buttons are one tab stop (a roving tabindex, WAI-ARIA toolbar): the arrow
+    // keys, Home and End move between them.
+    const sittable = this.connState === "open" ? [...free].filter((i) => i >= 1 && i <= n && !bySeat.has(i)).sort((a, b) => a - b) : [];
+    const roving = sittable.includes(this.seatFocus) ? this.seatFocus : sittable[0];
     for (let i = 1; i <= n; i++) {
       const p = bySeat.get(i);
       if (!p) {
@@ -1036,7 +1042,19 @@ class App {
             { class: "seat empty", dataset: { seat: i } },
             h("span", { class: "seat-no" }, i),
             free.has(i) && this.connState === "open"
-              ? h("button", { class: "sit-here", type: "button", onclick: () => this.cmd("sit", { seat: i }) }, "Sit")
+              ? h(
+                  "button",
+                  {
+                    class: "sit-here",
+                    type: "button",
+                    tabindex: i === roving ? "0" : "-1",
+                    "aria-label": a11yText("sitIn", i),
+                    onclick: () => this.cmd("sit", { seat: i }),
+                    onfocus: () => (this.seatFocus = i),
+                    onkeydown: (ev) => this.seatKey(ev, i),
+                  },
+                  "Sit",
+                )
               : h("span", { class: "seat-name" }, "–"),
           ),
         );
@@ -1063,6 +1081,9 @@ class App {
       );
     }
     fill($("#seats"), ...seats);
+    const bar = $("#seats");
+    bar.setAttribute("role", sittable.length ? "toolbar" : "group");
+    bar.setAttribute("aria-label", a11yText("seats"));
     const you = s.mySeat ? `You: seat ${s.mySeat}` : "You are watching";
     const shoe = s.holder === s.me && s.me ? " · you hold the shoe" : s.houseHolds ? " · the house holds the shoe" : "";
     $("#you-seat").textContent = `${you}${shoe} · ${s.spectators} without a seat`;
@@ -1131,6 +1152,7 @@ class App {
       box.dataset.active = active ? "1" : "0";
       const anyUp = cards.some((c) => c.up);
       $(`#total-${hand}`).textContent = anyUp ? String(total) : "";
+      box.setAttribute("aria-label", handName(hand, cards, anyUp ? total : null));
       const who = [];
       if (s.coup && coup === s.coup) {
         who.push(`turns: ${s.name(turner)}`);
@@ -1161,6 +1183,7 @@ class App {
       });
       if (els.length !== holder.children.length || els.some((el, i) => holder.children[i] !== el)) fill(holder, els);
     }
+    this.announceHands(coup);
     const result = $("#result");
     const r = coup?.result;
     if (r && (!s.coup || s.coup.result)) {
@@ -1169,6 +1192,81 @@ class App {
       show(result, true);
     } else {
       show(result, false);
+    }
+  }
+
+  /** Say a hand, politely, when a card of it is turned face up: not while a card is
+   * squeezed (its progress would flood), nor what was already there on joining. */
+  announceHands(coup) {
+    const round = coup?.roundId ?? null;
+    const said = [];
+    const now = { round };
+    for (const hand of ["player", "banker"]) {
+      const cards = coup ? coup[hand] : [];
+      now[hand] = cards.filter((c) => c.up).map((c) => c.card).join(",");
+      if (round && round === this.spoken?.round && now[hand] && now[hand] !== this.spoken[hand]) {
+        said.push(handName(hand, cards, coup.totals?.[hand] ?? handTotal(cards)));
+      }
+    }
+    this.spoken = now;
+    if (said.length) $("#hands-live").textContent = said.join(". ");
+  }
+
+  /** The arrow keys, Home and End on a Sit button: the next free seat's button. */
+  seatKey(ev, seat) {
+    const buttons = [...document.querySelectorAll("#seats .sit-here")];
+    const at = buttons.findIndex((b) => b.closest("[data-seat]")?.dataset.seat === String(seat));
+    const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[ev.key];
+    let next;
+    if (step) next = (at + step + buttons.length) % buttons.length;
+    else if (ev.key === "Home") next = 0;
+    else if (ev.key === "End") next = buttons.length - 1;
+    else return;
+    ev.preventDefault();
+    for (const [k, b] of buttons.entries()) b.tabIndex = k === next ? 0 : -1;
+    buttons[next].focus();
+  }
+
+  /** Where the focus is before a drawing, to find it again after (keepFocus). */
+  focusWas() {
+    const el = document.activeElement;
+    const inTable = Boolean(el && el !== document.body && $("#table").contains(el));
+    return {
+      el,
+      inTable,
+      seat: inTable ? (el.closest("#seats [data-seat]")?.dataset.seat ?? null) : null,
+      bar: inTable ? el.closest(".bar, .offer-box, .cut-box") : null,
+    };
+  }
+
+  /** The focus never drops to the page's body because a drawing replaced, hid or
+   * disabled the control that had it: it goes to the same control drawn anew, else the
+   * next one of its bar, else the step the table waits for from this player, else to
+   * "You: seat N" (after SIT), where it waits for such a step (ACCEPT, CUT, TOSS...). */
+  keepFocus(was) {
+    const usable = (el) => Boolean(el?.isConnected && !el.disabled && !el.closest("[hidden]") && el.checkVisibility?.() !== false);
+    const now = document.activeElement;
+    const parked = now?.id === "you-seat" && this.focusParked;
+    if (now && now !== document.body && !parked && usable(now)) {
+      this.focusParked = false;
+      return;
+    }
+    if (!was.inTable && !parked && !this.focusParked) return;
+    const s = this.state;
+    const candidates = [];
+    if (was.inTable && (was.seat || was.el?.id === "act-sit")) {
+      candidates.push(s.mySeat ? null : $(`#seats .seat[data-seat='${was.seat}'] .sit-here`), $("#seats .sit-here[tabindex='0']"));
+    }
+    if (was.bar) candidates.push(...was.bar.querySelectorAll("button, input"));
+    candidates.push(...["#act-accept", "#cut-range", "#sq-toss", "#sq-peek", "#sq-card1", "#sq-card2"].map((sel) => $(sel)));
+    if (s.actions.bet) candidates.push($("#chips .chip[aria-pressed='true']"));
+    const target = candidates.find(usable);
+    if (target) {
+      target.focus();
+      this.focusParked = false;
+    } else if (s.mySeat && !parked) {
+      $("#you-seat").focus();
+      this.focusParked = true;
     }
   }
 
@@ -1336,6 +1434,42 @@ function tierText(t) {
   return `${formatMoney(lim.min)}–${formatMoney(lim.max)}`;
 }
 
+// ---------------------------------------------------------------------------- accessible names
+
+/** The words a screen reader says for the table (one place, to be translated). */
+const A11Y_TEXT = {
+  ranks: { A: "ace", K: "king", Q: "queen", J: "jack", T: "10" },
+  suits: { s: "spades", h: "hearts", d: "diamonds", c: "clubs" },
+  card: (rank, suit) => `${rank} of ${suit}`,
+  faceDown: () => "face down",
+  squeezing: () => "face down, being squeezed",
+  youSee: (what, card) => `${what}: you see ${card}`,
+  hand: (hand, cards, total) => `${hand}: ${cards.length ? cards.join(", ") : "no cards"}${total == null ? "" : ` — ${total}`}`,
+  sitIn: (seat) => `Sit in seat ${seat}`,
+  seats: () => "Seats",
+};
+
+function a11yText(key, ...args) {
+  return A11Y_TEXT[key](...args);
+}
+
+/** A card in words: "9 of spades", "king of diamonds"; "face down" (and, for the one
+ * squeezing it, what they see). */
+export function cardName(c, { known = null, squeezing = false } = {}) {
+  const words = (card) => {
+    const r = card.slice(0, -1);
+    return a11yText("card", A11Y_TEXT.ranks[r] ?? r, A11Y_TEXT.suits[card.slice(-1)] ?? card.slice(-1));
+  };
+  if (c.up && c.card) return words(c.card);
+  const down = a11yText(squeezing ? "squeezing" : "faceDown");
+  return known ? a11yText("youSee", down, words(known)) : down;
+}
+
+/** A hand in words: "Player: 9 of spades, king of diamonds — 9". */
+function handName(hand, cards, total) {
+  return a11yText("hand", HAND_NAMES[hand] ?? hand, cards.map((c) => cardName(c)), total);
+}
+
 function cardsLine(cards) {
   return (cards ?? []).map((c) => h("span", { class: isRed(c) ? "red" : "black" }, cardText(c), " "));
 }
@@ -1360,7 +1494,8 @@ function cardEl(c, { known = null, progress, style, croupier = null, small = fal
   const el = h("span", {
     class: `card${small ? " small" : ""}${face && isRed(face) ? " red" : ""}`,
     dataset: { state, ...(index ? { index } : {}), ...(hand ? { hand } : {}), ...(c.up ? { card: c.card } : {}) },
-    "aria-label": c.up ? cardText(c.card) : "face down",
+    role: "img",
+    "aria-label": cardName(c, { known, squeezing: progress != null }),
   });
   if (face) {
     const rank = face.slice(0, -1) === "T" ? "10" : face.slice(0, -1);

@@ -1,0 +1,266 @@
+"""The web table's accessibility (issue 17.13), in a real Chromium.
+
+- axe-core (vendored: tests/web/vendor/, see its README for the version) finds no
+  serious or critical violation on the lobby, a seated table in betting, a coup being
+  squeezed and settled, and the cashier, history, help and options dialogs, on a wide
+  screen (1280x900) and a phone (390x844).
+- The text axe cannot judge on the felt's gradients (the payout labels, the shoe's
+  hash, the hands' titles) and the chat's placeholder is measured from the pixels
+  behind it: at least 4.5:1.
+- Cards have names ("9 of spades", "face down"), each hand reads as a whole ("Player:
+  9 of spades, king of diamonds — 9"), and a turned card is announced politely, once
+  (a squeeze's progress is not).
+- Keyboard only: the Sit buttons are one tab stop moved along with the arrow keys;
+  after SIT the focus is at the table, not on the page's body; a player sits, takes
+  and cuts the shoe, bets, says DONE and squeezes with keys only.
+
+The pages bypass the CSP (its Trusted Types would refuse the injected axe script); the
+page's own scripts are the same.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+from web_helpers import RELAXED, ServerProcess, TablePage, holder_ready, scaled, server_config
+
+AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
+VIEWPORTS = {"wide": (1280, 900), "phone": (390, 844)}
+TABLES = [
+    {"id": f"a11y-{name}", "name": f"Access {name}", "tier": "1-100", "timers": RELAXED}
+    for name in ("wide", "phone", "cards", "keys")
+]
+RANKS = {"A": "ace", "K": "king", "Q": "queen", "J": "jack", "T": "10"}
+SUITS = {"s": "spades", "h": "hearts", "d": "diamonds", "c": "clubs"}
+# Every change of the hands' live region, recorded from the page's start.
+LIVE_SPY = """
+window.__live = [];
+new MutationObserver(() => {
+  const el = document.getElementById("hands-live");
+  if (el && el.textContent && el.textContent !== window.__live.at(-1)) window.__live.push(el.textContent);
+}).observe(document, { subtree: true, childList: true, characterData: true });
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    s = ServerProcess(tmp_path_factory.mktemp("web-a11y"), server_config(TABLES)).start()
+    yield s
+    s.stop()
+
+
+# ---------------------------------------------------------------------------- axe
+
+
+def axe_serious(page: Page, where: str) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.add_script_tag(path=str(AXE))
+    result = page.evaluate(
+        """async () => {
+            const r = await axe.run(document, { resultTypes: ["violations"] });
+            return { passes: r.passes.length, violations: r.violations.map((v) => ({
+                id: v.id, impact: v.impact,
+                nodes: v.nodes.map((n) => n.target.join(" ") + ": " + n.failureSummary),
+            })) };
+        }"""
+    )
+    assert result["passes"] > 10, f"axe checked nothing at {where}"
+    return [
+        f"{where}: {v['id']} ({v['impact']}): " + " | ".join(v["nodes"][:5])
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+# ---------------------------------------------------------------------------- contrast
+
+# The colour a text is painted in (its alpha and its ancestors' opacity).
+FG_JS = """([selector, placeholder]) => {
+  const el = document.querySelector(selector);
+  const m = getComputedStyle(el, placeholder ? "::placeholder" : null).color.match(/[\\d.]+/g).map(Number);
+  let alpha = m.length > 3 ? m[3] : 1;
+  if (placeholder) alpha *= Number(getComputedStyle(el, "::placeholder").opacity || 1);
+  for (let e = el; e; e = e.parentElement) alpha *= Number(getComputedStyle(e).opacity);
+  return [m[0], m[1], m[2], alpha];
+}"""
+# The box a text is drawn in (inside the element's border and padding), in the viewport.
+CONTENT_BOX_JS = """(selector) => {
+  const el = document.querySelector(selector);
+  const r = el.getBoundingClientRect();
+  const cs = getComputedStyle(el);
+  const px = (p) => parseFloat(cs[p]) || 0;
+  const left = px("borderLeftWidth") + px("paddingLeft"), top = px("borderTopWidth") + px("paddingTop");
+  const right = px("borderRightWidth") + px("paddingRight"), bottom = px("borderBottomWidth") + px("paddingBottom");
+  return { x: r.x + left, y: r.y + top, width: r.width - left - right, height: r.height - top - bottom };
+}"""
+# Hide (or show again) a text, to see what is behind it.
+HIDE_JS = """([selector, placeholder, hide]) => {
+  const el = document.querySelector(selector);
+  if (placeholder) {
+    if (hide) { el.dataset.ph = el.placeholder; el.placeholder = ""; } else el.placeholder = el.dataset.ph;
+  } else if (hide) el.style.setProperty("color", "transparent", "important");
+  else el.style.removeProperty("color");
+}"""
+# The worst WCAG contrast of a colour over the pixels of a PNG (what is behind a text).
+RATIO_JS = """async ([png, fg]) => {
+  const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
+  const bitmap = await createImageBitmap(new Blob([bytes], { type: "image/png" }));
+  const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
+  const ctx = canvas.getContext("2d");
+  ctx.drawImage(bitmap, 0, 0);
+  const px = ctx.getImageData(0, 0, bitmap.width, bitmap.height).data;
+  const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+  const lum = (r, g, b) => 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+  let worst = Infinity;
+  for (let i = 0; i < px.length; i += 4) {
+    const [r, g, b] = [px[i], px[i + 1], px[i + 2]];
+    const a = fg[3];
+    const f = lum(fg[0] * a + r * (1 - a), fg[1] * a + g * (1 - a), fg[2] * a + b * (1 - a));
+    const k = lum(r, g, b);
+    worst = Math.min(worst, (Math.max(f, k) + 0.05) / (Math.min(f, k) + 0.05));
+  }
+  return worst;
+}"""
+
+
+def contrast(page: Page, selector: str, placeholder: bool = False) -> float:
+    """The text's contrast with the worst pixel behind it (its box, the text hidden)."""
+    loc = page.locator(selector).first
+    loc.scroll_into_view_if_needed()
+    box = page.evaluate(CONTENT_BOX_JS, selector)
+    assert box["width"] > 0 and box["height"] > 0, f"{selector} is not on screen"
+    fg = page.evaluate(FG_JS, [selector, placeholder])
+    page.evaluate(HIDE_JS, [selector, placeholder, True])
+    try:
+        png = page.screenshot(clip=box, animations="disabled", caret="hide")
+    finally:
+        page.evaluate(HIDE_JS, [selector, placeholder, False])
+    return float(page.evaluate(RATIO_JS, [base64.b64encode(png).decode(), fg]))
+
+
+CONTRASTED = {
+    "the payout labels": "#layout .area[data-area='banker'] .area-pays",
+    "the Tie payout": "#layout .area[data-area='tie'] .area-pays",
+    "the shoe's hash": "#shoe-info .commitment",
+    "the PLAYER title": "#hand-player .hand-name",
+    "the BANKER title": "#hand-banker .hand-name",
+    "the seat line": "#you-seat",
+    "a seat's number": "#seats .seat[data-seat='2'] .seat-no",
+    "the cards left": "#shoe-info span:nth-child(2)",
+}
+
+
+# ---------------------------------------------------------------------------- playing
+
+
+def open_table(open_page: Callable[..., Page], server: ServerProcess, viewport: str, table: str,
+               player: str, *, init: str | None = None) -> TablePage:  # fmt: skip
+    page = open_page(viewport=VIEWPORTS[viewport], bypass_csp=True)
+    if init:
+        page.add_init_script(init)
+    return TablePage(page, player).open(server, player, player.title(), table=table)
+
+
+def bet_and_done(tp: TablePage, area: str = "banker") -> str:
+    round_id = tp.round_id()
+    tp.chip(0)
+    tp.bet(area)
+    tp.click("#act-done")
+    return round_id
+
+
+def focused(page: Page) -> str:
+    """The focused element, as ``tag#id.class[data-...]`` (for messages and checks)."""
+    return str(
+        page.evaluate(
+            """() => { const e = document.activeElement; if (!e) return "none";
+                const data = Object.entries(e.dataset).map(([k, v]) => `[${k}=${v}]`).join("");
+                return `${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}.${e.className}${data}`; }"""
+        )
+    )
+
+
+def tab_to(page: Page, selector: str, presses: int = 60) -> None:
+    """Press Tab until ``selector`` has the focus."""
+    for _ in range(presses):
+        if page.evaluate(f"() => document.activeElement?.matches({selector!r}) ?? false"):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached {selector}; the focus is on {focused(page)}")
+
+
+def card_words(card: str) -> str:
+    return f"{RANKS.get(card[:-1], card[:-1])} of {SUITS[card[-1]]}"
+
+
+# ---------------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("viewport", ["wide", "phone"])
+def test_axe_and_contrast_at_every_step(
+    server: ServerProcess, open_page: Callable[..., Page], viewport: str
+) -> None:
+    found: list[str] = []
+    page = open_page(viewport=VIEWPORTS[viewport], bypass_csp=True)
+    # The slowest squeeze, so that axe runs while a card opens.
+    page.add_init_script("localStorage.setItem('chemmy.options', JSON.stringify({speed: 1}))")
+    tp = TablePage(page, viewport).open(server, f"axe-{viewport}", "Ada")
+    expect(page.locator("#tables .table-card")).to_have_count(len(TABLES))
+    found += axe_serious(page, "the lobby")
+
+    tp.click(f"#tables .table-card[data-table='a11y-{viewport}']")
+    expect(page.locator("#seats .sit-here")).to_have_count(14)
+    found += axe_serious(page, "the table, not seated")
+
+    holder_ready(tp, 1)
+    expect(page.locator("#shoe-info .commitment")).to_be_visible()
+    found += axe_serious(page, "seated, betting")
+    ratios = {what: contrast(page, sel) for what, sel in CONTRASTED.items()}
+    ratios["the chat's placeholder"] = contrast(page, "#chat-input", placeholder=True)
+    low = {what: round(r, 2) for what, r in ratios.items() if r < 4.5}
+    assert not low, f"contrast below 4.5:1 at {viewport}: {low}"
+
+    round_id = bet_and_done(tp)
+    deadline = time.monotonic() + scaled(60)
+    squeezed = False
+    while tp.state(f"s.lastCoup?.roundId !== {round_id!r}"):
+        assert time.monotonic() < deadline, f"coup {round_id} not settled"
+        if not squeezed and tp.enabled("#sq-peek"):
+            squeezed = True
+            tp.click("#sq-peek")
+            expect(page.locator("#sq-card1")).to_be_enabled()
+            found += axe_serious(page, "a squeeze chosen")
+            tp.click("#sq-card1")
+            expect(page.locator("#cards-banker .card[data-state='squeeze']")).to_have_count(1)
+            found += axe_serious(page, "a card being squeezed")
+            tp.settle()
+        elif tp.enabled("#sq-toss"):
+            tp.toss()
+        else:
+            page.wait_for_timeout(50)
+    assert squeezed, "the holder never squeezed"
+    expect(page.locator("#result")).to_be_visible()
+    found += axe_serious(page, "a coup settled")
+
+    for button, dialog in (
+        ("#btn-cashier", "#dlg-cashier"),
+        ("#btn-history", "#dlg-history"),
+        ("#btn-help", "#dlg-help"),
+        ("#btn-options", "#dlg-options"),
+    ):
+        tp.click(button)
+        expect(page.locator(dialog)).to_be_visible()
+        if dialog == "#dlg-history":
+            expect(page.locator("#history-body tr")).to_have_count(1)
+        if dialog == "#dlg-help":
+            expect(page.locator("#help-body h1, #help-body h2").first).to_be_visible()
+        found += axe_serious(page, f"the {dialog[5:]} dialog")
+        page.keyboard.press("Escape")
+        expect(page.locator(dialog)).to_be_hidden()
+    assert not found, "axe found serious or critical violations:\n" + "\n".join(found)
