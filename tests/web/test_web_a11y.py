@@ -21,13 +21,23 @@ page's own scripts are the same.
 from __future__ import annotations
 
 import base64
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
-from web_helpers import RELAXED, ServerProcess, TablePage, holder_ready, scaled, server_config
+from web_helpers import (
+    RELAXED,
+    Inspector,
+    ServerProcess,
+    TablePage,
+    holder_ready,
+    ms,
+    scaled,
+    server_config,
+)
 
 AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 VIEWPORTS = {"wide": (1280, 900), "phone": (390, 844)}
@@ -186,12 +196,12 @@ def focused(page: Page) -> str:
     )
 
 
-def tab_to(page: Page, selector: str, presses: int = 60) -> None:
-    """Press Tab until ``selector`` has the focus."""
+def tab_to(page: Page, selector: str, presses: int = 80, back: bool = False) -> None:
+    """Press Tab (Shift+Tab: ``back``) until ``selector`` has the focus."""
     for _ in range(presses):
         if page.evaluate(f"() => document.activeElement?.matches({selector!r}) ?? false"):
             return
-        page.keyboard.press("Tab")
+        page.keyboard.press("Shift+Tab" if back else "Tab")
     raise AssertionError(f"Tab never reached {selector}; the focus is on {focused(page)}")
 
 
@@ -264,3 +274,186 @@ def test_axe_and_contrast_at_every_step(
         page.keyboard.press("Escape")
         expect(page.locator(dialog)).to_be_hidden()
     assert not found, "axe found serious or critical violations:\n" + "\n".join(found)
+
+
+def test_cards_and_hands_have_names_and_a_turned_card_is_announced_once(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    tp = open_table(open_page, server, "wide", "a11y-cards", "cara", init=LIVE_SPY)
+    page = tp.page
+    holder_ready(tp, 1)
+    burn = page.locator("#burn .card")
+    expect(burn).to_have_accessible_name(card_words(burn.get_attribute("data-card") or ""))
+    expect(page.locator("#hands-live")).to_have_attribute("aria-live", "polite")
+
+    round_id = bet_and_done(tp)
+    # The hand to turn is face down: each card says so, and the hand reads as its cards.
+    page.wait_for_function("() => Boolean(chemmyPage.state.actions.toss)", timeout=ms(20))
+    hand = tp.state("s.actions.toss.hand")
+    expect(page.locator(f"#cards-{hand} .card")).to_have_count(2)
+    expect(page.locator(f"#cards-{hand} .card").first).to_have_accessible_name("face down")
+    expect(page.locator(f"#hand-{hand}")).to_have_accessible_name(
+        f"{hand.title()}: face down, face down"
+    )
+
+    # A squeeze: the card opening is named as such (its turner hears what they see),
+    # and nothing of its progress reaches the live region.
+    squeezed = False
+    deadline = time.monotonic() + scaled(60)
+    while tp.state(f"s.lastCoup?.roundId !== {round_id!r}"):
+        assert time.monotonic() < deadline, f"coup {round_id} not settled"
+        if not squeezed and tp.enabled("#sq-side"):
+            squeezed = True
+            hand = tp.state("s.actions.squeeze.hand")
+            tp.click("#sq-side")
+            expect(page.locator("#sq-card1")).to_be_enabled()
+            tp.click("#sq-card1")
+            opening = page.locator(f"#cards-{hand} .card[data-index='1'][data-state='squeeze']")
+            expect(opening).to_have_accessible_name(
+                re.compile(
+                    r"^face down, being squeezed: you see (ace|king|queen|jack|\d+) of (spades|hearts|diamonds|clubs)$"
+                )
+            )
+            tp.settle()
+        elif tp.enabled("#sq-toss"):
+            tp.toss()
+        else:
+            page.wait_for_timeout(50)
+    assert squeezed
+
+    # Settled: every card and each hand in words, as the server recorded the coup.
+    reader = Inspector(server, "cara")
+    (rec,) = reader.request("history", limit=1)["rounds"]
+    reader.close()
+    assert rec["round_id"] == round_id
+    said = {}
+    for hand, title in (("player", "Player"), ("banker", "Banker")):
+        cards = page.locator(f"#cards-{hand} .card")
+        expect(cards).to_have_count(len(rec[hand]))
+        for i, card in enumerate(rec[hand]):
+            expect(cards.nth(i)).to_have_accessible_name(card_words(card))
+        said[hand] = (
+            f"{title}: {', '.join(card_words(c) for c in rec[hand])} — {rec[f'{hand}_total']}"
+        )
+        expect(page.locator(f"#hand-{hand}")).to_have_accessible_name(said[hand])
+
+    # The live region said each turn once, politely, without the squeeze's progress:
+    # at most one announcement per card, and each hand's last one is the whole hand.
+    live = page.evaluate("window.__live")
+    assert live, "nothing was announced"
+    assert len(live) <= len(rec["player"]) + len(rec["banker"]), live
+    assert not [x for x in live if "%" in x or "being squeezed" in x], live
+    for hand, title in (("player", "Player"), ("banker", "Banker")):
+        last = [x for x in live if f"{title}:" in x][-1]
+        assert said[hand] in last, (said[hand], live)
+
+
+def test_keyboard_only_sit_bet_done_and_squeeze(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    tp = open_table(open_page, server, "wide", "a11y-keys", "kim")
+    page = tp.page
+    sits = page.locator("#seats .sit-here")
+    expect(sits).to_have_count(14)
+    expect(page.locator("#seats")).to_have_attribute("role", "toolbar")
+    # The 14 Sit buttons are one tab stop: Tab leaves them, Shift+Tab comes back.
+    expect(page.locator("#seats .sit-here[tabindex='0']")).to_have_count(1)
+    tab_to(page, "#seats .sit-here")
+    expect(sits.nth(0)).to_be_focused()
+    page.keyboard.press("Tab")
+    assert not page.evaluate("() => Boolean(document.activeElement.closest('#seats'))"), focused(
+        page
+    )
+    page.keyboard.press("Shift+Tab")
+    expect(sits.nth(0)).to_be_focused()
+    # The arrow keys move along them (wrapping), Home and End go to the ends.
+    page.keyboard.press("ArrowRight")
+    expect(sits.nth(1)).to_be_focused()
+    page.keyboard.press("End")
+    expect(sits.nth(13)).to_be_focused()
+    page.keyboard.press("ArrowRight")
+    expect(sits.nth(0)).to_be_focused()
+    page.keyboard.press("ArrowLeft")
+    expect(sits.nth(13)).to_be_focused()
+    page.keyboard.press("Home")
+    for _ in range(4):
+        page.keyboard.press("ArrowDown")
+    five = page.locator("#seats .seat[data-seat='5'] .sit-here")
+    expect(five).to_be_focused()
+    expect(five).to_have_accessible_name("Sit in seat 5")
+    # Someone else sits: the seats are drawn anew, the focus stays on seat 5's button,
+    # still the only tab stop.
+    other = Inspector(server, "kai", "Kai")
+    other.request("join", table="a11y-keys")
+    other.request("sit", table="a11y-keys", seat=1)
+    expect(page.locator("#seats .seat[data-seat='1'] .seat-name")).to_have_text("Kai")
+    expect(sits).to_have_count(13)
+    expect(five).to_be_focused()
+    expect(page.locator("#seats .sit-here[tabindex='0']")).to_have_count(1)
+
+    # SIT: the focus stays at the table (not the page's body), and goes to ACCEPT when
+    # the shoe is offered.
+    page.keyboard.press("ArrowLeft")
+    four = page.locator("#seats .seat[data-seat='4'] .sit-here")
+    expect(four).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#seats .seat.me[data-seat='4']")).to_be_visible()
+    assert page.evaluate("() => document.activeElement !== document.body"), "focus on the body"
+    tp.page.wait_for_function(
+        "() => chemmyPage.state.actions.accept_shoe || chemmyPage.state.offer", timeout=ms(10)
+    )
+    if not tp.enabled("#act-accept"):  # offered to Kai first (seat 1): he declines
+        other.request("decline_shoe", table="a11y-keys")
+    expect(page.locator("#act-accept")).to_be_focused()
+    page.keyboard.press("Enter")
+    # CUT: the slider has the focus; the arrows move it, Tab reaches CUT.
+    cut = page.locator("#cut-range")
+    expect(cut).to_be_focused()
+    start = int(cut.input_value())
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    expect(cut).to_have_value(str(start + 3))
+    tab_to(page, "#act-cut")
+    page.keyboard.press("Enter")
+    # Betting: the chip in hand has the focus; Shift+Tab reaches the layout.
+    expect(page.locator("#chips .chip[aria-pressed='true']")).to_be_focused()
+    tab_to(page, "#layout .area[data-area='banker']", back=True)
+    page.keyboard.press("Enter")
+    tp.page.wait_for_function("() => (chemmyPage.state.myBets.banker ?? 0) > 0", timeout=ms(10))
+    round_id = tp.round_id()
+    tab_to(page, "#act-done")
+    page.keyboard.press("Space")
+    expect(page.locator("#seats .seat.me .seat-done")).to_be_visible()
+    other.request("done", table="a11y-keys")
+
+    # The turn: PEEK, then CARD 1 and CARD 2, by keys; the rest tossed by keys.
+    squeezed = False
+    deadline = time.monotonic() + scaled(60)
+    while tp.state(f"s.lastCoup?.roundId !== {round_id!r}"):
+        assert time.monotonic() < deadline, f"coup {round_id} not settled: {tp.text('#message')}"
+        if not squeezed and tp.enabled("#sq-peek"):
+            squeezed = True
+            hand = tp.state("s.actions.squeeze.hand")
+            tab_to(page, "#sq-peek", back=True)
+            page.keyboard.press("Enter")
+            # The chosen style's button is disabled: the focus moves on to CARD 1.
+            expect(page.locator("#sq-card1")).to_be_focused()
+            page.keyboard.press("Enter")
+            expect(page.locator("#sq-card2")).to_be_focused()
+            page.keyboard.press("Enter")
+            for index in (1, 2):
+                tp.page.wait_for_function(
+                    f"() => !chemmyPage.state.coup || chemmyPage.state.coup.{hand}[{index - 1}]?.up",
+                    timeout=ms(15),
+                )
+            tp.settle()
+        elif tp.enabled("#sq-toss"):
+            tab_to(page, "#sq-toss", back=True)
+            page.keyboard.press("Enter")
+            tp.settle()
+        else:
+            page.wait_for_timeout(50)
+    other.close()
+    assert squeezed, "the turn never came to the keyboard player"
+    expect(page.locator("#result")).to_be_visible()
+    assert tp.state(f"s.lastCoup.roundId === {round_id!r}")

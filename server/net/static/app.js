@@ -1257,7 +1257,12 @@ class App {
     if (was.inTable && (was.seat || was.el?.id === "act-sit")) {
       candidates.push(s.mySeat ? null : $(`#seats .seat[data-seat='${was.seat}'] .sit-here`), $("#seats .sit-here[tabindex='0']"));
     }
-    if (was.bar) candidates.push(...was.bar.querySelectorAll("button, input"));
+    if (was.bar) {
+      // The next control of the same bar (PEEK -> CARD 1 -> CARD 2), then the ones before.
+      const all = [...was.bar.querySelectorAll("button, input")];
+      const at = all.indexOf(was.el);
+      candidates.push(...all.slice(at + 1), ...all.slice(0, Math.max(0, at)));
+    }
     candidates.push(...["#act-accept", "#cut-range", "#sq-toss", "#sq-peek", "#sq-card1", "#sq-card2"].map((sel) => $(sel)));
     if (s.actions.bet) candidates.push($("#chips .chip[aria-pressed='true']"));
     const target = candidates.find(usable);
