@@ -227,6 +227,10 @@ def test_axe_and_contrast_at_every_step(
     tp.click(f"#tables .table-card[data-table='a11y-{viewport}']")
     expect(page.locator("#seats .sit-here")).to_have_count(14)
     found += axe_serious(page, "the table, not seated")
+    # The layout closed (not seated): shaded, not faded; its words still read.
+    expect(page.locator("#layout .area[data-area='banker']")).to_be_disabled()
+    closed = {w: contrast(page, sel) for w, sel in CONTRASTED.items() if "payout" in w}
+    assert min(closed.values()) >= 4.5, f"the closed layout's contrast at {viewport}: {closed}"
 
     holder_ready(tp, 1)
     expect(page.locator("#shoe-info .commitment")).to_be_visible()
@@ -336,6 +340,15 @@ def test_cards_and_hands_have_names_and_a_turned_card_is_announced_once(
             f"{title}: {', '.join(card_words(c) for c in rec[hand])} — {rec[f'{hand}_total']}"
         )
         expect(page.locator(f"#hand-{hand}")).to_have_accessible_name(said[hand])
+    # The history writes the same cards, named the same way.
+    tp.click("#btn-history")
+    row = page.locator(f"#history-body tr[data-round='{round_id}']")
+    for column, hand in ((3, "player"), (4, "banker")):
+        named = row.locator(f"td:nth-child({column}) [role='img']")
+        expect(named).to_have_count(len(rec[hand]))
+        for i, card in enumerate(rec[hand]):
+            expect(named.nth(i)).to_have_accessible_name(card_words(card))
+    page.keyboard.press("Escape")
 
     # The live region said each turn once, politely, without the squeeze's progress:
     # at most one announcement per card, and each hand's last one is the whole hand.
@@ -360,6 +373,10 @@ def test_keyboard_only_sit_bet_done_and_squeeze(
     expect(page.locator("#seats .sit-here[tabindex='0']")).to_have_count(1)
     tab_to(page, "#seats .sit-here")
     expect(sits.nth(0)).to_be_focused()
+    ring = page.evaluate(
+        "() => { const cs = getComputedStyle(document.activeElement); return [cs.outlineStyle, parseFloat(cs.outlineWidth)]; }"
+    )
+    assert ring[0] != "none" and ring[1] >= 2, f"no visible keyboard focus: {ring}"
     page.keyboard.press("Tab")
     assert not page.evaluate("() => Boolean(document.activeElement.closest('#seats'))"), focused(
         page

@@ -1476,7 +1476,7 @@ function handName(hand, cards, total) {
 }
 
 function cardsLine(cards) {
-  return (cards ?? []).map((c) => h("span", { class: isRed(c) ? "red" : "black" }, cardText(c), " "));
+  return (cards ?? []).map((c) => [h("span", { class: isRed(c) ? "red" : "black", role: "img", "aria-label": cardName({ card: c, up: true }) }, cardText(c)), " "]);
 }
 
 function points(card) {
