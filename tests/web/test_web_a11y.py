@@ -364,10 +364,15 @@ def test_cards_and_hands_have_names_and_a_turned_card_is_announced_once(
 def test_keyboard_only_sit_bet_done_and_squeeze(
     server: ServerProcess, open_page: Callable[..., Page]
 ) -> None:
-    tp = open_table(open_page, server, "wide", "a11y-keys", "kim")
-    page = tp.page
+    page = open_page(viewport=VIEWPORTS["wide"])
+    tp = TablePage(page, "kim").open(server, "kim", "Kim")
+    # The lobby: Tab to the table, Enter; the focus goes on to its Sit buttons.
+    expect(page.locator("#tables .table-card")).to_have_count(len(TABLES))
+    tab_to(page, "#tables .table-card[data-table='a11y-keys']")
+    page.keyboard.press("Enter")
     sits = page.locator("#seats .sit-here")
     expect(sits).to_have_count(14)
+    expect(sits.nth(0)).to_be_focused()
     expect(page.locator("#seats")).to_have_attribute("role", "toolbar")
     # The 14 Sit buttons are one tab stop: Tab leaves them, Shift+Tab comes back.
     expect(page.locator("#seats .sit-here[tabindex='0']")).to_have_count(1)
@@ -470,7 +475,14 @@ def test_keyboard_only_sit_bet_done_and_squeeze(
             tp.settle()
         else:
             page.wait_for_timeout(50)
-    other.close()
     assert squeezed, "the turn never came to the keyboard player"
     expect(page.locator("#result")).to_be_visible()
     assert tp.state(f"s.lastCoup.roundId === {round_id!r}")
+
+    # STAND: the focus goes back to the Sit buttons (Kai holds the table meanwhile).
+    page.wait_for_function("() => Boolean(chemmyPage.state.actions.stand)", timeout=ms(20))
+    tab_to(page, "#act-stand", back=True)
+    page.keyboard.press("Enter")
+    expect(page.locator("#seats .seat.me")).to_have_count(0)
+    expect(page.locator("#seats .sit-here[tabindex='0']")).to_be_focused()
+    other.close()

@@ -500,6 +500,7 @@ class App {
     this.state.me = this.identity?.player ?? this.state.me;
     const notes = this.state.load(snapshot);
     this.localProgress = {};
+    const fromLobby = first && $("#lobby").contains(document.activeElement);
     if (first) {
       show($("#lobby"), false);
       show($("#table"), true);
@@ -508,6 +509,8 @@ class App {
     }
     this.showNotes(notes);
     this.render();
+    // A table chosen in the lobby: the focus goes to its Sit buttons, not the body.
+    if (fromLobby) ($("#seats .sit-here[tabindex='0']") ?? $("#you-seat")).focus();
     this.fetchRoads();
   }
 
@@ -1265,6 +1268,7 @@ class App {
     }
     candidates.push(...["#act-accept", "#cut-range", "#sq-toss", "#sq-peek", "#sq-card1", "#sq-card2"].map((sel) => $(sel)));
     if (s.actions.bet) candidates.push($("#chips .chip[aria-pressed='true']"));
+    if (!s.mySeat && was.inTable) candidates.push($("#seats .sit-here[tabindex='0']"), $("#act-sit")); // after STAND
     const target = candidates.find(usable);
     if (target) {
       target.focus();
