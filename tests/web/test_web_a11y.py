@@ -210,6 +210,18 @@ def tab_to(page: Page, selector: str, presses: int = 80, back: bool = False) -> 
     raise AssertionError(f"Tab never reached {selector}; the focus is on {focused(page)}")
 
 
+def turn_buttons(tp: TablePage) -> tuple[bool, bool]:
+    """Whether the page offers a squeeze (PEEK) and TOSS, read at one instant: the two
+    come together, and one read after the other could see only the later one."""
+    peek, toss = tp.page.evaluate(
+        """() => ["#sq-peek", "#sq-toss"].map((sel) => {
+            const e = document.querySelector(sel);
+            return Boolean(e && !e.disabled && e.checkVisibility());
+        })"""
+    )
+    return bool(peek), bool(toss)
+
+
 def card_words(card: str) -> str:
     return f"{RANKS.get(card[:-1], card[:-1])} of {SUITS[card[-1]]}"
 
@@ -249,7 +261,8 @@ def test_axe_and_contrast_at_every_step(
     squeezed = False
     while tp.state(f"s.lastCoup?.roundId !== {round_id!r}"):
         assert time.monotonic() < deadline, f"coup {round_id} not settled"
-        if not squeezed and tp.enabled("#sq-peek"):
+        can_squeeze, can_toss = turn_buttons(tp)
+        if not squeezed and can_squeeze:
             squeezed = True
             tp.click("#sq-peek")
             expect(page.locator("#sq-card1")).to_be_enabled()
@@ -258,7 +271,7 @@ def test_axe_and_contrast_at_every_step(
             expect(page.locator("#cards-banker .card[data-state='squeeze']")).to_have_count(1)
             found += axe_serious(page, "a card being squeezed")
             tp.settle()
-        elif tp.enabled("#sq-toss"):
+        elif can_toss:
             tp.toss()
         else:
             page.wait_for_timeout(50)
@@ -310,7 +323,8 @@ def test_cards_and_hands_have_names_and_a_turned_card_is_announced_once(
     deadline = time.monotonic() + scaled(60)
     while tp.state(f"s.lastCoup?.roundId !== {round_id!r}"):
         assert time.monotonic() < deadline, f"coup {round_id} not settled"
-        if not squeezed and tp.enabled("#sq-side"):
+        can_squeeze, can_toss = turn_buttons(tp)
+        if not squeezed and can_squeeze:
             squeezed = True
             hand = tp.state("s.actions.squeeze.hand")
             tp.click("#sq-side")
@@ -323,7 +337,7 @@ def test_cards_and_hands_have_names_and_a_turned_card_is_announced_once(
                 )
             )
             tp.settle()
-        elif tp.enabled("#sq-toss"):
+        elif can_toss:
             tp.toss()
         else:
             page.wait_for_timeout(50)
@@ -457,7 +471,8 @@ def test_keyboard_only_sit_bet_done_and_squeeze(
     deadline = time.monotonic() + scaled(60)
     while tp.state(f"s.lastCoup?.roundId !== {round_id!r}"):
         assert time.monotonic() < deadline, f"coup {round_id} not settled: {tp.text('#message')}"
-        if not squeezed and tp.enabled("#sq-peek"):
+        can_squeeze, can_toss = turn_buttons(tp)
+        if not squeezed and can_squeeze:
             squeezed = True
             hand = tp.state("s.actions.squeeze.hand")
             tab_to(page, "#sq-peek", back=True)
@@ -473,13 +488,13 @@ def test_keyboard_only_sit_bet_done_and_squeeze(
                     timeout=ms(15),
                 )
             tp.settle()
-        elif tp.enabled("#sq-toss"):
+        elif can_toss:
             tab_to(page, "#sq-toss", back=True)
             page.keyboard.press("Enter")
             tp.settle()
         else:
             page.wait_for_timeout(50)
-    assert squeezed, "the turn never came to the keyboard player"
+    assert squeezed, f"the turn never came to the keyboard player; the log: {tp.text('#log')}"
     expect(page.locator("#result")).to_be_visible()
     assert tp.state(f"s.lastCoup.roundId === {round_id!r}")
 
