@@ -475,7 +475,11 @@ def test_keyboard_only_sit_bet_done_and_squeeze(
         if not squeezed and can_squeeze:
             squeezed = True
             hand = tp.state("s.actions.squeeze.hand")
-            tab_to(page, "#sq-peek", back=True)
+            # The turn came: the focus went to TOSS (it waited on "You: seat 4", or left
+            # the bet bar as it closed); PEEK is next to it.
+            expect(page.locator("#sq-toss")).to_be_focused()
+            page.keyboard.press("Tab")
+            expect(page.locator("#sq-peek")).to_be_focused()
             page.keyboard.press("Enter")
             # The chosen style's button is disabled: the focus moves on to CARD 1.
             expect(page.locator("#sq-card1")).to_be_focused()
@@ -489,7 +493,7 @@ def test_keyboard_only_sit_bet_done_and_squeeze(
                 )
             tp.settle()
         elif can_toss:
-            tab_to(page, "#sq-toss", back=True)
+            expect(page.locator("#sq-toss")).to_be_focused()
             page.keyboard.press("Enter")
             tp.settle()
         else:

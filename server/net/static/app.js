@@ -1254,7 +1254,10 @@ class App {
       this.focusParked = false;
       return;
     }
-    if (!was.inTable && !parked && !this.focusParked) return;
+    if (!was.inTable && !parked) {
+      this.focusParked = false; // the player put the focus elsewhere (a click on the felt)
+      return;
+    }
     const s = this.state;
     const candidates = [];
     if (was.inTable && (was.seat || was.el?.id === "act-sit")) {
