@@ -52,11 +52,12 @@ RANKS = {"A": "ace", "K": "king", "Q": "queen", "J": "jack", "T": "10"}
 SUITS = {"s": "spades", "h": "hearts", "d": "diamonds", "c": "clubs"}
 # Game speed 1: a squeezed card takes its longest to open (to look at it meanwhile).
 SLOW = "localStorage.setItem('chemmy.options', JSON.stringify({speed: 1}));"
-# Every change of the hands' live region, recorded from the page's start.
+# What the page's live region says, recorded from the page's start (an observer sees
+# each task's last words, as a screen reader does).
 LIVE_SPY = """
 window.__live = [];
 new MutationObserver(() => {
-  const el = document.getElementById("hands-live");
+  const el = document.getElementById("announce");
   if (el && el.textContent && el.textContent !== window.__live.at(-1)) window.__live.push(el.textContent);
 }).observe(document, { subtree: true, childList: true, characterData: true });
 """
@@ -305,7 +306,10 @@ def test_cards_and_hands_have_names_and_a_turned_card_is_announced_once(
     holder_ready(tp, 1)
     burn = page.locator("#burn .card")
     expect(burn).to_have_accessible_name(card_words(burn.get_attribute("data-card") or ""))
-    expect(page.locator("#hands-live")).to_have_attribute("aria-live", "polite")
+    live = page.locator("#announce")
+    expect(live).to_have_attribute("aria-live", "polite")
+    expect(live).to_have_attribute("role", "status")
+    expect(page.locator("[aria-live]")).to_have_count(1)  # one voice, not two at once
 
     round_id = bet_and_done(tp)
     # The hand to turn is face down: each card says so, and the hand reads as its cards.
@@ -368,15 +372,21 @@ def test_cards_and_hands_have_names_and_a_turned_card_is_announced_once(
             expect(named.nth(i)).to_have_accessible_name(card_words(card))
     page.keyboard.press("Escape")
 
-    # The live region said each turn once, politely, without the squeeze's progress:
-    # at most one announcement per card, and each hand's last one is the whole hand.
-    live = page.evaluate("window.__live")
-    assert live, "nothing was announced"
-    assert len(live) <= len(rec["player"]) + len(rec["banker"]), live
-    assert not [x for x in live if "%" in x or "being squeezed" in x], live
+    # The live region said the table's steps, and each turned card once, as its whole
+    # hand (not the card's note as well), never the squeeze's progress; each hand's
+    # last words are the whole hand.
+    said_live = page.evaluate("window.__live")
+    assert "Coup 1: place your bets" in said_live, said_live
+    assert [x for x in said_live if x.startswith("Your turn: turn the ")], said_live
+    result = "Tie" if rec["outcome"] == "tie" else f"{rec['outcome'].title()} wins"
+    assert [x for x in said_live if result in x], said_live
+    hands_said = [x for x in said_live if re.match(r"^(Player|Banker): ", x)]
+    assert 0 < len(hands_said) <= len(rec["player"]) + len(rec["banker"]), said_live
+    assert not [x for x in said_live if re.search(r"(Player|Banker) card \d:", x)], said_live
+    assert not [x for x in said_live if "%" in x or "being squeezed" in x], said_live
     for hand, title in (("player", "Player"), ("banker", "Banker")):
-        last = [x for x in live if f"{title}:" in x][-1]
-        assert said[hand] in last, (said[hand], live)
+        last = [x for x in hands_said if f"{title}:" in x][-1]
+        assert said[hand] in last, (said[hand], said_live)
 
 
 def test_keyboard_only_sit_bet_done_and_squeeze(

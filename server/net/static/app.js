@@ -608,6 +608,16 @@ class App {
     m.dataset.tone = tone;
     if (code) m.dataset.code = code;
     else delete m.dataset.code;
+    this.announce(text, tone);
+  }
+
+  /** What a screen reader is told, politely, in one live region (#announce): the
+   * message display's words, except that a turned card is said as its whole hand
+   * (announceHands overwrites the card's note in the same task, so it is said once). */
+  announce(text, tone = "info") {
+    $("#announce").textContent = text;
+    this.justSaid = { text, tone };
+    queueMicrotask(() => (this.justSaid = null));
   }
 
   /** A refusal in words, on the message display. Nothing else changes: the page moves
@@ -1212,7 +1222,10 @@ class App {
       }
     }
     this.spoken = now;
-    if (said.length) $("#hands-live").textContent = said.join(". ");
+    if (!said.length) return;
+    // A card the croupier turned for someone keeps its note: it says why.
+    const lead = this.justSaid?.tone === "croupier" ? `${this.justSaid.text}. ` : "";
+    $("#announce").textContent = lead + said.join(". ");
   }
 
   /** The arrow keys, Home and End on a Sit button: the next free seat's button. */
