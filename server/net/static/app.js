@@ -425,6 +425,9 @@ class App {
       this.note(`Cannot list the tables: ${err.message}`, "refused");
       return;
     }
+    if (this.tableId) return; // a table was chosen meanwhile
+    // The table a keyboard is on keeps the focus when the list is drawn anew.
+    const focusedTable = document.activeElement?.closest?.("#tables .table-card")?.dataset.table;
     const tiers = new Map();
     for (const t of this.tables) {
       const key = t.tier ?? "custom";
@@ -457,6 +460,7 @@ class App {
         ),
       ),
     );
+    if (focusedTable) list.querySelector(`.table-card[data-table="${CSS.escape(focusedTable)}"]`)?.focus();
   }
 
   async openTable(table) {
@@ -509,8 +513,13 @@ class App {
     }
     this.showNotes(notes);
     this.render();
-    // A table chosen in the lobby: the focus goes to its Sit buttons, not the body.
-    if (fromLobby) ($("#seats .sit-here[tabindex='0']") ?? $("#you-seat")).focus();
+    // A table chosen in the lobby: the focus goes to its Sit buttons, not the body (or
+    // waits on "You are watching" for them: they come with the actions, maybe later).
+    if (fromLobby) {
+      const sit = $("#seats .sit-here[tabindex='0']");
+      (sit ?? $("#you-seat")).focus();
+      this.focusParked = !sit;
+    }
     this.fetchRoads();
   }
 
