@@ -71,6 +71,9 @@ PREFIX = "chemmy"
 RECONNECT_FIRST, RECONNECT_MAX = 0.05, 2.0
 BATCH_MAX = 500  # messages published in one pipeline at most
 FLUSH_TIMEOUT = 2.0  # seconds close() waits for the outbox to be sent
+#: The liveness probe: a PING this often, bounded by PROBE_TIMEOUT; Redis is taken for
+#: not answering (``/readyz`` 503) once no probe succeeded for UNANSWERED_AFTER seconds.
+PROBE_INTERVAL, PROBE_TIMEOUT, UNANSWERED_AFTER = 0.5, 1.0, 2.0
 
 
 def node_name() -> str:
@@ -133,6 +136,14 @@ class RedisBus:
         self.relayed = 0
         self.on_lag: Callable[[float], None] | None = None
         self.connected = asyncio.Event()
+        #: When Redis last answered this process's probe (monotonic; see :meth:`_probe`).
+        self.answered_at = -1e9
+
+    @property
+    def answering(self) -> bool:
+        """Whether Redis answered a probe lately: a connection can stay up while Redis
+        is frozen (SIGSTOP, a stalled disk), and then nothing this process does works."""
+        return time.monotonic() - self.answered_at <= UNANSWERED_AFTER
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -142,6 +153,7 @@ class RedisBus:
         self._tasks = [
             asyncio.create_task(self._read(), name=f"bus-read-{self.node}"),
             asyncio.create_task(self._write(), name=f"bus-write-{self.node}"),
+            asyncio.create_task(self._probe(), name=f"bus-probe-{self.node}"),
         ]
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(5):
@@ -165,6 +177,27 @@ class RedisBus:
         if self._redis is not None:
             await self._redis.aclose()
             self._redis = None
+
+    async def _probe(self) -> None:
+        """``PING`` Redis every :data:`PROBE_INTERVAL` seconds, each bounded by
+        :data:`PROBE_TIMEOUT`: :attr:`answering` (and so ``/readyz``) follows it."""
+        # A connection of its own: probes must not leave connections in the writer's
+        # pool (after a Redis restart each stale one costs the writer a failed batch).
+        probe = aioredis.Redis.from_url(
+            self.url, socket_connect_timeout=PROBE_TIMEOUT, socket_timeout=PROBE_TIMEOUT
+        )
+        try:
+            while not self._closing:
+                try:
+                    async with asyncio.timeout(PROBE_TIMEOUT):
+                        await probe.ping()
+                    self.answered_at = time.monotonic()
+                except (RedisError, OSError, TimeoutError):
+                    pass
+                await asyncio.sleep(PROBE_INTERVAL)
+        finally:
+            with contextlib.suppress(Exception):
+                await probe.aclose()
 
     def on_control(self, handler: ControlHandler) -> None:
         self._control = handler
@@ -420,6 +453,7 @@ class RedisBus:
                         self._control({"kind": "reconnected"})
                 first = False
                 delay = RECONNECT_FIRST
+                self.answered_at = time.monotonic()  # it just answered the subscribe
                 self.connected.set()
                 while not self._closing:
                     message = await pubsub.get_message(timeout=1.0)

@@ -52,6 +52,7 @@ from server.table.events import Event, Step
 from server.table.state import PlayerState
 from server.table.wallet import Entry, held_account, player_account, stake_account
 
+from .fairqueue import FairQueue, QueueClosed, QueueFull
 from .wallet import TableWallet
 
 __all__ = ["WIRE_COMMANDS", "Busy", "TableActor", "store_refusal"]
@@ -82,10 +83,17 @@ WIRE_COMMANDS: dict[str, type[c.Command]] = {
     "progress": c.Progress,
 }
 
+#: The field of a ``sit`` record that carries a guest not yet stored (``name``, ``funds``):
+#: the owner stores them once the sit is allowed.
+GUEST_FIELD = "guest"
 #: Commands that may need a player's latest balance: it is read before they are decided.
 _FRESH_BALANCE = (c.Join, c.Sit)
 #: Commands refused for want of funds that are tried once more with a fresh balance.
 _FUNDED = (c.PlaceBet, c.SameBet)
+
+
+#: The line of the croupier's own commands in the table's queue (no client has it).
+CROUPIER_LINE = "\x00croupier"
 
 
 class Busy(Refused):
@@ -142,7 +150,7 @@ class TableActor:
         self.store = store
         self.bus = bus
         self.config = config or {}
-        self.queue: asyncio.Queue[_Item | None] = asyncio.Queue(queue_size)
+        self.queue: FairQueue[_Item] = FairQueue(queue_size)
         self.clock = clock
         self.new_seed = new_seed
         self.on_step = on_step
@@ -167,7 +175,7 @@ class TableActor:
         self._last_state = table.to_state(spectators=False)
         self._summary: dict[str, Any] | None = None
         self._task: asyncio.Task[None] | None = None
-        self._odds: tuple[tuple[int, int], dict[str, Any] | None] | None = None
+        self._odds: tuple[tuple[Any, ...], dict[str, Any] | None] | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._current: _Item | None = None  # the item being stepped, not answered yet
         self._doubt: _InDoubt | None = None  # a step that may have been kept after all
@@ -227,10 +235,18 @@ class TableActor:
         return await done
 
     def _put(self, item: _Item) -> None:
+        """Queue ``item`` in its sender's line (a client address; the croupier's own
+        line for its commands): a full queue makes room from the longest line."""
+        record = item.record
+        sender = CROUPIER_LINE if record is None else (record.origin or record.player)
         try:
-            self.queue.put_nowait(item)
-        except asyncio.QueueFull:
+            pushed = self.queue.put(sender, item)
+        except QueueFull:
             raise Busy() from None
+        except QueueClosed:
+            raise Refused("unavailable", "that table is stopping here; try again") from None
+        if pushed is not None:
+            self._refuse(pushed, Busy())  # the flood's own newest command pays
 
     def start(self) -> asyncio.Task[None]:
         self._task = asyncio.create_task(self.run(), name=f"table-{self.table_id}")
@@ -257,21 +273,22 @@ class TableActor:
     def _refuse_waiting(self) -> None:
         """Answer ``unavailable`` to every command this actor will never step: the one
         in progress (its step cancelled before it replied) and the queued ones."""
-        moved = Refused("unavailable", "that table moved; try again")
         items = [] if self._current is None else [self._current]
         self._current = None
+        self._refuse_queued(Refused("unavailable", "that table moved; try again"), items)
+
+    def _refuse_queued(self, err: ChemmyError, items: list[_Item] | None = None) -> None:
+        """Answer ``err`` to ``items`` and to every command still queued."""
+        items = items or []
         while not self.queue.empty():
-            queued = self.queue.get_nowait()
-            if queued is not None:
-                items.append(queued)
+            items.append(self.queue.get_nowait())
         for item in items:
-            self._refuse(item, moved)
+            self._refuse(item, err)
 
     async def stop(self) -> None:
         """Stop after the commands already queued (each step is stored)."""
         if self._task is not None:
-            with contextlib.suppress(asyncio.QueueFull):
-                self.queue.put_nowait(None)
+            self.queue.close()  # what is queued is stepped first
             try:
                 await asyncio.wait_for(self._task, 5)
             except (TimeoutError, asyncio.CancelledError):
@@ -298,6 +315,8 @@ class TableActor:
             if item is None:
                 return
             await self._step(item)
+        if self.closed:  # what came in behind the close: answered at once, not dropped
+            self._refuse_queued(Refused("no_table", f"there is no table {self.table_id!r}"))
 
     def _command_of(self, record: CommandRecord) -> c.Command | None:
         """The table command a record asks for (None: answered without a step)."""
@@ -305,7 +324,8 @@ class TableActor:
         rid = None if record.id is None else str(record.id)
         cls = WIRE_COMMANDS.get(kind)
         if cls is not None:
-            return cls(player=player, id=rid, **record.fields)
+            fields = {k: v for k, v in record.fields.items() if k != GUEST_FIELD}
+            return cls(player=player, id=rid, **fields)
         if kind == "join":
             if record.reply_to is not None:
                 self.watchers.setdefault(player, set()).add(record.reply_to.gateway)
@@ -344,14 +364,16 @@ class TableActor:
         """Answer a ``roads`` query: the roads, and between coups the exact odds of the
         next coup from what the players know remains in the shoe (the public cards out;
         never the burned cards, §4). The odds take a few ms of numpy: computed off the
-        loop, once per shoe position, and answered when ready, so the table never waits."""
+        loop, once per public composition, and answered when ready, so the table never waits."""
         table = self.table
         roads = table.roads()
         counts = views.public_composition(table)
         if counts is None or table.shoe is None:
             self.bus.reply(ReplyRecord.ok(to, table=self.table_id, roads=roads, odds=None))
             return
-        key = (table.shoe_no, len(table.shoe.dealt))
+        # Keyed by what the odds are computed from: the public composition (the burn card
+        # turned up at the cut changes it before any card is dealt).
+        key = (table.shoe_no, *sorted(counts.items()))
         if self._odds is not None and self._odds[0] == key:
             self.bus.reply(ReplyRecord.ok(to, table=self.table_id, roads=roads, odds=self._odds[1]))
             return
@@ -422,6 +444,14 @@ class TableActor:
                 elif record is not None and record.kind == "refresh":
                     await self._refresh([record.player])
                 return
+            guest = None if record is None else record.fields.get(GUEST_FIELD)
+            if isinstance(cmd, c.Sit) and isinstance(guest, dict):
+                # A guest is written to the store (with their play money) only once the
+                # rules let them sit: a refused sit keeps nothing of theirs.
+                self.table.check(cmd)
+                await self.store.ensure_player(
+                    cmd.player, str(guest["name"]), int(guest["funds"]), guest=True
+                )
             if isinstance(cmd, _FRESH_BALANCE):
                 await self._refresh([cmd.player])
             try:

@@ -76,6 +76,7 @@ class Croupier:
         self.rebalancer: Rebalancer | None = None
         self._task: asyncio.Task[None] | None = None
         self._summaries: dict[str, dict[str, Any]] = {}  # the lobby lines last shared
+        self._define_lock = asyncio.Lock()  # one table definition at a time (one process)
         self._table_ids: tuple[float, list[str]] = (-1e9, [])
         self._jobs: set[asyncio.Task[None]] = set()
 
@@ -83,9 +84,7 @@ class Croupier:
     async def start(self, definitions: tuple[dict[str, Any], ...]) -> None:
         """Add the configured tables the store does not have yet, then start the tables
         this process owns: all of them alone, the ones placed here in a cluster."""
-        async with contextlib.AsyncExitStack() as stack:
-            if self.cluster is not None:  # processes starting together define them once
-                await stack.enter_async_context(self.cluster.lock("define-tables"))
+        async with self._defining():  # processes starting together define them once
             rows = {row.table_id: row for row in await self.store.load_tables()}
             for definition in definitions:
                 tid = str(definition["id"])
@@ -157,7 +156,15 @@ class Croupier:
         row = rows.get(table_id)
         if row is None:
             raise LookupError(f"table {table_id!r} is not open")
-        await self._start_table(row, epoch)
+        actor = await self._start_table(row, epoch)
+        if self.cluster is not None:
+            # Listed before this process serves anyone (start awaits the first rebalance):
+            # a table taken here is never "no_table" to a player who saw it in the lobby.
+            # If Redis refuses it now, the next step's line is shared (_shared) as ever.
+            summary = actor.summary()
+            with contextlib.suppress(Exception):
+                await self.cluster.put_summary(table_id, summary)
+                self._summaries[table_id] = summary
         self._tell({"kind": "owner", "table": table_id, "node": self.bus.node})
         log.info("table %s: owned here", table_id, extra={"table": table_id})
 
@@ -290,22 +297,34 @@ class Croupier:
     async def create_table(self, table_id: str, options: TableOptions) -> dict[str, Any]:
         """Save a new table, then start it (alone) or let placement start it (cluster);
         its lobby line."""
+        exists = Refused("table_exists", f"there is already a table {table_id!r}")
         if table_id in self.actors:
-            raise Refused("table_exists", f"there is already a table {table_id!r}")
-        # Only checked, known settings are kept: nothing the operator sent goes to the
-        # store as it came.
-        epoch = await self.store.claim_table(table_id)
-        seq = await self.store.table_seq(table_id)  # a closed table's of this id, if any
-        definition = {"id": table_id, **options.to_definition()}
-        row = TableRow(table_id, definition, None, seq, False, epoch)
-        await self.store.save_table(row)
+            raise exists
+        # One definition at a time, cluster-wide: two creates of one id (a closed one's,
+        # say) each claimed an epoch and the older one's save failed as stale.
+        async with self._defining():
+            if table_id in {row.table_id for row in await self.store.load_tables()}:
+                raise exists
+            # Only checked, known settings are kept: nothing the operator sent goes to
+            # the store as it came.
+            epoch = await self.store.claim_table(table_id)
+            seq = await self.store.table_seq(table_id)  # a closed table's of this id
+            definition = {"id": table_id, **options.to_definition()}
+            row = TableRow(table_id, definition, None, seq, False, epoch)
+            await self.store.save_table(row)
+            if self.cluster is not None:
+                summary = views.summary(Table(table_id, options, TableWallet()))
+                await self.cluster.put_summary(table_id, summary)
+                self._tell({"kind": "tables"})
+                return summary
+            actor = await self._start_table(row, epoch)
+            return actor.summary()
+
+    def _defining(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """The lock under which tables are defined: the cluster's, or this process's."""
         if self.cluster is not None:
-            summary = views.summary(Table(table_id, options, TableWallet()))
-            await self.cluster.put_summary(table_id, summary)
-            self._tell({"kind": "tables"})
-            return summary
-        actor = await self._start_table(row, epoch)
-        return actor.summary()
+            return self.cluster.lock("define-tables")
+        return self._define_lock
 
     def _closed(self, actor: TableActor) -> None:
         """A table closed (its ``close`` step is stored): it takes no more commands, and

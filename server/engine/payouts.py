@@ -15,7 +15,16 @@ from enum import StrEnum
 
 from .coup import Coup
 
-__all__ = ["AREAS", "Area", "Bet", "BetResult", "Paytable", "settle", "settle_bet"]
+__all__ = [
+    "AREAS",
+    "Area",
+    "Bet",
+    "BetResult",
+    "Paytable",
+    "settle",
+    "settle_bet",
+    "winning_areas",
+]
 
 
 class Area(StrEnum):
@@ -174,3 +183,9 @@ def settle_bet(area: Area | str, stake: int, coup: Coup, paytable: Paytable) -> 
 def settle(bets: Iterable[Bet], coup: Coup, paytable: Paytable) -> list[BetResult]:
     """Settle a list of bets; the sum of ``returned`` is what the house pays out."""
     return [settle_bet(b.area, b.stake, coup, paytable) for b in bets]
+
+
+def winning_areas(coup: Coup, paytable: Paytable) -> list[Area]:
+    """The table's areas that win ``coup``: a bet on them gets back more than its stake
+    (a push is not a win). Derived from :func:`settle_bet`, the one place of each rule."""
+    return [a for a in paytable.areas() if settle_bet(a, 100, coup, paytable).outcome == "win"]

@@ -8,10 +8,10 @@ or RS256, from a PEM file). The claims used:
   (``guest-`` ids are reserved for guests, and ``croupier``, the id the table's own
   actions carry, is nobody's: :data:`RESERVED_PLAYERS`);
 - ``name`` (optional): the display name, 1-32 characters that pass the one text check
-  (:func:`server.net.text.clean_text`; defaults to the id, cut to 32 characters);
+  (:func:`server.protocol.text.clean_text`; defaults to the id, cut to 32 characters);
 - ``roles`` (optional): a list of strings; ``"operator"`` may open and close tables;
 - ``exp`` (required unless configured otherwise), ``iss``/``aud`` when configured;
-  ``exp``, ``nbf`` and ``iat`` are whole seconds (JSON integers from 0 to 2^53: not a
+  ``exp``, ``nbf`` and ``iat`` are whole seconds (JSON integers from 0 to 2^53 - 1: not a
   string, not ``1e300``); clocks may differ by :data:`DEFAULT_LEEWAY` seconds.
 
 Only the configured algorithm is accepted (no ``alg`` confusion: an HS256 token
@@ -42,8 +42,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed448, ed25519, rsa
 
 from server.net.config import JWT_ALGORITHMS, MIN_SECRET_BYTES, ConfigError
-from server.net.text import clean_text
 from server.protocol.errors import ChemmyError
+from server.protocol.text import clean_text
 from server.table.commands import CROUPIER
 
 if TYPE_CHECKING:
@@ -72,7 +72,8 @@ MAX_TOKEN_LEN: Final = 8192
 MAX_NAME_LEN: Final = 32
 #: Player ids nobody may hold: the table's own actions are recorded as ``croupier``'s.
 RESERVED_PLAYERS: Final = frozenset({CROUPIER})
-#: The time claims (``exp``, ``nbf``, ``iat``) are whole seconds below this.
+#: The time claims (``exp``, ``nbf``, ``iat``) are whole seconds below this (0 to 2^53 - 1,
+#: as docs/protocol.md says: like every integer of the protocol).
 MAX_TIME_CLAIM: Final = 2**53
 
 _PLAYER_ID = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
@@ -95,7 +96,7 @@ def is_valid_player_id(player_id: object) -> TypeGuard[str]:
 
 
 def clean_name(name: object) -> str:
-    """A display name: the one text check of chat too (:func:`~server.net.text.clean_text`:
+    """A display name: the one text check of chat too (:func:`~server.protocol.text.clean_text`:
     NFC, whitespace runs to one space, trimmed; no control, bidi or zero-width
     character), then 1-32 characters. Raises :class:`ValueError` otherwise."""
     if not isinstance(name, str):

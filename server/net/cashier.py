@@ -9,7 +9,6 @@ deposits once. History is filtered to what the player may see of their own round
 from __future__ import annotations
 
 import contextlib
-import logging
 from typing import TYPE_CHECKING, Any
 
 from server.croupier.actor import store_refusal
@@ -23,8 +22,6 @@ if TYPE_CHECKING:
     from .session import Session
 
 __all__ = ["balance", "deposit", "history", "shoe_record"]
-
-log = logging.getLogger("chemmy.cashier")
 
 
 async def balance(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
@@ -40,10 +37,12 @@ async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict
     amount = fields["amount"]
     limit = server.config.max_deposit
     if amount <= 0 or amount > limit:
-        raise Refused("bad_amount", f"a deposit is 1 to {limit} minor units")
+        # Said in money, as a player reads it: 1 to 1000000 minor units is 0.01 to 10,000.00.
+        raise Refused("bad_amount", f"a deposit is 0.01 to {_money(limit)}")
     if mid is None:
         raise ProtocolError("bad_message", "a deposit needs an id (it is its idempotency key)")
     pid = session.player
+    server.limits.deposit(pid)  # each is kept for good: a player may make only so many
     await server.persist(session)
     # Each part escaped: player "a" with id "b:c" and player "a:b" with id "c" differ.
     key = ledger_key("deposit", pid, str(mid))
@@ -56,8 +55,9 @@ async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict
         ) from None
     except StoreError as exc:
         # Nothing was credited: store_unavailable (cannot reach it now) or store_failed.
-        log.exception("storing a deposit failed", extra={"player": pid, "conn": session.id})
+        server.store_failed(exc)
         raise store_refusal(exc) from None
+    server.store_works()
     duplicate = result.inserted == 0
     # The tables this player is at read their balance again (for what they show).
     for table in session.tables:
@@ -65,6 +65,12 @@ async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict
             server.relay(session, table, "refresh")
     balance_, _available = await server.money(pid)
     server.ok(session, mid, balance=balance_, duplicate=duplicate)
+
+
+def _money(minor: int) -> str:
+    """Minor units as money with two decimals: 1000000 -> "10,000.00"."""
+    whole, cents = divmod(minor, 100)
+    return f"{whole:,}.{cents:02d}"
 
 
 async def history(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:

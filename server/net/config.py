@@ -112,8 +112,12 @@ class ServerConfig:
     chat_max_len: int = 200
     chat_rate: int = 5
     max_deposit: int = 1_000_000
+    deposits_per_day: int = 50
+    deposit_burst: int = 10
     guest_balance: int = 100_000
     queue_size: int = 256
+    send_buffer_total: int = 64 * 2**20
+    send_buffer_per_address: int = 16 * 2**20
     grace: float = 60.0
     drain_timeout: float = 30.0
     command_timeout: float = 10.0
@@ -351,8 +355,27 @@ _SETTINGS: Final = (
         "chat_rate", "int", "chat messages per 10 s per connection (0: no chat)", _at_least(0)
     ),
     _Setting("max_deposit", "int", "largest play-money deposit, minor units", _at_least(0)),
+    _Setting(
+        "deposits_per_day",
+        "int",
+        "play-money deposits a player may make a day, after the burst (0: no limit)",
+        _at_least(0),
+    ),
+    _Setting("deposit_burst", "int", "play-money deposits a player may make at once", _at_least(1)),
     _Setting("guest_balance", "int", "a new player's starting balance, minor units", _at_least(0)),
     _Setting("queue_size", "int", "per-table command queue length", _at_least(1)),
+    _Setting(
+        "send_buffer_total",
+        "int",
+        "bytes waiting to be sent to all clients together before the largest are cut off",
+        _at_least(2**20),
+    ),
+    _Setting(
+        "send_buffer_per_address",
+        "int",
+        "bytes waiting to be sent to one address's clients before its largest are cut off",
+        _at_least(2**16),
+    ),
     _Setting("grace", "float", "seconds a disconnected player keeps a seat", _at_least(0)),
     _Setting("drain_timeout", "float", "seconds to finish coups on shutdown", _at_least(0)),
     _Setting(

@@ -139,11 +139,13 @@ class _Peer:
     connections: int = 0
     messages: Bucket | None = None
     hellos: Bucket | None = None
+    deposits: Bucket | None = None
 
     def idle(self, now: float) -> bool:
         """No connection open and every bucket full again: nothing to remember."""
         return self.connections == 0 and all(
-            bucket is None or bucket.full(now) for bucket in (self.messages, self.hellos)
+            bucket is None or bucket.full(now)
+            for bucket in (self.messages, self.hellos, self.deposits)
         )
 
 
@@ -206,6 +208,26 @@ class Limits:
         peer = self.players.get(player)
         if peer is not None and peer.connections > 0:
             peer.connections -= 1
+
+    def deposit(self, player: str) -> None:
+        """One play-money deposit of ``player``, or ``rate_limited``: each is a ledger
+        entry kept for good, so what one player can make the store keep is bounded
+        (``deposit_burst`` at once, ``deposits_per_day`` a day)."""
+        per_day = self.config.deposits_per_day
+        if not per_day:
+            return
+        now = self.clock()
+        peer = self.players.get(player)
+        if peer is None:
+            peer = self.players[player] = _Peer(messages=_bucket(*self._player_rate, now))
+        if peer.deposits is None:
+            peer.deposits = Bucket(per_day / 86_400, float(self.config.deposit_burst), now)
+        if not peer.deposits.take(now):
+            raise Refused(
+                "rate_limited",
+                f"that is more play money than a player may add today ({per_day} deposits a "
+                "day); try again later",
+            )
 
     # -- rates ----------------------------------------------------------------------
     def take(self, address: str, player: str | None) -> bool:
@@ -375,12 +397,15 @@ class Lines:
             self._touched.append(key)
             self._pump(key[0], key[1])
 
-    def drop_table(self, table: str) -> None:
-        """``table`` closed: its lines are gone (waiting commands are not sent)."""
+    def drop_table(self, table: str) -> list[Go]:
+        """``table`` closed: its lines are gone. Returns the commands that were waiting
+        (never sent), in line order, for the caller to answer."""
+        waiting: list[Go] = []
         for key in [key for key in self._players if key[0] == table]:
-            del self._players[key]
+            waiting.extend(self._players.pop(key).waiting)
         for akey in [akey for akey in self._addresses if akey[0] == table]:
             del self._addresses[akey]
+        return waiting
 
     # -- inside --------------------------------------------------------------------------
     def _pump(self, table: str, address: str) -> None:

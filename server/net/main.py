@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any
 
+from server.store.base import StoreInUse
+
 from .config import ConfigError, ServerConfig, load_config
 
 __all__ = ["main", "run"]
@@ -94,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(run(config))
     except KeyboardInterrupt:
         pass
+    except StoreInUse as exc:
+        print(f"chemmy-server: error: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"chemmy-server: error: {exc}", file=sys.stderr)
         return 1

@@ -74,6 +74,10 @@ log = logging.getLogger("chemmy.server")
 
 SUBPROTOCOLS = [MSGPACK, JSON]
 SLOW_CLIENT_BUFFER = 4 * 2**20  # bytes waiting in a client's write buffer before it is cut off
+#: Seconds without a store failure that end a failure episode (store_failed).
+STORE_QUIET = 30.0
+#: How many closed table ids a gateway remembers (to answer ``no_table`` at once).
+CLOSED_TABLES_KEPT = 4096
 #: Seconds a cut-off connection may still send (dropped unread) before it is aborted.
 CUT_OFF_LINGER = 1.0
 
@@ -86,6 +90,7 @@ class _Pending:
     then: Continuation
     sent: float
     line: LineKey  # the player's line at the table, whose place the reply frees
+    kind: str  # the command's type
 
 
 class ChemmyServer:
@@ -132,6 +137,11 @@ class ChemmyServer:
         self.lines = Lines()
         self.endpoints = Endpoints(self.metrics, self._not_ready, config.origins)
         self._pending: dict[int, _Pending] = {}
+        #: Tables this gateway saw close (their ``closed`` event), until watched again:
+        #: a command for one is answered ``no_table`` here, whoever owned it.
+        self._closed_tables: dict[str, None] = {}
+        self._store_refusals = 0  # requests refused in the store's failure episode
+        self._store_failed_at = 0.0
         self._request_ids = itertools.count(1)
         self._server: Server | None = None
         self._watchdog: asyncio.Task[None] | None = None
@@ -148,16 +158,9 @@ class ChemmyServer:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        await self.store.open()
-        # Every process signs guests' resume tokens with the same key, kept in the
-        # store, so a guest keeps their seat across a restart (and a failover).
-        self.auth.guest_key = await self.store.secret("guest-resume")
-        self.guest_key = secrets.token_bytes(32)
-        await self.bus.start()
-        self.bus.on_replies(self._on_reply)
-        await self.croupier.start(self.config.tables)
-        for tid in self.croupier.actors:
-            self.watch_table(tid)
+        """Bind the port, claim the store, then the tables, then accept: a start that
+        cannot serve (the port taken, the SQLite file served by another process) fails
+        before it has claimed anything, and leaves a running server alone."""
         self._server = await serve(
             self._handler,
             self.config.host,
@@ -171,9 +174,31 @@ class ChemmyServer:
             compression="deflate" if self.config.compression else None,
             ping_interval=20,
             ping_timeout=20,
+            start_serving=False,
         )
+        try:
+            await self.store.claim_serving()
+            await self._open_tables()
+        except BaseException:
+            self._server.close()
+            await self._server.wait_closed()
+            await self.store.close()
+            raise
+        await self._server.start_serving()
         self._watchdog = asyncio.create_task(self._watch_slow_clients())
         log.info("listening on ws://%s:%d", self.config.host, self.port)
+
+    async def _open_tables(self) -> None:
+        await self.store.open()
+        # Every process signs guests' resume tokens with the same key, kept in the
+        # store, so a guest keeps their seat across a restart (and a failover).
+        self.auth.guest_key = await self.store.secret("guest-resume")
+        self.guest_key = secrets.token_bytes(32)
+        await self.bus.start()
+        self.bus.on_replies(self._on_reply)
+        await self.croupier.start(self.config.tables)
+        for tid in self.croupier.actors:
+            self.watch_table(tid)
 
     @property
     def port(self) -> int:
@@ -187,6 +212,8 @@ class ChemmyServer:
         connected = getattr(self.bus, "connected", None)
         if connected is not None and not connected.is_set():
             return "bus unreachable"
+        if getattr(self.bus, "answering", True) is False:
+            return "redis not answering"
         if self.croupier.failing:
             return "store failing"
         return None
@@ -269,11 +296,17 @@ class ChemmyServer:
         from another connection (the table decides: a seat is held for the grace
         period, §5; a spectator leaves)."""
         for tid in list(session.tables):
-            self.hub.unsubscribe(tid, session.conn)
-            if session.identity is None or self.hub.watching(tid, session.player):
-                continue
-            with contextlib.suppress(ChemmyError):
-                self.relay(session, tid, "disconnect", fields={"gateway": self.bus.node})
+            self.left_table(session, tid)
+
+    def left_table(self, session: Session, tid: str) -> None:
+        """``session`` (closed) no longer watches ``tid``: the table hears of it unless
+        the player still watches from another connection. Also for a join whose reply
+        came after its connection closed (it was not yet among the session's tables)."""
+        self.hub.unsubscribe(tid, session.conn)
+        if session.identity is None or self.hub.watching(tid, session.player):
+            return
+        with contextlib.suppress(ChemmyError):
+            self.relay(session, tid, "disconnect", fields={"gateway": self.bus.node})
 
     def send(self, session: Session, message: dict[str, Any]) -> None:
         send_now(session.conn, encode(message, session.fmt))
@@ -327,13 +360,35 @@ class ChemmyServer:
             self.error(session, mid, err)
         except StoreError as exc:
             # The connection survives a store that fails; the client may retry.
-            self.metrics.store_errors.labels(where="gateway").inc()
-            log.warning("a store call failed: %s", exc, extra={"conn": session.id})
+            self.store_failed(exc)
             self.error(session, mid, Refused("store_unavailable", "try again in a moment"))
+
+    def store_failed(self, exc: BaseException) -> None:
+        """A request of a client was refused because the store failed: one log line when
+        an episode starts (a failure :data:`STORE_QUIET` s or more after the last one),
+        not one per refusal, which a flood of requests would turn into a flood of lines."""
+        self.metrics.store_errors.labels(where="gateway").inc()
+        now = time.monotonic()
+        if self._store_refusals and now - self._store_failed_at < STORE_QUIET:
+            self._store_refusals += 1
+        else:
+            self.store_works()
+            log.error("the store failed (%s); refusing what needs it until it works again", exc)
+            self._store_refusals = 1
+        self._store_failed_at = now
+
+    def store_works(self) -> None:
+        """A store call of the gateway succeeded (or the failures are long past): the
+        episode's one closing line."""
+        if self._store_refusals:
+            log.warning("the store works again (%d requests were refused)", self._store_refusals)
+            self._store_refusals = 0
 
     # ------------------------------------------------------------------ tables
     def watch_table(self, table: str) -> None:
-        """Feed ``table``'s events to this gateway's fan-out."""
+        """Feed ``table``'s events to this gateway's fan-out (a table of that id is open:
+        created, or seen in the lobby by a join)."""
+        self._closed_tables.pop(table, None)
         self.bus.subscribe(table, self._table_events)
 
     def _table_events(self, table: str, events: Sequence[Event]) -> None:
@@ -375,7 +430,11 @@ class ChemmyServer:
         """A table closed: nobody here watches it any more, and its log is gone."""
         self.bus.unsubscribe(table, self._table_events)
         self.hub.drop_table(table)
-        self.lines.drop_table(table)
+        self._closed_tables[table] = None
+        while len(self._closed_tables) > CLOSED_TABLES_KEPT:
+            del self._closed_tables[next(iter(self._closed_tables))]
+        for go in self.lines.drop_table(table):
+            go()  # answered no_table: every request gets one answer, at once
         for session in self.sessions.values():
             session.tables.discard(table)
 
@@ -433,7 +492,9 @@ class ChemmyServer:
         and, without ``then``, when the bus cannot take it."""
         args = fields or {}
         if then is None:
-            self.bus.submit(CommandRecord(table, kind, session.player, mid, args, None))
+            self.bus.submit(
+                CommandRecord(table, kind, session.player, mid, args, None, session.address)
+            )
             return
         line = (table, session.address, session.player)
 
@@ -442,9 +503,14 @@ class ChemmyServer:
                 return False  # the connection went away while its command waited
             n = next(self._request_ids)
             reply_to = Address(self.bus.node, session.id, n)
-            self._pending[n] = _Pending(session, then, time.monotonic(), line)
+            if table in self._closed_tables:
+                then(ReplyRecord.refused(reply_to, _no_table(table)))
+                return False
+            self._pending[n] = _Pending(session, then, time.monotonic(), line, kind)
             try:
-                self.bus.submit(CommandRecord(table, kind, session.player, mid, args, reply_to))
+                self.bus.submit(
+                    CommandRecord(table, kind, session.player, mid, args, reply_to, session.address)
+                )
             except ChemmyError as err:
                 del self._pending[n]
                 then(ReplyRecord.refused(reply_to, err))
@@ -458,9 +524,18 @@ class ChemmyServer:
         pending = self._pending.pop(request, None) if isinstance(request, int) else None
         if pending is None:
             return
+        table = pending.line[0]
+        unavailable = reply.error is not None and reply.error.get("code") == "unavailable"
+        if unavailable and table in self._closed_tables:  # no owner as it closed: not "retry"
+            reply = ReplyRecord.refused(reply.to, _no_table(table))
         try:
-            if pending.session.id in self.sessions:  # else it went away meanwhile
+            if pending.session.id in self.sessions:
                 pending.then(reply)
+            elif pending.kind == "join" and reply.error is None:
+                # The connection closed while its join travelled: its tables were read
+                # before this one was added, so the table hears now that the player is
+                # gone (else a spectator the table never forgets).
+                self.left_table(pending.session, table)
         finally:
             self.lines.answered(pending.line)  # the player's next command may go
 
@@ -509,14 +584,39 @@ class ChemmyServer:
                 self.metrics.backfilled.set(self.bus.backfilled)
             if self.croupier.rebalancer is not None:
                 self.metrics.lease_changes.set(self.croupier.rebalancer.changes)
-            for session in list(self.sessions.values()):
-                transport = session.conn.transport
-                if (
-                    transport is not None
-                    and transport.get_write_buffer_size() > self.slow_client_buffer
-                ):
-                    self.metrics.slow_clients.inc()
-                    transport.abort()
+            self._cut_slow_clients()
+
+    def _cut_slow_clients(self) -> None:
+        """Bound what waits to be sent: per connection (``slow_client_buffer``), per
+        address (``send_buffer_per_address``) and for the whole process
+        (``send_buffer_total``, so that it stays inside its container's memory). Over a
+        bound, the connections with the most unsent are cut first (the slowest readers,
+        who resume from their last seq), until the rest fit."""
+        waiting: list[tuple[int, Session, asyncio.Transport]] = []
+        for session in self.sessions.values():
+            transport = session.conn.transport
+            if transport is not None and not transport.is_closing():
+                size = transport.get_write_buffer_size()
+                if size:
+                    waiting.append((size, session, transport))
+        waiting.sort(key=lambda w: w[0], reverse=True)  # the largest first
+        total = sum(size for size, _s, _t in waiting)
+        per_address: dict[str, int] = {}
+        for size, session, _t in waiting:
+            per_address[session.address] = per_address.get(session.address, 0) + size
+        config = self.config
+        for size, session, transport in waiting:
+            over = (
+                size > self.slow_client_buffer
+                or per_address[session.address] > config.send_buffer_per_address
+                or total > config.send_buffer_total
+            )
+            if not over:
+                continue
+            self.metrics.slow_clients.inc()
+            transport.abort()
+            total -= size
+            per_address[session.address] -= size
 
 
 def _cut_off(conn: ServerConnection, code: int, reason: str) -> None:
@@ -552,3 +652,7 @@ def _origins(origins: Iterable[str]) -> Any:
 
 def _ignore(reply: ReplyRecord) -> None:
     """A reply nobody waits for (a join made again after a table moved)."""
+
+
+def _no_table(table: str) -> Refused:
+    return Refused("no_table", f"there is no table {table[:40]!r}")

@@ -6,7 +6,7 @@ bus) and comes back as a reply record; the gateway then answers the client, and 
 ``join`` subscribes the connection to the table's events from the ``seq`` the reply
 names, so the client sees every event after its snapshot exactly once. Chat is not a
 table event: it is fanned out by the hub to everyone watching, and not stored; its text
-passes the same check as names (``server.net.text``: no control, bidi or zero-width
+passes the same check as names (``server.protocol.text``: no control, bidi or zero-width
 character reaches a watcher's screen).
 """
 
@@ -16,8 +16,10 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
+from server.croupier.actor import GUEST_FIELD
 from server.protocol.errors import ProtocolError, Refused
 from server.protocol.records import ReplyRecord
+from server.protocol.text import clean_text
 from server.store.base import StoreError
 from server.table import TableOptions
 from server.table.events import Event
@@ -25,7 +27,6 @@ from server.table.options import OptionsError
 from server.table.views import view_event
 
 from .hub import Subscriber, envelope
-from .text import clean_text
 
 if TYPE_CHECKING:
     from .handlers import Handler
@@ -80,9 +81,21 @@ def table_command(kind: str) -> Handler:
     ) -> None:
         tid = await _joined(server, session, fields["table"])
         args = {k: v for k, v in fields.items() if k != "table"}
-        if kind == "sit":
-            await server.persist(session)  # a guest is written to the store to play
-        server.relay(session, tid, kind, mid, args, _answer(server, session, mid))
+        then = _answer(server, session, mid)
+        if kind == "sit" and not session.persisted:
+            # A guest not yet stored: the table's owner stores them once the sit is
+            # allowed (a refused sit writes nothing).
+            assert session.identity is not None
+            guest = {"name": session.identity.name, "funds": server.config.guest_balance}
+            args[GUEST_FIELD] = guest
+            answer = then
+
+            def then(reply: ReplyRecord) -> None:
+                if reply.error is None:
+                    session.persisted = True
+                answer(reply)
+
+        server.relay(session, tid, kind, mid, args, then)
 
     return relay
 
@@ -121,6 +134,8 @@ async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[st
             found = None
         if session.id in server.sessions:
             answer(seq, found, snapshot)
+        else:  # closed while the stored log was read
+            server.left_table(session, tid)
 
     def answer(seq: int, missed: list[Event] | None, snapshot: Any) -> None:
         if missed is not None:

@@ -66,6 +66,9 @@ class CommandRecord:
     id: RequestId = None
     fields: dict[str, Any] = field(default_factory=dict)
     reply_to: Address | None = None
+    #: Whose the command is, for the table's queue to be fair to (the client's address;
+    #: the player when empty): each origin has its own line there, served in turn.
+    origin: str = ""
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -76,6 +79,7 @@ class CommandRecord:
             "id": self.id,
             "fields": self.fields,
             "reply_to": _address_out(self.reply_to),
+            "origin": self.origin,
         }
 
 
@@ -144,10 +148,11 @@ def unpack(data: bytes) -> CommandRecord | ReplyRecord:
             if not isinstance(fields, dict):
                 raise ProtocolError("bad_record", "a command's fields are a map")
             table, kind, player = raw["table"], raw["kind"], raw["player"]
-            if not all(isinstance(v, str) for v in (table, kind, player)):
-                raise ProtocolError("bad_record", "table, kind and player are strings")
+            origin = raw.get("origin", "")
+            if not all(isinstance(v, str) for v in (table, kind, player, origin)):
+                raise ProtocolError("bad_record", "table, kind, player and origin are strings")
             return CommandRecord(
-                table, kind, player, raw["id"], fields, _address_in(raw["reply_to"])
+                table, kind, player, raw["id"], fields, _address_in(raw["reply_to"]), origin
             )
         if raw.get("t") == "reply":
             to = _address_in(raw["to"])

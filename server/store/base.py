@@ -117,6 +117,11 @@ class StoreUnavailable(StoreError):
     the lock wait ran out). Not a refusal: the same call may work later."""
 
 
+class StoreInUse(StoreError):
+    """Another live process serves this store, and it is one process's store (SQLite):
+    a second server must not start on it."""
+
+
 class KeyConflict(StoreError):
     """A ledger key already holds an entry with different fields."""
 
@@ -189,7 +194,14 @@ class Store(Protocol):
         open store."""
 
     async def close(self) -> None:
-        """Release the connection. Closing twice is harmless."""
+        """Release the connection (and the claim of :meth:`claim_serving`). Closing twice
+        is harmless."""
+
+    async def claim_serving(self) -> None:
+        """Claim the store for this serving process, before it claims any table. A store
+        of one process (SQLite) that another live process serves raises
+        :class:`StoreInUse`; a shared store (Redis) and a process's own (memory) allow
+        it. The claim lasts until :meth:`close` or the process's end, however it ends."""
 
     async def ensure_player(
         self, player_id: str, name: str, initial_balance: int, *, guest: bool = False

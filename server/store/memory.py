@@ -89,6 +89,9 @@ class MemoryStore:
     async def open(self) -> None:
         self._open = True
 
+    async def claim_serving(self) -> None:
+        """A process's own store: nothing to claim."""
+
     async def close(self) -> None:
         self._open = False
 

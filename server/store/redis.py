@@ -428,6 +428,9 @@ class RedisStore:
         }
         self._client = client
 
+    async def claim_serving(self) -> None:
+        """A cluster's shared store: every process serves it (tables are claimed by lease)."""
+
     async def close(self) -> None:
         client, self._client = self._client, None
         if client is not None:

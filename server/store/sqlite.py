@@ -30,6 +30,7 @@ outside the worker thread.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import functools
 import json
 import os
@@ -52,6 +53,7 @@ from server.store.base import (
     RoundIndex,
     StaleEpoch,
     StoreError,
+    StoreInUse,
     StoreUnavailable,
     TableRow,
     audit_report,
@@ -238,6 +240,7 @@ class SQLiteStore:
         self.clock = clock
         self._worker: _Worker | None = None
         self._db: sqlite3.Connection | None = None  # touched only in the worker thread
+        self._serving: int | None = None  # the lock file's descriptor (claim_serving)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -329,7 +332,32 @@ class SQLiteStore:
             raise _translate(exc, f"cannot open {self.path}") from exc
         self._db = db
 
+    async def claim_serving(self) -> None:
+        """SQLite is one process's store: the serving process holds an exclusive
+        ``flock`` on ``<path>.lock`` (beside the database; the OS drops it when the
+        process ends, even by kill -9). Readers such as audits need no claim."""
+        if self._serving is not None or self.path == ":memory:":
+            return
+        lock = f"{self.path}.lock"
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot open {lock}: {exc.strerror}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise StoreInUse(
+                f"{self.path} is served by another running chemmy-server (it holds {lock}); "
+                "SQLite is one process's store: stop that one, or run a cluster on "
+                "--store redis://"
+            ) from None
+        self._serving = fd
+
     async def close(self) -> None:
+        fd, self._serving = self._serving, None
+        if fd is not None:
+            os.close(fd)  # the flock goes with the descriptor
         worker, self._worker = self._worker, None
         if worker is None:
             return

@@ -29,6 +29,7 @@ from typing import Any
 
 from server.engine.payouts import Area, Paytable
 from server.engine.shoe import MIN_STOP_OFFSET
+from server.protocol.text import clean_text
 
 __all__ = [
     "MAX_LIMIT",
@@ -58,6 +59,15 @@ def _int(v: Any, name: str, lo: int, hi: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
         raise OptionsError(f"{name} must be a whole number {lo}-{hi}, not {v!r}")
     return v
+
+
+def _shown(text: str) -> str:
+    """``text`` as :func:`clean_text` normalizes it (NFC, one space between words), or
+    as it is when it has what no name may have (then refused, with the reason)."""
+    try:
+        return clean_text(text)
+    except ValueError:
+        return text
 
 
 def _bool(v: Any, name: str) -> bool:
@@ -161,6 +171,11 @@ class TableOptions:
         """The one check of a table definition (every rule of GAME_RULES.md it names)."""
         if not isinstance(self.name, str) or not 1 <= len(self.name.strip()) <= 40:
             raise OptionsError(f"name must be 1-40 characters, not {self.name!r}")
+        try:  # shown on every screen: the one text check of player names and chat
+            if clean_text(self.name) != self.name:
+                raise ValueError("a name is written as it is shown: one space between words")
+        except ValueError as exc:
+            raise OptionsError(f"name: {exc}") from None
         if _int(self.decks, "decks", 6, 8) not in (6, 8):  # §4
             raise OptionsError("decks must be 6 or 8")
         for flag in ("commission", "pairs", "super6", "dragon", "holder_must_bet_banker"):
@@ -233,7 +248,7 @@ class TableOptions:
         timers = Timers(**{k: _seconds(v, k) for k, v in tim.items()})
         name = data.pop("name", "Chemmy")
         return cls(
-            name=name.strip() if isinstance(name, str) else name,
+            name=_shown(name) if isinstance(name, str) else name,
             limits=limits,
             timers=timers,
             tier=str(tier),

@@ -57,7 +57,7 @@ from typing import Any
 
 from server.engine.cards import card_value, hand_total
 from server.engine.coup import banker_draws, finish_coup, is_natural, player_draws
-from server.engine.payouts import Area
+from server.engine.payouts import Area, winning_areas
 from server.engine.roads import Result, Roads
 from server.engine.shoe import Shoe, ShoeError, check_cut, timeout_cut
 
@@ -279,6 +279,15 @@ class Table:
             self.wallet.transfer(key, stake, player, -amount, "unstake", rid)
 
     # ------------------------------------------------------------------ the checks
+    def check(self, cmd: c.Command) -> None:
+        """Raise the TableError :meth:`handle` would raise for ``cmd``, changing nothing
+        (a caller may then do what the command needs done first, such as storing a
+        guest who may sit)."""
+        if cmd.id is not None and cmd.id in self.recent_ids.get(cmd.player, ()):
+            return
+        check, _do = self._verify(cmd)
+        check(self, cmd)
+
     def _verify(self, cmd: c.Command) -> tuple[Callable[..., Any], Callable[..., bool]]:
         """The one phase check (rules.ALLOWED); returns the command's check and do."""
         kind = type(cmd)
@@ -723,6 +732,10 @@ class Table:
             if q.id not in declined:
                 self._offer_to(q, declined)
                 return
+        self._house_takes_shoe()
+
+    def _house_takes_shoe(self) -> None:
+        """§5: nobody (else) takes the shoe: the croupier holds it until a Player win."""
         self.offer = None
         self.holder = None
         self.house_holds = True
@@ -755,7 +768,17 @@ class Table:
         return p
 
     def _do_pass_shoe(self, cmd: c.PassShoe, p: PlayerState) -> bool:
+        """§5: a voluntary pass goes to the next occupied seat other than the holder's,
+        and never back to them: the offer starts at once with the passer counted as
+        having declined; with nobody else seated the house holds the shoe."""
+        assert p.seat is not None
         self._lose_shoe(p, "passed")
+        self.offer_needed = False
+        others = [q for q in self._rotation(p.seat) if q.id != p.id]
+        if others:
+            self._offer_to(others[0], [p.id])
+        else:
+            self._house_takes_shoe()
         return False
 
     def _check_cut(self, cmd: c.Cut) -> None:
@@ -1086,7 +1109,8 @@ class Table:
         result = finish_coup([s.card for s in coup.player], [s.card for s in coup.banker])
         rid = coup.round_id
         payouts = settlement.pay(self.wallet, self.table_id, coup, result, self.options.paytable)
-        summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict()}
+        won = [a.value for a in winning_areas(result, self.options.paytable)]
+        summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict(), "won": won}
         self._emit("result", plain_copy(summary))  # the summary stays as last_result
         self._emit(
             "settled",

@@ -325,3 +325,25 @@ def test_money_is_conserved(
     player_net = sum(r.returned - r.stake for r in results)
     house_net = sum(s for _, s in bets) - total_returned
     assert player_net + house_net == 0
+
+
+def test_winning_areas_are_the_areas_a_bet_on_wins() -> None:
+    """result.won (docs/protocol.md): what a client lights, every rule from settle_bet."""
+    from server.engine.coup import finish_coup
+    from server.engine.payouts import winning_areas
+
+    super6 = Paytable(commission=False, super6=True)
+    banker_6 = finish_coup(["2h", "3c", "Kd"], ["Qs", "6d"])  # 5 against Banker's 6
+    assert [a.value for a in winning_areas(banker_6, super6)] == ["banker", "super6"]
+    tie = finish_coup(["9h", "Kc"], ["9d", "Qs"])  # a natural tie: Dragon bets push
+    dragons = Paytable(dragon=True)
+    assert [a.value for a in winning_areas(tie, dragons)] == ["tie"]
+    pair = finish_coup(["6h", "6c", "Qd"], ["Js", "Kd", "Ad"])
+    assert [a.value for a in winning_areas(pair, Paytable())] == ["player", "player_pair"]
+    by_nine = finish_coup(["Kh", "Qc", "9d"], ["Js", "Kd", "Qh"])  # Player by 9: Dragon 30:1
+    assert "dragon_player" in [a.value for a in winning_areas(by_nine, dragons)]
+    for coup in (banker_6, tie, pair, by_nine):
+        for table in (super6, dragons, Paytable()):
+            won = set(winning_areas(coup, table))
+            for area in table.areas():
+                assert (area in won) == (settle_bet(area, 100, coup, table).outcome == "win")

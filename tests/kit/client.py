@@ -428,6 +428,21 @@ class Client:
             lambda m: m.get("type") in ("ok", "error"), start=start, timeout=timeout, what="a reply"
         )
 
+    async def one_reply_each(self, ids: list[Any], timeout: float) -> dict[Any, dict[str, Any]]:
+        """The one reply of each of ``ids`` (commands sent without waiting), all within
+        ``timeout`` seconds; a ping's reply after them shows that none came twice."""
+        got: dict[Any, dict[str, Any]] = {}
+        async with asyncio.timeout(timeout):
+            for mid in ids:
+                got[mid] = await self.wait_frame(
+                    lambda m, mid=mid: m.get("id") == mid and m.get("type") in ("ok", "error"),
+                    what=f"the reply to {mid}",
+                )
+            await self.call("ping")
+        for mid in ids:
+            assert [r for r in self.replies() if r.get("id") == mid] == [got[mid]], mid
+        return got
+
     def chats(self) -> list[dict[str, Any]]:
         return [f.msg for f in self.frames if f.msg.get("type") == "chat"]
 

@@ -353,6 +353,9 @@ def test_time_claims_are_checked() -> None:
         in refused(auth, raw({"sub": "ann", "exp": now + 99, "iat": now + 60})).message
     )
     assert hs256(require_exp=False).authenticate(raw({"sub": "ann"})).player_id == "ann"
+    # The bounds docs/protocol.md gives: 0 to 2^53 - 1 (2^53 is refused, above).
+    last = 2**53 - 1
+    assert auth.authenticate(raw({"sub": "ann", "exp": last, "iat": 0})).player_id == "ann"
 
 
 def test_guest_resume_tokens_keep_their_claims_whole() -> None:

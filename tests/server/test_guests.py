@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kit import table_def
+
 
 async def test_hellos_write_nothing_until_a_guest_sits(net: Any) -> None:
     server = await net.start()
@@ -26,6 +28,29 @@ async def test_hellos_write_nothing_until_a_guest_sits(net: Any) -> None:
     assert await server.store.player_name(player.player) == "Watcher 0"
     assert (await server.store.audit())["entries"] == before + 1
     assert await player.balance() == server.config.guest_balance
+    audit = await server.store.audit()
+    assert audit["sum"] == 0 and audit["ledger_matches"]
+
+
+async def test_a_refused_sit_writes_no_guest(net: Any) -> None:
+    """Issue 18.12: a guest is written only when something of theirs must be kept."""
+    server = await net.start(tables=(table_def("t1", seats=1),))
+    before = (await server.store.audit())["entries"]
+    first = await net.guest(server, "json", name="First")
+    await first.join("t1")
+    await first.call("sit", table="t1")
+    entries = (await server.store.audit())["entries"]
+    assert entries == before + 1
+    for n in range(5):
+        late = await net.guest(server, "json", name=f"Late {n}")
+        await late.join("t1")
+        await late.refused("table_full", "sit", table="t1")
+        await late.refused("bad_seat", "sit", table="t1", seat=2)
+        assert await server.store.player_name(late.player) is None
+        assert await late.balance() == server.config.guest_balance  # what they'd get
+    assert (await server.store.audit())["entries"] == entries
+    # The seated guest still has their money, stored once.
+    assert await first.balance() == server.config.guest_balance
     audit = await server.store.audit()
     assert audit["sum"] == 0 and audit["ledger_matches"]
 

@@ -89,6 +89,11 @@ async def test_operators_create_and_close_tables(net: Any) -> None:
     await op.refused("bad_options", "create_table", table="bad1", options={"decks": 7})
     await op.refused("bad_options", "create_table", table="bad2", options={"colour": "red"})
     await op.refused("bad_options", "create_table", table="bad3", options={"super6": True})
+    # names are shown on every screen: the one text check of player names and chat
+    for i, name in enumerate(["Evil\u202eemaN", "zero\u200bwidth", "bell\x07", ""]):
+        await op.refused(
+            "bad_options", "create_table", table=f"bad-name{i}", options={"name": name}
+        )
     await op.refused("bad_message", "create_table", table="no spaces")
     await op.refused("bad_message", "create_table", table="x" * 33)
     await boss.call("create_table", table="boss-1")

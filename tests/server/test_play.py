@@ -236,9 +236,10 @@ async def test_pass_shoe_and_house_holds(net: Any) -> None:
     }
     assert passed[-1]["kind"] == "shoe_offered" and passed[-1]["data"]["player"] == "bob"
 
-    # Everybody declines: the house holds the shoe and the croupier turns Banker (§5, §6).
-    await game.act("bob", "decline_shoe")
-    reply = await game.act("ann", "decline_shoe")
+    # Bob declines and the shoe is never offered back to ann, who passed it: the house
+    # holds the shoe and the croupier turns Banker (§5, §6).
+    reply = await game.act("bob", "decline_shoe")
+    await ann.refused("wrong_phase", "accept_shoe", table="t1")
     assert [e["kind"] for e in bob.events("t1") if e["seq"] <= reply["seq"]][-3:-1] == [
         "shoe_declined",
         "shoe_held_by_house",

@@ -1,4 +1,4 @@
-"""The one text check of names and chat (server/net/text.py)."""
+"""The one text check of names and chat (server/protocol/text.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from server.net.auth import clean_name
-from server.net.text import clean_text
+from server.protocol.text import clean_text
 
 
 @pytest.mark.parametrize(

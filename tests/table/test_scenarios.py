@@ -159,6 +159,35 @@ class TestPassingTheShoe:
         assert h.one("shoe_offered", evs).data["player"] == "cat"
         assert h.table.holder is None
 
+    def test_voluntary_pass_with_nobody_else_seated_goes_to_the_house(self):
+        """§5: a voluntary pass is never offered back to the one who passed."""
+        h = TableHarness()
+        h.setup({"bob": 2}, stack(BANKER_WIN, BANKER_WIN), holder="bob")
+        h.join("spec")
+        h.play_coup({"bob": {"banker": 500}})
+        assert h.table.holder == "bob"
+        evs = h.do(c.PassShoe(player="bob"))
+        assert h.one("shoe_passed", evs).data == {"player": "bob", "reason": "passed"}
+        assert not h.find("shoe_offered", evs)
+        h.one("shoe_held_by_house", evs)
+        assert h.table.holder is None and h.table.house_holds
+        assert h.phase is Phase.BETTING
+        view = snapshot(h.table, "bob")
+        assert view["house_holds"] and view["offer"] is None
+
+    def test_voluntary_pass_declined_by_everyone_else_is_not_offered_back(self):
+        h = TableHarness()
+        h.setup({"ann": 1, "bob": 2, "cat": 3}, stack(BANKER_WIN, BANKER_WIN), holder="bob")
+        h.play_coup({"ann": {"banker": 500}})
+        evs = h.do(c.PassShoe(player="bob"))
+        assert h.one("shoe_offered", evs).data["player"] == "cat"
+        evs = h.do(c.DeclineShoe(player="cat"))
+        assert h.one("shoe_offered", evs).data["player"] == "ann"
+        evs = h.do(c.DeclineShoe(player="ann"))
+        assert not h.find("shoe_offered", evs)
+        h.one("shoe_held_by_house", evs)
+        assert h.table.holder is None and h.table.house_holds
+
     @pytest.mark.parametrize("how", ["stand", "leave"])
     def test_holder_standing_or_leaving_loses_the_shoe(self, how):
         h = TableHarness()

@@ -36,6 +36,7 @@ from web_helpers import (
     server_balance,
     server_config,
     shot,
+    shot_still,
 )
 
 DASH = "\u2013"  # the page writes ranges with an en dash
@@ -246,8 +247,8 @@ def play_coup(
     assert result["round_id"] == round_id
     result["holder_before"] = holder_before
     if first:
-        shot(alice.page, artifacts / "settled.jpg")
-        shot(bob.page, artifacts / "settled-phone.jpg")
+        shot_still(alice.page, artifacts / "settled.jpg")
+        shot_still(bob.page, artifacts / "settled-phone.jpg")
         check_roads(server, alice)
         # The voice announced the result.
         said = {"banker": "Banker wins", "player": "Player wins", "tie": "Tie"}[result["outcome"]]

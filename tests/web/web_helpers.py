@@ -293,3 +293,9 @@ def holder_ready(tp: TablePage, seat: int) -> None:
     tp.click("#act-accept")
     tp.click("#act-cut")
     tp.page.wait_for_function("() => Boolean(chemmyPage.state.actions.done)", timeout=ms(10))
+
+
+def shot_still(page: Any, path: Path) -> None:
+    """:func:`shot` once the cards are dealt and turned (no animation runs)."""
+    page.wait_for_function("() => document.getAnimations().length === 0", timeout=ms(10))
+    shot(page, path)

@@ -31,10 +31,14 @@ import {
 // ---------------------------------------------------------------------------- constants
 
 const CHIP_MULTIPLES = [1, 5, 10, 25, 50];
+/** Where each bet area sits on the felt, left to right (the side bets above). */
+const AREA_ORDER = ["player_pair", "dragon_player", "super6", "dragon_banker", "banker_pair", "player", "tie", "banker"];
+const MAIN_AREAS = new Set(["player", "tie", "banker"]);
 /** Seconds one card takes to open in a squeeze, by game speed 1..5 (Options). */
 const SQUEEZE_SECONDS = { 1: 2.6, 2: 1.8, 3: 1.2, 4: 0.8, 5: 0.35 };
 const PROGRESS_STEPS = [25, 50, 75]; // percents sent to the table while a card opens
 const LONG_PRESS_MS = 550;
+const RESULT_MIN_MS = 5000; // the settled coup stays at least this long under others' chips
 const OPTION_DEFAULTS = { speed: 4, balloons: true, sound: true, voices: true, name: "" };
 const PAYS = {
   player: "1:1",
@@ -275,6 +279,8 @@ class App {
     this.cutValue = null;
     this.connState = "idle";
     this.inflight = 0;
+    this.messages = 0; // how many times the message display changed
+    this.settledAt = 0; // performance.now() at the last settled coup
   }
 
   // -- start --------------------------------------------------------------------------
@@ -298,9 +304,27 @@ class App {
     if (token || this.params.get("guest") === "1" || !embedded) {
       this.begin({ url: this.params.get("url"), token, table: this.params.get("table") });
     } else {
-      this.setMessage("Waiting for the host page…");
+      this.waitForHost();
       this.toParent({ type: "chemmy:ready" }, "*");
     }
+  }
+
+  /** No token yet: this page waits for its host page's `chemmy:connect` (docs/embedding.md §3). */
+  waitForHost(ignored = null) {
+    const expected = this.params.get("parent");
+    this.setMessage("Waiting for the host page…");
+    $("#plaque").textContent = "Waiting for the host page";
+    const pill = $("#conn");
+    pill.dataset.state = "waiting";
+    pill.textContent = "waiting for the host page";
+    const from = expected ? ` from ${expected}` : "";
+    const why = ignored ? ` (a message from ${ignored} was ignored)` : "";
+    const banner = $("#banner");
+    banner.textContent =
+      `This table waits for its host page to send it {type: "chemmy:connect", token} by postMessage${from}${why}.` +
+      (window.parent === window ? " It is not in a frame: open it with ?token=… or ?guest=1 instead." : "");
+    banner.dataset.tone = "warn";
+    show(banner, true);
   }
 
   defaultUrl() {
@@ -314,8 +338,11 @@ class App {
   onParentMessage(ev) {
     if (ev.source !== window.parent || window.parent === window) return;
     const expected = this.params.get("parent");
-    if (expected && ev.origin !== expected) return;
     const m = ev.data;
+    if (expected && ev.origin !== expected) {
+      if (!this.client && m?.type === "chemmy:connect") this.waitForHost(ev.origin);
+      return;
+    }
     if (!m || typeof m !== "object") return;
     if (m.type === "chemmy:connect" && !this.client) {
       this.parentOrigin = ev.origin;
@@ -323,7 +350,9 @@ class App {
         this.setMessage("The host page sent no token", "refused");
         return;
       }
-      this.begin({ url: m.url, token: m.token, guest: m.guest, name: m.name, table: m.table });
+      // The table: the message's, else the frame's address's (`?table=`).
+      const table = m.table ?? this.params.get("table");
+      this.begin({ url: m.url, token: m.token, guest: m.guest, name: m.name, table });
     } else if (m.type === "chemmy:token" && this.client && typeof m.token === "string") {
       this.client.setToken(m.token);
     }
@@ -347,6 +376,9 @@ class App {
           resume: store.get("session", "chemmy.resume") || undefined,
         };
     this.client = connect(url || this.defaultUrl(), auth);
+    this.setMessage("Connecting…");
+    this.connectingMessage = this.messages; // replaced at the hello, if still shown
+    show($("#banner"), false);
     window.chemmyPage = this; // for operators debugging an embedding (and the tests)
     const c = this.client;
     c.on("status", (s) => this.onStatus(s));
@@ -381,14 +413,26 @@ class App {
       if (s.attempt === 1 && s.code !== undefined) this.note("Connection lost: reconnecting…", "refused");
     } else if (s.state === "closed") {
       pill.textContent = "disconnected";
-      const again = this.parentOrigin ? "The host page may send a new token." : "Reload the page to try again.";
+      // A refused sign-in (the token expired, or is not valid here) is refused again on a
+      // reload: only the operator's site can sign the player in again.
+      const auth = /^(token_expired|bad_token|auth_required)\b/.exec(s.reason ?? "")?.[1];
+      let again = "Reload the page to try again.";
+      if (auth) {
+        again = this.parentOrigin
+          ? "The host page has been told (chemmy:status, state closed) and may send a new token."
+          : "Reloading will not help: the casino's site must sign you in again (go back to it and open the table from there).";
+      } else if (this.parentOrigin) {
+        again = "The host page may send a new token.";
+      }
       banner.textContent = `Disconnected: ${s.reason || "the connection closed"}. ${again}`;
+      if (!this.identity) $("#plaque").textContent = "Not connected"; // it said "Connecting…"
       banner.dataset.tone = "error";
       show(banner, true);
     } else {
       pill.textContent = "connecting…";
     }
-    this.toParent({ type: "chemmy:status", state: s.state, player: this.identity?.player ?? null });
+    const why = s.state === "closed" ? { code: s.code ?? null, reason: s.reason ?? null } : {};
+    this.toParent({ type: "chemmy:status", state: s.state, player: this.identity?.player ?? null, ...why });
     this.render(); // every button follows the connection too
   }
 
@@ -397,7 +441,8 @@ class App {
     this.identity = hello;
     if (hello.resume) store.set("session", "chemmy.resume", hello.resume);
     $("#who").textContent = `${hello.name}${hello.guest ? " (guest)" : ""}`;
-    if (!this.state) this.renderMoney(hello.balance, 0);
+    if (this.messages === this.connectingMessage) this.setMessage(`Connected as ${hello.name}`, "you");
+    if (!this.state) this.renderMoney(undefined, 0);
     if (!first) return;
     const target = table || store.get("session", "chemmy.table");
     if (target) this.openTable(target);
@@ -406,6 +451,7 @@ class App {
 
   // -- lobby ---------------------------------------------------------------------------
   async showLobby() {
+    this.refreshMoney(); // chips that were on a table came back
     show($("#lobby"), true);
     show($("#table"), false);
     document.body.dataset.view = "lobby";
@@ -414,6 +460,29 @@ class App {
     await this.refreshLobby();
     clearInterval(this.lobbyTimer);
     this.lobbyTimer = setInterval(() => this.refreshLobby(), 5000);
+  }
+
+  /** Balance and available money as the server has them now (the `balance` reply):
+   * after chips came back without an event saying how much (STAND, the lobby), and for
+   * the cashier. */
+  async refreshMoney() {
+    if (!this.client || this.connState !== "open") return;
+    const state = this.state;
+    let reply;
+    try {
+      reply = await this.client.send("balance");
+    } catch {
+      return; // the next event or reply brings it
+    }
+    if (state && this.state === state) {
+      state.balance = reply.balance;
+      state.available = reply.available;
+    } else if (!this.state && this.identity) {
+      this.identity.balance = reply.balance;
+      this.identity.available = reply.available;
+    }
+    if (!this.state || this.state === state) this.renderMoney();
+    if ($("#dlg-cashier").open) this.renderCashier();
   }
 
   async refreshLobby() {
@@ -536,6 +605,11 @@ class App {
     }
     const me = this.state.me;
     if (kind === "settled") {
+      this.settledAt = performance.now();
+      const state = this.state;
+      setTimeout(() => {
+        if (this.state === state && this.retireLast()) this.render();
+      }, RESULT_MIN_MS + 50);
       this.placed = [];
       this.localProgress = {};
       this.fetchRoads();
@@ -548,8 +622,13 @@ class App {
       this.sounds.play("card");
     } else if (kind === "bets" && data.player === me) {
       this.sounds.play("chip");
-    } else if (kind === "shoe_started") {
-      this.fetchRoads();
+      const bets = Object.entries(data.bets ?? {}).filter(([, v]) => v);
+      const what = bets.map(([a, v]) => `${AREA_NAMES[a] ?? a} ${formatMoney(v)}`).join(" · ");
+      this.setMessage(what ? `Your bets: ${what}` : "Your bets: none", "you"); // the display only, not the log
+    } else if (kind === "shoe_started" || kind === "burned") {
+      this.fetchRoads(); // the burn card is seen: the odds change
+    } else if ((kind === "stood" || kind === "bets_void") && data.player === me) {
+      this.refreshMoney(); // the chips placed came back (the event does not say how much)
     } else if (kind === "closed") {
       setTimeout(() => {
         if (this.tableId === table) {
@@ -563,8 +642,18 @@ class App {
     if ((kind === "turn" && data.turner === me) || (kind === "shoe_offered" && data.player === me) || (kind === "cut_offered" && data.player === me)) {
       this.sounds.play("turn");
     }
+    this.retireLast();
     this.showNotes(notes);
     this.render();
+  }
+
+  /** The settled coup leaves the felt under the next coup's chips: at once for yours
+   * (state.js), after RESULT_MIN_MS for the others'. True when it just left. */
+  retireLast() {
+    const s = this.state;
+    if (!s?.lastShown || !s.nextChips || performance.now() - this.settledAt < RESULT_MIN_MS) return false;
+    s.lastShown = false;
+    return true;
   }
 
   onChat(m) {
@@ -612,6 +701,7 @@ class App {
   }
 
   setMessage(text, tone = "info", code = null) {
+    this.messages += 1;
     const m = $("#message");
     m.textContent = text;
     m.dataset.tone = tone;
@@ -647,7 +737,7 @@ class App {
     if (err.code === "over_max" && s) text = `Over the maximum on ${area} (${formatMoney(s.maxFor(fields.area))})`;
     else if (err.code === "below_min" && s) text = `Below the table minimum on ${area} (${formatMoney(s.limits.min)})`;
     else if (err.code === "insufficient_funds") text = "Not enough balance for that bet";
-    else if (STALE.has(err.code)) text = `Too late: ${err.message}`;
+    else if (STALE.has(err.code)) text = `Too late: ${String(err.message).replace(/^not now: /, "")}`;
     else text = err.message || err.code;
     this.note(`Refused: ${text}`, "refused", err.code);
     this.sounds.play("refused");
@@ -657,8 +747,14 @@ class App {
     if (!this.tableId) return null;
     const all = { table: this.tableId, ...fields };
     this.inflight += 1; // commands sent and not answered yet (a reply follows its events)
+    const shown = this.messages;
     try {
-      return await this.client.send(type, all);
+      const reply = await this.client.send(type, all);
+      // Done: a refusal still on the display (nothing said since) is no longer news.
+      if (shown === this.messages && $("#message").dataset.tone === "refused") {
+        this.setMessage(this.state?.phaseText() ?? "");
+      }
+      return reply;
     } catch (err) {
       if (type !== "progress") this.refused(err, type, all);
       return null;
@@ -809,10 +905,17 @@ class App {
   // -- dialogs ---------------------------------------------------------------------------
   openCashier() {
     const dlg = $("#dlg-cashier");
-    $("#cashier-balance").textContent = formatMoney(this.state?.balance ?? this.identity?.balance);
+    this.renderCashier();
     $("#cashier-result").textContent = "";
     dlg.showModal();
     $("#cashier-amount").focus();
+    this.refreshMoney();
+  }
+
+  renderCashier() {
+    const money = this.state ?? this.identity ?? {};
+    $("#cashier-available").textContent = formatMoney(money.available ?? money.balance);
+    $("#cashier-balance").textContent = formatMoney(money.balance);
   }
 
   async deposit() {
@@ -830,15 +933,10 @@ class App {
       this.depositId = null;
       result.textContent = `Deposited ${formatMoney(amount)}: balance ${formatMoney(reply.balance)}`;
       result.dataset.tone = "win";
-      $("#cashier-balance").textContent = formatMoney(reply.balance);
-      if (this.state) {
-        const delta = reply.duplicate ? 0 : amount;
-        this.state.balance = reply.balance;
-        if (Number.isInteger(this.state.available)) this.state.available += delta;
-      } else if (this.identity) {
-        this.identity.balance = reply.balance;
-      }
-      this.renderMoney();
+      if (this.state) this.state.balance = reply.balance;
+      else if (this.identity) this.identity.balance = reply.balance;
+      this.renderCashier();
+      await this.refreshMoney(); // and what is available, from the server
       this.note(`Deposited ${formatMoney(amount)}`, "you");
     } catch (err) {
       if (err.code !== "disconnected" && err.code !== "timeout") this.depositId = null;
@@ -938,8 +1036,12 @@ class App {
   buildLayout() {
     const s = this.state;
     const layout = $("#layout");
-    fill(layout,
-      ...s.areas.map((area) => {
+    // As on a felt: the side bets in a row above the three main areas, Player left of
+    // Tie, Banker right; each side's bets on its side.
+    const rows = { side: [], main: [] };
+    const sorted = [...s.areas].sort((a, b) => AREA_ORDER.indexOf(a) - AREA_ORDER.indexOf(b));
+    for (const area of sorted) {
+      const el = (() => {
         const el = h(
           "button",
           { class: "area", dataset: { area }, type: "button" },
@@ -975,7 +1077,12 @@ class App {
           this.remove(area);
         });
         return el;
-      }),
+      })();
+      rows[MAIN_AREAS.has(area) ? "main" : "side"].push(el);
+    }
+    fill(layout,
+      rows.side.length ? h("div", { class: "layout-row side-bets" }, rows.side) : null,
+      h("div", { class: "layout-row main-bets" }, rows.main),
     );
     const rack = $("#chips");
     fill(rack,
@@ -992,7 +1099,7 @@ class App {
               this.renderChips();
             },
           },
-          formatMoney(value).replace(/\.00$/, ""),
+          chipLabel(formatMoney(value).replace(/\.00$/, "")),
         ),
       ),
     );
@@ -1332,12 +1439,19 @@ class App {
         .join(" · ");
     }
     const coup = s.shownCoup;
+    // The areas the server paid as won, and those the result itself names.
+    const paid = new Set((coup?.payouts ?? []).filter((p) => p.outcome === "win").map((p) => p.area));
     for (const el of document.querySelectorAll("#layout .area")) {
       const r = coup?.result;
       let won = false;
       if (r) {
         const a = el.dataset.area;
-        won = a === r.outcome || (a === "player_pair" && r.player_pair) || (a === "banker_pair" && r.banker_pair);
+        won =
+          paid.has(a) ||
+          a === r.outcome ||
+          (a === "player_pair" && r.player_pair) ||
+          (a === "banker_pair" && r.banker_pair) ||
+          (a === "super6" && r.outcome === "banker" && r.banker_total === 6); // "Banker wins with 6"
       }
       el.dataset.won = won ? "1" : "0";
     }
@@ -1388,7 +1502,7 @@ class App {
 
   renderMoney(balance, bet) {
     const s = this.state;
-    const shown = balance ?? (s ? s.available ?? s.balance : this.identity?.balance);
+    const shown = balance ?? (s ? s.available ?? s.balance : this.identity?.available ?? this.identity?.balance);
     $("#balance").textContent = formatMoney(shown);
     $("#bet").textContent = formatMoney(bet ?? (s ? s.myStake : 0));
   }
@@ -1440,17 +1554,16 @@ class App {
     }
     const pct = (v) => (typeof v === "number" ? `${(v * 100).toFixed(3)}%` : "–");
     const edge = (v) => (typeof v === "number" ? `${(v * 100).toFixed(3)}%` : "–");
+    // One row per area this table has (its options' areas), then the naturals.
+    const chance = { super6: odds.banker_six }; // Super 6 wins on "Banker wins with 6"
     const rows = [
-      ["Banker", odds.banker, odds.edges?.banker],
-      ["Player", odds.player, odds.edges?.player],
-      ["Tie", odds.tie, odds.edges?.tie],
-      ["Player Pair", odds.player_pair, odds.edges?.player_pair],
-      ["Banker Pair", odds.banker_pair, odds.edges?.banker_pair],
-      ["Banker 6", odds.banker_six, odds.edges?.super6],
+      ...s.areas.map((area) => [AREA_NAMES[area] ?? area, chance[area] ?? odds[area], odds.edges?.[area]]),
       ["Natural", odds.natural, null],
     ];
+    const burn = s.shoe?.burn;
+    const unseen = burn && Number.isInteger(s.shoe.cards_left) ? `: ${s.shoe.cards_left} in the shoe and ${burn.count} burned face down` : "";
     fill(tbl,
-      h("p", { class: "muted" }, `Next coup, from the ${odds.cards} cards not yet seen`),
+      h("p", { class: "muted" }, `Next coup, from the ${odds.cards} cards not yet seen${unseen}`),
       h(
         "table",
         { class: "odds-table" },
@@ -1569,10 +1682,16 @@ function chipStack(amount, unit) {
   return [...Array.from({ length: discs }, (_, i) => h("span", { class: "disc", vars: { "--i": i } })), h("span", { class: "pile-value" }, formatMoney(amount))];
 }
 
+/** A chip's value, its size fitted to the chip by its length (chemmy.css). */
+function chipLabel(text) {
+  return h("span", { class: "chip-label", vars: { "--chars": text.length } }, text);
+}
+
 /** A road's cells on a grid of `rows` rows, the latest columns in view. */
 function roadGrid(cells, rows, draw) {
-  const width = Math.max(12, ...cells.map((c) => c.col + 1));
-  const grid = h("div", { class: "road-grid", vars: { "--cols": width, "--rows": rows } });
+  const used = Math.max(0, ...cells.map((c) => c.col + 1));
+  const grid = h("div", { class: "road-grid", vars: { "--cols": Math.max(12, used + 2), "--rows": rows } });
+  grid.dataset.used = String(used);
   for (const c of cells) {
     const cell = draw(c);
     cell.style.setProperty("grid-column", String(c.col + 1));
@@ -1581,10 +1700,31 @@ function roadGrid(cells, rows, draw) {
   }
   queueMicrotask(() => {
     const scroller = grid.parentElement;
-    if (scroller) scroller.scrollLeft = scroller.scrollWidth;
+    if (!scroller) return;
+    fitRoad(scroller);
+    roadWatch.observe(scroller);
   });
   return grid;
 }
+
+/** Draw a road's grid across its whole box and scroll it by whole columns: the first
+ * column in view is never cut, and all of a short shoe stays in view; once the road is
+ * wider than its box, the latest column and an empty one after it are in view. */
+function fitRoad(scroller) {
+  const grid = scroller.firstElementChild;
+  if (!grid?.classList.contains("road-grid")) return;
+  const cs = getComputedStyle(grid);
+  const gap = parseFloat(cs.columnGap) || 0;
+  const pitch = (parseFloat(cs.gridTemplateColumns) || 16) + gap;
+  const pad = getComputedStyle(scroller);
+  const room = scroller.clientWidth - parseFloat(pad.paddingLeft) - parseFloat(pad.paddingRight);
+  const fits = Math.max(1, Math.floor((room + gap) / pitch));
+  const used = Number(grid.dataset.used);
+  grid.style.setProperty("--cols", String(Math.max(fits, used + 2)));
+  scroller.scrollLeft = Math.max(0, used + 1 - fits) * pitch;
+}
+
+const roadWatch = new ResizeObserver((entries) => entries.forEach((e) => fitRoad(e.target)));
 
 // ---------------------------------------------------------------------------- go
 

@@ -104,7 +104,9 @@ export class TableState {
     this.names = new Map();
     this.spectators = 0;
     this.coup = null;
-    this.lastCoup = null; // the settled coup, shown until the next deal
+    this.lastCoup = null; // the settled coup, shown until the next coup's first chips
+    this.lastShown = false; // whether the settled coup is still on show
+    this.nextChips = false; // whether someone placed chips for the next coup since
     this.lastResult = null;
     this.resultLine = "";
     this.roads = {};
@@ -179,8 +181,10 @@ export class TableState {
     return Object.values(bets).reduce((a, b) => a + b, 0);
   }
 
+  /** The coup on the table: the one being dealt, or the settled one until chips are
+   * placed for the next (its cards, result and winning areas then leave the felt). */
   get shownCoup() {
-    return this.coup ?? this.lastCoup;
+    return this.coup ?? (this.lastShown ? this.lastCoup : null);
   }
 
   // ------------------------------------------------------------------ the snapshot
@@ -210,6 +214,7 @@ export class TableState {
     this.spectators = snap.spectators ?? 0;
     this.coup = coupFromView(snap.coup);
     this.lastCoup = null;
+    this.lastShown = false;
     this.lastResult = snap.last_result ?? null;
     if (!this.coup && this.lastResult) this.resultLine = resultText(this.lastResult);
     this.roads = snap.roads ?? {};
@@ -437,6 +442,12 @@ export class TableState {
 
   on_bets(d) {
     const bets = { ...(d.bets ?? {}) };
+    if (Object.keys(bets).length) {
+      // The next coup's chips: yours take the settled coup off the felt; the others'
+      // do too, once the page has shown it a while (app.js).
+      if (d.player === this.me) this.lastShown = false;
+      else this.nextChips = true;
+    }
     const s = this.seats.get(d.player);
     if (s) {
       s.bets = bets;
@@ -506,7 +517,9 @@ export class TableState {
     coup.style = d.style;
     coup.squeezer = d.turner;
     for (const [k, card] of Object.entries(d.cards ?? {})) coup.private[`${d.hand}:${k}`] = card;
-    if (d.turner === this.me) return [];
+    if (d.turner === this.me) {
+      return [note(`You squeeze the ${HAND_NAMES[d.hand]} cards (${String(d.style).toUpperCase()}): open them with the CARD buttons, or TOSS`, "you")];
+    }
     return [note(`${this.Name(d.turner)} squeezes the ${HAND_NAMES[d.hand]} cards (${String(d.style).toUpperCase()})`)];
   }
 
@@ -587,10 +600,14 @@ export class TableState {
     this.myBets = {};
     if (coup) coup.payouts = d.payouts ?? [];
     this.lastCoup = coup;
+    this.lastShown = Boolean(coup);
+    this.nextChips = false;
     this.coup = null;
     this.phase = "settled";
     this.deadline = null;
     this.resultLine = text;
+    // Without a bet of yours or the croupier's help, this is the result line again.
+    if (r && text === resultText(r)) return [];
     return [note(text, tone, say)];
   }
 }
