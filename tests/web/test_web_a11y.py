@@ -105,6 +105,18 @@ FG_JS = """([selector, placeholder]) => {
   for (let e = el; e; e = e.parentElement) alpha *= Number(getComputedStyle(e).opacity);
   return [m[0], m[1], m[2], alpha];
 }"""
+# Each chip's label and the contrast of its colour with the chip's own (--c, its disc).
+CHIPS_JS = """() => {
+  const rgb = (c) => { const x = document.createElement("i"); x.style.color = c; document.body.append(x);
+    const m = getComputedStyle(x).color.match(/[\\d.]+/g).map(Number); x.remove(); return m; };
+  const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+  const lum = ([r, g, b]) => 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+  return [...document.querySelectorAll("#chips .chip")].map((chip) => {
+    const cs = getComputedStyle(chip);
+    const [a, b] = [lum(rgb(cs.color)), lum(rgb(cs.getPropertyValue("--c").trim() || cs.backgroundColor))];
+    return [chip.textContent.trim(), (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)];
+  });
+}"""
 # The box a text is drawn in (inside the element's border and padding), in the viewport.
 CONTENT_BOX_JS = """(selector) => {
   const el = document.querySelector(selector);
@@ -254,6 +266,10 @@ def test_axe_and_contrast_at_every_step(
     found += axe_serious(page, "seated, betting")
     ratios = {what: contrast(page, sel) for what, sel in CONTRASTED.items()}
     ratios["the chat's placeholder"] = contrast(page, "#chat-input", placeholder=True)
+    # A chip's digits on its colour (axe cannot see through the chip's gradients).
+    chips = page.evaluate(CHIPS_JS)
+    assert len(chips) >= 3, chips
+    ratios.update({f"the chip {label}": ratio for label, ratio in chips})
     low = {what: round(r, 2) for what, r in ratios.items() if r < 4.5}
     assert not low, f"contrast below 4.5:1 at {viewport}: {low}"
 
