@@ -532,6 +532,9 @@ class App {
       this.note(t("page.no_tables", { error: err.message }), "refused");
       return;
     }
+    if (this.tableId) return; // a table was chosen meanwhile
+    // The table a keyboard is on keeps the focus when the list is drawn anew.
+    const focusedTable = document.activeElement?.closest?.("#tables .table-card")?.dataset.table;
     const tiers = new Map();
     for (const tb of this.tables) {
       const key = tb.tier ?? "custom";
@@ -564,6 +567,7 @@ class App {
         ),
       ),
     );
+    if (focusedTable) list.querySelector(`.table-card[data-table="${CSS.escape(focusedTable)}"]`)?.focus();
   }
 
   async openTable(table) {
@@ -607,6 +611,7 @@ class App {
     this.state.me = this.identity?.player ?? this.state.me;
     const notes = this.state.load(snapshot);
     this.localProgress = {};
+    const fromLobby = first && $("#lobby").contains(document.activeElement);
     if (first) {
       show($("#lobby"), false);
       show($("#table"), true);
@@ -615,6 +620,13 @@ class App {
     }
     this.showNotes(notes);
     this.render();
+    // A table chosen in the lobby: the focus goes to its Sit buttons, not the body (or
+    // waits on "You are watching" for them: they come with the actions, maybe later).
+    if (fromLobby) {
+      const sit = $("#seats .sit-here[tabindex='0']");
+      (sit ?? $("#you-seat")).focus();
+      this.focusParked = !sit;
+    }
     this.fetchRoads();
   }
 
@@ -733,6 +745,16 @@ class App {
     m.dataset.tone = tone;
     if (code) m.dataset.code = code;
     else delete m.dataset.code;
+    this.announce(text, tone);
+  }
+
+  /** What a screen reader is told, politely, in one live region (#announce): the
+   * message display's words, except that a turned card is said as its whole hand
+   * (announceHands overwrites the card's note in the same task, so it is said once). */
+  announce(text, tone = "info") {
+    $("#announce").textContent = text;
+    this.justSaid = { text, tone };
+    queueMicrotask(() => (this.justSaid = null));
   }
 
   /** A refusal in words, on the message display. Nothing else changes: the page moves
@@ -1070,7 +1092,7 @@ class App {
       const el = (() => {
         const el = h(
           "button",
-          { class: "area", dataset: { area }, type: "button", "aria-label": AREA_NAMES[area] ?? area },
+          { class: "area", dataset: { area }, type: "button" },
           h("span", { class: "area-name" }, AREA_NAMES[area] ?? area),
           h("span", { class: "area-pays" }, area === "banker" && s.options.commission === false ? t("page.pays.no_commission") : PAYS[area] ?? ""),
           h("span", { class: "area-pile" }),
@@ -1134,6 +1156,7 @@ class App {
 
   render() {
     if (!this.state || document.body.dataset.view !== "table") return;
+    const focused = this.focusWas();
     this.renderPlaque();
     this.renderSeats();
     this.renderShoe();
@@ -1143,6 +1166,7 @@ class App {
     this.renderButtons();
     this.renderMoney();
     this.renderClock();
+    this.keepFocus(focused);
     this.toParent({
       type: "chemmy:status",
       state: this.connState,
@@ -1182,6 +1206,10 @@ class App {
     const free = new Set(s.actions.sit?.seats ?? []);
     const n = s.options.seats ?? 14;
     const seats = [];
+    // The Sit buttons are one tab stop (a roving tabindex, WAI-ARIA toolbar): the arrow
+    // keys, Home and End move between them.
+    const sittable = this.connState === "open" ? [...free].filter((i) => i >= 1 && i <= n && !bySeat.has(i)).sort((a, b) => a - b) : [];
+    const roving = sittable.includes(this.seatFocus) ? this.seatFocus : sittable[0];
     for (let i = 1; i <= n; i++) {
       const p = bySeat.get(i);
       if (!p) {
@@ -1191,7 +1219,19 @@ class App {
             { class: "seat empty", dataset: { seat: i } },
             h("span", { class: "seat-no" }, i),
             free.has(i) && this.connState === "open"
-              ? h("button", { class: "sit-here", type: "button", onclick: () => this.cmd("sit", { seat: i }) }, t("page.seat.sit"))
+              ? h(
+                  "button",
+                  {
+                    class: "sit-here",
+                    type: "button",
+                    tabindex: i === roving ? "0" : "-1",
+                    "aria-label": a11yText("sitIn", i),
+                    onclick: () => this.cmd("sit", { seat: i }),
+                    onfocus: () => (this.seatFocus = i),
+                    onkeydown: (ev) => this.seatKey(ev, i),
+                  },
+                  t("page.seat.sit"),
+                )
               : h("span", { class: "seat-name" }, "–"),
           ),
         );
@@ -1218,6 +1258,9 @@ class App {
       );
     }
     fill($("#seats"), ...seats);
+    const bar = $("#seats");
+    bar.setAttribute("role", sittable.length ? "toolbar" : "group");
+    bar.setAttribute("aria-label", a11yText("seats"));
     const you = s.mySeat ? t("page.you.seat", { seat: s.mySeat }) : t("page.you.watching");
     const shoe = s.holder === s.me && s.me ? ` · ${t("page.you.hold_shoe")}` : s.houseHolds ? ` · ${t("page.you.house_holds")}` : "";
     $("#you-seat").textContent = `${you}${shoe} · ${t("page.you.spectators", { count: s.spectators })}`;
@@ -1286,6 +1329,7 @@ class App {
       box.dataset.active = active ? "1" : "0";
       const anyUp = cards.some((c) => c.up);
       $(`#total-${hand}`).textContent = anyUp ? String(total) : "";
+      box.setAttribute("aria-label", handName(hand, cards, anyUp ? total : null));
       const who = [];
       if (s.coup && coup === s.coup) {
         who.push(t("page.turns", { who: s.name(turner) }));
@@ -1316,6 +1360,7 @@ class App {
       });
       if (els.length !== holder.children.length || els.some((el, i) => holder.children[i] !== el)) fill(holder, els);
     }
+    this.announceHands(coup);
     const result = $("#result");
     const r = coup?.result;
     if (r && (!s.coup || s.coup.result)) {
@@ -1324,6 +1369,97 @@ class App {
       show(result, true);
     } else {
       show(result, false);
+    }
+  }
+
+  /** Say a hand, politely, when a card of it is turned face up: not while a card is
+   * squeezed (its progress would flood), nor what was already there on joining. */
+  announceHands(coup) {
+    const round = coup?.roundId ?? null;
+    const said = [];
+    const now = { round };
+    for (const hand of ["player", "banker"]) {
+      const cards = coup ? coup[hand] : [];
+      now[hand] = cards.filter((c) => c.up).map((c) => c.card).join(",");
+      if (round && round === this.spoken?.round && now[hand] && now[hand] !== this.spoken[hand]) {
+        said.push(handName(hand, cards, coup.totals?.[hand] ?? handTotal(cards)));
+      }
+    }
+    this.spoken = now;
+    if (!said.length) return;
+    // A card the croupier turned for someone keeps its note: it says why.
+    const lead = this.justSaid?.tone === "croupier" ? `${this.justSaid.text}. ` : "";
+    $("#announce").textContent = lead + said.join(". ");
+  }
+
+  /** The arrow keys, Home and End on a Sit button: the next free seat's button. */
+  seatKey(ev, seat) {
+    const buttons = [...document.querySelectorAll("#seats .sit-here")];
+    const at = buttons.findIndex((b) => b.closest("[data-seat]")?.dataset.seat === String(seat));
+    const last = buttons.length - 1;
+    const next = {
+      ArrowRight: (at + 1) % buttons.length,
+      ArrowDown: (at + 1) % buttons.length,
+      ArrowLeft: (at + last) % buttons.length,
+      ArrowUp: (at + last) % buttons.length,
+      Home: 0,
+      End: last,
+    }[ev.key];
+    if (next === undefined) return;
+    ev.preventDefault();
+    for (const [k, b] of buttons.entries()) b.tabIndex = k === next ? 0 : -1;
+    buttons[next].focus();
+  }
+
+  /** Where the focus is before a drawing, to find it again after (keepFocus). */
+  focusWas() {
+    const el = document.activeElement;
+    const inTable = Boolean(el && el !== document.body && $("#table").contains(el));
+    return {
+      el,
+      inTable,
+      seat: inTable ? (el.closest("#seats [data-seat]")?.dataset.seat ?? null) : null,
+      bar: inTable ? el.closest(".bar, .offer-box, .cut-box") : null,
+    };
+  }
+
+  /** The focus never drops to the page's body because a drawing replaced, hid or
+   * disabled the control that had it: it goes to the same control drawn anew, else the
+   * next one of its bar, else the step the table waits for from this player, else to
+   * "You: seat N" (after SIT), where it waits for such a step (ACCEPT, CUT, TOSS...). */
+  keepFocus(was) {
+    const usable = (el) => Boolean(el?.isConnected && !el.disabled && !el.closest("[hidden]") && el.checkVisibility?.() !== false);
+    const now = document.activeElement;
+    const parked = now?.id === "you-seat" && this.focusParked;
+    if (now && now !== document.body && !parked && usable(now)) {
+      this.focusParked = false;
+      return;
+    }
+    if (!was.inTable && !parked) {
+      this.focusParked = false; // the player put the focus elsewhere (a click on the felt)
+      return;
+    }
+    const s = this.state;
+    const candidates = [];
+    if (was.inTable && (was.seat || was.el?.id === "act-sit")) {
+      candidates.push(s.mySeat ? null : $(`#seats .seat[data-seat='${was.seat}'] .sit-here`), $("#seats .sit-here[tabindex='0']"));
+    }
+    if (was.bar) {
+      // The next control of the same bar (PEEK -> CARD 1 -> CARD 2), then the ones before.
+      const all = [...was.bar.querySelectorAll("button, input")];
+      const at = all.indexOf(was.el);
+      candidates.push(...all.slice(at + 1), ...all.slice(0, Math.max(0, at)));
+    }
+    candidates.push(...["#act-accept", "#cut-range", "#sq-toss", "#sq-peek", "#sq-card1", "#sq-card2"].map((sel) => $(sel)));
+    if (s.actions.bet) candidates.push($("#chips .chip[aria-pressed='true']"));
+    if (!s.mySeat && was.inTable) candidates.push($("#seats .sit-here[tabindex='0']"), $("#act-sit")); // after STAND
+    const target = candidates.find(usable);
+    if (target) {
+      target.focus();
+      this.focusParked = false;
+    } else if (s.mySeat && !parked) {
+      $("#you-seat").focus();
+      this.focusParked = true;
     }
   }
 
@@ -1492,8 +1628,48 @@ function tierText(t) {
   return `${formatMoney(lim.min)}–${formatMoney(lim.max)}`;
 }
 
+// ---------------------------------------------------------------------------- accessible names
+
+/** The words a screen reader says for the table (one place, to be translated). */
+/** The words a screen reader says (the catalogs' ``a11y.*``): cards, hands, seats. */
+function a11yText(key, ...args) {
+  switch (key) {
+    case "card":
+      return t("a11y.card", { rank: args[0], suit: args[1] });
+    case "youSee":
+      return t("a11y.you_see", { what: args[0], card: args[1] });
+    case "hand": {
+      const [hand, cards, total] = args;
+      const list = cards.length ? cards.join(", ") : t("a11y.no_cards");
+      return total == null ? t("a11y.hand", { hand, cards: list }) : t("a11y.hand_total", { hand, cards: list, total });
+    }
+    case "sitIn":
+      return t("a11y.sit_in", { seat: args[0] });
+    default:
+      return t(`a11y.${key}`);
+  }
+}
+
+/** A card in words: "9 of spades", "king of diamonds"; "face down" (and, for the one
+ * squeezing it, what they see). */
+export function cardName(c, { known = null, squeezing = false } = {}) {
+  const words = (card) => {
+    const r = card.slice(0, -1);
+    const rank = /^[AKQJT]$/.test(r) ? t(`a11y.rank.${r}`) : r;
+    return a11yText("card", rank, t(`a11y.suit.${card.slice(-1)}`));
+  };
+  if (c.up && c.card) return words(c.card);
+  const down = a11yText(squeezing ? "squeezing" : "face_down");
+  return known ? a11yText("youSee", down, words(known)) : down;
+}
+
+/** A hand in words: "Player: 9 of spades, king of diamonds — 9". */
+function handName(hand, cards, total) {
+  return a11yText("hand", HAND_NAMES[hand] ?? hand, cards.map((c) => cardName(c)), total);
+}
+
 function cardsLine(cards) {
-  return (cards ?? []).map((c) => h("span", { class: isRed(c) ? "red" : "black" }, cardText(c), " "));
+  return (cards ?? []).map((c) => [h("span", { class: isRed(c) ? "red" : "black", role: "img", "aria-label": cardName({ card: c, up: true }) }, cardText(c)), " "]);
 }
 
 function points(card) {
@@ -1516,7 +1692,8 @@ function cardEl(c, { known = null, progress, style, croupier = null, small = fal
   const el = h("span", {
     class: `card${small ? " small" : ""}${face && isRed(face) ? " red" : ""}`,
     dataset: { state, ...(index ? { index } : {}), ...(hand ? { hand } : {}), ...(c.up ? { card: c.card } : {}) },
-    "aria-label": c.up ? cardText(c.card) : t("page.card.face_down"),
+    role: "img",
+    "aria-label": cardName(c, { known, squeezing: progress != null }),
   });
   if (face) {
     const rank = face.slice(0, -1) === "T" ? "10" : face.slice(0, -1);
