@@ -17,6 +17,7 @@ the page's controls.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -146,10 +147,13 @@ def test_a_refused_bet_and_a_stale_command_change_nothing(
 
 
 def wait_betting_closed(inspector: Inspector, table: str) -> str:
+    """The round id once betting has closed (asked at 10 a second: the inspector is a
+    client like any other, and a tight loop of joins is rate_limited past its burst)."""
     for _ in range(200):
         coup = inspector.snapshot(table)["coup"]
         if coup is not None:
             return str(coup["round_id"])
+        time.sleep(0.1)
     raise AssertionError("betting did not close")
 
 
