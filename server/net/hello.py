@@ -45,7 +45,9 @@ async def hello(server: ChemmyServer, session: Session, mid: Any, fields: dict[s
             ident.player_id, ident.name, config.guest_balance, guest=ident.guest
         )
         balance, _available = await server.money(ident.player_id)
-    server.limits.sign_in(ident.player_id)  # counted from here; the handler signs out
+    # Counted from here (over a cluster, against every process's), or refused
+    # too_many_connections; the handler signs out.
+    await server.limits.open_player(ident.player_id)
     session.identity = ident
     extra = {"resume": server.auth.resume_token(ident)} if ident.guest else {}
     server.ok(

@@ -180,6 +180,15 @@ class Limits:
         peer.connections += 1
         return True
 
+    async def open_connection(self, address: str) -> bool:
+        """:meth:`connect`; over a cluster (:class:`~server.net.shared_limits.SharedLimits`)
+        counted against every process's connections."""
+        return self.connect(address)
+
+    async def open_player(self, player: str) -> None:
+        """:meth:`sign_in`; over a cluster counted against every process's connections."""
+        self.sign_in(player)
+
     def disconnect(self, address: str) -> None:
         peer = self.addresses.get(address)
         if peer is not None and peer.connections > 0:
