@@ -233,6 +233,7 @@ class SharedLimits(Limits):
         Redis, True (the local cap has decided; the next resync counts it)."""
         if not self.shared:
             return True
+        self._counted.add(key)  # from here the resync writes its count, whatever comes
         try:
             async with asyncio.timeout(REDIS_TIMEOUT * 2):
                 opened = await self._open(
@@ -241,8 +242,6 @@ class SharedLimits(Limits):
         except (RedisError, OSError, TimeoutError) as exc:
             self._failed(exc)
             return True
-        if opened:
-            self._counted.add(key)
         return bool(opened)
 
     def _uncount(self, key: str) -> None:
@@ -269,8 +268,7 @@ class SharedLimits(Limits):
 
     async def resync(self) -> None:
         """Write this process's connection counts to Redis as it holds them."""
-        counts = {_conn_key("a", a): p.connections for a, p in self.addresses.items()}
-        counts.update({_conn_key("p", k): p.connections for k, p in self.players.items()})
+        counts = self._counts()
         keys = {k for k, n in counts.items() if n > 0} | self._counted
         if not keys:
             return
@@ -284,7 +282,14 @@ class SharedLimits(Limits):
                     pipe.hdel(key, self.node)
             async with asyncio.timeout(REDIS_TIMEOUT * 4):
                 await pipe.execute()
-        self._counted = {k for k in keys if counts.get(k, 0) > 0}
+        now = self._counts()  # a key still at 0 after the write has no field any more
+        self._counted -= {k for k in keys if not counts.get(k, 0) and not now.get(k, 0)}
+
+    def _counts(self) -> dict[str, int]:
+        """This process's connections per count key."""
+        counts = {_conn_key("a", a): p.connections for a, p in self.addresses.items()}
+        counts.update({_conn_key("p", k): p.connections for k, p in self.players.items()})
+        return counts
 
     # -- rates ------------------------------------------------------------------------
     def take(self, address: str, player: str | None) -> bool:
