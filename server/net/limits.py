@@ -232,11 +232,7 @@ class Limits:
         if peer.deposits is None:
             peer.deposits = Bucket(per_day / 86_400, float(self.config.deposit_burst), now)
         if not peer.deposits.take(now):
-            raise Refused(
-                "rate_limited",
-                f"that is more play money than a player may add today ({per_day} deposits a "
-                "day); try again later",
-            )
+            raise deposits_refused(per_day)
 
     # -- rates ----------------------------------------------------------------------
     def take(self, address: str, player: str | None) -> bool:
@@ -278,6 +274,15 @@ class Limits:
         for table in (self.addresses, self.players):
             for key in [key for key, peer in table.items() if peer.idle(now)]:
                 del table[key]
+
+
+def deposits_refused(per_day: int) -> Refused:
+    """The refusal of a deposit beyond the player's allowance."""
+    return Refused(
+        "rate_limited",
+        f"that is more play money than a player may add today ({per_day} deposits a "
+        "day); try again later",
+    )
 
 
 # -- fair lines in front of the tables ------------------------------------------------------

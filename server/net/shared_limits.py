@@ -14,7 +14,7 @@ the processes share a Redis (``--store redis://``):
   process writes its own counts again (they are what it holds; a close whose decrement
   was lost, or a Redis that restarted empty, is put right) and renews the keys' expiry.
 - **Rates**: each shared bucket (an address's messages and hellos, a player's
-  messages) is a token bucket in Redis (``chemmy:limits:rate:...``, :data:`_TAKE`:
+  messages and deposits) is a token bucket in Redis (``chemmy:limits:rate:...``, :data:`_TAKE`:
   refilled by elapsed time on Redis's clock, hands out up to N tokens). A process keeps
   a local budget per bucket and takes tokens in chunks (:func:`chunk`, a tenth of the
   burst), asking for the next chunk in the background when half of one is left. So a
@@ -47,7 +47,7 @@ from redis.exceptions import RedisError
 from server.croupier.cluster import PREFIX
 from server.protocol.errors import Refused
 
-from .limits import Limits
+from .limits import Limits, deposits_refused
 
 if TYPE_CHECKING:
     from .config import ServerConfig
@@ -62,7 +62,9 @@ RESYNC_EVERY: Final = 5.0
 RETRY_AFTER: Final = 1.0
 #: Seconds a Redis call of the limits may take before it counts as failed.
 REDIS_TIMEOUT: Final = 0.5
-#: Seconds a local budget unused is kept (its tokens, at most a chunk, are then lost).
+#: Seconds a local budget unused is kept (its tokens, at most a chunk, are then lost; a
+#: budget spent on credit is kept until it is paid back, else a flooder who paused
+#: would be forgiven a chunk each time).
 BUDGET_IDLE: Final = 60.0
 
 # KEYS[1] = the count hash, KEYS[2] = the members (chemmy:nodes, scored by when each
@@ -307,6 +309,20 @@ class SharedLimits(Limits):
             lambda: Limits.take_hello(self, address),
         )
 
+    def deposit(self, player: str) -> None:
+        per_day = self.config.deposits_per_day
+        if not per_day:
+            return
+        budget = self._budget("d:p", player, (per_day / 86_400, self.config.deposit_burst))
+        assert budget is not None
+
+        def local() -> bool:
+            Limits.deposit(self, player)  # raises rate_limited
+            return True
+
+        if not self._spend([budget], local):
+            raise deposits_refused(per_day)
+
     def _spend(self, budgets: list[_Budget], local: Callable[[], bool]) -> bool:
         """One token of each shared budget and of the local buckets (``local``), or
         none: whether all allow it."""
@@ -369,10 +385,13 @@ class SharedLimits(Limits):
     def sweep(self, now: float | None = None) -> None:
         now = self.clock() if now is None else now
         super().sweep(now)
-        for key in [
-            k for k, b in self._budgets.items() if not b.asking and now - b.used > BUDGET_IDLE
-        ]:
-            del self._budgets[key]
+        for key, budget in list(self._budgets.items()):
+            if budget.asking or now - budget.used <= BUDGET_IDLE:
+                continue
+            if budget.tokens >= 0:
+                del self._budgets[key]  # its unspent tokens are lost: stricter, not looser
+            elif self.shared:
+                self._ask(budget, now)  # spent on credit: kept until paid back
 
 
 def _conn_key(kind: str, who: str) -> str:

@@ -161,3 +161,38 @@ async def test_without_redis_the_local_limits_decide() -> None:
         await lim.open_player("ann")
     finally:
         await lim.close()
+
+
+async def test_a_players_deposits_share_one_allowance(three: Any) -> None:
+    lims = await three(deposit_burst=10, deposits_per_day=50)
+    made = 0
+    for n in range(60):
+        try:
+            lims[n % 3].deposit("eve")
+            made += 1
+        except Refused as err:
+            assert err.code == "rate_limited"
+        await settle(*lims)
+    # 10 at once for the cluster (+ one on credit per process), not 10 per process.
+    assert 10 <= made <= 10 + 3 * chunk(10), made
+
+
+async def test_credit_is_not_forgiven_when_a_budget_is_forgotten(three: Any) -> None:
+    lims = await three(deposit_burst=2, deposits_per_day=1)
+    for _ in range(2):  # the cluster's burst, on one process
+        lims[0].deposit("fay")
+        await settle(*lims)
+    lim = lims[1]
+    lim.deposit("fay")  # on credit: its chunk was on its way
+    await settle(*lims)  # ... and the shared bucket was dry
+    with pytest.raises(Refused):
+        lim.deposit("fay")
+    key = "chemmy:limits:rate:d:p:fay"
+    assert lim._budgets[key].tokens == -chunk(2)
+    lim._budgets[key].used -= 3600  # idle for an hour
+    lim._budgets[key].quiet_until = 0
+    lim.sweep()
+    await settle(*lims)
+    assert key in lim._budgets  # still owes its credit: not forgotten
+    with pytest.raises(Refused):
+        lim.deposit("fay")
