@@ -7,7 +7,8 @@ alone, and one guest held 3 x the cap, an address got 3 x the hello burst):
   address cap, then 1008 on any process;
 - a killed process's connections stop counting once it has left the cluster;
 - an address's hellos over the three: the burst (+ at most a chunk per process);
-- one player's messages over the three: the cluster-wide burst, not three.
+- one player's messages over the three: the cluster-wide burst, not three; then their
+  WebSocket pings are left unanswered on every process.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kit.client import Client, open_guest, open_player
 from kit.cluster import Cluster, settle
 
@@ -118,6 +120,9 @@ async def test_rates_are_shared_over_the_cluster(make_cluster: Callable[..., Clu
         # One player's messages (pings), a connection on each process, sent in turn.
         players = [await open_player(url, "pat") for url in urls]
         clients.extend(players)
+        for player in players:  # a ping frame is answered while the bucket has tokens
+            assert player.ws is not None
+            await asyncio.wait_for(await player.ws.ping(), 5)
         answered = [0, 0, 0]
         for _round in range(2 * player_burst):
             replies = await asyncio.gather(*(p.rpc("ping") for p in players))
@@ -129,6 +134,13 @@ async def test_rates_are_shared_over_the_cluster(make_cluster: Callable[..., Clu
         # One process alone would answer all 40 of its own.
         total = sum(answered)
         assert player_burst - 3 <= total <= player_burst + 3 * chunk(player_burst), answered
+        # WebSocket ping frames spend the same bucket: on every process (each of which
+        # answered under 40 itself) a ping is now left unanswered.
+        for player in players:
+            assert player.ws is not None
+            pong = await player.ws.ping()
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(pong, 0.5)
         # One address's hellos: each process in turn is sent 2 x the burst (all but the
         # first hello of a connection are answered already_authenticated: they still
         # spend a hello).
