@@ -7,8 +7,8 @@ sit or deposit; the reply carries the balance, and for a guest a resume token th
 brings them back to the same seat.
 
 A player has at most ``max_connections_per_player`` connections that said hello
-(``too_many_connections`` beyond); how many hellos an address may send is the
-dispatcher's check (``server.net.limits``).
+(``too_many_connections`` beyond; over a cluster, on all the processes together); how
+many hellos an address may send is the dispatcher's check (``server.net.limits``).
 """
 
 from __future__ import annotations

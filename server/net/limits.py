@@ -29,6 +29,11 @@ The **client address** (:func:`client_address`) is the TCP peer, or, when the pe
 trusted proxy (``trusted_proxies``), the nearest address in ``X-Forwarded-For`` that is
 not a trusted proxy. IPv6 clients are grouped by /64 (one host usually owns a whole /64).
 
+These count one process. Over a cluster the caps and the shared buckets hold for every
+process together: :class:`~server.net.shared_limits.SharedLimits` adds a Redis part (the
+gateway calls :meth:`Limits.open_connection` and :meth:`Limits.open_player`, which it
+may await on Redis).
+
 Nothing here knows a rule of the game, sends a frame or logs; time is passed in or read
 from ``time.monotonic``.
 """
