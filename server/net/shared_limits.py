@@ -232,8 +232,9 @@ class SharedLimits(Limits):
 
     async def _count(self, key: str, cap: int) -> bool:
         """Count one more connection of ``key`` cluster-wide: False at the cap. Without
-        Redis, True (the local cap has decided; the next resync counts it)."""
-        if not self.shared:
+        Redis, True (the local cap has decided; the next resync counts it). No cap: not
+        counted at all."""
+        if not cap or not self.shared:
             return True
         self._counted.add(key)  # from here the resync writes its count, whatever comes
         try:
@@ -289,8 +290,11 @@ class SharedLimits(Limits):
 
     def _counts(self) -> dict[str, int]:
         """This process's connections per count key."""
-        counts = {_conn_key("a", a): p.connections for a, p in self.addresses.items()}
-        counts.update({_conn_key("p", k): p.connections for k, p in self.players.items()})
+        config, counts = self.config, {}
+        if config.max_connections_per_address:
+            counts = {_conn_key("a", a): p.connections for a, p in self.addresses.items()}
+        if config.max_connections_per_player:
+            counts.update({_conn_key("p", k): p.connections for k, p in self.players.items()})
         return counts
 
     # -- rates ------------------------------------------------------------------------

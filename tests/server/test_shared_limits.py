@@ -196,3 +196,17 @@ async def test_credit_is_not_forgiven_when_a_budget_is_forgotten(three: Any) -> 
     assert key in lim._budgets  # still owes its credit: not forgotten
     with pytest.raises(Refused):
         lim.deposit("fay")
+
+
+async def test_no_cap_counts_nothing_in_redis(three: Any, redis_url: str) -> None:
+    lims = await three(max_connections_per_player=0, max_connections_per_address=0)
+    for _ in range(20):
+        assert await lims[0].open_connection("10.0.0.9")
+        await lims[1].open_player("gus")
+    await lims[0].resync()
+    await lims[1].resync()
+    r = aioredis.Redis.from_url(redis_url)
+    try:
+        assert [k async for k in r.scan_iter("chemmy:limits:conn:*")] == []
+    finally:
+        await r.aclose()
