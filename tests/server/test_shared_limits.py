@@ -109,6 +109,9 @@ async def test_resync_puts_the_counts_right(three: Any, redis_url: str) -> None:
             await lims[1].open_player("cy")
         await lims[0].resync()
         assert await r.hget("chemmy:limits:conn:p:cy", "n0") == "1"
+        await r.flushall()  # a Redis restarted empty: the next resync counts again
+        await lims[0].resync()
+        assert await r.hget("chemmy:limits:conn:p:cy", "n0") == "1"
         lims[0].sign_out("cy")
         await settle(*lims)
         await lims[0].resync()
