@@ -8,8 +8,8 @@ brings them back to the same seat, and the token's ``language`` claim (``null`` 
 there is none, and for guests) for the client to choose its words in.
 
 A player has at most ``max_connections_per_player`` connections that said hello
-(``too_many_connections`` beyond); how many hellos an address may send is the
-dispatcher's check (``server.net.limits``).
+(``too_many_connections`` beyond; over a cluster, on all the processes together); how
+many hellos an address may send is the dispatcher's check (``server.net.limits``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ async def hello(server: ChemmyServer, session: Session, mid: Any, fields: dict[s
             ident.player_id, ident.name, config.guest_balance, guest=ident.guest
         )
         balance, _available = await server.money(ident.player_id)
-    server.limits.sign_in(ident.player_id)  # counted from here; the handler signs out
+    # Counted from here (over a cluster, against every process's), or refused
+    # too_many_connections; the handler signs out.
+    await server.limits.open_player(ident.player_id)
     session.identity = ident
     extra = {"resume": server.auth.resume_token(ident)} if ident.guest else {}
     server.ok(

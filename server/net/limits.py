@@ -29,6 +29,11 @@ The **client address** (:func:`client_address`) is the TCP peer, or, when the pe
 trusted proxy (``trusted_proxies``), the nearest address in ``X-Forwarded-For`` that is
 not a trusted proxy. IPv6 clients are grouped by /64 (one host usually owns a whole /64).
 
+These count one process. Over a cluster the caps and the shared buckets hold for every
+process together: :class:`~server.net.shared_limits.SharedLimits` adds a Redis part (the
+gateway calls :meth:`Limits.open_connection` and :meth:`Limits.open_player`, which it
+may await on Redis).
+
 Nothing here knows a rule of the game, sends a frame or logs; time is passed in or read
 from ``time.monotonic``.
 """
@@ -180,6 +185,15 @@ class Limits:
         peer.connections += 1
         return True
 
+    async def open_connection(self, address: str) -> bool:
+        """:meth:`connect`; over a cluster (:class:`~server.net.shared_limits.SharedLimits`)
+        counted against every process's connections."""
+        return self.connect(address)
+
+    async def open_player(self, player: str) -> None:
+        """:meth:`sign_in`; over a cluster counted against every process's connections."""
+        self.sign_in(player)
+
     def disconnect(self, address: str) -> None:
         peer = self.addresses.get(address)
         if peer is not None and peer.connections > 0:
@@ -223,11 +237,7 @@ class Limits:
         if peer.deposits is None:
             peer.deposits = Bucket(per_day / 86_400, float(self.config.deposit_burst), now)
         if not peer.deposits.take(now):
-            raise Refused(
-                "rate_limited",
-                f"that is more play money than a player may add today ({per_day} deposits a "
-                "day); try again later",
-            )
+            raise deposits_refused(per_day)
 
     # -- rates ----------------------------------------------------------------------
     def take(self, address: str, player: str | None) -> bool:
@@ -269,6 +279,15 @@ class Limits:
         for table in (self.addresses, self.players):
             for key in [key for key, peer in table.items() if peer.idle(now)]:
                 del table[key]
+
+
+def deposits_refused(per_day: int) -> Refused:
+    """The refusal of a deposit beyond the player's allowance."""
+    return Refused(
+        "rate_limited",
+        f"that is more play money than a player may add today ({per_day} deposits a "
+        "day); try again later",
+    )
 
 
 # -- fair lines in front of the tables ------------------------------------------------------

@@ -67,6 +67,7 @@ from .limits import Limits, LineKey, Lines, client_address
 from .lobby import Lobby, LocalLobby, SharedLobby
 from .metrics import Metrics
 from .session import Bucket, GatewayConnection, Session
+from .shared_limits import SharedLimits
 
 __all__ = ["ChemmyServer"]
 
@@ -133,7 +134,11 @@ class ChemmyServer:
         self.auth = Authenticator.from_config(config)
         self.draining = False
         self.sessions: dict[int, Session] = {}
-        self.limits = Limits(config)
+        self.limits = (
+            Limits(config)
+            if leases is None
+            else SharedLimits(config, config.store_url, leases.node, lease=config.lease)
+        )
         self.lines = Lines()
         self.endpoints = Endpoints(self.metrics, self._not_ready, config.origins)
         self._pending: dict[int, _Pending] = {}
@@ -197,6 +202,8 @@ class ChemmyServer:
         await self.bus.start()
         self.bus.on_replies(self._on_reply)
         await self.croupier.start(self.config.tables)
+        if isinstance(self.limits, SharedLimits):
+            self.limits.start()
         for tid in self.croupier.actors:
             self.watch_table(tid)
 
@@ -233,6 +240,8 @@ class ChemmyServer:
             self._server.close()
             await self._server.wait_closed()
         await self.croupier.stop()
+        if isinstance(self.limits, SharedLimits):
+            await self.limits.close()
         await self.bus.close()
         await self.store.close()
 
@@ -240,7 +249,7 @@ class ChemmyServer:
     async def _handler(self, conn: ServerConnection) -> None:
         fmt = conn.subprotocol or JSON
         address = client_address(conn, self.limits.trusted)
-        if not self.limits.connect(address):
+        if not await self.limits.open_connection(address):
             _cut_off(conn, 1008, "too many connections from this address")
             return
         bucket = Bucket(self.config.rate_limit, float(self.config.rate_burst))

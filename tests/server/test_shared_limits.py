@@ -1,0 +1,215 @@
+"""SharedLimits on a real Redis: three "processes" (three SharedLimits of three node
+names, in one loop) count the same connections and spend the same buckets; a node that
+left stops counting; without Redis the local limits decide. (Over three real server
+processes: tests/cluster/test_cluster_limits.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from server.net.config import ServerConfig
+from server.net.shared_limits import SharedLimits, chunk
+from server.protocol.errors import Refused
+
+NODES = ("n0", "n1", "n2")
+
+
+async def _beat(url: str, *nodes: str, until: float | None = None) -> None:
+    """Put ``nodes`` in the cluster's presence set, alive until ``until`` (epoch s)."""
+    r = aioredis.Redis.from_url(url)
+    try:
+        when = int(((time.time() + 60) if until is None else until) * 1000)
+        await r.zadd("chemmy:nodes", dict.fromkeys(nodes, when))
+    finally:
+        await r.aclose()
+
+
+async def settle(*lims: SharedLimits) -> None:
+    """Let every chunk asked for arrive."""
+    for _ in range(100):
+        tasks = [t for lim in lims for t in lim._tasks]
+        if not tasks:
+            return
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@pytest.fixture
+async def three(redis_url: str) -> AsyncIterator[Any]:
+    made: list[SharedLimits] = []
+
+    async def make(**settings: Any) -> list[SharedLimits]:
+        await _beat(redis_url, *NODES)
+        config = ServerConfig(**settings)
+        lims = [SharedLimits(config, redis_url, node) for node in NODES]
+        made.extend(lims)
+        return lims
+
+    try:
+        yield make
+    finally:
+        for lim in made:
+            await lim.close()
+
+
+async def test_a_players_connections_are_capped_over_every_process(three: Any) -> None:
+    lims = await three(max_connections_per_player=5, max_connections_per_address=7)
+    opened = 0
+    for n in range(9):
+        try:
+            await lims[n % 3].open_player("ann")
+            opened += 1
+        except Refused as err:
+            assert err.code == "too_many_connections"
+    assert opened == 5
+    lims[0].sign_out("ann")
+    await settle(*lims)
+    await lims[2].open_player("ann")  # a place freed on another process
+    with pytest.raises(Refused):
+        await lims[1].open_player("ann")
+    # Addresses: 7 over the three, the 8th refused wherever it comes.
+    results = [await lims[n % 3].open_connection("10.0.0.1") for n in range(10)]
+    assert results.count(True) == 7
+    assert all(not r for r in results[7:])
+    assert sum(lim.addresses["10.0.0.1"].connections for lim in lims) == 7
+
+
+async def test_a_process_that_left_counts_no_more(three: Any, redis_url: str) -> None:
+    lims = await three(max_connections_per_player=4)
+    for _ in range(3):
+        await lims[2].open_player("bob")
+    await lims[0].open_player("bob")
+    with pytest.raises(Refused):
+        await lims[1].open_player("bob")
+    await _beat(redis_url, "n2", until=time.time() - 1)  # n2's heartbeat expired
+    for _ in range(3):
+        await lims[1].open_player("bob")
+    with pytest.raises(Refused):
+        await lims[0].open_player("bob")
+    r = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        fields = await r.hgetall("chemmy:limits:conn:p:bob")
+    finally:
+        await r.aclose()
+    assert fields == {"n0": "1", "n1": "3"}  # n2's field was dropped
+
+
+async def test_resync_puts_the_counts_right(three: Any, redis_url: str) -> None:
+    lims = await three(max_connections_per_player=3)
+    await lims[0].open_player("cy")
+    r = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        await r.hset("chemmy:limits:conn:p:cy", "n0", 3)  # a drift (a lost decrement)
+        with pytest.raises(Refused):
+            await lims[1].open_player("cy")
+        await lims[0].resync()
+        assert await r.hget("chemmy:limits:conn:p:cy", "n0") == "1"
+        await r.flushall()  # a Redis restarted empty: the next resync counts again
+        await lims[0].resync()
+        assert await r.hget("chemmy:limits:conn:p:cy", "n0") == "1"
+        lims[0].sign_out("cy")
+        await settle(*lims)
+        await lims[0].resync()
+        assert await r.hgetall("chemmy:limits:conn:p:cy") == {}
+    finally:
+        await r.aclose()
+
+
+async def test_an_addresss_hellos_share_one_bucket(three: Any) -> None:
+    burst = 100
+    lims = await three(hello_rate_limit=0.01, hello_rate_burst=burst)
+    taken = [0, 0, 0]
+    for n in range(3):  # each process in turn sends far more than the burst
+        for _ in range(200):
+            taken[n] += lims[n].take_hello("10.0.0.2")
+            await settle(*lims)
+    # The burst cluster-wide, give or take one chunk per process (each ran on credit
+    # while its first chunk was on its way); one process alone would take 100 each.
+    assert burst <= sum(taken) <= burst + 3 * chunk(burst), taken
+    assert taken[0] >= burst - 3 * chunk(burst)
+
+
+async def test_a_players_messages_share_one_bucket_at_its_rate(three: Any) -> None:
+    lims = await three(
+        rate_limit=1000.0, rate_burst=1000, player_rate_limit=50.0, player_rate_burst=50
+    )
+    start = time.monotonic()
+    taken = 0
+    while time.monotonic() - start < 1.0:
+        for lim in lims:
+            taken += lim.take("10.0.0.3", "dee") if "dee" in lim.players else 0
+            if "dee" not in lim.players:
+                await lim.open_player("dee")
+        await asyncio.sleep(0.002)
+    elapsed = time.monotonic() - start
+    await settle(*lims)
+    # burst + rate x time, + a chunk of credit per process at most.
+    assert taken <= 50 + 50 * elapsed + 3 * chunk(50), taken
+    assert taken >= 50 + 50 * (elapsed - 0.3) - 3 * chunk(50), taken
+
+
+async def test_without_redis_the_local_limits_decide() -> None:
+    config = ServerConfig(max_connections_per_address=2, hello_rate_burst=5)
+    lim = SharedLimits(config, "redis://127.0.0.1:1/0", "n0")
+    try:
+        assert await lim.open_connection("a") and await lim.open_connection("a")
+        assert not await lim.open_connection("a")  # the local cap still holds
+        assert [lim.take_hello("a") for _ in range(6)] == [True] * 5 + [False]
+        assert lim.fallbacks >= 1 and not lim.shared
+        await lim.open_player("ann")
+    finally:
+        await lim.close()
+
+
+async def test_a_players_deposits_share_one_allowance(three: Any) -> None:
+    lims = await three(deposit_burst=10, deposits_per_day=50)
+    made = 0
+    for n in range(60):
+        try:
+            lims[n % 3].deposit("eve")
+            made += 1
+        except Refused as err:
+            assert err.code == "rate_limited"
+        await settle(*lims)
+    # 10 at once for the cluster (+ one on credit per process), not 10 per process.
+    assert 10 <= made <= 10 + 3 * chunk(10), made
+
+
+async def test_credit_is_not_forgiven_when_a_budget_is_forgotten(three: Any) -> None:
+    lims = await three(deposit_burst=2, deposits_per_day=1)
+    for _ in range(2):  # the cluster's burst, on one process
+        lims[0].deposit("fay")
+        await settle(*lims)
+    lim = lims[1]
+    lim.deposit("fay")  # on credit: its chunk was on its way
+    await settle(*lims)  # ... and the shared bucket was dry
+    with pytest.raises(Refused):
+        lim.deposit("fay")
+    key = "chemmy:limits:rate:d:p:fay"
+    assert lim._budgets[key].tokens == -chunk(2)
+    lim._budgets[key].used -= 3600  # idle for an hour
+    lim._budgets[key].quiet_until = 0
+    lim.sweep()
+    await settle(*lims)
+    assert key in lim._budgets  # still owes its credit: not forgotten
+    with pytest.raises(Refused):
+        lim.deposit("fay")
+
+
+async def test_no_cap_counts_nothing_in_redis(three: Any, redis_url: str) -> None:
+    lims = await three(max_connections_per_player=0, max_connections_per_address=0)
+    for _ in range(20):
+        assert await lims[0].open_connection("10.0.0.9")
+        await lims[1].open_player("gus")
+    await lims[0].resync()
+    await lims[1].resync()
+    r = aioredis.Redis.from_url(redis_url)
+    try:
+        assert [k async for k in r.scan_iter("chemmy:limits:conn:*")] == []
+    finally:
+        await r.aclose()
