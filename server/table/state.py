@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from server.engine.cards import hand_total
+
 __all__ = [
     "BettingStep",
     "CardSlot",
@@ -127,6 +129,12 @@ class CoupState:
     @property
     def turn_step(self) -> TurnStep:
         return TurnStep.CHOOSE if self.style is None else TurnStep.SQUEEZE
+
+    def shown_total(self, hand: str) -> int | None:
+        """The value of ``hand``'s face-up cards (GAME_RULES §1), None while none is
+        up: what each ``card`` event's ``total`` and a snapshot's ``totals`` say."""
+        up = [s.card for s in self.hand(hand) if s.up]
+        return hand_total(up) if up else None
 
     def stage_slots(self) -> list[int]:
         """Indexes (0-based) of the cards the current stage turns."""

@@ -1024,7 +1024,7 @@ class Table:
         slot.up, slot.by, slot.on_behalf = True, by, on_behalf
         if on_behalf is not None:
             coup.on_behalf.append({"step": f"turn {hand} card {index + 1}", "player": on_behalf})
-        total = hand_total(s.card for s in coup.hand(hand) if s.up)
+        total = coup.shown_total(hand)
         self._emit(
             "card",
             {

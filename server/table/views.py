@@ -67,6 +67,7 @@ def view(t: Table, viewer: str | None) -> dict[str, Any]:
             "hand": coup.stage_hand,
             "player": cards("player"),
             "banker": cards("banker"),
+            "totals": {h: coup.shown_total(h) for h in ("player", "banker")},
             "turners": dict(coup.turners),
             "style": coup.style,
             "deadline": coup.deadline,

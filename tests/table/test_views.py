@@ -13,7 +13,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from table_helpers import TableHarness, card_strings
+from table_helpers import PLAYER_WIN_THIRD, TableHarness, card_strings, stack
 
 from server.engine.cards import shoe_cards
 from server.table import TableOptions, Timers
@@ -226,3 +226,20 @@ def test_the_public_composition_leaves_out_what_nobody_has_seen() -> None:
     stacked.seat({"ann": 1})
     stacked.start(("As",) * 20)
     assert public_composition(stacked.table) is None  # a stacked shoe: composition unknown
+
+
+def test_a_snapshot_mid_coup_gives_each_hands_total_of_its_face_up_cards() -> None:
+    """A client that joins mid-coup reads the totals (docs/protocol.md, snapshot
+    ``coup.totals``), as each ``card`` event's ``total`` says: it copies no rule."""
+    h = TableHarness()
+    h.setup({"ann": 1}, stack(PLAYER_WIN_THIRD), holder="ann")
+    h.place({"ann": {"player": 500}})
+    h.done_all()
+    assert h.phase is Phase.TURN
+    assert view(h.table, None)["coup"]["totals"] == {"player": None, "banker": None}
+    h.do(c.Squeeze(player="ann", hand="player", style="peek"))
+    evs = h.do(c.TurnCard(player="ann", hand="player", card=1))  # 2s
+    card = h.one("card", evs).data
+    for viewer in (None, "ann"):
+        totals = view(h.table, viewer)["coup"]["totals"]
+        assert totals == {"player": card["total"], "banker": None} == {"player": 2, "banker": None}
