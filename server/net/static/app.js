@@ -1325,11 +1325,13 @@ class App {
       const active = s.coup && s.phase === "turn" && s.coup.stage.startsWith(hand);
       const squeezing = active && s.coup.style;
       const pcts = coup ? Object.entries(coup.progress).filter(([k]) => k.startsWith(`${hand}:`)).map(([, v]) => v) : [];
-      const total = coup?.totals?.[hand] ?? handTotal(cards);
+      // The server's total (the card and result events), never the page's own: a
+      // snapshot joined mid-coup says none until the hand's next card or the result.
+      const total = handTotal(coup, hand);
       box.dataset.active = active ? "1" : "0";
-      const anyUp = cards.some((c) => c.up);
-      $(`#total-${hand}`).textContent = anyUp ? String(total) : "";
-      box.setAttribute("aria-label", handName(hand, cards, anyUp ? total : null));
+      const shown = cards.some((c) => c.up) && total != null;
+      $(`#total-${hand}`).textContent = shown ? String(total) : "";
+      box.setAttribute("aria-label", handName(hand, cards, shown ? total : null));
       const who = [];
       if (s.coup && coup === s.coup) {
         who.push(t("page.turns", { who: s.name(turner) }));
@@ -1382,7 +1384,7 @@ class App {
       const cards = coup ? coup[hand] : [];
       now[hand] = cards.filter((c) => c.up).map((c) => c.card).join(",");
       if (round && round === this.spoken?.round && now[hand] && now[hand] !== this.spoken[hand]) {
-        said.push(handName(hand, cards, coup.totals?.[hand] ?? handTotal(cards)));
+        said.push(handName(hand, cards, handTotal(coup, hand)));
       }
     }
     this.spoken = now;
@@ -1672,16 +1674,10 @@ function cardsLine(cards) {
   return (cards ?? []).map((c) => [h("span", { class: isRed(c) ? "red" : "black", role: "img", "aria-label": cardName({ card: c, up: true }) }, cardText(c)), " "]);
 }
 
-function points(card) {
-  const r = card.slice(0, -1);
-  if (r === "A") return 1;
-  const n = Number(r);
-  return Number.isInteger(n) ? n % 10 : 0;
-}
-
-/** The total of a hand's face-up cards, for display only. */
-function handTotal(cards) {
-  return cards.filter((c) => c.up && c.card).reduce((a, c) => a + points(c.card), 0) % 10;
+/** A hand's total as the server gave it (the card and result events), else null. */
+function handTotal(coup, hand) {
+  const total = coup?.totals?.[hand];
+  return Number.isInteger(total) ? total : null;
 }
 
 /** One card: face up, face down, or being squeezed (`progress` percent; the face is
