@@ -8,8 +8,9 @@
   reload, and "Automatic" gives the choice back.
 - Statically: every message id the page's sources use (``t("…")``, ``data-i18n``) is in
   the English catalog (the catalogs' own checks are tests/client/test_i18n.py), and
-  app.js and state.js have no words of their own outside ``t()`` (a merge that brings
-  in an English literal would leave it English on a French page).
+  the page's scripts (app.js, its screens, state.js) have no words of their own outside
+  ``t()`` (a merge that brings in an English literal would leave it English on a French
+  page).
 """
 
 from __future__ import annotations
@@ -26,6 +27,18 @@ from web_helpers import RELAXED, SECRET, ServerProcess, TablePage, holder_ready,
 from server.net.auth import make_token
 
 STATIC = Path(__file__).resolve().parents[2] / "server" / "net" / "static"
+# The page's own scripts: app.js, its screens and pieces, and the table's model.
+PAGE_SCRIPTS = (
+    "app.js",
+    "cards.js",
+    "dialogs.js",
+    "dom.js",
+    "lobby.js",
+    "roads.js",
+    "squeeze.js",
+    "table.js",
+    "state.js",
+)
 NNBSP = "\u202f"  # the French group separator (CLDR), as Intl writes it
 
 TABLES = [
@@ -46,7 +59,7 @@ def test_every_message_id_the_page_uses_is_in_the_catalog() -> None:
 
     keys = set(json.loads((STATIC / "locales" / "en.json").read_text(encoding="utf-8")))
     used: set[str] = set()
-    for name in ("app.js", "state.js", "i18n.js"):
+    for name in (*PAGE_SCRIPTS, "i18n.js"):
         text = (STATIC / name).read_text(encoding="utf-8")
         used |= set(re.findall(r"""\bt\(\s*["'`]([a-z][a-z0-9_.]*)(?=["'`]|\$\{)""", text))
         # a message id chosen by a condition: t(cond ? "a.b" : "a.c")
@@ -77,10 +90,10 @@ _NOT_WORDS = {"chemmy:ready", "chemmy:connect", "chemmy:token", "chemmy:status"}
 
 
 def test_the_page_scripts_have_no_words_outside_the_catalogs() -> None:
-    """A merge or a new feature that adds an English literal to app.js or state.js
+    """A merge or a new feature that adds an English literal to the page's scripts
     (instead of t("id")) would leave it English on a French page."""
     found = []
-    for name in ("app.js", "state.js"):
+    for name in PAGE_SCRIPTS:
         text = (STATIC / name).read_text(encoding="utf-8")
         text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
         for n, line in enumerate(text.splitlines(), 1):

@@ -524,7 +524,13 @@ export class TableState {
 
   on_result(d) {
     this.lastResult = { ...d };
-    if (this.coup) this.coup.result = { ...d };
+    if (this.coup) {
+      this.coup.result = { ...d };
+      // The hands' final totals, as the server gives them (a coup joined mid-way had none).
+      for (const hand of ["player", "banker"]) {
+        if (Number.isInteger(d[`${hand}_total`])) this.coup.totals[hand] = d[`${hand}_total`];
+      }
+    }
     const say = d.outcome === "tie" ? t("area.tie") : t("page.say.wins", { hand: HAND_NAMES[d.outcome] });
     return [note(resultText(d), "info", say)];
   }
