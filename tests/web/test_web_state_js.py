@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page
-from web_helpers import RELAXED, ServerProcess, server_config
+from web_helpers import RELAXED, Inspector, ServerProcess, server_config
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +171,31 @@ def test_a_coup_in_words(run: Callable[[str], Any]) -> None:
         "You win",
     ]
     assert notes["balance"] == 5500 and notes["last"] == {"player": 500}
+
+
+def test_a_snapshot_mid_coup_gives_the_servers_totals(
+    server: ServerProcess, run: Callable[[str], Any]
+) -> None:
+    """Joined mid-coup, the page shows the totals the server's snapshot gives
+    (``coup.totals``): it counts no cards itself."""
+    ann = Inspector(server, "tot-ann", "Ann")
+    ann.request("join", table="js")
+    ann.request("sit", table="js")
+    ann.request("accept_shoe", table="js")
+    ann.request("cut", table="js", position=100)
+    ann.request("bet", table="js", area="player", amount=100)
+    ann.request("done", table="js")
+    ann.request("squeeze", table="js", hand="player", style="peek")
+    ann.request("turn", table="js", hand="player", card=1)
+    watcher = Inspector(server, "tot-watcher", "Watcher")
+    snap = watcher.snapshot("js")
+    totals = snap["coup"]["totals"]
+    assert isinstance(totals["player"], int) and totals["banker"] is None
+    seen = run(
+        f"""const s = new m.TableState("tot-watcher");
+        s.load({json.dumps(snap)});
+        return s.coup.totals;"""
+    )
+    assert seen == {"player": totals["player"]}
+    ann.close()
+    watcher.close()

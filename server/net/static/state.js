@@ -613,6 +613,8 @@ function coupFromView(view) {
   coup.style = view.style ?? null;
   coup.deadline = view.deadline ?? null;
   for (const hand of ["player", "banker"]) {
+    // The server's total of the face-up cards (the snapshot's coup.totals): no rule here.
+    if (Number.isInteger(view.totals?.[hand])) coup.totals[hand] = view.totals[hand];
     (view[hand] ?? []).forEach((c, i) => {
       coup[hand].push(cardView(c));
       if (c.card && !c.up) coup.private[`${hand}:${i + 1}`] = c.card;
