@@ -49,7 +49,7 @@ from server.store.base import (
 from server.table import Table, TableError, views
 from server.table import commands as c
 from server.table.events import Event, Step
-from server.table.state import PlayerState
+from server.table.state import Phase, PlayerState
 from server.table.wallet import Entry, held_account, player_account, stake_account
 
 from .fairqueue import FairQueue, QueueClosed, QueueFull
@@ -500,7 +500,7 @@ class TableActor:
                         self.config,
                         state,
                         table.seq,
-                        table.phase == "closed",
+                        table.phase == Phase.CLOSED,
                         self.epoch,
                     ),
                     records=records,
@@ -541,7 +541,7 @@ class TableActor:
             self._summary = None  # the lobby line may have changed (watchers count too)
         if events:
             self.bus.publish(self.table_id, events)
-        if table.phase == "closed" and not self.closed:
+        if table.phase == Phase.CLOSED and not self.closed:
             self.closed = True  # the operator closed it: this actor's last step
             if self.on_closed is not None:
                 self.on_closed(self)
@@ -630,7 +630,7 @@ class TableActor:
         self._summary = None
         if doubt.events:
             self.bus.publish(self.table_id, doubt.events)
-        if table.phase == "closed" and not self.closed:
+        if table.phase == Phase.CLOSED and not self.closed:
             self.closed = True
             if self.on_closed is not None:
                 self.on_closed(self)

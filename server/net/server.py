@@ -35,7 +35,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import secrets
 import time
 from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass
@@ -198,7 +197,6 @@ class ChemmyServer:
         # Every process signs guests' resume tokens with the same key, kept in the
         # store, so a guest keeps their seat across a restart (and a failover).
         self.auth.guest_key = await self.store.secret("guest-resume")
-        self.guest_key = secrets.token_bytes(32)
         await self.bus.start()
         self.bus.on_replies(self._on_reply)
         await self.croupier.start(self.config.tables)
