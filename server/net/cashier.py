@@ -18,20 +18,24 @@ from server.table.views import own_round
 from server.table.wallet import CASHIER, Entry, player_account
 
 if TYPE_CHECKING:
-    from .server import ChemmyServer
+    from .context import CashierContext
     from .session import Session
 
 __all__ = ["balance", "deposit", "history", "shoe_record"]
 
 
-async def balance(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def balance(
+    server: CashierContext, session: Session, mid: Any, fields: dict[str, Any]
+) -> None:
     """``available``: the player's money on no table; ``balance``: that and the chips they
     have placed (not yet held) at every table."""
     balance_, available = await server.session_money(session)
     server.ok(session, mid, balance=balance_, available=available)
 
 
-async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def deposit(
+    server: CashierContext, session: Session, mid: Any, fields: dict[str, Any]
+) -> None:
     """Play money from the cashier, keyed by the player and the request id: a retry with
     the same id deposits once; the same id for another amount is refused."""
     amount = fields["amount"]
@@ -73,7 +77,9 @@ def _money(minor: int) -> str:
     return f"{whole:,}.{cents:02d}"
 
 
-async def history(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def history(
+    server: CashierContext, session: Session, mid: Any, fields: dict[str, Any]
+) -> None:
     limit = fields.get("limit", 100)
     if not 1 <= limit <= 100:
         raise Refused("bad_limit", "history holds your last 1-100 rounds")
@@ -83,7 +89,7 @@ async def history(server: ChemmyServer, session: Session, mid: Any, fields: dict
 
 
 async def shoe_record(
-    server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
+    server: CashierContext, session: Session, mid: Any, fields: dict[str, Any]
 ) -> None:
     record = await server.store.shoe_record(fields["table"], fields.get("shoe"))
     if record is None:

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 from server.protocol.errors import Refused
 
 if TYPE_CHECKING:
-    from .server import ChemmyServer
+    from .context import HelloContext
     from .session import Session
 
 __all__ = ["hello"]
 
 
-async def hello(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def hello(server: HelloContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     if session.identity is not None:
         raise Refused("already_authenticated", "this connection has said hello")
     config = server.config

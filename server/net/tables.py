@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from server.croupier.actor import GUEST_FIELD
@@ -26,14 +27,18 @@ from server.table.events import Event
 from server.table.options import OptionsError
 from server.table.views import view_event
 
+from .context import Continuation
 from .hub import Subscriber, envelope
 
 if TYPE_CHECKING:
-    from .handlers import Handler
-    from .server import ChemmyServer
+    from .context import Replies, TablesContext
     from .session import Session
 
+#: A table request's handler: (context, session, request id, checked fields).
+TableHandler = Callable[["TablesContext", "Session", Any, dict[str, Any]], Awaitable[None]]
+
 __all__ = [
+    "TableHandler",
     "chat",
     "close_table",
     "create_table",
@@ -47,20 +52,20 @@ __all__ = [
 TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 
-async def _known(server: ChemmyServer, tid: str) -> str:
+async def _known(server: TablesContext, tid: str) -> str:
     if not await server.lobby.has(tid):
         raise Refused("no_table", f"there is no table {tid[:40]!r}")
     return tid
 
 
-async def _joined(server: ChemmyServer, session: Session, tid: str) -> str:
+async def _joined(server: TablesContext, session: Session, tid: str) -> str:
     if tid not in session.tables:
         await _known(server, tid)
         raise Refused("not_joined", "join the table first")
     return tid
 
 
-def _answer(server: ChemmyServer, session: Session, mid: Any) -> Any:
+def _answer(server: Replies, session: Session, mid: Any) -> Continuation:
     """The continuation of a plain command: the reply record, as the client's reply."""
 
     def then(reply: ReplyRecord) -> None:
@@ -72,12 +77,12 @@ def _answer(server: ChemmyServer, session: Session, mid: Any) -> Any:
     return then
 
 
-def table_command(kind: str) -> Handler:
+def table_command(kind: str) -> TableHandler:
     """The handler of a table command (``bet``, ``sit``, ``turn``...): it goes to the
     table's owner, and the owner's reply is the client's."""
 
     async def relay(
-        server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
+        server: TablesContext, session: Session, mid: Any, fields: dict[str, Any]
     ) -> None:
         tid = await _joined(server, session, fields["table"])
         args = {k: v for k, v in fields.items() if k != "table"}
@@ -100,11 +105,11 @@ def table_command(kind: str) -> Handler:
     return relay
 
 
-async def lobby(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def lobby(server: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     server.ok(session, mid, tables=await server.lobby.tables())
 
 
-async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def join(server: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     """Join a table: the reply carries a snapshot, or with ``since`` (a resume) the events
     missed since then, from this process's recent log or else the table's stored log."""
     tid = await _known(server, fields["table"])
@@ -160,7 +165,7 @@ async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[st
     server.relay(session, tid, "join", None, {"name": session.identity.name}, then)
 
 
-async def leave(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def leave(server: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     tid = await _joined(server, session, fields["table"])
 
     def then(reply: ReplyRecord) -> None:
@@ -174,12 +179,12 @@ async def leave(server: ChemmyServer, session: Session, mid: Any, fields: dict[s
     server.relay(session, tid, "leave", mid, {}, then)
 
 
-async def roads(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def roads(server: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     tid = await _known(server, fields["table"])
     server.relay(session, tid, "roads", None, {}, _answer(server, session, mid))
 
 
-async def chat(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def chat(server: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     tid = await _joined(server, session, fields["table"])
     config = server.config
     try:
@@ -215,7 +220,7 @@ def _operator(session: Session) -> None:
 
 
 async def create_table(
-    server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
+    server: TablesContext, session: Session, mid: Any, fields: dict[str, Any]
 ) -> None:
     _operator(session)
     options = dict(fields.get("options") or {})
@@ -238,7 +243,7 @@ async def create_table(
 
 
 async def close_table(
-    server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
+    server: TablesContext, session: Session, mid: Any, fields: dict[str, Any]
 ) -> None:
     _operator(session)
     tid = await _known(server, fields["table"])
