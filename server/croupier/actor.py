@@ -9,6 +9,9 @@ deadline comes), brings a freshly shuffled shoe when the table wants one, and **
 every step before anything is sent**: the ledger entries, the table's state, the round
 records and the step's events go to the store in one commit, with the owner's epoch;
 then the events are published on the bus and the sender answered with a reply record.
+A step is three parts, in that order: *decide* (the command, what the store must hold
+first, the table's step or a refusal), *commit* (store it; what happened, or an undo)
+and *deliver* (publish, then reply).
 
 Money (docs/architecture.md §4): the table decides with its own
 :class:`~server.croupier.wallet.TableWallet` — its stakes and held wagers exactly, its
