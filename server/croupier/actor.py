@@ -9,6 +9,9 @@ deadline comes), brings a freshly shuffled shoe when the table wants one, and **
 every step before anything is sent**: the ledger entries, the table's state, the round
 records and the step's events go to the store in one commit, with the owner's epoch;
 then the events are published on the bus and the sender answered with a reply record.
+A step is three parts, in that order: *decide* (the command, what the store must hold
+first, the table's step or a refusal), *commit* (store it; what happened, or an undo)
+and *deliver* (publish, then reply).
 
 Money (docs/architecture.md §4): the table decides with its own
 :class:`~server.croupier.wallet.TableWallet` — its stakes and held wagers exactly, its
@@ -49,7 +52,7 @@ from server.store.base import (
 from server.table import Table, TableError, views
 from server.table import commands as c
 from server.table.events import Event, Step
-from server.table.state import PlayerState
+from server.table.state import Phase, PlayerState
 from server.table.wallet import Entry, held_account, player_account, stake_account
 
 from .fairqueue import FairQueue, QueueClosed, QueueFull
@@ -110,6 +113,15 @@ class _Item:
     record: CommandRecord | None = None
     command: c.Command | None = None
     done: asyncio.Future[list[Event]] | None = None  # the croupier's own calls wait on it
+
+
+@dataclass(slots=True)
+class _Happened:
+    """A step the store kept: the command, the table's step, and its events."""
+
+    command: c.Command
+    step: Step
+    events: list[Event]
 
 
 @dataclass(slots=True)
@@ -427,13 +439,31 @@ class TableActor:
                 self._current = None
 
     async def _step_item(self, item: _Item) -> None:
-        if self._doubt is not None:
-            try:
-                await self._settle_doubt()
-            except StoreError as exc:  # still cannot tell: nothing more happens here yet
-                self._store_failed(exc)
-                self._refuse(item, store_refusal(exc))
-                return
+        """A step in three parts: decide (the table's step, or a refusal), commit (store
+        before send: what happened, or an undo), deliver (publish, then reply)."""
+        if self._doubt is not None and not await self._doubt_settled(item):
+            return
+        decided = await self._decide_item(item)
+        if decided is None:
+            return
+        happened = await self._commit(item, *decided)
+        if happened is not None:
+            self._deliver(item, happened)
+
+    async def _doubt_settled(self, item: _Item) -> bool:
+        """Settle the step in doubt before stepping ``item``; False (``item`` answered)
+        while the store still cannot tell."""
+        try:
+            await self._settle_doubt()
+        except StoreError as exc:  # still cannot tell: nothing more happens here yet
+            self._store_failed(exc)
+            self._refuse(item, store_refusal(exc))
+            return False
+        return True
+
+    async def _decide_item(self, item: _Item) -> tuple[c.Command, Step] | None:
+        """The command ``item`` asks for and the table's step for it; None when ``item``
+        was answered without a step (a query, a refusal, a failure: nothing moved)."""
         now = self.clock()
         record = item.record
         try:
@@ -443,39 +473,17 @@ class TableActor:
                     self._roads(record.reply_to)
                 elif record is not None and record.kind == "refresh":
                     await self._refresh([record.player])
-                return
-            guest = None if record is None else record.fields.get(GUEST_FIELD)
-            if isinstance(cmd, c.Sit) and isinstance(guest, dict):
-                # A guest is written to the store (with their play money) only once the
-                # rules let them sit: a refused sit keeps nothing of theirs.
-                self.table.check(cmd)
-                await self.store.ensure_player(
-                    cmd.player, str(guest["name"]), int(guest["funds"]), guest=True
-                )
-            if isinstance(cmd, _FRESH_BALANCE):
-                await self._refresh([cmd.player])
-            try:
-                step = self._decide(cmd, now)
-            except TableError as err:
-                # The balance this table knew may be out of date (a deposit, another
-                # table): read it, and try once more if it changed.
-                if not (
-                    err.code == "insufficient_funds"
-                    and isinstance(cmd, _FUNDED)
-                    and await self._refresh([cmd.player])
-                ):
-                    raise
-                step = self._decide(cmd, now)
+                return None
+            await self._prepare(cmd, record)
+            return cmd, await self._decide_funded(cmd, now)
         except ChemmyError as err:
             self.wallet.drain()  # a refused command moved no money
             self._refuse(item, err)
-            return
         except StoreError as exc:
             # A balance could not be read before deciding: nothing was decided or moved.
             self.wallet.drain()
             self._store_failed(exc)
             self._refuse(item, store_refusal(exc))
-            return
         except Exception:
             log.exception(
                 "table %s failed; restored from its last step",
@@ -485,63 +493,105 @@ class TableActor:
             self._backoff()  # a bug that repeats on every Tick must not spin the loop
             await self._restore()
             self._refuse(item, Refused("internal", "the table could not do that"))
-            return
+        return None
+
+    async def _prepare(self, cmd: c.Command, record: CommandRecord | None) -> None:
+        """What the store must hold or say before ``cmd`` is decided: a guest sitting
+        down stored, a joining or sitting player's balance read afresh."""
+        guest = None if record is None else record.fields.get(GUEST_FIELD)
+        if isinstance(cmd, c.Sit) and isinstance(guest, dict):
+            # A guest is written to the store (with their play money) only once the
+            # rules let them sit: a refused sit keeps nothing of theirs.
+            self.table.check(cmd)
+            await self.store.ensure_player(
+                cmd.player, str(guest["name"]), int(guest["funds"]), guest=True
+            )
+        if isinstance(cmd, _FRESH_BALANCE):
+            await self._refresh([cmd.player])
+
+    async def _decide_funded(self, cmd: c.Command, now: float) -> Step:
+        """:meth:`_decide`, once more after reading the player's balance afresh when a bet
+        was refused for want of funds and the balance has changed."""
+        try:
+            return self._decide(cmd, now)
+        except TableError as err:
+            # The balance this table knew may be out of date (a deposit, another
+            # table): read it, and try once more if it changed.
+            if not (
+                err.code == "insufficient_funds"
+                and isinstance(cmd, _FUNDED)
+                and await self._refresh([cmd.player])
+            ):
+                raise
+            return self._decide(cmd, now)
+
+    async def _commit(self, item: _Item, cmd: c.Command, step: Step) -> _Happened | None:
+        """Store the step (its entries, the table's state, its records and events) in one
+        commit with the owner's epoch; what happened, or None when it was not kept (the
+        step undone, ``item`` answered)."""
         table = self.table
-        events = list(step.events)
+        happened = _Happened(cmd, step, list(step.events))
         entries = self.wallet.drain()
         records = table.drain_records()
-        if events or entries or records:
-            state = table.to_state(spectators=False)  # spectators are not kept (docs)
-            try:
-                result = await self.store.commit(
-                    entries=entries,
-                    table=TableRow(
-                        self.table_id,
-                        self.config,
-                        state,
-                        table.seq,
-                        table.phase == "closed",
-                        self.epoch,
-                    ),
-                    records=records,
-                    events=[event.to_dict() for event in events],
-                )
-            except StaleEpoch:
-                # A newer owner claimed this table: this process writes nothing more
-                # and sends nothing of this step; the new owner carries on (§8).
-                self._lose(item)
-                return
-            except Overdrawn:
-                # The balance this table knew was more than the store holds (spent at
-                # another table meanwhile): the bet was never accepted (§3).
-                await self._restore(entries)
-                self._refuse(
-                    item, TableError("insufficient_funds", "that bet is more than your balance")
-                )
-                return
-            except Exception as exc:
-                # Nothing of this step was stored, so nothing of it may be sent (§8):
-                # back to the last stored step; the sender hears it failed, and whether
-                # the store could not be reached (store_unavailable) or refused. Not
-                # reached, it may have kept the step all the same (a reply lost on the
-                # way back): the next step first looks (_settle_doubt).
-                self._store_failed(exc)
-                if isinstance(exc, StoreUnavailable):
-                    self._doubt = _InDoubt(state, events, step.coup_in_progress)
-                await self._restore(entries)
-                self._refuse(item, store_refusal(exc))
-                return
-            self.wallet.load(result.balances.items())
-            self._last_state = state
-            if self.store_failures:
-                self._store_recovered()
+        if not (happened.events or entries or records):
+            return happened
+        state = table.to_state(spectators=False)  # spectators are not kept (docs)
+        try:
+            result = await self.store.commit(
+                entries=entries,
+                table=TableRow(
+                    self.table_id,
+                    self.config,
+                    state,
+                    table.seq,
+                    table.phase == Phase.CLOSED,
+                    self.epoch,
+                ),
+                records=records,
+                events=[event.to_dict() for event in happened.events],
+            )
+        except StaleEpoch:
+            # A newer owner claimed this table: this process writes nothing more
+            # and sends nothing of this step; the new owner carries on (§8).
+            self._lose(item)
+            return None
+        except Overdrawn:
+            # The balance this table knew was more than the store holds (spent at
+            # another table meanwhile): the bet was never accepted (§3).
+            await self._restore(entries)
+            self._refuse(
+                item, TableError("insufficient_funds", "that bet is more than your balance")
+            )
+            return None
+        except Exception as exc:
+            # Nothing of this step was stored, so nothing of it may be sent (§8):
+            # back to the last stored step; the sender hears it failed, and whether
+            # the store could not be reached (store_unavailable) or refused. Not
+            # reached, it may have kept the step all the same (a reply lost on the
+            # way back): the next step first looks (_settle_doubt).
+            self._store_failed(exc)
+            if isinstance(exc, StoreUnavailable):
+                self._doubt = _InDoubt(state, happened.events, step.coup_in_progress)
+            await self._restore(entries)
+            self._refuse(item, store_refusal(exc))
+            return None
+        self.wallet.load(result.balances.items())
+        self._last_state = state
+        if self.store_failures:
+            self._store_recovered()
+        return happened
+
+    def _deliver(self, item: _Item, happened: _Happened) -> None:
+        """A stored step goes out: its events on the bus, then the sender's reply."""
+        cmd, step, events = happened.command, happened.step, happened.events
+        record = item.record
         self.failures, self.retry_at = 0, None
         self.in_coup = step.coup_in_progress
         if events or isinstance(cmd, c.Join | c.Leave | c.Disconnect):
             self._summary = None  # the lobby line may have changed (watchers count too)
         if events:
             self.bus.publish(self.table_id, events)
-        if table.phase == "closed" and not self.closed:
+        if self.table.phase == Phase.CLOSED and not self.closed:
             self.closed = True  # the operator closed it: this actor's last step
             if self.on_closed is not None:
                 self.on_closed(self)
@@ -630,7 +680,7 @@ class TableActor:
         self._summary = None
         if doubt.events:
             self.bus.publish(self.table_id, doubt.events)
-        if table.phase == "closed" and not self.closed:
+        if table.phase == Phase.CLOSED and not self.closed:
             self.closed = True
             if self.on_closed is not None:
                 self.on_closed(self)

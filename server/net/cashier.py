@@ -18,53 +18,53 @@ from server.table.views import own_round
 from server.table.wallet import CASHIER, Entry, player_account
 
 if TYPE_CHECKING:
-    from .server import ChemmyServer
+    from .context import CashierContext
     from .session import Session
 
 __all__ = ["balance", "deposit", "history", "shoe_record"]
 
 
-async def balance(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def balance(ctx: CashierContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     """``available``: the player's money on no table; ``balance``: that and the chips they
     have placed (not yet held) at every table."""
-    balance_, available = await server.session_money(session)
-    server.ok(session, mid, balance=balance_, available=available)
+    balance_, available = await ctx.session_money(session)
+    ctx.ok(session, mid, balance=balance_, available=available)
 
 
-async def deposit(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def deposit(ctx: CashierContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     """Play money from the cashier, keyed by the player and the request id: a retry with
     the same id deposits once; the same id for another amount is refused."""
     amount = fields["amount"]
-    limit = server.config.max_deposit
+    limit = ctx.config.max_deposit
     if amount <= 0 or amount > limit:
         # Said in money, as a player reads it: 1 to 1000000 minor units is 0.01 to 10,000.00.
         raise Refused("bad_amount", f"a deposit is 0.01 to {_money(limit)}")
     if mid is None:
         raise ProtocolError("bad_message", "a deposit needs an id (it is its idempotency key)")
     pid = session.player
-    server.limits.deposit(pid)  # each is kept for good: a player may make only so many
-    await server.persist(session)
+    ctx.limits.deposit(pid)  # each is kept for good: a player may make only so many
+    await ctx.persist(session)
     # Each part escaped: player "a" with id "b:c" and player "a:b" with id "c" differ.
     key = ledger_key("deposit", pid, str(mid))
     entry = Entry(key, CASHIER, player_account(pid), amount, "deposit")
     try:
-        result = await server.store.commit(entries=[entry])
+        result = await ctx.store.commit(entries=[entry])
     except KeyConflict:
         raise Refused(
             "id_reused", "that deposit id was used for another amount; use a new id"
         ) from None
     except StoreError as exc:
         # Nothing was credited: store_unavailable (cannot reach it now) or store_failed.
-        server.store_failed(exc)
+        ctx.store_failed(exc)
         raise store_refusal(exc) from None
-    server.store_works()
+    ctx.store_works()
     duplicate = result.inserted == 0
     # The tables this player is at read their balance again (for what they show).
     for table in session.tables:
         with contextlib.suppress(ChemmyError):
-            server.relay(session, table, "refresh")
-    balance_, _available = await server.money(pid)
-    server.ok(session, mid, balance=balance_, duplicate=duplicate)
+            ctx.relay(session, table, "refresh")
+    balance_, _available = await ctx.money(pid)
+    ctx.ok(session, mid, balance=balance_, duplicate=duplicate)
 
 
 def _money(minor: int) -> str:
@@ -73,19 +73,19 @@ def _money(minor: int) -> str:
     return f"{whole:,}.{cents:02d}"
 
 
-async def history(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def history(ctx: CashierContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     limit = fields.get("limit", 100)
     if not 1 <= limit <= 100:
         raise Refused("bad_limit", "history holds your last 1-100 rounds")
     pid = session.player
-    rounds = await server.store.history(pid, limit)
-    server.ok(session, mid, rounds=[own_round(r, pid) for r in rounds])
+    rounds = await ctx.store.history(pid, limit)
+    ctx.ok(session, mid, rounds=[own_round(r, pid) for r in rounds])
 
 
 async def shoe_record(
-    server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
+    ctx: CashierContext, session: Session, mid: Any, fields: dict[str, Any]
 ) -> None:
-    record = await server.store.shoe_record(fields["table"], fields.get("shoe"))
+    record = await ctx.store.shoe_record(fields["table"], fields.get("shoe"))
     if record is None:
         raise Refused("no_record", "no revealed shoe yet at that table")
-    server.ok(session, mid, record=record)
+    ctx.ok(session, mid, record=record)

@@ -1,10 +1,14 @@
 """The gateway's registry of handlers: every message type a client may send after
 ``hello``, and the function that handles it.
 
-A handler is ``async (server, session, request id, checked fields) -> None``: it answers
-through ``server.ok`` / ``server.error`` (now, or when the table's reply comes back) or
-raises a :class:`~server.protocol.errors.ChemmyError`, which the dispatcher answers.
-The table commands are relayed to the table's owner; everything else is the gateway's.
+A handler is ``async (context, session, request id, checked fields) -> None``: it
+answers through ``context.ok`` / ``context.error`` (now, or when the table's reply comes
+back) or raises a :class:`~server.protocol.errors.ChemmyError`, which the dispatcher
+answers. Each is typed against the narrow context it uses (``server.net.context``:
+``hello`` a :class:`~.context.HelloContext`, the cashier's a
+:class:`~.context.CashierContext`, the table requests a :class:`~.context.TablesContext`);
+this registry is where the gateway is checked to be every one of them. The table
+commands are relayed to the table's owner; everything else is the gateway's.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from server.protocol.messages import SCHEMAS, TABLE_COMMANDS
-from server.protocol.records import ReplyRecord
 
 from . import cashier, tables
+from .context import Continuation
 from .hello import hello
 
 if TYPE_CHECKING:
@@ -24,10 +28,9 @@ if TYPE_CHECKING:
 
 __all__ = ["HANDLERS", "Continuation", "Handler", "hello"]
 
-#: A gateway handler: (server, session, request id, checked fields).
+#: A handler as the dispatcher calls it: (the gateway, session, request id, checked
+#: fields). The gateway is every context, so a handler typed against a narrower one fits.
 Handler = Callable[["ChemmyServer", "Session", Any, dict[str, Any]], Awaitable[None]]
-#: What the gateway does with a table's reply record when it comes back.
-Continuation = Callable[[ReplyRecord], None]
 
 HANDLERS: dict[str, Handler] = {
     **{kind: tables.table_command(kind) for kind in TABLE_COMMANDS},

@@ -19,39 +19,39 @@ from typing import TYPE_CHECKING, Any
 from server.protocol.errors import Refused
 
 if TYPE_CHECKING:
-    from .server import ChemmyServer
+    from .context import HelloContext
     from .session import Session
 
 __all__ = ["hello"]
 
 
-async def hello(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     if session.identity is not None:
         raise Refused("already_authenticated", "this connection has said hello")
-    config = server.config
-    ident = server.auth.identify(
+    config = ctx.config
+    ident = ctx.auth.identify(
         fields.get("token"),
         fields.get("name"),
         guest=bool(fields.get("guest")),
         resume=fields.get("resume"),
     )
-    server.limits.check_player(ident.player_id)  # too_many_connections, before the store
-    if ident.guest and await server.store.player_name(ident.player_id) is None:
+    ctx.limits.check_player(ident.player_id)  # too_many_connections, before the store
+    if ident.guest and await ctx.store.player_name(ident.player_id) is None:
         # A new guest is kept in memory only, with the play money they would get, until
-        # they sit or deposit (server.persist): hellos alone write nothing.
+        # they sit or deposit (the gateway's persist): hellos alone write nothing.
         session.persisted = False
         balance = config.guest_balance
     else:
-        await server.store.ensure_player(
+        await ctx.store.ensure_player(
             ident.player_id, ident.name, config.guest_balance, guest=ident.guest
         )
-        balance, _available = await server.money(ident.player_id)
+        balance, _available = await ctx.money(ident.player_id)
     # Counted from here (over a cluster, against every process's), or refused
     # too_many_connections; the handler signs out.
-    await server.limits.open_player(ident.player_id)
+    await ctx.limits.open_player(ident.player_id)
     session.identity = ident
-    extra = {"resume": server.auth.resume_token(ident)} if ident.guest else {}
-    server.ok(
+    extra = {"resume": ctx.auth.resume_token(ident)} if ident.guest else {}
+    ctx.ok(
         session,
         mid,
         **extra,

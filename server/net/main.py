@@ -64,9 +64,9 @@ def setup_logging(config: ServerConfig) -> None:
 async def run(config: ServerConfig, ready: asyncio.Event | None = None) -> None:
     from server.store import store_for
 
-    from .server import ChemmyServer
+    from .assemble import assemble
 
-    server = ChemmyServer(config, store_for(config.store_url))
+    server = assemble(config, store_for(config.store_url))
     await server.start()
     print(
         f"chemmy-server listening on ws://{config.host}:{server.port}", file=sys.stderr, flush=True

@@ -19,7 +19,11 @@ rates of its connection, its player and its client address, pings included:
 
 As an **owner** it runs table actors (``server.croupier``) for the tables it owns; with
 the in-process bus (the default) that is every table. The gateway never reads a table:
-whatever it needs of one comes in a reply record or an event.
+whatever it needs of one comes in a reply record or an event. It builds none of its
+parts (the store, the bus, the croupier, the lobby, the limits, the hub, the metrics,
+the authenticator): ``server.net.assemble`` puts the process together and hands them
+in; each handler is typed against the narrow part of it that it uses
+(``server.net.context``).
 
 Replies echo the command's ``id``: ``{"type": "ok", "id": ...}`` or ``{"type": "error",
 "id": ..., "code": ..., "message": ...}`` (an error to a frame refused for a value
@@ -35,7 +39,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import secrets
 import time
 from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass
@@ -45,17 +48,14 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from server.bus.base import Bus
-from server.bus.local import LocalBus
-from server.bus.redis import RedisBus, node_name
+from server.bus.redis import RedisBus
 from server.croupier.actor import TableActor
-from server.croupier.cluster import Leases
 from server.croupier.host import Croupier
 from server.protocol.codec import JSON, MSGPACK, decode, encode, request_id
 from server.protocol.errors import ChemmyError, ProtocolError, Refused
 from server.protocol.messages import parse
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.store.base import Store, StoreError
-from server.table import commands as c
 from server.table.events import Event
 
 from .auth import Authenticator, AuthError
@@ -64,7 +64,7 @@ from .handlers import HANDLERS, Continuation, hello
 from .http import Endpoints
 from .hub import Hub, send_now
 from .limits import Limits, LineKey, Lines, client_address
-from .lobby import Lobby, LocalLobby, SharedLobby
+from .lobby import Lobby, SharedLobby
 from .metrics import Metrics
 from .session import Bucket, GatewayConnection, Session
 from .shared_limits import SharedLimits
@@ -97,48 +97,32 @@ class _Pending:
 class ChemmyServer:
     """One Chemmy process: a gateway for its clients and the owner of its tables."""
 
-    def __init__(self, config: ServerConfig, store: Store, bus: Bus | None = None) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        store: Store,
+        bus: Bus,
+        croupier: Croupier,
+        lobby: Lobby,
+        limits: Limits,
+        hub: Hub,
+        metrics: Metrics,
+        auth: Authenticator,
+    ) -> None:
+        """The gateway over parts built elsewhere (``server.net.assemble``: the one place
+        the process is put together); it holds its connections' state of its own."""
         self.config = config
         self.store = store
-        self.metrics = Metrics()
-        self.hub = Hub(observe=self.metrics.fanout.observe)
-        leases: Leases | None = None
-        if bus is None and config.clustered:
-            # A Redis store: this process is one of a cluster sharing the tables.
-            node = node_name()
-            leases = Leases(config.store_url, node, ttl=config.lease)
-            redis_bus = RedisBus(
-                config.store_url,
-                node=node,
-                events_after=self._stored_events,
-                owner_of=leases.owner,
-            )
-            redis_bus.on_lag = self.metrics.bus_lag.observe
-            bus = redis_bus
-        self.bus: Bus = bus if bus is not None else LocalBus(events_after=self._stored_events)
-        self.croupier = Croupier(
-            store,
-            self.bus,
-            grace=config.grace,
-            queue_size=config.queue_size,
-            on_step=self._on_step,
-            on_tables=self.metrics.tables.set,
-            on_failing=self.metrics.store_failing.set,
-            cluster=leases,
-        )
-        self.lobby: Lobby = LocalLobby(self.croupier)
-        if leases is not None:
-            shared = SharedLobby(leases)
-            self.lobby = shared
-            self.croupier.on_notice = lambda notice: self._notice(notice, shared)
-        self.auth = Authenticator.from_config(config)
+        self.bus = bus
+        self.croupier = croupier
+        self.lobby = lobby
+        self.limits = limits
+        self.hub = hub
+        self.metrics = metrics
+        self.auth = auth
         self.draining = False
         self.sessions: dict[int, Session] = {}
-        self.limits = (
-            Limits(config)
-            if leases is None
-            else SharedLimits(config, config.store_url, leases.node, lease=config.lease)
-        )
         self.lines = Lines()
         self.endpoints = Endpoints(self.metrics, self._not_ready, config.origins)
         self._pending: dict[int, _Pending] = {}
@@ -198,7 +182,6 @@ class ChemmyServer:
         # Every process signs guests' resume tokens with the same key, kept in the
         # store, so a guest keeps their seat across a restart (and a failover).
         self.auth.guest_key = await self.store.secret("guest-resume")
-        self.guest_key = secrets.token_bytes(32)
         await self.bus.start()
         self.bus.on_replies(self._on_reply)
         await self.croupier.start(self.config.tables)
@@ -410,7 +393,7 @@ class ChemmyServer:
         if any(e.kind == "closed" for e in events):
             self.forget_table(table)
 
-    def _notice(self, notice: dict[str, Any], lobby: SharedLobby) -> None:
+    def notice(self, notice: dict[str, Any], lobby: SharedLobby) -> None:
         """A cluster notice: the lobby may have changed; and when a table has a new
         owner (a failover or a handover), this gateway's players join it again, so the
         new owner (which started as after a restart: everyone disconnected) knows they
@@ -471,10 +454,6 @@ class ChemmyServer:
         money on no table, ``balance`` adds the chips they placed at every table."""
         tables = [line["table"] for line in await self.lobby.tables()]
         return await self.store.player_money(player, tables)
-
-    async def _stored_events(self, table: str, seq: int) -> list[Event] | None:
-        found = await self.store.events_after(table, seq)
-        return None if found is None else [Event.from_dict(e) for e in found]
 
     def background(self, job: Coroutine[Any, Any, None]) -> None:
         """Run ``job`` on its own; it is cancelled when the server stops."""
@@ -569,16 +548,7 @@ class ChemmyServer:
             err = Refused("timeout", "the table did not answer in time; retry with the same id")
             self._on_reply(ReplyRecord.refused(Address(self.bus.node, pending.session.id, n), err))
 
-    # ------------------------------------------------------------------ metrics & health
-    def _on_step(self, actor: TableActor, cmd: c.Command, events: list[Event]) -> None:
-        for event in events:
-            if event.kind == "settled":
-                self.metrics.coups.inc()
-                for pay in event.data["payouts"]:
-                    self.metrics.settled.labels(kind="staked").inc(pay["stake"])
-                    self.metrics.settled.labels(kind="returned").inc(pay["returned"])
-                    self.metrics.settled.labels(kind="commission").inc(pay["commission"])
-
+    # ------------------------------------------------------------------ health
     async def _watch_slow_clients(self) -> None:
         """Cut off a client whose unsent frames pile up; it resumes from its last seq.
         (Also refreshes the cluster's counters for /metrics.)"""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from server.croupier.actor import GUEST_FIELD
@@ -26,14 +27,18 @@ from server.table.events import Event
 from server.table.options import OptionsError
 from server.table.views import view_event
 
+from .context import Continuation
 from .hub import Subscriber, envelope
 
 if TYPE_CHECKING:
-    from .handlers import Handler
-    from .server import ChemmyServer
+    from .context import Replies, TablesContext
     from .session import Session
 
+#: A table request's handler: (context, session, request id, checked fields).
+TableHandler = Callable[["TablesContext", "Session", Any, dict[str, Any]], Awaitable[None]]
+
 __all__ = [
+    "TableHandler",
     "chat",
     "close_table",
     "create_table",
@@ -47,46 +52,44 @@ __all__ = [
 TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 
-async def _known(server: ChemmyServer, tid: str) -> str:
-    if not await server.lobby.has(tid):
+async def _known(ctx: TablesContext, tid: str) -> str:
+    if not await ctx.lobby.has(tid):
         raise Refused("no_table", f"there is no table {tid[:40]!r}")
     return tid
 
 
-async def _joined(server: ChemmyServer, session: Session, tid: str) -> str:
+async def _joined(ctx: TablesContext, session: Session, tid: str) -> str:
     if tid not in session.tables:
-        await _known(server, tid)
+        await _known(ctx, tid)
         raise Refused("not_joined", "join the table first")
     return tid
 
 
-def _answer(server: ChemmyServer, session: Session, mid: Any) -> Any:
+def _answer(ctx: Replies, session: Session, mid: Any) -> Continuation:
     """The continuation of a plain command: the reply record, as the client's reply."""
 
     def then(reply: ReplyRecord) -> None:
         if reply.error is not None:
-            server.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
+            ctx.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
         else:
-            server.ok(session, mid, **(reply.result or {}))
+            ctx.ok(session, mid, **(reply.result or {}))
 
     return then
 
 
-def table_command(kind: str) -> Handler:
+def table_command(kind: str) -> TableHandler:
     """The handler of a table command (``bet``, ``sit``, ``turn``...): it goes to the
     table's owner, and the owner's reply is the client's."""
 
-    async def relay(
-        server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
-    ) -> None:
-        tid = await _joined(server, session, fields["table"])
+    async def relay(ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+        tid = await _joined(ctx, session, fields["table"])
         args = {k: v for k, v in fields.items() if k != "table"}
-        then = _answer(server, session, mid)
+        then = _answer(ctx, session, mid)
         if kind == "sit" and not session.persisted:
             # A guest not yet stored: the table's owner stores them once the sit is
             # allowed (a refused sit writes nothing).
             assert session.identity is not None
-            guest = {"name": session.identity.name, "funds": server.config.guest_balance}
+            guest = {"name": session.identity.name, "funds": ctx.config.guest_balance}
             args[GUEST_FIELD] = guest
             answer = then
 
@@ -95,93 +98,93 @@ def table_command(kind: str) -> Handler:
                     session.persisted = True
                 answer(reply)
 
-        server.relay(session, tid, kind, mid, args, then)
+        ctx.relay(session, tid, kind, mid, args, then)
 
     return relay
 
 
-async def lobby(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-    server.ok(session, mid, tables=await server.lobby.tables())
+async def lobby(ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    ctx.ok(session, mid, tables=await ctx.lobby.tables())
 
 
-async def join(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def join(ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     """Join a table: the reply carries a snapshot, or with ``since`` (a resume) the events
     missed since then, from this process's recent log or else the table's stored log."""
-    tid = await _known(server, fields["table"])
+    tid = await _known(ctx, fields["table"])
     since = fields.get("since")
     player = session.player
 
     def then(reply: ReplyRecord) -> None:
         if reply.error is not None:
-            server.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
+            ctx.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
             return
         result = reply.result or {}
         seq = int(result["seq"])
         if since is None or not 0 <= since <= seq:
             answer(seq, None, result.get("snapshot"))
             return
-        missed = [] if since == seq else server.hub.since(tid, since)
+        missed = [] if since == seq else ctx.hub.since(tid, since)
         if missed is not None:
             answer(seq, missed, None)
             return
         # Not in this process's recent log (a restart, a failover): the stored log.
-        server.background(stored(seq, result.get("snapshot")))
+        ctx.background(stored(seq, result.get("snapshot")))
 
     async def stored(seq: int, snapshot: Any) -> None:
         try:
-            found = await server.bus.events_after(tid, since or 0)
+            found = await ctx.bus.events_after(tid, since or 0)
         except StoreError:
             found = None
-        if session.id in server.sessions:
+        if session.id in ctx.sessions:
             answer(seq, found, snapshot)
         else:  # closed while the stored log was read
-            server.left_table(session, tid)
+            ctx.left_table(session, tid)
 
     def answer(seq: int, missed: list[Event] | None, snapshot: Any) -> None:
         if missed is not None:
-            server.ok(session, mid, table=tid, resumed=True, seq=seq)
+            ctx.ok(session, mid, table=tid, resumed=True, seq=seq)
             for event in missed:
                 if event.seq <= seq:
-                    server.send(session, envelope(tid, view_event(event, player)))
+                    ctx.send(session, envelope(tid, view_event(event, player)))
         else:
             if not session.persisted and isinstance(snapshot, dict) and "you" in snapshot:
                 # A guest not yet in the store: the play money they will get at their seat.
-                money = server.config.guest_balance
+                money = ctx.config.guest_balance
                 snapshot["you"] = {**snapshot["you"], "balance": money, "available": money}
-            server.ok(session, mid, table=tid, resumed=False, seq=seq, snapshot=snapshot)
+            ctx.ok(session, mid, table=tid, resumed=False, seq=seq, snapshot=snapshot)
         session.tables.add(tid)
         # Watched again: a notice that a table of this id closed may have come in while
         # this join travelled (the table was closed and created again meanwhile).
-        server.watch_table(tid)
-        server.hub.subscribe(tid, Subscriber(session.conn, player, session.fmt), after=seq)
+        ctx.watch_table(tid)
+        ctx.hub.subscribe(tid, Subscriber(session.conn, player, session.fmt), after=seq)
 
     assert session.identity is not None
-    server.watch_table(tid)  # this process fans the table's events out from now on
-    server.relay(session, tid, "join", None, {"name": session.identity.name}, then)
+    ctx.watch_table(tid)  # this process fans the table's events out from now on
+    ctx.relay(session, tid, "join", None, {"name": session.identity.name}, then)
 
 
-async def leave(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-    tid = await _joined(server, session, fields["table"])
+async def leave(ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    tid = await _joined(ctx, session, fields["table"])
 
     def then(reply: ReplyRecord) -> None:
         if reply.error is not None:
-            server.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
+            ctx.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
             return
         session.tables.discard(tid)
-        server.hub.unsubscribe(tid, session.conn)
-        server.ok(session, mid, seq=(reply.result or {}).get("seq"))
+        ctx.hub.unsubscribe(tid, session.conn)
+        ctx.ok(session, mid, seq=(reply.result or {}).get("seq"))
 
-    server.relay(session, tid, "leave", mid, {}, then)
-
-
-async def roads(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-    tid = await _known(server, fields["table"])
-    server.relay(session, tid, "roads", None, {}, _answer(server, session, mid))
+    ctx.relay(session, tid, "leave", mid, {}, then)
 
 
-async def chat(server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-    tid = await _joined(server, session, fields["table"])
-    config = server.config
+async def roads(ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    tid = await _known(ctx, fields["table"])
+    ctx.relay(session, tid, "roads", None, {}, _answer(ctx, session, mid))
+
+
+async def chat(ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    tid = await _joined(ctx, session, fields["table"])
+    config = ctx.config
     try:
         text = clean_text(fields["text"])  # the one check names pass too
     except ValueError as exc:
@@ -204,8 +207,8 @@ async def chat(server: ChemmyServer, session: Session, mid: Any, fields: dict[st
         "text": text,
         "time": time.time(),
     }
-    server.hub.send_all(tid, message)
-    server.ok(session, mid)
+    ctx.hub.send_all(tid, message)
+    ctx.ok(session, mid)
 
 
 def _operator(session: Session) -> None:
@@ -215,12 +218,12 @@ def _operator(session: Session) -> None:
 
 
 async def create_table(
-    server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
+    ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]
 ) -> None:
     _operator(session)
     options = dict(fields.get("options") or {})
-    croupier = server.croupier
-    taken = {t["table"] for t in await server.lobby.tables()}
+    croupier = ctx.croupier
+    taken = {t["table"] for t in await ctx.lobby.tables()}
     tid = fields.get("table") or next(
         f"t{n}" for n in range(1, len(taken) + 2) if f"t{n}" not in taken
     )
@@ -233,21 +236,21 @@ async def create_table(
     except (OptionsError, TypeError, ValueError) as exc:
         raise Refused("bad_options", str(exc)) from None
     summary = await croupier.create_table(tid, opts)
-    server.watch_table(tid)
-    server.ok(session, mid, table=summary)
+    ctx.watch_table(tid)
+    ctx.ok(session, mid, table=summary)
 
 
 async def close_table(
-    server: ChemmyServer, session: Session, mid: Any, fields: dict[str, Any]
+    ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]
 ) -> None:
     _operator(session)
-    tid = await _known(server, fields["table"])
+    tid = await _known(ctx, fields["table"])
 
     def then(reply: ReplyRecord) -> None:
         if reply.error is not None:
-            server.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
+            ctx.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
             return
         # (Its ``closed`` event, before this reply, ended the table here.)
-        server.ok(session, mid, table=tid, closed=True)
+        ctx.ok(session, mid, table=tid, closed=True)
 
-    server.relay(session, tid, "close", mid, {}, then)
+    ctx.relay(session, tid, "close", mid, {}, then)

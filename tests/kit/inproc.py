@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from server.net.assemble import assemble
 from server.net.auth import make_token
 from server.net.config import ServerConfig
 from server.net.server import ChemmyServer
@@ -45,7 +46,7 @@ class Net:
         }
         settings.update(overrides)
         config = ServerConfig(**settings)
-        server = ChemmyServer(config, store_for(config.store_url))
+        server = assemble(config, store_for(config.store_url))
         await server.start()
         self.servers.append(server)
         return server

@@ -1,0 +1,115 @@
+"""The composition root: the one place a Chemmy process is put together.
+
+:func:`assemble` builds every part of one process from its config and its store, and
+hands them to the gateway (:class:`~server.net.server.ChemmyServer`), which builds
+nothing but its connections' own state::
+
+    store ─┬─ bus        LocalBus (one process) · RedisBus (a cluster: leases, node name)
+           ├─ croupier   the tables this process owns (server.croupier.host)
+           ├─ lobby      LocalLobby (the croupier's) · SharedLobby (the lines in Redis)
+           ├─ limits     Limits · SharedLimits (counted over the cluster in Redis)
+           └─ hub, metrics, auth
+                   └──▶ ChemmyServer(config, store=, bus=, croupier=, lobby=, limits=,
+                                      hub=, metrics=, auth=)
+
+``chemmy-server`` (``server.net.main``) and the in-process test kit (``tests/kit/
+inproc.py``) both start a process this way. Nothing here runs anything: starting is
+:meth:`ChemmyServer.start`, and this module never opens a socket or a store.
+"""
+
+from __future__ import annotations
+
+from server.bus.base import Bus
+from server.bus.local import LocalBus
+from server.bus.redis import RedisBus, node_name
+from server.croupier.actor import TableActor
+from server.croupier.cluster import Leases
+from server.croupier.host import Croupier, StepHook
+from server.store.base import Store
+from server.table import commands as c
+from server.table.events import Event
+
+from .auth import Authenticator
+from .config import ServerConfig
+from .hub import Hub
+from .limits import Limits
+from .lobby import Lobby, LocalLobby, SharedLobby
+from .metrics import Metrics
+from .server import ChemmyServer
+from .shared_limits import SharedLimits
+
+__all__ = ["assemble"]
+
+
+def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> ChemmyServer:
+    """One process over ``store``: alone with an in-process bus, or, with a Redis store
+    (``config.clustered``) and no ``bus`` given, one of a cluster sharing the tables."""
+    metrics = Metrics()
+    hub = Hub(observe=metrics.fanout.observe)
+
+    async def stored_events(table: str, seq: int) -> list[Event] | None:
+        found = await store.events_after(table, seq)
+        return None if found is None else [Event.from_dict(e) for e in found]
+
+    leases: Leases | None = None
+    if bus is None and config.clustered:
+        # A Redis store: this process is one of a cluster sharing the tables.
+        node = node_name()
+        leases = Leases(config.store_url, node, ttl=config.lease)
+        redis_bus = RedisBus(
+            config.store_url,
+            node=node,
+            events_after=stored_events,
+            owner_of=leases.owner,
+        )
+        redis_bus.on_lag = metrics.bus_lag.observe
+        bus = redis_bus
+    if bus is None:
+        bus = LocalBus(events_after=stored_events)
+    croupier = Croupier(
+        store,
+        bus,
+        grace=config.grace,
+        queue_size=config.queue_size,
+        on_step=_count_coups(metrics),
+        on_tables=metrics.tables.set,
+        on_failing=metrics.store_failing.set,
+        cluster=leases,
+    )
+    lobby: Lobby = LocalLobby(croupier) if leases is None else SharedLobby(leases)
+    auth = Authenticator.from_config(config)
+    limits = (
+        Limits(config)
+        if leases is None
+        else SharedLimits(config, config.store_url, leases.node, lease=config.lease)
+    )
+    server = ChemmyServer(
+        config,
+        store=store,
+        bus=bus,
+        croupier=croupier,
+        lobby=lobby,
+        limits=limits,
+        hub=hub,
+        metrics=metrics,
+        auth=auth,
+    )
+    if isinstance(lobby, SharedLobby):
+        shared = lobby
+        croupier.on_notice = lambda notice: server.notice(notice, shared)
+    return server
+
+
+def _count_coups(metrics: Metrics) -> StepHook:
+    """After each table step: the settled coups and their money, for ``/metrics``."""
+
+    def counted(actor: TableActor, cmd: c.Command, events: list[Event]) -> None:
+        for event in events:
+            if event.kind == "settled":
+                metrics.coups.inc()
+                for pay in event.data["payouts"]:
+                    metrics.settled.labels(kind="staked").inc(pay["stake"])
+                    metrics.settled.labels(kind="returned").inc(pay["returned"])
+                    metrics.settled.labels(kind="commission").inc(pay["commission"])
+
+    return counted
