@@ -14,24 +14,36 @@ What it is for (h11's transition table, pokerkit's ``can``):
 - :data:`CROUPIER_ONLY`: commands only the croupier sends (``not_allowed`` from anyone
   else, in any phase); :data:`DRAINING_REFUSES`: new bets, refused with ``draining`` in
   any phase while the server shuts down.
+- **Each command's bounds, written once** (pokerkit computes its ``can_*`` bounds with
+  its verifier): the ``*_refusal`` functions say why a player may not send a command
+  now (a :class:`~server.table.errors.TableError`, or None), the ``*_bounds`` functions
+  how far they may go (the free seats, the cut's range, what one bet may add to an
+  area, what may come off it). The table's checks raise what they return; :func:`actions`
+  lists a command exactly when they let it through, with those bounds.
 - :func:`actions`: every wire command one player may send now, with its bounds: the
   ``you.actions`` of their snapshot and of the private overlay the table adds to a
-  step's last event whenever a player's actions change. Clients grey out buttons from
-  it instead of copying the rules.
+  step's last event whenever a player's actions change (that diff-and-send is
+  :mod:`server.table.actions`). Clients grey out buttons from it instead of copying the
+  rules.
 
-What it must never do: change the table. :func:`actions` only reads it, and must agree
-with what ``handle`` accepts (tests/table/test_actions.py checks every listed action
-and bound against :meth:`~server.table.Table.can`, and every unlisted command).
+What it must never do: change the table. Everything here only reads it; :func:`actions`
+must agree with what ``handle`` accepts (tests/table/test_actions.py checks every
+listed action and bound against :meth:`~server.table.Table.can`, and every unlisted
+command).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from server.engine.shoe import MIN_CUT
+from server.engine.payouts import Area
+from server.engine.shoe import cut_bounds
 
 from . import commands as c
-from .state import Phase, TurnStep
+from .commands import WIRE_COMMANDS
+from .errors import TableError
+from .state import CoupState, Phase, PlayerState, TurnStep
 
 if TYPE_CHECKING:
     from .table import Table
@@ -45,7 +57,23 @@ __all__ = [
     "TURN_STEPS",
     "WIRE_COMMANDS",
     "actions",
-    "actions_key",
+    "bet_bounds",
+    "bet_funds",
+    "bet_refusal",
+    "bets_refusal",
+    "card_refusal",
+    "clear_refusal",
+    "cut_range",
+    "cut_refusal",
+    "done_refusal",
+    "offer_refusal",
+    "pass_refusal",
+    "remove_bounds",
+    "remove_refusal",
+    "same_bet_refusal",
+    "same_bets",
+    "stand_refusal",
+    "turn_refusal",
 ]
 
 Commands = frozenset[type[c.Command]]
@@ -96,147 +124,309 @@ TURN_REFUSALS: dict[tuple[TurnStep, type[c.Command]], tuple[str, str]] = {
     (TurnStep.SQUEEZE, c.Squeeze): ("already_squeezing", "you are already squeezing these cards"),
 }
 
-#: The wire name of each command a client may send (docs/protocol.md §6).
-WIRE_COMMANDS: dict[str, type[c.Command]] = {
-    "sit": c.Sit,
-    "stand": c.Stand,
-    "leave": c.Leave,
-    "accept_shoe": c.AcceptShoe,
-    "decline_shoe": c.DeclineShoe,
-    "pass_shoe": c.PassShoe,
-    "cut": c.Cut,
-    "bet": c.PlaceBet,
-    "remove_bet": c.RemoveBet,
-    "clear_bets": c.ClearBets,
-    "same_bet": c.SameBet,
-    "done": c.Done,
-    "squeeze": c.Squeeze,
-    "turn": c.TurnCard,
-    "toss": c.Toss,
-    "progress": c.Progress,
-}
+Bounds = dict[str, Any]
 
 
+# ------------------------------------------------------------------ who and when (§5, §6)
+def stand_refusal(t: Table, p: PlayerState) -> TableError | None:
+    """Why seated ``p`` may not stand up (or leave) now: their wager, or the shoe they
+    hold, is in the coup being dealt."""
+    if t.wager_in_play(p):
+        return TableError("wager_in_play", "wait until this coup is settled")
+    return None
+
+
+def offer_refusal(t: Table, pid: str) -> TableError | None:
+    """Why ``pid`` may not accept or decline the shoe: it is not offered to them (§5)."""
+    if t.offer is None or t.offer.current != pid:
+        return TableError("not_offered", "the shoe is not being offered to you")
+    return None
+
+
+def pass_refusal(t: Table, p: PlayerState) -> TableError | None:
+    """Why ``p`` may not pass the shoe: not the holder, or no coup dealt yet (§5)."""
+    if t.holder != p.id:
+        return TableError("not_holder", "only the shoe holder passes the shoe")
+    if t.holder_coups < 1:
+        return TableError("too_early", "deal at least one coup before passing the shoe")
+    return None
+
+
+def cut_refusal(t: Table, pid: str) -> TableError | None:
+    """Why ``pid`` may not cut: it is someone else's cut (§4)."""
+    if pid != t.cutter:
+        return TableError("not_cutter", "it is not your cut")
+    return None
+
+
+def cut_range(t: Table) -> tuple[int, int]:
+    """The first and last position the shoe may be cut at (§4: 10 cards from either end)."""
+    assert t.shoe is not None  # a shoe exists in CUT
+    return cut_bounds(t.shoe.size)
+
+
+# ------------------------------------------------------------------ betting (§3, §7)
+def bet_funds(t: Table, p: PlayerState) -> int:
+    """The most ``p``'s chips may grow by: the balance, as the stake is the chips on the
+    felt (what the new chips add to the stake must come from the balance)."""
+    return t.available(p.id) + t._stake(p.id) - sum(p.bets.values())
+
+
+def bet_bounds(t: Table, p: PlayerState, area: str, funds: int) -> tuple[int, int, int]:
+    """What one bet may add to ``area`` (open here): ``(low, top, funds)``: at least what
+    the table minimum still needs there (at least 1), at most the area maximum less what
+    is there, and within ``funds`` (:func:`bet_funds`)."""
+    have = p.bets.get(area, 0)
+    minimum = t.options.limits.min
+    low = minimum - have if have < minimum - 1 else 1
+    return low, t.area_max[area] - have, funds
+
+
+def bet_refusal(t: Table, p: PlayerState, area: str, amount: int) -> TableError | None:
+    """Why ``p`` may not add ``amount`` to ``area`` (open here), by :func:`bet_bounds`."""
+    low, top, funds = bet_bounds(t, p, area, bet_funds(t, p))
+    lim = t.options.limits
+    if amount < low:
+        return TableError("below_min", f"the minimum on {area} is {lim.min}")
+    if amount > top:
+        return TableError("over_max", f"the maximum on {area} is {lim.max_for(area)}")
+    if amount > funds:
+        return TableError("insufficient_funds", "that bet is more than your balance")
+    return None
+
+
+def bets_refusal(t: Table, p: PlayerState, bets: dict[str, int]) -> TableError | None:
+    """Why ``p``'s chips may not become ``bets``: every area within its limits and the
+    chips added within the balance (§3, §7). None when they may."""
+    lim = t.options.limits
+    for name, amount in bets.items():
+        if amount < lim.min:
+            return TableError("below_min", f"the minimum on {name} is {lim.min}")
+        if amount > lim.max_for(name):
+            return TableError("over_max", f"the maximum on {name} is {lim.max_for(name)}")
+    # What the new chips add to the stake must come from the balance.
+    if sum(bets.values()) - t._stake(p.id) > t.available(p.id):
+        return TableError("insufficient_funds", "that bet is more than your balance")
+    return None
+
+
+def remove_bounds(t: Table, p: PlayerState, area: str) -> tuple[int, int]:
+    """What may come off ``area``: ``(have, max_partial)``: all of it, or any amount up
+    to ``max_partial``, leaving at least the minimum (0: only all of it may go)."""
+    have = p.bets.get(area, 0)
+    minimum = t.options.limits.min
+    return have, have - minimum if have > minimum else 0
+
+
+def remove_refusal(t: Table, p: PlayerState, area: str, amount: int | None) -> TableError | None:
+    """Why ``amount`` (None: all of it) may not come off ``area``, by :func:`remove_bounds`."""
+    have, partial = remove_bounds(t, p, area)
+    if not have:
+        return TableError("no_bet", f"you have no bet on {area}")
+    if amount is None or amount == have:
+        return None
+    if amount > have:
+        return TableError("bad_amount", f"you have {have} on {area}")
+    if amount > partial:
+        return TableError("below_min", f"the minimum on {area} is {t.options.limits.min}")
+    return None
+
+
+def clear_refusal(p: PlayerState) -> TableError | None:
+    if not p.bets:
+        return TableError("no_bet", "you have no bets to clear")
+    return None
+
+
+def same_bets(t: Table, p: PlayerState) -> dict[str, int]:
+    """``p``'s previous round's bets on the areas open here ("SAME BET", §7)."""
+    return {a: b for a, b in p.last_bets.items() if a in t.area_max}
+
+
+def same_bet_refusal(t: Table, p: PlayerState) -> TableError | None:
+    """Why ``p`` may not repeat the previous round's bets (§7)."""
+    if not p.last_bets:
+        return TableError("no_previous_bets", "you have no previous round's bets to repeat")
+    return bets_refusal(t, p, same_bets(t, p))
+
+
+def done_refusal(t: Table, p: PlayerState) -> TableError | None:
+    """Why ``p`` may not press DONE now (the holder without a Banker bet on a
+    ``holder_must_bet_banker`` table), or None."""
+    if t.options.holder_must_bet_banker and p.id == t.holder and not p.bets.get(Area.BANKER.value):
+        return TableError("holder_must_bet_banker", "the shoe holder bets on Banker here")
+    return None
+
+
+# ------------------------------------------------------------------ turning (§6)
+def turn_refusal(coup: CoupState, pid: str, hand: str) -> TableError | None:
+    """Why ``pid`` may not turn ``hand`` now: it is not the stage's hand, or not theirs."""
+    if hand != coup.stage_hand:
+        return TableError("not_your_turn", f"the {coup.stage_hand} hand is being turned now")
+    if coup.turners[hand] != pid:
+        return TableError("not_your_turn", f"you do not turn the {hand} cards")
+    return None
+
+
+def card_refusal(coup: CoupState, card: int) -> TableError | None:
+    """Why ``card`` may not be turned (or squeezed): not a card of the stage, or face up.
+    The cards that may be: ``coup.face_down()``."""
+    if card - 1 not in coup.stage_slots():
+        allowed = " or ".join(str(i + 1) for i in coup.stage_slots())
+        return TableError("bad_card", f"turn card {allowed}")
+    if coup.hand(coup.stage_hand)[card - 1].up:
+        return TableError("card_already_turned", f"card {card} is already face up")
+    return None
+
+
+def step_refusal(coup: CoupState, kind: type[c.Command]) -> TableError | None:
+    """Why the stage's moment does not take ``kind`` (:data:`TURN_STEPS`)."""
+    step = coup.turn_step
+    if kind not in TURN_STEPS[step]:
+        return TableError(*TURN_REFUSALS[(step, kind)])
+    return None
+
+
+# ------------------------------------------------------------------ actions
 def actions(t: Table, pid: str) -> dict[str, Any]:
     """The wire commands ``pid`` may send now, each with its bounds (docs/protocol.md,
     "you.actions"): a key present means allowed now. Reads the table, changes nothing.
 
-    ``bet.areas[a]``: the amount one ``bet`` may add to area ``a``: ``min`` is what the
-    table minimum still needs there (at least 1), ``max`` the area maximum less what is
-    there, capped by the player's funds; areas where ``max < min`` are left out.
+    A command is listed when the phase takes it (:data:`ALLOWED`, :data:`DRAINING_REFUSES`)
+    and its refusal above lets it through. ``bet.areas[a]``: the amount one ``bet`` may
+    add to area ``a`` (:func:`bet_bounds`; areas where ``max < min`` are left out).
     ``remove_bet.areas[a]``: ``have`` (remove it all) or any amount up to
-    ``max_partial`` (leaving at least the minimum; 0 when only all of it may go).
+    ``max_partial`` (:func:`remove_bounds`).
 
-    It runs after every step for the players the step may have changed, so it is
-    written for speed; tests/table/test_actions.py holds it to what ``handle`` does.
+    It runs after every step for the players the step may have changed;
+    tests/table/test_actions.py holds it to what ``handle`` does.
     """
     p = t.players.get(pid)
     phase = t.phase
     if p is None or phase is Phase.CLOSED:
         return {}
-    if p.seat is None:
-        free = t.free_seats()
-        return {"sit": {"seats": free}, "leave": {}} if free else {"leave": {}}
-    coup = t.coup
-    out: dict[str, Any] = (
-        {}
-        if coup is not None and (pid in coup.held or pid == coup.holder)  # wager_in_play
-        else {"stand": {}, "leave": {}}
-    )
-    if phase is Phase.BETTING:
-        _betting_actions(t, p, out)
-    elif phase is Phase.TURN:
-        if coup is not None:
-            hand = coup.stage_hand
-            if coup.turners[hand] == pid:
-                if coup.style is None:
-                    out["squeeze"] = {"hand": hand, "styles": list(c.STYLES)}
-                else:
-                    down = coup.face_down()
-                    out["turn"] = {"hand": hand, "cards": down}
-                    out["progress"] = {"hand": hand, "cards": list(down)}
-                out["toss"] = {"hand": hand}
-    elif phase is Phase.SHOE_OFFER:
-        if t.offer is not None and t.offer.current == pid:
-            out["accept_shoe"] = {}
-            out["decline_shoe"] = {}
-    elif phase is Phase.CUT and t.shoe is not None and t.cutter == pid:
-        out["cut"] = {"min": MIN_CUT, "max": t.shoe.size - MIN_CUT}
+    allowed = ALLOWED[phase]
+    draining = t.draining
+    out: dict[str, Any] = {}
+    for kind, bounds in _BOUNDS.items():
+        if kind in allowed and not (draining and kind in DRAINING_REFUSES):
+            b = bounds(t, p)
+            if b is not None:
+                out[_WIRE_NAMES[kind]] = b
     return out
 
 
-def actions_key(t: Table, p: Any) -> tuple[Any, ...]:
-    """Everything :func:`actions` of seated player ``p`` is made from: equal keys, equal
-    actions. The table compares keys to know whose actions changed in a step without
-    making them (tests/table/test_actions.py holds the two together: every seated
-    player's last actions received are always their actions now)."""
-    phase = t.phase
-    coup = t.coup
-    pid = p.id
-    in_play = coup is not None and (pid in coup.held or pid == coup.holder)
-    if phase is Phase.BETTING:
-        return (
-            "betting",
-            in_play,
-            t.draining,
-            pid == t.holder,
-            t.holder_coups > 0,
-            t.available(pid),
-            tuple(p.bets.items()),
-            tuple(p.last_bets.items()),
-        )
-    if phase is Phase.TURN and coup is not None:
+def _seated(
+    rule: Callable[[Table, PlayerState], Bounds | None],
+) -> Callable[[Table, PlayerState], Bounds | None]:
+    """A command only a seated player sends (``not_seated`` from anyone else)."""
+
+    def bounds(t: Table, p: PlayerState) -> Bounds | None:
+        return None if p.seat is None else rule(t, p)
+
+    return bounds
+
+
+def _sit(t: Table, p: PlayerState) -> Bounds | None:
+    if p.seat is not None:
+        return None
+    free = t.free_seats()
+    return {"seats": free} if free else None
+
+
+def _stand(t: Table, p: PlayerState) -> Bounds | None:
+    return None if stand_refusal(t, p) else {}
+
+
+def _leave(t: Table, p: PlayerState) -> Bounds | None:
+    return {} if p.seat is None or not stand_refusal(t, p) else None
+
+
+def _pass_shoe(t: Table, p: PlayerState) -> Bounds | None:
+    return None if pass_refusal(t, p) else {}
+
+
+def _bet(t: Table, p: PlayerState) -> Bounds | None:
+    funds = bet_funds(t, p)
+    areas: dict[str, dict[str, int]] = {}
+    for area in t.area_max:
+        low, top, cap = bet_bounds(t, p, area, funds)
+        high = top if top < cap else cap
+        if high >= low:
+            areas[area] = {"min": low, "max": high}
+    return {"areas": areas} if areas else None
+
+
+def _remove_bet(t: Table, p: PlayerState) -> Bounds | None:
+    if not p.bets:
+        return None
+    areas = {}
+    for area in p.bets:
+        have, partial = remove_bounds(t, p, area)
+        areas[area] = {"have": have, "max_partial": partial}
+    return {"areas": areas}
+
+
+def _clear_bets(t: Table, p: PlayerState) -> Bounds | None:
+    return None if clear_refusal(p) else {}
+
+
+def _same_bet(t: Table, p: PlayerState) -> Bounds | None:
+    return None if same_bet_refusal(t, p) else {"bets": same_bets(t, p)}
+
+
+def _done(t: Table, p: PlayerState) -> Bounds | None:
+    return None if done_refusal(t, p) else {}
+
+
+def _turning(kind: type[c.Command], cards: bool) -> Callable[[Table, PlayerState], Bounds | None]:
+    """A turner's command (§6): listed for the stage's turner when its moment takes it,
+    with the stage's hand, and ``cards``: the face-down cards it may be sent for."""
+
+    def bounds(t: Table, p: PlayerState) -> Bounds | None:
+        coup = t.coup
+        if coup is None:
+            return None
         hand = coup.stage_hand
-        if coup.turners[hand] != pid:
-            return ("turn", in_play)
-        return ("turn", in_play, hand, coup.style, tuple(coup.face_down()))
-    if phase is Phase.SHOE_OFFER:
-        return ("shoe_offer", in_play, t.offer is not None and t.offer.current == pid)
-    if phase is Phase.CUT:
-        return ("cut", in_play, t.cutter == pid, t.shoe.size if t.shoe is not None else 0)
-    return (phase.value, in_play)
+        if turn_refusal(coup, p.id, hand) or step_refusal(coup, kind):
+            return None
+        if kind is c.Squeeze:
+            return {"hand": hand, "styles": list(c.STYLES)}
+        return {"hand": hand, "cards": coup.face_down()} if cards else {"hand": hand}
+
+    return bounds
 
 
-def _betting_actions(t: Table, p: Any, out: dict[str, Any]) -> None:
-    """The betting part of :func:`actions` (§3, §7): the same rules as the table's
-    ``bets_allowed`` and ``done_refusal``, inlined."""
-    minimum = t.options.limits.min
-    area_max = t.area_max
-    pid = p.id
-    funds = t.available(pid)
-    bets = p.bets
-    if pid == t.holder and t.holder_coups:
-        out["pass_shoe"] = {}
-    draining = t.draining
-    if not draining:
-        areas: dict[str, dict[str, int]] = {}
-        for area, top in area_max.items():
-            have = bets.get(area, 0)
-            high = top - have
-            if funds < high:
-                high = funds
-            low = minimum - have if have < minimum - 1 else 1
-            if high >= low:
-                areas[area] = {"min": low, "max": high}
-        if areas:
-            out["bet"] = {"areas": areas}
-    if bets:
-        out["remove_bet"] = {
-            "areas": {
-                area: {"have": have, "max_partial": have - minimum if have > minimum else 0}
-                for area, have in bets.items()
-            }
-        }
-        out["clear_bets"] = {}
-    last = p.last_bets
-    if last and not draining:
-        same = {a: b for a, b in last.items() if a in area_max}
-        # bets_allowed: every area within its limits, the chips added within the funds
-        # (the stake is the chips on the felt).
-        if (
-            all(minimum <= b <= area_max[a] for a, b in same.items())
-            and sum(same.values()) - sum(bets.values()) <= funds
-        ):
-            out["same_bet"] = {"bets": same}
-    if not (t.options.holder_must_bet_banker and pid == t.holder and not bets.get("banker")):
-        out["done"] = {}
+def _offered(t: Table, p: PlayerState) -> Bounds | None:
+    return None if offer_refusal(t, p.id) else {}
+
+
+def _cut(t: Table, p: PlayerState) -> Bounds | None:
+    if t.shoe is None or cut_refusal(t, p.id):
+        return None
+    low, high = cut_range(t)
+    return {"min": low, "max": high}
+
+
+#: Each wire command's bounds for one player (None: not theirs to send now), in the
+#: order ``you.actions`` lists them. Each calls the refusals the table's checks raise.
+_BOUNDS: dict[type[c.Command], Callable[[Table, PlayerState], Bounds | None]] = {
+    c.Sit: _sit,
+    c.Stand: _seated(_stand),
+    c.Leave: _leave,
+    c.PassShoe: _seated(_pass_shoe),
+    c.PlaceBet: _seated(_bet),
+    c.RemoveBet: _seated(_remove_bet),
+    c.ClearBets: _seated(_clear_bets),
+    c.SameBet: _seated(_same_bet),
+    c.Done: _seated(_done),
+    c.Squeeze: _turning(c.Squeeze, cards=False),
+    c.TurnCard: _turning(c.TurnCard, cards=True),
+    c.Progress: _turning(c.Progress, cards=True),
+    c.Toss: _turning(c.Toss, cards=False),
+    c.AcceptShoe: _seated(_offered),
+    c.DeclineShoe: _seated(_offered),
+    c.Cut: _seated(_cut),
+}
+_WIRE_NAMES = {cls: name for name, cls in WIRE_COMMANDS.items()}
+assert set(_BOUNDS) == set(_WIRE_NAMES), "every wire command has its bounds"

@@ -51,7 +51,6 @@ stages live in ``_advance_coup``. Settlement and records are in
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -63,6 +62,7 @@ from server.engine.shoe import Shoe, ShoeError, check_cut, timeout_cut
 
 from . import commands as c
 from . import persistence, rules, settlement
+from .actions import SentActions, watch
 from .errors import TableError
 from .events import EVENT_KINDS, Event, Step, plain_copy
 from .options import TableOptions
@@ -76,11 +76,6 @@ RECENT_IDS = 64  # command ids remembered per player for idempotent retries
 # left, or across a restart that sent them away), oldest forgotten first.
 RECENT_ID_PLAYERS = 256
 PROGRESS_INTERVAL = 0.25  # squeeze progress: at most 4 updates a second per card
-# Commands after which who is seated may have changed (so whose actions to track).
-_SEAT_CHANGES = (c.Sit, c.Stand, c.Leave, c.Disconnect, c.Tick, c.Restored, c.CloseTable)
-# Commands that never change their sender's own actions (DONE stays listed, connection
-# and squeeze progress are not in them): only what they cause elsewhere is looked at.
-_QUIET = (c.Done, c.Progress, c.Disconnect, c.Reconnect, c.Join, c.Tick)
 
 
 class Table:
@@ -134,13 +129,8 @@ class Table:
         # Steps the croupier did for a player between coups (a shoe offer or a cut that
         # timed out): the next round's record carries them (§6, §8).
         self.between_on_behalf: list[dict[str, Any]] = []
-        # A digest of the actions last sent to each player the table keeps current
-        # (the seated, and anyone with chips on the table): see _refresh_actions.
-        # (A digest of what the actions were made from, rules.actions_key. The keys are
-        # kept in memory; their digests are made when the state is taken.)
-        self.sent_actions: dict[str, str] = {}
-        self._sent_keys: dict[str, tuple[Any, ...]] = {}
-        self._undigested: set[str] = set()
+        # The actions last sent to each tracked player (server.table.actions).
+        self.sent_actions = SentActions()
         self._seated: list[PlayerState] | None = None  # seated(), until a seat changes
         self._roads: Roads | None = None  # made from results when first asked for
         self._events: list[Event] = []
@@ -160,13 +150,13 @@ class Table:
         ctx = check(self, cmd)
         self._events = []
         self._now = now
-        watched = self._watch()
+        watched = watch(self)
         unchanged = do(self, cmd, ctx)
         self._advance()
         if cmd.id is not None:
             self._remember(cmd.player, cmd.id)
         if self._events:
-            self._refresh_actions(cmd, watched)
+            self.sent_actions.refresh(self, cmd, watched, self._events)
         events, self._events = tuple(self._events), []
         return Step(events, unchanged, self.seq, self.coup is not None)
 
@@ -322,53 +312,20 @@ class Table:
         return coup is not None and (p.id in coup.held or p.id == coup.holder)
 
     def _check_can_stand(self, p: PlayerState) -> None:
-        if self.wager_in_play(p):
-            raise TableError("wager_in_play", "wait until this coup is settled")
+        _raise(rules.stand_refusal(self, p))
 
     def _area(self, name: str) -> str:
         if name not in self.open_areas:
             raise TableError("bad_area", f"{name} is not open at this table")
         return name
 
-    def bets_allowed(self, p: PlayerState, bets: dict[str, int]) -> TableError | None:
-        """Why ``p``'s chips may not become ``bets``: every area within its limits and
-        the chips added within the balance (§3, §7). None when they may."""
-        lim = self.options.limits
-        for name, amount in bets.items():
-            if amount < lim.min:
-                return TableError("below_min", f"the minimum on {name} is {lim.min}")
-            if amount > lim.max_for(name):
-                return TableError("over_max", f"the maximum on {name} is {lim.max_for(name)}")
-        # What the new chips add to the stake must come from the balance.
-        if sum(bets.values()) - self._stake(p.id) > self.available(p.id):
-            return TableError("insufficient_funds", "that bet is more than your balance")
-        return None
-
-    def _check_bets(self, p: PlayerState, bets: dict[str, int]) -> dict[str, int]:
-        refused = self.bets_allowed(p, bets)
-        if refused is not None:
-            raise refused
-        return bets
-
     def same_bets(self, p: PlayerState) -> dict[str, int]:
         """``p``'s previous round's bets on the areas open here ("SAME BET", §7)."""
-        return {a: b for a, b in p.last_bets.items() if a in self.open_areas}
-
-    def done_refusal(self, p: PlayerState) -> TableError | None:
-        """Why ``p`` may not press DONE now (the holder without a Banker bet on a
-        ``holder_must_bet_banker`` table), or None."""
-        if (
-            self.options.holder_must_bet_banker
-            and p.id == self.holder
-            and not p.bets.get(Area.BANKER.value)
-        ):
-            return TableError("holder_must_bet_banker", "the shoe holder bets on Banker here")
-        return None
+        return rules.same_bets(self, p)
 
     def _check_offeree(self, pid: str) -> PlayerState:
         p = self._seated_player(pid)
-        if self.offer is None or self.offer.current != pid:
-            raise TableError("not_offered", "the shoe is not being offered to you")
+        _raise(rules.offer_refusal(self, pid))
         return p
 
     def _turning(
@@ -379,22 +336,12 @@ class Table:
         (rules.TURN_STEPS), checked in that order."""
         coup = self.coup
         assert coup is not None  # a coup exists exactly in TURN
-        if cmd.hand != coup.stage_hand:
-            raise TableError("not_your_turn", f"the {coup.stage_hand} hand is being turned now")
-        if coup.turners[cmd.hand] != cmd.player:
-            raise TableError("not_your_turn", f"you do not turn the {cmd.hand} cards")
+        _raise(rules.turn_refusal(coup, cmd.player, cmd.hand))
         index = -1
         if card is not None:
-            if card - 1 not in coup.stage_slots():
-                allowed = " or ".join(str(i + 1) for i in coup.stage_slots())
-                raise TableError("bad_card", f"turn card {allowed}")
-            if coup.hand(coup.stage_hand)[card - 1].up:
-                raise TableError("card_already_turned", f"card {card} is already face up")
+            _raise(rules.card_refusal(coup, card))
             index = card - 1
-        step = coup.turn_step
-        if type(cmd) not in rules.TURN_STEPS[step]:
-            code, message = rules.TURN_REFUSALS[(step, type(cmd))]
-            raise TableError(code, message)
+        _raise(rules.step_refusal(coup, type(cmd)))
         return coup, index
 
     # ------------------------------------------------------------------ emitting
@@ -422,86 +369,6 @@ class Table:
                     break
                 if old not in self.players:
                     del self.recent_ids[old]
-
-    def _watch(self) -> tuple[Any, ...]:
-        """What players' actions depend on beyond their own seat, chips and money. The
-        first three (the phase, draining, and which coup of which shoe: a coup the
-        croupier deals and settles at once leaves the phase as it was) concern
-        everyone; the rest only the players they name (who holds the shoe, is offered
-        it, cuts, turns) and the turn's moment (the turner's)."""
-        coup = self.coup
-        offer = self.offer
-        if coup is None:
-            turn: tuple[Any, ...] = (None, None, None, 0)
-        else:
-            hand = coup.stage_hand
-            slots = coup.hand(hand)
-            turn = (
-                coup.turners[hand],
-                coup.stage,
-                coup.style,
-                sum(1 for i in coup.stage_slots() if slots[i].up),
-            )
-        return (
-            self.phase,
-            self.draining,
-            (self.shoe_no, self.coup_no),
-            self.holder,
-            self.holder_coups > 0,
-            offer.current if offer is not None else None,
-            self.cut_offered_to,
-            *turn,
-        )
-
-    def _refresh_actions(self, cmd: c.Command, before: tuple[Any, ...]) -> None:
-        """Keep clients current without re-deriving rules: every tracked player (seated,
-        or with chips on the table) whose actions differ from the last the table sent
-        them gets them in a private overlay on the step's last event. A player who stops
-        being tracked (stood up) gets their spectator actions once. Only the players a
-        step may have changed are looked at (see _watch)."""
-        sent = self.sent_actions
-        after = self._watch()
-        if before[:3] != after[:3]:
-            who = {q.id for q in self.seated()} | set(sent) | set(self._sent_keys)
-        else:
-            who = set() if isinstance(cmd, _QUIET) else {cmd.player}
-            if before != after:  # the players named, before and after
-                who.update(x for x in (*before[3:8], *after[3:8]) if type(x) is str)
-            if isinstance(cmd, _SEAT_CHANGES):  # sat down, or no longer seated
-                who |= {q.id for q in self.seated()} ^ (set(sent) | set(self._sent_keys))
-        if not who:
-            return
-        coup = self.coup
-        overlay: dict[str, dict[str, Any]] = {}
-        for pid in sorted(who) if len(who) > 1 else who:
-            p = self.players.get(pid)
-            tracked = p is not None and (
-                p.seat is not None or bool(p.bets) or (coup is not None and pid in coup.held)
-            )
-            if not tracked:
-                if pid in sent or pid in self._sent_keys:
-                    sent.pop(pid, None)
-                    self._sent_keys.pop(pid, None)
-                    self._undigested.discard(pid)
-                    if p is not None:
-                        overlay[pid] = {"actions": rules.actions(self, pid)}
-                continue
-            assert p is not None
-            key = rules.actions_key(self, p)  # what their actions are made from
-            known = self._sent_keys.get(pid)
-            if key == known:
-                continue
-            self._sent_keys[pid] = key
-            if known is None and pid in sent and sent[pid] == _digest(key):
-                continue  # restored: the state's digest says they have these already
-            self._undigested.add(pid)
-            overlay[pid] = {"actions": rules.actions(self, pid)}  # made fresh: the event's
-        if overlay:
-            last = self._events[-1]
-            private = dict(last.private or {})
-            for pid, extra in overlay.items():
-                private[pid] = {**private.get(pid, {}), **extra}
-            self._events[-1] = Event(last.seq, last.kind, last.data, private)
 
     # ------------------------------------------------------------------ players
     def _check_join(self, cmd: c.Join) -> bool:
@@ -761,10 +628,7 @@ class Table:
 
     def _check_pass_shoe(self, cmd: c.PassShoe) -> PlayerState:
         p = self._seated_player(cmd.player)
-        if self.holder != p.id:
-            raise TableError("not_holder", "only the shoe holder passes the shoe")
-        if self.holder_coups < 1:
-            raise TableError("too_early", "deal at least one coup before passing the shoe")
+        _raise(rules.pass_refusal(self, p))
         return p
 
     def _do_pass_shoe(self, cmd: c.PassShoe, p: PlayerState) -> bool:
@@ -784,10 +648,9 @@ class Table:
     def _check_cut(self, cmd: c.Cut) -> None:
         self._seated_player(cmd.player)
         assert self.shoe is not None
-        if cmd.player != self.cutter:
-            raise TableError("not_cutter", "it is not your cut")
+        _raise(rules.cut_refusal(self, cmd.player))
         try:
-            check_cut(cmd.position, self.shoe.size)
+            check_cut(cmd.position, self.shoe.size)  # the bounds of rules.cut_range
         except ShoeError as exc:
             raise TableError("bad_cut", str(exc)) from None
 
@@ -824,9 +687,8 @@ class Table:
     def _check_place_bet(self, cmd: c.PlaceBet) -> tuple[PlayerState, dict[str, int]]:
         p = self._seated_player(cmd.player)
         area = self._area(cmd.area)
-        bets = dict(p.bets)
-        bets[area] = bets.get(area, 0) + cmd.amount
-        return p, self._check_bets(p, bets)
+        _raise(rules.bet_refusal(self, p, area, cmd.amount))
+        return p, {**p.bets, area: p.bets.get(area, 0) + cmd.amount}
 
     def _do_place_bet(self, cmd: c.PlaceBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
         self._set_bets(*ctx, "place")
@@ -835,15 +697,9 @@ class Table:
     def _check_remove_bet(self, cmd: c.RemoveBet) -> tuple[PlayerState, dict[str, int]]:
         p = self._seated_player(cmd.player)
         area = self._area(cmd.area)
-        have = p.bets.get(area, 0)
-        if not have:
-            raise TableError("no_bet", f"you have no bet on {area}")
-        amount = have if cmd.amount is None else cmd.amount
-        if amount > have:
-            raise TableError("bad_amount", f"you have {have} on {area}")
-        if 0 < have - amount < self.options.limits.min:
-            raise TableError("below_min", f"the minimum on {area} is {self.options.limits.min}")
-        return p, {**p.bets, area: have - amount}
+        _raise(rules.remove_refusal(self, p, area, cmd.amount))
+        have = p.bets[area]
+        return p, {**p.bets, area: have - (have if cmd.amount is None else cmd.amount)}
 
     def _do_remove_bet(self, cmd: c.RemoveBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
         self._set_bets(*ctx, "remove")
@@ -851,8 +707,7 @@ class Table:
 
     def _check_clear_bets(self, cmd: c.ClearBets) -> PlayerState:
         p = self._seated_player(cmd.player)
-        if not p.bets:
-            raise TableError("no_bet", "you have no bets to clear")
+        _raise(rules.clear_refusal(p))
         return p
 
     def _do_clear_bets(self, cmd: c.ClearBets, p: PlayerState) -> bool:
@@ -861,9 +716,8 @@ class Table:
 
     def _check_same_bet(self, cmd: c.SameBet) -> tuple[PlayerState, dict[str, int]]:
         p = self._seated_player(cmd.player)
-        if not p.last_bets:
-            raise TableError("no_previous_bets", "you have no previous round's bets to repeat")
-        return p, self._check_bets(p, self.same_bets(p))
+        _raise(rules.same_bet_refusal(self, p))
+        return p, rules.same_bets(self, p)
 
     def _do_same_bet(self, cmd: c.SameBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
         self._set_bets(*ctx, "same")
@@ -871,9 +725,7 @@ class Table:
 
     def _check_done(self, cmd: c.Done) -> PlayerState:
         p = self._seated_player(cmd.player)
-        refused = self.done_refusal(p)
-        if refused is not None:
-            raise refused
+        _raise(rules.done_refusal(self, p))
         return p
 
     def _do_done(self, cmd: c.Done, p: PlayerState) -> bool:
@@ -1281,9 +1133,6 @@ class Table:
     def to_state(self, *, spectators: bool = True) -> dict[str, Any]:
         """The whole internal state, secrets included: for the store only, never a client
         (:func:`server.table.persistence.to_state`)."""
-        for pid in self._undigested:  # made now, once per change, not in every step
-            self.sent_actions[pid] = _digest(self._sent_keys[pid])
-        self._undigested.clear()
         return persistence.to_state(self, spectators=spectators)
 
     @classmethod
@@ -1296,11 +1145,10 @@ def _seat_key(p: PlayerState) -> int:
     return p.seat or 0
 
 
-def _digest(key: tuple[Any, ...]) -> str:
-    """A short, stable fingerprint of what a player's actions were made from (what the
-    state keeps): the length and CRC-32 of the key's text."""
-    text = repr(key)
-    return f"{len(text)}:{zlib.crc32(text.encode()):08x}"
+def _raise(refused: TableError | None) -> None:
+    """A check: raise the refusal a rule returned (:mod:`server.table.rules`), if any."""
+    if refused is not None:
+        raise refused
 
 
 def _no_check(table: Table, cmd: c.Command) -> None:
