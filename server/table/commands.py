@@ -27,6 +27,7 @@ from .errors import TableError
 
 __all__ = [
     "AREAS",
+    "COMMANDS",
     "CROUPIER",
     "HANDS",
     "STYLES",
@@ -365,8 +366,12 @@ class Restored(Command):
     anything else, before any Tick, so no offer is made to someone taken for present."""
 
 
-def _commands() -> list[type[Command]]:
-    return Command.__subclasses__()
+#: Every table command, in the order defined here: the one list of them (the table's
+#: handlers are found by their names, ``_check_<name>`` and ``_do_<name>``).
+#: (A slots dataclass is made anew, so each class is taken as the module names it.)
+COMMANDS: tuple[type[Command], ...] = tuple(
+    cls for cls in Command.__subclasses__() if globals().get(cls.__name__) is cls
+)
 
 
 #: The table command each wire name a client may send becomes (docs/protocol.md §6),
@@ -375,5 +380,5 @@ def _commands() -> list[type[Command]]:
 #: :data:`server.protocol.messages.SCHEMAS` entries give the same fields
 #: (tests/server/test_vocabulary.py).
 WIRE_COMMANDS: dict[str, type[Command]] = {
-    cls.wire: cls for cls in _commands() if cls.wire is not None
+    cls.wire: cls for cls in COMMANDS if cls.wire is not None
 }

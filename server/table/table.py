@@ -1155,31 +1155,19 @@ def _no_check(table: Table, cmd: c.Command) -> None:
     return None
 
 
-#: Each command's check (raises TableError, changes nothing; returns what do needs) and
-#: do (changes the table; returns True when it changed nothing at all).
+def _snake(name: str) -> str:
+    """``PlaceBet`` -> ``place_bet``: a command's name in its handlers' names."""
+    return "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in name).lstrip("_")
+
+
+#: Each command's check (``Table._check_<name>``: raises TableError, changes nothing;
+#: returns what do needs; none for the croupier's Tick, CloseTable, SetDraining and
+#: Restored) and do (``Table._do_<name>``: changes the table; returns True when it
+#: changed nothing at all), found by name for every command of :mod:`.commands`.
 _HANDLERS: dict[type[c.Command], tuple[Callable[..., Any], Callable[..., bool]]] = {
-    c.Join: (Table._check_join, Table._do_join),
-    c.Leave: (Table._check_leave, Table._do_leave),
-    c.Sit: (Table._check_sit, Table._do_sit),
-    c.Stand: (Table._check_stand, Table._do_stand),
-    c.PlaceBet: (Table._check_place_bet, Table._do_place_bet),
-    c.RemoveBet: (Table._check_remove_bet, Table._do_remove_bet),
-    c.ClearBets: (Table._check_clear_bets, Table._do_clear_bets),
-    c.SameBet: (Table._check_same_bet, Table._do_same_bet),
-    c.Done: (Table._check_done, Table._do_done),
-    c.AcceptShoe: (Table._check_accept_shoe, Table._do_accept_shoe),
-    c.DeclineShoe: (Table._check_decline_shoe, Table._do_decline_shoe),
-    c.PassShoe: (Table._check_pass_shoe, Table._do_pass_shoe),
-    c.Cut: (Table._check_cut, Table._do_cut),
-    c.Squeeze: (Table._check_squeeze, Table._do_squeeze),
-    c.TurnCard: (Table._check_turn_card, Table._do_turn_card),
-    c.Toss: (Table._check_toss, Table._do_toss),
-    c.Progress: (Table._check_progress, Table._do_progress),
-    c.Disconnect: (Table._check_disconnect, Table._do_disconnect),
-    c.Reconnect: (Table._check_reconnect, Table._do_reconnect),
-    c.StartShoe: (Table._check_start_shoe, Table._do_start_shoe),
-    c.Tick: (_no_check, Table._do_tick),
-    c.CloseTable: (_no_check, Table._do_close_table),
-    c.SetDraining: (_no_check, Table._do_set_draining),
-    c.Restored: (_no_check, Table._do_restored),
+    cls: (
+        getattr(Table, f"_check_{_snake(cls.__name__)}", _no_check),
+        getattr(Table, f"_do_{_snake(cls.__name__)}"),
+    )
+    for cls in c.COMMANDS
 }
