@@ -6,23 +6,33 @@ the refund of a coup the operator closes (§8), and the round and shoe records t
 store keeps (§8: cards, burns, turners, every bet, payout and commission, balances
 before and after, the steps done on someone's behalf; §4: the revealed shoe).
 
-What it must never do: decide when a coup ends or who is paid (the table does), or
-move money other than through the wallet's idempotent entries, each keyed by round,
-player and area so that a replayed step can never pay twice.
+The table's settlement sub-machine is here too: :func:`settle` ends a coup once its
+cards are all up (pays it, records it, moves the shoe on: §4, §5), :func:`end_shoe`
+ends a shoe (its record reveals the seed).
+
+What it must never do: decide when a coup ends (turning does:
+:func:`server.table.turning.advance_coup`) or who is paid (the result and the paytable
+do), or move money other than through the wallet's idempotent entries, each keyed by
+round, player and area so that a replayed step can never pay twice.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from server.engine.coup import Coup
-from server.engine.payouts import Paytable, settle_bet
+from server.engine.coup import Coup, finish_coup
+from server.engine.payouts import Paytable, settle_bet, winning_areas
+from server.engine.roads import Result
 from server.engine.shoe import Shoe
 
-from .state import CoupState
+from .events import plain_copy
+from .state import CoupState, Phase
 from .wallet import HOUSE, Wallet, held_account, player_account
 
-__all__ = ["HANDS", "nets", "pay", "refund", "round_record", "shoe_record"]
+if TYPE_CHECKING:
+    from .table import Table
+
+__all__ = ["HANDS", "end_shoe", "nets", "pay", "refund", "round_record", "settle", "shoe_record"]
 
 HANDS = ("player", "banker")
 
@@ -139,3 +149,84 @@ def shoe_record(
         "coups": [{h: list(v) for h, v in x.items()} for x in coups],
         "complete": complete,
     }
+
+
+def settle(t: Table) -> None:
+    """Pay every held wager (§3), record the coup (§8), move the shoe on (§4, §5)."""
+    coup = t.coup
+    assert coup is not None and t.shoe is not None
+    result = finish_coup([s.card for s in coup.player], [s.card for s in coup.banker])
+    rid = coup.round_id
+    payouts = pay(t.wallet, t.table_id, coup, result, t.options.paytable)
+    won = [a.value for a in winning_areas(result, t.options.paytable)]
+    summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict(), "won": won}
+    t._emit("result", plain_copy(summary))  # the summary stays as last_result
+    t._emit(
+        "settled",
+        {"round_id": rid, "payouts": plain_copy(payouts)},  # the record keeps its own
+        {pid: {**t.money(pid), "net": net} for pid, net in nets(payouts).items()},
+    )
+    for pid, bets in coup.held.items():
+        if pid in t.players:
+            q = t.players[pid]
+            q.last_bets = dict(bets)
+            q.bets, q.bet_order, q.done = {}, {}, False
+    t.results.append(Result.from_coup(result))
+    t._roads = None
+    t.shoe_coups.append({"player": list(result.player), "banker": list(result.banker)})
+    t.last_result = summary
+    t._records.append(
+        round_record(
+            table_id=t.table_id,
+            shoe_no=t.shoe_no,
+            coup=coup,
+            result=result,
+            payouts=payouts,
+            on_behalf=[*t.between_on_behalf, *coup.on_behalf],
+            balances_after={pid: t._balance(pid) for pid in coup.held},
+            time=t._now,
+        )
+    )
+    t.between_on_behalf = []
+    t.coup = None
+    t.phase = Phase.BETTING  # between coups; _advance decides what comes next
+    t.round_open = False
+    # §5: the shoe holder keeps the shoe on Banker or Tie, passes it on Player.
+    if coup.holder is not None and coup.holder == t.holder:
+        t.holder_coups += 1
+    if result.outcome == "player" or coup.holder_forfeits:
+        if t.holder is not None:
+            t._lose_shoe(
+                t.players[t.holder],
+                "player_won" if result.outcome == "player" else "no_banker_bet",
+            )
+        elif t.house_holds:
+            t.offer_needed = True
+    for q in list(t.players.values()):
+        if q.leaving:
+            t._gone(q)
+    # §4: the stop card's coup is finished, one more is dealt, then the shoe ends.
+    if coup.last:
+        end_shoe(t)
+    elif t.shoe.stop_card_out and not t.last_coup_next:
+        t.last_coup_next = True
+        t._emit("stop_card", {"coups_left": 1})
+
+
+def end_shoe(t: Table, complete: bool = True) -> None:
+    """Reveal the seed (§4): anyone can now recompute every card dealt."""
+    shoe = t.shoe
+    assert shoe is not None
+    record = shoe_record(
+        table_id=t.table_id,
+        shoe_no=t.shoe_no,
+        shoe=shoe,
+        cut_by=t.cut_by,
+        coups=t.shoe_coups,
+        complete=complete,
+    )
+    t._records.append(record)
+    t._emit("shoe_ended", plain_copy({k: v for k, v in record.items() if k != "kind"}))
+    t.shoe = None
+    t.burned = False
+    t.last_coup_next = False

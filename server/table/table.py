@@ -54,19 +54,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from server.engine.cards import card_value, hand_total
-from server.engine.coup import banker_draws, finish_coup, is_natural, player_draws
-from server.engine.payouts import Area, winning_areas
+from server.engine.payouts import Area
 from server.engine.roads import Result, Roads
 from server.engine.shoe import Shoe, ShoeError, check_cut, timeout_cut
 
 from . import commands as c
-from . import persistence, rules, settlement
+from . import persistence, rules, settlement, turning
 from .actions import SentActions, watch
-from .errors import TableError
-from .events import EVENT_KINDS, Event, Step, plain_copy
+from .errors import TableError, refuse
+from .events import EVENT_KINDS, Event, Step
 from .options import TableOptions
-from .state import BettingStep, CardSlot, CoupStage, CoupState, Offer, Phase, PlayerState
+from .state import BettingStep, CardSlot, CoupState, Offer, Phase, PlayerState
 from .wallet import Wallet, held_account, player_account, stake_account
 
 __all__ = ["Phase", "Table"]
@@ -312,7 +310,7 @@ class Table:
         return coup is not None and (p.id in coup.held or p.id == coup.holder)
 
     def _check_can_stand(self, p: PlayerState) -> None:
-        _raise(rules.stand_refusal(self, p))
+        refuse(rules.stand_refusal(self, p))
 
     def _area(self, name: str) -> str:
         if name not in self.open_areas:
@@ -325,24 +323,8 @@ class Table:
 
     def _check_offeree(self, pid: str) -> PlayerState:
         p = self._seated_player(pid)
-        _raise(rules.offer_refusal(self, pid))
+        refuse(rules.offer_refusal(self, pid))
         return p
-
-    def _turning(
-        self, cmd: c.Squeeze | c.TurnCard | c.Toss | c.Progress, card: int | None = None
-    ) -> tuple[CoupState, int]:
-        """The coup (and ``card``'s index), if ``cmd``'s player turns ``cmd.hand`` now,
-        ``card`` is a face-down card of the stage, and the stage's moment takes ``cmd``
-        (rules.TURN_STEPS), checked in that order."""
-        coup = self.coup
-        assert coup is not None  # a coup exists exactly in TURN
-        _raise(rules.turn_refusal(coup, cmd.player, cmd.hand))
-        index = -1
-        if card is not None:
-            _raise(rules.card_refusal(coup, card))
-            index = card - 1
-        _raise(rules.step_refusal(coup, type(cmd)))
-        return coup, index
 
     # ------------------------------------------------------------------ emitting
     def _emit(
@@ -628,7 +610,7 @@ class Table:
 
     def _check_pass_shoe(self, cmd: c.PassShoe) -> PlayerState:
         p = self._seated_player(cmd.player)
-        _raise(rules.pass_refusal(self, p))
+        refuse(rules.pass_refusal(self, p))
         return p
 
     def _do_pass_shoe(self, cmd: c.PassShoe, p: PlayerState) -> bool:
@@ -648,7 +630,7 @@ class Table:
     def _check_cut(self, cmd: c.Cut) -> None:
         self._seated_player(cmd.player)
         assert self.shoe is not None
-        _raise(rules.cut_refusal(self, cmd.player))
+        refuse(rules.cut_refusal(self, cmd.player))
         try:
             check_cut(cmd.position, self.shoe.size)  # the bounds of rules.cut_range
         except ShoeError as exc:
@@ -687,7 +669,7 @@ class Table:
     def _check_place_bet(self, cmd: c.PlaceBet) -> tuple[PlayerState, dict[str, int]]:
         p = self._seated_player(cmd.player)
         area = self._area(cmd.area)
-        _raise(rules.bet_refusal(self, p, area, cmd.amount))
+        refuse(rules.bet_refusal(self, p, area, cmd.amount))
         return p, {**p.bets, area: p.bets.get(area, 0) + cmd.amount}
 
     def _do_place_bet(self, cmd: c.PlaceBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
@@ -697,7 +679,7 @@ class Table:
     def _check_remove_bet(self, cmd: c.RemoveBet) -> tuple[PlayerState, dict[str, int]]:
         p = self._seated_player(cmd.player)
         area = self._area(cmd.area)
-        _raise(rules.remove_refusal(self, p, area, cmd.amount))
+        refuse(rules.remove_refusal(self, p, area, cmd.amount))
         have = p.bets[area]
         return p, {**p.bets, area: have - (have if cmd.amount is None else cmd.amount)}
 
@@ -707,7 +689,7 @@ class Table:
 
     def _check_clear_bets(self, cmd: c.ClearBets) -> PlayerState:
         p = self._seated_player(cmd.player)
-        _raise(rules.clear_refusal(p))
+        refuse(rules.clear_refusal(p))
         return p
 
     def _do_clear_bets(self, cmd: c.ClearBets, p: PlayerState) -> bool:
@@ -716,7 +698,7 @@ class Table:
 
     def _check_same_bet(self, cmd: c.SameBet) -> tuple[PlayerState, dict[str, int]]:
         p = self._seated_player(cmd.player)
-        _raise(rules.same_bet_refusal(self, p))
+        refuse(rules.same_bet_refusal(self, p))
         return p, rules.same_bets(self, p)
 
     def _do_same_bet(self, cmd: c.SameBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
@@ -725,7 +707,7 @@ class Table:
 
     def _check_done(self, cmd: c.Done) -> PlayerState:
         p = self._seated_player(cmd.player)
-        _raise(rules.done_refusal(self, p))
+        refuse(rules.done_refusal(self, p))
         return p
 
     def _do_done(self, cmd: c.Done, p: PlayerState) -> bool:
@@ -821,217 +803,8 @@ class Table:
         return ranked[0][2] if ranked else None
 
     # ------------------------------------------------------------------ turning
-    def _check_squeeze(self, cmd: c.Squeeze) -> CoupState:
-        return self._turning(cmd)[0]
-
-    def _do_squeeze(self, cmd: c.Squeeze, coup: CoupState) -> bool:
-        coup.style = cmd.style
-        slots = coup.hand(cmd.hand)
-        private = {str(i + 1): slots[i].card for i in coup.stage_slots() if not slots[i].up}
-        self._emit(
-            "squeeze",
-            {"hand": cmd.hand, "style": cmd.style, "turner": cmd.player},
-            {cmd.player: {"cards": private}},
-        )
-        return False
-
-    def _check_turn_card(self, cmd: c.TurnCard) -> tuple[CoupState, int]:
-        return self._turning(cmd, cmd.card)
-
-    def _do_turn_card(self, cmd: c.TurnCard, ctx: tuple[CoupState, int]) -> bool:
-        coup, index = ctx
-        self._reveal(coup, cmd.hand, index, cmd.player, None)
-        return False
-
-    def _check_toss(self, cmd: c.Toss) -> CoupState:
-        return self._turning(cmd)[0]
-
-    def _do_toss(self, cmd: c.Toss, coup: CoupState) -> bool:
-        self._reveal_stage(coup, cmd.player, None)
-        return False
-
-    def _check_progress(self, cmd: c.Progress) -> tuple[CoupState, int]:
-        return self._turning(cmd, cmd.card)
-
-    def _do_progress(self, cmd: c.Progress, ctx: tuple[CoupState, int]) -> bool:
-        """Show the others how far a card is bent, coalesced (a squeeze must not flood
-        every watcher): only forward progress, at most 4 updates a second per card; the
-        rest is answered ok without an event."""
-        coup, index = ctx
-        key = f"{cmd.hand}{index + 1}"
-        last = coup.progress.get(key)
-        if last is not None and (cmd.percent <= last[0] or self._now - last[1] < PROGRESS_INTERVAL):
-            return False
-        coup.progress[key] = [cmd.percent, self._now]
-        self._emit(
-            "progress",
-            {"hand": cmd.hand, "card": index + 1, "percent": cmd.percent, "turner": cmd.player},
-        )
-        return False
-
-    def _reveal(
-        self, coup: CoupState, hand: str, index: int, by: str, on_behalf: str | None
-    ) -> None:
-        slot = coup.hand(hand)[index]
-        slot.up, slot.by, slot.on_behalf = True, by, on_behalf
-        if on_behalf is not None:
-            coup.on_behalf.append({"step": f"turn {hand} card {index + 1}", "player": on_behalf})
-        total = hand_total(s.card for s in coup.hand(hand) if s.up)
-        self._emit(
-            "card",
-            {
-                "hand": hand,
-                "index": index + 1,
-                "card": slot.card,
-                "by": by,
-                "on_behalf": on_behalf,
-                "total": total,
-            },
-        )
-
-    def _reveal_stage(self, coup: CoupState, by: str, on_behalf: str | None) -> None:
-        hand = coup.stage_hand
-        for i in coup.stage_slots():
-            if not coup.hand(hand)[i].up:
-                self._reveal(coup, hand, i, by, on_behalf)
-
-    def _advance_coup(self) -> bool:
-        """Move the coup on until a turner must act; True once it is settled (§2, §6)."""
-        coup = self.coup
-        assert coup is not None and self.shoe is not None
-        while True:
-            hand = coup.stage_hand
-            slots = coup.hand(hand)
-            if all(slots[i].up for i in coup.stage_slots()):
-                coup.style, coup.deadline, coup.progress = None, None, {}
-                nxt = self._next_stage(coup)
-                if nxt is None:
-                    self._settle()
-                    return True
-                coup.stage = nxt
-                continue
-            turner = coup.turners[hand]
-            if turner is None:  # §6: no Player bet / the house holds: the croupier turns
-                self._reveal_stage(coup, c.CROUPIER, None)
-                continue
-            if coup.deadline is None:
-                third = coup.stage.endswith("third")
-                timers = self.options.timers
-                coup.deadline = self._now + (timers.third_card if third else timers.squeeze)
-                self._emit(
-                    "turn",
-                    {"hand": hand, "turner": turner, "third": third, "deadline": coup.deadline},
-                )
-            return False
-
-    def _next_stage(self, coup: CoupState) -> CoupStage | None:
-        """The tableau (§2), step by step; deals a third card face down when one is drawn."""
-        assert self.shoe is not None
-        pt = hand_total(s.card for s in coup.player)
-        bt = hand_total(s.card for s in coup.banker)
-        if coup.stage is CoupStage.PLAYER:
-            return CoupStage.BANKER
-        if coup.stage is CoupStage.BANKER:
-            if is_natural(pt) or is_natural(bt):
-                return None
-            if player_draws(pt):
-                self._deal_third(coup, "player")
-                return CoupStage.PLAYER_THIRD
-            if banker_draws(bt, None):
-                self._deal_third(coup, "banker")
-                return CoupStage.BANKER_THIRD
-            return None
-        if coup.stage is CoupStage.PLAYER_THIRD:
-            bt2 = hand_total(s.card for s in coup.banker[:2])
-            if banker_draws(bt2, card_value(coup.player[2].card)):
-                self._deal_third(coup, "banker")
-                return CoupStage.BANKER_THIRD
-        return None
-
-    def _deal_third(self, coup: CoupState, hand: str) -> None:
-        assert self.shoe is not None
-        coup.hand(hand).append(CardSlot(self.shoe.draw()))
-        self._emit("third_card", {"hand": hand})
 
     # ------------------------------------------------------------------ settlement
-    def _settle(self) -> None:
-        """Pay every held wager (§3), record the coup (§8), move the shoe on (§4, §5)."""
-        coup = self.coup
-        assert coup is not None and self.shoe is not None
-        result = finish_coup([s.card for s in coup.player], [s.card for s in coup.banker])
-        rid = coup.round_id
-        payouts = settlement.pay(self.wallet, self.table_id, coup, result, self.options.paytable)
-        won = [a.value for a in winning_areas(result, self.options.paytable)]
-        summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict(), "won": won}
-        self._emit("result", plain_copy(summary))  # the summary stays as last_result
-        self._emit(
-            "settled",
-            {"round_id": rid, "payouts": plain_copy(payouts)},  # the record keeps its own
-            {pid: {**self.money(pid), "net": net} for pid, net in settlement.nets(payouts).items()},
-        )
-        for pid, bets in coup.held.items():
-            if pid in self.players:
-                q = self.players[pid]
-                q.last_bets = dict(bets)
-                q.bets, q.bet_order, q.done = {}, {}, False
-        self.results.append(Result.from_coup(result))
-        self._roads = None
-        self.shoe_coups.append({"player": list(result.player), "banker": list(result.banker)})
-        self.last_result = summary
-        self._records.append(
-            settlement.round_record(
-                table_id=self.table_id,
-                shoe_no=self.shoe_no,
-                coup=coup,
-                result=result,
-                payouts=payouts,
-                on_behalf=[*self.between_on_behalf, *coup.on_behalf],
-                balances_after={pid: self._balance(pid) for pid in coup.held},
-                time=self._now,
-            )
-        )
-        self.between_on_behalf = []
-        self.coup = None
-        self.phase = Phase.BETTING  # between coups; _advance decides what comes next
-        self.round_open = False
-        # §5: the shoe holder keeps the shoe on Banker or Tie, passes it on Player.
-        if coup.holder is not None and coup.holder == self.holder:
-            self.holder_coups += 1
-        if result.outcome == "player" or coup.holder_forfeits:
-            if self.holder is not None:
-                self._lose_shoe(
-                    self.players[self.holder],
-                    "player_won" if result.outcome == "player" else "no_banker_bet",
-                )
-            elif self.house_holds:
-                self.offer_needed = True
-        for q in list(self.players.values()):
-            if q.leaving:
-                self._gone(q)
-        # §4: the stop card's coup is finished, one more is dealt, then the shoe ends.
-        if coup.last:
-            self._end_shoe()
-        elif self.shoe.stop_card_out and not self.last_coup_next:
-            self.last_coup_next = True
-            self._emit("stop_card", {"coups_left": 1})
-
-    def _end_shoe(self, complete: bool = True) -> None:
-        """Reveal the seed (§4): anyone can now recompute every card dealt."""
-        shoe = self.shoe
-        assert shoe is not None
-        record = settlement.shoe_record(
-            table_id=self.table_id,
-            shoe_no=self.shoe_no,
-            shoe=shoe,
-            cut_by=self.cut_by,
-            coups=self.shoe_coups,
-            complete=complete,
-        )
-        self._records.append(record)
-        self._emit("shoe_ended", plain_copy({k: v for k, v in record.items() if k != "kind"}))
-        self.shoe = None
-        self.burned = False
-        self.last_coup_next = False
 
     # ------------------------------------------------------------------ time
     def _do_tick(self, cmd: c.Tick, ctx: None) -> bool:
@@ -1062,7 +835,7 @@ class Table:
         coup = self.coup
         if coup is not None and coup.deadline is not None and now >= coup.deadline:
             turner = coup.turners[coup.stage_hand]
-            self._reveal_stage(coup, c.CROUPIER, turner)
+            turning.reveal_stage(self, coup, c.CROUPIER, turner)
         return False
 
     # ------------------------------------------------------------------ closing
@@ -1078,7 +851,7 @@ class Table:
         self.offer = None
         self.deadline = None
         if self.shoe is not None:
-            self._end_shoe(complete=False)
+            settlement.end_shoe(self, complete=False)
         self.phase = Phase.CLOSED
         self._emit("closed", {"refunded": coup is not None})
         return False
@@ -1088,7 +861,7 @@ class Table:
         """Move the table on from wherever the last command left it."""
         while self.phase is not Phase.CLOSED:
             if self.coup is not None:
-                if not self._advance_coup():
+                if not turning.advance_coup(self):
                     return
                 continue
             if self.shoe is None:
@@ -1145,12 +918,6 @@ def _seat_key(p: PlayerState) -> int:
     return p.seat or 0
 
 
-def _raise(refused: TableError | None) -> None:
-    """A check: raise the refusal a rule returned (:mod:`server.table.rules`), if any."""
-    if refused is not None:
-        raise refused
-
-
 def _no_check(table: Table, cmd: c.Command) -> None:
     return None
 
@@ -1164,10 +931,20 @@ def _snake(name: str) -> str:
 #: returns what do needs; none for the croupier's Tick, CloseTable, SetDraining and
 #: Restored) and do (``Table._do_<name>``: changes the table; returns True when it
 #: changed nothing at all), found by name for every command of :mod:`.commands`.
+#: The sub-machines that hold some commands' handlers as functions over the table
+#: (``check_<name>`` / ``do_<name>``); the rest are the table's own methods.
+_MACHINES: tuple[Any, ...] = (turning,)
+
+
+def _handler(prefix: str, cls: type[c.Command]) -> Callable[..., Any] | None:
+    name = _snake(cls.__name__)
+    found = getattr(Table, f"_{prefix}_{name}", None)
+    for machine in _MACHINES:
+        found = found or getattr(machine, f"{prefix}_{name}", None)
+    return found
+
+
 _HANDLERS: dict[type[c.Command], tuple[Callable[..., Any], Callable[..., bool]]] = {
-    cls: (
-        getattr(Table, f"_check_{_snake(cls.__name__)}", _no_check),
-        getattr(Table, f"_do_{_snake(cls.__name__)}"),
-    )
+    cls: (_handler("check", cls) or _no_check, _handler("do", cls))  # type: ignore[misc]
     for cls in c.COMMANDS
 }
