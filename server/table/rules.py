@@ -53,6 +53,7 @@ __all__ = [
     "ANYTIME",
     "CROUPIER_ONLY",
     "DRAINING_REFUSES",
+    "NEXT",
     "TURN_REFUSALS",
     "TURN_STEPS",
     "WIRE_COMMANDS",
@@ -112,6 +113,22 @@ ALLOWED: dict[Phase, Commands] = {
     Phase.TURN: ANYTIME | {c.Squeeze, c.TurnCard, c.Toss, c.Progress},
     Phase.CLOSED: frozenset(),
 }
+
+#: The transitions the state triggers (§4-§7), after every command: the first whose
+#: condition holds names the phase the table moves to (the table's entry to it does
+#: what that takes: burns, opens the betting, offers the shoe or the cut). The commands
+#: move the table between these conditions; ALLOWED says which each phase takes.
+NEXT: tuple[tuple[Callable[[Table], bool], Phase], ...] = (
+    (lambda t: t.coup is not None, Phase.TURN),  # a coup is being dealt (settled: on)
+    (lambda t: t.shoe is None, Phase.SHUFFLE),  # the shoe is over: a new one is wanted
+    (lambda t: not t.seated(), Phase.WAITING),  # nobody seated
+    (  # the shoe is offered: someone is asked, or the shoe must find a holder (§5)
+        lambda t: t.offer is not None or t.offer_needed or (t.holder is None and not t.house_holds),
+        Phase.SHOE_OFFER,
+    ),
+    (lambda t: t.shoe is not None and t.shoe.cut is None, Phase.CUT),  # a new shoe (§4)
+    (lambda t: True, Phase.BETTING),  # burned, then a round opens or goes on (§7)
+)
 
 #: Within TURN (§6): what the turner may do at each moment of a stage.
 TURN_STEPS: dict[TurnStep, Commands] = {

@@ -25,16 +25,48 @@ from server.engine.payouts import Paytable, settle_bet, winning_areas
 from server.engine.roads import Result
 from server.engine.shoe import Shoe
 
+from . import shoe_offer
 from .events import plain_copy
 from .state import CoupState, Phase
-from .wallet import HOUSE, Wallet, held_account, player_account
+from .wallet import HOUSE, Wallet, held_account, player_account, stake_account
 
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["HANDS", "end_shoe", "nets", "pay", "refund", "round_record", "settle", "shoe_record"]
+__all__ = [
+    "HANDS",
+    "end_shoe",
+    "hold",
+    "move_stake",
+    "nets",
+    "pay",
+    "refund",
+    "round_record",
+    "settle",
+    "shoe_record",
+]
 
 HANDS = ("player", "banker")
+
+
+def move_stake(
+    wallet: Wallet, table_id: str, rid: str, counter: int, pid: str, amount: int
+) -> None:
+    """Move ``amount`` from ``player:<id>`` to the table's stake (``amount`` < 0: back),
+    so the stake is always the chips on the felt (§7), keyed by the table's ``counter``.
+    The funds were checked before anything changed; a refused transfer raises."""
+    player, stake = player_account(pid), stake_account(table_id, pid)
+    if amount > 0:
+        wallet.transfer(f"{rid}:{pid}:stake:{counter}", player, stake, amount, "stake", rid)
+    else:
+        wallet.transfer(f"{rid}:{pid}:unstake:{counter}", stake, player, -amount, "unstake", rid)
+
+
+def hold(wallet: Wallet, table_id: str, rid: str, pid: str, bets: dict[str, int]) -> None:
+    """Betting closes (§7): hold each of ``pid``'s areas, ``stake -> held``."""
+    table, stake = held_account(table_id), stake_account(table_id, pid)
+    for area, amount in sorted(bets.items()):
+        wallet.transfer(f"{rid}:{pid}:{area}:hold", stake, table, amount, "hold", rid)
 
 
 def pay(
@@ -196,7 +228,8 @@ def settle(t: Table) -> None:
         t.holder_coups += 1
     if result.outcome == "player" or coup.holder_forfeits:
         if t.holder is not None:
-            t._lose_shoe(
+            shoe_offer.lose_shoe(
+                t,
                 t.players[t.holder],
                 "player_won" if result.outcome == "player" else "no_banker_bet",
             )

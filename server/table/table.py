@@ -54,18 +54,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from server.engine.payouts import Area
 from server.engine.roads import Result, Roads
-from server.engine.shoe import Shoe, ShoeError, check_cut, timeout_cut
+from server.engine.shoe import Shoe, ShoeError, timeout_cut
 
+from . import betting, persistence, rules, settlement, shoe_offer, turning
 from . import commands as c
-from . import persistence, rules, settlement, turning
 from .actions import SentActions, watch
 from .errors import TableError, refuse
 from .events import EVENT_KINDS, Event, Step
 from .options import TableOptions
-from .state import BettingStep, CardSlot, CoupState, Offer, Phase, PlayerState
-from .wallet import Wallet, held_account, player_account, stake_account
+from .state import BettingStep, CoupState, Offer, Phase, PlayerState
+from .wallet import Wallet, stake_account
 
 __all__ = ["Phase", "Table"]
 
@@ -110,9 +109,9 @@ class Table:
         self.last_coup_next = False
         self.burned = False
         self.holder: str | None = None
-        self.house_holds = False
+        self.house_holds: bool = False
         self.holder_coups = 0
-        self.offer_needed = True
+        self.offer_needed: bool = True
         self.offer: Offer | None = None
         self.anchor_seat = 0
         self.coup: CoupState | None = None
@@ -257,14 +256,9 @@ class Table:
         if amount == 0:
             return
         self.counter += 1
-        player, stake = player_account(p.id), stake_account(self.table_id, p.id)
-        rid = self._round_id
-        if amount > 0:
-            key = f"{rid}:{p.id}:stake:{self.counter}"
-            self.wallet.transfer(key, player, stake, amount, "stake", rid)
-        else:
-            key = f"{rid}:{p.id}:unstake:{self.counter}"
-            self.wallet.transfer(key, stake, player, -amount, "unstake", rid)
+        settlement.move_stake(
+            self.wallet, self.table_id, self._round_id, self.counter, p.id, amount
+        )
 
     # ------------------------------------------------------------------ the checks
     def check(self, cmd: c.Command) -> None:
@@ -320,11 +314,6 @@ class Table:
     def same_bets(self, p: PlayerState) -> dict[str, int]:
         """``p``'s previous round's bets on the areas open here ("SAME BET", §7)."""
         return rules.same_bets(self, p)
-
-    def _check_offeree(self, pid: str) -> PlayerState:
-        p = self._seated_player(pid)
-        refuse(rules.offer_refusal(self, pid))
-        return p
 
     # ------------------------------------------------------------------ emitting
     def _emit(
@@ -433,9 +422,9 @@ class Table:
             {"player": p.id, "seat": seat, "reason": reason, "free_seats": self.free_seats()},
         )
         if self.holder == p.id:
-            self._lose_shoe(p, reason, seat)
+            shoe_offer.lose_shoe(self, p, reason, seat)
         if self.offer is not None and self.offer.current == p.id:
-            self._declined(p.id, seat, timeout=False)
+            shoe_offer.decline_offer(self, p.id, seat, timeout=False)
         if (
             self.phase is Phase.BETTING
             and self.round_open
@@ -443,20 +432,12 @@ class Table:
             and self.offer is None
             and not self.offer_needed
         ):
-            self._maybe_close_betting()  # §7: the one not yet done may have just left
+            betting.maybe_close_betting(self)  # §7: the one not yet done may have just left
 
     def _gone(self, p: PlayerState) -> None:
         """Grace ran out (§5): the seat is lost and the player, still away, leaves."""
         self._stand(p, "timeout")
         del self.players[p.id]
-
-    def _lose_shoe(self, p: PlayerState, reason: str, seat: int | None = None) -> None:
-        """§5: the holder passes, stands, leaves or times out: offer the shoe onward."""
-        self._emit("shoe_passed", {"player": p.id, "reason": reason})
-        self.anchor_seat = seat or p.seat or self.anchor_seat
-        self.holder = None
-        self.house_holds = False
-        self.offer_needed = True
 
     def _check_disconnect(self, cmd: c.Disconnect) -> PlayerState:
         return self._player(cmd.player)
@@ -550,257 +531,11 @@ class Table:
         )
         return False
 
-    def _rotation(self, after: int) -> list[PlayerState]:
-        """Seated players in offer order: the seats after ``after``, wrapping (§5)."""
-        return sorted(self.seated(), key=lambda q: ((q.seat or 0) <= after, q.seat))
-
-    def _start_offer(self) -> None:
-        self.offer_needed = False
-        order = self._rotation(self.anchor_seat)
-        if order:
-            self._offer_to(order[0], [])
-
-    def _offer_to(self, p: PlayerState, declined: list[str]) -> None:
-        assert p.seat is not None
-        deadline = self._now + self.options.timers.shoe_offer
-        self.offer = Offer(p.id, p.seat, deadline, declined)
-        self._emit("shoe_offered", {"player": p.id, "seat": p.seat, "deadline": deadline})
-        if not p.connected:  # nobody there to answer: declined on their behalf at once
-            self.between_on_behalf.append({"step": "decline the shoe", "player": p.id})
-            self._declined(p.id, p.seat, timeout=True)
-
-    def _declined(self, pid: str, seat: int | None, *, timeout: bool) -> None:
-        """§5: ``pid`` declined (or could not answer): the next occupied seat whose
-        player has not declined is offered the shoe; when every seated player has
-        declined, the house holds it."""
-        offer = self.offer
-        assert offer is not None
-        self._emit("shoe_declined", {"player": pid, "seat": seat, "timeout": timeout})
-        declined = [*offer.declined, pid]
-        for q in self._rotation(offer.seat):
-            if q.id not in declined:
-                self._offer_to(q, declined)
-                return
-        self._house_takes_shoe()
-
-    def _house_takes_shoe(self) -> None:
-        """§5: nobody (else) takes the shoe: the croupier holds it until a Player win."""
-        self.offer = None
-        self.holder = None
-        self.house_holds = True
-        self.holder_coups = 0
-        self._emit("shoe_held_by_house", {})
-
-    def _check_accept_shoe(self, cmd: c.AcceptShoe) -> PlayerState:
-        return self._check_offeree(cmd.player)
-
-    def _do_accept_shoe(self, cmd: c.AcceptShoe, p: PlayerState) -> bool:
-        self.offer = None
-        self.holder, self.house_holds, self.holder_coups = p.id, False, 0
-        self.anchor_seat = p.seat or 0
-        self._emit("shoe_accepted", {"player": p.id, "seat": p.seat})
-        return False
-
-    def _check_decline_shoe(self, cmd: c.DeclineShoe) -> PlayerState:
-        return self._check_offeree(cmd.player)
-
-    def _do_decline_shoe(self, cmd: c.DeclineShoe, p: PlayerState) -> bool:
-        self._declined(p.id, p.seat, timeout=False)
-        return False
-
-    def _check_pass_shoe(self, cmd: c.PassShoe) -> PlayerState:
-        p = self._seated_player(cmd.player)
-        refuse(rules.pass_refusal(self, p))
-        return p
-
-    def _do_pass_shoe(self, cmd: c.PassShoe, p: PlayerState) -> bool:
-        """§5: a voluntary pass goes to the next occupied seat other than the holder's,
-        and never back to them: the offer starts at once with the passer counted as
-        having declined; with nobody else seated the house holds the shoe."""
-        assert p.seat is not None
-        self._lose_shoe(p, "passed")
-        self.offer_needed = False
-        others = [q for q in self._rotation(p.seat) if q.id != p.id]
-        if others:
-            self._offer_to(others[0], [p.id])
-        else:
-            self._house_takes_shoe()
-        return False
-
-    def _check_cut(self, cmd: c.Cut) -> None:
-        self._seated_player(cmd.player)
-        assert self.shoe is not None
-        refuse(rules.cut_refusal(self, cmd.player))
-        try:
-            check_cut(cmd.position, self.shoe.size)  # the bounds of rules.cut_range
-        except ShoeError as exc:
-            raise TableError("bad_cut", str(exc)) from None
-
-    def _do_cut(self, cmd: c.Cut, ctx: None) -> bool:
-        self._apply_cut(cmd.position, cmd.player, None)
-        return False
-
-    def _apply_cut(self, position: int, by: str, on_behalf: str | None) -> None:
-        assert self.shoe is not None
-        self.shoe.apply_cut(position)
-        self.cut_by = {"by": by, "on_behalf": on_behalf}
-        self.deadline = None
-        self._emit("shoe_cut", {"position": position, "by": by, "on_behalf": on_behalf})
-
     # ------------------------------------------------------------------ betting
-    def _set_bets(self, p: PlayerState, bets: dict[str, int], change: str) -> None:
-        for name in set(p.bets) | set(bets):
-            if p.bets.get(name, 0) != bets.get(name, 0):
-                self.counter += 1
-                p.bet_order[name] = self.counter
-        p.bets = {k: v for k, v in bets.items() if v}
-        p.bet_order = {k: v for k, v in p.bet_order.items() if k in p.bets}
-        p.done = False
-        self._move_stake(p, sum(p.bets.values()) - self._stake(p.id))
-        self._emit(
-            "bets",
-            {"player": p.id, "seat": p.seat, "bets": dict(p.bets), "change": change},
-            {p.id: {"available": self.available(p.id)}},
-        )
-        if self.deadline is None and p.bets:  # §7: the table waited for a bet; time it now
-            self.deadline = self._now + self.options.timers.betting
-            self._emit("betting_timer", {"deadline": self.deadline})
-
-    def _check_place_bet(self, cmd: c.PlaceBet) -> tuple[PlayerState, dict[str, int]]:
-        p = self._seated_player(cmd.player)
-        area = self._area(cmd.area)
-        refuse(rules.bet_refusal(self, p, area, cmd.amount))
-        return p, {**p.bets, area: p.bets.get(area, 0) + cmd.amount}
-
-    def _do_place_bet(self, cmd: c.PlaceBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
-        self._set_bets(*ctx, "place")
-        return False
-
-    def _check_remove_bet(self, cmd: c.RemoveBet) -> tuple[PlayerState, dict[str, int]]:
-        p = self._seated_player(cmd.player)
-        area = self._area(cmd.area)
-        refuse(rules.remove_refusal(self, p, area, cmd.amount))
-        have = p.bets[area]
-        return p, {**p.bets, area: have - (have if cmd.amount is None else cmd.amount)}
-
-    def _do_remove_bet(self, cmd: c.RemoveBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
-        self._set_bets(*ctx, "remove")
-        return False
-
-    def _check_clear_bets(self, cmd: c.ClearBets) -> PlayerState:
-        p = self._seated_player(cmd.player)
-        refuse(rules.clear_refusal(p))
-        return p
-
-    def _do_clear_bets(self, cmd: c.ClearBets, p: PlayerState) -> bool:
-        self._set_bets(p, {}, "clear")
-        return False
-
-    def _check_same_bet(self, cmd: c.SameBet) -> tuple[PlayerState, dict[str, int]]:
-        p = self._seated_player(cmd.player)
-        refuse(rules.same_bet_refusal(self, p))
-        return p, rules.same_bets(self, p)
-
-    def _do_same_bet(self, cmd: c.SameBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
-        self._set_bets(*ctx, "same")
-        return False
-
-    def _check_done(self, cmd: c.Done) -> PlayerState:
-        p = self._seated_player(cmd.player)
-        refuse(rules.done_refusal(self, p))
-        return p
-
-    def _do_done(self, cmd: c.Done, p: PlayerState) -> bool:
-        if p.done:
-            return True  # pressed already: nothing changes (answered as a duplicate)
-        p.done = True
-        self._emit("done", {"player": p.id})
-        self._maybe_close_betting()
-        return False
-
-    def _maybe_close_betting(self) -> None:
-        """§7: close early once everyone seated pressed DONE, and there is a bet."""
-        seated = self.seated()
-        if any(q.bets for q in seated) and all(q.done for q in seated):
-            self._close_betting()
-
-    def _open_betting(self) -> None:
-        if not self.round_open:
-            self.coup_no += 1
-            self.round_open = True
-            for q in self.players.values():
-                q.done = False
-        self.phase = Phase.BETTING
-        self.deadline = self._now + self.options.timers.betting
-        self._emit(
-            "betting_opened",
-            {"coup_no": self.coup_no, "round_id": self._round_id, "deadline": self.deadline},
-        )
 
     @property
     def _round_id(self) -> str:
         return f"{self.table_id}-{self.shoe_no}-{self.coup_no}"
-
-    def _close_betting(self) -> None:
-        """Hold every wager (§7), deal four cards face down, name the turners (§6)."""
-        assert self.shoe is not None
-        rid = self._round_id
-        held: dict[str, dict[str, int]] = {}
-        before: dict[str, int] = {}
-        table = held_account(self.table_id)
-        for q in self.seated():
-            if not q.bets:
-                continue
-            before[q.id] = self._balance(q.id)
-            stake = stake_account(self.table_id, q.id)  # the chips on the felt (§7)
-            for area, amount in sorted(q.bets.items()):
-                self.wallet.transfer(f"{rid}:{q.id}:{area}:hold", stake, table, amount, "hold", rid)
-            held[q.id] = dict(q.bets)
-        player_turner = self._player_turner(held)
-        shoe = self.shoe
-        cards = [shoe.draw() for _ in range(4)]
-        forfeits = (
-            self.options.holder_must_bet_banker
-            and self.holder is not None
-            and not held.get(self.holder, {}).get(Area.BANKER.value)
-        )
-        self.coup = CoupState(
-            round_id=rid,
-            coup_no=self.coup_no,
-            player=[CardSlot(cards[0]), CardSlot(cards[2])],
-            banker=[CardSlot(cards[1]), CardSlot(cards[3])],
-            turners={"player": player_turner, "banker": self.holder},
-            held=held,
-            balances_before=before,
-            holder=self.holder,
-            last=self.last_coup_next,
-            holder_forfeits=bool(forfeits),
-        )
-        self.phase = Phase.TURN
-        self.deadline = None
-        self.round_open = False
-        totals: dict[str, int] = {}
-        for bets in held.values():
-            for area, amount in bets.items():
-                totals[area] = totals.get(area, 0) + amount
-        self._emit(
-            "betting_closed",
-            {"round_id": rid, "bets": {pid: dict(b) for pid, b in held.items()}, "totals": totals},
-            {pid: self.money(pid) for pid in held},
-        )
-        self._emit(
-            "dealt",
-            {"round_id": rid, "player": 2, "banker": 2, "turners": dict(self.coup.turners)},
-        )
-
-    def _player_turner(self, held: dict[str, dict[str, int]]) -> str | None:
-        """§6: the highest Player bet turns; on equal amounts, whoever reached it first."""
-        ranked = sorted(
-            (-held[q.id]["player"], q.bet_order.get("player", 0), q.id)
-            for q in self.seated()
-            if held.get(q.id, {}).get("player")
-        )
-        return ranked[0][2] if ranked else None
 
     # ------------------------------------------------------------------ turning
 
@@ -819,16 +554,16 @@ class Table:
         offer = self.offer
         if offer is not None and now >= offer.deadline:
             self.between_on_behalf.append({"step": "decline the shoe", "player": offer.current})
-            self._declined(offer.current, offer.seat, timeout=True)
+            shoe_offer.decline_offer(self, offer.current, offer.seat, timeout=True)
         if self.phase is Phase.CUT and self.deadline is not None and now >= self.deadline:
             assert self.shoe is not None and self.shoe.seed is not None
             who = self.cutter
-            self._apply_cut(timeout_cut(self.shoe.seed, self.shoe.size), c.CROUPIER, who)
+            shoe_offer.apply_cut(self, timeout_cut(self.shoe.seed, self.shoe.size), c.CROUPIER, who)
             if who is not None:
                 self.between_on_behalf.append({"step": "cut the shoe", "player": who})
         if self.phase is Phase.BETTING and self.deadline is not None and now >= self.deadline:
             if any(q.bets for q in self.seated()):
-                self._close_betting()
+                betting.close_betting(self)
             else:  # §7: no bet at all, the table waits; the next bet restarts the timer
                 self.deadline = None
                 self._emit("betting_waiting", {})
@@ -858,49 +593,61 @@ class Table:
 
     # ------------------------------------------------------------------ the flow
     def _advance(self) -> None:
-        """Move the table on from wherever the last command left it."""
+        """Move the table on from wherever the last command left it: the first of
+        :data:`rules.NEXT` that holds names the phase, whose entry (``_ENTER``) moves the
+        table into it and says whether to look again (a coup settled, an offer every
+        seated player declined at once) or wait for the next command."""
         while self.phase is not Phase.CLOSED:
-            if self.coup is not None:
-                if not turning.advance_coup(self):
-                    return
-                continue
-            if self.shoe is None:
-                if self.phase is not Phase.SHUFFLE:
-                    self.phase, self.deadline = Phase.SHUFFLE, None
+            phase = next(phase for holds, phase in rules.NEXT if holds(self))
+            if not _ENTER[phase](self):
                 return
-            if not self.seated():
-                if self.phase is not Phase.WAITING:
-                    self.phase, self.deadline, self.offer = Phase.WAITING, None, None
-                    self._emit("waiting", {})
-                return
-            if self.offer is None and (
-                self.offer_needed or (self.holder is None and not self.house_holds)
-            ):
-                self._start_offer()
-            if self.offer is not None:
-                if self.phase is not Phase.SHOE_OFFER:
-                    self.phase, self.deadline = Phase.SHOE_OFFER, None
-                return
-            if self.shoe.cut is None:
-                # §4: the cut is offered to the cutter; offered again if that changes
-                # (the cutter stood up), with a fresh timer.
-                if self.phase is not Phase.CUT or self.cut_offered_to != self.cutter:
-                    self.cut_offered_to = self.cutter
-                    self.phase = Phase.CUT
-                    self.deadline = self._now + self.options.timers.cut
-                    self._emit("cut_offered", {"player": self.cutter, "deadline": self.deadline})
-                return
-            if not self.burned:
-                face, count = self.shoe.burn()
-                self.shoe.place_stop(self.options.stop_offset)
-                self.burned = True
-                self._emit(
-                    "burned",
-                    {"card": face, "count": count, "stop_offset": self.options.stop_offset},
-                )
-            if self.phase is not Phase.BETTING or not self.round_open:
-                self._open_betting()
-            return
+
+    def _enter_turn(self) -> bool:
+        return turning.advance_coup(self)  # True once the coup is settled
+
+    def _enter_shuffle(self) -> bool:
+        if self.phase is not Phase.SHUFFLE:
+            self.phase, self.deadline = Phase.SHUFFLE, None
+        return False
+
+    def _enter_waiting(self) -> bool:
+        if self.phase is not Phase.WAITING:
+            self.phase, self.deadline, self.offer = Phase.WAITING, None, None
+            self._emit("waiting", {})
+        return False
+
+    def _enter_shoe_offer(self) -> bool:
+        if self.offer is None:
+            shoe_offer.start_offer(self)
+        if self.offer is None:  # declined on everyone's behalf: the house holds it
+            return True
+        if self.phase is not Phase.SHOE_OFFER:
+            self.phase, self.deadline = Phase.SHOE_OFFER, None
+        return False
+
+    def _enter_cut(self) -> bool:
+        # §4: the cut is offered to the cutter; offered again if that changes (the
+        # cutter stood up), with a fresh timer.
+        if self.phase is not Phase.CUT or self.cut_offered_to != self.cutter:
+            self.cut_offered_to = self.cutter
+            self.phase = Phase.CUT
+            self.deadline = self._now + self.options.timers.cut
+            self._emit("cut_offered", {"player": self.cutter, "deadline": self.deadline})
+        return False
+
+    def _enter_betting(self) -> bool:
+        assert self.shoe is not None
+        if not self.burned:  # §4: the burn, once the shoe is cut
+            face, count = self.shoe.burn()
+            self.shoe.place_stop(self.options.stop_offset)
+            self.burned = True
+            self._emit(
+                "burned",
+                {"card": face, "count": count, "stop_offset": self.options.stop_offset},
+            )
+        if self.phase is not Phase.BETTING or not self.round_open:
+            betting.open_betting(self)
+        return False
 
     # ------------------------------------------------------------------ storage
     def to_state(self, *, spectators: bool = True) -> dict[str, Any]:
@@ -922,6 +669,17 @@ def _no_check(table: Table, cmd: c.Command) -> None:
     return None
 
 
+#: Each phase's entry (after :data:`rules.NEXT`): True to look again at once.
+_ENTER: dict[Phase, Callable[[Table], bool]] = {
+    Phase.TURN: Table._enter_turn,
+    Phase.SHUFFLE: Table._enter_shuffle,
+    Phase.WAITING: Table._enter_waiting,
+    Phase.SHOE_OFFER: Table._enter_shoe_offer,
+    Phase.CUT: Table._enter_cut,
+    Phase.BETTING: Table._enter_betting,
+}
+
+
 def _snake(name: str) -> str:
     """``PlaceBet`` -> ``place_bet``: a command's name in its handlers' names."""
     return "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in name).lstrip("_")
@@ -933,7 +691,7 @@ def _snake(name: str) -> str:
 #: changed nothing at all), found by name for every command of :mod:`.commands`.
 #: The sub-machines that hold some commands' handlers as functions over the table
 #: (``check_<name>`` / ``do_<name>``); the rest are the table's own methods.
-_MACHINES: tuple[Any, ...] = (turning,)
+_MACHINES: tuple[Any, ...] = (shoe_offer, betting, turning)
 
 
 def _handler(prefix: str, cls: type[c.Command]) -> Callable[..., Any] | None:
