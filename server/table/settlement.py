@@ -25,7 +25,7 @@ from server.engine.payouts import Paytable, settle_bet, winning_areas
 from server.engine.roads import Result
 from server.engine.shoe import Shoe
 
-from . import shoe_offer
+from . import seating, shoe_offer
 from .events import plain_copy
 from .state import CoupState, Phase
 from .wallet import HOUSE, Wallet, held_account, player_account, stake_account
@@ -237,7 +237,7 @@ def settle(t: Table) -> None:
             t.offer_needed = True
     for q in list(t.players.values()):
         if q.leaving:
-            t._gone(q)
+            seating.gone(t, q)
     # §4: the stop card's coup is finished, one more is dealt, then the shoe ends.
     if coup.last:
         end_shoe(t)

@@ -8,8 +8,9 @@ Rules of this file:
   sequence numbers, and what the shell needs to know after it.
 - A command the rules do not allow raises :class:`~server.table.errors.TableError`
   and changes nothing. ``handle`` checks the phase once against
-  :data:`server.table.rules.ALLOWED`; then each command's *check* (``_check_<name>``:
-  who, how much, which card) runs before its *do* (``_do_<name>``) changes anything.
+  :data:`server.table.rules.ALLOWED`; then each command's *check* (``check_<name>``:
+  who, how much, which card, raising what the rules' refusals return) runs before its
+  *do* (``do_<name>``) changes anything.
   :meth:`Table.verify` and :meth:`Table.can` run the same checks and change nothing
   (pokerkit's verify / can / do).
 - Time comes only from ``now``; randomness only from the shoe's seed, which arrives in
@@ -44,9 +45,17 @@ WAITING_FOR_BET, no deadline until a first bet (§7). Within TURN, each coup sta
 has two moments (:class:`~server.table.state.TurnStep`): CHOOSE (TOSS or pick a
 squeeze) and SQUEEZE (turn the cards one at a time).
 
-``_advance`` is the one place that moves the table on after any command; the coup's
-stages live in ``_advance_coup``. Settlement and records are in
-:mod:`server.table.settlement`, storage in :mod:`server.table.persistence`.
+The machine is this class and its sub-machines, modules of functions over it and its
+state records (:mod:`server.table.state`), each holding its commands' checks and dos:
+:mod:`.seating` (join, sit, stand, leave, connections), :mod:`.shoe_offer` (the offer
+and the cut), :mod:`.betting`, :mod:`.turning` (the squeeze and the tableau, a coup
+stage by stage) and :mod:`.settlement` (paying a coup, ending a shoe; every wallet
+transfer is there). This class keeps the commands' way in (``handle``, ``verify``,
+``can``), the time (``Tick``), closing, and ``_advance``, the one place that moves the
+table on after any command: the first of the transitions :data:`rules.NEXT` that holds
+names the phase, and that phase's entry (``_enter_<phase>``) moves the table into it.
+Storage is :mod:`server.table.persistence`; keeping players' actions current,
+:mod:`server.table.actions`.
 """
 
 from __future__ import annotations
@@ -57,10 +66,10 @@ from typing import Any
 from server.engine.roads import Result, Roads
 from server.engine.shoe import Shoe, ShoeError, timeout_cut
 
-from . import betting, persistence, rules, settlement, shoe_offer, turning
+from . import betting, persistence, rules, seating, settlement, shoe_offer, turning
 from . import commands as c
 from .actions import SentActions, watch
-from .errors import TableError, refuse
+from .errors import TableError
 from .events import EVENT_KINDS, Event, Step
 from .options import TableOptions
 from .state import BettingStep, CoupState, Offer, Phase, PlayerState
@@ -303,9 +312,6 @@ class Table:
         coup = self.coup
         return coup is not None and (p.id in coup.held or p.id == coup.holder)
 
-    def _check_can_stand(self, p: PlayerState) -> None:
-        refuse(rules.stand_refusal(self, p))
-
     def _area(self, name: str) -> str:
         if name not in self.open_areas:
             raise TableError("bad_area", f"{name} is not open at this table")
@@ -341,156 +347,7 @@ class Table:
                 if old not in self.players:
                     del self.recent_ids[old]
 
-    # ------------------------------------------------------------------ players
-    def _check_join(self, cmd: c.Join) -> bool:
-        if cmd.player in self.players:
-            if cmd.rejoin:
-                return True
-            raise TableError("already_joined", "you are already at this table")
-        return False
-
-    def _do_join(self, cmd: c.Join, rejoin: bool) -> bool:
-        if rejoin:
-            return self._back(self.players[cmd.player])
-        name = (cmd.name or cmd.player)[:32]
-        # Watching is not news: no event, so an audience of thousands arriving costs
-        # each of them nothing (the lobby and snapshots count spectators). Sitting is.
-        self.players[cmd.player] = PlayerState(cmd.player, name)
-        return False
-
-    def _check_leave(self, cmd: c.Leave) -> PlayerState:
-        p = self._player(cmd.player)
-        if p.seat is not None:
-            self._check_can_stand(p)
-        return p
-
-    def _do_leave(self, cmd: c.Leave, p: PlayerState) -> bool:
-        self._stand(p, "left")  # a seated player's leaving is news: "stood", reason "left"
-        del self.players[p.id]
-        return False
-
-    def _check_sit(self, cmd: c.Sit) -> tuple[PlayerState, int]:
-        p = self._player(cmd.player)
-        if p.seat is not None:
-            raise TableError("already_seated", f"you are already in seat {p.seat}")
-        free = self.free_seats()
-        if cmd.seat is None:
-            if not free:
-                raise TableError("table_full", "every seat is taken")
-            return p, free[0]
-        if cmd.seat > self.options.seats:
-            raise TableError("bad_seat", f"seats are 1-{self.options.seats}")
-        if cmd.seat not in free:
-            raise TableError("seat_taken", f"seat {cmd.seat} is taken")
-        return p, cmd.seat
-
-    def _do_sit(self, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> bool:
-        p, seat = ctx
-        p.seat = seat
-        self._seated = None
-        p.connected = True
-        p.grace_deadline = None
-        self._emit(
-            "sat",
-            {"player": p.id, "name": p.name, "seat": seat, "free_seats": self.free_seats()},
-            {p.id: self.money(p.id)},
-        )
-        return False
-
-    def _check_stand(self, cmd: c.Stand) -> PlayerState:
-        p = self._seated_player(cmd.player)
-        self._check_can_stand(p)
-        return p
-
-    def _do_stand(self, cmd: c.Stand, p: PlayerState) -> bool:
-        self._stand(p, "stood")
-        return False
-
-    def _stand(self, p: PlayerState, reason: str) -> None:
-        """Take a player out of their seat: chips placed come back, the shoe moves on."""
-        if p.seat is None:
-            return
-        seat = p.seat
-        if p.bets:  # placed chips come back: stake -> player
-            p.bets.clear()
-            p.bet_order.clear()
-            self._move_stake(p, -self._stake(p.id))
-        p.seat, p.done, p.leaving, p.grace_deadline = None, False, False, None
-        self._seated = None
-        self._emit(
-            "stood",
-            {"player": p.id, "seat": seat, "reason": reason, "free_seats": self.free_seats()},
-        )
-        if self.holder == p.id:
-            shoe_offer.lose_shoe(self, p, reason, seat)
-        if self.offer is not None and self.offer.current == p.id:
-            shoe_offer.decline_offer(self, p.id, seat, timeout=False)
-        if (
-            self.phase is Phase.BETTING
-            and self.round_open
-            and self.coup is None
-            and self.offer is None
-            and not self.offer_needed
-        ):
-            betting.maybe_close_betting(self)  # §7: the one not yet done may have just left
-
-    def _gone(self, p: PlayerState) -> None:
-        """Grace ran out (§5): the seat is lost and the player, still away, leaves."""
-        self._stand(p, "timeout")
-        del self.players[p.id]
-
-    def _check_disconnect(self, cmd: c.Disconnect) -> PlayerState:
-        return self._player(cmd.player)
-
-    def _do_disconnect(self, cmd: c.Disconnect, p: PlayerState) -> bool:
-        """The table decides what a lost connection means: a spectator leaves (no
-        event, as when they came); a seated player keeps the seat for the grace period
-        (§5). A shoe already offered to them waits for its timer (they may be back in
-        time); one offered to them while they are away is declined at once."""
-        if p.seat is None:
-            del self.players[p.id]
-            return False
-        if not p.connected:
-            return True
-        self._away(p)
-        return False
-
-    def _away(self, p: PlayerState) -> None:
-        """A seated player is gone, for now: the grace period starts (§5). The one path
-        for a lost connection and a restart (Restored)."""
-        p.connected = False
-        p.grace_deadline = self._now + self.options.timers.grace
-        self._emit("disconnected", {"player": p.id, "grace_deadline": p.grace_deadline})
-
-    def _check_reconnect(self, cmd: c.Reconnect) -> PlayerState:
-        return self._player(cmd.player)
-
-    def _do_reconnect(self, cmd: c.Reconnect, p: PlayerState) -> bool:
-        return self._back(p)
-
-    def _back(self, p: PlayerState) -> bool:
-        if p.connected:
-            return True
-        p.connected = True
-        p.grace_deadline = None
-        p.leaving = False
-        self._emit("reconnected", {"player": p.id})
-        return False
-
-    def _do_restored(self, cmd: c.Restored, ctx: None) -> bool:
-        """After a restart nobody is connected: spectators are gone (they are not
-        stored, and reconnect as spectators), seated players are away from now on, by
-        the same path as a lost connection (so, before any Tick, nobody away is taken
-        for present: a shoe offered to them from now on is declined at once)."""
-        for q in list(self.players.values()):
-            if q.seat is None and not q.bets:
-                del self.players[q.id]
-        for q in self.seated():
-            if q.connected:
-                self._away(q)
-        self.draining = False  # a new process: not draining until told so
-        return False
-
+    # ------------------------------------------------------------------ the croupier's
     def _do_set_draining(self, cmd: c.SetDraining, ctx: None) -> bool:
         if self.draining == cmd.on:
             return True
@@ -531,15 +388,9 @@ class Table:
         )
         return False
 
-    # ------------------------------------------------------------------ betting
-
     @property
     def _round_id(self) -> str:
         return f"{self.table_id}-{self.shoe_no}-{self.coup_no}"
-
-    # ------------------------------------------------------------------ turning
-
-    # ------------------------------------------------------------------ settlement
 
     # ------------------------------------------------------------------ time
     def _do_tick(self, cmd: c.Tick, ctx: None) -> bool:
@@ -550,7 +401,7 @@ class Table:
                 if self.wager_in_play(q):
                     q.leaving = True
                 else:
-                    self._gone(q)
+                    seating.gone(self, q)
         offer = self.offer
         if offer is not None and now >= offer.deadline:
             self.between_on_behalf.append({"step": "decline the shoe", "player": offer.current})
@@ -691,7 +542,7 @@ def _snake(name: str) -> str:
 #: changed nothing at all), found by name for every command of :mod:`.commands`.
 #: The sub-machines that hold some commands' handlers as functions over the table
 #: (``check_<name>`` / ``do_<name>``); the rest are the table's own methods.
-_MACHINES: tuple[Any, ...] = (shoe_offer, betting, turning)
+_MACHINES: tuple[Any, ...] = (seating, shoe_offer, betting, turning)
 
 
 def _handler(prefix: str, cls: type[c.Command]) -> Callable[..., Any] | None:
