@@ -59,7 +59,6 @@ __all__ = [
     "WIRE_COMMANDS",
     "actions",
     "bet_bounds",
-    "bet_funds",
     "bet_refusal",
     "bets_refusal",
     "card_refusal",
@@ -141,8 +140,6 @@ TURN_REFUSALS: dict[tuple[TurnStep, type[c.Command]], tuple[str, str]] = {
     (TurnStep.SQUEEZE, c.Squeeze): ("already_squeezing", "you are already squeezing these cards"),
 }
 
-Bounds = dict[str, Any]
-
 
 # ------------------------------------------------------------------ who and when (§5, §6)
 def stand_refusal(t: Table, p: PlayerState) -> TableError | None:
@@ -183,25 +180,25 @@ def cut_range(t: Table) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------ betting (§3, §7)
-def bet_funds(t: Table, p: PlayerState) -> int:
-    """The most ``p``'s chips may grow by: the balance, as the stake is the chips on the
-    felt (what the new chips add to the stake must come from the balance)."""
-    return t.available(p.id) + t._stake(p.id) - sum(p.bets.values())
-
-
-def bet_bounds(t: Table, p: PlayerState, area: str, funds: int) -> tuple[int, int, int]:
-    """What one bet may add to ``area`` (open here): ``(low, top, funds)``: at least what
-    the table minimum still needs there (at least 1), at most the area maximum less what
-    is there, and within ``funds`` (:func:`bet_funds`)."""
-    have = p.bets.get(area, 0)
+def bet_bounds(t: Table, p: PlayerState) -> tuple[dict[str, tuple[int, int]], int]:
+    """What one bet may add to each area open here, ``{area: (low, top)}``: at least
+    what the table minimum still needs there (at least 1), at most the area maximum
+    less what is there; and ``funds``, the most ``p``'s chips may grow by: the balance,
+    as the stake is the chips on the felt (what the new chips add to the stake must come
+    from the balance)."""
     minimum = t.options.limits.min
-    low = minimum - have if have < minimum - 1 else 1
-    return low, t.area_max[area] - have, funds
+    bets = p.bets
+    ranges: dict[str, tuple[int, int]] = {}
+    for area, area_max in t.area_max.items():
+        have = bets.get(area, 0)
+        ranges[area] = (minimum - have if have < minimum - 1 else 1, area_max - have)
+    return ranges, t.available(p.id) + t._stake(p.id) - sum(bets.values())
 
 
 def bet_refusal(t: Table, p: PlayerState, area: str, amount: int) -> TableError | None:
     """Why ``p`` may not add ``amount`` to ``area`` (open here), by :func:`bet_bounds`."""
-    low, top, funds = bet_bounds(t, p, area, bet_funds(t, p))
+    ranges, funds = bet_bounds(t, p)
+    low, top = ranges[area]
     lim = t.options.limits
     if amount < low:
         return TableError("below_min", f"the minimum on {area} is {lim.min}")
@@ -319,131 +316,120 @@ def actions(t: Table, pid: str) -> dict[str, Any]:
     tests/table/test_actions.py holds it to what ``handle`` does.
     """
     p = t.players.get(pid)
-    phase = t.phase
-    if p is None or phase is Phase.CLOSED:
+    if p is None:
         return {}
-    allowed = ALLOWED[phase]
-    draining = t.draining
     out: dict[str, Any] = {}
-    for kind, bounds in _BOUNDS.items():
-        if kind in allowed and not (draining and kind in DRAINING_REFUSES):
-            b = bounds(t, p)
-            if b is not None:
-                out[_WIRE_NAMES[kind]] = b
+    for lister, kinds in _LISTERS[t.phase, t.draining]:
+        lister(t, p, kinds, out)
     return out
 
 
-def _seated(
-    rule: Callable[[Table, PlayerState], Bounds | None],
-) -> Callable[[Table, PlayerState], Bounds | None]:
-    """A command only a seated player sends (``not_seated`` from anyone else)."""
-
-    def bounds(t: Table, p: PlayerState) -> Bounds | None:
-        return None if p.seat is None else rule(t, p)
-
-    return bounds
+#: Lists some commands' bounds for one player into ``out``, for the ``kinds`` of them the
+#: phase takes now (keyed by wire name), each only when its refusal lets it through.
+Lister = Callable[["Table", PlayerState, frozenset[type[c.Command]], dict[str, Any]], None]
 
 
-def _sit(t: Table, p: PlayerState) -> Bounds | None:
-    if p.seat is not None:
-        return None
-    free = t.free_seats()
-    return {"seats": free} if free else None
+def _seat_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
+    """Sit (a spectator, with the free seats), stand and leave."""
+    if p.seat is None:
+        free = t.free_seats()
+        if free and c.Sit in kinds:
+            out["sit"] = {"seats": free}
+        if c.Leave in kinds:
+            out["leave"] = {}
+    elif stand_refusal(t, p) is None:
+        if c.Stand in kinds:
+            out["stand"] = {}
+        if c.Leave in kinds:
+            out["leave"] = {}
 
 
-def _stand(t: Table, p: PlayerState) -> Bounds | None:
-    return None if stand_refusal(t, p) else {}
+def _bet_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
+    """The betting commands of a seated player (§3, §5, §7)."""
+    if p.seat is None:
+        return
+    if c.PassShoe in kinds and pass_refusal(t, p) is None:
+        out["pass_shoe"] = {}
+    if c.PlaceBet in kinds:
+        ranges, funds = bet_bounds(t, p)
+        areas: dict[str, dict[str, int]] = {}
+        for area, (low, top) in ranges.items():
+            high = top if top < funds else funds
+            if high >= low:
+                areas[area] = {"min": low, "max": high}
+        if areas:
+            out["bet"] = {"areas": areas}
+    if p.bets:
+        if c.RemoveBet in kinds:
+            removes = {}
+            for area in p.bets:
+                have, partial = remove_bounds(t, p, area)
+                removes[area] = {"have": have, "max_partial": partial}
+            out["remove_bet"] = {"areas": removes}
+        if c.ClearBets in kinds and clear_refusal(p) is None:
+            out["clear_bets"] = {}
+    if c.SameBet in kinds and p.last_bets and same_bet_refusal(t, p) is None:
+        out["same_bet"] = {"bets": same_bets(t, p)}
+    if c.Done in kinds and done_refusal(t, p) is None:
+        out["done"] = {}
 
 
-def _leave(t: Table, p: PlayerState) -> Bounds | None:
-    return {} if p.seat is None or not stand_refusal(t, p) else None
+def _turn_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
+    """The turner's commands (§6): for the stage's turner, what its moment takes, with the
+    stage's hand (and the face-down cards ``turn`` and ``progress`` may be sent for)."""
+    coup = t.coup
+    if coup is None:
+        return
+    hand = coup.stage_hand
+    if turn_refusal(coup, p.id, hand) is not None:
+        return
+    for kind, name in ((c.Squeeze, "squeeze"), (c.TurnCard, "turn"), (c.Progress, "progress")):
+        if kind in kinds and step_refusal(coup, kind) is None:
+            if kind is c.Squeeze:
+                out[name] = {"hand": hand, "styles": list(c.STYLES)}
+            else:
+                out[name] = {"hand": hand, "cards": coup.face_down()}
+    if c.Toss in kinds and step_refusal(coup, c.Toss) is None:
+        out["toss"] = {"hand": hand}
 
 
-def _pass_shoe(t: Table, p: PlayerState) -> Bounds | None:
-    return None if pass_refusal(t, p) else {}
+def _offer_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
+    """Accept or decline the shoe offered to a seated player (§5)."""
+    if p.seat is not None and offer_refusal(t, p.id) is None:
+        if c.AcceptShoe in kinds:
+            out["accept_shoe"] = {}
+        if c.DeclineShoe in kinds:
+            out["decline_shoe"] = {}
 
 
-def _bet(t: Table, p: PlayerState) -> Bounds | None:
-    funds = bet_funds(t, p)
-    areas: dict[str, dict[str, int]] = {}
-    for area in t.area_max:
-        low, top, cap = bet_bounds(t, p, area, funds)
-        high = top if top < cap else cap
-        if high >= low:
-            areas[area] = {"min": low, "max": high}
-    return {"areas": areas} if areas else None
+def _cut_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
+    """The cutter's cut, with its range (§4)."""
+    if p.seat is not None and t.shoe is not None and cut_refusal(t, p.id) is None:
+        low, high = cut_range(t)
+        out["cut"] = {"min": low, "max": high}
 
 
-def _remove_bet(t: Table, p: PlayerState) -> Bounds | None:
-    if not p.bets:
-        return None
-    areas = {}
-    for area in p.bets:
-        have, partial = remove_bounds(t, p, area)
-        areas[area] = {"have": have, "max_partial": partial}
-    return {"areas": areas}
+#: Which commands each lister lists, in the order ``you.actions`` lists them.
+_BOUNDS: tuple[tuple[Commands, Lister], ...] = (
+    (frozenset({c.Sit, c.Stand, c.Leave}), _seat_actions),
+    (
+        frozenset({c.PassShoe, c.PlaceBet, c.RemoveBet, c.ClearBets, c.SameBet, c.Done}),
+        _bet_actions,
+    ),
+    (frozenset({c.Squeeze, c.TurnCard, c.Progress, c.Toss}), _turn_actions),
+    (frozenset({c.AcceptShoe, c.DeclineShoe}), _offer_actions),
+    (frozenset({c.Cut}), _cut_actions),
+)
 
-
-def _clear_bets(t: Table, p: PlayerState) -> Bounds | None:
-    return None if clear_refusal(p) else {}
-
-
-def _same_bet(t: Table, p: PlayerState) -> Bounds | None:
-    return None if same_bet_refusal(t, p) else {"bets": same_bets(t, p)}
-
-
-def _done(t: Table, p: PlayerState) -> Bounds | None:
-    return None if done_refusal(t, p) else {}
-
-
-def _turning(kind: type[c.Command], cards: bool) -> Callable[[Table, PlayerState], Bounds | None]:
-    """A turner's command (§6): listed for the stage's turner when its moment takes it,
-    with the stage's hand, and ``cards``: the face-down cards it may be sent for."""
-
-    def bounds(t: Table, p: PlayerState) -> Bounds | None:
-        coup = t.coup
-        if coup is None:
-            return None
-        hand = coup.stage_hand
-        if turn_refusal(coup, p.id, hand) or step_refusal(coup, kind):
-            return None
-        if kind is c.Squeeze:
-            return {"hand": hand, "styles": list(c.STYLES)}
-        return {"hand": hand, "cards": coup.face_down()} if cards else {"hand": hand}
-
-    return bounds
-
-
-def _offered(t: Table, p: PlayerState) -> Bounds | None:
-    return None if offer_refusal(t, p.id) else {}
-
-
-def _cut(t: Table, p: PlayerState) -> Bounds | None:
-    if t.shoe is None or cut_refusal(t, p.id):
-        return None
-    low, high = cut_range(t)
-    return {"min": low, "max": high}
-
-
-#: Each wire command's bounds for one player (None: not theirs to send now), in the
-#: order ``you.actions`` lists them. Each calls the refusals the table's checks raise.
-_BOUNDS: dict[type[c.Command], Callable[[Table, PlayerState], Bounds | None]] = {
-    c.Sit: _sit,
-    c.Stand: _seated(_stand),
-    c.Leave: _leave,
-    c.PassShoe: _seated(_pass_shoe),
-    c.PlaceBet: _seated(_bet),
-    c.RemoveBet: _seated(_remove_bet),
-    c.ClearBets: _seated(_clear_bets),
-    c.SameBet: _seated(_same_bet),
-    c.Done: _seated(_done),
-    c.Squeeze: _turning(c.Squeeze, cards=False),
-    c.TurnCard: _turning(c.TurnCard, cards=True),
-    c.Progress: _turning(c.Progress, cards=True),
-    c.Toss: _turning(c.Toss, cards=False),
-    c.AcceptShoe: _seated(_offered),
-    c.DeclineShoe: _seated(_offered),
-    c.Cut: _seated(_cut),
+#: For each phase, draining or not: the listers it runs, with the commands it takes of
+#: theirs (made once from ALLOWED and DRAINING_REFUSES).
+_LISTERS: dict[tuple[Phase, bool], tuple[tuple[Lister, Commands], ...]] = {
+    (phase, draining): tuple(
+        (lister, kinds & ALLOWED[phase] - (DRAINING_REFUSES if draining else frozenset()))
+        for kinds, lister in _BOUNDS
+        if kinds & ALLOWED[phase]
+    )
+    for phase in Phase
+    for draining in (False, True)
 }
-_WIRE_NAMES = {cls: name for name, cls in WIRE_COMMANDS.items()}
-assert set(_BOUNDS) == set(_WIRE_NAMES), "every wire command has its bounds"
+assert frozenset().union(*(k for k, _ in _BOUNDS)) == frozenset(WIRE_COMMANDS.values())

@@ -546,6 +546,8 @@ _MACHINES: tuple[Any, ...] = (seating, shoe_offer, betting, turning)
 
 
 def _handler(prefix: str, cls: type[c.Command]) -> Callable[..., Any] | None:
+    """``cls``'s ``check`` or ``do``: the table's ``_<prefix>_<name>`` method, or a
+    sub-machine's ``<prefix>_<name>`` function."""
     name = _snake(cls.__name__)
     found = getattr(Table, f"_{prefix}_{name}", None)
     for machine in _MACHINES:
@@ -553,7 +555,12 @@ def _handler(prefix: str, cls: type[c.Command]) -> Callable[..., Any] | None:
     return found
 
 
+def _handlers(cls: type[c.Command]) -> tuple[Callable[..., Any], Callable[..., bool]]:
+    do = _handler("do", cls)
+    assert do is not None, f"{cls.__name__} has no do"
+    return _handler("check", cls) or _no_check, do
+
+
 _HANDLERS: dict[type[c.Command], tuple[Callable[..., Any], Callable[..., bool]]] = {
-    cls: (_handler("check", cls) or _no_check, _handler("do", cls))  # type: ignore[misc]
-    for cls in c.COMMANDS
+    cls: _handlers(cls) for cls in c.COMMANDS
 }
