@@ -33,19 +33,19 @@ def set_bets(t: Table, p: PlayerState, bets: dict[str, int], change: str) -> Non
     p.bets = {k: v for k, v in bets.items() if v}
     p.bet_order = {k: v for k, v in p.bet_order.items() if k in p.bets}
     p.done = False
-    t._move_stake(p, sum(p.bets.values()) - t._stake(p.id))
-    t._emit(
+    t.move_stake(p, sum(p.bets.values()) - t.stake(p.id))
+    t.emit(
         "bets",
         {"player": p.id, "seat": p.seat, "bets": dict(p.bets), "change": change},
         {p.id: {"available": t.available(p.id)}},
     )
     if t.deadline is None and p.bets:  # §7: the table waited for a bet; time it now
-        t.deadline = t._now + t.options.timers.betting
-        t._emit("betting_timer", {"deadline": t.deadline})
+        t.deadline = t.now + t.options.timers.betting
+        t.emit("betting_timer", {"deadline": t.deadline})
 
 
 def check_place_bet(t: Table, cmd: c.PlaceBet) -> tuple[PlayerState, dict[str, int]]:
-    p = t._seated_player(cmd.player)
+    p = t.seated_player(cmd.player)
     area = t._area(cmd.area)
     refuse(rules.bet_refusal(t, p, area, cmd.amount))
     return p, {**p.bets, area: p.bets.get(area, 0) + cmd.amount}
@@ -57,7 +57,7 @@ def do_place_bet(t: Table, cmd: c.PlaceBet, ctx: tuple[PlayerState, dict[str, in
 
 
 def check_remove_bet(t: Table, cmd: c.RemoveBet) -> tuple[PlayerState, dict[str, int]]:
-    p = t._seated_player(cmd.player)
+    p = t.seated_player(cmd.player)
     area = t._area(cmd.area)
     refuse(rules.remove_refusal(t, p, area, cmd.amount))
     have = p.bets[area]
@@ -70,7 +70,7 @@ def do_remove_bet(t: Table, cmd: c.RemoveBet, ctx: tuple[PlayerState, dict[str, 
 
 
 def check_clear_bets(t: Table, cmd: c.ClearBets) -> PlayerState:
-    p = t._seated_player(cmd.player)
+    p = t.seated_player(cmd.player)
     refuse(rules.clear_refusal(p))
     return p
 
@@ -81,7 +81,7 @@ def do_clear_bets(t: Table, cmd: c.ClearBets, p: PlayerState) -> bool:
 
 
 def check_same_bet(t: Table, cmd: c.SameBet) -> tuple[PlayerState, dict[str, int]]:
-    p = t._seated_player(cmd.player)
+    p = t.seated_player(cmd.player)
     refuse(rules.same_bet_refusal(t, p))
     return p, rules.same_bets(t, p)
 
@@ -92,7 +92,7 @@ def do_same_bet(t: Table, cmd: c.SameBet, ctx: tuple[PlayerState, dict[str, int]
 
 
 def check_done(t: Table, cmd: c.Done) -> PlayerState:
-    p = t._seated_player(cmd.player)
+    p = t.seated_player(cmd.player)
     refuse(rules.done_refusal(t, p))
     return p
 
@@ -101,7 +101,7 @@ def do_done(t: Table, cmd: c.Done, p: PlayerState) -> bool:
     if p.done:
         return True  # pressed already: nothing changes (answered as a duplicate)
     p.done = True
-    t._emit("done", {"player": p.id})
+    t.emit("done", {"player": p.id})
     maybe_close_betting(t)
     return False
 
@@ -120,23 +120,23 @@ def open_betting(t: Table) -> None:
         for q in t.players.values():
             q.done = False
     t.phase = Phase.BETTING
-    t.deadline = t._now + t.options.timers.betting
-    t._emit(
+    t.deadline = t.now + t.options.timers.betting
+    t.emit(
         "betting_opened",
-        {"coup_no": t.coup_no, "round_id": t._round_id, "deadline": t.deadline},
+        {"coup_no": t.coup_no, "round_id": t.round_id, "deadline": t.deadline},
     )
 
 
 def close_betting(t: Table) -> None:
     """Hold every wager (§7), deal four cards face down, name the turners (§6)."""
     assert t.shoe is not None
-    rid = t._round_id
+    rid = t.round_id
     held: dict[str, dict[str, int]] = {}
     before: dict[str, int] = {}
     for q in t.seated():
         if not q.bets:
             continue
-        before[q.id] = t._balance(q.id)
+        before[q.id] = t.balance(q.id)
         settlement.hold(t.wallet, t.table_id, rid, q.id, q.bets)
         held[q.id] = dict(q.bets)
     turner = player_turner(t, held)
@@ -166,12 +166,12 @@ def close_betting(t: Table) -> None:
     for bets in held.values():
         for area, amount in bets.items():
             totals[area] = totals.get(area, 0) + amount
-    t._emit(
+    t.emit(
         "betting_closed",
         {"round_id": rid, "bets": {pid: dict(b) for pid, b in held.items()}, "totals": totals},
         {pid: t.money(pid) for pid in held},
     )
-    t._emit(
+    t.emit(
         "dealt",
         {"round_id": rid, "player": 2, "banker": 2, "turners": dict(t.coup.turners)},
     )

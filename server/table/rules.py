@@ -1,6 +1,6 @@
 """The rules table: which commands each phase allows, and what a player may do now.
 
-What it is for (h11's transition table, pokerkit's ``can``):
+What it is for (h11's transition tables, pokerkit's ``can``):
 
 - :data:`ALLOWED`: for each :class:`~server.table.state.Phase`, the commands it takes.
   :meth:`server.table.Table.handle` checks it once, before any handler runs; a command
@@ -8,6 +8,9 @@ What it is for (h11's transition table, pokerkit's ``can``):
   closed). The handlers keep only the contextual checks: who (``not_seated``,
   ``not_holder``, ``not_your_turn``, ``not_offered``, ``not_cutter``), how much
   (limits, funds) and which card.
+- :data:`NEXT`: the transitions the state triggers after every command (a coup being
+  dealt, no shoe, nobody seated, the shoe to offer, a shoe to cut, betting), in order:
+  the first that holds names the phase; the table's entry to it does the rest.
 - :data:`TURN_STEPS`: within TURN, what each moment of a stage takes (the turner is to
   choose a squeeze or TOSS, or is squeezing), checked after "is it your turn", with the
   code :data:`TURN_REFUSALS` names.
@@ -192,7 +195,7 @@ def bet_bounds(t: Table, p: PlayerState) -> tuple[dict[str, tuple[int, int]], in
     for area, area_max in t.area_max.items():
         have = bets.get(area, 0)
         ranges[area] = (minimum - have if have < minimum - 1 else 1, area_max - have)
-    return ranges, t.available(p.id) + t._stake(p.id) - sum(bets.values())
+    return ranges, t.available(p.id) + t.stake(p.id) - sum(bets.values())
 
 
 def bet_refusal(t: Table, p: PlayerState, area: str, amount: int) -> TableError | None:
@@ -219,7 +222,7 @@ def bets_refusal(t: Table, p: PlayerState, bets: dict[str, int]) -> TableError |
         if amount > lim.max_for(name):
             return TableError("over_max", f"the maximum on {name} is {lim.max_for(name)}")
     # What the new chips add to the stake must come from the balance.
-    if sum(bets.values()) - t._stake(p.id) > t.available(p.id):
+    if sum(bets.values()) - t.stake(p.id) > t.available(p.id):
         return TableError("insufficient_funds", "that bet is more than your balance")
     return None
 

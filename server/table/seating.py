@@ -48,7 +48,7 @@ def do_join(t: Table, cmd: c.Join, rejoin: bool) -> bool:
 
 
 def check_leave(t: Table, cmd: c.Leave) -> PlayerState:
-    p = t._player(cmd.player)
+    p = t.joined_player(cmd.player)
     if p.seat is not None:
         check_can_stand(t, p)
     return p
@@ -61,7 +61,7 @@ def do_leave(t: Table, cmd: c.Leave, p: PlayerState) -> bool:
 
 
 def check_sit(t: Table, cmd: c.Sit) -> tuple[PlayerState, int]:
-    p = t._player(cmd.player)
+    p = t.joined_player(cmd.player)
     if p.seat is not None:
         raise TableError("already_seated", f"you are already in seat {p.seat}")
     free = t.free_seats()
@@ -82,7 +82,7 @@ def do_sit(t: Table, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> bool:
     t._seated = None
     p.connected = True
     p.grace_deadline = None
-    t._emit(
+    t.emit(
         "sat",
         {"player": p.id, "name": p.name, "seat": seat, "free_seats": t.free_seats()},
         {p.id: t.money(p.id)},
@@ -91,7 +91,7 @@ def do_sit(t: Table, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> bool:
 
 
 def check_stand(t: Table, cmd: c.Stand) -> PlayerState:
-    p = t._seated_player(cmd.player)
+    p = t.seated_player(cmd.player)
     check_can_stand(t, p)
     return p
 
@@ -109,10 +109,10 @@ def stand(t: Table, p: PlayerState, reason: str) -> None:
     if p.bets:  # placed chips come back: stake -> player
         p.bets.clear()
         p.bet_order.clear()
-        t._move_stake(p, -t._stake(p.id))
+        t.move_stake(p, -t.stake(p.id))
     p.seat, p.done, p.leaving, p.grace_deadline = None, False, False, None
     t._seated = None
-    t._emit(
+    t.emit(
         "stood",
         {"player": p.id, "seat": seat, "reason": reason, "free_seats": t.free_seats()},
     )
@@ -137,7 +137,7 @@ def gone(t: Table, p: PlayerState) -> None:
 
 
 def check_disconnect(t: Table, cmd: c.Disconnect) -> PlayerState:
-    return t._player(cmd.player)
+    return t.joined_player(cmd.player)
 
 
 def do_disconnect(t: Table, cmd: c.Disconnect, p: PlayerState) -> bool:
@@ -158,12 +158,12 @@ def away(t: Table, p: PlayerState) -> None:
     """A seated player is gone, for now: the grace period starts (§5). The one path
     for a lost connection and a restart (Restored)."""
     p.connected = False
-    p.grace_deadline = t._now + t.options.timers.grace
-    t._emit("disconnected", {"player": p.id, "grace_deadline": p.grace_deadline})
+    p.grace_deadline = t.now + t.options.timers.grace
+    t.emit("disconnected", {"player": p.id, "grace_deadline": p.grace_deadline})
 
 
 def check_reconnect(t: Table, cmd: c.Reconnect) -> PlayerState:
-    return t._player(cmd.player)
+    return t.joined_player(cmd.player)
 
 
 def do_reconnect(t: Table, cmd: c.Reconnect, p: PlayerState) -> bool:
@@ -176,7 +176,7 @@ def back(t: Table, p: PlayerState) -> bool:
     p.connected = True
     p.grace_deadline = None
     p.leaving = False
-    t._emit("reconnected", {"player": p.id})
+    t.emit("reconnected", {"player": p.id})
     return False
 
 

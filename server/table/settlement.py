@@ -192,8 +192,8 @@ def settle(t: Table) -> None:
     payouts = pay(t.wallet, t.table_id, coup, result, t.options.paytable)
     won = [a.value for a in winning_areas(result, t.options.paytable)]
     summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict(), "won": won}
-    t._emit("result", plain_copy(summary))  # the summary stays as last_result
-    t._emit(
+    t.emit("result", plain_copy(summary))  # the summary stays as last_result
+    t.emit(
         "settled",
         {"round_id": rid, "payouts": plain_copy(payouts)},  # the record keeps its own
         {pid: {**t.money(pid), "net": net} for pid, net in nets(payouts).items()},
@@ -215,8 +215,8 @@ def settle(t: Table) -> None:
             result=result,
             payouts=payouts,
             on_behalf=[*t.between_on_behalf, *coup.on_behalf],
-            balances_after={pid: t._balance(pid) for pid in coup.held},
-            time=t._now,
+            balances_after={pid: t.balance(pid) for pid in coup.held},
+            time=t.now,
         )
     )
     t.between_on_behalf = []
@@ -243,7 +243,7 @@ def settle(t: Table) -> None:
         end_shoe(t)
     elif t.shoe.stop_card_out and not t.last_coup_next:
         t.last_coup_next = True
-        t._emit("stop_card", {"coups_left": 1})
+        t.emit("stop_card", {"coups_left": 1})
 
 
 def end_shoe(t: Table, complete: bool = True) -> None:
@@ -259,7 +259,7 @@ def end_shoe(t: Table, complete: bool = True) -> None:
         complete=complete,
     )
     t._records.append(record)
-    t._emit("shoe_ended", plain_copy({k: v for k, v in record.items() if k != "kind"}))
+    t.emit("shoe_ended", plain_copy({k: v for k, v in record.items() if k != "kind"}))
     t.shoe = None
     t.burned = False
     t.last_coup_next = False

@@ -27,14 +27,14 @@ if TYPE_CHECKING:
 
 
 def check_offeree(t: Table, pid: str) -> PlayerState:
-    p = t._seated_player(pid)
+    p = t.seated_player(pid)
     refuse(rules.offer_refusal(t, pid))
     return p
 
 
 def lose_shoe(t: Table, p: PlayerState, reason: str, seat: int | None = None) -> None:
     """§5: the holder passes, stands, leaves or times out: offer the shoe onward."""
-    t._emit("shoe_passed", {"player": p.id, "reason": reason})
+    t.emit("shoe_passed", {"player": p.id, "reason": reason})
     t.anchor_seat = seat or p.seat or t.anchor_seat
     t.holder = None
     t.house_holds = False
@@ -55,9 +55,9 @@ def start_offer(t: Table) -> None:
 
 def offer_to(t: Table, p: PlayerState, declined: list[str]) -> None:
     assert p.seat is not None
-    deadline = t._now + t.options.timers.shoe_offer
+    deadline = t.now + t.options.timers.shoe_offer
     t.offer = Offer(p.id, p.seat, deadline, declined)
-    t._emit("shoe_offered", {"player": p.id, "seat": p.seat, "deadline": deadline})
+    t.emit("shoe_offered", {"player": p.id, "seat": p.seat, "deadline": deadline})
     if not p.connected:  # nobody there to answer: declined on their behalf at once
         t.between_on_behalf.append({"step": "decline the shoe", "player": p.id})
         decline_offer(t, p.id, p.seat, timeout=True)
@@ -69,7 +69,7 @@ def decline_offer(t: Table, pid: str, seat: int | None, *, timeout: bool) -> Non
     declined, the house holds it."""
     offer = t.offer
     assert offer is not None
-    t._emit("shoe_declined", {"player": pid, "seat": seat, "timeout": timeout})
+    t.emit("shoe_declined", {"player": pid, "seat": seat, "timeout": timeout})
     declined = [*offer.declined, pid]
     for q in rotation(t, offer.seat):
         if q.id not in declined:
@@ -84,7 +84,7 @@ def house_takes_shoe(t: Table) -> None:
     t.holder = None
     t.house_holds = True
     t.holder_coups = 0
-    t._emit("shoe_held_by_house", {})
+    t.emit("shoe_held_by_house", {})
 
 
 def check_accept_shoe(t: Table, cmd: c.AcceptShoe) -> PlayerState:
@@ -95,7 +95,7 @@ def do_accept_shoe(t: Table, cmd: c.AcceptShoe, p: PlayerState) -> bool:
     t.offer = None
     t.holder, t.house_holds, t.holder_coups = p.id, False, 0
     t.anchor_seat = p.seat or 0
-    t._emit("shoe_accepted", {"player": p.id, "seat": p.seat})
+    t.emit("shoe_accepted", {"player": p.id, "seat": p.seat})
     return False
 
 
@@ -109,7 +109,7 @@ def do_decline_shoe(t: Table, cmd: c.DeclineShoe, p: PlayerState) -> bool:
 
 
 def check_pass_shoe(t: Table, cmd: c.PassShoe) -> PlayerState:
-    p = t._seated_player(cmd.player)
+    p = t.seated_player(cmd.player)
     refuse(rules.pass_refusal(t, p))
     return p
 
@@ -130,7 +130,7 @@ def do_pass_shoe(t: Table, cmd: c.PassShoe, p: PlayerState) -> bool:
 
 
 def check_cut(t: Table, cmd: c.Cut) -> None:
-    t._seated_player(cmd.player)
+    t.seated_player(cmd.player)
     assert t.shoe is not None
     refuse(rules.cut_refusal(t, cmd.player))
     try:
@@ -149,4 +149,4 @@ def apply_cut(t: Table, position: int, by: str, on_behalf: str | None) -> None:
     t.shoe.apply_cut(position)
     t.cut_by = {"by": by, "on_behalf": on_behalf}
     t.deadline = None
-    t._emit("shoe_cut", {"position": position, "by": by, "on_behalf": on_behalf})
+    t.emit("shoe_cut", {"position": position, "by": by, "on_behalf": on_behalf})

@@ -141,7 +141,7 @@ class Table:
         self._roads: Roads | None = None  # made from results when first asked for
         self._events: list[Event] = []
         self._records: list[dict[str, Any]] = []
-        self._now = 0.0
+        self.now = 0.0
 
     # ------------------------------------------------------------------ public API
     def handle(self, cmd: c.Command, now: float) -> Step:
@@ -155,7 +155,7 @@ class Table:
         check, do = self._verify(cmd)
         ctx = check(self, cmd)
         self._events = []
-        self._now = now
+        self.now = now
         watched = watch(self)
         unchanged = do(self, cmd, ctx)
         self._advance()
@@ -243,31 +243,29 @@ class Table:
         """``player:<id>``: the player's money on no table, what they may still place."""
         return self.wallet.balance("player:" + pid)
 
-    def _stake(self, pid: str) -> int:
+    def stake(self, pid: str) -> int:
         """The chips ``pid`` has placed here and not yet held (``stake:<table>:<id>``)."""
         return self.wallet.balance(stake_account(self.table_id, pid))
 
-    def _balance(self, pid: str) -> int:
+    def balance(self, pid: str) -> int:
         """A player's balance as this table shows it: money on no table plus the chips
         placed here (for one table, the same figure as before chips moved any money)."""
-        return self.available(pid) + self._stake(pid)
+        return self.available(pid) + self.stake(pid)
 
     def money(self, pid: str) -> dict[str, int]:
         """A player's own money, for the private part of an event and their snapshot:
-        ``balance`` (:meth:`_balance`) and ``available`` (:meth:`available`)."""
+        ``balance`` (:meth:`balance`) and ``available`` (:meth:`available`)."""
         available = self.available(pid)
-        return {"balance": available + self._stake(pid), "available": available}
+        return {"balance": available + self.stake(pid), "available": available}
 
-    def _move_stake(self, p: PlayerState, amount: int) -> None:
+    def move_stake(self, p: PlayerState, amount: int) -> None:
         """Move ``amount`` from ``player:<id>`` to this table's stake (``amount`` < 0:
         back), so the stake is always the chips on the felt (§7). The funds were checked
         before anything changed; a refused transfer raises and is never ignored."""
         if amount == 0:
             return
         self.counter += 1
-        settlement.move_stake(
-            self.wallet, self.table_id, self._round_id, self.counter, p.id, amount
-        )
+        settlement.move_stake(self.wallet, self.table_id, self.round_id, self.counter, p.id, amount)
 
     # ------------------------------------------------------------------ the checks
     def check(self, cmd: c.Command) -> None:
@@ -295,14 +293,14 @@ class Table:
             raise TableError("wrong_phase", f"not now: the table is in {self.phase.value}")
         return pair
 
-    def _player(self, pid: str) -> PlayerState:
+    def joined_player(self, pid: str) -> PlayerState:
         p = self.players.get(pid)
         if p is None:
             raise TableError("not_joined", "join the table first")
         return p
 
-    def _seated_player(self, pid: str) -> PlayerState:
-        p = self._player(pid)
+    def seated_player(self, pid: str) -> PlayerState:
+        p = self.joined_player(pid)
         if p.seat is None:
             raise TableError("not_seated", "take a seat first")
         return p
@@ -322,7 +320,7 @@ class Table:
         return rules.same_bets(self, p)
 
     # ------------------------------------------------------------------ emitting
-    def _emit(
+    def emit(
         self, kind: str, data: dict[str, Any], private: dict[str, dict[str, Any]] | None = None
     ) -> None:
         """Add an event. Its ``data`` and ``private`` are the event's own: every caller
@@ -352,7 +350,7 @@ class Table:
         if self.draining == cmd.on:
             return True
         self.draining = cmd.on
-        self._emit("draining", {"on": cmd.on})
+        self.emit("draining", {"on": cmd.on})
         return False
 
     # ------------------------------------------------------------------ the shoe
@@ -376,7 +374,7 @@ class Table:
         self._roads = None
         self.last_coup_next = False
         self.burned = cmd.cards is not None
-        self._emit(
+        self.emit(
             "shoe_started",
             {
                 "shoe_no": self.shoe_no,
@@ -389,12 +387,12 @@ class Table:
         return False
 
     @property
-    def _round_id(self) -> str:
+    def round_id(self) -> str:
         return f"{self.table_id}-{self.shoe_no}-{self.coup_no}"
 
     # ------------------------------------------------------------------ time
     def _do_tick(self, cmd: c.Tick, ctx: None) -> bool:
-        now = self._now
+        now = self.now
         for q in sorted(self.players.values(), key=lambda q: q.id):
             if q.grace_deadline is not None and now >= q.grace_deadline:
                 q.grace_deadline = None
@@ -417,7 +415,7 @@ class Table:
                 betting.close_betting(self)
             else:  # §7: no bet at all, the table waits; the next bet restarts the timer
                 self.deadline = None
-                self._emit("betting_waiting", {})
+                self.emit("betting_waiting", {})
         coup = self.coup
         if coup is not None and coup.deadline is not None and now >= coup.deadline:
             turner = coup.turners[coup.stage_hand]
@@ -431,7 +429,7 @@ class Table:
             settlement.refund(self.wallet, self.table_id, coup)
         for q in self.players.values():
             if q.bets and (coup is None or q.id not in coup.held):  # placed, not held
-                self._move_stake(q, -self._stake(q.id))
+                self.move_stake(q, -self.stake(q.id))
             q.bets = {}
         self.coup = None
         self.offer = None
@@ -439,7 +437,7 @@ class Table:
         if self.shoe is not None:
             settlement.end_shoe(self, complete=False)
         self.phase = Phase.CLOSED
-        self._emit("closed", {"refunded": coup is not None})
+        self.emit("closed", {"refunded": coup is not None})
         return False
 
     # ------------------------------------------------------------------ the flow
@@ -464,7 +462,7 @@ class Table:
     def _enter_waiting(self) -> bool:
         if self.phase is not Phase.WAITING:
             self.phase, self.deadline, self.offer = Phase.WAITING, None, None
-            self._emit("waiting", {})
+            self.emit("waiting", {})
         return False
 
     def _enter_shoe_offer(self) -> bool:
@@ -482,8 +480,8 @@ class Table:
         if self.phase is not Phase.CUT or self.cut_offered_to != self.cutter:
             self.cut_offered_to = self.cutter
             self.phase = Phase.CUT
-            self.deadline = self._now + self.options.timers.cut
-            self._emit("cut_offered", {"player": self.cutter, "deadline": self.deadline})
+            self.deadline = self.now + self.options.timers.cut
+            self.emit("cut_offered", {"player": self.cutter, "deadline": self.deadline})
         return False
 
     def _enter_betting(self) -> bool:
@@ -492,7 +490,7 @@ class Table:
             face, count = self.shoe.burn()
             self.shoe.place_stop(self.options.stop_offset)
             self.burned = True
-            self._emit(
+            self.emit(
                 "burned",
                 {"card": face, "count": count, "stop_offset": self.options.stop_offset},
             )

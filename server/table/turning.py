@@ -54,7 +54,7 @@ def do_squeeze(t: Table, cmd: c.Squeeze, coup: CoupState) -> bool:
     coup.style = cmd.style
     slots = coup.hand(cmd.hand)
     private = {str(i + 1): slots[i].card for i in coup.stage_slots() if not slots[i].up}
-    t._emit(
+    t.emit(
         "squeeze",
         {"hand": cmd.hand, "style": cmd.style, "turner": cmd.player},
         {cmd.player: {"cards": private}},
@@ -92,10 +92,10 @@ def do_progress(t: Table, cmd: c.Progress, ctx: tuple[CoupState, int]) -> bool:
     coup, index = ctx
     key = f"{cmd.hand}{index + 1}"
     last = coup.progress.get(key)
-    if last is not None and (cmd.percent <= last[0] or t._now - last[1] < PROGRESS_INTERVAL):
+    if last is not None and (cmd.percent <= last[0] or t.now - last[1] < PROGRESS_INTERVAL):
         return False
-    coup.progress[key] = [cmd.percent, t._now]
-    t._emit(
+    coup.progress[key] = [cmd.percent, t.now]
+    t.emit(
         "progress",
         {"hand": cmd.hand, "card": index + 1, "percent": cmd.percent, "turner": cmd.player},
     )
@@ -110,7 +110,7 @@ def reveal(
     if on_behalf is not None:
         coup.on_behalf.append({"step": f"turn {hand} card {index + 1}", "player": on_behalf})
     total = hand_total(s.card for s in coup.hand(hand) if s.up)
-    t._emit(
+    t.emit(
         "card",
         {
             "hand": hand,
@@ -152,8 +152,8 @@ def advance_coup(t: Table) -> bool:
         if coup.deadline is None:
             third = coup.stage.endswith("third")
             timers = t.options.timers
-            coup.deadline = t._now + (timers.third_card if third else timers.squeeze)
-            t._emit(
+            coup.deadline = t.now + (timers.third_card if third else timers.squeeze)
+            t.emit(
                 "turn",
                 {"hand": hand, "turner": turner, "third": third, "deadline": coup.deadline},
             )
@@ -188,4 +188,4 @@ def next_stage(t: Table, coup: CoupState) -> CoupStage | None:
 def deal_third(t: Table, coup: CoupState, hand: str) -> None:
     assert t.shoe is not None
     coup.hand(hand).append(CardSlot(t.shoe.draw()))
-    t._emit("third_card", {"hand": hand})
+    t.emit("third_card", {"hand": hand})
