@@ -17,7 +17,8 @@ from server.net.handlers import HANDLERS
 from server.protocol.messages import SCHEMAS, TABLE_COMMANDS, parse
 from server.table import commands as c
 from server.table import rules
-from server.table.table import _HANDLERS
+from server.table.state import Phase
+from server.table.table import _ENTER, _HANDLERS
 
 #: The table commands the table actor builds itself (with the gateway's bookkeeping).
 OWNERS_OWN = {"leave"}
@@ -75,3 +76,12 @@ def test_a_relayed_message_parses_into_its_tables_command() -> None:
         checked.pop("table")
         cmd = actor.WIRE_COMMANDS[kind](player="ann", id="1", **checked)
         assert type(cmd) is c.WIRE_COMMANDS[kind]
+
+
+def test_every_phase_but_closed_is_entered_by_one_transition() -> None:
+    """rules.NEXT (the state-triggered transitions) names each phase the table moves to
+    by itself once, the last always holds, and the table has an entry for each."""
+    targets = [phase for _, phase in rules.NEXT]
+    assert len(targets) == len(set(targets)) and set(targets) == set(Phase) - {Phase.CLOSED}
+    assert set(_ENTER) == set(targets)
+    assert rules.NEXT[-1][0](None)  # type: ignore[arg-type]  # otherwise: betting
