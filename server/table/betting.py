@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 
 def set_bets(t: Table, p: PlayerState, bets: dict[str, int], change: str) -> None:
+    """``p``'s chips become ``bets`` (checked): the stake follows (§7), and a first bet
+    starts the timer of a table that waited for one."""
     for name in set(p.bets) | set(bets):
         if p.bets.get(name, 0) != bets.get(name, 0):
             t.counter += 1
@@ -46,7 +48,7 @@ def set_bets(t: Table, p: PlayerState, bets: dict[str, int], change: str) -> Non
 
 def check_place_bet(t: Table, cmd: c.PlaceBet) -> tuple[PlayerState, dict[str, int]]:
     p = t.seated_player(cmd.player)
-    area = t._area(cmd.area)
+    area = t.open_area(cmd.area)
     refuse(rules.bet_refusal(t, p, area, cmd.amount))
     return p, {**p.bets, area: p.bets.get(area, 0) + cmd.amount}
 
@@ -58,7 +60,7 @@ def do_place_bet(t: Table, cmd: c.PlaceBet, ctx: tuple[PlayerState, dict[str, in
 
 def check_remove_bet(t: Table, cmd: c.RemoveBet) -> tuple[PlayerState, dict[str, int]]:
     p = t.seated_player(cmd.player)
-    area = t._area(cmd.area)
+    area = t.open_area(cmd.area)
     refuse(rules.remove_refusal(t, p, area, cmd.amount))
     have = p.bets[area]
     return p, {**p.bets, area: have - (have if cmd.amount is None else cmd.amount)}

@@ -310,7 +310,8 @@ class Table:
         coup = self.coup
         return coup is not None and (p.id in coup.held or p.id == coup.holder)
 
-    def _area(self, name: str) -> str:
+    def open_area(self, name: str) -> str:
+        """``name``, if it is a bet area open at this table (``bad_area`` if not)."""
         if name not in self.open_areas:
             raise TableError("bad_area", f"{name} is not open at this table")
         return name
