@@ -39,6 +39,7 @@ from typing import Any
 from server.bus.base import Bus
 from server.engine.odds import exact_odds
 from server.protocol.errors import ChemmyError, Refused
+from server.protocol.messages import TABLE_COMMANDS
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import (
     Overdrawn,
@@ -66,24 +67,12 @@ log = logging.getLogger("chemmy.croupier")
 BACKOFF_FIRST = 0.1
 BACKOFF_MAX = 10.0
 
-#: The table command each relayed wire message becomes (``server.protocol.messages``
-#: names them; the record's fields are the command's).
+#: The table command each relayed wire message becomes: the table's own vocabulary
+#: (``server.table.commands``) for the names the protocol relays (``TABLE_COMMANDS``;
+#: ``join`` and ``leave`` are the actor's own, below). The record's fields are the
+#: command's.
 WIRE_COMMANDS: dict[str, type[c.Command]] = {
-    "sit": c.Sit,
-    "stand": c.Stand,
-    "bet": c.PlaceBet,
-    "remove_bet": c.RemoveBet,
-    "clear_bets": c.ClearBets,
-    "same_bet": c.SameBet,
-    "done": c.Done,
-    "accept_shoe": c.AcceptShoe,
-    "decline_shoe": c.DeclineShoe,
-    "pass_shoe": c.PassShoe,
-    "cut": c.Cut,
-    "squeeze": c.Squeeze,
-    "turn": c.TurnCard,
-    "toss": c.Toss,
-    "progress": c.Progress,
+    kind: cls for kind, cls in c.WIRE_COMMANDS.items() if kind in TABLE_COMMANDS
 }
 
 #: The field of a ``sit`` record that carries a guest not yet stored (``name``, ``funds``):

@@ -44,6 +44,7 @@ __all__ = [
     "ShoeError",
     "VerifyReport",
     "commitment",
+    "cut_bounds",
     "cut_order",
     "shuffle_order",
     "timeout_cut",
@@ -104,9 +105,15 @@ def shuffle_order(seed: bytes, decks: int = 8) -> list[str]:
     return cards
 
 
+def cut_bounds(size: int) -> tuple[int, int]:
+    """The first and last position a shoe of ``size`` cards may be cut at (§4)."""
+    return MIN_CUT, size - MIN_CUT
+
+
 def check_cut(cut: int, size: int) -> None:
-    if not isinstance(cut, int) or isinstance(cut, bool) or not MIN_CUT <= cut <= size - MIN_CUT:
-        raise ShoeError(f"the cut must be between {MIN_CUT} and {size - MIN_CUT}, not {cut!r}")
+    low, high = cut_bounds(size)
+    if not isinstance(cut, int) or isinstance(cut, bool) or not low <= cut <= high:
+        raise ShoeError(f"the cut must be between {low} and {high}, not {cut!r}")
 
 
 def cut_order(order: Sequence[str], cut: int) -> list[str]:

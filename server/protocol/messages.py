@@ -1,7 +1,10 @@
 """The client messages: their names, fields and types, checked in one place.
 
 Every client message is a map with ``type`` and a client-chosen ``id`` (a string or an
-integer, echoed by the reply). :func:`parse` checks a decoded message against
+integer, echoed by the reply). :data:`SCHEMAS` is the one list of the messages: the
+gateway's handlers (``server.net.handlers``) and the relayed table commands
+(:data:`TABLE_COMMANDS`) are made from it, and tests/server/test_vocabulary.py holds the
+table's own vocabulary to it. :func:`parse` checks a decoded message against
 :data:`SCHEMAS` and returns ``(type, id, fields)`` or raises
 :class:`~server.protocol.errors.ProtocolError` (a malformed message: ``bad_message``,
 ``unknown_command``). Whether the move is allowed is the table's business, not this
@@ -18,11 +21,22 @@ from typing import Any
 
 from .errors import ProtocolError
 
-__all__ = ["SCHEMAS", "TABLE_COMMANDS", "parse"]
+__all__ = ["SCHEMAS", "TABLE_COMMANDS", "TableSchema", "parse"]
 
 # field -> (type(s), required). ``int`` never accepts a bool; amounts are int only.
 _Field = tuple[type | tuple[type, ...], bool]
 _TABLE: dict[str, _Field] = {"table": (str, True)}
+
+
+class TableSchema(dict[str, _Field]):
+    """The schema of a table command: a message the gateway relays to the table's owner
+    as it is, which makes it the table's command of the same wire name
+    (``server.table.commands.WIRE_COMMANDS``, with these fields but ``table``)."""
+
+
+def _table_command(**fields: _Field) -> TableSchema:
+    return TableSchema(_TABLE, **fields)
+
 
 SCHEMAS: dict[str, dict[str, _Field]] = {
     "hello": {
@@ -37,21 +51,21 @@ SCHEMAS: dict[str, dict[str, _Field]] = {
     "close_table": {**_TABLE},
     "join": {**_TABLE, "since": (int, False)},
     "leave": {**_TABLE},
-    "sit": {**_TABLE, "seat": (int, False)},
-    "stand": {**_TABLE},
-    "bet": {**_TABLE, "area": (str, True), "amount": (int, True)},
-    "remove_bet": {**_TABLE, "area": (str, True), "amount": (int, False)},
-    "clear_bets": {**_TABLE},
-    "same_bet": {**_TABLE},
-    "done": {**_TABLE},
-    "accept_shoe": {**_TABLE},
-    "decline_shoe": {**_TABLE},
-    "pass_shoe": {**_TABLE},
-    "cut": {**_TABLE, "position": (int, True)},
-    "squeeze": {**_TABLE, "hand": (str, True), "style": (str, True)},
-    "turn": {**_TABLE, "hand": (str, True), "card": (int, True)},
-    "toss": {**_TABLE, "hand": (str, True)},
-    "progress": {**_TABLE, "hand": (str, True), "card": (int, True), "percent": (int, True)},
+    "sit": _table_command(seat=(int, False)),
+    "stand": _table_command(),
+    "bet": _table_command(area=(str, True), amount=(int, True)),
+    "remove_bet": _table_command(area=(str, True), amount=(int, False)),
+    "clear_bets": _table_command(),
+    "same_bet": _table_command(),
+    "done": _table_command(),
+    "accept_shoe": _table_command(),
+    "decline_shoe": _table_command(),
+    "pass_shoe": _table_command(),
+    "cut": _table_command(position=(int, True)),
+    "squeeze": _table_command(hand=(str, True), style=(str, True)),
+    "turn": _table_command(hand=(str, True), card=(int, True)),
+    "toss": _table_command(hand=(str, True)),
+    "progress": _table_command(hand=(str, True), card=(int, True), percent=(int, True)),
     "chat": {**_TABLE, "text": (str, True)},
     "balance": {},
     "deposit": {"amount": (int, True)},
@@ -60,26 +74,11 @@ SCHEMAS: dict[str, dict[str, _Field]] = {
     "shoe_record": {**_TABLE, "shoe": (int, False)},
 }
 
-#: The wire names of the table commands: a gateway relays these to the table's owner,
-#: which turns each into the table's own command (``server.croupier``).
+#: The wire names of the table commands (their schemas are :class:`TableSchema`): a
+#: gateway relays these to the table's owner, which turns each into the table's own
+#: command (``server.croupier``).
 TABLE_COMMANDS: frozenset[str] = frozenset(
-    {
-        "sit",
-        "stand",
-        "bet",
-        "remove_bet",
-        "clear_bets",
-        "same_bet",
-        "done",
-        "accept_shoe",
-        "decline_shoe",
-        "pass_shoe",
-        "cut",
-        "squeeze",
-        "turn",
-        "toss",
-        "progress",
-    }
+    kind for kind, schema in SCHEMAS.items() if isinstance(schema, TableSchema)
 )
 
 MAX_ID_LEN = 64

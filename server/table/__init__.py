@@ -6,8 +6,11 @@ in as ``now``. Never any I/O, clock or global random here: the server
 
 The modules, one seam each:
 
-- :mod:`.commands`: the commands, each checking its own shape;
-- :mod:`.rules`: which commands each phase takes, and each player's ``actions``;
+- :mod:`.commands`: the commands, each checking its own shape and naming itself on
+  the wire (``COMMANDS``, ``WIRE_COMMANDS``: the one list of them);
+- :mod:`.rules`: which commands each phase takes, each command's bounds (written once,
+  for the checks and the actions), and each player's ``actions``;
+- :mod:`.actions`: keeping each player's actions current (what changed, sent to whom);
 - :mod:`.table`: the machine (``handle``, each command's check and do, ``_advance``);
 - :mod:`.state`: the records it is made of (phases, players, the coup, the offer);
 - :mod:`.settlement`: paying a coup, and the round and shoe records;

@@ -18,7 +18,7 @@ croupier, never from a client (the table refuses them from anyone else).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from server.engine.cards import CardError, parse_card
 from server.engine.payouts import Area
@@ -27,9 +27,11 @@ from .errors import TableError
 
 __all__ = [
     "AREAS",
+    "COMMANDS",
     "CROUPIER",
     "HANDS",
     "STYLES",
+    "WIRE_COMMANDS",
     "AcceptShoe",
     "ClearBets",
     "CloseTable",
@@ -96,6 +98,10 @@ def _amount(amount: object) -> None:
 class Command:
     """Who (``player``; the croupier when none) and the client's command ``id``."""
 
+    #: Its name on the wire (docs/protocol.md §6), when a client may send it: the one
+    #: place a table command is named (:data:`WIRE_COMMANDS`).
+    wire: ClassVar[str | None] = None
+
     player: str = CROUPIER
     id: str | None = None
 
@@ -128,10 +134,14 @@ class Join(Command):
 class Leave(Command):
     """Leave the table (a seated player stands first)."""
 
+    wire = "leave"
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Sit(Command):
     """Take ``seat`` (1..seats), or the lowest free seat when None."""
+
+    wire = "sit"
 
     seat: int | None = None
 
@@ -144,10 +154,14 @@ class Sit(Command):
 class Stand(Command):
     """Leave your seat, staying as a spectator."""
 
+    wire = "stand"
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PlaceBet(Command):
     """Add ``amount`` minor units to ``area``."""
+
+    wire = "bet"
 
     area: str
     amount: int
@@ -160,6 +174,8 @@ class PlaceBet(Command):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RemoveBet(Command):
     """Regret (seed 001): take ``amount`` off ``area``, or all of it when None."""
+
+    wire = "remove_bet"
 
     area: str
     amount: int | None = None
@@ -174,35 +190,49 @@ class RemoveBet(Command):
 class ClearBets(Command):
     """Take every chip off the layout."""
 
+    wire = "clear_bets"
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SameBet(Command):
     """Repeat the previous round's bets ("SAME BET", §7)."""
+
+    wire = "same_bet"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Done(Command):
     """DONE: finished betting (§7)."""
 
+    wire = "done"
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AcceptShoe(Command):
     """Take the shoe offered to you (§5)."""
+
+    wire = "accept_shoe"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DeclineShoe(Command):
     """Decline the shoe offered to you: it goes to the next seat (§5)."""
 
+    wire = "decline_shoe"
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PassShoe(Command):
     """The holder gives up the shoe between coups, after at least one (§5)."""
 
+    wire = "pass_shoe"
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Cut(Command):
     """Cut the new shoe at ``position`` (§4: at least 10 cards from either end)."""
+
+    wire = "cut"
 
     position: int
 
@@ -214,6 +244,8 @@ class Cut(Command):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Squeeze(Command):
     """Start squeezing the stage's cards of ``hand`` in ``style`` (§6)."""
+
+    wire = "squeeze"
 
     hand: Hand
     style: SqueezeStyle
@@ -228,6 +260,8 @@ class Squeeze(Command):
 class TurnCard(Command):
     """Turn one card: 1 or 2 of a two-card hand, 3 for a third card."""
 
+    wire = "turn"
+
     hand: Hand
     card: int
 
@@ -240,6 +274,8 @@ class TurnCard(Command):
 class Toss(Command):
     """Turn every face-down card of the hand's stage at once."""
 
+    wire = "toss"
+
     hand: Hand
 
     def _check(self) -> None:
@@ -249,6 +285,8 @@ class Toss(Command):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Progress(Command):
     """How far the turner has squeezed a card (0-100), shown to the others."""
+
+    wire = "progress"
 
     hand: Hand
     card: int
@@ -326,3 +364,21 @@ class Restored(Command):
     seated player is marked disconnected (the grace period starts now, §5) as by
     :class:`Disconnect`, and spectators are sent away. The croupier sends it before
     anything else, before any Tick, so no offer is made to someone taken for present."""
+
+
+#: Every table command, in the order defined here: the one list of them (the table's
+#: handlers are found by their names, ``_check_<name>`` and ``_do_<name>``).
+#: (A slots dataclass is made anew, so each class is taken as the module names it.)
+COMMANDS: tuple[type[Command], ...] = tuple(
+    cls for cls in Command.__subclasses__() if globals().get(cls.__name__) is cls
+)
+
+
+#: The table command each wire name a client may send becomes (docs/protocol.md §6),
+#: made from the commands' own ``wire`` names. A gateway relays them to the table's
+#: owner (all but ``leave``, which the owner handles itself: ``server.croupier``), whose
+#: :data:`server.protocol.messages.SCHEMAS` entries give the same fields
+#: (tests/server/test_vocabulary.py).
+WIRE_COMMANDS: dict[str, type[Command]] = {
+    cls.wire: cls for cls in COMMANDS if cls.wire is not None
+}

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from server.protocol.errors import Refused
 
-__all__ = ["TableError"]
+__all__ = ["TableError", "refuse"]
 
 
 class TableError(Refused):
     """A command the table rules do not allow now."""
+
+
+def refuse(refused: TableError | None) -> None:
+    """A check: raise the refusal a rule returned (:mod:`server.table.rules`), if any."""
+    if refused is not None:
+        raise refused

@@ -98,7 +98,7 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         "counter": t.counter,
         "draining": t.draining,
         "recent_ids": {p: list(v) for p, v in t.recent_ids.items()},
-        "sent_actions": dict(t.sent_actions),
+        "sent_actions": dict(t.sent_actions.stored()),
         "last_result": copy.deepcopy(t.last_result),
         "cut_by": dict(t.cut_by) if t.cut_by is not None else None,
         "cut_offered_to": t.cut_offered_to,
@@ -130,7 +130,7 @@ def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table
     t.offer_needed = s["offer_needed"]
     t.offer = Offer(**s["offer"]) if s["offer"] is not None else None
     t.draining = s["draining"]
-    t.sent_actions = s["sent_actions"]
+    t.sent_actions.digests = s["sent_actions"]
     t.anchor_seat = s["anchor_seat"]
     if s["coup"] is not None:
         d = s["coup"]

@@ -1,6 +1,6 @@
 """The rules table: which commands each phase allows, and what a player may do now.
 
-What it is for (h11's transition table, pokerkit's ``can``):
+What it is for (h11's transition tables, pokerkit's ``can``):
 
 - :data:`ALLOWED`: for each :class:`~server.table.state.Phase`, the commands it takes.
   :meth:`server.table.Table.handle` checks it once, before any handler runs; a command
@@ -8,30 +8,45 @@ What it is for (h11's transition table, pokerkit's ``can``):
   closed). The handlers keep only the contextual checks: who (``not_seated``,
   ``not_holder``, ``not_your_turn``, ``not_offered``, ``not_cutter``), how much
   (limits, funds) and which card.
+- :data:`NEXT`: the transitions the state triggers after every command (a coup being
+  dealt, no shoe, nobody seated, the shoe to offer, a shoe to cut, betting), in order:
+  the first that holds names the phase; the table's entry to it does the rest.
 - :data:`TURN_STEPS`: within TURN, what each moment of a stage takes (the turner is to
   choose a squeeze or TOSS, or is squeezing), checked after "is it your turn", with the
   code :data:`TURN_REFUSALS` names.
 - :data:`CROUPIER_ONLY`: commands only the croupier sends (``not_allowed`` from anyone
   else, in any phase); :data:`DRAINING_REFUSES`: new bets, refused with ``draining`` in
   any phase while the server shuts down.
+- **Each command's bounds, written once** (pokerkit computes its ``can_*`` bounds with
+  its verifier): the ``*_refusal`` functions say why a player may not send a command
+  now (a :class:`~server.table.errors.TableError`, or None), the ``*_bounds`` functions
+  how far they may go (the free seats, the cut's range, what one bet may add to an
+  area, what may come off it). The table's checks raise what they return; :func:`actions`
+  lists a command exactly when they let it through, with those bounds.
 - :func:`actions`: every wire command one player may send now, with its bounds: the
   ``you.actions`` of their snapshot and of the private overlay the table adds to a
-  step's last event whenever a player's actions change. Clients grey out buttons from
-  it instead of copying the rules.
+  step's last event whenever a player's actions change (that diff-and-send is
+  :mod:`server.table.actions`). Clients grey out buttons from it instead of copying the
+  rules.
 
-What it must never do: change the table. :func:`actions` only reads it, and must agree
-with what ``handle`` accepts (tests/table/test_actions.py checks every listed action
-and bound against :meth:`~server.table.Table.can`, and every unlisted command).
+What it must never do: change the table. Everything here only reads it; :func:`actions`
+must agree with what ``handle`` accepts (tests/table/test_actions.py checks every
+listed action and bound against :meth:`~server.table.Table.can`, and every unlisted
+command).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from server.engine.shoe import MIN_CUT
+from server.engine.payouts import Area
+from server.engine.shoe import cut_bounds
 
 from . import commands as c
-from .state import Phase, TurnStep
+from .commands import WIRE_COMMANDS
+from .errors import TableError
+from .state import CoupState, Phase, PlayerState, TurnStep
 
 if TYPE_CHECKING:
     from .table import Table
@@ -41,11 +56,27 @@ __all__ = [
     "ANYTIME",
     "CROUPIER_ONLY",
     "DRAINING_REFUSES",
+    "NEXT",
     "TURN_REFUSALS",
     "TURN_STEPS",
     "WIRE_COMMANDS",
     "actions",
-    "actions_key",
+    "bet_bounds",
+    "bet_refusal",
+    "bets_refusal",
+    "card_refusal",
+    "clear_refusal",
+    "cut_range",
+    "cut_refusal",
+    "done_refusal",
+    "offer_refusal",
+    "pass_refusal",
+    "remove_bounds",
+    "remove_refusal",
+    "same_bet_refusal",
+    "same_bets",
+    "stand_refusal",
+    "turn_refusal",
 ]
 
 Commands = frozenset[type[c.Command]]
@@ -85,6 +116,22 @@ ALLOWED: dict[Phase, Commands] = {
     Phase.CLOSED: frozenset(),
 }
 
+#: The transitions the state triggers (§4-§7), after every command: the first whose
+#: condition holds names the phase the table moves to (the table's entry to it does
+#: what that takes: burns, opens the betting, offers the shoe or the cut). The commands
+#: move the table between these conditions; ALLOWED says which each phase takes.
+NEXT: tuple[tuple[Callable[[Table], bool], Phase], ...] = (
+    (lambda t: t.coup is not None, Phase.TURN),  # a coup is being dealt (settled: on)
+    (lambda t: t.shoe is None, Phase.SHUFFLE),  # the shoe is over: a new one is wanted
+    (lambda t: not t.seated(), Phase.WAITING),  # nobody seated
+    (  # the shoe is offered: someone is asked, or the shoe must find a holder (§5)
+        lambda t: t.offer is not None or t.offer_needed or (t.holder is None and not t.house_holds),
+        Phase.SHOE_OFFER,
+    ),
+    (lambda t: t.shoe is not None and t.shoe.cut is None, Phase.CUT),  # a new shoe (§4)
+    (lambda t: True, Phase.BETTING),  # burned, then a round opens or goes on (§7)
+)
+
 #: Within TURN (§6): what the turner may do at each moment of a stage.
 TURN_STEPS: dict[TurnStep, Commands] = {
     TurnStep.CHOOSE: frozenset({c.Squeeze, c.Toss}),
@@ -96,147 +143,296 @@ TURN_REFUSALS: dict[tuple[TurnStep, type[c.Command]], tuple[str, str]] = {
     (TurnStep.SQUEEZE, c.Squeeze): ("already_squeezing", "you are already squeezing these cards"),
 }
 
-#: The wire name of each command a client may send (docs/protocol.md §6).
-WIRE_COMMANDS: dict[str, type[c.Command]] = {
-    "sit": c.Sit,
-    "stand": c.Stand,
-    "leave": c.Leave,
-    "accept_shoe": c.AcceptShoe,
-    "decline_shoe": c.DeclineShoe,
-    "pass_shoe": c.PassShoe,
-    "cut": c.Cut,
-    "bet": c.PlaceBet,
-    "remove_bet": c.RemoveBet,
-    "clear_bets": c.ClearBets,
-    "same_bet": c.SameBet,
-    "done": c.Done,
-    "squeeze": c.Squeeze,
-    "turn": c.TurnCard,
-    "toss": c.Toss,
-    "progress": c.Progress,
-}
+
+# ------------------------------------------------------------------ who and when (§5, §6)
+def stand_refusal(t: Table, p: PlayerState) -> TableError | None:
+    """Why seated ``p`` may not stand up (or leave) now: their wager, or the shoe they
+    hold, is in the coup being dealt."""
+    if t.wager_in_play(p):
+        return TableError("wager_in_play", "wait until this coup is settled")
+    return None
 
 
+def offer_refusal(t: Table, pid: str) -> TableError | None:
+    """Why ``pid`` may not accept or decline the shoe: it is not offered to them (§5)."""
+    if t.offer is None or t.offer.current != pid:
+        return TableError("not_offered", "the shoe is not being offered to you")
+    return None
+
+
+def pass_refusal(t: Table, p: PlayerState) -> TableError | None:
+    """Why ``p`` may not pass the shoe: not the holder, or no coup dealt yet (§5)."""
+    if t.holder != p.id:
+        return TableError("not_holder", "only the shoe holder passes the shoe")
+    if t.holder_coups < 1:
+        return TableError("too_early", "deal at least one coup before passing the shoe")
+    return None
+
+
+def cut_refusal(t: Table, pid: str) -> TableError | None:
+    """Why ``pid`` may not cut: it is someone else's cut (§4)."""
+    if pid != t.cutter:
+        return TableError("not_cutter", "it is not your cut")
+    return None
+
+
+def cut_range(t: Table) -> tuple[int, int]:
+    """The first and last position the shoe may be cut at (§4: 10 cards from either end)."""
+    assert t.shoe is not None  # a shoe exists in CUT
+    return cut_bounds(t.shoe.size)
+
+
+# ------------------------------------------------------------------ betting (§3, §7)
+def bet_bounds(t: Table, p: PlayerState) -> tuple[dict[str, tuple[int, int]], int]:
+    """What one bet may add to each area open here, ``{area: (low, top)}``: at least
+    what the table minimum still needs there (at least 1), at most the area maximum
+    less what is there; and ``funds``, the most ``p``'s chips may grow by: the balance,
+    as the stake is the chips on the felt (what the new chips add to the stake must come
+    from the balance)."""
+    minimum = t.options.limits.min
+    bets = p.bets
+    ranges: dict[str, tuple[int, int]] = {}
+    for area, area_max in t.area_max.items():
+        have = bets.get(area, 0)
+        ranges[area] = (minimum - have if have < minimum - 1 else 1, area_max - have)
+    return ranges, t.available(p.id) + t.stake(p.id) - sum(bets.values())
+
+
+def bet_refusal(t: Table, p: PlayerState, area: str, amount: int) -> TableError | None:
+    """Why ``p`` may not add ``amount`` to ``area`` (open here), by :func:`bet_bounds`."""
+    ranges, funds = bet_bounds(t, p)
+    low, top = ranges[area]
+    lim = t.options.limits
+    if amount < low:
+        return TableError("below_min", f"the minimum on {area} is {lim.min}")
+    if amount > top:
+        return TableError("over_max", f"the maximum on {area} is {lim.max_for(area)}")
+    if amount > funds:
+        return TableError("insufficient_funds", "that bet is more than your balance")
+    return None
+
+
+def bets_refusal(t: Table, p: PlayerState, bets: dict[str, int]) -> TableError | None:
+    """Why ``p``'s chips may not become ``bets``: every area within its limits and the
+    chips added within the balance (§3, §7). None when they may."""
+    lim = t.options.limits
+    for name, amount in bets.items():
+        if amount < lim.min:
+            return TableError("below_min", f"the minimum on {name} is {lim.min}")
+        if amount > lim.max_for(name):
+            return TableError("over_max", f"the maximum on {name} is {lim.max_for(name)}")
+    # What the new chips add to the stake must come from the balance.
+    if sum(bets.values()) - t.stake(p.id) > t.available(p.id):
+        return TableError("insufficient_funds", "that bet is more than your balance")
+    return None
+
+
+def remove_bounds(t: Table, p: PlayerState, area: str) -> tuple[int, int]:
+    """What may come off ``area``: ``(have, max_partial)``: all of it, or any amount up
+    to ``max_partial``, leaving at least the minimum (0: only all of it may go)."""
+    have = p.bets.get(area, 0)
+    minimum = t.options.limits.min
+    return have, have - minimum if have > minimum else 0
+
+
+def remove_refusal(t: Table, p: PlayerState, area: str, amount: int | None) -> TableError | None:
+    """Why ``amount`` (None: all of it) may not come off ``area``, by :func:`remove_bounds`."""
+    have, partial = remove_bounds(t, p, area)
+    if not have:
+        return TableError("no_bet", f"you have no bet on {area}")
+    if amount is None or amount == have:
+        return None
+    if amount > have:
+        return TableError("bad_amount", f"you have {have} on {area}")
+    if amount > partial:
+        return TableError("below_min", f"the minimum on {area} is {t.options.limits.min}")
+    return None
+
+
+def clear_refusal(p: PlayerState) -> TableError | None:
+    if not p.bets:
+        return TableError("no_bet", "you have no bets to clear")
+    return None
+
+
+def same_bets(t: Table, p: PlayerState) -> dict[str, int]:
+    """``p``'s previous round's bets on the areas open here ("SAME BET", §7)."""
+    return {a: b for a, b in p.last_bets.items() if a in t.area_max}
+
+
+def same_bet_refusal(t: Table, p: PlayerState) -> TableError | None:
+    """Why ``p`` may not repeat the previous round's bets (§7)."""
+    if not p.last_bets:
+        return TableError("no_previous_bets", "you have no previous round's bets to repeat")
+    return bets_refusal(t, p, same_bets(t, p))
+
+
+def done_refusal(t: Table, p: PlayerState) -> TableError | None:
+    """Why ``p`` may not press DONE now (the holder without a Banker bet on a
+    ``holder_must_bet_banker`` table), or None."""
+    if t.options.holder_must_bet_banker and p.id == t.holder and not p.bets.get(Area.BANKER.value):
+        return TableError("holder_must_bet_banker", "the shoe holder bets on Banker here")
+    return None
+
+
+# ------------------------------------------------------------------ turning (§6)
+def turn_refusal(coup: CoupState, pid: str, hand: str) -> TableError | None:
+    """Why ``pid`` may not turn ``hand`` now: it is not the stage's hand, or not theirs."""
+    if hand != coup.stage_hand:
+        return TableError("not_your_turn", f"the {coup.stage_hand} hand is being turned now")
+    if coup.turners[hand] != pid:
+        return TableError("not_your_turn", f"you do not turn the {hand} cards")
+    return None
+
+
+def card_refusal(coup: CoupState, card: int) -> TableError | None:
+    """Why ``card`` may not be turned (or squeezed): not a card of the stage, or face up.
+    The cards that may be: ``coup.face_down()``."""
+    if card - 1 not in coup.stage_slots():
+        allowed = " or ".join(str(i + 1) for i in coup.stage_slots())
+        return TableError("bad_card", f"turn card {allowed}")
+    if coup.hand(coup.stage_hand)[card - 1].up:
+        return TableError("card_already_turned", f"card {card} is already face up")
+    return None
+
+
+def step_refusal(coup: CoupState, kind: type[c.Command]) -> TableError | None:
+    """Why the stage's moment does not take ``kind`` (:data:`TURN_STEPS`)."""
+    step = coup.turn_step
+    if kind not in TURN_STEPS[step]:
+        return TableError(*TURN_REFUSALS[(step, kind)])
+    return None
+
+
+# ------------------------------------------------------------------ actions
 def actions(t: Table, pid: str) -> dict[str, Any]:
     """The wire commands ``pid`` may send now, each with its bounds (docs/protocol.md,
     "you.actions"): a key present means allowed now. Reads the table, changes nothing.
 
-    ``bet.areas[a]``: the amount one ``bet`` may add to area ``a``: ``min`` is what the
-    table minimum still needs there (at least 1), ``max`` the area maximum less what is
-    there, capped by the player's funds; areas where ``max < min`` are left out.
+    A command is listed when the phase takes it (:data:`ALLOWED`, :data:`DRAINING_REFUSES`)
+    and its refusal above lets it through. ``bet.areas[a]``: the amount one ``bet`` may
+    add to area ``a`` (:func:`bet_bounds`; areas where ``max < min`` are left out).
     ``remove_bet.areas[a]``: ``have`` (remove it all) or any amount up to
-    ``max_partial`` (leaving at least the minimum; 0 when only all of it may go).
+    ``max_partial`` (:func:`remove_bounds`).
 
-    It runs after every step for the players the step may have changed, so it is
-    written for speed; tests/table/test_actions.py holds it to what ``handle`` does.
+    It runs after every step for the players the step may have changed;
+    tests/table/test_actions.py holds it to what ``handle`` does.
     """
     p = t.players.get(pid)
-    phase = t.phase
-    if p is None or phase is Phase.CLOSED:
+    if p is None:
         return {}
-    if p.seat is None:
-        free = t.free_seats()
-        return {"sit": {"seats": free}, "leave": {}} if free else {"leave": {}}
-    coup = t.coup
-    out: dict[str, Any] = (
-        {}
-        if coup is not None and (pid in coup.held or pid == coup.holder)  # wager_in_play
-        else {"stand": {}, "leave": {}}
-    )
-    if phase is Phase.BETTING:
-        _betting_actions(t, p, out)
-    elif phase is Phase.TURN:
-        if coup is not None:
-            hand = coup.stage_hand
-            if coup.turners[hand] == pid:
-                if coup.style is None:
-                    out["squeeze"] = {"hand": hand, "styles": list(c.STYLES)}
-                else:
-                    down = coup.face_down()
-                    out["turn"] = {"hand": hand, "cards": down}
-                    out["progress"] = {"hand": hand, "cards": list(down)}
-                out["toss"] = {"hand": hand}
-    elif phase is Phase.SHOE_OFFER:
-        if t.offer is not None and t.offer.current == pid:
-            out["accept_shoe"] = {}
-            out["decline_shoe"] = {}
-    elif phase is Phase.CUT and t.shoe is not None and t.cutter == pid:
-        out["cut"] = {"min": MIN_CUT, "max": t.shoe.size - MIN_CUT}
+    out: dict[str, Any] = {}
+    for lister, kinds in _LISTERS[t.phase, t.draining]:
+        lister(t, p, kinds, out)
     return out
 
 
-def actions_key(t: Table, p: Any) -> tuple[Any, ...]:
-    """Everything :func:`actions` of seated player ``p`` is made from: equal keys, equal
-    actions. The table compares keys to know whose actions changed in a step without
-    making them (tests/table/test_actions.py holds the two together: every seated
-    player's last actions received are always their actions now)."""
-    phase = t.phase
-    coup = t.coup
-    pid = p.id
-    in_play = coup is not None and (pid in coup.held or pid == coup.holder)
-    if phase is Phase.BETTING:
-        return (
-            "betting",
-            in_play,
-            t.draining,
-            pid == t.holder,
-            t.holder_coups > 0,
-            t.available(pid),
-            tuple(p.bets.items()),
-            tuple(p.last_bets.items()),
-        )
-    if phase is Phase.TURN and coup is not None:
-        hand = coup.stage_hand
-        if coup.turners[hand] != pid:
-            return ("turn", in_play)
-        return ("turn", in_play, hand, coup.style, tuple(coup.face_down()))
-    if phase is Phase.SHOE_OFFER:
-        return ("shoe_offer", in_play, t.offer is not None and t.offer.current == pid)
-    if phase is Phase.CUT:
-        return ("cut", in_play, t.cutter == pid, t.shoe.size if t.shoe is not None else 0)
-    return (phase.value, in_play)
+#: Lists some commands' bounds for one player into ``out``, for the ``kinds`` of them the
+#: phase takes now (keyed by wire name), each only when its refusal lets it through.
+Lister = Callable[["Table", PlayerState, frozenset[type[c.Command]], dict[str, Any]], None]
 
 
-def _betting_actions(t: Table, p: Any, out: dict[str, Any]) -> None:
-    """The betting part of :func:`actions` (§3, §7): the same rules as the table's
-    ``bets_allowed`` and ``done_refusal``, inlined."""
-    minimum = t.options.limits.min
-    area_max = t.area_max
-    pid = p.id
-    funds = t.available(pid)
-    bets = p.bets
-    if pid == t.holder and t.holder_coups:
+def _seat_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
+    """Sit (a spectator, with the free seats), stand and leave."""
+    if p.seat is None:
+        free = t.free_seats()
+        if free and c.Sit in kinds:
+            out["sit"] = {"seats": free}
+        if c.Leave in kinds:
+            out["leave"] = {}
+    elif stand_refusal(t, p) is None:
+        if c.Stand in kinds:
+            out["stand"] = {}
+        if c.Leave in kinds:
+            out["leave"] = {}
+
+
+def _bet_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
+    """The betting commands of a seated player (§3, §5, §7)."""
+    if p.seat is None:
+        return
+    if c.PassShoe in kinds and pass_refusal(t, p) is None:
         out["pass_shoe"] = {}
-    draining = t.draining
-    if not draining:
+    if c.PlaceBet in kinds:
+        ranges, funds = bet_bounds(t, p)
         areas: dict[str, dict[str, int]] = {}
-        for area, top in area_max.items():
-            have = bets.get(area, 0)
-            high = top - have
-            if funds < high:
-                high = funds
-            low = minimum - have if have < minimum - 1 else 1
+        for area, (low, top) in ranges.items():
+            high = top if top < funds else funds
             if high >= low:
                 areas[area] = {"min": low, "max": high}
         if areas:
             out["bet"] = {"areas": areas}
-    if bets:
-        out["remove_bet"] = {
-            "areas": {
-                area: {"have": have, "max_partial": have - minimum if have > minimum else 0}
-                for area, have in bets.items()
-            }
-        }
-        out["clear_bets"] = {}
-    last = p.last_bets
-    if last and not draining:
-        same = {a: b for a, b in last.items() if a in area_max}
-        # bets_allowed: every area within its limits, the chips added within the funds
-        # (the stake is the chips on the felt).
-        if (
-            all(minimum <= b <= area_max[a] for a, b in same.items())
-            and sum(same.values()) - sum(bets.values()) <= funds
-        ):
-            out["same_bet"] = {"bets": same}
-    if not (t.options.holder_must_bet_banker and pid == t.holder and not bets.get("banker")):
+    if p.bets:
+        if c.RemoveBet in kinds:
+            removes = {}
+            for area in p.bets:
+                have, partial = remove_bounds(t, p, area)
+                removes[area] = {"have": have, "max_partial": partial}
+            out["remove_bet"] = {"areas": removes}
+        if c.ClearBets in kinds and clear_refusal(p) is None:
+            out["clear_bets"] = {}
+    if c.SameBet in kinds and p.last_bets and same_bet_refusal(t, p) is None:
+        out["same_bet"] = {"bets": same_bets(t, p)}
+    if c.Done in kinds and done_refusal(t, p) is None:
         out["done"] = {}
+
+
+def _turn_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
+    """The turner's commands (§6): for the stage's turner, what its moment takes, with the
+    stage's hand (and the face-down cards ``turn`` and ``progress`` may be sent for)."""
+    coup = t.coup
+    if coup is None:
+        return
+    hand = coup.stage_hand
+    if turn_refusal(coup, p.id, hand) is not None:
+        return
+    for kind, name in ((c.Squeeze, "squeeze"), (c.TurnCard, "turn"), (c.Progress, "progress")):
+        if kind in kinds and step_refusal(coup, kind) is None:
+            if kind is c.Squeeze:
+                out[name] = {"hand": hand, "styles": list(c.STYLES)}
+            else:
+                out[name] = {"hand": hand, "cards": coup.face_down()}
+    if c.Toss in kinds and step_refusal(coup, c.Toss) is None:
+        out["toss"] = {"hand": hand}
+
+
+def _offer_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
+    """Accept or decline the shoe offered to a seated player (§5)."""
+    if p.seat is not None and offer_refusal(t, p.id) is None:
+        if c.AcceptShoe in kinds:
+            out["accept_shoe"] = {}
+        if c.DeclineShoe in kinds:
+            out["decline_shoe"] = {}
+
+
+def _cut_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
+    """The cutter's cut, with its range (§4)."""
+    if p.seat is not None and t.shoe is not None and cut_refusal(t, p.id) is None:
+        low, high = cut_range(t)
+        out["cut"] = {"min": low, "max": high}
+
+
+#: Which commands each lister lists, in the order ``you.actions`` lists them.
+_BOUNDS: tuple[tuple[Commands, Lister], ...] = (
+    (frozenset({c.Sit, c.Stand, c.Leave}), _seat_actions),
+    (
+        frozenset({c.PassShoe, c.PlaceBet, c.RemoveBet, c.ClearBets, c.SameBet, c.Done}),
+        _bet_actions,
+    ),
+    (frozenset({c.Squeeze, c.TurnCard, c.Progress, c.Toss}), _turn_actions),
+    (frozenset({c.AcceptShoe, c.DeclineShoe}), _offer_actions),
+    (frozenset({c.Cut}), _cut_actions),
+)
+
+#: For each phase, draining or not: the listers it runs, with the commands it takes of
+#: theirs (made once from ALLOWED and DRAINING_REFUSES).
+_LISTERS: dict[tuple[Phase, bool], tuple[tuple[Lister, Commands], ...]] = {
+    (phase, draining): tuple(
+        (lister, kinds & ALLOWED[phase] - (DRAINING_REFUSES if draining else frozenset()))
+        for kinds, lister in _BOUNDS
+        if kinds & ALLOWED[phase]
+    )
+    for phase in Phase
+    for draining in (False, True)
+}
+assert frozenset().union(*(k for k, _ in _BOUNDS)) == frozenset(WIRE_COMMANDS.values())

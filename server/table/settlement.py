@@ -6,25 +6,67 @@ the refund of a coup the operator closes (§8), and the round and shoe records t
 store keeps (§8: cards, burns, turners, every bet, payout and commission, balances
 before and after, the steps done on someone's behalf; §4: the revealed shoe).
 
-What it must never do: decide when a coup ends or who is paid (the table does), or
-move money other than through the wallet's idempotent entries, each keyed by round,
-player and area so that a replayed step can never pay twice.
+The table's settlement sub-machine is here too: :func:`settle` ends a coup once its
+cards are all up (pays it, records it, moves the shoe on: §4, §5), :func:`end_shoe`
+ends a shoe (its record reveals the seed).
+
+What it must never do: decide when a coup ends (turning does:
+:func:`server.table.turning.advance_coup`) or who is paid (the result and the paytable
+do), or move money other than through the wallet's idempotent entries, each keyed by
+round, player and area so that a replayed step can never pay twice.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from server.engine.coup import Coup
-from server.engine.payouts import Paytable, settle_bet
+from server.engine.coup import Coup, finish_coup
+from server.engine.payouts import Paytable, settle_bet, winning_areas
+from server.engine.roads import Result
 from server.engine.shoe import Shoe
 
-from .state import CoupState
-from .wallet import HOUSE, Wallet, held_account, player_account
+from . import seating, shoe_offer
+from .events import plain_copy
+from .state import CoupState, Phase
+from .wallet import HOUSE, Wallet, held_account, player_account, stake_account
 
-__all__ = ["HANDS", "nets", "pay", "refund", "round_record", "shoe_record"]
+if TYPE_CHECKING:
+    from .table import Table
+
+__all__ = [
+    "HANDS",
+    "end_shoe",
+    "hold",
+    "move_stake",
+    "nets",
+    "pay",
+    "refund",
+    "round_record",
+    "settle",
+    "shoe_record",
+]
 
 HANDS = ("player", "banker")
+
+
+def move_stake(
+    wallet: Wallet, table_id: str, rid: str, counter: int, pid: str, amount: int
+) -> None:
+    """Move ``amount`` from ``player:<id>`` to the table's stake (``amount`` < 0: back),
+    so the stake is always the chips on the felt (§7), keyed by the table's ``counter``.
+    The funds were checked before anything changed; a refused transfer raises."""
+    player, stake = player_account(pid), stake_account(table_id, pid)
+    if amount > 0:
+        wallet.transfer(f"{rid}:{pid}:stake:{counter}", player, stake, amount, "stake", rid)
+    else:
+        wallet.transfer(f"{rid}:{pid}:unstake:{counter}", stake, player, -amount, "unstake", rid)
+
+
+def hold(wallet: Wallet, table_id: str, rid: str, pid: str, bets: dict[str, int]) -> None:
+    """Betting closes (§7): hold each of ``pid``'s areas, ``stake -> held``."""
+    table, stake = held_account(table_id), stake_account(table_id, pid)
+    for area, amount in sorted(bets.items()):
+        wallet.transfer(f"{rid}:{pid}:{area}:hold", stake, table, amount, "hold", rid)
 
 
 def pay(
@@ -139,3 +181,85 @@ def shoe_record(
         "coups": [{h: list(v) for h, v in x.items()} for x in coups],
         "complete": complete,
     }
+
+
+def settle(t: Table) -> None:
+    """Pay every held wager (§3), record the coup (§8), move the shoe on (§4, §5)."""
+    coup = t.coup
+    assert coup is not None and t.shoe is not None
+    result = finish_coup([s.card for s in coup.player], [s.card for s in coup.banker])
+    rid = coup.round_id
+    payouts = pay(t.wallet, t.table_id, coup, result, t.options.paytable)
+    won = [a.value for a in winning_areas(result, t.options.paytable)]
+    summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict(), "won": won}
+    t.emit("result", plain_copy(summary))  # the summary stays as last_result
+    t.emit(
+        "settled",
+        {"round_id": rid, "payouts": plain_copy(payouts)},  # the record keeps its own
+        {pid: {**t.money(pid), "net": net} for pid, net in nets(payouts).items()},
+    )
+    for pid, bets in coup.held.items():
+        if pid in t.players:
+            q = t.players[pid]
+            q.last_bets = dict(bets)
+            q.bets, q.bet_order, q.done = {}, {}, False
+    t.results.append(Result.from_coup(result))
+    t._roads = None
+    t.shoe_coups.append({"player": list(result.player), "banker": list(result.banker)})
+    t.last_result = summary
+    t._records.append(
+        round_record(
+            table_id=t.table_id,
+            shoe_no=t.shoe_no,
+            coup=coup,
+            result=result,
+            payouts=payouts,
+            on_behalf=[*t.between_on_behalf, *coup.on_behalf],
+            balances_after={pid: t.balance(pid) for pid in coup.held},
+            time=t.now,
+        )
+    )
+    t.between_on_behalf = []
+    t.coup = None
+    t.phase = Phase.BETTING  # between coups; _advance decides what comes next
+    t.round_open = False
+    # §5: the shoe holder keeps the shoe on Banker or Tie, passes it on Player.
+    if coup.holder is not None and coup.holder == t.holder:
+        t.holder_coups += 1
+    if result.outcome == "player" or coup.holder_forfeits:
+        if t.holder is not None:
+            shoe_offer.lose_shoe(
+                t,
+                t.players[t.holder],
+                "player_won" if result.outcome == "player" else "no_banker_bet",
+            )
+        elif t.house_holds:
+            t.offer_needed = True
+    for q in list(t.players.values()):
+        if q.leaving:
+            seating.gone(t, q)
+    # §4: the stop card's coup is finished, one more is dealt, then the shoe ends.
+    if coup.last:
+        end_shoe(t)
+    elif t.shoe.stop_card_out and not t.last_coup_next:
+        t.last_coup_next = True
+        t.emit("stop_card", {"coups_left": 1})
+
+
+def end_shoe(t: Table, complete: bool = True) -> None:
+    """Reveal the seed (§4): anyone can now recompute every card dealt."""
+    shoe = t.shoe
+    assert shoe is not None
+    record = shoe_record(
+        table_id=t.table_id,
+        shoe_no=t.shoe_no,
+        shoe=shoe,
+        cut_by=t.cut_by,
+        coups=t.shoe_coups,
+        complete=complete,
+    )
+    t._records.append(record)
+    t.emit("shoe_ended", plain_copy({k: v for k, v in record.items() if k != "kind"}))
+    t.shoe = None
+    t.burned = False
+    t.last_coup_next = False

@@ -8,8 +8,9 @@ Rules of this file:
   sequence numbers, and what the shell needs to know after it.
 - A command the rules do not allow raises :class:`~server.table.errors.TableError`
   and changes nothing. ``handle`` checks the phase once against
-  :data:`server.table.rules.ALLOWED`; then each command's *check* (``_check_<name>``:
-  who, how much, which card) runs before its *do* (``_do_<name>``) changes anything.
+  :data:`server.table.rules.ALLOWED`; then each command's *check* (``check_<name>``:
+  who, how much, which card, raising what the rules' refusals return) runs before its
+  *do* (``do_<name>``) changes anything.
   :meth:`Table.verify` and :meth:`Table.can` run the same checks and change nothing
   (pokerkit's verify / can / do).
 - Time comes only from ``now``; randomness only from the shoe's seed, which arrives in
@@ -44,30 +45,35 @@ WAITING_FOR_BET, no deadline until a first bet (§7). Within TURN, each coup sta
 has two moments (:class:`~server.table.state.TurnStep`): CHOOSE (TOSS or pick a
 squeeze) and SQUEEZE (turn the cards one at a time).
 
-``_advance`` is the one place that moves the table on after any command; the coup's
-stages live in ``_advance_coup``. Settlement and records are in
-:mod:`server.table.settlement`, storage in :mod:`server.table.persistence`.
+The machine is this class and its sub-machines, modules of functions over it and its
+state records (:mod:`server.table.state`), each holding its commands' checks and dos:
+:mod:`.seating` (join, sit, stand, leave, connections), :mod:`.shoe_offer` (the offer
+and the cut), :mod:`.betting`, :mod:`.turning` (the squeeze and the tableau, a coup
+stage by stage) and :mod:`.settlement` (paying a coup, ending a shoe; every wallet
+transfer is there). This class keeps the commands' way in (``handle``, ``verify``,
+``can``), the time (``Tick``), closing, and ``_advance``, the one place that moves the
+table on after any command: the first of the transitions :data:`rules.NEXT` that holds
+names the phase, and that phase's entry (``_enter_<phase>``) moves the table into it.
+Storage is :mod:`server.table.persistence`; keeping players' actions current,
+:mod:`server.table.actions`.
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 from typing import Any
 
-from server.engine.cards import card_value, hand_total
-from server.engine.coup import banker_draws, finish_coup, is_natural, player_draws
-from server.engine.payouts import Area, winning_areas
 from server.engine.roads import Result, Roads
-from server.engine.shoe import Shoe, ShoeError, check_cut, timeout_cut
+from server.engine.shoe import Shoe, ShoeError, timeout_cut
 
+from . import betting, persistence, rules, seating, settlement, shoe_offer, turning
 from . import commands as c
-from . import persistence, rules, settlement
+from .actions import SentActions, watch
 from .errors import TableError
-from .events import EVENT_KINDS, Event, Step, plain_copy
+from .events import EVENT_KINDS, Event, Step
 from .options import TableOptions
-from .state import BettingStep, CardSlot, CoupStage, CoupState, Offer, Phase, PlayerState
-from .wallet import Wallet, held_account, player_account, stake_account
+from .state import BettingStep, CoupState, Offer, Phase, PlayerState
+from .wallet import Wallet, stake_account
 
 __all__ = ["Phase", "Table"]
 
@@ -76,11 +82,6 @@ RECENT_IDS = 64  # command ids remembered per player for idempotent retries
 # left, or across a restart that sent them away), oldest forgotten first.
 RECENT_ID_PLAYERS = 256
 PROGRESS_INTERVAL = 0.25  # squeeze progress: at most 4 updates a second per card
-# Commands after which who is seated may have changed (so whose actions to track).
-_SEAT_CHANGES = (c.Sit, c.Stand, c.Leave, c.Disconnect, c.Tick, c.Restored, c.CloseTable)
-# Commands that never change their sender's own actions (DONE stays listed, connection
-# and squeeze progress are not in them): only what they cause elsewhere is looked at.
-_QUIET = (c.Done, c.Progress, c.Disconnect, c.Reconnect, c.Join, c.Tick)
 
 
 class Table:
@@ -117,9 +118,9 @@ class Table:
         self.last_coup_next = False
         self.burned = False
         self.holder: str | None = None
-        self.house_holds = False
+        self.house_holds: bool = False
         self.holder_coups = 0
-        self.offer_needed = True
+        self.offer_needed: bool = True
         self.offer: Offer | None = None
         self.anchor_seat = 0
         self.coup: CoupState | None = None
@@ -134,18 +135,13 @@ class Table:
         # Steps the croupier did for a player between coups (a shoe offer or a cut that
         # timed out): the next round's record carries them (§6, §8).
         self.between_on_behalf: list[dict[str, Any]] = []
-        # A digest of the actions last sent to each player the table keeps current
-        # (the seated, and anyone with chips on the table): see _refresh_actions.
-        # (A digest of what the actions were made from, rules.actions_key. The keys are
-        # kept in memory; their digests are made when the state is taken.)
-        self.sent_actions: dict[str, str] = {}
-        self._sent_keys: dict[str, tuple[Any, ...]] = {}
-        self._undigested: set[str] = set()
+        # The actions last sent to each tracked player (server.table.actions).
+        self.sent_actions = SentActions()
         self._seated: list[PlayerState] | None = None  # seated(), until a seat changes
         self._roads: Roads | None = None  # made from results when first asked for
         self._events: list[Event] = []
         self._records: list[dict[str, Any]] = []
-        self._now = 0.0
+        self.now = 0.0
 
     # ------------------------------------------------------------------ public API
     def handle(self, cmd: c.Command, now: float) -> Step:
@@ -159,14 +155,14 @@ class Table:
         check, do = self._verify(cmd)
         ctx = check(self, cmd)
         self._events = []
-        self._now = now
-        watched = self._watch()
+        self.now = now
+        watched = watch(self)
         unchanged = do(self, cmd, ctx)
         self._advance()
         if cmd.id is not None:
             self._remember(cmd.player, cmd.id)
         if self._events:
-            self._refresh_actions(cmd, watched)
+            self.sent_actions.refresh(self, cmd, watched, self._events)
         events, self._events = tuple(self._events), []
         return Step(events, unchanged, self.seq, self.coup is not None)
 
@@ -247,36 +243,29 @@ class Table:
         """``player:<id>``: the player's money on no table, what they may still place."""
         return self.wallet.balance("player:" + pid)
 
-    def _stake(self, pid: str) -> int:
+    def stake(self, pid: str) -> int:
         """The chips ``pid`` has placed here and not yet held (``stake:<table>:<id>``)."""
         return self.wallet.balance(stake_account(self.table_id, pid))
 
-    def _balance(self, pid: str) -> int:
+    def balance(self, pid: str) -> int:
         """A player's balance as this table shows it: money on no table plus the chips
         placed here (for one table, the same figure as before chips moved any money)."""
-        return self.available(pid) + self._stake(pid)
+        return self.available(pid) + self.stake(pid)
 
     def money(self, pid: str) -> dict[str, int]:
         """A player's own money, for the private part of an event and their snapshot:
-        ``balance`` (:meth:`_balance`) and ``available`` (:meth:`available`)."""
+        ``balance`` (:meth:`balance`) and ``available`` (:meth:`available`)."""
         available = self.available(pid)
-        return {"balance": available + self._stake(pid), "available": available}
+        return {"balance": available + self.stake(pid), "available": available}
 
-    def _move_stake(self, p: PlayerState, amount: int) -> None:
+    def move_stake(self, p: PlayerState, amount: int) -> None:
         """Move ``amount`` from ``player:<id>`` to this table's stake (``amount`` < 0:
         back), so the stake is always the chips on the felt (§7). The funds were checked
         before anything changed; a refused transfer raises and is never ignored."""
         if amount == 0:
             return
         self.counter += 1
-        player, stake = player_account(p.id), stake_account(self.table_id, p.id)
-        rid = self._round_id
-        if amount > 0:
-            key = f"{rid}:{p.id}:stake:{self.counter}"
-            self.wallet.transfer(key, player, stake, amount, "stake", rid)
-        else:
-            key = f"{rid}:{p.id}:unstake:{self.counter}"
-            self.wallet.transfer(key, stake, player, -amount, "unstake", rid)
+        settlement.move_stake(self.wallet, self.table_id, self.round_id, self.counter, p.id, amount)
 
     # ------------------------------------------------------------------ the checks
     def check(self, cmd: c.Command) -> None:
@@ -304,14 +293,14 @@ class Table:
             raise TableError("wrong_phase", f"not now: the table is in {self.phase.value}")
         return pair
 
-    def _player(self, pid: str) -> PlayerState:
+    def joined_player(self, pid: str) -> PlayerState:
         p = self.players.get(pid)
         if p is None:
             raise TableError("not_joined", "join the table first")
         return p
 
-    def _seated_player(self, pid: str) -> PlayerState:
-        p = self._player(pid)
+    def seated_player(self, pid: str) -> PlayerState:
+        p = self.joined_player(pid)
         if p.seat is None:
             raise TableError("not_seated", "take a seat first")
         return p
@@ -321,84 +310,18 @@ class Table:
         coup = self.coup
         return coup is not None and (p.id in coup.held or p.id == coup.holder)
 
-    def _check_can_stand(self, p: PlayerState) -> None:
-        if self.wager_in_play(p):
-            raise TableError("wager_in_play", "wait until this coup is settled")
-
-    def _area(self, name: str) -> str:
+    def open_area(self, name: str) -> str:
+        """``name``, if it is a bet area open at this table (``bad_area`` if not)."""
         if name not in self.open_areas:
             raise TableError("bad_area", f"{name} is not open at this table")
         return name
 
-    def bets_allowed(self, p: PlayerState, bets: dict[str, int]) -> TableError | None:
-        """Why ``p``'s chips may not become ``bets``: every area within its limits and
-        the chips added within the balance (§3, §7). None when they may."""
-        lim = self.options.limits
-        for name, amount in bets.items():
-            if amount < lim.min:
-                return TableError("below_min", f"the minimum on {name} is {lim.min}")
-            if amount > lim.max_for(name):
-                return TableError("over_max", f"the maximum on {name} is {lim.max_for(name)}")
-        # What the new chips add to the stake must come from the balance.
-        if sum(bets.values()) - self._stake(p.id) > self.available(p.id):
-            return TableError("insufficient_funds", "that bet is more than your balance")
-        return None
-
-    def _check_bets(self, p: PlayerState, bets: dict[str, int]) -> dict[str, int]:
-        refused = self.bets_allowed(p, bets)
-        if refused is not None:
-            raise refused
-        return bets
-
     def same_bets(self, p: PlayerState) -> dict[str, int]:
         """``p``'s previous round's bets on the areas open here ("SAME BET", §7)."""
-        return {a: b for a, b in p.last_bets.items() if a in self.open_areas}
-
-    def done_refusal(self, p: PlayerState) -> TableError | None:
-        """Why ``p`` may not press DONE now (the holder without a Banker bet on a
-        ``holder_must_bet_banker`` table), or None."""
-        if (
-            self.options.holder_must_bet_banker
-            and p.id == self.holder
-            and not p.bets.get(Area.BANKER.value)
-        ):
-            return TableError("holder_must_bet_banker", "the shoe holder bets on Banker here")
-        return None
-
-    def _check_offeree(self, pid: str) -> PlayerState:
-        p = self._seated_player(pid)
-        if self.offer is None or self.offer.current != pid:
-            raise TableError("not_offered", "the shoe is not being offered to you")
-        return p
-
-    def _turning(
-        self, cmd: c.Squeeze | c.TurnCard | c.Toss | c.Progress, card: int | None = None
-    ) -> tuple[CoupState, int]:
-        """The coup (and ``card``'s index), if ``cmd``'s player turns ``cmd.hand`` now,
-        ``card`` is a face-down card of the stage, and the stage's moment takes ``cmd``
-        (rules.TURN_STEPS), checked in that order."""
-        coup = self.coup
-        assert coup is not None  # a coup exists exactly in TURN
-        if cmd.hand != coup.stage_hand:
-            raise TableError("not_your_turn", f"the {coup.stage_hand} hand is being turned now")
-        if coup.turners[cmd.hand] != cmd.player:
-            raise TableError("not_your_turn", f"you do not turn the {cmd.hand} cards")
-        index = -1
-        if card is not None:
-            if card - 1 not in coup.stage_slots():
-                allowed = " or ".join(str(i + 1) for i in coup.stage_slots())
-                raise TableError("bad_card", f"turn card {allowed}")
-            if coup.hand(coup.stage_hand)[card - 1].up:
-                raise TableError("card_already_turned", f"card {card} is already face up")
-            index = card - 1
-        step = coup.turn_step
-        if type(cmd) not in rules.TURN_STEPS[step]:
-            code, message = rules.TURN_REFUSALS[(step, type(cmd))]
-            raise TableError(code, message)
-        return coup, index
+        return rules.same_bets(self, p)
 
     # ------------------------------------------------------------------ emitting
-    def _emit(
+    def emit(
         self, kind: str, data: dict[str, Any], private: dict[str, dict[str, Any]] | None = None
     ) -> None:
         """Add an event. Its ``data`` and ``private`` are the event's own: every caller
@@ -423,249 +346,12 @@ class Table:
                 if old not in self.players:
                     del self.recent_ids[old]
 
-    def _watch(self) -> tuple[Any, ...]:
-        """What players' actions depend on beyond their own seat, chips and money. The
-        first three (the phase, draining, and which coup of which shoe: a coup the
-        croupier deals and settles at once leaves the phase as it was) concern
-        everyone; the rest only the players they name (who holds the shoe, is offered
-        it, cuts, turns) and the turn's moment (the turner's)."""
-        coup = self.coup
-        offer = self.offer
-        if coup is None:
-            turn: tuple[Any, ...] = (None, None, None, 0)
-        else:
-            hand = coup.stage_hand
-            slots = coup.hand(hand)
-            turn = (
-                coup.turners[hand],
-                coup.stage,
-                coup.style,
-                sum(1 for i in coup.stage_slots() if slots[i].up),
-            )
-        return (
-            self.phase,
-            self.draining,
-            (self.shoe_no, self.coup_no),
-            self.holder,
-            self.holder_coups > 0,
-            offer.current if offer is not None else None,
-            self.cut_offered_to,
-            *turn,
-        )
-
-    def _refresh_actions(self, cmd: c.Command, before: tuple[Any, ...]) -> None:
-        """Keep clients current without re-deriving rules: every tracked player (seated,
-        or with chips on the table) whose actions differ from the last the table sent
-        them gets them in a private overlay on the step's last event. A player who stops
-        being tracked (stood up) gets their spectator actions once. Only the players a
-        step may have changed are looked at (see _watch)."""
-        sent = self.sent_actions
-        after = self._watch()
-        if before[:3] != after[:3]:
-            who = {q.id for q in self.seated()} | set(sent) | set(self._sent_keys)
-        else:
-            who = set() if isinstance(cmd, _QUIET) else {cmd.player}
-            if before != after:  # the players named, before and after
-                who.update(x for x in (*before[3:8], *after[3:8]) if type(x) is str)
-            if isinstance(cmd, _SEAT_CHANGES):  # sat down, or no longer seated
-                who |= {q.id for q in self.seated()} ^ (set(sent) | set(self._sent_keys))
-        if not who:
-            return
-        coup = self.coup
-        overlay: dict[str, dict[str, Any]] = {}
-        for pid in sorted(who) if len(who) > 1 else who:
-            p = self.players.get(pid)
-            tracked = p is not None and (
-                p.seat is not None or bool(p.bets) or (coup is not None and pid in coup.held)
-            )
-            if not tracked:
-                if pid in sent or pid in self._sent_keys:
-                    sent.pop(pid, None)
-                    self._sent_keys.pop(pid, None)
-                    self._undigested.discard(pid)
-                    if p is not None:
-                        overlay[pid] = {"actions": rules.actions(self, pid)}
-                continue
-            assert p is not None
-            key = rules.actions_key(self, p)  # what their actions are made from
-            known = self._sent_keys.get(pid)
-            if key == known:
-                continue
-            self._sent_keys[pid] = key
-            if known is None and pid in sent and sent[pid] == _digest(key):
-                continue  # restored: the state's digest says they have these already
-            self._undigested.add(pid)
-            overlay[pid] = {"actions": rules.actions(self, pid)}  # made fresh: the event's
-        if overlay:
-            last = self._events[-1]
-            private = dict(last.private or {})
-            for pid, extra in overlay.items():
-                private[pid] = {**private.get(pid, {}), **extra}
-            self._events[-1] = Event(last.seq, last.kind, last.data, private)
-
-    # ------------------------------------------------------------------ players
-    def _check_join(self, cmd: c.Join) -> bool:
-        if cmd.player in self.players:
-            if cmd.rejoin:
-                return True
-            raise TableError("already_joined", "you are already at this table")
-        return False
-
-    def _do_join(self, cmd: c.Join, rejoin: bool) -> bool:
-        if rejoin:
-            return self._back(self.players[cmd.player])
-        name = (cmd.name or cmd.player)[:32]
-        # Watching is not news: no event, so an audience of thousands arriving costs
-        # each of them nothing (the lobby and snapshots count spectators). Sitting is.
-        self.players[cmd.player] = PlayerState(cmd.player, name)
-        return False
-
-    def _check_leave(self, cmd: c.Leave) -> PlayerState:
-        p = self._player(cmd.player)
-        if p.seat is not None:
-            self._check_can_stand(p)
-        return p
-
-    def _do_leave(self, cmd: c.Leave, p: PlayerState) -> bool:
-        self._stand(p, "left")  # a seated player's leaving is news: "stood", reason "left"
-        del self.players[p.id]
-        return False
-
-    def _check_sit(self, cmd: c.Sit) -> tuple[PlayerState, int]:
-        p = self._player(cmd.player)
-        if p.seat is not None:
-            raise TableError("already_seated", f"you are already in seat {p.seat}")
-        free = self.free_seats()
-        if cmd.seat is None:
-            if not free:
-                raise TableError("table_full", "every seat is taken")
-            return p, free[0]
-        if cmd.seat > self.options.seats:
-            raise TableError("bad_seat", f"seats are 1-{self.options.seats}")
-        if cmd.seat not in free:
-            raise TableError("seat_taken", f"seat {cmd.seat} is taken")
-        return p, cmd.seat
-
-    def _do_sit(self, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> bool:
-        p, seat = ctx
-        p.seat = seat
-        self._seated = None
-        p.connected = True
-        p.grace_deadline = None
-        self._emit(
-            "sat",
-            {"player": p.id, "name": p.name, "seat": seat, "free_seats": self.free_seats()},
-            {p.id: self.money(p.id)},
-        )
-        return False
-
-    def _check_stand(self, cmd: c.Stand) -> PlayerState:
-        p = self._seated_player(cmd.player)
-        self._check_can_stand(p)
-        return p
-
-    def _do_stand(self, cmd: c.Stand, p: PlayerState) -> bool:
-        self._stand(p, "stood")
-        return False
-
-    def _stand(self, p: PlayerState, reason: str) -> None:
-        """Take a player out of their seat: chips placed come back, the shoe moves on."""
-        if p.seat is None:
-            return
-        seat = p.seat
-        if p.bets:  # placed chips come back: stake -> player
-            p.bets.clear()
-            p.bet_order.clear()
-            self._move_stake(p, -self._stake(p.id))
-        p.seat, p.done, p.leaving, p.grace_deadline = None, False, False, None
-        self._seated = None
-        self._emit(
-            "stood",
-            {"player": p.id, "seat": seat, "reason": reason, "free_seats": self.free_seats()},
-        )
-        if self.holder == p.id:
-            self._lose_shoe(p, reason, seat)
-        if self.offer is not None and self.offer.current == p.id:
-            self._declined(p.id, seat, timeout=False)
-        if (
-            self.phase is Phase.BETTING
-            and self.round_open
-            and self.coup is None
-            and self.offer is None
-            and not self.offer_needed
-        ):
-            self._maybe_close_betting()  # §7: the one not yet done may have just left
-
-    def _gone(self, p: PlayerState) -> None:
-        """Grace ran out (§5): the seat is lost and the player, still away, leaves."""
-        self._stand(p, "timeout")
-        del self.players[p.id]
-
-    def _lose_shoe(self, p: PlayerState, reason: str, seat: int | None = None) -> None:
-        """§5: the holder passes, stands, leaves or times out: offer the shoe onward."""
-        self._emit("shoe_passed", {"player": p.id, "reason": reason})
-        self.anchor_seat = seat or p.seat or self.anchor_seat
-        self.holder = None
-        self.house_holds = False
-        self.offer_needed = True
-
-    def _check_disconnect(self, cmd: c.Disconnect) -> PlayerState:
-        return self._player(cmd.player)
-
-    def _do_disconnect(self, cmd: c.Disconnect, p: PlayerState) -> bool:
-        """The table decides what a lost connection means: a spectator leaves (no
-        event, as when they came); a seated player keeps the seat for the grace period
-        (§5). A shoe already offered to them waits for its timer (they may be back in
-        time); one offered to them while they are away is declined at once."""
-        if p.seat is None:
-            del self.players[p.id]
-            return False
-        if not p.connected:
-            return True
-        self._away(p)
-        return False
-
-    def _away(self, p: PlayerState) -> None:
-        """A seated player is gone, for now: the grace period starts (§5). The one path
-        for a lost connection and a restart (Restored)."""
-        p.connected = False
-        p.grace_deadline = self._now + self.options.timers.grace
-        self._emit("disconnected", {"player": p.id, "grace_deadline": p.grace_deadline})
-
-    def _check_reconnect(self, cmd: c.Reconnect) -> PlayerState:
-        return self._player(cmd.player)
-
-    def _do_reconnect(self, cmd: c.Reconnect, p: PlayerState) -> bool:
-        return self._back(p)
-
-    def _back(self, p: PlayerState) -> bool:
-        if p.connected:
-            return True
-        p.connected = True
-        p.grace_deadline = None
-        p.leaving = False
-        self._emit("reconnected", {"player": p.id})
-        return False
-
-    def _do_restored(self, cmd: c.Restored, ctx: None) -> bool:
-        """After a restart nobody is connected: spectators are gone (they are not
-        stored, and reconnect as spectators), seated players are away from now on, by
-        the same path as a lost connection (so, before any Tick, nobody away is taken
-        for present: a shoe offered to them from now on is declined at once)."""
-        for q in list(self.players.values()):
-            if q.seat is None and not q.bets:
-                del self.players[q.id]
-        for q in self.seated():
-            if q.connected:
-                self._away(q)
-        self.draining = False  # a new process: not draining until told so
-        return False
-
+    # ------------------------------------------------------------------ the croupier's
     def _do_set_draining(self, cmd: c.SetDraining, ctx: None) -> bool:
         if self.draining == cmd.on:
             return True
         self.draining = cmd.on
-        self._emit("draining", {"on": cmd.on})
+        self.emit("draining", {"on": cmd.on})
         return False
 
     # ------------------------------------------------------------------ the shoe
@@ -689,7 +375,7 @@ class Table:
         self._roads = None
         self.last_coup_next = False
         self.burned = cmd.cards is not None
-        self._emit(
+        self.emit(
             "shoe_started",
             {
                 "shoe_no": self.shoe_no,
@@ -701,516 +387,40 @@ class Table:
         )
         return False
 
-    def _rotation(self, after: int) -> list[PlayerState]:
-        """Seated players in offer order: the seats after ``after``, wrapping (§5)."""
-        return sorted(self.seated(), key=lambda q: ((q.seat or 0) <= after, q.seat))
-
-    def _start_offer(self) -> None:
-        self.offer_needed = False
-        order = self._rotation(self.anchor_seat)
-        if order:
-            self._offer_to(order[0], [])
-
-    def _offer_to(self, p: PlayerState, declined: list[str]) -> None:
-        assert p.seat is not None
-        deadline = self._now + self.options.timers.shoe_offer
-        self.offer = Offer(p.id, p.seat, deadline, declined)
-        self._emit("shoe_offered", {"player": p.id, "seat": p.seat, "deadline": deadline})
-        if not p.connected:  # nobody there to answer: declined on their behalf at once
-            self.between_on_behalf.append({"step": "decline the shoe", "player": p.id})
-            self._declined(p.id, p.seat, timeout=True)
-
-    def _declined(self, pid: str, seat: int | None, *, timeout: bool) -> None:
-        """§5: ``pid`` declined (or could not answer): the next occupied seat whose
-        player has not declined is offered the shoe; when every seated player has
-        declined, the house holds it."""
-        offer = self.offer
-        assert offer is not None
-        self._emit("shoe_declined", {"player": pid, "seat": seat, "timeout": timeout})
-        declined = [*offer.declined, pid]
-        for q in self._rotation(offer.seat):
-            if q.id not in declined:
-                self._offer_to(q, declined)
-                return
-        self._house_takes_shoe()
-
-    def _house_takes_shoe(self) -> None:
-        """§5: nobody (else) takes the shoe: the croupier holds it until a Player win."""
-        self.offer = None
-        self.holder = None
-        self.house_holds = True
-        self.holder_coups = 0
-        self._emit("shoe_held_by_house", {})
-
-    def _check_accept_shoe(self, cmd: c.AcceptShoe) -> PlayerState:
-        return self._check_offeree(cmd.player)
-
-    def _do_accept_shoe(self, cmd: c.AcceptShoe, p: PlayerState) -> bool:
-        self.offer = None
-        self.holder, self.house_holds, self.holder_coups = p.id, False, 0
-        self.anchor_seat = p.seat or 0
-        self._emit("shoe_accepted", {"player": p.id, "seat": p.seat})
-        return False
-
-    def _check_decline_shoe(self, cmd: c.DeclineShoe) -> PlayerState:
-        return self._check_offeree(cmd.player)
-
-    def _do_decline_shoe(self, cmd: c.DeclineShoe, p: PlayerState) -> bool:
-        self._declined(p.id, p.seat, timeout=False)
-        return False
-
-    def _check_pass_shoe(self, cmd: c.PassShoe) -> PlayerState:
-        p = self._seated_player(cmd.player)
-        if self.holder != p.id:
-            raise TableError("not_holder", "only the shoe holder passes the shoe")
-        if self.holder_coups < 1:
-            raise TableError("too_early", "deal at least one coup before passing the shoe")
-        return p
-
-    def _do_pass_shoe(self, cmd: c.PassShoe, p: PlayerState) -> bool:
-        """§5: a voluntary pass goes to the next occupied seat other than the holder's,
-        and never back to them: the offer starts at once with the passer counted as
-        having declined; with nobody else seated the house holds the shoe."""
-        assert p.seat is not None
-        self._lose_shoe(p, "passed")
-        self.offer_needed = False
-        others = [q for q in self._rotation(p.seat) if q.id != p.id]
-        if others:
-            self._offer_to(others[0], [p.id])
-        else:
-            self._house_takes_shoe()
-        return False
-
-    def _check_cut(self, cmd: c.Cut) -> None:
-        self._seated_player(cmd.player)
-        assert self.shoe is not None
-        if cmd.player != self.cutter:
-            raise TableError("not_cutter", "it is not your cut")
-        try:
-            check_cut(cmd.position, self.shoe.size)
-        except ShoeError as exc:
-            raise TableError("bad_cut", str(exc)) from None
-
-    def _do_cut(self, cmd: c.Cut, ctx: None) -> bool:
-        self._apply_cut(cmd.position, cmd.player, None)
-        return False
-
-    def _apply_cut(self, position: int, by: str, on_behalf: str | None) -> None:
-        assert self.shoe is not None
-        self.shoe.apply_cut(position)
-        self.cut_by = {"by": by, "on_behalf": on_behalf}
-        self.deadline = None
-        self._emit("shoe_cut", {"position": position, "by": by, "on_behalf": on_behalf})
-
-    # ------------------------------------------------------------------ betting
-    def _set_bets(self, p: PlayerState, bets: dict[str, int], change: str) -> None:
-        for name in set(p.bets) | set(bets):
-            if p.bets.get(name, 0) != bets.get(name, 0):
-                self.counter += 1
-                p.bet_order[name] = self.counter
-        p.bets = {k: v for k, v in bets.items() if v}
-        p.bet_order = {k: v for k, v in p.bet_order.items() if k in p.bets}
-        p.done = False
-        self._move_stake(p, sum(p.bets.values()) - self._stake(p.id))
-        self._emit(
-            "bets",
-            {"player": p.id, "seat": p.seat, "bets": dict(p.bets), "change": change},
-            {p.id: {"available": self.available(p.id)}},
-        )
-        if self.deadline is None and p.bets:  # §7: the table waited for a bet; time it now
-            self.deadline = self._now + self.options.timers.betting
-            self._emit("betting_timer", {"deadline": self.deadline})
-
-    def _check_place_bet(self, cmd: c.PlaceBet) -> tuple[PlayerState, dict[str, int]]:
-        p = self._seated_player(cmd.player)
-        area = self._area(cmd.area)
-        bets = dict(p.bets)
-        bets[area] = bets.get(area, 0) + cmd.amount
-        return p, self._check_bets(p, bets)
-
-    def _do_place_bet(self, cmd: c.PlaceBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
-        self._set_bets(*ctx, "place")
-        return False
-
-    def _check_remove_bet(self, cmd: c.RemoveBet) -> tuple[PlayerState, dict[str, int]]:
-        p = self._seated_player(cmd.player)
-        area = self._area(cmd.area)
-        have = p.bets.get(area, 0)
-        if not have:
-            raise TableError("no_bet", f"you have no bet on {area}")
-        amount = have if cmd.amount is None else cmd.amount
-        if amount > have:
-            raise TableError("bad_amount", f"you have {have} on {area}")
-        if 0 < have - amount < self.options.limits.min:
-            raise TableError("below_min", f"the minimum on {area} is {self.options.limits.min}")
-        return p, {**p.bets, area: have - amount}
-
-    def _do_remove_bet(self, cmd: c.RemoveBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
-        self._set_bets(*ctx, "remove")
-        return False
-
-    def _check_clear_bets(self, cmd: c.ClearBets) -> PlayerState:
-        p = self._seated_player(cmd.player)
-        if not p.bets:
-            raise TableError("no_bet", "you have no bets to clear")
-        return p
-
-    def _do_clear_bets(self, cmd: c.ClearBets, p: PlayerState) -> bool:
-        self._set_bets(p, {}, "clear")
-        return False
-
-    def _check_same_bet(self, cmd: c.SameBet) -> tuple[PlayerState, dict[str, int]]:
-        p = self._seated_player(cmd.player)
-        if not p.last_bets:
-            raise TableError("no_previous_bets", "you have no previous round's bets to repeat")
-        return p, self._check_bets(p, self.same_bets(p))
-
-    def _do_same_bet(self, cmd: c.SameBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
-        self._set_bets(*ctx, "same")
-        return False
-
-    def _check_done(self, cmd: c.Done) -> PlayerState:
-        p = self._seated_player(cmd.player)
-        refused = self.done_refusal(p)
-        if refused is not None:
-            raise refused
-        return p
-
-    def _do_done(self, cmd: c.Done, p: PlayerState) -> bool:
-        if p.done:
-            return True  # pressed already: nothing changes (answered as a duplicate)
-        p.done = True
-        self._emit("done", {"player": p.id})
-        self._maybe_close_betting()
-        return False
-
-    def _maybe_close_betting(self) -> None:
-        """§7: close early once everyone seated pressed DONE, and there is a bet."""
-        seated = self.seated()
-        if any(q.bets for q in seated) and all(q.done for q in seated):
-            self._close_betting()
-
-    def _open_betting(self) -> None:
-        if not self.round_open:
-            self.coup_no += 1
-            self.round_open = True
-            for q in self.players.values():
-                q.done = False
-        self.phase = Phase.BETTING
-        self.deadline = self._now + self.options.timers.betting
-        self._emit(
-            "betting_opened",
-            {"coup_no": self.coup_no, "round_id": self._round_id, "deadline": self.deadline},
-        )
-
     @property
-    def _round_id(self) -> str:
+    def round_id(self) -> str:
         return f"{self.table_id}-{self.shoe_no}-{self.coup_no}"
-
-    def _close_betting(self) -> None:
-        """Hold every wager (§7), deal four cards face down, name the turners (§6)."""
-        assert self.shoe is not None
-        rid = self._round_id
-        held: dict[str, dict[str, int]] = {}
-        before: dict[str, int] = {}
-        table = held_account(self.table_id)
-        for q in self.seated():
-            if not q.bets:
-                continue
-            before[q.id] = self._balance(q.id)
-            stake = stake_account(self.table_id, q.id)  # the chips on the felt (§7)
-            for area, amount in sorted(q.bets.items()):
-                self.wallet.transfer(f"{rid}:{q.id}:{area}:hold", stake, table, amount, "hold", rid)
-            held[q.id] = dict(q.bets)
-        player_turner = self._player_turner(held)
-        shoe = self.shoe
-        cards = [shoe.draw() for _ in range(4)]
-        forfeits = (
-            self.options.holder_must_bet_banker
-            and self.holder is not None
-            and not held.get(self.holder, {}).get(Area.BANKER.value)
-        )
-        self.coup = CoupState(
-            round_id=rid,
-            coup_no=self.coup_no,
-            player=[CardSlot(cards[0]), CardSlot(cards[2])],
-            banker=[CardSlot(cards[1]), CardSlot(cards[3])],
-            turners={"player": player_turner, "banker": self.holder},
-            held=held,
-            balances_before=before,
-            holder=self.holder,
-            last=self.last_coup_next,
-            holder_forfeits=bool(forfeits),
-        )
-        self.phase = Phase.TURN
-        self.deadline = None
-        self.round_open = False
-        totals: dict[str, int] = {}
-        for bets in held.values():
-            for area, amount in bets.items():
-                totals[area] = totals.get(area, 0) + amount
-        self._emit(
-            "betting_closed",
-            {"round_id": rid, "bets": {pid: dict(b) for pid, b in held.items()}, "totals": totals},
-            {pid: self.money(pid) for pid in held},
-        )
-        self._emit(
-            "dealt",
-            {"round_id": rid, "player": 2, "banker": 2, "turners": dict(self.coup.turners)},
-        )
-
-    def _player_turner(self, held: dict[str, dict[str, int]]) -> str | None:
-        """§6: the highest Player bet turns; on equal amounts, whoever reached it first."""
-        ranked = sorted(
-            (-held[q.id]["player"], q.bet_order.get("player", 0), q.id)
-            for q in self.seated()
-            if held.get(q.id, {}).get("player")
-        )
-        return ranked[0][2] if ranked else None
-
-    # ------------------------------------------------------------------ turning
-    def _check_squeeze(self, cmd: c.Squeeze) -> CoupState:
-        return self._turning(cmd)[0]
-
-    def _do_squeeze(self, cmd: c.Squeeze, coup: CoupState) -> bool:
-        coup.style = cmd.style
-        slots = coup.hand(cmd.hand)
-        private = {str(i + 1): slots[i].card for i in coup.stage_slots() if not slots[i].up}
-        self._emit(
-            "squeeze",
-            {"hand": cmd.hand, "style": cmd.style, "turner": cmd.player},
-            {cmd.player: {"cards": private}},
-        )
-        return False
-
-    def _check_turn_card(self, cmd: c.TurnCard) -> tuple[CoupState, int]:
-        return self._turning(cmd, cmd.card)
-
-    def _do_turn_card(self, cmd: c.TurnCard, ctx: tuple[CoupState, int]) -> bool:
-        coup, index = ctx
-        self._reveal(coup, cmd.hand, index, cmd.player, None)
-        return False
-
-    def _check_toss(self, cmd: c.Toss) -> CoupState:
-        return self._turning(cmd)[0]
-
-    def _do_toss(self, cmd: c.Toss, coup: CoupState) -> bool:
-        self._reveal_stage(coup, cmd.player, None)
-        return False
-
-    def _check_progress(self, cmd: c.Progress) -> tuple[CoupState, int]:
-        return self._turning(cmd, cmd.card)
-
-    def _do_progress(self, cmd: c.Progress, ctx: tuple[CoupState, int]) -> bool:
-        """Show the others how far a card is bent, coalesced (a squeeze must not flood
-        every watcher): only forward progress, at most 4 updates a second per card; the
-        rest is answered ok without an event."""
-        coup, index = ctx
-        key = f"{cmd.hand}{index + 1}"
-        last = coup.progress.get(key)
-        if last is not None and (cmd.percent <= last[0] or self._now - last[1] < PROGRESS_INTERVAL):
-            return False
-        coup.progress[key] = [cmd.percent, self._now]
-        self._emit(
-            "progress",
-            {"hand": cmd.hand, "card": index + 1, "percent": cmd.percent, "turner": cmd.player},
-        )
-        return False
-
-    def _reveal(
-        self, coup: CoupState, hand: str, index: int, by: str, on_behalf: str | None
-    ) -> None:
-        slot = coup.hand(hand)[index]
-        slot.up, slot.by, slot.on_behalf = True, by, on_behalf
-        if on_behalf is not None:
-            coup.on_behalf.append({"step": f"turn {hand} card {index + 1}", "player": on_behalf})
-        total = coup.shown_total(hand)
-        self._emit(
-            "card",
-            {
-                "hand": hand,
-                "index": index + 1,
-                "card": slot.card,
-                "by": by,
-                "on_behalf": on_behalf,
-                "total": total,
-            },
-        )
-
-    def _reveal_stage(self, coup: CoupState, by: str, on_behalf: str | None) -> None:
-        hand = coup.stage_hand
-        for i in coup.stage_slots():
-            if not coup.hand(hand)[i].up:
-                self._reveal(coup, hand, i, by, on_behalf)
-
-    def _advance_coup(self) -> bool:
-        """Move the coup on until a turner must act; True once it is settled (§2, §6)."""
-        coup = self.coup
-        assert coup is not None and self.shoe is not None
-        while True:
-            hand = coup.stage_hand
-            slots = coup.hand(hand)
-            if all(slots[i].up for i in coup.stage_slots()):
-                coup.style, coup.deadline, coup.progress = None, None, {}
-                nxt = self._next_stage(coup)
-                if nxt is None:
-                    self._settle()
-                    return True
-                coup.stage = nxt
-                continue
-            turner = coup.turners[hand]
-            if turner is None:  # §6: no Player bet / the house holds: the croupier turns
-                self._reveal_stage(coup, c.CROUPIER, None)
-                continue
-            if coup.deadline is None:
-                third = coup.stage.endswith("third")
-                timers = self.options.timers
-                coup.deadline = self._now + (timers.third_card if third else timers.squeeze)
-                self._emit(
-                    "turn",
-                    {"hand": hand, "turner": turner, "third": third, "deadline": coup.deadline},
-                )
-            return False
-
-    def _next_stage(self, coup: CoupState) -> CoupStage | None:
-        """The tableau (§2), step by step; deals a third card face down when one is drawn."""
-        assert self.shoe is not None
-        pt = hand_total(s.card for s in coup.player)
-        bt = hand_total(s.card for s in coup.banker)
-        if coup.stage is CoupStage.PLAYER:
-            return CoupStage.BANKER
-        if coup.stage is CoupStage.BANKER:
-            if is_natural(pt) or is_natural(bt):
-                return None
-            if player_draws(pt):
-                self._deal_third(coup, "player")
-                return CoupStage.PLAYER_THIRD
-            if banker_draws(bt, None):
-                self._deal_third(coup, "banker")
-                return CoupStage.BANKER_THIRD
-            return None
-        if coup.stage is CoupStage.PLAYER_THIRD:
-            bt2 = hand_total(s.card for s in coup.banker[:2])
-            if banker_draws(bt2, card_value(coup.player[2].card)):
-                self._deal_third(coup, "banker")
-                return CoupStage.BANKER_THIRD
-        return None
-
-    def _deal_third(self, coup: CoupState, hand: str) -> None:
-        assert self.shoe is not None
-        coup.hand(hand).append(CardSlot(self.shoe.draw()))
-        self._emit("third_card", {"hand": hand})
-
-    # ------------------------------------------------------------------ settlement
-    def _settle(self) -> None:
-        """Pay every held wager (§3), record the coup (§8), move the shoe on (§4, §5)."""
-        coup = self.coup
-        assert coup is not None and self.shoe is not None
-        result = finish_coup([s.card for s in coup.player], [s.card for s in coup.banker])
-        rid = coup.round_id
-        payouts = settlement.pay(self.wallet, self.table_id, coup, result, self.options.paytable)
-        won = [a.value for a in winning_areas(result, self.options.paytable)]
-        summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict(), "won": won}
-        self._emit("result", plain_copy(summary))  # the summary stays as last_result
-        self._emit(
-            "settled",
-            {"round_id": rid, "payouts": plain_copy(payouts)},  # the record keeps its own
-            {pid: {**self.money(pid), "net": net} for pid, net in settlement.nets(payouts).items()},
-        )
-        for pid, bets in coup.held.items():
-            if pid in self.players:
-                q = self.players[pid]
-                q.last_bets = dict(bets)
-                q.bets, q.bet_order, q.done = {}, {}, False
-        self.results.append(Result.from_coup(result))
-        self._roads = None
-        self.shoe_coups.append({"player": list(result.player), "banker": list(result.banker)})
-        self.last_result = summary
-        self._records.append(
-            settlement.round_record(
-                table_id=self.table_id,
-                shoe_no=self.shoe_no,
-                coup=coup,
-                result=result,
-                payouts=payouts,
-                on_behalf=[*self.between_on_behalf, *coup.on_behalf],
-                balances_after={pid: self._balance(pid) for pid in coup.held},
-                time=self._now,
-            )
-        )
-        self.between_on_behalf = []
-        self.coup = None
-        self.phase = Phase.BETTING  # between coups; _advance decides what comes next
-        self.round_open = False
-        # §5: the shoe holder keeps the shoe on Banker or Tie, passes it on Player.
-        if coup.holder is not None and coup.holder == self.holder:
-            self.holder_coups += 1
-        if result.outcome == "player" or coup.holder_forfeits:
-            if self.holder is not None:
-                self._lose_shoe(
-                    self.players[self.holder],
-                    "player_won" if result.outcome == "player" else "no_banker_bet",
-                )
-            elif self.house_holds:
-                self.offer_needed = True
-        for q in list(self.players.values()):
-            if q.leaving:
-                self._gone(q)
-        # §4: the stop card's coup is finished, one more is dealt, then the shoe ends.
-        if coup.last:
-            self._end_shoe()
-        elif self.shoe.stop_card_out and not self.last_coup_next:
-            self.last_coup_next = True
-            self._emit("stop_card", {"coups_left": 1})
-
-    def _end_shoe(self, complete: bool = True) -> None:
-        """Reveal the seed (§4): anyone can now recompute every card dealt."""
-        shoe = self.shoe
-        assert shoe is not None
-        record = settlement.shoe_record(
-            table_id=self.table_id,
-            shoe_no=self.shoe_no,
-            shoe=shoe,
-            cut_by=self.cut_by,
-            coups=self.shoe_coups,
-            complete=complete,
-        )
-        self._records.append(record)
-        self._emit("shoe_ended", plain_copy({k: v for k, v in record.items() if k != "kind"}))
-        self.shoe = None
-        self.burned = False
-        self.last_coup_next = False
 
     # ------------------------------------------------------------------ time
     def _do_tick(self, cmd: c.Tick, ctx: None) -> bool:
-        now = self._now
+        now = self.now
         for q in sorted(self.players.values(), key=lambda q: q.id):
             if q.grace_deadline is not None and now >= q.grace_deadline:
                 q.grace_deadline = None
                 if self.wager_in_play(q):
                     q.leaving = True
                 else:
-                    self._gone(q)
+                    seating.gone(self, q)
         offer = self.offer
         if offer is not None and now >= offer.deadline:
             self.between_on_behalf.append({"step": "decline the shoe", "player": offer.current})
-            self._declined(offer.current, offer.seat, timeout=True)
+            shoe_offer.decline_offer(self, offer.current, offer.seat, timeout=True)
         if self.phase is Phase.CUT and self.deadline is not None and now >= self.deadline:
             assert self.shoe is not None and self.shoe.seed is not None
             who = self.cutter
-            self._apply_cut(timeout_cut(self.shoe.seed, self.shoe.size), c.CROUPIER, who)
+            shoe_offer.apply_cut(self, timeout_cut(self.shoe.seed, self.shoe.size), c.CROUPIER, who)
             if who is not None:
                 self.between_on_behalf.append({"step": "cut the shoe", "player": who})
         if self.phase is Phase.BETTING and self.deadline is not None and now >= self.deadline:
             if any(q.bets for q in self.seated()):
-                self._close_betting()
+                betting.close_betting(self)
             else:  # §7: no bet at all, the table waits; the next bet restarts the timer
                 self.deadline = None
-                self._emit("betting_waiting", {})
+                self.emit("betting_waiting", {})
         coup = self.coup
         if coup is not None and coup.deadline is not None and now >= coup.deadline:
             turner = coup.turners[coup.stage_hand]
-            self._reveal_stage(coup, c.CROUPIER, turner)
+            turning.reveal_stage(self, coup, c.CROUPIER, turner)
         return False
 
     # ------------------------------------------------------------------ closing
@@ -1220,70 +430,79 @@ class Table:
             settlement.refund(self.wallet, self.table_id, coup)
         for q in self.players.values():
             if q.bets and (coup is None or q.id not in coup.held):  # placed, not held
-                self._move_stake(q, -self._stake(q.id))
+                self.move_stake(q, -self.stake(q.id))
             q.bets = {}
         self.coup = None
         self.offer = None
         self.deadline = None
         if self.shoe is not None:
-            self._end_shoe(complete=False)
+            settlement.end_shoe(self, complete=False)
         self.phase = Phase.CLOSED
-        self._emit("closed", {"refunded": coup is not None})
+        self.emit("closed", {"refunded": coup is not None})
         return False
 
     # ------------------------------------------------------------------ the flow
     def _advance(self) -> None:
-        """Move the table on from wherever the last command left it."""
+        """Move the table on from wherever the last command left it: the first of
+        :data:`rules.NEXT` that holds names the phase, whose entry (``_ENTER``) moves the
+        table into it and says whether to look again (a coup settled, an offer every
+        seated player declined at once) or wait for the next command."""
         while self.phase is not Phase.CLOSED:
-            if self.coup is not None:
-                if not self._advance_coup():
-                    return
-                continue
-            if self.shoe is None:
-                if self.phase is not Phase.SHUFFLE:
-                    self.phase, self.deadline = Phase.SHUFFLE, None
+            phase = next(phase for holds, phase in rules.NEXT if holds(self))
+            if not _ENTER[phase](self):
                 return
-            if not self.seated():
-                if self.phase is not Phase.WAITING:
-                    self.phase, self.deadline, self.offer = Phase.WAITING, None, None
-                    self._emit("waiting", {})
-                return
-            if self.offer is None and (
-                self.offer_needed or (self.holder is None and not self.house_holds)
-            ):
-                self._start_offer()
-            if self.offer is not None:
-                if self.phase is not Phase.SHOE_OFFER:
-                    self.phase, self.deadline = Phase.SHOE_OFFER, None
-                return
-            if self.shoe.cut is None:
-                # §4: the cut is offered to the cutter; offered again if that changes
-                # (the cutter stood up), with a fresh timer.
-                if self.phase is not Phase.CUT or self.cut_offered_to != self.cutter:
-                    self.cut_offered_to = self.cutter
-                    self.phase = Phase.CUT
-                    self.deadline = self._now + self.options.timers.cut
-                    self._emit("cut_offered", {"player": self.cutter, "deadline": self.deadline})
-                return
-            if not self.burned:
-                face, count = self.shoe.burn()
-                self.shoe.place_stop(self.options.stop_offset)
-                self.burned = True
-                self._emit(
-                    "burned",
-                    {"card": face, "count": count, "stop_offset": self.options.stop_offset},
-                )
-            if self.phase is not Phase.BETTING or not self.round_open:
-                self._open_betting()
-            return
+
+    def _enter_turn(self) -> bool:
+        return turning.advance_coup(self)  # True once the coup is settled
+
+    def _enter_shuffle(self) -> bool:
+        if self.phase is not Phase.SHUFFLE:
+            self.phase, self.deadline = Phase.SHUFFLE, None
+        return False
+
+    def _enter_waiting(self) -> bool:
+        if self.phase is not Phase.WAITING:
+            self.phase, self.deadline, self.offer = Phase.WAITING, None, None
+            self.emit("waiting", {})
+        return False
+
+    def _enter_shoe_offer(self) -> bool:
+        if self.offer is None:
+            shoe_offer.start_offer(self)
+        if self.offer is None:  # declined on everyone's behalf: the house holds it
+            return True
+        if self.phase is not Phase.SHOE_OFFER:
+            self.phase, self.deadline = Phase.SHOE_OFFER, None
+        return False
+
+    def _enter_cut(self) -> bool:
+        # §4: the cut is offered to the cutter; offered again if that changes (the
+        # cutter stood up), with a fresh timer.
+        if self.phase is not Phase.CUT or self.cut_offered_to != self.cutter:
+            self.cut_offered_to = self.cutter
+            self.phase = Phase.CUT
+            self.deadline = self.now + self.options.timers.cut
+            self.emit("cut_offered", {"player": self.cutter, "deadline": self.deadline})
+        return False
+
+    def _enter_betting(self) -> bool:
+        assert self.shoe is not None
+        if not self.burned:  # §4: the burn, once the shoe is cut
+            face, count = self.shoe.burn()
+            self.shoe.place_stop(self.options.stop_offset)
+            self.burned = True
+            self.emit(
+                "burned",
+                {"card": face, "count": count, "stop_offset": self.options.stop_offset},
+            )
+        if self.phase is not Phase.BETTING or not self.round_open:
+            betting.open_betting(self)
+        return False
 
     # ------------------------------------------------------------------ storage
     def to_state(self, *, spectators: bool = True) -> dict[str, Any]:
         """The whole internal state, secrets included: for the store only, never a client
         (:func:`server.table.persistence.to_state`)."""
-        for pid in self._undigested:  # made now, once per change, not in every step
-            self.sent_actions[pid] = _digest(self._sent_keys[pid])
-        self._undigested.clear()
         return persistence.to_state(self, spectators=spectators)
 
     @classmethod
@@ -1296,42 +515,51 @@ def _seat_key(p: PlayerState) -> int:
     return p.seat or 0
 
 
-def _digest(key: tuple[Any, ...]) -> str:
-    """A short, stable fingerprint of what a player's actions were made from (what the
-    state keeps): the length and CRC-32 of the key's text."""
-    text = repr(key)
-    return f"{len(text)}:{zlib.crc32(text.encode()):08x}"
-
-
 def _no_check(table: Table, cmd: c.Command) -> None:
     return None
 
 
-#: Each command's check (raises TableError, changes nothing; returns what do needs) and
-#: do (changes the table; returns True when it changed nothing at all).
+#: Each phase's entry (after :data:`rules.NEXT`): True to look again at once.
+_ENTER: dict[Phase, Callable[[Table], bool]] = {
+    Phase.TURN: Table._enter_turn,
+    Phase.SHUFFLE: Table._enter_shuffle,
+    Phase.WAITING: Table._enter_waiting,
+    Phase.SHOE_OFFER: Table._enter_shoe_offer,
+    Phase.CUT: Table._enter_cut,
+    Phase.BETTING: Table._enter_betting,
+}
+
+
+def _snake(name: str) -> str:
+    """``PlaceBet`` -> ``place_bet``: a command's name in its handlers' names."""
+    return "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in name).lstrip("_")
+
+
+#: Each command's check (``Table._check_<name>``: raises TableError, changes nothing;
+#: returns what do needs; none for the croupier's Tick, CloseTable, SetDraining and
+#: Restored) and do (``Table._do_<name>``: changes the table; returns True when it
+#: changed nothing at all), found by name for every command of :mod:`.commands`.
+#: The sub-machines that hold some commands' handlers as functions over the table
+#: (``check_<name>`` / ``do_<name>``); the rest are the table's own methods.
+_MACHINES: tuple[Any, ...] = (seating, shoe_offer, betting, turning)
+
+
+def _handler(prefix: str, cls: type[c.Command]) -> Callable[..., Any] | None:
+    """``cls``'s ``check`` or ``do``: the table's ``_<prefix>_<name>`` method, or a
+    sub-machine's ``<prefix>_<name>`` function."""
+    name = _snake(cls.__name__)
+    found = getattr(Table, f"_{prefix}_{name}", None)
+    for machine in _MACHINES:
+        found = found or getattr(machine, f"{prefix}_{name}", None)
+    return found
+
+
+def _handlers(cls: type[c.Command]) -> tuple[Callable[..., Any], Callable[..., bool]]:
+    do = _handler("do", cls)
+    assert do is not None, f"{cls.__name__} has no do"
+    return _handler("check", cls) or _no_check, do
+
+
 _HANDLERS: dict[type[c.Command], tuple[Callable[..., Any], Callable[..., bool]]] = {
-    c.Join: (Table._check_join, Table._do_join),
-    c.Leave: (Table._check_leave, Table._do_leave),
-    c.Sit: (Table._check_sit, Table._do_sit),
-    c.Stand: (Table._check_stand, Table._do_stand),
-    c.PlaceBet: (Table._check_place_bet, Table._do_place_bet),
-    c.RemoveBet: (Table._check_remove_bet, Table._do_remove_bet),
-    c.ClearBets: (Table._check_clear_bets, Table._do_clear_bets),
-    c.SameBet: (Table._check_same_bet, Table._do_same_bet),
-    c.Done: (Table._check_done, Table._do_done),
-    c.AcceptShoe: (Table._check_accept_shoe, Table._do_accept_shoe),
-    c.DeclineShoe: (Table._check_decline_shoe, Table._do_decline_shoe),
-    c.PassShoe: (Table._check_pass_shoe, Table._do_pass_shoe),
-    c.Cut: (Table._check_cut, Table._do_cut),
-    c.Squeeze: (Table._check_squeeze, Table._do_squeeze),
-    c.TurnCard: (Table._check_turn_card, Table._do_turn_card),
-    c.Toss: (Table._check_toss, Table._do_toss),
-    c.Progress: (Table._check_progress, Table._do_progress),
-    c.Disconnect: (Table._check_disconnect, Table._do_disconnect),
-    c.Reconnect: (Table._check_reconnect, Table._do_reconnect),
-    c.StartShoe: (Table._check_start_shoe, Table._do_start_shoe),
-    c.Tick: (_no_check, Table._do_tick),
-    c.CloseTable: (_no_check, Table._do_close_table),
-    c.SetDraining: (_no_check, Table._do_set_draining),
-    c.Restored: (_no_check, Table._do_restored),
+    cls: _handlers(cls) for cls in c.COMMANDS
 }

@@ -25,7 +25,7 @@ from server.engine.cards import shoe_cards
 
 from .events import Event
 from .options import TableOptions
-from .state import Phase
+from .state import CoupState, Phase
 
 if TYPE_CHECKING:
     from .table import Table
@@ -44,35 +44,7 @@ def view_event(event: Event, viewer: str | None) -> dict[str, Any]:
 def view(t: Table, viewer: str | None) -> dict[str, Any]:
     """A snapshot for one viewer: only what they may see (§6 hidden information)."""
     coup = t.coup
-    coup_view: dict[str, Any] | None = None
-    if coup is not None:
-        squeezer = coup.turners[coup.stage_hand] if coup.style is not None else None
-
-        def cards(hand: str) -> list[dict[str, Any]]:
-            out = []
-            for i, s in enumerate(coup.hand(hand)):
-                shown = s.up or (
-                    viewer is not None
-                    and viewer == squeezer
-                    and hand == coup.stage_hand
-                    and i in coup.stage_slots()
-                )
-                out.append({"card": s.card if shown else None, "up": s.up, "by": s.by})
-            return out
-
-        coup_view = {
-            "round_id": coup.round_id,
-            "coup_no": coup.coup_no,
-            "stage": coup.stage,
-            "hand": coup.stage_hand,
-            "player": cards("player"),
-            "banker": cards("banker"),
-            "totals": {h: coup.shown_total(h) for h in ("player", "banker")},
-            "turners": dict(coup.turners),
-            "style": coup.style,
-            "deadline": coup.deadline,
-            "bets": {p: dict(b) for p, b in coup.held.items()},
-        }
+    coup_view = None if coup is None else _coup_view(coup, viewer)
     shoe = t.shoe
     snap: dict[str, Any] = {
         "table": t.table_id,
@@ -128,6 +100,38 @@ def view(t: Table, viewer: str | None) -> dict[str, Any]:
             "actions": t.actions(me.id),
         }
     return snap
+
+
+def _coup_view(coup: CoupState, viewer: str | None) -> dict[str, Any]:
+    """The coup being dealt as ``viewer`` sees it: face-down cards are ``None`` except,
+    for the squeezing turner, the cards of the stage being squeezed (§6)."""
+    squeezer = coup.turners[coup.stage_hand] if coup.style is not None else None
+
+    def cards(hand: str) -> list[dict[str, Any]]:
+        out = []
+        for i, s in enumerate(coup.hand(hand)):
+            shown = s.up or (
+                viewer is not None
+                and viewer == squeezer
+                and hand == coup.stage_hand
+                and i in coup.stage_slots()
+            )
+            out.append({"card": s.card if shown else None, "up": s.up, "by": s.by})
+        return out
+
+    return {
+        "round_id": coup.round_id,
+        "coup_no": coup.coup_no,
+        "stage": coup.stage,
+        "hand": coup.stage_hand,
+        "player": cards("player"),
+        "banker": cards("banker"),
+        "totals": {h: coup.shown_total(h) for h in ("player", "banker")},
+        "turners": dict(coup.turners),
+        "style": coup.style,
+        "deadline": coup.deadline,
+        "bets": {p: dict(b) for p, b in coup.held.items()},
+    }
 
 
 def public_options(o: TableOptions) -> dict[str, Any]:

@@ -1,0 +1,182 @@
+"""Keeping each player's ``you.actions`` current: what changed in a step, and to whom
+it is sent.
+
+What it is for: after every step the table tells each tracked player (the seated, and
+anyone with chips on the table) their actions (:func:`server.table.rules.actions`)
+whenever they differ from the last it sent them, in a private overlay on the step's
+last event, so no client copies a rule. Making everyone's actions after every step
+would be slow, so :class:`SentActions` looks only at the players a step may have
+changed (:func:`watch`, before and after it) and compares what their actions are made
+from (:func:`actions_key`) with what it was when they were last sent; the stored state
+keeps a short digest of each (``sent_actions``), so a restored table does not send
+them again.
+
+What it must never do: decide a rule (the bounds are :mod:`server.table.rules`'s) or
+change the table; it only changes the step's last event and its own record of what
+was sent. tests/table/test_actions.py checks that every seated player's last actions
+received are their actions now.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING, Any
+
+from . import commands as c
+from . import rules
+from .events import Event
+from .state import Phase, PlayerState
+
+if TYPE_CHECKING:
+    from .table import Table
+
+__all__ = ["SentActions", "actions_key", "watch"]
+
+# Commands after which who is seated may have changed (so whose actions to track).
+_SEAT_CHANGES = (c.Sit, c.Stand, c.Leave, c.Disconnect, c.Tick, c.Restored, c.CloseTable)
+# Commands that never change their sender's own actions (DONE stays listed, connection
+# and squeeze progress are not in them): only what they cause elsewhere is looked at.
+_QUIET = (c.Done, c.Progress, c.Disconnect, c.Reconnect, c.Join, c.Tick)
+
+
+def watch(t: Table) -> tuple[Any, ...]:
+    """What players' actions depend on beyond their own seat, chips and money. The
+    first three (the phase, draining, and which coup of which shoe: a coup the
+    croupier deals and settles at once leaves the phase as it was) concern
+    everyone; the rest only the players they name (who holds the shoe, is offered
+    it, cuts, turns) and the turn's moment (the turner's)."""
+    coup = t.coup
+    offer = t.offer
+    if coup is None:
+        turn: tuple[Any, ...] = (None, None, None, 0)
+    else:
+        hand = coup.stage_hand
+        slots = coup.hand(hand)
+        turn = (
+            coup.turners[hand],
+            coup.stage,
+            coup.style,
+            sum(1 for i in coup.stage_slots() if slots[i].up),
+        )
+    return (
+        t.phase,
+        t.draining,
+        (t.shoe_no, t.coup_no),
+        t.holder,
+        t.holder_coups > 0,
+        offer.current if offer is not None else None,
+        t.cut_offered_to,
+        *turn,
+    )
+
+
+def actions_key(t: Table, p: PlayerState) -> tuple[Any, ...]:
+    """Everything :func:`~server.table.rules.actions` of seated player ``p`` is made
+    from: equal keys, equal actions (what the rules' refusals and bounds read, not the
+    rules themselves). The table compares keys to know whose actions changed in a step
+    without making them (tests/table/test_actions.py holds the two together)."""
+    phase = t.phase
+    coup = t.coup
+    pid = p.id
+    in_play = coup is not None and (pid in coup.held or pid == coup.holder)
+    if phase is Phase.BETTING:
+        return (
+            "betting",
+            in_play,
+            t.draining,
+            pid == t.holder,
+            t.holder_coups > 0,
+            t.available(pid),
+            tuple(p.bets.items()),
+            tuple(p.last_bets.items()),
+        )
+    if phase is Phase.TURN and coup is not None:
+        hand = coup.stage_hand
+        if coup.turners[hand] != pid:
+            return ("turn", in_play)
+        return ("turn", in_play, hand, coup.style, tuple(coup.face_down()))
+    if phase is Phase.SHOE_OFFER:
+        return ("shoe_offer", in_play, t.offer is not None and t.offer.current == pid)
+    if phase is Phase.CUT:
+        return ("cut", in_play, t.cutter == pid, t.shoe.size if t.shoe is not None else 0)
+    return (phase.value, in_play)
+
+
+def _digest(key: tuple[Any, ...]) -> str:
+    """A short, stable fingerprint of what a player's actions were made from (what the
+    state keeps): the length and CRC-32 of the key's text."""
+    text = repr(key)
+    return f"{len(text)}:{zlib.crc32(text.encode()):08x}"
+
+
+class SentActions:
+    """What the table last sent each tracked player of their actions."""
+
+    def __init__(self) -> None:
+        # A digest of the actions last sent to each player the table keeps current
+        # (the seated, and anyone with chips on the table): the stored ``sent_actions``.
+        # (A digest of what the actions were made from, actions_key. The keys are kept
+        # in memory; their digests are made when the state is taken.)
+        self.digests: dict[str, str] = {}
+        self._keys: dict[str, tuple[Any, ...]] = {}
+        self._undigested: set[str] = set()
+
+    def stored(self) -> dict[str, str]:
+        """The digests, for the stored state (made now, once per change, not per step)."""
+        for pid in self._undigested:
+            self.digests[pid] = _digest(self._keys[pid])
+        self._undigested.clear()
+        return self.digests
+
+    def refresh(
+        self, t: Table, cmd: c.Command, before: tuple[Any, ...], events: list[Event]
+    ) -> None:
+        """Keep clients current without re-deriving rules: every tracked player (seated,
+        or with chips on the table) whose actions differ from the last the table sent
+        them gets them in a private overlay on the step's last event (``events[-1]``). A
+        player who stops being tracked (stood up) gets their spectator actions once.
+        Only the players a step may have changed are looked at (``before`` is
+        :func:`watch` before the step)."""
+        sent, keys = self.digests, self._keys
+        after = watch(t)
+        if before[:3] != after[:3]:
+            who = {q.id for q in t.seated()} | set(sent) | set(keys)
+        else:
+            who = set() if isinstance(cmd, _QUIET) else {cmd.player}
+            if before != after:  # the players named, before and after
+                who.update(x for x in (*before[3:8], *after[3:8]) if type(x) is str)
+            if isinstance(cmd, _SEAT_CHANGES):  # sat down, or no longer seated
+                who |= {q.id for q in t.seated()} ^ (set(sent) | set(keys))
+        if not who:
+            return
+        coup = t.coup
+        overlay: dict[str, dict[str, Any]] = {}
+        for pid in sorted(who) if len(who) > 1 else who:
+            p = t.players.get(pid)
+            tracked = p is not None and (
+                p.seat is not None or bool(p.bets) or (coup is not None and pid in coup.held)
+            )
+            if not tracked:
+                if pid in sent or pid in keys:
+                    sent.pop(pid, None)
+                    keys.pop(pid, None)
+                    self._undigested.discard(pid)
+                    if p is not None:
+                        overlay[pid] = {"actions": rules.actions(t, pid)}
+                continue
+            assert p is not None
+            key = actions_key(t, p)  # what their actions are made from
+            known = keys.get(pid)
+            if key == known:
+                continue
+            keys[pid] = key
+            if known is None and pid in sent and sent[pid] == _digest(key):
+                continue  # restored: the state's digest says they have these already
+            self._undigested.add(pid)
+            overlay[pid] = {"actions": rules.actions(t, pid)}  # made fresh: the event's
+        if overlay:
+            last = events[-1]
+            private = dict(last.private or {})
+            for pid, extra in overlay.items():
+                private[pid] = {**private.get(pid, {}), **extra}
+            events[-1] = Event(last.seq, last.kind, last.data, private)

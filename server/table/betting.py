@@ -1,0 +1,189 @@
+"""Betting: chips on the layout, DONE, and closing the betting (GAME_RULES §3, §6, §7).
+
+What it is for: the BETTING phase of :class:`~server.table.Table`, as functions over
+the table and its players' :class:`~server.table.state.PlayerState`: each betting
+command's check and do (``check_<name>`` / ``do_<name>``, found by the table's
+handlers; the bounds they check are :mod:`server.table.rules`'s), opening a round,
+and closing it: every wager held, four cards dealt face down, the turners named.
+
+What it must never do: move money itself (the stake and the holds are
+:mod:`server.table.settlement`'s entries), or decide what a bet may be (the rules do).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from server.engine.payouts import Area
+
+from . import commands as c
+from . import rules, settlement
+from .errors import refuse
+from .state import CardSlot, CoupState, Phase, PlayerState
+
+if TYPE_CHECKING:
+    from .table import Table
+
+
+def set_bets(t: Table, p: PlayerState, bets: dict[str, int], change: str) -> None:
+    """``p``'s chips become ``bets`` (checked): the stake follows (§7), and a first bet
+    starts the timer of a table that waited for one."""
+    for name in set(p.bets) | set(bets):
+        if p.bets.get(name, 0) != bets.get(name, 0):
+            t.counter += 1
+            p.bet_order[name] = t.counter
+    p.bets = {k: v for k, v in bets.items() if v}
+    p.bet_order = {k: v for k, v in p.bet_order.items() if k in p.bets}
+    p.done = False
+    t.move_stake(p, sum(p.bets.values()) - t.stake(p.id))
+    t.emit(
+        "bets",
+        {"player": p.id, "seat": p.seat, "bets": dict(p.bets), "change": change},
+        {p.id: {"available": t.available(p.id)}},
+    )
+    if t.deadline is None and p.bets:  # §7: the table waited for a bet; time it now
+        t.deadline = t.now + t.options.timers.betting
+        t.emit("betting_timer", {"deadline": t.deadline})
+
+
+def check_place_bet(t: Table, cmd: c.PlaceBet) -> tuple[PlayerState, dict[str, int]]:
+    p = t.seated_player(cmd.player)
+    area = t.open_area(cmd.area)
+    refuse(rules.bet_refusal(t, p, area, cmd.amount))
+    return p, {**p.bets, area: p.bets.get(area, 0) + cmd.amount}
+
+
+def do_place_bet(t: Table, cmd: c.PlaceBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
+    set_bets(t, *ctx, "place")
+    return False
+
+
+def check_remove_bet(t: Table, cmd: c.RemoveBet) -> tuple[PlayerState, dict[str, int]]:
+    p = t.seated_player(cmd.player)
+    area = t.open_area(cmd.area)
+    refuse(rules.remove_refusal(t, p, area, cmd.amount))
+    have = p.bets[area]
+    return p, {**p.bets, area: have - (have if cmd.amount is None else cmd.amount)}
+
+
+def do_remove_bet(t: Table, cmd: c.RemoveBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
+    set_bets(t, *ctx, "remove")
+    return False
+
+
+def check_clear_bets(t: Table, cmd: c.ClearBets) -> PlayerState:
+    p = t.seated_player(cmd.player)
+    refuse(rules.clear_refusal(p))
+    return p
+
+
+def do_clear_bets(t: Table, cmd: c.ClearBets, p: PlayerState) -> bool:
+    set_bets(t, p, {}, "clear")
+    return False
+
+
+def check_same_bet(t: Table, cmd: c.SameBet) -> tuple[PlayerState, dict[str, int]]:
+    p = t.seated_player(cmd.player)
+    refuse(rules.same_bet_refusal(t, p))
+    return p, rules.same_bets(t, p)
+
+
+def do_same_bet(t: Table, cmd: c.SameBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
+    set_bets(t, *ctx, "same")
+    return False
+
+
+def check_done(t: Table, cmd: c.Done) -> PlayerState:
+    p = t.seated_player(cmd.player)
+    refuse(rules.done_refusal(t, p))
+    return p
+
+
+def do_done(t: Table, cmd: c.Done, p: PlayerState) -> bool:
+    if p.done:
+        return True  # pressed already: nothing changes (answered as a duplicate)
+    p.done = True
+    t.emit("done", {"player": p.id})
+    maybe_close_betting(t)
+    return False
+
+
+def maybe_close_betting(t: Table) -> None:
+    """§7: close early once everyone seated pressed DONE, and there is a bet."""
+    seated = t.seated()
+    if any(q.bets for q in seated) and all(q.done for q in seated):
+        close_betting(t)
+
+
+def open_betting(t: Table) -> None:
+    if not t.round_open:
+        t.coup_no += 1
+        t.round_open = True
+        for q in t.players.values():
+            q.done = False
+    t.phase = Phase.BETTING
+    t.deadline = t.now + t.options.timers.betting
+    t.emit(
+        "betting_opened",
+        {"coup_no": t.coup_no, "round_id": t.round_id, "deadline": t.deadline},
+    )
+
+
+def close_betting(t: Table) -> None:
+    """Hold every wager (§7), deal four cards face down, name the turners (§6)."""
+    assert t.shoe is not None
+    rid = t.round_id
+    held: dict[str, dict[str, int]] = {}
+    before: dict[str, int] = {}
+    for q in t.seated():
+        if not q.bets:
+            continue
+        before[q.id] = t.balance(q.id)
+        settlement.hold(t.wallet, t.table_id, rid, q.id, q.bets)
+        held[q.id] = dict(q.bets)
+    turner = player_turner(t, held)
+    shoe = t.shoe
+    cards = [shoe.draw() for _ in range(4)]
+    forfeits = (
+        t.options.holder_must_bet_banker
+        and t.holder is not None
+        and not held.get(t.holder, {}).get(Area.BANKER.value)
+    )
+    t.coup = CoupState(
+        round_id=rid,
+        coup_no=t.coup_no,
+        player=[CardSlot(cards[0]), CardSlot(cards[2])],
+        banker=[CardSlot(cards[1]), CardSlot(cards[3])],
+        turners={"player": turner, "banker": t.holder},
+        held=held,
+        balances_before=before,
+        holder=t.holder,
+        last=t.last_coup_next,
+        holder_forfeits=bool(forfeits),
+    )
+    t.phase = Phase.TURN
+    t.deadline = None
+    t.round_open = False
+    totals: dict[str, int] = {}
+    for bets in held.values():
+        for area, amount in bets.items():
+            totals[area] = totals.get(area, 0) + amount
+    t.emit(
+        "betting_closed",
+        {"round_id": rid, "bets": {pid: dict(b) for pid, b in held.items()}, "totals": totals},
+        {pid: t.money(pid) for pid in held},
+    )
+    t.emit(
+        "dealt",
+        {"round_id": rid, "player": 2, "banker": 2, "turners": dict(t.coup.turners)},
+    )
+
+
+def player_turner(t: Table, held: dict[str, dict[str, int]]) -> str | None:
+    """§6: the highest Player bet turns; on equal amounts, whoever reached it first."""
+    ranked = sorted(
+        (-held[q.id]["player"], q.bet_order.get("player", 0), q.id)
+        for q in t.seated()
+        if held.get(q.id, {}).get("player")
+    )
+    return ranked[0][2] if ranked else None

@@ -1,0 +1,195 @@
+"""Seating: people come and go, sit and stand, lose their connection and come back
+(GAME_RULES §5).
+
+What it is for: the commands every phase but CLOSED takes (``Join``, ``Leave``,
+``Sit``, ``Stand``, ``Disconnect``, ``Reconnect``, ``Restored``), as functions over the
+table and its :class:`~server.table.state.PlayerState`: each one's check and do
+(``check_<name>`` / ``do_<name>``, found by the table's handlers), standing a player up
+(their placed chips come back, the shoe moves on) and the grace period of a seat held
+for someone away.
+
+What it must never do: move money itself (a standing player's chips come back through
+the table's stake, :func:`server.table.settlement.move_stake`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import betting, rules, shoe_offer
+from . import commands as c
+from .errors import TableError, refuse
+from .state import Phase, PlayerState
+
+if TYPE_CHECKING:
+    from .table import Table
+
+
+def check_can_stand(t: Table, p: PlayerState) -> None:
+    refuse(rules.stand_refusal(t, p))
+
+
+def check_join(t: Table, cmd: c.Join) -> bool:
+    if cmd.player in t.players:
+        if cmd.rejoin:
+            return True
+        raise TableError("already_joined", "you are already at this table")
+    return False
+
+
+def do_join(t: Table, cmd: c.Join, rejoin: bool) -> bool:
+    if rejoin:
+        return back(t, t.players[cmd.player])
+    name = (cmd.name or cmd.player)[:32]
+    # Watching is not news: no event, so an audience of thousands arriving costs
+    # each of them nothing (the lobby and snapshots count spectators). Sitting is.
+    t.players[cmd.player] = PlayerState(cmd.player, name)
+    return False
+
+
+def check_leave(t: Table, cmd: c.Leave) -> PlayerState:
+    p = t.joined_player(cmd.player)
+    if p.seat is not None:
+        check_can_stand(t, p)
+    return p
+
+
+def do_leave(t: Table, cmd: c.Leave, p: PlayerState) -> bool:
+    stand(t, p, "left")  # a seated player's leaving is news: "stood", reason "left"
+    del t.players[p.id]
+    return False
+
+
+def check_sit(t: Table, cmd: c.Sit) -> tuple[PlayerState, int]:
+    p = t.joined_player(cmd.player)
+    if p.seat is not None:
+        raise TableError("already_seated", f"you are already in seat {p.seat}")
+    free = t.free_seats()
+    if cmd.seat is None:
+        if not free:
+            raise TableError("table_full", "every seat is taken")
+        return p, free[0]
+    if cmd.seat > t.options.seats:
+        raise TableError("bad_seat", f"seats are 1-{t.options.seats}")
+    if cmd.seat not in free:
+        raise TableError("seat_taken", f"seat {cmd.seat} is taken")
+    return p, cmd.seat
+
+
+def do_sit(t: Table, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> bool:
+    p, seat = ctx
+    p.seat = seat
+    t._seated = None
+    p.connected = True
+    p.grace_deadline = None
+    t.emit(
+        "sat",
+        {"player": p.id, "name": p.name, "seat": seat, "free_seats": t.free_seats()},
+        {p.id: t.money(p.id)},
+    )
+    return False
+
+
+def check_stand(t: Table, cmd: c.Stand) -> PlayerState:
+    p = t.seated_player(cmd.player)
+    check_can_stand(t, p)
+    return p
+
+
+def do_stand(t: Table, cmd: c.Stand, p: PlayerState) -> bool:
+    stand(t, p, "stood")
+    return False
+
+
+def stand(t: Table, p: PlayerState, reason: str) -> None:
+    """Take a player out of their seat: chips placed come back, the shoe moves on."""
+    if p.seat is None:
+        return
+    seat = p.seat
+    if p.bets:  # placed chips come back: stake -> player
+        p.bets.clear()
+        p.bet_order.clear()
+        t.move_stake(p, -t.stake(p.id))
+    p.seat, p.done, p.leaving, p.grace_deadline = None, False, False, None
+    t._seated = None
+    t.emit(
+        "stood",
+        {"player": p.id, "seat": seat, "reason": reason, "free_seats": t.free_seats()},
+    )
+    if t.holder == p.id:
+        shoe_offer.lose_shoe(t, p, reason, seat)
+    if t.offer is not None and t.offer.current == p.id:
+        shoe_offer.decline_offer(t, p.id, seat, timeout=False)
+    if (
+        t.phase is Phase.BETTING
+        and t.round_open
+        and t.coup is None
+        and t.offer is None
+        and not t.offer_needed
+    ):
+        betting.maybe_close_betting(t)  # §7: the one not yet done may have just left
+
+
+def gone(t: Table, p: PlayerState) -> None:
+    """Grace ran out (§5): the seat is lost and the player, still away, leaves."""
+    stand(t, p, "timeout")
+    del t.players[p.id]
+
+
+def check_disconnect(t: Table, cmd: c.Disconnect) -> PlayerState:
+    return t.joined_player(cmd.player)
+
+
+def do_disconnect(t: Table, cmd: c.Disconnect, p: PlayerState) -> bool:
+    """The table decides what a lost connection means: a spectator leaves (no
+    event, as when they came); a seated player keeps the seat for the grace period
+    (§5). A shoe already offered to them waits for its timer (they may be back in
+    time); one offered to them while they are away is declined at once."""
+    if p.seat is None:
+        del t.players[p.id]
+        return False
+    if not p.connected:
+        return True
+    away(t, p)
+    return False
+
+
+def away(t: Table, p: PlayerState) -> None:
+    """A seated player is gone, for now: the grace period starts (§5). The one path
+    for a lost connection and a restart (Restored)."""
+    p.connected = False
+    p.grace_deadline = t.now + t.options.timers.grace
+    t.emit("disconnected", {"player": p.id, "grace_deadline": p.grace_deadline})
+
+
+def check_reconnect(t: Table, cmd: c.Reconnect) -> PlayerState:
+    return t.joined_player(cmd.player)
+
+
+def do_reconnect(t: Table, cmd: c.Reconnect, p: PlayerState) -> bool:
+    return back(t, p)
+
+
+def back(t: Table, p: PlayerState) -> bool:
+    if p.connected:
+        return True
+    p.connected = True
+    p.grace_deadline = None
+    p.leaving = False
+    t.emit("reconnected", {"player": p.id})
+    return False
+
+
+def do_restored(t: Table, cmd: c.Restored, ctx: None) -> bool:
+    """After a restart nobody is connected: spectators are gone (they are not
+    stored, and reconnect as spectators), seated players are away from now on, by
+    the same path as a lost connection (so, before any Tick, nobody away is taken
+    for present: a shoe offered to them from now on is declined at once)."""
+    for q in list(t.players.values()):
+        if q.seat is None and not q.bets:
+            del t.players[q.id]
+    for q in t.seated():
+        if q.connected:
+            away(t, q)
+    t.draining = False  # a new process: not draining until told so
+    return False

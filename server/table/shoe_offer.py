@@ -1,0 +1,152 @@
+"""The shoe offer and the cut: who holds the shoe, and cutting a new one (GAME_RULES §4, §5).
+
+What it is for: the SHOE_OFFER and CUT phases of :class:`~server.table.Table`, as
+functions over the table and its :class:`~server.table.state.Offer`: each command's
+check and do (``check_<name>`` / ``do_<name>``, found by the table's handlers),
+offering the shoe seat by seat, the house taking it when everyone declines, the holder
+losing it, and the cut.
+
+What it must never do: move money, or shuffle (the shoe arrives with its seed in a
+``StartShoe``; a cut that times out is the seed's, :func:`server.engine.shoe.timeout_cut`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from server.engine.shoe import ShoeError
+from server.engine.shoe import check_cut as check_cut_position
+
+from . import commands as c
+from . import rules
+from .errors import TableError, refuse
+from .state import Offer, PlayerState
+
+if TYPE_CHECKING:
+    from .table import Table
+
+
+def check_offeree(t: Table, pid: str) -> PlayerState:
+    p = t.seated_player(pid)
+    refuse(rules.offer_refusal(t, pid))
+    return p
+
+
+def lose_shoe(t: Table, p: PlayerState, reason: str, seat: int | None = None) -> None:
+    """§5: the holder passes, stands, leaves or times out: offer the shoe onward."""
+    t.emit("shoe_passed", {"player": p.id, "reason": reason})
+    t.anchor_seat = seat or p.seat or t.anchor_seat
+    t.holder = None
+    t.house_holds = False
+    t.offer_needed = True
+
+
+def rotation(t: Table, after: int) -> list[PlayerState]:
+    """Seated players in offer order: the seats after ``after``, wrapping (§5)."""
+    return sorted(t.seated(), key=lambda q: ((q.seat or 0) <= after, q.seat))
+
+
+def start_offer(t: Table) -> None:
+    t.offer_needed = False
+    order = rotation(t, t.anchor_seat)
+    if order:
+        offer_to(t, order[0], [])
+
+
+def offer_to(t: Table, p: PlayerState, declined: list[str]) -> None:
+    assert p.seat is not None
+    deadline = t.now + t.options.timers.shoe_offer
+    t.offer = Offer(p.id, p.seat, deadline, declined)
+    t.emit("shoe_offered", {"player": p.id, "seat": p.seat, "deadline": deadline})
+    if not p.connected:  # nobody there to answer: declined on their behalf at once
+        t.between_on_behalf.append({"step": "decline the shoe", "player": p.id})
+        decline_offer(t, p.id, p.seat, timeout=True)
+
+
+def decline_offer(t: Table, pid: str, seat: int | None, *, timeout: bool) -> None:
+    """§5: ``pid`` declined (or could not answer): the next occupied seat whose
+    player has not declined is offered the shoe; when every seated player has
+    declined, the house holds it."""
+    offer = t.offer
+    assert offer is not None
+    t.emit("shoe_declined", {"player": pid, "seat": seat, "timeout": timeout})
+    declined = [*offer.declined, pid]
+    for q in rotation(t, offer.seat):
+        if q.id not in declined:
+            offer_to(t, q, declined)
+            return
+    house_takes_shoe(t)
+
+
+def house_takes_shoe(t: Table) -> None:
+    """§5: nobody (else) takes the shoe: the croupier holds it until a Player win."""
+    t.offer = None
+    t.holder = None
+    t.house_holds = True
+    t.holder_coups = 0
+    t.emit("shoe_held_by_house", {})
+
+
+def check_accept_shoe(t: Table, cmd: c.AcceptShoe) -> PlayerState:
+    return check_offeree(t, cmd.player)
+
+
+def do_accept_shoe(t: Table, cmd: c.AcceptShoe, p: PlayerState) -> bool:
+    t.offer = None
+    t.holder, t.house_holds, t.holder_coups = p.id, False, 0
+    t.anchor_seat = p.seat or 0
+    t.emit("shoe_accepted", {"player": p.id, "seat": p.seat})
+    return False
+
+
+def check_decline_shoe(t: Table, cmd: c.DeclineShoe) -> PlayerState:
+    return check_offeree(t, cmd.player)
+
+
+def do_decline_shoe(t: Table, cmd: c.DeclineShoe, p: PlayerState) -> bool:
+    decline_offer(t, p.id, p.seat, timeout=False)
+    return False
+
+
+def check_pass_shoe(t: Table, cmd: c.PassShoe) -> PlayerState:
+    p = t.seated_player(cmd.player)
+    refuse(rules.pass_refusal(t, p))
+    return p
+
+
+def do_pass_shoe(t: Table, cmd: c.PassShoe, p: PlayerState) -> bool:
+    """§5: a voluntary pass goes to the next occupied seat other than the holder's,
+    and never back to them: the offer starts at once with the passer counted as
+    having declined; with nobody else seated the house holds the shoe."""
+    assert p.seat is not None
+    lose_shoe(t, p, "passed")
+    t.offer_needed = False
+    others = [q for q in rotation(t, p.seat) if q.id != p.id]
+    if others:
+        offer_to(t, others[0], [p.id])
+    else:
+        house_takes_shoe(t)
+    return False
+
+
+def check_cut(t: Table, cmd: c.Cut) -> None:
+    t.seated_player(cmd.player)
+    assert t.shoe is not None
+    refuse(rules.cut_refusal(t, cmd.player))
+    try:
+        check_cut_position(cmd.position, t.shoe.size)  # the bounds of rules.cut_range
+    except ShoeError as exc:
+        raise TableError("bad_cut", str(exc)) from None
+
+
+def do_cut(t: Table, cmd: c.Cut, ctx: None) -> bool:
+    apply_cut(t, cmd.position, cmd.player, None)
+    return False
+
+
+def apply_cut(t: Table, position: int, by: str, on_behalf: str | None) -> None:
+    assert t.shoe is not None
+    t.shoe.apply_cut(position)
+    t.cut_by = {"by": by, "on_behalf": on_behalf}
+    t.deadline = None
+    t.emit("shoe_cut", {"position": position, "by": by, "on_behalf": on_behalf})
