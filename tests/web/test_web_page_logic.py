@@ -38,6 +38,7 @@ from web_helpers import (
     token,
 )
 
+from server.engine.payouts import Area
 from server.net.auth import make_token
 
 TABLES = [
@@ -53,16 +54,7 @@ TABLES = [
     },
     {"id": "logic-embed", "name": "Framed", "tier": "1-100", "timers": RELAXED},
 ]
-ALL_AREAS = [
-    "player",
-    "banker",
-    "tie",
-    "player_pair",
-    "banker_pair",
-    "super6",
-    "dragon_player",
-    "dragon_banker",
-]
+ALL_AREAS = [a.value for a in Area]  # every area, in the order a table lists them
 NAMES = {
     "player": "Player",
     "banker": "Banker",
