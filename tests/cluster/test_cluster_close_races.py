@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kit import Game, open_player, scaled, table_def
-from kit.cluster import Cluster, retry, settle
+from tests.kit import Game, open_player, scaled, table_def
+from tests.kit.cluster import Cluster, retry, settle
 
 BETS = 5
 

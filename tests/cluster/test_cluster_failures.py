@@ -26,9 +26,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from kit import Client, CoupLog, Game, ServerProcess, open_player, scaled, table_def
-from kit.checks import check_coup, check_public_views_agree, random_bets
-from kit.cluster import (
+
+from tests.kit import Client, CoupLog, Game, ServerProcess, open_player, scaled, table_def
+from tests.kit.checks import check_coup, check_public_views_agree, random_bets
+from tests.kit.cluster import (
     FAILOVER,
     LEASE,
     TRANSIENT,
@@ -40,8 +41,8 @@ from kit.cluster import (
     settle,
     stored_row,
 )
-from kit.crash import BETS, PLAYERS, STEP, TABLE, Table, coup_cards, next_coup, record_cards
-from redis_server import RedisServer
+from tests.kit.crash import BETS, PLAYERS, STEP, TABLE, Table, coup_cards, next_coup, record_cards
+from tests.redis_server import RedisServer
 
 LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut": 60, "grace": 120}
 

@@ -18,8 +18,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from kit import Client, Game, open_player, scaled, table_def
-from kit.cluster import Cluster, retry, settle
+from tests.kit import Client, Game, open_player, scaled, table_def
+from tests.kit.cluster import Cluster, retry, settle
 
 
 async def lines(client: Client) -> dict[str, dict[str, Any]]:

@@ -10,9 +10,9 @@ import signal
 import time
 from collections.abc import Callable
 
-from kit import http_get, scaled, table_def
-from kit.cluster import Cluster
-from redis_server import RedisServer
+from tests.kit import http_get, scaled, table_def
+from tests.kit.cluster import Cluster
+from tests.redis_server import RedisServer
 
 
 async def readiness(port: int) -> tuple[int, bytes]:

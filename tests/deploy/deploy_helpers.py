@@ -4,7 +4,7 @@
   through its :class:`Nginx` (deploy/'s config with the ports, the certificate paths
   and the upstream servers substituted, nothing else), so what the tests run is what
   the script runs.
-- :func:`server_helpers` is the test toolkit ``kit`` (the recording protocol client and
+- :func:`server_helpers` is the test toolkit ``tests.kit`` (the recording protocol client and
   the table driver).
 - :func:`tls_client_class` is that client over ``wss://`` trusting a throwaway CA.
 - :func:`metric` reads one sample of a process's ``/metrics``.
@@ -29,10 +29,10 @@ from types import ModuleType
 from typing import Any
 
 import redis.asyncio as aioredis
-from kit import ServerProcess, scaled
-from kit.launch import ROOT
 
 from server.croupier.cluster import lease_key, placement
+from tests.kit import ServerProcess, scaled
+from tests.kit.launch import ROOT
 
 __all__ = [
     "ROOT",
@@ -65,7 +65,7 @@ def cluster_script() -> ModuleType:
 
 def server_helpers() -> ModuleType:
     """The test toolkit (``Client``, ``Game``, ``SECRET``...)."""
-    import kit
+    from tests import kit
 
     return kit
 

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from deploy_helpers import ROOT, cluster_script, tls_client_class
-from kit import scaled
+
+from tests.kit import scaled
 
 READY = re.compile(r"chemmy cluster ready: (https://127\.0\.0\.1:(\d+)/)")
 

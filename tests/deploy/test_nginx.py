@@ -40,11 +40,11 @@ from deploy_helpers import (
     server_helpers,
     tls_client_class,
 )
-from kit import ServerProcess, scaled
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from server.net.auth import make_token
+from tests.kit import ServerProcess, scaled
 
 H = server_helpers()
 TABLE = "t1"

@@ -232,7 +232,7 @@ async def stored_row(url: str, table: str) -> TableRow:
 
 
 async def check_books(url: str, *, tables: Iterable[str] = ()) -> dict[str, Any]:
-    """The money in Redis after play, every coup settled: :func:`kit.crash.check_books`
+    """The money in Redis after play, every coup settled: :func:`tests.kit.crash.check_books`
     (conserved, matched, every hold with exactly one outcome, no entry twice, each
     recorded round paid as its record says, nothing held or staked) over every round
     in the ledger, and nothing staked at ``tables``. Returns what that returns."""

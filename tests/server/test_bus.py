@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from redis_server import RedisServer
 
 from server.bus.base import Bus
 from server.bus.local import LocalBus
@@ -29,6 +28,7 @@ from server.bus.redis import RedisBus, _pack_events
 from server.protocol.errors import Refused
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.table.events import Event
+from tests.redis_server import RedisServer
 
 STORED: dict[str, list[Event]] = {}
 #: table -> the node that owns it, for the Redis buses' owner lookup (the leases' part).

@@ -36,8 +36,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from kit import Client
-from kit.crash import (
+
+from server.store import open_store
+from tests.kit import Client
+from tests.kit.crash import (
     BETS,
     CONFIG,
     FUNDS,
@@ -54,8 +56,6 @@ from kit.crash import (
     record_cards,
     table_state,
 )
-
-from server.store import open_store
 
 
 @pytest.fixture(params=["sqlite", "redis"])

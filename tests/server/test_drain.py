@@ -21,10 +21,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import kit.crash as H
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
+
+import tests.kit.crash as H
 
 TABLE = H.TABLE
 PLAYERS = H.PLAYERS

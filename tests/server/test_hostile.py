@@ -31,13 +31,13 @@ from typing import Any
 
 import jwt
 import msgpack
-from kit import SECRET, Client, Game, scaled, table_def
 from websockets.exceptions import ConnectionClosed
 
 from server.net.auth import make_token
 from server.net.limits import PLAYER_IN_FLIGHT
 from server.net.server import ChemmyServer
 from server.protocol.records import CommandRecord, ReplyRecord
+from tests.kit import SECRET, Client, Game, scaled, table_def
 
 LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut": 60, "grace": 60}
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit import Game, scaled
-
 from server.protocol.records import CommandRecord
+from tests.kit import Game, scaled
 
 
 async def test_an_unanswered_command_times_out_and_its_retry_applies_once(net: Any) -> None:

@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from kit import ROOT, SECRET, Client, Game, scaled, table_def
 
 from server.net.auth import make_token
 from server.net.config import build_parser
@@ -59,6 +58,7 @@ from server.protocol.messages import SCHEMAS, parse
 from server.table.events import EVENT_KINDS
 from server.table.options import TableOptions
 from server.table.rules import TURN_REFUSALS
+from tests.kit import ROOT, SECRET, Client, Game, scaled, table_def
 
 DOC = ROOT / "docs" / "protocol.md"
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}  # the script sends as fast as it can

@@ -10,7 +10,7 @@ import asyncio
 import socket
 from typing import Any
 
-from kit import Client, scaled
+from tests.kit import Client, scaled
 
 KIB = 1024
 

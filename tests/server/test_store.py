@@ -20,7 +20,6 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from redis import asyncio as aioredis
-from redis_server import RedisServer
 
 from server.store import (
     HISTORY_LIMIT,
@@ -40,6 +39,7 @@ from server.store import (
     store_for,
 )
 from server.table.wallet import CASHIER, HOUSE, Entry, MemoryWallet
+from tests.redis_server import RedisServer
 
 KINDS = ("memory", "redis", "sqlite")
 

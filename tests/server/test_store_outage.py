@@ -13,10 +13,10 @@ import logging
 from typing import Any
 
 import pytest
-from kit import SECRET, http_get, scaled, table_def
 
 from server.net.auth import make_token
 from server.store.base import StoreError
+from tests.kit import SECRET, http_get, scaled, table_def
 
 
 class Outage:
