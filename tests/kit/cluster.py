@@ -96,11 +96,16 @@ class Cluster:
             table = key.split("{", 1)[1].split("}", 1)[0]
             owner = self.redis.get(key)
             if owner is not None:
-                out[table] = owner
+                out[table] = str(owner)
         return out
 
     def members(self) -> list[str]:
-        return sorted(self.redis.zrange("chemmy:nodes", 0, -1))
+        return sorted(str(m) for m in self.redis.zrange("chemmy:nodes", 0, -1))
+
+    def lease(self, table: str) -> str | None:
+        """The bus name of the process holding ``table``'s lease, if one does."""
+        name = self.redis.get(f"chemmy:{{{table}}}:lease")
+        return None if name is None else str(name)
 
     def node_name(self, node: ServerProcess) -> str:
         """The bus name of ``node``'s process (host-pid-random), remembered once seen
@@ -128,7 +133,7 @@ class Cluster:
 
     def owner(self, table: str) -> ServerProcess | None:
         """The process holding ``table``'s lease now."""
-        return self.by_name(self.redis.get(f"chemmy:{{{table}}}:lease"))
+        return self.by_name(self.lease(table))
 
     async def ready(self, tables: int = 1) -> None:
         """Wait until every process is a member and ``tables`` tables have an owner;
@@ -145,7 +150,7 @@ class Cluster:
         found: list[ServerProcess] = []
 
         def moved() -> bool:
-            name = self.redis.get(f"chemmy:{{{table}}}:lease")
+            name = self.lease(table)
             node = self.by_name(name) if name != old else None
             if node is not None:
                 found.append(node)
