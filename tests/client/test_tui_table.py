@@ -15,6 +15,7 @@ from textual.widgets import Button, Label, Static
 from client_cli.bot import Bot, play_bots
 from client_cli.tui import ChemmyApp, CutScreen, RoadsScreen, TableScreen
 from client_cli.tui.table import ChatInput
+from tests.kit.timing import scaled
 
 WIDE = (150, 45)
 
@@ -59,7 +60,7 @@ async def test_the_roads_at_80_columns(chemmy_server: Any) -> None:
     bot = Bot(
         url=chemmy_server.url, table="tui-roads", name="Roady", rounds=3, rng=random.Random(2)
     )
-    (report,) = await play_bots([bot], timeout=60)
+    (report,) = await play_bots([bot], timeout=scaled(60))
     assert report.error is None and report.rounds == 3
     app = ChemmyApp(chemmy_server.url, guest=True, name="Narrow", table="tui-roads")
     async with app.run_test(size=(80, 24)) as pilot:

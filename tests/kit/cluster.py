@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +63,21 @@ TRANSIENT = frozenset({"unavailable", "timeout", "busy", "store_unavailable", "s
 
 class Cluster:
     """N server processes over one Redis. ``settings`` are more ``chemmy-server`` TOML
-    settings (``command_timeout``, ``guest_balance``...)."""
+    settings (``command_timeout``, ``guest_balance``...), or ``config`` is the whole TOML
+    file instead; ``lease`` is each process's ``--lease`` (None: the server's default),
+    ``args`` more ``chemmy-server`` flags. (The benchmarks' cluster, bench/cluster.py,
+    is this one.)"""
 
     def __init__(
-        self, home: Path, redis_port: int, tables: list[dict[str, Any]], **settings: Any
+        self,
+        home: Path,
+        redis_port: int,
+        tables: list[dict[str, Any]],
+        *,
+        config: str | None = None,
+        lease: float | None = LEASE,
+        args: Sequence[str] = (),
+        **settings: Any,
     ) -> None:
         self.home = home
         self.url = f"redis://127.0.0.1:{redis_port}/0"
@@ -74,17 +85,22 @@ class Cluster:
             jwt_secret=SECRET, guest=True, rate_limit=10_000.0, rate_burst=10_000
         )
         options.update(settings)
-        self.config = server_toml(tables, **options)
+        self.config = config if config is not None else server_toml(tables, **options)
+        self.lease_time = lease
+        self.args = list(args)
         self.nodes: list[ServerProcess] = []
         self.redis = redis.Redis(host="127.0.0.1", port=redis_port, decode_responses=True)
         self._names: dict[int, str] = {}  # pid -> bus name, once seen
 
+    def server_args(self) -> list[str]:
+        """The next process's ``chemmy-server`` flags: more flags, the store, the lease."""
+        lease = [] if self.lease_time is None else ["--lease", str(self.lease_time)]
+        return [*self.args, "--store", self.url, *lease]
+
     def add(self) -> ServerProcess:
         """Start one more process."""
         n = len(self.nodes)
-        node = ServerProcess(
-            self.home / f"node{n}", self.config, "--store", self.url, "--lease", str(LEASE)
-        )
+        node = ServerProcess(self.home / f"node{n}", self.config, *self.server_args())
         node.start()
         self.nodes.append(node)
         return node

@@ -539,6 +539,6 @@ async def test_hellos_are_limited_per_address(net: Any) -> None:
     # the address gets a hello again once its bucket refills.
     other = await from_address(net, server, "127.0.0.9")
     await other.call("hello", guest=True)
-    await asyncio.sleep(0.6)
+    await asyncio.sleep(scaled(0.6))
     again = await from_address(net, server, "127.0.0.8")
     await again.call("hello", guest=True)
