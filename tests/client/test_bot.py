@@ -26,6 +26,7 @@ from tests.kit.timing import scaled
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 async def test_five_bots_play_a_whole_shoe(
     chemmy_server: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,6 +9,7 @@ import random
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from client_helpers import at_table, model_of, text_of, until
 from textual.widgets import Button, Label, Static
 
@@ -20,6 +21,7 @@ from tests.kit.timing import scaled
 WIDE = (150, 45)
 
 
+@pytest.mark.slow
 async def test_typing_a_chat_message(chemmy_server: Any) -> None:
     app = ChemmyApp(chemmy_server.url, guest=True, name="Chatty", table="tui-chat")
     async with app.run_test(size=WIDE) as pilot:
@@ -88,6 +90,7 @@ async def test_the_roads_at_80_columns(chemmy_server: Any) -> None:
         await app.action_quit()
 
 
+@pytest.mark.slow
 async def test_buttons_follow_the_servers_actions(chemmy_server: Any) -> None:
     app = ChemmyApp(chemmy_server.url, guest=True, name="Acty", table="lobby")
     async with app.run_test(size=WIDE) as pilot:

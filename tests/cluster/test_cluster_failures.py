@@ -44,6 +44,8 @@ from tests.kit.cluster import (
 from tests.kit.crash import BETS, PLAYERS, STEP, TABLE, Table, coup_cards, next_coup, record_cards
 from tests.redis_server import RedisServer
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut": 60, "grace": 120}
 
 

@@ -15,10 +15,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from server.store.redis import RedisStore
 from tests.kit import Client, CoupLog, Game, open_guest, open_player, table_def
 from tests.kit.checks import check_coup, check_public_views_agree, random_bets
 from tests.kit.cluster import settle
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 
 async def test_players_on_three_processes_play_a_whole_shoe(make_cluster: Any) -> None:

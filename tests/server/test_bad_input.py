@@ -551,6 +551,7 @@ async def fuzz_scene(net: Any) -> Scene:
     return await scene(net, rate_limit=100_000.0, rate_burst=100_000)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=400,
     deadline=None,

@@ -57,6 +57,8 @@ from tests.kit.crash import (
     table_state,
 )
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 
 @pytest.fixture(params=["sqlite", "redis"])
 def store(request: pytest.FixtureRequest) -> str | None:

@@ -28,6 +28,8 @@ from websockets.exceptions import InvalidStatus
 import tests.kit.crash as H
 from tests.kit.timing import scaled
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 TABLE = H.TABLE
 PLAYERS = H.PLAYERS
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import jwt
 import msgpack
+import pytest
 from websockets.exceptions import ConnectionClosed
 
 from server.net.auth import make_token
@@ -88,6 +89,7 @@ async def honest_play(ann: Client) -> list[str | None]:
 FLOOD_ADDRESSES = 16
 
 
+@pytest.mark.slow
 async def test_a_flood_from_many_addresses_costs_its_senders_not_the_table(net: Any) -> None:
     """The attack (issue 18.4): 16 addresses, each with its share of places at the
     gateway, together held every place of the table's queue, so an honest player's
@@ -356,6 +358,7 @@ async def test_a_ping_flood_is_limited_then_cut_off(net: Any) -> None:
     )
 
 
+@pytest.mark.slow
 async def test_pings_at_a_keepalive_pace_are_all_answered(net: Any) -> None:
     server = await net.start(rate_limit=20.0, rate_burst=5)
     client = await net.player(server, "ann")

@@ -282,12 +282,14 @@ async def play_shoes(
     ]
 
 
+@pytest.mark.slow
 async def test_commits_refused_through_whole_shoes_lose_and_make_no_money(
     net: Any, monkeypatch: pytest.MonkeyPatch, store: dict[str, Any]
 ) -> None:
     await play_shoes(net, monkeypatch, store, SHOES, kept=False)
 
 
+@pytest.mark.slow
 async def test_commits_kept_though_their_replies_were_lost_count_once(
     net: Any, monkeypatch: pytest.MonkeyPatch, store: dict[str, Any]
 ) -> None:

@@ -728,6 +728,7 @@ async def play(net: Any) -> Recorder:
 # ------------------------------------------------------------------------ the real test
 
 
+@pytest.mark.slow
 async def test_the_docs_show_exactly_what_a_real_server_sends(net: Any) -> None:
     run = await play(net)
     real = Shapes()

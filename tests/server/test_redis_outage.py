@@ -38,6 +38,8 @@ from tests.kit.checks import check_coup
 from tests.kit.crash import check_books
 from tests.redis_server import RedisServer
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 LONG = dict.fromkeys(("betting", "squeeze", "third_card", "shoe_offer", "cut", "grace"), 600)
 FUNDS = 100_000  # every player's welcome (the server's guest_balance)
 

@@ -43,6 +43,7 @@ class Outage:
         monkeypatch.setattr(store, "ensure_player", ensure_player)
 
 
+@pytest.mark.slow
 async def test_a_failing_store_backs_off_says_so_and_recovers(
     net: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -25,6 +25,8 @@ from web_helpers import RELAXED, SECRET, ServerProcess, TablePage, holder_ready,
 
 from server.net.auth import make_token
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 STATIC = Path(__file__).resolve().parents[2] / "server" / "net" / "static"
 NNBSP = "\u202f"  # the French group separator (CLDR), as Intl writes it
 
