@@ -59,6 +59,7 @@ import redis.asyncio as aioredis
 from bench import gateway
 from bench._util import cpu_seconds, machine, percentile, raise_nofile, write_benchmarks
 from server.net.auth import make_token
+from tests.kit import cluster as kit_cluster
 from tests.kit.client import Client, http_get
 from tests.kit.game import Game
 from tests.kit.launch import ServerProcess
@@ -114,38 +115,24 @@ def lease_key(table: str) -> str:
 
 
 # ====================================================================== a cluster
-class Cluster:
-    """``chemmy-server`` processes over one Redis of their own (or one on SQLite)."""
+class Cluster(kit_cluster.Cluster):
+    """``chemmy-server`` processes over one Redis of their own (or one on SQLite): the
+    test kit's :class:`tests.kit.cluster.Cluster`, with the server's default lease,
+    text logs, and a Redis started (and stopped) here."""
 
     def __init__(self, home: Path, config_text: str, *, redis_store: bool = True) -> None:
-        self.home = home
-        self.config = config_text
         self.redis_server: RedisServer | None = None
-        self.redis: redis.Redis | None = None
         if redis_store:
             self.redis_server = RedisServer(home / "redis")
             self.redis_server.start()
-            self.redis = redis.Redis(
-                host="127.0.0.1", port=self.redis_server.port, decode_responses=True
-            )
-        self.nodes: list[ServerProcess] = []
-        self.started = 0
-
-    @property
-    def url(self) -> str:
-        assert self.redis_server is not None
-        return self.redis_server.url()
-
-    def add(self) -> ServerProcess:
-        """Start one more process (the default lease)."""
-        self.started += 1
-        store = ["--store", self.url] if self.redis_server is not None else []
-        node = ServerProcess(
-            self.home / f"node{self.started}", self.config, "--log-format", "text", *store
+        port = self.redis_server.port if self.redis_server is not None else 0
+        super().__init__(
+            home, port, [], config=config_text, lease=None, args=["--log-format", "text"]
         )
-        node.start()
-        self.nodes.append(node)
-        return node
+
+    def server_args(self) -> list[str]:
+        """On SQLite, no ``--store``: each process its own database."""
+        return super().server_args() if self.redis_server is not None else list(self.args)
 
     @property
     def live(self) -> list[ServerProcess]:
@@ -158,9 +145,8 @@ class Cluster:
             out.append(self.redis_server.process.pid)
         return out
 
-    def by_name(self) -> dict[str, ServerProcess]:
+    def named(self) -> dict[str, ServerProcess]:
         """The live processes by their bus name (``host-pid-random``)."""
-        assert self.redis is not None
         pids = {str(n.pid): n for n in self.live}
         out: dict[str, ServerProcess] = {}
         for name in self.redis.zrange("chemmy:nodes", 0, -1):
@@ -169,14 +155,13 @@ class Cluster:
                 out[str(name)] = node
         return out
 
-    def owners(self, tables: Sequence[str]) -> dict[str, str | None]:
-        assert self.redis is not None
+    def leases(self, tables: Sequence[str]) -> dict[str, str | None]:
         found = self.redis.mget([lease_key(t) for t in tables])
         return {t: (str(v) if v is not None else None) for t, v in zip(tables, found, strict=True)}
 
     def owner_of(self, table: str) -> ServerProcess:
-        owner = self.owners([table])[table]
-        names = self.by_name()
+        owner = self.leases([table])[table]
+        names = self.named()
         assert owner is not None and owner in names, (table, owner, list(names))
         return names[owner]
 
@@ -186,8 +171,8 @@ class Cluster:
         limit = math.ceil(len(tables) / max(1, len(self.live)))
         deadline = time.monotonic() + timeout
         while True:
-            names = self.by_name()
-            owners = self.owners(tables)
+            names = self.named()
+            owners = self.leases(tables)
             counts = collections.Counter(owners.values())
             if (
                 len(names) == len(self.live)
@@ -200,10 +185,10 @@ class Cluster:
             await asyncio.sleep(0.1)
 
     def stop(self) -> None:
+        """Kill every process (no drain: a benchmark's end), then stop Redis."""
         for node in self.nodes:
             node.kill()
-        if self.redis is not None:
-            self.redis.close()
+        self.redis.close()
         if self.redis_server is not None:
             self.redis_server.stop()
 
@@ -628,7 +613,7 @@ async def throughput(
             cluster.add()
         if redis_store:
             owners = await cluster.placed(tables)
-            names = cluster.by_name()
+            names = cluster.named()
         specs: list[tuple[str, str, str]] = []
         for i, table in enumerate(tables):
             if sticky:

@@ -8,15 +8,30 @@
   or restarts Redis mid-test (so the shared one is never taken away); stopped at the end.
 
 They never touch a Redis they did not start.
+
+And the per-test timeout (pytest-timeout; ``timeout`` in pyproject.toml, 300 s) is
+scaled by ``CHEMMY_TESTS_TIMEOUT_FACTOR`` like every other wait, unless given for the
+run (``--timeout`` or ``PYTEST_TIMEOUT``).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from redis_server import RedisServer
+
+from tests.kit.timing import TIMEOUT_FACTOR
+from tests.redis_server import RedisServer
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-timeout has read its settings
+def pytest_configure(config: pytest.Config) -> None:
+    timeout = getattr(config, "_env_timeout", None)
+    given = config.getoption("timeout", None) is not None or os.environ.get("PYTEST_TIMEOUT")
+    if timeout and not given:
+        config._env_timeout = timeout * TIMEOUT_FACTOR  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")

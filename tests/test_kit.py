@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kit import (
+
+from tests.kit import (
     SECRET,
     Client,
     Process,
@@ -20,7 +21,7 @@ from kit import (
     refused_port,
     scaled,
 )
-from kit.inproc import Net
+from tests.kit.inproc import Net
 
 CONFIG = f"""
 jwt_secret = "{SECRET}"

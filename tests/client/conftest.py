@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from kit import ServerProcess, refused_port
+
+from tests.kit import ServerProcess, refused_port
 
 SECRET = "chemmy-test-secret-0123456789abcdef-0123456789"
 

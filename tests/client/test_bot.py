@@ -21,10 +21,12 @@ from client_cli.bot import Bot, BotReport, choose_bets, play_bots
 from client_cli.bot import Wallet as Memory
 from client_cli.main import main
 from client_cli.model import CardView, CoupView, Seat, TableModel
+from tests.kit.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 async def test_five_bots_play_a_whole_shoe(
     chemmy_server: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -42,7 +44,7 @@ async def test_five_bots_play_a_whole_shoe(
         )
         for i in range(5)
     ]
-    reports = await play_bots(bots, timeout=90)
+    reports = await play_bots(bots, timeout=scaled(90))
     for r in reports:
         assert r.error is None, r
         assert r.final_balance == r.start_balance + r.recorded_net, r

@@ -163,6 +163,7 @@ async def _sit_and_look(app: ChemmyApp) -> dict[str, str]:
     return seen
 
 
+@pytest.mark.slow
 async def test_the_terminal_speaks_french_under_a_french_locale(
     chemmy_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -176,6 +177,7 @@ async def test_the_terminal_speaks_french_under_a_french_locale(
     assert any(w in seen["message"] for w in ("Vous prenez la place", "Sabot", "sabot", "jeux"))
 
 
+@pytest.mark.slow
 async def test_options_choose_over_the_locale_and_the_token_over_the_locale(
     chemmy_server: Any, monkeypatch: pytest.MonkeyPatch, make_token: Callable[..., str]
 ) -> None:

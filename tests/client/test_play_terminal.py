@@ -11,6 +11,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 ROOT = Path(__file__).resolve().parents[2]
 TMUX = shutil.which("tmux")
 

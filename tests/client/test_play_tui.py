@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from client_helpers import at_table, model_of, text_of, until
 from textual.pilot import Pilot
 from textual.widgets import DataTable
@@ -29,6 +30,8 @@ from client_cli.tui import (
     RoadsScreen,
     TableScreen,
 )
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 SIZE = (150, 45)
 

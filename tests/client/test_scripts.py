@@ -15,6 +15,7 @@ import pytest
 
 from client_cli.bot import Bot, play_bots
 from client_cli.main import main
+from tests.kit.timing import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,7 +126,7 @@ async def test_history_after_playing(
         rng=random.Random(5),
         token=tok,
     )
-    (report,) = await play_bots([bot], timeout=60)
+    (report,) = await play_bots([bot], timeout=scaled(60))
     assert report.ok, report
     monkeypatch.setenv("CHEMMY_TOKEN", tok)
     proc = subprocess.run(

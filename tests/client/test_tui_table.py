@@ -9,16 +9,19 @@ import random
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from client_helpers import at_table, model_of, text_of, until
 from textual.widgets import Button, Label, Static
 
 from client_cli.bot import Bot, play_bots
 from client_cli.tui import ChemmyApp, CutScreen, RoadsScreen, TableScreen
 from client_cli.tui.table import ChatInput
+from tests.kit.timing import scaled
 
 WIDE = (150, 45)
 
 
+@pytest.mark.slow
 async def test_typing_a_chat_message(chemmy_server: Any) -> None:
     app = ChemmyApp(chemmy_server.url, guest=True, name="Chatty", table="tui-chat")
     async with app.run_test(size=WIDE) as pilot:
@@ -59,7 +62,7 @@ async def test_the_roads_at_80_columns(chemmy_server: Any) -> None:
     bot = Bot(
         url=chemmy_server.url, table="tui-roads", name="Roady", rounds=3, rng=random.Random(2)
     )
-    (report,) = await play_bots([bot], timeout=60)
+    (report,) = await play_bots([bot], timeout=scaled(60))
     assert report.error is None and report.rounds == 3
     app = ChemmyApp(chemmy_server.url, guest=True, name="Narrow", table="tui-roads")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -87,6 +90,7 @@ async def test_the_roads_at_80_columns(chemmy_server: Any) -> None:
         await app.action_quit()
 
 
+@pytest.mark.slow
 async def test_buttons_follow_the_servers_actions(chemmy_server: Any) -> None:
     app = ChemmyApp(chemmy_server.url, guest=True, name="Acty", table="lobby")
     async with app.run_test(size=WIDE) as pilot:

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit import table_def
-from kit.cluster import Cluster
-from redis_server import RedisServer
+
+from tests.kit import table_def
+from tests.kit.cluster import Cluster
+from tests.redis_server import RedisServer
 
 
 @pytest.fixture

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kit import Game, open_player, scaled, table_def
-from kit.cluster import Cluster, retry, settle
+import pytest
+
+from tests.kit import Game, open_player, scaled, table_def
+from tests.kit.cluster import Cluster, retry, settle
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 BETS = 5
 

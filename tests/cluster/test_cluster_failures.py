@@ -26,9 +26,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from kit import Client, CoupLog, Game, ServerProcess, open_player, scaled, table_def
-from kit.checks import check_coup, check_public_views_agree, random_bets
-from kit.cluster import (
+
+from tests.kit import Client, CoupLog, Game, ServerProcess, open_player, scaled, table_def
+from tests.kit.checks import check_coup, check_public_views_agree, random_bets
+from tests.kit.cluster import (
     FAILOVER,
     LEASE,
     TRANSIENT,
@@ -40,8 +41,10 @@ from kit.cluster import (
     settle,
     stored_row,
 )
-from kit.crash import BETS, PLAYERS, STEP, TABLE, Table, coup_cards, next_coup, record_cards
-from redis_server import RedisServer
+from tests.kit.crash import BETS, PLAYERS, STEP, TABLE, Table, coup_cards, next_coup, record_cards
+from tests.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut": 60, "grace": 120}
 
@@ -216,12 +219,6 @@ async def test_kill_the_owner_and_the_round_goes_on_elsewhere(
         seated.check_streams()
         print(f"kill in {outcome}: taken over in {took:.2f} s")
     finally:
-        for c in seated.clients:  # DEBUG
-            print(
-                "DEBUG", c.label, c.problems, [(e["seq"], e["kind"]) for e in c.events(TABLE)][-14:]
-            )
-        for n in cluster.nodes:
-            print("DEBUG LOG", n.pid, n.log_text(25))
         await seated.close()
     money = await check_books(cluster.url, tables=[TABLE])
     assert rid in money["rounds"]
@@ -337,9 +334,7 @@ async def test_redis_restarts_and_dropped_subscriptions_lose_no_event(
             assert cluster.redis.execute_command("CLIENT", "KILL", "TYPE", "pubsub") >= 3
 
         async def restart_redis() -> None:
-            t0 = time.monotonic()
             await asyncio.to_thread(redis.restart)
-            print("DEBUG restart", time.monotonic() - t0)
 
         async def squeezed(turner: str, hand: str, cards: dict[str, str]) -> None:
             if troubles:
@@ -348,9 +343,7 @@ async def test_redis_restarts_and_dropped_subscriptions_lose_no_event(
         game.on_squeeze = squeezed
         for trouble in (drop_subscriptions, restart_redis, None):
             troubles[:] = [] if trouble is None else [trouble]
-            t0 = time.monotonic()
             log = await game.play_coup(random_bets(rng, list(clients)))
-            print("DEBUG coup", trouble, time.monotonic() - t0)
             check_coup(log, balances)
             assert not troubles, "the coup had no squeeze"
         for pid, client in clients.items():
@@ -360,36 +353,11 @@ async def test_redis_restarts_and_dropped_subscriptions_lose_no_event(
         for client in [watcher, *clients.values()]:
             client.assert_clean()
     finally:
-        print("DEBUG owner", cluster.owners(), [(n.pid, n.port) for n in cluster.nodes])
-        for c in [watcher, *clients.values()]:  # DEBUG
-            print(
-                "DEBUG",
-                c.label,
-                c.url,
-                c.problems,
-                [(e["seq"], e["kind"]) for e in c.events("t1")][-8:],
-            )
-        await asyncio.sleep(1)
         for client in [watcher, *clients.values()]:
             await client.close()
     await check_books(cluster.url, tables=["t1"])
-    for n in cluster.nodes:  # DEBUG
-        t0 = time.monotonic()
-        n.send_signal(signal.SIGTERM)
-        try:
-            code = await asyncio.to_thread(n.wait_exit, 20)
-        except Exception:
-            n.send_signal(signal.SIGUSR1)
-            await asyncio.sleep(1)
-            n.send_signal(signal.SIGUSR2)
-            await asyncio.sleep(1)
-            with open("/tmp/hung.log", "w") as f:
-                f.write(n.log_text(100000))
-            raise
-        took = time.monotonic() - t0
-        print("DEBUG TERM", n.pid, code, took)
-        if took > 3:
-            print("DEBUG SLOWLOG", n.log_text(60))
+    for node in cluster.nodes:  # each drains and exits on SIGTERM
+        await asyncio.to_thread(node.terminate, scaled(20))
 
 
 async def test_commands_in_flight_when_the_owner_dies_fail_clearly_and_apply_once(

@@ -18,10 +18,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kit.client import Client, open_guest, open_player
-from kit.cluster import Cluster, settle
 
 from server.net.shared_limits import chunk
+from tests.kit.client import Client, open_guest, open_player
+from tests.kit.cluster import Cluster, settle
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 PLAYER_CAP = 5
 ADDRESS_CAP = 14

@@ -18,8 +18,12 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from kit import Client, Game, open_player, scaled, table_def
-from kit.cluster import Cluster, retry, settle
+import pytest
+
+from tests.kit import Client, Game, open_player, scaled, table_def
+from tests.kit.cluster import Cluster, retry, settle
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 
 async def lines(client: Client) -> dict[str, dict[str, Any]]:

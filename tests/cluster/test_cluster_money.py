@@ -12,8 +12,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from kit import Client, Game, open_player, table_def
-from kit.cluster import Cluster, check_books, settle
+import pytest
+
+from tests.kit import Client, Game, open_player, table_def
+from tests.kit.cluster import Cluster, check_books, settle
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 FUNDS = 15_000
 LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut": 60}

@@ -11,10 +11,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from kit import scaled, table_def
-from kit.cluster import LEASE, settle
 
 from server.croupier.cluster import placement
+from tests.kit import scaled, table_def
+from tests.kit.cluster import LEASE, settle
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 TABLES = [f"t{n}" for n in range(1, 31)]
 NODES = ["host-101-aaaaaa", "host-102-bbbbbb", "host-103-cccccc"]

@@ -4,7 +4,7 @@ tables"). Every command a player sends goes to their own process, which relays i
 the table's owner; every process fans the table's events out to its own clients.
 
 Checked: every coup against the rules oracle and every balance against the payouts
-(kit.checks), every client saw the same events in the same order (their private parts
+(tests.kit.checks), every client saw the same events in the same order (their private parts
 aside) with no gap or duplicate (the recording client checks seq), and the ledger in
 Redis afterwards: it sums to zero, matches every balance, and every hold has exactly
 one outcome.
@@ -15,11 +15,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kit import Client, CoupLog, Game, open_guest, open_player, table_def
-from kit.checks import check_coup, check_public_views_agree, random_bets
-from kit.cluster import settle
+import pytest
 
 from server.store.redis import RedisStore
+from tests.kit import Client, CoupLog, Game, open_guest, open_player, table_def
+from tests.kit.checks import check_coup, check_public_views_agree, random_bets
+from tests.kit.cluster import settle
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 
 async def test_players_on_three_processes_play_a_whole_shoe(make_cluster: Any) -> None:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 from deploy_helpers import Front, MakeFront, cluster_script, server_helpers
-from kit import ServerProcess, scaled
+
+from tests.kit import ServerProcess, scaled
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kit.launch import ROOT
 
 from server.net.config import ServerConfig, load_config
+from tests.kit.launch import ROOT
 
 DEPLOY = ROOT / "deploy"
 

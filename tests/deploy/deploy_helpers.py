@@ -1,10 +1,10 @@
 """What the deploy tests share: scripts/cluster's functions, TLS clients, metrics.
 
-- :func:`cluster_script` loads ``scripts/cluster`` as a module: the tests start nginx
-  through its :class:`Nginx` (deploy/'s config with the ports, the certificate paths
-  and the upstream servers substituted, nothing else), so what the tests run is what
-  the script runs.
-- :func:`server_helpers` is the test toolkit ``kit`` (the recording protocol client and
+- :func:`cluster_script` is what ``scripts/cluster`` runs, the kit's
+  :mod:`tests.kit.local`: the tests start nginx through its :class:`Nginx` (deploy/'s
+  config with the ports, the certificate paths and the upstream servers substituted,
+  nothing else), so what the tests run is what the script runs.
+- :func:`server_helpers` is the test toolkit ``tests.kit`` (the recording protocol client and
   the table driver).
 - :func:`tls_client_class` is that client over ``wss://`` trusting a throwaway CA.
 - :func:`metric` reads one sample of a process's ``/metrics``.
@@ -15,24 +15,20 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.machinery
-import importlib.util
 import re
 import ssl
-import sys
 import time
 import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import redis.asyncio as aioredis
-from kit import ServerProcess, scaled
-from kit.launch import ROOT
 
 from server.croupier.cluster import lease_key, placement
+from tests.kit import ServerProcess, local, scaled
+from tests.kit.launch import ROOT
 
 __all__ = [
     "ROOT",
@@ -45,27 +41,14 @@ __all__ = [
 ]
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    module = sys.modules.get(name)
-    if module is not None:
-        return module
-    loader = importlib.machinery.SourceFileLoader(name, str(path))
-    spec = importlib.util.spec_from_loader(name, loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
-
-
 def cluster_script() -> ModuleType:
-    """``scripts/cluster``, importable."""
-    return _load("chemmy_cluster_script", ROOT / "scripts" / "cluster")
+    """What ``scripts/cluster`` runs: the kit's :mod:`tests.kit.local`."""
+    return local
 
 
 def server_helpers() -> ModuleType:
     """The test toolkit (``Client``, ``Game``, ``SECRET``...)."""
-    import kit
+    from tests import kit
 
     return kit
 

@@ -14,8 +14,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from deploy_helpers import ROOT, cluster_script, tls_client_class
-from kit import scaled
+
+from tests.kit import scaled
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 READY = re.compile(r"chemmy cluster ready: (https://127\.0\.0\.1:(\d+)/)")
 

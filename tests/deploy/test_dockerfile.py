@@ -12,7 +12,8 @@ import subprocess
 import tomllib
 
 from deploy_files import DEPLOY, yaml_docs
-from kit.launch import ROOT
+
+from tests.kit.launch import ROOT
 
 DOCKERFILE = DEPLOY / "Dockerfile"
 

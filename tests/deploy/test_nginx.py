@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
 from deploy_helpers import (
     ROOT,
@@ -40,11 +41,11 @@ from deploy_helpers import (
     server_helpers,
     tls_client_class,
 )
-from kit import ServerProcess, scaled
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from server.net.auth import make_token
+from tests.kit import ServerProcess, scaled
 
 H = server_helpers()
 TABLE = "t1"
@@ -158,6 +159,7 @@ def test_front_timeouts_outlast_the_servers_keepalive() -> None:
     assert re.search(r"^\s*least_conn;", upstream, re.MULTILINE)
 
 
+@pytest.mark.slow
 async def test_front_door_page_health_metrics_redirect_and_upgrade_rate(
     make_front: MakeFront,
 ) -> None:
@@ -253,6 +255,7 @@ async def bet_chips(client: Any, pid: str, area: str, count: int, first: asyncio
     return count * STEP
 
 
+@pytest.mark.slow
 async def test_one_process_behind_nginx_restarts_for_an_upgrade_without_losing_a_bet(
     make_front: MakeFront,
 ) -> None:
@@ -324,6 +327,7 @@ async def known_players(tmp_path: Path, store: str, pids: list[str]) -> None:
         await asyncio.to_thread(first.stop, scaled(5))
 
 
+@pytest.mark.slow
 async def test_round_through_nginx_on_both_processes_then_a_drain_loses_no_bet(
     make_front: MakeFront, redis_url: str, tmp_path: Path
 ) -> None:

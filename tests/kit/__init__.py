@@ -7,7 +7,7 @@ Everything that talks to a live Chemmy server from a test or a benchmark comes f
   database; :class:`Process` for any other such child; :func:`refused_port`.
 - :mod:`.inproc`: :class:`~.inproc.Net`, servers in the test's own process, for tests
   that look inside one (the ``net`` fixture of tests/server). Imported on its own
-  (``from kit.inproc import Net``) so that the rest of the kit does not load the server.
+  (``from tests.kit.inproc import Net``) so that the rest of the kit does not load the server.
 - :mod:`.client`: :class:`Client`, the recording protocol client; :func:`open_player`,
   :func:`open_guest`, :func:`http_get`.
 - :mod:`.game`: :class:`Game`, the table driver (:meth:`Game.to_betting`, the one "play
@@ -19,9 +19,10 @@ Everything that talks to a live Chemmy server from a test or a benchmark comes f
 - :mod:`.crash`: the crash and drain tests' table of three players over a server
   subprocess, and their checks of the database it left.
 
-The package is ``kit`` to the tests (pytest's ``pythonpath`` puts ``tests/`` on the
-path) and ``tests.kit`` to the benchmarks (run from the repository root as
-``python -m bench.NAME``); its modules import each other relatively, so both work.
+The package has one name, ``tests.kit``, to the tests (pytest's ``pythonpath`` puts the
+repository root first), the benchmarks (run from the root as ``python -m bench.NAME``)
+and ``scripts/cluster`` (which puts the root on its path); ``tests`` is a package of its
+own (tests/__init__.py), so no other ``tests`` installed anywhere can stand in for it.
 Nothing here is imported by the server or the client: this is test code.
 """
 

@@ -74,7 +74,8 @@ def decode_frame(raw: str | bytes, fmt: str) -> dict[str, Any]:
 def encode_frame(message: Mapping[str, Any], fmt: str) -> str | bytes:
     if fmt == JSON:
         return json.dumps(message, separators=(",", ":"))
-    return msgpack.packb(dict(message), use_bin_type=True)
+    packed: bytes = msgpack.packb(dict(message), use_bin_type=True)
+    return packed
 
 
 class Client:
@@ -434,10 +435,11 @@ class Client:
         got: dict[Any, dict[str, Any]] = {}
         async with asyncio.timeout(timeout):
             for mid in ids:
-                got[mid] = await self.wait_frame(
-                    lambda m, mid=mid: m.get("id") == mid and m.get("type") in ("ok", "error"),
-                    what=f"the reply to {mid}",
-                )
+
+                def answers(m: dict[str, Any], mid: Any = mid) -> bool:
+                    return m.get("id") == mid and m.get("type") in ("ok", "error")
+
+                got[mid] = await self.wait_frame(answers, what=f"the reply to {mid}")
             await self.call("ping")
         for mid in ids:
             assert [r for r in self.replies() if r.get("id") == mid] == [got[mid]], mid

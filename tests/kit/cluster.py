@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +63,21 @@ TRANSIENT = frozenset({"unavailable", "timeout", "busy", "store_unavailable", "s
 
 class Cluster:
     """N server processes over one Redis. ``settings`` are more ``chemmy-server`` TOML
-    settings (``command_timeout``, ``guest_balance``...)."""
+    settings (``command_timeout``, ``guest_balance``...), or ``config`` is the whole TOML
+    file instead; ``lease`` is each process's ``--lease`` (None: the server's default),
+    ``args`` more ``chemmy-server`` flags. (The benchmarks' cluster, bench/cluster.py,
+    is this one.)"""
 
     def __init__(
-        self, home: Path, redis_port: int, tables: list[dict[str, Any]], **settings: Any
+        self,
+        home: Path,
+        redis_port: int,
+        tables: list[dict[str, Any]],
+        *,
+        config: str | None = None,
+        lease: float | None = LEASE,
+        args: Sequence[str] = (),
+        **settings: Any,
     ) -> None:
         self.home = home
         self.url = f"redis://127.0.0.1:{redis_port}/0"
@@ -74,17 +85,22 @@ class Cluster:
             jwt_secret=SECRET, guest=True, rate_limit=10_000.0, rate_burst=10_000
         )
         options.update(settings)
-        self.config = server_toml(tables, **options)
+        self.config = config if config is not None else server_toml(tables, **options)
+        self.lease_time = lease
+        self.args = list(args)
         self.nodes: list[ServerProcess] = []
         self.redis = redis.Redis(host="127.0.0.1", port=redis_port, decode_responses=True)
         self._names: dict[int, str] = {}  # pid -> bus name, once seen
 
+    def server_args(self) -> list[str]:
+        """The next process's ``chemmy-server`` flags: more flags, the store, the lease."""
+        lease = [] if self.lease_time is None else ["--lease", str(self.lease_time)]
+        return [*self.args, "--store", self.url, *lease]
+
     def add(self) -> ServerProcess:
         """Start one more process."""
         n = len(self.nodes)
-        node = ServerProcess(
-            self.home / f"node{n}", self.config, "--store", self.url, "--lease", str(LEASE)
-        )
+        node = ServerProcess(self.home / f"node{n}", self.config, *self.server_args())
         node.start()
         self.nodes.append(node)
         return node
@@ -96,11 +112,16 @@ class Cluster:
             table = key.split("{", 1)[1].split("}", 1)[0]
             owner = self.redis.get(key)
             if owner is not None:
-                out[table] = owner
+                out[table] = str(owner)
         return out
 
     def members(self) -> list[str]:
-        return sorted(self.redis.zrange("chemmy:nodes", 0, -1))
+        return sorted(str(m) for m in self.redis.zrange("chemmy:nodes", 0, -1))
+
+    def lease(self, table: str) -> str | None:
+        """The bus name of the process holding ``table``'s lease, if one does."""
+        name = self.redis.get(f"chemmy:{{{table}}}:lease")
+        return None if name is None else str(name)
 
     def node_name(self, node: ServerProcess) -> str:
         """The bus name of ``node``'s process (host-pid-random), remembered once seen
@@ -128,7 +149,7 @@ class Cluster:
 
     def owner(self, table: str) -> ServerProcess | None:
         """The process holding ``table``'s lease now."""
-        return self.by_name(self.redis.get(f"chemmy:{{{table}}}:lease"))
+        return self.by_name(self.lease(table))
 
     async def ready(self, tables: int = 1) -> None:
         """Wait until every process is a member and ``tables`` tables have an owner;
@@ -145,7 +166,7 @@ class Cluster:
         found: list[ServerProcess] = []
 
         def moved() -> bool:
-            name = self.redis.get(f"chemmy:{{{table}}}:lease")
+            name = self.lease(table)
             node = self.by_name(name) if name != old else None
             if node is not None:
                 found.append(node)
@@ -232,7 +253,7 @@ async def stored_row(url: str, table: str) -> TableRow:
 
 
 async def check_books(url: str, *, tables: Iterable[str] = ()) -> dict[str, Any]:
-    """The money in Redis after play, every coup settled: :func:`kit.crash.check_books`
+    """The money in Redis after play, every coup settled: :func:`tests.kit.crash.check_books`
     (conserved, matched, every hold with exactly one outcome, no entry twice, each
     recorded round paid as its record says, nothing held or staked) over every round
     in the ledger, and nothing staked at ``tables``. Returns what that returns."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .client import Client
 
@@ -87,7 +87,7 @@ class Game:
 
     async def act(self, pid: str, kind: str, **fields: Any) -> dict[str, Any]:
         """One player's command, asserted ok; then wait until the watcher has its events."""
-        reply = await self.players[pid].call(kind, table=self.table, **fields)
+        reply: dict[str, Any] = await self.players[pid].call(kind, table=self.table, **fields)
         await self.watcher.wait_seq(self.table, reply["seq"])
         return reply
 
@@ -96,7 +96,7 @@ class Game:
         since = self.watcher.snapshot_at.get(self.table, 0)
         for event in reversed(self.watcher.events(self.table, start=since)):
             if event["kind"] in PROMPTS:
-                return event
+                return cast(dict[str, Any], event)
         snap = self.watcher.snapshots.get(self.table)
         assert snap is not None, "the watcher has no snapshot and saw no prompt"
         phase, coup = snap["phase"], snap["coup"]

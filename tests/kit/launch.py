@@ -11,13 +11,18 @@ crash test needs: :meth:`~Process.kill` (SIGKILL: no drain, no flush),
 database with :meth:`~Process.start` (on a new port, read :attr:`~Process.url` again).
 
 :class:`Process` is the same for any child that prints a ``listening on ws://HOST:PORT``
-line (the benchmarks' bare ``websockets`` servers). :func:`refused_port` is a port
+line (the benchmarks' bare ``websockets`` servers), or another line that says it is
+ready, or none (``ready=None``: the caller checks, as scripts/cluster does for Redis and
+nginx, :mod:`.local`). A child may also write every line to a log file (``log``) and run
+in a session of its own that dies with this process (``own_session``: Ctrl-C reaches
+only the parent, which stops it in order). :func:`refused_port` is a port
 nothing listens on, held bound for as long as it is needed, for tests of a client that
 cannot connect.
 
 Every wait is scaled by ``CHEMMY_TESTS_TIMEOUT_FACTOR`` (:mod:`.timing`). The child's
 environment is this process's without any ``CHEMMY_*`` variable (a developer's own
-settings never reach a test server), plus what the caller gives. This module must never
+settings never reach a test server), or the caller's ``base_env``, plus what the caller
+gives (``env``). This module must never
 kill a process it did not start.
 """
 
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import ctypes
 import os
 import re
 import signal
@@ -32,7 +38,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -53,12 +59,31 @@ SERVER_LISTENING = re.compile(r"^chemmy-server listening on ws://(?P<host>[^\s/:
 LOG_LINES = 5000
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec (Linux): SIGTERM when the parent dies, even by SIGKILL,
+    so nothing outlives it. (libc is loaded beforehand: nothing is imported here, after
+    the fork, while the parent's stderr threads run.)"""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+_PRCTL: Callable[..., int] | None
+try:
+    _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux
+    _PRCTL = None
+
+
 class Process:
     """A child process that prints ``listening on ws://HOST:PORT`` on stderr once ready.
 
-    ``args`` is the command line; ``env`` is added to this process's environment (less
-    its ``CHEMMY_*`` variables). The child starts with :meth:`start`; its stderr is read
-    on a thread into :attr:`log` for as long as it runs.
+    ``args`` is the command line; ``env`` is added to ``base_env`` (default: this
+    process's environment less its ``CHEMMY_*`` variables). The child starts with
+    :meth:`start`; its stderr (and its stdout, with ``merge_stdout``) is read on a thread
+    into :attr:`log`, and appended to the file ``log_file`` if given, for as long as it
+    runs. ``ready`` is the line that says it is ready (``None``: :meth:`start` does not
+    wait); ``own_session``: the child runs in a session of its own, and gets SIGTERM if
+    this process dies.
     """
 
     def __init__(
@@ -66,13 +91,21 @@ class Process:
         args: Sequence[str],
         *,
         env: Mapping[str, str] | None = None,
-        ready: re.Pattern[str] = LISTENING,
+        ready: re.Pattern[str] | None = LISTENING,
         cwd: Path = ROOT,
+        base_env: Mapping[str, str] | None = None,
+        log_file: Path | None = None,
+        merge_stdout: bool = False,
+        own_session: bool = False,
     ) -> None:
         self.args = list(args)
         self.env = dict(env or {})
+        self.base_env = None if base_env is None else dict(base_env)
         self.ready = ready
         self.cwd = cwd
+        self.log_file = log_file
+        self.merge_stdout = merge_stdout
+        self.own_session = own_session
         self.proc: subprocess.Popen[bytes] | None = None
         self.log: collections.deque[str] = collections.deque(maxlen=LOG_LINES)
         self.host = "127.0.0.1"
@@ -111,9 +144,13 @@ class Process:
     def start(self, timeout: float | None = None) -> None:
         """Start the child and wait (``timeout``, default scaled 30 s) until it says where
         it listens; :attr:`port` and :attr:`url` are then that. Raises, with the child's
-        last lines, if it exits or says nothing in time."""
+        last lines, if it exits or says nothing in time. (With ``ready`` None, returns
+        once started.)"""
         assert not self.running, "already running"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CHEMMY_")}
+        if self.base_env is not None:
+            env = dict(self.base_env)
+        else:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("CHEMMY_")}
         env.update(self.env)
         args = self.args_for_start()
         self.port = 0
@@ -122,21 +159,31 @@ class Process:
             cwd=self.cwd,
             env=env,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            # merged: stderr goes where stdout does, the one pipe read here
+            stdout=subprocess.PIPE if self.merge_stdout else subprocess.DEVNULL,
+            stderr=subprocess.STDOUT if self.merge_stdout else subprocess.PIPE,
+            start_new_session=self.own_session,
+            preexec_fn=_die_with_parent if self.own_session else None,
         )
         self.proc = proc
         self.starts += 1
         ready = threading.Event()
+        pattern = self.ready
+        log_file = open(self.log_file, "a") if self.log_file is not None else None  # noqa: SIM115
+
+        output = proc.stdout if self.merge_stdout else proc.stderr
 
         def pump() -> None:
-            assert proc.stderr is not None
-            with proc.stderr:
-                for raw in proc.stderr:
+            assert output is not None
+            with output, log_file or contextlib.nullcontext():
+                for raw in output:
                     line = raw.decode("utf-8", "replace").rstrip()
                     self.log.append(line)
-                    if not ready.is_set():
-                        found = self.ready.search(line)
+                    if log_file is not None:
+                        log_file.write(line + "\n")
+                        log_file.flush()
+                    if pattern is not None and not ready.is_set():
+                        found = pattern.search(line)
                         if found is not None:
                             self.host, self.port = found["host"], int(found["port"])
                             ready.set()
@@ -144,6 +191,8 @@ class Process:
 
         self._pump = threading.Thread(target=pump, name=f"stderr-{proc.pid}", daemon=True)
         self._pump.start()
+        if pattern is None:
+            return
         if not ready.wait(timeout if timeout is not None else scaled(30)) or not self.port:
             self.kill()
             raise AssertionError(
@@ -223,6 +272,9 @@ class ServerProcess(Process):
         env: Mapping[str, str] | None = None,
         db: Path | None = None,
         keep_port: bool = False,
+        base_env: Mapping[str, str] | None = None,
+        log_file: Path | None = None,
+        own_session: bool = False,
     ) -> None:
         home.mkdir(parents=True, exist_ok=True)
         self.keep_port = keep_port
@@ -236,7 +288,14 @@ class ServerProcess(Process):
         command += ["--port", "0", "--db", str(self.db)]
         if self.config is not None:
             command += ["--config", str(self.config)]
-        super().__init__([*command, *args], env=env, ready=SERVER_LISTENING)
+        super().__init__(
+            [*command, *args],
+            env=env,
+            ready=SERVER_LISTENING,
+            base_env=base_env,
+            log_file=log_file,
+            own_session=own_session,
+        )
         self._last_port = 0
 
     def args_for_start(self) -> list[str]:

@@ -20,7 +20,14 @@ OTHER_SECRET = "not-the-servers-secret-0123456789abcdefgh"
 def timers(**over: float) -> dict[str, float]:
     """Table timers (seconds, scaled): short enough for tests, long enough not to fire
     while a test drives the table itself."""
-    base = {"betting": 5, "squeeze": 5, "third_card": 5, "shoe_offer": 5, "cut": 5, "grace": 5}
+    base: dict[str, float] = {
+        "betting": 5,
+        "squeeze": 5,
+        "third_card": 5,
+        "shoe_offer": 5,
+        "cut": 5,
+        "grace": 5,
+    }
     base.update(over)
     return {k: scaled(v) for k, v in base.items()}
 

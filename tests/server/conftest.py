@@ -2,7 +2,7 @@
 temporary SQLite file, with short table timers, and clients that are closed afterwards.
 
 The server, the clients and the table driver are the test kit's (``tests/kit``): test
-modules here ``from kit import Client, Game, ...``.
+modules here ``from tests.kit import Client, Game, ...``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from kit.inproc import Net
 
 from server.net.server import ChemmyServer
+from tests.kit.inproc import Net
 
 MakeServer = Callable[..., Awaitable[ChemmyServer]]
 

@@ -26,13 +26,13 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kit import OTHER_SECRET, SECRET, Client, Game, scaled, table_def
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from server.net.auth import make_token
 from server.net.server import ChemmyServer
 from server.protocol.messages import SCHEMAS
+from tests.kit import OTHER_SECRET, SECRET, Client, Game, scaled, table_def
 
 LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut": 60, "grace": 60}
 
@@ -551,6 +551,7 @@ async def fuzz_scene(net: Any) -> Scene:
     return await scene(net, rate_limit=100_000.0, rate_burst=100_000)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=400,
     deadline=None,

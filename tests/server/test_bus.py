@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from redis_server import RedisServer
 
 from server.bus.base import Bus
 from server.bus.local import LocalBus
@@ -29,6 +28,8 @@ from server.bus.redis import RedisBus, _pack_events
 from server.protocol.errors import Refused
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.table.events import Event
+from tests.kit.timing import scaled
+from tests.redis_server import RedisServer
 
 STORED: dict[str, list[Event]] = {}
 #: table -> the node that owns it, for the Redis buses' owner lookup (the leases' part).
@@ -70,8 +71,9 @@ async def bus(request: pytest.FixtureRequest) -> AsyncIterator[Bus]:
 
 
 async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Wait until ``check()`` holds (a remote bus delivers asynchronously)."""
-    async with asyncio.timeout(timeout):
+    """Wait until ``check()`` holds (a remote bus delivers asynchronously; the timeout
+    scaled)."""
+    async with asyncio.timeout(scaled(timeout)):
         while not check():
             await asyncio.sleep(0.005)
 
@@ -156,7 +158,7 @@ async def test_events_reach_every_subscriber_in_order_each_once(bus: Bus) -> Non
     bus.unsubscribe("t1", a)
     bus.publish("t1", events(7))
     await eventually(lambda: seen["b"][-1] == 7)
-    await asyncio.sleep(0.1)  # a Redis bus's own copy comes back: it is not delivered again
+    await asyncio.sleep(scaled(0.1))  # a Redis bus's own copy comes back: it is not delivered again
     assert seen["a"] == [1, 2, 3, 4, 5, 6]
     assert seen["b"] == [1, 2, 3, 4, 5, 6, 7]
 
@@ -167,7 +169,7 @@ async def test_other_tables_events_do_not_arrive(bus: Bus) -> None:
     bus.publish("t2", events(1))
     bus.publish("t1", events(1))
     await eventually(lambda: bool(seen))
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(scaled(0.1))
     assert seen == ["t1"]
 
 
@@ -202,7 +204,7 @@ async def test_catching_up_delivers_nothing_twice(bus: Bus) -> None:
     await bus.catch_up("t1")
     bus.publish("t1", events(3))
     await eventually(lambda: seen[-1] == 3)
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(scaled(0.1))
     assert seen == [1, 2, 3]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit import Game, scaled
+from tests.kit import Game, scaled
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}
 PLAYERS = ("ann", "bob", "cat", "dan")

@@ -36,8 +36,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from kit import Client
-from kit.crash import (
+
+from server.store import open_store
+from tests.kit import Client, scaled
+from tests.kit.crash import (
     BETS,
     CONFIG,
     FUNDS,
@@ -55,7 +57,7 @@ from kit.crash import (
     table_state,
 )
 
-from server.store import open_store
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 
 @pytest.fixture(params=["sqlite", "redis"])
@@ -328,7 +330,7 @@ async def test_timers_that_ran_out_while_down_are_done_on_the_turners_behalf(
         assert state["coup"]["stage"] == "player" and state["coup"]["style"] == "peek"
         stored = coup_cards(state)
         deadline = state["coup"]["deadline"]
-        await asyncio.sleep(max(0.0, deadline - time.time()) + 0.2)
+        await asyncio.sleep(max(0.0, deadline - time.time()) + scaled(0.2))
 
         server.start()
         table = await Table.rejoin(server.url)

@@ -21,10 +21,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import kit.crash as H
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
+
+import tests.kit.crash as H
+from tests.kit.timing import scaled
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 TABLE = H.TABLE
 PLAYERS = H.PLAYERS
@@ -38,7 +42,9 @@ def _config(squeeze: float, third: float) -> str:
 
 def readyz(port: int) -> int:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as response:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/readyz", timeout=scaled(5)
+        ) as response:
             return int(response.status)
     except urllib.error.HTTPError as exc:
         exc.close()
@@ -97,7 +103,7 @@ async def test_sigterm_mid_coup_finishes_the_coup_and_exits_0(tmp_path: Path) ->
         # Then every client is closed with 1001 and the process exits 0.
         for name in PLAYERS:
             assert await closed_with(table[name]) == 1001, name
-        assert server.wait_exit(10) == 0
+        assert server.wait_exit(scaled(10)) == 0
         assert time.monotonic() - sent < 20
         await table.close()
         money = await H.check_money(server.db)
@@ -121,7 +127,7 @@ async def test_sigterm_coup_finished_by_the_croupier_timers_within_the_bound(
         assert settled["data"]["round_id"] == rid
         for name in PLAYERS:
             assert await closed_with(table[name]) == 1001, name
-        assert server.wait_exit(10) == 0
+        assert server.wait_exit(scaled(10)) == 0
         # Squeeze 2 s + at most a banker squeeze 2 s and two third cards 1 s each.
         assert time.monotonic() - sent < 10
         await table.close()
@@ -147,7 +153,7 @@ async def test_drain_timeout_bounds_the_wait_and_the_coup_resumes_on_restart(
         server.proc.send_signal(signal.SIGTERM)
         for name in PLAYERS:
             assert await closed_with(table[name]) == 1001, name
-        assert server.wait_exit(10) == 0
+        assert server.wait_exit(scaled(10)) == 0
         assert time.monotonic() - sent < 5
         assert not any(p.events(TABLE, "settled") for p in table.players.values())
         await table.close()

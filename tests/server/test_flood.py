@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 from typing import Any
 
+import pytest
 from websockets.exceptions import ConnectionClosed
 
 
@@ -31,6 +32,7 @@ async def test_bursts_with_gaps_are_cut_off(net: Any) -> None:
     assert 200 <= refused < 200 + 5 * 0.2 * 40 + 60, refused  # the cut-off came in time
 
 
+@pytest.mark.slow
 async def test_a_steady_client_at_its_rate_is_never_cut_off(net: Any) -> None:
     server = await net.start(rate_limit=50.0, rate_burst=10)
     client = await net.player(server, "bob", "json")

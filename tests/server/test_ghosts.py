@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from kit import scaled
+from tests.kit import scaled
 
 ATTEMPTS = 60
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kit import table_def
+from tests.kit import table_def
 
 
 async def test_hellos_write_nothing_until_a_guest_sits(net: Any) -> None:

@@ -31,13 +31,14 @@ from typing import Any
 
 import jwt
 import msgpack
-from kit import SECRET, Client, Game, scaled, table_def
+import pytest
 from websockets.exceptions import ConnectionClosed
 
 from server.net.auth import make_token
 from server.net.limits import PLAYER_IN_FLIGHT
 from server.net.server import ChemmyServer
 from server.protocol.records import CommandRecord, ReplyRecord
+from tests.kit import SECRET, Client, Game, scaled, table_def
 
 LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut": 60, "grace": 60}
 
@@ -88,6 +89,7 @@ async def honest_play(ann: Client) -> list[str | None]:
 FLOOD_ADDRESSES = 16
 
 
+@pytest.mark.slow
 async def test_a_flood_from_many_addresses_costs_its_senders_not_the_table(net: Any) -> None:
     """The attack (issue 18.4): 16 addresses, each with its share of places at the
     gateway, together held every place of the table's queue, so an honest player's
@@ -356,6 +358,7 @@ async def test_a_ping_flood_is_limited_then_cut_off(net: Any) -> None:
     )
 
 
+@pytest.mark.slow
 async def test_pings_at_a_keepalive_pace_are_all_answered(net: Any) -> None:
     server = await net.start(rate_limit=20.0, rate_burst=5)
     client = await net.player(server, "ann")
@@ -539,6 +542,6 @@ async def test_hellos_are_limited_per_address(net: Any) -> None:
     # the address gets a hello again once its bucket refills.
     other = await from_address(net, server, "127.0.0.9")
     await other.call("hello", guest=True)
-    await asyncio.sleep(0.6)
+    await asyncio.sleep(scaled(0.6))
     again = await from_address(net, server, "127.0.0.8")
     await again.call("hello", guest=True)

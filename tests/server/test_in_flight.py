@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit import Game, scaled
+import pytest
 
 from server.protocol.records import CommandRecord
+from tests.kit import Game, scaled
 
 
+@pytest.mark.slow
 async def test_an_unanswered_command_times_out_and_its_retry_applies_once(net: Any) -> None:
     server = await net.start(command_timeout=1.0)
     ann = await net.player(server, "ann")

@@ -22,11 +22,10 @@ import random
 import re
 from typing import Any
 
-from kit import BALANCE_KEYS, CARD, Client, Game, table_def, walk
-
 from server.engine.shoe import Shoe, verify
 from server.table.events import Event
 from server.table.views import view_event
+from tests.kit import BALANCE_KEYS, CARD, Client, Game, table_def, walk
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}
 Slot = tuple[str, str, int]  # (round_id, hand, index 1-3)

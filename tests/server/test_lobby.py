@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit import Client, Game, http_get, table_def, without_actions
-
 from server.net.server import ChemmyServer
+from tests.kit import Client, Game, http_get, table_def, without_actions
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}
 

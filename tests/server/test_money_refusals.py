@@ -30,7 +30,7 @@ After each refusal (:meth:`Refusals.check`):
   nothing sent.
 
 At the end every coup was checked against the rules oracle and every balance against
-the settled payouts, the books of every recorded round (:func:`kit.crash.check_books`),
+the settled payouts, the books of every recorded round (:func:`tests.kit.crash.check_books`),
 each revealed shoe against its commitment, and every stored event against the one the
 spectator was sent (the store holds exactly what went out, nothing of a refused step). :func:`test_a_refused_bet_leaves_the_balance_whole`
 is defect 1's own regression: after a refused ``bet`` the player's available balance is
@@ -45,15 +45,15 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from kit import Client, Game, table_def
-from kit.checks import check_coup, random_bets
-from kit.crash import check_books
 
 from server.engine.shoe import verify
 from server.net.server import ChemmyServer
 from server.store.base import CommitResult, StoreError, StoreUnavailable
 from server.table.events import Event
 from server.table.views import view_event
+from tests.kit import Client, Game, table_def
+from tests.kit.checks import check_coup, random_bets
+from tests.kit.crash import check_books
 
 #: The codes a command the store did not keep is answered with.
 STORE_CODES = {StoreUnavailable: "store_unavailable", StoreError: "store_failed"}
@@ -282,12 +282,14 @@ async def play_shoes(
     ]
 
 
+@pytest.mark.slow
 async def test_commits_refused_through_whole_shoes_lose_and_make_no_money(
     net: Any, monkeypatch: pytest.MonkeyPatch, store: dict[str, Any]
 ) -> None:
     await play_shoes(net, monkeypatch, store, SHOES, kept=False)
 
 
+@pytest.mark.slow
 async def test_commits_kept_though_their_replies_were_lost_count_once(
     net: Any, monkeypatch: pytest.MonkeyPatch, store: dict[str, Any]
 ) -> None:

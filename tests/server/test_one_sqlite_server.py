@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 
-from kit import ROOT, ServerProcess, open_guest, scaled
+from tests.kit import ROOT, ServerProcess, open_guest, scaled
 
 SERVER = (sys.executable, "-m", "server.net.main", "--host", "127.0.0.1")
 

@@ -16,10 +16,10 @@ import random
 from typing import Any
 
 import pytest
-from kit import Client, CoupLog, Game, scaled, table_def
-from kit.checks import check_coup, check_public_views_agree, next_seat_after, random_bets
 
 from server.engine.shoe import commitment, verify
+from tests.kit import Client, CoupLog, Game, scaled, table_def
+from tests.kit.checks import check_coup, check_public_views_agree, next_seat_after, random_bets
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}  # the driver sends as fast as it can
 

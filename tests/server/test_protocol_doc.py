@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from kit import ROOT, SECRET, Client, Game, scaled, table_def
 
 from server.net.auth import make_token
 from server.net.config import build_parser
@@ -59,6 +58,7 @@ from server.protocol.messages import SCHEMAS, parse
 from server.table.events import EVENT_KINDS
 from server.table.options import TableOptions
 from server.table.rules import TURN_REFUSALS
+from tests.kit import ROOT, SECRET, Client, Game, scaled, table_def
 
 DOC = ROOT / "docs" / "protocol.md"
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}  # the script sends as fast as it can
@@ -728,6 +728,7 @@ async def play(net: Any) -> Recorder:
 # ------------------------------------------------------------------------ the real test
 
 
+@pytest.mark.slow
 async def test_the_docs_show_exactly_what_a_real_server_sends(net: Any) -> None:
     run = await play(net)
     real = Shapes()

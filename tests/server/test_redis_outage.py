@@ -30,13 +30,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kit import Client, Game, http_get, scaled, table_def
-from kit.checks import check_coup
-from kit.crash import check_books
-from redis_server import RedisServer
 
 from server.net.auth import make_token
 from server.net.server import ChemmyServer
+from tests.kit import Client, Game, http_get, scaled, table_def
+from tests.kit.checks import check_coup
+from tests.kit.crash import check_books
+from tests.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 LONG = dict.fromkeys(("betting", "squeeze", "third_card", "shoe_offer", "cut", "grace"), 600)
 FUNDS = 100_000  # every player's welcome (the server's guest_balance)

@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kit import Game, table_def
-from kit.checks import check_public_views_agree
 
 from server.table.events import Event
 from server.table.views import view, view_event
+from tests.kit import Game, table_def
+from tests.kit.checks import check_public_views_agree
 
 LONG = dict.fromkeys(("betting", "squeeze", "third_card", "shoe_offer", "cut", "grace"), 600)
 

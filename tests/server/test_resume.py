@@ -14,11 +14,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from kit import Client, CoupLog, Game, scaled, table_def
 
 import server.net.hub as hub_module
 from server.net.server import ChemmyServer
 from server.table.views import view_event
+from tests.kit import Client, CoupLog, Game, scaled, table_def
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}
 

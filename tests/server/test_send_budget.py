@@ -10,7 +10,7 @@ import asyncio
 import socket
 from typing import Any
 
-from kit import Client, scaled
+from tests.kit import Client, scaled
 
 KIB = 1024
 
@@ -56,7 +56,7 @@ async def settled(server: Any) -> dict[str, int]:
     last: dict[str, int] = {}
     async with asyncio.timeout(scaled(10)):
         while True:
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(scaled(0.2))
             now = unsent(server)
             if now == last:
                 return now

@@ -8,7 +8,7 @@ import asyncio
 import socket
 from typing import Any
 
-from kit import scaled
+from tests.kit import scaled
 
 
 def small_socket(port: int) -> socket.socket:

@@ -20,7 +20,6 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from redis import asyncio as aioredis
-from redis_server import RedisServer
 
 from server.store import (
     HISTORY_LIMIT,
@@ -40,6 +39,7 @@ from server.store import (
     store_for,
 )
 from server.table.wallet import CASHIER, HOUSE, Entry, MemoryWallet
+from tests.redis_server import RedisServer
 
 KINDS = ("memory", "redis", "sqlite")
 
@@ -911,6 +911,7 @@ async def _commit_like_model(store: Store, model: MemoryWallet, batch: list[Entr
 FACTOR = float(os.environ.get("CHEMMY_TESTS_TIMEOUT_FACTOR", "1"))
 
 
+@pytest.mark.slow
 async def test_redis_down_is_unavailable_and_back_is_fine(
     make_redis: Callable[..., RedisServer],
 ) -> None:
@@ -1058,6 +1059,7 @@ class Ticker:
         return max(self.gaps)
 
 
+@pytest.mark.slow
 async def test_sqlite_a_competing_writer_never_stalls_the_loop(tmp_path: Path) -> None:
     """Issue 9: another process holding the write lock for 2 s used to freeze every
     connection; now the commit waits in the store's thread while the loop runs on."""
@@ -1081,6 +1083,7 @@ async def test_sqlite_a_competing_writer_never_stalls_the_loop(tmp_path: Path) -
         await store.close()
 
 
+@pytest.mark.slow
 async def test_sqlite_a_lock_held_too_long_is_unavailable_and_changes_nothing(
     tmp_path: Path,
 ) -> None:

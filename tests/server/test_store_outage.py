@@ -13,10 +13,10 @@ import logging
 from typing import Any
 
 import pytest
-from kit import SECRET, http_get, scaled, table_def
 
 from server.net.auth import make_token
 from server.store.base import StoreError
+from tests.kit import SECRET, http_get, scaled, table_def
 
 
 class Outage:
@@ -43,6 +43,7 @@ class Outage:
         monkeypatch.setattr(store, "ensure_player", ensure_player)
 
 
+@pytest.mark.slow
 async def test_a_failing_store_backs_off_says_so_and_recovers(
     net: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kit import Game
 
 from server.croupier.wallet import TableWallet
 from server.table.wallet import DuplicateEntry, InsufficientFunds
+from tests.kit import Game
 
 
 def test_a_step_forgets_its_keys_once_drained() -> None:

@@ -40,6 +40,8 @@ from web_helpers import (
     server_config,
 )
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 AXE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
 # The impacts that fail a test (CHEMMY_AXE_IMPACTS=minor,moderate,serious,critical lists all).
 IMPACTS = tuple(os.environ.get("CHEMMY_AXE_IMPACTS", "serious,critical").split(","))

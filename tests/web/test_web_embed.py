@@ -21,6 +21,8 @@ import pytest
 from playwright.sync_api import Page, expect
 from web_helpers import RELAXED, ServerProcess, ms, server_config, shot, token
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 TABLES = [{"id": "web-embed", "name": "Embedded", "tier": "10-1000", "timers": RELAXED}]
 
 

@@ -26,6 +26,8 @@ from web_helpers import RELAXED, SECRET, ServerProcess, TablePage, holder_ready,
 
 from server.net.auth import make_token
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 STATIC = Path(__file__).resolve().parents[2] / "server" / "net" / "static"
 # The page's own scripts: app.js, its screens and pieces, and the table's model.
 PAGE_SCRIPTS = (

@@ -39,6 +39,8 @@ from web_helpers import (
     server_config,
 )
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 TIMERS = {**FAST, "betting": 30}
 TABLES = [
     {"id": f"lay-{name}", "name": f"Layout {name}", "tier": "100-10000", "timers": TIMERS}

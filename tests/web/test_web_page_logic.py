@@ -41,6 +41,8 @@ from web_helpers import (
 from server.engine.payouts import Area
 from server.net.auth import make_token
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 TABLES = [
     {"id": "logic-money", "name": "Money", "tier": "1-100", "timers": RELAXED},
     {

@@ -39,6 +39,8 @@ from web_helpers import (
     shot_still,
 )
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 DASH = "\u2013"  # the page writes ranges with an en dash
 # The voices: what the page has the browser's speech synthesis say, recorded.
 VOICE_SPY = """

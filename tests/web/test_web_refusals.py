@@ -35,6 +35,8 @@ from web_helpers import (
     server_config,
 )
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 TABLES = [
     {"id": "web-bad", "name": "Refusals", "tier": "1-100", "timers": RELAXED},
     {"id": "web-fast", "name": "Croupier", "tier": "1-100", "timers": FAST},

@@ -8,8 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, expect
 from web_helpers import RELAXED, ServerProcess, TablePage, holder_ready, money, ms, server_balance
+
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
 
 def test_the_page_survives_a_server_restart(

@@ -21,6 +21,8 @@ from web_helpers import (
     server_config,
 )
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 TABLES = [{"id": "pass", "name": "Pass salon", "tier": "1-100", "timers": RELAXED}]
 
 

@@ -13,6 +13,8 @@ import pytest
 from playwright.sync_api import Page
 from web_helpers import RELAXED, Inspector, ServerProcess, server_config
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:

@@ -15,6 +15,8 @@ from websockets.http11 import Request
 
 from server.net import static
 
+pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+
 STATIC = ROOT / "server" / "net" / "static"
 
 

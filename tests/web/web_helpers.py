@@ -28,10 +28,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kit import ServerProcess as KitServerProcess
 from websockets.sync.client import connect as ws_connect
 
 from server.net.auth import make_token
+from tests.kit import ServerProcess as KitServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
