@@ -10,10 +10,15 @@ name actions; what an action may do is the server's answer (``model.actions``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from textual.binding import Binding, BindingType
 
 from client_cli.i18n import LocalNames, t
+
+if TYPE_CHECKING:
+    from textual.dom import DOMNode
 
 __all__ = [
     "ACTION_BUTTONS",
@@ -112,3 +117,54 @@ TABLE_KEYS: list[BindingType] = [
     Binding("l", "leave", "Lobby"),
     Binding("q", "app.quit", "Quit"),
 ]
+
+#: The words of each key's action in the footer (message ids): :func:`relabel_keys`.
+KEY_WORDS: Mapping[str, str] = {
+    "refresh": "cli.key.refresh",
+    "join": "cli.key.join",
+    "app.help": "cli.key.help",
+    "app.history": "cli.key.history",
+    "app.options": "cli.key.options",
+    "app.quit": "cli.key.quit",
+    "digit(1)": "cli.key.chip1",
+    "digit(2)": "cli.key.chip2",
+    "digit(3)": "cli.key.chip3",
+    "digit(4)": "cli.key.chip4",
+    "digit(5)": "cli.key.chip5",
+    "place('player')": "cli.key.player",
+    "place('banker')": "cli.key.banker",
+    "place('tie')": "cli.key.tie",
+    "place('player_pair')": "cli.key.player_pair",
+    "place('banker_pair')": "cli.key.banker_pair",
+    "place('super6')": "cli.key.super6",
+    "place('dragon_player')": "cli.key.dragon_player",
+    "place('dragon_banker')": "cli.key.dragon_banker",
+    "regret": "cli.key.regret",
+    "clear": "cli.key.clear",
+    "send('same_bet')": "cli.key.same_bet",
+    "send('done')": "cli.key.done",
+    "sit_stand": "cli.key.sit_stand",
+    "send('accept_shoe')": "cli.key.accept_shoe",
+    "send('decline_shoe')": "cli.key.decline_shoe",
+    "send('pass_shoe')": "cli.key.pass_shoe",
+    "cut": "cli.key.cut",
+    "toss": "cli.key.toss",
+    "squeeze('peek')": "cli.key.peek",
+    "squeeze('side')": "cli.key.side",
+    "squeeze('quick')": "cli.key.quick",
+    "chat": "cli.key.chat",
+    "roads": "cli.key.roads",
+    "leave": "cli.key.leave",
+}
+
+
+def relabel_keys(node: DOMNode) -> None:
+    """Put ``node``'s key bindings in the current language (the footer shows their
+    words); the bindings are the same, only their descriptions change."""
+    keymap = node._bindings.key_to_bindings
+    for key, bound in keymap.items():
+        keymap[key] = [
+            replace(b, description=t(KEY_WORDS[b.action])) if b.action in KEY_WORDS else b
+            for b in bound
+        ]
+    node.refresh_bindings()

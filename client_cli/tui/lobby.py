@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from client_cli.i18n import t
 from client_cli.money import format_money
-from client_cli.tui.keys import LOBBY_KEYS
+from client_cli.tui.keys import LOBBY_KEYS, relabel_keys
 from client_cli.tui.table import PHASE_NAMES
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ class LobbyScreen(Screen[None]):
         self._tables: list[dict[str, Any]] | None = None
 
     def on_mount(self) -> None:
+        relabel_keys(self)  # the footer in the language chosen so far
         table = self.query_one("#tables", DataTable)
         table.add_columns(*(t(f"cli.lobby.col.{c}") for c in COLUMNS))
         table.focus()
@@ -84,7 +85,8 @@ class LobbyScreen(Screen[None]):
         self.set_status(t("cli.lobby.status", count=len(tables), who=self.chemmy.identity_text()))
 
     def relabel(self) -> None:
-        """The title, the columns and the rows again, in the current language."""
+        """The title, the columns, the rows and the keys again, in the current language."""
+        relabel_keys(self)
         with contextlib.suppress(NoMatches):
             self.query_one("#lobby-title", Static).update(t("cli.lobby.title"))
             table = self.query_one("#tables", DataTable)

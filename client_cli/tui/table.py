@@ -35,6 +35,7 @@ from client_cli.tui.keys import (
     SQUEEZE_BUTTONS,
     TABLE_KEYS,
     button_label,
+    relabel_keys,
 )
 from client_cli.tui.popups import CutScreen
 from client_cli.tui.screens import RoadsScreen
@@ -151,6 +152,7 @@ class TableScreen(Screen[None]):
             self.chemmy.table_command("chat", text=text)
 
     def on_mount(self) -> None:
+        relabel_keys(self)  # the footer in the language chosen so far
         self.set_interval(0.25, self.update_status)
         self.refresh_view()
 
@@ -285,6 +287,7 @@ class TableScreen(Screen[None]):
 
     def relabel(self) -> None:
         """Every fixed label again, in the current language (after a change in Options)."""
+        relabel_keys(self)
         self.query_one("#chips-label", Label).update(t("cli.bar.chips") + " ")
         self.query_one("#bet-label", Label).update(f"{t('cli.bar.bet'):<6}")
         for area, label in AREA_LABELS.items():

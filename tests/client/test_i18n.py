@@ -156,6 +156,10 @@ async def _sit_and_look(app: ChemmyApp) -> dict[str, str]:
             "message": model_of(app).message,
             "done": str(screen.query_one("#act-done").render()),
             "regret": str(screen.query_one("#act-regret").render()),
+            # the words the footer shows for the keys
+            "footer": [
+                b.description for (_n, b, _e, _t) in screen.active_bindings.values() if b.show
+            ],
         }
         await pilot.press("s")  # stand again, for the next test
         await until(pilot, lambda: not model_of(app).seated, "standing")
@@ -173,6 +177,8 @@ async def test_the_terminal_speaks_french_under_a_french_locale(
     assert "Vous : Ninon" in seen["you"] and "solde 1\u202f000,00" in seen["you"]
     assert "PLACES" in seen["seats"]
     assert "TERMINÉ d" in seen["done"] and "REPRENDRE r" in seen["regret"]
+    assert {"Tableaux", "Salle", "Quitter", "Historique"} <= set(seen["footer"]), seen["footer"]
+    assert not {"Roads", "Lobby", "Quit", "History"} & set(seen["footer"]), seen["footer"]
     assert "coup " in seen["status"] and "égalité ≤" in seen["status"]
     assert any(w in seen["message"] for w in ("Vous prenez la place", "Sabot", "sabot", "jeux"))
 
@@ -187,6 +193,7 @@ async def test_options_choose_over_the_locale_and_the_token_over_the_locale(
     )
     seen = await _sit_and_look(app)
     assert "Sie: Dora" in seen["you"] and "FERTIG d" in seen["done"]
+    assert {"Tafeln", "Beenden"} <= set(seen["footer"]), seen["footer"]
 
     _locale(monkeypatch, "C.UTF-8")
     token = make_token("i18n-marie", "Marie", language="fr")
