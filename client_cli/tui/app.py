@@ -140,11 +140,14 @@ class ChemmyApp(App[int]):
     def identity_text(self) -> str:
         ident = self.conn.identity
         if not ident:
-            return "not connected"
-        who = "guest " if ident.get("guest") else ""
+            return t("cli.identity.none")
+        kind = "cli.identity.guest" if ident.get("guest") else "cli.identity.player"
+        who = t(kind, name=ident.get("name"), player=ident.get("player"))
         bal = ident.get("balance")
-        money = f" · balance {format_money(bal)}" if isinstance(bal, int) else ""
-        return f"{who}{ident.get('name')} ({ident.get('player')}){money}"
+        money = (
+            f" · {t('cli.you.balance', amount=format_money(bal))}" if isinstance(bal, int) else ""
+        )
+        return f"{who}{money}"
 
     # -- lobby -----------------------------------------------------------------------
     def refresh_lobby(self) -> None:

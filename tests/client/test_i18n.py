@@ -156,6 +156,7 @@ async def _sit_and_look(app: ChemmyApp) -> dict[str, str]:
             "message": model_of(app).message,
             "done": str(screen.query_one("#act-done").render()),
             "regret": str(screen.query_one("#act-regret").render()),
+            "identity": app.identity_text(),  # the lobby's status line names the player
             # the words the footer shows for the keys
             "footer": [
                 b.description for (_n, b, _e, _t) in screen.active_bindings.values() if b.show
@@ -178,6 +179,7 @@ async def test_the_terminal_speaks_french_under_a_french_locale(
     assert "PLACES" in seen["seats"]
     assert "TERMINÉ d" in seen["done"] and "REPRENDRE r" in seen["regret"]
     assert {"Tableaux", "Salle", "Quitter", "Historique"} <= set(seen["footer"]), seen["footer"]
+    assert seen["identity"].startswith("invité Ninon (guest-") and "· solde " in seen["identity"]
     assert not {"Roads", "Lobby", "Quit", "History"} & set(seen["footer"]), seen["footer"]
     assert "coup " in seen["status"] and "égalité ≤" in seen["status"]
     assert any(w in seen["message"] for w in ("Vous prenez la place", "Sabot", "sabot", "jeux"))
