@@ -491,7 +491,7 @@ class TableActor:
         if isinstance(cmd, c.Sit) and isinstance(guest, dict):
             # A guest is written to the store (with their play money) only once the
             # rules let them sit: a refused sit keeps nothing of theirs.
-            self.table.check(cmd)
+            self.table.verify(cmd)
             await self.store.ensure_player(
                 cmd.player, str(guest["name"]), int(guest["funds"]), guest=True
             )

@@ -168,7 +168,11 @@ class Table:
 
     def verify(self, cmd: c.Command) -> None:
         """Raise the TableError ``handle`` would raise for ``cmd`` now; change nothing.
-        (A repeated command id is not a refusal: ``handle`` answers it as a duplicate.)"""
+        (A repeated command id is not a refusal: ``handle`` answers it as a duplicate.)
+        A caller may then do what the command needs done first, such as storing a guest
+        who may sit."""
+        if cmd.id is not None and cmd.id in self.recent_ids.get(cmd.player, ()):
+            return
         check, _ = self._verify(cmd)
         check(self, cmd)
 
@@ -268,15 +272,6 @@ class Table:
         settlement.move_stake(self.wallet, self.table_id, self.round_id, self.counter, p.id, amount)
 
     # ------------------------------------------------------------------ the checks
-    def check(self, cmd: c.Command) -> None:
-        """Raise the TableError :meth:`handle` would raise for ``cmd``, changing nothing
-        (a caller may then do what the command needs done first, such as storing a
-        guest who may sit)."""
-        if cmd.id is not None and cmd.id in self.recent_ids.get(cmd.player, ()):
-            return
-        check, _do = self._verify(cmd)
-        check(self, cmd)
-
     def _verify(self, cmd: c.Command) -> tuple[Callable[..., Any], Callable[..., bool]]:
         """The one phase check (rules.ALLOWED); returns the command's check and do."""
         kind = type(cmd)
