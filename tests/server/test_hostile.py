@@ -76,6 +76,18 @@ async def burst(client: Client, kind: str, count: int = 40) -> None:
         await client.send({"type": kind, "id": n, "table": "t1"})
 
 
+async def honest_player_betting(net: Any, server: ChemmyServer) -> Client:
+    """Ann, from her own address, seated at t1 with the shoe, betting open."""
+    ann = await from_address(net, server, "127.0.0.2")
+    await ann.hello(token=make_token(SECRET, "ann"))
+    await ann.join("t1")
+    await ann.call("sit", table="t1")
+    game = Game("t1", {"ann": ann}, ann)
+    await game.act("ann", "accept_shoe")
+    await game.to_betting()
+    return ann
+
+
 async def honest_play(ann: Client) -> list[str | None]:
     """An honest player's 20 commands at t1 (bet, take back, ...): each one's error
     code, None when done."""
@@ -103,13 +115,7 @@ async def test_a_flood_from_many_addresses_costs_its_senders_not_the_table(net: 
         rate_burst=10_000,
         max_connections_per_address=8,
     )
-    ann = await from_address(net, server, "127.0.0.2")
-    await ann.hello(token=make_token(SECRET, "ann"))
-    await ann.join("t1")
-    await ann.call("sit", table="t1")
-    game = Game("t1", {"ann": ann}, ann)
-    await game.act("ann", "accept_shoe")
-    await game.to_betting()
+    ann = await honest_player_betting(net, server)
 
     # Count, for each of ann's commands, how many others the table stepped before it.
     queue = server.actors["t1"].queue
@@ -166,13 +172,7 @@ async def test_a_players_flood_of_joins_never_gets_another_players_commands_refu
     real player (another address) bets and takes bets back 20 times. It used to fill the
     table's queue and get 8 of the 20 refused ``busy``."""
     server = await net.start(tables=(table_def("t1", timers=LONG),))
-    ann = await from_address(net, server, "127.0.0.2")
-    await ann.hello(token=make_token(SECRET, "ann"))
-    await ann.join("t1")
-    await ann.call("sit", table="t1")
-    game = Game("t1", {"ann": ann}, ann)
-    await game.act("ann", "accept_shoe")
-    await game.to_betting()
+    ann = await honest_player_betting(net, server)
 
     # Watch the table's queue: how many of each player's commands are in it (sent to
     # the table, not answered yet), and how many of mallory's are ahead of each of ann's.
