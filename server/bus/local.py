@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from server.protocol.errors import Refused
+from server.protocol.errors import no_table
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.table.events import Event
 
@@ -65,7 +65,7 @@ class LocalBus:
     def submit(self, record: CommandRecord) -> None:
         owner = self._owners.get(record.table)
         if owner is None:
-            raise Refused("no_table", f"there is no table {record.table[:40]!r}")
+            raise no_table(record.table)
         owner(record)
 
     def on_replies(self, handler: ReplyHandler) -> None:

@@ -38,7 +38,7 @@ from typing import Any
 
 from server.bus.base import Bus
 from server.engine.odds import exact_odds
-from server.protocol.errors import ChemmyError, Refused
+from server.protocol.errors import ChemmyError, Refused, no_table
 from server.protocol.messages import TABLE_COMMANDS
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import (
@@ -317,7 +317,7 @@ class TableActor:
                 return
             await self._step(item)
         if self.closed:  # what came in behind the close: answered at once, not dropped
-            self._refuse_queued(Refused("no_table", f"there is no table {self.table_id!r}"))
+            self._refuse_queued(no_table(self.table_id))
 
     def _command_of(self, record: CommandRecord) -> c.Command | None:
         """The table command a record asks for (None: answered without a step)."""

@@ -52,7 +52,7 @@ from server.bus.redis import RedisBus
 from server.croupier.actor import TableActor
 from server.croupier.host import Croupier
 from server.protocol.codec import JSON, MSGPACK, decode, encode, request_id
-from server.protocol.errors import ChemmyError, ProtocolError, Refused
+from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table
 from server.protocol.messages import parse
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.store.base import Store, StoreError
@@ -492,7 +492,7 @@ class ChemmyServer:
             n = next(self._request_ids)
             reply_to = Address(self.bus.node, session.id, n)
             if table in self._closed_tables:
-                then(ReplyRecord.refused(reply_to, _no_table(table)))
+                then(ReplyRecord.refused(reply_to, no_table(table)))
                 return False
             self._pending[n] = _Pending(session, then, time.monotonic(), line, kind)
             try:
@@ -515,7 +515,7 @@ class ChemmyServer:
         table = pending.line[0]
         unavailable = reply.error is not None and reply.error.get("code") == "unavailable"
         if unavailable and table in self._closed_tables:  # no owner as it closed: not "retry"
-            reply = ReplyRecord.refused(reply.to, _no_table(table))
+            reply = ReplyRecord.refused(reply.to, no_table(table))
         try:
             if pending.session.id in self.sessions:
                 pending.then(reply)
@@ -631,7 +631,3 @@ def _origins(origins: Iterable[str]) -> Any:
 
 def _ignore(reply: ReplyRecord) -> None:
     """A reply nobody waits for (a join made again after a table moved)."""
-
-
-def _no_table(table: str) -> Refused:
-    return Refused("no_table", f"there is no table {table[:40]!r}")

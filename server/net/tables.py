@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from server.croupier.actor import GUEST_FIELD
-from server.protocol.errors import ProtocolError, Refused
+from server.protocol.errors import ProtocolError, Refused, no_table
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
 from server.store.base import StoreError
@@ -54,7 +54,7 @@ TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 async def _known(ctx: TablesContext, tid: str) -> str:
     if not await ctx.lobby.has(tid):
-        raise Refused("no_table", f"there is no table {tid[:40]!r}")
+        raise no_table(tid)
     return tid
 
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ChemmyError", "ProtocolError", "Refused"]
+__all__ = ["ChemmyError", "ProtocolError", "Refused", "no_table"]
 
 
 class ChemmyError(Exception):
@@ -79,3 +79,8 @@ class ProtocolError(ChemmyError):
 
 class Refused(ChemmyError):
     """A rule refused the move; the table's own refusals subclass this."""
+
+
+def no_table(table: str) -> Refused:
+    """``no_table``: there is no open table ``table`` (its id cut to 40 characters)."""
+    return Refused("no_table", f"there is no table {table[:40]!r}")
