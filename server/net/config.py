@@ -52,6 +52,9 @@ __all__ = [
 ENV_PREFIX: Final = "CHEMMY_"
 JWT_ALGORITHMS: Final = ("HS256", "EdDSA", "RS256")
 LOG_FORMATS: Final = ("auto", "json", "text")
+#: Where players' money lives (docs/wallet.md): Chemmy's own play money, the operator
+#: moving money in and out, or the operator's wallet called for every coup.
+WALLET_MODES: Final = ("internal", "transfer", "seamless")
 LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 #: HMAC keys shorter than the hash are weak (RFC 7518 §3.2).
 MIN_SECRET_BYTES: Final = 32
@@ -125,6 +128,11 @@ class ServerConfig:
     log_format: str = "auto"
     log_level: str = "info"
     compression: bool = False
+    wallet: str = "internal"
+    wallet_url: str | None = None
+    wallet_secret: str | None = field(default=None, repr=False)
+    wallet_timeout: float = 3.0
+    operator_key: str | None = field(default=None, repr=False)
     tables: tuple[dict[str, Any], ...] = field(
         default_factory=lambda: tuple(dict(table) for table in DEFAULT_TABLES)
     )
@@ -394,6 +402,36 @@ _SETTINGS: Final = (
     _Setting("log_format", "str", f"log format: {', '.join(LOG_FORMATS)}", _one_of(LOG_FORMATS)),
     _Setting("log_level", "str", f"log level: {', '.join(LOG_LEVELS)}", _one_of(LOG_LEVELS)),
     _Setting("compression", "bool", "permessage-deflate compression of frames"),
+    _Setting(
+        "wallet",
+        "str",
+        f"where players' money lives: {', '.join(WALLET_MODES)} (docs/wallet.md)",
+        _one_of(WALLET_MODES),
+    ),
+    _Setting(
+        "wallet_url",
+        "opt_str",
+        "the operator's seamless wallet API, e.g. https://wallet.example/chemmy (seamless)",
+        metavar="URL",
+    ),
+    _Setting(
+        "wallet_secret",
+        "opt_str",
+        "the key that signs Chemmy's calls to the operator's wallet (seamless)",
+        secret=True,
+    ),
+    _Setting(
+        "wallet_timeout",
+        "float",
+        "seconds the operator's wallet has to answer a coup's debits before the cards",
+        _between(0.1, 60),
+    ),
+    _Setting(
+        "operator_key",
+        "opt_str",
+        "the key that signs the operator's calls to /operator/v1/ (HMAC-SHA256)",
+        secret=True,
+    ),
 )
 _BY_NAME: Final = {setting.name: setting for setting in _SETTINGS}
 _TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
@@ -629,6 +667,12 @@ def _check_together(config: ServerConfig) -> None:
             raise ConfigError(f"jwt_secret is for HS256; {config.jwt_algorithm} needs a key file")
     if key_file is not None and not Path(key_file).is_file():
         raise ConfigError(f"jwt_public_key_file: no such file: {key_file}")
+    if config.wallet == "seamless" and (config.wallet_url is None or config.wallet_secret is None):
+        raise ConfigError("the seamless wallet needs wallet_url and wallet_secret")
+    for name in ("wallet_secret", "operator_key"):
+        key = getattr(config, name)
+        if key is not None and len(key.encode("utf-8")) < MIN_SECRET_BYTES:
+            raise ConfigError(f"{name} must be at least {MIN_SECRET_BYTES} bytes long")
     if not config.guest and not config.auth_enabled:
         raise ConfigError("guest play is off (--no-guest) and no JWT key is set: nobody could play")
 
