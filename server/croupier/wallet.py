@@ -38,8 +38,12 @@ _NEVER_NEGATIVE = ("player:", "stake:")
 class TableWallet:
     """The :class:`~server.table.wallet.Wallet` of one table in the server."""
 
-    def __init__(self, balances: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, balances: dict[str, int] | None = None, *, confirms_holds: bool = False
+    ) -> None:
         self.balances: dict[str, int] = dict(balances or {})
+        #: The operator's seamless wallet takes each coup's wagers before the cards.
+        self.confirms_holds = confirms_holds
         self.pending: list[Entry] = []
         self._keys: set[str] = set()  # this step's keys only
 

@@ -18,7 +18,7 @@ from server.engine.payouts import Area
 
 from . import commands as c
 from . import rules, settlement
-from .errors import refuse
+from .errors import TableError, refuse
 from .state import CardSlot, CoupState, Phase, PlayerState
 
 if TYPE_CHECKING:
@@ -130,6 +130,48 @@ def open_betting(t: Table) -> None:
 
 
 def close_betting(t: Table) -> None:
+    """Betting closes (§7). With a wallet that confirms holds (an operator's seamless
+    wallet, docs/wallet.md §3), the wagers wait for its debits first (DEBITING, until
+    the croupier's :class:`~server.table.commands.Debited`); otherwise the coup is
+    dealt at once."""
+    if not t.wallet.confirms_holds:
+        deal_coup(t)
+        return
+    t.debiting = {q.id: dict(q.bets) for q in t.seated() if q.bets}
+    t.deadline = None
+    t.emit("debiting", {"round_id": t.round_id, "players": sorted(t.debiting)})
+
+
+def check_debited(t: Table, cmd: c.Debited) -> dict[str, dict[str, int]]:
+    if t.debiting is None or cmd.round_id != t.round_id:
+        raise TableError("wrong_round", f"round {cmd.round_id} is not being debited")
+    return t.debiting
+
+
+def do_debited(t: Table, cmd: c.Debited, debiting: dict[str, dict[str, int]]) -> bool:
+    """The wallet answered: a refused player's chips go back and they are told why; the
+    coup is dealt to the wagers that stand (the turners follow them, §6), or, if none
+    stands, the round ends undealt and the next one opens."""
+    t.debiting = None
+    for pid in sorted(debiting):
+        reason = cmd.refused.get(pid)
+        p = t.players.get(pid)
+        if reason is None or p is None:
+            continue
+        set_bets(t, p, {}, "refused")
+        t.emit(
+            "debit_refused",
+            {"round_id": cmd.round_id, "player": pid},
+            {pid: {"reason": reason, "message": c.DEBIT_REFUSALS[reason]}},
+        )
+    if any(q.bets for q in t.seated()):
+        deal_coup(t)
+    else:
+        t.round_open = False  # nothing stood: the next round opens under a new id
+    return False
+
+
+def deal_coup(t: Table) -> None:
     """Hold every wager (§7), deal four cards face down, name the turners (§6)."""
     assert t.shoe is not None
     rid = t.round_id

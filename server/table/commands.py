@@ -17,7 +17,7 @@ croupier, never from a client (the table refuses them from anyone else).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from server.engine.cards import CardError, parse_card
@@ -29,6 +29,7 @@ __all__ = [
     "AREAS",
     "COMMANDS",
     "CROUPIER",
+    "DEBIT_REFUSALS",
     "HANDS",
     "STYLES",
     "WIRE_COMMANDS",
@@ -37,6 +38,7 @@ __all__ = [
     "CloseTable",
     "Command",
     "Cut",
+    "Debited",
     "DeclineShoe",
     "Disconnect",
     "Done",
@@ -356,6 +358,32 @@ class SetDraining(Command):
     def _check(self) -> None:
         if not isinstance(self.on, bool):
             raise TableError("bad_command", "draining is on or off")
+
+
+#: Why the operator's wallet did not take a player's wagers (docs/wallet.md §3).
+DEBIT_REFUSALS: dict[str, str] = {
+    "insufficient_funds": "your wallet does not have enough money for these bets",
+    "limit_reached": "these bets would go over a limit on your account",
+    "player_blocked": "your account cannot place bets now",
+    "wallet_unavailable": "your wallet did not answer in time; your bets were not placed",
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Debited(Command):
+    """The operator's wallet answered the debits of round ``round_id`` (or their time ran
+    out): each player in ``refused`` (player -> one of :data:`DEBIT_REFUSALS`) plays no
+    part in the coup; every other wager being debited stands."""
+
+    round_id: str = ""
+    refused: dict[str, str] = field(default_factory=dict)
+
+    def _check(self) -> None:
+        if not isinstance(self.round_id, str) or not isinstance(self.refused, dict):
+            raise TableError("bad_command", "debits are answered for a round, by player")
+        for pid, reason in self.refused.items():
+            if not isinstance(pid, str) or reason not in DEBIT_REFUSALS:
+                raise TableError("bad_command", f"not a debit refusal: {reason!r}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -48,6 +48,8 @@ EVENT_KINDS: frozenset[str] = frozenset(
         "betting_waiting",
         "betting_timer",
         "betting_closed",
+        "debiting",
+        "debit_refused",
         # the coup
         "dealt",
         "turn",

@@ -56,7 +56,11 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     kept = [
         q
         for q in t.players.values()
-        if spectators or q.seat is not None or q.bets or (coup is not None and q.id in coup["held"])
+        if spectators
+        or q.seat is not None
+        or q.bets
+        or (coup is not None and q.id in coup["held"])
+        or (t.debiting is not None and q.id in t.debiting)
     ]
     return {
         "version": VERSION,
@@ -93,6 +97,9 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         else {**t.offer.__dict__, "declined": list(t.offer.declined)},
         "anchor_seat": t.anchor_seat,
         "coup": coup,
+        "debiting": None
+        if t.debiting is None
+        else {pid: dict(bets) for pid, bets in t.debiting.items()},
         "coup_no": t.coup_no,
         "round_open": t.round_open,
         "counter": t.counter,
@@ -138,6 +145,7 @@ def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table
         d["banker"] = [CardSlot(**x) for x in d["banker"]]
         d["stage"] = CoupStage(d["stage"])
         t.coup = CoupState(**d)
+    t.debiting = s.get("debiting")
     t.coup_no = s["coup_no"]
     t.round_open = s["round_open"]
     t.counter = s["counter"]

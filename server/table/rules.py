@@ -99,7 +99,9 @@ ANYTIME: Commands = frozenset(
 
 #: Sent by the croupier only (StartShoe a fresh shoe, Tick the timers, CloseTable the
 #: operator, SetDraining a shutdown, Restored a restart).
-CROUPIER_ONLY: Commands = frozenset({c.StartShoe, c.Tick, c.CloseTable, c.SetDraining, c.Restored})
+CROUPIER_ONLY: Commands = frozenset(
+    {c.StartShoe, c.Tick, c.CloseTable, c.SetDraining, c.Restored, c.Debited}
+)
 
 #: Refused with ``draining`` in any phase while the server shuts down (SetDraining):
 #: new bets. Removing chips, DONE and turning go on, so running coups finish.
@@ -112,6 +114,7 @@ ALLOWED: dict[Phase, Commands] = {
     Phase.SHOE_OFFER: ANYTIME | {c.AcceptShoe, c.DeclineShoe},
     Phase.CUT: ANYTIME | {c.Cut},
     Phase.BETTING: ANYTIME | {c.PlaceBet, c.RemoveBet, c.ClearBets, c.SameBet, c.Done, c.PassShoe},
+    Phase.DEBITING: ANYTIME | {c.Debited},
     Phase.TURN: ANYTIME | {c.Squeeze, c.TurnCard, c.Toss, c.Progress},
     Phase.CLOSED: frozenset(),
 }
@@ -121,6 +124,7 @@ ALLOWED: dict[Phase, Commands] = {
 #: what that takes: burns, opens the betting, offers the shoe or the cut). The commands
 #: move the table between these conditions; ALLOWED says which each phase takes.
 NEXT: tuple[tuple[Callable[[Table], bool], Phase], ...] = (
+    (lambda t: t.debiting is not None, Phase.DEBITING),  # the wallet is taking the wagers
     (lambda t: t.coup is not None, Phase.TURN),  # a coup is being dealt (settled: on)
     (lambda t: t.shoe is None, Phase.SHUFFLE),  # the shoe is over: a new one is wanted
     (lambda t: not t.seated(), Phase.WAITING),  # nobody seated

@@ -36,6 +36,8 @@ class Phase(StrEnum):
         SHUFFLE --StartShoe--> SHOE_OFFER | CUT | WAITING (nobody seated)
         SHOE_OFFER --> CUT (a new shoe) | BETTING;   CUT --> BETTING
         BETTING --close--> TURN --settled--> BETTING (next coup) | SHOE_OFFER | SHUFFLE
+        BETTING --close--> DEBITING --Debited--> TURN | BETTING (no wager stood)
+                           (only with a wallet that confirms holds: docs/wallet.md §3)
         WAITING <--> the others (the last seated player goes / someone sits)
         any phase --CloseTable--> CLOSED
 
@@ -47,6 +49,7 @@ class Phase(StrEnum):
     SHOE_OFFER = "shoe_offer"  # the shoe is being offered to a seated player (§5)
     CUT = "cut"  # the new shoe waits for its cut (§4)
     BETTING = "betting"  # bets are open (§7)
+    DEBITING = "debiting"  # betting closed: the operator's wallet is debiting the wagers
     TURN = "turn"  # cards dealt: the turners turn them (§6)
     CLOSED = "closed"  # closed by the operator
 

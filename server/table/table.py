@@ -124,6 +124,9 @@ class Table:
         self.offer: Offer | None = None
         self.anchor_seat = 0
         self.coup: CoupState | None = None
+        #: Betting closed and the wallet is debiting these wagers (player -> area ->
+        #: amount) before the cards: only with a wallet that confirms holds.
+        self.debiting: dict[str, dict[str, int]] | None = None
         self.coup_no = 0
         self.round_open = False
         self.counter = 0
@@ -302,7 +305,9 @@ class Table:
 
     def wager_in_play(self, p: PlayerState) -> bool:
         """Whether ``p``'s wager (or the shoe they hold) is in the coup being dealt."""
-        coup = self.coup
+        coup, debiting = self.coup, self.debiting
+        if debiting is not None and (p.id in debiting or p.id == self.holder):
+            return True
         return coup is not None and (p.id in coup.held or p.id == coup.holder)
 
     def open_area(self, name: str) -> str:
@@ -427,13 +432,14 @@ class Table:
             if q.bets and (coup is None or q.id not in coup.held):  # placed, not held
                 self.move_stake(q, -self.stake(q.id))
             q.bets = {}
+        debiting, self.debiting = self.debiting, None
         self.coup = None
         self.offer = None
         self.deadline = None
         if self.shoe is not None:
             settlement.end_shoe(self, complete=False)
         self.phase = Phase.CLOSED
-        self.emit("closed", {"refunded": coup is not None})
+        self.emit("closed", {"refunded": coup is not None or debiting is not None})
         return False
 
     # ------------------------------------------------------------------ the flow
@@ -449,6 +455,10 @@ class Table:
 
     def _enter_turn(self) -> bool:
         return turning.advance_coup(self)  # True once the coup is settled
+
+    def _enter_debiting(self) -> bool:
+        self.phase, self.deadline = Phase.DEBITING, None
+        return False  # the croupier answers with Debited
 
     def _enter_shuffle(self) -> bool:
         if self.phase is not Phase.SHUFFLE:
@@ -516,6 +526,7 @@ def _no_check(table: Table, cmd: c.Command) -> None:
 
 #: Each phase's entry (after :data:`rules.NEXT`): True to look again at once.
 _ENTER: dict[Phase, Callable[[Table], bool]] = {
+    Phase.DEBITING: Table._enter_debiting,
     Phase.TURN: Table._enter_turn,
     Phase.SHUFFLE: Table._enter_shuffle,
     Phase.WAITING: Table._enter_waiting,

@@ -91,7 +91,14 @@ class Entry:
 
 
 class Wallet(Protocol):
-    """What a table needs of money. Synchronous: the table never waits."""
+    """What a table needs of money. Synchronous: the table never waits.
+
+    ``confirms_holds``: the money lives in an operator's wallet that must take a
+    coup's wagers before the cards are dealt (docs/wallet.md §3): the table then waits
+    in DEBITING for the croupier's answer. The table knows nothing else of where the
+    money lives."""
+
+    confirms_holds: bool
 
     def balance(self, account: str) -> int: ...
 
@@ -108,8 +115,11 @@ class Wallet(Protocol):
 class MemoryWallet:
     """Balances and ledger in memory. ``entries`` lists every entry posted, in order."""
 
-    def __init__(self, balances: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, balances: dict[str, int] | None = None, *, confirms_holds: bool = False
+    ) -> None:
         self.balances: dict[str, int] = dict(balances or {})
+        self.confirms_holds = confirms_holds
         self.entries: list[Entry] = []
         self._keys: set[str] = set()
 

@@ -149,9 +149,13 @@ def test_every_event_and_reply_kind_passes_through_views() -> None:
     s.do(c.Tick(), 5)  # the croupier turns the rest on bob's behalf
     # Play on to the end of the shoe: offers, passes, third cards, the stop card.
     shoes = h.table.shoe_no
+    h.wallet.confirms_holds = True  # one coup through an operator's wallet's debits
     while h.table.shoe_no == shoes and h.table.shoe is not None:
         t = h.table
-        if t.offer is not None:
+        if t.phase is Phase.DEBITING:
+            s.do(c.Debited(round_id=t.round_id, refused={"ann": "limit_reached"}))
+            h.wallet.confirms_holds = False
+        elif t.offer is not None:
             s.do(c.AcceptShoe(player=t.offer.current))
         elif t.phase is Phase.CUT:
             assert t.cutter is not None

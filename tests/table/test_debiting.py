@@ -1,0 +1,91 @@
+"""DEBITING: a wallet that confirms holds (an operator's seamless wallet) takes a coup's
+wagers before the cards (docs/wallet.md §3). Pure: the croupier's answer is a command."""
+
+from __future__ import annotations
+
+from table_helpers import BANKER_WIN, PLAYER_WIN, TableHarness, stack
+
+from server.table import MemoryWallet, Table
+from server.table import commands as c
+from server.table.table import Phase
+
+
+def _harness() -> TableHarness:
+    h = TableHarness(wallet=MemoryWallet(confirms_holds=True))
+    h.setup({"alice": 1, "bob": 2, "carol": 3}, stack(BANKER_WIN, PLAYER_WIN), holder="alice")
+    return h
+
+
+def _close(h: TableHarness, bets: dict[str, dict[str, int]]) -> None:
+    h.place(bets)
+    h.done_all()
+
+
+def test_betting_closes_into_debiting_and_nothing_is_dealt_until_the_wallet_answers() -> None:
+    h = _harness()
+    _close(h, {"alice": {"banker": 1000}, "bob": {"player": 500}, "carol": {"player": 700}})
+    assert h.phase is Phase.DEBITING
+    assert h.one("debiting").data == {
+        "round_id": h.table.round_id,
+        "players": ["alice", "bob", "carol"],
+    }
+    assert h.table.coup is None and "dealt" not in h.kinds()
+    assert h.held() == 0 and h.stake("bob") == 500  # the chips wait on the felt
+    # Nobody changes a wager being debited, nor stands up from it.
+    h.refuse(c.PlaceBet(player="bob", area="tie", amount=100), "wrong_phase")
+    h.refuse(c.Stand(player="bob"), "wager_in_play")
+    # Only the croupier answers, and only for this round.
+    h.refuse(c.Debited(player="bob", round_id=h.table.round_id), "not_allowed")
+    h.refuse(c.Debited(round_id="t1-9-9"), "wrong_round")
+
+
+def test_a_refused_player_gets_their_chips_back_and_the_coup_goes_on_for_the_others() -> None:
+    h = _harness()
+    _close(h, {"alice": {"banker": 1000}, "bob": {"player": 900}, "carol": {"player": 700}})
+    rid = h.table.round_id
+    evs = h.do(c.Debited(round_id=rid, refused={"bob": "insufficient_funds"}))
+    refused = h.one("debit_refused", evs)
+    assert refused.data == {"round_id": rid, "player": "bob"}  # the reason is bob's alone
+    assert refused.private == {
+        "bob": {"reason": "insufficient_funds", "message": c.DEBIT_REFUSALS["insufficient_funds"]}
+    }
+    assert h.stake("bob") == 0 and h.available("bob") == 100_000
+    closed = h.one("betting_closed", evs)
+    assert set(closed.data["bets"]) == {"alice", "carol"}
+    # The turner follows the wagers that stand: carol's Player bet, not bob's larger one.
+    assert h.table.coup is not None and h.table.coup.turners["player"] == "carol"
+    assert h.held() == 1700 and h.phase is Phase.TURN
+    h.turn_all()
+    assert h.wallet.total() == 0
+
+
+def test_when_no_wager_stands_the_round_ends_undealt_and_the_next_opens() -> None:
+    h = _harness()
+    _close(h, {"bob": {"player": 900}})
+    rid = h.table.round_id
+    h.do(c.Debited(round_id=rid, refused={"bob": "wallet_unavailable"}))
+    assert h.table.coup is None and h.phase is Phase.BETTING
+    assert h.table.round_id != rid  # a new round: its debit ids are new too
+    assert h.stake("bob") == 0 and h.available("bob") == 100_000
+    assert h.wallet.total() == 0
+
+
+def test_a_malformed_answer_is_refused() -> None:
+    TableHarness.malformed(
+        lambda: c.Debited(round_id="x", refused={"bob": "because"}), "bad_command"
+    )
+    TableHarness.malformed(lambda: c.Debited(round_id="x", refused=["bob"]), "bad_command")  # type: ignore[arg-type]
+
+
+def test_debiting_survives_a_restart_and_a_close_returns_the_chips() -> None:
+    h = _harness()
+    _close(h, {"alice": {"banker": 1000}, "bob": {"player": 500}})
+    state = h.table.to_state(spectators=False)
+    t = Table.from_state(state, h.wallet)
+    assert t.phase is Phase.DEBITING and t.debiting == {
+        "alice": {"banker": 1000},
+        "bob": {"player": 500},
+    }
+    step = t.handle(c.CloseTable(), h.now + 1)
+    assert [e.data for e in step.events if e.kind == "closed"] == [{"refunded": True}]
+    assert h.stake("bob") == 0 and h.available("bob") == 100_000 and h.wallet.total() == 0
