@@ -634,6 +634,19 @@ def _on_done(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     return _with_seat(m, str(d.get("player")), done=True)
 
 
+def _on_debiting(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    """An operator's wallet takes the bets before the cards (docs/wallet.md §3)."""
+    return _say(replace(m, phase="debiting", deadline=None), say.debiting())
+
+
+def _on_debit_refused(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    pid = str(d.get("player"))
+    m = _with_seat(m, pid, bets={})
+    if pid == m.me:
+        return _say(replace(m, my_bets={}), say.debit_refused(d.get("reason")))
+    return _say(m, say.debit_refused_other(m.names.get(pid, pid)))
+
+
 def _on_betting_closed(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     held = {str(p): _amounts(b) for p, b in (d.get("bets") or {}).items()}
     coup = CoupView(round_id=str(d.get("round_id")), coup_no=m.coup_no, bets=held)
@@ -796,6 +809,8 @@ _HANDLERS: dict[str, Callable[[TableModel, Mapping[str, Any]], TableModel]] = {
     "bets": _on_bets,
     "draining": _on_draining,
     "done": _on_done,
+    "debiting": _on_debiting,
+    "debit_refused": _on_debit_refused,
     "betting_closed": _on_betting_closed,
     "dealt": _on_dealt,
     "turn": _on_turn,

@@ -34,6 +34,9 @@ __all__ = [
     "chat",
     "closed",
     "cut_offered",
+    "debit_refused",
+    "debit_refused_other",
+    "debiting",
     "disconnected",
     "draining",
     "reconnected",
@@ -74,7 +77,8 @@ HAND_NAMES: Mapping[str, str] = LocalNames("hand.", ("player", "banker"))
 
 #: What the message line says right after a snapshot, by phase.
 PHASE_SENTENCES: Mapping[str, str] = LocalNames(
-    "phase_sentence.", ("betting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "closed")
+    "phase_sentence.",
+    ("betting", "debiting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "closed"),
 )
 
 _PASS_REASONS = ("player_won", "passed", "stood", "left", "timeout", "no_banker_bet")
@@ -234,6 +238,23 @@ def draining() -> str:
 
 def betting_closed() -> str:
     return t("ev.no_more_bets")
+
+
+def debiting() -> str:
+    return t("ev.debiting")
+
+
+_DEBIT_REFUSALS = ("insufficient_funds", "limit_reached", "player_blocked")
+
+
+def debit_refused(reason: object) -> str:
+    """Your bets were not placed, and why, in plain words (docs/wallet.md §3)."""
+    code = reason if reason in _DEBIT_REFUSALS else "wallet_unavailable"
+    return t(f"ev.debit_refused.{code}")
+
+
+def debit_refused_other(name: str) -> str:
+    return t("ev.debit_refused_other", name=capital(name))
 
 
 # ---------------------------------------------------------------------------- turning

@@ -55,6 +55,9 @@ from server.table import commands as c
 from server.table.events import Event, Step
 from server.table.state import Phase, PlayerState
 from server.table.wallet import Entry, held_account, player_account, stake_account
+from server.wallet.base import Wallet, WalletError
+from server.wallet.calls import closing_calls, debit_call, rollback_call
+from server.wallet.mirror import sync_mirror
 
 from .fairqueue import FairQueue, QueueClosed, QueueFull
 from .wallet import TableWallet
@@ -144,6 +147,9 @@ class TableActor:
         on_lost: Callable[[TableActor], None] | None = None,
         epoch: int = 0,
         restored: bool = False,
+        money: Wallet | None = None,
+        wallet_timeout: float = 3.0,
+        on_calls: Callable[[], None] | None = None,
     ) -> None:
         assert isinstance(table.wallet, TableWallet), "an actor's table has a TableWallet"
         self.table = table
@@ -183,6 +189,14 @@ class TableActor:
         #: The gateways through which each player watches this table (from their joins;
         #: not stored: after a takeover the gateways join their players again).
         self.watchers: dict[str, set[str]] = {}
+        #: Where the players' money lives (docs/wallet.md); with one that confirms
+        #: holds, a coup's debits run while the table waits in DEBITING, and each
+        #: step's credits and rollbacks go into its commit (``on_calls``: stored).
+        self.money = money
+        self.wallet_timeout = wallet_timeout
+        self.on_calls = on_calls
+        self._debits: asyncio.Task[None] | None = None
+        self._debited_round: str | None = None
 
     @property
     def table_id(self) -> str:
@@ -269,6 +283,8 @@ class TableActor:
         self.lost = True
         if self._task is not None:
             self._task.cancel()
+        if self._debits is not None:
+            self._debits.cancel()  # the next owner debits again, with the same ids
         self._refuse_waiting()
 
     def _refuse_waiting(self) -> None:
@@ -302,6 +318,7 @@ class TableActor:
             await self._step(_Item(command=c.Restored()))
         await self._step(_Item(command=c.Tick()))  # a restarted table catches up its timers
         while not (self.closed or self.lost):
+            self._maybe_debit()
             deadline = self.table.next_deadline
             if deadline is not None and self.retry_at is not None:
                 deadline = max(deadline, self.retry_at)  # the store is failing: back off
@@ -495,6 +512,8 @@ class TableActor:
             await self.store.ensure_player(
                 cmd.player, str(guest["name"]), int(guest["funds"]), guest=True
             )
+        if isinstance(cmd, c.Join) and self.money is not None and self.money.confirms_holds:
+            await self._mirror(cmd.player)
         if isinstance(cmd, _FRESH_BALANCE):
             await self._refresh([cmd.player])
 
@@ -525,8 +544,12 @@ class TableActor:
         if not (happened.events or entries or records):
             return happened
         state = table.to_state(spectators=False)  # spectators are not kept (docs)
+        calls: list[dict[str, Any]] = []
+        if self.money is not None and self.money.confirms_holds:
+            calls = closing_calls(self._last_state, state, records, self.currency, self.clock())
         try:
             result = await self.store.commit(
+                **({"calls": calls} if calls else {}),  # type: ignore[arg-type]
                 entries=entries,
                 table=TableRow(
                     self.table_id,
@@ -568,6 +591,8 @@ class TableActor:
         self._last_state = state
         if self.store_failures:
             self._store_recovered()
+        if calls and self.on_calls is not None:
+            self.on_calls()  # credits and rollbacks stored: the courier sends them
         return happened
 
     def _deliver(self, item: _Item, happened: _Happened) -> None:
@@ -592,6 +617,98 @@ class TableActor:
             item.done.set_result(events)
         if self.on_step is not None:
             self.on_step(self, cmd, events)
+
+    # -- an operator's wallet (docs/wallet.md §3) -----------------------------------------
+    @property
+    def currency(self) -> str | None:
+        return getattr(self.table.options, "currency", None)
+
+    async def _mirror(self, player: str) -> None:
+        """Set the player's mirror from the operator's balance (a join). A wallet that
+        cannot say leaves it as it was: the debit decides anyway."""
+        assert self.money is not None
+        try:
+            balance = await self.money.balance(player, self.currency)
+        except WalletError as exc:
+            log.warning(
+                "table %s: no balance for %s from the wallet (%s)", self.table_id, player, exc
+            )
+            return
+        await sync_mirror(self.store, player, balance, [self.table_id])
+
+    def _maybe_debit(self) -> None:
+        """The table waits in DEBITING: debit its wagers (once per round here; a new
+        owner, after a failover, debits again with the same ids)."""
+        table = self.table
+        if table.phase is not Phase.DEBITING or table.debiting is None or self.money is None:
+            return
+        if self._debited_round == table.round_id:
+            return
+        self._debited_round = table.round_id
+        self._debits = asyncio.create_task(
+            self._debit(table.round_id, {p: dict(b) for p, b in table.debiting.items()}),
+            name=f"debits-{self.table_id}",
+        )
+
+    async def _debit(self, rid: str, debiting: dict[str, dict[str, int]]) -> None:
+        """One debit per player, all at once; the table hears who stands (Debited). A
+        debit with no clear answer by the deadline is refused and rolled back."""
+        assert self.money is not None
+        now = self.clock()
+        calls = [
+            debit_call(self.table_id, rid, pid, bets, self.currency, now)
+            for pid, bets in sorted(debiting.items())
+        ]
+        await self._store_calls(calls)  # written before they are sent: reconcilable
+        deadline = time.monotonic() + self.wallet_timeout
+        answers = await asyncio.gather(*(self.money.debit(call, deadline) for call in calls))
+        refused: dict[str, str] = {}
+        rollbacks: list[dict[str, Any]] = []
+        for call, answer in zip(calls, answers, strict=True):
+            pid = call["player"]
+            changes: dict[str, Any] = {"attempts": 1, "updated": self.clock()}
+            changes["answer"] = answer.to_dict()
+            if answer.ok:
+                changes["state"] = "acknowledged"
+            else:
+                refused[pid] = (
+                    answer.status if answer.status in c.DEBIT_REFUSALS else "wallet_unavailable"
+                )
+                changes["error"] = answer.status
+                if answer.clear:
+                    changes["state"] = "refused"
+                else:  # it may yet land: roll it back, so that it cannot
+                    rollbacks.append(
+                        rollback_call(
+                            self.table_id,
+                            rid,
+                            pid,
+                            call["amount"],
+                            self.currency,
+                            self.clock(),
+                            "debit_unanswered",
+                        )
+                    )
+            with contextlib.suppress(StoreError):
+                await self.store.update_wallet_call(call["transaction_id"], changes)
+        if rollbacks:
+            await self._store_calls(rollbacks)
+            if self.on_calls is not None:
+                self.on_calls()
+        with contextlib.suppress(ChemmyError):
+            self.submit_command(c.Debited(round_id=rid, refused=refused))
+
+    async def _store_calls(self, calls: list[dict[str, Any]]) -> None:
+        """Store ``calls`` (pending), trying again while the store cannot."""
+        wait = BACKOFF_FIRST
+        while True:
+            try:
+                await self.store.commit(calls=calls)  # type: ignore[call-arg]
+                return
+            except StoreError as exc:
+                log.warning("table %s: wallet calls not stored yet (%s)", self.table_id, exc)
+                await asyncio.sleep(wait)
+                wait = min(BACKOFF_MAX, wait * 2)
 
     # -- failures ------------------------------------------------------------------------
     def _lose(self, item: _Item) -> None:
@@ -657,7 +774,7 @@ class TableActor:
             extra={"table": self.table_id},
         )
         old = self.table
-        wallet = TableWallet()
+        wallet = TableWallet(confirms_holds=self.wallet.confirms_holds)
         table = Table.from_state(doubt.state, wallet)
         wallet.load(
             (await self.store.balances(self._accounts(table) | self._accounts(old))).items()
@@ -686,7 +803,7 @@ class TableActor:
             balances[entry.src] = balances.get(entry.src, 0) + entry.amount
             balances[entry.dst] = balances.get(entry.dst, 0) - entry.amount
         old = self.table
-        wallet = TableWallet(balances)
+        wallet = TableWallet(balances, confirms_holds=self.wallet.confirms_holds)
         table = Table.from_state(self._last_state, wallet)
         accounts = self._accounts(table) | self._accounts(old)
         with contextlib.suppress(StoreError):  # the balances as before the step will do

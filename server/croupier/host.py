@@ -29,6 +29,7 @@ from server.store.base import Store, TableRow
 from server.table import Table, TableOptions, views
 from server.table import commands as c
 from server.table.events import Event
+from server.wallet.base import Wallet
 
 from .actor import TableActor
 from .cluster import Leases, Rebalancer
@@ -60,8 +61,15 @@ class Croupier:
         on_tables: Callable[[int], None] | None = None,
         on_failing: Callable[[int], None] | None = None,
         cluster: Leases | None = None,
+        money: Wallet | None = None,
+        wallet_timeout: float = 3.0,
     ) -> None:
         self.store = store
+        #: Where the players' money lives (docs/wallet.md), for every table here.
+        self.money = money
+        self.wallet_timeout = wallet_timeout
+        #: Called when a table stored wallet calls to deliver (the courier's wake).
+        self.on_calls: Callable[[], None] | None = None
         self.bus = bus
         self.grace = grace
         self.queue_size = queue_size
@@ -138,6 +146,16 @@ class Croupier:
         for actor in self.actors.values():
             actor.gateways_gone(alive)
 
+    def _calls_stored(self) -> None:
+        if self.on_calls is not None:
+            self.on_calls()
+
+    def serves_calls(self, table_id: str) -> bool:
+        """Whether this process delivers ``table_id``'s wallet calls: it owns the table,
+        or no process does (closed; or, in a cluster, not listed yet: a call delivered
+        twice is applied once)."""
+        return table_id in self.actors or table_id not in self._table_ids[1]
+
     async def _open_tables(self) -> list[str]:
         """The open tables' ids (cached for a moment; notices refresh them)."""
         read, ids = self._table_ids
@@ -192,7 +210,7 @@ class Croupier:
         timers.setdefault("grace", self.grace)
         config["timers"] = timers
         options = TableOptions.from_dict({k: v for k, v in config.items() if k != "id"})
-        wallet = TableWallet()
+        wallet = TableWallet(confirms_holds=self.money is not None and self.money.confirms_holds)
         if row.state is not None:
             table = Table.from_state(row.state, wallet)
         else:
@@ -220,6 +238,9 @@ class Croupier:
             # Restored after a stop or a crash: nobody is connected yet. The table
             # decides (Restored): seats held for the grace period (§5), spectators gone.
             restored=row.state is not None,
+            money=self.money,
+            wallet_timeout=self.wallet_timeout,
+            on_calls=self._calls_stored,
         )
         await actor.load()
         # Whatever the last owner stored but this process's clients have not seen (it

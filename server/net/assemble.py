@@ -19,6 +19,8 @@ inproc.py``) both start a process this way. Nothing here runs anything: starting
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from server.bus.base import Bus
 from server.bus.local import LocalBus
 from server.bus.redis import RedisBus, node_name
@@ -28,6 +30,9 @@ from server.croupier.host import Croupier, StepHook
 from server.store.base import Store
 from server.table import commands as c
 from server.table.events import Event
+from server.wallet import make_wallet
+from server.wallet.courier import Courier
+from server.wallet.mirror import sync_mirror
 
 from .auth import Authenticator
 from .config import ServerConfig
@@ -66,9 +71,12 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
         bus = redis_bus
     if bus is None:
         bus = LocalBus(events_after=stored_events)
+    money = make_wallet(config, store)
     croupier = Croupier(
         store,
         bus,
+        money=money,
+        wallet_timeout=config.wallet_timeout,
         grace=config.grace,
         queue_size=config.queue_size,
         on_step=_count_coups(metrics),
@@ -94,10 +102,25 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
         metrics=metrics,
         auth=auth,
     )
+    server.wallet = money
+    if money.confirms_holds:
+        courier = Courier(store, money, serves=croupier.serves_calls, on_balance=_mirror_to(store))
+        croupier.on_calls = courier.wake
+        server.courier = courier
     if isinstance(lobby, SharedLobby):
         shared = lobby
         croupier.on_notice = lambda notice: server.notice(notice, shared)
     return server
+
+
+def _mirror_to(store: Store) -> Callable[[str, int], Awaitable[None]]:
+    """After a credit or rollback is acknowledged: the player's mirror is the balance
+    the wallet reported (docs/wallet.md §3)."""
+
+    async def mirror(player: str, balance: int) -> None:
+        await sync_mirror(store, player, balance)
+
+    return mirror
 
 
 def _count_coups(metrics: Metrics) -> StepHook:

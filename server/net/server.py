@@ -57,6 +57,8 @@ from server.protocol.messages import parse
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.store.base import Store, StoreError
 from server.table.events import Event
+from server.wallet.base import Wallet
+from server.wallet.courier import Courier
 
 from .auth import Authenticator, AuthError
 from .config import ServerConfig
@@ -138,6 +140,10 @@ class ChemmyServer:
         self.slow_client_buffer = SLOW_CLIENT_BUFFER  # bytes unsent before a client is cut
         self.guest_sweep_interval = 60.0  # how often idle guests are looked for
         self._next_guest_sweep = 0.0
+        #: Where the players' money lives (docs/wallet.md), and the courier that
+        #: delivers a seamless wallet's credits and rollbacks (none otherwise).
+        self.wallet: Wallet | None = None
+        self.courier: Courier | None = None
         self.watchdog_interval = 1.0
 
     @property
@@ -185,6 +191,8 @@ class ChemmyServer:
         await self.bus.start()
         self.bus.on_replies(self._on_reply)
         await self.croupier.start(self.config.tables)
+        if self.courier is not None:
+            self.courier.start()
         if isinstance(self.limits, SharedLimits):
             self.limits.start()
         for tid in self.croupier.actors:
@@ -223,6 +231,10 @@ class ChemmyServer:
             self._server.close()
             await self._server.wait_closed()
         await self.croupier.stop()
+        if self.courier is not None:
+            await self.courier.stop()
+        if self.wallet is not None:
+            await self.wallet.close()
         if isinstance(self.limits, SharedLimits):
             await self.limits.close()
         await self.bus.close()

@@ -144,7 +144,7 @@ def close_betting(t: Table) -> None:
 
 def check_debited(t: Table, cmd: c.Debited) -> dict[str, dict[str, int]]:
     if t.debiting is None or cmd.round_id != t.round_id:
-        raise TableError("wrong_round", f"round {cmd.round_id} is not being debited")
+        raise TableError("bad_command", f"round {cmd.round_id} is not being debited")
     return t.debiting
 
 

@@ -39,20 +39,7 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     audience. The command ids of every player are kept either way (docs/protocol.md
     §5: a retried id is recognised across a restart, whoever sent it).
     """
-    coup = None
-    if t.coup is not None:
-        k = t.coup
-        coup = {
-            **k.__dict__,
-            "player": [dict(x.__dict__) for x in k.player],
-            "banker": [dict(x.__dict__) for x in k.banker],
-            "turners": dict(k.turners),
-            "held": {p: dict(b) for p, b in k.held.items()},
-            "balances_before": dict(k.balances_before),
-            "on_behalf": [dict(x) for x in k.on_behalf],
-            "stage": k.stage.value,
-            "progress": {card: list(v) for card, v in k.progress.items()},
-        }
+    coup = None if t.coup is None else _coup_state(t.coup)
     kept = [
         q
         for q in t.players.values()
@@ -110,6 +97,21 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         "cut_by": dict(t.cut_by) if t.cut_by is not None else None,
         "cut_offered_to": t.cut_offered_to,
         "between_on_behalf": [dict(x) for x in t.between_on_behalf],
+    }
+
+
+def _coup_state(k: CoupState) -> dict[str, Any]:
+    """A coup being dealt, as :func:`to_state` keeps it."""
+    return {
+        **k.__dict__,
+        "player": [dict(x.__dict__) for x in k.player],
+        "banker": [dict(x.__dict__) for x in k.banker],
+        "turners": dict(k.turners),
+        "held": {p: dict(b) for p, b in k.held.items()},
+        "balances_before": dict(k.balances_before),
+        "on_behalf": [dict(x) for x in k.on_behalf],
+        "stage": k.stage.value,
+        "progress": {card: list(v) for card, v in k.progress.items()},
     }
 
 

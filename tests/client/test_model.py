@@ -325,6 +325,18 @@ EVERY_KIND: dict[str, tuple[dict[str, Any], dict[str, Any], Check]] = {
         lambda b, a: a.message == "The server is closing: no new bets; this coup finishes",
     ),
     "done": ({}, {"player": OTHER}, lambda b, a: a.seats[OTHER].done),
+    "debiting": (
+        {},
+        {"round_id": "t1-1-3", "players": [ME, OTHER]},
+        lambda b, a: (
+            a.phase == "debiting" and a.message == "No more bets: the wallet is taking the bets"
+        ),
+    ),
+    "debit_refused": (
+        {"phase": "debiting"},
+        {"round_id": "t1-1-3", "player": OTHER},
+        lambda b, a: a.seats[OTHER].bets == {} and a.message == "Bo's bets were not placed",
+    ),
     "betting_closed": (
         {},
         {"round_id": "t1-1-3", "bets": {OTHER: {"banker": 500}}, "totals": {"banker": 500}},
@@ -419,6 +431,19 @@ EVERY_KIND: dict[str, tuple[dict[str, Any], dict[str, Any], Check]] = {
         ),
     ),
 }
+
+
+def test_my_refused_debit_says_why_in_plain_words() -> None:
+    m, _ = apply_event(
+        loaded(snapshot(phase="debiting"), me=ME),
+        ev(11, "debit_refused", round_id="t1-1-3", player=ME, reason="limit_reached"),
+    )
+    assert m.my_bets == {}
+    assert m.message == "Your bets were not placed: they would go over a limit on your account"
+    m, _ = apply_event(
+        m, ev(12, "debit_refused", round_id="t1-1-3", player=ME, reason="wallet_unavailable")
+    )
+    assert m.message.endswith("did not answer in time. Nothing was taken")
 
 
 def test_every_event_kind_has_a_case() -> None:

@@ -25,7 +25,7 @@ function localNames(prefix, ids) {
 export const AREA_NAMES = localNames("area.", ["player", "banker", "tie", "player_pair", "banker_pair", "super6", "dragon_player", "dragon_banker"]);
 export const HAND_NAMES = localNames("hand.", ["player", "banker"]);
 export const SUITS = { s: "♠", h: "♥", d: "♦", c: "♣" };
-export const PHASE_NAMES = localNames("phase.", ["shuffle", "waiting", "shoe_offer", "cut", "betting", "turn", "settled", "closed"]);
+export const PHASE_NAMES = localNames("phase.", ["shuffle", "waiting", "shoe_offer", "cut", "betting", "debiting", "turn", "settled", "closed"]);
 
 /** Minor units as money with two decimals in the current language: 123456 -> "1,234.56"
  * (English), "1 234,56" (French); integers only. Money text back to minor units, exactly
@@ -436,6 +436,24 @@ export class TableState {
   on_done(d) {
     const s = this.seats.get(d.player);
     if (s) s.done = true;
+  }
+
+  // An operator's wallet takes the bets before the cards (docs/wallet.md §3).
+  on_debiting() {
+    this.phase = "debiting";
+    this.deadline = null;
+    return [note(t("ev.debiting"), "info", t("ev.no_more_bets"))];
+  }
+
+  on_debit_refused(d) {
+    const s = this.seats.get(d.player);
+    if (s) s.bets = {};
+    if (d.player === this.me) {
+      this.myBets = {};
+      const reason = ["insufficient_funds", "limit_reached", "player_blocked"].includes(d.reason) ? d.reason : "wallet_unavailable";
+      return [note(t(`ev.debit_refused.${reason}`), "lose", t(`ev.debit_refused.${reason}`))];
+    }
+    return [note(t("ev.debit_refused_other", { name: this.Name(d.player) }))];
   }
 
   on_betting_closed(d) {

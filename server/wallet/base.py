@@ -1,0 +1,102 @@
+"""The one wallet boundary: where a player's money lives, behind one interface.
+
+Three implementations (``--wallet``, docs/wallet.md):
+
+- :class:`~server.wallet.ledger.LedgerWallet` ``internal``: Chemmy's ledger, play
+  money from the cashier;
+- :class:`~server.wallet.ledger.LedgerWallet` ``transfer``: Chemmy's ledger, money the
+  operator moves in and out through the transfer API;
+- :class:`~server.wallet.seamless.SeamlessWallet`: the operator's wallet, called over
+  HTTP for each coup.
+
+In the two ledger modes a coup's money moves in the table's own commit (the hold, lose,
+return and win entries; the store checks every one atomically), so :meth:`Wallet.debit`
+and friends are never needed: ``confirms_holds`` is False and the table deals at once.
+A seamless wallet confirms holds: the table waits in DEBITING while the croupier debits
+each player (:mod:`server.wallet.calls` makes the calls, the store keeps them, the
+:class:`~server.wallet.courier.Courier` delivers credits and rollbacks until they are
+acknowledged). Neither the table nor the croupier's actor knows which mode runs: they
+read these flags and make these calls.
+
+In seamless mode Chemmy's ledger still records every movement (docs/wallet.md §3): the
+player's ``player:<id>`` account is a *mirror* of the operator's balance, set by
+``sync`` entries from ``wallet:<id>`` when the operator's wallet reports a balance, so
+that bets can be checked as they are placed and conservation still holds; the
+operator's debit decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+__all__ = ["OK", "REFUSALS", "UNAVAILABLE", "Wallet", "WalletAnswer", "wallet_account"]
+
+#: The answer of a call the wallet applied (or had applied: a repeat).
+OK: Final = "ok"
+#: What Chemmy calls a debit with no clear answer (docs/wallet.md §3).
+UNAVAILABLE: Final = "wallet_unavailable"
+#: The refusals a debit may get, passed on to the player as they are.
+REFUSALS: Final = ("insufficient_funds", "limit_reached", "player_blocked", "rolled_back")
+
+
+def wallet_account(player: str) -> str:
+    """The counter-account of a seamless player's mirror: the operator's wallet as seen
+    from Chemmy (may go below zero, like ``house``)."""
+    return f"wallet:{player}"
+
+
+@dataclass(frozen=True, slots=True)
+class WalletAnswer:
+    """What the wallet said. ``clear``: it answered (applied or refused for good);
+    not clear: no answer, a timeout, a ``5xx``: the call may or may not have landed."""
+
+    status: str
+    clear: bool
+    balance: int | None = None
+    message: str = ""
+    http_status: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "clear": self.clear,
+            "balance": self.balance,
+            "message": self.message,
+            "http_status": self.http_status,
+        }
+
+
+class Wallet(Protocol):
+    """What the croupier and the gateway need of where the money lives."""
+
+    #: ``internal``, ``transfer`` or ``seamless``.
+    mode: str
+    #: A coup's wagers wait for :meth:`debit` before the cards (seamless).
+    confirms_holds: bool
+    #: Players may take play money from the cashier (internal only).
+    takes_deposits: bool
+
+    async def balance(self, player: str, currency: str | None) -> int:
+        """The player's money, as the wallet that holds it says now. Raises
+        :class:`WalletError` when it cannot say."""
+        ...
+
+    async def debit(self, call: dict[str, Any], deadline: float) -> WalletAnswer:
+        """Take a coup's wagers (one call per player), retried until ``deadline`` (a
+        ``time.monotonic()``) while there is no clear answer."""
+        ...
+
+    async def deliver(self, call: dict[str, Any]) -> WalletAnswer:
+        """Send one credit or rollback once (the courier retries it)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class WalletError(Exception):
+    """The wallet could not answer (unreachable, a timeout, a malformed answer)."""

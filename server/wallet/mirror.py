@@ -1,0 +1,47 @@
+"""A seamless player's mirror: the operator's balance, kept in Chemmy's ledger.
+
+Chemmy holds no money of a seamless player, but it checks bets as they are placed and
+keeps every movement as a ledger entry. So ``player:<id>`` mirrors the operator's
+balance: whenever the wallet reports one (a join, a debit, an acknowledged credit), a
+``sync`` entry between ``wallet:<id>`` and ``player:<id>`` makes the player's money in
+Chemmy (``player:<id>`` plus their chips placed at ``tables``, which the operator has
+not been asked for yet) equal to it. Stakes, holds and payouts then move the mirror
+exactly as the debits and credits move the operator's balance, and the books balance
+as in the other modes. The mirror is advice: the operator's debit decides.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+from server.store.base import Overdrawn, Store, ledger_key
+from server.table.wallet import Entry, player_account
+
+from .base import wallet_account
+
+__all__ = ["sync_mirror"]
+
+
+async def sync_mirror(store: Store, player: str, balance: int, tables: Iterable[str] = ()) -> int:
+    """Make the player's money in Chemmy ``balance``; the entry's amount (0: none)."""
+    tables = list(tables)
+    for _ in range(3):  # chips placed meanwhile: read again and recompute
+        money, available = await store.player_money(player, tables)
+        delta = balance - money
+        if delta == 0:
+            return 0
+        key = ledger_key("sync", player, uuid.uuid4().hex)
+        if delta > 0:
+            entry = Entry(key, wallet_account(player), player_account(player), delta, "sync")
+        else:
+            amount = min(-delta, available)  # never below zero: chips on the felt stay
+            if amount == 0:
+                return 0
+            entry = Entry(key, player_account(player), wallet_account(player), amount, "sync")
+        try:
+            await store.commit(entries=[entry])
+        except Overdrawn:
+            continue
+        return delta
+    return 0

@@ -1,0 +1,139 @@
+"""The operator's seamless wallet, called over HTTP (docs/wallet.md §3).
+
+Every call is a signed ``POST`` (:mod:`server.wallet.signing`) with a JSON body, made
+with one pooled ``httpx.AsyncClient``. What an answer means is decided in one place,
+:func:`read_answer`: ``200`` with ``status: ok`` applied; ``200`` with another status
+refused for good; ``429``, ``5xx``, a timeout, a reset or a body that is not JSON: no
+clear answer (retry with the same ids); any other ``4xx`` but ``401``: refused for good
+(``failed``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from .base import OK, UNAVAILABLE, WalletAnswer, WalletError
+from .signing import HEADER, signature_header
+
+__all__ = ["SeamlessWallet", "read_answer"]
+
+log = logging.getLogger("chemmy.wallet")
+
+#: Seconds between a debit's tries while its deadline allows, doubling to the cap.
+RETRY_FIRST = 0.05
+RETRY_CAP = 0.5
+#: Seconds one credit, rollback or balance call may take.
+CALL_TIMEOUT = 10.0
+
+
+def read_answer(response: httpx.Response) -> WalletAnswer:
+    """What an HTTP answer of the wallet means (docs/wallet.md §3, "Status codes")."""
+    code = response.status_code
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        body = {}
+    status = body.get("status")
+    message = str(body.get("message", ""))[:500]
+    balance = body.get("balance")
+    if not isinstance(balance, int) or isinstance(balance, bool):
+        balance = None
+    if code == 200 and isinstance(status, str) and status:
+        return WalletAnswer(status, True, balance, message, code)
+    if code == 401 or code == 429 or code >= 500 or code == 200:
+        # Our signature refused (a configuration error: retried once it is fixed), the
+        # wallet busy or failing, or an answer we cannot read: no clear answer.
+        return WalletAnswer(UNAVAILABLE, False, None, message or f"HTTP {code}", code)
+    return WalletAnswer(str(status or f"http_{code}"), True, balance, message, code)
+
+
+class SeamlessWallet:
+    """A :class:`~server.wallet.base.Wallet` that is the operator's own."""
+
+    mode = "seamless"
+    confirms_holds = True
+    takes_deposits = False
+
+    def __init__(
+        self,
+        url: str,
+        secret: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self._base_path = urlsplit(self.url).path
+        self._key = secret.encode("utf-8")
+        self._clock = clock
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(CALL_TIMEOUT, connect=min(CALL_TIMEOUT, 3.0)),
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+            transport=transport,
+        )
+
+    def __repr__(self) -> str:
+        return f"SeamlessWallet({self.url!r})"  # never the secret
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    # -- one call ------------------------------------------------------------------------
+    async def _post(self, endpoint: str, body: dict[str, Any], timeout: float) -> WalletAnswer:
+        data = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+        path = f"{self._base_path}/{endpoint}"
+        headers = {
+            "Content-Type": "application/json",
+            HEADER: signature_header(self._key, self._clock(), "POST", path, data),
+        }
+        try:
+            response = await self._client.post(
+                f"{self.url}/{endpoint}", content=data, headers=headers, timeout=timeout
+            )
+        except httpx.HTTPError as exc:  # a timeout, a reset, a refused connection
+            return WalletAnswer(UNAVAILABLE, False, None, type(exc).__name__)
+        answer = read_answer(response)
+        if answer.http_status == 401:
+            log.error("the wallet refused Chemmy's signature: check --wallet-secret")
+        return answer
+
+    async def balance(self, player: str, currency: str | None) -> int:
+        body = {"request_id": f"b-{uuid.uuid4().hex}", "player": player, "currency": currency}
+        answer = await self._post("balance", body, CALL_TIMEOUT)
+        if not answer.ok or answer.balance is None:
+            raise WalletError(f"the wallet gave no balance for {player}: {answer.status}")
+        return answer.balance
+
+    async def debit(self, call: dict[str, Any], deadline: float) -> WalletAnswer:
+        """Try until a clear answer or ``deadline`` (monotonic): the same ids every time."""
+        wait = RETRY_FIRST
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return WalletAnswer(UNAVAILABLE, False, None, "no answer in time")
+            answer = await self._post("debit", call["body"], left)
+            if answer.clear:
+                return answer
+            left = deadline - time.monotonic()
+            if left <= wait:
+                return answer
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, RETRY_CAP)
+
+    async def deliver(self, call: dict[str, Any]) -> WalletAnswer:
+        return await self._post(call["kind"], call["body"], CALL_TIMEOUT)
+
+
+def is_applied(answer: WalletAnswer) -> bool:
+    return answer.status == OK
