@@ -1,7 +1,7 @@
 """A :class:`~server.store.base.Store` in Redis, which many server processes can share.
 
 Built on ``redis.asyncio``. Every write is **one Lua script** (a commit, a welcome, an
-expiry), so it is atomic: Redis runs a script alone, and each script checks everything
+expiry, a wallet call's progress), so it is atomic: Redis runs a script alone, and each script checks everything
 first (ledger keys, balances, the table's epoch) and answers a coded error reply
 (``KEYCONFLICT``, ``OVERDRAWN``, ``STALEEPOCH``, ``RANGE``) before it writes anything,
 because Redis does not roll back a script that fails half way. Reads are plain commands.
@@ -11,7 +11,7 @@ anyone's balance to keep it from going negative (issue 10). Amounts and balances
 within ±(2**53 - 1): Lua's numbers are doubles, exact up to there, and the arithmetic
 itself is Redis's (``HINCRBY``, 64-bit).
 
-The keys (prefix ``chemmy:`` by default) are listed in docs/architecture.md §11: each
+The keys (prefix ``chemmy:`` by default) are listed in docs/architecture.md §10: each
 table's own keys share the hash tag ``{<table>}``; money, players and round records are
 global, so a commit touches two slots (see the docs for why that is fine on one Redis
 and how it would shard).
@@ -21,7 +21,8 @@ out of memory, read-only, a timeout) is :class:`StoreUnavailable`; anything else
 refuses is :class:`StoreError`. The client retries a dropped connection a few times with
 jittered exponential backoff, then gives up for that call; the next call reconnects by
 itself, so a store object survives Redis restarting. A retried commit whose first
-attempt did run is harmless: entries are skipped by key and events by ``seq``.
+attempt did run is harmless: entries are skipped by key, events by ``seq`` and wallet
+calls by transaction id.
 
 It must never ``FLUSH`` or ``KEYS``-scan a database (it may share one), never run a
 script that writes after an error reply, never log an entry's contents, and never

@@ -19,7 +19,7 @@ The database keeps the rules too, as a second line of defence: a ``CHECK`` and a
 trigger keep player and stake balances non-negative, a ``CHECK`` keeps ledger amounts
 positive, foreign keys tie ledger entries to accounts and round index rows to rounds,
 and triggers make the ledger append-only (an expired guest's welcome is the one entry
-that may go).
+that may go) and keep every wallet call, changed only in its progress.
 
 It must never be shared by two processes writing (many processes use the Redis store),
 never let a ``sqlite3`` exception escape (they become :class:`StoreError`, or
