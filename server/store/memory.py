@@ -93,6 +93,7 @@ class MemoryStore:
         # Wallet calls: transaction_id -> (seq, JSON without seq), in seq order.
         self._calls: dict[str, tuple[int, str]] = {}
         self._call_seq = 0
+        self._pending: dict[str, None] = {}  # the due index: the pending calls' ids
 
     def __repr__(self) -> str:
         return "MemoryStore()"
@@ -343,9 +344,12 @@ class MemoryStore:
     def _put_calls(self, prepared: Sequence[tuple[dict[str, Any], str]]) -> None:
         """Insert the calls not stored yet (a stored ``transaction_id`` is kept as is)."""
         for call, text in prepared:
-            if call["transaction_id"] not in self._calls:
+            txn = call["transaction_id"]
+            if txn not in self._calls:
                 self._call_seq += 1
-                self._calls[call["transaction_id"]] = (self._call_seq, text)
+                self._calls[txn] = (self._call_seq, text)
+                if call["state"] == "pending":
+                    self._pending[txn] = None
 
     def _loaded_call(self, transaction_id: str) -> dict[str, Any] | None:
         found = self._calls.get(transaction_id)
@@ -359,8 +363,12 @@ class MemoryStore:
         if stored is None:
             check_wallet_changes(changes)
             return None
-        _, text = merge_wallet_call(stored, changes)
+        call, text = merge_wallet_call(stored, changes)
         self._calls[transaction_id] = (stored["seq"], text)
+        if call["state"] == "pending":
+            self._pending[transaction_id] = None
+        else:
+            self._pending.pop(transaction_id, None)
         return self._loaded_call(transaction_id)
 
     async def due_wallet_calls(
@@ -373,11 +381,8 @@ class MemoryStore:
         now, limit, wanted = check_due_time(now), wallet_limit(limit), check_due_kinds(kinds)
         due = [
             call
-            for call in (self._loaded_call(txn) for txn in self._calls)
-            if call is not None
-            and call["state"] == "pending"
-            and call["kind"] in wanted
-            and call["next_at"] <= now
+            for call in (self._loaded_call(txn) for txn in self._pending)
+            if call is not None and call["kind"] in wanted and call["next_at"] <= now
         ]
         due.sort(key=lambda call: (call["next_at"], call["seq"]))
         return due[:limit]

@@ -223,6 +223,19 @@ async def test_due_calls_come_from_pending_of_the_kinds_by_next_at(store: Store)
         await store.due_wallet_calls(NOW, kinds=["balance"])
 
 
+async def test_due_calls_of_one_time_come_in_seq_order(store: Store) -> None:
+    names = ["z", "m", "a", "q", "b"]
+    await store.commit(calls=[wcall(name, next_at=NOW + 1) for name in names])
+    await store.commit(calls=[wcall("first", next_at=NOW)])
+    due = await store.due_wallet_calls(NOW + 1)
+    assert [c["transaction_id"] for c in due] == ["first", *names]
+    assert [c["transaction_id"] for c in await store.due_wallet_calls(NOW + 1, limit=3)] == [
+        "first",
+        "z",
+        "m",
+    ]
+
+
 async def test_updates_change_the_progress_and_the_due_index(store: Store) -> None:
     await store.commit(calls=[wcall("c1"), wcall("c2", next_at=NOW + 1)])
     before = await store.wallet_call("c1")
@@ -459,6 +472,12 @@ async def test_sqlite_an_older_file_gains_the_calls_table(tmp_path: Path) -> Non
             )
         )
         assert "wallet_calls_due" in plan and "TEMP B-TREE" not in plan, plan
+        # The database keeps the calls too: fixed fields stay, and none is deleted.
+        with pytest.raises(sqlite3.DatabaseError, match="progress"):
+            raw.execute("UPDATE wallet_calls SET amount = 1")
+        with pytest.raises(sqlite3.DatabaseError, match="kept"):
+            raw.execute("DELETE FROM wallet_calls")
+        raw.execute("UPDATE wallet_calls SET state = 'failed'")  # its progress may change
     finally:
         raw.close()
 
@@ -500,5 +519,12 @@ async def test_redis_reads_the_indexes_in_pages(redis_url: str) -> None:
         assert due["transaction_id"] == "old"
         assert len(await store.due_wallet_calls(NOW + 1000, kinds=["debit"], limit=1000)) == 700
         assert len(await store.wallet_calls(kind="debit", limit=650)) == 650
+        # Ties of next_at go by seq, even across pages (the set orders them by name).
+        await store.commit(calls=[wcall(f"c{999 - n}", next_at=NOW + 2000) for n in range(600)])
+        due_now = await store.due_wallet_calls(NOW + 2000, limit=2)
+        assert [c["transaction_id"] for c in due_now] == ["old", "c999"]
+        await store.update_wallet_call("old", {"state": "acknowledged"})
+        due_now = await store.due_wallet_calls(NOW + 2000, limit=1000)
+        assert [c["transaction_id"] for c in due_now] == [f"c{999 - n}" for n in range(600)]
     finally:
         await store.close()
