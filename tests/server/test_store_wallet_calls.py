@@ -10,7 +10,7 @@ a cursor, totalled for reconciliation, and survive the store being opened again.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from server.store import (
     StaleEpoch,
     Store,
     StoreError,
+    StoreUnavailable,
     TableRow,
 )
 from server.store.base import (
@@ -34,6 +35,7 @@ from server.store.base import (
     check_wallet_call,
 )
 from server.table.wallet import Entry
+from tests.redis_server import RedisServer
 
 KINDS = ("memory", "redis", "sqlite")
 NOW = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
@@ -442,6 +444,50 @@ async def test_calls_survive_the_store_opened_again(
         assert (await second.wallet_call("d") or {})["seq"] > listed[0]["seq"]
     finally:
         await second.close()
+
+
+async def test_a_closed_store_raises_store_error(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    closed = make_store(kind, request, tmp_path)
+    for call in (
+        closed.commit(calls=[wcall("a")]),
+        closed.update_wallet_call("a", {"state": "failed"}),
+        closed.due_wallet_calls(NOW),
+        closed.wallet_call("a"),
+        closed.wallet_calls(),
+        closed.wallet_totals(),
+    ):
+        with pytest.raises(StoreError):
+            await call
+
+
+@pytest.mark.slow
+async def test_redis_down_is_unavailable_for_the_calls_and_back_is_fine(
+    make_redis: Callable[..., RedisServer],
+) -> None:
+    server = make_redis()
+    store = RedisStore(server.url())
+    await store.open()
+    try:
+        await store.commit(calls=[wcall("a")])
+        server.stop()
+        for call in (
+            store.commit(calls=[wcall("b")]),
+            store.update_wallet_call("a", {"state": "failed"}),
+            store.due_wallet_calls(NOW),
+            store.wallet_call("a"),
+            store.wallet_calls(),
+            store.wallet_totals(),
+        ):
+            with pytest.raises(StoreUnavailable):
+                await call
+        server.start()  # the AOF brings back what was stored
+        assert [c["transaction_id"] for c in await store.due_wallet_calls(NOW)] == ["a"]
+        await store.commit(calls=[wcall("b")])
+        assert await seqs(store) == ["b", "a"]
+    finally:
+        await store.close()
 
 
 async def test_sqlite_an_older_file_gains_the_calls_table(tmp_path: Path) -> None:
