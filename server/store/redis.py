@@ -1,10 +1,11 @@
 """A :class:`~server.store.base.Store` in Redis, which many server processes can share.
 
 Built on ``redis.asyncio``. Every write is **one Lua script** (a commit, a welcome, an
-expiry, a wallet call's progress), so it is atomic: Redis runs a script alone, and each script checks everything
-first (ledger keys, balances, the table's epoch) and answers a coded error reply
-(``KEYCONFLICT``, ``OVERDRAWN``, ``STALEEPOCH``, ``RANGE``) before it writes anything,
-because Redis does not roll back a script that fails half way. Reads are plain commands.
+expiry, a wallet call's progress), so it is atomic: Redis runs a script alone, and each
+script checks everything first (ledger keys, balances, the table's epoch) and answers a
+coded error reply (``KEYCONFLICT``, ``OVERDRAWN``, ``STALEEPOCH``, ``RANGE``) before it
+writes anything, because Redis does not roll back a script that fails half way. Reads
+are plain commands.
 
 Balances are checked inside the script, where they live, so no process needs a copy of
 anyone's balance to keep it from going negative (issue 10). Amounts and balances stay
