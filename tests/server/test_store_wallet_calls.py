@@ -18,6 +18,7 @@ import pytest
 from redis import asyncio as aioredis
 
 from server.store import (
+    BadWalletCall,
     KeyConflict,
     MemoryStore,
     Overdrawn,
@@ -29,11 +30,7 @@ from server.store import (
     StoreUnavailable,
     TableRow,
 )
-from server.store.base import (
-    WALLET_CALLS_LIMIT,
-    BadWalletCall,
-    check_wallet_call,
-)
+from server.store.base import WALLET_CALLS_LIMIT, check_wallet_call
 from server.table.wallet import Entry
 from tests.redis_server import RedisServer
 
