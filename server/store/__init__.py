@@ -16,6 +16,7 @@ from typing import Any
 from server.store.base import (
     EVENT_RETENTION,
     HISTORY_LIMIT,
+    BadWalletCall,
     CommitResult,
     KeyConflict,
     Overdrawn,
@@ -34,6 +35,7 @@ from server.store.sqlite import SQLiteStore
 __all__ = [
     "EVENT_RETENTION",
     "HISTORY_LIMIT",
+    "BadWalletCall",
     "CommitResult",
     "KeyConflict",
     "MemoryStore",

@@ -35,6 +35,17 @@ The rules every implementation keeps:
   :data:`EVENT_RETENTION` per table, older ones pruned as new ones come); a player's
   round index keeps their newest :data:`HISTORY_LIMIT` rounds (GAME_RULES §8). Round
   and shoe records and the ledger are the audit trail and are kept.
+- **Wallet calls are an outbox.** The calls Chemmy makes to an operator's seamless
+  wallet (docs/wallet.md §3: ``debit``, ``credit``, ``rollback``) are JSON-able dicts
+  (:func:`check_wallet_call` says which) keyed by their unique ``transaction_id``.
+  :meth:`Store.commit` inserts its ``calls`` in the same transaction as the rest (a
+  settlement's credits are kept with the settlement, or neither is); a call whose
+  ``transaction_id`` is already stored is skipped, never overwritten (a retried
+  commit). The store numbers each inserted call with a ``seq`` that only rises (newest
+  first is highest ``seq`` first). Afterwards only a call's progress changes
+  (:data:`WALLET_CALL_CHANGES`, :meth:`Store.update_wallet_call`, atomically); calls are
+  never deleted (they are the reconciliation trail, docs/wallet.md §4). The pending
+  ones are indexed by ``next_at`` (:meth:`Store.due_wallet_calls`).
 - **Errors are translated at the boundary** (as ``httpcore/_exceptions.py`` does): a
   caller sees :class:`StoreError` and its subclasses, never ``sqlite3`` or ``redis``
   exceptions.
@@ -46,7 +57,9 @@ The error tree::
     │                          (Redis down, SQLite disk I/O, lock wait ran out); retry later
     ├── KeyConflict            a ledger key already holds a different entry
     ├── Overdrawn              a player or stake balance would go negative
-    └── StaleEpoch             a table write from an owner older than the stored epoch
+    ├── StaleEpoch             a table write from an owner older than the stored epoch
+    └── BadWalletCall          a wallet call (or a change to one) of the wrong shape
+                               (also a ValueError)
 
 Every refused write (all but :class:`StoreUnavailable`) kept nothing; a
 :class:`StoreUnavailable` write may, on Redis, have been applied before the connection
@@ -60,8 +73,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Final, NamedTuple, Protocol, TypeGuard, runtime_checkable
 
 from server.table.wallet import CASHIER, Entry, player_account
@@ -71,6 +86,11 @@ __all__ = [
     "HISTORY_LIMIT",
     "MAX_AMOUNT",
     "OUTCOME_KINDS",
+    "WALLET_CALLS_LIMIT",
+    "WALLET_CALL_CHANGES",
+    "WALLET_CALL_KINDS",
+    "WALLET_CALL_STATES",
+    "BadWalletCall",
     "CommitResult",
     "KeyConflict",
     "Overdrawn",
@@ -85,6 +105,7 @@ __all__ = [
     "check_entry",
     "check_event",
     "check_row",
+    "check_wallet_call",
     "dump_json",
     "follows",
     "hold_problems",
@@ -106,6 +127,18 @@ HISTORY_LIMIT: Final = 100
 EVENT_RETENTION: Final = 4096
 #: The ledger kinds that end a held wager (§7): exactly one per ``hold``.
 OUTCOME_KINDS: Final = ("lose", "return", "refund")
+#: The wallet calls Chemmy makes (docs/wallet.md §3) and the states one goes through:
+#: ``pending`` until the wallet answers it for good.
+WALLET_CALL_KINDS: Final = ("debit", "credit", "rollback")
+WALLET_CALL_STATES: Final = ("pending", "acknowledged", "refused", "rolled_back", "failed")
+#: The fields of a stored wallet call that :meth:`Store.update_wallet_call` may change
+#: (its progress); the rest is fixed when it is inserted.
+WALLET_CALL_CHANGES: Final = frozenset(
+    {"state", "attempts", "next_at", "updated", "answer", "error", "reason"}
+)
+#: The most wallet calls one :meth:`Store.wallet_calls` or :meth:`Store.due_wallet_calls`
+#: returns, whatever ``limit`` asks.
+WALLET_CALLS_LIMIT: Final = 1000
 
 
 class StoreError(Exception):
@@ -134,6 +167,11 @@ class Overdrawn(StoreError):
 class StaleEpoch(StoreError):
     """A table write carried an epoch lower than the stored one (a newer owner has
     claimed the table); nothing of it was kept."""
+
+
+class BadWalletCall(StoreError, ValueError):
+    """A wallet call, or a change to one, of the wrong shape (a caller's bug); nothing
+    of the write it came with was kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,12 +276,16 @@ class Store(Protocol):
         table: TableRow | None = None,
         records: Sequence[Mapping[str, Any]] = (),
         events: Sequence[Mapping[str, Any]] = (),
+        calls: Sequence[Mapping[str, Any]] = (),
     ) -> CommitResult:
-        """Write entries, the table row, records and the table's events (which need
-        ``table``) in one transaction. Raises :class:`KeyConflict`, :class:`Overdrawn`,
-        :class:`StaleEpoch` or :class:`StoreError` (and then keeps nothing of the
-        commit), or :class:`StoreUnavailable`. Events whose ``seq`` is already stored
-        for the table are skipped (a retried commit)."""
+        """Write entries, the table row, records, the table's events (which need
+        ``table``) and wallet calls (:func:`check_wallet_call`) in one transaction.
+        Raises :class:`KeyConflict`, :class:`Overdrawn`, :class:`StaleEpoch` or
+        :class:`StoreError` (and then keeps nothing of the commit, calls included), or
+        :class:`StoreUnavailable`. Events whose ``seq`` is already stored for the table
+        are skipped (a retried commit), and so are calls whose ``transaction_id`` is
+        already stored (the stored call is kept as it is); each call inserted gets the
+        next ``seq`` (a ``seq`` given with it is ignored)."""
 
     async def claim_table(self, table_id: str) -> int:
         """Atomically increment and return the table's epoch: a new owner calls it
@@ -292,6 +334,52 @@ class Store(Protocol):
         every balance (always 0), whether each balance equals its ledger sum, the number
         of ledger entries, and whether every hold is accounted for (see
         :func:`hold_problems`; ``problems`` says what is wrong, one line each)."""
+
+    # -- the wallet calls' outbox (docs/wallet.md §3-§4) ---------------------------------
+    async def update_wallet_call(
+        self, transaction_id: str, changes: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Merge ``changes`` (only the fields of :data:`WALLET_CALL_CHANGES`, else
+        :class:`BadWalletCall`) into the stored call, atomically, and return the call as
+        stored now (``None`` for an unknown ``transaction_id``). The due index follows:
+        a call whose ``state`` leaves ``pending`` is due no more; a pending one is due
+        at its (new) ``next_at``. A merged call of the wrong shape changes nothing."""
+
+    async def due_wallet_calls(
+        self,
+        now: float,
+        limit: int = 100,
+        kinds: Sequence[str] = ("credit", "rollback"),
+    ) -> list[dict[str, Any]]:
+        """The ``pending`` calls of ``kinds`` whose ``next_at <= now``, oldest
+        ``next_at`` first (then lowest ``seq``), at most ``min(limit,
+        WALLET_CALLS_LIMIT)``: from an index, not a scan of every call."""
+
+    async def wallet_call(self, transaction_id: str) -> dict[str, Any] | None:
+        """One stored call (with its ``seq``), or ``None``."""
+
+    async def wallet_calls(
+        self,
+        *,
+        state: str | None = None,
+        player: str | None = None,
+        table: str | None = None,
+        round_id: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        before_seq: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """The stored calls matching every filter given, newest (highest ``seq``) first,
+        at most ``min(limit, WALLET_CALLS_LIMIT)``; with ``before_seq``, only those whose
+        ``seq`` is lower (the last one's ``seq`` is the cursor of the next page)."""
+
+    async def wallet_totals(
+        self, *, since: float | None = None, until: float | None = None
+    ) -> list[dict[str, Any]]:
+        """For reconciliation: the calls ``created`` in ``[since, until)``, counted and
+        summed per ``(day, table, currency, kind, state)`` (``day`` is the UTC date of
+        ``created``, ``"YYYY-MM-DD"``): ``{"day", "table", "currency", "kind", "state",
+        "count", "amount"}`` dicts, sorted by those five (see :func:`wallet_totals`)."""
 
 
 # -- helpers shared by the implementations ----------------------------------------------
@@ -536,3 +624,201 @@ def audit_report(
         "holds_ok": not problems,
         "problems": problems,
     }
+
+
+# -- wallet calls: their shape, shared by the implementations ---------------------------
+
+#: The fields of a wallet call that are non-empty strings.
+_CALL_STRINGS: Final = ("request_id", "player", "table", "round_id")
+#: Its times: Unix seconds, stored as floats.
+_CALL_TIMES: Final = ("next_at", "created", "updated")
+#: Its free fields (JSON kept as given), what each may be, and what a missing one is.
+_CALL_FREE: Final[dict[str, tuple[tuple[type, ...], Any]]] = {
+    "body": ((dict,), {}),
+    "answer": ((dict, type(None)), None),
+    "reference": ((str, type(None)), None),
+    "reason": ((str, type(None)), None),
+    "error": ((str, type(None)), None),
+}
+
+
+def prepare_wallet_call(call: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """Check a wallet call (see :func:`check_wallet_call`); return it as stored (without
+    its ``seq``) and its JSON text."""
+    if not isinstance(call, Mapping):
+        raise BadWalletCall(f"a wallet call is a mapping, not {type(call).__name__}")
+    txn = call.get("transaction_id")
+    if not isinstance(txn, str) or not txn:
+        raise BadWalletCall("a wallet call has a transaction_id (a non-empty string)")
+    out = dict(call)
+    out.pop("seq", None)  # the store's
+
+    def bad(what: str) -> BadWalletCall:
+        return BadWalletCall(f"wallet call {txn!r}: {what}")
+
+    if out.get("kind") not in WALLET_CALL_KINDS:
+        raise bad(f"kind is one of {', '.join(WALLET_CALL_KINDS)}")
+    if out.get("state") not in WALLET_CALL_STATES:
+        raise bad(f"state is one of {', '.join(WALLET_CALL_STATES)}")
+    for name in _CALL_STRINGS:
+        if not isinstance(out.get(name), str) or not out[name]:
+            raise bad(f"{name} is a non-empty string")
+    currency = out.get("currency")
+    if currency is not None and (not isinstance(currency, str) or not currency):
+        raise bad("currency is a non-empty string or null")
+    out["currency"] = currency
+    for name in ("amount", "attempts"):
+        value = out.get(name)
+        if not _is_int(value) or not 0 <= value <= MAX_AMOUNT:
+            raise bad(f"{name} is a whole number from 0 to 2**53 - 1")
+    for name in _CALL_TIMES:
+        value = out.get(name)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise bad(f"{name} is a Unix time in seconds")
+        if not (math.isfinite(value) and value >= 0):
+            raise bad(f"{name} is a Unix time in seconds")
+        out[name] = float(value)
+    for name, (types, missing) in _CALL_FREE.items():
+        value = out.get(name, missing)
+        if not isinstance(value, types):
+            raise bad(f"{name} is a {' or '.join(t.__name__ for t in types)}")
+        out[name] = value
+    try:
+        text = dump_json(out)
+    except StoreError as exc:
+        raise bad(str(exc)) from None
+    return json.loads(text), text
+
+
+def check_wallet_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    """Refuse (:class:`BadWalletCall`, a :class:`StoreError` and a ``ValueError``) a
+    wallet call of the wrong shape; return it as a store keeps it.
+
+    A wallet call is a JSON-able dict: ``transaction_id`` (a non-empty string, unique:
+    the key), ``kind`` (:data:`WALLET_CALL_KINDS`), ``request_id``, ``player``,
+    ``table``, ``round_id`` (non-empty strings), ``amount`` (0 to 2**53 - 1),
+    ``currency`` (a string, or ``None`` for play money), ``state``
+    (:data:`WALLET_CALL_STATES`), ``attempts`` (a whole number >= 0), ``next_at`` (when
+    to try it next), ``created`` and ``updated`` (Unix times; kept as floats), and the
+    free fields kept as given: ``body`` (the request's body, a dict; ``{}`` if missing),
+    ``answer`` (a dict or ``None``), ``reference``, ``reason`` and ``error`` (strings or
+    ``None``; ``None`` if missing), and any other JSON-able field. A store adds ``seq``
+    (a ``seq`` given here is dropped)."""
+    return prepare_wallet_call(call)[0]
+
+
+def merge_wallet_call(
+    stored: Mapping[str, Any], changes: Mapping[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """A stored call with ``changes`` merged in, checked (see :func:`check_wallet_changes`
+    and :func:`check_wallet_call`), and its JSON text; without ``seq``."""
+    return prepare_wallet_call({**stored, **check_wallet_changes(changes)})
+
+
+def check_wallet_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Refuse changes to anything but a call's progress (:data:`WALLET_CALL_CHANGES`)."""
+    if not isinstance(changes, Mapping):
+        raise BadWalletCall(f"changes are a mapping, not {type(changes).__name__}")
+    fixed = set(changes) - WALLET_CALL_CHANGES
+    if fixed:
+        raise BadWalletCall(
+            f"only {', '.join(sorted(WALLET_CALL_CHANGES))} of a wallet call may change,"
+            f" not {', '.join(sorted(map(str, fixed)))}"
+        )
+    return dict(changes)
+
+
+def wallet_limit(limit: int) -> int:
+    """``limit`` within 0 to :data:`WALLET_CALLS_LIMIT`."""
+    if not _is_int(limit):
+        raise BadWalletCall("a limit is a whole number")
+    return max(0, min(limit, WALLET_CALLS_LIMIT))
+
+
+def check_due_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
+    """The kinds :meth:`Store.due_wallet_calls` is asked for, checked."""
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    found = tuple(dict.fromkeys(kinds))
+    if any(kind not in WALLET_CALL_KINDS for kind in found):
+        raise BadWalletCall(f"wallet call kinds are among {', '.join(WALLET_CALL_KINDS)}")
+    return found
+
+
+def check_due_time(now: float) -> float:
+    """The ``now`` of :meth:`Store.due_wallet_calls`, as a float."""
+    if not isinstance(now, int | float) or isinstance(now, bool) or math.isnan(now):
+        raise BadWalletCall("now is a Unix time in seconds")
+    return float(now)
+
+
+def wallet_filters(
+    *,
+    state: str | None = None,
+    player: str | None = None,
+    table: str | None = None,
+    round_id: str | None = None,
+    kind: str | None = None,
+    before_seq: int | None = None,
+) -> dict[str, str]:
+    """The filters of :meth:`Store.wallet_calls` that were given, checked, as the
+    fields a call must hold (``before_seq`` is only checked)."""
+    given = {"state": state, "player": player, "table": table, "round_id": round_id}
+    filters = {name: value for name, value in (given | {"kind": kind}).items() if value is not None}
+    if any(not isinstance(value, str) for value in filters.values()):
+        raise BadWalletCall("wallet call filters are strings")
+    if state is not None and state not in WALLET_CALL_STATES:
+        raise BadWalletCall(f"a wallet call's state is one of {', '.join(WALLET_CALL_STATES)}")
+    if kind is not None and kind not in WALLET_CALL_KINDS:
+        raise BadWalletCall(f"a wallet call's kind is one of {', '.join(WALLET_CALL_KINDS)}")
+    if before_seq is not None and not _is_int(before_seq):
+        raise BadWalletCall("before_seq is a whole number")
+    return filters
+
+
+def wallet_call_matches(call: Mapping[str, Any], filters: Mapping[str, str]) -> bool:
+    """Whether ``call`` holds every field of ``filters`` (:func:`wallet_filters`)."""
+    return all(call.get(name) == value for name, value in filters.items())
+
+
+def check_span(since: float | None, until: float | None) -> tuple[float, float]:
+    """The ``[since, until)`` of :meth:`Store.wallet_totals`, open ends made infinite."""
+    for value in (since, until):
+        if value is not None and (
+            not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value)
+        ):
+            raise BadWalletCall("since and until are Unix times in seconds")
+    return (
+        -math.inf if since is None else float(since),
+        math.inf if until is None else float(until),
+    )
+
+
+def wallet_totals(
+    calls: Iterable[Mapping[str, Any]], since: float | None = None, until: float | None = None
+) -> list[dict[str, Any]]:
+    """The answer of :meth:`Store.wallet_totals` from ``calls`` (stored calls, any
+    order): those ``created`` in ``[since, until)`` counted and summed per ``(day,
+    table, currency, kind, state)``, sorted by those (play money's ``None`` currency
+    before every code)."""
+    low, high = check_span(since, until)
+    sums: dict[tuple[str, str, str | None, str, str], list[int]] = {}
+    for call in calls:
+        created = call["created"]
+        if not low <= created < high:
+            continue
+        day = datetime.fromtimestamp(created, tz=UTC).strftime("%Y-%m-%d")
+        group = (day, call["table"], call["currency"], call["kind"], call["state"])
+        found = sums.setdefault(group, [0, 0])
+        found[0] += 1
+        found[1] += call["amount"]
+
+    def order(group: tuple[str, str, str | None, str, str]) -> tuple[str, str, str, str, str]:
+        day, table, currency, kind, state = group
+        return day, table, currency or "", kind, state
+
+    names = ("day", "table", "currency", "kind", "state")
+    return [
+        {**dict(zip(names, group, strict=True)), "count": count, "amount": amount}
+        for group, (count, amount) in sorted(sums.items(), key=lambda item: order(item[0]))
+    ]

@@ -29,13 +29,22 @@ from server.store.base import (
     TableRow,
     audit_report,
     check_balance,
+    check_due_kinds,
+    check_due_time,
     check_entry,
     check_events,
     check_row,
+    check_wallet_changes,
     dump_json,
     follows,
     hold_problems,
     index_record,
+    merge_wallet_call,
+    prepare_wallet_call,
+    wallet_call_matches,
+    wallet_filters,
+    wallet_limit,
+    wallet_totals,
     welcome_entry,
 )
 from server.table.wallet import CASHIER, Entry, player_account
@@ -81,6 +90,10 @@ class MemoryStore:
         # (table, shoe_no) -> (revealed, JSON)
         self._shoes: dict[tuple[str, int], tuple[bool, str]] = {}
         self._secrets: dict[str, bytes] = {}
+        # Wallet calls: transaction_id -> (seq, JSON without seq), in seq order.
+        self._calls: dict[str, tuple[int, str]] = {}
+        self._call_seq = 0
+        self._pending: dict[str, None] = {}  # the due index: the pending calls' ids
 
     def __repr__(self) -> str:
         return "MemoryStore()"
@@ -167,8 +180,10 @@ class MemoryStore:
         table: TableRow | None = None,
         records: Sequence[Mapping[str, Any]] = (),
         events: Sequence[Mapping[str, Any]] = (),
+        calls: Sequence[Mapping[str, Any]] = (),
     ) -> CommitResult:
         self._check_open()
+        prepared_calls = [prepare_wallet_call(call) for call in calls]
         # Stage everything; touch nothing until every check has passed.
         table_json = None if table is None else check_row(table)
         prepared_events = check_events(table, events)
@@ -207,6 +222,7 @@ class MemoryStore:
                 self._put_round(index, text)
             else:
                 self._shoes[(index.table, index.shoe_no)] = (index.revealed, text)
+        self._put_calls(prepared_calls)
         players = {a for e in entries for a in (e.src, e.dst) if a.startswith("player:")}
         return CommitResult(len(new), {a: self._balances.get(a, 0) for a in sorted(players)})
 
@@ -323,3 +339,93 @@ class MemoryStore:
         recorded = {e.round_id for e in self._ledger.values() if e.round_id in self._rounds}
         problems = hold_problems(self._ledger.values(), recorded, self._balances)
         return audit_report(self._balances, sums, len(self._ledger), problems)
+
+    # -- the wallet calls' outbox ---------------------------------------------------------
+    def _put_calls(self, prepared: Sequence[tuple[dict[str, Any], str]]) -> None:
+        """Insert the calls not stored yet (a stored ``transaction_id`` is kept as is)."""
+        for call, text in prepared:
+            txn = call["transaction_id"]
+            if txn not in self._calls:
+                self._call_seq += 1
+                self._calls[txn] = (self._call_seq, text)
+                if call["state"] == "pending":
+                    self._pending[txn] = None
+
+    def _loaded_call(self, transaction_id: str) -> dict[str, Any] | None:
+        found = self._calls.get(transaction_id)
+        return None if found is None else {**json.loads(found[1]), "seq": found[0]}
+
+    async def update_wallet_call(
+        self, transaction_id: str, changes: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        self._check_open()
+        stored = self._loaded_call(transaction_id)
+        if stored is None:
+            check_wallet_changes(changes)
+            return None
+        call, text = merge_wallet_call(stored, changes)
+        self._calls[transaction_id] = (stored["seq"], text)
+        if call["state"] == "pending":
+            self._pending[transaction_id] = None
+        else:
+            self._pending.pop(transaction_id, None)
+        return self._loaded_call(transaction_id)
+
+    async def due_wallet_calls(
+        self,
+        now: float,
+        limit: int = 100,
+        kinds: Sequence[str] = ("credit", "rollback"),
+    ) -> list[dict[str, Any]]:
+        self._check_open()
+        now, limit, wanted = check_due_time(now), wallet_limit(limit), check_due_kinds(kinds)
+        due = [
+            call
+            for call in (self._loaded_call(txn) for txn in self._pending)
+            if call is not None and call["kind"] in wanted and call["next_at"] <= now
+        ]
+        due.sort(key=lambda call: (call["next_at"], call["seq"]))
+        return due[:limit]
+
+    async def wallet_call(self, transaction_id: str) -> dict[str, Any] | None:
+        self._check_open()
+        return self._loaded_call(transaction_id)
+
+    async def wallet_calls(
+        self,
+        *,
+        state: str | None = None,
+        player: str | None = None,
+        table: str | None = None,
+        round_id: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        before_seq: int | None = None,
+    ) -> list[dict[str, Any]]:
+        self._check_open()
+        filters = wallet_filters(
+            state=state,
+            player=player,
+            table=table,
+            round_id=round_id,
+            kind=kind,
+            before_seq=before_seq,
+        )
+        limit = wallet_limit(limit)
+        found: list[dict[str, Any]] = []
+        for txn in reversed(self._calls):
+            if len(found) >= limit:
+                break
+            call = self._loaded_call(txn)
+            if call is None or (before_seq is not None and call["seq"] >= before_seq):
+                continue
+            if wallet_call_matches(call, filters):
+                found.append(call)
+        return found
+
+    async def wallet_totals(
+        self, *, since: float | None = None, until: float | None = None
+    ) -> list[dict[str, Any]]:
+        self._check_open()
+        calls = (json.loads(text) for _, text in self._calls.values())
+        return wallet_totals(calls, since, until)

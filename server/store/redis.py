@@ -1,17 +1,18 @@
 """A :class:`~server.store.base.Store` in Redis, which many server processes can share.
 
 Built on ``redis.asyncio``. Every write is **one Lua script** (a commit, a welcome, an
-expiry), so it is atomic: Redis runs a script alone, and each script checks everything
-first (ledger keys, balances, the table's epoch) and answers a coded error reply
-(``KEYCONFLICT``, ``OVERDRAWN``, ``STALEEPOCH``, ``RANGE``) before it writes anything,
-because Redis does not roll back a script that fails half way. Reads are plain commands.
+expiry, a wallet call's progress), so it is atomic: Redis runs a script alone, and each
+script checks everything first (ledger keys, balances, the table's epoch) and answers a
+coded error reply (``KEYCONFLICT``, ``OVERDRAWN``, ``STALEEPOCH``, ``RANGE``) before it
+writes anything, because Redis does not roll back a script that fails half way. Reads
+are plain commands.
 
 Balances are checked inside the script, where they live, so no process needs a copy of
 anyone's balance to keep it from going negative (issue 10). Amounts and balances stay
 within ±(2**53 - 1): Lua's numbers are doubles, exact up to there, and the arithmetic
 itself is Redis's (``HINCRBY``, 64-bit).
 
-The keys (prefix ``chemmy:`` by default) are listed in docs/architecture.md §11: each
+The keys (prefix ``chemmy:`` by default) are listed in docs/architecture.md §10: each
 table's own keys share the hash tag ``{<table>}``; money, players and round records are
 global, so a commit touches two slots (see the docs for why that is fine on one Redis
 and how it would shard).
@@ -21,7 +22,8 @@ out of memory, read-only, a timeout) is :class:`StoreUnavailable`; anything else
 refuses is :class:`StoreError`. The client retries a dropped connection a few times with
 jittered exponential backoff, then gives up for that call; the next call reconnects by
 itself, so a store object survives Redis restarting. A retried commit whose first
-attempt did run is harmless: entries are skipped by key and events by ``seq``.
+attempt did run is harmless: entries are skipped by key, events by ``seq`` and wallet
+calls by transaction id.
 
 It must never ``FLUSH`` or ``KEYS``-scan a database (it may share one), never run a
 script that writes after an error reply, never log an entry's contents, and never
@@ -58,13 +60,23 @@ from server.store.base import (
     StoreUnavailable,
     TableRow,
     audit_report,
+    check_due_kinds,
+    check_due_time,
     check_entry,
     check_events,
     check_row,
+    check_span,
+    check_wallet_changes,
     dump_json,
     follows,
     hold_problems,
     index_record,
+    merge_wallet_call,
+    prepare_wallet_call,
+    wallet_call_matches,
+    wallet_filters,
+    wallet_limit,
+    wallet_totals,
     welcome_entry,
 )
 from server.table.wallet import Entry, player_account
@@ -163,6 +175,10 @@ end
 local keep = tonumber(nxt())
 local report = {}
 for n = 1, tonumber(nxt()) do report[n] = nxt() end
+local calls = {}
+for n = 1, tonumber(nxt()) do
+  calls[n] = {txn = nxt(), data = nxt(), due = nxt() == '1', next_at = nxt()}
+end
 
 -- Check everything first: the epoch (fencing), then the ledger.
 local T = nil
@@ -226,6 +242,16 @@ for _, r in ipairs(records) do
     else
       redis.call('ZREM', S .. 'revealed', r.shoe_no)
     end
+  end
+end
+-- Wallet calls: insert if absent (a stored transaction id is kept as it is).
+local W = P .. 'wcall:'
+for _, c in ipairs(calls) do
+  if redis.call('HEXISTS', W .. 'data', c.txn) == 0 then
+    local seq = redis.call('INCR', W .. 'seq')
+    redis.call('HSET', W .. 'data', c.txn, seq .. ' ' .. c.data)
+    redis.call('ZADD', W .. 'order', seq, c.txn)
+    if c.due then redis.call('ZADD', W .. 'due', c.next_at, c.txn) end
   end
 end
 redis.call('INCR', P .. 'commits')
@@ -307,6 +333,35 @@ if gone > 0 then redis.call('INCR', P .. 'commits') end
 return gone
 """
 )
+
+
+# ARGV: prefix, transaction id, the stored value read, the new one, due ('1'/'0'),
+# next_at. Writes only if the call is still as read (an atomic compare-and-set: the
+# merge is made in Python, where the JSON is); answers 1 (written), 0 (no such call)
+# or -1 (changed meanwhile: read it again).
+_LUA_UPDATE_CALL: Final = r"""
+local W = ARGV[1] .. 'wcall:'
+local txn, old, new, due, next_at = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local stored = redis.call('HGET', W .. 'data', txn)
+if not stored then return 0 end
+if stored ~= old then return -1 end
+redis.call('HSET', W .. 'data', txn, new)
+if due == '1' then
+  redis.call('ZADD', W .. 'due', next_at, txn)
+else
+  redis.call('ZREM', W .. 'due', txn)
+end
+return 1
+"""
+
+#: How many wallet calls a listing or a due query reads from an index at a time.
+CALL_PAGE: Final = 500
+
+
+def _call_of(value: bytes | str) -> dict[str, Any]:
+    """A stored wallet call (``<seq> <JSON>``) with its ``seq``."""
+    seq, _, text = _text(value).partition(" ")
+    return {**json.loads(text), "seq": int(seq)}
 
 
 def _pack(entry: Entry) -> str:
@@ -425,6 +480,7 @@ class RedisStore:
             "commit": client.register_script(_LUA_COMMIT),
             "ensure_player": client.register_script(_LUA_ENSURE_PLAYER),
             "expire": client.register_script(_LUA_EXPIRE),
+            "update_call": client.register_script(_LUA_UPDATE_CALL),
         }
         self._client = client
 
@@ -517,6 +573,7 @@ class RedisStore:
         table: TableRow | None = None,
         records: Sequence[Mapping[str, Any]] = (),
         events: Sequence[Mapping[str, Any]] = (),
+        calls: Sequence[Mapping[str, Any]] = (),
     ) -> CommitResult:
         entries = list(entries)
         args: list[str] = [self.prefix, str(len(entries))]
@@ -555,6 +612,7 @@ class RedisStore:
                 args += ["s", index.table, str(index.shoe_no), revealed, body]
         report = sorted({a for e in entries for a in (e.src, e.dst) if a.startswith("player:")})
         args += [str(self.round_index), str(len(report)), *report]
+        args += self._call_args(calls)
         with self._translated():
             self._redis()
             out = await self._scripts["commit"](args=args)
@@ -675,6 +733,144 @@ class RedisStore:
                 return []
             packed = await redis.hmget(self._key("entries"), keys)
         return [_unpack(k, p) for k, p in zip(keys, packed, strict=True) if p is not None]
+
+    # -- the wallet calls' outbox ---------------------------------------------------------
+    @staticmethod
+    def _call_args(calls: Sequence[Mapping[str, Any]]) -> list[str]:
+        """The commit script's arguments for ``calls`` (checked here, before it runs)."""
+        args = [str(len(calls))]
+        for call in calls:
+            checked, text = prepare_wallet_call(call)
+            due = "1" if checked["state"] == "pending" else "0"
+            args += [checked["transaction_id"], text, due, repr(checked["next_at"])]
+        return args
+
+    async def update_wallet_call(
+        self, transaction_id: str, changes: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        changes = check_wallet_changes(changes)
+        data = self._key("wcall:data")
+        with self._translated():
+            redis = self._redis()
+            for _ in range(100):
+                old = await redis.hget(data, transaction_id)
+                if old is None:
+                    return None
+                stored = _call_of(old)
+                call, text = merge_wallet_call(stored, changes)
+                due = "1" if call["state"] == "pending" else "0"
+                args = [self.prefix, transaction_id, old, f"{stored['seq']} {text}", due]
+                done = await self._scripts["update_call"](args=[*args, repr(call["next_at"])])
+                if done == 1:
+                    return {**call, "seq": stored["seq"]}
+                if done == 0:
+                    return None
+        raise StoreUnavailable(f"wallet call {transaction_id!r} kept changing while updated")
+
+    async def due_wallet_calls(
+        self,
+        now: float,
+        limit: int = 100,
+        kinds: Sequence[str] = ("credit", "rollback"),
+    ) -> list[dict[str, Any]]:
+        now, limit, wanted = check_due_time(now), wallet_limit(limit), check_due_kinds(kinds)
+        if not limit or not wanted:
+            return []
+        found: list[dict[str, Any]] = []
+
+        def order(call: dict[str, Any]) -> tuple[float, int]:
+            return call["next_at"], call["seq"]
+
+        with self._translated():
+            redis = self._redis()
+            offset = 0
+            while True:
+                page: list[Any] = await redis.zrangebyscore(
+                    self._key("wcall:due"),
+                    "-inf",
+                    repr(now),
+                    start=offset,
+                    num=CALL_PAGE,
+                    withscores=True,
+                )
+                if not page:
+                    break
+                bodies = await redis.hmget(self._key("wcall:data"), [t for t, _ in page])
+                for body in bodies:
+                    call = None if body is None else _call_of(body)
+                    if call is not None and call["state"] == "pending" and call["kind"] in wanted:
+                        found.append(call)
+                if len(page) < CALL_PAGE:
+                    break
+                # Enough, and nothing further can come first (ties of next_at go by seq).
+                found.sort(key=order)
+                if len(found) >= limit and page[-1][1] > found[limit - 1]["next_at"]:
+                    break
+                offset += len(page)
+        found.sort(key=order)
+        return [call for call in found if call["next_at"] <= now][:limit]
+
+    async def wallet_call(self, transaction_id: str) -> dict[str, Any] | None:
+        with self._translated():
+            found = await self._redis().hget(self._key("wcall:data"), transaction_id)
+        return None if found is None else _call_of(found)
+
+    async def wallet_calls(
+        self,
+        *,
+        state: str | None = None,
+        player: str | None = None,
+        table: str | None = None,
+        round_id: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        before_seq: int | None = None,
+    ) -> list[dict[str, Any]]:
+        filters = wallet_filters(
+            state=state,
+            player=player,
+            table=table,
+            round_id=round_id,
+            kind=kind,
+            before_seq=before_seq,
+        )
+        limit = wallet_limit(limit)
+        found: list[dict[str, Any]] = []
+        top = "+inf" if before_seq is None else f"({before_seq}"
+        # Pages by seq (a cursor, not an offset: calls inserted meanwhile go above it).
+        page_size = CALL_PAGE if filters else limit
+        with self._translated():
+            redis = self._redis()
+            while len(found) < limit:
+                page: list[Any] = await redis.zrevrangebyscore(
+                    self._key("wcall:order"),
+                    top,
+                    "-inf",
+                    start=0,
+                    num=page_size,
+                    withscores=True,
+                )
+                if not page:
+                    break
+                bodies = await redis.hmget(self._key("wcall:data"), [t for t, _ in page])
+                for body in bodies:
+                    call = None if body is None else _call_of(body)
+                    if call is not None and wallet_call_matches(call, filters):
+                        found.append(call)
+                if len(page) < page_size:
+                    break
+                top = f"({int(page[-1][1])}"
+        return found[:limit]
+
+    async def wallet_totals(
+        self, *, since: float | None = None, until: float | None = None
+    ) -> list[dict[str, Any]]:
+        check_span(since, until)
+        calls: list[dict[str, Any]] = []
+        with self._translated():
+            async for _, body in self._redis().hscan_iter(self._key("wcall:data"), count=1000):
+                calls.append(_call_of(body))
+        return wallet_totals(calls, since, until)
 
     async def audit(self) -> dict[str, Any]:
         """Reads the whole ledger in chunks (it never blocks Redis with one long call);

@@ -19,7 +19,7 @@ The database keeps the rules too, as a second line of defence: a ``CHECK`` and a
 trigger keep player and stake balances non-negative, a ``CHECK`` keeps ledger amounts
 positive, foreign keys tie ledger entries to accounts and round index rows to rounds,
 and triggers make the ledger append-only (an expired guest's welcome is the one entry
-that may go).
+that may go) and keep every wallet call, changed only in its progress.
 
 It must never be shared by two processes writing (many processes use the Redis store),
 never let a ``sqlite3`` exception escape (they become :class:`StoreError`, or
@@ -58,13 +58,22 @@ from server.store.base import (
     TableRow,
     audit_report,
     check_balance,
+    check_due_kinds,
+    check_due_time,
     check_entry,
     check_events,
     check_row,
+    check_span,
+    check_wallet_changes,
     dump_json,
     follows,
     hold_problems,
     index_record,
+    merge_wallet_call,
+    prepare_wallet_call,
+    wallet_filters,
+    wallet_limit,
+    wallet_totals,
     welcome_entry,
 )
 from server.table.wallet import CASHIER, Entry, player_account
@@ -149,6 +158,30 @@ _VERSION_2: Final = (
     " OR EXISTS (SELECT 1 FROM players WHERE player_id = substr(OLD.dst, 8))"
     " BEGIN SELECT RAISE (ABORT, 'the ledger is append-only'); END",
     "CREATE INDEX IF NOT EXISTS players_idle_guests ON players (seen) WHERE guest = 1",
+)
+
+#: The wallet calls' outbox (docs/wallet.md §3-§4): new tables only, so they are made
+#: whenever a file lacks them, whatever its version (an older server ignores them).
+#: ``data`` is the call's JSON (without its ``seq``); the columns beside it are what is
+#: searched. The fixed fields never change and no call is deleted (the triggers).
+_WALLET_CALLS: Final = (
+    "CREATE TABLE IF NOT EXISTS wallet_calls ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT, transaction_id TEXT NOT NULL UNIQUE,"
+    " kind TEXT NOT NULL, state TEXT NOT NULL, player TEXT NOT NULL,"
+    " table_id TEXT NOT NULL, round_id TEXT NOT NULL, currency TEXT,"
+    " amount INTEGER NOT NULL CHECK (amount >= 0), next_at REAL NOT NULL,"
+    " created REAL NOT NULL, data TEXT NOT NULL)",
+    # Due calls (state = 'pending' by next_at, then seq: the rowid ends every index).
+    "CREATE INDEX IF NOT EXISTS wallet_calls_due ON wallet_calls (state, next_at)",
+    "CREATE INDEX IF NOT EXISTS wallet_calls_player ON wallet_calls (player, seq)",
+    "CREATE INDEX IF NOT EXISTS wallet_calls_table ON wallet_calls (table_id, seq)",
+    "CREATE INDEX IF NOT EXISTS wallet_calls_round ON wallet_calls (round_id, seq)",
+    "CREATE INDEX IF NOT EXISTS wallet_calls_created ON wallet_calls (created)",
+    "CREATE TRIGGER IF NOT EXISTS wallet_calls_fixed BEFORE UPDATE OF seq, transaction_id,"
+    " kind, player, table_id, round_id, currency, amount, created ON wallet_calls"
+    " BEGIN SELECT RAISE (ABORT, 'a wallet call changes only in its progress'); END",
+    "CREATE TRIGGER IF NOT EXISTS wallet_calls_no_delete BEFORE DELETE ON wallet_calls"
+    " BEGIN SELECT RAISE (ABORT, 'wallet calls are kept'); END",
 )
 
 #: Columns version 2 adds to version 1 tables.
@@ -324,6 +357,8 @@ class SQLiteStore:
                         db.execute(statement)
                 for statement in _VERSION_2:
                     db.execute(statement)
+                for statement in _WALLET_CALLS:
+                    db.execute(statement)
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except (sqlite3.Error, StoreError) as exc:
             db.close()
@@ -482,6 +517,7 @@ class SQLiteStore:
         table: TableRow | None = None,
         records: Sequence[Mapping[str, Any]] = (),
         events: Sequence[Mapping[str, Any]] = (),
+        calls: Sequence[Mapping[str, Any]] = (),
     ) -> CommitResult:
         # Check and serialize everything before the job is queued.
         entries = list(entries)
@@ -490,7 +526,10 @@ class SQLiteStore:
         table_json = None if table is None else check_row(table)
         prepared_events = check_events(table, events)
         prepared = [(index_record(record), dump_json(record)) for record in records]
-        return await self._run(self._commit, entries, table, table_json, prepared_events, prepared)
+        prepared_calls = [prepare_wallet_call(call) for call in calls]
+        return await self._run(
+            self._commit, entries, table, table_json, prepared_events, prepared, prepared_calls
+        )
 
     def _commit(
         self,
@@ -500,8 +539,10 @@ class SQLiteStore:
         table_json: tuple[str, str] | None,
         events: list[tuple[int, str]],
         prepared: list[tuple[Any, str]],
+        calls: list[tuple[dict[str, Any], str]],
     ) -> CommitResult:
         with self._transaction(db):
+            _put_calls(db, calls)
             if table is not None and table_json is not None:
                 _put_table(db, table, table_json)
                 _put_events(db, table, events, self.event_retention)
@@ -663,6 +704,107 @@ class SQLiteStore:
     async def audit(self) -> dict[str, Any]:
         return await self._run(_audit)
 
+    # -- the wallet calls' outbox ---------------------------------------------------------
+    async def update_wallet_call(
+        self, transaction_id: str, changes: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        changes = check_wallet_changes(changes)
+
+        def job(db: sqlite3.Connection) -> dict[str, Any] | None:
+            with self._transaction(db):
+                found = db.execute(
+                    "SELECT seq, data FROM wallet_calls WHERE transaction_id = ?",
+                    (transaction_id,),
+                ).fetchone()
+                if found is None:
+                    return None
+                seq, data = found
+                call, text = merge_wallet_call(json.loads(data), changes)
+                db.execute(
+                    "UPDATE wallet_calls SET state = ?, next_at = ?, data = ? WHERE seq = ?",
+                    (call["state"], call["next_at"], text, seq),
+                )
+                return {**call, "seq": seq}
+
+        return await self._run(job)
+
+    async def due_wallet_calls(
+        self,
+        now: float,
+        limit: int = 100,
+        kinds: Sequence[str] = ("credit", "rollback"),
+    ) -> list[dict[str, Any]]:
+        now, limit, wanted = check_due_time(now), wallet_limit(limit), check_due_kinds(kinds)
+        if not limit or not wanted:
+            return []
+        rows = await self._run(
+            lambda db: db.execute(
+                "SELECT seq, data FROM wallet_calls WHERE state = 'pending' AND next_at <= ?"
+                f" AND kind IN ({', '.join('?' * len(wanted))}) ORDER BY next_at, seq LIMIT ?",
+                (now, *wanted, limit),
+            ).fetchall()
+        )
+        return [_loaded_call(seq, data) for seq, data in rows]
+
+    async def wallet_call(self, transaction_id: str) -> dict[str, Any] | None:
+        found = await self._run(
+            lambda db: db.execute(
+                "SELECT seq, data FROM wallet_calls WHERE transaction_id = ?", (transaction_id,)
+            ).fetchone()
+        )
+        return None if found is None else _loaded_call(*found)
+
+    async def wallet_calls(
+        self,
+        *,
+        state: str | None = None,
+        player: str | None = None,
+        table: str | None = None,
+        round_id: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        before_seq: int | None = None,
+    ) -> list[dict[str, Any]]:
+        filters = wallet_filters(
+            state=state,
+            player=player,
+            table=table,
+            round_id=round_id,
+            kind=kind,
+            before_seq=before_seq,
+        )
+        limit = wallet_limit(limit)
+        if not limit:
+            return []
+        columns = {"state": "state", "player": "player", "table": "table_id"}
+        columns |= {"round_id": "round_id", "kind": "kind"}
+        where = [f"{columns[name]} = ?" for name in filters]
+        params: list[Any] = list(filters.values())
+        if before_seq is not None:
+            where.append("seq < ?")
+            params.append(before_seq)
+        sql = "SELECT seq, data FROM wallet_calls"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        rows = await self._run(
+            lambda db: db.execute(f"{sql} ORDER BY seq DESC LIMIT ?", (*params, limit)).fetchall()
+        )
+        return [_loaded_call(seq, data) for seq, data in rows]
+
+    async def wallet_totals(
+        self, *, since: float | None = None, until: float | None = None
+    ) -> list[dict[str, Any]]:
+        low, high = check_span(since, until)
+        rows = await self._run(
+            lambda db: db.execute(
+                "SELECT created, table_id, currency, kind, state, amount FROM wallet_calls"
+                " WHERE created >= ? AND created < ?",
+                (max(low, -1e300), min(high, 1e300)),
+            ).fetchall()
+        )
+        names = ("created", "table", "currency", "kind", "state", "amount")
+        return wallet_totals((dict(zip(names, row, strict=True)) for row in rows), since, until)
+
 
 # -- statements run in the worker thread ------------------------------------------------
 
@@ -762,6 +904,36 @@ def _post(db: sqlite3.Connection, entries: Iterable[Entry]) -> tuple[int, dict[s
         )
         inserted += 1
     return inserted, left
+
+
+def _put_calls(db: sqlite3.Connection, calls: list[tuple[dict[str, Any], str]]) -> None:
+    """Insert the wallet calls whose transaction id is not stored yet (the stored one is
+    kept as it is: a retried commit)."""
+    db.executemany(
+        "INSERT INTO wallet_calls (transaction_id, kind, state, player, table_id, round_id,"
+        " currency, amount, next_at, created, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (transaction_id) DO NOTHING",
+        (
+            (
+                call["transaction_id"],
+                call["kind"],
+                call["state"],
+                call["player"],
+                call["table"],
+                call["round_id"],
+                call["currency"],
+                call["amount"],
+                call["next_at"],
+                call["created"],
+                text,
+            )
+            for call, text in calls
+        ),
+    )
+
+
+def _loaded_call(seq: int, data: str) -> dict[str, Any]:
+    return {**json.loads(data), "seq": int(seq)}
 
 
 def _put_round(db: sqlite3.Connection, index: RoundIndex, body: str, keep: int) -> None:
