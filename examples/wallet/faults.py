@@ -16,7 +16,8 @@ matching rule with some count left winning. The faults:
 ``lost_answer`` apply the call, then drop the socket: the wallet moved the money and
                 Chemmy never heard
 ``refuse``      refuse the call ``200`` with ``code`` (``insufficient_funds``,
-                ``limit_reached``, ``player_blocked``), recorded as its first answer
+                ``limit_reached``, ``player_blocked``); a debit's refusal is recorded
+                as its first answer, a credit's or a rollback's is not
 ``slow``        wait ``seconds`` (default 1), then apply and answer: a late delivery
 =============== ==========================================================================
 

@@ -207,17 +207,22 @@ class Ledger:
             return self._rollback(db, call, player)
 
     def refuse(self, call: Call, status: str) -> Answer:
-        """Refuse ``call`` with ``status`` (an injected refusal), recorded as its first
-        answer like any refusal; a repeat of an earlier call gets its first answer."""
+        """Refuse ``call`` with ``status`` (an injected refusal). A debit's refusal is
+        final, so it is recorded as the debit's first answer, like any refusal; a credit's
+        or a rollback's is not (Chemmy retries those until they are applied, and the retry
+        after the rule is spent is). A repeat of a call seen before gets its first answer."""
+        message = "refused on cue (/_control/faults)"
         with self._transaction() as db:
             player = self._player(db, call.player, call.currency)
             balance = player["balance"] if player is not None else 0
             if call.kind == "balance":
-                return _refusal(call, status, "refused on cue (/_control/faults)", balance)
+                return Answer(200, {"status": status, "balance": balance, "message": message})
             earlier = self._earlier(db, call)
             if earlier is not None:
                 return earlier
-            answer = _refusal(call, status, "refused on cue (/_control/faults)", balance)
+            answer = _refusal(call, status, message, balance)
+            if call.kind != "debit":
+                return answer
             return self._record(db, call, "refused", 0, answer)
 
     def _debit(self, db: sqlite3.Connection, call: Call, player: sqlite3.Row) -> Answer:

@@ -12,7 +12,8 @@ What an operator's wallet must do the same way, whatever its web framework:
 3. Apply it once (:mod:`.ledger`) and answer ``200`` with the call's ``status``.
 
 Besides, under ``/_control/`` and only to a client on loopback, the unsigned test API of
-:mod:`.faults`: a real wallet has no such thing.
+:mod:`.faults`: a real wallet has no such thing. (Behind a proxy on the same machine
+every client is on loopback: this wallet is for tests and reading, not for players.)
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class WalletServer(ThreadingHTTPServer):
 
 class WalletHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: Chemmy may reuse its connections
+    timeout = 120  # a connection idle (or a body unsent) this long is closed
     server: WalletServer
 
     # -- routing -----------------------------------------------------------------------

@@ -12,8 +12,9 @@ it yields is what a test needs:
   badly, or at another time), the :class:`httpx.Response` back;
 - :meth:`~ReferenceWallet.faults`, :meth:`~ReferenceWallet.reset`,
   :meth:`~ReferenceWallet.set_player`, :meth:`~ReferenceWallet.state`,
-  :meth:`~ReferenceWallet.log`, :meth:`~ReferenceWallet.balance`: the wallet's
-  ``/_control/`` API (docs/wallet.md §5);
+  :meth:`~ReferenceWallet.log`, :meth:`~ReferenceWallet.balance`,
+  :meth:`~ReferenceWallet.transaction`, :meth:`~ReferenceWallet.wait_for_log`: the
+  wallet's ``/_control/`` API (docs/wallet.md §5);
 - :meth:`~ReferenceWallet.kill` (``kill -9``) and :meth:`~ReferenceWallet.restart`
   (on the same database, and by default the same port, so a Chemmy pointed at it
   finds it again). Faults and the request log do not survive a restart; balances
@@ -29,7 +30,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,11 @@ class ReferenceWallet:
         *,
         currency: str = "EUR",
         start_balance: int = 100_000,
+        host: str = "127.0.0.1",
     ) -> None:
         home.mkdir(parents=True, exist_ok=True)
         self.home = home
+        self.host = host
         self.secret = secret
         self.db = home / "wallet.sqlite3"
         self._options = ["--currency", currency, "--start-balance", str(start_balance)]
@@ -69,7 +72,7 @@ class ReferenceWallet:
         )
 
     def _command(self, port: int) -> list[str]:
-        command = [sys.executable, "-m", "examples.wallet", "--host", "127.0.0.1"]
+        command = [sys.executable, "-m", "examples.wallet", "--host", self.host]
         command += ["--port", str(port), "--db", str(self.db), "--secret", self.secret]
         return command + self._options
 
@@ -78,7 +81,8 @@ class ReferenceWallet:
     def url(self) -> str:
         """``http://127.0.0.1:PORT``: Chemmy's ``--wallet-url``."""
         assert self.process.port, "not started"
-        return f"http://{self.process.host}:{self.process.port}"
+        host = "127.0.0.1" if self.process.host == "0.0.0.0" else self.process.host
+        return f"http://{host}:{self.process.port}"
 
     def start(self) -> None:
         self.process.start()
@@ -176,6 +180,17 @@ class ReferenceWallet:
         balance: int = self.state()["players"][player]["balance"]
         return balance
 
+    def wait_for_log(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """The first log entry ``predicate`` is true of, waiting (scaled 10 s) for it to
+        come: a request the caller gave up on may reach the wallet later."""
+        deadline = time.monotonic() + scaled(10)
+        while True:
+            found = [entry for entry in self.log() if predicate(entry)]
+            if found:
+                return found[0]
+            assert time.monotonic() < deadline, f"no such request in {self.log()}"
+            time.sleep(0.02)
+
     def transaction(self, transaction_id: str) -> dict[str, Any]:
         """One transaction of :meth:`state`."""
         transactions: list[dict[str, Any]] = self.state()["transactions"]
@@ -189,7 +204,8 @@ def reference_wallet(
     tmp_path: Path, secret: str = SECRET, **options: Any
 ) -> Iterator[ReferenceWallet]:
     """The reference wallet running on ``tmp_path/wallet/``, stopped at the end;
-    ``options`` are :class:`ReferenceWallet`'s (``currency``, ``start_balance``)."""
+    ``options`` are :class:`ReferenceWallet`'s (``currency``, ``start_balance``,
+    ``host``)."""
     wallet = ReferenceWallet(tmp_path / "wallet", secret, **options)
     try:
         wallet.start()
