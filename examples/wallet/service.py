@@ -170,22 +170,25 @@ class WalletHandler(BaseHTTPRequestHandler):
 
     # -- bytes in and out --------------------------------------------------------------
     def _read_body(self) -> bytes | None:
-        """The body, or None once a refusal is sent (no length, or too long)."""
-        length = self.headers.get("Content-Length", "")
-        if not length.isdigit() or int(length) > MAX_BODY:
-            self.close_connection = True  # the body, if any, is not read: no keep-alive
-            message = f"a body of at most {MAX_BODY} bytes with a Content-Length"
-            self._send(
-                Answer(
-                    413 if length.isdigit() else 411, {"status": "bad_request", "message": message}
-                )
-            )
+        """The body, or None once a refusal is sent (too long, or chunked). No
+        ``Content-Length`` is an empty body (``curl -X POST`` sends none)."""
+        length = self.headers.get("Content-Length", "0")
+        chunked = "Transfer-Encoding" in self.headers
+        if chunked or not length.isdigit() or int(length) > MAX_BODY:
+            self._discard_body()  # read, unless huge: closing on unread bytes resets the answer
+            self.close_connection = True
+            message = f"a body of at most {MAX_BODY} bytes, with a Content-Length"
+            self._send(Answer(413, {"status": "bad_request", "message": message}))
             return None
         return self.rfile.read(int(length))
 
     def _discard_body(self) -> None:
-        length = self.headers.get("Content-Length", "")
-        if length.isdigit() and int(length) <= MAX_BODY:
+        length = self.headers.get("Content-Length", "0")
+        if (
+            length.isdigit()
+            and int(length) <= 64 * MAX_BODY
+            and "Transfer-Encoding" not in self.headers
+        ):
             self.rfile.read(int(length))
         else:
             self.close_connection = True

@@ -139,7 +139,11 @@ def test_a_body_that_is_not_the_call_is_400_bad_request(wallet: ReferenceWallet)
         answer = wallet.call("debit", body)
         assert answer.status_code == 400, body
         assert answer.json()["status"] == "bad_request"
+    too_long = wallet.call("debit", b" " * (16 * 1024 + 1))
+    assert (too_long.status_code, too_long.json()["status"]) == (413, "bad_request")
     assert wallet.state()["transactions"] == []
+    # The control API takes a POST with no body (as curl -X POST sends it).
+    assert httpx.post(f"{wallet.url}/_control/reset").status_code == 200
 
 
 # -- §3: the calls ----------------------------------------------------------------------
