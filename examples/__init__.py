@@ -1,0 +1,1 @@
+"""Examples an operator can read and run beside Chemmy; not part of the installed server."""

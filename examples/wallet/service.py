@@ -1,0 +1,246 @@
+"""The HTTP side of the wallet: signed JSON calls in, JSON answers out.
+
+What an operator's wallet must do the same way, whatever its web framework:
+
+1. Read the body as bytes (``Content-Length``, at most :data:`MAX_BODY`) and check the
+   ``Chemmy-Signature`` over **those bytes** and the request target as sent
+   (``self.path``, query and all), before parsing anything:
+   :func:`server.wallet.signing.verify`. A missing or wrong signature is ``401
+   bad_signature``, one more than 300 s from our clock ``401 stale_signature``.
+2. Parse the JSON and check its fields; a call that is not what docs/wallet.md §3 says
+   is ``400 bad_request`` (Chemmy marks it ``failed``: it needs a person).
+3. Apply it once (:mod:`.ledger`) and answer ``200`` with the call's ``status``.
+
+Besides, under ``/_control/`` and only to a client on loopback, the unsigned test API of
+:mod:`.faults`: a real wallet has no such thing. (Behind a proxy on the same machine
+every client is on loopback: this wallet is for tests and reading, not for players.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import socket
+import struct
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from server.wallet.signing import HEADER, SignatureError, verify
+
+from .faults import Faults, parse_faults
+from .ledger import ENDPOINTS, PLAYER_SETTINGS, Answer, BadRequest, Call, Ledger, parse_call
+
+__all__ = ["MAX_BODY", "WalletServer"]
+
+#: The largest body a call may have (Chemmy's are well under 2 KiB).
+MAX_BODY: Final = 16 * 1024
+
+
+class WalletServer(ThreadingHTTPServer):
+    """The wallet on ``address``: a thread per connection, over one :class:`Ledger`."""
+
+    daemon_threads = True  # a held request never keeps the process from exiting
+
+    def __init__(
+        self, address: tuple[str, int], ledger: Ledger, secret: bytes, faults: Faults | None = None
+    ) -> None:
+        super().__init__(address, WalletHandler)
+        self.ledger = ledger
+        self.secret = secret
+        self.faults = faults or Faults()
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+
+class WalletHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: Chemmy may reuse its connections
+    timeout = 120  # a connection idle (or a body unsent) this long is closed
+    server: WalletServer
+
+    # -- routing -----------------------------------------------------------------------
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        if path.startswith("/_control/"):
+            self._control("POST", path)
+        elif path.removeprefix("/") in ENDPOINTS:
+            self._wallet_call(path.removeprefix("/"))
+        else:
+            self._discard_body()
+            self._send(Answer(404, {"status": "not_found", "message": f"no {path} here"}))
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path.startswith("/_control/"):
+            self._control("GET", path)
+        elif path.removeprefix("/") in ENDPOINTS:
+            self._send(Answer(405, {"status": "bad_request", "message": "the calls are POST"}))
+        else:
+            self._send(Answer(404, {"status": "not_found", "message": f"no {path} here"}))
+
+    # -- the wallet API ----------------------------------------------------------------
+    def _wallet_call(self, endpoint: str) -> None:
+        faults = self.server.faults
+        body = self._read_body()
+        if body is None:
+            return
+        faults.delay()
+        ids = _ids(endpoint, body)
+        call, refusal = self._check(endpoint, body)
+        if call is None:
+            assert refusal is not None
+            faults.record(**ids, http=refusal.http, status=refusal.status, fault=None, repeat=False)
+            self._send(refusal)
+            return
+        rule = faults.take(endpoint, call.player)
+        fault = rule.fault if rule is not None else None
+        if rule is not None and rule.fault in ("reset", "timeout"):
+            faults.record(**ids, http=None, status=None, fault=fault, repeat=False)
+            faults.hold(rule.seconds if rule.fault == "timeout" else 0)
+            self._drop()
+            return
+        if rule is not None and rule.fault == "http500":
+            faults.record(**ids, http=500, status="error", fault=fault, repeat=False)
+            self._send(Answer(500, {"status": "error", "message": "failed on cue"}))
+            return
+        if rule is not None and rule.fault == "slow":
+            faults.hold(rule.seconds)
+        if rule is not None and rule.code is not None:
+            answer = self.server.ledger.refuse(call, rule.code)
+        else:
+            answer = self.server.ledger.apply(call)
+        # Logged before the answer goes: a test that has the answer finds it in the log.
+        lost = fault == "lost_answer"
+        http = None if lost else answer.http
+        faults.record(**ids, http=http, status=answer.status, fault=fault, repeat=answer.repeat)
+        if lost:
+            self._drop()
+        else:
+            self._send(answer)
+
+    def _check(self, endpoint: str, body: bytes) -> tuple[Call | None, Answer | None]:
+        """The call, if it is signed and well formed; else the answer that refuses it."""
+        try:
+            verify(
+                self.server.secret, self.headers.get(HEADER), time.time(), "POST", self.path, body
+            )
+        except SignatureError as error:
+            return None, Answer(401, {"status": error.status, "message": error.message})
+        try:
+            return parse_call(endpoint, json.loads(body)), None
+        except (ValueError, BadRequest) as error:  # (json's errors are ValueErrors)
+            return None, Answer(400, {"status": "bad_request", "message": str(error)})
+
+    # -- the test API ------------------------------------------------------------------
+    def _control(self, method: str, path: str) -> None:
+        body = self._read_body() if method == "POST" else b""
+        if body is None:
+            return
+        if not ipaddress.ip_address(self.client_address[0]).is_loopback:
+            self._send(Answer(404, {"status": "not_found", "message": f"no {path} here"}))
+            return
+        try:
+            data: Any = json.loads(body) if body else {}
+            self._send(self._control_answer(method, path, data))
+        except ValueError as error:
+            self._send(Answer(400, {"status": "bad_request", "message": str(error)}))
+
+    def _control_answer(self, method: str, path: str, data: Any) -> Answer:
+        ledger, faults = self.server.ledger, self.server.faults
+        if (method, path) == ("POST", "/_control/faults"):
+            faults.configure(*parse_faults(data))
+            return Answer(200, {"status": "ok", "faults": faults.describe()})
+        if (method, path) == ("POST", "/_control/reset"):
+            faults.reset()
+            return Answer(200, {"status": "ok", "faults": faults.describe()})
+        if (method, path) == ("POST", "/_control/players"):
+            name, changes = _player_changes(data)
+            return Answer(200, {"status": "ok", "player": ledger.set_player(name, changes)})
+        if (method, path) == ("GET", "/_control/state"):
+            return Answer(200, {**ledger.state(), "faults": faults.describe()})
+        if (method, path) == ("GET", "/_control/log"):
+            return Answer(200, {"requests": faults.log()})
+        return Answer(404, {"status": "not_found", "message": f"no {method} {path} here"})
+
+    # -- bytes in and out --------------------------------------------------------------
+    def _read_body(self) -> bytes | None:
+        """The body, or None once a refusal is sent (too long, or chunked). No
+        ``Content-Length`` is an empty body (``curl -X POST`` sends none)."""
+        length = self.headers.get("Content-Length", "0")
+        chunked = "Transfer-Encoding" in self.headers
+        if chunked or not length.isdigit() or int(length) > MAX_BODY:
+            self._discard_body()  # read, unless huge: closing on unread bytes resets the answer
+            self.close_connection = True
+            message = f"a body of at most {MAX_BODY} bytes, with a Content-Length"
+            self._send(Answer(413, {"status": "bad_request", "message": message}))
+            return None
+        return self.rfile.read(int(length))
+
+    def _discard_body(self) -> None:
+        length = self.headers.get("Content-Length", "0")
+        if (
+            length.isdigit()
+            and int(length) <= 64 * MAX_BODY
+            and "Transfer-Encoding" not in self.headers
+        ):
+            self.rfile.read(int(length))
+        else:
+            self.close_connection = True
+
+    def _send(self, answer: Answer) -> None:
+        data = json.dumps(answer.body).encode("utf-8")
+        with contextlib.suppress(OSError):  # the client went away: nothing to tell it
+            self.send_response(answer.http)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    def _drop(self) -> None:
+        """Close the connection with no answer, as a crash or a network fault does: a TCP
+        reset (SO_LINGER 0), once the handler lets go of the socket."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """One line on stderr for each wallet call; none for the test API."""
+        if not self.path.startswith("/_control/"):
+            sys.stderr.write(f"{self.command} {self.path} -> {code}\n")
+
+
+def _ids(endpoint: str, body: bytes) -> dict[str, Any]:
+    """What the log says of a call: its endpoint and, as far as the body has them, its
+    ids and player (also for a call refused before it is parsed)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        data = {}
+    ids: dict[str, Any] = {"endpoint": endpoint}
+    for name in ("transaction_id", "request_id", "player"):
+        value = data.get(name)
+        ids[name] = value if isinstance(value, str) else None
+    return ids
+
+
+def _player_changes(data: Any) -> tuple[str, dict[str, Any]]:
+    """The player and the settings a ``/_control/players`` body changes, or ValueError."""
+    if not isinstance(data, dict) or not isinstance(data.get("player"), str):
+        raise ValueError('the body is {"player": "bob", "balance": 5000, "blocked": true, ...}')
+    changes = {key: value for key, value in data.items() if key != "player"}
+    for key, value in changes.items():
+        types = PLAYER_SETTINGS.get(key)
+        if types is None:
+            raise ValueError(f"a player has no {key}; they have {', '.join(PLAYER_SETTINGS)}")
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise ValueError(f"{key} is not of the right type")
+    return data["player"], changes

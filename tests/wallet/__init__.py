@@ -1,0 +1,1 @@
+"""Tests of the reference operator wallet (examples/wallet), and its helper for other tests."""

@@ -1,0 +1,526 @@
+"""The reference operator wallet (examples/wallet) keeps docs/wallet.md §3, over real HTTP.
+
+Each test runs ``python -m examples.wallet`` as a subprocess (the ``wallet`` fixture)
+and calls it as Chemmy does, signed (§1): signatures good, wrong and stale; a
+``transaction_id`` applied at most once, a repeat answered with the first answer, a
+reuse refused; debits refused for funds, blocks and limits; a rollback that comes before
+its debit, and one after; and every fault of §5, seen from the caller's side and in the
+wallet's state and log. No assertion bounds a duration from above: a busy machine only
+makes them slower.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from server.wallet.signing import sign
+from tests.kit import scaled
+from tests.wallet.wallet_helpers import SECRET, ReferenceWallet, reference_wallet
+
+pytestmark = pytest.mark.slow  # a wallet subprocess per test
+
+ROOT = Path(__file__).resolve().parents[2]
+START = 100_000
+
+
+def debit(round_id: str, player: str = "alice", amount: int = 1500, **more: Any) -> dict[str, Any]:
+    """A debit body as Chemmy sends it."""
+    return {
+        "request_id": f"req-{round_id}-{player}-debit",
+        "transaction_id": f"{round_id}:{player}:debit",
+        "player": player,
+        "currency": "EUR",
+        "amount": amount,
+        "round_id": round_id,
+        "table": "t1",
+        "bets": [{"area": "banker", "amount": amount}],
+        **more,
+    }
+
+
+def closing(kind: str, round_id: str, player: str = "alice", amount: int = 1500) -> dict[str, Any]:
+    """A credit or rollback body closing :func:`debit` ``(round_id, player)``."""
+    body = {
+        **debit(round_id, player, amount),
+        "request_id": f"req-{round_id}-{player}-{kind}",
+        "transaction_id": f"{round_id}:{player}:{kind}",
+        "debit_transaction_id": f"{round_id}:{player}:debit",
+    }
+    del body["bets"]
+    if kind == "rollback":
+        body["reason"] = "debit_unanswered"
+    return body
+
+
+def balance_call(player: str = "alice") -> dict[str, Any]:
+    return {"request_id": f"b-{player}", "player": player, "currency": "EUR"}
+
+
+def ok(answer: httpx.Response) -> dict[str, Any]:
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    assert body["status"] == "ok", body
+    return body
+
+
+# -- §1: signatures ---------------------------------------------------------------------
+
+
+def test_the_signature_example_of_docs_wallet_md_is_its_test_vector() -> None:
+    key = b"0123456789abcdef0123456789abcdef"
+    vector = sign(key, 1764601200, "POST", "/wallet/debit", b'{"a":1}')
+    assert vector == "547216e06500e198a14897e4a08076a3e6f21ecb73cb3a1f66b0c8a1640a09b3"
+    assert vector in (ROOT / "docs" / "wallet.md").read_text(encoding="utf-8")
+
+
+def test_a_signed_call_is_answered_and_the_listening_url_is_the_wallets(
+    wallet: ReferenceWallet,
+) -> None:
+    assert wallet.url.startswith("http://127.0.0.1:")
+    assert wallet.secret == SECRET
+    assert ok(wallet.call("balance", balance_call())) == {
+        "status": "ok",
+        "balance": START,
+        "currency": "EUR",
+    }
+
+
+@pytest.mark.parametrize(
+    ("how", "status"),
+    [
+        ({"signature": ""}, "bad_signature"),
+        ({"signature": "t=1764601200"}, "bad_signature"),
+        ({"secret": "another-secret-of-more-than-32-bytes-0123"}, "bad_signature"),
+        ({"skew": -301}, "stale_signature"),
+        ({"skew": +3600}, "stale_signature"),
+    ],
+    ids=["none", "malformed", "wrong-key", "old", "future"],
+)
+def test_a_call_not_signed_right_is_refused_401_and_moves_nothing(
+    wallet: ReferenceWallet, how: dict[str, Any], status: str
+) -> None:
+    if "skew" in how:  # the time is taken now, not when the tests were collected
+        how = {"now": time.time() + how["skew"]}
+    answer = wallet.call("debit", debit("r1"), **how)
+    assert answer.status_code == 401
+    assert answer.json()["status"] == status
+    assert answer.json()["message"]
+    assert wallet.state()["transactions"] == []
+    assert wallet.log()[-1]["http"] == 401
+
+
+def test_the_signature_covers_the_bytes_sent_and_the_path(wallet: ReferenceWallet) -> None:
+    body = b'{"request_id": "b", "player": "alice", "currency": "EUR"}'
+    header = f"t={int(time.time())},v1={sign(SECRET.encode(), int(time.time()), 'POST', '/balance', body)}"
+    assert wallet.call("balance", body, signature=header).status_code == 200
+    tampered = body.replace(b"alice", b"mallory")
+    assert wallet.call("balance", tampered, signature=header).json()["status"] == "bad_signature"
+    # A debit signed as a balance call: the path is signed too.
+    debit_body = b'{"request_id": "b", "player": "alice", "currency": "EUR"}'
+    assert wallet.call("debit", debit_body, signature=header).json()["status"] == "bad_signature"
+
+
+def test_a_body_that_is_not_the_call_is_400_bad_request(wallet: ReferenceWallet) -> None:
+    for body in (
+        b"not json",
+        b"[]",
+        {"player": "alice"},
+        debit("r1", amount=-5),
+        debit("r1", amount=0),
+    ):
+        answer = wallet.call("debit", body)
+        assert answer.status_code == 400, body
+        assert answer.json()["status"] == "bad_request"
+    too_long = wallet.call("debit", b" " * (16 * 1024 + 1))
+    assert (too_long.status_code, too_long.json()["status"]) == (413, "bad_request")
+    assert wallet.state()["transactions"] == []
+    # The control API takes a POST with no body (as curl -X POST sends it).
+    assert httpx.post(f"{wallet.url}/_control/reset").status_code == 200
+
+
+# -- §3: the calls ----------------------------------------------------------------------
+
+
+def test_a_new_player_starts_with_the_start_balance_in_the_wallets_currency(
+    wallet: ReferenceWallet,
+) -> None:
+    assert ok(wallet.call("balance", balance_call("zoe")))["balance"] == START
+    answer = wallet.call("balance", {**balance_call("zoe"), "currency": "JPY"})
+    assert answer.status_code == 409
+    assert answer.json()["status"] == "currency_mismatch"
+
+
+def test_a_coup_debit_then_credit_moves_the_money_and_the_credit_closes_the_debit(
+    wallet: ReferenceWallet,
+) -> None:
+    assert ok(wallet.call("debit", debit("r1"))) == {
+        "status": "ok",
+        "transaction_id": "r1:alice:debit",
+        "balance": START - 1500,
+    }
+    assert (
+        ok(wallet.call("credit", closing("credit", "r1", amount=2950)))["balance"] == START + 1450
+    )
+    assert wallet.balance("alice") == START + 1450
+    the_debit = wallet.transaction("r1:alice:debit")
+    assert the_debit["state"] == "applied"
+    assert the_debit["closed_by"] == "r1:alice:credit"
+    assert the_debit["closed"] == "credit"
+    credit = wallet.transaction("r1:alice:credit")
+    assert credit["debit_transaction_id"] == "r1:alice:debit"
+    assert credit["moved"] == 2950
+
+
+def test_a_credit_of_zero_closes_a_lost_coup(wallet: ReferenceWallet) -> None:
+    ok(wallet.call("debit", debit("r1")))
+    assert ok(wallet.call("credit", closing("credit", "r1", amount=0)))["balance"] == START - 1500
+    assert wallet.transaction("r1:alice:debit")["closed"] == "credit"
+
+
+def test_a_repeat_is_answered_with_the_first_answer_and_applied_once(
+    wallet: ReferenceWallet,
+) -> None:
+    first = wallet.call("debit", debit("r1"))
+    ok(wallet.call("credit", closing("credit", "r1", amount=500)))  # the balance moves on
+    again = wallet.call("debit", debit("r1"))
+    assert (again.status_code, again.json()) == (first.status_code, first.json())
+    assert again.json()["balance"] == START - 1500  # the first answer's, not today's
+    assert wallet.balance("alice") == START - 1000
+    assert [t["transaction_id"] for t in wallet.state()["transactions"]].count(
+        "r1:alice:debit"
+    ) == 1
+    deliveries = [e for e in wallet.log() if e["transaction_id"] == "r1:alice:debit"]
+    assert [e["repeat"] for e in deliveries] == [False, True]
+    assert {e["request_id"] for e in deliveries} == {"req-r1-alice-debit"}
+
+
+def test_the_same_debit_delivered_many_times_at_once_is_applied_once(
+    wallet: ReferenceWallet,
+) -> None:
+    answers: list[httpx.Response] = []
+    go = threading.Barrier(8)
+
+    def deliver() -> None:
+        go.wait()
+        answers.append(wallet.call("debit", debit("r1")))
+
+    threads = [threading.Thread(target=deliver) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert {(a.status_code, a.json()["balance"]) for a in answers} == {(200, START - 1500)}
+    assert wallet.balance("alice") == START - 1500
+    assert sorted(e["repeat"] for e in wallet.log()) == [False] + [True] * 7
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "change"),
+    [
+        ("debit", {"amount": 1600}),
+        ("debit", {"player": "bob"}),
+        ("debit", {"round_id": "r2"}),
+        ("credit", {"debit_transaction_id": "r1:alice:debit"}),
+    ],
+    ids=["amount", "player", "round", "kind"],
+)
+def test_a_transaction_id_reused_for_another_call_is_409_id_reused(
+    wallet: ReferenceWallet, endpoint: str, change: dict[str, Any]
+) -> None:
+    ok(wallet.call("debit", debit("r1")))
+    answer = wallet.call(endpoint, {**debit("r1"), **change})
+    assert answer.status_code == 409
+    assert answer.json()["status"] == "id_reused"
+    assert wallet.balance("alice") == START - 1500
+    assert len(wallet.state()["transactions"]) == 1
+
+
+def test_a_debit_over_the_balance_is_refused_insufficient_funds_and_so_is_its_repeat(
+    wallet: ReferenceWallet,
+) -> None:
+    wallet.set_player("alice", balance=1000)
+    answer = wallet.call("debit", debit("r1", amount=1500))
+    assert answer.status_code == 200
+    assert answer.json()["status"] == "insufficient_funds"
+    assert wallet.balance("alice") == 1000
+    wallet.set_player("alice", balance=5000)
+    # The first answer stands: the retry of a refused debit is refused the same way.
+    assert wallet.call("debit", debit("r1", amount=1500)).json() == answer.json()
+    assert wallet.balance("alice") == 5000
+    assert wallet.transaction("r1:alice:debit")["state"] == "refused"
+
+
+def test_a_rollback_before_its_debit_is_ok_and_the_late_debit_is_refused_rolled_back(
+    wallet: ReferenceWallet,
+) -> None:
+    assert ok(wallet.call("rollback", closing("rollback", "r1")))["balance"] == START
+    late = wallet.call("debit", debit("r1"))
+    assert late.status_code == 200
+    assert late.json()["status"] == "rolled_back"
+    assert wallet.balance("alice") == START
+    the_debit = wallet.transaction("r1:alice:debit")
+    assert (the_debit["state"], the_debit["closed"]) == ("rolled_back", "rollback")
+    assert wallet.transaction("r1:alice:rollback")["moved"] == 0
+    # ... and again if the late debit is delivered twice.
+    assert wallet.call("debit", debit("r1")).json()["status"] == "rolled_back"
+    assert wallet.balance("alice") == START
+
+
+def test_a_rollback_of_an_applied_debit_returns_the_money_once(wallet: ReferenceWallet) -> None:
+    ok(wallet.call("debit", debit("r1")))
+    assert ok(wallet.call("rollback", closing("rollback", "r1")))["balance"] == START
+    assert ok(wallet.call("rollback", closing("rollback", "r1")))["balance"] == START  # a repeat
+    assert wallet.balance("alice") == START
+    the_debit = wallet.transaction("r1:alice:debit")
+    assert (the_debit["state"], the_debit["closed_by"]) == ("rolled_back", "r1:alice:rollback")
+    # A rollback of the same debit under another id would pay it back twice: refused.
+    other = {**closing("rollback", "r1"), "transaction_id": "r1:alice:rollback-2"}
+    answer = wallet.call("rollback", other)
+    assert (answer.status_code, answer.json()["status"]) == (409, "debit_closed")
+    assert wallet.balance("alice") == START
+
+
+def test_a_rollback_of_a_credited_debit_is_refused_409(wallet: ReferenceWallet) -> None:
+    ok(wallet.call("debit", debit("r1")))
+    ok(wallet.call("credit", closing("credit", "r1", amount=0)))
+    answer = wallet.call("rollback", closing("rollback", "r1"))
+    assert (answer.status_code, answer.json()["status"]) == (409, "debit_closed")
+    assert wallet.balance("alice") == START - 1500
+
+
+def test_a_rollback_of_a_refused_debit_moves_nothing_and_closes_it(
+    wallet: ReferenceWallet,
+) -> None:
+    wallet.set_player("alice", balance=100)
+    assert wallet.call("debit", debit("r1")).json()["status"] == "insufficient_funds"
+    assert ok(wallet.call("rollback", closing("rollback", "r1")))["balance"] == 100
+    the_debit = wallet.transaction("r1:alice:debit")
+    assert (the_debit["state"], the_debit["closed"]) == ("refused", "rollback")
+
+
+# -- per-player controls ---------------------------------------------------------------
+
+
+def test_a_blocked_player_is_refused_player_blocked(wallet: ReferenceWallet) -> None:
+    assert wallet.set_player("alice", blocked=True)["blocked"] is True
+    assert wallet.call("debit", debit("r1")).json()["status"] == "player_blocked"
+    wallet.set_player("alice", blocked=False)
+    ok(wallet.call("debit", debit("r2")))
+    assert wallet.balance("alice") == START - 1500
+
+
+def test_a_debit_over_the_players_limits_is_refused_limit_reached(
+    wallet: ReferenceWallet,
+) -> None:
+    wallet.set_player("alice", debit_limit=1000)
+    assert wallet.call("debit", debit("r1", amount=1001)).json()["status"] == "limit_reached"
+    ok(wallet.call("debit", debit("r2", amount=1000)))
+    wallet.set_player("alice", debit_limit=None, daily_limit=2500)
+    ok(wallet.call("debit", debit("r3", amount=1500)))  # 2500 today
+    assert wallet.call("debit", debit("r4", amount=1)).json()["status"] == "limit_reached"
+    ok(wallet.call("rollback", closing("rollback", "r3")))  # rolled back: not spent
+    ok(wallet.call("debit", debit("r5", amount=1500)))
+    assert wallet.balance("alice") == START - 2500
+
+
+def test_the_control_api_sets_players_and_shows_everything(wallet: ReferenceWallet) -> None:
+    assert wallet.set_player("bob", balance=700, debit_limit=50) == {
+        "currency": "EUR",
+        "balance": 700,
+        "blocked": False,
+        "debit_limit": 50,
+        "daily_limit": None,
+    }
+    ok(wallet.call("debit", debit("r1")))
+    state = wallet.state()
+    assert set(state["players"]) == {"alice", "bob"}
+    assert state["transactions"] == [
+        {
+            "transaction_id": "r1:alice:debit",
+            "kind": "debit",
+            "player": "alice",
+            "amount": 1500,
+            "round_id": "r1",
+            "debit_transaction_id": None,
+            "state": "applied",
+            "status": "ok",
+            "moved": -1500,
+            "closed_by": None,
+            "closed": None,
+        }
+    ]
+    assert state["faults"] == {"latency": 0.0, "rules": []}
+    bad = httpx.post(f"{wallet.url}/_control/players", json={"player": "bob", "cash": 1})
+    assert (bad.status_code, bad.json()["status"]) == (400, "bad_request")
+    bad = httpx.post(f"{wallet.url}/_control/faults", json={"rules": [{"fault": "explode"}]})
+    assert bad.status_code == 400
+
+
+# -- §5: faults ------------------------------------------------------------------------
+
+
+def test_http500_fails_count_calls_of_the_player_then_lets_them_through(
+    wallet: ReferenceWallet,
+) -> None:
+    wallet.faults({"endpoint": "debit", "fault": "http500", "count": 2, "player": "bob"})
+    ok(wallet.call("debit", debit("r1", "alice")))  # another player: untouched
+    for _ in range(2):
+        answer = wallet.call("debit", debit("r1", "bob"))
+        assert answer.status_code == 500
+    assert "bob" not in wallet.state()["players"]  # nothing applied: not even seen
+    ok(wallet.call("debit", debit("r1", "bob")))
+    assert wallet.balance("bob") == START - 1500
+    bobs = [e for e in wallet.log() if e["player"] == "bob"]
+    assert [(e["http"], e["fault"], e["repeat"]) for e in bobs] == [
+        (500, "http500", False),
+        (500, "http500", False),
+        (200, None, False),
+    ]
+    (rule,) = wallet.state()["faults"]["rules"]
+    assert (rule["fired"], rule["count"]) == (2, 0)
+
+
+def test_reset_drops_the_connection_before_applying(wallet: ReferenceWallet) -> None:
+    wallet.faults({"endpoint": "debit", "fault": "reset", "count": 1})
+    with pytest.raises(httpx.TransportError):
+        wallet.call("debit", debit("r1"))
+    assert wallet.state()["transactions"] == []
+    ok(wallet.call("debit", debit("r1")))  # the retry is the first delivery applied
+    assert [(e["fault"], e["http"], e["repeat"]) for e in wallet.log()] == [
+        ("reset", None, False),
+        (None, 200, False),
+    ]
+
+
+def test_lost_answer_applies_the_call_and_the_repeat_gets_the_first_answer(
+    wallet: ReferenceWallet,
+) -> None:
+    wallet.faults({"endpoint": "debit", "fault": "lost_answer", "count": 1})
+    with pytest.raises(httpx.TransportError):
+        wallet.call("debit", debit("r1"))
+    assert wallet.balance("alice") == START - 1500  # applied, though nobody heard
+    again = ok(wallet.call("debit", debit("r1")))
+    assert again == {"status": "ok", "transaction_id": "r1:alice:debit", "balance": START - 1500}
+    assert wallet.balance("alice") == START - 1500
+    assert [(e["fault"], e["status"], e["http"], e["repeat"]) for e in wallet.log()] == [
+        ("lost_answer", "ok", None, False),
+        (None, "ok", 200, True),
+    ]
+
+
+def test_timeout_holds_the_request_applies_nothing_and_reset_lets_it_go(
+    wallet: ReferenceWallet,
+) -> None:
+    wallet.faults({"endpoint": "debit", "fault": "timeout", "seconds": 600})
+    with pytest.raises(httpx.TimeoutException):
+        wallet.call("debit", debit("r1"), timeout=0.5)
+    # (On a busy machine the request may reach the wallet after the client gave up.)
+    wallet.wait_for_log(lambda entry: entry["fault"] == "timeout")
+    assert wallet.state()["transactions"] == []
+    wallet.reset()  # the held request is dropped now, not in 600 s
+    ok(wallet.call("debit", debit("r1")))
+    assert wallet.balance("alice") == START - 1500
+
+
+def test_refuse_answers_each_code_and_records_it_as_the_first_answer(
+    wallet: ReferenceWallet,
+) -> None:
+    for n, code in enumerate(("insufficient_funds", "limit_reached", "player_blocked")):
+        wallet.faults({"endpoint": "debit", "fault": "refuse", "code": code, "count": 1})
+        answer = wallet.call("debit", debit(f"r{n}"))
+        assert (answer.status_code, answer.json()["status"]) == (200, code)
+        # The rule is spent, and the retry is still refused: the first answer stands.
+        assert wallet.call("debit", debit(f"r{n}")).json()["status"] == code
+        assert wallet.transaction(f"r{n}:alice:debit")["state"] == "refused"
+    assert wallet.balance("alice") == START
+
+
+def test_a_refused_credit_is_not_kept_so_the_retry_is_applied(wallet: ReferenceWallet) -> None:
+    ok(wallet.call("debit", debit("r1")))
+    wallet.faults({"endpoint": "credit", "fault": "refuse", "code": "player_blocked", "count": 1})
+    assert (
+        wallet.call("credit", closing("credit", "r1", amount=3000)).json()["status"]
+        == "player_blocked"
+    )
+    assert (
+        ok(wallet.call("credit", closing("credit", "r1", amount=3000)))["balance"] == START + 1500
+    )
+    assert wallet.transaction("r1:alice:debit")["closed"] == "credit"
+
+
+def test_latency_and_slow_delay_the_answer_and_still_apply_the_call(
+    wallet: ReferenceWallet,
+) -> None:
+    wallet.faults(latency=0.3)
+    began = time.monotonic()
+    ok(wallet.call("balance", balance_call()))
+    assert time.monotonic() - began >= 0.3
+    wallet.faults({"endpoint": "debit", "fault": "slow", "seconds": 0.4, "count": 1})
+    began = time.monotonic()
+    ok(wallet.call("debit", debit("r1")))
+    assert time.monotonic() - began >= 0.4
+    assert wallet.balance("alice") == START - 1500
+    wallet.reset()
+    assert wallet.state()["faults"] == {"latency": 0.0, "rules": []}
+
+
+def test_a_rule_with_no_count_fires_until_the_faults_are_reset(wallet: ReferenceWallet) -> None:
+    wallet.faults({"fault": "http500"})
+    for endpoint, body in (("balance", balance_call()), ("debit", debit("r1"))):
+        assert wallet.call(endpoint, body).status_code == 500
+    wallet.reset()
+    ok(wallet.call("debit", debit("r1")))
+
+
+# -- the process -----------------------------------------------------------------------
+
+
+def test_a_restart_keeps_the_balances_the_transactions_and_the_url(
+    wallet: ReferenceWallet,
+) -> None:
+    first = ok(wallet.call("debit", debit("r1")))
+    url = wallet.url
+    wallet.faults({"fault": "http500"})
+    wallet.restart()
+    assert wallet.url == url
+    assert ok(wallet.call("debit", debit("r1"))) == first  # no faults after a restart
+    assert wallet.balance("alice") == START - 1500
+    assert [e["repeat"] for e in wallet.log()] == [True]  # the log starts again
+
+
+def test_the_control_api_answers_only_loopback(tmp_path: Path) -> None:
+    address = _outside_address()
+    if address is None:
+        pytest.skip("this machine has no address but loopback")
+    with reference_wallet(tmp_path, host="0.0.0.0") as wallet:
+        port = wallet.url.rsplit(":", 1)[1]
+        outside = httpx.get(f"http://{address}:{port}/_control/state", timeout=scaled(10))
+        assert (outside.status_code, outside.json()["status"]) == (404, "not_found")
+        assert "players" in wallet.state()  # from loopback
+
+
+def _outside_address() -> str | None:
+    """An address of this machine's that is not loopback, or None."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # no packet is sent: only the route is chosen
+        except OSError:
+            return None
+        address: str = probe.getsockname()[0]
+    return None if ipaddress.ip_address(address).is_loopback else address
+
+
+def test_kill_leaves_nothing_listening(wallet: ReferenceWallet) -> None:
+    url = wallet.url
+    wallet.kill()
+    assert not wallet.process.running
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{url}/_control/state", timeout=scaled(5))
