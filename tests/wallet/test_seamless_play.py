@@ -1,0 +1,296 @@
+"""Whole coups on a seamless wallet: a real Chemmy server calling the reference operator
+wallet (examples/wallet, a real subprocess over HTTP) while it fails on cue.
+
+After each test, the books are closed and compared (:func:`check_books`): every debit
+the wallet applied has exactly one credit or rollback, Chemmy's records and the
+wallet's agree to the minor unit, each player's mirror equals the wallet's balance, no
+credit was applied twice, and Chemmy's own ledger audits clean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.net.server import ChemmyServer
+from server.table.wallet import player_account
+from tests.kit import scaled
+from tests.kit.client import Client
+from tests.kit.game import CoupLog, Game
+from tests.kit.inproc import Net
+from tests.kit.tables import table_def
+from tests.wallet.wallet_helpers import ReferenceWallet
+
+START = 100_000
+PLAYERS = ("alice", "bob", "carol")
+
+
+@pytest.fixture
+async def net(tmp_path: Path) -> AsyncIterator[Net]:
+    n = Net(tmp_path)
+    try:
+        yield n
+    finally:
+        await n.close()
+
+
+async def seamless_server(net: Net, wallet: ReferenceWallet, **over: Any) -> ChemmyServer:
+    settings: dict[str, Any] = {
+        "wallet": "seamless",
+        "wallet_url": wallet.url,
+        "wallet_secret": wallet.secret,
+        "wallet_timeout": scaled(1.5),
+        "guest": False,
+        "tables": (table_def("t1", timers={"betting": 30}),),
+    }
+    settings.update(over)
+    return await net.start(**settings)
+
+
+async def seat_players(net: Net, server: ChemmyServer) -> dict[str, Client]:
+    clients: dict[str, Client] = {}
+    for seat, pid in enumerate(PLAYERS, start=1):
+        client = await net.player(server, pid)
+        await client.join("t1")
+        await client.call("sit", table="t1", seat=seat)
+        clients[pid] = client
+    return clients
+
+
+async def wait_until(check: Any, timeout: float = 20.0, what: str = "") -> None:
+    end = asyncio.get_running_loop().time() + scaled(timeout)
+    while True:
+        result = check()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        assert asyncio.get_running_loop().time() < end, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+async def play_seamless_coup(game: Game, bets: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """Bets, DONE, the wallet's answer, and the coup to its settlement (if any wager
+    stood). What happened: the refusals each player was told, and the settled round."""
+    opened = await game.to_betting()
+    rid = opened["data"]["round_id"]
+    start = len(game.watcher.frames)
+    for pid, areas in bets.items():
+        for area, amount in areas.items():
+            await game.act(pid, "bet", area=area, amount=amount)
+    for pid in game.players:
+        await game.act(pid, "done")
+    watcher = game.watcher
+
+    def outcome() -> dict[str, Any] | None:
+        for event in watcher.events(game.table, start=start):
+            data = event["data"]
+            if event["kind"] == "betting_closed" and data["round_id"] == rid:
+                return {"kind": "dealt", "bets": data["bets"]}
+            if event["kind"] == "betting_opened" and data["round_id"] != rid:
+                return {"kind": "none"}
+        return None
+
+    await wait_until(lambda: outcome() is not None, what=f"the debits of {rid}")
+    result = outcome()
+    assert result is not None
+    refused = {
+        e["data"]["player"] for e in watcher.events(game.table, "debit_refused", start=start)
+    }
+    reasons = {}
+    for pid in refused:
+        await game.players[pid].wait_seq(game.table, watcher_seq(game))
+        mine = [
+            e
+            for e in game.players[pid].events(game.table, "debit_refused")
+            if e["data"]["player"] == pid and e["data"]["round_id"] == rid
+        ]
+        reasons[pid] = mine[-1]["data"]["reason"]  # private: the reason is theirs alone
+    result["refused"] = reasons
+    if result["kind"] == "dealt":
+        log = CoupLog(rid, opened["data"]["coup_no"], game.holder(), dict(result["bets"]))
+        await game.settle(log, start)
+    return result
+
+
+def watcher_seq(game: Game) -> int:
+    events = game.watcher.events(game.table)
+    return int(events[-1]["seq"]) if events else 0
+
+
+async def chemmy_calls(server: ChemmyServer) -> list[dict[str, Any]]:
+    return await server.store.wallet_calls(limit=1000)
+
+
+async def quiet(server: ChemmyServer) -> None:
+    """Every wallet call delivered (none pending)."""
+
+    async def done() -> bool:
+        return not await server.store.wallet_calls(state="pending", limit=1)
+
+    await wait_until(done, timeout=60, what="the pending wallet calls")
+
+
+async def check_books(server: ChemmyServer, wallet: ReferenceWallet) -> dict[str, Any]:
+    """Chemmy's records and the wallet's agree (see the module's doc)."""
+    await quiet(server)
+    calls = await chemmy_calls(server)
+    state = wallet.state()
+    applied = {t["transaction_id"]: t for t in state["transactions"]}
+    by_txn = {c["transaction_id"]: c for c in calls}
+    closers: dict[str, list[dict[str, Any]]] = {}
+    for call in calls:
+        if call["kind"] in ("credit", "rollback"):
+            assert call["state"] == "acknowledged", call
+            closers.setdefault(call["reference"], []).append(call)
+    for call in calls:
+        if call["kind"] != "debit":
+            continue
+        txn = call["transaction_id"]
+        closing = closers.get(txn, [])
+        if call["state"] == "acknowledged":  # it stood: one credit, or one rollback (void)
+            assert len(closing) == 1, (txn, closing)
+        elif call["state"] == "refused":  # refused for good: nothing to close
+            assert closing == [], (txn, closing)
+        else:  # no clear answer: rolled back
+            assert call["state"] == "rolled_back", call
+            assert [c["kind"] for c in closing] == ["rollback"], (txn, closing)
+    # The wallet's side: every debit it applied is closed exactly once, by what Chemmy sent.
+    for txn, row in applied.items():
+        if row.get("kind") == "debit" and row.get("state") == "applied":
+            assert txn in by_txn, f"the wallet applied a debit Chemmy never sent: {txn}"
+    credits = [t for t in applied.values() if t.get("kind") == "credit"]
+    assert len({t["transaction_id"] for t in credits}) == len(credits)
+    # Money: each player's balance at the wallet is the start, less what stood, plus
+    # what came back, exactly as Chemmy recorded; and Chemmy's mirror says the same.
+    for pid in PLAYERS:
+        if pid not in state["players"]:
+            continue
+        debited = sum(
+            c["amount"]
+            for c in calls
+            if c["player"] == pid and c["kind"] == "debit" and c["state"] == "acknowledged"
+        )
+        returned = sum(
+            c["amount"]
+            for c in calls
+            if c["player"] == pid
+            and (c["kind"] == "credit" or (c["kind"] == "rollback" and c["reason"] == "voided"))
+        )
+        at_wallet = state["players"][pid]["balance"]
+        assert at_wallet == START - debited + returned, (pid, at_wallet, debited, returned)
+        mirror = (await server.store.balances([player_account(pid)]))[player_account(pid)]
+        assert mirror == at_wallet, (pid, mirror, at_wallet)
+    audit = await server.store.audit()
+    assert audit["sum"] == 0 and audit["ledger_matches"] and audit["holds_ok"], audit
+    return {"calls": calls, "wallet": state}
+
+
+async def test_coups_on_a_seamless_wallet_debit_once_per_player_and_credit_every_debit(
+    net: Net, wallet: ReferenceWallet
+) -> None:
+    server = await seamless_server(net, wallet)
+    clients = await seat_players(net, server)
+    game = Game("t1", clients, clients["alice"], rng=random.Random(7))
+    bets = {"alice": {"banker": 1000}, "bob": {"player": 500, "tie": 100}, "carol": {"player": 700}}
+    for _ in range(3):
+        outcome = await play_seamless_coup(game, bets)
+        assert outcome["kind"] == "dealt" and outcome["refused"] == {}
+    books = await check_books(server, wallet)
+    debits = [r for r in wallet.log() if r["endpoint"] == "debit"]
+    assert len(debits) == 9  # one per player per coup, all areas in one call
+    assert {c["kind"] for c in books["calls"]} == {"debit", "credit"}
+    # Every client showed the wallet's money: the snapshot balance is the mirror.
+    snap = await clients["bob"].join("t1")
+    assert snap["snapshot"]["you"]["balance"] == wallet.balance("bob")
+
+
+async def test_faults_through_the_shoe_leave_the_books_exact(
+    net: Net, wallet: ReferenceWallet
+) -> None:
+    server = await seamless_server(net, wallet)
+    clients = await seat_players(net, server)
+    game = Game("t1", clients, clients["alice"], rng=random.Random(11))
+    bets = {"alice": {"banker": 1000}, "bob": {"player": 500}, "carol": {"player": 700}}
+    faults: list[tuple[list[dict[str, Any]], dict[str, str]]] = [
+        # A 500, then the same debit again (same ids) within the deadline: it stands.
+        ([{"endpoint": "debit", "fault": "http500", "count": 1, "player": "bob"}], {}),
+        # Applied, its answer lost: the retry is answered as the repeat it is.
+        ([{"endpoint": "debit", "fault": "lost_answer", "count": 1, "player": "carol"}], {}),
+        # No answer in time: refused wallet_unavailable, and rolled back.
+        (
+            [{"endpoint": "debit", "fault": "timeout", "seconds": 30, "player": "carol"}],
+            {"carol": "wallet_unavailable"},
+        ),
+        # Refusals with each code.
+        (
+            [
+                {
+                    "endpoint": "debit",
+                    "fault": "refuse",
+                    "code": "insufficient_funds",
+                    "player": "bob",
+                },
+                {
+                    "endpoint": "debit",
+                    "fault": "refuse",
+                    "code": "player_blocked",
+                    "player": "carol",
+                },
+            ],
+            {"bob": "insufficient_funds", "carol": "player_blocked"},
+        ),
+        (
+            [{"endpoint": "debit", "fault": "refuse", "code": "limit_reached", "player": "bob"}],
+            {"bob": "limit_reached"},
+        ),
+        # Credits that fail, reset and time out are retried until acknowledged.
+        (
+            [
+                {"endpoint": "credit", "fault": "http500", "count": 3},
+                {"endpoint": "credit", "fault": "reset", "count": 2},
+                {"endpoint": "credit", "fault": "lost_answer", "count": 1},
+            ],
+            {},
+        ),
+        # Everyone refused: no coup, the next round opens.
+        (
+            [{"endpoint": "debit", "fault": "refuse", "code": "insufficient_funds"}],
+            {
+                "alice": "insufficient_funds",
+                "bob": "insufficient_funds",
+                "carol": "insufficient_funds",
+            },
+        ),
+        (
+            [
+                {"endpoint": "rollback", "fault": "http500", "count": 2},
+                {"endpoint": "debit", "fault": "reset", "count": 5, "player": "alice"},
+            ],
+            None,
+        ),  # type: ignore[list-item]
+    ]
+    for rules, expected in faults:
+        wallet.faults(*rules, latency=0.005)
+        outcome = await play_seamless_coup(game, bets)
+        if expected is not None:
+            assert outcome["refused"] == expected, (rules, outcome)
+        if expected is not None and len(expected) == len(PLAYERS):
+            assert outcome["kind"] == "none"
+        wallet.reset()
+    await check_books(server, wallet)
+    # A debit that timed out was rolled back, even though the wallet may have applied it.
+    calls = await chemmy_calls(server)
+    assert any(c["kind"] == "rollback" and c["reason"] == "debit_unanswered" for c in calls)
+    # The lost answers were delivered again with the same ids, and applied once.
+    log = wallet.log()
+    repeats = [r for r in log if r.get("repeat")]
+    assert repeats, "no call was ever repeated"
+    for r in repeats:
+        first = [x for x in log if x["transaction_id"] == r["transaction_id"]]
+        assert len({x["request_id"] for x in first}) == 1  # the same request id each time
