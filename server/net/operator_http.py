@@ -241,6 +241,10 @@ class OperatorExchange:
         method = head.method.decode("ascii", "replace")
         target = head.target.decode("ascii", "replace")
         self._line = (method, urlsplit(target).path[:200])
+        size = len(head.method) + len(head.target)
+        size += sum(len(name) + len(value) + 4 for name, value in head.headers)
+        if size > MAX_HEAD:  # (h11 bounds only a head that comes in pieces)
+            raise _Refusal(error_response(431, "too_large", f"the head is over {MAX_HEAD} bytes"))
         headers: dict[str, str] = {}
         for raw_name, raw_value in head.headers:
             name, value = raw_name.decode("latin-1"), raw_value.decode("latin-1")
