@@ -30,7 +30,9 @@ Replies echo the command's ``id``: ``{"type": "ok", "id": ...}`` or ``{"type": "
 elsewhere in it still echoes a good ``id``). A table command's events are delivered before
 its reply, so a client sees its own move in ``seq`` order. The connection survives every
 refused command. The HTTP endpoints (health, readiness, metrics and the web table's files) are in
-``server.net.http``.
+``server.net.http``; the operator's API under ``/operator/v1/`` (the transfer API in
+``--wallet transfer``) is ``server.net.operator_api``, read off the same port by
+``server.net.operator_http``.
 """
 
 from __future__ import annotations
@@ -186,6 +188,11 @@ class ChemmyServer:
         await self._server.start_serving()
         self._watchdog = asyncio.create_task(self._watch_slow_clients())
         log.info("listening on ws://%s:%d", self.config.host, self.port)
+        if self.config.wallet == "transfer" and not self.operator_api.auth.enabled:
+            log.warning(
+                "--wallet transfer without --operator-key or a JWT key: nobody can call "
+                "the transfer API (/operator/ answers 404)"
+            )
 
     async def _open_tables(self) -> None:
         await self.store.open()

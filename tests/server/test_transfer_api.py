@@ -506,3 +506,26 @@ async def test_money_deposited_by_the_operator_is_played_over_the_websocket(
     final = await operator.withdraw(transaction_id="w4", player="ann", amount=rest)
     assert final.status_code == 200 and final.json()["available"] == 0
     await books(server)
+
+
+async def test_transfers_on_a_redis_store(net: Net, redis_url: str) -> None:
+    """A process of a cluster (the Redis store) answers the same, with the same books."""
+    server = await net.start(store=redis_url, wallet="transfer", operator_key=KEY)
+    operator = Operator(server)
+    try:
+        assert (await operator.deposit(amount=9_000)).json()["duplicate"] is False
+        assert (await operator.deposit(amount=9_000)).json()["duplicate"] is True
+        refused(
+            await operator.deposit(transaction_id="op-2", currency="USD"), 409, "currency_mismatch"
+        )
+        refused(await operator.deposit(amount=1), 409, "id_reused")
+        refused(
+            await operator.withdraw(transaction_id="w1", amount=9_001), 409, "insufficient_funds"
+        )
+        out = await operator.withdraw(transaction_id="w2", amount=4_000)
+        assert (out.json()["balance"], out.json()["available"]) == (5_000, 5_000)
+        assert (await operator.balance("alice")).json()["currency"] == "EUR"
+    finally:
+        await operator.http.aclose()
+    balances = await books(server)
+    assert balances["player:alice"] == 5_000 and balances[OPERATOR] == -5_000
