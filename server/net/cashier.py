@@ -33,7 +33,12 @@ async def balance(ctx: CashierContext, session: Session, mid: Any, fields: dict[
 
 async def deposit(ctx: CashierContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     """Play money from the cashier, keyed by the player and the request id: a retry with
-    the same id deposits once; the same id for another amount is refused."""
+    the same id deposits once; the same id for another amount is refused. Closed
+    (``deposits_closed``) unless the money is Chemmy's own play money (``wallet``
+    internal)."""
+    if ctx.config.wallet != "internal":
+        # The money is the operator's: it comes in through their transfer API.
+        raise Refused("deposits_closed", "deposits are made on the operator's site")
     amount = fields["amount"]
     limit = ctx.config.max_deposit
     if amount <= 0 or amount > limit:

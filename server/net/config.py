@@ -156,6 +156,13 @@ class ServerConfig:
         )
 
     @property
+    def welcome_balance(self) -> int:
+        """The money a new player (a guest, or a token's player) starts with:
+        ``guest_balance`` of play money with Chemmy's own (``wallet`` internal), none
+        where the money is the operator's (transfer, seamless): none is made up there."""
+        return self.guest_balance if self.wallet == "internal" else 0
+
+    @property
     def store_url(self) -> str:
         """Where everything is kept: ``store`` if given, else the SQLite file ``db``."""
         return self.store or self.db
@@ -370,7 +377,12 @@ _SETTINGS: Final = (
         _at_least(0),
     ),
     _Setting("deposit_burst", "int", "play-money deposits a player may make at once", _at_least(1)),
-    _Setting("guest_balance", "int", "a new player's starting balance, minor units", _at_least(0)),
+    _Setting(
+        "guest_balance",
+        "int",
+        "a new player's starting play money, minor units (wallet internal only: 0 otherwise)",
+        _at_least(0),
+    ),
     _Setting("queue_size", "int", "per-table command queue length", _at_least(1)),
     _Setting(
         "send_buffer_total",

@@ -40,10 +40,10 @@ async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str,
         # A new guest is kept in memory only, with the play money they would get, until
         # they sit or deposit (the gateway's persist): hellos alone write nothing.
         session.persisted = False
-        balance = config.guest_balance
+        balance = config.welcome_balance
     else:
         await ctx.store.ensure_player(
-            ident.player_id, ident.name, config.guest_balance, guest=ident.guest
+            ident.player_id, ident.name, config.welcome_balance, guest=ident.guest
         )
         balance, _available = await ctx.money(ident.player_id)
     # Counted from here (over a cluster, against every process's), or refused

@@ -11,8 +11,10 @@
 - any other path without a WebSocket upgrade: 404; and while draining, an upgrade is
   refused with 503 so the client tries another process.
 
-Only ``GET`` and ``HEAD`` are answered (405 otherwise, with ``Allow``). This module
-decides no rule and never reads a player's data.
+Only ``GET`` and ``HEAD`` are answered (405 otherwise, with ``Allow``). Requests for
+``/operator/...`` (any method) never come here: the connection hands them to
+``server.net.operator_http`` before ``websockets`` reads them (it reads no body). This
+module decides no rule and never reads a player's data.
 """
 
 from __future__ import annotations

@@ -60,6 +60,13 @@ class Metrics:
             "Tables this process took or gave up (total)",
             registry=r,
         )
+        self.transfers = Counter(
+            "chemmy_transfers",
+            "Transfer API calls (docs/wallet.md §2), by kind (deposit, withdraw, balance) and"
+            " status (ok, duplicate, or the refusal's)",
+            ["kind", "status"],
+            registry=r,
+        )
         self.slow_clients = Counter(
             "chemmy_slow_clients", "Connections cut off for not keeping up", registry=r
         )

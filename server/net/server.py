@@ -30,13 +30,16 @@ Replies echo the command's ``id``: ``{"type": "ok", "id": ...}`` or ``{"type": "
 elsewhere in it still echoes a good ``id``). A table command's events are delivered before
 its reply, so a client sees its own move in ``seq`` order. The connection survives every
 refused command. The HTTP endpoints (health, readiness, metrics and the web table's files) are in
-``server.net.http``.
+``server.net.http``; the operator's API under ``/operator/v1/`` (the transfer API in
+``--wallet transfer``) is ``server.net.operator_api``, read off the same port by
+``server.net.operator_http``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import time
@@ -60,6 +63,7 @@ from server.table.events import Event
 from server.wallet.base import Wallet
 from server.wallet.courier import Courier
 
+from . import transfers
 from .auth import Authenticator, AuthError
 from .config import ServerConfig
 from .handlers import HANDLERS, Continuation, hello
@@ -68,6 +72,7 @@ from .hub import Hub, send_now
 from .limits import Limits, LineKey, Lines, client_address
 from .lobby import Lobby, SharedLobby
 from .metrics import Metrics
+from .operator_api import OperatorAPI, OperatorAuth
 from .session import Bucket, GatewayConnection, Session
 from .shared_limits import SharedLimits
 
@@ -127,6 +132,10 @@ class ChemmyServer:
         self.sessions: dict[int, Session] = {}
         self.lines = Lines()
         self.endpoints = Endpoints(self.metrics, self._not_ready, config.origins)
+        #: ``/operator/v1/`` (server.net.operator_api): the transfer API in transfer mode.
+        self.operator_api = OperatorAPI(OperatorAuth(config.operator_key, auth))
+        if config.wallet == "transfer":
+            transfers.install(self.operator_api, self)
         self._pending: dict[int, _Pending] = {}
         #: Tables this gateway saw close (their ``closed`` event), until watched again:
         #: a command for one is answered ``no_table`` here, whoever owned it.
@@ -162,7 +171,10 @@ class ChemmyServer:
             self.config.port,
             subprotocols=SUBPROTOCOLS,  # type: ignore[arg-type]
             select_subprotocol=_select_subprotocol,
-            create_connection=GatewayConnection,
+            # (partial: websockets types it as the class; it only calls it)
+            create_connection=functools.partial(  # type: ignore[arg-type]
+                GatewayConnection, operator=self.operator_api.respond
+            ),
             process_request=self.endpoints.respond,
             origins=_origins(self.config.origins),
             max_size=self.config.max_frame,
@@ -182,6 +194,11 @@ class ChemmyServer:
         await self._server.start_serving()
         self._watchdog = asyncio.create_task(self._watch_slow_clients())
         log.info("listening on ws://%s:%d", self.config.host, self.port)
+        if self.config.wallet == "transfer" and not self.operator_api.auth.enabled:
+            log.warning(
+                "--wallet transfer without --operator-key or a JWT key: nobody can call "
+                "the transfer API (/operator/ answers 404)"
+            )
 
     async def _open_tables(self) -> None:
         await self.store.open()
@@ -450,7 +467,7 @@ class ChemmyServer:
         assert session.identity is not None
         ident = session.identity
         await self.store.ensure_player(
-            ident.player_id, ident.name, self.config.guest_balance, guest=True
+            ident.player_id, ident.name, self.config.welcome_balance, guest=True
         )
         session.persisted = True
 
@@ -458,8 +475,20 @@ class ChemmyServer:
         """:meth:`money` of a session's player (a guest not yet stored has the play money
         they will get)."""
         if not session.persisted:
-            return self.config.guest_balance, self.config.guest_balance
+            return self.config.welcome_balance, self.config.welcome_balance
         return await self.money(session.player)
+
+    def refresh_player(self, player: str) -> None:
+        """A player's money moved outside a table (the operator's transfer): each table
+        they watch from this gateway reads their balance again, for what it shows."""
+        done: set[str] = set()
+        for session in list(self.sessions.values()):
+            if session.identity is None or session.player != player:
+                continue
+            for table in session.tables - done:
+                done.add(table)
+                with contextlib.suppress(ChemmyError):
+                    self.relay(session, table, "refresh")
 
     async def money(self, player: str) -> tuple[int, int]:
         """``(balance, available)`` as the store has them: ``available`` is the player's

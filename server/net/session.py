@@ -27,6 +27,7 @@ from websockets.frames import Frame, Opcode
 from websockets.server import ServerProtocol
 
 from .auth import Identity
+from .operator_http import OperatorExchange, Responder, sniff
 
 __all__ = ["REFUSALS_BURST", "REFUSALS_RATE", "Bucket", "GatewayConnection", "Session"]
 
@@ -101,7 +102,8 @@ class Session:
 
 
 class GatewayConnection(ServerConnection):
-    """``websockets``' server connection, with its pings counted.
+    """``websockets``' server connection, with its pings counted, and the operator's
+    HTTP requests taken over.
 
     The Sans-I/O protocol answers a ping with a pong inside ``recv_frame`` (RFC 6455
     §5.5.2: "MUST send a Pong"), so nothing above it can refuse one: 75,000 pings a
@@ -110,10 +112,27 @@ class GatewayConnection(ServerConnection):
     session's rate limit once the connection is open), a ping it refuses is dropped,
     unanswered, as a message over the limit is refused. A peer that keeps on is cut off
     by the gateway like any flood.
+
+    Given an ``operator`` responder, it looks at the first bytes the client sends
+    (``server.net.operator_http.sniff``): a request for ``/operator/...`` is read and
+    answered by an :class:`~server.net.operator_http.OperatorExchange` (:attr:`exchange`)
+    and never reaches the WebSocket protocol, whose handshake then ends quietly when the
+    connection closes; anything else is fed to the protocol as it came.
     """
 
-    def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        protocol: ServerProtocol,
+        *args: Any,
+        operator: Responder | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(protocol, *args, **kwargs)
+        self.operator = operator
+        #: The operator request this connection was taken over for, if it was.
+        self.exchange: OperatorExchange | None = None
+        self._sniffing = operator is not None
+        self._head = b""
         #: Asked for every ping received; False drops the ping.
         self.allow_ping: Callable[[], bool] | None = None
         answer = protocol.recv_frame
@@ -125,3 +144,35 @@ class GatewayConnection(ServerConnection):
             answer(frame)
 
         protocol.recv_frame = recv_frame  # type: ignore[method-assign]
+
+    # -- the operator's HTTP requests (server.net.operator_http) --------------------------
+    def data_received(self, data: bytes) -> None:
+        if self.exchange is not None:
+            self.exchange.feed(data)
+            return
+        if not self._sniffing:
+            super().data_received(data)
+            return
+        head = self._head + data
+        decided = sniff(head)
+        if decided is None:
+            self._head = head
+            return
+        self._sniffing, self._head = False, b""
+        if decided and self.operator is not None:
+            peer = self.transport.get_extra_info("peername")
+            client = str(peer[0]) if isinstance(peer, tuple) and peer else "-"
+            self.exchange = OperatorExchange(self.transport, self.operator, client)
+            self.exchange.start(head)
+        else:
+            super().data_received(head)
+
+    def eof_received(self) -> bool | None:  # type: ignore[override]
+        if self.exchange is not None:
+            self.exchange.feed_eof()
+            return True  # the exchange closes the connection once it has answered
+        if self._sniffing and self._head:
+            self._sniffing, head, self._head = False, self._head, b""
+            super().data_received(head)
+        super().eof_received()
+        return None

@@ -89,7 +89,7 @@ def table_command(kind: str) -> TableHandler:
             # A guest not yet stored: the table's owner stores them once the sit is
             # allowed (a refused sit writes nothing).
             assert session.identity is not None
-            guest = {"name": session.identity.name, "funds": ctx.config.guest_balance}
+            guest = {"name": session.identity.name, "funds": ctx.config.welcome_balance}
             args[GUEST_FIELD] = guest
             answer = then
 
@@ -149,7 +149,7 @@ async def join(ctx: TablesContext, session: Session, mid: Any, fields: dict[str,
         else:
             if not session.persisted and isinstance(snapshot, dict) and "you" in snapshot:
                 # A guest not yet in the store: the play money they will get at their seat.
-                money = ctx.config.guest_balance
+                money = ctx.config.welcome_balance
                 snapshot["you"] = {**snapshot["you"], "balance": money, "available": money}
             ctx.ok(session, mid, table=tid, resumed=False, seq=seq, snapshot=snapshot)
         session.tables.add(tid)

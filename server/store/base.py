@@ -102,6 +102,7 @@ __all__ = [
     "StoreUnavailable",
     "TableRow",
     "check_balance",
+    "check_currency",
     "check_entry",
     "check_event",
     "check_row",
@@ -329,6 +330,16 @@ class Store(Protocol):
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:
         """The newest ``limit`` entries (touching ``account`` if given), newest first."""
 
+    # -- a player's currency (docs/wallet.md §2, the transfer API) -----------------------
+    async def player_currency(self, player_id: str) -> str | None:
+        """The currency fixed for ``player_id``'s money (an ISO 4217 code), or ``None``
+        while none is (their first transfer fixes it)."""
+
+    async def set_player_currency(self, player_id: str, currency: str) -> str:
+        """Fix ``player_id``'s currency to ``currency`` unless one is fixed already
+        (atomically: of two concurrent calls, one wins), and return the one stored. A
+        currency is never changed once fixed."""
+
     async def audit(self) -> dict[str, Any]:
         """``{"sum", "ledger_matches", "entries", "holds_ok", "problems"}``: the sum of
         every balance (always 0), whether each balance equals its ledger sum, the number
@@ -410,6 +421,18 @@ def check_balance(account: str, balance: int) -> None:
         raise Overdrawn(f"{account} would be overdrawn by {-balance}")
     if not MIN_BALANCE <= balance <= MAX_AMOUNT:
         raise StoreError(f"{account}'s balance would leave the range of ±(2**53 - 1)")
+
+
+def check_currency(player_id: object, currency: object) -> None:
+    """Refuse a player's currency no store may hold: a player id and three capital
+    letters (the shape of an ISO 4217 code; whether the code exists is the caller's to
+    check, with babel)."""
+    if not isinstance(player_id, str) or not player_id:
+        raise StoreError("a currency is kept for a player id")
+    if not isinstance(currency, str) or not (
+        len(currency) == 3 and currency.isascii() and currency.isalpha() and currency.isupper()
+    ):
+        raise StoreError("a currency is an ISO 4217 code: three capital letters")
 
 
 def welcome_entry(player_id: str, amount: int) -> Entry:

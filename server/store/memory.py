@@ -29,6 +29,7 @@ from server.store.base import (
     TableRow,
     audit_report,
     check_balance,
+    check_currency,
     check_due_kinds,
     check_due_time,
     check_entry,
@@ -94,6 +95,7 @@ class MemoryStore:
         self._calls: dict[str, tuple[int, str]] = {}
         self._call_seq = 0
         self._pending: dict[str, None] = {}  # the due index: the pending calls' ids
+        self._currencies: dict[str, str] = {}  # player -> ISO 4217 code (transfer API)
 
     def __repr__(self) -> str:
         return "MemoryStore()"
@@ -318,6 +320,16 @@ class MemoryStore:
         if not isinstance(name, str) or not name or not 16 <= nbytes <= 1024:
             raise StoreError("a secret has a name and 16 to 1024 bytes")
         return self._secrets.setdefault(name, secrets.token_bytes(nbytes))
+
+    # -- a player's currency ----------------------------------------------------------
+    async def player_currency(self, player_id: str) -> str | None:
+        self._check_open()
+        return self._currencies.get(player_id)
+
+    async def set_player_currency(self, player_id: str, currency: str) -> str:
+        self._check_open()
+        check_currency(player_id, currency)
+        return self._currencies.setdefault(player_id, currency)
 
     # -- checking --------------------------------------------------------------------
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:

@@ -60,6 +60,7 @@ from server.store.base import (
     StoreUnavailable,
     TableRow,
     audit_report,
+    check_currency,
     check_due_kinds,
     check_due_time,
     check_entry,
@@ -720,6 +721,23 @@ class RedisStore:
         if value is None:
             raise StoreUnavailable(f"the secret {name!r} was not kept")
         return bytes(value)
+
+    # -- a player's currency ----------------------------------------------------------
+    async def player_currency(self, player_id: str) -> str | None:
+        with self._translated():
+            found = await self._redis().hget(self._key("currencies"), player_id)
+        return None if found is None else _text(found)
+
+    async def set_player_currency(self, player_id: str, currency: str) -> str:
+        check_currency(player_id, currency)
+        with self._translated():
+            redis = self._redis()
+            # Set once (HSETNX) and never changed: the value read after is the one kept.
+            await redis.hsetnx(self._key("currencies"), player_id, currency)
+            found = await redis.hget(self._key("currencies"), player_id)
+        if found is None:
+            raise StoreUnavailable(f"the currency of {player_id!r} was not kept")
+        return _text(found)
 
     # -- checking --------------------------------------------------------------------
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:

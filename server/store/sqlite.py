@@ -58,6 +58,7 @@ from server.store.base import (
     TableRow,
     audit_report,
     check_balance,
+    check_currency,
     check_due_kinds,
     check_due_time,
     check_entry,
@@ -182,6 +183,14 @@ _WALLET_CALLS: Final = (
     " BEGIN SELECT RAISE (ABORT, 'a wallet call changes only in its progress'); END",
     "CREATE TRIGGER IF NOT EXISTS wallet_calls_no_delete BEFORE DELETE ON wallet_calls"
     " BEGIN SELECT RAISE (ABORT, 'wallet calls are kept'); END",
+)
+
+#: A player's currency (the transfer API, docs/wallet.md §2). A table only added, created
+#: if missing on every open: a version 2 file made before it gains it, and a server that
+#: does not know it never reads it, so the schema's version stays 2.
+_CURRENCIES: Final = (
+    "CREATE TABLE IF NOT EXISTS player_currencies"
+    " (player_id TEXT PRIMARY KEY, currency TEXT NOT NULL) WITHOUT ROWID",
 )
 
 #: Columns version 2 adds to version 1 tables.
@@ -358,6 +367,8 @@ class SQLiteStore:
                 for statement in _VERSION_2:
                     db.execute(statement)
                 for statement in _WALLET_CALLS:
+                    db.execute(statement)
+                for statement in _CURRENCIES:
                     db.execute(statement)
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except (sqlite3.Error, StoreError) as exc:
@@ -679,6 +690,32 @@ class SQLiteStore:
                     "SELECT value FROM secrets WHERE name = ?", (name,)
                 ).fetchone()
                 return bytes(value)
+
+        return await self._run(job)
+
+    # -- a player's currency ----------------------------------------------------------
+    async def player_currency(self, player_id: str) -> str | None:
+        def job(db: sqlite3.Connection) -> str | None:
+            found = db.execute(
+                "SELECT currency FROM player_currencies WHERE player_id = ?", (player_id,)
+            ).fetchone()
+            return None if found is None else str(found[0])
+
+        return await self._run(job)
+
+    async def set_player_currency(self, player_id: str, currency: str) -> str:
+        check_currency(player_id, currency)
+
+        def job(db: sqlite3.Connection) -> str:
+            with self._transaction(db):
+                db.execute(
+                    "INSERT OR IGNORE INTO player_currencies (player_id, currency) VALUES (?, ?)",
+                    (player_id, currency),
+                )
+                (stored,) = db.execute(
+                    "SELECT currency FROM player_currencies WHERE player_id = ?", (player_id,)
+                ).fetchone()
+                return str(stored)
 
         return await self._run(job)
 

@@ -9,7 +9,8 @@ Every movement of money is an :class:`Entry`: ``amount`` minor units from accoun
   yet held: always exactly the chips on the felt there (§7 "placed chips already count
   against the balance"); never negative;
 - ``held:<table>``: wagers held while a coup is dealt (§7);
-- ``house``: the house result; ``cashier``: where play-money deposits come from.
+- ``house``: the house result; ``cashier``: where play-money deposits come from;
+  ``operator``: where the operator's transfers come from and go to (``--wallet transfer``).
 
 Since every entry debits one account and credits another, the sum of all balances is
 always zero: that is the conservation law the tests assert. A player's money is
@@ -33,6 +34,7 @@ from typing import Protocol
 __all__ = [
     "CASHIER",
     "HOUSE",
+    "OPERATOR",
     "DuplicateEntry",
     "Entry",
     "InsufficientFunds",
@@ -45,6 +47,9 @@ __all__ = [
 
 HOUSE = "house"
 CASHIER = "cashier"
+#: The other side of the operator's transfers in and out (docs/wallet.md §2): it goes
+#: below zero by what the operator moved in.
+OPERATOR = "operator"
 _NEVER_NEGATIVE = ("player:", "stake:")
 
 

@@ -706,6 +706,36 @@ async def test_ledger_keys_never_collide(store: Store) -> None:
     assert [e.key for e in await store.ledger(f"player:{odd}")] == [odd]
 
 
+# -- a player's currency (the transfer API) -------------------------------------------
+
+
+async def test_a_players_currency_is_fixed_once(store: Store) -> None:
+    """docs/wallet.md §2: the first transfer fixes a player's currency, for good."""
+    assert await store.player_currency("ann") is None
+    assert await store.set_player_currency("ann", "EUR") == "EUR"
+    assert await store.set_player_currency("ann", "EUR") == "EUR"
+    assert await store.set_player_currency("ann", "USD") == "EUR"  # kept, not changed
+    assert await store.player_currency("ann") == "EUR"
+    assert await store.player_currency("bob") is None  # one player's, not everyone's
+    assert await store.set_player_currency("bob", "JPY") == "JPY"
+    for bad in ("eur", "EURO", "", "E1R", 978, None):
+        with pytest.raises(StoreError):
+            await store.set_player_currency("cid", bad)  # type: ignore[arg-type]
+    with pytest.raises(StoreError):
+        await store.set_player_currency("", "EUR")
+    assert await store.player_currency("cid") is None
+    # It moves no money and writes no ledger entry.
+    assert await store.audit() == CLEAN | {"entries": 0}
+
+
+async def test_concurrent_first_currencies_agree(store: Store) -> None:
+    """Two first transfers at once in two currencies: one wins, both are told which."""
+    got = await asyncio.gather(
+        *(store.set_player_currency("ann", code) for code in ("EUR", "USD", "GBP") * 5)
+    )
+    assert len(set(got)) == 1 and got[0] == await store.player_currency("ann")
+
+
 # -- SQLite only ---------------------------------------------------------------------------
 
 
@@ -1206,3 +1236,31 @@ async def test_sqlite_migrates_a_version_1_file(tmp_path: Path, clock: Clock) ->
         raw.close()
     with pytest.raises(StoreError, match="newer"):
         await SQLiteStore(path).open()
+
+
+async def test_sqlite_a_version_2_file_without_currencies_gains_them(tmp_path: Path) -> None:
+    """The currencies' table is only added: a version 2 file made before it (without the
+    table) is opened as it was, and gains it."""
+    path = tmp_path / "v2.sqlite3"
+    store = SQLiteStore(path)
+    await store.open()
+    await store.ensure_player("ann", "Ann", 500)
+    await store.close()
+    raw = sqlite3.connect(path)
+    raw.execute("DROP TABLE player_currencies")
+    raw.commit()
+    raw.close()
+    store = SQLiteStore(path)
+    await store.open()
+    try:
+        assert await store.player_money("ann") == (500, 500)
+        assert await store.player_currency("ann") is None
+        assert await store.set_player_currency("ann", "CHF") == "CHF"
+    finally:
+        await store.close()
+    reopened = SQLiteStore(path)
+    await reopened.open()
+    try:
+        assert await reopened.player_currency("ann") == "CHF"
+    finally:
+        await reopened.close()

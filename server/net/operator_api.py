@@ -1,0 +1,219 @@
+"""The operator's API under ``/operator/v1/``: one router, one authentication.
+
+Every request ``server.net.operator_http`` reads whole comes to
+:meth:`OperatorAPI.respond`, which
+
+1. answers ``404 {"status": "not_found"}`` to everything while the API is off (no
+   ``--operator-key`` and no JWT key: nobody could be let in);
+2. authenticates the caller (:class:`OperatorAuth`, docs/wallet.md §1): a
+   ``Chemmy-Signature`` under ``--operator-key``, or ``Authorization: Bearer <JWT>``
+   naming an operator (``Identity.is_operator``: one of ``--operator-players``, or a
+   ``roles`` claim holding ``"operator"``). Refused: ``401`` ``bad_signature``,
+   ``stale_signature`` or ``unauthorized`` (a missing, invalid or expired token), ``403``
+   ``forbidden`` (a valid token of a player who is not an operator);
+3. finds the route: ``404 not_found`` for a path with none, ``405
+   method_not_allowed`` (with ``Allow``) for another method;
+4. calls it. A route is ``async (OperatorCall) -> dict``: the dict is the ``200``
+   answer; it refuses by raising :class:`OperatorRefusal` (status, code, sentence). A
+   store that cannot be reached is ``503 store_unavailable``, any other store error
+   ``500 store_failed``.
+
+Adding a route is one line: ``api.add("GET", "/operator/v1/transactions", handler)``.
+Every refusal's body is ``{"status": <code>, "message": <a sentence>}``. Each call is
+logged once by ``operator_http`` (who, method, path, status); nothing here logs a body.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from server.store.base import StoreError, StoreUnavailable
+from server.wallet import signing
+
+from .auth import Authenticator, AuthError
+from .operator_http import HttpRequest, HttpResponse, error_response
+
+__all__ = [
+    "API_PREFIX",
+    "Caller",
+    "OperatorAPI",
+    "OperatorAuth",
+    "OperatorCall",
+    "OperatorRefusal",
+    "Route",
+]
+
+API_PREFIX: Final = "/operator/v1/"
+
+
+class OperatorRefusal(Exception):
+    """A refused operator call: HTTP ``http_status``, body ``{"status": code, "message"}``."""
+
+    def __init__(self, http_status: int, code: str, message: str) -> None:
+        super().__init__(f"{http_status} {code}: {message}")
+        self.http_status = http_status
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who made an operator call: ``how`` is ``"signature"`` (the operator's key) or
+    ``"token"`` (``name`` is then the token's ``sub``)."""
+
+    how: str
+    name: str
+
+    def __str__(self) -> str:
+        return "operator-key" if self.how == "signature" else f"token:{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorCall:
+    """One authenticated call, as a route sees it."""
+
+    request: HttpRequest
+    caller: Caller
+
+    def json(self) -> dict[str, Any]:
+        """The body as a JSON object; ``400 bad_request`` otherwise (not UTF-8, not
+        JSON, ``NaN``/``Infinity``, or not an object)."""
+        try:
+            value = json.loads(self.request.body.decode("utf-8"), parse_constant=_no_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise OperatorRefusal(400, "bad_request", "the body is not JSON") from None
+        if not isinstance(value, dict):
+            raise OperatorRefusal(400, "bad_request", "the body is a JSON object")
+        return value
+
+    def param(self, name: str) -> str:
+        """The query parameter ``name``, given once; ``400 bad_request`` otherwise."""
+        values = self.request.query.get(name, [])
+        if len(values) != 1:
+            raise OperatorRefusal(400, "bad_request", f"give {name}= once in the query")
+        return values[0]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+#: A route: the ``200`` answer's body, or an :class:`OperatorRefusal`.
+Route = Callable[[OperatorCall], Awaitable[Mapping[str, Any]]]
+
+
+class OperatorAuth:
+    """docs/wallet.md §1 for the operator's calls to Chemmy: a signature under ``key``
+    (``--operator-key``), or a bearer token ``tokens`` verifies that names an operator.
+    ``clock`` is the receiver's (Unix seconds)."""
+
+    def __init__(
+        self,
+        key: str | bytes | None,
+        tokens: Authenticator | None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.key = key.encode("utf-8") if isinstance(key, str) else key
+        self.tokens = tokens if tokens is not None and tokens.accepts_tokens else None
+        self.clock = clock
+
+    @property
+    def enabled(self) -> bool:
+        """Whether anyone could be let in."""
+        return self.key is not None or self.tokens is not None
+
+    def check(self, request: HttpRequest) -> Caller:
+        """Who made ``request``; raises :class:`OperatorRefusal` (401, 403)."""
+        signature = request.headers.get(signing.HEADER.lower())
+        bearer = _bearer(request.headers.get("authorization"))
+        if signature is not None and self.key is not None:
+            try:
+                signing.verify(
+                    self.key,
+                    signature,
+                    self.clock(),
+                    request.method,
+                    request.target,
+                    request.body,
+                )
+            except signing.SignatureError as exc:
+                raise OperatorRefusal(401, exc.status, exc.message) from None
+            return Caller("signature", "operator")
+        if bearer is not None and self.tokens is not None:
+            try:
+                identity = self.tokens.authenticate(bearer)
+            except AuthError as exc:
+                raise OperatorRefusal(401, "unauthorized", exc.message) from None
+            if not identity.is_operator:
+                raise OperatorRefusal(403, "forbidden", "the token's player is not an operator")
+            return Caller("token", identity.player_id)
+        if self.key is not None:
+            raise OperatorRefusal(
+                401, "bad_signature", f"sign the request ({signing.HEADER}, docs/wallet.md §1)"
+            )
+        raise OperatorRefusal(401, "unauthorized", "send Authorization: Bearer <operator token>")
+
+
+def _bearer(header: str | None) -> str | None:
+    if header is None:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    return (token.strip() or None) if scheme.lower() == "bearer" else None
+
+
+class OperatorAPI:
+    """The routes of ``/operator/v1/`` and the one way every call is answered."""
+
+    def __init__(self, auth: OperatorAuth) -> None:
+        self.auth = auth
+        #: path -> method -> route.
+        self.routes: dict[str, dict[str, Route]] = {}
+
+    def add(self, method: str, path: str, route: Route) -> None:
+        """Answer ``method path`` (a path under :data:`API_PREFIX`, no query) with
+        ``route``."""
+        if not path.startswith(API_PREFIX) or "?" in path:
+            raise ValueError(f"an operator route is a path under {API_PREFIX}")
+        methods = self.routes.setdefault(path, {})
+        if method in methods:
+            raise ValueError(f"{method} {path} has a route already")
+        methods[method] = route
+
+    async def respond(self, request: HttpRequest) -> HttpResponse:
+        """The answer to one request (``server.net.operator_http.Responder``)."""
+        if not self.auth.enabled:
+            return error_response(404, "not_found", "the operator API is off on this server")
+        try:
+            caller = self.auth.check(request)
+        except OperatorRefusal as refusal:
+            return error_response(refusal.http_status, refusal.code, refusal.message)
+        shown = str(caller)
+        methods = self.routes.get(request.path)
+        if methods is None:
+            return error_response(404, "not_found", "no operator call here", caller=shown)
+        route = methods.get(request.method)
+        if route is None:
+            allow = ", ".join(sorted(methods))
+            return error_response(
+                405, "method_not_allowed", f"this call takes {allow}", caller=shown, Allow=allow
+            )
+        try:
+            body = await route(OperatorCall(request, caller))
+        except OperatorRefusal as refusal:
+            return error_response(refusal.http_status, refusal.code, refusal.message, caller=shown)
+        except StoreUnavailable:
+            return error_response(
+                503,
+                "store_unavailable",
+                "the store cannot be reached now; try again with the same ids",
+                caller=shown,
+            )
+        except StoreError:
+            return error_response(
+                500, "store_failed", "the store refused the call; nothing was done", caller=shown
+            )
+        return HttpResponse(200, body, caller=shown)
