@@ -63,7 +63,7 @@ from server.table.events import Event
 from server.wallet.base import Wallet
 from server.wallet.courier import Courier
 
-from . import transfers
+from . import reconciliation, transfers
 from .auth import Authenticator, AuthError
 from .config import ServerConfig
 from .handlers import HANDLERS, Continuation, hello
@@ -136,6 +136,7 @@ class ChemmyServer:
         self.operator_api = OperatorAPI(OperatorAuth(config.operator_key, auth))
         if config.wallet == "transfer":
             transfers.install(self.operator_api, self)
+        reconciliation.install(self.operator_api, store)
         self._pending: dict[int, _Pending] = {}
         #: Tables this gateway saw close (their ``closed`` event), until watched again:
         #: a command for one is answered ``no_table`` here, whoever owned it.
