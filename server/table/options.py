@@ -102,9 +102,10 @@ def check_currency(code: object) -> str | None:
 def currency_decimals(code: str | None) -> int:
     """How many digits the minor units of ``code`` have (Babel's CLDR data): JPY 0,
     EUR 2, KWD 3; play money (``None``) 2."""
-    if code is None:
+    checked = check_currency(code)
+    if checked is None:
         return PLAY_MONEY_DECIMALS
-    return int(get_currency_precision(check_currency(code)))
+    return int(get_currency_precision(checked))
 
 
 def _bool(v: Any, name: str) -> bool:
