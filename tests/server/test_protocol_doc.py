@@ -705,7 +705,6 @@ async def play(net: Any) -> Recorder:
     await eve.refused("wrong_currency", "sit", table=t)
     await alice.call("create_table", table="euro", options={"name": "Salon €", "currency": "EUR"})
     await eve.call("tables")
-    await eve.join("euro")
     await alice.call("close_table", table="euro")
     await alice.join(quick)
     dee = await run.player("dee", "Dee")
