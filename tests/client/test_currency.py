@@ -122,6 +122,24 @@ def test_french_amounts_in_euros() -> None:
     assert parse_money("1 000,00 €", currency="EUR") == 100000
 
 
+def test_history_in_yen() -> None:
+    from client_cli.scripts import format_history
+
+    set_currency("JPY", 0)
+    row = {
+        "round_id": "yen-1-1",
+        "result": "Banker wins 7 to 5",
+        "player": ["5h", "Kd"],
+        "banker": ["7s", "Qc"],
+        "bets": {"player": 300},
+        "net": -300,
+        "balance_after": 99_700,
+    }
+    text = format_history({"player": "ken", "name": "Ken", "rounds": [row], "net": -300})
+    assert "Player ¥300" in text and "-¥300" in text and "¥99,700" in text
+    assert text.endswith("1 rounds, net -¥300")
+
+
 # ------------------------------------------------------------------ over a real server
 
 
