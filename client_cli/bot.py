@@ -73,7 +73,10 @@ def register(subparsers: Subparsers) -> None:
     )
     p.add_argument("--seed", type=int, metavar="S", help="random seed, for repeatable bots")
     p.add_argument(
-        "--unit", metavar="AMOUNT", help="the base bet in currency (default: the table minimum)"
+        "--unit",
+        metavar="AMOUNT",
+        help="the base bet in the bots' currency, as the hello reply says (play money for "
+        "guests: 12.50; no decimals in JPY) (default: the table minimum)",
     )
     p.add_argument(
         "--squeeze",
@@ -181,6 +184,9 @@ class Bot:
     unit: int | None = None
     squeeze_rate: float = 0.3
     token: str | None = None
+    #: ``--unit`` as typed: read again, after hello, in the bot's currency (JPY: no
+    #: decimals), which gives :attr:`unit`.
+    unit_text: str | None = None
 
     def __post_init__(self) -> None:
         self.report = BotReport(self.name, None)
@@ -201,6 +207,7 @@ class Bot:
         """Play until done; always report, even after an error."""
         from client_cli.connection import Connection, ConnectionLost, ServerError
         from client_cli.model import TableModel
+        from client_cli.money import parse_money
 
         conn = Connection(
             self.url,
@@ -214,6 +221,12 @@ class Bot:
             hello = await conn.start()
             self.report.player = conn.player
             self.report.start_balance = int(hello.get("balance") or 0)
+            if self.unit_text is not None:
+                try:
+                    self.unit = parse_money(self.unit_text)  # in the hello's currency
+                except ValueError as exc:
+                    self.report.error = f"--unit: {exc}"
+                    return self.report
             self.model = TableModel(me=conn.player)
             await conn.join(self.table)
             await self._act("sit")
@@ -418,6 +431,7 @@ def make_bots(args: argparse.Namespace, url: str) -> list[Bot]:
             shoes=args.shoes,
             rng=random.Random(f"{seed}-{i}"),
             unit=unit,
+            unit_text=args.unit,
             squeeze_rate=args.squeeze,
         )
         for i in range(args.count)

@@ -24,7 +24,8 @@ progress. A guest keeps it too: the server's hello reply hands a guest a ``resum
 token, which the next hello presents; only when that is refused (the server was
 restarted, or a day passed) does the guest come back as a new player from a snapshot.
 
-Money is never touched here; the connection moves plain messages.
+Money is never touched here; the connection moves plain messages (the hello reply's
+``currency`` only sets how the client shows amounts: :func:`client_cli.money.set_currency`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
+from client_cli.money import set_currency
 from server.protocol.codec import MSGPACK, decode, encode
 from server.protocol.errors import ProtocolError
 
@@ -374,6 +376,8 @@ class Connection:
                 del hello["resume"]  # the server forgot us: come back as a new guest
                 reply = await self._request_on(ws, "hello", hello, timeout=self.open_timeout)
             self.identity = reply
+            # Every amount from now on in the player's currency (play money: none).
+            set_currency(reply.get("currency"), reply.get("decimals"))
             t0 = time.time()
             with contextlib.suppress(ServerError, ConnectionLost):
                 pong = await self._request_on(ws, "ping", {}, timeout=self.open_timeout)

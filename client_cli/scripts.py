@@ -2,14 +2,17 @@
 
 * ``chemmy tables``: the lobby: every table with its limits, seats taken and phase;
 * ``chemmy balance``: your balance and what is available to bet;
-* ``chemmy deposit AMOUNT``: add play money (AMOUNT in currency, ``25`` or ``12.50``;
-  ``--key K`` makes a retried deposit count once);
+* ``chemmy deposit AMOUNT``: add money (AMOUNT in the player's currency, as the hello
+  reply says: ``25`` or ``12.50`` of play money, no decimals in JPY; ``--key K`` makes a
+  retried deposit count once);
 * ``chemmy history``: your last rounds (up to 100) and their net result.
 
 Each connects (``--url``, default ``ws://127.0.0.1:8765`` or ``$CHEMMY_URL``), says
 hello with ``--token``/``$CHEMMY_TOKEN`` or as a guest, asks, prints and closes. A
 guest is a new player on every connection, so ``balance`` and ``history`` of a lasting
 identity need a token. :func:`fetch_shoe_record` serves ``chemmy verify --table T``.
+Every amount printed is in the player's currency (:mod:`client_cli.money`, set by the
+hello; play money for guests), and the lobby lists only that currency's tables.
 
 Exit status: 0 done; 1 the server refused or could not be reached; 2 a usage error.
 """
@@ -225,10 +228,12 @@ def format_balance(r: dict[str, Any]) -> str:
 def run_deposit(args: argparse.Namespace) -> int:
     from client_cli.money import parse_money
 
-    try:
-        amount = parse_money(args.amount)
+    try:  # a first look, as play money: read again once the currency is known
+        amount = parse_money(args.amount, currency=None)
     except ValueError as exc:
-        raise CliError(f"deposit: {exc}") from None
+        if "decimals" not in str(exc):  # (three are fine in KWD)
+            raise CliError(f"deposit: {exc}") from None
+        amount = 1
     if amount <= 0:
         raise CliError(f"deposit: the amount must be positive, not {args.amount!r}")
     key = args.key or f"cli-{uuid.uuid4().hex}"
@@ -237,6 +242,11 @@ def run_deposit(args: argparse.Namespace) -> int:
     _note_guest(args)
 
     async def deposit(conn: Connection) -> dict[str, Any]:
+        nonlocal amount
+        try:  # again, in the player's currency (the hello's): no decimals in JPY
+            amount = parse_money(args.amount)
+        except ValueError as exc:
+            raise CliError(f"deposit: {exc}") from None
         reply = await conn.request("deposit", amount=amount, mid=key)
         return {
             "player": conn.player,

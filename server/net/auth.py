@@ -13,6 +13,16 @@ or RS256, from a PEM file). The claims used:
 - ``language`` (optional): the player's language, a BCP 47 tag such as ``"fr"`` or
   ``"de-CH"`` (:data:`LANGUAGE_TAG`); the server only passes it on, in the ``hello``
   reply, for the client to choose its words (docs/embedding.md "Languages");
+- ``currency`` (optional): the player's money, an ISO 4217 code Babel knows (``"EUR"``,
+  ``"JPY"``; :func:`server.table.options.check_currency`); without one the player plays
+  with play money, as every guest does. A player joins only the tables of their
+  currency, and the lobby shows them only those;
+- ``jurisdiction`` (optional): where the operator licenses the player's play, an
+  ISO 3166 region (``"MT"``, ``"GB"``, or a subdivision such as ``"US-NJ"``);
+- ``brand`` (optional): which of the operator's sites the player came from, 1-64 of
+  ``A-Z a-z 0-9 _ . : -``;
+- ``return_url`` (optional): where the player goes back to on leaving, an ``http`` or
+  ``https`` URL of at most 2048 characters;
 - ``exp`` (required unless configured otherwise), ``iss``/``aud`` when configured;
   ``exp``, ``nbf`` and ``iat`` are whole seconds (JSON integers from 0 to 2^53 - 1: not a
   string, not ``1e300``); clocks may differ by :data:`DEFAULT_LEEWAY` seconds.
@@ -39,8 +49,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
+from urllib.parse import urlsplit
 
 import jwt
+from babel import Locale
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed448, ed25519, rsa
 
@@ -48,6 +60,7 @@ from server.net.config import JWT_ALGORITHMS, MIN_SECRET_BYTES, ConfigError
 from server.protocol.errors import ChemmyError
 from server.protocol.text import clean_text
 from server.table.commands import CROUPIER
+from server.table.options import OptionsError, check_currency
 
 if TYPE_CHECKING:
     from server.net.config import ServerConfig
@@ -63,7 +76,11 @@ __all__ = [
     "Identity",
     "clean_name",
     "guest_identity",
+    "is_brand",
+    "is_currency_code",
+    "is_jurisdiction",
     "is_language_tag",
+    "is_return_url",
     "is_valid_player_id",
     "make_token",
 ]
@@ -87,6 +104,10 @@ _ROLE = re.compile(r"[A-Za-z0-9_.:-]{1,32}")
 #: to four subtags (``fr``, ``de-CH``, ``zh-Hant-TW``); 35 characters at most.
 LANGUAGE_TAG: Final = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,4}")
 MAX_LANGUAGE_LEN: Final = 35
+_BRAND = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+#: A jurisdiction: an ISO 3166-1 region, then maybe an ISO 3166-2 subdivision (``US-NJ``).
+_JURISDICTION = re.compile(r"([A-Z]{2})(?:-[A-Z0-9]{1,3})?")
+MAX_URL_LEN: Final = 2048
 
 
 class AuthError(ChemmyError):
@@ -125,6 +146,11 @@ class Identity:
     roles: frozenset[str] = field(default_factory=frozenset)
     guest: bool = False
     language: str | None = None  # the token's ``language`` claim: a BCP 47 tag
+    #: The token's ``currency`` claim (ISO 4217); None: play money (every guest's).
+    currency: str | None = None
+    jurisdiction: str | None = None  # the token's ``jurisdiction`` claim (ISO 3166)
+    brand: str | None = None  # the token's ``brand`` claim
+    return_url: str | None = None  # the token's ``return_url`` claim: http(s)
 
     def __post_init__(self) -> None:
         if not is_valid_player_id(self.player_id):
@@ -135,6 +161,16 @@ class Identity:
             raise ValueError("a guest has no roles")
         if self.language is not None and not is_language_tag(self.language):
             raise ValueError("invalid language tag")
+        for value, valid, what in (
+            (self.currency, is_currency_code, "currency"),
+            (self.jurisdiction, is_jurisdiction, "jurisdiction"),
+            (self.brand, is_brand, "brand"),
+            (self.return_url, is_return_url, "return_url"),
+        ):
+            if value is not None and not valid(value):
+                raise ValueError(f"invalid {what}")
+        if self.guest and self.currency is not None:
+            raise ValueError("a guest plays with play money")
 
     @property
     def is_operator(self) -> bool:
@@ -149,6 +185,54 @@ def is_language_tag(value: object) -> TypeGuard[str]:
         and len(value) <= MAX_LANGUAGE_LEN
         and LANGUAGE_TAG.fullmatch(value) is not None
     )
+
+
+def is_currency_code(value: object) -> TypeGuard[str]:
+    """A ``currency`` claim: an ISO 4217 code Babel knows (``"EUR"``)."""
+    try:
+        return isinstance(value, str) and check_currency(value) is not None
+    except OptionsError:
+        return False
+
+
+def is_jurisdiction(value: object) -> TypeGuard[str]:
+    """A ``jurisdiction`` claim: a known ISO 3166-1 region (CLDR's, through Babel),
+    maybe with an ISO 3166-2 subdivision: ``"MT"``, ``"GB"``, ``"US-NJ"``."""
+    if not isinstance(value, str):
+        return False
+    m = _JURISDICTION.fullmatch(value)
+    return m is not None and m[1] != "ZZ" and m[1] in _regions()
+
+
+def _regions() -> frozenset[str]:
+    global _REGIONS
+    if _REGIONS is None:
+        codes = Locale("en").territories
+        _REGIONS = frozenset(c for c in codes if isinstance(c, str) and len(c) == 2)
+    return _REGIONS
+
+
+_REGIONS: frozenset[str] | None = None
+
+
+def is_brand(value: object) -> TypeGuard[str]:
+    """A ``brand`` claim: 1-64 of ``A-Z a-z 0-9 _ . : -``."""
+    return isinstance(value, str) and _BRAND.fullmatch(value) is not None
+
+
+def is_return_url(value: object) -> TypeGuard[str]:
+    """A ``return_url`` claim: an ``http``/``https`` URL with a host, at most
+    :data:`MAX_URL_LEN` characters, no space or control character."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_URL_LEN:
+        return False
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        return False
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def guest_identity(name: str | None = None) -> Identity:
@@ -393,7 +477,24 @@ class Authenticator:
         language = claims.get("language")
         if language is not None and not is_language_tag(language):
             raise AuthError("bad_token", "the token's language is not a language tag")
-        return Identity(player_id, name, frozenset(granted), guest=False, language=language)
+        extra: dict[str, Any] = {}
+        for claim, valid, what in _OPERATOR_CLAIMS:
+            value = claims.get(claim)
+            if value is not None and not valid(value):
+                raise AuthError("bad_token", f"the token's {claim} is not {what}")
+            extra[claim] = value
+        return Identity(
+            player_id, name, frozenset(granted), guest=False, language=language, **extra
+        )
+
+
+#: The operator's claims about the player's play, each with its check and what it is.
+_OPERATOR_CLAIMS: Final = (
+    ("currency", is_currency_code, "an ISO 4217 currency code"),
+    ("jurisdiction", is_jurisdiction, "an ISO 3166 region"),
+    ("brand", is_brand, "a brand name (1-64 of A-Z a-z 0-9 _ . : -)"),
+    ("return_url", is_return_url, "an http(s) URL"),
+)
 
 
 def _check_times(claims: Mapping[str, Any], now: float, leeway: float, whose: str) -> None:
@@ -446,6 +547,10 @@ def make_token(
     issuer: str | None = None,
     audience: str | None = None,
     language: str | None = None,
+    currency: str | None = None,
+    jurisdiction: str | None = None,
+    brand: str | None = None,
+    return_url: str | None = None,
 ) -> str:
     """A player token, for operators' tools and tests.
 
@@ -470,6 +575,16 @@ def make_token(
         if not is_language_tag(language):
             raise ValueError("invalid language tag")
         claims["language"] = language
+    for claim, value, (_, valid, _what) in zip(
+        ("currency", "jurisdiction", "brand", "return_url"),
+        (currency, jurisdiction, brand, return_url),
+        _OPERATOR_CLAIMS,
+        strict=True,
+    ):
+        if value is not None:
+            if not valid(value):
+                raise ValueError(f"invalid {claim}")
+            claims[claim] = value
     key = secret_or_private_key
     if isinstance(key, str) and alg not in _HMAC:
         key = key.encode("utf-8")

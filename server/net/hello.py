@@ -5,7 +5,9 @@ The identity comes from the authenticator's one entry point
 to the store (a new one is funded with the welcome balance), a new guest only once they
 sit or deposit; the reply carries the balance, and for a guest a resume token that
 brings them back to the same seat, and the token's ``language`` claim (``null`` when
-there is none, and for guests) for the client to choose its words in.
+there is none, and for guests) for the client to choose its words in, and the token's
+``currency`` (``null``: play money, as for every guest) with its ``decimals``, for the
+client to show every amount in.
 
 A player has at most ``max_connections_per_player`` connections that said hello
 (``too_many_connections`` beyond; over a cluster, on all the processes together); how
@@ -17,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from server.protocol.errors import Refused
+from server.table.options import currency_decimals
 
 if TYPE_CHECKING:
     from .context import HelloContext
@@ -61,5 +64,7 @@ async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str,
         roles=sorted(ident.roles),
         balance=balance,
         language=ident.language,
+        currency=ident.currency,
+        decimals=currency_decimals(ident.currency),
         server="chemmy/1",
     )

@@ -31,6 +31,9 @@ class Lobby(Protocol):
     async def has(self, table: str) -> bool:
         """Whether ``table`` is open."""
 
+    async def line(self, table: str) -> dict[str, Any] | None:
+        """``table``'s summary line (its currency among the rest), or None: not open."""
+
 
 class LocalLobby:
     """Every table runs in this process."""
@@ -43,6 +46,10 @@ class LocalLobby:
 
     async def has(self, table: str) -> bool:
         return self.croupier.has(table)
+
+    async def line(self, table: str) -> dict[str, Any] | None:
+        actor = self.croupier.actors.get(table)
+        return None if actor is None else actor.summary()
 
 
 class SharedLobby:
@@ -72,10 +79,14 @@ class SharedLobby:
         return [lines[t] for t in sorted(lines, key=_table_order)]
 
     async def has(self, table: str) -> bool:
-        if table in await self._lines():
-            return True
-        self.stale()  # created a moment ago elsewhere? look once more
-        return table in await self._lines()
+        return await self.line(table) is not None
+
+    async def line(self, table: str) -> dict[str, Any] | None:
+        found = (await self._lines()).get(table)
+        if found is None:
+            self.stale()  # created a moment ago elsewhere? look once more
+            found = (await self._lines()).get(table)
+        return found
 
 
 def _table_order(table: str) -> tuple[int, str]:

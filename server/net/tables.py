@@ -8,6 +8,12 @@ names, so the client sees every event after its snapshot exactly once. Chat is n
 table event: it is fanned out by the hub to everyone watching, and not stored; its text
 passes the same check as names (``server.protocol.text``: no control, bidi or zero-width
 character reaches a watcher's screen).
+
+Currencies: a table plays in one currency (its lobby line's ``currency``; ``None``: play
+money) and a player in theirs (their token's, :class:`~server.net.auth.Identity`; every
+guest plays with play money). The lobby shows a player only the tables of their currency,
+and ``join`` and ``sit`` at a table of another one are refused ``wrong_currency`` here,
+before anything reaches the table.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from server.croupier.actor import GUEST_FIELD
-from server.protocol.errors import ProtocolError, Refused, no_table
+from server.protocol.errors import ProtocolError, Refused, no_table, wrong_currency
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
 from server.store.base import StoreError
@@ -58,6 +64,24 @@ async def _known(ctx: TablesContext, tid: str) -> str:
     return tid
 
 
+async def _same_currency(ctx: TablesContext, session: Session, tid: str) -> str:
+    """``tid`` if it is open and plays in the player's currency: else ``no_table`` or
+    ``wrong_currency``."""
+    line = await ctx.lobby.line(tid)
+    if line is None:
+        raise no_table(tid)
+    yours = _currency(session)
+    if line.get("currency") != yours:
+        raise wrong_currency(tid, line.get("currency"), yours)
+    return tid
+
+
+def _currency(session: Session) -> str | None:
+    """The player's currency (``None``: play money)."""
+    assert session.identity is not None
+    return session.identity.currency
+
+
 async def _joined(ctx: TablesContext, session: Session, tid: str) -> str:
     if tid not in session.tables:
         await _known(ctx, tid)
@@ -82,6 +106,8 @@ def table_command(kind: str) -> TableHandler:
     table's owner, and the owner's reply is the client's."""
 
     async def relay(ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+        if kind == "sit":  # (before not_joined: joining would be refused too)
+            await _same_currency(ctx, session, fields["table"])
         tid = await _joined(ctx, session, fields["table"])
         args = {k: v for k, v in fields.items() if k != "table"}
         then = _answer(ctx, session, mid)
@@ -104,13 +130,15 @@ def table_command(kind: str) -> TableHandler:
 
 
 async def lobby(ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-    ctx.ok(session, mid, tables=await ctx.lobby.tables())
+    yours = _currency(session)
+    lines = [line for line in await ctx.lobby.tables() if line.get("currency") == yours]
+    ctx.ok(session, mid, tables=lines)
 
 
 async def join(ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     """Join a table: the reply carries a snapshot, or with ``since`` (a resume) the events
     missed since then, from this process's recent log or else the table's stored log."""
-    tid = await _known(ctx, fields["table"])
+    tid = await _same_currency(ctx, session, fields["table"])
     since = fields.get("since")
     player = session.player
 

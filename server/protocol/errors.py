@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ChemmyError", "ProtocolError", "Refused", "no_table"]
+__all__ = ["ChemmyError", "ProtocolError", "Refused", "no_table", "wrong_currency"]
 
 
 class ChemmyError(Exception):
@@ -84,3 +84,16 @@ class Refused(ChemmyError):
 def no_table(table: str) -> Refused:
     """``no_table``: there is no open table ``table`` (its id cut to 40 characters)."""
     return Refused("no_table", f"there is no table {table[:40]!r}")
+
+
+def wrong_currency(table: str, currency: str | None, yours: str | None) -> Refused:
+    """``wrong_currency``: table ``table`` plays in ``currency`` and the player in
+    ``yours`` (``None``: play money); a player joins only the tables of their currency."""
+
+    def name(code: str | None) -> str:
+        return code if code is not None else "play money"
+
+    return Refused(
+        "wrong_currency",
+        f"the table {table[:40]!r} plays in {name(currency)}, and you in {name(yours)}",
+    )

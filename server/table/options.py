@@ -17,6 +17,15 @@ max ``100 M``, and Tie and side-bet max 15% of ``M`` (``15 M``), as in the three
 examples. Every maximum must reach the minimum, so a tier needs ``15% of M >= N``
 (``M`` at least about 6.7 ``N``: ``5-50`` is a tier, ``10-50`` is not).
 ``min``, ``max``, ``tie_max`` and ``side_max`` override a tier's limits.
+
+Currency: ``currency`` is an ISO 4217 code (``"EUR"``, ``"JPY"``, ``"KWD"``, as Babel's
+CLDR data knows them: :func:`babel.numbers.is_currency`), or ``None`` for play money (the
+default: shown with two decimals and no symbol). Only players of that currency join the
+table. Limits (and so a tier's) stay integers in the currency's minor units, whatever it
+is: a tier ``"N-M"`` is min ``100 N`` minor units, which is ``N`` euros but ``100 N`` yen
+(JPY has no minor unit) and ``N / 10`` dinars (KWD has three decimals); set ``min`` and
+``max`` for other limits. :func:`currency_decimals` is how many digits a currency's minor
+units have (JPY 0, EUR 2, KWD 3; play money 2).
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
+
+from babel.numbers import get_currency_precision, is_currency
 
 from server.engine.payouts import Area, Paytable
 from server.engine.shoe import MIN_STOP_OFFSET
@@ -40,6 +51,8 @@ __all__ = [
     "OptionsError",
     "TableOptions",
     "Timers",
+    "check_currency",
+    "currency_decimals",
     "tier_limits",
 ]
 
@@ -49,6 +62,9 @@ MAX_TIER_UNITS = 100_000_000  # a tier's maximum, in whole units
 MAX_LIMIT = 100 * MAX_TIER_UNITS  # any limit, in minor units (far below 2**53)
 MAX_TIMER = 3600.0  # seconds
 _TIER = re.compile(r"([0-9]{1,9})-([0-9]{1,9})")
+_CURRENCY = re.compile(r"[A-Z]{3}")
+#: The digits of play money's minor units (cents): two, as before currencies.
+PLAY_MONEY_DECIMALS = 2
 
 
 class OptionsError(ValueError):
@@ -68,6 +84,28 @@ def _shown(text: str) -> str:
         return clean_text(text)
     except ValueError:
         return text
+
+
+def check_currency(code: object) -> str | None:
+    """``code`` if it is ``None`` (play money) or an ISO 4217 code Babel knows (three
+    capital letters: ``"EUR"``); else :class:`OptionsError`, in one line."""
+    if code is None:
+        return None
+    if not isinstance(code, str) or not _CURRENCY.fullmatch(code) or not is_currency(code):
+        raise OptionsError(
+            f"currency must be an ISO 4217 code such as EUR or JPY (or absent: play money), "
+            f"not {code!r}"
+        )
+    return code
+
+
+def currency_decimals(code: str | None) -> int:
+    """How many digits the minor units of ``code`` have (Babel's CLDR data): JPY 0,
+    EUR 2, KWD 3; play money (``None``) 2."""
+    checked = check_currency(code)
+    if checked is None:
+        return PLAY_MONEY_DECIMALS
+    return int(get_currency_precision(checked))
 
 
 def _bool(v: Any, name: str) -> bool:
@@ -166,6 +204,8 @@ class TableOptions:
     stop_offset: int = 16
     holder_must_bet_banker: bool = False
     tier: str = "1-100"
+    #: ISO 4217 code, or None: play money (stored states from before have none).
+    currency: str | None = None
 
     def __post_init__(self) -> None:
         """The one check of a table definition (every rule of GAME_RULES.md it names)."""
@@ -187,8 +227,14 @@ class TableOptions:
         if not isinstance(self.timers, Timers):
             raise OptionsError("timers must be Timers")
         tier_limits(self.tier)
+        check_currency(self.currency)
         if self.super6 and self.commission:  # §3
             raise OptionsError("Super 6 is for no-commission tables")
+
+    @property
+    def decimals(self) -> int:
+        """The digits of the table's minor units (:func:`currency_decimals`)."""
+        return currency_decimals(self.currency)
 
     @property
     def paytable(self) -> Paytable:

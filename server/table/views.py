@@ -158,6 +158,8 @@ def public_options(o: TableOptions) -> dict[str, Any]:
             "grace": o.timers.grace,
         },
         "holder_must_bet_banker": o.holder_must_bet_banker,
+        "currency": o.currency,
+        "decimals": o.decimals,
     }
 
 
@@ -176,6 +178,8 @@ def summary(t: Table) -> dict[str, Any]:
         "commission": o.commission,
         "shoe_no": t.shoe_no,
         "coup_no": t.coup_no,
+        "currency": o.currency,
+        "decimals": o.decimals,
     }
 
 

@@ -88,6 +88,23 @@ timers = {SHORT}
 id = "lobby"
 name = "Lobby only"
 tier = "100-10000"
+
+[[tables]]
+id = "euro"
+name = "Salon euro"
+tier = "1-100"
+currency = "EUR"
+timers = {SHORT}
+
+[[tables]]
+id = "yen"
+name = "Salon yen"
+currency = "JPY"
+min = 100
+max = 100000
+tie_max = 15000
+side_max = 15000
+timers = {SHORT}
 """
 
 
@@ -116,17 +133,34 @@ def refused_url() -> Iterator[str]:
         yield f"ws://127.0.0.1:{port}"
 
 
-def token(player: str, name: str | None = None, language: str | None = None) -> str:
+def token(
+    player: str,
+    name: str | None = None,
+    language: str | None = None,
+    currency: str | None = None,
+) -> str:
     """A player token the test server accepts (HS256 with :data:`SECRET`)."""
     from server.net.auth import make_token
 
-    return make_token(SECRET, player, name, ttl=3600, language=language)
+    return make_token(SECRET, player, name, ttl=3600, language=language, currency=currency)
 
 
 @pytest.fixture
 def make_token() -> Callable[..., str]:
-    """``make_token(player, name=None, language=None)``: a token for a lasting identity."""
+    """``make_token(player, name=None, language=None, currency=None)``: a token for a
+    lasting identity."""
     return token
+
+
+@pytest.fixture(autouse=True)
+def play_money() -> Iterator[None]:
+    """Each test starts, and leaves, with amounts shown as play money (the currency is
+    the process's, set by a hello: :func:`client_cli.money.set_currency`)."""
+    from client_cli.money import set_currency
+
+    set_currency(None)
+    yield
+    set_currency(None)
 
 
 @pytest.fixture(autouse=True)

@@ -393,3 +393,58 @@ def test_language_claim_must_be_a_tag(bad: object) -> None:
     assert "language" in error.message
     with pytest.raises(ValueError):
         Identity("ann", "Ann", language="not a tag")
+
+
+# -- the operator's claims about the player's play: currency, jurisdiction, brand, return_url
+
+
+def test_currency_and_the_operators_claims_are_kept() -> None:
+    token = make_token(
+        SECRET,
+        "eve",
+        "Eve",
+        currency="EUR",
+        jurisdiction="MT",
+        brand="casino-one",
+        return_url="https://casino.example/lobby?from=chemmy",
+    )
+    eve = hs256().authenticate(token)
+    assert (eve.currency, eve.jurisdiction, eve.brand) == ("EUR", "MT", "casino-one")
+    assert eve.return_url == "https://casino.example/lobby?from=chemmy"
+    plain = hs256().authenticate(make_token(SECRET, "ann"))
+    assert (plain.currency, plain.jurisdiction, plain.brand, plain.return_url) == (None,) * 4
+    assert hs256().authenticate(raw({"sub": "z", "exp": NOW * 2, "jurisdiction": "US-NJ"}))
+    assert guest_identity().currency is None  # a guest plays with play money
+
+
+@pytest.mark.parametrize(
+    ("claim", "bad"),
+    [
+        ("currency", "eur"),
+        ("currency", "EURO"),
+        ("currency", "ABC"),
+        ("currency", 978),
+        ("currency", ""),
+        ("jurisdiction", "Malta"),
+        ("jurisdiction", "QQ"),
+        ("jurisdiction", "ZZ"),
+        ("jurisdiction", "mt"),
+        ("jurisdiction", ["MT"]),
+        ("brand", ""),
+        ("brand", "a brand"),
+        ("brand", "x" * 65),
+        ("brand", 5),
+        ("return_url", "javascript:alert(1)"),
+        ("return_url", "ftp://casino.example/"),
+        ("return_url", "https://"),
+        ("return_url", "https://casino.example/a b"),
+        ("return_url", "https://casino.example:99999/"),
+        ("return_url", "https://x.example/" + "a" * 2048),
+        ("return_url", {"url": "https://casino.example/"}),
+    ],
+)
+def test_bad_operator_claims_are_refused(claim: str, bad: object) -> None:
+    error = refused(hs256(), raw({"sub": "ann", "exp": NOW * 2, claim: bad}))
+    assert claim in error.message
+    with pytest.raises(ValueError):
+        Identity("ann", "Ann", **{claim: bad})  # type: ignore[arg-type]

@@ -115,11 +115,16 @@ def test_toml_tables(tmp_path: Path) -> None:
         max = 100000
         tie_max = 10000
         side_max = 5000
+
+        [[tables]]
+        id = "yen"
+        currency = "JPY"
         """,
     )
     config = load_config(["--config", path], {})
-    assert len(config.tables) == 2
-    first, second = config.tables
+    assert len(config.tables) == 3
+    first, second, yen = config.tables
+    assert yen["currency"] == "JPY" and "currency" not in first
     assert first["id"] == "baccarat-1" and first["tier"] == "5-500"
     assert first["super6"] is True and first["timers"] == {"betting": 20}
     assert second == {"id": "high", "min": 1000, "max": 100000, "tie_max": 10000, "side_max": 5000}
@@ -174,6 +179,8 @@ def test_toml_tables(tmp_path: Path) -> None:
         ([], {}, "[[tables]]\nid = 'a'\nmin = 500\nmax = 400", ["at least the minimum"]),
         ([], {}, "[[tables]]\nid = 'a'\n[tables.timers]\nbetting = -1", ["betting"]),
         ([], {}, "[[tables]]\nid = 'a'\nname = ''", ["name"]),
+        ([], {}, "[[tables]]\nid = 'a'\ncurrency = 'euro'", ["(a)", "currency", "ISO 4217"]),
+        ([], {}, "[[tables]]\nid = 'a'\ncurrency = 'XYZ'", ["currency", "ISO 4217"]),
         ([], {}, "origins = [1]", ["origins", "list of strings"]),
     ],
 )

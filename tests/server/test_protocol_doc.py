@@ -699,6 +699,13 @@ async def play(net: Any) -> Recorder:
         "create_table", table=quick, options={"name": "Quick", "decks": 6, "timers": short}
     )
     await alice.refused("table_exists", "create_table", table=quick)
+    # -- a player of another currency: only their tables --------------------------------
+    eve = await run.player("eve", "Eve", currency="EUR")
+    await eve.refused("wrong_currency", "join", table=t)
+    await eve.refused("wrong_currency", "sit", table=t)
+    await alice.call("create_table", table="euro", options={"name": "Salon €", "currency": "EUR"})
+    await eve.call("tables")
+    await alice.call("close_table", table="euro")
     await alice.join(quick)
     dee = await run.player("dee", "Dee")
     await dee.join(quick)

@@ -174,3 +174,35 @@ def test_restore_uses_the_same_check() -> None:
     state["options"]["stop_offset"] = 7  # allowed before §4 asked for 12
     with pytest.raises(OptionsError, match="stop_offset"):
         Table.from_state(state, h.wallet)
+
+
+# ---------------------------------------------------------------------------- currency
+
+
+@pytest.mark.parametrize(("code", "decimals"), [("JPY", 0), ("EUR", 2), ("KWD", 3), (None, 2)])
+def test_a_table_has_a_currency_and_its_minor_units(code: str | None, decimals: int) -> None:
+    options = TableOptions.from_dict({"currency": code} if code else {})
+    assert options.currency == code
+    assert options.decimals == decimals
+    assert TableOptions.from_dict(options.to_definition()) == options
+
+
+def test_play_money_is_the_default_and_limits_stay_in_minor_units() -> None:
+    assert TableOptions().currency is None
+    jpy = TableOptions.from_dict({"currency": "JPY", "tier": "1-100"})
+    assert jpy.limits == TIERS["1-100"]  # 100-10,000 yen: minor units, whatever the currency
+
+
+@pytest.mark.parametrize("code", ["eur", "EURO", "ABC", "", 978, True, ["EUR"]])
+def test_an_unknown_currency_is_refused_in_one_line(code: Any) -> None:
+    with pytest.raises(OptionsError, match="currency must be an ISO 4217 code") as info:
+        TableOptions.from_dict({"currency": code})
+    assert "\n" not in str(info.value)
+    with pytest.raises(OptionsError, match="currency"):
+        TableOptions(currency=code)
+
+
+def test_a_stored_table_from_before_currencies_loads_as_play_money() -> None:
+    stored = TableOptions().to_dict()
+    del stored["currency"]
+    assert TableOptions.from_dict(TableOptions.definition_of(stored)).currency is None

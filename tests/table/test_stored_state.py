@@ -61,3 +61,12 @@ def test_a_version_1_state_is_brought_up_to_date() -> None:
     assert back.players["bob"].bets == {} and h.wallet.balances == balances
     assert back.offer is not None and (back.offer.current, back.offer.seat) == ("ann", 1)
     assert back.to_state()["version"] == 2
+
+
+def test_a_state_stored_before_currencies_loads_as_play_money() -> None:
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN), holder="ann")
+    state = h.table.to_state()
+    del state["options"]["currency"]
+    back = Table.from_state(state, h.wallet)
+    assert back.options.currency is None and back.options.decimals == 2

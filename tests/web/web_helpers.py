@@ -81,8 +81,8 @@ def server_config(tables: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def token(player: str, name: str | None = None) -> str:
-    return make_token(SECRET, player, name, ttl=3600)
+def token(player: str, name: str | None = None, currency: str | None = None) -> str:
+    return make_token(SECRET, player, name, ttl=3600, currency=currency)
 
 
 class ServerProcess(KitServerProcess):
@@ -175,9 +175,17 @@ class TablePage:
         self.label = label
 
     def open(
-        self, server: ServerProcess, player: str, name: str, table: str | None = None
+        self,
+        server: ServerProcess,
+        player: str,
+        name: str,
+        table: str | None = None,
+        *,
+        currency: str | None = None,
+        lang: str | None = None,
     ) -> TablePage:
-        query = f"?token={token(player, name)}" + (f"&table={table}" if table else "")
+        query = f"?token={token(player, name, currency)}" + (f"&table={table}" if table else "")
+        query += f"&lang={lang}" if lang else ""
         self.page.goto(server.http + "/" + query)
         if table:
             self.page.locator("#table").wait_for(state="visible")

@@ -23,7 +23,7 @@
  */
 
 import { ChemmyError, connect } from "./chemmy.js";
-import { chooseLanguage, language, refusalText, setLanguage, t, translatePage } from "./i18n.js";
+import { chooseLanguage, language, refusalText, setCurrency, setLanguage, t, translatePage } from "./i18n.js";
 import { AREA_NAMES, TableState, formatMoney } from "./state.js";
 import { $, h, show, store } from "./dom.js";
 import { Dialogs, loadOptions } from "./dialogs.js";
@@ -315,6 +315,7 @@ class App {
   onHello(hello, table) {
     const first = !this.identity;
     this.identity = hello;
+    setCurrency(hello.currency ?? null, hello.decimals); // every amount in the player's money
     if (hello.language) this.applyLanguage();
     if (hello.resume) store.set("session", "chemmy.resume", hello.resume);
     $("#who").textContent = hello.guest ? t("page.guest", { name: hello.name }) : hello.name;

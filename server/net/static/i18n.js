@@ -16,6 +16,11 @@
  * The static page's words are marked in index.html: `data-i18n="id"` (the element's
  * text), `data-i18n-placeholder`, `data-i18n-aria-label`, `data-i18n-title` (an
  * attribute); `translatePage` fills them. No innerHTML: text only.
+ *
+ * Money is in the player's currency (`setCurrency`, from the hello reply's `currency`
+ * and `decimals`): play money (no currency, every guest's) with two decimals and no
+ * symbol; a currency as the language writes it (`Intl.NumberFormat`, style currency),
+ * with as many decimals as its minor units have: "€1,234.56", "1 234,56 €", "¥1,234".
  */
 
 import en from "./locales/en.json" with { type: "json" };
@@ -89,6 +94,39 @@ export function translatePage(root = document) {
   if (root === document) document.documentElement.lang = current;
 }
 
+let money = { currency: null, decimals: 2 };
+
+/** Show money in `currency` (an ISO 4217 code; null: play money) from now on, its minor
+ * units `decimals` digits (the hello reply's). A code the browser does not know is
+ * shown as play money. Returns the currency now used. */
+export function setCurrency(currency, decimals) {
+  money = { currency: null, decimals: 2 };
+  if (typeof currency !== "string" || !/^[A-Z]{3}$/.test(currency)) return null;
+  try {
+    new Intl.NumberFormat("en", { style: "currency", currency });
+  } catch {
+    return null;
+  }
+  const digits = Number.isInteger(decimals) && decimals >= 0 && decimals <= 6 ? decimals : 2;
+  money = { currency, decimals: digits };
+  return currency;
+}
+
+/** The currency money is shown in (null: play money) and its minor units' digits. */
+export function currency() {
+  return { ...money };
+}
+
+const formats = new Map();
+
+function currencyFormat(code, digits) {
+  const key = `${current}|${code}|${digits}`;
+  if (!formats.has(key)) {
+    formats.set(key, new Intl.NumberFormat(current, { style: "currency", currency: code, minimumFractionDigits: digits, maximumFractionDigits: digits }));
+  }
+  return formats.get(key);
+}
+
 /** A number as the current language writes it (Intl.NumberFormat). */
 export function formatNumber(n, options = {}) {
   return new Intl.NumberFormat(current, options).format(n);
@@ -102,30 +140,48 @@ function separators() {
   };
 }
 
-/** Minor units as money with two decimals, as the current language writes it:
- * 123456 -> "1,234.56" (en), "1 234,56" (fr), "1.234,56" (de). Integers only: the
- * whole part and the cents are formatted apart, never through a float. */
-export function formatMoney(minor, { sign = false } = {}) {
+/** Minor units as money, as the current language writes it: play money with two
+ * decimals, 123456 -> "1,234.56" (en), "1 234,56" (fr), "1.234,56" (de); in the current
+ * currency (`setCurrency`) "€1,234.56", "1 234,56 €", and in yen "¥123,456". `compact`
+ * leaves out minor units that are all zero (a chip's "€5"). Integers only: the amount
+ * reaches Intl as the exact decimal text, never through a float. */
+export function formatMoney(minor, { sign = false, compact = false } = {}) {
   if (!Number.isInteger(minor)) return "–";
   const prefix = minor < 0 ? "-" : sign && minor > 0 ? "+" : "";
   const abs = Math.abs(minor);
-  const whole = new Intl.NumberFormat(current, { maximumFractionDigits: 0 }).format(Math.floor(abs / 100));
-  const cents = String(abs % 100).padStart(2, "0");
-  return `${prefix}${whole}${separators().decimal}${cents}`;
+  const digits = money.decimals;
+  const scale = 10 ** digits;
+  const wholeUnits = Math.floor(abs / scale);
+  const fraction = digits ? String(abs % scale).padStart(digits, "0") : "";
+  const shown = compact && abs % scale === 0 ? 0 : digits;
+  if (!money.currency) {
+    const whole = new Intl.NumberFormat(current, { maximumFractionDigits: 0 }).format(wholeUnits);
+    return shown ? `${prefix}${whole}${separators().decimal}${fraction}` : `${prefix}${whole}`;
+  }
+  const exact = shown ? `${wholeUnits}.${fraction}` : String(wholeUnits);
+  return `${prefix}${currencyFormat(money.currency, shown).format(exact)}`;
 }
 
 /** Money text to minor units, exactly, as the current language writes it ("12.5" ->
- * 1250, "1,000" -> 100000 in English; "12,5" -> 1250, "1 000" -> 100000 in French);
- * null when it is not money (at most two decimals, digits only). */
+ * 1250, "1,000" -> 100000 in English; "12,5" -> 1250, "1 000" -> 100000 in French), in
+ * the current currency (its symbol may be written: "€12.50"; in yen "1,000" -> 1000);
+ * null when it is not money (at most as many decimals as the currency's minor units
+ * have, none in yen; digits only). */
 export function parseMoney(text) {
   let s = String(text).trim().replaceAll("_", "");
+  const digits = money.decimals;
+  if (money.currency) {
+    const symbol = currencyFormat(money.currency, digits).formatToParts(1).find((p) => p.type === "currency")?.value;
+    for (const mark of [money.currency, symbol]) if (mark) s = s.replaceAll(mark, "");
+    s = s.trim();
+  }
   if (separators().decimal === ",") {
     s = s.replaceAll(/[\s\u202f\u00a0.]/g, "").replace(",", ".");
   } else {
     s = s.replaceAll(/[ ]/g, "");
     if (/^\d{1,3}(,\d{3})+(\.\d*)?$/.test(s)) s = s.replaceAll(",", "");
   }
-  const m = /^(\d{1,12})(?:\.(\d{1,2}))?$/.exec(s);
+  const m = new RegExp(digits ? `^(\\d{1,12})(?:\\.(\\d{1,${digits}}))?$` : "^(\\d{1,15})$").exec(s);
   if (!m) return null;
-  return Number(m[1]) * 100 + Number((m[2] ?? "0").padEnd(2, "0"));
+  return Number(m[1]) * 10 ** digits + Number((m[2] ?? "").padEnd(digits, "0") || "0");
 }

@@ -141,7 +141,7 @@ export class TableView {
               this.renderChips();
             },
           },
-          chipLabel(formatMoney(value).replace(/[.,]00$/, "")),
+          chipLabel(formatMoney(value, { compact: true })),
         ),
       ),
     );
