@@ -83,10 +83,13 @@ class Net:
         *,
         roles: tuple[str, ...] = (),
         name: str | None = None,
+        currency: str | None = None,
     ) -> Client:
-        """A connected player with a token (the same player id on every reconnection)."""
+        """A connected player with a token (the same player id on every reconnection),
+        in ``currency`` (None: play money)."""
         client = await self.connect(server, fmt, label=player_id)
-        await client.hello(token=make_token(SECRET, player_id, name=name, roles=roles))
+        token = make_token(SECRET, player_id, name=name, roles=roles, currency=currency)
+        await client.hello(token=token)
         return client
 
     async def close(self) -> None:
