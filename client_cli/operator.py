@@ -18,13 +18,13 @@ import time
 from typing import Any, TypeAlias
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
+from client_cli.common import add_url_arg, server_url
 from client_cli.main import CliError
 
 __all__ = ["fetch", "register", "run_transactions"]
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-DEFAULT_URL = "ws://127.0.0.1:8765/"
 STATES = ("pending", "acknowledged", "refused", "rolled_back", "failed")
 
 
@@ -36,7 +36,7 @@ def register(subparsers: Subparsers) -> None:
         "(debits, credits, rollbacks) with its state, newest first, or their totals "
         "per day and table (--totals). Signed with the operator key.",
     )
-    p.add_argument("--url", default=os.environ.get("CHEMMY_URL", DEFAULT_URL), help="the server")
+    add_url_arg(p)
     p.add_argument(
         "--operator-key",
         default=os.environ.get("CHEMMY_OPERATOR_KEY"),
@@ -85,12 +85,13 @@ def fetch(url: str, key: str, path: str, query: dict[str, Any]) -> dict[str, Any
 
 
 def run_transactions(args: argparse.Namespace) -> int:
+    url = server_url(args)
     if not args.operator_key:
         raise CliError("give the operator key: --operator-key or $CHEMMY_OPERATOR_KEY")
     if not 1 <= args.limit <= 1000:
         raise CliError("--limit is 1 to 1000")
     if args.totals:
-        body = fetch(args.url, args.operator_key, "/operator/v1/transactions/totals", {})
+        body = fetch(url, args.operator_key, "/operator/v1/transactions/totals", {})
         rows = body.get("totals", [])
         if args.json:
             print(json.dumps(body, indent=2, ensure_ascii=False))
@@ -109,7 +110,7 @@ def run_transactions(args: argparse.Namespace) -> int:
         )
         if v is not None
     }
-    body = fetch(args.url, args.operator_key, "/operator/v1/transactions", query)
+    body = fetch(url, args.operator_key, "/operator/v1/transactions", query)
     if args.json:
         print(json.dumps(body, indent=2, ensure_ascii=False))
         return 0

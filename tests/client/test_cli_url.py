@@ -21,6 +21,7 @@ ONLINE: dict[str, list[str]] = {
     "deposit": ["5"],
     "history": [],
     "verify": ["--table", "t1"],
+    "transactions": [],
 }
 OFFLINE = {"coup", "odds", "simulate"}
 

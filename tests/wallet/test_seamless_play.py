@@ -10,13 +10,17 @@ credit was applied twice, and Chemmy's own ledger audits clean.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
+import re
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from client_cli.main import main as cli_main
+from client_cli.operator import fetch
 from server.net.server import ChemmyServer
 from server.table.wallet import player_account
 from tests.kit import scaled
@@ -296,3 +300,66 @@ async def test_faults_through_the_shoe_leave_the_books_exact(
     for r in repeats:
         first = [x for x in log if x["transaction_id"] == r["transaction_id"]]
         assert len({x["request_id"] for x in first}) == 1  # the same request id each time
+
+
+OPERATOR_KEY = "operator-key-for-the-tests-0123456789abcdef"
+
+
+def documented_examples(section: str) -> list[Any]:
+    """The JSON blocks of one section of docs/wallet.md."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "wallet.md").read_text()
+    part = text[text.index(section) :]
+    part = part[: part.index("\n## ", 1)]
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", part, re.S)]
+
+
+def shape(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shape(value[0])] if value else []
+    return None
+
+
+async def test_reconciliation_lists_every_call_as_documented(
+    net: Net, wallet: ReferenceWallet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = await seamless_server(net, wallet, operator_key=OPERATOR_KEY)
+    clients = await seat_players(net, server)
+    game = Game("t1", clients, clients["alice"], rng=random.Random(5))
+    wallet.faults(
+        {"endpoint": "debit", "fault": "refuse", "code": "limit_reached", "player": "carol"}
+    )
+    bets = {"alice": {"banker": 1000}, "bob": {"player": 500, "tie": 100}, "carol": {"player": 700}}
+    await play_seamless_coup(game, bets)
+    await check_books(server, wallet)
+    url = f"ws://127.0.0.1:{server.port}/"
+    listed = await asyncio.to_thread(
+        fetch, url, OPERATOR_KEY, "/operator/v1/transactions", {"player": "bob", "limit": 1}
+    )
+    totals = await asyncio.to_thread(
+        fetch, url, OPERATOR_KEY, "/operator/v1/transactions/totals", {}
+    )
+    page, summed = documented_examples("## 4. Reconciliation")
+    assert shape(listed) == shape(page) and shape(totals) == shape(summed)
+    assert [c["transaction_id"] for c in listed["transactions"]] == ["t1-1-1:bob:credit"]
+    rest = await asyncio.to_thread(
+        fetch,
+        url,
+        OPERATOR_KEY,
+        "/operator/v1/transactions",
+        {"player": "bob", "cursor": listed["next_cursor"]},
+    )
+    assert [c["transaction_id"] for c in rest["transactions"]] == ["t1-1-1:bob:debit"]
+    assert rest["next_cursor"] is None
+    rows = {(t["kind"], t["state"]): (t["count"], t["amount"]) for t in totals["totals"]}
+    assert rows[("debit", "refused")] == (1, 700)
+    assert rows[("debit", "acknowledged")] == (2, 1600)
+    # The same from the terminal, and nothing without the key.
+    args = ["transactions", "--url", url, "--operator-key", OPERATOR_KEY, "--state", "refused"]
+    assert await asyncio.to_thread(cli_main, args) == 0
+    out = capsys.readouterr().out
+    assert "t1-1-1:carol:debit" in out and "refused" in out and "bob" not in out
+    bad = ["transactions", "--url", url, "--operator-key", "x" * 40]
+    assert await asyncio.to_thread(cli_main, bad) == 2
+    assert "401 the signature does not match" in capsys.readouterr().err
