@@ -690,7 +690,9 @@ class TableActor:
                         )
                     )
             with contextlib.suppress(StoreError):
-                await self.store.update_wallet_call(call["transaction_id"], changes)
+                stored = await self.store.wallet_call(call["transaction_id"])
+                if stored is not None and stored["state"] == "pending":  # not rolled back
+                    await self.store.update_wallet_call(call["transaction_id"], changes)
         if rollbacks:
             await self._store_calls(rollbacks)
             if self.on_calls is not None:

@@ -104,7 +104,7 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
     )
     server.wallet = money
     if money.confirms_holds:
-        courier = Courier(store, money, serves=croupier.serves_calls, on_balance=_mirror_to(store))
+        courier = Courier(store, money, serves=croupier.serves_calls, on_balance=_mirror_to(server))
         croupier.on_calls = courier.wake
         server.courier = courier
     if isinstance(lobby, SharedLobby):
@@ -113,12 +113,16 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
     return server
 
 
-def _mirror_to(store: Store) -> Callable[[str, int], Awaitable[None]]:
+def _mirror_to(server: ChemmyServer) -> Callable[[str, int], Awaitable[None]]:
     """After a credit or rollback is acknowledged: the player's mirror is the balance
-    the wallet reported (docs/wallet.md §3)."""
+    the wallet reported (docs/wallet.md §3), and the tables they watch here read it."""
 
     async def mirror(player: str, balance: int) -> None:
-        await sync_mirror(store, player, balance)
+        # The operator's balance still holds the chips placed at any table (not debited
+        # yet): the mirror is the player's money on no table plus those.
+        tables = [line["table"] for line in await server.lobby.tables()]
+        if await sync_mirror(server.store, player, balance, tables):
+            server.refresh_player(player)
 
     return mirror
 

@@ -159,8 +159,8 @@ async def check_books(server: ChemmyServer, wallet: ReferenceWallet) -> dict[str
         closing = closers.get(txn, [])
         if call["state"] == "acknowledged":  # it stood: one credit, or one rollback (void)
             assert len(closing) == 1, (txn, closing)
-        elif call["state"] == "refused":  # refused for good: nothing to close
-            assert closing == [], (txn, closing)
+        elif call["state"] == "refused":  # refused: nothing to close (or voided meanwhile)
+            assert [c["kind"] for c in closing] in ([], ["rollback"]), (txn, closing)
         else:  # no clear answer: rolled back
             assert call["state"] == "rolled_back", call
             assert [c["kind"] for c in closing] == ["rollback"], (txn, closing)
@@ -181,13 +181,23 @@ async def check_books(server: ChemmyServer, wallet: ReferenceWallet) -> dict[str
         debited = sum(
             c["amount"]
             for c in calls
-            if c["player"] == pid and c["kind"] == "debit" and c["state"] == "acknowledged"
+            if c["player"] == pid
+            and c["kind"] == "debit"
+            and (c["answer"] or {}).get("status") == "ok"
         )
+        applied_debits = {
+            c["transaction_id"]
+            for c in calls
+            if c["kind"] == "debit" and (c["answer"] or {}).get("status") == "ok"
+        }
         returned = sum(
             c["amount"]
             for c in calls
             if c["player"] == pid
-            and (c["kind"] == "credit" or (c["kind"] == "rollback" and c["reason"] == "voided"))
+            and (
+                c["kind"] == "credit"
+                or (c["kind"] == "rollback" and c["reference"] in applied_debits)
+            )
         )
         at_wallet = state["players"][pid]["balance"]
         assert at_wallet == START - debited + returned, (pid, at_wallet, debited, returned)
@@ -363,3 +373,47 @@ async def test_reconciliation_lists_every_call_as_documented(
     bad = ["transactions", "--url", url, "--operator-key", "x" * 40]
     assert await asyncio.to_thread(cli_main, bad) == 2
     assert "401 the signature does not match" in capsys.readouterr().err
+
+
+async def test_a_coup_voided_by_the_operator_rolls_its_debits_back(
+    net: Net, wallet: ReferenceWallet
+) -> None:
+    server = await seamless_server(net, wallet)
+    clients = await seat_players(net, server)
+    game = Game("t1", clients, clients["alice"], rng=random.Random(3))
+    await game.to_betting()
+    for pid, area in (("alice", "banker"), ("bob", "player")):
+        await game.act(pid, "bet", area=area, amount=800)
+    for pid in PLAYERS:
+        await game.act(pid, "done")
+    await clients["alice"].wait_event("dealt", table="t1")  # debited, dealt, not settled
+    op = await net.player(server, "boss", roles=("operator",), currency="EUR")
+    await op.call("close_table", table="t1")
+    await check_books(server, wallet)
+    calls = await chemmy_calls(server)
+    rollbacks = sorted((c["player"], c["reason"]) for c in calls if c["kind"] == "rollback")
+    assert rollbacks == [("alice", "voided"), ("bob", "voided")]
+    assert not [c for c in calls if c["kind"] == "credit"]
+    assert all(wallet.balance(pid) == START for pid in ("alice", "bob"))  # as if never played
+
+
+async def test_a_table_closed_while_debiting_rolls_back_what_the_wallet_took(
+    net: Net, wallet: ReferenceWallet
+) -> None:
+    server = await seamless_server(net, wallet, wallet_timeout=scaled(5))
+    clients = await seat_players(net, server)
+    game = Game("t1", clients, clients["alice"], rng=random.Random(4))
+    await game.to_betting()
+    wallet.faults({"endpoint": "debit", "fault": "slow", "seconds": 1.0})
+    await game.act("bob", "bet", area="player", amount=900)
+    for pid in PLAYERS:
+        await game.act(pid, "done")
+    await clients["alice"].wait_event("debiting", table="t1")
+    op = await net.player(server, "boss", roles=("operator",), currency="EUR")
+    await op.call("close_table", table="t1")
+    await check_books(server, wallet)  # the slow debit landed, and was rolled back
+    assert wallet.balance("bob") == START
+    calls = await chemmy_calls(server)
+    assert [(c["kind"], c["reason"]) for c in calls if c["kind"] == "rollback"] == [
+        ("rollback", "voided")
+    ]
