@@ -150,6 +150,7 @@ class TableActor:
         money: Wallet | None = None,
         wallet_timeout: float = 3.0,
         on_calls: Callable[[], None] | None = None,
+        on_debits: Callable[[float, list[str]], None] | None = None,
     ) -> None:
         assert isinstance(table.wallet, TableWallet), "an actor's table has a TableWallet"
         self.table = table
@@ -195,6 +196,8 @@ class TableActor:
         self.money = money
         self.wallet_timeout = wallet_timeout
         self.on_calls = on_calls
+        #: After a coup's debits: their time (seconds) and each answer's outcome.
+        self.on_debits = on_debits
         self._debits: asyncio.Task[None] | None = None
         self._debited_round: str | None = None
 
@@ -660,8 +663,12 @@ class TableActor:
             for pid, bets in sorted(debiting.items())
         ]
         await self._store_calls(calls)  # written before they are sent: reconcilable
-        deadline = time.monotonic() + self.wallet_timeout
+        started = time.monotonic()
+        deadline = started + self.wallet_timeout
         answers = await asyncio.gather(*(self.money.debit(call, deadline) for call in calls))
+        if self.on_debits is not None:
+            outcomes = [a.status if a.clear else "retry" for a in answers]
+            self.on_debits(time.monotonic() - started, outcomes)
         refused: dict[str, str] = {}
         rollbacks: list[dict[str, Any]] = []
         for call, answer in zip(calls, answers, strict=True):

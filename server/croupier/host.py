@@ -70,6 +70,8 @@ class Croupier:
         self.wallet_timeout = wallet_timeout
         #: Called when a table stored wallet calls to deliver (the courier's wake).
         self.on_calls: Callable[[], None] | None = None
+        #: Hears each coup's debits: their time and outcomes (for /metrics).
+        self.on_debits: Callable[[float, list[str]], None] | None = None
         self.bus = bus
         self.grace = grace
         self.queue_size = queue_size
@@ -145,6 +147,10 @@ class Croupier:
         """Processes left the cluster: their clients are gone from the tables here."""
         for actor in self.actors.values():
             actor.gateways_gone(alive)
+
+    def _debits_answered(self, seconds: float, outcomes: list[str]) -> None:
+        if self.on_debits is not None:
+            self.on_debits(seconds, outcomes)
 
     def _calls_stored(self) -> None:
         if self.on_calls is not None:
@@ -241,6 +247,7 @@ class Croupier:
             money=self.money,
             wallet_timeout=self.wallet_timeout,
             on_calls=self._calls_stored,
+            on_debits=self._debits_answered,
         )
         await actor.load()
         # Whatever the last owner stored but this process's clients have not seen (it

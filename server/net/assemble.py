@@ -106,6 +106,14 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
     if money.confirms_holds:
         courier = Courier(store, money, serves=croupier.serves_calls, on_balance=_mirror_to(server))
         croupier.on_calls = courier.wake
+        courier.on_sent = lambda kind, outcome: metrics.wallet_calls.labels(kind, outcome).inc()
+
+        def debits(seconds: float, outcomes: list[str]) -> None:
+            metrics.wallet_debits.observe(seconds)
+            for outcome in outcomes:
+                metrics.wallet_calls.labels("debit", outcome).inc()
+
+        croupier.on_debits = debits
         server.courier = courier
     if isinstance(lobby, SharedLobby):
         shared = lobby

@@ -67,6 +67,19 @@ class Metrics:
             ["kind", "status"],
             registry=r,
         )
+        self.wallet_calls = Counter(
+            "chemmy_wallet_calls",
+            "Calls to the operator's seamless wallet (docs/wallet.md §3), by kind (debit,"
+            " credit, rollback) and outcome (ok, retry, or the refusal's status)",
+            ["kind", "outcome"],
+            registry=r,
+        )
+        self.wallet_debits = Histogram(
+            "chemmy_wallet_debit_seconds",
+            "Time from betting closed to every debit of the coup answered (or timed out)",
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10),
+            registry=r,
+        )
         self.slow_clients = Counter(
             "chemmy_slow_clients", "Connections cut off for not keeping up", registry=r
         )

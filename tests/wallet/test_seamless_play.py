@@ -24,7 +24,7 @@ from client_cli.operator import fetch
 from server.net.server import ChemmyServer
 from server.table.wallet import player_account
 from tests.kit import scaled
-from tests.kit.client import Client
+from tests.kit.client import Client, http_get
 from tests.kit.game import CoupLog, Game
 from tests.kit.inproc import Net
 from tests.kit.tables import table_def
@@ -222,6 +222,12 @@ async def test_coups_on_a_seamless_wallet_debit_once_per_player_and_credit_every
     debits = [r for r in wallet.log() if r["endpoint"] == "debit"]
     assert len(debits) == 9  # one per player per coup, all areas in one call
     assert {c["kind"] for c in books["calls"]} == {"debit", "credit"}
+    # Counted for the operator's on-call engineer.
+    _, _, body = await http_get(server.port, "/metrics")
+    text = body.decode()
+    assert 'chemmy_wallet_calls_total{kind="debit",outcome="ok"} 9.0' in text
+    assert 'chemmy_wallet_calls_total{kind="credit",outcome="ok"} 9.0' in text
+    assert "chemmy_wallet_debit_seconds_count 3.0" in text
     # Every client showed the wallet's money: the snapshot balance is the mirror.
     snap = await clients["bob"].join("t1")
     assert snap["snapshot"]["you"]["balance"] == wallet.balance("bob")
