@@ -55,8 +55,8 @@ from server.table import commands as c
 from server.table.events import Event, Step
 from server.table.state import Phase, PlayerState
 from server.table.wallet import Entry, held_account, player_account, stake_account
-from server.wallet.base import Wallet, WalletError
-from server.wallet.calls import closing_calls, debit_call, rollback_call
+from server.wallet.base import Wallet, WalletAnswer, WalletError
+from server.wallet.calls import closing_calls, debit_call, rollback_call, transaction_id
 from server.wallet.mirror import sync_mirror
 
 from .fairqueue import FairQueue, QueueClosed, QueueFull
@@ -173,7 +173,7 @@ class TableActor:
         self.closed = False
         self.lost = False
         #: Whether a coup is being dealt, from the last step (a drain waits for it).
-        self.in_coup = table.coup is not None
+        self.in_coup = table.in_coup
         #: Failed steps in a row (``store_failures`` of them the store's); while any,
         #: the croupier's own steps wait for ``retry_at`` (exponential backoff) instead
         #: of retrying an overdue timer in a tight loop.
@@ -307,6 +307,8 @@ class TableActor:
 
     async def stop(self) -> None:
         """Stop after the commands already queued (each step is stored)."""
+        if self._debits is not None:
+            self._debits.cancel()  # whoever runs the table next debits again, same ids
         if self._task is not None:
             self.queue.close()  # what is queued is stepped first
             try:
@@ -631,8 +633,9 @@ class TableActor:
         cannot say leaves it as it was: the debit decides anyway."""
         assert self.money is not None
         try:
-            balance = await self.money.balance(player, self.currency)
-        except WalletError as exc:
+            async with asyncio.timeout(self.wallet_timeout):  # the table waits meanwhile
+                balance = await self.money.balance(player, self.currency)
+        except (WalletError, TimeoutError) as exc:
             log.warning(
                 "table %s: no balance for %s from the wallet (%s)", self.table_id, player, exc
             )
@@ -656,7 +659,17 @@ class TableActor:
     async def _debit(self, rid: str, debiting: dict[str, dict[str, int]]) -> None:
         """One debit per player, all at once; the table hears who stands (Debited). A
         debit with no clear answer by the deadline is refused and rolled back."""
+        try:
+            refused = await self._debit_all(rid, debiting)
+        except Exception:  # a bug here must not leave the table waiting for ever
+            log.exception("table %s: debiting round %s failed", self.table_id, rid)
+            refused = dict.fromkeys(debiting, "wallet_unavailable")
+            await self._roll_back(rid, debiting, "debit_unanswered")
+        await self._tell_debited(rid, refused)
+
+    async def _debit_all(self, rid: str, debiting: dict[str, dict[str, int]]) -> dict[str, str]:
         assert self.money is not None
+        money = self.money
         now = self.clock()
         calls = [
             debit_call(self.table_id, rid, pid, bets, self.currency, now)
@@ -665,12 +678,21 @@ class TableActor:
         await self._store_calls(calls)  # written before they are sent: reconcilable
         started = time.monotonic()
         deadline = started + self.wallet_timeout
-        answers = await asyncio.gather(*(self.money.debit(call, deadline) for call in calls))
+
+        async def one(call: dict[str, Any]) -> WalletAnswer:
+            # A debit an earlier owner already rolled back is never sent again: the
+            # rollback may still be on its way, and would undo a debit that stood.
+            back = transaction_id(rid, call["player"], "rollback")
+            if await self.store.wallet_call(back) is not None:
+                return WalletAnswer("rolled_back", True, None, "rolled back already")
+            return await money.debit(call, deadline)
+
+        answers = await asyncio.gather(*(one(call) for call in calls))
         if self.on_debits is not None:
             outcomes = [a.status if a.clear else "retry" for a in answers]
             self.on_debits(time.monotonic() - started, outcomes)
         refused: dict[str, str] = {}
-        rollbacks: list[dict[str, Any]] = []
+        unanswered: dict[str, dict[str, int]] = {}
         for call, answer in zip(calls, answers, strict=True):
             pid = call["player"]
             changes: dict[str, Any] = {"attempts": 1, "updated": self.clock()}
@@ -685,27 +707,40 @@ class TableActor:
                 if answer.clear:
                     changes["state"] = "refused"
                 else:  # it may yet land: roll it back, so that it cannot
-                    rollbacks.append(
-                        rollback_call(
-                            self.table_id,
-                            rid,
-                            pid,
-                            call["amount"],
-                            self.currency,
-                            self.clock(),
-                            "debit_unanswered",
-                        )
-                    )
+                    unanswered[pid] = debiting[pid]
             with contextlib.suppress(StoreError):
                 stored = await self.store.wallet_call(call["transaction_id"])
                 if stored is not None and stored["state"] == "pending":  # not rolled back
                     await self.store.update_wallet_call(call["transaction_id"], changes)
-        if rollbacks:
-            await self._store_calls(rollbacks)
-            if self.on_calls is not None:
-                self.on_calls()
-        with contextlib.suppress(ChemmyError):
-            self.submit_command(c.Debited(round_id=rid, refused=refused))
+        if unanswered:
+            await self._roll_back(rid, unanswered, "debit_unanswered")
+        return refused
+
+    async def _roll_back(self, rid: str, wagers: dict[str, dict[str, int]], reason: str) -> None:
+        now = self.clock()
+        calls = [
+            rollback_call(self.table_id, rid, pid, sum(bets.values()), self.currency, now, reason)
+            for pid, bets in sorted(wagers.items())
+        ]
+        await self._store_calls(calls)
+        if self.on_calls is not None:
+            self.on_calls()
+
+    async def _tell_debited(self, rid: str, refused: dict[str, str]) -> None:
+        """Step Debited, again after a failed step (the store down), while the table
+        still waits for this round's debits."""
+        wait = BACKOFF_FIRST
+        while not (self.closed or self.lost):
+            table = self.table
+            if table.phase is not Phase.DEBITING or table.round_id != rid:
+                return
+            try:
+                await self.call(c.Debited(round_id=rid, refused=refused))
+                return
+            except ChemmyError as err:
+                log.warning("table %s: debits of %s not stepped yet (%s)", self.table_id, rid, err)
+            await asyncio.sleep(wait)
+            wait = min(BACKOFF_MAX, wait * 2)
 
     async def _store_calls(self, calls: list[dict[str, Any]]) -> None:
         """Store ``calls`` (pending), trying again while the store cannot."""

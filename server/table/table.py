@@ -154,7 +154,7 @@ class Table:
         ``id`` this player already used changes nothing and is a duplicate step.
         """
         if cmd.id is not None and cmd.id in self.recent_ids.get(cmd.player, ()):
-            return Step((), True, self.seq, self.coup is not None)
+            return Step((), True, self.seq, self.in_coup)
         check, do = self._verify(cmd)
         ctx = check(self, cmd)
         self._events = []
@@ -167,7 +167,7 @@ class Table:
         if self._events:
             self.sent_actions.refresh(self, cmd, watched, self._events)
         events, self._events = tuple(self._events), []
-        return Step(events, unchanged, self.seq, self.coup is not None)
+        return Step(events, unchanged, self.seq, self.in_coup)
 
     def verify(self, cmd: c.Command) -> None:
         """Raise the TableError ``handle`` would raise for ``cmd`` now; change nothing.
@@ -302,6 +302,11 @@ class Table:
         if p.seat is None:
             raise TableError("not_seated", "take a seat first")
         return p
+
+    @property
+    def in_coup(self) -> bool:
+        """A coup is being dealt, or its wagers debited (a drain waits for it)."""
+        return self.coup is not None or self.debiting is not None
 
     def wager_in_play(self, p: PlayerState) -> bool:
         """Whether ``p``'s wager (or the shoe they hold) is in the coup being dealt."""

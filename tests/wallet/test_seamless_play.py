@@ -13,6 +13,7 @@ import asyncio
 import json
 import random
 import re
+import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from client_cli.main import main as cli_main
 from client_cli.operator import fetch
 from server.net.server import ChemmyServer
 from server.table.wallet import player_account
+from server.wallet.calls import rollback_call
 from tests.kit import scaled
 from tests.kit.client import Client, http_get
 from tests.kit.game import CoupLog, Game
@@ -423,3 +425,60 @@ async def test_a_table_closed_while_debiting_rolls_back_what_the_wallet_took(
     assert [(c["kind"], c["reason"]) for c in calls if c["kind"] == "rollback"] == [
         ("rollback", "voided")
     ]
+
+
+async def test_a_debit_rolled_back_by_an_earlier_owner_is_never_sent_again(
+    net: Net, wallet: ReferenceWallet, tmp_path: Path
+) -> None:
+    """A process stops while its table is debiting, having stored a rollback of bob's
+    debit (it got no answer in time). The next process debits the round again with the
+    same ids, but never bob's: the rollback may still be on its way to the wallet, and
+    would undo a debit that the coup counted as standing."""
+    db = str(tmp_path / "chemmy.sqlite3")
+    server = await seamless_server(net, wallet, db=db, wallet_timeout=scaled(5))
+    clients = await seat_players(net, server)
+    game = Game("t1", clients, clients["alice"], rng=random.Random(9))
+    await game.to_betting()
+    wallet.faults({"endpoint": "debit", "fault": "slow", "seconds": 1.0})
+    for pid, area in (("alice", "banker"), ("bob", "player")):
+        await game.act(pid, "bet", area=area, amount=600)
+    for pid in PLAYERS:
+        await game.act(pid, "done")
+    opened = await clients["alice"].wait_event("debiting", table="t1")
+    rid = opened["data"]["round_id"]
+    await net.stop(server)  # mid-debit: the table stays in DEBITING in the store
+    wallet.reset()  # from here on a debit meets no fault
+    rollback = rollback_call("t1", rid, "bob", 600, "EUR", time.time(), "debit_unanswered")
+    server = await seamless_server(net, wallet, db=db, wallet_timeout=scaled(5))
+    await server.store.commit(calls=[rollback])  # as the earlier owner would have
+    server.courier.wake()  # type: ignore[union-attr]
+    clients = {}
+    for pid in PLAYERS:  # back at their seats (kept for them through the restart)
+        clients[pid] = await net.player(server, pid, currency="EUR")
+        await clients[pid].join("t1")
+    watcher = clients["alice"]
+
+    def settled() -> bool:
+        return any(e["data"]["round_id"] == rid for e in watcher.events("t1", "settled"))
+
+    game = Game("t1", clients, watcher, rng=random.Random(9))
+    await wait_until(
+        lambda: settled() or any(e["kind"] == "turn" for e in watcher.events("t1")),
+        what="the coup dealt again",
+    )
+    for _ in range(10):
+        if settled():
+            break
+        prompt = game.prompt()
+        if prompt["kind"] == "turn":
+            await game.turn_stage(prompt, CoupLog(rid, 1, None, {}))
+        else:
+            await asyncio.sleep(0.05)
+    await wait_until(settled, what=f"{rid} settled")
+    refused = [e for e in watcher.events("t1", "debit_refused") if e["data"]["round_id"] == rid]
+    assert [e["data"]["player"] for e in refused] == ["bob"]
+    await check_books(server, wallet)
+    # The first owner's debits ran into the slow fault; the second's found none.
+    again = [r for r in wallet.log() if r["endpoint"] == "debit" and r["fault"] is None]
+    assert [r["player"] for r in again] == ["alice"]  # bob's was never sent again
+    assert wallet.balance("bob") == START
