@@ -127,7 +127,7 @@ class Courier:
         txn, attempts = call["transaction_id"], int(call["attempts"]) + 1
         if answer.status == OK:
             changes: dict[str, Any] = {"state": "acknowledged"}
-        elif answer.clear:
+        elif answer.clear and answer.http_status != 200:  # a 4xx: refused for good
             changes = {"state": "failed", "error": answer.status}
             log.error(
                 "wallet: %s %s refused for good (%s: %s); it needs a person",

@@ -235,10 +235,15 @@ async def test_coups_on_a_seamless_wallet_debit_once_per_player_and_credit_every
     assert snap["snapshot"]["you"]["balance"] == wallet.balance("bob")
 
 
-async def test_faults_through_the_shoe_leave_the_books_exact(
+@pytest.mark.slow
+async def test_faults_through_a_whole_shoe_leave_the_books_exact(
     net: Net, wallet: ReferenceWallet
 ) -> None:
-    server = await seamless_server(net, wallet)
+    server = await seamless_server(
+        net,
+        wallet,
+        tables=(table_def("t1", currency="EUR", decks=6, timers={"betting": 30}),),
+    )
     clients = await seat_players(net, server)
     game = Game("t1", clients, clients["alice"], rng=random.Random(11))
     bets = {"alice": {"banker": 1000}, "bob": {"player": 500}, "carol": {"player": 700}}
@@ -296,13 +301,17 @@ async def test_faults_through_the_shoe_leave_the_books_exact(
             {p: "insufficient_funds" for p in PLAYERS},
         ),
     ]
-    for rules, expected in faults:
+    coups = 0
+    while not game.watcher.events("t1", "shoe_ended"):  # a whole shoe, the faults in turn
+        rules, expected = faults[coups % len(faults)]
         wallet.faults(*rules, latency=0.005)
         outcome = await play_seamless_coup(game, bets)
         assert outcome["refused"] == expected, (rules, outcome)
         assert outcome["kind"] == ("none" if len(expected) == len(PLAYERS) else "dealt")
         await quiet(server)  # the retries ran into the faults before they are lifted
         wallet.reset()
+        coups += 1
+    assert coups > len(faults)
     # Every fault was met.
     met = {(r["endpoint"], r["fault"]) for r in wallet.log() if r.get("fault")}
     wanted = {(rule["endpoint"], rule["fault"]) for rules, _ in faults for rule in rules}

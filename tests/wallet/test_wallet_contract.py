@@ -132,3 +132,37 @@ async def test_a_coups_wagers_are_debited_once_and_closed_once(mode: Mode) -> No
     late = await wallet.debit(lost, deadline)
     assert late.clear and late.status == "rolled_back"
     assert await wallet.balance("ann", "EUR") == 3800 + 1950
+
+
+async def test_the_courier_retries_until_acknowledged_and_gives_up_only_on_a_4xx(
+    tmp_path: Path,
+) -> None:
+    """A credit refused with a 200 (the player's account locked for a moment) is retried;
+    one the wallet refuses for good (a 4xx: here a rollback of another player's debit)
+    is ``failed``, logged, and retried no more."""
+    from server.wallet.courier import Courier
+
+    store = SQLiteStore(tmp_path / "chemmy.sqlite3")
+    await store.open()
+    with reference_wallet(tmp_path, start_balance=5000) as ref:
+        wallet = SeamlessWallet(ref.url, ref.secret)
+        courier = Courier(store, wallet)
+        now = time.time()
+        debit = debit_call("t1", "t1-1-1", "ann", {"banker": 1000}, "EUR", now)
+        assert (await wallet.debit(debit, time.monotonic() + 5)).status == OK
+        payouts = [{"player": "ann", "area": "banker", "stake": 1000, "returned": 1950}]
+        credit = credit_call("t1", "t1-1-1", "ann", payouts, "EUR", now)
+        wrong = rollback_call("t1", "t1-1-1", "bea", 1000, "EUR", now, "voided")
+        wrong["body"]["debit_transaction_id"] = "t1-1-1:ann:debit"  # not bea's debit
+        await store.commit(calls=[credit, wrong])
+        ref.faults({"endpoint": "credit", "fault": "refuse", "code": "player_blocked", "count": 1})
+        await courier.round()
+        assert (await store.wallet_call(credit["transaction_id"]))["state"] == "pending"  # type: ignore[index]
+        assert (await store.wallet_call(wrong["transaction_id"]))["state"] == "failed"  # type: ignore[index]
+        await store.update_wallet_call(credit["transaction_id"], {"next_at": now})
+        assert await courier.round() == 1  # only the credit is due; the failed one is not
+        done = await store.wallet_call(credit["transaction_id"])
+        assert done is not None and done["state"] == "acknowledged" and done["attempts"] == 2
+        assert ref_balance(ref, "ann") == 5000 - 1000 + 1950
+        await wallet.close()
+    await store.close()
