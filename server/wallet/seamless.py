@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .base import OK, UNAVAILABLE, WalletAnswer, WalletError
+from .base import UNAVAILABLE, WalletAnswer, WalletError
 from .signing import HEADER, signature_header
 
 __all__ = ["SeamlessWallet", "read_answer"]
@@ -133,7 +133,3 @@ class SeamlessWallet:
 
     async def deliver(self, call: dict[str, Any]) -> WalletAnswer:
         return await self._post(call["kind"], call["body"], CALL_TIMEOUT)
-
-
-def is_applied(answer: WalletAnswer) -> bool:
-    return answer.status == OK
