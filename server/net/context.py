@@ -107,6 +107,8 @@ class HelloContext(Replies, Protocol):
 
     async def money(self, player: str) -> tuple[int, int]: ...
 
+    async def ask_wallet(self, player: str, currency: str | None) -> None: ...
+
 
 class DepositLimits(Protocol):
     """How many deposits a player may make."""

@@ -48,6 +48,7 @@ async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str,
         await ctx.store.ensure_player(
             ident.player_id, ident.name, config.welcome_balance, guest=ident.guest
         )
+        await ctx.ask_wallet(ident.player_id, ident.currency)  # seamless: theirs, now
         balance, _available = await ctx.money(ident.player_id)
     # Counted from here (over a cluster, against every process's), or refused
     # too_many_connections; the handler signs out.
@@ -66,5 +67,6 @@ async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str,
         language=ident.language,
         currency=ident.currency,
         decimals=currency_decimals(ident.currency),
+        deposits=config.wallet == "internal",  # the operator's money: their site
         server="chemmy/1",
     )

@@ -60,8 +60,9 @@ from server.protocol.messages import parse
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.store.base import Store, StoreError
 from server.table.events import Event
-from server.wallet.base import Wallet
+from server.wallet.base import Wallet, WalletError
 from server.wallet.courier import Courier
+from server.wallet.mirror import sync_mirror
 
 from . import reconciliation, transfers
 from .auth import Authenticator, AuthError
@@ -474,10 +475,29 @@ class ChemmyServer:
 
     async def session_money(self, session: Session) -> tuple[int, int]:
         """:meth:`money` of a session's player (a guest not yet stored has the play money
-        they will get)."""
+        they will get), the operator's wallet asked first where it holds the money."""
         if not session.persisted:
             return self.config.welcome_balance, self.config.welcome_balance
+        if session.identity is not None:
+            await self.ask_wallet(session.player, session.identity.currency)
         return await self.money(session.player)
+
+    async def ask_wallet(self, player: str, currency: str | None) -> None:
+        """Where the operator's wallet holds the money (seamless), set the player's mirror
+        from the balance it reports now (docs/wallet.md §3); a wallet that does not
+        answer within ``--wallet-timeout`` leaves the mirror as it was."""
+        wallet = self.wallet
+        if wallet is None or not wallet.confirms_holds:
+            return
+        try:
+            async with asyncio.timeout(self.config.wallet_timeout):
+                balance = await wallet.balance(player, currency)
+        except (WalletError, TimeoutError) as exc:
+            log.warning("no balance for %s from the operator's wallet (%s)", player, exc)
+            return
+        tables = [line["table"] for line in await self.lobby.tables()]
+        if await sync_mirror(self.store, player, balance, tables):
+            self.refresh_player(player)
 
     def refresh_player(self, player: str) -> None:
         """A player's money moved outside a table (the operator's transfer): each table

@@ -491,3 +491,18 @@ async def test_a_debit_rolled_back_by_an_earlier_owner_is_never_sent_again(
     again = [r for r in wallet.log() if r["endpoint"] == "debit" and r["fault"] is None]
     assert [r["player"] for r in again] == ["alice"]  # bob's was never sent again
     assert wallet.balance("bob") == START
+
+
+async def test_the_hello_and_the_cashier_show_the_operators_balance(
+    net: Net, wallet: ReferenceWallet
+) -> None:
+    server = await seamless_server(net, wallet)
+    wallet.set_player("dora", balance=43_210, currency="EUR")
+    client = await net.player(server, "dora", currency="EUR")
+    assert client.hello_reply["balance"] == 43_210  # asked at the hello, not Chemmy's 0
+    assert client.hello_reply["deposits"] is False  # the operator's site takes deposits
+    wallet.set_player("dora", balance=50_000)  # she deposited on the operator's site
+    reply = await client.call("balance")
+    assert reply["balance"] == reply["available"] == 50_000
+    refused = await client.refused("deposits_closed", "deposit", msg_id="d1", amount=100)
+    assert "operator" in refused["message"]

@@ -316,6 +316,8 @@ class App {
     const first = !this.identity;
     this.identity = hello;
     setCurrency(hello.currency ?? null, hello.decimals); // every amount in the player's money
+    // The operator's money (docs/wallet.md): no play-money deposits; their site takes them.
+    document.body.classList.toggle("no-deposits", hello.deposits === false);
     if (hello.language) this.applyLanguage();
     if (hello.resume) store.set("session", "chemmy.resume", hello.resume);
     $("#who").textContent = hello.guest ? t("page.guest", { name: hello.name }) : hello.name;
