@@ -174,11 +174,22 @@ class TableModel:
     last_net: int | None = None
     result_line: str = ""  # the last coup's result and your win, until the next deal
     message: str = ""
+    #: A message you must read (your refused debit), kept on the message line before the
+    #: news that follows at once (the coup dealt without you, the next round) until you
+    #: bet again or a coup is settled.
+    notice: str = ""
     log: tuple[str, ...] = ()
     closed: bool = False
     server_actions: Actions | None = None  # None: this server sends no `actions`
 
     # ------------------------------------------------------------------ what you may do
+    @property
+    def message_line(self) -> str:
+        """What the message line shows: the :attr:`notice`, then the latest message."""
+        if not self.notice or self.notice == self.message:
+            return self.message
+        return f"{self.notice} · {self.message}" if self.message else self.notice
+
     @property
     def actions(self) -> Actions:
         """What you may send now, with its bounds: the server's ``actions`` (nothing
@@ -622,7 +633,7 @@ def _on_bets(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     bets = _amounts(d.get("bets"))
     m = _with_seat(m, pid, bets=bets, done=False)
     if pid == m.me:
-        m = _money(replace(m, my_bets=bets), d)
+        m = _money(replace(m, my_bets=bets, notice=m.notice if not bets else ""), d)
     return m
 
 
@@ -643,7 +654,8 @@ def _on_debit_refused(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     pid = str(d.get("player"))
     m = _with_seat(m, pid, bets={})
     if pid == m.me:
-        return _say(replace(m, my_bets={}), say.debit_refused(d.get("reason")))
+        text = say.debit_refused(d.get("reason"))
+        return _say(replace(m, my_bets={}, notice=text), text)
     return _say(m, say.debit_refused_other(m.names.get(pid, pid)))
 
 
@@ -781,6 +793,7 @@ def _on_settled(m: TableModel, d: Mapping[str, Any]) -> TableModel:
         deadline=None,
         roads_stale=True,
         result_line=text,
+        notice="",
     )
     return _say(m, text)
 

@@ -242,7 +242,7 @@ class TableScreen(Screen[None]):
         if model.i_hold:
             you.append(" · " + t("cli.you.holder"), style="magenta")
         self.query_one("#you", Static).update(you)
-        self.query_one("#message", Static).update(Text(model.message))
+        self.query_one("#message", Static).update(Text(model.message_line))
         self._update_buttons(model, chips)
 
     def _update_buttons(self, model: TableModel, chips: list[int]) -> None:

@@ -446,6 +446,27 @@ def test_my_refused_debit_says_why_in_plain_words() -> None:
     assert m.message.endswith("did not answer in time. Nothing was taken")
 
 
+def test_my_refused_debit_stays_on_the_message_line() -> None:
+    """The news that follows a refusal at once (the next round opens: nothing stood)
+    comes after it on the message line, until I bet again."""
+    refused = "Your bets were not placed: your account cannot place bets now"
+    m = loaded(snapshot(phase="debiting"), me=ME)
+    for seq, kind, data in [
+        (11, "bets", {"player": ME, "seat": 2, "bets": {}, "change": "refused"}),
+        (12, "debit_refused", {"round_id": "t1-1-3", "player": ME, "reason": "player_blocked"}),
+        (13, "betting_opened", {"coup_no": 4, "round_id": "t1-1-4", "deadline": 2000.0}),
+    ]:
+        m, applied = apply_event(m, ev(seq, kind, **data))
+        assert applied is Applied.APPLIED
+    assert m.message == "Coup 4: place your bets"
+    assert m.message_line == f"{refused} · Coup 4: place your bets"
+    m, _ = apply_event(m, ev(14, "bets", player=ME, seat=2, bets={"banker": 100}, change="place"))
+    assert m.notice == "" and m.message_line == m.message
+    # Another player's refusal is news like any other.
+    m, _ = apply_event(m, ev(15, "debit_refused", round_id="t1-1-4", player=OTHER))
+    assert m.notice == "" and m.message_line == "Bo's bets were not placed"
+
+
 def test_every_event_kind_has_a_case() -> None:
     assert set(EVERY_KIND) == EVENT_KINDS
 

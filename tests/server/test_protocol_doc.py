@@ -14,8 +14,10 @@ a bug. This module reads every fenced ``json`` block of the page and checks it t
   (the ``net`` fixture) through every event kind and every reply: offers, declines, the
   house holding and offering again, a cut by a player and one on behalf, squeezes and
   progress, third cards, settlements, the shoe passed, a whole short shoe to its end,
-  disconnects and resumes, timeouts, a closed table and a drain. Every frame every
-  client received is kept.
+  disconnects and resumes, timeouts, a closed table and a drain; then a second server
+  in seamless mode (:func:`play_seamless`) against the reference operator wallet
+  (``examples/wallet``), where a coup is debited and one player's debit is refused.
+  Every frame every client of both received is kept.
 - **Shapes**: an example matches a real frame of its category (the same message type,
   kind, or request) when it has the same keys at every level; values may differ (a
   ``null`` stands for any value), lists are compared by their elements' shapes, and in
@@ -36,7 +38,8 @@ purpose. Elisions: ``{…}`` or ``[…]`` for a value shown in full elsewhere (a
 ``…`` as the last item of a list (more of the same) or of a map whose keys are data.
 
 This module never changes the page or the server: it reads the one, and knows the other
-by the frames its clients receive (the script only starts, drains and stops it).
+by the frames its clients receive (the script only starts, drains and stops it, and
+sets the reference wallet's faults).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ import random
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,7 +62,8 @@ from server.protocol.messages import SCHEMAS, parse
 from server.table.events import EVENT_KINDS
 from server.table.options import TableOptions
 from server.table.rules import TURN_REFUSALS
-from tests.kit import ROOT, SECRET, Client, Game, scaled, table_def
+from tests.kit import ROOT, SECRET, Client, CoupLog, Game, scaled, table_def
+from tests.wallet.wallet_helpers import ReferenceWallet, reference_wallet
 
 DOC = ROOT / "docs" / "protocol.md"
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}  # the script sends as fast as it can
@@ -732,17 +737,64 @@ async def play(net: Any) -> Recorder:
     return run
 
 
+async def play_seamless(net: Any, wallet: ReferenceWallet) -> Recorder:
+    """A coup at a table whose money is in the operator's wallet (``--wallet
+    seamless``, docs/wallet.md §3): betting closes into ``debiting``, the wallet
+    refuses Bob's debit (his chips go back: ``bets`` with ``change`` ``refused``, then
+    ``debit_refused``), and the coup is dealt to Alice's wager alone."""
+    server = await net.start(
+        **FAST,
+        db=str(net.tmp_path / "seamless.sqlite3"),
+        wallet="seamless",
+        wallet_url=wallet.url,
+        wallet_secret=wallet.secret,
+        wallet_timeout=scaled(5),
+        guest=False,
+        tables=(table_def("demo", name="Docs demo", currency="EUR", timers=LONG),),
+    )
+    run = Recorder(net, server)
+    t = "demo"
+    alice = await run.player("alice", "Alice", currency="EUR")
+    bob = await run.player("bob", "Bob", currency="EUR")
+    for seat, client in enumerate((alice, bob), start=1):
+        await client.join(t)
+        await client.call("sit", table=t, seat=seat)
+    spec = await run.player("cy", "Cy", currency="EUR")  # watches: the public copies
+    await spec.join(t)
+    game = Game(t, {"alice": alice, "bob": bob}, alice, rng=random.Random(5))
+    opened = await game.to_betting()
+    rid = opened["data"]["round_id"]
+    await game.act("alice", "bet", area="banker", amount=300)
+    await game.act("bob", "bet", area="player", amount=500)
+    wallet.faults(
+        {"endpoint": "debit", "fault": "refuse", "code": "insufficient_funds", "player": "bob"}
+    )
+    start = len(alice.frames)
+    await game.act("alice", "done")
+    await game.act("bob", "done")  # betting closes: debiting
+    closed = await alice.wait_event("betting_closed", table=t, timeout=scaled(10))
+    for client in (bob, spec):
+        await client.wait_seq(t, closed["seq"])
+    wallet.reset()
+    await game.settle(CoupLog(rid, opened["data"]["coup_no"], game.holder(), {}), start)
+    return run
+
+
 # ------------------------------------------------------------------------ the real test
 
 
 @pytest.mark.slow
-async def test_the_docs_show_exactly_what_a_real_server_sends(net: Any) -> None:
+async def test_the_docs_show_exactly_what_a_real_server_sends(net: Any, tmp_path: Path) -> None:
     run = await play(net)
+    with reference_wallet(tmp_path) as wallet:
+        seamless = await play_seamless(net, wallet)
+        sent = run.frames() + seamless.frames()
+        for client in run.clients + seamless.clients:
+            client.assert_clean()
+        await net.stop(seamless.server)  # before the wallet stops: no credit left to retry
     real = Shapes()
-    for category, msg in run.frames():
+    for category, msg in sent:
         real.add(category, msg, origin=json.dumps(msg)[:300])
-    for client in run.clients:
-        client.assert_clean()
 
     # The game went everywhere: every event kind, every reply.
     seen = set(real.paths)
@@ -759,7 +811,7 @@ async def test_the_docs_show_exactly_what_a_real_server_sends(net: Any) -> None:
     problems: list[str] = []
     # Every example is a frame (or part) the server sent, key for key.
     frames: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for category, msg in run.frames():
+    for category, msg in sent:
         frames[category].append(msg)
     unique = {
         c: list({json.dumps(_skeleton(v), sort_keys=True): v for v in vs}.values())

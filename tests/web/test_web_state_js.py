@@ -175,6 +175,42 @@ def test_a_coup_in_words(run: Callable[[str], Any]) -> None:
     assert notes["balance"] == 5500 and notes["last"] == {"player": 500}
 
 
+def test_a_refused_debit_in_words(run: Callable[[str], Any]) -> None:
+    """Debiting has its sentence (also in a snapshot taken then); my refused debit is a
+    note to hold on the display (app.js), another player's is not."""
+    result = run(
+        f"""
+        const s = new m.TableState("me");
+        const loaded = s.load({{...{json.dumps(SNAPSHOT)}, phase: "debiting"}});
+        const out = [];
+        const say = (kind, data) => out.push(...s.apply(kind, data));
+        say("sat", {{player: "me", name: "Me", seat: 2, balance: 5000, available: 5000}});
+        say("bets", {{player: "me", seat: 2, bets: {{player: 500}}, change: "place", available: 4500}});
+        say("debiting", {{round_id: "js-1-1", players: ["me"], actions: {{}}}});
+        const phase = s.phase;
+        say("bets", {{player: "me", seat: 2, bets: {{}}, change: "refused", available: 5000}});
+        say("debit_refused", {{round_id: "js-1-1", player: "me", reason: "limit_reached",
+                               message: "these bets would go over a limit on your account"}});
+        say("debit_refused", {{round_id: "js-1-1", player: "ann"}});
+        return {{loaded, out, phase, bets: s.myBets, available: s.available}};
+        """
+    )
+    assert result["loaded"] == [
+        {"text": "Your wallet is taking the bets", "tone": "info", "say": None}
+    ]
+    assert result["phase"] == "debiting"
+    notes = result["out"]
+    assert notes[-3]["text"] == "No more bets: the wallet is taking the bets"
+    assert notes[-2] == {
+        "text": "Your bets were not placed: they would go over a limit on your account",
+        "tone": "lose",
+        "say": "Your bets were not placed: they would go over a limit on your account",
+        "hold": True,
+    }
+    assert notes[-1]["text"].endswith("bets were not placed") and "hold" not in notes[-1]
+    assert result["bets"] == {} and result["available"] == 5000
+
+
 def test_a_snapshot_mid_coup_gives_the_servers_totals(
     server: ServerProcess, run: Callable[[str], Any]
 ) -> None:

@@ -36,6 +36,7 @@ import { TableView } from "./table.js";
 
 const CHIP_MULTIPLES = [1, 5, 10, 25, 50];
 const RESULT_MIN_MS = 5000; // the settled coup stays at least this long under others' chips
+const HOLD_MS = 5000; // a note to read (a refused debit) stays at least this long on the display
 const STALE = new Set([
   "wrong_phase",
   "not_offered",
@@ -116,6 +117,7 @@ class App {
     this.inflight = 0;
     this.messages = 0; // how many times the message display changed
     this.settledAt = 0; // performance.now() at the last settled coup
+    this.heldUntil = 0; // performance.now() until which the message display keeps its note
     // The screens, drawn from this state (client_cli/tui/ has the same ones).
     this.lobby = new LobbyView(this);
     this.table = new TableView(this);
@@ -498,14 +500,22 @@ class App {
   // -- messages ------------------------------------------------------------------------
   showNotes(notes) {
     for (const n of notes ?? []) {
-      this.note(n.text, n.tone);
+      this.note(n.text, n.tone, null, n.hold);
       if (n.say) this.sounds.say(n.say);
     }
   }
 
-  note(text, tone = "info", code = null) {
+  /** A note on the message display and in the table log. A `hold` note (a refused
+   * debit: the player must read it) stays on the display HOLD_MS: the notes that follow
+   * at once (the coup dealt without them, the next round) go to the log only, unless the
+   * player has something to do or was refused something. */
+  note(text, tone = "info", code = null, hold = false) {
     if (!text) return;
-    this.setMessage(text, tone, code);
+    const now = performance.now();
+    if (hold || now >= this.heldUntil || ["turn", "refused", "you"].includes(tone)) {
+      this.setMessage(text, tone, code);
+      if (hold) this.heldUntil = now + HOLD_MS;
+    }
     this.log.push({ text, tone });
     this.log.splice(0, this.log.length - 200);
     const list = $("#log");
@@ -516,6 +526,7 @@ class App {
 
   setMessage(text, tone = "info", code = null) {
     this.messages += 1;
+    this.heldUntil = 0; // a new message (the player's own bets): whatever was held is read
     const m = $("#message");
     m.textContent = text;
     m.dataset.tone = tone;

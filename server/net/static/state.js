@@ -5,7 +5,8 @@
  * `apply(kind, data)` moves the table on by one event (chemmy.js has already put them
  * in order and dropped duplicates). Both return the notes the page shows on its message
  * display: `{text, tone, say}` (tone: "info", "you", "win", "lose", "turn", "croupier";
- * `say` is what the voice announces, if anything).
+ * `say` is what the voice announces, if anything; `hold: true` on a note the player must
+ * read, which the display keeps a while).
  *
  * It decides nothing: the buttons a player may press are the server's `actions`
  * (docs/protocol.md §9), taken from the snapshot's `you.actions` and replaced by the
@@ -209,7 +210,7 @@ export class TableState {
   }
 
   phaseText() {
-    return ["betting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "closed"].includes(this.phase) ? t(`phase_sentence.${this.phase}`) : "";
+    return ["betting", "debiting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "closed"].includes(this.phase) ? t(`phase_sentence.${this.phase}`) : "";
   }
 
   setRoads(roads, odds) {
@@ -451,7 +452,7 @@ export class TableState {
     if (d.player === this.me) {
       this.myBets = {};
       const reason = ["insufficient_funds", "limit_reached", "player_blocked"].includes(d.reason) ? d.reason : "wallet_unavailable";
-      return [note(t(`ev.debit_refused.${reason}`), "lose", t(`ev.debit_refused.${reason}`))];
+      return [note(t(`ev.debit_refused.${reason}`), "lose", t(`ev.debit_refused.${reason}`), true)];
     }
     return [note(t("ev.debit_refused_other", { name: this.Name(d.player) }))];
   }
@@ -599,8 +600,9 @@ export class TableState {
   }
 }
 
-function note(text, tone = "info", say = null) {
-  return { text, tone, say };
+/** A note; `hold`: one the player must read, kept on the display a while (app.js). */
+function note(text, tone = "info", say = null, hold = false) {
+  return hold ? { text, tone, say, hold } : { text, tone, say };
 }
 
 function newCoup(roundId, coupNo, bets) {
