@@ -69,13 +69,18 @@ async def test_the_lobby_and_the_operators_work_from_any_process(
     everyone = [*ops.values(), ann, bob, sue, tom, una]
     try:
         # Seats and watchers at t1 come from three processes; t2 has one watcher.
-        await ann.join("t1")
-        await ann.call("sit", table="t1")
-        await bob.join("t1")
-        await bob.call("sit", table="t1")
-        await sue.join("t1")
-        await tom.join("t1")
-        await una.join("t2")
+        # Placement may still move a table just after the start (answered
+        # "unavailable"): each is retried with its id, as a client does.
+        for client, table, sit in (
+            (ann, "t1", True),
+            (bob, "t1", True),
+            (sue, "t1", False),
+            (tom, "t1", False),
+            (una, "t2", False),
+        ):
+            await retry(client, "join", msg_id=f"join-{client.label}", table=table)
+            if sit:
+                await retry(client, "sit", msg_id=f"sit-{client.label}", table=table)
         await listed(
             list(ops.values()),
             lambda lobby: (
