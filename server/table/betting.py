@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from server.engine.payouts import Area
 
 from . import commands as c
-from . import rules, settlement
+from . import rules, seating, settlement
 from .errors import TableError, refuse
 from .state import CardSlot, CoupState, Phase, PlayerState
 
@@ -164,6 +164,9 @@ def do_debited(t: Table, cmd: c.Debited, debiting: dict[str, dict[str, int]]) ->
             {"round_id": cmd.round_id, "player": pid},
             {pid: {"reason": reason, "message": c.DEBIT_REFUSALS[reason]}},
         )
+    for q in list(t.players.values()):  # whose grace ran out while debited, now free
+        if q.leaving and not t.wager_in_play(q) and not q.bets:
+            seating.gone(t, q)
     if any(q.bets for q in t.seated()):
         deal_coup(t)
     else:

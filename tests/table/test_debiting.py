@@ -89,3 +89,15 @@ def test_debiting_survives_a_restart_and_a_close_returns_the_chips() -> None:
     step = t.handle(c.CloseTable(), h.now + 1)
     assert [e.data for e in step.events if e.kind == "closed"] == [{"refunded": True}]
     assert h.stake("bob") == 0 and h.available("bob") == 100_000 and h.wallet.total() == 0
+
+
+def test_a_player_whose_grace_ran_out_while_debited_leaves_once_refused() -> None:
+    h = _harness()
+    _close(h, {"alice": {"banker": 1000}, "bob": {"player": 500}})
+    h.do(c.Disconnect(player="bob"))
+    h.tick(h.table.options.timers.grace + 1)  # grace over: bob leaves when free
+    assert "bob" in h.table.players and h.table.players["bob"].leaving
+    evs = h.do(c.Debited(round_id=h.table.round_id, refused={"bob": "insufficient_funds"}))
+    assert "bob" not in h.table.players
+    assert [e.data["reason"] for e in h.find("stood", evs)] == ["timeout"]
+    assert h.available("bob") == 100_000 and h.wallet.total() == 0
