@@ -16,8 +16,9 @@ Run from the project root: ``python -m bench.wallet [--players 14] [--coups 30]
   the croupier debits every player's wagers over HTTP, in parallel; when every debit
   has answered, the table deals (``betting_closed`` and ``dealt``, one step). The figure
   is the time from the ``debiting`` event to the ``betting_closed`` event (and to
-  ``dealt``), as a spectator's client receives them (its frames' receive times, one
-  clock).
+  ``dealt``), as a spectator receives them: a stopwatch, a client in a process of its
+  own that times each frame as it reads it (one clock), so that the players' traffic in
+  the bench's process never delays its reading.
 - The wallet's latency, measured in the same run: before each coup, signed ``balance``
   calls from this process to the wallet (one pooled ``httpx`` client, as Chemmy's;
   three a coup), timed from the call to the answer.
@@ -38,7 +39,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import multiprocessing as mp
 import os
 import shlex
 import shutil
@@ -47,6 +50,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +114,8 @@ class Coup:
     end: int  # the watcher's frame index after the coup's settlement
     debited: int  # players in the debiting event
     dealt_to: int  # players whose wagers stood (betting_closed)
-    to_closed: float  # debiting -> betting_closed, seconds, as the spectator received them
-    to_dealt: float  # debiting -> dealt
+    to_closed: float = 0.0  # debiting -> betting_closed, s, at the stopwatch (filled in later)
+    to_dealt: float = 0.0  # debiting -> dealt
 
 
 @dataclass
@@ -307,6 +311,86 @@ async def seat(url: str, count: int) -> tuple[dict[str, Client], Client]:
     return players, watcher
 
 
+#: The events the stopwatch times, by round.
+TIMED = ("debiting", "betting_closed", "dealt")
+
+
+def stopwatch_main(url: str, pipe: Connection) -> None:
+    asyncio.run(_stopwatch(url, pipe))
+
+
+async def _stopwatch(url: str, pipe: Connection) -> None:
+    """A spectator with nothing else to do: the time each :data:`TIMED` event reaches it
+    (``time.monotonic()`` as its frame is read, before anything else is done with it),
+    by round; answers ``collect`` with them all."""
+    stamps: dict[str, dict[str, float]] = {}
+
+    def tap(raw: str | bytes) -> bool:
+        at = time.monotonic()
+        text = raw.decode() if isinstance(raw, bytes) else raw
+        if '"type":"event"' not in text[:40]:
+            return False  # a reply: on to the client
+        msg = json.loads(text)
+        if msg.get("kind") in TIMED:
+            stamps.setdefault(msg["data"]["round_id"], {})[msg["kind"]] = at
+        return True
+
+    client = Client(url, label="stopwatch", timeout=60, tap=tap)
+    await client.open()
+    await client.hello(token=make_token(SECRET, "stopwatch", ttl=24 * 3600, currency=CURRENCY))
+    await client.join(TABLE)
+    pipe.send("ready")
+    loop = asyncio.get_running_loop()
+    while await loop.run_in_executor(None, pipe.recv) == "collect":
+        pipe.send(stamps)
+    await client.close()
+
+
+class Stopwatch:
+    """:func:`_stopwatch` in a process of its own (spawned), so that the bench's players
+    and their replies never delay its reading of a frame."""
+
+    def __init__(self, url: str) -> None:
+        ctx = mp.get_context("spawn")
+        self.pipe, child = ctx.Pipe()
+        self.proc = ctx.Process(target=stopwatch_main, args=(url, child), daemon=True)
+        self.proc.start()
+
+    async def _recv(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if not await loop.run_in_executor(None, self.pipe.poll, 60):
+            raise RuntimeError("the stopwatch did not answer")
+        return self.pipe.recv()
+
+    async def ready(self) -> None:
+        if await self._recv() != "ready":
+            raise RuntimeError("the stopwatch did not join")
+
+    async def collect(self) -> dict[str, dict[str, float]]:
+        self.pipe.send("collect")
+        stamps: dict[str, dict[str, float]] = await self._recv()
+        return stamps
+
+    def close(self) -> None:
+        if self.proc.is_alive():
+            with contextlib.suppress(OSError):
+                self.pipe.send("exit")
+            self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+def time_coups(phases: Sequence[Phase], stamps: dict[str, dict[str, float]]) -> None:
+    """Each coup's window, from the stopwatch's times of its events."""
+    for phase in phases:
+        for coup in phase.coups:
+            got = stamps.get(coup.round_id, {})
+            if set(got) != set(TIMED):
+                raise RuntimeError(f"the stopwatch missed events of {coup.round_id}: {got}")
+            coup.to_closed = got["betting_closed"] - got["debiting"]
+            coup.to_dealt = got["dealt"] - got["debiting"]
+
+
 def is_event(kind: str, rid: str | None = None) -> Any:
     def match(m: dict[str, Any]) -> bool:
         return (
@@ -335,16 +419,13 @@ async def play(players: dict[str, Client], watcher: Client, start: int, latency:
     wait = watcher.next_frame
     debiting: Frame = await wait(is_event("debiting", rid), start=opened.index, what="debiting")
     closed = await wait(is_event("betting_closed", rid), start=debiting.index, what="closed")
-    dealt = await wait(is_event("dealt", rid), start=closed.index, what="dealt")
-    settled = await wait(is_event("settled", rid), start=dealt.index, what="settled")
+    settled = await wait(is_event("settled", rid), start=closed.index, what="settled")
     return Coup(
         round_id=rid,
         latency=latency,
         end=settled.index + 1,
         debited=len(debiting.msg["data"]["players"]),
         dealt_to=len(closed.msg["data"]["bets"]),
-        to_closed=closed.at - debiting.at,
-        to_dealt=dealt.at - debiting.at,
     )
 
 
@@ -371,11 +452,14 @@ async def seamless(
     probe = WalletProbe(wallet.url, WALLET_SECRET, players)
     phases = [Phase(latency, nodelay) for latency in latencies]
     clients: list[Client] = []
+    stopwatch: Stopwatch | None = None
     try:
         server.start()
         await probe.open()
         seated, watcher = await seat(server.url, players)
         clients = [watcher, *seated.values()]
+        stopwatch = Stopwatch(server.url)
+        await stopwatch.ready()
         start = 0
         for round_no in range(WARMUP + coups):
             for phase in phases:
@@ -392,10 +476,21 @@ async def seamless(
                 print(
                     f"  coup {round_no - WARMUP + 1}/{coups}: " + describe(phases), file=sys.stderr
                 )
+        await asyncio.sleep(0.5)  # the last events reach the stopwatch too
+        time_coups(phases, await stopwatch.collect())
+        for phase in phases:
+            st = phase.stats()
+            print(
+                f"  {st['latency_ms']:g} ms: debiting -> betting_closed p50 "
+                f"{st['closed_p50_ms']:.1f} / p99 {st['closed_p99_ms']:.1f} ms",
+                file=sys.stderr,
+            )
         problems = [p for c in clients for p in c.problems]
         if problems:
             raise RuntimeError(f"protocol problems: {problems[:3]}")
     finally:
+        if stopwatch is not None:
+            stopwatch.close()
         for client in clients:
             await client.close()
         await probe.close()
@@ -407,8 +502,8 @@ async def seamless(
 
 def describe(phases: Sequence[Phase]) -> str:
     return ", ".join(
-        f"{p.latency * 1e3:g} ms: {p.coups[-1].to_closed * 1e3:.1f} ms (wallet "
-        f"{percentile(p.wallet[-BALANCE_CALLS:], 50) * 1e3:.1f} ms, bare {p.bare[-1] * 1e3:.1f} ms)"
+        f"{p.latency * 1e3:g} ms: wallet {percentile(p.wallet[-BALANCE_CALLS:], 50) * 1e3:.1f}"
+        f" ms, bare {p.bare[-1] * 1e3:.1f} ms"
         for p in phases
         if p.coups
     )
@@ -437,7 +532,8 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
         "betting: the table enters `debiting` and the croupier sends every player's debit "
         "at once; once all have answered, the table deals (`betting_closed` and `dealt` "
         "come from one step). Timed: the `debiting` event to the `betting_closed` (and "
-        "`dealt`) event, as a spectator's client receives them. Measured at the wallet "
+        "`dealt`) event, as a spectator receives them (a client in a process of its own, "
+        "each frame timed as it is read). Measured at the wallet "
         "from the bench process, in the same run, before each coup: its latency, "
         f"{BALANCE_CALLS} signed `balance` calls one after another (each on a new "
         "connection), call to answer; and the bare baseline, the same number of signed "
@@ -510,8 +606,10 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
         "an HTTP server. The wallet's database is on tmpfs (/dev/shm) when the machine "
         "has one: it commits each call, one at a time, and this machine's shared disk "
         "is not what is measured; Chemmy's is on disk.",
-        "- `betting_closed` and `dealt` are one step's events (sent together): the two "
-        "columns differ by the frames' decoding.",
+        "- `betting_closed` and `dealt` are one step's events, sent together: the two "
+        "columns differ by the reading of one frame.",
+        f"- p99 is nearest-rank: with {results['coups']} coups a latency, "
+        + ("the slowest of them." if results["coups"] < 100 else "the 99th percentile."),
         "- Credits of the previous coup (sent by the courier after its settlement) may "
         "still be on their way to the wallet when the next coup's debits go out, as on "
         "a live table.",
