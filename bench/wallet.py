@@ -124,6 +124,7 @@ class Phase:
 
     latency: float
     nodelay: bool  # the wallet with Nagle's algorithm off
+    overflows: int = 0  # listen-queue drops on the machine over the wallet's run (all phases)
     coups: list[Coup] = field(default_factory=list)
     wallet: list[float] = field(default_factory=list)  # signed balance round trips, s
     bare: list[float] = field(default_factory=list)  # N debits at once from the bench, s
@@ -134,6 +135,7 @@ class Phase:
         out: dict[str, Any] = {
             "latency_ms": self.latency * 1e3,
             "nodelay": self.nodelay,
+            "listen_overflows": self.overflows,
             "coups": len(self.coups),
             "debits": sum(c.debited for c in self.coups),
             "stood": sum(c.dealt_to for c in self.coups),
@@ -380,6 +382,20 @@ class Stopwatch:
             self.proc.kill()
 
 
+def listen_overflows() -> int:
+    """The machine's count of connections dropped at a full listen queue (Linux
+    ``/proc/net/netstat``, TcpExt ListenOverflows; -1 if it cannot be read)."""
+    try:
+        lines = Path("/proc/net/netstat").read_text().splitlines()
+    except OSError:
+        return -1
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        if names.startswith("TcpExt:"):
+            table = dict(zip(names.split()[1:], values.split()[1:], strict=False))
+            return int(table.get("ListenOverflows", -1))
+    return -1
+
+
 def time_coups(phases: Sequence[Phase], stamps: dict[str, dict[str, float]]) -> None:
     """Each coup's window, from the stopwatch's times of its events."""
     for phase in phases:
@@ -453,6 +469,7 @@ async def seamless(
     phases = [Phase(latency, nodelay) for latency in latencies]
     clients: list[Client] = []
     stopwatch: Stopwatch | None = None
+    overflows = listen_overflows()
     try:
         server.start()
         await probe.open()
@@ -478,6 +495,8 @@ async def seamless(
                 )
         await asyncio.sleep(0.5)  # the last events reach the stopwatch too
         time_coups(phases, await stopwatch.collect())
+        for phase in phases:
+            phase.overflows = listen_overflows() - overflows
         for phase in phases:
             st = phase.stats()
             print(
@@ -606,6 +625,19 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
         "an HTTP server. The wallet's database is on tmpfs (/dev/shm) when the machine "
         "has one: it commits each call, one at a time, and this machine's shared disk "
         "is not what is measured; Chemmy's is on disk.",
+        "- The reference wallet listens with a backlog of 5 (`socketserver`'s "
+        "`request_queue_size`): when more connections to it are opened at once (Chemmy's "
+        "pool at the first coup, or when its kept connections are busy with credits), "
+        "those beyond are dropped and their SYN is sent again a second later (Linux's "
+        "first retransmission timeout); a coup near 1 s is one of those. Connections "
+        "dropped at a full listen queue on the machine during each wallet's run (warm-up "
+        "included; `/proc/net/netstat` ListenOverflows): "
+        + ", ".join(
+            f"{SHORT[st['nodelay']]} {st['listen_overflows']}"
+            for st in phases
+            if st["latency_ms"] == phases[0]["latency_ms"]
+        )
+        + ".",
         "- `betting_closed` and `dealt` are one step's events, sent together: the two "
         "columns differ by the reading of one frame.",
         f"- p99 is nearest-rank: with {results['coups']} coups a latency, "
