@@ -720,6 +720,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def shown_command(argv: Sequence[str]) -> str:
+    """The command line as the docs show it: without ``--json PATH`` (where this run's
+    figures went, nothing to do with them)."""
+    shown: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--json":
+            skip = True
+        elif not arg.startswith("--json="):
+            shown.append(arg)
+    return " ".join([COMMAND, shlex.join(shown)]).strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--players", type=int, default=14, help="seated players (default 14)")
@@ -754,9 +769,7 @@ def main(argv: list[str] | None = None) -> int:
     results = asyncio.run(run(args))
     results["elapsed"] = time.perf_counter() - t0
     results["load"] = load_line(load)
-    results["command"] = " ".join(
-        [COMMAND, shlex.join(argv if argv is not None else sys.argv[1:])]
-    ).strip()
+    results["command"] = shown_command(argv if argv is not None else sys.argv[1:])
     text = report(args, results)
     print(text)
     if args.json:
