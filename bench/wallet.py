@@ -2,7 +2,7 @@
 operator's wallet to take its wagers, next to the wallet's own latency.
 
 Run from the project root: ``python -m bench.wallet [--players 14] [--coups 30]
-[--latency 0.02] [--baseline REV] [--write]``.
+[--latency 0.02] [--wallet-nagle both] [--baseline REV] [--write]``.
 
 - A real ``chemmy-server`` subprocess (the test kit's launcher) with ``--wallet
   seamless --no-guest``, on SQLite, against the reference operator wallet
@@ -19,13 +19,21 @@ Run from the project root: ``python -m bench.wallet [--players 14] [--coups 30]
   ``dealt``), as a spectator receives them: a stopwatch, a client in a process of its
   own that times each frame as it reads it (one clock), so that the players' traffic in
   the bench's process never delays its reading.
-- The wallet's latency, measured in the same run: before each coup, signed ``balance``
-  calls from this process to the wallet (one pooled ``httpx`` client, as Chemmy's;
-  three a coup), timed from the call to the answer.
+- The wallet measured from this process in the same run, before each coup: its latency
+  (three signed ``balance`` calls one after another, each on a new connection, call to
+  answer), and the bare baseline: as many signed debits as there are players (for the
+  bench's own accounts) sent at once, each on a connection kept alive between coups as
+  Chemmy's pool keeps them, until the last answer (the reference wallet applies one
+  call at a time, so this is more than one call's latency).
 - Coups alternate between the wallet's ``--latency`` (its ``/_control/faults``
   ``latency``, added to every answer) and 0, so that other load on the machine falls on
   both alike. The target: at most the wallet's latency + 50 ms (the debits run in
   parallel: 14 debits one after another would take 14 times the latency).
+- ``--wallet-nagle``: the reference wallet as it is (``on``: Nagle's algorithm on its
+  sockets, which makes an answer on a kept-alive connection wait for the caller's
+  delayed ACK), with ``TCP_NODELAY`` (``off``: the same code, started through
+  :data:`NODELAY`), or one after the other (``both``, the default). Its SQLite file is
+  on tmpfs (/dev/shm) when there is one; Chemmy's is on disk.
 - ``--baseline REV``: also the internal wallet's command round trips (``ping``,
   ``balance``, ``bet`` / ``remove_bet``) against the server of git revision ``REV``,
   measured in turns (bench/gateway.py's (a), on SQLite, with a bare ``websockets`` echo
@@ -421,8 +429,8 @@ def is_event(kind: str, rid: str | None = None) -> Any:
 
 async def play(players: dict[str, Client], watcher: Client, start: int, latency: float) -> Coup:
     """One coup from the watcher's frame ``start`` on (after the last coup's
-    settlement): wait for betting, everyone bets
-    and presses DONE at once, then the debits, the deal and the settlement."""
+    settlement): wait for betting, everyone bets and presses DONE at once, then wait
+    for the debits, the deal and the settlement (the stopwatch times them)."""
     opened = await watcher.next_frame(is_event("betting_opened"), start=start, what="betting")
     rid = opened.msg["data"]["round_id"]
 
@@ -453,7 +461,11 @@ async def seamless(
     memory = MEMORY.is_dir() and os.access(MEMORY, os.W_OK)
     home = Path(tempfile.mkdtemp(prefix="chemmy-bench-wallet-", dir=MEMORY if memory else tmp))
     wallet = BenchWallet(home, nodelay=nodelay)
-    wallet.start()
+    try:
+        wallet.start()
+    except BaseException:
+        shutil.rmtree(home, ignore_errors=True)
+        raise
     server = ServerProcess(
         tmp / "chemmy",
         config(max(players, 1)),
