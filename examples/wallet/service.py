@@ -44,6 +44,9 @@ class WalletServer(ThreadingHTTPServer):
     """The wallet on ``address``: a thread per connection, over one :class:`Ledger`."""
 
     daemon_threads = True  # a held request never keeps the process from exiting
+    # A coup's debits arrive together (one per seated player, up to 14 at once, on new
+    # connections after a restart): the default backlog of 5 drops SYNs, which cost 1 s.
+    request_queue_size = 128
 
     def __init__(
         self, address: tuple[str, int], ledger: Ledger, secret: bytes, faults: Faults | None = None
@@ -61,6 +64,9 @@ class WalletServer(ThreadingHTTPServer):
 
 class WalletHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: Chemmy may reuse its connections
+    # Headers and body are written apart: with Nagle's algorithm on, the body of an
+    # answer on a kept-alive connection waits for the peer's delayed ACK (about 40 ms).
+    disable_nagle_algorithm = True
     timeout = 120  # a connection idle (or a body unsent) this long is closed
     server: WalletServer
 
