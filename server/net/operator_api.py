@@ -26,10 +26,12 @@ logged once by ``operator_http`` (who, method, path, status); nothing here logs 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
+from urllib.parse import unquote
 
 from server.store.base import StoreError, StoreUnavailable
 from server.wallet import signing
@@ -74,10 +76,12 @@ class Caller:
 
 @dataclass(frozen=True, slots=True)
 class OperatorCall:
-    """One authenticated call, as a route sees it."""
+    """One authenticated call, as a route sees it: ``params`` are the path's
+    ``{name}`` segments (``/operator/v1/rounds/{round_id}``), URL-decoded."""
 
     request: HttpRequest
     caller: Caller
+    params: Mapping[str, str] = field(default_factory=dict)
 
     def json(self) -> dict[str, Any]:
         """The body as a JSON object; ``400 bad_request`` otherwise (not UTF-8, not
@@ -102,8 +106,10 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-#: A route: the ``200`` answer's body, or an :class:`OperatorRefusal`.
-Route = Callable[[OperatorCall], Awaitable[Mapping[str, Any]]]
+#: A route: the ``200`` answer's body (or a whole :class:`HttpResponse`: a CSV), or an
+#: :class:`OperatorRefusal`.
+Route = Callable[[OperatorCall], Awaitable[Mapping[str, Any] | HttpResponse]]
+_PARAM = re.compile(r"\{([a-z_]+)\}")
 
 
 class OperatorAuth:
@@ -170,18 +176,38 @@ class OperatorAPI:
 
     def __init__(self, auth: OperatorAuth) -> None:
         self.auth = auth
-        #: path -> method -> route.
+        #: path -> method -> route (a path may hold ``{name}`` segments).
         self.routes: dict[str, dict[str, Route]] = {}
+        self._patterns: list[tuple[re.Pattern[str], str]] = []
 
     def add(self, method: str, path: str, route: Route) -> None:
-        """Answer ``method path`` (a path under :data:`API_PREFIX`, no query) with
-        ``route``."""
+        """Answer ``method path`` (a path under :data:`API_PREFIX`, no query; a
+        ``{name}`` segment matches any one segment, given to the route as
+        ``call.params[name]``) with ``route``."""
         if not path.startswith(API_PREFIX) or "?" in path:
             raise ValueError(f"an operator route is a path under {API_PREFIX}")
         methods = self.routes.setdefault(path, {})
         if method in methods:
             raise ValueError(f"{method} {path} has a route already")
         methods[method] = route
+        if _PARAM.search(path) and all(p != path for _, p in self._patterns):
+            regex = _PARAM.sub(
+                lambda m: f"(?P<{m.group(1)}>[^/]+)",
+                re.escape(path).replace(r"\{", "{").replace(r"\}", "}"),
+            )
+            self._patterns.append((re.compile(f"^{regex}$"), path))
+
+    def _find(self, path: str) -> tuple[dict[str, Route] | None, dict[str, str]]:
+        """The routes of ``path`` (exact paths first) and its ``{name}`` segments."""
+        methods = self.routes.get(path)
+        if methods is not None:
+            return methods, {}
+        for pattern, template in self._patterns:
+            found = pattern.match(path)
+            if found is not None:
+                params = {k: unquote(v) for k, v in found.groupdict().items()}
+                return self.routes[template], params
+        return None, {}
 
     async def respond(self, request: HttpRequest) -> HttpResponse:
         """The answer to one request (``server.net.operator_http.Responder``)."""
@@ -192,7 +218,7 @@ class OperatorAPI:
         except OperatorRefusal as refusal:
             return error_response(refusal.http_status, refusal.code, refusal.message)
         shown = str(caller)
-        methods = self.routes.get(request.path)
+        methods, params = self._find(request.path)
         if methods is None:
             return error_response(404, "not_found", "no operator call here", caller=shown)
         route = methods.get(request.method)
@@ -202,7 +228,7 @@ class OperatorAPI:
                 405, "method_not_allowed", f"this call takes {allow}", caller=shown, Allow=allow
             )
         try:
-            body = await route(OperatorCall(request, caller))
+            body = await route(OperatorCall(request, caller, params))
         except OperatorRefusal as refusal:
             return error_response(refusal.http_status, refusal.code, refusal.message, caller=shown)
         except StoreUnavailable:
@@ -215,5 +241,9 @@ class OperatorAPI:
         except StoreError:
             return error_response(
                 500, "store_failed", "the store refused the call; nothing was done", caller=shown
+            )
+        if isinstance(body, HttpResponse):
+            return HttpResponse(
+                body.status, body.body, body.headers, shown, body.raw, body.content_type
             )
         return HttpResponse(200, body, caller=shown)

@@ -94,22 +94,28 @@ class HttpRequest:
 
 @dataclass(frozen=True, slots=True)
 class HttpResponse:
-    """An answer: ``body`` is sent as JSON; ``caller`` names who asked (for the log)."""
+    """An answer: ``body`` is sent as JSON (or ``raw`` bytes of ``content_type``, e.g. a
+    CSV); ``caller`` names who asked (for the log)."""
 
     status: int
     body: Mapping[str, Any]
     headers: tuple[tuple[str, str], ...] = ()
     caller: str = field(default="-", compare=False)
+    raw: bytes | None = None
+    content_type: str = "application/json"
 
     def encode(self) -> bytes:
-        payload = json.dumps(self.body, separators=(",", ":"), ensure_ascii=False).encode()
+        if self.raw is not None:
+            payload = self.raw
+        else:
+            payload = json.dumps(self.body, separators=(",", ":"), ensure_ascii=False).encode()
         try:
             phrase = http.HTTPStatus(self.status).phrase
         except ValueError:
             phrase = "Status"
         lines = [
             f"HTTP/1.1 {self.status} {phrase}",
-            "Content-Type: application/json",
+            f"Content-Type: {self.content_type}",
             f"Content-Length: {len(payload)}",
             "Cache-Control: no-store",
             "Connection: close",

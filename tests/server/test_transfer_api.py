@@ -529,3 +529,21 @@ async def test_transfers_on_a_redis_store(net: Net, redis_url: str) -> None:
         await operator.http.aclose()
     balances = await books(server)
     assert balances["player:alice"] == 5_000 and balances[OPERATOR] == -5_000
+
+
+def test_a_route_with_a_path_parameter_is_found_and_exact_paths_come_first() -> None:
+    from server.net.operator_api import OperatorAPI, OperatorAuth
+
+    api = OperatorAPI(OperatorAuth(None, None))  # type: ignore[arg-type]
+
+    async def one(call: object) -> dict[str, object]:
+        return {}
+
+    api.add("POST", "/operator/v1/rounds/{round_id}/void", one)
+    api.add("GET", "/operator/v1/rounds/{round_id}", one)
+    api.add("GET", "/operator/v1/rounds/csv", one)
+    methods, params = api._find("/operator/v1/rounds/t1-2-3%3Ax/void")
+    assert methods is not None and set(methods) == {"POST"} and params == {"round_id": "t1-2-3:x"}
+    methods, params = api._find("/operator/v1/rounds/csv")
+    assert methods is not None and params == {}
+    assert api._find("/operator/v1/rounds/a/b/void") == (None, {})
