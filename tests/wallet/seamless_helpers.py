@@ -14,26 +14,154 @@ closing the books of Chemmy's store against the reference wallet's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
+import httpx
+
+from server.net.auth import make_token
 from server.store.base import Store
 from server.table.wallet import player_account
+from server.wallet.signing import HEADER, signature_header
 from tests.kit import scaled
+from tests.kit.client import Client
 from tests.kit.game import CoupLog, Game
+from tests.kit.tables import SECRET, table_def
 from tests.wallet.wallet_helpers import ReferenceWallet
 
 __all__ = [
+    "BETS",
+    "LONG",
+    "OPERATOR_KEY",
     "PLAYERS",
     "START",
+    "TABLE",
+    "after_restart",
     "check_wallet_books",
+    "debit_outcome",
+    "debits_seen",
+    "no_call_pending",
+    "operator_calls",
+    "place_and_close",
     "play_seamless_coup",
+    "refusals",
+    "seamless_flags",
+    "seamless_table",
+    "seat_players",
+    "token_player",
     "wait_until",
     "watcher_seq",
 ]
 
 START = 100_000
 PLAYERS = ("alice", "bob", "carol")
+TABLE = "t1"
+BETS: dict[str, dict[str, int]] = {
+    "alice": {"banker": 1000},
+    "bob": {"player": 500, "tie": 100},
+    "carol": {"player": 700},
+}
+#: The key the operator's calls to a server subprocess are signed with (--operator-key).
+OPERATOR_KEY = "seamless-tests-operator-key-0123456789abcdef"
+#: Timers long enough that nothing happens unless a test (or the wallet) says so.
+LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut": 60, "grace": 120}
+
+
+# ------------------------------------------------------------ a server subprocess
+def seamless_table(table: str = TABLE) -> dict[str, Any]:
+    """A table in euros with long timers, for a subprocess's TOML (``server_toml``)."""
+    return table_def(table, currency="EUR", timers=LONG)
+
+
+def seamless_flags(wallet: ReferenceWallet, timeout: float = 1.5) -> list[str]:
+    """``chemmy-server`` flags: seamless on ``wallet``, its debits' deadline ``timeout``
+    (scaled), no guests, and the operator API signed with :data:`OPERATOR_KEY`."""
+    return [
+        "--wallet",
+        "seamless",
+        "--wallet-url",
+        wallet.url,
+        "--wallet-secret",
+        wallet.secret,
+        "--wallet-timeout",
+        str(scaled(timeout)),
+        "--no-guest",
+        "--operator-key",
+        OPERATOR_KEY,
+    ]
+
+
+async def token_player(url: str, pid: str, *, label: str | None = None) -> Client:
+    """``pid`` connected to ``url`` with a token in euros (the same player every time)."""
+    client = Client(url, label=label or pid, timeout=scaled(15))
+    await client.open()
+    try:
+        await client.hello(token=make_token(SECRET, pid, currency="EUR"))
+    except BaseException:
+        await client.close()
+        raise
+    return client
+
+
+async def seat_players(
+    urls: Mapping[str, str], *, sit: bool = True, table: str = TABLE
+) -> dict[str, Client]:
+    """Each player (player -> the URL of the process they use) joins ``table`` and, with
+    ``sit``, sits (seats 1, 2, 3 in order)."""
+    clients: dict[str, Client] = {}
+    for seat, (pid, url) in enumerate(urls.items(), start=1):
+        clients[pid] = client = await token_player(url, pid)
+        await client.join(table)
+        if sit:
+            await client.call("sit", table=table, seat=seat)
+    return clients
+
+
+async def operator_calls(port: int, **query: Any) -> list[dict[str, Any]]:
+    """``GET /operator/v1/transactions`` of the server on ``port``, signed with
+    :data:`OPERATOR_KEY`: its wallet calls (one page of up to 1000), newest first."""
+    target = "/operator/v1/transactions?" + urlencode({"limit": 1000, **query})
+    header = signature_header(OPERATOR_KEY.encode(), time.time(), "GET", target, b"")
+    async with httpx.AsyncClient(timeout=scaled(10)) as http:
+        answer = await http.get(f"http://127.0.0.1:{port}{target}", headers={HEADER: header})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["next_cursor"] is None, "more calls than one page"
+    calls: list[dict[str, Any]] = body["transactions"]
+    return calls
+
+
+async def no_call_pending(port: int, what: str = "the pending wallet calls") -> None:
+    """Wait until the server on ``port`` has no wallet call pending (each delivered)."""
+
+    async def done() -> bool:
+        return not await operator_calls(port, state="pending")
+
+    await wait_until(done, timeout=60, what=what)
+
+
+def after_restart(game: Game, rid: str) -> str | None:
+    """Where the round ``rid`` stands, as a watcher that joined afresh (a snapshot) sees
+    it: ``dealt`` (its debits stood: a turn is due or it settled), ``none`` (no wager
+    stood: the next round's betting is open), or None (still debiting)."""
+    since = game.watcher.snapshot_at.get(game.table, 0)
+    seen = debit_outcome(game, rid, since)
+    if seen is not None:
+        return str(seen["kind"])
+    prompt = game.prompt()
+    if prompt["kind"] == "turn":
+        return "dealt"
+    if prompt["kind"] == "betting_opened" and prompt["data"]["round_id"] != rid:
+        return "none"
+    return None
+
+
+def debits_seen(wallet: ReferenceWallet, txns: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """Every request the wallet logged for each of ``txns``, in order."""
+    log = wallet.log()
+    return {t: [r for r in log if r["transaction_id"] == t] for t in txns}
 
 
 async def wait_until(check: Any, timeout: float = 20.0, what: str = "") -> None:
