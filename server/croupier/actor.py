@@ -56,7 +56,7 @@ from server.table.events import Event, Step
 from server.table.state import Phase, PlayerState
 from server.table.wallet import Entry, held_account, player_account, stake_account
 from server.wallet.base import Wallet, WalletError
-from server.wallet.calls import closing_calls, debit_call, rollback_call
+from server.wallet.calls import closing_calls, debit_call, rollback_call, transaction_id
 from server.wallet.mirror import sync_mirror
 
 from .fairqueue import FairQueue, QueueClosed, QueueFull
@@ -660,9 +660,13 @@ class TableActor:
             for pid, bets in sorted(debiting.items())
         ]
         await self._store_calls(calls)  # written before they are sent: reconcilable
+        # A debit an owner before a crash gave up on (its rollback stored) stays refused:
+        # sent again, its repeat would be answered ok while the rollback undoes it.
+        given_up = await self._given_up(calls)
+        refused = dict.fromkeys(sorted(call["player"] for call in given_up), "wallet_unavailable")
+        calls = [call for call in calls if call not in given_up]
         deadline = time.monotonic() + self.wallet_timeout
         answers = await asyncio.gather(*(self.money.debit(call, deadline) for call in calls))
-        refused: dict[str, str] = {}
         rollbacks: list[dict[str, Any]] = []
         for call, answer in zip(calls, answers, strict=True):
             pid = call["player"]
@@ -697,6 +701,25 @@ class TableActor:
                 self.on_calls()
         with contextlib.suppress(ChemmyError):
             self.submit_command(c.Debited(round_id=rid, refused=refused))
+
+    async def _given_up(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The debits of ``calls`` whose rollback is stored already (reading again while
+        the store cannot say)."""
+        wait = BACKOFF_FIRST
+        while True:
+            try:
+                return [
+                    call
+                    for call in calls
+                    if await self.store.wallet_call(
+                        transaction_id(call["round_id"], call["player"], "rollback")
+                    )
+                    is not None
+                ]
+            except StoreError as exc:
+                log.warning("table %s: wallet calls not read yet (%s)", self.table_id, exc)
+                await asyncio.sleep(wait)
+                wait = min(BACKOFF_MAX, wait * 2)
 
     async def _store_calls(self, calls: list[dict[str, Any]]) -> None:
         """Store ``calls`` (pending), trying again while the store cannot."""

@@ -27,12 +27,14 @@ calls are read over ``GET /operator/v1/transactions``, signed with ``--operator-
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from server.store import open_store
+from server.wallet.calls import rollback_call
 from tests.kit import scaled
 from tests.kit.game import CoupLog, Game
 from tests.kit.launch import ServerProcess
@@ -265,3 +267,60 @@ async def test_the_wallet_killed_mid_shoe_refusals_rolled_back_credits_retried(
         assert f"{down}:{pid}:debit" not in applied or applied[f"{down}:{pid}:debit"]["state"] != (
             "applied"
         )
+
+
+async def test_kill_9_after_the_debits_were_given_up_the_restart_does_not_debit_again(
+    tmp_path: Path, wallet: ReferenceWallet
+) -> None:
+    """The dead server had given up on the coup's debits (its deadline passed: refused
+    ``wallet_unavailable``, their rollbacks stored) but died before the table stepped
+    on, so the store has the table still ``debiting`` and the rollbacks pending. Written
+    here into the file the killed server left, as it would have. The held debits are
+    then applied late, and the rollbacks cannot be delivered yet (500). The restarted
+    server must not debit again: the repeat would be answered ``ok`` and the coup dealt
+    on wagers the wallet is about to give back. It refuses them as the dead one did."""
+    server = start_server(tmp_path, wallet, timeout=8)
+    try:
+        game = await seat(server)
+        wallet.faults({"endpoint": "debit", "fault": "slow", "seconds": scaled(60)})
+        opened = await place_and_close(game, BETS)
+        rid = opened["data"]["round_id"]
+        await wait_until(
+            lambda: wallet.state()["faults"]["rules"][0]["fired"] == len(PLAYERS),
+            what="the debits at the wallet",
+        )
+        server.kill()
+        await leave(game)
+        store = await open_store(server.db)
+        try:  # what the dead server stored once its deadline passed
+            now = time.time()
+            given_up = [
+                rollback_call(TABLE, rid, pid, sum(bets.values()), "EUR", now, "debit_unanswered")
+                for pid, bets in sorted(BETS.items())
+            ]
+            await store.commit(calls=given_up)  # type: ignore[call-arg]
+            (row,) = await store.load_tables()
+            assert row.state is not None and row.state["phase"] == "debiting"
+        finally:
+            await store.close()
+        wallet.reset()  # the held debits go on: applied, late
+        wallet.faults({"endpoint": "rollback", "fault": "http500"})
+        server.start()
+        game = await seat(server, sit=False)
+        await wait_until(lambda: after_restart(game, rid) is not None, what=f"{rid} going on")
+        assert after_restart(game, rid) == "none", "dealt on debits being rolled back"
+        debits = [f"{rid}:{pid}:debit" for pid in PLAYERS]
+        assert all(len(tried) == 1 for tried in debits_seen(wallet, debits).values())
+        wallet.reset()
+        await no_call_pending(server.port, "the rollbacks")
+        assert (await play_seamless_coup(game, BETS))["kind"] == "dealt"  # it goes on
+        await no_call_pending(server.port)
+        await leave(game)
+        server.terminate()
+    finally:
+        server.stop()
+    books = await books_of(server, wallet)
+    calls = {c["transaction_id"]: c for c in books["calls"]}
+    for pid in PLAYERS:
+        assert calls[f"{rid}:{pid}:debit"]["state"] == "rolled_back"
+        assert f"{rid}:{pid}:credit" not in calls
