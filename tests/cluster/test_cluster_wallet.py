@@ -33,6 +33,7 @@ from tests.wallet.seamless_helpers import (
     PLAYERS,
     TABLE,
     check_wallet_books,
+    debit_outcome,
     debits_seen,
     no_call_pending,
     operator_calls,
@@ -153,6 +154,8 @@ async def test_the_owner_killed_while_debiting_the_new_owner_debits_again_and_pl
         assert {c["transaction_id"]: c["state"] for c in stored} == dict.fromkeys(debits, "pending")
         wallet.reset()  # the held debits go on: applied, for a process that is gone
         _dead, new = await spread.kill_owner()
+        await wait_until(lambda: debit_outcome(game, rid, start) is not None, what="the debits")
+        assert (debit_outcome(game, rid, start) or {})["kind"] == "dealt"
         log = CoupLog(rid, opened["data"]["coup_no"], game.holder(), {})
         settled = await game.settle(log, start)  # the new owner's debits stood: dealt
         assert {p["player"] for p in settled.payouts} == set(PLAYERS), settled.payouts
