@@ -80,14 +80,17 @@ class Spread:
             )
         return cls(cluster, game, where)
 
-    async def kill_owner(self) -> tuple[ServerProcess, ServerProcess]:
-        """``kill -9`` the table's owner; once another process holds the table, those
-        who were on the dead one come back through another and resume. (The dead one,
-        the new owner.)"""
+    async def kill_owner(
+        self, then: Callable[[], None] = lambda: None
+    ) -> tuple[ServerProcess, ServerProcess]:
+        """``kill -9`` the table's owner (and ``then()`` at once, before another process
+        takes the table); once another process holds the table, those who were on the
+        dead one come back through another and resume. (The dead one, the new owner.)"""
         owner = self.cluster.owner(TABLE)
         assert owner is not None and self.where["carol"] is owner
         old = self.cluster.node_name(owner)
         owner.kill()
+        then()
         new = await self.cluster.new_owner(TABLE, old)
         for pid, node in list(self.where.items()):
             if node is owner:
@@ -152,8 +155,8 @@ async def test_the_owner_killed_while_debiting_the_new_owner_debits_again_and_pl
         assert game.watcher.events(TABLE, "debiting", start=start)
         stored = await operator_calls(spread.where["alice"].port, round_id=rid)
         assert {c["transaction_id"]: c["state"] for c in stored} == dict.fromkeys(debits, "pending")
-        wallet.reset()  # the held debits go on: applied, for a process that is gone
-        _dead, new = await spread.kill_owner()
+        # Killed; then the held debits go on: applied, for a process that is gone.
+        _dead, new = await spread.kill_owner(then=wallet.reset)
         await wait_until(lambda: debit_outcome(game, rid, start) is not None, what="the debits")
         assert (debit_outcome(game, rid, start) or {})["kind"] == "dealt"
         log = CoupLog(rid, opened["data"]["coup_no"], game.holder(), {})
