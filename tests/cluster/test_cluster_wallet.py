@@ -27,7 +27,7 @@ import pytest
 from server.store.redis import RedisStore
 from tests.kit import ServerProcess, scaled
 from tests.kit.cluster import Cluster, check_books, come_back
-from tests.kit.game import CoupLog, Game
+from tests.kit.game import Game
 from tests.wallet.seamless_helpers import (
     BETS,
     PLAYERS,
@@ -42,6 +42,7 @@ from tests.wallet.seamless_helpers import (
     seamless_flags,
     seamless_table,
     seat_players,
+    settle_dealt,
     wait_until,
 )
 from tests.wallet.wallet_helpers import SECRET, ReferenceWallet, reference_wallet
@@ -159,8 +160,7 @@ async def test_the_owner_killed_while_debiting_the_new_owner_debits_again_and_pl
         _dead, new = await spread.kill_owner(then=wallet.reset)
         await wait_until(lambda: debit_outcome(game, rid, start) is not None, what="the debits")
         assert (debit_outcome(game, rid, start) or {})["kind"] == "dealt"
-        log = CoupLog(rid, opened["data"]["coup_no"], game.holder(), {})
-        settled = await game.settle(log, start)  # the new owner's debits stood: dealt
+        settled = await settle_dealt(game, rid, opened["data"]["coup_no"], start)
         assert {p["player"] for p in settled.payouts} == set(PLAYERS), settled.payouts
         for txn, tried in debits_seen(wallet, debits).items():
             assert len(tried) >= 2, (txn, tried)  # the dead owner's, and the new one's

@@ -50,6 +50,7 @@ __all__ = [
     "seamless_flags",
     "seamless_table",
     "seat_players",
+    "settle_dealt",
     "token_player",
     "wait_until",
     "watcher_seq",
@@ -237,9 +238,29 @@ async def play_seamless_coup(game: Game, bets: Mapping[str, Mapping[str, int]]) 
     result["refused"] = await refusals(game, rid, start)
     result["round_id"] = rid
     if result["kind"] == "dealt":
-        log = CoupLog(rid, opened["data"]["coup_no"], game.holder(), dict(result["bets"]))
-        await game.settle(log, start)
+        await settle_dealt(game, rid, opened["data"]["coup_no"], start, result["bets"])
     return result
+
+
+async def settle_dealt(
+    game: Game,
+    rid: str,
+    coup_no: int,
+    start: int,
+    bets: Mapping[str, Mapping[str, int]] | None = None,
+) -> CoupLog:
+    """The coup ``rid``, whose debits stood, turned to its settlement (the kit's
+    ``Game.settle`` from the watcher's frame ``start``). Its first turn is waited for
+    first: the step that deals it comes as several frames (and, through another
+    process of a cluster, a moment after the ``betting_closed`` that opens it)."""
+
+    def turning() -> bool:
+        done = game.watcher.events(game.table, "settled", start=start)
+        return any(e["data"]["round_id"] == rid for e in done) or game.prompt()["kind"] == "turn"
+
+    await wait_until(turning, what=f"the first turn of {rid}")
+    wagers = {p: dict(b) for p, b in (bets or {}).items()}
+    return await game.settle(CoupLog(rid, coup_no, game.holder(), wagers), start)
 
 
 async def check_wallet_books(

@@ -36,7 +36,7 @@ import pytest
 from server.store import open_store
 from server.wallet.calls import rollback_call
 from tests.kit import scaled
-from tests.kit.game import CoupLog, Game
+from tests.kit.game import Game
 from tests.kit.launch import ServerProcess
 from tests.kit.tables import SECRET, server_toml
 from tests.wallet.seamless_helpers import (
@@ -54,6 +54,7 @@ from tests.wallet.seamless_helpers import (
     seamless_flags,
     seamless_table,
     seat_players,
+    settle_dealt,
     wait_until,
 )
 from tests.wallet.wallet_helpers import ReferenceWallet
@@ -186,8 +187,7 @@ async def test_kill_9_while_debiting_the_restart_debits_again_with_the_same_ids(
         if wallet_after == "answers":
             assert status == "dealt", status
             since = game.watcher.snapshot_at[TABLE]
-            log = CoupLog(rid, opened["data"]["coup_no"], game.holder(), {})
-            settled = await game.settle(log, since)
+            settled = await settle_dealt(game, rid, opened["data"]["coup_no"], since)
             assert {p["player"] for p in settled.payouts} == set(PLAYERS), settled.payouts
         else:
             assert status == "none", status
@@ -236,7 +236,7 @@ async def test_the_wallet_killed_mid_shoe_refusals_rolled_back_credits_retried(
         await wait_until(lambda: debit_outcome(game, dealt, start) is not None, what="debits")
         assert (debit_outcome(game, dealt, start) or {})["kind"] == "dealt"
         wallet.kill()
-        await game.settle(CoupLog(dealt, opened["data"]["coup_no"], game.holder(), {}), start)
+        await settle_dealt(game, dealt, opened["data"]["coup_no"], start)
         # A coup while it is away: nobody's debit is answered; no coup.
         away = await play_seamless_coup(game, BETS)
         assert away["kind"] == "none", away
