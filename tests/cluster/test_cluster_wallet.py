@@ -189,13 +189,14 @@ async def test_the_owner_killed_with_credits_pending_the_new_owner_delivers_them
         assert outcome["kind"] == "dealt" and outcome["refused"] == {}, outcome
         credits = sorted(f"{outcome['round_id']}:{pid}:credit" for pid in PLAYERS)
 
-        def each_refused() -> bool:
-            tried = debits_seen(wallet, credits)
-            return all(any(r["http"] == 500 for r in tried[t]) for t in credits)
+        async def each_refused() -> bool:  # every credit tried, failed, and stored so
+            pending = await operator_calls(spread.where["alice"].port, state="pending")
+            assert {c["transaction_id"] for c in pending} <= set(credits), pending
+            return sorted(c["transaction_id"] for c in pending if c["attempts"] >= 1) == credits
 
-        await wait_until(each_refused, what="a try of each credit")
-        pending = await operator_calls(spread.where["alice"].port, state="pending")
-        assert sorted(c["transaction_id"] for c in pending) == credits, pending
+        await wait_until(each_refused, what="a failed try of each credit, stored")
+        tried = debits_seen(wallet, credits)
+        assert all(any(r["http"] == 500 for r in tried[t]) for t in credits), tried
         _dead, new = await spread.kill_owner()
         before = {id(node): credits_sent(node) for node in cluster.others()}
         wallet.reset()

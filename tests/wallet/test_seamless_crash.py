@@ -112,13 +112,14 @@ async def test_kill_9_at_settlement_with_credits_pending_they_are_delivered_afte
         rid = outcome["round_id"]
         credits = sorted(f"{rid}:{pid}:credit" for pid in PLAYERS)
 
-        def each_refused() -> bool:  # the courier tried every credit, and failed
-            tried = debits_seen(wallet, credits)
-            return all(any(r["http"] == 500 for r in tried[t]) for t in credits)
+        async def each_refused() -> bool:  # every credit tried, failed, and stored so
+            pending = await operator_calls(server.port, state="pending")
+            assert {c["transaction_id"] for c in pending} <= set(credits), pending
+            return sorted(c["transaction_id"] for c in pending if c["attempts"] >= 1) == credits
 
-        await wait_until(each_refused, what="a try of each credit")
-        pending = await operator_calls(server.port, state="pending")
-        assert sorted(c["transaction_id"] for c in pending) == credits, pending
+        await wait_until(each_refused, what="a failed try of each credit, stored")
+        tried = debits_seen(wallet, credits)
+        assert all(any(r["http"] == 500 for r in tried[t]) for t in credits), tried
         server.kill()
         await leave(game)
         applied = {t["transaction_id"] for t in wallet.state()["transactions"]}
