@@ -55,7 +55,7 @@ from server.table import commands as c
 from server.table.events import Event, Step
 from server.table.state import Phase, PlayerState
 from server.table.wallet import Entry, held_account, player_account, stake_account
-from server.wallet.base import Wallet, WalletAnswer, WalletError
+from server.wallet.base import Wallet, WalletError
 from server.wallet.calls import closing_calls, debit_call, rollback_call, transaction_id
 from server.wallet.mirror import sync_mirror
 
@@ -676,22 +676,17 @@ class TableActor:
             for pid, bets in sorted(debiting.items())
         ]
         await self._store_calls(calls)  # written before they are sent: reconcilable
+        # A debit an owner before a crash gave up on (its rollback stored) stays refused:
+        # sent again, its repeat would be answered ok while the rollback undoes it.
+        given_up = await self._given_up(calls)
+        refused = dict.fromkeys(sorted(call["player"] for call in given_up), "wallet_unavailable")
+        calls = [call for call in calls if call not in given_up]
         started = time.monotonic()
         deadline = started + self.wallet_timeout
-
-        async def one(call: dict[str, Any]) -> WalletAnswer:
-            # A debit an earlier owner already rolled back is never sent again: the
-            # rollback may still be on its way, and would undo a debit that stood.
-            back = transaction_id(rid, call["player"], "rollback")
-            if await self.store.wallet_call(back) is not None:
-                return WalletAnswer("rolled_back", True, None, "rolled back already")
-            return await money.debit(call, deadline)
-
-        answers = await asyncio.gather(*(one(call) for call in calls))
+        answers = await asyncio.gather(*(money.debit(call, deadline) for call in calls))
         if self.on_debits is not None:
             outcomes = [a.status if a.clear else "retry" for a in answers]
             self.on_debits(time.monotonic() - started, outcomes)
-        refused: dict[str, str] = {}
         unanswered: dict[str, dict[str, int]] = {}
         for call, answer in zip(calls, answers, strict=True):
             pid = call["player"]
@@ -741,6 +736,25 @@ class TableActor:
                 log.warning("table %s: debits of %s not stepped yet (%s)", self.table_id, rid, err)
             await asyncio.sleep(wait)
             wait = min(BACKOFF_MAX, wait * 2)
+
+    async def _given_up(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The debits of ``calls`` whose rollback is stored already (reading again while
+        the store cannot say)."""
+        wait = BACKOFF_FIRST
+        while True:
+            try:
+                return [
+                    call
+                    for call in calls
+                    if await self.store.wallet_call(
+                        transaction_id(call["round_id"], call["player"], "rollback")
+                    )
+                    is not None
+                ]
+            except StoreError as exc:
+                log.warning("table %s: wallet calls not read yet (%s)", self.table_id, exc)
+                await asyncio.sleep(wait)
+                wait = min(BACKOFF_MAX, wait * 2)
 
     async def _store_calls(self, calls: list[dict[str, Any]]) -> None:
         """Store ``calls`` (pending), trying again while the store cannot."""

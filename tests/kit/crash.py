@@ -400,7 +400,8 @@ async def check_books(
     - ``audit()``: the sum is 0, every balance is its ledger sum, every hold has exactly
       one outcome (and a held account holds exactly its open holds);
     - no ledger key twice; players, the house, held wagers and stakes add up to what the
-      cashier paid out (``funded``, when given);
+      cashier paid out and a seamless wallet's mirrors (``wallet:<id>``) brought in
+      (``funded``, when given);
     - with ``settled_all``, nothing is held or staked (no coup open, no chips placed) and
       no coup dealt (its wagers held) is without a record;
     - each recorded round: one hold and one outcome per bet (a ``win`` when it won), the
@@ -417,14 +418,18 @@ async def check_books(
     keys = Counter(e.key for e in entries)
     assert max(keys.values(), default=1) == 1, [k for k, n in keys.items() if n > 1]
     balances = await store.load_balances()
-    paid_out = sum(e.amount for e in entries if e.src == "cashier") - sum(
-        e.amount for e in entries if e.dst == "cashier"
+    # What came in from outside: the cashier's play money, and a seamless wallet's
+    # mirrors (``wallet:<player>``, the operator's balances as Chemmy sees them).
+    outside = ("cashier", *(a for a in balances if a.startswith("wallet:")))
+    paid_out = sum(e.amount for e in entries if e.src in outside) - sum(
+        e.amount for e in entries if e.dst in outside
     )
     in_players = sum(v for a, v in balances.items() if a.startswith("player:"))
     held = sum(v for a, v in balances.items() if a.startswith("held:"))
     staked = sum(v for a, v in balances.items() if a.startswith("stake:"))
     house = balances.get("house", 0)
-    assert in_players + house + held + staked == paid_out == -balances.get("cashier", 0), (
+    from_outside = -sum(balances.get(a, 0) for a in outside)
+    assert in_players + house + held + staked == paid_out == from_outside, (
         in_players,
         house,
         held,

@@ -1,7 +1,8 @@
 """Whole coups on a seamless wallet: a real Chemmy server calling the reference operator
 wallet (examples/wallet, a real subprocess over HTTP) while it fails on cue.
 
-After each test, the books are closed and compared (:func:`check_books`): every debit
+After each test, the books are closed and compared (:func:`check_books`, which is
+tests/wallet/seamless_helpers.py's ``check_wallet_books`` once no call is pending): every debit
 the wallet applied has exactly one credit or rollback, Chemmy's records and the
 wallet's agree to the minor unit, each player's mirror equals the wallet's balance, no
 credit was applied twice, and Chemmy's own ledger audits clean.
@@ -14,7 +15,7 @@ import json
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +25,20 @@ from client_cli.main import main as cli_main
 from client_cli.operator import fetch
 from server.net.server import ChemmyServer
 from server.store.sqlite import SQLiteStore
-from server.table.wallet import player_account
 from server.wallet.calls import rollback_call
 from tests.kit import scaled
 from tests.kit.client import Client, http_get
 from tests.kit.game import CoupLog, Game
 from tests.kit.inproc import Net
 from tests.kit.tables import table_def
+from tests.wallet.seamless_helpers import (
+    PLAYERS,
+    START,
+    check_wallet_books,
+    play_seamless_coup,
+    wait_until,
+)
 from tests.wallet.wallet_helpers import ReferenceWallet
-
-START = 100_000
-PLAYERS = ("alice", "bob", "carol")
 
 
 @pytest.fixture
@@ -69,67 +73,6 @@ async def seat_players(net: Net, server: ChemmyServer) -> dict[str, Client]:
     return clients
 
 
-async def wait_until(check: Any, timeout: float = 20.0, what: str = "") -> None:
-    end = asyncio.get_running_loop().time() + scaled(timeout)
-    while True:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        assert asyncio.get_running_loop().time() < end, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
-
-
-async def play_seamless_coup(game: Game, bets: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
-    """Bets, DONE, the wallet's answer, and the coup to its settlement (if any wager
-    stood). What happened: the refusals each player was told, and the settled round."""
-    opened = await game.to_betting()
-    rid = opened["data"]["round_id"]
-    start = len(game.watcher.frames)
-    for pid, areas in bets.items():
-        for area, amount in areas.items():
-            await game.act(pid, "bet", area=area, amount=amount)
-    for pid in game.players:
-        await game.act(pid, "done")
-    watcher = game.watcher
-
-    def outcome() -> dict[str, Any] | None:
-        for event in watcher.events(game.table, start=start):
-            data = event["data"]
-            if event["kind"] == "betting_closed" and data["round_id"] == rid:
-                return {"kind": "dealt", "bets": data["bets"]}
-            if event["kind"] == "betting_opened" and data["round_id"] != rid:
-                return {"kind": "none"}
-        return None
-
-    await wait_until(lambda: outcome() is not None, what=f"the debits of {rid}")
-    result = outcome()
-    assert result is not None
-    refused = {
-        e["data"]["player"] for e in watcher.events(game.table, "debit_refused", start=start)
-    }
-    reasons = {}
-    for pid in refused:
-        await game.players[pid].wait_seq(game.table, watcher_seq(game))
-        mine = [
-            e
-            for e in game.players[pid].events(game.table, "debit_refused")
-            if e["data"]["player"] == pid and e["data"]["round_id"] == rid
-        ]
-        reasons[pid] = mine[-1]["data"]["reason"]  # private: the reason is theirs alone
-    result["refused"] = reasons
-    if result["kind"] == "dealt":
-        log = CoupLog(rid, opened["data"]["coup_no"], game.holder(), dict(result["bets"]))
-        await game.settle(log, start)
-    return result
-
-
-def watcher_seq(game: Game) -> int:
-    events = game.watcher.events(game.table)
-    return int(events[-1]["seq"]) if events else 0
-
-
 async def chemmy_calls(server: ChemmyServer) -> list[dict[str, Any]]:
     return await server.store.wallet_calls(limit=1000)
 
@@ -144,71 +87,9 @@ async def quiet(server: ChemmyServer) -> None:
 
 
 async def check_books(server: ChemmyServer, wallet: ReferenceWallet) -> dict[str, Any]:
-    """Chemmy's records and the wallet's agree (see the module's doc)."""
+    """Chemmy's records and the wallet's agree, once no call is pending."""
     await quiet(server)
-    calls = await chemmy_calls(server)
-    state = wallet.state()
-    applied = {t["transaction_id"]: t for t in state["transactions"]}
-    by_txn = {c["transaction_id"]: c for c in calls}
-    closers: dict[str, list[dict[str, Any]]] = {}
-    for call in calls:
-        if call["kind"] in ("credit", "rollback"):
-            assert call["state"] == "acknowledged", call
-            closers.setdefault(call["reference"], []).append(call)
-    for call in calls:
-        if call["kind"] != "debit":
-            continue
-        txn = call["transaction_id"]
-        closing = closers.get(txn, [])
-        if call["state"] == "acknowledged":  # it stood: one credit, or one rollback (void)
-            assert len(closing) == 1, (txn, closing)
-        elif call["state"] == "refused":  # refused: nothing to close (or voided meanwhile)
-            assert [c["kind"] for c in closing] in ([], ["rollback"]), (txn, closing)
-        else:  # no clear answer: rolled back
-            assert call["state"] == "rolled_back", call
-            assert [c["kind"] for c in closing] == ["rollback"], (txn, closing)
-    # The wallet's side: every debit it applied is closed exactly once, by what Chemmy sent.
-    for txn, row in applied.items():
-        if row.get("kind") == "debit" and row.get("state") == "applied":
-            assert txn in by_txn, f"the wallet applied a debit Chemmy never sent: {txn}"
-            assert row["closed"] in ("credit", "rollback"), f"{txn} never closed: {row}"
-            closer = by_txn[row["closed_by"]]
-            assert closer["kind"] == row["closed"] and closer["reference"] == txn
-    credits = [t for t in applied.values() if t.get("kind") == "credit"]
-    assert len({t["transaction_id"] for t in credits}) == len(credits)
-    # Money: each player's balance at the wallet is the start, less what stood, plus
-    # what came back, exactly as Chemmy recorded; and Chemmy's mirror says the same.
-    for pid in PLAYERS:
-        if pid not in state["players"]:
-            continue
-        debited = sum(
-            c["amount"]
-            for c in calls
-            if c["player"] == pid
-            and c["kind"] == "debit"
-            and (c["answer"] or {}).get("status") == "ok"
-        )
-        applied_debits = {
-            c["transaction_id"]
-            for c in calls
-            if c["kind"] == "debit" and (c["answer"] or {}).get("status") == "ok"
-        }
-        returned = sum(
-            c["amount"]
-            for c in calls
-            if c["player"] == pid
-            and (
-                c["kind"] == "credit"
-                or (c["kind"] == "rollback" and c["reference"] in applied_debits)
-            )
-        )
-        at_wallet = state["players"][pid]["balance"]
-        assert at_wallet == START - debited + returned, (pid, at_wallet, debited, returned)
-        mirror = (await server.store.balances([player_account(pid)]))[player_account(pid)]
-        assert mirror == at_wallet, (pid, mirror, at_wallet)
-    audit = await server.store.audit()
-    assert audit["sum"] == 0 and audit["ledger_matches"] and audit["holds_ok"], audit
-    return {"calls": calls, "wallet": state}
+    return await check_wallet_books(server.store, wallet)
 
 
 async def test_coups_on_a_seamless_wallet_debit_once_per_player_and_credit_every_debit(
