@@ -275,6 +275,15 @@ class Ledger:
         return None
 
     def _credit(self, db: sqlite3.Connection, call: Call, player: sqlite3.Row) -> Answer:
+        debit = db.execute(
+            "SELECT closed_by, kind FROM transactions WHERE transaction_id = ?",
+            (call.debit_transaction_id,),
+        ).fetchone()
+        if debit is not None and debit["kind"] == "debit" and debit["closed_by"] is not None:
+            # Closed already (by a rollback: the stake went back): paying the coup too
+            # would pay the player twice. Needs a person, as a rollback after a credit.
+            message = f"{call.debit_transaction_id} was closed by {debit['closed_by']}"
+            return Answer(409, {"status": "debit_closed", "message": message})
         balance = player["balance"] + call.amount
         db.execute("UPDATE players SET balance = ? WHERE id = ?", (balance, call.player))
         db.execute(

@@ -524,3 +524,28 @@ def test_kill_leaves_nothing_listening(wallet: ReferenceWallet) -> None:
     assert not wallet.process.running
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{url}/_control/state", timeout=scaled(5))
+
+
+def test_a_credit_of_a_rolled_back_debit_is_refused_for_good(wallet: ReferenceWallet) -> None:
+    """Paying a coup whose stake went back already would pay the player twice."""
+    body = {
+        "request_id": "r-d",
+        "transaction_id": "t1-9-1:zed:debit",
+        "player": "zed",
+        "currency": "EUR",
+        "amount": 500,
+        "round_id": "t1-9-1",
+        "table": "t1",
+        "bets": [{"area": "banker", "amount": 500}],
+    }
+    assert wallet.call("debit", body).json()["status"] == "ok"
+    back = {**body, "request_id": "r-r", "transaction_id": "t1-9-1:zed:rollback"}
+    back.pop("bets")
+    back.update(debit_transaction_id="t1-9-1:zed:debit", reason="voided")
+    assert wallet.call("rollback", back).json()["status"] == "ok"
+    credit = {**back, "request_id": "r-c", "transaction_id": "t1-9-1:zed:credit"}
+    credit.pop("reason")
+    credit.update(amount=975, payouts=[{"area": "banker", "stake": 500, "returned": 975}])
+    refused = wallet.call("credit", credit)
+    assert refused.status_code == 409 and refused.json()["status"] == "debit_closed"
+    assert wallet.balance("zed") == 100_000
