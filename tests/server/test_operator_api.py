@@ -10,6 +10,7 @@ verify FILE`` accepts.
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -354,3 +355,53 @@ async def test_a_played_round_its_report_tables_players_and_chemmy_verify(
     bad = dict(shoe, coups=[{"player": ["Ah", "Ah"], "banker": ["Kd", "Kd"]}])
     path.write_text(json.dumps(bad), encoding="utf-8")
     assert chemmy(["verify", str(path)]) == 1
+
+
+async def test_two_processes_of_a_cluster_answer_from_the_shared_store(
+    net: Any, redis_url: str
+) -> None:
+    """Two processes over one Redis: rounds, reports, tables (with each table's lease
+    owner) and totals are the same from either; players, each its own connections."""
+    tables = (table_def("t1"), table_def("t2", currency="EUR"))
+    one = await net.start(store=redis_url, operator_key=KEY, tables=tables, **FAST)
+    two = await net.start(store=redis_url, operator_key=KEY, tables=tables, **FAST)
+    ops = [Operator(one), Operator(two)]
+    try:
+        await one.store.commit(records=[fake_round(n, T0 + n, f"t{n % 2 + 1}") for n in range(30)])
+        answers = [await op.json("/operator/v1/rounds?limit=7") for op in ops]
+        assert answers[0] == answers[1] and len(answers[0]["rounds"]) == 7
+        cursor = answers[0]["next_cursor"]
+        pages = [await op.json(f"/operator/v1/rounds?limit=50&cursor={cursor}") for op in ops]
+        assert pages[0] == pages[1] and len(pages[0]["rounds"]) == 23
+        assert (await ops[0].json("/operator/v1/totals")) == (
+            await ops[1].json("/operator/v1/totals")
+        )
+        report = await ops[1].json("/operator/v1/rounds/t2-9-1")
+        assert report["round"]["round_id"] == "t2-9-1" and report["shoe"] is None
+
+        nodes = {one.bus.node, two.bus.node}
+        assert len(nodes) == 2
+        deadline = time.monotonic() + 10
+        while True:  # placement: each table's lease taken by one of them
+            seen = [await op.json("/operator/v1/tables") for op in ops]
+            owners = [{t["table"]: t["owner"] for t in s["tables"]} for s in seen]
+            agreed = owners[0] == owners[1] and set(owners[0]) == {"t1", "t2"}
+            if agreed and set(owners[0].values()) <= nodes:
+                break
+            assert time.monotonic() < deadline, seen
+            await asyncio.sleep(0.05)
+        assert {s["process"] for s in seen} == nodes
+        lines = {t["table"]: t for t in seen[0]["tables"]}
+        assert lines["t2"]["currency"] == "EUR"
+        assert lines["t1"]["last_coup"]["round_id"] == "t1-9-28"
+
+        ann = await net.player(one, "ann", name="Ann")
+        await ann.join("t1")
+        here = await ops[0].json("/operator/v1/players")
+        there = await ops[1].json("/operator/v1/players")
+        assert [p["player"] for p in here["players"]] == ["ann"]
+        assert there["players"] == []  # each process answers for its own connections
+        assert (await ops[1].json("/operator/v1/players/ann"))["online"] is False
+    finally:
+        for op in ops:
+            await op.http.aclose()
