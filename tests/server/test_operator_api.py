@@ -137,6 +137,8 @@ async def test_every_endpoint_is_refused_without_an_operators_credential(
         refused(await operator.get(target, authorization=f"Bearer {player}"), 403, "forbidden")
         refused(await operator.get(target, authorization=f"Bearer {expired}"), 401, "unauthorized")
         refused(await operator.get(target, **{"Chemmy-Signature": forged}), 401, "bad_signature")
+        stale = signature_header(KEY.encode(), time.time() - 400, "GET", target, b"")
+        refused(await operator.get(target, **{"Chemmy-Signature": stale}), 401, "stale_signature")
         # Signed for another path: refused too.
         other = signature_header(KEY.encode(), time.time(), "GET", "/operator/v1/x", b"")
         refused(await operator.get(target, **{"Chemmy-Signature": other}), 401, "bad_signature")
