@@ -30,7 +30,9 @@ The rules every implementation keeps:
 - **Records are JSON.** Table state, events and records go in and come out as JSON-able
   dicts (what you read back is what ``json.loads(json.dumps(x))`` gives). A round record
   is upserted by its ``round_id`` and a shoe record by ``(table, shoe_no)``, so a
-  retried commit writes the same thing twice harmlessly.
+  retried commit writes the same thing twice harmlessly. Every round record is found
+  again by its ``time`` (:meth:`Store.round_records`, from an index written in the same
+  commit: the operator's round search).
 - **Bounded per step.** A table's events are kept up to a retention (default
   :data:`EVENT_RETENTION` per table, older ones pruned as new ones come); a player's
   round index keeps their newest :data:`HISTORY_LIMIT` rounds (GAME_RULES §8). Round

@@ -4,7 +4,9 @@ Standard library ``sqlite3``, one connection, WAL journal (readers never block t
 writer), ``synchronous=NORMAL`` (a commit is durable against a process crash; a power
 cut may lose the last few commits but never corrupts the file) and foreign keys on.
 The schema is created, or migrated from an older version, when the store is opened
-(``PRAGMA user_version`` names its version; version 1 files are migrated in place).
+(``PRAGMA user_version`` names its version; version 1 files are migrated in place,
+and a file whose ``rounds`` lack the ``time`` column of the round search gains it,
+filled from each record's JSON).
 
 **No call blocks the event loop** (issue 9): the connection lives in one dedicated
 worker thread and every call runs there, in the order the calls were made (one
