@@ -139,10 +139,11 @@ def csv_row(record: Mapping[str, Any]) -> list[Any]:
     ]
 
 
-def _limit(call: OperatorCall, default: int, high: int) -> int:
-    value = _number(call, "limit", 1, high)
+def _whole(call: OperatorCall, name: str, low: int, high: int, default: int) -> int:
+    """The query's whole number ``name`` in ``[low, high]`` (``default`` if absent)."""
+    value = _number(call, name, low, high)
     if value is not None and value != int(value):
-        raise OperatorRefusal(400, "bad_request", f"limit is a whole number from 1 to {high}")
+        raise OperatorRefusal(400, "bad_request", f"{name} is a whole number from {low} to {high}")
     return default if value is None else int(value)
 
 
@@ -167,7 +168,7 @@ def install(api: OperatorAPI, server: ChemmyServer) -> None:
         }
         since = _number(call, "since", 0, 2**40)
         until = _number(call, "until", 0, 2**40)
-        limit = _limit(call, 100, ROUNDS_LIMIT)
+        limit = _whole(call, "limit", 1, ROUNDS_LIMIT, 100)
         cursor = _one(call, "cursor")
         form = _one(call, "format") or "json"
         if form not in ("json", "csv"):
@@ -292,8 +293,8 @@ def install(api: OperatorAPI, server: ChemmyServer) -> None:
 
     async def one_player(call: OperatorCall) -> Mapping[str, Any]:
         pid = call.params["player"]
-        rounds_limit = int(_number(call, "rounds", 0, HISTORY_LIMIT) or HISTORY_LIMIT)
-        ledger_limit = int(_number(call, "entries", 0, 1000) or 100)
+        rounds_limit = _whole(call, "rounds", 0, HISTORY_LIMIT, HISTORY_LIMIT)
+        ledger_limit = _whole(call, "entries", 0, 1000, 100)
         name = await store.player_name(pid)
         entries = await store.ledger(account=player_account(pid), limit=ledger_limit)
         here = online().get(pid)

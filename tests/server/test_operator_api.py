@@ -331,6 +331,13 @@ async def test_a_played_round_its_report_tables_players_and_chemmy_verify(
         entry["src"] == "player:ann" or entry["dst"] == "player:ann" for entry in annie["ledger"]
     )
 
+    bare = await operator.json("/operator/v1/players/ann?rounds=0&entries=0")
+    assert bare["rounds"] == [] and bare["ledger"] == [] and bare["balance"] == balance
+    one = await operator.json("/operator/v1/players/ann?rounds=1&entries=2")
+    assert len(one["rounds"]) == 1 and one["ledger"] == annie["ledger"][:2]
+    refused(await operator.get("/operator/v1/players/ann?rounds=101"), 400, "bad_request")
+    refused(await operator.get("/operator/v1/players/ann?entries=1.5"), 400, "bad_request")
+
     totals = await operator.json("/operator/v1/totals")
     assert [(row["table"], row["coups"], row["staked"]) for row in totals["totals"]] == [
         ("t1", 1, 900)
