@@ -697,8 +697,16 @@ class SQLiteStore:
         )
         if not query.limit:
             return []
-        where = ["time >= ?", "time < ?"]
-        params: list[Any] = [max(query.low, -1e300), min(query.high, 1e300)]
+        where = ["time >= ?"]
+        params: list[Any] = [max(query.low, -1e300)]
+        if query.before is not None and query.before[0] < query.high:
+            # One upper bound for the index range: a deep page starts where the last
+            # one ended (the row value below orders the ties of one time).
+            where.append("time <= ?")
+            params.append(query.before[0])
+        else:
+            where.append("time < ?")
+            params.append(min(query.high, 1e300))
         for column, value in (("table_id", query.table), ("round_id", query.round_id)):
             if value is not None:
                 where.append(f"{column} = ?")
@@ -709,8 +717,8 @@ class SQLiteStore:
             )
             params.append(query.player)
         if query.before is not None:
-            where.append("(time < ? OR (time = ? AND round_id < ?))")
-            params += [query.before[0], query.before[0], query.before[1]]
+            where.append("(time, round_id) < (?, ?)")
+            params += [query.before[0], query.before[1]]
         sql = (
             f"SELECT body FROM rounds WHERE {' AND '.join(where)}"
             " ORDER BY time DESC, round_id DESC LIMIT ?"
