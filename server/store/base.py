@@ -30,7 +30,9 @@ The rules every implementation keeps:
 - **Records are JSON.** Table state, events and records go in and come out as JSON-able
   dicts (what you read back is what ``json.loads(json.dumps(x))`` gives). A round record
   is upserted by its ``round_id`` and a shoe record by ``(table, shoe_no)``, so a
-  retried commit writes the same thing twice harmlessly.
+  retried commit writes the same thing twice harmlessly. Every round record is found
+  again by its ``time`` (:meth:`Store.round_records`, from an index written in the same
+  commit: the operator's round search).
 - **Bounded per step.** A table's events are kept up to a retention (default
   :data:`EVENT_RETENTION` per table, older ones pruned as new ones come); a player's
   round index keeps their newest :data:`HISTORY_LIMIT` rounds (GAME_RULES §8). Round
@@ -86,6 +88,7 @@ __all__ = [
     "HISTORY_LIMIT",
     "MAX_AMOUNT",
     "OUTCOME_KINDS",
+    "ROUNDS_LIMIT",
     "WALLET_CALLS_LIMIT",
     "WALLET_CALL_CHANGES",
     "WALLET_CALL_KINDS",
@@ -95,6 +98,7 @@ __all__ = [
     "KeyConflict",
     "Overdrawn",
     "RoundIndex",
+    "RoundQuery",
     "ShoeIndex",
     "StaleEpoch",
     "Store",
@@ -137,6 +141,9 @@ WALLET_CALL_STATES: Final = ("pending", "acknowledged", "refused", "rolled_back"
 WALLET_CALL_CHANGES: Final = frozenset(
     {"state", "attempts", "next_at", "updated", "answer", "error", "reason"}
 )
+#: The most round records one :meth:`Store.round_records` returns, whatever ``limit``
+#: asks.
+ROUNDS_LIMIT: Final = 1000
 #: The most wallet calls one :meth:`Store.wallet_calls` or :meth:`Store.due_wallet_calls`
 #: returns, whatever ``limit`` asks.
 WALLET_CALLS_LIMIT: Final = 1000
@@ -206,13 +213,45 @@ class CommitResult(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class RoundIndex:
-    """The indexed fields of a round record (the rest is stored as it is)."""
+    """The indexed fields of a round record (the rest is stored as it is). ``time`` is
+    the record's ``time`` (Unix seconds; 0.0 for a record without one)."""
 
     round_id: str
     table: str
     shoe_no: int
     coup_no: int
     players: tuple[str, ...]
+    time: float = 0.0
+
+    @property
+    def order(self) -> tuple[float, str]:
+        """Where the round stands in :meth:`Store.round_records` (newest is highest)."""
+        return (self.time, self.round_id)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundQuery:
+    """The checked filters of :meth:`Store.round_records`: ``time`` in ``[low, high)``,
+    the other fields equal when given, ``(time, round_id)`` below ``before`` when
+    given; at most ``limit`` (0 to :data:`ROUNDS_LIMIT`)."""
+
+    low: float
+    high: float
+    table: str | None
+    player: str | None
+    round_id: str | None
+    limit: int
+    before: tuple[float, str] | None
+
+    def matches(self, index: RoundIndex) -> bool:
+        """Whether a round (its indexed fields) is one asked for."""
+        return (
+            self.low <= index.time < self.high
+            and (self.table is None or index.table == self.table)
+            and (self.round_id is None or index.round_id == self.round_id)
+            and (self.player is None or self.player in index.players)
+            and (self.before is None or index.order < self.before)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +354,27 @@ class Store(Protocol):
 
     async def round_record(self, round_id: str) -> dict[str, Any] | None:
         """One round record."""
+
+    async def round_records(
+        self,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        table: str | None = None,
+        player: str | None = None,
+        round_id: str | None = None,
+        limit: int = 100,
+        before: tuple[float, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every round record (the whole trail, not a player's pruned index) whose
+        ``time`` is in ``[since, until)`` and that matches each filter given (``player``:
+        one of its ``players``), newest first: by ``(time, round_id)`` descending, at
+        most ``min(limit, ROUNDS_LIMIT)``. With ``before=(time, round_id)`` (the last
+        record's: the cursor of the next page), only those ordered below it, so paging
+        never repeats or misses a round, even among rounds of one ``time``. From an
+        index on time (per table when ``table`` is given); ``player`` filters the
+        records found (no index keeps every round of a player). See
+        :func:`round_query`."""
 
     async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:
         """One shoe record; with ``shoe_no=None``, the revealed one with the highest
@@ -537,6 +597,45 @@ def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def record_time(record: Mapping[str, Any]) -> float:
+    """A round record's ``time`` as the stores index it: a finite number, else 0.0."""
+    value = record.get("time")
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return 0.0
+
+
+def round_query(
+    *,
+    since: float | None = None,
+    until: float | None = None,
+    table: str | None = None,
+    player: str | None = None,
+    round_id: str | None = None,
+    limit: int = 100,
+    before: tuple[float, str] | None = None,
+) -> RoundQuery:
+    """The arguments of :meth:`Store.round_records`, checked (:class:`StoreError`)."""
+    low, high = check_span(since, until)
+    for name, value in (("table", table), ("player", player), ("round_id", round_id)):
+        if value is not None and not isinstance(value, str):
+            raise StoreError(f"{name} is a string")
+    if not _is_int(limit):
+        raise StoreError("a limit is a whole number")
+    if before is not None:
+        if (
+            not isinstance(before, tuple | list)
+            or len(before) != 2
+            or not isinstance(before[0], int | float)
+            or isinstance(before[0], bool)
+            or not math.isfinite(before[0])
+            or not isinstance(before[1], str)
+        ):
+            raise StoreError("before is (time, round_id)")
+        before = (float(before[0]), before[1])
+    return RoundQuery(low, high, table, player, round_id, max(0, min(limit, ROUNDS_LIMIT)), before)
+
+
 def index_record(record: Mapping[str, Any]) -> RoundIndex | ShoeIndex:
     """Check a record and extract the fields a store indexes."""
     kind = record.get("kind")
@@ -554,7 +653,9 @@ def index_record(record: Mapping[str, Any]) -> RoundIndex | ShoeIndex:
             isinstance(player, str) for player in players
         ):
             raise StoreError(f"round {round_id!r}: players is a list of player ids")
-        return RoundIndex(round_id, table, shoe_no, coup_no, tuple(dict.fromkeys(players)))
+        return RoundIndex(
+            round_id, table, shoe_no, coup_no, tuple(dict.fromkeys(players)), record_time(record)
+        )
     if kind == "shoe":
         table = record.get("table")
         shoe_no = record.get("shoe_no")
@@ -805,7 +906,8 @@ def wallet_call_matches(call: Mapping[str, Any], filters: Mapping[str, str]) -> 
 
 
 def check_span(since: float | None, until: float | None) -> tuple[float, float]:
-    """The ``[since, until)`` of :meth:`Store.wallet_totals`, open ends made infinite."""
+    """The ``[since, until)`` of :meth:`Store.wallet_totals` (and of
+    :meth:`Store.round_records`), open ends made infinite."""
     for value in (since, until):
         if value is not None and (
             not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value)

@@ -42,6 +42,7 @@ from server.store.base import (
     index_record,
     merge_wallet_call,
     prepare_wallet_call,
+    round_query,
     wallet_call_matches,
     wallet_filters,
     wallet_limit,
@@ -86,6 +87,8 @@ class MemoryStore:
         self._rounds: dict[str, tuple[int, str]] = {}
         self._round_ids: dict[int, str] = {}
         self._round_players: dict[str, tuple[str, ...]] = {}
+        # round_id -> its indexed fields (time among them): round_records' list.
+        self._round_index: dict[str, RoundIndex] = {}
         self._played: dict[str, dict[int, None]] = {}
         self._round_seq = 0
         # (table, shoe_no) -> (revealed, JSON)
@@ -240,6 +243,7 @@ class MemoryStore:
         self._rounds[index.round_id] = (seq, text)
         self._round_ids[seq] = index.round_id
         self._round_players[index.round_id] = index.players
+        self._round_index[index.round_id] = index
         for player in index.players:
             played = self._played.setdefault(player, {})
             played[seq] = None
@@ -295,6 +299,36 @@ class MemoryStore:
         self._check_open()
         found = self._rounds.get(round_id)
         return None if found is None else dict(json.loads(found[1]))
+
+    async def round_records(
+        self,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        table: str | None = None,
+        player: str | None = None,
+        round_id: str | None = None,
+        limit: int = 100,
+        before: tuple[float, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        self._check_open()
+        query = round_query(
+            since=since,
+            until=until,
+            table=table,
+            player=player,
+            round_id=round_id,
+            limit=limit,
+            before=before,
+        )
+        if not query.limit:
+            return []
+        found = sorted(
+            (index for index in self._round_index.values() if query.matches(index)),
+            key=lambda index: index.order,
+            reverse=True,
+        )[: query.limit]
+        return [json.loads(self._rounds[index.round_id][1]) for index in found]
 
     async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:
         self._check_open()

@@ -74,6 +74,8 @@ from server.store.base import (
     index_record,
     merge_wallet_call,
     prepare_wallet_call,
+    record_time,
+    round_query,
     wallet_call_matches,
     wallet_filters,
     wallet_limit,
@@ -166,7 +168,8 @@ for n = 1, tonumber(nxt()) do events[n] = {seq = nxt(), body = nxt()} end
 local records = {}
 for n = 1, tonumber(nxt()) do
   if nxt() == 'r' then
-    local r = {round = true, rid = nxt(), body = nxt(), players_json = nxt(), players = {}}
+    local r = {round = true, rid = nxt(), body = nxt(), players_json = nxt(), table = nxt(),
+               time = nxt(), players = {}}
     for m = 1, tonumber(nxt()) do r.players[m] = nxt() end
     records[n] = r
   else
@@ -224,11 +227,18 @@ for _, r in ipairs(records) do
       for _, p in ipairs(cjson.decode(string.sub(index, space + 1))) do
         redis.call('ZREM', P .. 'played:' .. p, r.rid)
       end
+      local old = redis.call('HGET', P .. 'rounds', r.rid)
+      if old then
+        local was = cjson.decode(old).table
+        if was ~= r.table then redis.call('ZREM', P .. 'round_times:' .. was, r.rid) end
+      end
     else
       seq = tostring(redis.call('INCR', P .. 'round_seq'))
     end
     redis.call('HSET', P .. 'rounds', r.rid, r.body)
     redis.call('HSET', P .. 'round_index', r.rid, seq .. ' ' .. r.players_json)
+    redis.call('ZADD', P .. 'round_times', r.time, r.rid)
+    redis.call('ZADD', P .. 'round_times:' .. r.table, r.time, r.rid)
     for _, p in ipairs(r.players) do
       local played = P .. 'played:' .. p
       redis.call('ZADD', played, seq, r.rid)
@@ -484,6 +494,32 @@ class RedisStore:
             "update_call": client.register_script(_LUA_UPDATE_CALL),
         }
         self._client = client
+        await self._index_round_times()
+
+    async def _index_round_times(self) -> None:
+        """Put the round records stored before the time index (``round_times``) in it,
+        once per database (``round_times_ready`` says it is done). Harmless if two
+        processes do it at once, or a commit adds a round meanwhile: ``ZADD`` of the
+        same score."""
+        with self._translated():
+            redis = self._redis()
+            if await redis.exists(self._key("round_times_ready")):
+                return
+            cursor = 0
+            while True:
+                cursor, found = await redis.hscan(self._key("rounds"), cursor, count=500)
+                if isinstance(found, dict) and found:
+                    async with redis.pipeline(transaction=False) as pipe:
+                        for rid, body in found.items():
+                            record = json.loads(body)
+                            when, member = record_time(record), _text(rid)
+                            pipe.zadd(self._key("round_times"), {member: when})
+                            table = str(record.get("table", ""))
+                            pipe.zadd(self._key("round_times:", table), {member: when})
+                        await pipe.execute()
+                if not cursor:
+                    break
+            await redis.set(self._key("round_times_ready"), "1")
 
     async def claim_serving(self) -> None:
         """A cluster's shared store: every process serves it (tables are claimed by lease)."""
@@ -606,7 +642,8 @@ class RedisStore:
             body = dump_json(record)
             if isinstance(index, RoundIndex):
                 players = json.dumps(list(index.players), ensure_ascii=False)
-                args += ["r", index.round_id, body, players, str(len(index.players))]
+                args += ["r", index.round_id, body, players, index.table, repr(index.time)]
+                args.append(str(len(index.players)))
                 args += index.players
             else:
                 revealed = "1" if index.revealed else "0"
@@ -683,6 +720,70 @@ class RedisStore:
         with self._translated():
             found = await self._redis().hget(self._key("rounds"), round_id)
         return None if found is None else dict(json.loads(found))
+
+    async def round_records(
+        self,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        table: str | None = None,
+        player: str | None = None,
+        round_id: str | None = None,
+        limit: int = 100,
+        before: tuple[float, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        query = round_query(
+            since=since,
+            until=until,
+            table=table,
+            player=player,
+            round_id=round_id,
+            limit=limit,
+            before=before,
+        )
+        if not query.limit:
+            return []
+        if query.round_id is not None:  # one record: read it, then apply the rest
+            record = await self.round_record(query.round_id)
+            if record is None:
+                return []
+            index = index_record(record)
+            return [record] if isinstance(index, RoundIndex) and query.matches(index) else []
+        key = self._key("round_times") if table is None else self._key("round_times:", table)
+        top = "+inf" if query.high == float("inf") else f"({query.high!r}"
+        if query.before is not None and query.before[0] < query.high:
+            top = repr(query.before[0])  # inclusive: its ties below its round_id count
+        bottom = "-inf" if query.low == float("-inf") else repr(query.low)
+        batch = max(2 * query.limit, 200)
+        chosen: list[str] = []
+        offset = 0
+        with self._translated():
+            redis = self._redis()
+            while len(chosen) < query.limit:
+                found: list[Any] = await redis.zrevrangebyscore(
+                    key, top, bottom, start=offset, num=batch, withscores=True
+                )
+                offset += len(found)
+                ids = [
+                    _text(rid)
+                    for rid, score in found
+                    if query.before is None or (float(score), _text(rid)) < query.before
+                ]
+                if query.player is not None and ids:
+                    indexes = await redis.hmget(self._key("round_index"), ids)
+                    ids = [
+                        rid
+                        for rid, index in zip(ids, indexes, strict=True)
+                        if index is not None
+                        and query.player in json.loads(_text(index).split(" ", 1)[1])
+                    ]
+                chosen += ids[: query.limit - len(chosen)]
+                if len(found) < batch:
+                    break
+            if not chosen:
+                return []
+            bodies = await redis.hmget(self._key("rounds"), chosen)
+        return [json.loads(body) for body in bodies if body is not None]
 
     async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:
         with self._translated():

@@ -4,7 +4,9 @@ Standard library ``sqlite3``, one connection, WAL journal (readers never block t
 writer), ``synchronous=NORMAL`` (a commit is durable against a process crash; a power
 cut may lose the last few commits but never corrupts the file) and foreign keys on.
 The schema is created, or migrated from an older version, when the store is opened
-(``PRAGMA user_version`` names its version; version 1 files are migrated in place).
+(``PRAGMA user_version`` names its version; version 1 files are migrated in place,
+and a file whose ``rounds`` lack the ``time`` column of the round search gains it,
+filled from each record's JSON).
 
 **No call blocks the event loop** (issue 9): the connection lives in one dedicated
 worker thread and every call runs there, in the order the calls were made (one
@@ -72,6 +74,7 @@ from server.store.base import (
     index_record,
     merge_wallet_call,
     prepare_wallet_call,
+    round_query,
     wallet_filters,
     wallet_limit,
     wallet_totals,
@@ -123,7 +126,8 @@ CREATE TABLE IF NOT EXISTS rounds (
     table_id TEXT NOT NULL,
     shoe_no INTEGER NOT NULL,
     coup_no INTEGER NOT NULL,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    time REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS rounds_table ON rounds (table_id, shoe_no, coup_no);
 CREATE TABLE IF NOT EXISTS round_players (
@@ -191,6 +195,20 @@ _WALLET_CALLS: Final = (
 _CURRENCIES: Final = (
     "CREATE TABLE IF NOT EXISTS player_currencies"
     " (player_id TEXT PRIMARY KEY, currency TEXT NOT NULL) WITHOUT ROWID",
+)
+
+#: The rounds' time, for the operator's round search (``round_records``): a column added
+#: to a file that lacks it (and filled from each stored record's JSON), then its
+#: indexes. Added in place, so the schema's version stays 2 (an older server's inserts
+#: leave it 0: the default).
+_ROUND_TIME_COLUMN: Final = "ALTER TABLE rounds ADD COLUMN time REAL NOT NULL DEFAULT 0"
+_ROUND_TIME_BACKFILL: Final = (
+    "UPDATE rounds SET time = json_extract(body, '$.time')"
+    " WHERE json_type(body, '$.time') IN ('integer', 'real')"
+)
+_ROUND_TIMES: Final = (
+    "CREATE INDEX IF NOT EXISTS rounds_time ON rounds (time, round_id)",
+    "CREATE INDEX IF NOT EXISTS rounds_table_time ON rounds (table_id, time, round_id)",
 )
 
 #: Columns version 2 adds to version 1 tables.
@@ -369,6 +387,12 @@ class SQLiteStore:
                 for statement in _WALLET_CALLS:
                     db.execute(statement)
                 for statement in _CURRENCIES:
+                    db.execute(statement)
+                columns = {row[1] for row in db.execute("PRAGMA table_info(rounds)")}
+                if "time" not in columns:  # a file from before the round search
+                    db.execute(_ROUND_TIME_COLUMN)
+                    db.execute(_ROUND_TIME_BACKFILL)
+                for statement in _ROUND_TIMES:
                     db.execute(statement)
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except (sqlite3.Error, StoreError) as exc:
@@ -650,6 +674,57 @@ class SQLiteStore:
             ).fetchone()
         )
         return None if found is None else dict(json.loads(found[0]))
+
+    async def round_records(
+        self,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        table: str | None = None,
+        player: str | None = None,
+        round_id: str | None = None,
+        limit: int = 100,
+        before: tuple[float, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        query = round_query(
+            since=since,
+            until=until,
+            table=table,
+            player=player,
+            round_id=round_id,
+            limit=limit,
+            before=before,
+        )
+        if not query.limit:
+            return []
+        where = ["time >= ?"]
+        params: list[Any] = [max(query.low, -1e300)]
+        if query.before is not None and query.before[0] < query.high:
+            # One upper bound for the index range: a deep page starts where the last
+            # one ended (the row value below orders the ties of one time).
+            where.append("time <= ?")
+            params.append(query.before[0])
+        else:
+            where.append("time < ?")
+            params.append(min(query.high, 1e300))
+        for column, value in (("table_id", query.table), ("round_id", query.round_id)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if query.player is not None:  # every round of theirs: round_players is pruned
+            where.append(
+                "EXISTS (SELECT 1 FROM json_each(rounds.body, '$.players') WHERE value = ?)"
+            )
+            params.append(query.player)
+        if query.before is not None:
+            where.append("(time, round_id) < (?, ?)")
+            params += [query.before[0], query.before[1]]
+        sql = (
+            f"SELECT body FROM rounds WHERE {' AND '.join(where)}"
+            " ORDER BY time DESC, round_id DESC LIMIT ?"
+        )
+        rows = await self._run(lambda db: db.execute(sql, (*params, query.limit)).fetchall())
+        return [json.loads(body) for (body,) in rows]
 
     async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:
         def job(db: sqlite3.Connection) -> Any:
@@ -977,10 +1052,11 @@ def _put_round(db: sqlite3.Connection, index: RoundIndex, body: str, keep: int) 
     """Upsert a round record (keeping its place in history), re-index its players and
     keep each player's index to their newest ``keep`` rounds."""
     db.execute(
-        "INSERT INTO rounds (round_id, table_id, shoe_no, coup_no, body) VALUES"
-        " (?, ?, ?, ?, ?) ON CONFLICT (round_id) DO UPDATE SET table_id = excluded.table_id,"
-        " shoe_no = excluded.shoe_no, coup_no = excluded.coup_no, body = excluded.body",
-        (index.round_id, index.table, index.shoe_no, index.coup_no, body),
+        "INSERT INTO rounds (round_id, table_id, shoe_no, coup_no, body, time) VALUES"
+        " (?, ?, ?, ?, ?, ?) ON CONFLICT (round_id) DO UPDATE SET table_id = excluded.table_id,"
+        " shoe_no = excluded.shoe_no, coup_no = excluded.coup_no, body = excluded.body,"
+        " time = excluded.time",
+        (index.round_id, index.table, index.shoe_no, index.coup_no, body, index.time),
     )
     (seq,) = db.execute("SELECT seq FROM rounds WHERE round_id = ?", (index.round_id,)).fetchone()
     db.execute("DELETE FROM round_players WHERE round_seq = ?", (seq,))

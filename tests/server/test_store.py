@@ -1027,11 +1027,13 @@ async def test_redis_keys_are_named_tagged_and_bounded(redis_url: str) -> None:
         money += ["chemmy:commits", "chemmy:entries", "chemmy:ledger", "chemmy:ledger_seq"]
         people = ["chemmy:guests", "chemmy:played:ann", "chemmy:players"]
         rounds = ["chemmy:round_index", "chemmy:round_seq", "chemmy:rounds"]
+        rounds += ["chemmy:round_times", "chemmy:round_times:t1", "chemmy:round_times_ready"]
         others = ["chemmy:secret:guest-resume", "chemmy:table_order", "chemmy:tables"]
         assert keys == sorted(table_keys + money + people + rounds + others)
         assert await raw.xlen("chemmy:{t1}:events") == 3  # retention
         assert await raw.zcard("chemmy:played:ann") == HISTORY_LIMIT  # the recall of §8
         assert await raw.hlen("chemmy:rounds") == 120  # records are kept (the audit trail)
+        assert await raw.zcard("chemmy:round_times:t1") == 120  # and found by time
         assert len(await store.history("ann")) == HISTORY_LIMIT
         # Another prefix on the same database is another store.
         other = RedisStore(redis_url, prefix="other:")
