@@ -135,7 +135,7 @@ class Table:
         self.counter = 0
         self.draining = False
         #: The operator paused the table: no new coup starts until resumed.
-        self.paused = False
+        self.paused: bool = False
         self.recent_ids: dict[str, list[str]] = {}
         self.last_result: dict[str, Any] | None = None
         self.cut_by: dict[str, str | None] | None = None  # who cut this shoe (§4, §6)
