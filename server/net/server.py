@@ -586,7 +586,9 @@ class ChemmyServer:
         answer: asyncio.Future[ReplyRecord] = asyncio.get_running_loop().create_future()
         self._asked[n] = answer
         try:
-            record = CommandRecord(table, kind, "operator", None, fields or {}, reply_to, "operator")
+            record = CommandRecord(
+                table, kind, "operator", None, fields or {}, reply_to, "operator"
+            )
             self.bus.submit(record)
             async with asyncio.timeout(self.config.command_timeout):
                 return await answer
