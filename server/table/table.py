@@ -478,6 +478,8 @@ class Table:
     def _enter_paused(self) -> bool:
         if self.phase is not Phase.PAUSED:
             self.phase, self.deadline = Phase.PAUSED, None
+            if self.offer is not None:  # no timer runs while paused: offered again after
+                self.offer, self.offer_needed = None, True
         return False
 
     def _enter_waiting(self) -> bool:

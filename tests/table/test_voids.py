@@ -247,3 +247,20 @@ def test_a_pause_with_nothing_on_the_felt_is_at_once_and_a_void_of_the_open_roun
     h.play_coup({"alice": {"banker": 100}})
     _drain(h)
     _audit(h)
+
+
+def test_a_pause_during_the_shoe_offer_stops_its_timer_and_offers_again_on_resume() -> None:
+    h = TableHarness()
+    h.seat({"alice": 1, "bob": 2})
+    h.start(stack(BANKER_WIN, PLAYER_WIN))
+    assert h.phase is Phase.SHOE_OFFER and h.table.offer is not None
+    h.do(c.Pause())
+    assert h.phase is Phase.PAUSED and h.table.offer is None
+    assert h.table.next_deadline is None
+    h.tick(3600)
+    assert "shoe_declined" not in h.kinds()
+    evs = h.do(c.Resume())
+    assert h.phase is Phase.SHOE_OFFER and h.one("shoe_offered", evs).data["player"] == "alice"
+    h.accept("alice")
+    h.play_coup({"alice": {"banker": 100}})
+    assert h.wallet.total() == 0
