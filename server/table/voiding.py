@@ -69,58 +69,20 @@ def check_void_round(t: Table, cmd: c.VoidRound) -> None:
 def do_void_round(t: Table, cmd: c.VoidRound, ctx: None) -> bool:
     rid = t.round_id
     coup, debiting = t.coup, t.debiting
-    before = {q.id: t.balance(q.id) for q in t.players.values() if q.bets}
-    wagers: dict[str, dict[str, int]] = {}
     if coup is not None:
         before = dict(coup.balances_before)
         wagers = {pid: dict(b) for pid, b in coup.held.items()}
         _give_back(t, coup)
     else:
+        before = {q.id: t.balance(q.id) for q in t.players.values() if q.bets}
         wagers = {q.id: dict(q.bets) for q in t.players.values() if q.bets}
     for q in t.players.values():  # placed chips not held (betting, debiting) go back
         if q.bets and (coup is None or q.id not in coup.held):
             t.move_stake(q, -t.stake(q.id))
         q.bets, q.bet_order, q.done = {}, {}, False
     cards = None if coup is None else _complete(t, coup)
-    bets = [
-        {
-            "player": pid,
-            "area": area,
-            "stake": stake,
-            "returned": stake,
-            "win": 0,
-            "commission": 0,
-            "outcome": "void",
-        }
-        for pid, areas in sorted(wagers.items())
-        for area, stake in sorted(areas.items())
-    ]
-    record: dict[str, Any] = {
-        "kind": "round",
-        "round_id": rid,
-        "table": t.table_id,
-        "shoe_no": t.shoe_no,
-        "coup_no": t.coup_no,
-        "time": t.now,
-        "players": sorted(wagers),
-        "void": True,
-        "reason": cmd.reason,
-        "voided_in": "turn" if coup is not None else "debiting" if debiting else "betting",
-        "player": [] if cards is None else cards["player"],
-        "banker": [] if cards is None else cards["banker"],
-        "dealt": None if coup is None else _dealt(coup),
-        "outcome": None,
-        "holder": t.holder if coup is None else coup.holder,
-        "turners": {} if coup is None else dict(coup.turners),
-        "on_behalf": [*t.between_on_behalf, *([] if coup is None else coup.on_behalf)],
-        "bets": bets,
-        "commission": 0,
-        "balances": {
-            pid: {"before": before.get(pid, t.balance(pid)), "after": t.balance(pid)}
-            for pid in sorted(wagers)
-        },
-    }
-    t._records.append(record)
+    voided_in = "turn" if coup is not None else "debiting" if debiting else "betting"
+    t._records.append(_record(t, cmd.reason, voided_in, wagers, before, coup, cards))
     t.between_on_behalf = []
     t.debiting = None
     t.coup = None
@@ -144,6 +106,56 @@ def do_void_round(t: Table, cmd: c.VoidRound, ctx: None) -> bool:
     if coup is not None:
         _after_coup(t, coup)
     return False
+
+
+def _record(
+    t: Table,
+    reason: str,
+    voided_in: str,
+    wagers: dict[str, dict[str, int]],
+    before: dict[str, int],
+    coup: CoupState | None,
+    cards: dict[str, list[str]] | None,
+) -> dict[str, Any]:
+    """The voided round's record (§8, for the store and the players' recall): each
+    wager returned whole, the cards as they lay and the whole tableau, the reason."""
+    return {
+        "kind": "round",
+        "round_id": t.round_id,
+        "table": t.table_id,
+        "shoe_no": t.shoe_no,
+        "coup_no": t.coup_no,
+        "time": t.now,
+        "players": sorted(wagers),
+        "void": True,
+        "reason": reason,
+        "voided_in": voided_in,
+        "player": [] if cards is None else cards["player"],
+        "banker": [] if cards is None else cards["banker"],
+        "dealt": None if coup is None else _dealt(coup),
+        "outcome": None,
+        "holder": t.holder if coup is None else coup.holder,
+        "turners": {} if coup is None else dict(coup.turners),
+        "on_behalf": [*t.between_on_behalf, *([] if coup is None else coup.on_behalf)],
+        "bets": [
+            {
+                "player": pid,
+                "area": area,
+                "stake": stake,
+                "returned": stake,
+                "win": 0,
+                "commission": 0,
+                "outcome": "void",
+            }
+            for pid, areas in sorted(wagers.items())
+            for area, stake in sorted(areas.items())
+        ],
+        "commission": 0,
+        "balances": {
+            pid: {"before": before.get(pid, t.balance(pid)), "after": t.balance(pid)}
+            for pid in sorted(wagers)
+        },
+    }
 
 
 def _give_back(t: Table, coup: CoupState) -> None:
