@@ -21,6 +21,7 @@ import pytest
 
 from server.net.operator_tables import table_of_round
 from server.net.server import ChemmyServer
+from server.store.base import StoreUnavailable
 from server.wallet.signing import signature_header
 from tests.kit import Game, crash
 from tests.kit.inproc import Net
@@ -245,3 +246,35 @@ async def test_a_coup_restored_after_kill_9_is_voided_and_the_books_close(
         assert all(b["returned"] == b["stake"] for b in record["bets"])
     finally:
         server.kill()
+
+
+async def test_a_void_while_the_store_fails_is_refused_until_it_can_be_stored(
+    net: Net, server: ChemmyServer, back: Back, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ann = await net.player(server, "ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1")
+    game = Game("t1", {"ann": ann}, ann)
+    opened = await game.to_betting()
+    rid = opened["data"]["round_id"]
+    start = await ann.balance()
+    await game.act("ann", "bet", area="player", amount=3_000)
+    await game.act("ann", "done")
+    await ann.wait_event("turn", table="t1")
+    real = server.store.commit
+    failing = True
+
+    async def commit(**step: Any) -> Any:
+        if failing:
+            raise StoreUnavailable("the disk is gone (on cue)")
+        return await real(**step)
+
+    monkeypatch.setattr(server.store, "commit", commit)
+    for _ in range(2):  # the store does not come back: nothing is voided, nothing sent
+        refused(await back.void(rid), 503, "store_unavailable")
+    assert not ann.events("t1", "voided")
+    failing = False  # it works again: the void is stored, then sent
+    assert (await back.void(rid)).status_code == 200
+    voided = await ann.wait_event("voided", table="t1")
+    assert voided["data"]["refunded"] == {"ann": 3_000} and voided["data"]["balance"] == start
+    await books(server, ("ann",), rid)
