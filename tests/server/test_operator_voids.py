@@ -10,6 +10,7 @@ and every recorded round as its record says (``tests.kit.crash.check_books``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -19,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from client_cli.main import main as cli_main
 from server.net.operator_tables import table_of_round
 from server.net.server import ChemmyServer
 from server.store.base import StoreUnavailable
@@ -277,4 +279,30 @@ async def test_a_void_while_the_store_fails_is_refused_until_it_can_be_stored(
     assert (await back.void(rid)).status_code == 200
     voided = await ann.wait_event("voided", table="t1")
     assert voided["data"]["refunded"] == {"ann": 3_000} and voided["data"]["balance"] == start
+    await books(server, ("ann",), rid)
+
+
+async def test_the_terminal_voids_pauses_and_resumes(
+    net: Net, server: ChemmyServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ann = await net.player(server, "ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1")
+    game = Game("t1", {"ann": ann}, ann)
+    opened = await game.to_betting()
+    rid = opened["data"]["round_id"]
+    await game.act("ann", "bet", area="banker", amount=500)
+    url = ["--url", f"ws://127.0.0.1:{server.port}", "--operator-key", KEY]
+
+    async def chemmy(*args: str) -> int:
+        return int(await asyncio.to_thread(cli_main, [*args, *url]))
+
+    assert await chemmy("table", "pause", "t1") == 0
+    assert await chemmy("void", rid, "--reason", REASON) == 0
+    assert f"round {rid} voided" in capsys.readouterr().out
+    await ann.wait_event("voided", table="t1")
+    assert await chemmy("void", rid, "--reason", REASON) == 2  # already settled
+    assert "409" in capsys.readouterr().err
+    assert await chemmy("table", "resume", "t1") == 0
+    await ann.wait_event("resumed", table="t1")
     await books(server, ("ann",), rid)
