@@ -30,7 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "client_cli.play",  # play (the full-screen table)
     "client_cli.scripts",  # tables, balance, deposit, history
     "client_cli.bot",  # bot
-    "client_cli.operator",  # transactions (operators: reconciliation)
+    "client_cli.operator",  # transactions, void, table (operators)
 )
 
 EXIT_USAGE = 2  # bad arguments or unusable input (as argparse)

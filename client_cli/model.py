@@ -641,6 +641,25 @@ def _on_draining(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     return _say(m, say.draining()) if d.get("on", True) else m
 
 
+def _on_paused(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    """An operator paused the table: no new coup (this one, if any, finishes first)."""
+    finishes = bool(d.get("coup_finishes"))
+    if not finishes:
+        m = replace(m, phase="paused", deadline=None)
+    return _say(m, say.paused(coup_finishes=finishes))
+
+
+def _on_resumed(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    return _say(m, say.resumed())
+
+
+def _on_voided(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    """An operator voided the round: every bet went back; the next round opens."""
+    seats = {p: replace(s, bets={}, done=False) for p, s in m.seats.items()}
+    m = _money(replace(m, coup=None, seats=seats, my_bets={}, deadline=None), d)
+    return _say(m, say.voided(d.get("reason")))
+
+
 def _on_done(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     return _with_seat(m, str(d.get("player")), done=True)
 
@@ -821,6 +840,9 @@ _HANDLERS: dict[str, Callable[[TableModel, Mapping[str, Any]], TableModel]] = {
     "betting_waiting": _on_betting_waiting,
     "bets": _on_bets,
     "draining": _on_draining,
+    "paused": _on_paused,
+    "resumed": _on_resumed,
+    "voided": _on_voided,
     "done": _on_done,
     "debiting": _on_debiting,
     "debit_refused": _on_debit_refused,

@@ -1,8 +1,11 @@
-"""The operator's subcommands of ``chemmy``: reconciliation from the terminal.
+"""The operator's subcommands of ``chemmy``: reconciliation and table controls.
 
 * ``chemmy transactions``: every call Chemmy made to the operator's seamless wallet,
   with its state (docs/wallet.md §4), newest first; ``--totals`` the totals per day,
   table, currency, kind and state instead. ``--json`` prints what the server answered.
+* ``chemmy void ROUND --reason TEXT``: void a round that cannot finish (every wager
+  back; docs/operations.md §8); ``chemmy table pause|resume|close TABLE``: the table
+  controls of the same section.
 
 The calls are signed with the operator key (``--operator-key`` or
 ``$CHEMMY_OPERATOR_KEY``) exactly as the server checks them (docs/wallet.md §1). The
@@ -16,12 +19,12 @@ import json
 import os
 import time
 from typing import Any, TypeAlias
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from client_cli.common import add_url_arg, server_url
 from client_cli.main import CliError
 
-__all__ = ["fetch", "register", "run_transactions"]
+__all__ = ["fetch", "post", "register", "run_table", "run_transactions", "run_void"]
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -50,6 +53,39 @@ def register(subparsers: Subparsers) -> None:
     p.add_argument("--totals", action="store_true", help="totals per day, table and state")
     p.add_argument("--json", action="store_true", help="print the server's answer as JSON")
     p.set_defaults(run=run_transactions)
+
+    v = subparsers.add_parser(
+        "void",
+        help="void a round that cannot finish: every wager back (operators)",
+        description="Void the table's current round (its id is <table>-<shoe>-<coup>): "
+        "every wager goes back, the round is recorded void with the reason, the players "
+        "are told (docs/operations.md §8). A settled round cannot be voided.",
+    )
+    v.add_argument("round_id", metavar="ROUND", help="the round's id, e.g. t1-3-14")
+    v.add_argument("--reason", required=True, help="why (1-200 characters), kept and shown")
+    _operator_args(v)
+    v.set_defaults(run=run_void)
+
+    t = subparsers.add_parser(
+        "table",
+        help="pause, resume or close a table (operators)",
+        description="pause: no new coup starts (one being dealt finishes); resume: play "
+        "goes on; close: the table closes (a coup in progress is refunded).",
+    )
+    t.add_argument("action", choices=("pause", "resume", "close"))
+    t.add_argument("table", metavar="TABLE")
+    _operator_args(t)
+    t.set_defaults(run=run_table)
+
+
+def _operator_args(p: argparse.ArgumentParser) -> None:
+    add_url_arg(p)
+    p.add_argument(
+        "--operator-key",
+        default=os.environ.get("CHEMMY_OPERATOR_KEY"),
+        help="the server's --operator-key (default $CHEMMY_OPERATOR_KEY)",
+    )
+    p.add_argument("--json", action="store_true", help="print the server's answer as JSON")
 
 
 def _http_base(url: str) -> str:
@@ -82,6 +118,65 @@ def fetch(url: str, key: str, path: str, query: dict[str, Any]) -> dict[str, Any
     if not isinstance(body, dict):
         raise CliError("the server's answer is not a JSON object")
     return body
+
+
+def post(url: str, key: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """POST ``body`` (JSON) to ``path`` of the operator API, signed; the JSON answer."""
+    import httpx
+
+    from server.wallet.signing import HEADER, signature_header
+
+    raw = b"" if body is None else json.dumps(body).encode("utf-8")
+    header = signature_header(key.encode("utf-8"), time.time(), "POST", path, raw)
+    headers = {HEADER: header, "Content-Type": "application/json"}
+    try:
+        response = httpx.post(_http_base(url) + path, content=raw, headers=headers, timeout=30)
+    except httpx.HTTPError as exc:
+        raise CliError(f"cannot reach {url}: {exc}") from None
+    return _answer(response)
+
+
+def _answer(response: Any) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if response.status_code != 200:
+        message = body.get("message") or body.get("status") or response.reason_phrase
+        raise CliError(f"the server refused: {response.status_code} {message}")
+    if not isinstance(body, dict):
+        raise CliError("the server's answer is not a JSON object")
+    return body
+
+
+def _key(args: argparse.Namespace) -> str:
+    if not args.operator_key:
+        raise CliError("give the operator key: --operator-key or $CHEMMY_OPERATOR_KEY")
+    return str(args.operator_key)
+
+
+def run_void(args: argparse.Namespace) -> int:
+    if not 1 <= len(args.reason) <= 200 or not args.reason.strip():
+        raise CliError("--reason is 1-200 characters")
+    path = f"/operator/v1/rounds/{quote(args.round_id, safe='')}/void"
+    body = post(server_url(args), _key(args), path, {"reason": args.reason})
+    if args.json:
+        print(json.dumps(body, indent=2, ensure_ascii=False))
+    else:
+        print(f"round {body.get('round_id')} voided: every wager went back")
+    return 0
+
+
+def run_table(args: argparse.Namespace) -> int:
+    path = f"/operator/v1/tables/{quote(args.table, safe='')}/{args.action}"
+    body = post(server_url(args), _key(args), path)
+    if args.json:
+        print(json.dumps(body, indent=2, ensure_ascii=False))
+    elif args.action == "close":
+        print(f"table {body.get('table')} closed")
+    else:
+        print(f"table {body.get('table')}: {'paused' if body.get('paused') else 'resumed'}")
+    return 0
 
 
 def run_transactions(args: argparse.Namespace) -> int:

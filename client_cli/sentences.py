@@ -39,8 +39,10 @@ __all__ = [
     "debiting",
     "disconnected",
     "draining",
+    "paused",
     "reconnected",
     "result_text",
+    "resumed",
     "sat",
     "settled",
     "shoe_accepted",
@@ -56,6 +58,7 @@ __all__ = [
     "stop_card",
     "third_card",
     "turn",
+    "voided",
     "waiting",
 ]
 
@@ -78,7 +81,7 @@ HAND_NAMES: Mapping[str, str] = LocalNames("hand.", ("player", "banker"))
 #: What the message line says right after a snapshot, by phase.
 PHASE_SENTENCES: Mapping[str, str] = LocalNames(
     "phase_sentence.",
-    ("betting", "debiting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "closed"),
+    ("betting", "debiting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "paused", "closed"),
 )
 
 _PASS_REASONS = ("player_won", "passed", "stood", "left", "timeout", "no_banker_bet")
@@ -234,6 +237,20 @@ def betting_waiting() -> str:
 
 def draining() -> str:
     return t("cli.ev.draining")
+
+
+def paused(*, coup_finishes: bool) -> str:
+    """An operator paused the table: at once, or once this coup is over."""
+    return t("ev.paused_after_coup") if coup_finishes else t("ev.paused")
+
+
+def resumed() -> str:
+    return t("ev.resumed")
+
+
+def voided(reason: object) -> str:
+    """An operator voided the coup: every bet went back (docs/operations.md §8)."""
+    return t("ev.voided", reason=str(reason or ""))
 
 
 def betting_closed() -> str:

@@ -58,7 +58,18 @@ CHIP_MULTIPLES = (1, 5, 10, 25, 50)
 #: The status line's phase, in the current language (``cli.phase.*``).
 PHASE_NAMES: Mapping[str, str] = LocalNames(
     "cli.phase.",
-    ("betting", "debiting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "settled", "closed"),
+    (
+        "betting",
+        "debiting",
+        "turn",
+        "shoe_offer",
+        "cut",
+        "waiting",
+        "shuffle",
+        "paused",
+        "settled",
+        "closed",
+    ),
 )
 
 

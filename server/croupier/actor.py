@@ -368,6 +368,13 @@ class TableActor:
             return c.Disconnect(player=player) if player in self.table.players else None
         if kind == "close":
             return c.CloseTable()
+        if kind == "void":  # the operator's, on the table's current round (issue 21)
+            f = record.fields
+            return c.VoidRound(round_id=f.get("round_id", ""), reason=f.get("reason", ""))
+        if kind == "pause":
+            return c.Pause()
+        if kind == "resume":
+            return c.Resume()
         if kind in ("roads", "refresh"):
             return None
         raise Refused("unknown_command", f"the table does not take {kind[:40]!r}")
@@ -381,6 +388,13 @@ class TableActor:
             return ReplyRecord.ok(to, table=self.table_id, seq=step.seq, snapshot=snapshot)
         if record.kind == "close":
             return ReplyRecord.ok(to, table=self.table_id, closed=True)
+        if record.kind == "void":
+            rid = record.fields.get("round_id")
+            return ReplyRecord.ok(to, table=self.table_id, round_id=rid, voided=True, seq=step.seq)
+        if record.kind in ("pause", "resume"):
+            return ReplyRecord.ok(
+                to, table=self.table_id, paused=self.table.paused, phase=self.table.phase.value
+            )
         return ReplyRecord.ok(to, seq=step.seq, duplicate=step.duplicate)
 
     def _roads(self, to: Any) -> None:

@@ -64,7 +64,7 @@ from server.wallet.base import Wallet, WalletError
 from server.wallet.courier import Courier
 from server.wallet.mirror import sync_mirror
 
-from . import operator_reads, reconciliation, transfers
+from . import operator_reads, operator_tables, reconciliation, transfers
 from .auth import Authenticator, AuthError
 from .config import ServerConfig
 from .handlers import HANDLERS, Continuation, hello
@@ -139,7 +139,10 @@ class ChemmyServer:
             transfers.install(self.operator_api, self)
         reconciliation.install(self.operator_api, store)
         operator_reads.install(self.operator_api, self)
+        operator_tables.install(self.operator_api, self)
         self._pending: dict[int, _Pending] = {}
+        #: Commands sent for the operator's HTTP calls (no connection), by request id.
+        self._asked: dict[int, asyncio.Future[ReplyRecord]] = {}
         #: Tables this gateway saw close (their ``closed`` event), until watched again:
         #: a command for one is answered ``no_table`` here, whoever owned it.
         self._closed_tables: dict[str, None] = {}
@@ -570,8 +573,41 @@ class ChemmyServer:
 
         self.lines.enter(table, session.address, session.player, go)
 
+    async def ask_table(
+        self, table: str, kind: str, fields: dict[str, Any] | None = None
+    ) -> ReplyRecord:
+        """Send ``kind`` (a gateway kind: ``close``, ``void``, ``pause``, ``resume``)
+        for ``table`` to its owner, wherever it runs, on the operator's behalf (an HTTP
+        call: no connection), and wait for its reply: ``timeout`` after
+        ``--command-timeout`` (the owner died, or the bus lost the reply)."""
+        n = next(self._request_ids)
+        reply_to = Address(self.bus.node, 0, n)
+        if table in self._closed_tables:
+            return ReplyRecord.refused(reply_to, no_table(table))
+        answer: asyncio.Future[ReplyRecord] = asyncio.get_running_loop().create_future()
+        self._asked[n] = answer
+        try:
+            record = CommandRecord(
+                table, kind, "operator", None, fields or {}, reply_to, "operator"
+            )
+            self.bus.submit(record)
+            async with asyncio.timeout(self.config.command_timeout):
+                return await answer
+        except ChemmyError as err:
+            return ReplyRecord.refused(reply_to, err)
+        except TimeoutError:
+            late = Refused("timeout", "the table did not answer in time; try again")
+            return ReplyRecord.refused(reply_to, late)
+        finally:
+            self._asked.pop(n, None)
+
     def _on_reply(self, reply: ReplyRecord) -> None:
         request = reply.to.request
+        if reply.to.conn == 0 and isinstance(request, int) and request in self._asked:
+            answer = self._asked.pop(request)
+            if not answer.done():
+                answer.set_result(reply)
+            return
         pending = self._pending.pop(request, None) if isinstance(request, int) else None
         if pending is None:
             return

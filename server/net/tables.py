@@ -51,6 +51,7 @@ __all__ = [
     "join",
     "leave",
     "lobby",
+    "new_table",
     "roads",
     "table_command",
 ]
@@ -249,23 +250,32 @@ async def create_table(
     ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]
 ) -> None:
     _operator(session)
-    options = dict(fields.get("options") or {})
+    summary = await new_table(ctx, fields.get("table"), fields.get("options"))
+    ctx.ok(session, mid, table=summary)
+
+
+async def new_table(ctx: TablesContext, table: Any, options: Any) -> dict[str, Any]:
+    """Create a table (``table``: its id, or None for the first free ``t<n>``) with
+    ``options`` (:class:`TableOptions`' fields): its lobby line. The operators' one way
+    to make a table, over the WebSocket (``create_table``) and over HTTP
+    (``POST /operator/v1/tables``, ``server.net.operator_tables``). Raises
+    ``bad_message`` (the id), ``table_exists``, ``bad_options``."""
     croupier = ctx.croupier
     taken = {t["table"] for t in await ctx.lobby.tables()}
-    tid = fields.get("table") or next(
-        f"t{n}" for n in range(1, len(taken) + 2) if f"t{n}" not in taken
-    )
-    if not TABLE_ID.fullmatch(tid):
+    tid = table or next(f"t{n}" for n in range(1, len(taken) + 2) if f"t{n}" not in taken)
+    if not isinstance(tid, str) or not TABLE_ID.fullmatch(tid):
         raise ProtocolError("bad_message", "a table id is 1-32 letters, digits, - or _")
     if tid in taken:
         raise Refused("table_exists", f"there is already a table {tid!r}")
+    if options is not None and not isinstance(options, dict):
+        raise Refused("bad_options", "the options are an object")
     try:
-        opts = TableOptions.from_dict(options)
+        opts = TableOptions.from_dict(dict(options or {}))
     except (OptionsError, TypeError, ValueError) as exc:
         raise Refused("bad_options", str(exc)) from None
     summary = await croupier.create_table(tid, opts)
     ctx.watch_table(tid)
-    ctx.ok(session, mid, table=summary)
+    return summary
 
 
 async def close_table(

@@ -17,7 +17,10 @@ plus the ones a gateway sends on a client's behalf:
   decides: a seat is held for the grace period, a spectator leaves); no reply;
 - ``roads``: the table's roads and the public composition of what remains in the shoe
   (no change to the table);
-- ``close``: the operator closes the table.
+- ``close``: the operator closes the table;
+- ``void`` (fields ``round_id``, ``reason``): the operator voids the table's current
+  round (refused ``not_found``, ``already_settled``); ``pause``, ``resume``: the
+  operator pauses the table (no new coup) or resumes it.
 
 This module is pure: no I/O, no table code, no numpy. A client or a generator in
 another language can load it alone.
@@ -42,7 +45,9 @@ __all__ = [
 ]
 
 #: Record kinds a gateway sends on a client's behalf, besides the table commands.
-GATEWAY_KINDS: Final = frozenset({"join", "leave", "disconnect", "roads", "close"})
+GATEWAY_KINDS: Final = frozenset(
+    {"join", "leave", "disconnect", "roads", "close", "void", "pause", "resume"}
+)
 
 RequestId = str | int | None
 

@@ -131,7 +131,7 @@ HISTORY_LIMIT: Final = 100
 #: How many events a store keeps per table by default (older ones are pruned).
 EVENT_RETENTION: Final = 4096
 #: The ledger kinds that end a held wager (§7): exactly one per ``hold``.
-OUTCOME_KINDS: Final = ("lose", "return", "refund")
+OUTCOME_KINDS: Final = ("lose", "return", "refund", "void")
 #: The wallet calls Chemmy makes (docs/wallet.md §3) and the states one goes through:
 #: ``pending`` until the wallet answers it for good.
 WALLET_CALL_KINDS: Final = ("debit", "credit", "rollback")
@@ -673,7 +673,7 @@ def hold_problems(
     """What is wrong with the held wagers (issue 8, defect 0), one line each.
 
     ``entries`` holds at least every ``hold`` and outcome (``lose``, ``return``,
-    ``refund``) entry; ``recorded`` the round ids among theirs that have a round record;
+    ``refund``, ``void``) entry; ``recorded`` the round ids among theirs that have a round record;
     ``balances`` at least every ``held:<table>`` balance. The rules (GAME_RULES §7, §8):
 
     - a hold (key ``<round_id>:<player>:<area>:hold``, into ``held:<table>``) has exactly

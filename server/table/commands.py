@@ -11,8 +11,9 @@ table never re-checks types.
 What it must never do: decide whether the move is allowed now (that is the table's:
 :data:`server.table.rules.ALLOWED` and the handlers' contextual checks).
 
-``StartShoe``, ``Tick``, ``CloseTable``, ``SetDraining`` and ``Restored`` come from the
-croupier, never from a client (the table refuses them from anyone else).
+``StartShoe``, ``Tick``, ``CloseTable``, ``SetDraining``, ``Restored``, ``VoidRound``,
+``Pause`` and ``Resume`` come from the croupier (the last three on an operator's behalf),
+never from a client (the table refuses them from anyone else).
 """
 
 from __future__ import annotations
@@ -46,11 +47,13 @@ __all__ = [
     "Join",
     "Leave",
     "PassShoe",
+    "Pause",
     "PlaceBet",
     "Progress",
     "Reconnect",
     "RemoveBet",
     "Restored",
+    "Resume",
     "SameBet",
     "SetDraining",
     "Sit",
@@ -61,6 +64,7 @@ __all__ = [
     "Tick",
     "Toss",
     "TurnCard",
+    "VoidRound",
 ]
 
 Hand = Literal["player", "banker"]
@@ -358,6 +362,41 @@ class SetDraining(Command):
     def _check(self) -> None:
         if not isinstance(self.on, bool):
             raise TableError("bad_command", "draining is on or off")
+
+
+#: The longest reason an operator may give for a void.
+VOID_REASON_MAX = 200
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VoidRound(Command):
+    """The operator voids round ``round_id``, which has not settled, for ``reason``
+    (1-200 characters): every wager goes back, the round is recorded void and the next
+    one opens under a new id. A settled round cannot be voided."""
+
+    round_id: str = ""
+    reason: str = ""
+
+    def _check(self) -> None:
+        if not isinstance(self.round_id, str) or not self.round_id:
+            raise TableError("bad_command", "a void names its round")
+        if (
+            not isinstance(self.reason, str)
+            or not self.reason.strip()
+            or len(self.reason) > VOID_REASON_MAX
+        ):
+            raise TableError("bad_reason", f"a void's reason is 1-{VOID_REASON_MAX} characters")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Pause(Command):
+    """The operator pauses the table: no new coup starts (a coup being dealt, or a
+    betting round with chips on the felt, finishes first) until :class:`Resume`."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Resume(Command):
+    """The operator resumes a paused table: betting opens again."""
 
 
 #: Why the operator's wallet did not take a player's wagers (docs/wallet.md §3).

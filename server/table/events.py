@@ -61,6 +61,9 @@ EVENT_KINDS: frozenset[str] = frozenset(
         "settled",
         # the table
         "draining",
+        "paused",
+        "resumed",
+        "voided",
         "closed",
     }
 )

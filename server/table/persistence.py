@@ -91,6 +91,7 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         "round_open": t.round_open,
         "counter": t.counter,
         "draining": t.draining,
+        "paused": t.paused,
         "recent_ids": {p: list(v) for p, v in t.recent_ids.items()},
         "sent_actions": dict(t.sent_actions.stored()),
         "last_result": copy.deepcopy(t.last_result),
@@ -139,6 +140,7 @@ def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table
     t.offer_needed = s["offer_needed"]
     t.offer = Offer(**s["offer"]) if s["offer"] is not None else None
     t.draining = s["draining"]
+    t.paused = s.get("paused", False)
     t.sent_actions.digests = s["sent_actions"]
     t.anchor_seat = s["anchor_seat"]
     if s["coup"] is not None:

@@ -94,13 +94,27 @@ ANYTIME: Commands = frozenset(
         c.CloseTable,
         c.SetDraining,
         c.Restored,
+        c.VoidRound,
+        c.Pause,
+        c.Resume,
     }
 )
 
 #: Sent by the croupier only (StartShoe a fresh shoe, Tick the timers, CloseTable the
-#: operator, SetDraining a shutdown, Restored a restart).
+#: operator, SetDraining a shutdown, Restored a restart; VoidRound, Pause and Resume the
+#: operator through the croupier).
 CROUPIER_ONLY: Commands = frozenset(
-    {c.StartShoe, c.Tick, c.CloseTable, c.SetDraining, c.Restored, c.Debited}
+    {
+        c.StartShoe,
+        c.Tick,
+        c.CloseTable,
+        c.SetDraining,
+        c.Restored,
+        c.Debited,
+        c.VoidRound,
+        c.Pause,
+        c.Resume,
+    }
 )
 
 #: Refused with ``draining`` in any phase while the server shuts down (SetDraining):
@@ -116,6 +130,7 @@ ALLOWED: dict[Phase, Commands] = {
     Phase.BETTING: ANYTIME | {c.PlaceBet, c.RemoveBet, c.ClearBets, c.SameBet, c.Done, c.PassShoe},
     Phase.DEBITING: ANYTIME | {c.Debited},
     Phase.TURN: ANYTIME | {c.Squeeze, c.TurnCard, c.Toss, c.Progress},
+    Phase.PAUSED: ANYTIME,
     Phase.CLOSED: frozenset(),
 }
 
@@ -127,6 +142,10 @@ NEXT: tuple[tuple[Callable[[Table], bool], Phase], ...] = (
     (lambda t: t.debiting is not None, Phase.DEBITING),  # the wallet is taking the wagers
     (lambda t: t.coup is not None, Phase.TURN),  # a coup is being dealt (settled: on)
     (lambda t: t.shoe is None, Phase.SHUFFLE),  # the shoe is over: a new one is wanted
+    (  # the operator paused the table: no new coup (chips on the felt: that round goes on)
+        lambda t: t.paused and not any(q.bets for q in t.seated()),
+        Phase.PAUSED,
+    ),
     (lambda t: not t.seated(), Phase.WAITING),  # nobody seated
     (  # the shoe is offered: someone is asked, or the shoe must find a holder (§5)
         lambda t: t.offer is not None or t.offer_needed or (t.holder is None and not t.house_holds),

@@ -39,6 +39,7 @@ class Phase(StrEnum):
         BETTING --close--> DEBITING --Debited--> TURN | BETTING (no wager stood)
                            (only with a wallet that confirms holds: docs/wallet.md §3)
         WAITING <--> the others (the last seated player goes / someone sits)
+        any phase but TURN, DEBITING --Pause--> PAUSED --Resume--> where it left off
         any phase --CloseTable--> CLOSED
 
     The whole flow is drawn in :mod:`server.table.table`'s docstring.
@@ -51,6 +52,7 @@ class Phase(StrEnum):
     BETTING = "betting"  # bets are open (§7)
     DEBITING = "debiting"  # betting closed: the operator's wallet is debiting the wagers
     TURN = "turn"  # cards dealt: the turners turn them (§6)
+    PAUSED = "paused"  # the operator paused the table: no new coup until resumed
     CLOSED = "closed"  # closed by the operator
 
 

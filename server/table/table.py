@@ -36,6 +36,9 @@ The phases (:class:`~server.table.state.Phase`) and the flow between them::
     TURN --settled--> BETTING (next coup) | SHOE_OFFER (the shoe passes)
                       | SHUFFLE (the shoe is over: seed revealed)
     SHOE_OFFER | CUT | BETTING --the last seated player goes--> WAITING
+    any phase --Pause--> PAUSED once no coup is dealt and no chip is on the felt
+    PAUSED --Resume--> where it left off
+    any phase --VoidRound--> the round's wagers back, the next round (voiding.py)
     any phase --CloseTable--> CLOSED
 
 (A stacked shoe has no cut and no burn.) Within BETTING
@@ -66,7 +69,7 @@ from typing import Any
 from server.engine.roads import Result, Roads
 from server.engine.shoe import Shoe, ShoeError, timeout_cut
 
-from . import betting, persistence, rules, seating, settlement, shoe_offer, turning
+from . import betting, persistence, rules, seating, settlement, shoe_offer, turning, voiding
 from . import commands as c
 from .actions import SentActions, watch
 from .errors import TableError
@@ -131,6 +134,8 @@ class Table:
         self.round_open = False
         self.counter = 0
         self.draining = False
+        #: The operator paused the table: no new coup starts until resumed.
+        self.paused: bool = False
         self.recent_ids: dict[str, list[str]] = {}
         self.last_result: dict[str, Any] | None = None
         self.cut_by: dict[str, str | None] | None = None  # who cut this shoe (§4, §6)
@@ -470,6 +475,13 @@ class Table:
             self.phase, self.deadline = Phase.SHUFFLE, None
         return False
 
+    def _enter_paused(self) -> bool:
+        if self.phase is not Phase.PAUSED:
+            self.phase, self.deadline = Phase.PAUSED, None
+            if self.offer is not None:  # no timer runs while paused: offered again after
+                self.offer, self.offer_needed = None, True
+        return False
+
     def _enter_waiting(self) -> bool:
         if self.phase is not Phase.WAITING:
             self.phase, self.deadline, self.offer = Phase.WAITING, None, None
@@ -534,6 +546,7 @@ _ENTER: dict[Phase, Callable[[Table], bool]] = {
     Phase.DEBITING: Table._enter_debiting,
     Phase.TURN: Table._enter_turn,
     Phase.SHUFFLE: Table._enter_shuffle,
+    Phase.PAUSED: Table._enter_paused,
     Phase.WAITING: Table._enter_waiting,
     Phase.SHOE_OFFER: Table._enter_shoe_offer,
     Phase.CUT: Table._enter_cut,
@@ -552,7 +565,7 @@ def _snake(name: str) -> str:
 #: changed nothing at all), found by name for every command of :mod:`.commands`.
 #: The sub-machines that hold some commands' handlers as functions over the table
 #: (``check_<name>`` / ``do_<name>``); the rest are the table's own methods.
-_MACHINES: tuple[Any, ...] = (seating, shoe_offer, betting, turning)
+_MACHINES: tuple[Any, ...] = (seating, shoe_offer, betting, turning, voiding)
 
 
 def _handler(prefix: str, cls: type[c.Command]) -> Callable[..., Any] | None:

@@ -50,6 +50,7 @@ def view(t: Table, viewer: str | None) -> dict[str, Any]:
         "table": t.table_id,
         "seq": t.seq,
         "phase": t.phase.value,
+        "paused": t.paused,
         "deadline": t.deadline,
         "options": public_options(t.options),
         "shoe": None
@@ -170,6 +171,7 @@ def summary(t: Table) -> dict[str, Any]:
         "table": t.table_id,
         "name": o.name,
         "phase": t.phase.value,
+        "paused": t.paused,
         "seats": o.seats,
         "seated": len(t.seated()),
         "spectators": sum(1 for q in t.players.values() if q.seat is None),

@@ -7,7 +7,8 @@ after any restart, carries the same two ids. ``body`` is exactly what is sent.
 
 :func:`closing_calls` says which credits and rollbacks a table step makes: the credits
 of a settled coup (one per debited player, ``0`` for one who lost everything) and the
-rollbacks of a coup that ended unsettled (the table closed mid-coup). They go into the
+rollbacks of a coup that ended unsettled (the table closed mid-coup, or the operator
+voided the round: its record says ``void``). They go into the
 step's own commit, so a stored settlement always has its credits waiting. Pure.
 """
 
@@ -171,8 +172,8 @@ def closing_calls(
 ) -> list[dict[str, Any]]:
     """The credits and rollbacks of one step, from the table's stored state before and
     after it and the step's records: a coup that was dealt and is no longer (settled:
-    a credit per player; closed unsettled: a rollback per player), and wagers being
-    debited when the table closed (a rollback per player)."""
+    a credit per player; closed unsettled or voided: a rollback per player), and wagers
+    being debited when the table closed or the round was voided (a rollback each)."""
     table = str(before["table_id"])
     out: list[dict[str, Any]] = []
     coup = before.get("coup")
@@ -184,13 +185,17 @@ def closing_calls(
             (r for r in records if r.get("kind") == "round" and r.get("round_id") == rid), None
         )
         for pid in sorted(held):
-            if record is not None:
+            if record is not None and not record.get("void"):
                 out.append(credit_call(table, rid, pid, record["bets"], currency, now))
             else:
                 stake = sum(held[pid].values())
                 out.append(rollback_call(table, rid, pid, stake, currency, now, "voided"))
     debiting = before.get("debiting")
-    if debiting is not None and after.get("phase") == "closed":
+    voided = any(
+        r.get("kind") == "round" and r.get("void") and r.get("round_id") == round_of(before)
+        for r in records
+    )
+    if debiting is not None and (after.get("phase") == "closed" or voided):
         rid = round_of(before)
         for pid in sorted(debiting):
             stake = sum(debiting[pid].values())

@@ -22,6 +22,8 @@ ONLINE: dict[str, list[str]] = {
     "history": [],
     "verify": ["--table", "t1"],
     "transactions": [],
+    "void": ["t1-1-1", "--reason", "a test"],
+    "table": ["pause", "t1"],
 }
 OFFLINE = {"coup", "odds", "simulate"}
 
@@ -60,7 +62,7 @@ def test_a_positional_url_points_to_the_flag(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = [command, "ws://127.0.0.1:1", *ONLINE[command]]
-    if command == "deposit":  # its AMOUNT is positional: the URL is one too many
+    if command in ("deposit", "void", "table"):  # positionals: the URL is one too many
         argv = [command, *ONLINE[command], "ws://127.0.0.1:1"]
     assert main(argv) == 2
     err = capsys.readouterr().err

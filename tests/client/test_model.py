@@ -324,6 +324,31 @@ EVERY_KIND: dict[str, tuple[dict[str, Any], dict[str, Any], Check]] = {
         {"on": True},
         lambda b, a: a.message == "The server is closing: no new bets; this coup finishes",
     ),
+    "paused": (
+        {},
+        {"coup_finishes": False},
+        lambda b, a: (
+            a.phase == "paused" and a.message == "The table is paused: no new coup for now"
+        ),
+    ),
+    "resumed": ({"phase": "paused"}, {}, lambda b, a: a.message == "The table resumes"),
+    "voided": (
+        IN_A_COUP,
+        {
+            "round_id": "t1-1-3",
+            "reason": "the card reader failed",
+            "refunded": {ME: 1000, OTHER: 500},
+            "cards": {"player": ["9s", "2c"], "banker": ["Kd", "4h"]},
+            "balance": 100_000,
+            "available": 100_000,
+        },
+        lambda b, a: (
+            a.coup is None
+            and a.my_bets == {}
+            and a.balance == 100_000
+            and a.message == "Coup voided (the card reader failed): every bet was returned"
+        ),
+    ),
     "done": ({}, {"player": OTHER}, lambda b, a: a.seats[OTHER].done),
     "debiting": (
         {},

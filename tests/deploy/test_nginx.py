@@ -12,7 +12,7 @@ SQLite or two sharing a real Redis, players over ``wss://`` through nginx.
   reconnect through nginx to the other process and resume from their last ``seq``; every
   bet acknowledged (retried with the same id when the reply was lost) is in the coup,
   the round settles, and nobody sees a gap or a duplicate event. (A strict xfail until
-  the cluster's known problems are fixed: docs/operations.md §8.)
+  the cluster's known problems are fixed: docs/operations.md §9.)
 
 nginx's config is deploy/'s, with the listening ports, the certificate paths and the
 upstream servers substituted, nothing else (``test_front_config_is_deploys_own``).

@@ -14,7 +14,8 @@ a bug. This module reads every fenced ``json`` block of the page and checks it t
   (the ``net`` fixture) through every event kind and every reply: offers, declines, the
   house holding and offering again, a cut by a player and one on behalf, squeezes and
   progress, third cards, settlements, the shoe passed, a whole short shoe to its end,
-  disconnects and resumes, timeouts, a closed table and a drain; then a second server
+  disconnects and resumes, an operator's pause, resume and void (over HTTP), timeouts,
+  a closed table and a drain; then a second server
   in seamless mode (:func:`play_seamless`) against the reference operator wallet
   (``examples/wallet``), where a coup is debited and one player's debit is refused.
   Every frame every client of both received is kept.
@@ -63,6 +64,8 @@ from server.table.events import EVENT_KINDS
 from server.table.options import TableOptions
 from server.table.rules import TURN_REFUSALS
 from tests.kit import ROOT, SECRET, Client, CoupLog, Game, scaled, table_def
+from tests.server.test_operator_voids import KEY as OPERATOR_KEY
+from tests.server.test_operator_voids import Back
 from tests.wallet.wallet_helpers import ReferenceWallet, reference_wallet
 
 DOC = ROOT / "docs" / "protocol.md"
@@ -534,6 +537,7 @@ async def play(net: Any) -> Recorder:
     """The scripted game; returns what every client received."""
     server = await net.start(
         **FAST,
+        operator_key=OPERATOR_KEY,
         tables=(
             table_def("demo", name="Docs demo", decks=6, seats=6, stop_offset=100, timers=LONG),
         ),
@@ -671,6 +675,26 @@ async def play(net: Any) -> Recorder:
     del players[b]
     await spec.call("leave", table=t)  # a spectator goes without an event
     await spec.join(t)
+
+    # -- the operator over HTTP (docs/operations.md): a pause, a resume, a void ---------
+    await game.to_betting()
+    back = Back(server.port, OPERATOR_KEY)
+    try:
+        assert (await back.post(f"/operator/v1/tables/{t}/pause")).status_code == 200
+        await spec.wait_event("paused", table=t)
+        assert (await back.post(f"/operator/v1/tables/{t}/resume")).status_code == 200
+        resumed = await spec.wait_event("resumed", table=t)
+        await spec.wait_event("betting_opened", table=t, after=resumed["seq"])
+        opened = await game.to_betting()
+        await game.act("alice", "bet", area="player", amount=500)
+        await game.act("alice", "done")  # dealt: alice turns the Player hand
+        await spec.wait_event("turn", table=t, after=resumed["seq"])
+        voided = await back.void(opened["data"]["round_id"], "the card reader failed")
+        assert voided.status_code == 200, voided.text
+        await spec.wait_event("voided", table=t)
+        await alice.wait_event("voided", table=t)
+    finally:
+        await back.http.aclose()
 
     # -- the rest of the shoe, fast: alice alone, the house holding ---------------------
     solo = Game(t, {"alice": alice}, spec, rng=random.Random(9), accept=lambda pid: False)

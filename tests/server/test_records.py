@@ -46,6 +46,9 @@ EXAMPLE_FIELDS: dict[str, dict[str, Any]] = {
     "disconnect": {},
     "roads": {},
     "close": {},
+    "void": {"round_id": "t1-2-3", "reason": "the card reader failed"},
+    "pause": {},
+    "resume": {},
 }
 
 

@@ -32,6 +32,7 @@ from table_helpers import card_strings, has_key
 
 from server.engine.payouts import AREAS
 from server.engine.shoe import shuffle_order
+from server.store.base import hold_problems
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
 from server.table import commands as c
 from server.table.table import Phase
@@ -110,7 +111,7 @@ turn_commands = st.one_of(
 )
 
 # Where a card string may appear in an event (public data): anywhere else is a leak.
-CARD_EVENTS = {"card", "result", "shoe_ended", "burned"}
+CARD_EVENTS = {"card", "result", "shoe_ended", "burned", "voided"}
 
 
 class TableMachine(RuleBasedStateMachine):
@@ -412,7 +413,40 @@ class TableMachine(RuleBasedStateMachine):
             assert self.wallet.balance(f"player:{pid}") == balances[pid] + stake
         self.apply(c.Tick(), 1.0)  # refused: table_closed, changes nothing
 
+    # ------------------------------------------------------------------ the operator's
+    @precondition(lambda self: self.steps > 20)
+    @rule(k=st.integers(0, 4))
+    def operator_voids(self, k):
+        """An operator voids the current round (or a round it is not playing: refused)."""
+        t = self.table
+        rid = [t.round_id, f"{TABLE}-1-1", f"{TABLE}-9-9", t.round_id, t.round_id][k]
+        held = {p: sum(b.values()) for p, b in (t.coup.held if t.coup else {}).items()}
+        mine = {p: self.wallet.balance(f"player:{p}") for p in held}
+        self.apply(c.VoidRound(round_id=rid, reason="a property test"))
+        if held and self.table.coup is None:  # voided: every held wager came back
+            assert self.wallet.balance(f"held:{TABLE}") == 0
+            for pid, stake in held.items():
+                assert self.wallet.balance(f"player:{pid}") == mine[pid] + stake
+
+    @rule(on=st.booleans())
+    def operator_pauses_or_resumes(self, on):
+        self.apply(c.Pause() if on else c.Resume())
+        if on and self.table.phase is not Phase.CLOSED:
+            assert self.table.paused
+            assert (
+                self.table.phase is Phase.PAUSED
+                or self.table.in_coup
+                or any(q.bets for q in self.table.seated())
+            )
+
     # ------------------------------------------------------------------ invariants
+    @invariant()
+    def every_hold_has_one_outcome(self):
+        t = self.table
+        recorded = [r["round_id"] for r in t._records if r["kind"] == "round"]
+        held = {f"held:{TABLE}": self.wallet.balance(f"held:{TABLE}")}
+        assert hold_problems(self.wallet.entries, recorded, held) == []
+
     @invariant()
     def money_is_conserved(self):
         w = self.wallet

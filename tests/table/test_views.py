@@ -164,6 +164,13 @@ def test_every_event_and_reply_kind_passes_through_views() -> None:
             if t.holder is not None and t.holder_coups >= 1 and s.kinds["shoe_passed"] == 0:
                 s.do(c.PassShoe(player=t.holder))
                 continue
+            if s.kinds["voided"] == 0:  # the operator pauses, voids, resumes
+                s.do(c.PlaceBet(player="bob", area="player", amount=100))
+                s.do(c.Pause())  # paused: the round on the felt goes on...
+                s.do(c.VoidRound(round_id=t.round_id, reason="a test void"))  # voided
+                assert h.phase is Phase.PAUSED  # ... voided, nothing opens
+                s.do(c.Resume())  # resumed: betting opens again
+                continue
             s.do(c.PlaceBet(player="bob", area="player", amount=100))
             s.do(c.PlaceBet(player="ann", area="banker", amount=100))
             for q in ("ann", "bob"):

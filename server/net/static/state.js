@@ -26,7 +26,7 @@ function localNames(prefix, ids) {
 export const AREA_NAMES = localNames("area.", ["player", "banker", "tie", "player_pair", "banker_pair", "super6", "dragon_player", "dragon_banker"]);
 export const HAND_NAMES = localNames("hand.", ["player", "banker"]);
 export const SUITS = { s: "♠", h: "♥", d: "♦", c: "♣" };
-export const PHASE_NAMES = localNames("phase.", ["shuffle", "waiting", "shoe_offer", "cut", "betting", "debiting", "turn", "settled", "closed"]);
+export const PHASE_NAMES = localNames("phase.", ["shuffle", "waiting", "shoe_offer", "cut", "betting", "debiting", "turn", "paused", "settled", "closed"]);
 
 /** Minor units as money with two decimals in the current language: 123456 -> "1,234.56"
  * (English), "1 234,56" (French); integers only. Money text back to minor units, exactly
@@ -210,7 +210,7 @@ export class TableState {
   }
 
   phaseText() {
-    return ["betting", "debiting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "closed"].includes(this.phase) ? t(`phase_sentence.${this.phase}`) : "";
+    return ["betting", "debiting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "paused", "closed"].includes(this.phase) ? t(`phase_sentence.${this.phase}`) : "";
   }
 
   setRoads(roads, odds) {
@@ -382,6 +382,32 @@ export class TableState {
     this.coup = null;
     this.deadline = null;
     return [note(d.refunded ? t("ev.closed_refunded") : t("phase_sentence.closed"))];
+  }
+
+  // an operator's controls (docs/operations.md §8)
+  on_paused(d) {
+    if (!d.coup_finishes) {
+      this.phase = "paused";
+      this.deadline = null;
+    }
+    return [note(d.coup_finishes ? t("ev.paused_after_coup") : t("ev.paused"))];
+  }
+
+  on_resumed() {
+    return [note(t("ev.resumed"))];
+  }
+
+  on_voided(d) {
+    this.coup = null;
+    this.deadline = null;
+    this.myBets = {};
+    for (const s of this.seats.values()) {
+      s.bets = {};
+      s.done = false;
+    }
+    this._money(d);
+    const text = t("ev.voided", { reason: d.reason ?? "" });
+    return [note(text, "info", text, true)];
   }
 
   // betting
