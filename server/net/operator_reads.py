@@ -156,11 +156,14 @@ def _last_coup(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: record.get(k) for k in keys} | money_of(record)
 
 
-def install(api: OperatorAPI, server: ChemmyServer) -> None:
-    """Add the read-only operator views to ``api``."""
-    store = server.store
+class Reads:
+    """The read-only operator views of one server (each a route)."""
 
-    async def rounds(call: OperatorCall) -> Mapping[str, Any] | HttpResponse:
+    def __init__(self, server: ChemmyServer) -> None:
+        self.server = server
+        self.store = server.store
+
+    async def rounds(self, call: OperatorCall) -> Mapping[str, Any] | HttpResponse:
         filters: dict[str, Any] = {
             name: value
             for name in ("table", "player", "round_id")
@@ -173,7 +176,7 @@ def install(api: OperatorAPI, server: ChemmyServer) -> None:
         form = _one(call, "format") or "json"
         if form not in ("json", "csv"):
             raise OperatorRefusal(400, "bad_request", "format is json or csv")
-        found = await store.round_records(
+        found = await self.store.round_records(
             since=since,
             until=until,
             limit=limit,
@@ -196,11 +199,11 @@ def install(api: OperatorAPI, server: ChemmyServer) -> None:
             content_type="text/csv; charset=utf-8",
         )
 
-    async def one_round(call: OperatorCall) -> Mapping[str, Any]:
-        record = await store.round_record(call.params["round_id"])
+    async def one_round(self, call: OperatorCall) -> Mapping[str, Any]:
+        record = await self.store.round_record(call.params["round_id"])
         if record is None:
             raise OperatorRefusal(404, "not_found", "no round of that id is recorded")
-        shoe = await store.shoe_record(str(record["table"]), int(record["shoe_no"]))
+        shoe = await self.store.shoe_record(str(record["table"]), int(record["shoe_no"]))
         if shoe is not None and shoe.get("revealed") is False:
             shoe = None
         checked: dict[str, Any] | None = None
@@ -228,24 +231,24 @@ def install(api: OperatorAPI, server: ChemmyServer) -> None:
             "cards_in_shoe": in_shoe,
         }
 
-    async def tables(call: OperatorCall) -> Mapping[str, Any]:
-        lines = await server.lobby.tables()
+    async def tables(self, call: OperatorCall) -> Mapping[str, Any]:
+        lines = await self.server.lobby.tables()
         ids = [str(line["table"]) for line in lines]
-        cluster = server.croupier.cluster
+        cluster = self.server.croupier.cluster
         if cluster is None:
-            owners: dict[str, str | None] = {t: server.bus.node for t in ids}
+            owners: dict[str, str | None] = {t: self.server.bus.node for t in ids}
         else:
             try:
                 owners = await cluster.owners(ids)
             except (RedisError, OSError) as exc:
                 raise StoreUnavailable(f"the leases cannot be read: {exc}") from None
         watching: dict[str, int] = {}
-        for session in server.sessions.values():
+        for session in self.server.sessions.values():
             for tid in session.tables:
                 watching[tid] = watching.get(tid, 0) + 1
         out = []
         for line, tid in zip(lines, ids, strict=True):
-            last = await store.round_records(table=tid, limit=1)
+            last = await self.store.round_records(table=tid, limit=1)
             out.append(
                 {
                     **line,
@@ -254,11 +257,11 @@ def install(api: OperatorAPI, server: ChemmyServer) -> None:
                     "last_coup": _last_coup(last[0] if last else None),
                 }
             )
-        return {"process": server.bus.node, "tables": out}
+        return {"process": self.server.bus.node, "tables": out}
 
-    def online() -> dict[str, dict[str, Any]]:
+    def online(self) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
-        for session in server.sessions.values():
+        for session in self.server.sessions.values():
             who = session.identity
             if who is None:
                 continue
@@ -283,57 +286,57 @@ def install(api: OperatorAPI, server: ChemmyServer) -> None:
             seen["tables"] = sorted(set(seen["tables"]) | session.tables)
         return found
 
-    async def players(call: OperatorCall) -> Mapping[str, Any]:
-        found = online()
+    async def players(self, call: OperatorCall) -> Mapping[str, Any]:
+        found = self.online()
         table = _one(call, "table")
         listed = [
             found[pid] for pid in sorted(found) if table is None or table in found[pid]["tables"]
         ]
-        return {"process": server.bus.node, "players": listed}
+        return {"process": self.server.bus.node, "players": listed}
 
-    async def one_player(call: OperatorCall) -> Mapping[str, Any]:
+    async def one_player(self, call: OperatorCall) -> Mapping[str, Any]:
         pid = call.params["player"]
         rounds_limit = _whole(call, "rounds", 0, HISTORY_LIMIT, HISTORY_LIMIT)
         ledger_limit = _whole(call, "entries", 0, 1000, 100)
-        name = await store.player_name(pid)
-        entries = await store.ledger(account=player_account(pid), limit=ledger_limit)
-        here = online().get(pid)
+        name = await self.store.player_name(pid)
+        entries = await self.store.ledger(account=player_account(pid), limit=ledger_limit)
+        here = self.online().get(pid)
         if name is None and not entries and here is None:
             raise OperatorRefusal(404, "not_found", "no player of that id is known")
-        balance, available = await server.money(pid)
+        balance, available = await self.server.money(pid)
         return {
             "player": pid,
             "name": name if name is not None else (here or {}).get("name"),
-            "currency": await store.player_currency(pid),
+            "currency": await self.store.player_currency(pid),
             "balance": balance,
             "available": available,
             "online": here is not None,
             "sessions": [] if here is None else here["sessions"],
             "tables": [] if here is None else here["tables"],
-            "rounds": await store.history(pid, rounds_limit),
+            "rounds": await self.store.history(pid, rounds_limit),
             "ledger": [entry.to_dict() for entry in entries],
         }
 
-    async def currencies() -> dict[str, str | None]:
+    async def currencies(self) -> dict[str, str | None]:
         known: dict[str, str | None] = {}
-        for row in await store.load_tables():
+        for row in await self.store.load_tables():
             known[row.table_id] = row.config.get("currency")
-        for line in await server.lobby.tables():
+        for line in await self.server.lobby.tables():
             known[str(line["table"])] = line.get("currency")
         return known
 
-    async def totals(call: OperatorCall) -> Mapping[str, Any]:
+    async def totals(self, call: OperatorCall) -> Mapping[str, Any]:
         since = _number(call, "since", 0, 2**40)
         until = _number(call, "until", 0, 2**40)
         table = _one(call, "table")
         per = _one(call, "per") or "day"
         if per not in ("day", "range"):
             raise OperatorRefusal(400, "bad_request", "per is day or range")
-        money = await currencies()
+        money = await self.currencies()
         sums: dict[tuple[str | None, str, str | None], dict[str, int]] = {}
         before: tuple[float, str] | None = None
         while True:
-            page = await store.round_records(
+            page = await self.store.round_records(
                 since=since, until=until, table=table, limit=ROUNDS_LIMIT, before=before
             )
             for record in page:
@@ -367,12 +370,16 @@ def install(api: OperatorAPI, server: ChemmyServer) -> None:
             ],
         }
 
-    api.add("GET", "/operator/v1/rounds", rounds)
-    api.add("GET", "/operator/v1/rounds/{round_id}", one_round)
-    api.add("GET", "/operator/v1/tables", tables)
-    api.add("GET", "/operator/v1/players", players)
-    api.add("GET", "/operator/v1/players/{player}", one_player)
-    api.add("GET", "/operator/v1/totals", totals)
+
+def install(api: OperatorAPI, server: ChemmyServer) -> None:
+    """Add the read-only operator views to ``api``."""
+    reads = Reads(server)
+    api.add("GET", "/operator/v1/rounds", reads.rounds)
+    api.add("GET", "/operator/v1/rounds/{round_id}", reads.one_round)
+    api.add("GET", "/operator/v1/tables", reads.tables)
+    api.add("GET", "/operator/v1/players", reads.players)
+    api.add("GET", "/operator/v1/players/{player}", reads.one_player)
+    api.add("GET", "/operator/v1/totals", reads.totals)
 
 
 _SUMS: Final = ("coups", "staked", "returned", "commission", "house_result")

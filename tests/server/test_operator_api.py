@@ -158,10 +158,10 @@ async def test_every_endpoint_is_refused_without_an_operators_credential(
     refused(await operator.get("/operator/v1/rounds?table=a&table=b"), 400, "bad_request")
     refused(await operator.get("/operator/v1/totals?per=week"), 400, "bad_request")
     answer = await operator.http.post(
-        "/operator/v1/tables",
+        "/operator/v1/totals",
         headers={
             "Chemmy-Signature": signature_header(
-                KEY.encode(), time.time(), "POST", "/operator/v1/tables", b""
+                KEY.encode(), time.time(), "POST", "/operator/v1/totals", b""
             )
         },
     )
