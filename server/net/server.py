@@ -64,7 +64,7 @@ from server.wallet.base import Wallet, WalletError
 from server.wallet.courier import Courier
 from server.wallet.mirror import sync_mirror
 
-from . import operator_reads, reconciliation, transfers
+from . import operator_reads, reconciliation, responsible, transfers
 from .auth import Authenticator, AuthError
 from .config import ServerConfig
 from .handlers import HANDLERS, Continuation, hello
@@ -139,6 +139,7 @@ class ChemmyServer:
             transfers.install(self.operator_api, self)
         reconciliation.install(self.operator_api, store)
         operator_reads.install(self.operator_api, self)
+        responsible.install(self.operator_api, self)
         self._pending: dict[int, _Pending] = {}
         #: Tables this gateway saw close (their ``closed`` event), until watched again:
         #: a command for one is answered ``no_table`` here, whoever owned it.
