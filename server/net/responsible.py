@@ -11,8 +11,9 @@ While one is in force the gateway refuses the player's ``sit``, ``bet`` and ``sa
 with ``player_blocked`` (:func:`refuse_blocked`, read from the store on each of them,
 so it holds on every process at once). When one is set, the chips the player has placed
 go back: every open table is sent a ``clear_bets`` and then a ``stand`` on their behalf
-(:func:`return_chips`, through the bus, so a table owned by any process hears it; a
-table where they have nothing refuses it, unheard). Chips already held in a coup play
+(the tables the connection joined through the player's own line, after what they sent
+before; every other through the bus, :func:`return_chips`, so a table owned by any
+process hears it; a table where they have nothing refuses it, unheard). Chips already held in a coup play
 out; the coup after, they cannot bet.
 """
 
@@ -21,15 +22,15 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.croupier.actor import store_refusal
 from server.protocol.errors import ChemmyError, Refused, player_blocked
-from server.protocol.records import CommandRecord
+from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import StoreError
 
-from .context import Replies
+from .context import Relay
 from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class Submitter(Protocol):
     def submit(self, record: CommandRecord) -> None: ...
 
 
-class ResponsibleContext(Replies, Protocol):
+class ResponsibleContext(Relay, Protocol):
     """What ``take_break`` and ``responsible`` use of the gateway."""
 
     @property
@@ -93,19 +94,36 @@ async def refuse_blocked(store: Store, player: str) -> None:
         raise player_blocked(found["kind"], when)
 
 
-async def return_chips(bus: Submitter, lobby: Lobby, player: str, origin: str = "") -> None:
-    """Send every open table a ``clear_bets`` and a ``stand`` on ``player``'s behalf (no
-    reply asked: a table where they have no chips or no seat refuses it, unheard).
-    ``origin``: the player's line in the tables' queues (their address), so the commands
-    come after the ones they sent already."""
+async def return_chips(
+    bus: Submitter, lobby: Lobby, player: str, origin: str = "", skip: Set[str] = frozenset()
+) -> None:
+    """Send every open table (but those in ``skip``) a ``clear_bets`` and a ``stand`` on
+    ``player``'s behalf (no reply asked: a table where they have no chips or no seat
+    refuses it, unheard). ``origin``: whose line in the tables' queues (their address)."""
     try:
         lines = await lobby.tables()
     except StoreError:
         return  # (the tables cannot be listed now; the restriction holds all the same)
     for line in lines:
+        if line["table"] in skip:
+            continue
         for kind in ("clear_bets", "stand"):
             with contextlib.suppress(ChemmyError):
                 bus.submit(CommandRecord(line["table"], kind, player, None, {}, None, origin))
+
+
+def _return_here(ctx: Relay, session: Session) -> None:
+    """``clear_bets`` and ``stand`` at the tables ``session`` joined, through the
+    player's line at each (``Relay.relay`` with a reply): after every command they sent
+    before, so a bet sent just before the break is cleared too."""
+
+    def ignore(reply: ReplyRecord) -> None:
+        """(A table where they have no chips or no seat refuses: nothing to do.)"""
+
+    for table in sorted(session.tables):
+        for kind in ("clear_bets", "stand"):
+            with contextlib.suppress(ChemmyError):
+                ctx.relay(session, table, kind, None, {}, ignore)
 
 
 async def take_break(
@@ -122,7 +140,9 @@ async def take_break(
         kept = await ctx.store.set_player_restriction(pid, kind, time.time() + seconds, "player")
     except StoreError as exc:
         raise store_refusal(exc) from None
-    await return_chips(ctx.bus, ctx.lobby, pid, session.address)
+    _return_here(ctx, session)
+    # The tables watched from other connections (or processes) hear it through the bus.
+    await return_chips(ctx.bus, ctx.lobby, pid, session.address, skip=session.tables)
     ctx.ok(session, mid, restriction=kept)
 
 

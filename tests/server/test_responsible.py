@@ -162,3 +162,20 @@ async def test_an_operator_sets_and_lifts_a_time_out(
     unsigned = await operator.http.get(path)
     assert unsigned.status_code == 401
     await audited(server)
+
+
+async def test_a_bet_sent_just_before_the_break_is_cleared_too(
+    net: Net, server: ChemmyServer
+) -> None:
+    ann = await net.player(server, "ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1")
+    game = Game("t1", {"ann": ann}, ann)
+    await game.to_betting()
+    before = await ann.balance()
+    await ann.send_command("bet", table="t1", area="player", amount=500)  # not waited for
+    await ann.call("take_break", period="24h")
+    await ann.wait_event("stood", lambda m: m["data"]["player"] == "ann")
+    money = await ann.call("balance")
+    assert money["available"] == money["balance"] == before
+    await audited(server)
