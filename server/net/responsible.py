@@ -12,9 +12,9 @@ with ``player_blocked`` (:func:`refuse_blocked`, read from the store on each of 
 so it holds on every process at once). When one is set, the chips the player has placed
 go back: every open table is sent a ``clear_bets`` and then a ``stand`` on their behalf
 (the tables the connection joined through the player's own line, after what they sent
-before; every other through the bus, :func:`return_chips`, so a table owned by any
-process hears it; a table where they have nothing refuses it, unheard). Chips already held in a coup play
-out; the coup after, they cannot bet.
+before; every other straight to its owner, whichever process it is; an operator's
+through the bus, :func:`return_chips`); a table where they have nothing refuses it,
+unheard. Chips already held in a coup play out; the coup after, they cannot bet.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Mapping, Set
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.croupier.actor import store_refusal
@@ -78,9 +78,6 @@ class ResponsibleContext(Relay, Protocol):
     @property
     def lobby(self) -> Lobby: ...
 
-    @property
-    def bus(self) -> Submitter: ...
-
 
 async def refuse_blocked(store: Store, player: str) -> None:
     """Raise ``player_blocked`` if ``player`` is timed out or excluded now (read from the
@@ -94,36 +91,36 @@ async def refuse_blocked(store: Store, player: str) -> None:
         raise player_blocked(found["kind"], when)
 
 
-async def return_chips(
-    bus: Submitter, lobby: Lobby, player: str, origin: str = "", skip: Set[str] = frozenset()
-) -> None:
-    """Send every open table (but those in ``skip``) a ``clear_bets`` and a ``stand`` on
-    ``player``'s behalf (no reply asked: a table where they have no chips or no seat
-    refuses it, unheard). ``origin``: whose line in the tables' queues (their address)."""
-    try:
-        lines = await lobby.tables()
-    except StoreError:
-        return  # (the tables cannot be listed now; the restriction holds all the same)
-    for line in lines:
-        if line["table"] in skip:
-            continue
+async def return_chips(bus: Submitter, lobby: Lobby, player: str) -> None:
+    """Send every open table a ``clear_bets`` and a ``stand`` on ``player``'s behalf (no
+    reply asked: a table where they have no chips or no seat refuses it, unheard)."""
+    for table in await _open_tables(lobby):
         for kind in ("clear_bets", "stand"):
             with contextlib.suppress(ChemmyError):
-                bus.submit(CommandRecord(line["table"], kind, player, None, {}, None, origin))
+                bus.submit(CommandRecord(table, kind, player, None, {}, None, ""))
 
 
-def _return_here(ctx: Relay, session: Session) -> None:
-    """``clear_bets`` and ``stand`` at the tables ``session`` joined, through the
-    player's line at each (``Relay.relay`` with a reply): after every command they sent
-    before, so a bet sent just before the break is cleared too."""
+async def _open_tables(lobby: Lobby) -> list[str]:
+    try:
+        return [str(line["table"]) for line in await lobby.tables()]
+    except StoreError:
+        return []  # (the tables cannot be listed now; the restriction holds all the same)
+
+
+async def _return_chips_of(ctx: ResponsibleContext, session: Session) -> None:
+    """``clear_bets`` and ``stand`` for ``session``'s player at every open table: at the
+    ones the connection joined through the player's line (``relay`` with a reply), after
+    every command they sent before, so a bet sent just before the break is cleared too;
+    at the others (watched from another connection or process) straight to the owner."""
 
     def ignore(reply: ReplyRecord) -> None:
         """(A table where they have no chips or no seat refuses: nothing to do.)"""
 
-    for table in sorted(session.tables):
+    for table in await _open_tables(ctx.lobby):
+        then = ignore if table in session.tables else None
         for kind in ("clear_bets", "stand"):
             with contextlib.suppress(ChemmyError):
-                ctx.relay(session, table, kind, None, {}, ignore)
+                ctx.relay(session, table, kind, None, {}, then)
 
 
 async def take_break(
@@ -140,9 +137,7 @@ async def take_break(
         kept = await ctx.store.set_player_restriction(pid, kind, time.time() + seconds, "player")
     except StoreError as exc:
         raise store_refusal(exc) from None
-    _return_here(ctx, session)
-    # The tables watched from other connections (or processes) hear it through the bus.
-    await return_chips(ctx.bus, ctx.lobby, pid, session.address, skip=session.tables)
+    await _return_chips_of(ctx, session)
     ctx.ok(session, mid, restriction=kept)
 
 
