@@ -179,3 +179,28 @@ async def test_a_bet_sent_just_before_the_break_is_cleared_too(
     money = await ann.call("balance")
     assert money["available"] == money["balance"] == before
     await audited(server)
+
+
+async def test_an_operator_on_one_process_returns_chips_placed_through_another(
+    net: Net, redis_url: str
+) -> None:
+    one = await net.start(store=redis_url, operator_key=KEY)
+    two = await net.start(store=redis_url, operator_key=KEY)
+    ann = await net.player(two, "ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1")
+    game = Game("t1", {"ann": ann}, ann)
+    await game.to_betting()
+    before = await ann.balance()
+    await ann.call("bet", table="t1", area="banker", amount=400)
+    operator = Operator(one)
+    try:
+        reply = await operator.post("/operator/v1/players/ann/restriction", {"period": "24h"})
+        assert reply.status_code == 200, reply.text
+    finally:
+        await operator.http.aclose()
+    await ann.wait_event("stood", lambda m: m["data"]["player"] == "ann")
+    money = await ann.call("balance")
+    assert money["available"] == money["balance"] == before
+    await ann.refused("player_blocked", "sit", table="t1")
+    await audited(two)
