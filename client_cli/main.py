@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "client_cli.offline",  # coup, odds, simulate, verify
     "client_cli.play",  # play (the full-screen table)
     "client_cli.scripts",  # tables, balance, deposit, history
+    "client_cli.responsible",  # break (a time-out or a self-exclusion)
     "client_cli.bot",  # bot
     "client_cli.operator",  # transactions, void, table (operators)
 )

@@ -41,6 +41,7 @@ __all__ = [
     "draining",
     "paused",
     "reconnected",
+    "restriction_text",
     "result_text",
     "resumed",
     "sat",
@@ -315,3 +316,17 @@ def settled(result: Mapping[str, Any] | None, net: int | None) -> str:
     if net < 0:
         return t("ev.lost", text=text, amount=format_money(-net))
     return t("ev.push", text=text)
+
+
+def restriction_text(restriction: Mapping[str, Any] | None) -> str:
+    """A break or self-exclusion in force, in plain words (``None``: none), its end in
+    UTC: ``"You are taking a break until 2026-12-02 16:40 UTC: you cannot sit or bet
+    until then."``"""
+    import time
+
+    if not restriction:
+        return t("cli.responsible.none")
+    until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(restriction["until"])))
+    if restriction.get("kind") == "exclusion":
+        return t("cli.responsible.excluded", until=until)
+    return t("cli.responsible.on_break", until=until)

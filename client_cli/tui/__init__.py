@@ -15,11 +15,12 @@ from __future__ import annotations
 from client_cli.options import Options
 from client_cli.tui.app import ChemmyApp
 from client_cli.tui.lobby import LobbyScreen
-from client_cli.tui.popups import CutScreen, OptionsScreen
+from client_cli.tui.popups import BreakScreen, CutScreen, OptionsScreen
 from client_cli.tui.screens import HelpScreen, HistoryScreen, RoadsScreen, rules_text
 from client_cli.tui.table import TableScreen, chip_values
 
 __all__ = [
+    "BreakScreen",
     "ChemmyApp",
     "CutScreen",
     "HelpScreen",

@@ -36,7 +36,7 @@ from client_cli.money import format_money
 from client_cli.options import Options, load_options, options_path, save_options
 from client_cli.sentences import AREA_NAMES
 from client_cli.tui.lobby import LobbyScreen
-from client_cli.tui.popups import OptionsScreen
+from client_cli.tui.popups import BreakScreen, OptionsScreen
 from client_cli.tui.screens import HelpScreen, HistoryScreen, RoadsScreen
 from client_cli.tui.table import TableScreen, chip_values
 
@@ -500,3 +500,8 @@ class ChemmyApp(App[int]):
     def action_options(self) -> None:
         if not isinstance(self.screen, OptionsScreen):
             self.push_screen(OptionsScreen())
+
+    def action_responsible(self) -> None:
+        """Responsible play: a break or a self-exclusion (``x``)."""
+        if not isinstance(self.screen, BreakScreen):
+            self.push_screen(BreakScreen())

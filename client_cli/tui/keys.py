@@ -79,6 +79,7 @@ LOBBY_KEYS: list[BindingType] = [
     Binding("question_mark", "app.help", "Help"),
     Binding("h", "app.history", "History"),
     Binding("o", "app.options", "Options"),
+    Binding("x", "app.responsible", "Take a break"),
     Binding("q", "app.quit", "Quit"),
 ]
 
@@ -114,6 +115,7 @@ TABLE_KEYS: list[BindingType] = [
     Binding("h", "app.history", "History"),
     Binding("question_mark", "app.help", "Help"),
     Binding("o", "app.options", "Options"),
+    Binding("x", "app.responsible", "Take a break", show=False),
     Binding("l", "leave", "Lobby"),
     Binding("q", "app.quit", "Quit"),
 ]
@@ -125,6 +127,7 @@ KEY_WORDS: Mapping[str, str] = {
     "app.help": "cli.key.help",
     "app.history": "cli.key.history",
     "app.options": "cli.key.options",
+    "app.responsible": "cli.key.responsible",
     "app.quit": "cli.key.quit",
     "digit(1)": "cli.key.chip1",
     "digit(2)": "cli.key.chip2",

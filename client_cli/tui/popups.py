@@ -1,4 +1,4 @@
-"""The pop-ups: choosing the cut, and the Options.
+"""The pop-ups: choosing the cut, the Options, and Responsible play (a break).
 
 Each is a modal screen over the table that hands what was chosen to the app (a
 command, or a changed option); none talks to the server or decides a rule: the cut's
@@ -21,7 +21,7 @@ from client_cli.i18n import LANGUAGE_NAMES, t
 if TYPE_CHECKING:
     from client_cli.tui.app import ChemmyApp
 
-__all__ = ["CutScreen", "OptionsScreen"]
+__all__ = ["BreakScreen", "CutScreen", "OptionsScreen"]
 
 
 class CutScreen(ModalScreen[None]):
@@ -140,3 +140,81 @@ class OptionsScreen(ModalScreen[None]):
             app = self.chemmy
             changes: dict[str, Any] = {attr[0]: event.value}
             app.set_options(replace(app.options, **changes))
+
+
+class BreakScreen(ModalScreen[None]):
+    """Responsible play: what is in force, in plain words, and a break (24 hours, a
+    week, a month) or a self-exclusion (6 months, a year, 5 years) from now, asked
+    again before it is taken (``take_break``; the server keeps it and never shortens
+    it)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss", "Close")]
+    PERIODS: ClassVar[tuple[str, ...]] = (
+        "24h",
+        "week",
+        "month",
+        "exclude_6m",
+        "exclude_1y",
+        "exclude_5y",
+    )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.period: str | None = None
+
+    @property
+    def chemmy(self) -> ChemmyApp:
+        return cast("ChemmyApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="break-box"):
+            yield Label(t("page.responsible"))
+            yield Label(t("page.responsible.intro"))
+            yield Label("", id="break-state")
+            for period in self.PERIODS:
+                yield Button(t(f"page.responsible.{period}"), id=f"break-{period}", compact=True)
+            yield Label("", id="break-question")
+            with Horizontal(id="break-confirm"):
+                yield Button(t("page.responsible.confirm"), id="break-yes", variant="primary")
+                yield Button(t("page.responsible.cancel"), id="break-no")
+            yield Button(t("cli.options.close"), id="break-close", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#break-confirm").display = False
+        self.run_worker(self._ask("responsible"), group="break")
+
+    async def _ask(self, kind: str, **fields: Any) -> None:
+        from client_cli.connection import ConnectionLost, ServerError
+        from client_cli.i18n import refusal_text
+        from client_cli.sentences import restriction_text
+
+        try:
+            reply = await self.chemmy.conn.request(kind, **fields)
+        except ServerError as exc:
+            text = refusal_text(exc.code, exc.message)
+        except ConnectionLost as exc:
+            text = str(exc)
+        else:
+            text = restriction_text(reply.get("restriction"))
+            if kind == "take_break":
+                self.chemmy.note(text)
+        self.query_one("#break-state", Label).update(text)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        bid = event.button.id or ""
+        if bid.startswith("break-") and bid[6:] in self.PERIODS:
+            self.period = bid[6:]
+            question = t("page.responsible.ask", period=t(f"page.responsible.{self.period}"))
+            self.query_one("#break-question", Label).update(question)
+            self.query_one("#break-confirm").display = True
+        elif bid == "break-yes" and self.period is not None:
+            self.query_one("#break-confirm").display = False
+            self.query_one("#break-question", Label).update("")
+            self.run_worker(self._ask("take_break", period=self.period), group="break")
+            self.period = None
+        elif bid == "break-no":
+            self.period = None
+            self.query_one("#break-confirm").display = False
+            self.query_one("#break-question", Label).update("")
+        elif bid == "break-close":
+            self.dismiss()

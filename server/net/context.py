@@ -16,8 +16,9 @@ store from a table command) does not type-check.
     HelloContext   Replies + config, auth, store, money,    limits: check_player, open_player
     CashierContext Relay + config, store, persist, money,   limits: deposit
                    session_money, store_failed, store_works
-    TablesContext  Relay + config, lobby, hub, sessions,    bus: events_after,
-                   background, left_table, watch_table      croupier: create_table
+    TablesContext  Relay + config, store, lobby, hub,       bus: events_after,
+                   sessions, background, left_table,        croupier: create_table
+                   watch_table                              (store: player_restriction)
 
 This module only names what the handlers depend on; it never does anything.
 """
@@ -158,6 +159,9 @@ class TablesContext(Relay, Protocol):
 
     @property
     def config(self) -> ServerConfig: ...
+
+    @property
+    def store(self) -> Store: ...
 
     @property
     def lobby(self) -> Lobby: ...

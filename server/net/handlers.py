@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from server.protocol.messages import SCHEMAS, TABLE_COMMANDS
 
-from . import cashier, tables
+from . import cashier, responsible, tables
 from .context import Continuation
 from .hello import hello
 
@@ -45,6 +45,8 @@ HANDLERS: dict[str, Handler] = {
     "deposit": cashier.deposit,
     "history": cashier.history,
     "shoe_record": cashier.shoe_record,
+    "take_break": responsible.take_break,
+    "responsible": responsible.responsible,
 }
 
 # Every message of the protocol has exactly one handler (``hello`` and ``ping`` are the

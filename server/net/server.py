@@ -64,7 +64,7 @@ from server.wallet.base import Wallet, WalletError
 from server.wallet.courier import Courier
 from server.wallet.mirror import sync_mirror
 
-from . import operator_reads, operator_tables, reconciliation, transfers
+from . import operator_reads, operator_tables, reconciliation, responsible, transfers
 from .auth import Authenticator, AuthError
 from .config import ServerConfig
 from .handlers import HANDLERS, Continuation, hello
@@ -140,6 +140,7 @@ class ChemmyServer:
         reconciliation.install(self.operator_api, store)
         operator_reads.install(self.operator_api, self)
         operator_tables.install(self.operator_api, self)
+        responsible.install(self.operator_api, self)
         self._pending: dict[int, _Pending] = {}
         #: Commands sent for the operator's HTTP calls (no connection), by request id.
         self._asked: dict[int, asyncio.Future[ReplyRecord]] = {}

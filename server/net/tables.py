@@ -35,6 +35,7 @@ from server.table.views import view_event
 
 from .context import Continuation
 from .hub import Subscriber, envelope
+from .responsible import BLOCKED_COMMANDS, refuse_blocked
 
 if TYPE_CHECKING:
     from .context import Replies, TablesContext
@@ -110,6 +111,8 @@ def table_command(kind: str) -> TableHandler:
         if kind == "sit":  # (before not_joined: joining would be refused too)
             await _same_currency(ctx, session, fields["table"])
         tid = await _joined(ctx, session, fields["table"])
+        if kind in BLOCKED_COMMANDS:  # a time-out or self-exclusion: player_blocked
+            await refuse_blocked(ctx.store, session.player)
         args = {k: v for k, v in fields.items() if k != "table"}
         then = _answer(ctx, session, mid)
         if kind == "sit" and not session.persisted:

@@ -48,7 +48,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ChemmyError", "ProtocolError", "Refused", "no_table", "wrong_currency"]
+__all__ = [
+    "ChemmyError",
+    "ProtocolError",
+    "Refused",
+    "no_table",
+    "player_blocked",
+    "wrong_currency",
+]
 
 
 class ChemmyError(Exception):
@@ -97,3 +104,11 @@ def wrong_currency(table: str, currency: str | None, yours: str | None) -> Refus
         "wrong_currency",
         f"the table {table[:40]!r} plays in {name(currency)}, and you in {name(yours)}",
     )
+
+
+def player_blocked(kind: str, when: str) -> Refused:
+    """``player_blocked``: the player is taking a break (``kind`` ``"break"``) or has
+    excluded themselves (``"exclusion"``) until ``when`` (a time as people read it)."""
+    if kind == "exclusion":
+        return Refused("player_blocked", f"you have excluded yourself from play until {when}")
+    return Refused("player_blocked", f"you are taking a break from play until {when}")

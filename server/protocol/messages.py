@@ -72,6 +72,8 @@ SCHEMAS: dict[str, dict[str, _Field]] = {
     "history": {"limit": (int, False)},
     "roads": {**_TABLE},
     "shoe_record": {**_TABLE, "shoe": (int, False)},
+    "take_break": {"period": (str, True)},
+    "responsible": {},
 }
 
 #: The wire names of the table commands (their schemas are :class:`TableSchema`): a

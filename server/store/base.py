@@ -88,6 +88,7 @@ __all__ = [
     "HISTORY_LIMIT",
     "MAX_AMOUNT",
     "OUTCOME_KINDS",
+    "RESTRICTION_KINDS",
     "ROUNDS_LIMIT",
     "WALLET_CALLS_LIMIT",
     "WALLET_CALL_CHANGES",
@@ -116,6 +117,7 @@ __all__ = [
     "hold_problems",
     "index_record",
     "ledger_key",
+    "merge_restriction",
     "stake_prefix",
     "welcome_entry",
 ]
@@ -400,6 +402,20 @@ class Store(Protocol):
         (atomically: of two concurrent calls, one wins), and return the one stored. A
         currency is never changed once fixed."""
 
+    # -- a player's time-out or self-exclusion (issue 21, responsible play) ------------
+    async def player_restriction(self, player_id: str) -> dict[str, Any] | None:
+        """The restriction in force for ``player_id`` now: ``{"kind", "until", "by",
+        "since"}`` (``kind`` one of :data:`RESTRICTION_KINDS`, ``until`` and ``since``
+        Unix seconds), or ``None`` (none set, lifted, or its ``until`` has passed)."""
+
+    async def set_player_restriction(
+        self, player_id: str, kind: str, until: float, by: str
+    ) -> dict[str, Any] | None:
+        """Set ``player_id``'s restriction atomically, by the rule of
+        :func:`merge_restriction` (a player, ``by="player"``, only lengthens the one in
+        force; an operator sets or, with ``until`` in the past, lifts it), and return the
+        one in force after (``None``: none)."""
+
     async def audit(self) -> dict[str, Any]:
         """``{"sum", "ledger_matches", "entries", "holds_ok", "problems"}``: the sum of
         every balance (always 0), whether each balance equals its ledger sum, the number
@@ -493,6 +509,34 @@ def check_currency(player_id: object, currency: object) -> None:
         len(currency) == 3 and currency.isascii() and currency.isalpha() and currency.isupper()
     ):
         raise StoreError("a currency is an ISO 4217 code: three capital letters")
+
+
+#: A restriction's kinds: a time-out (``break``: 24 hours to a month) and a
+#: self-exclusion (``exclusion``: six months or more).
+RESTRICTION_KINDS: Final = frozenset({"break", "exclusion"})
+
+
+def merge_restriction(
+    old: Mapping[str, Any] | None, kind: str, until: float, by: str, now: float
+) -> dict[str, Any] | None:
+    """The restriction to keep when ``by`` sets ``kind`` until ``until`` over ``old``
+    (the stored one, maybe expired), at ``now``; ``None``: keep none. A player
+    (``by == "player"``) never shortens one in force: a shorter or equal ``until`` keeps
+    ``old``. Anyone else (an operator) sets it as given, and lifts it with an ``until``
+    not after ``now``. Raises :class:`StoreError` for a kind, time or ``by`` of the wrong
+    shape."""
+    if kind not in RESTRICTION_KINDS:
+        raise StoreError(f"a restriction is one of {sorted(RESTRICTION_KINDS)}")
+    if isinstance(until, bool) or not isinstance(until, int | float) or not math.isfinite(until):
+        raise StoreError("a restriction's until is Unix seconds")
+    if not isinstance(by, str) or not by:
+        raise StoreError("a restriction says who set it")
+    active = dict(old) if old is not None and float(old["until"]) > now else None
+    if by == "player" and active is not None and float(until) <= float(active["until"]):
+        return active
+    if float(until) <= now:
+        return None if by != "player" else active
+    return {"kind": kind, "until": float(until), "by": by, "since": now}
 
 
 def welcome_entry(player_id: str, amount: int) -> Entry:

@@ -40,6 +40,7 @@ from server.store.base import (
     follows,
     hold_problems,
     index_record,
+    merge_restriction,
     merge_wallet_call,
     prepare_wallet_call,
     round_query,
@@ -99,6 +100,7 @@ class MemoryStore:
         self._call_seq = 0
         self._pending: dict[str, None] = {}  # the due index: the pending calls' ids
         self._currencies: dict[str, str] = {}  # player -> ISO 4217 code (transfer API)
+        self._restrictions: dict[str, dict[str, Any]] = {}  # player -> time-out/exclusion
 
     def __repr__(self) -> str:
         return "MemoryStore()"
@@ -364,6 +366,23 @@ class MemoryStore:
         self._check_open()
         check_currency(player_id, currency)
         return self._currencies.setdefault(player_id, currency)
+
+    # -- a player's time-out or self-exclusion ---------------------------------------
+    async def player_restriction(self, player_id: str) -> dict[str, Any] | None:
+        self._check_open()
+        found = self._restrictions.get(player_id)
+        return dict(found) if found is not None and found["until"] > time.time() else None
+
+    async def set_player_restriction(
+        self, player_id: str, kind: str, until: float, by: str
+    ) -> dict[str, Any] | None:
+        self._check_open()
+        kept = merge_restriction(self._restrictions.get(player_id), kind, until, by, time.time())
+        if kept is None:
+            self._restrictions.pop(player_id, None)
+        else:
+            self._restrictions[player_id] = kept
+        return None if kept is None else dict(kept)
 
     # -- checking --------------------------------------------------------------------
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:

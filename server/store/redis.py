@@ -72,6 +72,7 @@ from server.store.base import (
     follows,
     hold_problems,
     index_record,
+    merge_restriction,
     merge_wallet_call,
     prepare_wallet_call,
     record_time,
@@ -839,6 +840,37 @@ class RedisStore:
         if found is None:
             raise StoreUnavailable(f"the currency of {player_id!r} was not kept")
         return _text(found)
+
+    # -- a player's time-out or self-exclusion ---------------------------------------
+    async def player_restriction(self, player_id: str) -> dict[str, Any] | None:
+        with self._translated():
+            found = await self._redis().hget(self._key("restrictions"), player_id)
+        if found is None:
+            return None
+        kept = dict(json.loads(_text(found)))
+        return kept if kept["until"] > time.time() else None
+
+    async def set_player_restriction(
+        self, player_id: str, kind: str, until: float, by: str
+    ) -> dict[str, Any] | None:
+        key = self._key("restrictions")
+        kept: dict[str, Any] | None = None
+
+        async def merge(pipe: Any) -> None:
+            # WATCHed: a concurrent change to the hash retries this with what it wrote.
+            nonlocal kept
+            found = await pipe.hget(key, player_id)
+            old = None if found is None else json.loads(_text(found))
+            kept = merge_restriction(old, kind, until, by, time.time())
+            pipe.multi()
+            if kept is None:
+                pipe.hdel(key, player_id)
+            else:
+                pipe.hset(key, player_id, json.dumps(kept))
+
+        with self._translated():
+            await self._redis().transaction(merge, key)
+        return kept
 
     # -- checking --------------------------------------------------------------------
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:

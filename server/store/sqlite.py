@@ -72,6 +72,7 @@ from server.store.base import (
     follows,
     hold_problems,
     index_record,
+    merge_restriction,
     merge_wallet_call,
     prepare_wallet_call,
     round_query,
@@ -195,6 +196,13 @@ _WALLET_CALLS: Final = (
 _CURRENCIES: Final = (
     "CREATE TABLE IF NOT EXISTS player_currencies"
     " (player_id TEXT PRIMARY KEY, currency TEXT NOT NULL) WITHOUT ROWID",
+)
+
+#: A player's time-out or self-exclusion (issue 21): a table only added, created if
+#: missing on every open, like the currencies' (the schema's version stays 2).
+_RESTRICTIONS: Final = (
+    "CREATE TABLE IF NOT EXISTS player_restrictions"
+    " (player_id TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID",
 )
 
 #: The rounds' time, for the operator's round search (``round_records``): a column added
@@ -385,6 +393,8 @@ class SQLiteStore:
                 for statement in _VERSION_2:
                     db.execute(statement)
                 for statement in _WALLET_CALLS:
+                    db.execute(statement)
+                for statement in _RESTRICTIONS:
                     db.execute(statement)
                 for statement in _CURRENCIES:
                     db.execute(statement)
@@ -794,6 +804,32 @@ class SQLiteStore:
 
         return await self._run(job)
 
+    # -- a player's time-out or self-exclusion ---------------------------------------
+    async def player_restriction(self, player_id: str) -> dict[str, Any] | None:
+        def job(db: sqlite3.Connection) -> dict[str, Any] | None:
+            return _restriction(db, player_id)
+
+        found = await self._run(job)
+        return found if found is not None and found["until"] > time.time() else None
+
+    async def set_player_restriction(
+        self, player_id: str, kind: str, until: float, by: str
+    ) -> dict[str, Any] | None:
+        def job(db: sqlite3.Connection) -> dict[str, Any] | None:
+            with self._transaction(db):  # read and write in one: of two, one after the other
+                kept = merge_restriction(_restriction(db, player_id), kind, until, by, time.time())
+                if kept is None:
+                    db.execute("DELETE FROM player_restrictions WHERE player_id = ?", (player_id,))
+                else:
+                    db.execute(
+                        "INSERT OR REPLACE INTO player_restrictions (player_id, body)"
+                        " VALUES (?, ?)",
+                        (player_id, json.dumps(kept)),
+                    )
+                return kept
+
+        return await self._run(job)
+
     # -- checking --------------------------------------------------------------------
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:
         columns = "key, src, dst, amount, kind, round_id"
@@ -1100,3 +1136,11 @@ def _audit(db: sqlite3.Connection) -> dict[str, Any]:
     }
     problems = hold_problems(wagers, recorded, balances)
     return audit_report(balances, flows, count, problems)
+
+
+def _restriction(db: sqlite3.Connection, player_id: str) -> dict[str, Any] | None:
+    """The restriction stored for ``player_id`` (maybe expired), or ``None``."""
+    found = db.execute(
+        "SELECT body FROM player_restrictions WHERE player_id = ?", (player_id,)
+    ).fetchone()
+    return None if found is None else dict(json.loads(found[0]))

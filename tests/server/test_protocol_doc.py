@@ -752,6 +752,15 @@ async def play(net: Any) -> Recorder:
     await alice.wait_event("waiting", table=quick, timeout=wait)
     await alice.call("close_table", table=quick)
 
+    # -- responsible play: a break, and a seat refused ---------------------------------
+    fay = await run.player("fay", "Fay")
+    await fay.join(t)
+    await fay.call("responsible")
+    await fay.call("take_break", period="24h")
+    await fay.refused("player_blocked", "sit", table=t)
+    await fay.refused("bad_period", "take_break", period="nap")
+    await fay.call("responsible")
+
     # -- the last seated player goes; a drain ------------------------------------------
     reply = await alice.call("stand", table=t)  # the table waits; alice gets her spectator actions
     await spec.wait_seq(t, reply["seq"])

@@ -3,7 +3,8 @@
  * screens (client_cli/tui/popups.py, screens.py): the cashier (a deposit, with one id
  * until it succeeds), the history of your coups, the rules (Help: the terminal client's
  * own rules.md) and Options (speed, balloons, sound, voices, name, language: kept in the
- * browser's storage).
+ * browser's storage). The cashier holds the "Responsible play" panel: a break or a
+ * self-exclusion (take_break, confirmed first) and what is in force (responsible).
  */
 
 import { language, refusalText, t } from "./i18n.js";
@@ -105,6 +106,63 @@ export class Dialogs {
     });
     $("#options-form").addEventListener("input", () => this.readOptions());
     $("#options-form").addEventListener("submit", (ev) => ev.preventDefault());
+    this.bindResponsible();
+  }
+
+  /** The "Responsible play" panel's buttons: a period asks first; yes takes it. */
+  bindResponsible() {
+    for (const button of document.querySelectorAll("#responsible [data-period]")) {
+      button.addEventListener("click", () => this.askBreak(button.dataset.period));
+    }
+    $("#responsible-yes").addEventListener("click", () => this.takeBreak());
+    $("#responsible-no").addEventListener("click", () => {
+      this.breakPeriod = null;
+      $("#responsible-confirm").hidden = true;
+    });
+  }
+
+  askBreak(period) {
+    this.breakPeriod = period;
+    $("#responsible-question").textContent = t("page.responsible.ask", { period: t(`page.responsible.${period}`) });
+    $("#responsible-confirm").hidden = false;
+    $("#responsible-yes").focus();
+  }
+
+  async takeBreak() {
+    const period = this.breakPeriod;
+    $("#responsible-confirm").hidden = true;
+    if (!period) return;
+    this.breakPeriod = null;
+    try {
+      const reply = await this.app.client.send("take_break", { period });
+      this.renderResponsible(reply.restriction);
+      this.app.note($("#responsible-state").textContent, "you");
+      await this.app.refreshMoney(); // the chips placed come back
+    } catch (err) {
+      $("#responsible-state").textContent = t("page.refused", { text: refusalText(err.code, err.message) });
+      $("#responsible-state").dataset.tone = "refused";
+    }
+  }
+
+  async loadResponsible() {
+    try {
+      this.renderResponsible((await this.app.client.send("responsible", {})).restriction);
+    } catch (err) {
+      $("#responsible-state").textContent = refusalText(err.code, err.message);
+    }
+  }
+
+  /** What is in force, in plain words (null: nothing). */
+  renderResponsible(restriction) {
+    const state = $("#responsible-state");
+    if (!restriction) {
+      state.textContent = t("page.responsible.none");
+      state.dataset.tone = "";
+      return;
+    }
+    const until = new Date(restriction.until * 1000).toLocaleString(language(), { dateStyle: "medium", timeStyle: "short" });
+    state.textContent = t(restriction.kind === "exclusion" ? "page.responsible.excluded" : "page.responsible.on_break", { until });
+    state.dataset.tone = "refused";
   }
 
   openCashier() {
@@ -112,6 +170,8 @@ export class Dialogs {
     const dlg = $("#dlg-cashier");
     this.renderCashier();
     $("#cashier-result").textContent = "";
+    $("#responsible-confirm").hidden = true;
+    this.loadResponsible();
     // The suggested amount as the current language writes money ("100,00" in French,
     // which parseMoney would read as 10,000.00 if it stayed "100.00"); a typed one stays.
     const input = $("#cashier-amount");

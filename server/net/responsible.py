@@ -1,0 +1,210 @@
+"""Responsible play: a player's time-out or self-exclusion (issue 21).
+
+A player takes a break (``take_break`` with a ``period`` of :data:`PERIODS`: 24 hours, a
+week, a month) or excludes themselves (six months, a year, five years); ``responsible``
+reads what is in force. An operator sets or lifts either through
+``/operator/v1/players/{player}/restriction`` (:func:`install`). The restriction is the
+store's (``Store.set_player_restriction``: shared by a cluster's processes and kept
+across restarts), and a player only lengthens one, never shortens it.
+
+While one is in force the gateway refuses the player's ``sit``, ``bet`` and ``same_bet``
+with ``player_blocked`` (:func:`refuse_blocked`, read from the store on each of them,
+so it holds on every process at once). When one is set, the chips the player has placed
+go back: every open table is sent a ``clear_bets`` and then a ``stand`` on their behalf
+(the tables the connection joined through the player's own line, after what they sent
+before; every other straight to its owner, whichever process it is; an operator's
+through the bus, :func:`return_chips`); a table where they have nothing refuses it,
+unheard. Chips already held in a coup play out; the coup after, they cannot bet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from server.croupier.actor import store_refusal
+from server.protocol.errors import ChemmyError, Refused, player_blocked
+from server.protocol.records import CommandRecord, ReplyRecord
+from server.store.base import StoreError
+
+from .context import Relay
+from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal
+
+if TYPE_CHECKING:
+    from server.store.base import Store
+
+    from .lobby import Lobby
+    from .session import Session
+
+__all__ = [
+    "BLOCKED_COMMANDS",
+    "PERIODS",
+    "install",
+    "refuse_blocked",
+    "responsible",
+    "return_chips",
+    "take_break",
+]
+
+DAY: Final = 86_400
+#: ``take_break``'s periods: (the restriction's kind, its length in seconds).
+PERIODS: Final[Mapping[str, tuple[str, int]]] = {
+    "24h": ("break", DAY),
+    "week": ("break", 7 * DAY),
+    "month": ("break", 30 * DAY),
+    "exclude_6m": ("exclusion", 183 * DAY),
+    "exclude_1y": ("exclusion", 365 * DAY),
+    "exclude_5y": ("exclusion", 1826 * DAY),
+}
+
+#: The table commands a blocked player may not send (standing, clearing their chips and
+#: watching stay allowed).
+BLOCKED_COMMANDS: Final = frozenset({"sit", "bet", "same_bet"})
+
+
+class Submitter(Protocol):
+    def submit(self, record: CommandRecord) -> None: ...
+
+
+class ResponsibleContext(Relay, Protocol):
+    """What ``take_break`` and ``responsible`` use of the gateway."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def lobby(self) -> Lobby: ...
+
+
+async def refuse_blocked(store: Store, player: str) -> None:
+    """Raise ``player_blocked`` if ``player`` is timed out or excluded now (read from the
+    store: a store that cannot be read refuses too, ``store_unavailable``)."""
+    try:
+        found = await store.player_restriction(player)
+    except StoreError as exc:
+        raise store_refusal(exc) from None
+    if found is not None:
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(found["until"]))
+        raise player_blocked(found["kind"], when)
+
+
+async def return_chips(bus: Submitter, lobby: Lobby, player: str) -> None:
+    """Send every open table a ``clear_bets`` and a ``stand`` on ``player``'s behalf (no
+    reply asked: a table where they have no chips or no seat refuses it, unheard)."""
+    for table in await _open_tables(lobby):
+        for kind in ("clear_bets", "stand"):
+            with contextlib.suppress(ChemmyError):
+                bus.submit(CommandRecord(table, kind, player, None, {}, None, ""))
+
+
+async def _open_tables(lobby: Lobby) -> list[str]:
+    try:
+        return [str(line["table"]) for line in await lobby.tables()]
+    except StoreError:
+        return []  # (the tables cannot be listed now; the restriction holds all the same)
+
+
+async def _return_chips_of(ctx: ResponsibleContext, session: Session) -> None:
+    """``clear_bets`` and ``stand`` for ``session``'s player at every open table: at the
+    ones the connection joined through the player's line (``relay`` with a reply), after
+    every command they sent before, so a bet sent just before the break is cleared too;
+    at the others (watched from another connection or process) straight to the owner."""
+
+    def ignore(reply: ReplyRecord) -> None:
+        """(A table where they have no chips or no seat refuses: nothing to do.)"""
+
+    for table in await _open_tables(ctx.lobby):
+        then = ignore if table in session.tables else None
+        for kind in ("clear_bets", "stand"):
+            with contextlib.suppress(ChemmyError):
+                ctx.relay(session, table, kind, None, {}, then)
+
+
+async def take_break(
+    ctx: ResponsibleContext, session: Session, mid: Any, fields: dict[str, Any]
+) -> None:
+    """A break (``24h``, ``week``, ``month``) or a self-exclusion (``exclude_6m``,
+    ``exclude_1y``, ``exclude_5y``) from now; one in force is only ever lengthened."""
+    period = PERIODS.get(fields["period"])
+    if period is None:
+        raise Refused("bad_period", f"a period is one of {', '.join(PERIODS)}")
+    kind, seconds = period
+    pid = session.player
+    try:
+        kept = await ctx.store.set_player_restriction(pid, kind, time.time() + seconds, "player")
+    except StoreError as exc:
+        raise store_refusal(exc) from None
+    await _return_chips_of(ctx, session)
+    ctx.ok(session, mid, restriction=kept)
+
+
+async def responsible(
+    ctx: ResponsibleContext, session: Session, mid: Any, fields: dict[str, Any]
+) -> None:
+    """The time-out or self-exclusion in force for the player, or ``null``."""
+    try:
+        found = await ctx.store.player_restriction(session.player)
+    except StoreError as exc:
+        raise store_refusal(exc) from None
+    ctx.ok(session, mid, restriction=found)
+
+
+class OperatorSide(Protocol):
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def lobby(self) -> Lobby: ...
+
+    @property
+    def bus(self) -> Submitter: ...
+
+
+def install(api: OperatorAPI, ctx: OperatorSide) -> None:
+    """``GET`` and ``POST /operator/v1/players/{player}/restriction``."""
+
+    async def read(call: OperatorCall) -> dict[str, Any]:
+        player = call.params["player"]
+        return {"player": player, "restriction": await ctx.store.player_restriction(player)}
+
+    async def write(call: OperatorCall) -> dict[str, Any]:
+        player = call.params["player"]
+        kind, until = _operator_change(call.json())
+        kept = await ctx.store.set_player_restriction(
+            player, kind, until, f"operator:{call.caller}"
+        )
+        if kept is not None:
+            await return_chips(ctx.bus, ctx.lobby, player)
+        return {"player": player, "restriction": kept}
+
+    path = "/operator/v1/players/{player}/restriction"
+    api.add("GET", path, read)
+    api.add("POST", path, write)
+
+
+def _operator_change(body: Mapping[str, Any]) -> tuple[str, float]:
+    """``{"period": P}`` (one of :data:`PERIODS`), ``{"kind": K, "until": T}`` (Unix
+    seconds) or ``{"lift": true}``: the (kind, until) to store."""
+    if body.get("lift") is True and set(body) == {"lift"}:
+        return "break", 0.0
+    if set(body) == {"period"} and body["period"] in PERIODS:
+        kind, seconds = PERIODS[body["period"]]
+        return kind, time.time() + seconds
+    until = body.get("until")
+    if (
+        set(body) == {"kind", "until"}
+        and body["kind"] in ("break", "exclusion")
+        and isinstance(until, int | float)
+        and not isinstance(until, bool)
+        and math.isfinite(until)
+    ):
+        return str(body["kind"]), float(until)
+    raise OperatorRefusal(
+        400,
+        "bad_request",
+        f'give {{"period": one of {", ".join(PERIODS)}}}, {{"kind": "break" or "exclusion",'
+        ' "until": Unix seconds}, or {"lift": true}',
+    )

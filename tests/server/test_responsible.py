@@ -1,0 +1,206 @@
+"""Time-out and self-exclusion (issue 21) over real servers on port 0.
+
+A break refuses ``sit``, ``bet`` and ``same_bet`` with ``player_blocked`` and sends the
+chips already placed back (the books audited after); it holds after a restart (the same
+SQLite file) and on another process sharing one Redis; an operator sets and lifts one
+through the signed API; a player cannot shorten a self-exclusion.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from server.net.server import ChemmyServer
+from server.wallet.signing import signature_header
+from tests.kit import Game
+from tests.kit.inproc import Net
+
+KEY = "the-operators-key-for-the-tests-0123456789"
+DAY = 86_400
+
+
+class Operator:
+    """Signed calls to one server's operator API."""
+
+    def __init__(self, server: ChemmyServer) -> None:
+        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}", timeout=10)
+
+    async def post(self, path: str, body: Any) -> httpx.Response:
+        raw = json.dumps(body).encode()
+        sign = signature_header(KEY.encode(), time.time(), "POST", path, raw)
+        headers = {"Content-Type": "application/json", "Chemmy-Signature": sign}
+        return await self.http.post(path, content=raw, headers=headers)
+
+    async def get(self, path: str) -> httpx.Response:
+        sign = signature_header(KEY.encode(), time.time(), "GET", path, b"")
+        return await self.http.get(path, headers={"Chemmy-Signature": sign})
+
+
+@pytest.fixture
+async def operator(server: ChemmyServer) -> AsyncIterator[Operator]:
+    made = Operator(server)
+    yield made
+    await made.http.aclose()
+
+
+@pytest.fixture
+async def server(net: Net) -> ChemmyServer:
+    return await net.start(operator_key=KEY)
+
+
+async def audited(server: ChemmyServer) -> None:
+    audit = await server.store.audit()
+    assert audit["sum"] == 0 and audit["ledger_matches"] and audit["holds_ok"], audit
+
+
+async def test_a_break_refuses_sit_and_bet_and_returns_the_chips(
+    net: Net, server: ChemmyServer
+) -> None:
+    ann = await net.player(server, "ann", name="Ann")
+    bob = await net.player(server, "bob", name="Bob")
+    for client in (ann, bob):
+        await client.join("t1")
+        await client.call("sit", table="t1")
+    game = Game("t1", {"ann": ann, "bob": bob}, bob)
+    await game.to_betting()
+    before = await ann.balance()
+    await ann.call("bet", table="t1", area="banker", amount=300)
+    assert (await ann.call("balance"))["available"] == before - 300
+    assert (await ann.call("responsible"))["restriction"] is None
+
+    reply = await ann.call("take_break", period="24h")
+    kept = reply["restriction"]
+    assert kept["kind"] == "break" and kept["by"] == "player"
+    assert abs(kept["until"] - (time.time() + DAY)) < 60
+    # Her chips go back, and she stands, as the other player sees.
+    await bob.wait_event("bets", lambda m: m["data"]["player"] == "ann" and not m["data"]["bets"])
+    await bob.wait_event("stood", lambda m: m["data"]["player"] == "ann")
+    money = await ann.call("balance")
+    assert money["available"] == money["balance"] == before
+    refusal = await ann.refused("player_blocked", "bet", table="t1", area="banker", amount=100)
+    assert "break" in refusal["message"] and "UTC" in refusal["message"]
+    await ann.refused("player_blocked", "same_bet", table="t1")
+    await ann.refused("player_blocked", "sit", table="t1")
+    await ann.refused("bad_period", "take_break", period="forever")
+    assert (await ann.call("responsible"))["restriction"] == kept
+    del game.players["ann"]  # the others play on (the shoe may go round to them first)
+    await game.to_betting()
+    await bob.call("bet", table="t1", area="player", amount=100)
+    await audited(server)
+
+
+async def test_a_player_never_shortens_a_self_exclusion(net: Net, server: ChemmyServer) -> None:
+    ann = await net.player(server, "ann")
+    long = (await ann.call("take_break", period="exclude_6m"))["restriction"]
+    assert long["kind"] == "exclusion" and long["until"] > time.time() + 180 * DAY
+    assert (await ann.call("take_break", period="24h"))["restriction"] == long
+    assert (await ann.call("responsible"))["restriction"] == long
+    longer = (await ann.call("take_break", period="exclude_1y"))["restriction"]
+    assert longer["until"] > long["until"]
+    await ann.join("t1")
+    refusal = await ann.refused("player_blocked", "sit", table="t1")
+    assert "excluded yourself" in refusal["message"]
+
+
+async def test_the_exclusion_survives_a_restart(net: Net) -> None:
+    first = await net.start()
+    ann = await net.player(first, "ann")
+    await ann.call("take_break", period="exclude_5y")
+    await ann.close()
+    await net.stop(first)
+    again = await net.start()  # the same SQLite file
+    ann = await net.player(again, "ann")
+    assert (await ann.call("responsible"))["restriction"]["kind"] == "exclusion"
+    await ann.join("t1")
+    await ann.refused("player_blocked", "sit", table="t1")
+
+
+async def test_it_holds_on_another_process_of_a_cluster(net: Net, redis_url: str) -> None:
+    one = await net.start(store=redis_url)
+    two = await net.start(store=redis_url)
+    ann_one = await net.player(one, "ann")
+    ann_two = await net.player(two, "ann")
+    await ann_two.join("t1")
+    await ann_one.call("take_break", period="week")
+    await ann_two.refused("player_blocked", "sit", table="t1")
+    assert (await ann_two.call("responsible"))["restriction"]["kind"] == "break"
+
+
+async def test_an_operator_sets_and_lifts_a_time_out(
+    net: Net, server: ChemmyServer, operator: Operator
+) -> None:
+    path = "/operator/v1/players/ann/restriction"
+    got = await operator.get(path)
+    assert got.status_code == 200 and got.json() == {"player": "ann", "restriction": None}
+    ann = await net.player(server, "ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1")
+    await ann.call("stand", table="t1")
+    set_ = await operator.post(path, {"period": "month"})
+    assert set_.status_code == 200, set_.text
+    kept = set_.json()["restriction"]
+    assert kept["kind"] == "break" and kept["by"] == "operator:operator-key"
+    assert (await operator.get(path)).json()["restriction"] == kept
+    await ann.refused("player_blocked", "sit", table="t1")
+    # The player may not shorten it; the operator lifts it.
+    assert (await ann.call("take_break", period="24h"))["restriction"] == kept
+    lifted = await operator.post(path, {"lift": True})
+    assert lifted.status_code == 200 and lifted.json()["restriction"] is None
+    await ann.call("sit", table="t1")
+    until = time.time() + 183 * DAY
+    excl = await operator.post(path, {"kind": "exclusion", "until": until})
+    assert excl.json()["restriction"]["until"] == until
+    for bad in ({"period": "nap"}, {"kind": "break"}, {"lift": False}, {}):
+        refused = await operator.post(path, bad)
+        assert refused.status_code == 400 and refused.json()["status"] == "bad_request"
+    unsigned = await operator.http.get(path)
+    assert unsigned.status_code == 401
+    await audited(server)
+
+
+async def test_a_bet_sent_just_before_the_break_is_cleared_too(
+    net: Net, server: ChemmyServer
+) -> None:
+    ann = await net.player(server, "ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1")
+    game = Game("t1", {"ann": ann}, ann)
+    await game.to_betting()
+    before = await ann.balance()
+    await ann.send_command("bet", table="t1", area="player", amount=500)  # not waited for
+    await ann.call("take_break", period="24h")
+    await ann.wait_event("stood", lambda m: m["data"]["player"] == "ann")
+    money = await ann.call("balance")
+    assert money["available"] == money["balance"] == before
+    await audited(server)
+
+
+async def test_an_operator_on_one_process_returns_chips_placed_through_another(
+    net: Net, redis_url: str
+) -> None:
+    one = await net.start(store=redis_url, operator_key=KEY)
+    two = await net.start(store=redis_url, operator_key=KEY)
+    ann = await net.player(two, "ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1")
+    game = Game("t1", {"ann": ann}, ann)
+    await game.to_betting()
+    before = await ann.balance()
+    await ann.call("bet", table="t1", area="banker", amount=400)
+    operator = Operator(one)
+    try:
+        reply = await operator.post("/operator/v1/players/ann/restriction", {"period": "24h"})
+        assert reply.status_code == 200, reply.text
+    finally:
+        await operator.http.aclose()
+    await ann.wait_event("stood", lambda m: m["data"]["player"] == "ann")
+    money = await ann.call("balance")
+    assert money["available"] == money["balance"] == before
+    await ann.refused("player_blocked", "sit", table="t1")
+    await audited(two)
