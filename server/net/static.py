@@ -103,7 +103,8 @@ def assets() -> dict[str, Asset]:
             out[f"/{LOCALES}/{name}"] = _asset(entry.read_bytes(), name)
     if "/index.html" in out:
         out["/"] = out["/index.html"]
-    for entry in folder.joinpath(BACK_OFFICE).iterdir():
+    back_office = folder.joinpath(BACK_OFFICE)
+    for entry in back_office.iterdir() if back_office.is_dir() else ():
         name = entry.name
         ext = name[name.rfind(".") :] if "." in name else ""
         if entry.is_file() and _NAME.fullmatch(name) and ext in CONTENT_TYPES:
