@@ -441,3 +441,50 @@ def test_axe_finds_no_serious_violation(
     expect(page.locator("#totals-chart svg")).to_be_visible()
     problems += axe_serious(page, "with data and a replay")
     assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------------------- live
+
+
+def test_the_lists_are_live_and_the_search_pages_by_cursor(
+    browser: Browser, server: ServerProcess, played: dict[str, Any], office: Callable[..., Page]
+) -> None:
+    page = office(f"{server.http}/operator/#token={OPERATOR}")
+    expect(page.locator("#tables-list tr[data-table='bo-2'] .seated")).to_have_text("0 of 14")
+    expect(page.locator("#players-list tr[data-player='web-ben']")).to_have_count(0)
+    # Ben sits at bo-2 and plays a coup: the open page sees him without a reload.
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(ms(10))
+    try:
+        ben = TablePage(context.new_page(), "ben").open(server, "web-ben", "Ben", table="bo-2")
+        holder_ready(ben, 2)
+        ben.chip(2)
+        ben.bet("player")
+        second = ben.round_id()
+        ben.click("#act-done")
+        ben.toss_until_settled(second)
+        live = {"timeout": ms(15)}
+        expect(page.locator("#tables-list tr[data-table='bo-2'] .seated")).to_have_text(
+            "1 of 14", **live
+        )
+        expect(page.locator("#tables-list tr[data-table='bo-2'] .last")).to_contain_text(
+            second, **live
+        )
+        expect(page.locator("#players-list tr[data-player='web-ben']")).to_contain_text(
+            "bo-2", **live
+        )
+        # One round a page: the newest first, then the next page by its cursor.
+        page.locator("#rounds-form input[name='limit']").fill("1")
+        with page.expect_response(re.compile(r"/operator/v1/rounds\?")) as got:
+            page.click("#rounds-search")
+        assert "limit=1" in got.value.url and "cursor" not in got.value.url
+        expect(page.locator("#rounds-list tbody tr")).to_have_count(1)
+        expect(page.locator(f"#rounds-list tr[data-round='{second}']")).to_be_visible()
+        with page.expect_response(re.compile(r"/operator/v1/rounds\?.*cursor=")) as got:
+            page.click("#rounds-more")
+        expect(page.locator("#rounds-list tbody tr")).to_have_count(2)
+        expect(page.locator(f"#rounds-list tr[data-round='{played['round_id']}']")).to_be_visible()
+    finally:
+        context.close()
+    # Ben gone: the list follows.
+    expect(page.locator("#players-list tr[data-player='web-ben']")).to_have_count(0, timeout=ms(15))
