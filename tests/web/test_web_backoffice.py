@@ -12,7 +12,10 @@ real Chromium against a real server where a player played a coup from the web ta
 - The controls: Pause and Resume on a table, Void on a round, each a POST to the
   operator API; the page shows exactly what the server answered (until the voids branch
   is merged, its refusal ``404 not_found``, in plain words); a void without a reason is
-  not sent.
+  not sent, nor a Close the operator does not confirm.
+- Live: a second player who sits and plays at another table shows in the tables and
+  players lists without a reload (and leaves them when gone); the round search with one
+  round a page follows ``next_cursor`` to the next.
 - Without a token, with a player's token (pasted) and with an expired operator token:
   the server's refusal (401 / 403 and its sentence) and no data.
 - The page and its files are plain GETs (the API stays under ``/operator/v1/``), with
@@ -298,7 +301,13 @@ def test_the_controls_show_the_servers_answer(
         else:  # its refusal, as the server worded it
             expect(page.locator("#table-answer")).to_have_text(refusal_text(response.status, body))
             expect(page.locator("#table-answer")).to_have_attribute("data-state", "refused")
-    expect(row.locator("button[data-action='close']")).to_be_visible()
+    # Close asks first; dismissed, nothing is sent.
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    row.locator("button[data-action='close']").click()
+    page.wait_for_timeout(300)
+    assert sent == []
 
     # Void: the round found, a reason asked for, then the server's answer.
     page.locator("#rounds-form input[name='round_id']").fill(played["round_id"])

@@ -128,6 +128,7 @@ function clearRefusal() {
 
 /** Load everything; a refused first call hides every piece of data. */
 async function load() {
+  clearTimeout(page.timer); // one poll at a time, and none under a refused token
   clearRefusal();
   $("#status").textContent = t("bo.loading");
   try {
