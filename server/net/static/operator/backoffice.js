@@ -14,7 +14,7 @@
 
 import { chooseLanguage, formatMoney, language, refusalText, setCurrency, setLanguage, t, translatePage } from "/i18n.js";
 import { $, fill, h, show, store } from "/dom.js";
-import { cardsLine } from "/cards.js";
+import { cardName, cardsLine } from "/cards.js";
 import { AREA_NAMES, HAND_NAMES, PHASE_NAMES, resultText } from "/state.js";
 import { chartSvg, houseSeries } from "./chart.js";
 import { replaySteps } from "./replay.js";
@@ -357,7 +357,7 @@ function drawReplay() {
         n: r.shown,
         count: r.steps.length,
         who: who(step.by),
-        card: step.card,
+        card: cardName({ card: step.card, up: true }),
         hand: HAND_NAMES[step.hand],
         player: step.on_behalf ?? "",
       });
