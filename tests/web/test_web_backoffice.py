@@ -440,7 +440,11 @@ def test_the_page_and_its_files_are_plain_gets(server: ServerProcess) -> None:
 
 
 def test_axe_finds_no_serious_violation(
-    server: ServerProcess, played: dict[str, Any], office: Callable[..., Page]
+    server: ServerProcess,
+    played: dict[str, Any],
+    office: Callable[..., Page],
+    tmp_path: Path,
+    artifacts: Path,
 ) -> None:
     # (axe is injected: the page's CSP is bypassed for it, as in test_web_a11y.)
     page = office(f"{server.http}/operator/", bypass_csp=True)
@@ -454,6 +458,15 @@ def test_axe_finds_no_serious_violation(
     page.click("#replay-next")
     expect(page.locator("#totals-chart svg")).to_be_visible()
     problems += axe_serious(page, "with data and a replay")
+    # On a phone the lists scroll sideways: still no serious violation.
+    phone = office(f"{server.http}/operator/#token={OPERATOR}", bypass_csp=True)
+    phone.set_viewport_size({"width": 390, "height": 844})
+    expect(phone.locator("#tables-list tr[data-table='bo-1']")).to_be_visible()
+    phone.locator(f"#rounds-list tr[data-round='{played['round_id']}'] .replay-open").click()
+    problems += axe_serious(phone, "phone")
+    # The lists scroll inside their boxes; the page itself does not scroll sideways.
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+    keep(phone, tmp_path, artifacts, "backoffice-phone")
     assert not problems, "\n".join(problems)
 
 
