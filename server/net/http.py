@@ -7,12 +7,13 @@
 - ``/readyz``: 200 when the process takes new players, 503 while it drains or cannot
   reach its store (readiness: a load balancer sends no one here then);
 - ``/metrics``: Prometheus text;
-- ``/`` and the web table's other files (``server.net.static``);
+- ``/`` and the web table's other files, ``/operator/`` and the back-office page's
+  files (``server.net.static``);
 - any other path without a WebSocket upgrade: 404; and while draining, an upgrade is
   refused with 503 so the client tries another process.
 
 Only ``GET`` and ``HEAD`` are answered (405 otherwise, with ``Allow``). Requests for
-``/operator/...`` (any method) never come here: the connection hands them to
+``/operator/v1/...`` (the operator API, any method) never come here: the connection hands them to
 ``server.net.operator_http`` before ``websockets`` reads them (it reads no body). This
 module decides no rule and never reads a player's data.
 """

@@ -4,9 +4,11 @@
 reads a body, so a ``POST`` cannot reach ``process_request`` (``server.net.http``) whole.
 :class:`~server.net.session.GatewayConnection` therefore looks at the first bytes a
 connection sends (:func:`sniff`): a request line whose target starts with
-``/operator/`` (any method) is taken over here, before ``websockets`` sees a byte of it;
-everything else (WebSocket upgrades, the web table's files, health and metrics, 405 for
-other methods) goes to ``websockets`` exactly as before.
+``/operator/v1/`` (any method) is taken over here, before ``websockets`` sees a byte of
+it; everything else (WebSocket upgrades, the web table's files, the back-office page at
+``/operator/`` and its files under ``/operator/static/``, which are plain ``GET`` requests with
+no body, health and metrics, 405 for other methods) goes to ``websockets`` exactly as
+before.
 
 An :class:`OperatorExchange` reads one request with ``h11`` (the head at most
 :data:`MAX_HEAD` bytes, a ``Content-Length`` body at most :data:`MAX_BODY`, the whole in
@@ -55,8 +57,9 @@ __all__ = [
 
 log = logging.getLogger("chemmy.operator")
 
-#: The paths taken over (every method).
-OPERATOR_PREFIX: Final = b"/operator/"
+#: The paths taken over (every method): the API. The rest of ``/operator/`` is the
+#: back-office page's files (``server.net.static``), served like the web table's.
+OPERATOR_PREFIX: Final = b"/operator/v1/"
 #: The largest request body (bytes): docs/wallet.md §2's 16 KiB.
 MAX_BODY: Final = 16 * 1024
 #: The largest request line and headers (bytes).

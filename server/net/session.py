@@ -114,7 +114,7 @@ class GatewayConnection(ServerConnection):
     by the gateway like any flood.
 
     Given an ``operator`` responder, it looks at the first bytes the client sends
-    (``server.net.operator_http.sniff``): a request for ``/operator/...`` is read and
+    (``server.net.operator_http.sniff``): a request for ``/operator/v1/...`` is read and
     answered by an :class:`~server.net.operator_http.OperatorExchange` (:attr:`exchange`)
     and never reaches the WebSocket protocol, whose handshake then ends quietly when the
     connection closes; anything else is fed to the protocol as it came.

@@ -4,7 +4,12 @@
 the page: ``/`` (``static/index.html``), every other file in ``server/net/static/`` by
 its name (``/chemmy.js``, ``/app.js``, ``/chemmy.css``, ...), the message catalogs
 (``/locales/en.json``, ...), and ``/rules.md``, the
-rules text the terminal client shows (``client_cli/rules.md``: one file for both).
+rules text the terminal client shows (``client_cli/rules.md``: one file for both), and
+the operator's back-office page: ``/operator/`` (``static/operator/index.html``) and its
+files as ``/operator/static/<name>`` (``static/operator/<name>``). The page's files hold
+no data (the data comes from ``/operator/v1/``, behind the operator's credential), so
+they are public like the web table's; the back office may not be framed by another
+origin (``frame-ancestors 'self'``: its buttons void rounds and pause tables).
 ``GET`` and ``HEAD`` only (``405`` otherwise); each file with its content type, an
 ``ETag`` and ``Cache-Control: no-cache`` (the names carry no version, so a browser
 revalidates and a new release is never served stale; an unchanged file costs a
@@ -37,6 +42,7 @@ from websockets.http11 import Request, Response
 __all__ = [
     "CONTENT_TYPES",
     "LOCALES",
+    "OPERATOR_PAGE",
     "SHARED_MODULES",
     "Asset",
     "assets",
@@ -62,6 +68,11 @@ SHARED_MODULES = frozenset({"/chemmy.js", "/state.js", "/i18n.js"})
 #: per language (``locales/en.json``, ...), which the page and the terminal client share
 #: (docs/architecture.md, "Languages"). They are shared like the modules that import them.
 LOCALES = "locales"
+#: The back office's folder (in the static folder) and where its files are served:
+#: ``/operator/`` the page, ``/operator/static/<name>`` each file.
+BACK_OFFICE = "operator"
+OPERATOR_PAGE = "/operator/"
+_OPERATOR_FILES = "/operator/static/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +103,15 @@ def assets() -> dict[str, Asset]:
             out[f"/{LOCALES}/{name}"] = _asset(entry.read_bytes(), name)
     if "/index.html" in out:
         out["/"] = out["/index.html"]
+    back_office = folder.joinpath(BACK_OFFICE)
+    for entry in back_office.iterdir() if back_office.is_dir() else ():
+        name = entry.name
+        ext = name[name.rfind(".") :] if "." in name else ""
+        if entry.is_file() and _NAME.fullmatch(name) and ext in CONTENT_TYPES:
+            if name == "index.html":
+                out[OPERATOR_PAGE] = _asset(entry.read_bytes(), name)
+            else:
+                out[_OPERATOR_FILES + name] = _asset(entry.read_bytes(), name)
     try:
         rules = resources.files("client_cli").joinpath("rules.md").read_bytes()
     except (ModuleNotFoundError, FileNotFoundError):  # a server installed without the client
@@ -101,11 +121,13 @@ def assets() -> dict[str, Asset]:
     return out
 
 
-def content_security_policy(origins: Iterable[str] = ()) -> str:
+def content_security_policy(origins: Iterable[str] = (), *, back_office: bool = False) -> str:
     """The page's policy. ``frame-ancestors``: the allowlisted origins (and this one),
-    or anyone when the server has no allowlist."""
+    or anyone when the server has no allowlist; this origin only for the back office."""
     framers = [o for o in origins if o != "null"]
     ancestors = " ".join(["'self'", *framers]) if framers else "*"
+    if back_office:
+        ancestors = "'self'"
     return "; ".join(
         [
             "default-src 'none'",
@@ -144,7 +166,10 @@ def respond(request: Request, origins: Iterable[str] = ()) -> Response | None:
         ("Content-Type", asset.content_type),
         ("Cache-Control", "no-cache"),
         ("ETag", asset.etag),
-        ("Content-Security-Policy", content_security_policy(origins)),
+        (
+            "Content-Security-Policy",
+            content_security_policy(origins, back_office=path.startswith(OPERATOR_PAGE)),
+        ),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),
     ]

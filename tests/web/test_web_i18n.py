@@ -40,6 +40,10 @@ PAGE_SCRIPTS = (
     "squeeze.js",
     "table.js",
     "state.js",
+    # The operator's back office (/operator/): the same catalogs, the same rule.
+    "operator/backoffice.js",
+    "operator/chart.js",
+    "operator/replay.js",
 )
 NNBSP = "\u202f"  # the French group separator (CLDR), as Intl writes it
 
@@ -67,11 +71,13 @@ def test_every_message_id_the_page_uses_is_in_the_catalog() -> None:
         # a message id chosen by a condition: t(cond ? "a.b" : "a.c")
         for call in re.findall(r"\bt\(([^()]*\?[^()]*)", text):
             used |= set(
-                re.findall(r"""["'`]((?:page|ev|phase|area|btn|who)\.[a-z0-9_.]*)["'`]""", call)
+                re.findall(r"""["'`]((?:page|ev|phase|area|btn|who|bo)\.[a-z0-9_.]*)["'`]""", call)
             )
-    html = (STATIC / "index.html").read_text(encoding="utf-8")
-    used |= set(re.findall(r'data-i18n(?:-[a-z-]+)?="([^"]+)"', html))
+    for page in ("index.html", "operator/index.html"):
+        html = (STATIC / page).read_text(encoding="utf-8")
+        used |= set(re.findall(r'data-i18n(?:-[a-z-]+)?="([^"]+)"', html))
     assert {"btn.sit", "page.refused.over_max", "ev.sat", "page.lobby.title"} <= used
+    assert {"bo.replay.step", "bo.refused", "bo.replay.next", "bo.totals.title"} <= used
     missing = sorted(
         u
         for u in used

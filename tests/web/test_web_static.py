@@ -73,6 +73,10 @@ def test_the_page_and_its_files(server: ServerProcess) -> None:
     # ... and the message catalogs, one folder of them (issue 17).
     catalogs = {f"/locales/{p.name}" for p in (STATIC / "locales").iterdir()}
     assert {"/locales/en.json", "/locales/fr.json"} <= catalogs <= served
+    # ... and the back office's (issue 21): the page at /operator/, its files below.
+    office = {f"/operator/static/{p.name}" for p in (STATIC / "operator").iterdir()}
+    assert "/operator/" in served
+    assert office - {"/operator/static/index.html"} <= served
     status, headers, body = fetch(server, "/locales/fr.json")
     assert (status, headers["content-type"]) == (200, "application/json")
     assert body == (STATIC / "locales" / "fr.json").read_bytes()
@@ -142,10 +146,11 @@ def test_a_websocket_handshake_is_not_a_page() -> None:
 def test_the_page_has_no_inline_code() -> None:
     """The CSP forbids inline scripts, styles and handlers: the page has none, and the
     scripts never write HTML as text."""
-    html = (STATIC / "index.html").read_text()
-    assert "<script>" not in html and "<style" not in html and " style=" not in html
-    assert not re.search(r"\son[a-z]+\s*=", html), "an inline event handler"
-    for js in STATIC.glob("*.js"):
+    for page in ("index.html", "operator/index.html"):  # the table and the back office
+        html = (STATIC / page).read_text()
+        assert "<script>" not in html and "<style" not in html and " style=" not in html
+        assert not re.search(r"\son[a-z]+\s*=", html), f"an inline event handler in {page}"
+    for js in [*STATIC.glob("*.js"), *STATIC.glob("operator/*.js")]:
         text = js.read_text()
         sinks = (
             r"\.(inner|outer)HTML\s*=|insertAdjacentHTML\(|document\.write|\beval\(|new Function\("
