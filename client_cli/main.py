@@ -49,7 +49,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.partition(" ")[2]
-        if message.startswith("unrecognized arguments:") and "://" in message:
+        if "://" in message:  # a server URL given where the command takes something else
             message += " (give the server as --url URL, or set $CHEMMY_URL)"
         raise CliError(f"{command}: {message}" if command else message)
 

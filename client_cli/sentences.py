@@ -13,6 +13,7 @@ the web table says alike have the same message ids (``ev.sat``, ``result.tie``, 
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import Any
 
@@ -322,11 +323,10 @@ def restriction_text(restriction: Mapping[str, Any] | None) -> str:
     """A break or self-exclusion in force, in plain words (``None``: none), its end in
     UTC: ``"You are taking a break until 2026-12-02 16:40 UTC: you cannot sit or bet
     until then."``"""
-    import time
-
     if not restriction:
         return t("cli.responsible.none")
-    until = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(restriction["until"])))
+    end = datetime.datetime.fromtimestamp(float(restriction["until"]), datetime.UTC)
+    until = end.strftime("%Y-%m-%d %H:%M UTC")  # a given time, in words: no clock read
     if restriction.get("kind") == "exclusion":
         return t("cli.responsible.excluded", until=until)
     return t("cli.responsible.on_break", until=until)

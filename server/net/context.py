@@ -157,6 +157,8 @@ class TablesContext(Relay, Protocol):
     """The lobby, joining and leaving, table commands, roads, chat and the operators'
     requests (``server.net.tables``)."""
 
+    def saw_close(self, table: str) -> bool: ...
+
     @property
     def config(self) -> ServerConfig: ...
 

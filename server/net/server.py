@@ -454,6 +454,10 @@ class ChemmyServer:
             with contextlib.suppress(ChemmyError):
                 self.relay(session, table, "join", None, {"name": session.identity.name}, _ignore)
 
+    def saw_close(self, table: str) -> bool:
+        """Whether this gateway saw ``table`` close (and nobody has opened it since)."""
+        return table in self._closed_tables
+
     def forget_table(self, table: str) -> None:
         """A table closed: nobody here watches it any more, and its log is gone."""
         self.bus.unsubscribe(table, self._table_events)

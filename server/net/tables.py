@@ -86,6 +86,8 @@ def _currency(session: Session) -> str | None:
 
 async def _joined(ctx: TablesContext, session: Session, tid: str) -> str:
     if tid not in session.tables:
+        if ctx.saw_close(tid):  # closed while this command waited (a store read)
+            raise no_table(tid)
         await _known(ctx, tid)
         raise Refused("not_joined", "join the table first")
     return tid

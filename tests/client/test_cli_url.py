@@ -24,6 +24,7 @@ ONLINE: dict[str, list[str]] = {
     "transactions": [],
     "void": ["t1-1-1", "--reason", "a test"],
     "table": ["pause", "t1"],
+    "break": [],
 }
 OFFLINE = {"coup", "odds", "simulate"}
 
