@@ -40,6 +40,11 @@ __all__ = ["MAX_BODY", "WalletServer"]
 MAX_BODY: Final = 16 * 1024
 
 
+def control_allowed(address: str) -> bool:
+    """Whether a client at ``address`` may use ``/_control/``: only one on loopback."""
+    return ipaddress.ip_address(address).is_loopback
+
+
 class WalletServer(ThreadingHTTPServer):
     """The wallet on ``address``: a thread per connection, over one :class:`Ledger`."""
 
@@ -148,7 +153,7 @@ class WalletHandler(BaseHTTPRequestHandler):
         body = self._read_body() if method == "POST" else b""
         if body is None:
             return
-        if not ipaddress.ip_address(self.client_address[0]).is_loopback:
+        if not control_allowed(self.client_address[0]):
             self._send(Answer(404, {"status": "not_found", "message": f"no {path} here"}))
             return
         try:
