@@ -9,11 +9,45 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from server.net.server import ChemmyServer
+from server.store.base import Store
+from server.store.memory import MemoryStore
+from server.store.redis import RedisStore
+from server.store.sqlite import SQLiteStore
 from tests.kit.inproc import Net
+
+#: The stores every store contract test runs on (the Redis one a real redis-server).
+STORE_KINDS = ("memory", "redis", "sqlite")
+
+
+def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path, **options: Any) -> Store:
+    """A store of ``kind`` (not opened): in memory, a SQLite file in ``tmp_path``, or on
+    this session's Redis (``redis_url``)."""
+    if kind == "memory":
+        return MemoryStore(**options)
+    if kind == "sqlite":
+        return SQLiteStore(tmp_path / "chemmy.sqlite3", **options)
+    return RedisStore(request.getfixturevalue("redis_url"), **options)
+
+
+@pytest.fixture(params=STORE_KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    """Each kind of store in turn (a module may define its own)."""
+    return str(request.param)
+
+
+@pytest.fixture
+async def store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """An open store of ``kind``, closed after the test."""
+    made = make_store(kind, request, tmp_path)
+    await made.open()
+    yield made
+    await made.close()
+
 
 MakeServer = Callable[..., Awaitable[ChemmyServer]]
 

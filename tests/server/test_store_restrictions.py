@@ -10,35 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from server.store import MemoryStore, RedisStore, SQLiteStore, Store, StoreError
+from server.store import Store, StoreError
+from tests.server.conftest import make_store
 
 DAY = 86_400.0
-
-
-def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Store:
-    if kind == "memory":
-        return MemoryStore()
-    if kind == "sqlite":
-        return SQLiteStore(tmp_path / "chemmy.sqlite3")
-    return RedisStore(request.getfixturevalue("redis_url"))
-
-
-@pytest.fixture(params=("memory", "redis", "sqlite"))
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    made = make_store(kind, request, tmp_path)
-    await made.open()
-    yield made
-    await made.close()
 
 
 async def test_none_until_set(store: Store) -> None:

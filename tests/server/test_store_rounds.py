@@ -12,39 +12,18 @@ upserted record moves in the index; records stored before the index existed are 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from redis import asyncio as aioredis
 
-from server.store import MemoryStore, RedisStore, SQLiteStore, Store, StoreError
+from server.store import RedisStore, SQLiteStore, Store, StoreError
 from server.store.base import HISTORY_LIMIT, ROUNDS_LIMIT
+from tests.server.conftest import make_store
 
 KINDS = ("memory", "redis", "sqlite")
 NOW = 1_700_000_000.0
-
-
-def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Store:
-    if kind == "memory":
-        return MemoryStore()
-    if kind == "sqlite":
-        return SQLiteStore(tmp_path / "chemmy.sqlite3")
-    return RedisStore(request.getfixturevalue("redis_url"))
-
-
-@pytest.fixture(params=KINDS)
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    made = make_store(kind, request, tmp_path)
-    await made.open()
-    yield made
-    await made.close()
 
 
 def record(

@@ -10,7 +10,7 @@ a cursor, totalled for reconciliation, and survive the store being opened again.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,6 @@ from redis import asyncio as aioredis
 from server.store import (
     BadWalletCall,
     KeyConflict,
-    MemoryStore,
     Overdrawn,
     RedisStore,
     SQLiteStore,
@@ -33,31 +32,11 @@ from server.store import (
 from server.store.base import WALLET_CALLS_LIMIT, check_wallet_call
 from server.table.wallet import Entry
 from tests.redis_server import RedisServer
+from tests.server.conftest import make_store
 
 KINDS = ("memory", "redis", "sqlite")
 NOW = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 DAY = 86_400.0
-
-
-def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path, **options: Any) -> Store:
-    if kind == "memory":
-        return MemoryStore(**options)
-    if kind == "sqlite":
-        return SQLiteStore(tmp_path / "chemmy.sqlite3", **options)
-    return RedisStore(request.getfixturevalue("redis_url"), **options)
-
-
-@pytest.fixture(params=KINDS)
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-async def store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    made = make_store(kind, request, tmp_path)
-    await made.open()
-    yield made
-    await made.close()
 
 
 def wcall(
