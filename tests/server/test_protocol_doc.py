@@ -661,7 +661,19 @@ async def play(net: Any) -> Recorder:
     assert spec.events(t, "shoe_accepted") and {"passed", "player_won"} <= reasons, reasons
 
     # -- people come and go ------------------------------------------------------------
-    await game.to_betting()
+    # Cy must not hold the shoe here (the documented `you` of a seated player who does
+    # not: no pass_shoe in its actions); the shoes' seeds decide who holds it by now.
+    for _ in range(6):
+        await game.to_betting()
+        if game.holder() != "cy":
+            break
+        reply = await cy.rpc("pass_shoe", table=t)
+        if reply["type"] == "ok":
+            await spec.wait_seq(t, reply["seq"])
+            continue
+        await game.act("alice", "bet", area="player", amount=500)  # too early: one more coup
+        await game.play_coup({})
+    assert game.holder() != "cy"
     await cy.abort()  # the connection drops: a seat is held
     await spec.wait_event("disconnected", table=t)
     await cy.reconnect(t)  # resumed: the missed events follow the reply

@@ -96,7 +96,8 @@ async def finish(
     check_coup(log, balances)
     for pid, client in players.items():
         client.assert_clean()  # every event once, in order, across the outage
-        money = await client.call("balance")
+        # Just after the outage the gateway may still say "try again in a moment".
+        money = await until_ok(client, "balance", f"balance-{pid}", {"store_unavailable"})
         assert money["balance"] == money["available"] == balances[pid]
     books = await check_books(
         server.store,
