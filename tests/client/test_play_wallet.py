@@ -150,7 +150,7 @@ async def test_refused_debits_in_the_terminal(
         await asyncio.to_thread(
             wallet.faults,
             {"endpoint": "debit", "fault": "refuse", "code": "limit_reached", "player": pid},
-            latency=scaled(0.3),
+            latency=scaled(1.5),  # long enough to see debiting on a loaded machine
         )
         first = await bet_and_done(pilot, app)
         seen = await phases_until(pilot, app, lambda: LIMIT in text_of(app, "#message"))
