@@ -23,6 +23,10 @@ or RS256, from a PEM file). The claims used:
   ``A-Z a-z 0-9 _ . : -``;
 - ``return_url`` (optional): where the player goes back to on leaving, an ``http`` or
   ``https`` URL of at most 2048 characters;
+- ``reality_check`` (optional): every how many minutes of play the player is reminded
+  of their session's length and net result (1 to 1440, a whole number or not; the
+  jurisdiction's rule, which the operator knows): it overrides the server's
+  ``--reality-check`` (``server.net.play_limits``);
 - ``exp`` (required unless configured otherwise), ``iss``/``aud`` when configured;
   ``exp``, ``nbf`` and ``iat`` are whole seconds (JSON integers from 0 to 2^53 - 1: not a
   string, not ``1e300``); clocks may differ by :data:`DEFAULT_LEEWAY` seconds.
@@ -42,6 +46,7 @@ chained (``from None``) so a traceback cannot carry one either.
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 import time
@@ -80,6 +85,7 @@ __all__ = [
     "is_currency_code",
     "is_jurisdiction",
     "is_language_tag",
+    "is_reality_minutes",
     "is_return_url",
     "is_valid_player_id",
     "make_token",
@@ -151,6 +157,8 @@ class Identity:
     jurisdiction: str | None = None  # the token's ``jurisdiction`` claim (ISO 3166)
     brand: str | None = None  # the token's ``brand`` claim
     return_url: str | None = None  # the token's ``return_url`` claim: http(s)
+    #: The token's ``reality_check`` claim: a reminder every so many minutes of play.
+    reality_check: float | None = None
 
     def __post_init__(self) -> None:
         if not is_valid_player_id(self.player_id):
@@ -166,6 +174,7 @@ class Identity:
             (self.jurisdiction, is_jurisdiction, "jurisdiction"),
             (self.brand, is_brand, "brand"),
             (self.return_url, is_return_url, "return_url"),
+            (self.reality_check, is_reality_minutes, "reality_check"),
         ):
             if value is not None and not valid(value):
                 raise ValueError(f"invalid {what}")
@@ -218,6 +227,16 @@ _REGIONS: frozenset[str] | None = None
 def is_brand(value: object) -> TypeGuard[str]:
     """A ``brand`` claim: 1-64 of ``A-Z a-z 0-9 _ . : -``."""
     return isinstance(value, str) and _BRAND.fullmatch(value) is not None
+
+
+def is_reality_minutes(value: object) -> TypeGuard[float]:
+    """A ``reality_check`` claim: minutes from 1 to 1440 (a JSON number, not a bool)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 1 <= value <= 1440
+    )
 
 
 def is_return_url(value: object) -> TypeGuard[str]:
@@ -494,6 +513,7 @@ _OPERATOR_CLAIMS: Final = (
     ("jurisdiction", is_jurisdiction, "an ISO 3166 region"),
     ("brand", is_brand, "a brand name (1-64 of A-Z a-z 0-9 _ . : -)"),
     ("return_url", is_return_url, "an http(s) URL"),
+    ("reality_check", is_reality_minutes, "minutes from 1 to 1440"),
 )
 
 
@@ -551,6 +571,7 @@ def make_token(
     jurisdiction: str | None = None,
     brand: str | None = None,
     return_url: str | None = None,
+    reality_check: float | None = None,
 ) -> str:
     """A player token, for operators' tools and tests.
 
@@ -576,8 +597,8 @@ def make_token(
             raise ValueError("invalid language tag")
         claims["language"] = language
     for claim, value, (_, valid, _what) in zip(
-        ("currency", "jurisdiction", "brand", "return_url"),
-        (currency, jurisdiction, brand, return_url),
+        ("currency", "jurisdiction", "brand", "return_url", "reality_check"),
+        (currency, jurisdiction, brand, return_url, reality_check),
         _OPERATOR_CLAIMS,
         strict=True,
     ):

@@ -132,6 +132,8 @@ class ServerConfig:
     wallet_url: str | None = None
     wallet_secret: str | None = field(default=None, repr=False)
     wallet_timeout: float = 3.0
+    #: Minutes of play between reality checks (0: none; a token's claim overrides it).
+    reality_check: float = 0.0
     operator_key: str | None = field(default=None, repr=False)
     tables: tuple[dict[str, Any], ...] = field(
         default_factory=lambda: tuple(dict(table) for table in DEFAULT_TABLES)
@@ -437,6 +439,14 @@ _SETTINGS: Final = (
         "float",
         "seconds the operator's wallet has to answer a coup's debits before the cards",
         _between(0.1, 60),
+    ),
+    _Setting(
+        "reality_check",
+        "float",
+        "minutes of play between reminders of the session's length and net result, which"
+        " hold bets until answered (0: none; a token's reality_check claim overrides it)",
+        _between(0, 1440),
+        metavar="MINUTES",
     ),
     _Setting(
         "operator_key",

@@ -14,6 +14,7 @@ store from a table command) does not type-check.
     Replies        send, ok, error                          (every handler answers)
     Relay          Replies + relay                          (a record to a table's owner)
     HelloContext   Replies + config, auth, store, money,    limits: check_player, open_player
+                   ask_wallet, background
     CashierContext Relay + config, store, persist, money,   limits: deposit
                    session_money, store_failed, store_works
     TablesContext  Relay + config, store, lobby, hub,       bus: events_after,
@@ -109,6 +110,8 @@ class HelloContext(Replies, Protocol):
     async def money(self, player: str) -> tuple[int, int]: ...
 
     async def ask_wallet(self, player: str, currency: str | None) -> None: ...
+
+    def background(self, job: Coroutine[Any, Any, None]) -> None: ...
 
 
 class DepositLimits(Protocol):

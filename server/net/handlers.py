@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from server.protocol.messages import SCHEMAS, TABLE_COMMANDS
 
-from . import cashier, responsible, tables
+from . import cashier, play_limits, responsible, tables
 from .context import Continuation
 from .hello import hello
 
@@ -47,6 +47,10 @@ HANDLERS: dict[str, Handler] = {
     "shoe_record": cashier.shoe_record,
     "take_break": responsible.take_break,
     "responsible": responsible.responsible,
+    "limits": play_limits.limits,
+    "set_limit": play_limits.set_limit,
+    "remove_limit": play_limits.remove_limit,
+    "reality_ack": play_limits.reality_ack,
 }
 
 # Every message of the protocol has exactly one handler (``hello`` and ``ping`` are the

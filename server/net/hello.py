@@ -19,7 +19,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from server.protocol.errors import Refused
+from server.store.base import StoreError
 from server.table.options import currency_decimals
+
+from .play_limits import start_clock
 
 if TYPE_CHECKING:
     from .context import HelloContext
@@ -54,6 +57,9 @@ async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str,
     # too_many_connections; the handler signs out.
     await ctx.limits.open_player(ident.player_id)
     session.identity = ident
+    # The play session's clock and reality check (the token's period, else the server's).
+    await start_clock(ctx, session, ident.reality_check or config.reality_check)
+    restriction = None if session.persisted is False else await _restriction(ctx, ident.player_id)
     extra = {"resume": ctx.auth.resume_token(ident)} if ident.guest else {}
     ctx.ok(
         session,
@@ -68,5 +74,20 @@ async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str,
         currency=ident.currency,
         decimals=currency_decimals(ident.currency),
         deposits=config.wallet == "internal",  # the operator's money: their site
+        restriction=restriction,
+        reality_check=None if session.play is None else _minutes(session.play.every),
         server="chemmy/1",
     )
+
+
+async def _restriction(ctx: HelloContext, player: str) -> dict[str, Any] | None:
+    """The break or self-exclusion in force, for the client to say so at once (``None``
+    too when the store cannot say now: every ``sit`` and ``bet`` reads it again)."""
+    try:
+        return await ctx.store.player_restriction(player)
+    except StoreError:
+        return None
+
+
+def _minutes(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds / 60, 3)

@@ -29,7 +29,7 @@ import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import unquote
 
@@ -53,13 +53,17 @@ API_PREFIX: Final = "/operator/v1/"
 
 
 class OperatorRefusal(Exception):
-    """A refused operator call: HTTP ``http_status``, body ``{"status": code, "message"}``."""
+    """A refused operator call: HTTP ``http_status``, body ``{"status": code, "message"}``
+    and the ``details`` given (``limit_reached``'s ``limit``)."""
 
-    def __init__(self, http_status: int, code: str, message: str) -> None:
+    def __init__(
+        self, http_status: int, code: str, message: str, details: Mapping[str, Any] | None = None
+    ) -> None:
         super().__init__(f"{http_status} {code}: {message}")
         self.http_status = http_status
         self.code = code
         self.message = message
+        self.details = dict(details or {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +234,10 @@ class OperatorAPI:
         try:
             body = await route(OperatorCall(request, caller, params))
         except OperatorRefusal as refusal:
-            return error_response(refusal.http_status, refusal.code, refusal.message, caller=shown)
+            answer = error_response(
+                refusal.http_status, refusal.code, refusal.message, caller=shown
+            )
+            return replace(answer, body={**answer.body, **refusal.details})
         except StoreUnavailable:
             return error_response(
                 503,

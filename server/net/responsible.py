@@ -46,6 +46,7 @@ __all__ = [
     "refuse_blocked",
     "responsible",
     "return_chips",
+    "return_chips_of",
     "take_break",
 ]
 
@@ -107,7 +108,7 @@ async def _open_tables(lobby: Lobby) -> list[str]:
         return []  # (the tables cannot be listed now; the restriction holds all the same)
 
 
-async def _return_chips_of(ctx: ResponsibleContext, session: Session) -> None:
+async def return_chips_of(ctx: ResponsibleContext, session: Session) -> None:
     """``clear_bets`` and ``stand`` for ``session``'s player at every open table: at the
     ones the connection joined through the player's line (``relay`` with a reply), after
     every command they sent before, so a bet sent just before the break is cleared too;
@@ -137,7 +138,7 @@ async def take_break(
         kept = await ctx.store.set_player_restriction(pid, kind, time.time() + seconds, "player")
     except StoreError as exc:
         raise store_refusal(exc) from None
-    await _return_chips_of(ctx, session)
+    await return_chips_of(ctx, session)
     ctx.ok(session, mid, restriction=kept)
 
 

@@ -64,7 +64,14 @@ from server.wallet.base import Wallet, WalletError
 from server.wallet.courier import Courier
 from server.wallet.mirror import sync_mirror
 
-from . import operator_reads, operator_tables, reconciliation, responsible, transfers
+from . import (
+    operator_reads,
+    operator_tables,
+    play_limits,
+    reconciliation,
+    responsible,
+    transfers,
+)
 from .auth import Authenticator, AuthError
 from .config import ServerConfig
 from .handlers import HANDLERS, Continuation, hello
@@ -141,6 +148,7 @@ class ChemmyServer:
         operator_reads.install(self.operator_api, self)
         operator_tables.install(self.operator_api, self)
         responsible.install(self.operator_api, self)
+        play_limits.install(self.operator_api, self)
         self._pending: dict[int, _Pending] = {}
         #: Commands sent for the operator's HTTP calls (no connection), by request id.
         self._asked: dict[int, asyncio.Future[ReplyRecord]] = {}
@@ -284,6 +292,8 @@ class ChemmyServer:
             pass
         finally:
             del self.sessions[session.id]
+            if session.play is not None:
+                session.play.stop()
             self.metrics.connections.dec()
             self.limits.disconnect(address)
             if session.identity is not None:

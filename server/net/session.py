@@ -29,7 +29,14 @@ from websockets.server import ServerProtocol
 from .auth import Identity
 from .operator_http import OperatorExchange, Responder, sniff
 
-__all__ = ["REFUSALS_BURST", "REFUSALS_RATE", "Bucket", "GatewayConnection", "Session"]
+__all__ = [
+    "REFUSALS_BURST",
+    "REFUSALS_RATE",
+    "Bucket",
+    "GatewayConnection",
+    "PlayClock",
+    "Session",
+]
 
 #: A connection is cut off (1008) once it has been refused for its rate this many times
 #: more than it earned back at ``REFUSALS_RATE`` a second.
@@ -72,6 +79,26 @@ class Bucket:
 
 
 @dataclass(eq=False)
+class PlayClock:
+    """A connection's play session (responsible play, ``server.net.play_limits``): when
+    it began (Unix seconds), the reality check's period (seconds; None: none), whether a
+    reminder waits for its acknowledgement, the player's flows when it began (to say the
+    session's net result), and the reminder's timer."""
+
+    started: float
+    every: float | None = None
+    due: bool = False
+    baseline: dict[str, int] = field(default_factory=dict)
+    timer: Any = None  # an asyncio.TimerHandle while a reminder is coming
+
+    def stop(self) -> None:
+        """No reminder after this (the connection closed)."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
+@dataclass(eq=False)
 class Session:
     """One client connection."""
 
@@ -93,6 +120,8 @@ class Session:
     chat_times: list[float] = field(default_factory=list)
     #: Set once the connection is being cut off for its rate.
     cut_off: bool = False
+    #: The play session's clock, from ``hello`` (``server.net.play_limits``).
+    play: PlayClock | None = None
 
     @property
     def player(self) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from server.croupier.actor import GUEST_FIELD
 from server.protocol.errors import ProtocolError, Refused, no_table, wrong_currency
@@ -35,11 +35,17 @@ from server.table.views import view_event
 
 from .context import Continuation
 from .hub import Subscriber, envelope
+from .play_limits import bet_allowance
 from .responsible import BLOCKED_COMMANDS, refuse_blocked
 
 if TYPE_CHECKING:
     from .context import Replies, TablesContext
     from .session import Session
+
+#: The commands the reality check and the player's wager and loss limits hold back, and
+#: the field the allowance goes to the table in (``server.table.commands.PlaceBet``).
+LIMITED_COMMANDS: Final = frozenset({"bet", "same_bet"})
+ALLOWANCE_FIELD: Final = "allowance"
 
 #: A table request's handler: (context, session, request id, checked fields).
 TableHandler = Callable[["TablesContext", "Session", Any, dict[str, Any]], Awaitable[None]]
@@ -98,7 +104,7 @@ def _answer(ctx: Replies, session: Session, mid: Any) -> Continuation:
 
     def then(reply: ReplyRecord) -> None:
         if reply.error is not None:
-            ctx.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
+            ctx.error(session, mid, Refused.from_dict(reply.error))
         else:
             ctx.ok(session, mid, **(reply.result or {}))
 
@@ -116,6 +122,10 @@ def table_command(kind: str) -> TableHandler:
         if kind in BLOCKED_COMMANDS:  # a time-out or self-exclusion: player_blocked
             await refuse_blocked(ctx.store, session.player)
         args = {k: v for k, v in fields.items() if k != "table"}
+        if kind in LIMITED_COMMANDS:  # the reality check, the player's own limits
+            allowance = await bet_allowance(ctx, session, tid)
+            if allowance is not None:
+                args[ALLOWANCE_FIELD] = allowance
         then = _answer(ctx, session, mid)
         if kind == "sit" and not session.persisted:
             # A guest not yet stored: the table's owner stores them once the sit is
@@ -150,7 +160,7 @@ async def join(ctx: TablesContext, session: Session, mid: Any, fields: dict[str,
 
     def then(reply: ReplyRecord) -> None:
         if reply.error is not None:
-            ctx.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
+            ctx.error(session, mid, Refused.from_dict(reply.error))
             return
         result = reply.result or {}
         seq = int(result["seq"])
@@ -202,7 +212,7 @@ async def leave(ctx: TablesContext, session: Session, mid: Any, fields: dict[str
 
     def then(reply: ReplyRecord) -> None:
         if reply.error is not None:
-            ctx.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
+            ctx.error(session, mid, Refused.from_dict(reply.error))
             return
         session.tables.discard(tid)
         ctx.hub.unsubscribe(tid, session.conn)
@@ -291,7 +301,7 @@ async def close_table(
 
     def then(reply: ReplyRecord) -> None:
         if reply.error is not None:
-            ctx.error(session, mid, Refused(reply.error["code"], reply.error["message"]))
+            ctx.error(session, mid, Refused.from_dict(reply.error))
             return
         # (Its ``closed`` event, before this reply, ended the table here.)
         ctx.ok(session, mid, table=tid, closed=True)

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from babel.numbers import is_currency
 
+from server.protocol.errors import Refused
 from server.store.base import (
     MAX_AMOUNT,
     KeyConflict,
@@ -36,11 +37,13 @@ from server.store.base import (
     StoreUnavailable,
     ledger_key,
 )
+from server.table.options import currency_decimals
 from server.table.wallet import OPERATOR, Entry, player_account
 
 from .auth import GUEST_PREFIX, is_valid_player_id
 from .metrics import Metrics
 from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal, Route
+from .play_limits import refuse_deposit
 
 __all__ = ["MAX_TRANSACTION_ID", "TransfersContext", "install"]
 
@@ -167,6 +170,8 @@ async def _move(ctx: TransfersContext, call: OperatorCall, deposit: bool) -> Map
     src, dst = (OPERATOR, account) if deposit else (account, OPERATOR)
     kind = "transfer_deposit" if deposit else "transfer_withdraw"
     entry = Entry(ledger_key("transfer", transfer.transaction_id), src, dst, transfer.amount, kind)
+    if deposit:
+        await _within_limits(store, entry, transfer)
     try:
         result = await store.commit(entries=[entry])
     except KeyConflict:
@@ -191,6 +196,19 @@ async def _move(ctx: TransfersContext, call: OperatorCall, deposit: bool) -> Map
         "available": available,
         "duplicate": duplicate,
     }
+
+
+async def _within_limits(store: Store, entry: Entry, transfer: _Transfer) -> None:
+    """A deposit past one of the player's deposit limits is refused 409 ``limit_reached``
+    with the ``limit`` (``server.net.play_limits``); a retry of one made is not."""
+    if await store.has_entry(entry.key):
+        return
+    try:
+        await refuse_deposit(
+            store, transfer.player, transfer.amount, currency_decimals(transfer.currency)
+        )
+    except Refused as refused:
+        raise OperatorRefusal(409, refused.code, refused.message, refused.details) from None
 
 
 async def _balance(ctx: TransfersContext, call: OperatorCall) -> Mapping[str, Any]:

@@ -46,12 +46,14 @@ undealt card): messages are sent to clients as they are.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Self
 
 __all__ = [
     "ChemmyError",
     "ProtocolError",
     "Refused",
+    "limit_reached",
     "no_table",
     "player_blocked",
     "wrong_currency",
@@ -59,15 +61,19 @@ __all__ = [
 
 
 class ChemmyError(Exception):
-    """Base class of every error a client may be told about."""
+    """Base class of every error a client may be told about. ``details``: fields the
+    client may read beside the code and message (``limit_reached``'s ``limit``), sent
+    as they are; never a secret."""
 
     code: str
     message: str
+    details: dict[str, Any]
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, details: Mapping[str, Any] | None = None) -> None:
         super().__init__(code, message)
         self.code = code
         self.message = message
+        self.details = dict(details or {})
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -77,7 +83,13 @@ class ChemmyError(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         """The error as the body of an ``error`` message."""
-        return {"code": self.code, "message": self.message}
+        return {**self.details, "code": self.code, "message": self.message}
+
+    @classmethod
+    def from_dict(cls, error: Mapping[str, Any]) -> Self:
+        """The error a reply record's ``error`` (:meth:`to_dict`) says, details kept."""
+        details = {k: v for k, v in error.items() if k not in ("code", "message")}
+        return cls(str(error["code"]), str(error["message"]), details)
 
 
 class ProtocolError(ChemmyError):
@@ -112,3 +124,32 @@ def player_blocked(kind: str, when: str) -> Refused:
     if kind == "exclusion":
         return Refused("player_blocked", f"you have excluded yourself from play until {when}")
     return Refused("player_blocked", f"you are taking a break from play until {when}")
+
+
+#: ``limit_reached``'s words for each limit a player may set (server/net/play_limits.py).
+LIMIT_WORDS = {
+    "deposit_day": "daily deposit limit",
+    "deposit_week": "weekly deposit limit",
+    "deposit_month": "monthly deposit limit",
+    "loss_day": "daily loss limit",
+    "loss_week": "weekly loss limit",
+    "loss_month": "monthly loss limit",
+    "wager_day": "daily wager limit",
+    "wager_week": "weekly wager limit",
+    "wager_month": "monthly wager limit",
+    "session": "session time limit",
+}
+
+
+def limit_reached(kind: str, amount: int, remaining: int, said: str, left: str) -> Refused:
+    """``limit_reached``: a bet or deposit would pass the player's ``kind`` limit of
+    ``amount`` (minor units; for ``session`` minutes) with ``remaining`` left; ``said``
+    and ``left`` are the two as people read them. The details carry ``limit``:
+    ``{"kind", "amount", "remaining"}``."""
+    words = LIMIT_WORDS.get(kind, "limit")
+    if kind == "session":
+        message = f"your {words} of {said} is reached: no more bets this session"
+    else:
+        message = f"that would pass your {words} of {said}: {left} remains"
+    details = {"limit": {"kind": kind, "amount": amount, "remaining": max(0, remaining)}}
+    return Refused("limit_reached", message, details)

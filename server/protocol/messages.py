@@ -74,6 +74,10 @@ SCHEMAS: dict[str, dict[str, _Field]] = {
     "shoe_record": {**_TABLE, "shoe": (int, False)},
     "take_break": {"period": (str, True)},
     "responsible": {},
+    "limits": {},
+    "set_limit": {"kind": (str, True), "amount": (int, True)},
+    "remove_limit": {"kind": (str, True)},
+    "reality_ack": {"choice": (str, True)},
 }
 
 #: The wire names of the table commands (their schemas are :class:`TableSchema`): a

@@ -91,12 +91,12 @@ class CommandRecord:
 @dataclass(frozen=True, slots=True)
 class ReplyRecord:
     """The owner's answer: ``result`` when ``error`` is None, else the error's code and
-    message. ``result`` holds what the asker needs (``seq``, ``duplicate``, a joiner's
+    message (and details). ``result`` holds what the asker needs (``seq``, ``duplicate``, a joiner's
     snapshot...)."""
 
     to: Address
     result: dict[str, Any] | None = None
-    error: dict[str, str] | None = None
+    error: dict[str, Any] | None = None
 
     @classmethod
     def ok(cls, to: Address, **result: Any) -> ReplyRecord:

@@ -50,7 +50,9 @@ def check_place_bet(t: Table, cmd: c.PlaceBet) -> tuple[PlayerState, dict[str, i
     p = t.seated_player(cmd.player)
     area = t.open_area(cmd.area)
     refuse(rules.bet_refusal(t, p, area, cmd.amount))
-    return p, {**p.bets, area: p.bets.get(area, 0) + cmd.amount}
+    bets = {**p.bets, area: p.bets.get(area, 0) + cmd.amount}
+    refuse(rules.limit_refusal(t, p, bets, cmd.allowance))
+    return p, bets
 
 
 def do_place_bet(t: Table, cmd: c.PlaceBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
@@ -85,7 +87,9 @@ def do_clear_bets(t: Table, cmd: c.ClearBets, p: PlayerState) -> bool:
 def check_same_bet(t: Table, cmd: c.SameBet) -> tuple[PlayerState, dict[str, int]]:
     p = t.seated_player(cmd.player)
     refuse(rules.same_bet_refusal(t, p))
-    return p, rules.same_bets(t, p)
+    bets = rules.same_bets(t, p)
+    refuse(rules.limit_refusal(t, p, bets, cmd.allowance))
+    return p, bets
 
 
 def do_same_bet(t: Table, cmd: c.SameBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:

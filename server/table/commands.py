@@ -100,6 +100,22 @@ def _amount(amount: object) -> None:
         raise TableError("bad_amount", "an amount is a positive whole number of minor units")
 
 
+def _allowance(allowance: object) -> None:
+    """An allowance is the gateway's (never a client's): ``{"kind", "amount",
+    "remaining"}``, the player's nearest wager or loss limit (docs/protocol.md
+    ``limit_reached``)."""
+    if allowance is None:
+        return
+    if (
+        not isinstance(allowance, dict)
+        or set(allowance) != {"kind", "amount", "remaining"}
+        or not isinstance(allowance["kind"], str)
+        or not _whole(allowance["amount"])
+        or not _whole(allowance["remaining"])
+    ):
+        raise TableError("bad_command", "an allowance is a limit's kind, amount and remaining")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Command:
     """Who (``player``; the croupier when none) and the client's command ``id``."""
@@ -171,10 +187,14 @@ class PlaceBet(Command):
 
     area: str
     amount: int
+    #: The player's nearest wager or loss limit, as the gateway found it (for the chips
+    #: at every other table): the table refuses chips here beyond ``remaining``.
+    allowance: dict[str, object] | None = None
 
     def _check(self) -> None:
         _area(self.area)
         _amount(self.amount)
+        _allowance(self.allowance)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -201,9 +221,15 @@ class ClearBets(Command):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SameBet(Command):
-    """Repeat the previous round's bets ("SAME BET", §7)."""
+    """Repeat the previous round's bets ("SAME BET", §7); ``allowance`` as
+    :class:`PlaceBet`'s."""
 
     wire = "same_bet"
+
+    allowance: dict[str, object] | None = None
+
+    def _check(self) -> None:
+        _allowance(self.allowance)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -53,6 +53,7 @@ __all__ = [
     "Timers",
     "check_currency",
     "currency_decimals",
+    "show_money",
     "tier_limits",
 ]
 
@@ -97,6 +98,16 @@ def check_currency(code: object) -> str | None:
             f"not {code!r}"
         )
     return code
+
+
+def show_money(minor: int, decimals: int) -> str:
+    """Minor units as people read them, with ``decimals`` digits after the point and no
+    symbol: ``show_money(123456, 2) == "1,234.56"``, ``show_money(500, 0) == "500"``."""
+    sign, minor = ("-" if minor < 0 else ""), abs(minor)
+    if decimals == 0:
+        return f"{sign}{minor:,}"
+    whole, part = divmod(minor, 10**decimals)
+    return f"{sign}{whole:,}.{part:0{decimals}d}"
 
 
 def currency_decimals(code: str | None) -> int:
@@ -235,6 +246,10 @@ class TableOptions:
     def decimals(self) -> int:
         """The digits of the table's minor units (:func:`currency_decimals`)."""
         return currency_decimals(self.currency)
+
+    def money(self, minor: int) -> str:
+        """``minor`` units of the table's currency as people read them (:func:`show_money`)."""
+        return show_money(minor, self.decimals)
 
     @property
     def paytable(self) -> Paytable:

@@ -37,11 +37,12 @@ command).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from server.engine.payouts import Area
 from server.engine.shoe import cut_bounds
+from server.protocol.errors import limit_reached
 
 from . import commands as c
 from .commands import WIRE_COMMANDS
@@ -69,6 +70,7 @@ __all__ = [
     "cut_range",
     "cut_refusal",
     "done_refusal",
+    "limit_refusal",
     "offer_refusal",
     "pass_refusal",
     "remove_bounds",
@@ -248,6 +250,25 @@ def bets_refusal(t: Table, p: PlayerState, bets: dict[str, int]) -> TableError |
     if sum(bets.values()) - t.stake(p.id) > t.available(p.id):
         return TableError("insufficient_funds", "that bet is more than your balance")
     return None
+
+
+def limit_refusal(
+    t: Table, p: PlayerState, bets: dict[str, int], allowance: Mapping[str, Any] | None
+) -> TableError | None:
+    """Why ``p``'s chips here may not become ``bets`` under the player's own limit
+    (``allowance``: what their nearest wager or loss limit leaves for this table's chips,
+    the gateway's): refused ``limit_reached`` when they add chips past it. Exactly at the
+    limit is allowed."""
+    if allowance is None:
+        return None
+    total, remaining = sum(bets.values()), int(allowance["remaining"])
+    if total <= max(remaining, t.stake(p.id)):
+        return None
+    kind, amount = str(allowance["kind"]), int(allowance["amount"])
+    left = max(0, remaining - t.stake(p.id))
+    show = t.options.money
+    err = limit_reached(kind, amount, left, show(amount), show(left))
+    return TableError(err.code, err.message, err.details)
 
 
 def remove_bounds(t: Table, p: PlayerState, area: str) -> tuple[int, int]:

@@ -193,7 +193,9 @@ def _values(text: str) -> list[Any]:
 def _is_frame(value: Any) -> bool:
     """A server frame (else a client message): ``chat`` is both; the server's names who."""
     kind = value.get("type")
-    return kind in ("ok", "error", "event") or (kind == "chat" and "player" in value)
+    return kind in ("ok", "error", "event", "reality_check") or (
+        kind == "chat" and "player" in value
+    )
 
 
 def read_page(text: str) -> Page:
@@ -764,9 +766,15 @@ async def play(net: Any) -> Recorder:
     await alice.wait_event("waiting", table=quick, timeout=wait)
     await alice.call("close_table", table=quick)
 
-    # -- responsible play: a break, and a seat refused ---------------------------------
+    # -- responsible play: limits, a break, and a seat refused -------------------------
     fay = await run.player("fay", "Fay")
     await fay.join(t)
+    await fay.call("set_limit", kind="deposit_day", amount=1000)
+    await fay.refused("limit_reached", "deposit", msg_id="lm-d", amount=1001)
+    await fay.call("set_limit", kind="deposit_day", amount=5000)  # a raise: pending
+    await fay.call("remove_limit", kind="deposit_day")  # a removal: pending too
+    await fay.call("limits")
+    await fay.refused("bad_limit", "set_limit", kind="loss_year", amount=1)
     await fay.call("responsible")
     await fay.call("take_break", period="24h")
     await fay.refused("player_blocked", "sit", table=t)
@@ -779,6 +787,26 @@ async def play(net: Any) -> Recorder:
     await server.drain(timeout=scaled(5))
     await spec.wait_event("draining", table=t)
     await alice.refused("draining", "bet", table=t, area="banker", amount=100)
+    return run
+
+
+async def play_reality(net: Any) -> Recorder:
+    """A server whose players get a reality check every 1.2 s (``--reality-check``):
+    one comes, a bet waits for its answer, and it is answered."""
+    server = await net.start(
+        **FAST,
+        db=str(net.tmp_path / "reality.sqlite3"),
+        reality_check=0.02,
+        tables=(table_def("demo", name="Docs demo", timers=LONG),),
+    )
+    run = Recorder(net, server)
+    gil = await run.player("gil", "Gil")
+    await gil.join("demo")
+    await gil.wait_frame(lambda m: m["type"] == "reality_check", timeout=scaled(10))
+    await gil.refused("reality_check_due", "bet", table="demo", area="banker", amount=100)
+    await gil.refused("bad_choice", "reality_ack", choice="later")
+    await gil.call("reality_ack", choice="continue")
+    await gil.refused("no_reality_check", "reality_ack", choice="continue")
     return run
 
 
@@ -831,10 +859,11 @@ async def play_seamless(net: Any, wallet: ReferenceWallet) -> Recorder:
 @pytest.mark.slow
 async def test_the_docs_show_exactly_what_a_real_server_sends(net: Any, tmp_path: Path) -> None:
     run = await play(net)
+    reality = await play_reality(net)
     with reference_wallet(tmp_path) as wallet:
         seamless = await play_seamless(net, wallet)
-        sent = run.frames() + seamless.frames()
-        for client in run.clients + seamless.clients:
+        sent = run.frames() + reality.frames() + seamless.frames()
+        for client in run.clients + reality.clients + seamless.clients:
             client.assert_clean()
         await net.stop(seamless.server)  # before the wallet stops: no credit left to retry
     real = Shapes()

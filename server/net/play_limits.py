@@ -1,0 +1,381 @@
+"""Responsible play: the limits a player sets on their own play, and the reality check.
+
+**Limits** (issue 21). A player (``set_limit``, ``remove_limit``; ``limits`` reads them)
+or an operator (``/operator/v1/players/{player}/limits``, :func:`install`) sets any of
+:data:`~server.store.base.LIMIT_KINDS`: how much they may deposit, lose or wager in a
+day, a week or a month (minor units), and how long a session may last (minutes). The
+store keeps them (``Store.set_player_limits``, by the rule of
+:func:`~server.store.base.merge_limits`: a player's lower limit applies at once, a
+higher one or a removal only 24 hours later; an operator's at once), so they hold on
+every process and across restarts.
+
+What a player has used is the store's per-day flows (``Store.player_days``, kept by each
+commit): ``staked`` (wagers held), ``net`` (what came back less what was held: a wager
+counts as lost until it is settled) and ``deposited``, by UTC day. A window is the day
+itself, the last 7 days or the last 30 days, today included (:data:`WINDOWS`): a daily
+limit starts again at midnight UTC. A wager limit counts what was staked, a loss limit
+the net loss (``max(0, -net)``: winnings never raise it above the limit), and both count
+the chips on the felt at every other table. The gateway finds the nearest one (the
+**allowance**, :func:`bet_allowance`) and sends it with the ``bet`` or ``same_bet``;
+the table refuses chips beyond it, ``limit_reached`` with the limit and what remains
+(``server.table.rules.limit_refusal``), so a player's two bets at one table are checked
+one after the other by its single writer. A deposit over a deposit limit is refused by
+the cashier and by the transfer API (:func:`refuse_deposit`). The session limit refuses
+bets once the connection has been open that long.
+
+**The reality check.** Every ``reality_check`` minutes (the token's claim, else the
+server's ``--reality-check``; 0: none) of a connection's session, the player is sent a
+``reality_check`` with the session's length and its net result; until they answer
+``reality_ack`` (``continue``, or ``leave``: their chips go back and they stand at every
+table), every ``bet`` and ``same_bet`` is refused ``reality_check_due``.
+
+Nothing here decides a rule of the game; it reads the store and answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from server.croupier.actor import store_refusal
+from server.protocol.errors import Refused, limit_reached
+from server.store.base import LIMIT_KINDS, StoreError
+from server.table.options import show_money
+
+from .context import Replies
+from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal
+from .responsible import ResponsibleContext, return_chips_of
+from .session import PlayClock
+
+if TYPE_CHECKING:
+    from server.store.base import Store
+
+    from .lobby import Lobby
+    from .session import Session
+
+__all__ = [
+    "BET_KINDS",
+    "DEPOSIT_KINDS",
+    "MAX_LIMIT",
+    "MAX_SESSION_MINUTES",
+    "WINDOWS",
+    "bet_allowance",
+    "install",
+    "limits",
+    "nearest",
+    "reality_ack",
+    "refuse_deposit",
+    "remove_limit",
+    "set_limit",
+    "start_clock",
+    "used",
+]
+
+#: A window's days, today included.
+WINDOWS: Final = {"day": 1, "week": 7, "month": 30}
+BET_KINDS: Final = tuple(k for k in LIMIT_KINDS if k.startswith(("loss_", "wager_")))
+DEPOSIT_KINDS: Final = tuple(k for k in LIMIT_KINDS if k.startswith("deposit_"))
+#: The largest money limit (minor units) and session limit (minutes: a day).
+MAX_LIMIT: Final = 10**12
+MAX_SESSION_MINUTES: Final = 1440
+CHOICES: Final = ("continue", "leave")
+
+
+# ------------------------------------------------------------------ the arithmetic (pure)
+def today(now: float) -> dt.date:
+    return dt.datetime.fromtimestamp(now, dt.UTC).date()
+
+
+def first_day(now: float, days: int = WINDOWS["month"]) -> str:
+    """The first UTC day (``YYYY-MM-DD``) of a window of ``days`` ending today."""
+    return (today(now) - dt.timedelta(days=days - 1)).isoformat()
+
+
+def used(kind: str, days: Mapping[str, Mapping[str, int]], now: float) -> int:
+    """What the flows ``days`` (``Store.player_days``) count against the money limit
+    ``kind`` in its window ending today."""
+    what, period = kind.split("_")
+    since = first_day(now, WINDOWS[period])
+    rows = [row for day, row in days.items() if day >= since]
+    if what == "wager":
+        return sum(row["staked"] for row in rows)
+    if what == "loss":
+        return max(0, -sum(row["net"] for row in rows))
+    return sum(row["deposited"] for row in rows)
+
+
+def nearest(
+    limits: Mapping[str, Mapping[str, Any]],
+    days: Mapping[str, Mapping[str, int]],
+    now: float,
+    kinds: tuple[str, ...],
+    elsewhere: int = 0,
+) -> dict[str, Any] | None:
+    """The limit among ``kinds`` that leaves the least, with ``elsewhere`` (chips on
+    other tables' felt) counted as used: ``{"kind", "amount", "remaining"}`` (maybe
+    negative), or None when the player set none of them."""
+    found: dict[str, Any] | None = None
+    for kind in kinds:
+        if kind not in limits:
+            continue
+        amount = int(limits[kind]["amount"])
+        remaining = amount - used(kind, days, now) - elsewhere
+        if found is None or remaining < found["remaining"]:
+            found = {"kind": kind, "amount": amount, "remaining": remaining}
+    return found
+
+
+# ------------------------------------------------------------------ the gateway's checks
+class ClockContext(Replies, Protocol):
+    """What the reality check uses of the gateway: its reminders come in the
+    background."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def background(self, job: Coroutine[Any, Any, None]) -> None: ...
+
+
+class PlayContext(ResponsibleContext, ClockContext, Protocol):
+    """What the limits and the reality check's answer use of the gateway."""
+
+
+async def _read(job: Any) -> Any:
+    """A store read, its failure refused ``store_unavailable`` / ``store_failed``."""
+    try:
+        return await job
+    except StoreError as exc:
+        raise store_refusal(exc) from None
+
+
+async def _elsewhere(store: Store, lobby: Lobby, player: str, table: str | None) -> int:
+    """The player's chips on the felt of every open table but ``table``."""
+    tables = [str(line["table"]) for line in await lobby.tables() if line["table"] != table]
+    balance, available = await store.player_money(player, tables)
+    return balance - available
+
+
+async def bet_allowance(ctx: PlayContext, session: Session, table: str) -> dict[str, Any] | None:
+    """Check a ``bet`` or ``same_bet`` of ``session``'s player at ``table`` against the
+    reality check and their limits: raise ``reality_check_due`` or ``limit_reached``
+    (the session's), or return the allowance the table holds the chips to (None: no
+    wager or loss limit)."""
+    clock, now = session.play, time.time()
+    if clock is not None and clock.due:
+        raise Refused(
+            "reality_check_due", "answer the reality check (continue or leave) to bet again"
+        )
+    player = session.player
+    found = await _read(ctx.store.player_limits(player))
+    if "session" in found and clock is not None:
+        minutes = int(found["session"]["amount"])
+        if now - clock.started >= minutes * 60:
+            raise limit_reached("session", minutes, 0, f"{minutes} minutes", "0")
+    if not any(kind in found for kind in BET_KINDS):
+        return None
+    days = await _read(ctx.store.player_days(player, first_day(now)))
+    elsewhere = await _read(_elsewhere(ctx.store, ctx.lobby, player, table))
+    return nearest(found, days, now, BET_KINDS, elsewhere)
+
+
+async def refuse_deposit(store: Store, player: str, amount: int, decimals: int) -> None:
+    """Raise ``limit_reached`` if depositing ``amount`` would pass a deposit limit of
+    ``player``'s (a :class:`StoreError` when the store cannot say)."""
+    found = await store.player_limits(player)
+    if not any(kind in found for kind in DEPOSIT_KINDS):
+        return
+    now = time.time()
+    days = await store.player_days(player, first_day(now))
+    limit = nearest(found, days, now, DEPOSIT_KINDS)
+    if limit is not None and amount > limit["remaining"]:
+        left = max(0, limit["remaining"])
+        said, shown = show_money(limit["amount"], decimals), show_money(left, decimals)
+        raise limit_reached(limit["kind"], limit["amount"], left, said, shown)
+
+
+async def view(store: Store, lobby: Lobby, player: str, clock: PlayClock | None) -> dict[str, Any]:
+    """Every limit of ``player``'s with what is used and what remains, and the session's
+    clock (``limits``' reply; docs/protocol.md)."""
+    now = time.time()
+    found = await store.player_limits(player)
+    days: dict[str, Any] = {}
+    elsewhere = 0
+    if any(kind != "session" for kind in found):
+        days = await store.player_days(player, first_day(now))
+        elsewhere = await _elsewhere(store, lobby, player, None)
+    lines: dict[str, Any] = {}
+    for kind, limit in sorted(found.items()):
+        if kind == "session":
+            spent = 0 if clock is None else int((now - clock.started) // 60)
+        else:
+            spent = used(kind, days, now) + (elsewhere if kind in BET_KINDS else 0)
+        lines[kind] = {**limit, "used": spent, "remaining": max(0, int(limit["amount"]) - spent)}
+    return {"limits": lines, "session": _session(clock, now)}
+
+
+def _session(clock: PlayClock | None, now: float) -> dict[str, Any] | None:
+    if clock is None:
+        return None
+    every = None if clock.every is None else round(clock.every / 60, 3)
+    return {
+        "started": clock.started,
+        "seconds": int(now - clock.started),
+        "reality_check": every,
+        "reality_check_due": clock.due,
+    }
+
+
+# ------------------------------------------------------------------ the handlers
+def _change(kind: str, amount: int | None) -> dict[str, int | None]:
+    """A player's change, checked: ``bad_limit`` for a kind or amount out of bounds."""
+    if kind not in LIMIT_KINDS:
+        raise Refused("bad_limit", f"a limit is one of {', '.join(LIMIT_KINDS)}")
+    top = MAX_SESSION_MINUTES if kind == "session" else MAX_LIMIT
+    if amount is not None and not 1 <= amount <= top:
+        what = "minutes" if kind == "session" else "minor units"
+        raise Refused("bad_limit", f"a {kind} limit is 1 to {top} {what}")
+    return {kind: amount}
+
+
+async def limits(ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    """Every limit in force, what is used of each and what remains, and the session."""
+    ctx.ok(session, mid, **await _read(view(ctx.store, ctx.lobby, session.player, session.play)))
+
+
+async def set_limit(ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    """Set a limit: lower (or a first one) at once, higher only in 24 hours."""
+    await _write(ctx, session, mid, _change(fields["kind"], fields["amount"]))
+
+
+async def remove_limit(
+    ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]
+) -> None:
+    """Remove a limit: it goes in 24 hours (as a raise does)."""
+    await _write(ctx, session, mid, _change(fields["kind"], None))
+
+
+async def _write(
+    ctx: PlayContext, session: Session, mid: Any, change: dict[str, int | None]
+) -> None:
+    await _read(ctx.store.set_player_limits(session.player, change, "player"))
+    ctx.ok(session, mid, **await _read(view(ctx.store, ctx.lobby, session.player, session.play)))
+
+
+async def reality_ack(ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+    """The player read the reality check: ``continue`` (bets are taken again; the next
+    reminder comes a period later) or ``leave`` (their chips go back and they stand up
+    at every table, as with a break)."""
+    choice = fields["choice"]
+    if choice not in CHOICES:
+        raise Refused("bad_choice", "a reality check is answered continue or leave")
+    clock = session.play
+    if clock is None or not clock.due:
+        raise Refused("no_reality_check", "no reality check is waiting for an answer")
+    if choice == "leave":
+        await return_chips_of(ctx, session)
+    clock.due = False
+    _arm(ctx, session)
+    ctx.ok(session, mid, choice=choice)
+
+
+# ------------------------------------------------------------------ the reality check
+async def start_clock(ctx: ClockContext, session: Session, minutes: float | None) -> None:
+    """``session`` said hello: its play session starts now, with a reminder every
+    ``minutes`` (None or 0: none)."""
+    every = minutes * 60 if minutes else None
+    clock = session.play = PlayClock(time.time(), every)
+    if every is not None:
+        clock.baseline = await _totals(ctx.store, session.player, clock.started)
+        _arm(ctx, session)
+
+
+def _arm(ctx: ClockContext, session: Session) -> None:
+    """Time the next reminder, a period from now."""
+    clock = session.play
+    if clock is None or clock.every is None:
+        return
+    clock.stop()
+    loop = asyncio.get_running_loop()
+    clock.timer = loop.call_later(clock.every, lambda: ctx.background(_remind(ctx, session)))
+
+
+async def _totals(store: Store, player: str, since: float) -> dict[str, int]:
+    """The player's ``staked`` and ``net`` summed from the day of ``since`` (``{}``: the
+    store cannot say now)."""
+    try:
+        days = await store.player_days(player, today(since).isoformat())
+    except StoreError:
+        return {}
+    return {
+        "staked": sum(row["staked"] for row in days.values()),
+        "net": sum(row["net"] for row in days.values()),
+    }
+
+
+async def _remind(ctx: ClockContext, session: Session) -> None:
+    """Send the reality check; bets wait for its answer."""
+    clock = session.play
+    if clock is None or clock.every is None:
+        return
+    clock.timer = None
+    now = await _totals(ctx.store, session.player, clock.started)
+    known = bool(now) and bool(clock.baseline)
+    clock.due = True
+    ctx.send(
+        session,
+        {
+            "type": "reality_check",
+            "session_seconds": int(time.time() - clock.started),
+            "net": now["net"] - clock.baseline["net"] if known else None,
+            "staked": now["staked"] - clock.baseline["staked"] if known else None,
+            "every": round(clock.every / 60, 3),
+        },
+    )
+
+
+# ------------------------------------------------------------------ the operator's route
+class OperatorSide(Protocol):
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def lobby(self) -> Lobby: ...
+
+
+def install(api: OperatorAPI, ctx: OperatorSide) -> None:
+    """``GET`` and ``POST /operator/v1/players/{player}/limits``: the operator's changes
+    (``{"changes": {kind: amount or null}}``) apply at once, up or down."""
+
+    async def read(call: OperatorCall) -> dict[str, Any]:
+        player = call.params["player"]
+        return {"player": player, **await view(ctx.store, ctx.lobby, player, None)}
+
+    async def write(call: OperatorCall) -> dict[str, Any]:
+        player = call.params["player"]
+        changes = _operator_changes(call.json())
+        await ctx.store.set_player_limits(player, changes, f"operator:{call.caller}")
+        return {"player": player, **await view(ctx.store, ctx.lobby, player, None)}
+
+    path = "/operator/v1/players/{player}/limits"
+    api.add("GET", path, read)
+    api.add("POST", path, write)
+
+
+def _operator_changes(body: Mapping[str, Any]) -> dict[str, int | None]:
+    changes = body.get("changes")
+    if set(body) != {"changes"} or not isinstance(changes, dict) or not changes:
+        raise OperatorRefusal(
+            400, "bad_request", 'give {"changes": {kind: minor units or minutes, or null}}'
+        )
+    out: dict[str, int | None] = {}
+    for kind, amount in changes.items():
+        if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int)):
+            raise OperatorRefusal(400, "bad_limit", f"{kind}: an amount is a whole number or null")
+        try:
+            out.update(_change(kind, amount))
+        except Refused as refused:
+            raise OperatorRefusal(400, refused.code, refused.message) from None
+    return out
