@@ -31,6 +31,7 @@ __all__ = [
     "COMMANDS",
     "CROUPIER",
     "DEBIT_REFUSALS",
+    "GATEWAY_FIELDS",
     "HANDS",
     "STYLES",
     "WIRE_COMMANDS",
@@ -74,6 +75,9 @@ STYLES: tuple[SqueezeStyle, ...] = ("peek", "side", "quick")  # §6
 AREAS: frozenset[str] = frozenset(a.value for a in Area)  # §3; which are open is the table's
 CROUPIER = "croupier"
 SEED_BYTES = 32
+#: Fields of a client's command that only a gateway fills in, never the client (the
+#: protocol's schemas do not have them): a bet's ``allowance``.
+GATEWAY_FIELDS: frozenset[str] = frozenset({"allowance"})
 
 
 def _whole(value: object) -> bool:

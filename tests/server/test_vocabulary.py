@@ -33,7 +33,8 @@ def test_the_table_commands_on_the_wire_are_the_protocols() -> None:
 def test_a_table_commands_schema_has_the_commands_fields() -> None:
     for kind, cls in c.WIRE_COMMANDS.items():
         fields = {f.name for f in dataclasses.fields(cls)} - {"player", "id"}
-        assert set(SCHEMAS[kind]) - {"table"} == fields, kind
+        assert set(SCHEMAS[kind]) - {"table"} == fields - c.GATEWAY_FIELDS, kind
+        assert c.GATEWAY_FIELDS.isdisjoint(SCHEMAS[kind]), kind
         assert SCHEMAS[kind]["table"] == (str, True), kind
         required = {
             f.name
