@@ -242,7 +242,7 @@ def _change(kind: str, amount: int | None) -> dict[str, int | None]:
 
 async def limits(ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     """Every limit in force, what is used of each and what remains, and the session."""
-    ctx.ok(session, mid, **await _read(view(ctx.store, ctx.lobby, session.player, session.play)))
+    await _answer(ctx, session, mid)
 
 
 async def set_limit(ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
@@ -261,7 +261,13 @@ async def _write(
     ctx: PlayContext, session: Session, mid: Any, change: dict[str, int | None]
 ) -> None:
     await _read(ctx.store.set_player_limits(session.player, change, "player"))
-    ctx.ok(session, mid, **await _read(view(ctx.store, ctx.lobby, session.player, session.play)))
+    await _answer(ctx, session, mid)
+
+
+async def _answer(ctx: PlayContext, session: Session, mid: Any) -> None:
+    """The limits' reply (its ``session`` is a field: sent as the ``ok`` it is)."""
+    shown = await _read(view(ctx.store, ctx.lobby, session.player, session.play))
+    ctx.send(session, {"type": "ok", "id": mid, **shown})
 
 
 async def reality_ack(ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
