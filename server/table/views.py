@@ -26,6 +26,7 @@ from server.engine.cards import shoe_cards
 from .events import Event
 from .options import TableOptions
 from .state import CoupState, Phase
+from .voiding import round_in_progress
 
 if TYPE_CHECKING:
     from .table import Table
@@ -165,7 +166,9 @@ def public_options(o: TableOptions) -> dict[str, Any]:
 
 
 def summary(t: Table) -> dict[str, Any]:
-    """One lobby line: limits, seats taken, phase."""
+    """One lobby line: limits, seats taken, phase, and the round in play (``round_id``:
+    the round being bet on, debited or dealt, which an operator may void; ``None``
+    between rounds)."""
     o = t.options
     return {
         "table": t.table_id,
@@ -180,6 +183,7 @@ def summary(t: Table) -> dict[str, Any]:
         "commission": o.commission,
         "shoe_no": t.shoe_no,
         "coup_no": t.coup_no,
+        "round_id": t.round_id if round_in_progress(t) else None,
         "currency": o.currency,
         "decimals": o.decimals,
     }

@@ -264,3 +264,26 @@ def test_a_pause_during_the_shoe_offer_stops_its_timer_and_offers_again_on_resum
     h.accept("alice")
     h.play_coup({"alice": {"banker": 100}})
     assert h.wallet.total() == 0
+
+
+def test_the_lobby_line_names_the_round_in_play() -> None:
+    """``round_id`` of the lobby line (the operator's ``GET /operator/v1/tables``): the
+    round an operator may void while it is bet on or dealt, ``None`` once none is."""
+    h = _harness()
+    h.place({"bob": {"player": 500}})
+    rid = h.table.round_id
+    assert summary(h.table)["round_id"] == rid  # bets open on it
+    h.done_all()
+    assert h.phase is Phase.TURN and summary(h.table)["round_id"] == rid  # being dealt
+    _void(h)
+    following = h.table.round_id
+    assert following != rid and summary(h.table)["round_id"] == following  # opened at once
+    h.place({"bob": {"banker": 500}})
+    h.do(c.Pause())
+    assert summary(h.table)["round_id"] == following  # paused, its chips on the felt
+    h.done_all()
+    h.turn_all()  # settled, and nothing new opens while paused
+    assert h.phase is Phase.PAUSED and summary(h.table)["round_id"] is None
+    h.refuse(c.VoidRound(round_id=following, reason="too late"), "already_settled")
+    _drain(h)
+    _audit(h)

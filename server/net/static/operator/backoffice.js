@@ -1,7 +1,8 @@
 /**
  * backoffice.js — the operator's back-office page (`/operator/`): the tables live, the
  * players online, a round search with a round's replay card by card, the totals with a
- * chart of the house result, and the void and table controls.
+ * chart of the house result, and the void and table controls (a settled round's void
+ * from its replay; the round in play's from its table's line).
  *
  * Everything it shows comes from the operator API (`/operator/v1/`, docs/operator-api.md)
  * with the operator's token on every call (`authorization: bearer <token>`). The token
@@ -37,6 +38,7 @@ const page = {
   cursor: null,
   query: null,
   replay: null, // {round, steps, shown}
+  liveVoid: null, // {table, round}: the round in play the void form is about
   timer: null,
 };
 globalThis.chemmyBackOffice = page; // for tests and the curious: what the page holds
@@ -185,6 +187,7 @@ async function loadTables() {
         ["pause", "resume", "close"].map((what) =>
           h("button", { type: "button", class: what === "close" ? "danger" : "", dataset: { action: what, table: line.table }, onclick: () => tableControl(line.table, what) }, t(`bo.tables.${what}`)),
         ),
+        voidButton(line),
       ),
     );
   });
@@ -209,6 +212,74 @@ async function tableControl(table, what) {
   } catch (err) {
     out.dataset.state = "refused";
     out.textContent = refusalWords(err);
+  }
+}
+
+// ---------------------------------------------------------------------------- void the round in play
+
+/** "Void current round" on a table's line: enabled while the line names a round in
+ * play (`round_id`: bet on, debited or dealt, not settled). */
+function voidButton(line) {
+  const round = line.round_id ?? null;
+  return h(
+    "button",
+    {
+      type: "button",
+      class: "danger",
+      dataset: { action: "void", table: line.table, round: round ?? "" },
+      disabled: !round,
+      title: round ? t("bo.tables.void_title", { round }) : t("bo.tables.void_none"),
+      onclick: () => askVoid(line.table, round),
+    },
+    t("bo.tables.void"),
+  );
+}
+
+/** The small form under the tables: which round, and a reason. The round is the one the
+ * line named when the button was pressed (the lines refresh under it). */
+function askVoid(table, round) {
+  if (!round) return;
+  page.liveVoid = { table, round };
+  $("#live-void-title").textContent = t("bo.live_void.title", { round, table });
+  $("#live-void-reason").value = "";
+  const out = $("#live-void-answer");
+  delete out.dataset.state;
+  out.textContent = "";
+  show($("#live-void"), true);
+  $("#live-void-reason").focus();
+}
+
+function cancelVoid() {
+  page.liveVoid = null;
+  show($("#live-void"), false);
+}
+
+async function voidLive(ev) {
+  ev.preventDefault();
+  const target = page.liveVoid;
+  if (!target) return;
+  const out = $("#live-void-answer");
+  const reason = $("#live-void-reason").value.trim();
+  if (!reason) {
+    out.dataset.state = "refused";
+    out.textContent = t("bo.void.need_reason");
+    return;
+  }
+  out.dataset.state = "asking";
+  out.textContent = t("bo.asking");
+  $("#live-void-send").disabled = true;
+  try {
+    const answer = await api("POST", `/operator/v1/rounds/${encodeURIComponent(target.round)}/void`, { reason });
+    out.dataset.state = "ok";
+    out.textContent = t("bo.live_void.done", { round: answer?.round_id ?? target.round, table: target.table });
+    cancelVoid();
+    await loadTables().catch(refuse);
+  } catch (err) {
+    out.dataset.state = "refused";
+    out.textContent = refusalWords(err);
+    await loadTables().catch(() => {}); // the line may be stale: a round settled meanwhile
+  } finally {
+    $("#live-void-send").disabled = false;
   }
 }
 
@@ -457,6 +528,8 @@ function wire() {
   $("#replay-next").addEventListener("click", () => stepTo(page.replay.shown + 1));
   $("#replay-all").addEventListener("click", () => stepTo(page.replay.steps.length));
   $("#void-form").addEventListener("submit", voidRound);
+  $("#live-void").addEventListener("submit", voidLive);
+  $("#live-void-cancel").addEventListener("click", cancelVoid);
 }
 
 async function start() {
