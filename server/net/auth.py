@@ -50,7 +50,7 @@ import math
 import re
 import secrets
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
@@ -508,7 +508,7 @@ class Authenticator:
 
 
 #: The operator's claims about the player's play, each with its check and what it is.
-_OPERATOR_CLAIMS: Final = (
+_OPERATOR_CLAIMS: Final[tuple[tuple[str, Callable[[object], bool], str], ...]] = (
     ("currency", is_currency_code, "an ISO 4217 currency code"),
     ("jurisdiction", is_jurisdiction, "an ISO 3166 region"),
     ("brand", is_brand, "a brand name (1-64 of A-Z a-z 0-9 _ . : -)"),
