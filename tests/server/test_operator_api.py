@@ -40,6 +40,10 @@ ENDPOINTS = (
     "/operator/v1/tables",
     "/operator/v1/players",
     "/operator/v1/players/ann",
+    "/operator/v1/players/ann/restriction",
+    "/operator/v1/players/ann/limits",
+    "/operator/v1/transactions",
+    "/operator/v1/transactions/totals",
     "/operator/v1/totals",
 )
 
@@ -124,6 +128,14 @@ def fake_round(
         "on_behalf": [],
         "balances": {},
     }
+
+
+async def test_the_endpoints_tried_are_every_read_route(server: ChemmyServer) -> None:
+    """Every GET the operator API has is among the ENDPOINTS tried below (its
+    parameters filled in), so a new read route cannot go untested for its refusals."""
+    gets = {path for path, methods in server.operator_api.routes.items() if "GET" in methods}
+    filled = {path.replace("{round_id}", "t1-1-1").replace("{player}", "ann") for path in gets}
+    assert filled == {target.partition("?")[0] for target in ENDPOINTS}
 
 
 async def test_every_endpoint_is_refused_without_an_operators_credential(

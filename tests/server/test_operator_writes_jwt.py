@@ -4,7 +4,7 @@ the operator key's signature, so each write must work with a token and only with
 operator's one.
 
 For each write route (a deposit and a withdrawal, a round's void, a table created,
-closed, paused and resumed, a player's restriction), on a real server on port 0 in
+closed, paused and resumed, a player's restriction and limits), on a real server on port 0 in
 transfer mode, with a player seated and a bet placed on the round in play:
 
 - refused, with nothing changed (balances, the ledger, the tables and their rounds,
@@ -106,6 +106,7 @@ class Scene:
             "tables": lines,
             "stored_tables": sorted(row.table_id for row in await store.load_tables()),
             "restriction": await store.player_restriction("ann"),
+            "limits": await store.player_limits("ann"),
             "zed": await store.player_name("zed"),
             "rounds": [r["round_id"] for r in await store.round_records(limit=100)],
         }
@@ -204,6 +205,12 @@ async def restricted(s: Scene, answer: dict[str, Any], before: Any, after: Any) 
     await s.ann.refused("player_blocked", "bet", table="t1", area="player", amount=STAKE)
 
 
+async def limited(s: Scene, answer: dict[str, Any], before: Any, after: Any) -> None:
+    kept = answer["limits"]["wager_day"]
+    assert kept["amount"] == STAKE and kept["by"] == f"operator:token:{OPERATOR_SUB}"
+    assert after["limits"]["wager_day"]["amount"] == STAKE
+
+
 def transfer(tid: str, player: str, amount: int) -> dict[str, Any]:
     return {"transaction_id": tid, "player": player, "amount": amount, "currency": "EUR"}
 
@@ -225,6 +232,9 @@ WRITES: dict[str, Write] = {
     "restriction": Write(
         lambda s: "/operator/v1/players/ann/restriction", {"period": "24h"}, restricted
     ),
+    "limits": Write(
+        lambda s: "/operator/v1/players/ann/limits", {"changes": {"wager_day": STAKE}}, limited
+    ),
 }
 
 
@@ -242,6 +252,7 @@ async def test_every_write_route_is_covered(scene: Scene) -> None:
         "/operator/v1/tables/{table}/pause",
         "/operator/v1/tables/{table}/resume",
         "/operator/v1/players/{player}/restriction",
+        "/operator/v1/players/{player}/limits",
     }
     assert len(WRITES) == len(posts)
 
