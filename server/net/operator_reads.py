@@ -14,7 +14,8 @@ rounds, one round's report, tables, players, and totals.
 - ``GET /operator/v1/players``: who is connected to this process, at which tables;
   ``GET /operator/v1/players/{player}``: their money, rounds and ledger.
 - ``GET /operator/v1/totals``: coups, staked, returned, commission and house result per
-  UTC day (or per range) and table, in each table's currency, from the round records.
+  UTC day (or per range), table and currency, from the round records (each record
+  names its currency: :class:`Currencies`).
 
 Every view reads the store (shared by a cluster's processes), but for what only a
 process knows: its connections (``players``, ``watchers``). It never writes anything.
@@ -65,6 +66,7 @@ CSV_COLUMNS: Final = (
     "commission",
     "house_result",
     "players",
+    "currency",
 )
 NEXT_CURSOR_HEADER: Final = "Chemmy-Next-Cursor"
 
@@ -115,8 +117,8 @@ def _day(when: float) -> str:
     return datetime.fromtimestamp(when, tz=UTC).strftime("%Y-%m-%d")
 
 
-def csv_row(record: Mapping[str, Any]) -> list[Any]:
-    """One round as a row of :data:`CSV_COLUMNS`."""
+def csv_row(record: Mapping[str, Any], currency: str | None = None) -> list[Any]:
+    """One round as a row of :data:`CSV_COLUMNS`, in ``currency`` (empty: play money)."""
     when = float(record.get("time", 0.0))
     money = money_of(record)
     return [
@@ -136,6 +138,7 @@ def csv_row(record: Mapping[str, Any]) -> list[Any]:
         money["commission"],
         money["house_result"],
         " ".join(record.get("players") or []),
+        currency or "",
     ]
 
 
@@ -154,6 +157,25 @@ def _last_coup(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
     keys = ("round_id", "time", "shoe_no", "coup_no", "outcome", "player", "banker")
     keys += ("player_total", "banker_total", "natural")
     return {k: record.get(k) for k in keys} | money_of(record)
+
+
+class Currencies:
+    """Each round record's currency: the record's own ``currency`` (``None``: play
+    money); for a record stored before round records carried one, its table's currency
+    now (:meth:`Reads.currencies`: the stored and the open tables; ``None`` for a table
+    gone), read once, when a record first needs it."""
+
+    def __init__(self, reads: Reads) -> None:
+        self.reads = reads
+        self.known: dict[str, str | None] | None = None
+
+    async def of(self, record: Mapping[str, Any]) -> str | None:
+        if "currency" in record:
+            own = record["currency"]
+            return own if isinstance(own, str) else None
+        if self.known is None:
+            self.known = await self.reads.currencies()
+        return self.known.get(str(record.get("table")))
 
 
 class Reads:
@@ -189,7 +211,8 @@ class Reads:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\r\n")
         writer.writerow(CSV_COLUMNS)
-        writer.writerows(csv_row(record) for record in found)
+        currencies = Currencies(self)
+        writer.writerows([csv_row(record, await currencies.of(record)) for record in found])
         headers = () if after is None else ((NEXT_CURSOR_HEADER, after),)
         return HttpResponse(
             200,
@@ -224,6 +247,7 @@ class Reads:
             in_shoe = 0 <= n < len(coups) and coups[n] == cards
         return {
             "round": record,
+            "currency": await Currencies(self).of(record),
             "money": money_of(record),
             "shoe_revealed": shoe is not None,
             "shoe": shoe,
@@ -332,7 +356,7 @@ class Reads:
         per = _one(call, "per") or "day"
         if per not in ("day", "range"):
             raise OperatorRefusal(400, "bad_request", "per is day or range")
-        money = await self.currencies()
+        currencies = Currencies(self)
         sums: dict[tuple[str | None, str, str | None], dict[str, int]] = {}
         before: tuple[float, str] | None = None
         while True:
@@ -342,14 +366,15 @@ class Reads:
             for record in page:
                 tid = str(record.get("table"))
                 day = _day(float(record.get("time", 0.0))) if per == "day" else None
-                group = sums.setdefault((day, tid, money.get(tid)), dict.fromkeys(_SUMS, 0))
+                key = (day, tid, await currencies.of(record))
+                group = sums.setdefault(key, dict.fromkeys(_SUMS, 0))
                 group["coups"] += 1
                 for name, value in money_of(record).items():
                     group[name] += value
             if len(page) < ROUNDS_LIMIT:
                 break
             before = (float(page[-1].get("time", 0.0)), str(page[-1]["round_id"]))
-        ordered = sorted(sums.items(), key=lambda item: (item[0][0] or "", item[0][1]))
+        ordered = sorted(sums.items(), key=lambda i: (i[0][0] or "", i[0][1], i[0][2] or ""))
         rows = [
             {"day": day, "table": tid, "currency": currency, **found}
             for (day, tid, currency), found in ordered

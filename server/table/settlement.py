@@ -120,6 +120,7 @@ def nets(payouts: list[dict[str, Any]]) -> dict[str, int]:
 def round_record(
     *,
     table_id: str,
+    currency: str | None,
     shoe_no: int,
     coup: CoupState,
     result: Coup,
@@ -128,11 +129,15 @@ def round_record(
     balances_after: dict[str, int],
     time: float,
 ) -> dict[str, Any]:
-    """The record of one coup (§8), for the store and the players' recall."""
+    """The record of one coup (§8), for the store and the players' recall. ``currency``
+    is the table's (``TableOptions.currency``; ``None``: play money): every amount in
+    the record is in its minor units, and the record says so itself, so that what is
+    read of it later (the operator's totals) needs no table that may have closed."""
     return {
         "kind": "round",
         "round_id": coup.round_id,
         "table": table_id,
+        "currency": currency,
         "shoe_no": shoe_no,
         "coup_no": coup.coup_no,
         "time": time,
@@ -210,6 +215,7 @@ def settle(t: Table) -> None:
     t._records.append(
         round_record(
             table_id=t.table_id,
+            currency=t.options.currency,
             shoe_no=t.shoe_no,
             coup=coup,
             result=result,

@@ -123,6 +123,7 @@ def _record(
         "kind": "round",
         "round_id": t.round_id,
         "table": t.table_id,
+        "currency": t.options.currency,
         "shoe_no": t.shoe_no,
         "coup_no": t.coup_no,
         "time": t.now,
