@@ -76,18 +76,22 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple, Protocol, TypeGuard, runtime_checkable
 
 from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = [
     "EVENT_RETENTION",
+    "FLOW_DAYS",
     "HISTORY_LIMIT",
+    "LIMIT_KINDS",
     "MAX_AMOUNT",
     "OUTCOME_KINDS",
+    "RAISE_DELAY",
     "RESTRICTION_KINDS",
     "ROUNDS_LIMIT",
     "WALLET_CALLS_LIMIT",
@@ -112,11 +116,15 @@ __all__ = [
     "check_event",
     "check_row",
     "check_wallet_call",
+    "current_limits",
     "dump_json",
+    "entry_flow",
+    "flow_day",
     "follows",
     "hold_problems",
     "index_record",
     "ledger_key",
+    "merge_limits",
     "merge_restriction",
     "stake_prefix",
     "welcome_entry",
@@ -416,6 +424,30 @@ class Store(Protocol):
         force; an operator sets or, with ``until`` in the past, lifts it), and return the
         one in force after (``None``: none)."""
 
+    # -- a player's usage and limits (issue 21, responsible play) ----------------------
+    async def player_days(self, player_id: str, since_day: str) -> dict[str, dict[str, int]]:
+        """The player's flows by UTC day (``"YYYY-MM-DD"``) for every day ``>=
+        since_day`` that has any: ``{day: {"staked", "net", "deposited"}}`` (whole
+        numbers, minor units). :meth:`commit` keeps them: each entry it newly inserts
+        adds its :func:`entry_flow` to the bucket of the commit's day (:func:`flow_day`
+        of the store's clock); a skipped or refused entry adds nothing. A player's
+        newest :data:`FLOW_DAYS` days are kept (older ones are pruned as new ones are
+        written)."""
+
+    async def player_limits(self, player_id: str) -> dict[str, Any]:
+        """The player's limits in force now (:func:`current_limits` of the stored value,
+        at the store's clock): ``{kind: {"amount", "since", "by"}}``, with ``"pending":
+        {"amount", "from"}`` while a raise or a removal waits; ``{}`` when none."""
+
+    async def set_player_limits(
+        self, player_id: str, changes: Mapping[str, int | None], by: str
+    ) -> dict[str, Any]:
+        """Merge ``changes`` into the player's limits atomically, by the rule of
+        :func:`merge_limits` (a player lowers at once and raises or removes only after
+        :data:`RAISE_DELAY`; an operator, ``by="operator:<name>"``, changes at once),
+        and return the value stored after. Bad changes raise :class:`StoreError` and
+        change nothing."""
+
     async def audit(self) -> dict[str, Any]:
         """``{"sum", "ledger_matches", "entries", "holds_ok", "problems"}``: the sum of
         every balance (always 0), whether each balance equals its ledger sum, the number
@@ -537,6 +569,186 @@ def merge_restriction(
     if float(until) <= now:
         return None if by != "player" else active
     return {"kind": kind, "until": float(until), "by": by, "since": now}
+
+
+# -- a player's usage: per-day flows, kept by commit (issue 21) ---------------------------
+
+#: How many UTC days of flows a store keeps per player: the day written and the 39
+#: before it (a month's limit needs 31). Older days are pruned when a newer one is
+#: written.
+FLOW_DAYS: Final = 40
+#: A flow's kinds as :meth:`Store.player_days` names them, in :func:`entry_flow`'s order.
+FLOW_NAMES: Final = ("staked", "net", "deposited")
+
+
+def flow_day(now: float) -> str:
+    """The UTC day (``"YYYY-MM-DD"``) of Unix time ``now``: a commit's flow bucket."""
+    return time.strftime("%Y-%m-%d", time.gmtime(now))
+
+
+def flow_cutoff(day: str) -> str:
+    """The oldest day kept when ``day`` is written: :data:`FLOW_DAYS` days in all."""
+    then = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
+    return (then - timedelta(days=FLOW_DAYS - 1)).strftime("%Y-%m-%d")
+
+
+def check_day(day: object) -> str:
+    """Refuse a day that is not ``"YYYY-MM-DD"`` (:class:`StoreError`)."""
+    if not isinstance(day, str) or len(day) != 10:
+        raise StoreError("a day is a UTC date, 'YYYY-MM-DD'")
+    try:
+        datetime.strptime(day, "%Y-%m-%d")
+    except ValueError:
+        raise StoreError("a day is a UTC date, 'YYYY-MM-DD'") from None
+    return day
+
+
+def entry_flow(entry: Entry) -> tuple[str, int, int, int] | None:
+    """(player, staked sign, net sign, deposited sign) that ``entry`` moves for a player's
+    responsible-play usage, or None.
+
+    A ``hold`` (out of ``stake:<table>:<id>``) is staked and, until it comes back, lost:
+    ``(id, +1, -1, 0)``. A ``return`` or ``win`` (into ``player:<id>``) comes back:
+    ``(id, 0, +1, 0)``. A ``refund`` or ``void`` gives a wager back that was never
+    wagered: ``(id, -1, +1, 0)``. A ``deposit`` or ``transfer_deposit`` is deposited:
+    ``(id, 0, 0, +1)``. Every other kind (chips placed and taken back, a loss, a
+    welcome, a wallet's sync, a withdrawal) moves nothing, and so does an entry whose
+    account is not of the shape its kind expects. The flow is ``amount`` times each
+    sign."""
+    if entry.kind == "hold":
+        parts = entry.src.split(":", 2)
+        if len(parts) == 3 and parts[0] == "stake" and parts[2]:
+            return parts[2], 1, -1, 0
+        return None
+    signs = _FLOW_SIGNS.get(entry.kind)
+    player = entry.dst.removeprefix("player:")
+    if signs is None or player == entry.dst or not player:
+        return None
+    return (player, *signs)
+
+
+#: The signs of the kinds paid into ``player:<id>`` (:func:`entry_flow`).
+_FLOW_SIGNS: Final[dict[str, tuple[int, int, int]]] = {
+    "return": (0, 1, 0),
+    "win": (0, 1, 0),
+    "refund": (-1, 1, 0),
+    "void": (-1, 1, 0),
+    "deposit": (0, 0, 1),
+    "transfer_deposit": (0, 0, 1),
+}
+
+
+def add_flows(flows: dict[str, list[int]], entries: Iterable[Entry]) -> dict[str, list[int]]:
+    """Add the flows of ``entries`` (newly inserted) to ``flows`` (player ->
+    ``[staked, net, deposited]``) and return it."""
+    for entry in entries:
+        flow = entry_flow(entry)
+        if flow is not None:
+            player, *signs = flow
+            sums = flows.setdefault(player, [0, 0, 0])
+            for n, sign in enumerate(signs):
+                sums[n] += entry.amount * sign
+    return flows
+
+
+def flow_buckets(days: Mapping[str, Sequence[int]], since_day: str) -> dict[str, dict[str, int]]:
+    """The answer of :meth:`Store.player_days` from a player's stored days (day ->
+    ``(staked, net, deposited)``): those of ``since_day`` or later, oldest first."""
+    return {
+        day: dict(zip(FLOW_NAMES, (int(v) for v in days[day]), strict=True))
+        for day in sorted(days)
+        if day >= since_day
+    }
+
+
+# -- a player's limits: stored and merged atomically (issue 21) ---------------------------
+
+#: The limits a player may set: deposits, losses (``-net``) and wagers (``staked``) per
+#: day, week and month (minor units), and a session's length (minutes).
+LIMIT_KINDS: Final = (
+    "deposit_day",
+    "deposit_week",
+    "deposit_month",
+    "loss_day",
+    "loss_week",
+    "loss_month",
+    "wager_day",
+    "wager_week",
+    "wager_month",
+    "session",
+)
+#: How long a player's raise (or removal) of a limit waits before it applies (seconds).
+RAISE_DELAY: Final = 86_400.0
+
+
+def check_limit_changes(changes: Mapping[str, int | None], by: str) -> dict[str, int | None]:
+    """Refuse (:class:`StoreError`) changes to a player's limits of the wrong shape: a
+    kind not in :data:`LIMIT_KINDS`, an amount that is not a whole number from 1 to
+    2**53 - 1 or ``None`` (remove), or a ``by`` that is neither ``"player"`` nor
+    ``"operator:<name>"``. Returns them as a dict."""
+    if not isinstance(by, str) or not (by == "player" or by.startswith("operator:")):
+        raise StoreError("a limit is changed by 'player' or 'operator:<name>'")
+    if not isinstance(changes, Mapping):
+        raise StoreError(f"limit changes are a mapping, not {type(changes).__name__}")
+    for kind, amount in changes.items():
+        if kind not in LIMIT_KINDS:
+            raise StoreError(f"{kind!r} is not a limit: one of {', '.join(LIMIT_KINDS)}")
+        if amount is not None and (not _is_int(amount) or not 0 < amount <= MAX_AMOUNT):
+            raise StoreError(
+                f"limit {kind}: a whole number from 1 to 2**53 - 1, or None to remove it"
+            )
+    return dict(changes)
+
+
+def current_limits(stored: Mapping[str, Any] | None, now: float) -> dict[str, Any]:
+    """``stored`` limits as they stand at ``now``: every pending change due by then
+    (``pending["from"] <= now``) applied (its amount set, or the limit removed when it
+    is ``None``, ``since`` its ``from``). A copy: ``stored`` is not changed."""
+    out: dict[str, Any] = {}
+    for kind, limit in (stored or {}).items():
+        pending = limit.get("pending")
+        if pending is None or float(pending["from"]) > now:
+            out[kind] = {**limit, **({} if pending is None else {"pending": dict(pending)})}
+        elif pending["amount"] is not None:
+            out[kind] = {
+                "amount": pending["amount"],
+                "since": float(pending["from"]),
+                "by": "player",
+            }
+    return out
+
+
+def merge_limits(
+    old: Mapping[str, Any] | None, changes: Mapping[str, int | None], by: str, now: float
+) -> dict[str, Any]:
+    """The limits to keep when ``by`` makes ``changes`` (kind -> amount, ``None``:
+    remove) over ``old`` (the stored value) at ``now``; due pendings of ``old`` are
+    applied first (:func:`current_limits`).
+
+    A player (``by == "player"``) may only tighten at once: a new limit, or a lower one,
+    is set now (any pending change dropped); the same amount drops any pending change; a
+    higher one, or a removal, keeps the limit in force and waits :data:`RAISE_DELAY` as
+    its ``pending`` (a newer one replaces it and starts the wait again); removing a limit
+    there is not does nothing. An operator (``"operator:<name>"``) sets or removes at
+    once, dropping any pending change. Raises :class:`StoreError` (see
+    :func:`check_limit_changes`) and then changes nothing."""
+    changes = check_limit_changes(changes, by)
+    if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
+        raise StoreError("now is Unix seconds")
+    now = float(now)
+    limits = current_limits(old, now)
+    for kind, amount in changes.items():
+        found = limits.get(kind)
+        if by != "player" or found is None or (amount is not None and amount < found["amount"]):
+            if amount is None:
+                limits.pop(kind, None)
+            else:
+                limits[kind] = {"amount": amount, "since": now, "by": by}
+        elif amount == found["amount"]:
+            found.pop("pending", None)
+        else:  # a raise, or a removal: it waits
+            found["pending"] = {"amount": amount, "from": now + RAISE_DELAY}
+    return limits
 
 
 def welcome_entry(player_id: str, amount: int) -> Entry:

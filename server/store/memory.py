@@ -27,19 +27,26 @@ from server.store.base import (
     StaleEpoch,
     StoreError,
     TableRow,
+    add_flows,
     audit_report,
     check_balance,
     check_currency,
+    check_day,
     check_due_kinds,
     check_due_time,
     check_entry,
     check_events,
     check_row,
     check_wallet_changes,
+    current_limits,
     dump_json,
+    flow_buckets,
+    flow_cutoff,
+    flow_day,
     follows,
     hold_problems,
     index_record,
+    merge_limits,
     merge_restriction,
     merge_wallet_call,
     prepare_wallet_call,
@@ -101,6 +108,9 @@ class MemoryStore:
         self._pending: dict[str, None] = {}  # the due index: the pending calls' ids
         self._currencies: dict[str, str] = {}  # player -> ISO 4217 code (transfer API)
         self._restrictions: dict[str, dict[str, Any]] = {}  # player -> time-out/exclusion
+        # player -> day -> [staked, net, deposited] (player_days); player -> limits JSON.
+        self._days: dict[str, dict[str, list[int]]] = {}
+        self._limits: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return "MemoryStore()"
@@ -215,6 +225,7 @@ class MemoryStore:
         # Apply.
         self._balances.update(staged)
         self._ledger.update(new)
+        self._put_flows(add_flows({}, new.values()), flow_day(self.clock()))
         if table is not None and table_json is not None:
             tid = table.table_id
             self._tables[tid] = (*table_json, table.seq, table.closed)
@@ -232,6 +243,20 @@ class MemoryStore:
         self._put_calls(prepared_calls)
         players = {a for e in entries for a in (e.src, e.dst) if a.startswith("player:")}
         return CommitResult(len(new), {a: self._balances.get(a, 0) for a in sorted(players)})
+
+    def _put_flows(self, flows: Mapping[str, list[int]], day: str) -> None:
+        """Add each player's flows to their bucket of ``day``; prune days too old."""
+        if not flows:
+            return
+        cutoff = flow_cutoff(day)
+        for player, sums in flows.items():
+            days = self._days.setdefault(player, {})
+            if day not in days:
+                for old in [d for d in days if d < cutoff]:
+                    del days[old]
+            bucket = days.setdefault(day, [0, 0, 0])
+            for n, amount in enumerate(sums):
+                bucket[n] += amount
 
     def _put_round(self, index: RoundIndex, text: str) -> None:
         old = self._rounds.get(index.round_id)
@@ -383,6 +408,30 @@ class MemoryStore:
         else:
             self._restrictions[player_id] = kept
         return None if kept is None else dict(kept)
+
+    # -- a player's usage and limits ----------------------------------------------------
+    async def player_days(self, player_id: str, since_day: str) -> dict[str, dict[str, int]]:
+        self._check_open()
+        since_day = check_day(since_day)
+        return flow_buckets(self._days.get(player_id, {}), since_day)
+
+    async def player_limits(self, player_id: str) -> dict[str, Any]:
+        self._check_open()
+        found = self._limits.get(player_id)
+        return current_limits(None if found is None else json.loads(found), self.clock())
+
+    async def set_player_limits(
+        self, player_id: str, changes: Mapping[str, int | None], by: str
+    ) -> dict[str, Any]:
+        self._check_open()
+        found = self._limits.get(player_id)
+        old = None if found is None else json.loads(found)
+        kept = merge_limits(old, changes, by, self.clock())
+        if kept:
+            self._limits[player_id] = dump_json(kept)
+        else:
+            self._limits.pop(player_id, None)
+        return kept
 
     # -- checking --------------------------------------------------------------------
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:

@@ -61,17 +61,25 @@ from server.store.base import (
     TableRow,
     audit_report,
     check_currency,
+    check_day,
     check_due_kinds,
     check_due_time,
     check_entry,
     check_events,
+    check_limit_changes,
     check_row,
     check_span,
     check_wallet_changes,
+    current_limits,
     dump_json,
+    entry_flow,
+    flow_buckets,
+    flow_cutoff,
+    flow_day,
     follows,
     hold_problems,
     index_record,
+    merge_limits,
     merge_restriction,
     merge_wallet_call,
     prepare_wallet_call,
@@ -137,7 +145,28 @@ local function check_entries(entries)
   end
   return new
 end
-local function post(new)
+-- Add a new entry's flow (e.player, signs e.s, e.n, e.d: '1', '-1' or '0') to the
+-- player's fields '<day>:s', '<day>:n', '<day>:d'. A player's first flow of a day
+-- (no '<day>:n' yet: every flow writes it) first drops their fields of days < cutoff.
+local function add_flow(e, day, cutoff, seen)
+  local F = P .. 'flows:' .. e.player
+  if not seen[e.player] then
+    seen[e.player] = true
+    if redis.call('HEXISTS', F, day .. ':n') == 0 then
+      for _, f in ipairs(redis.call('HKEYS', F)) do
+        if string.sub(f, 1, 10) < cutoff then redis.call('HDEL', F, f) end
+      end
+    end
+  end
+  for _, x in ipairs({{'s', e.s}, {'n', e.n}, {'d', e.d}}) do
+    local by = '0'
+    if x[2] == '1' then by = e.amount elseif x[2] == '-1' then by = '-' .. e.amount end
+    redis.call('HINCRBY', F, day .. ':' .. x[1], by)
+  end
+end
+-- Write the new entries (from check_entries); with a day, their flows too.
+local function post(new, day, cutoff)
+  local seen = {}
   for _, e in ipairs(new) do
     local seq = redis.call('INCR', P .. 'ledger_seq')
     redis.call('HSET', P .. 'entries', e.key, e.packed)
@@ -146,6 +175,7 @@ local function post(new)
     redis.call('ZADD', P .. 'acct:' .. e.dst, seq, e.key)
     redis.call('HINCRBY', P .. 'balances', e.src, '-' .. e.amount)
     redis.call('HINCRBY', P .. 'balances', e.dst, e.amount)
+    if day and e.player and e.player ~= '' then add_flow(e, day, cutoff, seen) end
   end
 end
 """
@@ -153,11 +183,13 @@ end
 _LUA_COMMIT: Final = (
     _LUA_COMMON
     + r"""
-local i = 2
+local day, cutoff = ARGV[2], ARGV[3]
+local i = 4
 local function nxt() local v = ARGV[i]; i = i + 1; return v end
 local entries = {}
 for n = 1, tonumber(nxt()) do
-  entries[n] = {key = nxt(), src = nxt(), dst = nxt(), amount = nxt(), packed = nxt()}
+  entries[n] = {key = nxt(), src = nxt(), dst = nxt(), amount = nxt(), packed = nxt(),
+                player = nxt(), s = nxt(), n = nxt(), d = nxt()}
 end
 local tbl = nil
 if nxt() == '1' then
@@ -199,7 +231,7 @@ local new, err = check_entries(entries)
 if err then return err end
 
 -- Then write.
-post(new)
+post(new, day, cutoff)
 if tbl then
   if tonumber(tbl.epoch) > stored_epoch then redis.call('SET', T .. 'epoch', tbl.epoch) end
   redis.call('HSET', T .. 'row', 'config', tbl.config, 'state', tbl.state, 'seq', tbl.seq,
@@ -365,6 +397,10 @@ else
 end
 return 1
 """
+
+#: The suffixes of a player's flow fields (``<day>:s``, ``<day>:n``, ``<day>:d``), in
+#: :func:`~server.store.base.entry_flow`'s order.
+_FLOW_FIELDS: Final = ("s", "n", "d")
 
 #: How many wallet calls a listing or a due query reads from an index at a time.
 CALL_PAGE: Final = 500
@@ -614,10 +650,13 @@ class RedisStore:
         calls: Sequence[Mapping[str, Any]] = (),
     ) -> CommitResult:
         entries = list(entries)
-        args: list[str] = [self.prefix, str(len(entries))]
+        day = flow_day(self.clock())
+        args: list[str] = [self.prefix, day, flow_cutoff(day), str(len(entries))]
         for entry in entries:
             check_entry(entry)
             args += [entry.key, entry.src, entry.dst, str(entry.amount), _pack(entry)]
+            flow = entry_flow(entry)
+            args += ["", "0", "0", "0"] if flow is None else [str(part) for part in flow]
         if table is None:
             args.append("0")
         else:
@@ -867,6 +906,47 @@ class RedisStore:
                 pipe.hdel(key, player_id)
             else:
                 pipe.hset(key, player_id, json.dumps(kept))
+
+        with self._translated():
+            await self._redis().transaction(merge, key)
+        return kept
+
+    # -- a player's usage and limits ----------------------------------------------------
+    async def player_days(self, player_id: str, since_day: str) -> dict[str, dict[str, int]]:
+        since_day = check_day(since_day)
+        with self._translated():
+            found = await self._redis().hgetall(self._key("flows:", player_id))
+        days: dict[str, list[int]] = {}
+        for field, value in found.items():
+            day, _, which = _text(field).rpartition(":")
+            if which in _FLOW_FIELDS:
+                days.setdefault(day, [0, 0, 0])[_FLOW_FIELDS.index(which)] = int(value)
+        return flow_buckets(days, since_day)
+
+    async def player_limits(self, player_id: str) -> dict[str, Any]:
+        with self._translated():
+            found = await self._redis().hget(self._key("limits"), player_id)
+        stored = None if found is None else json.loads(_text(found))
+        return current_limits(stored, self.clock())
+
+    async def set_player_limits(
+        self, player_id: str, changes: Mapping[str, int | None], by: str
+    ) -> dict[str, Any]:
+        changes = check_limit_changes(changes, by)
+        key = self._key("limits")
+        kept: dict[str, Any] = {}
+
+        async def merge(pipe: Any) -> None:
+            # WATCHed: a concurrent change to the hash retries this with what it wrote.
+            nonlocal kept
+            found = await pipe.hget(key, player_id)
+            old = None if found is None else json.loads(_text(found))
+            kept = merge_limits(old, changes, by, self.clock())
+            pipe.multi()
+            if kept:
+                pipe.hset(key, player_id, dump_json(kept))
+            else:
+                pipe.hdel(key, player_id)
 
         with self._translated():
             await self._redis().transaction(merge, key)

@@ -58,9 +58,11 @@ from server.store.base import (
     StoreInUse,
     StoreUnavailable,
     TableRow,
+    add_flows,
     audit_report,
     check_balance,
     check_currency,
+    check_day,
     check_due_kinds,
     check_due_time,
     check_entry,
@@ -68,10 +70,15 @@ from server.store.base import (
     check_row,
     check_span,
     check_wallet_changes,
+    current_limits,
     dump_json,
+    flow_buckets,
+    flow_cutoff,
+    flow_day,
     follows,
     hold_problems,
     index_record,
+    merge_limits,
     merge_restriction,
     merge_wallet_call,
     prepare_wallet_call,
@@ -202,6 +209,19 @@ _CURRENCIES: Final = (
 #: missing on every open, like the currencies' (the schema's version stays 2).
 _RESTRICTIONS: Final = (
     "CREATE TABLE IF NOT EXISTS player_restrictions"
+    " (player_id TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID",
+)
+
+#: A player's usage and limits (issue 21): tables only added, created if missing on every
+#: open, like the restrictions' (the schema's version stays 2). ``player_days`` holds the
+#: flows of each player's UTC day, upserted by the commit that inserts the entries (a
+#: player's days older than ``FLOW_DAYS`` are deleted as a newer one is written);
+#: ``player_limits`` the player's limits as JSON.
+_PLAYER_USAGE: Final = (
+    "CREATE TABLE IF NOT EXISTS player_days (player_id TEXT NOT NULL, day TEXT NOT NULL,"
+    " staked INTEGER NOT NULL, net INTEGER NOT NULL, deposited INTEGER NOT NULL,"
+    " PRIMARY KEY (player_id, day)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS player_limits"
     " (player_id TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID",
 )
 
@@ -394,7 +414,7 @@ class SQLiteStore:
                     db.execute(statement)
                 for statement in _WALLET_CALLS:
                     db.execute(statement)
-                for statement in _RESTRICTIONS:
+                for statement in (*_RESTRICTIONS, *_PLAYER_USAGE):
                     db.execute(statement)
                 for statement in _CURRENCIES:
                     db.execute(statement)
@@ -591,7 +611,7 @@ class SQLiteStore:
             if table is not None and table_json is not None:
                 _put_table(db, table, table_json)
                 _put_events(db, table, events, self.event_retention)
-            inserted, left = _post(db, entries)
+            inserted, left = _post(db, entries, flow_day(self.clock()))
             for index, body in prepared:
                 if isinstance(index, RoundIndex):
                     _put_round(db, index, body, self.round_index)
@@ -830,6 +850,39 @@ class SQLiteStore:
 
         return await self._run(job)
 
+    # -- a player's usage and limits ----------------------------------------------------
+    async def player_days(self, player_id: str, since_day: str) -> dict[str, dict[str, int]]:
+        since_day = check_day(since_day)
+        rows = await self._run(
+            lambda db: db.execute(
+                "SELECT day, staked, net, deposited FROM player_days"
+                " WHERE player_id = ? AND day >= ? ORDER BY day",
+                (player_id, since_day),
+            ).fetchall()
+        )
+        return flow_buckets({day: sums for day, *sums in rows}, since_day)
+
+    async def player_limits(self, player_id: str) -> dict[str, Any]:
+        stored = await self._run(_limits, player_id)
+        return current_limits(stored, self.clock())
+
+    async def set_player_limits(
+        self, player_id: str, changes: Mapping[str, int | None], by: str
+    ) -> dict[str, Any]:
+        def job(db: sqlite3.Connection) -> dict[str, Any]:
+            with self._transaction(db):  # read and write in one: of two, one after the other
+                kept = merge_limits(_limits(db, player_id), changes, by, self.clock())
+                if kept:
+                    db.execute(
+                        "INSERT OR REPLACE INTO player_limits (player_id, body) VALUES (?, ?)",
+                        (player_id, dump_json(kept)),
+                    )
+                else:
+                    db.execute("DELETE FROM player_limits WHERE player_id = ?", (player_id,))
+                return kept
+
+        return await self._run(job)
+
     # -- checking --------------------------------------------------------------------
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:
         columns = "key, src, dst, amount, kind, round_id"
@@ -1019,10 +1072,13 @@ def _put_events(
     db.execute("DELETE FROM events WHERE table_id = ? AND seq <= ?", (tid, new[-1][1] - retention))
 
 
-def _post(db: sqlite3.Connection, entries: Iterable[Entry]) -> tuple[int, dict[str, int]]:
-    """Insert the entries not yet in the ledger and move their balances, in order.
+def _post(
+    db: sqlite3.Connection, entries: Iterable[Entry], day: str | None = None
+) -> tuple[int, dict[str, int]]:
+    """Insert the entries not yet in the ledger and move their balances, in order; with
+    ``day``, add the inserted entries' flows to their players' buckets of that day.
     Returns how many were inserted and the balances they left."""
-    inserted = 0
+    inserted: list[Entry] = []
     left: dict[str, int] = {}
     for entry in entries:
         old = db.execute(
@@ -1050,8 +1106,28 @@ def _post(db: sqlite3.Connection, entries: Iterable[Entry]) -> tuple[int, dict[s
             "INSERT INTO ledger (key, src, dst, amount, kind, round_id) VALUES (?, ?, ?, ?, ?, ?)",
             (entry.key, entry.src, entry.dst, entry.amount, entry.kind, entry.round_id),
         )
-        inserted += 1
-    return inserted, left
+        inserted.append(entry)
+    if day is not None:
+        _put_flows(db, add_flows({}, inserted), day)
+    return len(inserted), left
+
+
+def _put_flows(db: sqlite3.Connection, flows: Mapping[str, list[int]], day: str) -> None:
+    """Add each player's flows to their row of ``day``, and delete their rows older than
+    the days kept (an indexed range of the primary key: nothing, most commits)."""
+    if not flows:
+        return
+    db.executemany(
+        "INSERT INTO player_days (player_id, day, staked, net, deposited) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (player_id, day) DO UPDATE SET staked = staked + excluded.staked,"
+        " net = net + excluded.net, deposited = deposited + excluded.deposited",
+        ((player, day, *sums) for player, sums in flows.items()),
+    )
+    cutoff = flow_cutoff(day)
+    db.executemany(
+        "DELETE FROM player_days WHERE player_id = ? AND day < ?",
+        ((player, cutoff) for player in flows),
+    )
 
 
 def _put_calls(db: sqlite3.Connection, calls: list[tuple[dict[str, Any], str]]) -> None:
@@ -1142,5 +1218,13 @@ def _restriction(db: sqlite3.Connection, player_id: str) -> dict[str, Any] | Non
     """The restriction stored for ``player_id`` (maybe expired), or ``None``."""
     found = db.execute(
         "SELECT body FROM player_restrictions WHERE player_id = ?", (player_id,)
+    ).fetchone()
+    return None if found is None else dict(json.loads(found[0]))
+
+
+def _limits(db: sqlite3.Connection, player_id: str) -> dict[str, Any] | None:
+    """The limits stored for ``player_id`` (pendings not yet applied), or ``None``."""
+    found = db.execute(
+        "SELECT body FROM player_limits WHERE player_id = ?", (player_id,)
     ).fetchone()
     return None if found is None else dict(json.loads(found[0]))
