@@ -28,7 +28,7 @@ from client_cli.main import main
 from client_cli.model import reduce
 from client_cli.sentences import limit_line, limits_text, reality_text, refusal
 from server.net.auth import make_token as sign
-from tests.kit import ServerProcess
+from tests.kit import ServerProcess, scaled
 
 slow = pytest.mark.slow  # a server subprocess and a terminal: seconds each
 
@@ -184,7 +184,7 @@ timers = {{ betting = 30, squeeze = 20, third_card = 20, shoe_offer = 20, cut = 
 @pytest.fixture(scope="module")
 def reality_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     # Every 6 seconds: time to sit and take the shoe before the first one.
-    config = REALITY_CONFIG.format(minutes=0.1, secret=REALITY_SECRET)
+    config = REALITY_CONFIG.format(minutes=round(scaled(0.1), 4), secret=REALITY_SECRET)
     server = ServerProcess(tmp_path_factory.mktemp("reality"), config, "--log-level", "warning")
     server.start()
     try:
@@ -208,7 +208,7 @@ async def test_the_reality_check_pop_up(reality_server: Any) -> None:
     )
     async with app.run_test(size=(150, 45)) as pilot:
         await take_the_shoe_and_cut(pilot, app)
-        await until(pilot, lambda: isinstance(app.screen, RealityScreen), "the reality check", 20)
+        await until(pilot, lambda: isinstance(app.screen, RealityScreen), "the check", scaled(20))
         text = str(app.screen.query_one("#reality-text", Label).render())
         assert text.startswith("You have played for ") and "Net result: 0.00." in text
         assert model_of(app).reality_check_due
