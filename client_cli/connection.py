@@ -234,9 +234,10 @@ class Connection:
         return f"{self._prefix}-{next(self._ids)}"
 
     async def request(
-        self, kind: str, *, timeout: float | None = None, mid: str | None = None, **fields: Any
+        self, kind: str, /, *, timeout: float | None = None, mid: str | None = None, **fields: Any
     ) -> Item:
-        """Send one command; return its ``ok`` reply or raise :class:`ServerError`
+        """Send one command (``kind`` positional only: a field may be called ``kind``,
+        as ``set_limit``'s is); return its ``ok`` reply or raise :class:`ServerError`
         (an ``error`` reply) or :class:`ConnectionLost`. ``None`` fields are left out.
         Give ``mid`` to repeat a command with the same id (an idempotent retry)."""
         ws = self._ws

@@ -17,7 +17,12 @@ a test (or a bot) can keep any model it was handed and compare. The items:
     happened in words (:mod:`client_cli.sentences`);
 * ``{"type": "roads", "roads", "odds"}`` — the ``roads`` reply (the roads and exact odds);
 * ``{"type": "chat", "name", "text"}`` and ``{"type": "note", "text"}`` — a line for the
-  message line (chat, an error, the connection's state).
+  message line (chat, an error, the connection's state);
+* ``{"type": "reality_check", "session_seconds", "net", "staked", "every"}`` — the
+  server's reality check (docs/protocol.md §6 ``reality_ack``): it is said on the message
+  line and :attr:`TableModel.reality_check_due` is set (the server refuses bets
+  ``reality_check_due`` until it is answered); ``{"type": "reality_ack", "choice"}`` —
+  the client's answer, once the server took it: no longer due.
 
 The model keeps the seats and everyone's bets, the shoe holder and any offer, the phase
 and its deadline (server time), the coup's cards (``None`` while face down; a turner's
@@ -181,6 +186,10 @@ class TableModel:
     log: tuple[str, ...] = ()
     closed: bool = False
     server_actions: Actions | None = None  # None: this server sends no `actions`
+    #: A reality check waits for your answer (bets are refused until then), and what it
+    #: said (the server's ``reality_check``).
+    reality_check_due: bool = False
+    reality_check: Mapping[str, Any] | None = None
 
     # ------------------------------------------------------------------ what you may do
     @property
@@ -306,6 +315,12 @@ def reduce(model: TableModel, item: Mapping[str, Any]) -> TableModel:
         return _say(model, say.chat(item.get("name"), item.get("text")))
     if kind == "note":
         return _say(model, str(item.get("text") or ""))
+    if kind == "reality_check":
+        check = {k: v for k, v in item.items() if k != "type"}
+        due = replace(model, reality_check_due=True, reality_check=check)
+        return _say(due, say.reality_text(check))
+    if kind == "reality_ack":
+        return replace(model, reality_check_due=False, reality_check=None)
     return model
 
 

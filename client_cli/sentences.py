@@ -40,8 +40,15 @@ __all__ = [
     "debiting",
     "disconnected",
     "draining",
+    "limit_amount",
+    "limit_change_text",
+    "limit_line",
+    "limit_refusal",
+    "limits_text",
     "paused",
+    "reality_text",
     "reconnected",
+    "refusal",
     "restriction_text",
     "result_text",
     "resumed",
@@ -330,3 +337,130 @@ def restriction_text(restriction: Mapping[str, Any] | None) -> str:
     if restriction.get("kind") == "exclusion":
         return t("cli.responsible.excluded", until=until)
     return t("cli.responsible.on_break", until=until)
+
+
+# ---------------------------------------------------------------------------- limits
+
+#: The limits a player may set (docs/protocol.md §6 ``set_limit``), in the order shown.
+LIMIT_KINDS: tuple[str, ...] = (
+    "loss_day",
+    "loss_week",
+    "loss_month",
+    "wager_day",
+    "wager_week",
+    "wager_month",
+    "deposit_day",
+    "deposit_week",
+    "deposit_month",
+    "session",
+)
+
+
+def _utc(seconds: float) -> str:
+    """A given time (Unix seconds) in words, in UTC: no clock read."""
+    return datetime.datetime.fromtimestamp(float(seconds), datetime.UTC).strftime(
+        "%Y-%m-%d %H:%M UTC"
+    )
+
+
+def limit_amount(kind: str, amount: int) -> str:
+    """A limit's amount as people read it: money, or minutes for the session."""
+    if kind == "session":
+        return t("page.limits.minutes", minutes=amount)
+    return format_money(int(amount))
+
+
+def _pending(kind: str, pending: Mapping[str, Any] | None) -> str:
+    if not pending:
+        return ""
+    date = _utc(pending["from"])
+    if pending.get("amount") is None:
+        return t("page.limits.removed_on", date=date)
+    return t("page.limits.rises", amount=limit_amount(kind, int(pending["amount"])), date=date)
+
+
+def limit_line(kind: str, limit: Mapping[str, Any]) -> str:
+    """One limit in force: ``"Daily loss limit: 50.00 — 12.00 left"``, and a raise or a
+    removal that waits: ``"… (rises to 100.00 on 2026-12-02 18:40 UTC)"``."""
+    line = t(
+        "page.limits.line",
+        limit=t(f"page.limits.kind.{kind}"),
+        amount=limit_amount(kind, int(limit["amount"])),
+        left=limit_amount(kind, int(limit.get("remaining", limit["amount"]))),
+    )
+    pending = _pending(kind, limit.get("pending"))
+    return t("page.limits.with_pending", line=line, pending=pending) if pending else line
+
+
+def limits_text(reply: Mapping[str, Any]) -> str:
+    """A ``limits`` reply in plain words, one limit a line (the session's length and its
+    reality check after them)."""
+    limits: Mapping[str, Any] = reply.get("limits") or {}
+    order = {k: i for i, k in enumerate(LIMIT_KINDS)}
+    lines = [limit_line(k, limits[k]) for k in sorted(limits, key=lambda k: order.get(k, 99))]
+    if not lines:
+        lines.append(t("page.limits.none"))
+    session = reply.get("session") or {}
+    if isinstance(session.get("seconds"), int):
+        lines.append(t("cli.limits.session", minutes=session["seconds"] // 60))
+    if session.get("reality_check"):
+        lines.append(t("page.limits.reality_every", minutes=session["reality_check"]))
+    return "\n".join(lines)
+
+
+def limit_change_text(kind: str, reply: Mapping[str, Any]) -> str:
+    """What a ``set_limit`` or ``remove_limit`` did to ``kind``: in force now, waiting
+    its 24 hours, or none."""
+    limit = (reply.get("limits") or {}).get(kind)
+    name = t(f"page.limits.kind.{kind}")
+    if not limit:
+        return t("page.limits.gone", limit=name)
+    if limit.get("pending"):
+        return t("page.limits.waits", limit=name, pending=_pending(kind, limit["pending"]))
+    return t("page.limits.now", limit=name, amount=limit_amount(kind, int(limit["amount"])))
+
+
+def limit_refusal(message: object, limit: Mapping[str, Any] | None) -> str:
+    """``limit_reached`` in words: the server's own message in English, else the
+    catalog's with the limit (the error's ``limit``: kind, amount, what remains)."""
+    from client_cli.i18n import current_language, refusal_text
+
+    if current_language() == "en" and message:
+        return str(message)
+    if not limit or not limit.get("kind"):
+        return refusal_text("limit_reached", message)
+    kind = str(limit["kind"])
+    words = {
+        "limit": t(f"page.limits.kind.{kind}").lower(),
+        "amount": limit_amount(kind, int(limit.get("amount", 0))),
+        "left": limit_amount(kind, int(limit.get("remaining", 0))),
+    }
+    key = "page.refused.session_limit" if kind == "session" else "page.refused.limit_reached"
+    return t(key, **words)
+
+
+def refusal(code: object, message: object, reply: Mapping[str, Any] | None = None) -> str:
+    """Any refusal in words (:func:`~client_cli.i18n.refusal_text`), ``limit_reached``
+    with its limit (``reply``: the error message as the server sent it)."""
+    from client_cli.i18n import refusal_text
+
+    if code == "limit_reached":
+        limit = (reply or {}).get("limit")
+        return limit_refusal(message, limit if isinstance(limit, Mapping) else None)
+    return refusal_text(code, message)
+
+
+def reality_text(check: Mapping[str, Any]) -> str:
+    """A ``reality_check`` in words: ``"You have played for 30 minutes. Net result:
+    -12.50."`` (and what was staked, when the server could say)."""
+    seconds = max(0, int(check.get("session_seconds") or 0))
+    if seconds < 60:
+        parts = [t("page.reality.seconds", seconds=seconds)]
+    else:
+        parts = [t("page.reality.minutes", minutes=seconds // 60)]
+    net, staked = check.get("net"), check.get("staked")
+    if isinstance(net, int):
+        parts.append(t("page.reality.net", net=format_money(net, sign=True)))
+    if isinstance(staked, int):
+        parts.append(t("page.reality.staked", amount=format_money(staked)))
+    return " ".join(parts)

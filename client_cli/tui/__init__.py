@@ -3,7 +3,7 @@
 - :mod:`.app` — :class:`ChemmyApp`: the connection, the model, the command queue;
 - :mod:`.lobby` — the tables; :mod:`.table` — the table screen;
 - :mod:`.screens` — history, the roads and odds, the rules;
-- :mod:`.popups` — the cut and the options;
+- :mod:`.popups` — the cut, the options, a break and the reality check;
 - :mod:`.keys` — every key and button label; ``chemmy.tcss`` — the layout.
 
 Only :mod:`client_cli.play` imports this package, when ``chemmy play`` runs, so the other
@@ -15,7 +15,7 @@ from __future__ import annotations
 from client_cli.options import Options
 from client_cli.tui.app import ChemmyApp
 from client_cli.tui.lobby import LobbyScreen
-from client_cli.tui.popups import BreakScreen, CutScreen, OptionsScreen
+from client_cli.tui.popups import BreakScreen, CutScreen, OptionsScreen, RealityScreen
 from client_cli.tui.screens import HelpScreen, HistoryScreen, RoadsScreen, rules_text
 from client_cli.tui.table import TableScreen, chip_values
 
@@ -28,6 +28,7 @@ __all__ = [
     "LobbyScreen",
     "Options",
     "OptionsScreen",
+    "RealityScreen",
     "RoadsScreen",
     "TableScreen",
     "chip_values",

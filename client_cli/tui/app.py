@@ -9,7 +9,9 @@ the table's :class:`~client_cli.model.TableModel`, replaced through
 :func:`~client_cli.model.reduce` for every item the server sends; the screens draw it.
 Commands are sent one after another from a queue, so key presses reach the server in
 order; a refusal from the server goes to the message line, and a dropped connection
-shows "reconnecting…" then "resumed". Nothing the server refuses crashes the UI. The
+shows "reconnecting…" then "resumed". Nothing the server refuses crashes the UI. A
+break or a self-exclusion in force at hello is said at once (a note); a reality check
+from the server opens :class:`~client_cli.tui.popups.RealityScreen` until it is answered. The
 player's Options (:mod:`client_cli.options`) are read at start and saved at each change;
 "voices" are the announcements that pop up as notices. The words are the catalogs'
 (:mod:`client_cli.i18n`), in the language :meth:`ChemmyApp.apply_language` chooses. This module holds no rule of the
@@ -30,13 +32,13 @@ from textual.app import App
 from textual.css.query import NoMatches
 
 from client_cli.connection import Connection, ConnectionLost, ConnState, ServerError
-from client_cli.i18n import choose_language, refusal_text, set_language, t
+from client_cli.i18n import choose_language, set_language, t
 from client_cli.model import Applied, TableModel, apply_event, reduce
 from client_cli.money import format_money
 from client_cli.options import Options, load_options, options_path, save_options
-from client_cli.sentences import AREA_NAMES
+from client_cli.sentences import AREA_NAMES, refusal
 from client_cli.tui.lobby import LobbyScreen
-from client_cli.tui.popups import BreakScreen, OptionsScreen
+from client_cli.tui.popups import BreakScreen, OptionsScreen, RealityScreen
 from client_cli.tui.screens import HelpScreen, HistoryScreen, RoadsScreen
 from client_cli.tui.table import TableScreen, chip_values
 
@@ -111,10 +113,20 @@ class ChemmyApp(App[int]):
             self.lobby.set_status(f"Cannot connect: {exc}")
             return
         self.apply_language()
+        self.say_restriction()
         if self.initial_table:
             self.open_table(self.initial_table)
         else:
             self.refresh_lobby()
+
+    def say_restriction(self) -> None:
+        """A break or a self-exclusion in force (the hello reply's ``restriction``),
+        said at once as a note (the lobby's status line, or the table's message line)."""
+        from client_cli.sentences import restriction_text
+
+        restriction = (self.conn.identity or {}).get("restriction")
+        if restriction:
+            self.note(restriction_text(restriction))
 
     async def action_quit(self) -> None:
         with contextlib.suppress(Exception):
@@ -177,6 +189,7 @@ class ChemmyApp(App[int]):
             return
         self.table_screen = TableScreen()
         await self.push_screen(self.table_screen)
+        self.say_restriction()
         self.refresh_table()
         await self._fetch_roads()
 
@@ -239,9 +252,27 @@ class ChemmyApp(App[int]):
                 self.model = reduce(model, item)
         elif kind == "status":
             self._on_status(item)
+        elif kind == "reality_check":
+            self._on_reality_check(item)
         elif kind == "error":
-            self.note(refusal_text(item.get("code"), item.get("message")))
+            self.note(refusal(item.get("code"), item.get("message"), item))
         self.refresh_table()
+
+    def _on_reality_check(self, item: dict[str, Any]) -> None:
+        """The server's reality check: into the model (said on the message line, and
+        due until answered), and the pop-up that asks Continue or Leave."""
+        if self.model is not None:
+            self.model = reduce(self.model, item)
+        elif self.screen is self.lobby:
+            self.lobby.set_status(t("cli.note.reality_due"))
+        if not isinstance(self.screen, RealityScreen):
+            self.push_screen(RealityScreen(dict(item)))
+
+    def reality_answered(self, choice: str) -> None:
+        """The server took the answer to the reality check: no longer due."""
+        if self.model is not None:
+            self.model = reduce(self.model, {"type": "reality_ack", "choice": choice})
+        self.note(t("page.reality.left" if choice == "leave" else "page.reality.continued"))
 
     def _after_event(self, model: TableModel, item: dict[str, Any]) -> None:
         """What an applied event means for the screen beside the model: the bell, the
@@ -365,7 +396,7 @@ class ChemmyApp(App[int]):
                 reply = await self.conn.request(kind, **fields)
             except ServerError as exc:
                 if kind != "progress":
-                    self.note(refusal_text(exc.code, exc.message))
+                    self.note(refusal(exc.code, exc.message, exc.reply))
                     self._bell()
                 continue
             except ConnectionLost:

@@ -1,4 +1,5 @@
-"""The pop-ups: choosing the cut, the Options, and Responsible play (a break).
+"""The pop-ups: choosing the cut, the Options, Responsible play (a break), and the
+reality check (Continue or Leave, which must be answered).
 
 Each is a modal screen over the table that hands what was chosen to the app (a
 command, or a changed option); none talks to the server or decides a rule: the cut's
@@ -21,7 +22,7 @@ from client_cli.i18n import LANGUAGE_NAMES, t
 if TYPE_CHECKING:
     from client_cli.tui.app import ChemmyApp
 
-__all__ = ["BreakScreen", "CutScreen", "OptionsScreen"]
+__all__ = ["BreakScreen", "CutScreen", "OptionsScreen", "RealityScreen"]
 
 
 class CutScreen(ModalScreen[None]):
@@ -218,3 +219,63 @@ class BreakScreen(ModalScreen[None]):
             self.query_one("#break-question", Label).update("")
         elif bid == "break-close":
             self.dismiss()
+
+
+class RealityScreen(ModalScreen[None]):
+    """The reality check (the server's ``reality_check``): how long you have played and
+    your net result, and Continue or Leave (``reality_ack``). It has no Escape: bets are
+    refused until it is answered. After Leave your chips come back and you stand at
+    every table; the client stays where it is, watching."""
+
+    def __init__(self, check: dict[str, Any]) -> None:
+        super().__init__()
+        self.check = check
+
+    @property
+    def chemmy(self) -> ChemmyApp:
+        return cast("ChemmyApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        from client_cli.sentences import reality_text
+
+        with Vertical(id="reality-box"):
+            yield Label(t("page.reality.title"))
+            yield Label(reality_text(self.check), id="reality-text")
+            yield Label(t("page.reality.question"))
+            yield Label("", id="reality-result")
+            with Horizontal():
+                yield Button(t("page.reality.continue"), id="reality-continue", variant="primary")
+                yield Button(t("page.reality.leave"), id="reality-leave")
+
+    def on_mount(self) -> None:
+        self.query_one("#reality-continue", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        choice = {"reality-continue": "continue", "reality-leave": "leave"}.get(
+            event.button.id or ""
+        )
+        if choice is not None:
+            for button in self.query(Button):
+                button.disabled = True
+            self.run_worker(self._answer(choice), group="reality")
+
+    async def _answer(self, choice: str) -> None:
+        from client_cli.connection import ConnectionLost, ServerError
+        from client_cli.sentences import refusal
+
+        try:
+            await self.chemmy.conn.request("reality_ack", choice=choice)
+        except ServerError as exc:
+            if exc.code != "no_reality_check":  # (none waits any more: nothing to answer)
+                self._failed(refusal(exc.code, exc.message, exc.reply))
+                return
+        except ConnectionLost as exc:
+            self._failed(str(exc))
+            return
+        self.chemmy.reality_answered(choice)
+        self.dismiss()
+
+    def _failed(self, text: str) -> None:
+        self.query_one("#reality-result", Label).update(t("page.refused", text=text))
+        for button in self.query(Button):
+            button.disabled = False

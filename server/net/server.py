@@ -349,7 +349,7 @@ class ChemmyServer:
     def send(self, session: Session, message: dict[str, Any]) -> None:
         send_now(session.conn, encode(message, session.fmt))
 
-    def ok(self, session: Session, mid: Any, **result: Any) -> None:
+    def ok(self, session: Session, mid: Any, /, **result: Any) -> None:
         self.send(session, {"type": "ok", "id": mid, **result})
 
     def error(self, session: Session, mid: Any, err: ChemmyError) -> None:

@@ -53,6 +53,12 @@ tier = "1-100"
 timers = {RELAXED}
 
 [[tables]]
+id = "tui-limits"
+name = "TUI limits"
+tier = "1-100"
+timers = {RELAXED}
+
+[[tables]]
 id = "tui-chat"
 name = "TUI chat"
 tier = "1-100"

@@ -25,6 +25,7 @@ ONLINE: dict[str, list[str]] = {
     "void": ["t1-1-1", "--reason", "a test"],
     "table": ["pause", "t1"],
     "break": [],
+    "limits": [],
 }
 OFFLINE = {"coup", "odds", "simulate"}
 

@@ -26,7 +26,7 @@ import { ChemmyError, connect } from "./chemmy.js";
 import { chooseLanguage, language, refusalText, setCurrency, setLanguage, t, translatePage } from "./i18n.js";
 import { AREA_NAMES, TableState, formatMoney } from "./state.js";
 import { $, h, show, store } from "./dom.js";
-import { Dialogs, loadOptions } from "./dialogs.js";
+import { Dialogs, loadOptions, refusalOf, restrictionText } from "./dialogs.js";
 import { LobbyView } from "./lobby.js";
 import { RoadsView } from "./roads.js";
 import { SQUEEZE_SECONDS, Squeeze } from "./squeeze.js";
@@ -105,6 +105,7 @@ class App {
     this.sounds = new Sounds(this);
     this.client = null;
     this.identity = null;
+    this.restriction = null; // the break or self-exclusion in force (the hello reply's)
     this.tableId = null;
     this.state = null;
     this.tables = [];
@@ -193,6 +194,7 @@ class App {
     if (!this.identity && this.connState === "closed") $("#plaque").textContent = t("page.plaque.not_connected");
     if (this.identity) {
       $("#who").textContent = this.identity.guest ? t("page.guest", { name: this.identity.name }) : this.identity.name;
+      this.showRestriction(this.restriction, false);
       if (document.body.dataset.view === "lobby") $("#plaque").textContent = t("page.choose_table");
     }
     if (this.state) {
@@ -264,7 +266,9 @@ class App {
     c.on("resumed", ({ table: tb }) => tb === this.tableId && this.note(t("page.resumed")));
     c.on("event", (ev) => this.onEvent(ev));
     c.on("chat", (m) => this.onChat(m));
-    c.on("error", (m) => this.note(refusalText(m.code, m.message), "refused"));
+    c.on("error", (m) => this.note(refusalOf(m), "refused"));
+    // The reality check: a modal until it is answered (bets wait for it, the server's).
+    c.on("message", (m) => m.type === "reality_check" && this.dialogs.showReality(m));
   }
 
   // -- connection ----------------------------------------------------------------------
@@ -325,10 +329,22 @@ class App {
     $("#who").textContent = hello.guest ? t("page.guest", { name: hello.name }) : hello.name;
     if (this.messages === this.connectingMessage) this.setMessage(t("page.connected_as", { name: hello.name }), "you");
     if (!this.state) this.table.renderMoney(undefined, 0);
+    this.showRestriction(hello.restriction);
     if (!first) return;
     const target = table || store.get("session", "chemmy.table");
     if (target) this.openTable(target);
     else this.showLobby();
+  }
+
+  /** A break or a self-exclusion in force (the hello reply's `restriction`, or
+   * take_break's): said at once, in a banner under the top bar (null: none). */
+  showRestriction(restriction, say = true) {
+    this.restriction = restriction ?? null;
+    const banner = $("#restriction-banner");
+    banner.textContent = restriction ? restrictionText(restriction) : "";
+    banner.dataset.tone = restriction ? "warn" : "";
+    show(banner, Boolean(restriction));
+    if (restriction && say) this.note(banner.textContent, "refused");
   }
 
   // -- lobby ---------------------------------------------------------------------------
@@ -562,6 +578,7 @@ class App {
     if (err.code === "over_max" && s) text = t("page.refused.over_max", { area, amount: formatMoney(s.maxFor(fields.area)) });
     else if (err.code === "below_min" && s) text = t("page.refused.below_min", { area, amount: formatMoney(s.limits.min) });
     else if (err.code === "insufficient_funds") text = t("page.refused.funds");
+    else if (err.code === "limit_reached") text = refusalOf(err);
     else if (STALE.has(err.code)) text = t("page.refused.too_late", { reason: refusalText(err.code, String(err.message).replace(/^not now: /, "")) });
     else text = refusalText(err.code, err.message) || err.code;
     this.note(t("page.refused", { text }), "refused", err.code);

@@ -4,13 +4,82 @@
  * until it succeeds), the history of your coups, the rules (Help: the terminal client's
  * own rules.md) and Options (speed, balloons, sound, voices, name, language: kept in the
  * browser's storage). The cashier holds the "Responsible play" panel: a break or a
- * self-exclusion (take_break, confirmed first) and what is in force (responsible).
+ * self-exclusion (take_break, confirmed first) and what is in force (responsible), and
+ * the limits you set on your own play (limits, set_limit, remove_limit: each in force
+ * in plain words, a raise or a removal waiting its 24 hours as pending). The reality
+ * check (a `reality_check` from the server) is a modal that must be answered:
+ * Continue or Leave (reality_ack); after Leave the page stays at the table, watching.
  */
 
 import { language, refusalText, t } from "./i18n.js";
 import { AREA_NAMES, formatMoney, parseMoney, resultText } from "./state.js";
 import { $, fill, h, store } from "./dom.js";
 import { cardsLine } from "./cards.js";
+
+/** The limits a player may set (docs/protocol.md §6 set_limit), as the select lists them. */
+export const LIMIT_KINDS = [
+  "loss_day",
+  "loss_week",
+  "loss_month",
+  "wager_day",
+  "wager_week",
+  "wager_month",
+  "deposit_day",
+  "deposit_week",
+  "deposit_month",
+  "session",
+];
+
+function when(seconds) {
+  return new Date(seconds * 1000).toLocaleString(language(), { dateStyle: "medium", timeStyle: "short" });
+}
+
+/** A limit's amount as people read it: money in the player's currency, or minutes. */
+export function limitAmount(kind, amount) {
+  return kind === "session" ? t("page.limits.minutes", { minutes: amount }) : formatMoney(amount);
+}
+
+/** One limit in force, in plain words: "Daily loss limit: 50.00 — 12.00 left", and a
+ * raise or a removal waiting: "(rises to 100.00 on 2 Dec 2026, 18:40)". */
+export function limitLine(kind, limit) {
+  const line = t("page.limits.line", {
+    limit: t(`page.limits.kind.${kind}`),
+    amount: limitAmount(kind, limit.amount),
+    left: limitAmount(kind, limit.remaining),
+  });
+  const pending = pendingText(kind, limit.pending);
+  return pending ? t("page.limits.with_pending", { line, pending }) : line;
+}
+
+function pendingText(kind, pending) {
+  if (!pending) return "";
+  const date = when(pending.from);
+  return pending.amount == null ? t("page.limits.removed_on", { date }) : t("page.limits.rises", { amount: limitAmount(kind, pending.amount), date });
+}
+
+/** A `limit_reached` refusal in words: the server's own message in English, else the
+ * catalog's, with the limit, its amount and what remains (the error's `limit`). */
+export function limitRefusal(message, limit) {
+  if (language() === "en" && message) return message;
+  if (!limit?.kind) return refusalText("limit_reached", message);
+  const words = { limit: t(`page.limits.kind.${limit.kind}`).toLowerCase(), amount: limitAmount(limit.kind, limit.amount), left: limitAmount(limit.kind, limit.remaining) };
+  return t(limit.kind === "session" ? "page.refused.session_limit" : "page.refused.limit_reached", words);
+}
+
+/** Any refusal in words, a limit_reached with its limit. */
+export function refusalOf(err) {
+  if (err?.code === "limit_reached") return limitRefusal(err.message, err.reply?.limit ?? err.limit);
+  return refusalText(err?.code, err?.message);
+}
+
+/** A reality check's words: "You have played for 30 minutes. Net result: -12.50." */
+export function realityText(m) {
+  const seconds = Math.max(0, Math.floor(Number(m.session_seconds) || 0));
+  const parts = [seconds < 60 ? t("page.reality.seconds", { seconds }) : t("page.reality.minutes", { minutes: Math.floor(seconds / 60) })];
+  if (Number.isInteger(m.net)) parts.push(t("page.reality.net", { net: formatMoney(m.net, { sign: true }) }));
+  if (Number.isInteger(m.staked)) parts.push(t("page.reality.staked", { amount: formatMoney(m.staked) }));
+  return parts.join(" ");
+}
 
 const OPTION_DEFAULTS = { speed: 4, balloons: true, sound: true, voices: true, name: "", language: "auto" };
 
@@ -86,6 +155,12 @@ export function markdown(text) {
   return out;
 }
 
+/** A break or a self-exclusion in force, in plain words. */
+export function restrictionText(restriction) {
+  const until = when(restriction.until);
+  return t(restriction.kind === "exclusion" ? "page.responsible.excluded" : "page.responsible.on_break", { until });
+}
+
 export class Dialogs {
   constructor(app) {
     this.app = app;
@@ -96,6 +171,10 @@ export class Dialogs {
   /** A click on a dialog's backdrop or its close button closes it; the forms. */
   bind() {
     for (const dlg of document.querySelectorAll("dialog")) {
+      if ("required" in dlg.dataset) {
+        dlg.addEventListener("cancel", (ev) => ev.preventDefault()); // Escape: it waits for an answer
+        continue;
+      }
       dlg.addEventListener("click", (ev) => {
         if (ev.target === dlg || ev.target.closest("[data-close]")) dlg.close();
       });
@@ -107,6 +186,131 @@ export class Dialogs {
     $("#options-form").addEventListener("input", () => this.readOptions());
     $("#options-form").addEventListener("submit", (ev) => ev.preventDefault());
     this.bindResponsible();
+    this.bindLimits();
+    $("#reality-continue").addEventListener("click", () => this.answerReality("continue"));
+    $("#reality-leave").addEventListener("click", () => this.answerReality("leave"));
+  }
+
+  // -- limits ----------------------------------------------------------------------------
+  bindLimits() {
+    $("#limit-kind").addEventListener("change", () => this.limitKindChosen());
+    $("#limit-set").addEventListener("click", () => this.setLimit());
+    $("#limit-remove").addEventListener("click", () => this.removeLimit());
+    // Enter in the amount sets the limit (not the cashier's deposit).
+    $("#limit-amount").addEventListener("keydown", (ev) => {
+      if (ev.keyCode !== 13) return; // Enter
+      ev.preventDefault();
+      this.setLimit();
+    });
+  }
+
+  limitKindChosen() {
+    const session = $("#limit-kind").value === "session";
+    $("#limit-amount-label").textContent = t(session ? "page.limits.amount_minutes" : "page.limits.amount");
+    $("#limit-amount").inputMode = session ? "numeric" : "decimal";
+    $("#limit-amount").placeholder = session ? "60" : formatMoney(5000);
+  }
+
+  async loadLimits() {
+    try {
+      this.renderLimits(await this.app.client.send("limits", {}));
+    } catch (err) {
+      this.limitsResult(refusalOf(err), "refused");
+    }
+  }
+
+  /** The limits in force (a `limits` reply), each in plain words. */
+  renderLimits(reply) {
+    this.limits = reply;
+    const lines = Object.entries(reply?.limits ?? {})
+      .sort(([a], [b]) => LIMIT_KINDS.indexOf(a) - LIMIT_KINDS.indexOf(b))
+      .map(([kind, limit]) => h("li", { dataset: { kind } }, limitLine(kind, limit)));
+    if (!lines.length) lines.push(h("li", { class: "muted" }, t("page.limits.none")));
+    const every = reply?.session?.reality_check;
+    if (every) lines.push(h("li", { class: "muted" }, t("page.limits.reality_every", { minutes: every })));
+    fill($("#limits-list"), ...lines);
+  }
+
+  limitsResult(text, tone = "") {
+    const result = $("#limits-result");
+    result.textContent = text;
+    result.dataset.tone = tone;
+  }
+
+  /** The amount typed, in minor units (minutes for the session), or null. */
+  limitInput(kind) {
+    const text = $("#limit-amount").value.trim();
+    if (kind !== "session") return parseMoney(text);
+    if (!/^\d{1,4}$/.test(text)) return null;
+    const minutes = Number(text);
+    return minutes >= 1 && minutes <= 1440 ? minutes : null;
+  }
+
+  async setLimit() {
+    const kind = $("#limit-kind").value;
+    const amount = this.limitInput(kind);
+    if (!amount) {
+      this.limitsResult(kind === "session" ? t("page.limits.enter_minutes") : t("page.limits.enter_amount", { example: formatMoney(1250) }), "refused");
+      return;
+    }
+    await this.changeLimit("set_limit", { kind, amount });
+  }
+
+  async removeLimit() {
+    await this.changeLimit("remove_limit", { kind: $("#limit-kind").value });
+  }
+
+  async changeLimit(type, fields) {
+    const kind = fields.kind;
+    let reply;
+    try {
+      reply = await this.app.client.send(type, fields);
+    } catch (err) {
+      this.limitsResult(t("page.refused", { text: refusalOf(err) }), "refused");
+      return;
+    }
+    this.renderLimits(reply);
+    const limit = reply.limits?.[kind];
+    const name = t(`page.limits.kind.${kind}`);
+    let text;
+    if (!limit) text = t("page.limits.gone", { limit: name });
+    else if (limit.pending) text = t("page.limits.waits", { limit: name, pending: pendingText(kind, limit.pending) });
+    else text = t("page.limits.now", { limit: name, amount: limitAmount(kind, limit.amount) });
+    this.limitsResult(text, "win");
+    this.app.note(text, "you");
+  }
+
+  // -- the reality check -------------------------------------------------------------------
+  /** The server's `reality_check`: a modal until it is answered (bets wait for it). */
+  showReality(m) {
+    this.reality = m;
+    $("#reality-text").textContent = realityText(m);
+    $("#reality-result").textContent = "";
+    for (const b of document.querySelectorAll("#dlg-reality button")) b.disabled = false;
+    const dlg = $("#dlg-reality");
+    if (!dlg.open) dlg.showModal();
+    $("#reality-continue").focus();
+  }
+
+  async answerReality(choice) {
+    const app = this.app;
+    const buttons = document.querySelectorAll("#dlg-reality button");
+    for (const b of buttons) b.disabled = true;
+    try {
+      await app.client.send("reality_ack", { choice });
+    } catch (err) {
+      if (err.code !== "no_reality_check") {
+        for (const b of buttons) b.disabled = false;
+        $("#reality-result").textContent = t("page.refused", { text: refusalOf(err) });
+        $("#reality-result").dataset.tone = "refused";
+        return;
+      }
+    }
+    this.reality = null;
+    $("#dlg-reality").close();
+    // Leave: the chips came back and you stood at every table; the page stays, watching.
+    app.note(t(choice === "leave" ? "page.reality.left" : "page.reality.continued"), "you");
+    if (choice === "leave") await app.refreshMoney();
   }
 
   /** The "Responsible play" panel's buttons: a period asks first; yes takes it. */
@@ -136,6 +340,7 @@ export class Dialogs {
     try {
       const reply = await this.app.client.send("take_break", { period });
       this.renderResponsible(reply.restriction);
+      this.app.showRestriction(reply.restriction);
       this.app.note($("#responsible-state").textContent, "you");
       await this.app.refreshMoney(); // the chips placed come back
     } catch (err) {
@@ -160,8 +365,7 @@ export class Dialogs {
       state.dataset.tone = "";
       return;
     }
-    const until = new Date(restriction.until * 1000).toLocaleString(language(), { dateStyle: "medium", timeStyle: "short" });
-    state.textContent = t(restriction.kind === "exclusion" ? "page.responsible.excluded" : "page.responsible.on_break", { until });
+    state.textContent = restrictionText(restriction);
     state.dataset.tone = "refused";
   }
 
@@ -172,6 +376,9 @@ export class Dialogs {
     $("#cashier-result").textContent = "";
     $("#responsible-confirm").hidden = true;
     this.loadResponsible();
+    this.limitsResult("");
+    this.limitKindChosen();
+    this.loadLimits();
     // The suggested amount as the current language writes money ("100,00" in French,
     // which parseMoney would read as 10,000.00 if it stayed "100.00"); a typed one stays.
     const input = $("#cashier-amount");
@@ -214,7 +421,7 @@ export class Dialogs {
       app.note(t("page.cashier.deposited", { amount: formatMoney(amount) }), "you");
     } catch (err) {
       if (err.code !== "disconnected" && err.code !== "timeout") this.depositId = null;
-      result.textContent = t("page.refused", { text: refusalText(err.code, err.message) });
+      result.textContent = t("page.refused", { text: refusalOf(err) });
       result.dataset.tone = "refused";
     }
   }
