@@ -16,6 +16,8 @@ Everything that talks to a live Chemmy server from a test or a benchmark comes f
   what a frame may not show.
 - :mod:`.timing` and :mod:`.tables`: the one timeout factor
   (``CHEMMY_TESTS_TIMEOUT_FACTOR``), test table definitions and secrets.
+- :mod:`.operator`: :class:`~.operator.SignedOperator`, calls to a server's operator API signed
+  with the tests' operator key, and :func:`~.operator.audited`, the books checked.
 - :mod:`.crash`: the crash and drain tests' table of three players over a server
   subprocess, and their checks of the database it left.
 

@@ -11,40 +11,21 @@ at hello. The books are audited after play.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 
 from server.net.server import ChemmyServer
-from server.wallet.signing import signature_header
 from tests.kit import Game
 from tests.kit.client import Client
 from tests.kit.inproc import Net
+from tests.kit.operator import KEY, audited
+from tests.kit.operator import SignedOperator as Operator
 from tests.kit.tables import table_def
 
-KEY = "the-operators-key-for-the-tests-0123456789"
 DAY = 86_400
-
-
-class Operator:
-    """Signed calls to one server's operator API."""
-
-    def __init__(self, server: ChemmyServer) -> None:
-        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}", timeout=10)
-
-    async def post(self, path: str, body: Any) -> httpx.Response:
-        raw = json.dumps(body).encode()
-        sign = signature_header(KEY.encode(), time.time(), "POST", path, raw)
-        headers = {"Content-Type": "application/json", "Chemmy-Signature": sign}
-        return await self.http.post(path, content=raw, headers=headers)
-
-    async def get(self, path: str) -> httpx.Response:
-        sign = signature_header(KEY.encode(), time.time(), "GET", path, b"")
-        return await self.http.get(path, headers={"Chemmy-Signature": sign})
 
 
 @pytest.fixture
@@ -54,14 +35,9 @@ async def server(net: Net) -> ChemmyServer:
 
 @pytest.fixture
 async def operator(server: ChemmyServer) -> AsyncIterator[Operator]:
-    made = Operator(server)
+    made = Operator(server.port)
     yield made
-    await made.http.aclose()
-
-
-async def audited(server: ChemmyServer) -> None:
-    audit = await server.store.audit()
-    assert audit["sum"] == 0 and audit["ledger_matches"] and audit["holds_ok"], audit
+    await made.aclose()
 
 
 async def seated(net: Net, server: ChemmyServer, *tables: str) -> tuple[Client, Client, Game]:
@@ -172,7 +148,7 @@ async def test_deposit_limits_at_the_cashier(net: Net, server: ChemmyServer) -> 
 
 async def test_deposit_limits_at_the_transfer_api(net: Net) -> None:
     server = await net.start(wallet="transfer", operator_key=KEY)
-    operator = Operator(server)
+    operator = Operator(server.port)
     try:
         body = {"transaction_id": "op-1", "player": "ann", "amount": 3000, "currency": "EUR"}
         assert (await operator.post("/operator/v1/transfers/deposit", body)).status_code == 200
@@ -192,7 +168,7 @@ async def test_deposit_limits_at_the_transfer_api(net: Net) -> None:
         assert (await ann.balance()) == 5000
         await audited(server)
     finally:
-        await operator.http.aclose()
+        await operator.aclose()
 
 
 async def test_the_session_time_limit_stops_bets(net: Net, server: ChemmyServer) -> None:

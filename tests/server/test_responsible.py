@@ -8,55 +8,30 @@ through the signed API; a player cannot shorten a self-exclusion.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
-import httpx
 import pytest
 
 from server.net.server import ChemmyServer
-from server.wallet.signing import signature_header
 from tests.kit import Game
 from tests.kit.inproc import Net
+from tests.kit.operator import KEY, audited
+from tests.kit.operator import SignedOperator as Operator
 
-KEY = "the-operators-key-for-the-tests-0123456789"
 DAY = 86_400
-
-
-class Operator:
-    """Signed calls to one server's operator API."""
-
-    def __init__(self, server: ChemmyServer) -> None:
-        self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}", timeout=10)
-
-    async def post(self, path: str, body: Any) -> httpx.Response:
-        raw = json.dumps(body).encode()
-        sign = signature_header(KEY.encode(), time.time(), "POST", path, raw)
-        headers = {"Content-Type": "application/json", "Chemmy-Signature": sign}
-        return await self.http.post(path, content=raw, headers=headers)
-
-    async def get(self, path: str) -> httpx.Response:
-        sign = signature_header(KEY.encode(), time.time(), "GET", path, b"")
-        return await self.http.get(path, headers={"Chemmy-Signature": sign})
 
 
 @pytest.fixture
 async def operator(server: ChemmyServer) -> AsyncIterator[Operator]:
-    made = Operator(server)
+    made = Operator(server.port)
     yield made
-    await made.http.aclose()
+    await made.aclose()
 
 
 @pytest.fixture
 async def server(net: Net) -> ChemmyServer:
     return await net.start(operator_key=KEY)
-
-
-async def audited(server: ChemmyServer) -> None:
-    audit = await server.store.audit()
-    assert audit["sum"] == 0 and audit["ledger_matches"] and audit["holds_ok"], audit
 
 
 async def test_a_break_refuses_sit_and_bet_and_returns_the_chips(
@@ -193,12 +168,12 @@ async def test_an_operator_on_one_process_returns_chips_placed_through_another(
     await game.to_betting()
     before = await ann.balance()
     await ann.call("bet", table="t1", area="banker", amount=400)
-    operator = Operator(one)
+    operator = Operator(one.port)
     try:
         reply = await operator.post("/operator/v1/players/ann/restriction", {"period": "24h"})
         assert reply.status_code == 200, reply.text
     finally:
-        await operator.http.aclose()
+        await operator.aclose()
     await ann.wait_event("stood", lambda m: m["data"]["player"] == "ann")
     money = await ann.call("balance")
     assert money["available"] == money["balance"] == before
