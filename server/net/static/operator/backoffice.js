@@ -259,27 +259,41 @@ async function voidLive(ev) {
   const target = page.liveVoid;
   if (!target) return;
   const out = $("#live-void-answer");
-  const reason = $("#live-void-reason").value.trim();
+  $("#live-void-send").disabled = true;
+  try {
+    const answer = await postVoid(target.round, $("#live-void-reason"), out);
+    if (answer) {
+      out.textContent = t("bo.live_void.done", { round: answer.round_id ?? target.round, table: target.table });
+      cancelVoid();
+      await loadTables().catch(refuse);
+    } else {
+      await loadTables().catch(() => {}); // the line may be stale: a round settled meanwhile
+    }
+  } finally {
+    $("#live-void-send").disabled = false;
+  }
+}
+
+/** Void round `id` with the reason typed in `reasonBox`, saying so in `out`: the
+ * server's answer, or null when there is no reason or the server refused (`out` then
+ * says why, in its words). */
+async function postVoid(id, reasonBox, out) {
+  const reason = reasonBox.value.trim();
   if (!reason) {
     out.dataset.state = "refused";
     out.textContent = t("bo.void.need_reason");
-    return;
+    return null;
   }
   out.dataset.state = "asking";
   out.textContent = t("bo.asking");
-  $("#live-void-send").disabled = true;
   try {
-    const answer = await api("POST", `/operator/v1/rounds/${encodeURIComponent(target.round)}/void`, { reason });
+    const answer = await api("POST", `/operator/v1/rounds/${encodeURIComponent(id)}/void`, { reason });
     out.dataset.state = "ok";
-    out.textContent = t("bo.live_void.done", { round: answer?.round_id ?? target.round, table: target.table });
-    cancelVoid();
-    await loadTables().catch(refuse);
+    return answer ?? {};
   } catch (err) {
     out.dataset.state = "refused";
     out.textContent = refusalWords(err);
-    await loadTables().catch(() => {}); // the line may be stale: a round settled meanwhile
-  } finally {
-    $("#live-void-send").disabled = false;
+    return null;
   }
 }
 
@@ -450,22 +464,8 @@ async function voidRound(ev) {
   const round = page.replay?.round;
   if (!round) return;
   const out = $("#void-answer");
-  const reason = $("#void-reason").value.trim();
-  if (!reason) {
-    out.dataset.state = "refused";
-    out.textContent = t("bo.void.need_reason");
-    return;
-  }
-  out.dataset.state = "asking";
-  out.textContent = t("bo.asking");
-  try {
-    const answer = await api("POST", `/operator/v1/rounds/${encodeURIComponent(round.round_id)}/void`, { reason });
-    out.dataset.state = "ok";
-    out.textContent = t("bo.void.done", { round: round.round_id, status: answer?.status ?? "ok" });
-  } catch (err) {
-    out.dataset.state = "refused";
-    out.textContent = refusalWords(err);
-  }
+  const answer = await postVoid(round.round_id, $("#void-reason"), out);
+  if (answer) out.textContent = t("bo.void.done", { round: round.round_id, status: answer.status ?? "ok" });
 }
 
 // ---------------------------------------------------------------------------- totals
