@@ -105,3 +105,36 @@ def make_server(tmp_path: Path) -> Iterator[Callable[[list[dict[str, Any]]], Ser
     yield _make
     for s in servers:
         s.stop()
+
+
+@pytest.fixture
+def office(browser: Browser) -> Iterator[Callable[..., Page]]:
+    """``office(url)``: the back office (or any page) in a page of its own; any script
+    error fails the test, except the console's line for each refused fetch (a 4xx is
+    what the back office's tests ask for)."""
+    contexts: list[BrowserContext] = []
+    errors: list[str] = []
+
+    def _open(url: str | None = None, **options: Any) -> Page:
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, **options)
+        context.set_default_timeout(ms(10))
+        contexts.append(context)
+        page = context.new_page()
+        page.on("pageerror", lambda err: errors.append(f"pageerror: {err}"))
+        page.on(
+            "console",
+            lambda msg: (
+                errors.append(f"console.{msg.type}: {msg.text}")
+                if msg.type == "error" and "the server responded with a status of 4" not in msg.text
+                else None
+            ),
+        )
+        if url is not None:
+            page.goto(url)
+            page.locator("body[data-ready='1']").wait_for(state="attached")
+        return page
+
+    yield _open
+    for c in contexts:
+        c.close()
+    assert not errors, "script errors in the page:\n" + "\n".join(errors)

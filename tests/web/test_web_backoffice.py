@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, Page, expect
 from test_web_a11y import RANKS, SUITS, axe_serious
 from web_helpers import (
     FAST,
@@ -104,38 +104,6 @@ def played(browser: Browser, server: ServerProcess) -> Iterator[dict[str, Any]]:
     assert status == 200, body
     yield {"round_id": round_id, "report": json.loads(body), "page": tp}
     context.close()
-
-
-@pytest.fixture
-def office(browser: Browser) -> Iterator[Callable[..., Page]]:
-    """``office(url)``: a page of its own; any script error fails the test, except the
-    console's line for each refused fetch (a 4xx is what these tests ask for)."""
-    contexts: list[BrowserContext] = []
-    errors: list[str] = []
-
-    def _open(url: str | None = None, **options: Any) -> Page:
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, **options)
-        context.set_default_timeout(ms(10))
-        contexts.append(context)
-        page = context.new_page()
-        page.on("pageerror", lambda err: errors.append(f"pageerror: {err}"))
-        page.on(
-            "console",
-            lambda msg: (
-                errors.append(f"console.{msg.type}: {msg.text}")
-                if msg.type == "error" and "the server responded with a status of 4" not in msg.text
-                else None
-            ),
-        )
-        if url is not None:
-            page.goto(url)
-            page.locator("body[data-ready='1']").wait_for(state="attached")
-        return page
-
-    yield _open
-    for c in contexts:
-        c.close()
-    assert not errors, "script errors in the page:\n" + "\n".join(errors)
 
 
 def keep(page: Page, tmp_path: Path, artifacts: Path, name: str) -> Path:

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, Page, expect
 from test_web_backoffice import OPERATOR, keep, refusal_text
-from web_helpers import SECRET, ServerProcess, ms, scaled, server_config
+from web_helpers import SECRET, ServerProcess, scaled, server_config
 
 from server.store import open_store
 from tests.kit import Client, Game, open_player
@@ -74,37 +74,6 @@ def loop() -> Iterator[Loop]:
     made = Loop()
     yield made
     made.close()
-
-
-@pytest.fixture
-def office(browser: Browser) -> Iterator[Callable[[str], Page]]:
-    """``office(url)``: the back office in a page of its own; a script error fails the
-    test, but for the console's line for a refused fetch (a 409 is asked for here)."""
-    contexts: list[BrowserContext] = []
-    errors: list[str] = []
-
-    def _open(url: str) -> Page:
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        context.set_default_timeout(ms(10))
-        contexts.append(context)
-        page = context.new_page()
-        page.on("pageerror", lambda err: errors.append(f"pageerror: {err}"))
-        page.on(
-            "console",
-            lambda msg: (
-                errors.append(f"console.{msg.type}: {msg.text}")
-                if msg.type == "error" and "the server responded with a status of 4" not in msg.text
-                else None
-            ),
-        )
-        page.goto(url)
-        page.locator("body[data-ready='1']").wait_for(state="attached")
-        return page
-
-    yield _open
-    for c in contexts:
-        c.close()
-    assert not errors, "script errors in the page:\n" + "\n".join(errors)
 
 
 def post(server: ServerProcess, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
