@@ -34,6 +34,16 @@ def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path, **opti
     return RedisStore(request.getfixturevalue("redis_url"), **options)
 
 
+class Clock:
+    """A store's clock that a test moves by hand (``make_store(..., clock=Clock())``)."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @pytest.fixture(params=STORE_KINDS)
 def kind(request: pytest.FixtureRequest) -> str:
     """Each kind of store in turn (a module may define its own)."""

@@ -40,31 +40,7 @@ from server.store import (
 )
 from server.table.wallet import CASHIER, HOUSE, Entry, MemoryWallet
 from tests.redis_server import RedisServer
-
-KINDS = ("memory", "redis", "sqlite")
-
-
-class Clock:
-    """A clock a test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path, **options: Any) -> Store:
-    if kind == "memory":
-        return MemoryStore(**options)
-    if kind == "sqlite":
-        return SQLiteStore(tmp_path / "chemmy.sqlite3", **options)
-    return RedisStore(request.getfixturevalue("redis_url"), **options)
-
-
-@pytest.fixture(params=KINDS)
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+from tests.server.conftest import Clock, make_store
 
 
 @pytest.fixture

@@ -33,26 +33,16 @@ from server.store.base import (
     merge_limits,
 )
 from server.table.wallet import Entry
-from tests.server.conftest import make_store
+from tests.server.conftest import Clock, make_store
 
 DAY = 86_400.0
 #: Noon UTC of a day, so a few hours either way stay in it.
 NOON = 1_767_268_800.0 + DAY / 2  # 2026-01-01 12:00 UTC
 
 
-class Clock:
-    """A store's clock the test moves."""
-
-    def __init__(self, now: float = NOON) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(NOON)
 
 
 @pytest.fixture
