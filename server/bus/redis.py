@@ -48,11 +48,12 @@ from typing import Any
 import msgpack
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.protocol.errors import ProtocolError, Refused
 from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
+from server.store.redis_connect import connect, unavailable
 from server.table.events import Event
 
 from .base import CommandHandler, EventHandler, ReplyHandler, Subscribers
@@ -147,7 +148,7 @@ class RedisBus:
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
-        self._redis = aioredis.Redis.from_url(
+        self._redis = connect(
             self.url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=10
         )
         self._tasks = [
@@ -183,7 +184,7 @@ class RedisBus:
         :data:`PROBE_TIMEOUT`: :attr:`answering` (and so ``/readyz``) follows it."""
         # A connection of its own: probes must not leave connections in the writer's
         # pool (after a Redis restart each stale one costs the writer a failed batch).
-        probe = aioredis.Redis.from_url(
+        probe = connect(
             self.url, socket_connect_timeout=PROBE_TIMEOUT, socket_timeout=PROBE_TIMEOUT
         )
         try:
@@ -376,7 +377,12 @@ class RedisBus:
                     for channel, data in batch:
                         pipe.publish(channel, data)
                     await pipe.execute()
-            except (RedisConnectionError, RedisTimeoutError) as exc:
+            except (RedisConnectionError, RedisTimeoutError, ResponseError) as exc:
+                # READONLY, LOADING, MASTERDOWN: a primary being switched refused it;
+                # sent again, in order, like a batch Redis could not be reached for.
+                if isinstance(exc, ResponseError) and not unavailable(exc):
+                    log.warning("publishing on Redis failed: %s", exc)
+                    return
                 if delay == RECONNECT_FIRST:
                     log.warning("publishing on Redis failed: %s; trying again", exc)
                 self._refuse_queued_commands(exc)
