@@ -53,7 +53,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.protocol.errors import ProtocolError, Refused
 from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
-from server.store.redis_connect import connect, unavailable
+from server.store.redis_connect import connect, follow_primary, unavailable
 from server.table.events import Event
 
 from .base import CommandHandler, EventHandler, ReplyHandler, Subscribers
@@ -193,6 +193,8 @@ class RedisBus:
                     async with asyncio.timeout(PROBE_TIMEOUT):
                         await probe.ping()
                     self.answered_at = time.monotonic()
+                    async with asyncio.timeout(PROBE_TIMEOUT):
+                        await follow_primary(self._redis)  # type: ignore[arg-type]
                 except (RedisError, OSError, TimeoutError):
                     pass
                 await asyncio.sleep(PROBE_INTERVAL)

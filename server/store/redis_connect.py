@@ -26,7 +26,7 @@ from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 import redis.asyncio as aioredis
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -36,6 +36,7 @@ __all__ = [
     "SENTINEL_SCHEME",
     "SentinelURL",
     "connect",
+    "follow_primary",
     "is_redis_url",
     "parse_sentinel_url",
     "unavailable",
@@ -153,3 +154,14 @@ def unavailable(exc: BaseException) -> bool:
         code = getattr(exc, "status_code", None) or str(exc).partition(" ")[0]
         return str(code).startswith(UNAVAILABLE_CODES)
     return False
+
+
+async def follow_primary(client: aioredis.Redis) -> None:
+    """For a sentinel client: ask the sentinels where the primary is now, and if it
+    moved, close the idle connections to the old one (redis-py's pool does that when it
+    learns the new address). A client that only ``PUBLISH``es needs it: a demoted
+    primary takes a ``PUBLISH`` without a ``READONLY`` (and delivers it only to its own
+    subscribers), so nothing else would make it look again. Harmless otherwise."""
+    pool = client.connection_pool
+    if isinstance(pool, SentinelConnectionPool):
+        await pool.get_master_address()
