@@ -62,7 +62,9 @@ class Sentinel:
         return self.directory / "sentinel.conf"
 
     def client(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=2, decode_responses=True)
+        return redis.Redis(
+            host="127.0.0.1", port=self.port, socket_timeout=2, decode_responses=True
+        )
 
     def start(self) -> None:
         for _attempt in range(20):
@@ -274,4 +276,3 @@ def _pairs(flat: object) -> dict[str, str]:
         return {str(k): str(v) for k, v in flat.items()}
     assert isinstance(flat, list)
     return {str(flat[i]): str(flat[i + 1]) for i in range(0, len(flat), 2)}
-

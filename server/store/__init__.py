@@ -30,8 +30,8 @@ from server.store.base import (
 )
 from server.store.memory import MemoryStore
 from server.store.redis import RedisStore
-from server.store.sqlite import SQLiteStore
 from server.store.redis_connect import REDIS_SCHEMES
+from server.store.sqlite import SQLiteStore
 
 __all__ = [
     "EVENT_RETENTION",
