@@ -69,7 +69,9 @@ ControlHandler = Callable[[dict[str, Any]], None]
 OwnerLookup = Callable[[str], Awaitable[str | None]]
 
 PREFIX = "chemmy"
-RECONNECT_FIRST, RECONNECT_MAX = 0.05, 2.0
+#: Backoff between tries to reach Redis again; the cap is short so that a promoted
+#: replica (Sentinel) is found within half a second of its promotion.
+RECONNECT_FIRST, RECONNECT_MAX = 0.05, 0.5
 BATCH_MAX = 500  # messages published in one pipeline at most
 FLUSH_TIMEOUT = 2.0  # seconds close() waits for the outbox to be sent
 #: The liveness probe: a PING this often, bounded by PROBE_TIMEOUT; Redis is taken for
