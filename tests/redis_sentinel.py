@@ -40,7 +40,16 @@ REPLICATION = (
     "--repl-diskless-sync", "yes",
     "--repl-diskless-sync-delay", "0",
     "--shutdown-timeout", "0",
+    # A replica cut from its primary (or still loading its copy) answers MASTERDOWN, not
+    # its old data (deploy/ sets it too: docs/operations.md).
+    "--replica-serve-stale-data", "no",
 )  # fmt: skip
+
+
+#: Every data server of a :class:`RedisHA`: a primary cut off from its replicas (frozen
+#: while a replica was promoted, then let go on) refuses writes (``NOREPLICAS``) instead
+#: of taking them into a history that is thrown away when it is made a replica.
+GUARD = ("--min-replicas-to-write", "1", "--min-replicas-max-lag", "10")
 
 
 class Sentinel:
@@ -139,7 +148,7 @@ class RedisHA:
         self.directory = Path(directory)
         self.down_after_ms = down_after_ms
         self.failover_timeout_ms = failover_timeout_ms
-        self.primary_server = RedisServer(self.directory / "redis-0", extra=REPLICATION)
+        self.primary_server = RedisServer(self.directory / "redis-0", extra=(*REPLICATION, *GUARD))
         self.replica_count = replicas
         #: Every data server, the first primary first (a server keeps its object across
         #: a failover: which one is primary now is :meth:`primary`'s answer).
@@ -152,7 +161,7 @@ class RedisHA:
         self.primary_server.start()
         port = self.primary_server.port
         for n in range(1, self.replica_count + 1):
-            extra = (*REPLICATION, "--replicaof", "127.0.0.1", str(port))
+            extra = (*REPLICATION, *GUARD, "--replicaof", "127.0.0.1", str(port))
             replica = RedisServer(self.directory / f"redis-{n}", extra=extra)
             replica.start()
             self.servers.append(replica)

@@ -276,13 +276,15 @@ class RedisBus:
         are delivered, after the gap, by the next catch-up that succeeds."""
         last = self._last.get(table)
         gap = last is not None and bool(events) and events[0].seq > last + 1
-        if gap and not await self._catch_up(table):
+        if gap and not await self._catch_up(table, until=events[0].seq - 1):
             return
         self._deliver(table, events)
 
-    async def _catch_up(self, table: str) -> bool:
+    async def _catch_up(self, table: str, until: int | None = None) -> bool:
         """Deliver the stored events after the last one delivered; False when the
-        stream could not be read (nothing delivered)."""
+        stream could not be read (nothing delivered), or read but not up to ``until``
+        (a replica that is not yet as new as the primary, during a switch of primary:
+        what was read is delivered, the rest waits for the next catch-up)."""
         last = self._last.get(table)
         if last is None:
             return True
@@ -305,7 +307,7 @@ class RedisBus:
         if missed:
             self.backfilled += len(missed)
             self._deliver(table, missed)
-        return True
+        return until is None or self._last.get(table, last) >= until
 
     def _reply_here(self, record: ReplyRecord) -> None:
         if self._replies is None:

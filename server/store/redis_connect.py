@@ -48,8 +48,11 @@ REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://", SENTINEL_SCHEME)
 SENTINEL_PORT: Final = 26379
 
 #: Error reply codes that mean "Redis cannot do it now": a switch of primary (a demoted
-#: primary, a replica loading its copy, a replica cut from its primary) or a full one.
-UNAVAILABLE_CODES: Final = ("OOM", "READONLY", "MISCONF", "LOADING", "BUSY", "MASTERDOWN")
+#: primary, a replica loading its copy, a replica cut from its primary, a primary with
+#: fewer replicas than its ``min-replicas-to-write``) or a full one.
+UNAVAILABLE_CODES: Final = (
+    "OOM", "READONLY", "MISCONF", "LOADING", "BUSY", "MASTERDOWN", "NOREPLICAS",
+)  # fmt: skip
 
 
 def is_redis_url(url: str) -> bool:

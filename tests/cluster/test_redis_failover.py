@@ -21,20 +21,24 @@ second, carol on the table's owner.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
+from server.store.base import StaleEpoch, StoreUnavailable, TableRow
 from server.store.redis import RedisStore
+from server.table.wallet import Entry
 from tests.kit import Client, open_player, scaled, table_def
 from tests.kit.checks import check_public_views_agree
-from tests.kit.cluster import Cluster, check_books, retry, settle
+from tests.kit.cluster import Cluster, check_books, retry, settle, stored_row
 from tests.kit.crash import BETS, PLAYERS, STEP, TABLE, Table
 from tests.redis_sentinel import RedisHA, role
-from tests.redis_server import redis_available
+from tests.redis_server import RedisServer, redis_available
 
 pytestmark = [
     pytest.mark.slow,  # server subprocesses, five Redis processes: seconds each
@@ -210,3 +214,99 @@ async def round_history(url: str, player: str) -> list[dict[str, Any]]:
         return await store.history(player)
     finally:
         await store.close()
+
+
+async def stored_epoch(url: str) -> int:
+    store = RedisStore(url)
+    await store.open()
+    try:
+        (row,) = [r for r in await store.load_tables() if r.table_id == TABLE]
+        return row.epoch
+    finally:
+        await store.close()
+
+
+def replicates(server: RedisServer, primary: RedisServer) -> bool:
+    """Whether ``server`` is a replica of ``primary``, its link up."""
+    client = redis.Redis(host="127.0.0.1", port=server.port, socket_timeout=1)
+    try:
+        info = client.info("replication")
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+    return info.get("master_port") == primary.port and info.get("master_link_status") == "up"
+
+
+async def test_a_paused_primary_is_replaced_and_its_stale_writes_refused(
+    ha: RedisHA, cluster: Cluster
+) -> None:
+    table, sam = await seat(cluster)
+    clients = [sam, *table.players.values()]
+    old = ha.primary()
+    # A process that still reaches the old primary directly, as one whose connection
+    # was made before the switch would (and with the cluster's --redis-min-replicas).
+    stale = RedisStore(old.url(), min_replicas=1)
+    await stale.open()
+    try:
+        await table.to_betting()
+        await table.place_bets()
+        before = await stored_row(cluster.url, TABLE)
+        old.pause()
+        try:
+            new = ha.promoted(old)
+            other = next(s for s in ha.servers if s is not old and s is not new)
+            await settle(lambda: replicates(other, new), timeout=20)
+            # The table's owner lost its lease while Redis was away: it is claimed again
+            # on the new primary, with a newer epoch.
+            async with asyncio.timeout(scaled(20)):
+                while await stored_epoch(cluster.url) <= before.epoch:
+                    await asyncio.sleep(0.1)
+        finally:
+            old.resume()
+        deposit = Entry("stale-deposit", "cashier", "player:alice", 5, "deposit", None)
+        row = TableRow(TABLE, before.config, before.state, before.seq, False, before.epoch)
+        # The old primary: demoted (READONLY), or still a primary nobody replicates
+        # (NOREPLICAS: min-replicas-to-write; WAIT: 0 of 1). Never answered ok.
+        with pytest.raises(StoreUnavailable, match=r"READONLY|NOREPLICAS|0 of 1 replicas"):
+            await stale.commit(entries=[deposit], table=row)
+        # The new primary: the old epoch is fenced off.
+        current = RedisStore(cluster.url, min_replicas=1)
+        await current.open()
+        try:
+            with pytest.raises(StaleEpoch):
+                await current.commit(entries=[deposit], table=row)
+            await settle(lambda: role(old) == "slave" and replicates(old, new), timeout=20)
+            assert not await current.has_entry("stale-deposit")  # lost harmlessly
+        finally:
+            await current.close()
+        # Play goes on, the bets where they were.
+        for name in PLAYERS:
+            await retry(table[name], "done", msg_id=f"{name}-done", table=TABLE, timeout=20)
+        closed = await table.wait_for("betting_closed")
+        assert closed["data"]["bets"] == BETS
+        rid = str(closed["data"]["round_id"])
+        settled = await table.play_turns()
+        assert settled is not None and settled["data"]["round_id"] == rid
+        for client in clients:
+            await client.wait_event("settled", lambda e: e["data"]["round_id"] == rid, table=TABLE)
+        try:
+            for client in clients:
+                client.assert_clean()
+        except AssertionError:
+            for node in cluster.nodes:
+                print("=====", cluster.node_name(node) if node.running else "", node.log_text(80))
+            for client in clients:
+                print(client.label, [(e["seq"], e["kind"]) for e in client.events(TABLE)][:30])
+            for server in ha.servers:
+                r = redis.Redis(port=server.port)
+                ids = [i for i, _ in r.xrange("chemmy:{c1}:events")]
+                print(server.port, role(server), ids[:30])
+            raise
+        check_public_views_agree(sam, list(table.players.values()), TABLE)
+        print(f"paused primary: epoch {before.epoch} -> {await stored_epoch(cluster.url)}")
+    finally:
+        await stale.close()
+        for client in clients:
+            await client.close()
+    await check_books(cluster.url, tables=[TABLE])

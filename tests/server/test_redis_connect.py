@@ -95,6 +95,7 @@ def test_the_errors_of_a_switch_are_unavailable_not_refusals() -> None:
         MasterDownError("Link with MASTER is down", status_code="MASTERDOWN"),
         MasterNotFoundError("No master found for 'chemmy'"),
         ResponseError("READONLY You can't write against a read only replica."),
+        ResponseError("NOREPLICAS Not enough good replicas to write."),
     ]
     for exc in switch:
         assert unavailable(exc), exc
