@@ -106,6 +106,8 @@ async def trial(tmp: Path, down_after_ms: int, n: int) -> Trial:
 
 def report(trials: list[Trial], args: argparse.Namespace, took: float) -> str:
     lines = [
+        SECTION,
+        "",
         f"Made by `{COMMAND} --trials {args.trials} --down-after {args.down_after}` on "
         f"{time.strftime('%Y-%m-%d')} ({took:.0f} s). Machine: {machine()}.",
         "",
@@ -121,9 +123,10 @@ def report(trials: list[Trial], args: argparse.Namespace, took: float) -> str:
         "| down-after | trial | promoted | outage | outage - down-after |",
         "|---|---|---|---|---|",
     ]
-    for i, t in enumerate(trials, 1):
+    for i, t in enumerate(trials):
+        n = sum(1 for u in trials[:i] if u.down_after_ms == t.down_after_ms) + 1
         lines.append(
-            f"| {t.down_after_ms} ms | {i} | {t.promoted:.2f} s | {t.outage:.2f} s | "
+            f"| {t.down_after_ms} ms | {n} | {t.promoted:.2f} s | {t.outage:.2f} s | "
             f"{t.outage - t.down_after_ms / 1000:.2f} s |"
         )
     lines.append("")

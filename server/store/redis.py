@@ -725,7 +725,7 @@ class RedisStore:
                 pipe.incr(self._table_key(table_id, "epoch"))
                 return int(await self._waited(pipe))
 
-    async def _replicated(self, script: Any, args: list[str]) -> Any:
+    async def _replicated(self, script: Any, args: Sequence[Any]) -> Any:
         """Run a write script; with :attr:`min_replicas`, answered only once that many
         replicas have it (``WAIT`` on the same connection, in one pipeline)."""
         if not self.min_replicas:

@@ -112,11 +112,11 @@ def _host_port(text: str, form: str) -> tuple[str, int]:
 class _SentinelRedis(aioredis.Redis):
     """A primary's client that also closes the sentinels' clients it was made with."""
 
-    sentinel: Sentinel | None = None
+    manager: Sentinel | None = None
 
     async def aclose(self, close_connection_pool: bool | None = None) -> None:
         await super().aclose(close_connection_pool)
-        sentinel, self.sentinel = self.sentinel, None
+        sentinel, self.manager = self.manager, None
         if sentinel is not None:
             await sentinel.aclose()
 
@@ -130,7 +130,7 @@ def connect(url: str, **options: Any) -> aioredis.Redis:
         return aioredis.Redis.from_url(url, **options)
     target = parse_sentinel_url(url)
     timeouts = {k: v for k, v in options.items() if k.startswith("socket_")}
-    sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=timeouts)
+    sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=timeouts)  # type: ignore[no-untyped-call]
     client = sentinel.master_for(
         target.service,
         redis_class=_SentinelRedis,
@@ -141,7 +141,7 @@ def connect(url: str, **options: Any) -> aioredis.Redis:
         **options,
     )
     assert isinstance(client, _SentinelRedis)
-    client.sentinel = sentinel
+    client.manager = sentinel
     return client
 
 
@@ -167,4 +167,4 @@ async def follow_primary(client: aioredis.Redis) -> None:
     subscribers), so nothing else would make it look again. Harmless otherwise."""
     pool = client.connection_pool
     if isinstance(pool, SentinelConnectionPool):
-        await pool.get_master_address()
+        await pool.get_master_address()  # type: ignore[no-untyped-call]

@@ -197,8 +197,10 @@ def _inspector(url: str) -> redis.Redis:
     if not url.startswith("redis+sentinel://"):
         return redis.Redis.from_url(url, decode_responses=True)
     target = parse_sentinel_url(url)
-    sentinel = redis.sentinel.Sentinel(list(target.sentinels), socket_timeout=1.0)
-    return sentinel.master_for(target.service, db=target.db, decode_responses=True)
+    sentinel = redis.sentinel.Sentinel(list(target.sentinels), socket_timeout=1.0)  # type: ignore[no-untyped-call]
+    client = sentinel.master_for(target.service, db=target.db, decode_responses=True)  # type: ignore[no-untyped-call]
+    assert isinstance(client, redis.Redis)
+    return client
 
 
 async def settle(check: Callable[[], bool], timeout: float = 10.0) -> None:
