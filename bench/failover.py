@@ -61,12 +61,20 @@ async def trial(tmp: Path, down_after_ms: int, n: int) -> Trial:
     try:
         for _ in range(3):
             cluster.add()
-        await cluster.ready(len(tables))
         table = tables[0]
-        owner = cluster.owner(table)
-        other = next(node for node in cluster.nodes if node is not owner)
-        bot = Bot(other.url, f"bot-{n}", table)
-        await bot.start()
+        for attempt in range(20):  # placement may still move the table as members join
+            await cluster.ready(len(tables))
+            owner = cluster.owner(table)
+            other = next(node for node in cluster.nodes if node is not owner)
+            bot = Bot(other.url, f"bot-{n}-{attempt}", table)
+            try:
+                await bot.start()
+                break
+            except AssertionError:
+                await bot.close()
+                bot = None
+                await asyncio.sleep(0.5)
+        assert bot is not None, "the bot could not sit at the table"
         while bot.settled < 3:
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.1 * n)  # kill at various points of a coup
