@@ -178,17 +178,19 @@ async def test_kill_the_primary_and_play_goes_on(ha: RedisHA, cluster: Cluster, 
         assert settled["data"]["round_id"] == rid
         for client in clients:  # everyone, on whichever process, saw it settle
             await client.wait_event("settled", lambda e: e["data"]["round_id"] == rid, table=TABLE)
+        for client in clients:
+            client.assert_clean()  # no event lost or doubled, in seq order
+            assert client.conn_no == 0  # nobody had to reconnect
+        check_public_views_agree(sam, list(table.players.values()), TABLE)
         measured = outage(clients, killed)
         if measured is None:  # the round settled before the kill: sam sits down
             await retry(sam, "sit", msg_id="sam-sits", table=TABLE)
             await settle(lambda: outage(clients, killed) is not None)
             measured = outage(clients, killed)
+            for client in clients:
+                client.assert_clean()
         assert measured is not None
         first, every = measured
-        for client in clients:
-            client.assert_clean()  # no event lost or doubled, in seq order
-            assert client.conn_no == 0  # nobody had to reconnect
-        check_public_views_agree(sam, list(table.players.values()), TABLE)
         print(
             f"primary killed in {when}: next event after {first:.2f} s, at every client "
             f"after {every:.2f} s (down-after {DOWN_AFTER_MS} ms)"
