@@ -717,6 +717,8 @@ def _check_together(config: ServerConfig) -> None:
         key = getattr(config, name)
         if key is not None and len(key.encode("utf-8")) < MIN_SECRET_BYTES:
             raise ConfigError(f"{name} must be at least {MIN_SECRET_BYTES} bytes long")
+    if config.redis_min_replicas and not config.clustered:
+        raise ConfigError("redis_min_replicas needs a Redis store (--store redis://...)")
     if not config.guest and not config.auth_enabled:
         raise ConfigError("guest play is off (--no-guest) and no JWT key is set: nobody could play")
 

@@ -79,6 +79,8 @@ def test_the_config_takes_a_sentinel_store_and_a_replica_count() -> None:
     assert load_config([], {}).redis_min_replicas == 0
     with pytest.raises(ConfigError, match="--redis-min-replicas"):
         load_config(["--redis-min-replicas", "-1"], {})
+    with pytest.raises(ConfigError, match="needs a Redis store"):
+        load_config(["--redis-min-replicas", "1"], {})
 
 
 def test_passwords_are_redacted() -> None:
