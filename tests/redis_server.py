@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import redis
@@ -44,10 +45,14 @@ def _candidate_port() -> int:
 class RedisServer:
     """One ``redis-server`` process in ``directory``; :attr:`port` once started."""
 
-    def __init__(self, directory: Path, *, appendfsync: str = "everysec") -> None:
+    def __init__(
+        self, directory: Path, *, appendfsync: str = "everysec", extra: Sequence[str] = ()
+    ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.appendfsync = appendfsync
+        #: More ``redis-server`` flags (``--replicaof HOST PORT``: tests/redis_sentinel.py).
+        self.extra = list(extra)
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -85,6 +90,7 @@ class RedisServer:
             "--daemonize", "no",
             "--logfile", str(self.directory / "redis.log"),
             "--databases", "16",
+            *self.extra,
         ]  # fmt: skip
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -119,6 +125,7 @@ class RedisServer:
         if process is None or process.poll() is not None:
             return
         process.send_signal(signal.SIGTERM)
+        process.send_signal(signal.SIGCONT)  # a paused one hears the SIGTERM now
         try:
             process.wait(TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -131,6 +138,16 @@ class RedisServer:
         if process is not None and process.poll() is None:
             process.kill()
             process.wait()
+
+    def pause(self) -> None:
+        """Freeze Redis (SIGSTOP): its connections stay open, nothing is answered."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a paused Redis go on (SIGCONT)."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGCONT)
 
     def restart(self) -> None:
         self.stop()

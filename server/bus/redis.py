@@ -48,11 +48,12 @@ from typing import Any
 import msgpack
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.protocol.errors import ProtocolError, Refused
 from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
+from server.store.redis_connect import connect, follow_primary, unavailable
 from server.table.events import Event
 
 from .base import CommandHandler, EventHandler, ReplyHandler, Subscribers
@@ -68,7 +69,9 @@ ControlHandler = Callable[[dict[str, Any]], None]
 OwnerLookup = Callable[[str], Awaitable[str | None]]
 
 PREFIX = "chemmy"
-RECONNECT_FIRST, RECONNECT_MAX = 0.05, 2.0
+#: Backoff between tries to reach Redis again; the cap is short so that a promoted
+#: replica (Sentinel) is found within half a second of its promotion.
+RECONNECT_FIRST, RECONNECT_MAX = 0.05, 0.5
 BATCH_MAX = 500  # messages published in one pipeline at most
 FLUSH_TIMEOUT = 2.0  # seconds close() waits for the outbox to be sent
 #: The liveness probe: a PING this often, bounded by PROBE_TIMEOUT; Redis is taken for
@@ -147,7 +150,7 @@ class RedisBus:
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
-        self._redis = aioredis.Redis.from_url(
+        self._redis = connect(
             self.url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=10
         )
         self._tasks = [
@@ -183,7 +186,7 @@ class RedisBus:
         :data:`PROBE_TIMEOUT`: :attr:`answering` (and so ``/readyz``) follows it."""
         # A connection of its own: probes must not leave connections in the writer's
         # pool (after a Redis restart each stale one costs the writer a failed batch).
-        probe = aioredis.Redis.from_url(
+        probe = connect(
             self.url, socket_connect_timeout=PROBE_TIMEOUT, socket_timeout=PROBE_TIMEOUT
         )
         try:
@@ -192,6 +195,8 @@ class RedisBus:
                     async with asyncio.timeout(PROBE_TIMEOUT):
                         await probe.ping()
                     self.answered_at = time.monotonic()
+                    async with asyncio.timeout(PROBE_TIMEOUT):
+                        await follow_primary(self._redis)  # type: ignore[arg-type]
                 except (RedisError, OSError, TimeoutError):
                     pass
                 await asyncio.sleep(PROBE_INTERVAL)
@@ -271,13 +276,15 @@ class RedisBus:
         are delivered, after the gap, by the next catch-up that succeeds."""
         last = self._last.get(table)
         gap = last is not None and bool(events) and events[0].seq > last + 1
-        if gap and not await self._catch_up(table):
+        if gap and not await self._catch_up(table, until=events[0].seq - 1):
             return
         self._deliver(table, events)
 
-    async def _catch_up(self, table: str) -> bool:
+    async def _catch_up(self, table: str, until: int | None = None) -> bool:
         """Deliver the stored events after the last one delivered; False when the
-        stream could not be read (nothing delivered)."""
+        stream could not be read (nothing delivered), or read but not up to ``until``
+        (a replica that is not yet as new as the primary, during a switch of primary:
+        what was read is delivered, the rest waits for the next catch-up)."""
         last = self._last.get(table)
         if last is None:
             return True
@@ -300,7 +307,7 @@ class RedisBus:
         if missed:
             self.backfilled += len(missed)
             self._deliver(table, missed)
-        return True
+        return until is None or self._last.get(table, last) >= until
 
     def _reply_here(self, record: ReplyRecord) -> None:
         if self._replies is None:
@@ -376,7 +383,12 @@ class RedisBus:
                     for channel, data in batch:
                         pipe.publish(channel, data)
                     await pipe.execute()
-            except (RedisConnectionError, RedisTimeoutError) as exc:
+            except (RedisConnectionError, RedisTimeoutError, ResponseError) as exc:
+                # READONLY, LOADING, MASTERDOWN: a primary being switched refused it;
+                # sent again, in order, like a batch Redis could not be reached for.
+                if isinstance(exc, ResponseError) and not unavailable(exc):
+                    log.warning("publishing on Redis failed: %s", exc)
+                    return
                 if delay == RECONNECT_FIRST:
                     log.warning("publishing on Redis failed: %s; trying again", exc)
                 self._refuse_queued_commands(exc)

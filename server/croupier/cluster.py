@@ -43,6 +43,8 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from server.store.redis_connect import connect
+
 __all__ = ["Leases", "placement"]
 
 log = logging.getLogger("chemmy.cluster")
@@ -126,9 +128,7 @@ class Leases:
     @property
     def redis(self) -> aioredis.Redis:
         if self._redis is None:
-            self._redis = aioredis.Redis.from_url(
-                self.url, socket_connect_timeout=2, socket_timeout=self.ttl / 2
-            )
+            self._redis = connect(self.url, socket_connect_timeout=2, socket_timeout=self.ttl / 2)
         return self._redis
 
     async def close(self) -> None:

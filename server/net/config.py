@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, NoReturn, TypeVar
 
+from server.store.redis_connect import REDIS_SCHEMES, SENTINEL_SCHEME, parse_sentinel_url
 from server.table.options import OptionsError, TableOptions
 
 __all__ = [
@@ -91,6 +92,7 @@ class ServerConfig:
     db: str = "chemmy.sqlite3"
     store: str | None = None
     lease: float = 3.0
+    redis_min_replicas: int = 0
     guest: bool = True
     jwt_secret: str | None = field(default=None, repr=False)
     jwt_public_key_file: str | None = None
@@ -172,7 +174,7 @@ class ServerConfig:
     @property
     def clustered(self) -> bool:
         """Whether this process shares its tables with others (a Redis store)."""
-        return self.store_url.startswith(("redis://", "rediss://", "unix://"))
+        return self.store_url.startswith(REDIS_SCHEMES)
 
     @property
     def auth_enabled(self) -> bool:
@@ -242,6 +244,15 @@ def _check_networks(values: tuple[str, ...]) -> str | None:
     return None
 
 
+def _check_store(value: str) -> str | None:
+    if value.startswith(SENTINEL_SCHEME):
+        try:
+            parse_sentinel_url(value)
+        except ValueError as exc:
+            return str(exc)
+    return None
+
+
 def _check_players(values: tuple[str, ...]) -> str | None:
     from server.net.auth import is_valid_player_id  # auth imports this module
 
@@ -259,8 +270,18 @@ _SETTINGS: Final = (
         "store",
         "opt_str",
         "where everything is kept, instead of --db: redis://HOST:PORT/DB makes this process "
-        "one of a cluster sharing the tables through that Redis",
+        "one of a cluster sharing the tables through that Redis; "
+        "redis+sentinel://HOST:PORT[,HOST:PORT...]/SERVICE/DB through the primary that "
+        "those sentinels name (following a failover)",
+        _check_store,
         metavar="URL",
+    ),
+    _Setting(
+        "redis_min_replicas",
+        "int",
+        "a commit to Redis is answered only once this many replicas have it (WAIT; "
+        "0: once the primary has it)",
+        _between(0, 16),
     ),
     _Setting(
         "lease",
@@ -696,6 +717,8 @@ def _check_together(config: ServerConfig) -> None:
         key = getattr(config, name)
         if key is not None and len(key.encode("utf-8")) < MIN_SECRET_BYTES:
             raise ConfigError(f"{name} must be at least {MIN_SECRET_BYTES} bytes long")
+    if config.redis_min_replicas and not config.clustered:
+        raise ConfigError("redis_min_replicas needs a Redis store (--store redis://...)")
     if not config.guest and not config.auth_enabled:
         raise ConfigError("guest play is off (--no-guest) and no JWT key is set: nobody could play")
 

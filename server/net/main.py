@@ -66,7 +66,8 @@ async def run(config: ServerConfig, ready: asyncio.Event | None = None) -> None:
 
     from .assemble import assemble
 
-    server = assemble(config, store_for(config.store_url))
+    options = {"min_replicas": config.redis_min_replicas} if config.clustered else {}
+    server = assemble(config, store_for(config.store_url, **options))
     await server.start()
     print(
         f"chemmy-server listening on ws://{config.host}:{server.port}", file=sys.stderr, flush=True

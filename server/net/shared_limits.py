@@ -41,11 +41,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from server.croupier.cluster import PREFIX
 from server.protocol.errors import Refused
+from server.store.redis_connect import connect
 
 from .limits import Limits, deposits_refused
 
@@ -156,7 +156,7 @@ class SharedLimits(Limits):
         super().__init__(config, clock)
         self.node = node
         self.lease = lease
-        self.redis = aioredis.Redis.from_url(
+        self.redis = connect(
             url, socket_connect_timeout=REDIS_TIMEOUT, socket_timeout=REDIS_TIMEOUT
         )
         self._open = self.redis.register_script(_OPEN)

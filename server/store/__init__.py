@@ -30,6 +30,7 @@ from server.store.base import (
 )
 from server.store.memory import MemoryStore
 from server.store.redis import RedisStore
+from server.store.redis_connect import REDIS_SCHEMES
 from server.store.sqlite import SQLiteStore
 
 __all__ = [
@@ -60,12 +61,14 @@ def store_for(url_or_path: str | os.PathLike[str], **options: Any) -> Store:
     - ``memory:`` or ``memory://``: a :class:`MemoryStore`;
     - ``sqlite:///relative/file.db``, ``sqlite:////absolute/file.db`` (SQLAlchemy's
       spelling) or ``sqlite://`` (an in-memory database): a :class:`SQLiteStore`;
-    - ``redis://[user:password@]host:port/db``, ``rediss://…`` (TLS) or
-      ``unix:///path/redis.sock?db=N``: a :class:`RedisStore`;
+    - ``redis://[user:password@]host:port/db``, ``rediss://…`` (TLS),
+      ``unix:///path/redis.sock?db=N``, or
+      ``redis+sentinel://HOST:PORT[,HOST:PORT…]/SERVICE/DB`` (the primary those
+      sentinels name): a :class:`RedisStore`;
     - anything else without ``://``: a path to a SQLite file.
 
     ``options`` go to the store's constructor (``event_retention``, ``round_index``,
-    ``clock``; ``prefix`` for Redis). Raises :class:`StoreError` for any other scheme.
+    ``clock``; ``prefix`` and ``min_replicas`` for Redis). Raises :class:`StoreError` for any other scheme.
     """
     text = os.fspath(url_or_path)
     if text in ("memory:", "memory://"):
@@ -75,7 +78,7 @@ def store_for(url_or_path: str | os.PathLike[str], **options: Any) -> Store:
         if path in ("", "/"):
             return SQLiteStore(":memory:", **options)
         return SQLiteStore(path.removeprefix("/"), **options)
-    if text.startswith(("redis://", "rediss://", "unix://")):
+    if text.startswith(REDIS_SCHEMES):
         return RedisStore(text, **options)
     if "://" in text:
         scheme = text.split("://", 1)[0]

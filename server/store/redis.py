@@ -38,7 +38,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Final
-from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
@@ -93,6 +92,8 @@ from server.store.base import (
 )
 from server.table.wallet import Entry, player_account
 
+from .redis_connect import UNAVAILABLE_CODES, connect, unavailable
+
 __all__ = ["RedisStore"]
 
 #: How often a call retries a dropped connection before it raises StoreUnavailable,
@@ -101,8 +102,11 @@ RETRIES: Final = 4
 BACKOFF_BASE: Final = 0.05
 BACKOFF_CAP: Final = 0.5
 
+#: How long a write waits for ``min_replicas`` replicas to acknowledge it (``WAIT``).
+WAIT_TIMEOUT_MS: Final = 1000
+
 #: Reply prefixes that mean "Redis cannot do it now", not "refused".
-_UNAVAILABLE_REPLIES: Final = ("OOM", "READONLY", "MISCONF", "LOADING", "BUSY", "MASTERDOWN")
+_UNAVAILABLE_REPLIES: Final = UNAVAILABLE_CODES
 
 # -- the scripts ----------------------------------------------------------------------
 # ARGV[1] is always the key prefix. Lua numbers are doubles: amounts are compared as
@@ -433,18 +437,22 @@ def _texts(found: Any) -> list[str]:
 
 
 def redact(url: str) -> str:
-    """``url`` without its password, to name it in messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """``url`` without its password, to name it in messages (a sentinel URL's list of
+    hosts too)."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    credentials, at, hosts = netloc.rpartition("@")
+    if not sep or not at or ":" not in credentials:
         return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    user = credentials.partition(":")[0]
+    return f"{scheme}://{user}:***@{hosts}{slash}{path}"
 
 
 class RedisStore:
     """A :class:`~server.store.base.Store` in the Redis at ``url``
-    (``redis://[user:password@]host:port/db``, ``rediss://`` or ``unix://``).
+    (``redis://[user:password@]host:port/db``, ``rediss://``, ``unix://``, or
+    ``redis+sentinel://HOST:PORT[,HOST:PORT…]/SERVICE/DB``: see
+    :mod:`server.store.redis_connect`).
 
     ``prefix`` starts every key; ``event_retention`` is the events kept per table;
     ``round_index`` the rounds a player's history index keeps; ``clock`` says when a
@@ -460,9 +468,15 @@ class RedisStore:
         round_index: int = HISTORY_LIMIT,
         clock: Callable[[], float] = time.time,
         socket_timeout: float = 3.0,
+        min_replicas: int = 0,
     ) -> None:
         if event_retention < 1 or round_index < HISTORY_LIMIT:
             raise StoreError("retention keeps at least 1 event and 100 rounds a player")
+        if min_replicas < 0:
+            raise StoreError("min_replicas is a count of replicas, not negative")
+        #: A commit (and a table's epoch claim) is answered only once this many replicas
+        #: have it (``WAIT``); see docs/architecture.md §10, "Redis: durability".
+        self.min_replicas = min_replicas
         self.url = url
         self.prefix = prefix
         self.event_retention = event_retention
@@ -482,6 +496,8 @@ class RedisStore:
         try:
             yield
         except ResponseError as exc:
+            if unavailable(exc):  # READONLY, LOADING, MASTERDOWN: a switch of primary
+                raise StoreUnavailable(f"redis: {exc.status_code or ''} {exc}") from None
             raise _translate_reply(str(exc)) from None
         except (RedisConnectionError, RedisTimeoutError, OSError, TimeoutError) as exc:
             raise StoreUnavailable(f"redis at {redact(self.url)}: {exc}") from None
@@ -509,7 +525,7 @@ class RedisStore:
         retry = Retry(ExponentialWithJitterBackoff(cap=BACKOFF_CAP, base=BACKOFF_BASE), RETRIES)
         with self._translated():
             try:
-                client = aioredis.Redis.from_url(
+                client = connect(
                     self.url,
                     retry=retry,
                     retry_on_error=[RedisConnectionError, RedisTimeoutError],
@@ -591,7 +607,7 @@ class RedisStore:
         ]
         with self._translated():
             self._redis()
-            found = await self._scripts["ensure_player"](args=args)
+            found = await self._replicated(self._scripts["ensure_player"], args)
         return int(found)
 
     async def player_name(self, player_id: str) -> str | None:
@@ -693,7 +709,7 @@ class RedisStore:
         args += self._call_args(calls)
         with self._translated():
             self._redis()
-            out = await self._scripts["commit"](args=args)
+            out = await self._replicated(self._scripts["commit"], args)
         return CommitResult(int(out[0]), {a: int(b) for a, b in zip(report, out[1:], strict=True)})
 
     # -- tables ----------------------------------------------------------------------
@@ -701,7 +717,40 @@ class RedisStore:
         if not isinstance(table_id, str) or not table_id:
             raise StoreError("a table has an id")
         with self._translated():
-            return int(await self._redis().incr(self._table_key(table_id, "epoch")))
+            if not self.min_replicas:
+                return int(await self._redis().incr(self._table_key(table_id, "epoch")))
+            # Fencing must survive a failover: an epoch a promoted replica never had
+            # could be handed out twice.
+            async with self._redis().pipeline(transaction=False) as pipe:
+                pipe.incr(self._table_key(table_id, "epoch"))
+                return int(await self._waited(pipe))
+
+    async def _replicated(self, script: Any, args: Sequence[Any]) -> Any:
+        """Run a write script; with :attr:`min_replicas`, answered only once that many
+        replicas have it (``WAIT`` on the same connection, in one pipeline)."""
+        if not self.min_replicas:
+            return await script(args=args)
+        async with self._redis().pipeline(transaction=False) as pipe:
+            await script(args=args, client=pipe)
+            return await self._waited(pipe)
+
+    async def _waited(self, pipe: Any) -> Any:
+        """Execute ``pipe``'s one write followed by ``WAIT``: the write's answer, or
+        :class:`StoreUnavailable` when fewer than :attr:`min_replicas` replicas
+        acknowledged it in :data:`WAIT_TIMEOUT_MS`. The write may be kept all the same
+        (on the primary, and on a replica later): the caller is told it is in doubt,
+        and a retried commit is applied once (entries by key, events by seq)."""
+        pipe.wait(self.min_replicas, WAIT_TIMEOUT_MS)
+        out, acked = await pipe.execute(raise_on_error=False)
+        for result in (out, acked):
+            if isinstance(result, Exception):
+                raise result
+        if int(acked) < self.min_replicas:
+            raise StoreUnavailable(
+                f"redis: {acked} of {self.min_replicas} replicas acknowledged the write "
+                f"in {WAIT_TIMEOUT_MS} ms; it may be kept all the same"
+            )
+        return out
 
     async def table_seq(self, table_id: str) -> int:
         with self._translated():
@@ -991,7 +1040,9 @@ class RedisStore:
                 call, text = merge_wallet_call(stored, changes)
                 due = "1" if call["state"] == "pending" else "0"
                 args = [self.prefix, transaction_id, old, f"{stored['seq']} {text}", due]
-                done = await self._scripts["update_call"](args=[*args, repr(call["next_at"])])
+                done = await self._replicated(
+                    self._scripts["update_call"], [*args, repr(call["next_at"])]
+                )
                 if done == 1:
                     return {**call, "seq": stored["seq"]}
                 if done == 0:

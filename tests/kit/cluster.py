@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import redis
+import redis.sentinel
 
 from server.store.base import TableRow
 from server.store.redis import RedisStore
+from server.store.redis_connect import parse_sentinel_url
 
 from . import crash
 from .client import Client, http_get
@@ -77,10 +79,13 @@ class Cluster:
         config: str | None = None,
         lease: float | None = LEASE,
         args: Sequence[str] = (),
+        url: str | None = None,
         **settings: Any,
     ) -> None:
         self.home = home
-        self.url = f"redis://127.0.0.1:{redis_port}/0"
+        #: The store URL every process is given: the Redis on ``redis_port``, or ``url``
+        #: (``redis+sentinel://``: the primary the test's sentinels name).
+        self.url = url or f"redis://127.0.0.1:{redis_port}/0"
         options: dict[str, Any] = dict(
             jwt_secret=SECRET, guest=True, rate_limit=10_000.0, rate_burst=10_000
         )
@@ -89,7 +94,7 @@ class Cluster:
         self.lease_time = lease
         self.args = list(args)
         self.nodes: list[ServerProcess] = []
-        self.redis = redis.Redis(host="127.0.0.1", port=redis_port, decode_responses=True)
+        self.redis = _inspector(self.url)
         self._names: dict[int, str] = {}  # pid -> bus name, once seen
 
     def server_args(self) -> list[str]:
@@ -185,6 +190,17 @@ class Cluster:
                 node.send_signal(signal.SIGCONT)
             node.stop()
         self.redis.close()
+
+
+def _inspector(url: str) -> redis.Redis:
+    """A client for the test to read the cluster's Redis with (the current primary)."""
+    if not url.startswith("redis+sentinel://"):
+        return redis.Redis.from_url(url, decode_responses=True)
+    target = parse_sentinel_url(url)
+    sentinel = redis.sentinel.Sentinel(list(target.sentinels), socket_timeout=1.0)  # type: ignore[no-untyped-call]
+    client = sentinel.master_for(target.service, db=target.db, decode_responses=True)  # type: ignore[no-untyped-call]
+    assert isinstance(client, redis.Redis)
+    return client
 
 
 async def settle(check: Callable[[], bool], timeout: float = 10.0) -> None:

@@ -43,6 +43,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 from .launch import ROOT, SERVER_LISTENING, Process
@@ -64,6 +65,7 @@ DEPLOY = ROOT / "deploy"
 SITE = DEPLOY / "nginx" / "chemmy.conf"
 UPSTREAM = DEPLOY / "nginx" / "chemmy-upstream.conf"
 REDIS_CONF = DEPLOY / "redis.conf"
+SENTINEL_CONF = DEPLOY / "sentinel.conf"
 
 
 class ClusterError(Exception):
@@ -390,9 +392,16 @@ class LocalCluster:
         server_args: Sequence[str] = (),
         timeout: float = 30.0,
         stop_timeout: float = 40.0,
+        ha: bool = False,
     ) -> None:
         self.folder = folder
         self.stop_timeout = stop_timeout
+        #: Redis with automatic failover: a replica and three sentinels too, the servers
+        #: on ``redis+sentinel://`` (``scripts/cluster --ha``).
+        self.ha = ha
+        self.replica: Child | None = None
+        self.sentinels: list[Child] = []
+        self.sentinel_ports: list[int] = []
         self.processes = processes
         self.https_port = https_port
         self.http_port = http_port
@@ -410,6 +419,9 @@ class LocalCluster:
 
     @property
     def store(self) -> str:
+        if self.ha:
+            hosts = ",".join(f"127.0.0.1:{port}" for port in self.sentinel_ports)
+            return f"redis+sentinel://{hosts}/chemmy/0"
         return f"redis://127.0.0.1:{self.redis_port}/0"
 
     @property
@@ -420,6 +432,10 @@ class LocalCluster:
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
             self._start_redis()
+            if self.ha:
+                self._start_replica()
+                for n in range(1, 4):
+                    self._start_sentinel(n)
             for n in range(1, self.processes + 1):
                 self._start_server(n)
             self._start_nginx()
@@ -438,7 +454,8 @@ class LocalCluster:
             port = free_port()
             child = Child(
                 "redis",
-                ["redis-server", str(REDIS_CONF), "--port", str(port), "--dir", str(data),
+                ["redis-server", str(self._redis_conf(data)), "--port", str(port), "--dir",
+                 str(data),
                  "--daemonize", "no", "--logfile", ""],
                 data / "redis.log",
                 self.env,
@@ -455,6 +472,71 @@ class LocalCluster:
             self.redis, self.redis_port = child, port
             return
         raise ClusterError(f"redis-server did not start; see {data / 'redis.log'}")
+
+    def _redis_conf(self, data: Path) -> Path:
+        """deploy/redis.conf, or with ``ha`` a copy of it in ``data``: the sentinels make
+        a data server rewrite its config file (``CONFIG REWRITE``) when they promote or
+        demote it, and deploy/'s own must stay as it is."""
+        if not self.ha:
+            return REDIS_CONF
+        copy = data / "redis.conf"
+        shutil.copyfile(REDIS_CONF, copy)
+        return copy
+
+    def _start_replica(self) -> None:
+        """A replica of the primary (deploy/redis.conf's settings; a replica cut from
+        its primary answers MASTERDOWN, not old data)."""
+        data = self.folder / "redis-replica"
+        data.mkdir(exist_ok=True)
+        extra = ["--replicaof", "127.0.0.1", str(self.redis_port)]
+        extra += ["--replica-serve-stale-data", "no"]
+        self.replica = self._redis_child("redis-replica", data, extra)[0]
+
+    def _start_sentinel(self, n: int) -> None:
+        """A sentinel on deploy/sentinel.conf, monitoring the primary on loopback (its
+        config file a copy of its own: a sentinel rewrites it)."""
+        data = self.folder / f"sentinel-{n}"
+        data.mkdir(exist_ok=True)
+        monitor = f"sentinel monitor chemmy 127.0.0.1 {self.redis_port} 2"
+        text = re.sub(r"(?m)^sentinel monitor .*$", monitor, SENTINEL_CONF.read_text())
+        for _attempt in range(10):
+            port = free_port()
+            conf = data / "sentinel.conf"
+            body = re.sub(r"(?m)^port \d+$", f"port {port}", text)
+            conf.write_text(f"{body}\nbind 127.0.0.1\ndir {data}\n")
+            child = Child(
+                f"sentinel-{n}",
+                ["redis-server", str(conf), "--sentinel"],
+                data / "sentinel.log",
+                self.env,
+            )
+            try:
+                _wait(f"sentinel-{n}", partial(_answers, port), self.timeout, child)
+            except ClusterError:
+                child.stop(signal.SIGKILL)
+                continue
+            self.sentinels.append(child)
+            self.sentinel_ports.append(port)
+            return
+        raise ClusterError(f"sentinel-{n} did not start; see {data / 'sentinel.log'}")
+
+    def _redis_child(self, name: str, data: Path, extra: Sequence[str]) -> tuple[Child, int]:
+        for _attempt in range(10):
+            port = free_port()
+            child = Child(
+                name,
+                ["redis-server", str(self._redis_conf(data)), "--port", str(port), "--dir",
+                 str(data), "--daemonize", "no", "--logfile", "", *extra],
+                data / "redis.log",
+                self.env,
+            )  # fmt: skip
+            try:
+                _wait(name, partial(_answers, port), self.timeout, child)
+            except ClusterError:
+                child.stop(signal.SIGKILL)
+                continue
+            return child, port
+        raise ClusterError(f"{name} did not start; see {data / 'redis.log'}")
 
     def _start_server(self, n: int) -> None:
         child = Child(
@@ -494,6 +576,12 @@ class LocalCluster:
         for child in self.servers:
             clean &= _report(child.name, child.stop(None, self.stop_timeout))
         self.servers = []
+        for child in self.sentinels:
+            clean &= _report(child.name, child.stop(signal.SIGTERM))
+        self.sentinels = []
+        if self.replica is not None:
+            clean &= _report("redis-replica", self.replica.stop(signal.SIGTERM))
+            self.replica = None
         if self.redis is not None:
             clean &= _report("redis", self.redis.stop(signal.SIGTERM))
             self.redis = None
@@ -508,6 +596,14 @@ class LocalCluster:
                 f"chemmy cluster ready: {self.url}",
                 f"  processes: {len(self.server_ports)} chemmy-server on 127.0.0.1 ports {ports}",
                 f"  store:     {self.store}",
+                *(
+                    [
+                        f"  redis:     primary 127.0.0.1:{self.redis_port}, a replica, three "
+                        "sentinels (kill the primary: a replica is promoted, play goes on)"
+                    ]
+                    if self.ha
+                    else []
+                ),
                 f"  play:      SSL_CERT_FILE={ca} chemmy play --guest"
                 f" --url wss://127.0.0.1:{self.https_port}/",
                 f"  page:      {self.url} (trust {ca} or accept the warning)",

@@ -1,0 +1,170 @@
+"""The one place a Redis client is made from a store URL (store, bus, leases, limits).
+
+Two kinds of URL:
+
+- ``redis://[user:password@]host:port/db``, ``rediss://…`` (TLS), ``unix:///path?db=N``:
+  one Redis, as redis-py's ``Redis.from_url`` reads it;
+- ``redis+sentinel://[[user]:password@]HOST:PORT[,HOST:PORT…]/SERVICE[/DB]``: the
+  primary of the Sentinel-monitored ``SERVICE`` (``sentinel monitor SERVICE …`` in
+  ``sentinel.conf``), found by asking the listed sentinels (a port left out is 26379;
+  the database is 0 unless given). The password, if any, is the primary's (and its
+  replicas'), not the sentinels'. Every new connection asks the sentinels where the
+  primary is now, and a connection still open to a primary that was demoted hears
+  ``READONLY`` once and is dropped (redis-py's ``SentinelConnectionPool``), so every
+  client made here follows a promotion by itself.
+
+:func:`connect` makes the client; :func:`parse_sentinel_url` checks a sentinel URL
+(config validation uses it, and its :class:`ValueError` names what is wrong);
+:func:`unavailable` tells the errors that mean "no primary can write now" (a switch of
+primary under way) from a refusal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import unquote, urlsplit
+
+import redis.asyncio as aioredis
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+__all__ = [
+    "REDIS_SCHEMES",
+    "SENTINEL_SCHEME",
+    "SentinelURL",
+    "connect",
+    "follow_primary",
+    "is_redis_url",
+    "parse_sentinel_url",
+    "unavailable",
+]
+
+SENTINEL_SCHEME: Final = "redis+sentinel://"
+#: The store URLs that name a Redis (and so make a process one of a cluster).
+REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://", SENTINEL_SCHEME)
+SENTINEL_PORT: Final = 26379
+
+#: Error reply codes that mean "Redis cannot do it now": a switch of primary (a demoted
+#: primary, a replica loading its copy, a replica cut from its primary, a primary with
+#: fewer replicas than its ``min-replicas-to-write``) or a full one.
+UNAVAILABLE_CODES: Final = (
+    "OOM", "READONLY", "MISCONF", "LOADING", "BUSY", "MASTERDOWN", "NOREPLICAS",
+)  # fmt: skip
+
+
+def is_redis_url(url: str) -> bool:
+    return url.startswith(REDIS_SCHEMES)
+
+
+@dataclass(frozen=True, slots=True)
+class SentinelURL:
+    """A ``redis+sentinel://`` URL, read."""
+
+    sentinels: tuple[tuple[str, int], ...]
+    service: str
+    db: int = 0
+    username: str | None = None
+    password: str | None = None
+
+
+def parse_sentinel_url(url: str) -> SentinelURL:
+    """Read ``redis+sentinel://[[user]:password@]HOST:PORT[,HOST:PORT…]/SERVICE[/DB]``;
+    :class:`ValueError` says what is wrong (never showing the password)."""
+    form = "redis+sentinel://HOST:PORT[,HOST:PORT...]/SERVICE[/DB]"
+    if not url.startswith(SENTINEL_SCHEME):
+        raise ValueError(f"not a sentinel URL (expected {form})")
+    rest = url[len(SENTINEL_SCHEME) :]
+    netloc, _, path = rest.partition("/")
+    if "?" in path or "#" in path:
+        raise ValueError(f"a sentinel URL takes no query or fragment ({form})")
+    credentials, at, hosts = netloc.rpartition("@")
+    username = password = None
+    if at:
+        user, colon, secret = credentials.partition(":")
+        username = unquote(user) or None
+        password = unquote(secret) if colon else None
+    sentinels = tuple(_host_port(part, form) for part in hosts.split(","))
+    parts = [p for p in path.split("/")]
+    if not parts or not parts[0]:
+        raise ValueError(f"a sentinel URL names the monitored service ({form})")
+    if len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()):
+        raise ValueError(f"after the service comes only a database number ({form})")
+    db = int(parts[1]) if len(parts) == 2 else 0
+    return SentinelURL(sentinels, unquote(parts[0]), db, username, password)
+
+
+def _host_port(text: str, form: str) -> tuple[str, int]:
+    if not text:
+        raise ValueError(f"a sentinel URL lists at least one sentinel HOST:PORT ({form})")
+    parts = urlsplit(f"//{text}")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{text!r} is not HOST:PORT (a port is 1-65535)") from None
+    if not parts.hostname:
+        raise ValueError(f"{text!r} is not HOST:PORT ({form})")
+    return parts.hostname, port or SENTINEL_PORT
+
+
+class _SentinelRedis(aioredis.Redis):
+    """A primary's client that also closes the sentinels' clients it was made with."""
+
+    manager: Sentinel | None = None
+
+    async def aclose(self, close_connection_pool: bool | None = None) -> None:
+        await super().aclose(close_connection_pool)
+        sentinel, self.manager = self.manager, None
+        if sentinel is not None:
+            await sentinel.aclose()
+
+
+def connect(url: str, **options: Any) -> aioredis.Redis:
+    """A client for the Redis ``url`` names (see the module docstring). ``options`` are
+    redis-py's connection options (timeouts, retry, health checks); a sentinel URL's
+    sentinels are asked with the same timeouts. Raises :class:`ValueError` for a URL
+    that is not one of these."""
+    if not url.startswith(SENTINEL_SCHEME):
+        return aioredis.Redis.from_url(url, **options)
+    target = parse_sentinel_url(url)
+    timeouts = {k: v for k, v in options.items() if k.startswith("socket_")}
+    sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=timeouts)  # type: ignore[no-untyped-call]
+    client = sentinel.master_for(
+        target.service,
+        redis_class=_SentinelRedis,
+        db=target.db,
+        username=target.username,
+        password=target.password,
+        check_connection=True,  # a PING on each new connection: a primary that answers
+        **options,
+    )
+    assert isinstance(client, _SentinelRedis)
+    client.manager = sentinel
+    return client
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` means Redis cannot answer or write now (no primary reachable, a
+    demoted or loading one, a timeout), so the same call may work in a moment; not
+    whether it was refused. redis-py strips the code from the message of the replies it
+    knows (``READONLY`` becomes a ``ReadOnlyError`` saying "You can't write against a
+    read only replica."), so the code is looked for in ``status_code`` too."""
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError | TimeoutError):
+        return True  # the sentinels' "no master found" is a ConnectionError too
+    if isinstance(exc, ResponseError):
+        code = getattr(exc, "status_code", None) or str(exc).partition(" ")[0]
+        return str(code).startswith(UNAVAILABLE_CODES)
+    return False
+
+
+async def follow_primary(client: aioredis.Redis) -> None:
+    """For a sentinel client: ask the sentinels where the primary is now, and if it
+    moved, close the idle connections to the old one (redis-py's pool does that when it
+    learns the new address). A client that only ``PUBLISH``es needs it: a demoted
+    primary takes a ``PUBLISH`` without a ``READONLY`` (and delivers it only to its own
+    subscribers), so nothing else would make it look again. Harmless otherwise."""
+    pool = client.connection_pool
+    if isinstance(pool, SentinelConnectionPool):
+        await pool.get_master_address()  # type: ignore[no-untyped-call]

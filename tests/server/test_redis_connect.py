@@ -1,0 +1,247 @@
+"""Reaching Redis through sentinels, and what a switch of primary looks like (issue 22).
+
+- ``redis+sentinel://`` URLs: the forms read, the malformed ones refused with a message
+  naming what is wrong (never the password), by the store URL parser and by the config
+  check (``--store``); passwords redacted in messages;
+- the errors of a switch of primary (``READONLY``, ``LOADING``, ``MASTERDOWN``, the
+  sentinels' "no master found"): :func:`unavailable` says so, the store answers them
+  :class:`StoreUnavailable` (a commit against a real replica), and the bus sends a batch
+  Redis refused again, in order;
+- ``--redis-min-replicas``: a commit no replica acknowledged is StoreUnavailable, is
+  kept on the primary all the same, and applied again it is applied once; with a
+  replica attached it is answered ok.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import redis.asyncio as aioredis
+from redis.asyncio.sentinel import MasterNotFoundError
+from redis.exceptions import BusyLoadingError, MasterDownError, ReadOnlyError, ResponseError
+
+from server.bus.redis import RedisBus, _unpack_events
+from server.net.config import ConfigError, load_config
+from server.store.base import StoreUnavailable, TableRow
+from server.store.redis import RedisStore, redact
+from server.store.redis_connect import SentinelURL, connect, parse_sentinel_url, unavailable
+from server.table.events import Event
+from server.table.wallet import Entry
+from tests.kit.timing import scaled
+from tests.redis_sentinel import REPLICATION
+from tests.redis_server import RedisServer
+
+
+def test_sentinel_urls_are_read() -> None:
+    assert parse_sentinel_url("redis+sentinel://s1:26380,s2,10.0.0.3:5000/chemmy/2") == (
+        SentinelURL((("s1", 26380), ("s2", 26379), ("10.0.0.3", 5000)), "chemmy", 2)
+    )
+    assert parse_sentinel_url("redis+sentinel://h:1/svc") == SentinelURL((("h", 1),), "svc", 0)
+    found = parse_sentinel_url("redis+sentinel://:p%40ss@h:1/svc/0")
+    assert (found.username, found.password) == (None, "p@ss")
+    found = parse_sentinel_url("redis+sentinel://me:pw@h:1,[::1]:2/svc/0")
+    assert (found.username, found.password, found.sentinels) == ("me", "pw", (("h", 1), ("::1", 2)))
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("redis+sentinel://h:1", "names the monitored service"),
+        ("redis+sentinel://h:1/", "names the monitored service"),
+        ("redis+sentinel:///svc/0", "at least one sentinel"),
+        ("redis+sentinel://h:1,,h2:2/svc", "at least one sentinel"),
+        ("redis+sentinel://h:99999/svc", "a port is 1-65535"),
+        ("redis+sentinel://h:x/svc", "a port is 1-65535"),
+        ("redis+sentinel://h:1/svc/zero", "only a database number"),
+        ("redis+sentinel://h:1/svc/0/more", "only a database number"),
+        ("redis+sentinel://h:1/svc/0?x=1", "no query"),
+        ("redis+sentinel://:secretpw@h:99999/svc", "a port is 1-65535"),
+    ],
+)
+def test_a_malformed_sentinel_url_is_refused_clearly(url: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says) as info:
+        parse_sentinel_url(url)
+    assert "secretpw" not in str(info.value)
+    with pytest.raises(ConfigError, match=says) as config_info:
+        load_config(["--store", url], {})
+    assert str(config_info.value).startswith("--store: ")
+    assert "secretpw" not in str(config_info.value)
+
+
+def test_the_config_takes_a_sentinel_store_and_a_replica_count() -> None:
+    url = "redis+sentinel://a:1,b:2/chemmy/0"
+    config = load_config(["--store", url, "--redis-min-replicas", "1"], {})
+    assert config.clustered and config.store_url == url and config.redis_min_replicas == 1
+    env = {"CHEMMY_STORE": url, "CHEMMY_REDIS_MIN_REPLICAS": "2"}
+    assert load_config([], env).redis_min_replicas == 2
+    assert load_config([], {}).redis_min_replicas == 0
+    with pytest.raises(ConfigError, match="--redis-min-replicas"):
+        load_config(["--redis-min-replicas", "-1"], {})
+    with pytest.raises(ConfigError, match="needs a Redis store"):
+        load_config(["--redis-min-replicas", "1"], {})
+
+
+def test_passwords_are_redacted() -> None:
+    assert redact("redis+sentinel://:pw@a:1,b:2/svc/0") == "redis+sentinel://:***@a:1,b:2/svc/0"
+    assert redact("redis://u:pw@h:1/0") == "redis://u:***@h:1/0"
+    assert redact("redis://h:1/0") == "redis://h:1/0"
+    assert "pw" not in repr(RedisStore("redis+sentinel://:pw@a:1/svc/0"))
+
+
+def test_the_errors_of_a_switch_are_unavailable_not_refusals() -> None:
+    switch = [
+        ReadOnlyError("You can't write against a read only replica.", status_code="READONLY"),
+        BusyLoadingError("Redis is loading the dataset in memory", status_code="LOADING"),
+        MasterDownError("Link with MASTER is down", status_code="MASTERDOWN"),
+        MasterNotFoundError("No master found for 'chemmy'"),
+        ResponseError("READONLY You can't write against a read only replica."),
+        ResponseError("NOREPLICAS Not enough good replicas to write."),
+    ]
+    for exc in switch:
+        assert unavailable(exc), exc
+    for exc in (ResponseError("KEYCONFLICT ledger key x"), ResponseError("ERR syntax error")):
+        assert not unavailable(exc), exc
+
+
+def entry(key: str, amount: int = 10) -> Entry:
+    return Entry(key, "cashier", "player:ann", amount, "deposit", None)
+
+
+def row(epoch: int = 1) -> TableRow:
+    return TableRow("t1", {"id": "t1"}, {"phase": "idle"}, 1, False, epoch)
+
+
+@pytest.fixture
+def replica_of(tmp_path: Path) -> object:
+    made: list[RedisServer] = []
+
+    def make(primary: RedisServer) -> RedisServer:
+        extra = (*REPLICATION, "--replicaof", "127.0.0.1", str(primary.port))
+        server = RedisServer(tmp_path / f"replica-{len(made)}", extra=extra)
+        made.append(server)
+        server.start()
+        return server
+
+    yield make
+    for server in made:
+        server.kill()  # a throwaway copy
+
+
+async def wait_synced(replica: RedisServer) -> None:
+    client = aioredis.Redis(host="127.0.0.1", port=replica.port)
+    try:
+        async with asyncio.timeout(scaled(10)):
+            while (await client.info("replication")).get("master_link_status") != "up":
+                await asyncio.sleep(0.05)
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.slow
+async def test_a_commit_to_a_replica_is_store_unavailable(
+    make_redis: type, replica_of: type
+) -> None:
+    primary = make_redis(extra=REPLICATION)
+    first = RedisStore(primary.url())
+    await first.open()  # opened once on the primary (it indexes the round records)
+    await first.close()
+    replica = replica_of(primary)
+    await wait_synced(replica)
+    store = RedisStore(replica.url())
+    await store.open()
+    try:
+        with pytest.raises(StoreUnavailable, match="READONLY"):
+            await store.commit(entries=[entry("e1")], table=row())
+        with pytest.raises(StoreUnavailable, match="READONLY"):
+            await store.claim_table("t1")
+        assert await store.load_balances() == {}  # reads work, and nothing was written
+    finally:
+        await store.close()
+
+
+@pytest.mark.slow
+async def test_min_replicas_answers_a_commit_once_a_replica_has_it(
+    make_redis: type, replica_of: type
+) -> None:
+    primary = make_redis(extra=REPLICATION)
+    store = RedisStore(primary.url(), min_replicas=1)
+    plain = RedisStore(primary.url())
+    await store.open()
+    await plain.open()
+    try:
+        # No replica: not answered ok, though the primary kept it...
+        with pytest.raises(StoreUnavailable, match="0 of 1 replicas"):
+            await store.commit(entries=[entry("e1")], table=row())
+        assert await plain.has_entry("e1")
+        # ...and the table's retried commit is applied once: no entry twice.
+        await plain.commit(entries=[entry("e1")], table=row())
+        assert (await plain.balances(["player:ann"]))["player:ann"] == 10
+        assert len(await plain.ledger()) == 1
+        with pytest.raises(StoreUnavailable, match="0 of 1 replicas"):
+            await store.claim_table("t1")  # an epoch claim waits for a replica too
+        replica = replica_of(primary)
+        await wait_synced(replica)
+        result = await store.commit(entries=[entry("e2")], table=row(epoch=2))
+        assert result.balances["player:ann"] == 20
+        assert await store.claim_table("t1") == 3
+        copy = RedisStore(replica.url())
+        await copy.open()
+        try:  # answered ok: the replica has it
+            assert await copy.has_entry("e2")
+        finally:
+            await copy.close()
+    finally:
+        await store.close()
+        await plain.close()
+
+
+@pytest.mark.slow
+async def test_a_batch_redis_refuses_is_sent_again_in_order(redis_url: str) -> None:
+    """READONLY (a demoted primary), LOADING, MASTERDOWN: the batch is published
+    again, before anything after it, as when Redis cannot be reached."""
+
+    async def nothing(table: str, seq: int) -> list[Event] | None:
+        return None
+
+    bus = RedisBus(redis_url, node="pub", events_after=nothing)
+    listener = connect(redis_url)
+    pubsub = listener.pubsub(ignore_subscribe_messages=True)
+    await pubsub.subscribe("chemmy:ev:t9")
+    await bus.start()
+    assert bus._redis is not None
+    real = bus._redis.pipeline
+    refusals = [
+        ReadOnlyError("You can't write against a read only replica.", status_code="READONLY"),
+        BusyLoadingError("Redis is loading the dataset in memory", status_code="LOADING"),
+        MasterDownError("Link with MASTER is down", status_code="MASTERDOWN"),
+    ]
+
+    def pipeline(*args: object, **kwargs: object) -> object:
+        pipe = real(*args, **kwargs)  # type: ignore[arg-type]
+        execute = pipe.execute
+
+        async def refused(*a: object, **k: object) -> object:
+            if refusals:
+                raise refusals.pop(0)
+            return await execute(*a, **k)  # type: ignore[arg-type]
+
+        pipe.execute = refused  # type: ignore[method-assign]
+        return pipe
+
+    bus._redis.pipeline = pipeline  # type: ignore[method-assign]
+    try:
+        for seq in (1, 2, 3):
+            bus.publish("t9", [Event(seq, "tick", {"n": seq})])
+        seqs: list[int] = []
+        async with asyncio.timeout(scaled(10)):
+            while len(seqs) < 3:
+                message = await pubsub.get_message(timeout=1.0)
+                if message is not None:
+                    seqs += [e.seq for e in _unpack_events(message["data"])[1]]
+        assert seqs == [1, 2, 3] and not refusals
+    finally:
+        await bus.close()
+        await pubsub.aclose()  # type: ignore[no-untyped-call]
+        await listener.aclose()
