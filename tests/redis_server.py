@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import redis
@@ -44,8 +45,11 @@ def _candidate_port() -> int:
 class RedisServer:
     """One ``redis-server`` process in ``directory``; :attr:`port` once started."""
 
-    def __init__(self, directory: Path, *, appendfsync: str = "everysec") -> None:
+    def __init__(
+        self, directory: Path, *, appendfsync: str = "everysec", args: Sequence[str] = ()
+    ) -> None:
         self.directory = Path(directory)
+        self.args = list(args)  # more redis-server flags
         self.directory.mkdir(parents=True, exist_ok=True)
         self.appendfsync = appendfsync
         self.port = 0
@@ -85,6 +89,7 @@ class RedisServer:
             "--daemonize", "no",
             "--logfile", str(self.directory / "redis.log"),
             "--databases", "16",
+            *self.args,
         ]  # fmt: skip
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

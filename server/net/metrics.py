@@ -55,6 +55,18 @@ class Metrics:
             "Events read back from a table's stream to fill a gap (total)",
             registry=r,
         )
+        self.bus_received = Gauge(
+            "chemmy_bus_event_messages",
+            "Event messages this process received from Redis, per table (total): a process"
+            " hears a table only while it owns it or its clients watch it",
+            ["table"],
+            registry=r,
+        )
+        self.bus_listening = Gauge(
+            "chemmy_bus_listening_tables",
+            "Tables whose event channel this process is subscribed to now",
+            registry=r,
+        )
         self.lease_changes = Gauge(
             "chemmy_lease_changes",
             "Tables this process took or gave up (total)",
