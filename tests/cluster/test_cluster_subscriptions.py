@@ -93,8 +93,7 @@ async def test_a_process_with_no_watcher_receives_none_of_a_busy_tables_events(
         # ...and when the last one leaves, not any more.
         await watcher.call("leave", table="t1")
         await settle(
-            lambda: cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t1}:ev")[1]
-            == 1
+            lambda: cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t1}:ev")[1] == 1
         )
         for n in range(40):
             await flip(bot, n)
@@ -130,7 +129,7 @@ async def test_a_watcher_joining_during_a_burst_misses_none_and_gets_none_twice(
             await asyncio.sleep(0.02 * round_no)
             replies = await asyncio.gather(*(w.join("t1") for w in watchers))
             start = steps["n"]
-            await settle(lambda: steps["n"] >= start + 20)  # (s here: the bot's own loop)
+            await settle(lambda start=start: steps["n"] >= start + 20)
             last = bot.last_seq["t1"]
             for watcher, reply in zip(watchers, replies, strict=True):
                 await watcher.wait_seq("t1", last)
@@ -196,9 +195,7 @@ async def test_a_process_that_loses_its_redis_connection_resubscribes_exactly_it
 
         def again() -> bool:
             found = [
-                c
-                for c in cluster.redis.client_list(_type="pubsub")
-                if c["name"] == before["name"]
+                c for c in cluster.redis.client_list(_type="pubsub") if c["name"] == before["name"]
             ]
             return len(found) == 1 and found[0]["id"] != before["id"] and found[0]["ssub"] == "2"
 
