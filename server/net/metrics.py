@@ -39,6 +39,33 @@ class Metrics:
         self.store_errors = Counter(
             "chemmy_store_errors", "Store calls that failed, by where", ["where"], registry=r
         )
+        self._cluster(r)
+        self.transfers = Counter(
+            "chemmy_transfers",
+            "Transfer API calls (docs/wallet.md §2), by kind (deposit, withdraw, balance) and"
+            " status (ok, duplicate, or the refusal's)",
+            ["kind", "status"],
+            registry=r,
+        )
+        self.wallet_calls = Counter(
+            "chemmy_wallet_calls",
+            "Calls to the operator's seamless wallet (docs/wallet.md §3), by kind (debit,"
+            " credit, rollback) and outcome (ok, retry, or the refusal's status)",
+            ["kind", "outcome"],
+            registry=r,
+        )
+        self.wallet_debits = Histogram(
+            "chemmy_wallet_debit_seconds",
+            "Time from betting closed to every debit of the coup answered (or timed out)",
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10),
+            registry=r,
+        )
+        self.slow_clients = Counter(
+            "chemmy_slow_clients", "Connections cut off for not keeping up", registry=r
+        )
+
+    def _cluster(self, r: CollectorRegistry) -> None:
+        """The cluster's: the bus and the leases (zero on one process)."""
         self.bus_lag = Histogram(
             "chemmy_bus_lag_seconds",
             "From an owner publishing a step's events to this process receiving them",
@@ -71,27 +98,4 @@ class Metrics:
             "chemmy_lease_changes",
             "Tables this process took or gave up (total)",
             registry=r,
-        )
-        self.transfers = Counter(
-            "chemmy_transfers",
-            "Transfer API calls (docs/wallet.md §2), by kind (deposit, withdraw, balance) and"
-            " status (ok, duplicate, or the refusal's)",
-            ["kind", "status"],
-            registry=r,
-        )
-        self.wallet_calls = Counter(
-            "chemmy_wallet_calls",
-            "Calls to the operator's seamless wallet (docs/wallet.md §3), by kind (debit,"
-            " credit, rollback) and outcome (ok, retry, or the refusal's status)",
-            ["kind", "outcome"],
-            registry=r,
-        )
-        self.wallet_debits = Histogram(
-            "chemmy_wallet_debit_seconds",
-            "Time from betting closed to every debit of the coup answered (or timed out)",
-            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10),
-            registry=r,
-        )
-        self.slow_clients = Counter(
-            "chemmy_slow_clients", "Connections cut off for not keeping up", registry=r
         )
