@@ -91,7 +91,7 @@ class Metrics:
         )
         self.bus_listening = Gauge(
             "chemmy_bus_listening_tables",
-            "Tables whose event channel this process is subscribed to now",
+            "Tables whose events this process is subscribed to (on Redis) now",
             registry=r,
         )
         self.lease_changes = Gauge(
