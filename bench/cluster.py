@@ -787,6 +787,16 @@ async def connections(tmp: Path, levels: list[int], budget: float) -> list[tuple
 #: betting opened to its bet): the same paced load per process at every size, well
 #: under what the two cores can do even at four processes.
 GROWTH_TABLES, GROWTH_PAUSE = 4, 0.3
+#: Where the playing processes' spectators are (``--growth-spectators``): at the next
+#: process's tables (``next``), or at their own process's (``own``: every event they
+#: see is delivered without Redis; only the watchers' process hears other tables).
+SPECTATORS = {"at": "next"}
+
+
+def growth_section() -> str:
+    if SPECTATORS["at"] == "own":
+        return "## Cluster growth (bench/cluster.py --parts e --growth-spectators own)"
+    return GROWTH_SECTION
 
 
 class CodeCluster(Cluster):
@@ -841,7 +851,8 @@ def watch_specs(
     tables with one process): the same number of watchers on each, all of a table that
     another process owns as soon as there are two; and ``host``'s (it only hosts
     watchers) watch every table of the first process."""
-    specs = [(node, owned[live[(i + 1) % len(live)].url]) for i, node in enumerate(live)]
+    step = 0 if SPECTATORS["at"] == "own" else 1
+    specs = [(node, owned[live[(i + step) % len(live)].url]) for i, node in enumerate(live)]
     return [*specs, (host, owned[live[0].url])]
 
 
@@ -940,7 +951,12 @@ def growth_report(runs: list[Growth]) -> list[str]:
         f"each (zero timers), a bot seated at each on the table's owner that bets "
         f"{GROWTH_PAUSE:g} s after betting opens (a pace the two cores keep even with four "
         f"processes), and {GROWTH_TABLES} spectators on each process, one at each table of "
-        "the next process (with one process, at its own). Each process's server CPU "
+        + (
+            "its own process (each event they see delivered without Redis). "
+            if SPECTATORS["at"] == "own"
+            else "the next process (with one process, at its own). "
+        )
+        + "Each process's server CPU "
         "(utime+stime, `/proc/PID/stat`) over the window ÷ the coups of its own tables "
         '(`chemmy_coups_total`); "foreign messages" are the event messages of other '
         "processes' tables it received and decoded (`chemmy_bus_lag_seconds_count`), per "
@@ -1004,7 +1020,7 @@ def ratio(a: float, b: float) -> str:
 def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
     alone = set(args.parts.split(",")) == {"e"}
     lines = [
-        GROWTH_SECTION if alone else SECTION,
+        growth_section() if alone else SECTION,
         "",
         f"Made by `{results['command']}` on {time.strftime('%Y-%m-%d')} "
         f"({results['elapsed']:.0f} s).",
@@ -1310,6 +1326,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ramp", default="500,1000,2000,3000,4000", help="(d) levels")
     parser.add_argument("--budget", type=float, default=240.0, help="(d) seconds at most")
     parser.add_argument("--sizes", default="1,2,3,4", help="(e) processes, each size")
+    parser.add_argument(
+        "--growth-spectators",
+        choices=("next", "own"),
+        default="next",
+        help="(e) the spectators at the next process's tables, or at their own's",
+    )
     parser.add_argument("--growth-window", type=float, default=15.0, help="(e) seconds measured")
     parser.add_argument(
         "--baseline", default=None, help="(e) also the server of this git revision, in turns"
@@ -1317,6 +1339,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", default=",".join(PARTS), help="which of a,b,c,d,e to run")
     parser.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     args = parser.parse_args(argv)
+    SPECTATORS["at"] = args.growth_spectators
     if not redis_available():
         sys.exit("redis-server is not installed (scripts/test installs it)")
     raise_nofile()
@@ -1336,7 +1359,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.write:
         alone = set(args.parts.split(",")) == {"e"}
-        write_benchmarks(GROWTH_SECTION if alone else SECTION, text)
+        write_benchmarks(growth_section() if alone else SECTION, text)
     return 0
 
 
