@@ -918,28 +918,34 @@ async def growth_run(
 
 
 async def growth(
-    tmp: Path, sizes: Sequence[int], baseline: str | None, window: float
+    tmp: Path, sizes: Sequence[int], baseline: str | None, window: float, rounds: int = 1
 ) -> list[Growth]:
     """(e): every size with this checkout's server, then (``baseline``) that revision's,
-    size by size in turns, so that other load on the machine falls on both alike."""
+    size by size in turns, so that other load on the machine falls on both alike; all of
+    it ``rounds`` times, keeping each configuration's run with the least CPU per coup
+    (other work on a shared machine only ever adds)."""
     code = None
     if baseline is not None:
         code = gateway.archive(baseline, tmp / "baseline-code")
     workers = BotWorkers(BOT_WORKERS)
-    runs: list[Growth] = []
+    best: dict[tuple[str, int], Growth] = {}
     try:
-        for processes in sizes:
-            for label, where in (("now", None), (baseline, code)):
-                if label is None:
-                    continue
-                print(f"(e) {processes} processes, {label} ...", file=sys.stderr)
-                run = await growth_run(tmp, workers, processes, where, label, window)
-                per = ", ".join(f"{x * 1e3:.2f}" for x in run.per_coup())
-                print(f"  CPU per coup (ms): {per}; coups {run.coups}", file=sys.stderr)
-                runs.append(run)
+        for round_no in range(rounds):
+            for processes in sizes:
+                for label, where in (("now", None), (baseline, code)):
+                    if label is None:
+                        continue
+                    print(f"(e) {processes} processes, {label} ...", file=sys.stderr)
+                    home = tmp / f"round{round_no}"
+                    run = await growth_run(home, workers, processes, where, label, window)
+                    per = ", ".join(f"{x * 1e3:.2f}" for x in run.per_coup())
+                    print(f"  CPU per coup (ms): {per}; coups {run.coups}", file=sys.stderr)
+                    kept = best.get((label, processes))
+                    if kept is None or _mean(run.per_coup()) < _mean(kept.per_coup()):
+                        best[(label, processes)] = run
     finally:
         await workers.close()
-    return runs
+    return list(best.values())
 
 
 def growth_report(runs: list[Growth]) -> list[str]:
@@ -965,7 +971,8 @@ def growth_report(runs: list[Growth]) -> list[str]:
         "there like any, have no player and make no events); its figure is its CPU per "
         "coup it fans out (the first process's coups). "
         f"Window {runs[0].seconds:.0f} s after a 5 s warm-up; each size with this "
-        "revision and the baseline in turns.",
+        "revision and the baseline in turns, all of it --growth-rounds times, each "
+        "configuration's run with the least mean CPU per coup kept.",
         "",
         "| server | processes (+ the watchers' one) | coups/s (all) | CPU per coup, each "
         "process | mean | relative to one process | foreign messages/s, each process | "
@@ -1313,7 +1320,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             results["connections"] = await connections(tmp, levels, args.budget)
         if "e" in parts:
             sizes = [int(x) for x in args.sizes.split(",") if x]
-            results["growth"] = await growth(tmp, sizes, args.baseline, args.growth_window)
+            results["growth"] = await growth(
+                tmp, sizes, args.baseline, args.growth_window, args.growth_rounds
+            )
     return results
 
 
@@ -1333,6 +1342,9 @@ def main(argv: list[str] | None = None) -> int:
         help="(e) the spectators at the next process's tables, or at their own's",
     )
     parser.add_argument("--growth-window", type=float, default=15.0, help="(e) seconds measured")
+    parser.add_argument(
+        "--growth-rounds", type=int, default=1, help="(e) each configuration this often (best)"
+    )
     parser.add_argument(
         "--baseline", default=None, help="(e) also the server of this git revision, in turns"
     )
