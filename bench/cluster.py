@@ -1025,7 +1025,7 @@ def ratio(a: float, b: float) -> str:
 
 
 def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
-    alone = set(args.parts.split(",")) == {"e"}
+    alone = set(getattr(args, "parts", "").split(",")) == {"e"}
     lines = [
         growth_section() if alone else SECTION,
         "",
