@@ -1149,7 +1149,8 @@ def limits(one: Throughput, three: Throughput) -> str:
         f"machine at {three.cpu['machine'] / three.seconds:.2f} of its {cores} (Redis and "
         f"the bots have the rest), so they had {cpu_three / cpu_one:.2f}{X} one's CPU; and "
         f"a coup cost the servers {cost_three * 1e3:.2f} ms of CPU against {cost_one * 1e3:.2f} "
-        f"ms (every gateway decodes every table's events; commands are relayed). Together "
+        f"ms (a gateway decodes the events of every table its clients watch; commands are "
+        f"relayed). Together "
         f"these allow {bound:.2f}{X}, which is what was measured. 2.5{X} needs at least three "
         f"cores for the servers alone."
     )
