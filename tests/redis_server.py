@@ -46,12 +46,13 @@ class RedisServer:
     """One ``redis-server`` process in ``directory``; :attr:`port` once started."""
 
     def __init__(
-        self, directory: Path, *, appendfsync: str = "everysec", args: Sequence[str] = ()
+        self, directory: Path, *, appendfsync: str = "everysec", extra: Sequence[str] = ()
     ) -> None:
         self.directory = Path(directory)
-        self.args = list(args)  # more redis-server flags
         self.directory.mkdir(parents=True, exist_ok=True)
         self.appendfsync = appendfsync
+        #: More ``redis-server`` flags (``--replicaof HOST PORT``: tests/redis_sentinel.py).
+        self.extra = list(extra)
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -89,7 +90,7 @@ class RedisServer:
             "--daemonize", "no",
             "--logfile", str(self.directory / "redis.log"),
             "--databases", "16",
-            *self.args,
+            *self.extra,
         ]  # fmt: skip
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

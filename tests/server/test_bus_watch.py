@@ -234,7 +234,7 @@ async def test_without_sharded_pubsub_plain_pubsub_per_table(
     """A Redis without ``SPUBLISH``/``SSUBSCRIBE`` (renamed away, as on Redis 6): the
     buses find it out and use plain pub/sub on the same per-table channels."""
     server = make_redis(
-        args=["--rename-command", "SPUBLISH", "", "--rename-command", "SSUBSCRIBE", ""]
+        extra=["--rename-command", "SPUBLISH", "", "--rename-command", "SSUBSCRIBE", ""]
     )
     a, b = await two_buses(server.url())
     try:
