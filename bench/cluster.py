@@ -23,6 +23,12 @@ only some parts, while developing; ``--help`` for the sizes).
   kill to the bot's receiving the table's next event (the first with a ``seq`` above the
   last one stored when the owner died). Ten trials, each with a new process started in
   the dead one's place.
+- (e) Cost per process as the cluster grows (issue 22). 1, 2, 3 and 4 processes, each
+  owning the same number of tables with a paced bot at each (on the table's owner) and
+  hosting as many spectators at another process's tables: each process's server CPU
+  per coup of its own tables, against one process's; with ``--baseline REV`` the same
+  with that revision's server (``git archive``, as bench/gateway.py's ``--baseline``),
+  size by size in turns. ``--parts e --write`` writes its own section.
 - (d) Connections. Spectators at one table spread evenly over three processes, against
   one process, both on Redis, holding the same clients at the same time, the events
   alternating between them (bench/gateway.py's ramp: shared accounts, 10,000 deliveries
@@ -351,8 +357,9 @@ class Bot:
     on to the client. A bet refused for want of an owner (``unavailable``, a timeout)
     is tried again."""
 
-    def __init__(self, url: str, pid: str, table: str) -> None:
+    def __init__(self, url: str, pid: str, table: str, pause: float = 0.0) -> None:
         self.pid, self.table = pid, table
+        self.pause = pause  # seconds from betting opened to the bet (a pace per table)
         self.client = Client(url, label=pid, timeout=30, tap=self._tap)
         self.opened = asyncio.Event()
         self.go = asyncio.Event()  # bets only once this is set (all bots seated)
@@ -398,6 +405,8 @@ class Bot:
         while True:
             await self.opened.wait()
             self.opened.clear()
+            if self.pause:
+                await asyncio.sleep(self.pause)
             probe, self.probe = self.probe, False
             for _attempt in range(200):
                 try:
@@ -444,9 +453,11 @@ async def _bot_worker(pipe: Connection) -> None:
             gate = asyncio.Semaphore(16)
             failed: list[str] = []
 
-            async def one(url: str, pid: str, table: str, gate: asyncio.Semaphore = gate) -> None:
+            async def one(
+                url: str, pid: str, table: str, pause: float = 0.0, gate: asyncio.Semaphore = gate
+            ) -> None:
                 async with gate:
-                    bot = Bot(url, pid, table)
+                    bot = Bot(url, pid, table, pause)
                     try:
                         await bot.start(go=False)
                         bots.append(bot)
@@ -495,7 +506,7 @@ class BotWorkers:
         pipe.send(message)
         return await asyncio.get_running_loop().run_in_executor(None, pipe.recv)
 
-    async def start(self, specs: list[tuple[str, str, str]]) -> tuple[int, list[str]]:
+    async def start(self, specs: Sequence[tuple[Any, ...]]) -> tuple[int, list[str]]:
         n = len(self.pipes)
         replies = await asyncio.gather(
             *(self._ask(p, ("start", specs[i::n])) for i, p in enumerate(self.pipes))
@@ -771,14 +782,252 @@ async def connections(tmp: Path, levels: list[int], budget: float) -> list[tuple
         triple.stop()
 
 
+# ====================================================================== (e) growth
+#: (e): tables owned by each process, and the pause of each table's bot (seconds from
+#: betting opened to its bet): the same paced load per process at every size, well
+#: under what the two cores can do even at four processes.
+GROWTH_TABLES, GROWTH_PAUSE = 4, 0.3
+#: Where the playing processes' spectators are (``--growth-spectators``): at the next
+#: process's tables (``next``), or at their own process's (``own``: every event they
+#: see is delivered without Redis; only the watchers' process hears other tables).
+SPECTATORS = {"at": "next"}
+
+
+def growth_section() -> str:
+    if SPECTATORS["at"] == "own":
+        return "## Cluster growth (bench/cluster.py --parts e --growth-spectators own)"
+    return GROWTH_SECTION
+
+
+class CodeCluster(Cluster):
+    """:class:`Cluster` whose processes run the ``server`` package in ``code`` (another
+    revision's, bench.gateway's ``archive``), or this checkout's (``code`` None)."""
+
+    def __init__(self, home: Path, config_text: str, code: Path | None) -> None:
+        super().__init__(home, config_text)
+        self.code = code
+
+    def add(self) -> ServerProcess:
+        if self.code is None:
+            return super().add()
+        n = len(self.nodes)
+        node = ServerProcess(
+            self.home / f"node{n}",
+            self.config,
+            *self.server_args(),
+            env={"PYTHONPATH": str(self.code)},
+        )
+        node.cwd = self.code
+        node.start()
+        self.nodes.append(node)
+        return node
+
+
+@dataclass
+class Growth:
+    code: str  # "now", or the baseline's revision
+    processes: int
+    seconds: float
+    coups: list[float]  # per process: its own tables' coups over the window
+    cpu: list[float]  # per process: CPU seconds over the window
+    foreign: list[float]  # per process: other processes' event messages decoded
+    #: The process that only hosts watchers: its CPU seconds, the coups of the tables
+    #: its spectators watch, the event messages it decoded.
+    host: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def per_coup(self) -> list[float]:
+        """Each process's server CPU per coup of its own tables (seconds)."""
+        return [c / max(1.0, n) for c, n in zip(self.cpu, self.coups, strict=True)]
+
+    def host_per_coup(self) -> float:
+        """The watchers' process's server CPU per coup it fans out (seconds)."""
+        return self.host[0] / max(1.0, self.host[1])
+
+
+def watch_specs(
+    live: Sequence[ServerProcess], host: ServerProcess, owned: dict[str, list[str]]
+) -> list[Any]:
+    """Process ``i``'s spectators watch every table of process ``i + 1`` (their own
+    tables with one process): the same number of watchers on each, all of a table that
+    another process owns as soon as there are two; and ``host``'s (it only hosts
+    watchers) watch every table of the first process."""
+    step = 0 if SPECTATORS["at"] == "own" else 1
+    specs = [(node, owned[live[(i + step) % len(live)].url]) for i, node in enumerate(live)]
+    return [*specs, (host, owned[live[0].url])]
+
+
+async def growth_run(
+    tmp: Path, workers: BotWorkers, processes: int, code: Path | None, label: str, window: float
+) -> Growth:
+    """(e), one size: ``processes`` servers owning :data:`GROWTH_TABLES` tables each, a
+    paced bot per table on its owner, and as many spectators on each process, at
+    another process's tables; and one more process that only hosts spectators (its
+    tables, placed there like any, have no player: no events)."""
+    tables = table_ids((processes + 1) * GROWTH_TABLES)
+    cluster = CodeCluster(tmp / f"growth-{label}-{processes}", config(tables, ZERO_TIMERS), code)
+    spectators: list[Client] = []
+    try:
+        for _ in range(processes + 1):
+            cluster.add()
+        owners = await cluster.placed(tables)
+        names = cluster.named()
+        *live, host = [names[o] for o in dict.fromkeys(owners[t] for t in tables)]
+        owned = {n.url: [t for t in tables if names[owners[t]] is n] for n in [*live, host]}
+        played = [t for t in tables if t not in owned[host.url]]
+        specs = [(names[owners[t]].url, f"bot-{t}", t, GROWTH_PAUSE) for t in played]
+        started, failed = await workers.start(specs)
+        if started < len(specs):
+            raise RuntimeError(f"growth: {started} of {len(specs)} bots started: {failed}")
+        await workers.go()
+
+        def quiet(frame: str | bytes) -> bool:
+            return gateway._seq_of(frame) is not None  # events are looked at, not kept
+
+        for node, watched in watch_specs(live, host, owned):
+            for table in watched:
+                spectator = await guest(node.url, quiet)
+                await spectator.join(table)
+                spectators.append(spectator)
+        await asyncio.sleep(5.0)  # warm up
+        pids = [n.pid for n in [*live, host]]
+        before = [await scrape(n.port) for n in [*live, host]]
+        cpu0, t0 = [cpu_seconds(p) for p in pids], time.perf_counter()
+        await asyncio.sleep(window)
+        cpu1, t1 = [cpu_seconds(p) for p in pids], time.perf_counter()
+        after = [await scrape(n.port) for n in [*live, host]]
+        await workers.stop()
+
+        def delta(name: str) -> list[float]:
+            return [a.get(name, 0.0) - b.get(name, 0.0) for a, b in zip(after, before, strict=True)]
+
+        coups, foreign = delta("chemmy_coups_total"), delta("chemmy_bus_lag_seconds_count")
+        cpu = [b - a for a, b in zip(cpu0, cpu1, strict=True)]
+        return Growth(
+            code=label,
+            processes=processes,
+            seconds=t1 - t0,
+            coups=coups[:-1],
+            cpu=cpu[:-1],
+            foreign=foreign[:-1],
+            host=(cpu[-1], coups[0], foreign[-1]),
+        )
+    finally:
+        for spectator in spectators:
+            await spectator.close()
+        cluster.stop()
+
+
+async def growth(
+    tmp: Path, sizes: Sequence[int], baseline: str | None, window: float, rounds: int = 1
+) -> list[Growth]:
+    """(e): every size with this checkout's server, then (``baseline``) that revision's,
+    size by size in turns, so that other load on the machine falls on both alike; all of
+    it ``rounds`` times, keeping each configuration's run with the least CPU per coup
+    (other work on a shared machine only ever adds)."""
+    code = None
+    if baseline is not None:
+        code = gateway.archive(baseline, tmp / "baseline-code")
+    workers = BotWorkers(BOT_WORKERS)
+    best: dict[tuple[str, int], Growth] = {}
+    try:
+        for round_no in range(rounds):
+            for processes in sizes:
+                for label, where in (("now", None), (baseline, code)):
+                    if label is None:
+                        continue
+                    print(f"(e) {processes} processes, {label} ...", file=sys.stderr)
+                    home = tmp / f"round{round_no}"
+                    run = await growth_run(home, workers, processes, where, label, window)
+                    per = ", ".join(f"{x * 1e3:.2f}" for x in run.per_coup())
+                    print(f"  CPU per coup (ms): {per}; coups {run.coups}", file=sys.stderr)
+                    kept = best.get((label, processes))
+                    if kept is None or _mean(run.per_coup()) < _mean(kept.per_coup()):
+                        best[(label, processes)] = run
+    finally:
+        await workers.close()
+    return list(best.values())
+
+
+def growth_report(runs: list[Growth]) -> list[str]:
+    lines = [
+        "",
+        "### (e) Cost per process as the cluster grows",
+        "",
+        f"The same load on every process at every size: {GROWTH_TABLES} tables owned by "
+        f"each (zero timers), a bot seated at each on the table's owner that bets "
+        f"{GROWTH_PAUSE:g} s after betting opens (a pace the two cores keep even with four "
+        f"processes), and {GROWTH_TABLES} spectators on each process, one at each table of "
+        + (
+            "its own process (each event they see delivered without Redis). "
+            if SPECTATORS["at"] == "own"
+            else "the next process (with one process, at its own). "
+        )
+        + "Each process's server CPU "
+        "(utime+stime, `/proc/PID/stat`) over the window ÷ the coups of its own tables "
+        '(`chemmy_coups_total`); "foreign messages" are the event messages of other '
+        "processes' tables it received and decoded (`chemmy_bus_lag_seconds_count`), per "
+        "second. Besides them, one more process only hosts watchers: "
+        f"{GROWTH_TABLES} spectators at the first process's tables (its own tables, placed "
+        "there like any, have no player and make no events); its figure is its CPU per "
+        "coup it fans out (the first process's coups). "
+        f"Window {runs[0].seconds:.0f} s after a 5 s warm-up; each size with this "
+        "revision and the baseline in turns, all of it --growth-rounds times, each "
+        "configuration's run with the least mean CPU per coup kept.",
+        "",
+        "| server | processes (+ the watchers' one) | coups/s (all) | CPU per coup, each "
+        "process | mean | relative to one process | foreign messages/s, each process | "
+        "watchers' process: CPU per coup fanned out (relative) | its foreign messages/s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for code in dict.fromkeys(r.code for r in runs):
+        mine = [r for r in runs if r.code == code]
+        one = _mean(mine[0].per_coup())
+        host_one = mine[0].host_per_coup()
+        for r in mine:
+            each = " / ".join(f"{x * 1e3:.2f}" for x in r.per_coup())
+            worst = max(r.per_coup()) / one
+            foreign = " / ".join(f"{f / r.seconds:,.0f}" for f in r.foreign)
+            lines.append(
+                f"| {code} | {r.processes} (+1) | {sum(r.coups) / r.seconds:,.0f} | {each} ms | "
+                f"{_mean(r.per_coup()) * 1e3:.2f} ms | {_mean(r.per_coup()) / one:.2f}{X} "
+                f"(most {worst:.2f}{X}) | {foreign} | {r.host_per_coup() * 1e3:.2f} ms "
+                f"({r.host_per_coup() / max(1e-9, host_one):.2f}{X}) | "
+                f"{r.host[2] / r.seconds:,.0f} |"
+            )
+    return lines
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / max(1, len(values))
+
+
+def growth_target(runs: list[Growth]) -> list[str]:
+    out = []
+    for code in dict.fromkeys(r.code for r in runs):
+        mine = [r for r in runs if r.code == code]
+        one = _mean(mine[0].per_coup())
+        worst = max(max(r.per_coup()) / one for r in mine)
+        host = max(r.host_per_coup() for r in mine) / max(1e-9, mine[0].host_per_coup())
+        name = "this revision" if code == "now" else f"the baseline {code}"
+        out.append(
+            f"- Server CPU per coup on every process within 15% of one process's, "
+            f"{'/'.join(str(r.processes) for r in mine)} processes ({name}): "
+            f"{'**met**' if worst <= 1.15 else '**missed**'}: at most {worst:.2f}{X}; the "
+            f"watchers' process: {'**met**' if host <= 1.15 else '**missed**'}, at most "
+            f"{host:.2f}{X} its figure beside one process."
+        )
+    return out
+
+
 # ====================================================================== report
 def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}{X}" if b else "n/a"
 
 
 def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
+    alone = set(getattr(args, "parts", "").split(",")) == {"e"}
     lines = [
-        SECTION,
+        growth_section() if alone else SECTION,
         "",
         f"Made by `{results['command']}` on {time.strftime('%Y-%m-%d')} "
         f"({results['elapsed']:.0f} s).",
@@ -799,6 +1048,8 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
         lines += failover_report(results["failover"])
     if "connections" in results:
         lines += connections_report(results["connections"])
+    if "growth" in results:
+        lines += growth_report(results["growth"])
     lines += ["", "### Against the targets", "", *targets(results)]
     return "\n".join(lines) + "\n"
 
@@ -898,7 +1149,8 @@ def limits(one: Throughput, three: Throughput) -> str:
         f"machine at {three.cpu['machine'] / three.seconds:.2f} of its {cores} (Redis and "
         f"the bots have the rest), so they had {cpu_three / cpu_one:.2f}{X} one's CPU; and "
         f"a coup cost the servers {cost_three * 1e3:.2f} ms of CPU against {cost_one * 1e3:.2f} "
-        f"ms (every gateway decodes every table's events; commands are relayed). Together "
+        f"ms (a gateway decodes the events of every table its clients watch; commands are "
+        f"relayed). Together "
         f"these allow {bound:.2f}{X}, which is what was measured. 2.5{X} needs at least three "
         f"cores for the servers alone."
     )
@@ -999,6 +1251,8 @@ def targets(results: dict[str, Any]) -> list[str]:
             f"{worst:.2f} s over {len(trials)} trials (median "
             f"{percentile([t.seconds for t in trials], 50):.2f} s)."
         )
+    if results.get("growth"):
+        out += growth_target(results["growth"])
     rows = results.get("connections")
     if rows:
         best3 = max((t.clients for t, _ in rows if t.complete and t.p99 < 100), default=0)
@@ -1011,7 +1265,9 @@ def targets(results: dict[str, Any]) -> list[str]:
 
 
 # ====================================================================== main
-PARTS = ("a", "b", "c", "d")
+PARTS = ("a", "b", "c", "d", "e")
+#: Where a run of (e) alone is written (the full run's section keeps (a)-(d)).
+GROWTH_SECTION = "## Cluster growth (bench/cluster.py --parts e)"
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
@@ -1063,6 +1319,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             levels = [int(x) for x in args.ramp.split(",") if x]
             print(f"(d) connections, ramp {levels} ...", file=sys.stderr)
             results["connections"] = await connections(tmp, levels, args.budget)
+        if "e" in parts:
+            sizes = [int(x) for x in args.sizes.split(",") if x]
+            results["growth"] = await growth(
+                tmp, sizes, args.baseline, args.growth_window, args.growth_rounds
+            )
     return results
 
 
@@ -1074,9 +1335,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=10, help="(c) kills (default 10)")
     parser.add_argument("--ramp", default="500,1000,2000,3000,4000", help="(d) levels")
     parser.add_argument("--budget", type=float, default=240.0, help="(d) seconds at most")
-    parser.add_argument("--parts", default=",".join(PARTS), help="which of a,b,c,d to run")
+    parser.add_argument("--sizes", default="1,2,3,4", help="(e) processes, each size")
+    parser.add_argument(
+        "--growth-spectators",
+        choices=("next", "own"),
+        default="next",
+        help="(e) the spectators at the next process's tables, or at their own's",
+    )
+    parser.add_argument("--growth-window", type=float, default=15.0, help="(e) seconds measured")
+    parser.add_argument(
+        "--growth-rounds", type=int, default=1, help="(e) each configuration this often (best)"
+    )
+    parser.add_argument(
+        "--baseline", default=None, help="(e) also the server of this git revision, in turns"
+    )
+    parser.add_argument("--parts", default=",".join(PARTS), help="which of a,b,c,d,e to run")
     parser.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     args = parser.parse_args(argv)
+    SPECTATORS["at"] = args.growth_spectators
     if not redis_available():
         sys.exit("redis-server is not installed (scripts/test installs it)")
     raise_nofile()
@@ -1095,7 +1371,8 @@ def main(argv: list[str] | None = None) -> int:
     text = report(args, results)
     print(text)
     if args.write:
-        write_benchmarks(SECTION, text)
+        alone = set(args.parts.split(",")) == {"e"}
+        write_benchmarks(growth_section() if alone else SECTION, text)
     return 0
 
 

@@ -23,9 +23,13 @@ The contract every implementation keeps:
   ``reply_to`` exactly once, through ``reply`` (an error reply when it refuses); the
   reply reaches the handler given to ``on_replies`` on the gateway named in the address.
 - **Events.** ``publish`` is called by the owner with a step's events *after* the step
-  was stored. A handler subscribed to a table receives that table's events in ``seq``
-  order, each once, with no gap from the first one it receives. A step's events are
-  delivered before the reply to the command that caused them.
+  was stored. A process hears a table's events while it owns the table or *watches*
+  it (``watch``, awaited before the first watcher's ``join`` is sent: once it returns,
+  every step stored afterwards reaches this process; ``unwatch`` when the last watcher
+  left). A handler subscribed to a table it hears receives that table's events in
+  ``seq`` order, each once, with no gap from the first one it receives. A step's events
+  are delivered before the reply to the command that caused them (a reply carries its
+  step's ``(table, seq)`` in ``after``).
 - **Catch-up.** ``events_after(table, seq)`` returns the stored events after ``seq``, or
   ``None`` when some are no longer retained (the caller then sends a snapshot).
   ``catch_up(table)`` is awaited by a process about to serve a table it took over:
@@ -123,6 +127,14 @@ class Bus(Protocol):
 
     def unsubscribe(self, table: str, handler: EventHandler) -> None:
         """Stop receiving ``table``'s events."""
+
+    async def watch(self, table: str) -> None:
+        """Hear ``table``'s events from now on (clients of this process watch it): when
+        this returns, every step stored from then on reaches this process's handlers."""
+
+    def unwatch(self, table: str) -> None:
+        """Nobody here watches ``table`` any more: stop hearing its events (unless this
+        process owns it)."""
 
     async def events_after(self, table: str, seq: int) -> list[Event] | None:
         """The stored events of ``table`` after ``seq``, or None if some are gone."""

@@ -77,6 +77,12 @@ class LocalBus:
     def unsubscribe(self, table: str, handler: EventHandler) -> None:
         self._subscribers.remove(table, handler)
 
+    async def watch(self, table: str) -> None:
+        return None  # one process hears every table
+
+    def unwatch(self, table: str) -> None:
+        return None
+
     async def events_after(self, table: str, seq: int) -> list[Event] | None:
         if self._events_after is None:
             return None

@@ -5,9 +5,13 @@ time (``server.croupier.cluster`` takes and renews the leases). Over Redis pub/s
 
 - ``chemmy:node:<node>`` carries records to one process: the commands for the tables it
   owns and the replies to the commands its clients sent;
-- ``chemmy:ev:<table>`` carries each stored step's events (with their private parts: the
-  gateways fan them out, per view, to their own clients); every process subscribes to
-  ``chemmy:ev:*``, so every process receives every table's events;
+- ``chemmy:{<table>}:ev`` carries each stored step's events (with their private parts:
+  the gateways fan them out, per view, to their own clients), in the table's hash slot
+  (``server.bus.channels``: sharded pub/sub, ``SPUBLISH``/``SSUBSCRIBE``, where Redis
+  has it, else plain pub/sub). A process subscribes to a table's channel only while it
+  owns the table or clients of its own watch it (``watch``: the subscription confirmed
+  before the first watcher's join is sent; ``unwatch``), so its cost does not grow with
+  the other processes' tables;
 - ``chemmy:ctl`` carries notices for the croupiers (a table's owner changed, tables were
   created or closed, a process drains).
 
@@ -15,10 +19,19 @@ Pub/sub may lose messages (a subscriber's connection drops, Redis restarts). Eve
 are lost for that: they are stored with each step in the table's stream (the store's
 ``events_after``), and this bus keeps, per table, the last ``seq`` it delivered. A batch
 that starts after a gap is preceded by the missing events read back from the stream; a
-batch already delivered is dropped; after a reconnection every table is caught up from
-the stream before anything newer is delivered. One reader task handles the messages in
-the order Redis delivers them, so a step's events still reach a gateway before the reply
-to the command that caused them (the owner publishes them first, on one connection).
+batch already delivered is dropped; after a reconnection exactly the tables it hears are
+subscribed again and caught up from the stream. A table it stops hearing is forgotten
+(its last ``seq`` too: hearing it again starts afresh, from a join's snapshot).
+
+A step's events reach a gateway before the reply to the command that caused them. One
+reader task handles the messages of the one pub/sub connection in the order Redis
+delivers them, and the owner publishes the events first, on one connection, so on one
+Redis they come first anyway. The rule does not rest on that (on a Redis Cluster a
+sharded channel's messages come from the table's shard, a reply from another node):
+a reply names its step (``after``: table, seq), and a reply for a table this process
+hears whose events it has not delivered that far waits for them; if they do not come
+within :data:`HOLD_MAX` (a message lost), they are read from the stream, then the reply
+goes on.
 
 Outgoing messages go through one queue and one writer task, in the order they were
 made; those waiting together are sent in one pipeline. A command whose owner cannot be
@@ -35,6 +48,7 @@ This module never decides a rule and never looks inside an event's data.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -57,6 +71,7 @@ from server.store.redis_connect import connect, follow_primary, unavailable
 from server.table.events import Event
 
 from .base import CommandHandler, EventHandler, ReplyHandler, Subscribers
+from .channels import Channels, event_channel, table_of
 
 __all__ = ["RedisBus", "node_name"]
 
@@ -77,6 +92,10 @@ FLUSH_TIMEOUT = 2.0  # seconds close() waits for the outbox to be sent
 #: The liveness probe: a PING this often, bounded by PROBE_TIMEOUT; Redis is taken for
 #: not answering (``/readyz`` 503) once no probe succeeded for UNANSWERED_AFTER seconds.
 PROBE_INTERVAL, PROBE_TIMEOUT, UNANSWERED_AFTER = 0.5, 1.0, 2.0
+#: How long ``watch`` waits for Redis to confirm a subscription, and a reply for the
+#: events of its step before they are read from the stream (seconds).
+WATCH_TIMEOUT, HOLD_MAX = 2.0, 0.5
+_SUBSCRIBED = {"ssubscribe": True, "subscribe": True, "sunsubscribe": False, "unsubscribe": False}
 
 
 def node_name() -> str:
@@ -90,6 +109,19 @@ def _pack_events(table: str, events: Sequence[Event], node: str = "") -> bytes:
     body = [[e.seq, e.kind, e.data, e.private] for e in events]
     out: bytes = msgpack.packb([node, table, time.time(), body], use_bin_type=True)
     return out
+
+
+async def _has_sharded_pubsub(redis: aioredis.Redis) -> bool:
+    """Whether Redis has sharded pub/sub (Redis 7 and later): ``SPUBLISH`` on a channel
+    nobody listens to (no table's: ``?`` is not in a table id)."""
+    try:
+        await redis.execute_command("SPUBLISH", f"{PREFIX}:{{?}}:ev", b"")  # type: ignore[no-untyped-call]
+    except ResponseError as exc:
+        if "unknown command" in str(exc).lower():
+            log.warning("bus: Redis has no sharded pub/sub (SPUBLISH); plain pub/sub it is")
+            return False
+        raise
+    return True
 
 
 def _publisher(data: bytes) -> str:
@@ -127,6 +159,13 @@ class RedisBus:
         self._replies: ReplyHandler | None = None
         self._control: ControlHandler | None = None
         self._last: dict[str, int] = {}  # table -> the last seq delivered here
+        self._watched: set[str] = set()  # the tables clients of this process watch
+        self._channels = Channels()
+        self._held: dict[str, list[ReplyRecord]] = {}  # replies waiting for their events
+        self._jobs: set[asyncio.Task[Any]] = set()
+        #: Event messages that came from Redis, per table (this process's own steps
+        #: coming back included): what listening only where someone watches saves.
+        self.received: collections.Counter[str] = collections.Counter()
         #: What the writer task sends, in order (``_wake`` is set when something is added).
         self._outbox: deque[tuple[str, bytes] | CommandRecord] = deque()
         self._wake = asyncio.Event()
@@ -177,6 +216,9 @@ class RedisBus:
             # A cancellation swallowed inside a Redis call must not hang the shutdown.
             await asyncio.wait(self._tasks, timeout=3.0)
         self._tasks = []
+        for job in list(self._jobs):
+            job.cancel()
+        self._held.clear()
         if self._redis is not None:
             await self._redis.aclose()
             self._redis = None
@@ -214,9 +256,12 @@ class RedisBus:
     # -- owner -------------------------------------------------------------------------
     def serve(self, table: str, handler: CommandHandler) -> None:
         self._owners[table] = handler
+        if self._channels.listening(table) is False:
+            self._spawn(self._channels.send([table], True))
 
     def unserve(self, table: str) -> None:
         self._owners.pop(table, None)
+        self._drop(table)
 
     def owns(self, table: str) -> bool:
         return table in self._owners
@@ -225,7 +270,7 @@ class RedisBus:
         if not events:
             return
         self._deliver(table, list(events))  # this process's own clients first, at once
-        self._send(f"{PREFIX}:ev:{table}", _pack_events(table, events, self.node))
+        self._send(event_channel(table), _pack_events(table, events, self.node))
 
     def reply(self, record: ReplyRecord) -> None:
         if record.to.gateway == self.node:
@@ -253,6 +298,53 @@ class RedisBus:
     def unsubscribe(self, table: str, handler: EventHandler) -> None:
         self._subscribers.remove(table, handler)
 
+    async def watch(self, table: str) -> None:
+        """Hear ``table`` (a client here watches it): subscribe to its channel unless
+        subscribed, and wait until Redis confirms it (at most :data:`WATCH_TIMEOUT`; with
+        Redis away, not at all: the reader subscribes when it is back)."""
+        self._watched.add(table)
+        state = self._channels.listening(table)
+        if state is True:
+            return
+        futures = await self._channels.send([table], True) if state is False else [state]
+        await self._channels.wait(futures, WATCH_TIMEOUT)
+
+    def unwatch(self, table: str) -> None:
+        self._watched.discard(table)
+        self._drop(table)
+
+    def wants(self, table: str) -> bool:
+        """Whether this process hears ``table`` (it owns it, or clients here watch it)."""
+        return table in self._watched or table in self._owners
+
+    @property
+    def listening(self) -> set[str]:
+        """The tables whose channel Redis confirmed on the current connection."""
+        return set(self._channels.heard)
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the table channels use sharded pub/sub (else plain pub/sub)."""
+        return self._channels.sharded
+
+    def _drop(self, table: str) -> None:
+        """Stop hearing ``table`` unless it is still wanted: unsubscribe, and forget it
+        (hearing it again starts afresh); the replies waiting for it go on."""
+        if self.wants(table):
+            return
+        self._last.pop(table, None)
+        self._release(table, None)
+        if self._channels.listening(table) is not False:
+            self._spawn(self._channels.send([table], False))
+
+    def _spawn(self, job: Awaitable[Any]) -> None:
+        async def run() -> None:
+            await job
+
+        task = asyncio.create_task(run())
+        self._jobs.add(task)
+        task.add_done_callback(self._jobs.discard)
+
     async def events_after(self, table: str, seq: int) -> list[Event] | None:
         return await self._events_after(table, seq)
 
@@ -269,11 +361,16 @@ class RedisBus:
             return
         self._last[table] = events[-1].seq
         self._subscribers.deliver(table, events)
+        if table in self._held:
+            self._release(table, events[-1].seq)
 
     async def _arrived(self, table: str, events: list[Event]) -> None:
         """Events from Redis: fill any gap from the table's stream, then deliver. When
         the stream cannot be read (the store fails), these events wait there too: they
-        are delivered, after the gap, by the next catch-up that succeeds."""
+        are delivered, after the gap, by the next catch-up that succeeds. A table this
+        process no longer hears (a message on its way as it unsubscribed) is dropped."""
+        if not self.wants(table):
+            return
         last = self._last.get(table)
         gap = last is not None and bool(events) and events[0].seq > last + 1
         if gap and not await self._catch_up(table, until=events[0].seq - 1):
@@ -310,6 +407,52 @@ class RedisBus:
         return until is None or self._last.get(table, last) >= until
 
     def _reply_here(self, record: ReplyRecord) -> None:
+        """A reply to a command of this process's clients: handed on once the events of
+        its step are delivered here (see the module docstring)."""
+        after = record.after
+        if after is not None and self._behind(*after):
+            table = after[0]
+            held = self._held.setdefault(table, [])
+            if not held:
+                self._spawn(self._overdue(table))
+            held.append(record)
+            return
+        self._hand_on(record)
+
+    def _behind(self, table: str, seq: int) -> bool:
+        """Whether ``table``'s events up to ``seq`` are still to be delivered here (only
+        for a table this process hears)."""
+        if not self.wants(table):
+            return False
+        last = self._last.get(table)
+        if last is None:
+            # The first word of a table just heard (a first watcher's join): the reply's
+            # step covers everything up to seq; what comes later follows it.
+            self._last[table] = seq
+            return False
+        return last < seq
+
+    async def _overdue(self, table: str) -> None:
+        """The replies waiting for ``table``'s events: after :data:`HOLD_MAX`, the events
+        (lost on the way) are read from the stream; then the replies go on regardless."""
+        await asyncio.sleep(HOLD_MAX)
+        if self._held.get(table):
+            await self._catch_up(table)
+            self._release(table, None)
+
+    def _release(self, table: str, seq: int | None) -> None:
+        """Hand on the replies waiting for ``table``'s events up to ``seq`` (all: None)."""
+        ready: list[ReplyRecord] = []
+        waiting: list[ReplyRecord] = []
+        for record in self._held.pop(table, []):
+            late = seq is not None and record.after is not None and record.after[1] > seq
+            (waiting if late else ready).append(record)
+        if waiting:
+            self._held[table] = waiting
+        for record in ready:
+            self._hand_on(record)
+
+    def _hand_on(self, record: ReplyRecord) -> None:
         if self._replies is None:
             return
         try:
@@ -381,7 +524,7 @@ class RedisBus:
                 assert self._redis is not None
                 async with self._redis.pipeline(transaction=False) as pipe:
                     for channel, data in batch:
-                        pipe.publish(channel, data)
+                        self._channels.publish_in(pipe, channel, data)
                     await pipe.execute()
             except (RedisConnectionError, RedisTimeoutError, ResponseError) as exc:
                 # READONLY, LOADING, MASTERDOWN: a primary being switched refused it;
@@ -447,22 +590,18 @@ class RedisBus:
             )
 
     async def _read(self) -> None:
-        """Read every message in the order Redis delivers it; reconnect and catch up."""
+        """Read every message in the order Redis delivers it; reconnect, subscribe again
+        to exactly the tables this process hears, and catch them up."""
         delay = RECONNECT_FIRST
         first = True
         while not self._closing:
             pubsub = None
             try:
                 assert self._redis is not None
-                pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-                await pubsub.subscribe(f"{PREFIX}:node:{self.node}", f"{PREFIX}:ctl")
-                await pubsub.psubscribe(f"{PREFIX}:ev:*")
+                pubsub = await self._connect()
+                futures = await self._channels.send(sorted(self._wanted()), True)
                 if not first:
-                    log.warning("bus: reconnected to Redis; catching up every table")
-                    for table in list(self._last):
-                        await self._catch_up(table)
-                    if self._control is not None:
-                        self._control({"kind": "reconnected"})
+                    self._spawn(self._caught_up(futures))
                 first = False
                 delay = RECONNECT_FIRST
                 self.answered_at = time.monotonic()  # it just answered the subscribe
@@ -480,16 +619,55 @@ class RedisBus:
                 await asyncio.sleep(delay)
                 delay = min(RECONNECT_MAX, delay * 2)
             finally:
+                self._channels.lost()
                 if pubsub is not None:
                     with contextlib.suppress(Exception):
                         await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def _connect(self) -> Any:
+        """A new pub/sub connection, named ``chemmy-bus-<node>`` (operators and tests
+        find it in ``CLIENT LIST``), on this process's channel and the notices'; whether
+        Redis has sharded pub/sub is found out on the way."""
+        assert self._redis is not None
+        self._channels.sharded = await _has_sharded_pubsub(self._redis)
+        pubsub = self._redis.pubsub()
+        await pubsub.connect()  # type: ignore[no-untyped-call]
+        connection: Any = pubsub.connection
+        await connection.send_command("CLIENT", "SETNAME", f"chemmy-bus-{self.node}")
+        await connection.read_response()
+        await pubsub.subscribe(f"{PREFIX}:node:{self.node}", f"{PREFIX}:ctl")
+        self._channels.pubsub = pubsub
+        return pubsub
+
+    def _wanted(self) -> set[str]:
+        return self._watched | set(self._owners)
+
+    async def _caught_up(self, futures: list[asyncio.Future[None]]) -> None:
+        """Reconnected: once the subscriptions are confirmed, every table heard is caught
+        up from the stream (what was published while nobody here listened), and the
+        croupier and gateway hear of it (owners may have changed meanwhile)."""
+        await self._channels.wait(futures, WATCH_TIMEOUT)
+        log.warning("bus: reconnected to Redis; catching up %d tables", len(futures))
+        for table in sorted(self._wanted()):
+            await self._catch_up(table)
+        if self._control is not None:
+            self._control({"kind": "reconnected"})
 
     async def _handle(self, message: dict[str, Any]) -> None:
         channel = message["channel"]
         channel = channel.decode() if isinstance(channel, bytes) else str(channel)
         data = message["data"]
+        kind = message.get("type")
+        heard = table_of(channel)
+        if kind in _SUBSCRIBED:
+            if heard is not None:
+                self._channels.acked(heard, _SUBSCRIBED[kind])
+            return
+        if kind not in ("message", "smessage"):
+            return  # (a PONG)
         try:
-            if channel.startswith(f"{PREFIX}:ev:"):
+            if heard is not None:
+                self.received[heard] += 1
                 if _publisher(data) == self.node:
                     return  # this process's own step: delivered here when it was published
                 table, events, at = _unpack_events(data)

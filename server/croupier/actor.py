@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import secrets
 import time
@@ -631,7 +632,8 @@ class TableActor:
         if record is not None:
             reply = self._answer(record, step)
             if reply is not None:
-                self.bus.reply(reply)
+                # (the step's events, published above, come first at its gateway)
+                self.bus.reply(dataclasses.replace(reply, after=(self.table_id, step.seq)))
         if item.done is not None and not item.done.done():
             item.done.set_result(events)
         if self.on_step is not None:

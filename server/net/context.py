@@ -19,7 +19,8 @@ store from a table command) does not type-check.
                    session_money, store_failed, store_works
     TablesContext  Relay + config, store, lobby, hub,       bus: events_after,
                    sessions, background, left_table,        croupier: create_table
-                   watch_table                              (store: player_restriction)
+                   watch_table, attend, attended,           (store: player_restriction)
+                   unattend
 
 This module only names what the handlers depend on; it never does anything.
 """
@@ -186,5 +187,11 @@ class TablesContext(Relay, Protocol):
     def background(self, job: Coroutine[Any, Any, None]) -> None: ...
 
     def left_table(self, session: Session, tid: str) -> None: ...
+
+    async def attend(self, session: Session, table: str) -> None: ...
+
+    def attended(self, session: Session, table: str, joined: bool) -> None: ...
+
+    def unattend(self, session: Session, table: str) -> None: ...
 
     def watch_table(self, table: str) -> None: ...

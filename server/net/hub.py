@@ -121,6 +121,10 @@ class Hub:
     # -- events ----------------------------------------------------------------------
     def publish(self, table: str, events: Sequence[Event]) -> None:
         room = self.room(table)
+        if room.log and events and events[0].seq != room.log[-1].seq + 1:
+            # Not the next one: this process did not hear the table for a while (nobody
+            # here watched it). The log serves resumes only while it has no gap.
+            room.log.clear()
         room.log.extend(events)
         if not room.subs:
             return

@@ -39,27 +39,7 @@ class Metrics:
         self.store_errors = Counter(
             "chemmy_store_errors", "Store calls that failed, by where", ["where"], registry=r
         )
-        self.bus_lag = Histogram(
-            "chemmy_bus_lag_seconds",
-            "From an owner publishing a step's events to this process receiving them",
-            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0),
-            registry=r,
-        )
-        self.relayed = Gauge(
-            "chemmy_bus_relayed_commands",
-            "Commands this process relayed to a table owned by another process (total)",
-            registry=r,
-        )
-        self.backfilled = Gauge(
-            "chemmy_bus_backfilled_events",
-            "Events read back from a table's stream to fill a gap (total)",
-            registry=r,
-        )
-        self.lease_changes = Gauge(
-            "chemmy_lease_changes",
-            "Tables this process took or gave up (total)",
-            registry=r,
-        )
+        self._cluster(r)
         self.transfers = Counter(
             "chemmy_transfers",
             "Transfer API calls (docs/wallet.md §2), by kind (deposit, withdraw, balance) and"
@@ -82,4 +62,40 @@ class Metrics:
         )
         self.slow_clients = Counter(
             "chemmy_slow_clients", "Connections cut off for not keeping up", registry=r
+        )
+
+    def _cluster(self, r: CollectorRegistry) -> None:
+        """The cluster's: the bus and the leases (zero on one process)."""
+        self.bus_lag = Histogram(
+            "chemmy_bus_lag_seconds",
+            "From an owner publishing a step's events to this process receiving them",
+            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0),
+            registry=r,
+        )
+        self.relayed = Gauge(
+            "chemmy_bus_relayed_commands",
+            "Commands this process relayed to a table owned by another process (total)",
+            registry=r,
+        )
+        self.backfilled = Gauge(
+            "chemmy_bus_backfilled_events",
+            "Events read back from a table's stream to fill a gap (total)",
+            registry=r,
+        )
+        self.bus_received = Gauge(
+            "chemmy_bus_event_messages",
+            "Event messages this process received from Redis, per table (total): a process"
+            " hears a table only while it owns it or its clients watch it",
+            ["table"],
+            registry=r,
+        )
+        self.bus_listening = Gauge(
+            "chemmy_bus_listening_tables",
+            "Tables whose events this process is subscribed to (on Redis) now",
+            registry=r,
+        )
+        self.lease_changes = Gauge(
+            "chemmy_lease_changes",
+            "Tables this process took or gave up (total)",
+            registry=r,
         )

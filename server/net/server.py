@@ -83,6 +83,7 @@ from .metrics import Metrics
 from .operator_api import OperatorAPI, OperatorAuth
 from .session import Bucket, GatewayConnection, Session
 from .shared_limits import SharedLimits
+from .watchers import Watchers
 
 __all__ = ["ChemmyServer"]
 
@@ -155,6 +156,8 @@ class ChemmyServer:
         #: Tables this gateway saw close (their ``closed`` event), until watched again:
         #: a command for one is answered ``no_table`` here, whoever owned it.
         self._closed_tables: dict[str, None] = {}
+        #: Who watches each table here: the bus hears a table while someone does.
+        self.watchers = Watchers()
         self._store_refusals = 0  # requests refused in the store's failure episode
         self._store_failed_at = 0.0
         self._request_ids = itertools.count(1)
@@ -335,12 +338,15 @@ class ChemmyServer:
         period, §5; a spectator leaves)."""
         for tid in list(session.tables):
             self.left_table(session, tid)
+        for tid in self.watchers.gone(session.id):  # joins still on their way
+            self._unwatch(tid)
 
     def left_table(self, session: Session, tid: str) -> None:
         """``session`` (closed) no longer watches ``tid``: the table hears of it unless
         the player still watches from another connection. Also for a join whose reply
         came after its connection closed (it was not yet among the session's tables)."""
         self.hub.unsubscribe(tid, session.conn)
+        self.unattend(session, tid)
         if session.identity is None or self.hub.watching(tid, session.player):
             return
         with contextlib.suppress(ChemmyError):
@@ -429,6 +435,30 @@ class ChemmyServer:
         self._closed_tables.pop(table, None)
         self.bus.subscribe(table, self._table_events)
 
+    async def attend(self, session: Session, table: str) -> None:
+        """``session`` sends a join for ``table``: from now on it counts as watching it,
+        and this process hears the table's events before the join goes (the bus's
+        subscription confirmed), so nothing stored after the join's snapshot is missed."""
+        self.watchers.joining(session.id, table)
+        await self.bus.watch(table)
+
+    def attended(self, session: Session, table: str, joined: bool) -> None:
+        """``session``'s join for ``table`` was answered (``joined``: it is there now)."""
+        if self.watchers.answered(session.id, table, joined):
+            self._unwatch(table)
+
+    def unattend(self, session: Session, table: str) -> None:
+        """``session`` no longer watches ``table`` (it left, or its connection closed)."""
+        if self.watchers.left(session.id, table):
+            self._unwatch(table)
+
+    def _unwatch(self, table: str) -> None:
+        """Nobody here watches ``table`` any more: the bus stops hearing it (unless this
+        process owns it), and its recent log goes (it would miss what comes meanwhile)."""
+        self.bus.unwatch(table)
+        if not self.croupier.has(table):
+            self.hub.drop_table(table)
+
     def _table_events(self, table: str, events: Sequence[Event]) -> None:
         """One step's events to this gateway's watchers. The table's own ``closed``
         event (it comes through the bus like any other: in order, gaps filled from the
@@ -471,6 +501,8 @@ class ChemmyServer:
     def forget_table(self, table: str) -> None:
         """A table closed: nobody here watches it any more, and its log is gone."""
         self.bus.unsubscribe(table, self._table_events)
+        self.watchers.drop(table)
+        self.bus.unwatch(table)
         self.hub.drop_table(table)
         self._closed_tables[table] = None
         while len(self._closed_tables) > CLOSED_TABLES_KEPT:
@@ -675,6 +707,9 @@ class ChemmyServer:
             if isinstance(self.bus, RedisBus):
                 self.metrics.relayed.set(self.bus.relayed)
                 self.metrics.backfilled.set(self.bus.backfilled)
+                for table, count in self.bus.received.items():
+                    self.metrics.bus_received.labels(table=table).set(count)
+                self.metrics.bus_listening.set(len(self.bus.listening))
             if self.croupier.rebalancer is not None:
                 self.metrics.lease_changes.set(self.croupier.rebalancer.changes)
             self._cut_slow_clients()

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from server.croupier.actor import GUEST_FIELD
-from server.protocol.errors import ProtocolError, Refused, no_table, wrong_currency
+from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table, wrong_currency
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
 from server.store.base import StoreError
@@ -159,6 +159,7 @@ async def join(ctx: TablesContext, session: Session, mid: Any, fields: dict[str,
     player = session.player
 
     def then(reply: ReplyRecord) -> None:
+        ctx.attended(session, tid, reply.error is None)
         if reply.error is not None:
             ctx.error(session, mid, Refused.from_dict(reply.error))
             return
@@ -168,6 +169,8 @@ async def join(ctx: TablesContext, session: Session, mid: Any, fields: dict[str,
             answer(seq, None, result.get("snapshot"))
             return
         missed = [] if since == seq else ctx.hub.since(tid, since)
+        if missed is not None and (missed[-1].seq if missed else since) < seq:
+            missed = None  # the recent log stops short (this process heard it for a while)
         if missed is not None:
             answer(seq, missed, None)
             return
@@ -204,7 +207,12 @@ async def join(ctx: TablesContext, session: Session, mid: Any, fields: dict[str,
 
     assert session.identity is not None
     ctx.watch_table(tid)  # this process fans the table's events out from now on
-    ctx.relay(session, tid, "join", None, {"name": session.identity.name}, then)
+    await ctx.attend(session, tid)  # and hears them before the join goes
+    try:
+        ctx.relay(session, tid, "join", None, {"name": session.identity.name}, then)
+    except ChemmyError:
+        ctx.attended(session, tid, False)
+        raise
 
 
 async def leave(ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
@@ -216,6 +224,7 @@ async def leave(ctx: TablesContext, session: Session, mid: Any, fields: dict[str
             return
         session.tables.discard(tid)
         ctx.hub.unsubscribe(tid, session.conn)
+        ctx.unattend(session, tid)
         ctx.ok(session, mid, seq=(reply.result or {}).get("seq"))
 
     ctx.relay(session, tid, "leave", mid, {}, then)

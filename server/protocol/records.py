@@ -97,6 +97,10 @@ class ReplyRecord:
     to: Address
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    #: ``(table, seq)`` of the stored step that answered the command: its gateway hands
+    #: the reply on only once it has delivered that table's events up to ``seq`` (if it
+    #: listens to the table), so a step's events always come before its reply.
+    after: tuple[str, int] | None = None
 
     @classmethod
     def ok(cls, to: Address, **result: Any) -> ReplyRecord:
@@ -112,6 +116,7 @@ class ReplyRecord:
             "to": _address_out(self.to),
             "result": self.result,
             "error": self.error,
+            "after": None if self.after is None else list(self.after),
         }
 
 
@@ -130,6 +135,20 @@ def _address_in(value: Any) -> Address | None:
     if request is not None and (isinstance(request, bool) or not isinstance(request, str | int)):
         raise ProtocolError("bad_record", "a request id is a string or an integer")
     return Address(gateway, conn, request)
+
+
+def _after_in(value: Any) -> tuple[str, int] | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list | tuple)
+        or len(value) != 2
+        or not isinstance(value[0], str)
+        or not isinstance(value[1], int)
+        or isinstance(value[1], bool)
+    ):
+        raise ProtocolError("bad_record", "a reply's after is [table, seq]")
+    return (value[0], value[1])
 
 
 def pack(record: CommandRecord | ReplyRecord) -> bytes:
@@ -163,7 +182,7 @@ def unpack(data: bytes) -> CommandRecord | ReplyRecord:
             to = _address_in(raw["to"])
             if to is None:
                 raise ProtocolError("bad_record", "a reply has an address")
-            return ReplyRecord(to, raw["result"], raw["error"])
+            return ReplyRecord(to, raw["result"], raw["error"], _after_in(raw.get("after")))
     except KeyError as exc:
         raise ProtocolError("bad_record", f"a record lacks {exc.args[0]!r}") from None
     raise ProtocolError("bad_record", "a record is a command or a reply")

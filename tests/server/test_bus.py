@@ -32,6 +32,8 @@ from tests.kit.timing import scaled
 from tests.redis_server import RedisServer
 
 STORED: dict[str, list[Event]] = {}
+#: Table t1's event channel (sharded pub/sub, in the table's hash slot).
+EV = "chemmy:{t1}:ev"
 #: table -> the node that owns it, for the Redis buses' owner lookup (the leases' part).
 OWNERS: dict[str, str] = {}
 
@@ -152,6 +154,7 @@ async def test_events_reach_every_subscriber_in_order_each_once(bus: Bus) -> Non
     bus.subscribe("t1", a)
     bus.subscribe("t1", a)  # subscribing twice delivers once
     bus.subscribe("t1", b)
+    await bus.watch("t1")  # (a no-op for one process)
     for step in (events(1, 2), events(3), events(4, 5, 6)):
         bus.publish("t1", step)
     await eventually(lambda: len(seen["a"]) == len(seen["b"]) == 6)
@@ -211,7 +214,8 @@ async def test_catching_up_delivers_nothing_twice(bus: Bus) -> None:
 def test_the_contract_lists_every_method() -> None:
     methods: set[Any] = {
         "start", "close", "serve", "unserve", "publish", "reply",
-        "submit", "on_replies", "subscribe", "unsubscribe", "events_after", "catch_up",
+        "submit", "on_replies", "subscribe", "unsubscribe", "watch", "unwatch",
+        "events_after", "catch_up",
     }  # fmt: skip
     for cls in (LocalBus, RedisBus):
         for name in methods:
@@ -292,6 +296,7 @@ async def test_events_reach_the_other_process_before_the_reply_they_led_to(
     a, b = pair
     seen: list[Any] = []
     b.subscribe("t1", recorder(seen))
+    await b.watch("t1")
     b.on_replies(lambda reply: seen.append("reply"))
     to = Address(b.node, 1, 1)
 
@@ -314,6 +319,7 @@ async def test_a_burst_goes_out_in_few_round_trips_and_in_order(
     a, b = pair
     seen: list[Any] = []
     b.subscribe("t1", recorder(seen))
+    await b.watch("t1")
     b.on_replies(lambda reply: seen.append(("reply", reply.to.request)))
     assert a._redis is not None
     real = a._redis.pipeline
@@ -346,6 +352,7 @@ async def test_a_process_drops_its_own_steps_coming_back(pair: tuple[RedisBus, R
     lag_b: list[float] = []
     a.subscribe("t1", recorder(seen_a))
     b.subscribe("t1", recorder(seen_b))
+    await b.watch("t1")
     a.on_lag, b.on_lag = lag_a.append, lag_b.append
     a.publish("t1", events(1, 2))
     a.publish("t1", events(3))
@@ -363,17 +370,18 @@ async def test_a_gap_is_filled_from_the_stored_events_and_nothing_comes_twice(
     a, b = pair
     seen: list[int] = []
     b.subscribe("t1", recorder(seen))
+    await b.watch("t1")
     STORED["t1"] = events(1, 2, 3, 4, 5)
     a.publish("t1", events(1))
     await eventually(lambda: seen == [1])
     # Steps 2-4 were published while pub/sub lost them: only 5 arrives.
     raw = aioredis.Redis.from_url(redis_url)
     try:
-        await raw.publish("chemmy:ev:t1", _pack_events("t1", events(5)))
+        await raw.spublish(EV, _pack_events("t1", events(5)))
         await eventually(lambda: len(seen) >= 5)
         assert b.backfilled == 4  # 2-5 read back; then 5 as it came is already delivered
         # A batch already delivered (a copy, or a stale message) is dropped.
-        await raw.publish("chemmy:ev:t1", _pack_events("t1", events(3, 4)))
+        await raw.spublish(EV, _pack_events("t1", events(3, 4)))
         a.publish("t1", events(6))
         await eventually(lambda: seen[-1] == 6)
     finally:
@@ -390,6 +398,7 @@ async def test_garbage_and_failing_handlers_do_not_stop_the_reader(
     a, b = pair
     seen: list[int] = []
     b.subscribe("t1", recorder(seen))
+    await b.watch("t1")
     notices: list[dict[str, Any]] = []
 
     def control(notice: dict[str, Any]) -> None:
@@ -401,7 +410,7 @@ async def test_garbage_and_failing_handlers_do_not_stop_the_reader(
     raw = aioredis.Redis.from_url(redis_url)
     try:
         for junk in (b"", b"\x90", b"\x94\xa1", b"\xc1", b"\x93\x01\x02\x03", b"{}"):
-            await raw.publish("chemmy:ev:t1", junk)
+            await raw.spublish(EV, junk)
             await raw.publish(f"chemmy:node:{b.node}", junk)
             await raw.publish("chemmy:ctl", junk)
         a.control({"kind": "boom"})
@@ -420,6 +429,7 @@ async def test_a_gap_the_store_cannot_fill_yet_is_filled_at_the_next_event(
     a, b = pair
     seen: list[int] = []
     b.subscribe("t1", recorder(seen))
+    await b.watch("t1")
     a.publish("t1", events(1))
     await eventually(lambda: seen == [1])
     failing = True
@@ -433,7 +443,7 @@ async def test_a_gap_the_store_cannot_fill_yet_is_filled_at_the_next_event(
     STORED["t1"] = events(1, 2, 3, 4)
     raw = aioredis.Redis.from_url(redis_url)
     try:
-        await raw.publish("chemmy:ev:t1", _pack_events("t1", events(3)))  # 2 was lost
+        await raw.spublish(EV, _pack_events("t1", events(3)))  # 2 was lost
         a.control({"kind": "tables"})  # heard after 3: b has handled 3 by then
         notices: list[dict[str, Any]] = []
         b.on_control(notices.append)
@@ -456,6 +466,7 @@ async def test_a_dropped_subscription_catches_up_on_reconnecting(
     a, b = pair
     seen: list[int] = []
     b.subscribe("t1", recorder(seen))
+    await b.watch("t1")
     STORED["t1"] = events(1)
     a.publish("t1", events(1))
     await eventually(lambda: seen == [1])
@@ -487,6 +498,7 @@ async def test_a_restarted_redis_misses_nothing(make_redis: Callable[..., RedisS
         OWNERS["t1"] = a.node
         seen: list[int] = []
         b.subscribe("t1", recorder(seen))
+        await b.watch("t1")
         STORED["t1"] = events(1)
         a.publish("t1", events(1))
         await eventually(lambda: seen == [1])
@@ -533,6 +545,7 @@ async def test_a_new_owner_first_delivers_what_the_last_one_stored_but_never_sen
     a, b = pair
     seen: list[int] = []
     b.subscribe("t1", recorder(seen))
+    await b.watch("t1")
     STORED["t1"] = events(1)
     a.publish("t1", events(1))
     await eventually(lambda: seen == [1])
@@ -563,6 +576,7 @@ async def test_closing_sends_what_is_queued_first(pair: tuple[RedisBus, RedisBus
     seen: list[int] = []
     heard: list[dict[str, Any]] = []
     b.subscribe("t1", recorder(seen))
+    await b.watch("t1")
     b.on_control(heard.append)
     a.publish("t1", events(1, 2))
     a.control({"kind": "leaving", "node": a.node})
