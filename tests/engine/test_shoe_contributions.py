@@ -95,7 +95,9 @@ def test_no_contribution_is_the_seed() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=values32, values=st.lists(values32, min_size=1, max_size=6, unique=True), data=st.data())
+@given(
+    seed=values32, values=st.lists(values32, min_size=1, max_size=6, unique=True), data=st.data()
+)
 def test_the_key_is_a_function_of_the_seed_and_the_set(
     seed: bytes, values: list[bytes], data: st.DataObject
 ) -> None:
