@@ -10,7 +10,6 @@ shoe's seed before ``shoe_ended``, another player's money or another player's ac
 from __future__ import annotations
 
 import hashlib
-
 import json
 from collections import Counter
 from typing import Any
