@@ -23,6 +23,7 @@
  */
 
 import { ChemmyError, connect } from "./chemmy.js";
+import { Contributor } from "./contribute.js";
 import { chooseLanguage, language, refusalText, setCurrency, setLanguage, t, translatePage } from "./i18n.js";
 import { AREA_NAMES, TableState, formatMoney } from "./state.js";
 import { $, h, show, store } from "./dom.js";
@@ -116,6 +117,7 @@ class App {
     this.parentOrigin = null;
     this.connState = "idle";
     this.inflight = 0;
+    this.contributor = new Contributor(); // this page's own randomness in every shoe
     this.messages = 0; // how many times the message display changed
     this.settledAt = 0; // performance.now() at the last settled coup
     this.heldUntil = 0; // performance.now() until which the message display keeps its note
@@ -429,6 +431,7 @@ class App {
     }
     this.showNotes(notes);
     this.render();
+    this.contribute();
     // A table chosen in the lobby: the focus goes to its Sit buttons, not the body (or
     // waits on "You are watching" for them: they come with the actions, maybe later).
     if (fromLobby) {
@@ -492,6 +495,15 @@ class App {
     this.retireLast();
     this.showNotes(notes);
     this.render();
+    this.contribute();
+  }
+
+  /** The page's own randomness in the shoe (docs/fairness.md §9, contribute.js): committed
+   * and revealed by itself whenever the server's actions ask for it. */
+  async contribute() {
+    const table = this.tableId;
+    const fields = await this.contributor.next(table, this.state);
+    if (fields && table === this.tableId) await this.cmd("contribute", fields);
   }
 
   /** The settled coup leaves the felt under the next coup's chips: at once for yours
