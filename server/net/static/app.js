@@ -24,6 +24,7 @@
 
 import { ChemmyError, connect } from "./chemmy.js";
 import { Contributor } from "./contribute.js";
+import { verifyShoe } from "./fairness.js";
 import { chooseLanguage, language, refusalText, setCurrency, setLanguage, t, translatePage } from "./i18n.js";
 import { AREA_NAMES, TableState, formatMoney } from "./state.js";
 import { $, h, show, store } from "./dom.js";
@@ -384,6 +385,7 @@ class App {
   async openTable(table) {
     this.lobby.stop();
     this.tableId = table;
+    this.lastTable = table; // "verify the last shoe" from the lobby too
     this.state = new TableState(this.identity?.player ?? null);
     this.placed = [];
     this.squeeze.reset();
@@ -496,6 +498,32 @@ class App {
     this.showNotes(notes);
     this.render();
     this.contribute();
+  }
+
+  /** "Verify this shoe" (docs/fairness.md, fairness.js): the table's last revealed shoe
+   * (or shoe number `shoe`) checked in this browser, seed, contributions and every coup,
+   * without trusting the server's own check. Says the result; returns the report. */
+  async verifyShoe(table = this.tableId ?? this.lastTable, shoe = null) {
+    const status = $("#verify-status");
+    if (!table) {
+      status.textContent = t("page.verify.no_table");
+      return null;
+    }
+    status.textContent = t("page.verify.checking");
+    let record;
+    try {
+      record = (await this.client.send("shoe_record", shoe ? { table, shoe } : { table })).record;
+    } catch (err) {
+      status.textContent = refusalText(err.code, err.message) || err.code;
+      return null;
+    }
+    const report = await verifyShoe(record);
+    const fields = { shoe: record.shoe_no, coups: report.coups, count: report.contributions };
+    status.textContent = report.ok
+      ? t(report.contributions ? "page.verify.ok_contributions" : "page.verify.ok", fields)
+      : t("page.verify.failed", { ...fields, problems: report.problems.join("; ") });
+    status.dataset.tone = report.ok ? "ok" : "refused";
+    return { ...report, shoe: record.shoe_no };
   }
 
   /** The page's own randomness in the shoe (docs/fairness.md §9, contribute.js): committed
@@ -667,6 +695,7 @@ class App {
   bindStatic() {
     $("#btn-lobby").addEventListener("click", () => (this.tableId ? this.leaveTable() : this.showLobby()));
     $("#btn-history").addEventListener("click", () => this.dialogs.openHistory());
+    $("#btn-verify").addEventListener("click", () => this.verifyShoe());
     $("#btn-help").addEventListener("click", () => this.dialogs.openHelp());
     $("#btn-options").addEventListener("click", () => this.dialogs.openOptions());
     $("#btn-cashier").addEventListener("click", () => this.dialogs.openCashier());
