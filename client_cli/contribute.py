@@ -14,16 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable
+
+from client_cli.model import TableModel
 
 __all__ = ["Contributor"]
-
-
-class _Model(Protocol):
-    shoe: Mapping[str, Any] | None
-
-    def action(self, command: str) -> Mapping[str, Any]: ...
 
 
 class Contributor:
@@ -35,7 +30,7 @@ class Contributor:
         self._sent: set[tuple[int, str]] = set()
         self.revealed: set[int] = set()  # shoes this client's value is in
 
-    def next(self, model: _Model) -> dict[str, str] | None:
+    def next(self, model: TableModel) -> dict[str, str] | None:
         """The ``contribute`` fields to send now (``commitment`` or ``value``), or None."""
         step = model.action("contribute").get("step")
         shoe = (model.shoe or {}).get("no")
@@ -49,9 +44,9 @@ class Contributor:
             for old in [n for n in self.values if n < shoe - 1]:  # only the last shoes kept
                 del self.values[old]
             return {"commitment": hashlib.sha256(value).hexdigest()}
-        value = self.values.get(shoe)
-        if value is None:  # committed by another client of this player: nothing to reveal
+        kept = self.values.get(shoe)
+        if kept is None:  # committed by another client of this player: nothing to reveal
             return None
         self._sent.add((shoe, step))
         self.revealed.add(shoe)
-        return {"value": value.hex()}
+        return {"value": kept.hex()}

@@ -267,7 +267,7 @@ class ChemmyApp(App[int]):
         if self.model is not None and self.table_id is not None:
             fields = self.contributor.next(self.model)
             if fields is not None:
-                self.table_command("contribute", **fields)
+                self.table_command("contribute", None, **fields)
 
     def _on_reality_check(self, item: dict[str, Any]) -> None:
         """The server's reality check: into the model (said on the message line, and
