@@ -58,6 +58,9 @@ def test_the_page_contributes_by_itself(
     alice.open(server, "alice", "Alice", table="give")
     holder_ready(alice, 1)  # sit, accept, cut: the page committed and revealed meanwhile
     expect(alice.page.locator("#log")).to_contain_text("Your randomness is in this shoe")
+    expect(alice.page.locator("#randomness")).to_have_text(
+        "your randomness is in this shoe (1 in all)"
+    )
     inspector = Inspector(server, "inspector", "Inspector")
     try:
         snap = inspector.snapshot("give")
