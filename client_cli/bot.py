@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from client_cli.common import add_url_arg, positive_int, who
+from client_cli.contribute import Contributor
 from client_cli.main import CliError
 
 if TYPE_CHECKING:
@@ -198,6 +199,7 @@ class Bot:
         self._stood = False
         self.conn: Connection | None = None
         self.model: TableModel | None = None
+        self.contributor = Contributor()  # its own randomness in every shoe it sits at
 
     @property
     def finished(self) -> bool:
@@ -317,6 +319,9 @@ class Bot:
             elif not model.seated:
                 self._stood = True
             return
+        contribution = self.contributor.next(model)  # docs/fairness.md §9, by itself
+        if contribution is not None:
+            await self._act("contribute", **contribution)
         if model.offered_to_me and model.can("accept_shoe"):
             offer_key = ("offer", model.offer.get("deadline") if model.offer else None)
             if offer_key not in self._acted:

@@ -590,6 +590,46 @@ def _on_shoe_cut(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     )
 
 
+def _contributions(m: TableModel) -> list[dict[str, Any]]:
+    return [dict(c) for c in (m.shoe or {}).get("contributions") or [] if isinstance(c, Mapping)]
+
+
+def _with_contributions(m: TableModel, contributions: list[dict[str, Any]]) -> TableModel:
+    if m.shoe is None:
+        return m
+    return replace(m, shoe={**m.shoe, "contributions": contributions})
+
+
+def _on_contribution_committed(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    """docs/fairness.md §9: a seated player committed randomness to the shoe."""
+    pid = str(d.get("player"))
+    entry = {"player": pid, "commitment": d.get("commitment"), "value": None}
+    m = _with_contributions(m, [*_contributions(m), entry])
+    return _log(m, say.contribution_committed(m.name(pid), me=pid == m.me))
+
+
+def _on_reveal_opened(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    m = replace(m, phase="reveal", cutter=None, deadline=d.get("deadline"))
+    return _say(m, say.reveal_opened())
+
+
+def _on_contribution_revealed(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    pid = str(d.get("player"))
+    entries = [
+        {**c, "value": d.get("value")} if c.get("player") == pid else c for c in _contributions(m)
+    ]
+    return _log(_with_contributions(m, entries), say.contribution_revealed(m.name(pid)))
+
+
+def _on_contributions_closed(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    """The values are in: said plainly, yours first ("your randomness is in this shoe")."""
+    values = [c for c in d.get("contributions") or [] if isinstance(c, Mapping)]
+    withheld = [str(p) for p in d.get("withheld") or []]
+    mine = any(c.get("player") == m.me for c in values)
+    text = say.contributions_closed(len(values), [m.name(p) for p in withheld], mine=mine)
+    return _say(m, text)
+
+
 def _on_burned(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     count = int(d.get("count") or 0)
     if m.shoe is not None:
@@ -845,6 +885,10 @@ _HANDLERS: dict[str, Callable[[TableModel, Mapping[str, Any]], TableModel]] = {
     "shoe_passed": _on_shoe_passed,
     "cut_offered": _on_cut_offered,
     "shoe_cut": _on_shoe_cut,
+    "contribution_committed": _on_contribution_committed,
+    "reveal_opened": _on_reveal_opened,
+    "contribution_revealed": _on_contribution_revealed,
+    "contributions_closed": _on_contributions_closed,
     "burned": _on_burned,
     "waiting": _on_waiting,
     "stop_card": _on_stop_card,

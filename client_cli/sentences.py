@@ -90,7 +90,18 @@ HAND_NAMES: Mapping[str, str] = LocalNames("hand.", ("player", "banker"))
 #: What the message line says right after a snapshot, by phase.
 PHASE_SENTENCES: Mapping[str, str] = LocalNames(
     "phase_sentence.",
-    ("betting", "debiting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "paused", "closed"),
+    (
+        "betting",
+        "debiting",
+        "turn",
+        "shoe_offer",
+        "cut",
+        "reveal",
+        "waiting",
+        "shuffle",
+        "paused",
+        "closed",
+    ),
 )
 
 _PASS_REASONS = ("player_won", "passed", "stood", "left", "timeout", "no_banker_bet")
@@ -209,6 +220,31 @@ def cut_offered(who: str, *, me: bool) -> str:
 def shoe_cut(position: object, by: str, on_behalf: str | None) -> str:
     who = t("cli.croupier_for", who=on_behalf) if on_behalf else by
     return t("ev.shoe_cut", position=position, who=who)
+
+
+def contribution_committed(who: str, *, me: bool) -> str:
+    """docs/fairness.md §9: randomness committed to the shoe (the client sends it)."""
+    return t("ev.contribution_committed_you") if me else t("ev.contribution_committed", who=who)
+
+
+def reveal_opened() -> str:
+    return t("ev.reveal_opened")
+
+
+def contribution_revealed(who: str) -> str:
+    return t("ev.contribution_revealed", who=who)
+
+
+def contributions_closed(count: int, withheld: list[str], *, mine: bool) -> str:
+    """``Your randomness is in this shoe (3 players' in all)``, and who withheld theirs."""
+    text = (
+        t("ev.contributions_closed_you", count=count)
+        if mine
+        else t("ev.contributions_closed", count=count)
+    )
+    if withheld:
+        text += " " + t("ev.contributions_withheld", who=", ".join(withheld))
+    return text
 
 
 def burned(card: str | None, count: int) -> str:

@@ -32,6 +32,7 @@ from textual.app import App
 from textual.css.query import NoMatches
 
 from client_cli.connection import Connection, ConnectionLost, ConnState, ServerError
+from client_cli.contribute import Contributor
 from client_cli.i18n import choose_language, set_language, t
 from client_cli.model import Applied, TableModel, apply_event, reduce
 from client_cli.money import format_money
@@ -83,6 +84,7 @@ class ChemmyApp(App[int]):
             url, token=token, guest=guest or not token, name=name, on_item=self.on_item
         )
         self.model: TableModel | None = None
+        self.contributor = Contributor()
         self.table_id: str | None = None
         self.chip = 0
         self.placed: list[tuple[str, int]] = []  # chips placed this round, for regret
@@ -256,7 +258,16 @@ class ChemmyApp(App[int]):
             self._on_reality_check(item)
         elif kind == "error":
             self.note(refusal(item.get("code"), item.get("message"), item))
+        self._contribute()
         self.refresh_table()
+
+    def _contribute(self) -> None:
+        """This client's own randomness in the shoe (docs/fairness.md §9): committed and
+        revealed by itself whenever the server's actions ask for it."""
+        if self.model is not None and self.table_id is not None:
+            fields = self.contributor.next(self.model)
+            if fields is not None:
+                self.table_command("contribute", None, **fields)
 
     def _on_reality_check(self, item: dict[str, Any]) -> None:
         """The server's reality check: into the model (said on the message line, and

@@ -64,6 +64,7 @@ PHASE_NAMES: Mapping[str, str] = LocalNames(
         "turn",
         "shoe_offer",
         "cut",
+        "reveal",
         "waiting",
         "shuffle",
         "paused",

@@ -17,9 +17,17 @@ docs/fairness.md so that anyone can re-implement it:
    prefix ``b"chemmy-cut-v1"``.
 6. The burn: the first card is shown, its burn value (A = 1, 2-9 face, T J Q K = 10)
    is how many cards then go face down. Dealing starts after them.
+   With the players' contributions (below), ``key`` stands for ``seed`` in steps 2
+   and 5.
 7. The stop card sits before card ``len - stop_offset`` (``stop_offset`` at least 12);
    it comes out when that card, the one behind it, is drawn. The coup that draws it is
    finished, one more coup is dealt, and the shoe ends.
+
+The players' contributions (commit-then-reveal, docs/fairness.md): each seated player may
+commit to 32 random bytes before the cut (``SHA-256(value)``) and reveal them after it;
+``key = HMAC-SHA256(key=seed, msg=b"chemmy-contributions-v1" || the revealed values
+sorted bytewise)`` (:func:`contribution_key`; no value: ``key = seed``) keys the shuffle
+and the timeout cut in place of the seed (:meth:`Shoe.mix`).
 
 Pure: no I/O, no clock, no global random. Seeds are made by the shell (``secrets``)
 and passed in; tests stack a shoe by giving its cards.
@@ -30,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +52,7 @@ __all__ = [
     "ShoeError",
     "VerifyReport",
     "commitment",
+    "contribution_key",
     "cut_bounds",
     "cut_order",
     "shuffle_order",
@@ -60,6 +69,8 @@ MIN_STOP_OFFSET = 12
 SEED_BYTES = 32
 _SHOE_LABEL = b"chemmy-shoe-v1"
 _CUT_LABEL = b"chemmy-cut-v1"
+_CONTRIBUTIONS_LABEL = b"chemmy-contributions-v1"
+CONTRIBUTION_BYTES = 32  # a player's contribution: 32 random bytes (docs/fairness.md)
 
 
 class ShoeError(ValueError):
@@ -69,6 +80,26 @@ class ShoeError(ValueError):
 def commitment(seed: bytes) -> str:
     """The SHA-256 commitment to a shoe's seed, published before the cut (§4)."""
     return hashlib.sha256(seed).hexdigest()
+
+
+def contribution_key(seed: bytes, values: Iterable[bytes]) -> bytes:
+    """The shoe's key from the house seed and the players' revealed contributions.
+
+    ``HMAC-SHA256(key=seed, msg=b"chemmy-contributions-v1" || the values sorted
+    bytewise, concatenated)``; with no value at all, the seed itself (a shoe nobody
+    contributed to is as before). A function of the seed and the *set* of values: the
+    order they arrived in does not matter. The shuffle and the timeout cut use the key
+    where a shoe without contributions uses the seed.
+    """
+    _check_seed(seed)
+    chosen = sorted(bytes(v) for v in values)
+    for v in chosen:
+        if len(v) != CONTRIBUTION_BYTES:
+            raise ShoeError(f"a contribution is {CONTRIBUTION_BYTES} bytes")
+    if not chosen:
+        return bytes(seed)
+    message = _CONTRIBUTIONS_LABEL + b"".join(chosen)
+    return hmac.new(bytes(seed), message, hashlib.sha256).digest()
 
 
 def _words(seed: bytes, label: bytes) -> Iterator[int]:
@@ -146,6 +177,9 @@ class Shoe:
     burn_card: str | None = None
     burned: int = 0
     dealt: list[str] = field(default_factory=list)
+    #: The key the players' contributions made (:func:`contribution_key`), once mixed
+    #: in; None: the seed is the key (no contribution).
+    key: bytes | None = None
 
     # -- making a shoe ------------------------------------------------------------
     @classmethod
@@ -167,6 +201,21 @@ class Shoe:
         if self.seed is not None:
             return commitment(self.seed)
         return hashlib.sha256(" ".join(self.cards).encode()).hexdigest()
+
+    @property
+    def shuffle_key(self) -> bytes | None:
+        """What the shuffle and the timeout cut are keyed with: the mixed key, or the seed."""
+        return self.key if self.key is not None else self.seed
+
+    def mix(self, values: Iterable[bytes]) -> None:
+        """Mix the players' revealed contributions in (before the cut): the order becomes
+        :func:`shuffle_order` of :func:`contribution_key` (no value: unchanged)."""
+        if self.seed is None or self.cut is not None:
+            raise ShoeError("contributions are mixed into a seeded shoe before its cut")
+        key = contribution_key(self.seed, values)
+        if key != self.seed:
+            self.key = key
+            self.cards = shuffle_order(key, self.decks)
 
     @property
     def size(self) -> int:
@@ -244,6 +293,7 @@ class Shoe:
             "burn_card": self.burn_card,
             "burned": self.burned,
             "dealt": "".join(self.dealt),
+            "key": self.key.hex() if self.key is not None else None,
         }
 
     @classmethod
@@ -260,6 +310,7 @@ class Shoe:
             burn_card=data.get("burn_card"),
             burned=int(data.get("burned", 0)),
             dealt=_card_list(data.get("dealt", [])),
+            key=bytes.fromhex(data["key"]) if data.get("key") else None,
         )
 
 
@@ -277,11 +328,46 @@ class VerifyReport:
     ok: bool
     coups_checked: int
     problems: tuple[str, ...]
+    #: The players' revealed contributions checked against their commitments and mixed in.
+    contributions: int = 0
 
     def __str__(self) -> str:
         if self.ok:
-            return f"OK: seed matches the commitment; {self.coups_checked} coups match the shoe"
+            mixed = (
+                f"; {self.contributions} player contributions match their commitments"
+                if self.contributions
+                else ""
+            )
+            return (
+                f"OK: seed matches the commitment{mixed}; {self.coups_checked} coups match the shoe"
+            )
         return "FAILED:\n" + "\n".join(f"- {p}" for p in self.problems)
+
+
+def _contributions(record: Mapping[str, Any], problems: list[str]) -> list[bytes]:
+    """The revealed values of a record's ``contributions`` (docs/fairness.md), each
+    checked against its commitment; ``withheld``, when given, must name exactly the
+    players whose value is missing. Problems go to ``problems``; raises ValueError,
+    KeyError or TypeError for an entry that cannot be read."""
+    values: list[bytes] = []
+    missing: list[str] = []
+    for n, entry in enumerate(record.get("contributions") or [], start=1):
+        who = str(entry.get("player", f"#{n}"))
+        claimed = str(entry["commitment"]).lower()
+        if entry.get("value") is None:
+            missing.append(who)
+            continue
+        value = bytes.fromhex(str(entry["value"]))
+        if len(value) != CONTRIBUTION_BYTES:
+            problems.append(f"{who}'s contribution is not {CONTRIBUTION_BYTES} bytes")
+        elif commitment(value) != claimed:
+            problems.append(f"{who}'s contribution does not match their commitment")
+        else:
+            values.append(value)
+    withheld = record.get("withheld")
+    if withheld is not None and sorted(map(str, withheld)) != sorted(missing):
+        problems.append(f"withheld: the record says {list(withheld)}, its contributions {missing}")
+    return values
 
 
 def verify(record: Mapping[str, Any]) -> VerifyReport:
@@ -289,7 +375,10 @@ def verify(record: Mapping[str, Any]) -> VerifyReport:
 
     ``record`` is the JSON of a revealed shoe (docs/fairness.md): ``decks``,
     ``commitment``, ``seed`` (hex), ``cut``, ``stop_offset``, optionally ``burn_card``
-    and ``burned``, and ``coups``: a list of ``{"player": [...], "banker": [...]}``.
+    and ``burned``, the players' ``contributions`` (``{"player", "commitment",
+    "value"}``, value null when withheld) and ``withheld``, and ``coups``: a list of
+    ``{"player": [...], "banker": [...]}``. Each revealed value must match its
+    commitment, and the order is that of the key they make with the seed.
     Every card dealt must be the card the seed and cut put there, in order, and the
     shoe must end where the stop card rule says.
     """
@@ -302,7 +391,8 @@ def verify(record: Mapping[str, Any]) -> VerifyReport:
         coups = list(record.get("coups", []))
         claimed = str(record["commitment"]).lower()
         complete = bool(record.get("complete", True))
-    except (KeyError, ValueError, TypeError) as exc:
+        values = _contributions(record, problems)
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
         return VerifyReport(False, 0, (f"not a shoe record: {exc}",))
     if decks not in (1, 2, 4, 6, 8):
         return VerifyReport(False, 0, (f"not a shoe record: {decks} decks",))
@@ -310,11 +400,21 @@ def verify(record: Mapping[str, Any]) -> VerifyReport:
         problems.append("the seed does not match the commitment")
     try:
         shoe = Shoe.from_seed(seed, decks)
+        shoe.mix(values)
         shoe.apply_cut(cut)
         face, count = shoe.burn()
         shoe.place_stop(stop_offset)
     except (ShoeError, CardError) as exc:
         return VerifyReport(False, 0, (*problems, str(exc)))
+    key = shoe.shuffle_key
+    if (
+        record.get("cut_by") == "croupier"
+        and key is not None
+        and cut != timeout_cut(key, shoe.size)
+    ):
+        problems.append(
+            f"the timeout cut was {cut}, the shoe's key says {timeout_cut(key, shoe.size)}"
+        )
     if record.get("burn_card") not in (None, face):
         problems.append(f"the burn card was {record['burn_card']}, the shoe says {face}")
     if record.get("burned") not in (None, count):
@@ -349,7 +449,7 @@ def verify(record: Mapping[str, Any]) -> VerifyReport:
         ended = stop_seen_at is not None and checked == stop_seen_at + 1
         if not ended:
             problems.append(f"the record stops after coup {checked}, before the shoe's last coup")
-    return VerifyReport(not problems, checked, tuple(problems))
+    return VerifyReport(not problems, checked, tuple(problems), len(values))
 
 
 def record_json(record: Mapping[str, Any]) -> str:

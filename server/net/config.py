@@ -509,7 +509,7 @@ def build_parser(prog: str = "chemmy-server") -> argparse.ArgumentParser:
             "then defaults. The lobby (tables) is set only in the TOML file, as "
             "[[tables]] entries (id, name, decks, commission, pairs, super6, dragon, "
             "seats, tier or min/max/tie_max/side_max (or a limits table of them), "
-            "stop_offset, timers (betting, squeeze, third_card, shoe_offer, cut, grace), "
+            "stop_offset, timers (betting, squeeze, third_card, shoe_offer, cut, grace, reveal), "
             "holder_must_bet_banker, currency (an ISO 4217 code such as EUR; "
             "absent: play money)); "
             "without any: t1 tier 1-100, t2 tier 10-1000, t3 tier 100-10000."

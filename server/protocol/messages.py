@@ -62,6 +62,7 @@ SCHEMAS: dict[str, dict[str, _Field]] = {
     "decline_shoe": _table_command(),
     "pass_shoe": _table_command(),
     "cut": _table_command(position=(int, True)),
+    "contribute": _table_command(commitment=(str, False), value=(str, False)),
     "squeeze": _table_command(hand=(str, True), style=(str, True)),
     "turn": _table_command(hand=(str, True), card=(int, True)),
     "toss": _table_command(hand=(str, True)),

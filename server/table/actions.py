@@ -75,6 +75,13 @@ def actions_key(t: Table, p: PlayerState) -> tuple[Any, ...]:
     from: equal keys, equal actions (what the rules' refusals and bounds read, not the
     rules themselves). The table compares keys to know whose actions changed in a step
     without making them (tests/table/test_actions.py holds the two together)."""
+    k = t.contributions
+    mine = None if k is None else (k.closed, k.revealing, p.id in k.commitments, p.id in k.values)
+    return (*_phase_key(t, p), mine)
+
+
+def _phase_key(t: Table, p: PlayerState) -> tuple[Any, ...]:
+    """:func:`actions_key` but the player's contribution (docs/fairness.md §9)."""
     phase = t.phase
     coup = t.coup
     pid = p.id

@@ -18,6 +18,7 @@ never from a client (the table refuses them from anyone else).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
@@ -39,6 +40,7 @@ __all__ = [
     "ClearBets",
     "CloseTable",
     "Command",
+    "Contribute",
     "Cut",
     "Debited",
     "DeclineShoe",
@@ -275,6 +277,30 @@ class Cut(Command):
     def _check(self) -> None:
         if not _whole(self.position):
             raise TableError("bad_cut", "the cut is a whole number of cards")
+
+
+_HEX_64 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Contribute(Command):
+    """A player's randomness for the shoe (docs/fairness.md §9): before the cut a
+    ``commitment`` (SHA-256 of 32 secret bytes), after it the ``value`` itself; each
+    64 lowercase hex digits, one of the two."""
+
+    wire = "contribute"
+
+    commitment: str | None = None
+    value: str | None = None
+
+    def _check(self) -> None:
+        if (self.commitment is None) == (self.value is None):
+            raise TableError("bad_contribution", "send a commitment or a value, one of the two")
+        text = self.commitment if self.commitment is not None else self.value
+        if not isinstance(text, str) or not _HEX_64.fullmatch(text):
+            raise TableError(
+                "bad_contribution", "a commitment or a value is 64 lowercase hex digits"
+            )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

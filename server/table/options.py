@@ -180,7 +180,8 @@ TIERS: dict[str, Limits] = {t: tier_limits(t) for t in ("1-100", "10-1000", "100
 @dataclass(frozen=True, slots=True)
 class Timers:
     """Seconds (§6): betting 15, squeeze 12 per hand, third card 8, offer 10, cut 15;
-    and the grace a disconnected player keeps a seat (§5)."""
+    the grace a disconnected player keeps a seat (§5); and the reveal of the players'
+    contributions after the cut, 5 (docs/fairness.md §9)."""
 
     betting: float = 15.0
     squeeze: float = 12.0
@@ -188,6 +189,9 @@ class Timers:
     shoe_offer: float = 10.0
     cut: float = 15.0
     grace: float = 60.0
+    #: After the cut, for the players who committed a contribution to reveal it
+    #: (docs/fairness.md §9): their clients do it by themselves, at once.
+    reveal: float = 5.0
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -18,7 +18,7 @@ from server.engine.roads import Result
 from server.engine.shoe import Shoe
 
 from .options import TableOptions
-from .state import CardSlot, CoupStage, CoupState, Offer, Phase, PlayerState
+from .state import CardSlot, Contributions, CoupStage, CoupState, Offer, Phase, PlayerState
 from .wallet import Wallet
 
 if TYPE_CHECKING:
@@ -98,6 +98,16 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         "cut_by": dict(t.cut_by) if t.cut_by is not None else None,
         "cut_offered_to": t.cut_offered_to,
         "between_on_behalf": [dict(x) for x in t.between_on_behalf],
+        "contributions": None if t.contributions is None else _contributions(t.contributions),
+    }
+
+
+def _contributions(k: Contributions) -> dict[str, Any]:
+    return {
+        "commitments": dict(k.commitments),
+        "values": dict(k.values),
+        "closed": k.closed,
+        "cut": None if k.cut is None else dict(k.cut),
     }
 
 
@@ -158,6 +168,12 @@ def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table
     t.cut_by = s.get("cut_by")
     t.cut_offered_to = s.get("cut_offered_to")
     t.between_on_behalf = list(s.get("between_on_behalf", []))
+    # Stored before the players' contributions (docs/fairness.md §9): none, closed if cut.
+    k = s.get("contributions")
+    if k is not None:
+        t.contributions = Contributions(**k)
+    elif t.shoe is not None and t.shoe.seed is not None:
+        t.contributions = Contributions(closed=t.shoe.cut is not None)
     return t
 
 

@@ -67,6 +67,7 @@ __all__ = [
     "bets_refusal",
     "card_refusal",
     "clear_refusal",
+    "commit_refusal",
     "cut_range",
     "cut_refusal",
     "done_refusal",
@@ -75,6 +76,7 @@ __all__ = [
     "pass_refusal",
     "remove_bounds",
     "remove_refusal",
+    "reveal_refusal",
     "same_bet_refusal",
     "same_bets",
     "stand_refusal",
@@ -99,6 +101,7 @@ ANYTIME: Commands = frozenset(
         c.VoidRound,
         c.Pause,
         c.Resume,
+        c.Contribute,  # its own check says when (contributing.py): closed is closed
     }
 )
 
@@ -129,6 +132,7 @@ ALLOWED: dict[Phase, Commands] = {
     Phase.WAITING: ANYTIME,
     Phase.SHOE_OFFER: ANYTIME | {c.AcceptShoe, c.DeclineShoe},
     Phase.CUT: ANYTIME | {c.Cut},
+    Phase.REVEAL: ANYTIME,
     Phase.BETTING: ANYTIME | {c.PlaceBet, c.RemoveBet, c.ClearBets, c.SameBet, c.Done, c.PassShoe},
     Phase.DEBITING: ANYTIME | {c.Debited},
     Phase.TURN: ANYTIME | {c.Squeeze, c.TurnCard, c.Toss, c.Progress},
@@ -144,6 +148,10 @@ NEXT: tuple[tuple[Callable[[Table], bool], Phase], ...] = (
     (lambda t: t.debiting is not None, Phase.DEBITING),  # the wallet is taking the wagers
     (lambda t: t.coup is not None, Phase.TURN),  # a coup is being dealt (settled: on)
     (lambda t: t.shoe is None, Phase.SHUFFLE),  # the shoe is over: a new one is wanted
+    (  # cut, with contributions committed: their reveal comes first (fairness.md §9)
+        lambda t: t.contributions is not None and t.contributions.revealing,
+        Phase.REVEAL,
+    ),
     (  # the operator paused the table: no new coup (chips on the felt: that round goes on)
         lambda t: t.paused and not any(q.bets for q in t.seated()),
         Phase.PAUSED,
@@ -198,6 +206,39 @@ def cut_refusal(t: Table, pid: str) -> TableError | None:
     """Why ``pid`` may not cut: it is someone else's cut (§4)."""
     if pid != t.cutter:
         return TableError("not_cutter", "it is not your cut")
+    return None
+
+
+def commit_refusal(t: Table, pid: str) -> TableError | None:
+    """Why ``pid`` may not commit a contribution now (``commitment`` aside): not
+    seated, the commitments closed (or a stacked shoe), or committed already."""
+    p = t.players.get(pid)
+    if p is None:
+        return TableError("not_joined", "join the table first")
+    if p.seat is None:
+        return TableError("not_seated", "take a seat to contribute to the shoe")
+    k = t.contributions
+    if k is None or k.closed or t.shoe is None or t.shoe.cut is not None:
+        return TableError("contributions_closed", "contributions to this shoe are closed")
+    if pid in k.commitments:
+        return TableError("already_contributed", "you have committed to this shoe already")
+    return None
+
+
+def reveal_refusal(t: Table, pid: str) -> TableError | None:
+    """Why ``pid`` may not reveal now (the value aside): not at the table, no reveal
+    step (too early, or over), no commitment of theirs, or revealed already."""
+    if pid not in t.players:
+        return TableError("not_joined", "join the table first")
+    k = t.contributions
+    if k is None or (k.closed and not k.revealing) or t.shoe is None or t.shoe.cut is not None:
+        return TableError("contributions_closed", "contributions to this shoe are closed")
+    if not k.revealing:
+        return TableError("too_early", "reveal your value after the cut")
+    if pid not in k.commitments:
+        return TableError("no_commitment", "you committed no contribution to this shoe")
+    if pid in k.values:
+        return TableError("already_revealed", "you have revealed your value already")
     return None
 
 
@@ -456,6 +497,17 @@ def _cut_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any])
         out["cut"] = {"min": low, "max": high}
 
 
+def _contribute_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
+    """A contribution to the shoe (docs/fairness.md §9): ``{"step": "commit"}`` while a
+    seated player may commit, ``{"step": "reveal"}`` while one who did may reveal."""
+    if c.Contribute not in kinds or t.contributions is None:
+        return
+    if commit_refusal(t, p.id) is None:
+        out["contribute"] = {"step": "commit"}
+    elif reveal_refusal(t, p.id) is None:
+        out["contribute"] = {"step": "reveal"}
+
+
 #: Which commands each lister lists, in the order ``you.actions`` lists them.
 _BOUNDS: tuple[tuple[Commands, Lister], ...] = (
     (frozenset({c.Sit, c.Stand, c.Leave}), _seat_actions),
@@ -466,6 +518,7 @@ _BOUNDS: tuple[tuple[Commands, Lister], ...] = (
     (frozenset({c.Squeeze, c.TurnCard, c.Progress, c.Toss}), _turn_actions),
     (frozenset({c.AcceptShoe, c.DeclineShoe}), _offer_actions),
     (frozenset({c.Cut}), _cut_actions),
+    (frozenset({c.Contribute}), _contribute_actions),
 )
 
 #: For each phase, draining or not: the listers it runs, with the commands it takes of

@@ -25,9 +25,9 @@ from server.engine.payouts import Paytable, settle_bet, winning_areas
 from server.engine.roads import Result
 from server.engine.shoe import Shoe
 
-from . import seating, shoe_offer
+from . import contributing, seating, shoe_offer
 from .events import plain_copy
-from .state import CoupState, Phase
+from .state import Contributions, CoupState, Phase
 from .wallet import HOUSE, Wallet, held_account, player_account, stake_account
 
 if TYPE_CHECKING:
@@ -167,9 +167,12 @@ def shoe_record(
     cut_by: dict[str, str | None] | None,
     coups: list[dict[str, Any]],
     complete: bool,
+    contributions: Contributions | None = None,
 ) -> dict[str, Any]:
-    """The revealed shoe (§4): with the seed, anyone can recompute every card dealt."""
+    """The revealed shoe (§4): with the seed and the players' contributions (fairness.md
+    §9), anyone can recompute every card dealt."""
     return {
+        **contributing.record(contributions),
         "kind": "shoe",
         "table": table_id,
         "shoe_no": shoe_no,
@@ -263,9 +266,11 @@ def end_shoe(t: Table, complete: bool = True) -> None:
         cut_by=t.cut_by,
         coups=t.shoe_coups,
         complete=complete,
+        contributions=t.contributions,
     )
     t._records.append(record)
     t.emit("shoe_ended", plain_copy({k: v for k, v in record.items() if k != "kind"}))
     t.shoe = None
+    t.contributions = None
     t.burned = False
     t.last_coup_next = False

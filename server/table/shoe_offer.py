@@ -1,29 +1,66 @@
 """The shoe offer and the cut: who holds the shoe, and cutting a new one (GAME_RULES §4, §5).
 
-What it is for: the SHOE_OFFER and CUT phases of :class:`~server.table.Table`, as
+What it is for: a new shoe (``StartShoe``), the SHOE_OFFER and CUT phases of :class:`~server.table.Table`, as
 functions over the table and its :class:`~server.table.state.Offer`: each command's
 check and do (``check_<name>`` / ``do_<name>``, found by the table's handlers),
 offering the shoe seat by seat, the house taking it when everyone declines, the holder
 losing it, and the cut.
 
 What it must never do: move money, or shuffle (the shoe arrives with its seed in a
-``StartShoe``; a cut that times out is the seed's, :func:`server.engine.shoe.timeout_cut`).
+``StartShoe``; a cut that times out is the seed's, :func:`server.engine.shoe.timeout_cut`,
+or with the players' contributions the key's: :mod:`.contributing`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from server.engine.shoe import ShoeError
+from server.engine.shoe import Shoe, ShoeError
 from server.engine.shoe import check_cut as check_cut_position
 
 from . import commands as c
-from . import rules
+from . import contributing, rules
 from .errors import TableError, refuse
 from .state import Offer, PlayerState
 
 if TYPE_CHECKING:
     from .table import Table
+
+
+def check_start_shoe(t: Table, cmd: c.StartShoe) -> Shoe:
+    try:
+        if cmd.cards is not None:
+            # A stacked shoe has its stop card too (§4), so it never runs short.
+            return Shoe.stacked(cmd.cards, stop_offset=t.options.stop_offset)
+        assert cmd.seed is not None
+        return Shoe.from_seed(cmd.seed, t.options.decks)
+    except (ShoeError, ValueError) as exc:
+        raise TableError("bad_command", str(exc)) from None
+
+
+def do_start_shoe(t: Table, cmd: c.StartShoe, shoe: Shoe) -> bool:
+    """A new shoe (§4): its commitment published; contributions open if it is seeded."""
+    t.shoe = shoe
+    t.cut_by = None
+    t.shoe_no += 1
+    t.coup_no = 0  # coups are numbered per shoe, as on every scoreboard
+    t.shoe_coups = []
+    t.results = []
+    t._roads = None
+    t.last_coup_next = False
+    t.burned = cmd.cards is not None
+    contributing.start(t, seeded=cmd.cards is None)
+    t.emit(
+        "shoe_started",
+        {
+            "shoe_no": t.shoe_no,
+            "commitment": shoe.commitment,
+            "decks": t.options.decks if cmd.cards is None else None,
+            "cards": shoe.size,
+            "stacked": cmd.cards is not None,
+        },
+    )
+    return False
 
 
 def check_offeree(t: Table, pid: str) -> PlayerState:
@@ -140,7 +177,7 @@ def check_cut(t: Table, cmd: c.Cut) -> None:
 
 
 def do_cut(t: Table, cmd: c.Cut, ctx: None) -> bool:
-    apply_cut(t, cmd.position, cmd.player, None)
+    contributing.cut(t, cmd.position, cmd.player, None)  # closes the contributions (§9)
     return False
 
 

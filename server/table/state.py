@@ -19,6 +19,7 @@ from server.engine.cards import hand_total
 __all__ = [
     "BettingStep",
     "CardSlot",
+    "Contributions",
     "CoupStage",
     "CoupState",
     "Offer",
@@ -35,11 +36,12 @@ class Phase(StrEnum):
 
         SHUFFLE --StartShoe--> SHOE_OFFER | CUT | WAITING (nobody seated)
         SHOE_OFFER --> CUT (a new shoe) | BETTING;   CUT --> BETTING
+        CUT --cut, with contributions committed--> REVEAL --all revealed, or the timer--> BETTING
         BETTING --close--> TURN --settled--> BETTING (next coup) | SHOE_OFFER | SHUFFLE
         BETTING --close--> DEBITING --Debited--> TURN | BETTING (no wager stood)
                            (only with a wallet that confirms holds: docs/wallet.md §3)
         WAITING <--> the others (the last seated player goes / someone sits)
-        any phase but TURN, DEBITING --Pause--> PAUSED --Resume--> where it left off
+        any phase but TURN, DEBITING, REVEAL --Pause--> PAUSED --Resume--> where it left off
         any phase --CloseTable--> CLOSED
 
     The whole flow is drawn in :mod:`server.table.table`'s docstring.
@@ -49,6 +51,7 @@ class Phase(StrEnum):
     WAITING = "waiting"  # a shoe but nobody seated
     SHOE_OFFER = "shoe_offer"  # the shoe is being offered to a seated player (§5)
     CUT = "cut"  # the new shoe waits for its cut (§4)
+    REVEAL = "reveal"  # cut: the players who committed reveal their values (fairness.md §9)
     BETTING = "betting"  # bets are open (§7)
     DEBITING = "debiting"  # betting closed: the operator's wallet is debiting the wagers
     TURN = "turn"  # cards dealt: the turners turn them (§6)
@@ -162,3 +165,28 @@ class Offer:
     seat: int
     deadline: float
     declined: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Contributions:
+    """The players' contributions to a seeded shoe (docs/fairness.md §9): commitments
+    from ``shoe_started`` until the cut, then, if any were made, the reveal step.
+
+    ``commitments``: player -> their commitment (64 hex digits), in the order made;
+    ``values``: player -> the value they revealed (64 hex digits), in the order revealed;
+    ``closed``: the cut closed the commitments; ``cut``: the cut waiting for the reveal
+    (``{"position", "by", "on_behalf"}``, position None for a timeout cut, which comes
+    from the key), None once applied."""
+
+    commitments: dict[str, str] = field(default_factory=dict)
+    values: dict[str, str] = field(default_factory=dict)
+    closed: bool = False
+    cut: dict[str, Any] | None = None
+
+    @property
+    def revealing(self) -> bool:
+        return self.cut is not None
+
+    def withheld(self) -> list[str]:
+        """The committed players who did not reveal, in the order they committed."""
+        return [p for p in self.commitments if p not in self.values]

@@ -31,6 +31,8 @@ The phases (:class:`~server.table.state.Phase`) and the flow between them::
     SHOE_OFFER --accepted, or every seated player declined (the house holds)-->
                            CUT (a new shoe) | BETTING (between coups)
     CUT --cut, or the croupier's on timeout; the burn--> BETTING
+    CUT --the same, with contributions committed--> REVEAL --all revealed, or the
+                           timer; the cut, the burn--> BETTING (docs/fairness.md §9)
     BETTING --everyone DONE with a bet, or the timer with a bet--> TURN
     BETTING --the holder passes, stands up or leaves--> SHOE_OFFER
     TURN --settled--> BETTING (next coup) | SHOE_OFFER (the shoe passes)
@@ -67,15 +69,25 @@ from collections.abc import Callable
 from typing import Any
 
 from server.engine.roads import Result, Roads
-from server.engine.shoe import Shoe, ShoeError, timeout_cut
+from server.engine.shoe import Shoe
 
-from . import betting, persistence, rules, seating, settlement, shoe_offer, turning, voiding
+from . import (
+    betting,
+    contributing,
+    persistence,
+    rules,
+    seating,
+    settlement,
+    shoe_offer,
+    turning,
+    voiding,
+)
 from . import commands as c
 from .actions import SentActions, watch
 from .errors import TableError
 from .events import EVENT_KINDS, Event, Step
 from .options import TableOptions
-from .state import BettingStep, CoupState, Offer, Phase, PlayerState
+from .state import BettingStep, Contributions, CoupState, Offer, Phase, PlayerState
 from .wallet import Wallet, stake_account
 
 __all__ = ["Phase", "Table"]
@@ -140,6 +152,8 @@ class Table:
         self.last_result: dict[str, Any] | None = None
         self.cut_by: dict[str, str | None] | None = None  # who cut this shoe (§4, §6)
         self.cut_offered_to: str | None = None
+        #: The players' contributions to a seeded shoe until it ends (fairness.md §9).
+        self.contributions: Contributions | None = None
         # Steps the croupier did for a player between coups (a shoe offer or a cut that
         # timed out): the next round's record carries them (§6, §8).
         self.between_on_behalf: list[dict[str, Any]] = []
@@ -365,38 +379,6 @@ class Table:
         return False
 
     # ------------------------------------------------------------------ the shoe
-    def _check_start_shoe(self, cmd: c.StartShoe) -> Shoe:
-        try:
-            if cmd.cards is not None:
-                # A stacked shoe has its stop card too (§4), so it never runs short.
-                return Shoe.stacked(cmd.cards, stop_offset=self.options.stop_offset)
-            assert cmd.seed is not None
-            return Shoe.from_seed(cmd.seed, self.options.decks)
-        except (ShoeError, ValueError) as exc:
-            raise TableError("bad_command", str(exc)) from None
-
-    def _do_start_shoe(self, cmd: c.StartShoe, shoe: Shoe) -> bool:
-        self.shoe = shoe
-        self.cut_by = None
-        self.shoe_no += 1
-        self.coup_no = 0  # coups are numbered per shoe, as on every scoreboard
-        self.shoe_coups = []
-        self.results = []
-        self._roads = None
-        self.last_coup_next = False
-        self.burned = cmd.cards is not None
-        self.emit(
-            "shoe_started",
-            {
-                "shoe_no": self.shoe_no,
-                "commitment": shoe.commitment,
-                "decks": self.options.decks if cmd.cards is None else None,
-                "cards": shoe.size,
-                "stacked": cmd.cards is not None,
-            },
-        )
-        return False
-
     @property
     def round_id(self) -> str:
         return f"{self.table_id}-{self.shoe_no}-{self.coup_no}"
@@ -416,11 +398,11 @@ class Table:
             self.between_on_behalf.append({"step": "decline the shoe", "player": offer.current})
             shoe_offer.decline_offer(self, offer.current, offer.seat, timeout=True)
         if self.phase is Phase.CUT and self.deadline is not None and now >= self.deadline:
-            assert self.shoe is not None and self.shoe.seed is not None
-            who = self.cutter
-            shoe_offer.apply_cut(self, timeout_cut(self.shoe.seed, self.shoe.size), c.CROUPIER, who)
+            who = self.cutter  # the timeout cut: the seed's, or after the reveal the key's
+            contributing.cut(self, None, c.CROUPIER, who)
             if who is not None:
                 self.between_on_behalf.append({"step": "cut the shoe", "player": who})
+        contributing.tick(self)
         if self.phase is Phase.BETTING and self.deadline is not None and now >= self.deadline:
             if any(q.bets for q in self.seated()):
                 betting.close_betting(self)
@@ -550,6 +532,7 @@ _ENTER: dict[Phase, Callable[[Table], bool]] = {
     Phase.WAITING: Table._enter_waiting,
     Phase.SHOE_OFFER: Table._enter_shoe_offer,
     Phase.CUT: Table._enter_cut,
+    Phase.REVEAL: contributing.enter_reveal,
     Phase.BETTING: Table._enter_betting,
 }
 
@@ -565,7 +548,7 @@ def _snake(name: str) -> str:
 #: changed nothing at all), found by name for every command of :mod:`.commands`.
 #: The sub-machines that hold some commands' handlers as functions over the table
 #: (``check_<name>`` / ``do_<name>``); the rest are the table's own methods.
-_MACHINES: tuple[Any, ...] = (seating, shoe_offer, betting, turning, voiding)
+_MACHINES: tuple[Any, ...] = (seating, shoe_offer, contributing, betting, turning, voiding)
 
 
 def _handler(prefix: str, cls: type[c.Command]) -> Callable[..., Any] | None:

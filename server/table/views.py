@@ -65,6 +65,7 @@ def view(t: Table, viewer: str | None) -> dict[str, Any]:
             if t.burned and shoe.burn_card
             else None,
             "stop_card_out": shoe.stop_card_out,
+            "contributions": _contributions(t),
             "last_coup": t.last_coup_next or (coup is not None and coup.last),
         },
         "coup_no": t.coup_no,
@@ -102,6 +103,17 @@ def view(t: Table, viewer: str | None) -> dict[str, Any]:
             "actions": t.actions(me.id),
         }
     return snap
+
+
+def _contributions(t: Table) -> list[dict[str, Any]]:
+    """The players' contributions to the shoe so far (docs/fairness.md §9): who
+    committed to what, and each value once revealed (``null`` before)."""
+    k = t.contributions
+    if k is None:
+        return []
+    return [
+        {"player": p, "commitment": cm, "value": k.values.get(p)} for p, cm in k.commitments.items()
+    ]
 
 
 def _coup_view(coup: CoupState, viewer: str | None) -> dict[str, Any]:
@@ -158,6 +170,7 @@ def public_options(o: TableOptions) -> dict[str, Any]:
             "shoe_offer": o.timers.shoe_offer,
             "cut": o.timers.cut,
             "grace": o.timers.grace,
+            "reveal": o.timers.reveal,
         },
         "holder_must_bet_banker": o.holder_must_bet_banker,
         "currency": o.currency,

@@ -85,6 +85,12 @@ tier = "1-100"
 timers = {SHORT}
 
 [[tables]]
+id = "bots-contribute"
+name = "Bots contributing"
+tier = "1-100"
+timers = {SHORT}
+
+[[tables]]
 id = "scripts"
 name = "Scripts"
 tier = "10-1000"

@@ -251,6 +251,44 @@ EVERY_KIND: dict[str, tuple[dict[str, Any], dict[str, Any], Check]] = {
             and a.message == "The shoe is cut at 97 by the croupier for you"
         ),
     ),
+    "contribution_committed": (
+        {"phase": "cut", "cutter": ME},
+        {"player": OTHER, "commitment": "ab" * 32},
+        lambda b, a: (
+            a.shoe is not None
+            and a.shoe["contributions"]
+            == [{"player": OTHER, "commitment": "ab" * 32, "value": None}]
+            and a.log[-1] == "Bo put randomness into the shoe"
+        ),
+    ),
+    "reveal_opened": (
+        {"phase": "cut", "cutter": ME},
+        {"deadline": 12.0, "players": [ME, OTHER]},
+        lambda b, a: a.phase == "reveal" and a.deadline == 12.0 and a.cutter is None,
+    ),
+    "contribution_revealed": (
+        {
+            "phase": "reveal",
+            "shoe": {
+                "no": 1,
+                "commitment": "cd" * 32,
+                "cards_left": 416,
+                "cut": None,
+                "contributions": [{"player": OTHER, "commitment": "ab" * 32, "value": None}],
+            },
+        },
+        {"player": OTHER, "value": "12" * 32},
+        lambda b, a: (
+            a.shoe is not None
+            and a.shoe["contributions"][0]["value"] == "12" * 32
+            and a.log[-1] == "Bo revealed their randomness"
+        ),
+    ),
+    "contributions_closed": (
+        {"phase": "reveal"},
+        {"contributions": [{"player": ME, "value": "12" * 32}], "withheld": [OTHER]},
+        lambda b, a: a.message == "Your randomness is in this shoe (1 in all) Withheld: Bo.",
+    ),
     "burned": (
         {},
         {"card": "7d", "count": 7, "stop_offset": 16},

@@ -10,6 +10,7 @@ in unbroken seq order, and the squeeze finished by the player, not the croupier.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -86,6 +87,15 @@ async def test_a_round_by_keys(chemmy_server: Any, make_token: Callable[..., str
     async with app.run_test(size=SIZE) as pilot:
         await take_the_shoe_and_cut(pilot, app)
         assert model_of(app).i_hold and "◆" in text_of(app, "#seats")
+        # Its own randomness went into the shoe by itself (docs/fairness.md §9): committed
+        # when it sat, revealed after the cut, and said plainly.
+        assert any("Your randomness is in this shoe" in line for line in model_of(app).log)
+        shoe = model_of(app).shoe
+        assert shoe is not None
+        (mine,) = shoe["contributions"]
+        assert mine["player"] == model_of(app).me and mine["value"] is not None
+        assert hashlib.sha256(bytes.fromhex(mine["value"])).hexdigest() == mine["commitment"]
+        assert app.contributor.values[shoe["no"]].hex() == mine["value"]
         start = model_of(app).balance
         assert start == 100_000
 

@@ -15,14 +15,18 @@ sends and checks the outcome against the oracle (:mod:`.oracle`) in the tests.
 
 from __future__ import annotations
 
+import hashlib
 import random
+import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .client import Client
 
-PROMPTS = frozenset({"shoe_offered", "cut_offered", "betting_opened", "turn", "waiting"})
+PROMPTS = frozenset(
+    {"shoe_offered", "cut_offered", "reveal_opened", "betting_opened", "turn", "waiting"}
+)
 
 
 @dataclass
@@ -70,6 +74,7 @@ class Game:
         style: StylePolicy | None = None,
         accept: Callable[[str], bool] | None = None,
         progress: bool = False,
+        contributors: tuple[str, ...] = (),
     ) -> None:
         self.table = table
         self.players = dict(players)
@@ -84,6 +89,10 @@ class Game:
         self.on_squeeze: Callable[[str, str, dict[str, str]], Awaitable[None]] | None = None
         self.cuts: list[int] = []
         self.log: list[CoupLog] = []
+        #: Players who contribute to every shoe (docs/fairness.md §9): they commit before
+        #: the cut and reveal at ``reveal_opened``. Their values, by (player, shoe_no).
+        self.contributors = contributors
+        self.values: dict[tuple[str, int], bytes] = {}
 
     async def act(self, pid: str, kind: str, **fields: Any) -> dict[str, Any]:
         """One player's command, asserted ok; then wait until the watcher has its events."""
@@ -135,7 +144,10 @@ class Game:
             if kind == "shoe_offered":
                 pid = data["player"]
                 await self.act(pid, "accept_shoe" if self.accept(pid) else "decline_shoe")
+            elif kind == "reveal_opened":
+                await self.reveal(prompt)
             elif kind == "cut_offered":
+                await self.commit()
                 size = self.shoe_size()
                 position = self.rng.randint(10, size - 10)
                 self.cuts.append(position)
@@ -143,6 +155,35 @@ class Game:
             else:
                 raise AssertionError(f"expected an offer, a cut or betting, got {prompt}")
         raise AssertionError("the table never opened betting")
+
+    def shoe_no(self) -> int:
+        started = self.watcher.events(self.table, "shoe_started")
+        if started:
+            return int(started[-1]["data"]["shoe_no"])
+        return int(self.watcher.snapshots[self.table]["shoe"]["no"])
+
+    async def commit(self) -> None:
+        """Every contributor not yet committed to this shoe commits to a fresh value."""
+        shoe = self.shoe_no()
+        for pid in self.contributors:
+            if (pid, shoe) not in self.values:
+                value = secrets.token_bytes(32)
+                self.values[pid, shoe] = value
+                await self.act(pid, "contribute", commitment=hashlib.sha256(value).hexdigest())
+
+    async def reveal(self, opened: dict[str, Any]) -> None:
+        """Each contributor named by ``reveal_opened`` reveals; then wait for the close."""
+        shoe = self.shoe_no()
+        revealed = {
+            e["data"]["player"]
+            for e in self.watcher.events(self.table, "contribution_revealed")
+            if e["seq"] > opened["seq"]
+        }
+        for pid in opened["data"]["players"]:
+            value = self.values.get((pid, shoe))
+            if value is not None and pid in self.players and pid not in revealed:
+                await self.act(pid, "contribute", value=value.hex())
+        await self.watcher.wait_event("contributions_closed", table=self.table, after=opened["seq"])
 
     async def turn_stage(self, turn: dict[str, Any], log: CoupLog) -> None:
         """The turner reveals the stage's cards: TOSS, or a squeeze card by card."""

@@ -46,6 +46,7 @@ sets the reference wallet's faults).
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import random
 import re
@@ -472,7 +473,16 @@ def test_every_server_flag_the_docs_name_exists() -> None:
 
 # ------------------------------------------------------------------------ the game
 
-LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut": 60, "grace": 60}
+LONG = {
+    "betting": 60,
+    "squeeze": 60,
+    "third_card": 60,
+    "shoe_offer": 60,
+    "cut": 60,
+    "grace": 60,
+    "reveal": 3,  # bob withholds his reveal in the first shoe: it runs out
+}
+ALICE_VALUE, BOB_VALUE = bytes(range(32, 64)), bytes(range(64, 96))
 
 
 class Recorder:
@@ -574,7 +584,23 @@ async def play(net: Any) -> Recorder:
     await game.act(b, "decline_shoe")  # every seated player declined: the house holds
     await alice.refused("bad_cut", "cut", table=t, position=5)
     await bob.refused("not_cutter", "cut", table=t, position=100)
-    await game.act("alice", "cut", position=150)
+
+    # -- the players' contributions (docs/fairness.md §9): commit, cut, reveal -----------
+    alice_commit = hashlib.sha256(ALICE_VALUE).hexdigest()
+    await spec.refused("not_seated", "contribute", table=t, commitment=alice_commit)
+    await game.act("alice", "contribute", commitment=alice_commit)
+    await alice.refused("already_contributed", "contribute", table=t, commitment="0" * 64)
+    await bob.refused("contribution_taken", "contribute", table=t, commitment=alice_commit)
+    await bob.refused("bad_contribution", "contribute", table=t, commitment="ABC")
+    await alice.refused("too_early", "contribute", table=t, value=ALICE_VALUE.hex())
+    await game.act(b, "contribute", commitment=hashlib.sha256(BOB_VALUE).hexdigest())
+    await spec.join(t)  # a snapshot with the commitments
+    reply = await game.act("alice", "cut", position=150)  # the reveal opens
+    await bob.refused("reveal_mismatch", "contribute", table=t, value=ALICE_VALUE.hex())
+    await game.act("alice", "contribute", value=ALICE_VALUE.hex())
+    # bob withholds his: the reveal timer runs out, then the cut, the burn, betting
+    await spec.wait_event("betting_opened", table=t, after=reply["seq"], timeout=scaled(20))
+    await bob.refused("contributions_closed", "contribute", table=t, value=BOB_VALUE.hex())
     cy = await run.player("cy", "Cy")
     await cy.join(t)
     await cy.refused("seat_taken", "sit", table=t, seat=1)

@@ -37,6 +37,7 @@ EXAMPLE_FIELDS: dict[str, dict[str, Any]] = {
     "decline_shoe": {},
     "pass_shoe": {},
     "cut": {"position": 120},
+    "contribute": {"commitment": "ab" * 32},
     "squeeze": {"hand": "player", "style": "peek"},
     "turn": {"hand": "banker", "card": 2},
     "toss": {"hand": "player"},

@@ -71,6 +71,7 @@ def test_a_relayed_message_parses_into_its_tables_command() -> None:
             "turn": {"hand": "player", "card": 1},
             "toss": {"hand": "banker"},
             "progress": {"hand": "player", "card": 2, "percent": 40},
+            "contribute": {"commitment": "0" * 64},
             **examples,
         }.get(kind, {})
         _, _, checked = parse({"type": kind, "id": 1, "table": "t1", **fields})

@@ -16,6 +16,7 @@ players sending random legal and illegal commands, timers, restores), after ever
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any
 
 import test_properties as tp
@@ -70,6 +71,15 @@ def check_actions(t: Table, pid: str) -> dict[str, Any]:
     else:
         for position in (10, 100, 200, 302):
             no(c.Cut(player=pid, position=position))
+    # a contribution (docs/fairness.md §9): a commitment nobody made is taken exactly
+    # when ``commit`` is listed; a reveal is listed only to who committed
+    step = acts.get("contribute", {}).get("step")
+    assert step in (None, "commit", "reveal"), acts
+    fresh = hashlib.sha256(b"fresh:" + pid.encode()).hexdigest()
+    (ok if step == "commit" else no)(c.Contribute(player=pid, commitment=fresh))
+    k = t.contributions
+    if step == "reveal":
+        assert k is not None and pid in k.commitments and pid not in k.values
     lim = t.options.limits
     bets = acts.get("bet", {}).get("areas", {})
     removes = acts.get("remove_bet", {}).get("areas", {})

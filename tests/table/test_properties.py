@@ -2,7 +2,7 @@
 
 A Hypothesis ``RuleBasedStateMachine`` drives 2-5 players (plus a stranger who was
 never funded) through joins, seats, bets of any size (illegal ones too), regret,
-DONE, shoe offers, cuts, squeezes and turns by whoever, disconnects and Ticks of
+DONE, shoe offers, contributions (commit and reveal), cuts, squeezes and turns by whoever, disconnects and Ticks of
 0-30 s, on seeded shoes (and sometimes short stacked slices of one, so shoes end and
 new ones are fed whenever ``table.wants_shoe``). After every step it checks:
 
@@ -22,6 +22,7 @@ new ones are fed whenever ``table.wants_shoe``). After every step it checks:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -333,6 +334,16 @@ class TableMachine(RuleBasedStateMachine):
             p = self.table.offer.current
             self.apply(c.AcceptShoe(player=p) if take else c.DeclineShoe(player=p))
 
+    @rule(i=who, reveal=st.booleans())
+    def player_contributes(self, i, reveal):
+        """A player commits to their value for the shoe, or reveals it (fairness.md §9)."""
+        name = self.name(i)
+        value = hashlib.sha256(f"{name}:{self.table.shoe_no}".encode()).digest()
+        if reveal:
+            self.apply(c.Contribute(player=name, value=value.hex()))
+        else:
+            self.apply(c.Contribute(player=name, commitment=hashlib.sha256(value).hexdigest()))
+
     @rule(position=st.integers(10, 406))
     def cutter_cuts(self, position):
         if self.table.phase is Phase.CUT and self.table.cutter is not None:
@@ -435,6 +446,7 @@ class TableMachine(RuleBasedStateMachine):
             assert self.table.paused
             assert (
                 self.table.phase is Phase.PAUSED
+                or self.table.phase is Phase.REVEAL  # the short reveal finishes first
                 or self.table.in_coup
                 or any(q.bets for q in self.table.seated())
             )

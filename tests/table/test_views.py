@@ -9,6 +9,7 @@ shoe's seed before ``shoe_ended``, another player's money or another player's ac
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from typing import Any
@@ -133,7 +134,12 @@ def test_every_event_and_reply_kind_passes_through_views() -> None:
     s.do(c.DeclineShoe(player="ann"))
     s.do(c.DeclineShoe(player="bob"))  # the house holds; ann cuts
     assert h.phase is Phase.CUT
-    s.do(c.Cut(player="ann", position=120))  # shoe_cut, burned, betting_opened
+    values = {"ann": bytes([1]) * 32, "bob": bytes([2]) * 32}
+    for name, value in values.items():  # contribution_committed
+        s.do(c.Contribute(player=name, commitment=hashlib.sha256(value).hexdigest()))
+    s.do(c.Cut(player="ann", position=120))  # reveal_opened
+    for name, value in values.items():  # contribution_revealed; contributions_closed,
+        s.do(c.Contribute(player=name, value=value.hex()))  # shoe_cut, burned, betting
     s.do(c.Tick(), 10)  # betting_waiting
     s.do(c.PlaceBet(player="bob", area="player", amount=500))  # betting_timer
     s.do(c.PlaceBet(player="ann", area="banker", amount=300))

@@ -38,6 +38,7 @@ PAGE_SCRIPTS = (
     "lobby.js",
     "roads.js",
     "squeeze.js",
+    "contribute.js",
     "table.js",
     "state.js",
     # The operator's back office (/operator/): the same catalogs, the same rule.

@@ -23,6 +23,8 @@
  */
 
 import { ChemmyError, connect } from "./chemmy.js";
+import { Contributor } from "./contribute.js";
+import { verifyShoe } from "./fairness.js";
 import { chooseLanguage, language, refusalText, setCurrency, setLanguage, t, translatePage } from "./i18n.js";
 import { AREA_NAMES, TableState, formatMoney } from "./state.js";
 import { $, h, show, store } from "./dom.js";
@@ -116,6 +118,7 @@ class App {
     this.parentOrigin = null;
     this.connState = "idle";
     this.inflight = 0;
+    this.contributor = new Contributor(); // this page's own randomness in every shoe
     this.messages = 0; // how many times the message display changed
     this.settledAt = 0; // performance.now() at the last settled coup
     this.heldUntil = 0; // performance.now() until which the message display keeps its note
@@ -382,6 +385,7 @@ class App {
   async openTable(table) {
     this.lobby.stop();
     this.tableId = table;
+    this.lastTable = table; // "verify the last shoe" from the lobby too
     this.state = new TableState(this.identity?.player ?? null);
     this.placed = [];
     this.squeeze.reset();
@@ -429,6 +433,7 @@ class App {
     }
     this.showNotes(notes);
     this.render();
+    this.contribute();
     // A table chosen in the lobby: the focus goes to its Sit buttons, not the body (or
     // waits on "You are watching" for them: they come with the actions, maybe later).
     if (fromLobby) {
@@ -492,6 +497,41 @@ class App {
     this.retireLast();
     this.showNotes(notes);
     this.render();
+    this.contribute();
+  }
+
+  /** "Verify this shoe" (docs/fairness.md, fairness.js): the table's last revealed shoe
+   * (or shoe number `shoe`) checked in this browser, seed, contributions and every coup,
+   * without trusting the server's own check. Says the result; returns the report. */
+  async verifyShoe(table = this.tableId ?? this.lastTable, shoe = null) {
+    const status = $("#verify-status");
+    if (!table) {
+      status.textContent = t("page.verify.no_table");
+      return null;
+    }
+    status.textContent = t("page.verify.checking");
+    let record;
+    try {
+      record = (await this.client.send("shoe_record", shoe ? { table, shoe } : { table })).record;
+    } catch (err) {
+      status.textContent = refusalText(err.code, err.message) || err.code;
+      return null;
+    }
+    const report = await verifyShoe(record);
+    const fields = { shoe: record.shoe_no, coups: report.coups, count: report.contributions };
+    status.textContent = report.ok
+      ? t(report.contributions ? "page.verify.ok_contributions" : "page.verify.ok", fields)
+      : t("page.verify.failed", { ...fields, problems: report.problems.join("; ") });
+    status.dataset.tone = report.ok ? "ok" : "refused";
+    return { ...report, shoe: record.shoe_no };
+  }
+
+  /** The page's own randomness in the shoe (docs/fairness.md §9, contribute.js): committed
+   * and revealed by itself whenever the server's actions ask for it. */
+  async contribute() {
+    const table = this.tableId;
+    const fields = await this.contributor.next(table, this.state);
+    if (fields && table === this.tableId) await this.cmd("contribute", fields);
   }
 
   /** The settled coup leaves the felt under the next coup's chips: at once for yours
@@ -655,6 +695,7 @@ class App {
   bindStatic() {
     $("#btn-lobby").addEventListener("click", () => (this.tableId ? this.leaveTable() : this.showLobby()));
     $("#btn-history").addEventListener("click", () => this.dialogs.openHistory());
+    $("#btn-verify").addEventListener("click", () => this.verifyShoe());
     $("#btn-help").addEventListener("click", () => this.dialogs.openHelp());
     $("#btn-options").addEventListener("click", () => this.dialogs.openOptions());
     $("#btn-cashier").addEventListener("click", () => this.dialogs.openCashier());

@@ -26,7 +26,7 @@ function localNames(prefix, ids) {
 export const AREA_NAMES = localNames("area.", ["player", "banker", "tie", "player_pair", "banker_pair", "super6", "dragon_player", "dragon_banker"]);
 export const HAND_NAMES = localNames("hand.", ["player", "banker"]);
 export const SUITS = { s: "♠", h: "♥", d: "♦", c: "♣" };
-export const PHASE_NAMES = localNames("phase.", ["shuffle", "waiting", "shoe_offer", "cut", "betting", "debiting", "turn", "paused", "settled", "closed"]);
+export const PHASE_NAMES = localNames("phase.", ["shuffle", "waiting", "shoe_offer", "cut", "reveal", "betting", "debiting", "turn", "paused", "settled", "closed"]);
 
 /** Minor units as money with two decimals in the current language: 123456 -> "1,234.56"
  * (English), "1 234,56" (French); integers only. Money text back to minor units, exactly
@@ -210,7 +210,7 @@ export class TableState {
   }
 
   phaseText() {
-    return ["betting", "debiting", "turn", "shoe_offer", "cut", "waiting", "shuffle", "paused", "closed"].includes(this.phase) ? t(`phase_sentence.${this.phase}`) : "";
+    return ["betting", "debiting", "turn", "shoe_offer", "cut", "reveal", "waiting", "shuffle", "paused", "closed"].includes(this.phase) ? t(`phase_sentence.${this.phase}`) : "";
   }
 
   setRoads(roads, odds) {
@@ -293,6 +293,7 @@ export class TableState {
       burn: null,
       stop_card_out: false,
       last_coup: false,
+      contributions: [],
     };
     this.roads = {};
     this.odds = null;
@@ -341,6 +342,34 @@ export class TableState {
     this.deadline = d.deadline ?? null;
     if (d.player === this.me) return [note(t("page.ev.cut_offered_you"), "turn")];
     return [note(t("ev.cut_offered", { who: this.Name(this.cutter) }))];
+  }
+
+  // the players' contributions (docs/fairness.md §9): this page sends its own (contribute.js)
+  on_contribution_committed(d) {
+    if (this.shoe) this.shoe.contributions = [...(this.shoe.contributions ?? []), { player: d.player, commitment: d.commitment, value: null }];
+    if (d.player === this.me) return [note(t("ev.contribution_committed_you"), "you")];
+    return [note(t("ev.contribution_committed", { who: this.Name(d.player) }))];
+  }
+
+  on_reveal_opened(d) {
+    this.phase = "reveal";
+    this.cutter = null;
+    this.deadline = d.deadline ?? null;
+    return [note(t("ev.reveal_opened"))];
+  }
+
+  on_contribution_revealed(d) {
+    if (this.shoe) this.shoe.contributions = (this.shoe.contributions ?? []).map((c) => (c.player === d.player ? { ...c, value: d.value } : c));
+    return [note(t("ev.contribution_revealed", { who: this.Name(d.player) }))];
+  }
+
+  on_contributions_closed(d) {
+    const values = d.contributions ?? [];
+    const mine = values.some((c) => c.player === this.me);
+    let text = t(mine ? "ev.contributions_closed_you" : "ev.contributions_closed", { count: values.length });
+    const withheld = d.withheld ?? [];
+    if (withheld.length) text += " " + t("ev.contributions_withheld", { who: withheld.map((p) => this.name(p)).join(", ") });
+    return [note(text, mine ? "you" : "info")];
   }
 
   on_shoe_cut(d) {

@@ -262,10 +262,19 @@ export class TableView {
             )
           : null,
         shoe.stop_card_out ? h("span", { class: "stop" }, t("page.shoe.stop")) : null,
+        this.randomness(shoe, s.me),
         h("span", { class: "commitment", title: t("page.shoe.commitment", { commitment: shoe.commitment }) }, `#${String(shoe.commitment ?? "").slice(0, 10)}`),
       );
     }
     this.renderCut();
+  }
+
+  /** The players' randomness in this shoe (docs/fairness.md §9), yours said first. */
+  randomness(shoe, me) {
+    const given = (shoe.contributions ?? []).filter((c) => c.value);
+    if (!given.length) return null;
+    const mine = given.some((c) => c.player === me);
+    return h("span", { class: "randomness", id: "randomness" }, t(mine ? "page.shoe.randomness_yours" : "page.shoe.randomness", { count: given.length }));
   }
 
   renderCut() {
