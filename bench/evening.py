@@ -148,18 +148,30 @@ SPECTATOR_CONCURRENCY = 32  # hellos and joins in flight per spectator process
 BOT_CONCURRENCY = 16
 
 
+PACE = [1.0]  # ``--pace``: think times and table timers divided by it (tests only)
+
+
 def think(rng: random.Random, what: str) -> float:
     median, sigma = THINK[what]
-    return median * math.exp(rng.gauss(0.0, sigma))
+    return median * math.exp(rng.gauss(0.0, sigma)) / PACE[0]
 
 
 def table_ids(count: int) -> list[str]:
     return [f"e{i:03d}" for i in range(count)]
 
 
-def config(tables: Sequence[str]) -> str:
-    """Tables on the server's default timers (no ``timers`` key) and 14 seats."""
-    defs = [{"id": t, "name": f"Evening {t}", "tier": "1-100"} for t in tables]
+def config(tables: Sequence[str], pace: float = 1.0) -> str:
+    """Tables on the server's default timers (no ``timers`` key) and 14 seats; with a
+    ``pace`` other than 1, the default timers divided by it."""
+    from server.table.options import Timers
+
+    defs: list[dict[str, Any]] = [
+        {"id": t, "name": f"Evening {t}", "tier": "1-100"} for t in tables
+    ]
+    if pace != 1.0:
+        timers = {k: v / pace for k, v in asdict(Timers()).items() if k != "grace"}
+        for d in defs:
+            d["timers"] = timers
     return server_toml(defs, **SETTINGS)
 
 
@@ -228,13 +240,21 @@ class CountedServer(ServerProcess):
 class Servers:
     """One process on SQLite, or ``processes`` over a Redis of their own."""
 
-    def __init__(self, home: Path, tables: Sequence[str], *, redis_store: bool, processes: int):
+    def __init__(
+        self,
+        home: Path,
+        tables: Sequence[str],
+        *,
+        redis_store: bool,
+        processes: int,
+        pace: float = 1.0,
+    ):
         from tests.redis_server import RedisServer, redis_available
 
         self.home = home
         self.redis_server: RedisServer | None = None
         self.nodes: list[CountedServer] = []
-        text = config(tables)
+        text = config(tables, pace)
         extra: list[str] = ["--log-format", "text"]
         if redis_store:
             if not redis_available():
@@ -363,6 +383,9 @@ BOT_READS = frozenset(
         "settled",
     }
 )
+
+
+PROMPTS = frozenset({"betting_opened", "shoe_offered", "cut_offered", "turn"})
 
 
 class Bot:
@@ -558,11 +581,18 @@ class Bot:
         if reply["type"] != "ok":
             raise RuntimeError(f"{self.pid}: sit: {reply}")
         snap = self.client.snapshots.get(self.table) or {}
+        since = self.client.snapshot_at.get(self.table, 0)
+        prompts = [
+            f.msg
+            for f in self.client.frames[since:]
+            if f.msg.get("type") == "event" and f.msg.get("kind") in PROMPTS
+        ]
         self.client.frames.clear()
         self.client.snapshots.clear()
-        self.routing = True
-        # Betting may be open already: the bot joins in (deadline from the snapshot).
-        if snap.get("phase") == "betting":
+        self.routing = True  # from here on, the tap reads every prompt
+        if prompts:  # what the table asked since the join (sitting down: an offer)
+            self._on_event(str(prompts[-1]["kind"]), prompts[-1])
+        elif snap.get("phase") == "betting":  # betting open already: the bot joins in
             self._start(self._betting(float(snap.get("deadline") or time.time() + 15)))
 
     async def close(self) -> None:
@@ -574,8 +604,9 @@ class Bot:
 
 
 # ====================================================================== worker processes
-def worker_main(pipe: Connection, role: str, index: int) -> None:
+def worker_main(pipe: Connection, role: str, index: int, pace: float) -> None:
     raise_nofile()
+    PACE[0] = pace
     asyncio.run(_bot_worker(pipe, index) if role == "bots" else _spectator_worker(pipe))
 
 
@@ -755,14 +786,14 @@ async def _spectator_worker(pipe: Connection) -> None:
 class Workers:
     """A few client processes of one role (``bots`` or ``spectators``)."""
 
-    def __init__(self, count: int, role: str) -> None:
+    def __init__(self, count: int, role: str, pace: float = 1.0) -> None:
         ctx = mp.get_context("spawn")
         self.role = role
         self.pipes: list[Connection] = []
         self.procs: list[Any] = []
         for i in range(count):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=worker_main, args=(child, role, i), daemon=True)
+            proc = ctx.Process(target=worker_main, args=(child, role, i, pace), daemon=True)
             proc.start()
             self.pipes.append(parent)
             self.procs.append(proc)
@@ -878,7 +909,7 @@ class Evening:
         self.args = args
         self.servers = servers
         self.tables = table_ids(args.tables)
-        self.bots = Workers(args.bot_workers, "bots")
+        self.bots = Workers(args.bot_workers, "bots", args.pace)
         self.specs = Workers(args.spectator_workers, "spectators")
         self.seated = 0
         self.watching = [0] * len(self.tables)
@@ -1237,7 +1268,11 @@ async def audit(where: str) -> dict[str, Any]:
 async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     mode = "redis" if args.redis else "sqlite"
     servers = Servers(
-        tmp / "servers", table_ids(args.tables), redis_store=args.redis, processes=args.processes
+        tmp / "servers",
+        table_ids(args.tables),
+        redis_store=args.redis,
+        processes=args.processes,
+        pace=args.pace,
     )
     evening = Evening(args, servers)
     results: dict[str, Any] = {"mode": mode, "levels": [], "baselines": {}}
@@ -1305,6 +1340,15 @@ def levels_of(args: argparse.Namespace) -> list[int]:
 
 
 # ====================================================================== the report
+def per_core(count: int, x: dict[str, Any]) -> str:
+    """``count`` per core of server CPU, or a dash when the servers used too little CPU
+    over the window for a ratio to mean anything (under 0.1 s)."""
+    used = x["cpu"]["servers"] + x["cpu"].get("Redis", 0.0)
+    if used < 0.1:
+        return "—"
+    return f"{count / (used / x['seconds']):,.0f}"
+
+
 def mode_title(results: dict[str, Any]) -> str:
     if results["mode"] == "redis":
         return f"### A cluster: {results['processes']} processes over Redis"
@@ -1328,7 +1372,13 @@ def report(results: dict[str, Any]) -> str:
         "the featured tables); "
         f"{results['warmup']:.0f} s of play, then {results['window']:.0f} s measured at each level. "
         f"Bots in {results['bot_workers']} processes, spectators in "
-        f"{results['spectator_workers']}.",
+        f"{results['spectator_workers']}."
+        + (
+            f" **Pace {results['pace']:g}: think times and table timers divided by "
+            f"{results['pace']:g} (a test of the tool, not human pace).**"
+            if results.get("pace", 1.0) != 1.0
+            else ""
+        ),
         "",
         "| seated | spectators | coups | server CPU (cores)"
         + (" incl. Redis" if redis else "")
@@ -1346,8 +1396,7 @@ def report(results: dict[str, Any]) -> str:
         lines.append(
             f"| {x['seated']:,} | {x['spectators']:,} | {x['coups']:.0f} | {cores:.2f}"
             + (f" ({x['cpu'].get('Redis', 0.0) / x['seconds']:.2f} Redis)" if redis else "")
-            + f" | {x['seated'] / cores if cores else float('nan'):,.0f} "
-            f"| {x['spectators'] / cores if cores else float('nan'):,.0f} "
+            + f" | {per_core(x['seated'], x)} | {per_core(x['spectators'], x)} "
             f"| {(x['cpu']['servers'] + x['cpu'].get('Redis', 0.0)) / max(1, x['coups']) * 1e3:.1f} ms "
             f"| {x['commits'] / x['seconds']:,.0f}{redis_part} "
             f"| {rtt['p50']:.1f} / {rtt['p99']:.1f} ms "
@@ -1385,8 +1434,8 @@ def report(results: dict[str, Any]) -> str:
             f"**The last level that kept every promise: {best['seated']:,} seated players and "
             f"{best['spectators']:,} spectators** on {cores:.2f} cores of server CPU"
             + (" (Redis included)" if redis else "")
-            + f": **{best['seated'] / cores:,.0f} seated players and "
-            f"{best['spectators'] / cores:,.0f} spectators per core** (both at once), "
+            + f": **{per_core(best['seated'], best)} seated players and "
+            f"{per_core(best['spectators'], best)} spectators per core** (both at once), "
             f"{(best['cpu']['servers'] + best['cpu'].get('Redis', 0.0)) / max(1, best['coups']) * 1e3:.1f} ms of "
             f"server CPU per coup, {best['commits'] / best['seconds']:,.0f} store commits a second "
             f"({best['commits'] / max(1, best['coups']):.0f} per coup)."
@@ -1500,6 +1549,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=3, help="processes with --redis (3)")
     parser.add_argument("--bot-workers", type=int, default=2, help="bot processes (2)")
     parser.add_argument("--spectator-workers", type=int, default=2, help="spectator processes")
+    parser.add_argument(
+        "--pace",
+        type=float,
+        default=1.0,
+        help="divide think times and table timers by this (tests only: not human pace)",
+    )
     parser.add_argument("--keep-going", action="store_true", help="every level, broken or not")
     parser.add_argument("--no-baselines", action="store_true", help="leave out the baselines")
     parser.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
@@ -1527,6 +1582,7 @@ def main(argv: list[str] | None = None) -> int:
         processes=args.processes,
         bot_workers=args.bot_workers,
         spectator_workers=args.spectator_workers,
+        pace=args.pace,
     )
     text = report(results)
     print(text)
