@@ -87,6 +87,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from websockets.exceptions import ConnectionClosed
+
 from bench import gateway
 from bench._commits import MAIN as COUNTED_MAIN
 from bench._util import (
@@ -310,7 +312,7 @@ class Servers:
 
     async def metrics(self) -> dict[str, float]:
         """Every process's /metrics, summed (counters and gauges)."""
-        total: collections.Counter[str] = collections.Counter()
+        total: dict[str, float] = collections.defaultdict(float)
         for node in self.nodes:
             _status, _headers, body = await http_get(node.port, "/metrics")
             for line in body.decode().splitlines():
@@ -480,6 +482,8 @@ class Bot:
         except TimeoutError:
             if stats.recording:
                 stats.no_reply += 1
+            return None
+        except ConnectionClosed:  # the server closed it: counted as a dropped connection
             return None
         finally:
             self.pending.pop(mid, None)
@@ -1222,7 +1226,7 @@ async def raw_redis(
     for ps in pubsubs:
         await ps.aclose()
     for one in (client, *subs):
-        await one.aclose()
+        await one.aclose()  # type: ignore[no-untyped-call]
     st = stats_ms(latencies)
     return {
         "commits": commits,
@@ -1340,6 +1344,11 @@ def levels_of(args: argparse.Namespace) -> list[int]:
 
 
 # ====================================================================== the report
+def cores_of(x: dict[str, Any]) -> float:
+    """Server CPU over a level's window (Redis's included), in cores."""
+    return float(x["cpu"]["servers"] + x["cpu"].get("Redis", 0.0)) / float(x["seconds"])
+
+
 def per_core(count: int, x: dict[str, Any]) -> str:
     """``count`` per core of server CPU, or a dash when the servers used too little CPU
     over the window for a ratio to mean anything (under 0.1 s)."""
@@ -1358,7 +1367,6 @@ def mode_title(results: dict[str, Any]) -> str:
 def report(results: dict[str, Any]) -> str:
     """The mode's subsection (a ``###`` heading, then markdown)."""
     lv = [dict(x) for x in results["levels"]]
-    cores_of = lambda x: (x["cpu"]["servers"] + x["cpu"].get("Redis", 0.0)) / x["seconds"]  # noqa: E731
     redis = results["mode"] == "redis"
     lines = [
         mode_title(results),
