@@ -1224,9 +1224,9 @@ async def raw_redis(
         task.cancel()
     await asyncio.gather(*listeners, return_exceptions=True)
     for ps in pubsubs:
-        await ps.aclose()
+        await ps.aclose()  # type: ignore[no-untyped-call]
     for one in (client, *subs):
-        await one.aclose()  # type: ignore[no-untyped-call]
+        await one.aclose()
     st = stats_ms(latencies)
     return {
         "commits": commits,
