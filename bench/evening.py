@@ -637,6 +637,7 @@ async def _bot_worker(pipe: Connection, index: int) -> None:
         if command == "add":
             gate = asyncio.Semaphore(BOT_CONCURRENCY)
             failed: list[str] = []
+            had = len(bots)
 
             async def one(spec: tuple[Any, ...], gate: asyncio.Semaphore = gate) -> None:
                 url, pid, table, tidx, addr, seed = spec
@@ -649,7 +650,7 @@ async def _bot_worker(pipe: Connection, index: int) -> None:
                         failed.append(f"{pid}: {type(exc).__name__}: {exc}"[:300])  # noqa: B023
 
             await asyncio.gather(*(one(spec) for spec in args[0]))
-            pipe.send(("added", len(bots), failed[:3]))
+            pipe.send(("added", len(bots) - had, failed[:3]))
         elif command == "record":
             stats.reset()
             del lag[:]
@@ -1415,7 +1416,7 @@ def report(results: dict[str, Any]) -> str:
         "| seated | spectators | coups | server CPU (cores)"
         + (" incl. Redis" if redis else "")
         + " | seated per core | spectators per core | CPU per coup | store commits/s"
-        + (" (Redis evalsha/s)" if redis else "")
+        + (" (Redis `evalsha`/s: every store script)" if redis else "")
         + " | command p50 / p99 | fan-out p50 / p99 | delivered | bots timed out | bots' / spectators' CPU (cores), loop lag p99 | promises |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]

@@ -1,7 +1,8 @@
-"""bench/evening.py, run for real at a tiny size (2 tables, 3 bots each, 2 spectators, one
-level, a few seconds, at 5 times human pace) so that it cannot rot: the report's shape,
-every figure present, the audit run on the books the stopped server left; and, without
-servers, its histogram, its spread of spectators and its docs section."""
+"""bench/evening.py, run for real at a tiny size (2 tables, 3 bots each at the top, 2
+spectators, two levels, a few seconds, at 5 times human pace) so that it cannot rot:
+the report's shape, every figure present, the audit run on the books the stopped server
+left; and, without servers, its histogram, its spread of spectators and its docs
+section."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
     done = subprocess.run(
         [
             *(sys.executable, "-m", "bench.evening", "--tables", "2", "--seated", "3"),
-            *("--spectators", "2", "--levels", "6", "--window", "6", "--warmup", "2"),
+            *("--spectators", "2", "--levels", "3,6", "--window", "5", "--warmup", "1"),
             *("--pace", "5", "--bot-workers", "1", "--spectator-workers", "1"),
-            *("--json", str(out)),
+            *("--keep-going", "--json", str(out)),
         ],
         cwd=ROOT,
         capture_output=True,
@@ -35,8 +36,10 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(out.read_text())
     assert results["mode"] == "sqlite"
-    (level,) = results["levels"]
-    assert level["seated"] == 6 and level["spectators"] == 2
+    first, level = results["levels"]  # the second adds to the first's players
+    assert (first["seated"], first["spectators"]) == (3, 1)
+    assert (level["seated"], level["spectators"]) == (6, 2)
+    assert (level["new_bots"], level["new_spectators"]) == (3, 1)
     assert level["rtt"]["all"]["n"] > 0 and level["rtt"]["all"]["p99"] > 0
     assert level["fanout"]["expected"] > 0
     assert level["commits"] > 0  # counted in the server process (bench/_commits.py)
@@ -44,7 +47,10 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
     assert level["rss_kib"] > 0
     assert results["audit"]["exact"] is True and results["audit"]["entries"] > 0
     base = results["baselines"]["broadcast"]
-    assert base["listeners"] == 2 and base["events"] > 0
+    # as many listeners as the last level that kept every promise had spectators (a
+    # busy machine may break one at this size: the p99s are the machine's)
+    kept = [lv for lv in results["levels"] if lv["kept"]] or results["levels"]
+    assert base["listeners"] == kept[-1]["spectators"] and base["events"] > 0
     text = done.stdout
     assert text.startswith("### One process on SQLite\n")
     assert "| seated | spectators | coups |" in text
