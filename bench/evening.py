@@ -864,12 +864,18 @@ class Level:
     new_spectators: int
     dropped: int  # connections the servers closed (bots and spectators)
     frame: float  # mean event frame a spectator received, bytes
+    moved: float = 0.0  # tables that changed owner over the window (a cluster)
     errors: list[str] = field(default_factory=list)
     broken: list[str] = field(default_factory=list)
 
     @property
     def server_cores(self) -> float:
         return (self.cpu["servers"] + self.cpu.get("Redis", 0.0)) / self.seconds
+
+    @property
+    def others(self) -> float:
+        """Cores the rest of the machine used over the window (a shared machine)."""
+        return others_cores(asdict(self))
 
     @property
     def kept(self) -> bool:
@@ -887,10 +893,7 @@ def judge(level: Level) -> list[str]:
     if level.spectators and fan["delivered"] < fan["expected"]:
         out.append(f"delivered {fan['delivered']:,.0f} of {fan['expected']:,.0f}")
     if out and level.bot_lag_p99_ms > 0.2 * PROMISES["rtt_p99_ms"]:
-        out[-1] += (
-            f" (the bots' own event loop lagged {level.bot_lag_p99_ms:.0f} ms at p99:"
-            " the client side or the machine, not only the server)"
-        )
+        out[-1] += f" (the bots' own event loop lagged {level.bot_lag_p99_ms:.0f} ms at p99)"
     if level.no_reply:
         out.append(f"{level.no_reply} commands unanswered in {COMMAND_TIMEOUT:.0f} s")
     if level.on_behalf:
@@ -1055,6 +1058,7 @@ class Evening:
             new_spectators=sum(self.watching) - before,
             dropped=dropped,
             frame=sum(sizes) / max(1, len(sizes)),
+            moved=delta("chemmy_lease_changes"),
             errors=(bot_errors + spec_errors)[:4],
         )
         if new_specs < sum(self.watching) - before:
@@ -1096,7 +1100,8 @@ def level_line(lv: Level) -> str:
         f"{lv.rtt['all']['p99']:.1f} ms (n {lv.rtt['all']['n']:.0f}); fan-out p50/p99 "
         f"{lv.fanout['p50']:.1f}/{lv.fanout['p99']:.1f} ms, delivered "
         f"{lv.fanout['delivered']:,.0f}/{lv.fanout['expected']:,.0f}; bots' loop lag p99 "
-        f"{lv.bot_lag_p99_ms:.0f} ms; "
+        f"{lv.bot_lag_p99_ms:.0f} ms; other processes {lv.others:.2f} cores; "
+        + (f"{lv.moved:.0f} table moves; " if lv.moved else "")
         + ("kept every promise" if lv.kept else "broke: " + "; ".join(lv.broken))
     )
 
@@ -1358,6 +1363,13 @@ def cores_of(x: dict[str, Any]) -> float:
     return float(x["cpu"]["servers"] + x["cpu"].get("Redis", 0.0)) / float(x["seconds"])
 
 
+def others_cores(x: dict[str, Any]) -> float:
+    """Cores every process on the machine but this run's used over a level's window."""
+    cpu = x["cpu"]
+    ours = sum(cpu.get(k, 0.0) for k in ("servers", "Redis", "bots", "spectators", "bench"))
+    return max(0.0, float(cpu.get("machine", ours)) - ours) / float(x["seconds"])
+
+
 def per_core(count: int, x: dict[str, Any]) -> str:
     """``count`` per core of server CPU, or a dash when the servers used too little CPU
     over the window for a ratio to mean anything (under 0.1 s)."""
@@ -1423,8 +1435,8 @@ def report(results: dict[str, Any]) -> str:
         + (" incl. Redis" if redis else "")
         + " | seated per core | spectators per core | CPU per coup | store commits/s"
         + (" (Redis `evalsha`/s: every store script)" if redis else "")
-        + " | command p50 / p99 | fan-out p50 / p99 | delivered | bots timed out | bots' / spectators' CPU (cores), loop lag p99 | promises |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        + " | command p50 / p99 | fan-out p50 / p99 | delivered | bots timed out | bots' / spectators' CPU (cores), loop lag p99 | other processes (cores) | promises |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for x in lv:
         cores = cores_of(x)
@@ -1444,10 +1456,17 @@ def report(results: dict[str, Any]) -> str:
             f"| {x['no_reply'] + x['on_behalf']} "
             f"| {x['cpu']['bots'] / x['seconds']:.2f} / {x['cpu']['spectators'] / x['seconds']:.2f}, "
             f"{x['bot_lag_p99_ms']:.0f} / {x['spectator_lag_p99_ms']:.0f} ms "
+            f"| {others_cores(x):.2f} "
             f"| {'kept' if x['kept'] else 'broke: ' + '; '.join(x['broken'])} |"
         )
     kept = [x for x in lv if x["kept"]]
     audit_ = results.get("audit", {})
+    moves = [f"{x['moved']:.0f} at {x['seated']:,} seated" for x in lv if x.get("moved")]
+    if moves:
+        lines += [
+            "",
+            "Tables that changed owner within a window (a lease moved): " + ", ".join(moves) + ".",
+        ]
     if lv:
         by_kind = [
             f"`{kind}` {st['p50']:.1f} / {st['p99']:.1f} ms ({st['n']:,.0f})"
