@@ -1605,7 +1605,7 @@ def section(results: dict[str, Any], existing: str | None) -> str:
             subs = [p.rstrip() + "\n" for p in parts[1:] if p.split("\n", 1)[0] != title]
     subs.append(mine)
     subs.sort(key=lambda s: (not s.startswith("### One process"), s.split("\n", 1)[0]))
-    return "\n".join(intro) + "\n".join(subs)
+    return "\n".join(intro) + "\n" + "\n".join(subs)
 
 
 def main(argv: list[str] | None = None) -> int:
