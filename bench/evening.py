@@ -1,0 +1,1693 @@
+"""A casino's evening: many tables on the default timers, seated bots at human pace and
+spectators, ramped level by level until a promise breaks (issue 23).
+
+Run from the project root: ``python -m bench.evening [--redis] [--write]`` (``--help``
+for the sizes; ``--tables 2 --seated 3 --spectators 2 --levels 6 --window 8 --pace 5``
+runs in under a minute: ``--pace`` divides the think times and the table timers, for a
+test of the tool only, and the report says so).
+
+- **Tables**: ``--tables`` (default 200), tier 1-100, 14 seats, the server's DEFAULT
+  timers (betting 15 s, squeeze 12 s a hand, third card 8 s, shoe offer 10 s, cut 15 s).
+- **Seated bots**: each level is a number of seated players (``--levels``, default a
+  quarter, half and all of ``--tables`` x ``--seated``), added to the tables in turn
+  (at most ``--seated``, default 14, a table). Each bot is a token player with an
+  address of its own on the loopback range (127.1.x.y), so the per-address limits
+  apply as to real players; the server's limits are its defaults, but for the
+  connections per address and the hello rate (the spectators all come from 127.0.0.1).
+  A bot acts at human pace: every wait is drawn from a lognormal distribution with the
+  median and sigma (of the log) of :data:`THINK`, and a bot never starts something it
+  could not finish before the prompt's deadline less :data:`MARGIN` (a human sees the
+  clock). Per coup: it sits out with probability :data:`SIT_OUT`, else places 1-4
+  bets (:data:`BETS_PER_COUP`: mean about 2), presses DONE (:data:`DONE_P`); chats
+  with probability :data:`CHAT_P`; answers a shoe offer (accepts half the time) and a
+  cut; when it turns a hand, squeezes it (85%; else tosses) for a few seconds,
+  sending ``progress`` every :data:`PROGRESS_EVERY` s, then turns the cards.
+- **Spectators**: ``--spectators`` at the top level (default 8,000), in proportion at
+  the lower ones; :data:`FEATURED_SHARE` of them at a few featured tables (one in 60,
+  at least one: the tables with thousands), the rest spread over the others (a few
+  each). Guests (hello, join); they only read.
+- **Processes**: bots and spectators run in other processes (``--bot-workers``,
+  ``--spectator-workers``; each many asyncio clients), and their CPU is reported apart,
+  so the server's figure is the server's. Servers are ``chemmy-server`` subprocesses of
+  this work tree (the test kit's launcher, through :mod:`bench._commits`, which counts
+  store commits): one process on SQLite (the default), or with ``--redis`` N
+  processes (``--processes``, default 3) over a ``redis-server`` the bench starts
+  (tests/redis_server.py: AOF on, ``appendfsync everysec``), bots and spectators
+  spread over the processes as a plain load balancer would.
+- **Each level**: the new bots and spectators connect, ``--warmup`` s of play, then
+  ``--window`` s measured. The promises (:data:`PROMISES`): p99 command round trip
+  (every command of every bot, send to reply) under 50 ms; p99 event fan-out (a bot's
+  command sent to each spectator receiving its event, wall clock of one machine) under
+  100 ms, every event delivered (events of the croupier's timers, which no command
+  sent, are not timed; percentiles from buckets 1% wide); no bot timed out (no reply
+  within :data:`COMMAND_TIMEOUT`, or the croupier acting on a bot's behalf because its
+  move came after the deadline); and, after the servers stop, the money audit exact (the
+  store opened and audited: the books sum to zero, every balance is its ledger sum,
+  every hold has one outcome, no entry twice, every recorded round paid as its record
+  says). The ramp stops at the first level that breaks one (``--keep-going``: not).
+- **Figures** per level: server CPU (``/proc/PID/stat`` utime+stime over the window;
+  with ``--redis`` Redis's too, shown apart) in cores, seated players and spectators
+  per core, server CPU per coup (coups from the servers' ``chemmy_coups``), store
+  commits per second (:mod:`bench._commits`; with ``--redis`` also Redis's
+  ``evalsha`` calls), server RSS and its growth per seated player and per spectator
+  (measured right after each group connected), the bots' and spectators' own CPU and
+  event-loop lag (a client side that cannot keep up shows there).
+- **Baselines**, in the same run, after the ramp: a bare ``websockets.broadcast``
+  server (bench/gateway.py's) holding as many listeners as the last level that kept
+  every promise had spectators, fed the same deliveries per second with frames of the
+  same size (its CPU per 1,000 deliveries and p99 beside chemmy's); with ``--redis``,
+  raw redis-py on the same Redis at the same rates as chemmy's (a small Lua script per
+  commit, HSET of a 4 KiB row and XADD of a 300 B event, and PUBLISH to one
+  subscriber a process), Redis's CPU beside what it spent for chemmy.
+
+``--write`` puts the report in docs/benchmarks.md, section "## Evening
+(bench/evening.py)", as its subsection for the store used (the other one is kept);
+``--json PATH`` writes the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import itertools
+import json
+import math
+import multiprocessing as mp
+import os
+import random
+import re
+import shlex
+import sys
+import tempfile
+import time
+from array import array
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from websockets.exceptions import ConnectionClosed
+
+from bench import gateway
+from bench._commits import MAIN as COUNTED_MAIN
+from bench._util import (
+    ROOT,
+    cpu_seconds,
+    load_line,
+    loadavg,
+    machine,
+    percentile,
+    raise_nofile,
+    rss_kib,
+    write_section,
+)
+from server.net.auth import make_token
+from tests.kit.client import Client, http_get
+from tests.kit.launch import ServerProcess
+from tests.kit.tables import server_toml
+
+COMMAND = "python -m bench.evening"
+SECTION = "## Evening (bench/evening.py)"
+SECRET = gateway.SECRET
+X = "\N{MULTIPLICATION SIGN}"
+
+#: Think times, seconds: (median, sigma of the log) of a lognormal draw.
+THINK: dict[str, tuple[float, float]] = {
+    "first_bet": (3.0, 0.6),  # betting opened -> the first bet
+    "next_bet": (1.5, 0.5),  # between two bets
+    "done": (1.5, 0.5),  # the last bet -> DONE
+    "answer": (2.0, 0.5),  # a shoe offer or a cut -> the answer
+    "squeeze_start": (1.0, 0.4),  # my turn -> squeeze (or toss)
+    "squeeze": (4.0, 0.4),  # a two-card squeeze, first card bent to the last turned
+    "squeeze_third": (2.5, 0.4),  # a third card's squeeze
+    "chat": (6.0, 0.6),  # betting opened -> a chat line (in the coups a bot chats)
+}
+SIT_OUT = 0.1  # a coup without a bet
+BETS_PER_COUP = ((1, 0.35), (2, 0.35), (3, 0.2), (4, 0.1))  # bets in a coup played
+DONE_P = 0.85  # DONE pressed (else the betting timer closes)
+DONE_SITTING_OUT_P = 0.5
+CHAT_P = 0.15  # a chat line in a coup
+ACCEPT_SHOE_P = 0.5
+TOSS_P = 0.15  # a turn tossed at once instead of squeezed
+PROGRESS_EVERY = 0.3  # s between ``progress`` messages while squeezing
+MARGIN = 1.0  # s before a deadline that a bot no longer starts anything
+COMMAND_TIMEOUT = 10.0  # s without a reply: the bot timed out
+MAIN_AMOUNTS = (100, 200, 500, 1000)
+SIDE_AMOUNTS = (100, 200)
+CHAT_LINES = ("good luck", "banker again?", "nice", "squeeze it!", "gl all", "ouch", "hi")
+FEATURED_SHARE = 0.7  # of the spectators, at the featured tables
+PROMISES = {"rtt_p99_ms": 50.0, "fanout_p99_ms": 100.0}
+TARGET_PER_CORE = 5000  # seated players per core (issue 23)
+SETTINGS: dict[str, Any] = {
+    "jwt_secret": SECRET,
+    # Everything else is the server's default but these: thousands of spectators come
+    # from one address (127.0.0.1), and connect at once.
+    "max_connections_per_address": 0,
+    "hello_rate_limit": 0.0,
+    "log_level": "warning",
+}
+SPECTATOR_CONCURRENCY = 32  # hellos and joins in flight per spectator process
+BOT_CONCURRENCY = 16
+
+
+PACE = [1.0]  # ``--pace``: think times and table timers divided by it (tests only)
+
+
+def think(rng: random.Random, what: str) -> float:
+    median, sigma = THINK[what]
+    return median * math.exp(rng.gauss(0.0, sigma)) / PACE[0]
+
+
+def table_ids(count: int) -> list[str]:
+    return [f"e{i:03d}" for i in range(count)]
+
+
+def config(tables: Sequence[str], pace: float = 1.0) -> str:
+    """Tables on the server's default timers (no ``timers`` key) and 14 seats; with a
+    ``pace`` other than 1, the default timers divided by it."""
+    from server.table.options import Timers
+
+    defs: list[dict[str, Any]] = [
+        {"id": t, "name": f"Evening {t}", "tier": "1-100"} for t in tables
+    ]
+    if pace != 1.0:
+        timers = {k: v / pace for k, v in asdict(Timers()).items() if k != "grace"}
+        for d in defs:
+            d["timers"] = timers
+    return server_toml(defs, **SETTINGS)
+
+
+def bot_address(i: int) -> str:
+    """The loopback address bot ``i`` connects from (127.1.0.1, 127.1.0.2, ...)."""
+    return f"127.1.{i // 250 % 250}.{i % 250 + 1}"
+
+
+# ====================================================================== a histogram
+class Histogram:
+    """Latencies in buckets 1% wide from 10 µs (percentiles within 1%), mergeable
+    across processes."""
+
+    LOW = 1e-5
+    STEP = math.log(1.01)
+    SIZE = 2000
+
+    def __init__(self, counts: list[int] | None = None) -> None:
+        self.counts = counts if counts is not None else [0] * self.SIZE
+
+    def add(self, seconds: float) -> None:
+        i = 0 if seconds <= self.LOW else int(math.log(seconds / self.LOW) / self.STEP) + 1
+        self.counts[min(i, self.SIZE - 1)] += 1
+
+    def merge(self, other: Histogram) -> None:
+        for i, n in enumerate(other.counts):
+            self.counts[i] += n
+
+    @property
+    def n(self) -> int:
+        return sum(self.counts)
+
+    def percentile_ms(self, q: float) -> float:
+        total = self.n
+        if not total:
+            return float("nan")
+        want = math.ceil(q * total / 100 - 1e-9)
+        seen = 0
+        for i, n in enumerate(self.counts):
+            seen += n
+            if seen >= want:
+                return self.LOW * math.exp(self.STEP * i) * 1e3  # the bucket's upper edge
+        return float("inf")
+
+
+# ====================================================================== servers
+class CountedServer(ServerProcess):
+    """``chemmy-server`` through :mod:`bench._commits` (a store-commit counter on
+    ``/metrics``), from this work tree."""
+
+    def args_for_start(self) -> list[str]:
+        args = super().args_for_start()
+        at = args.index("-m")
+        args[at : at + 2] = ["-c", COUNTED_MAIN]
+        return args
+
+    def start(self, timeout: float | None = None) -> None:
+        super().start(timeout)
+        lines = [line for line in self.log if line.startswith("bench: server code from ")]
+        where = Path(lines[-1].split(" from ", 1)[1]) if lines else None
+        if where is None or ROOT not in where.parents:
+            self.kill()
+            raise RuntimeError(f"the server did not run this work tree's code: {where}")
+
+
+class Servers:
+    """One process on SQLite, or ``processes`` over a Redis of their own."""
+
+    def __init__(
+        self,
+        home: Path,
+        tables: Sequence[str],
+        *,
+        redis_store: bool,
+        processes: int,
+        pace: float = 1.0,
+    ):
+        from tests.redis_server import RedisServer, redis_available
+
+        self.home = home
+        self.redis_server: RedisServer | None = None
+        self.nodes: list[CountedServer] = []
+        text = config(tables, pace)
+        extra: list[str] = ["--log-format", "text"]
+        if redis_store:
+            if not redis_available():
+                raise SystemExit("redis-server is not installed (scripts/test installs it)")
+            self.redis_server = RedisServer(home / "redis")
+            self.redis_server.start()
+            extra += ["--store", self.redis_server.url()]
+        for n in range(processes if redis_store else 1):
+            node = CountedServer(home / f"node{n}", text, *extra)
+            node.start()
+            self.nodes.append(node)
+        self.tables = list(tables)
+
+    async def placed(self, timeout: float = 60.0) -> None:
+        """With Redis: wait until every table has an owner (a lease)."""
+        if self.redis_server is None:
+            return
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=self.redis_server.port)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                found = client.mget([f"chemmy:{{{t}}}:lease" for t in self.tables])
+                if all(v is not None for v in found):
+                    return
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the tables got no owner in time")
+                await asyncio.sleep(0.1)
+        finally:
+            client.close()
+
+    @property
+    def store(self) -> str:
+        """Where the books are: the Redis URL, or the one process's SQLite file."""
+        if self.redis_server is not None:
+            return self.redis_server.url()
+        return str(self.nodes[0].db)
+
+    @property
+    def urls(self) -> list[str]:
+        return [n.url for n in self.nodes]
+
+    def pids(self) -> list[int]:
+        return [n.pid for n in self.nodes]
+
+    def redis_pid(self) -> int | None:
+        rs = self.redis_server
+        return rs.process.pid if rs is not None and rs.process is not None else None
+
+    def rss_kib(self) -> int:
+        return sum(rss_kib(p) for p in self.pids())
+
+    async def metrics(self) -> dict[str, float]:
+        """Every process's /metrics, summed (counters and gauges)."""
+        total: dict[str, float] = collections.defaultdict(float)
+        for node in self.nodes:
+            _status, _headers, body = await http_get(node.port, "/metrics")
+            for line in body.decode().splitlines():
+                if line and not line.startswith("#"):
+                    name, _, value = line.rpartition(" ")
+                    with contextlib.suppress(ValueError):
+                        total[name] += float(value)
+        return dict(total)
+
+    def redis_calls(self) -> dict[str, int]:
+        """Redis's commandstats calls (evalsha, publish...), or {} on SQLite."""
+        if self.redis_server is None:
+            return {}
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=self.redis_server.port)
+        try:
+            stats = client.info("commandstats")
+        finally:
+            client.close()
+        return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
+
+    def stop_servers(self) -> None:
+        """Stop every process (SIGTERM: it drains; SIGKILL after 15 s). Redis stays."""
+        for node in self.nodes:
+            node.stop(timeout=15)
+
+    def stop_redis(self) -> None:
+        if self.redis_server is not None:
+            self.redis_server.stop()
+
+
+# ====================================================================== bots
+@dataclass
+class BotStats:
+    """What one bot process measured while recording."""
+
+    recording: bool = False
+    rtt: dict[str, array[float]] = field(default_factory=lambda: collections.defaultdict(array_d))
+    sends: array[float] = field(default_factory=lambda: array("d"))  # (table, seq, time) flat
+    no_reply: int = 0
+    on_behalf: int = 0  # the croupier acted for a bot (too late)
+    refused: collections.Counter[str] = field(default_factory=collections.Counter)
+    coups_seen: int = 0
+
+    def reset(self) -> None:
+        self.rtt.clear()
+        self.sends = array("d")
+        self.no_reply = self.on_behalf = self.coups_seen = 0
+        self.refused.clear()
+
+
+def array_d() -> array[float]:
+    return array("d")
+
+
+_ids = itertools.count(1)
+_KIND = re.compile(r'"kind":"([a-z_]+)"')
+#: The events a bot reads (decodes); the others it only times.
+BOT_READS = frozenset(
+    {
+        "betting_opened",
+        "betting_closed",
+        "shoe_offered",
+        "cut_offered",
+        "turn",
+        "card",
+        "shoe_declined",
+        "shoe_cut",
+        "settled",
+    }
+)
+
+
+PROMPTS = frozenset({"betting_opened", "shoe_offered", "cut_offered", "turn"})
+
+
+class Bot:
+    """A seated player acting at human pace (see the module docstring)."""
+
+    def __init__(
+        self, url: str, pid: str, table: str, tidx: int, addr: str, stats: BotStats, seed: int
+    ) -> None:
+        self.pid, self.table, self.tidx, self.addr = pid, table, tidx, addr
+        self.stats = stats
+        self.rng = random.Random(seed)
+        self.client = Client(url, label=pid, timeout=60, tap=self._tap)
+        self.routing = False  # once seated, every frame is taken by the tap
+        self.pending: dict[int, asyncio.Future[tuple[dict[str, Any], float]]] = {}
+        self.recent: collections.OrderedDict[int, float] = collections.OrderedDict()
+        self.plan: asyncio.Task[None] | None = None
+        self.side: set[asyncio.Task[None]] = set()  # chat lines
+        self.closed = False
+
+    # -- frames -----------------------------------------------------------------------
+    def _tap(self, frame: str | bytes) -> bool:
+        text = frame if isinstance(frame, str) else frame.decode()
+        head = text[:48]
+        if '"type":"event"' in head:
+            now = time.perf_counter()
+            seq = gateway._seq_of(text)
+            if seq is not None:
+                self.recent[seq] = now
+                if len(self.recent) > 256:
+                    self.recent.popitem(last=False)
+            if self.routing:
+                found = _KIND.search(text, 0, 200)
+                if found is not None and found[1] in BOT_READS:
+                    self._on_event(found[1], json.loads(text))
+            return self.routing
+        if not self.routing:
+            return False
+        if '"type":"ok"' in head or '"type":"error"' in head:
+            now = time.perf_counter()
+            msg = json.loads(text)
+            fut = self.pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
+            if fut is not None and not fut.done():
+                fut.set_result((msg, now))
+        return True  # chat lines and the rest: not kept
+
+    def _on_event(self, kind: str, msg: dict[str, Any]) -> None:
+        data = msg.get("data") or {}
+        me = self.pid
+        if kind == "betting_opened":
+            self._start(self._betting(float(data.get("deadline") or time.time() + 15)))
+            if self.rng.random() < CHAT_P:
+                task = asyncio.create_task(self._chat())
+                self.side.add(task)
+                task.add_done_callback(self.side.discard)
+        elif kind == "shoe_offered" and data.get("player") == me:
+            self._start(self._offer(float(data.get("deadline") or time.time() + 10)))
+        elif kind == "cut_offered" and data.get("player") == me:
+            cut = (data.get("actions") or {}).get("cut") or {"min": 10, "max": 300}
+            deadline = float(data.get("deadline") or time.time() + 15)
+            self._start(self._cut(int(cut["min"]), int(cut["max"]), deadline))
+        elif kind == "turn" and data.get("turner") == me:
+            deadline = float(data.get("deadline") or time.time() + 8)
+            self._start(self._turn(str(data["hand"]), bool(data.get("third")), deadline))
+        elif kind == "betting_closed" or kind == "settled":
+            if kind == "settled" and self.stats.recording:
+                self.stats.coups_seen += 1
+        elif (
+            (kind == "card" and data.get("on_behalf") == me)
+            or (kind == "shoe_declined" and data.get("player") == me and data.get("timeout"))
+            or (kind == "shoe_cut" and data.get("on_behalf") == me)
+        ) and self.stats.recording:
+            self.stats.on_behalf += 1
+
+    def _start(self, coro: Any) -> None:
+        """A new prompt: what the bot was doing for the last one stops."""
+        if self.plan is not None and not self.plan.done():
+            self.plan.cancel()
+        self.plan = asyncio.create_task(coro)
+
+    # -- commands ---------------------------------------------------------------------
+    async def cmd(self, kind: str, **fields: Any) -> dict[str, Any] | None:
+        """One table command, timed; None when no reply came in time."""
+        mid = next(_ids)
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[tuple[dict[str, Any], float]] = loop.create_future()
+        self.pending[mid] = fut
+        wall, t0 = time.time(), time.perf_counter()
+        stats = self.stats
+        try:
+            await self.client.send({"type": kind, "id": mid, "table": self.table, **fields})
+            msg, t1 = await asyncio.wait_for(fut, COMMAND_TIMEOUT)
+        except TimeoutError:
+            if stats.recording:
+                stats.no_reply += 1
+            return None
+        except ConnectionClosed:  # the server closed it: counted as a dropped connection
+            return None
+        finally:
+            self.pending.pop(mid, None)
+        if not stats.recording:
+            return msg
+        stats.rtt[kind].append(t1 - t0)
+        if msg.get("type") == "error":
+            stats.refused[f"{kind}: {msg.get('code')}"] += 1
+            return msg
+        seq = msg.get("seq")
+        if isinstance(seq, int) and not msg.get("duplicate"):
+            # This step's event, unless the table's last event came before the command
+            # (a ``progress`` the table coalesced: no event).
+            seen = self.recent.get(seq)
+            if seen is None or seen >= t0:
+                stats.sends.extend((self.tidx, seq, wall))
+        return msg
+
+    async def pause(self, seconds: float, deadline: float) -> bool:
+        """Wait ``seconds`` if that still leaves :data:`MARGIN` before ``deadline``."""
+        if time.time() + seconds > deadline - MARGIN:
+            return False
+        await asyncio.sleep(seconds)
+        return True
+
+    # -- what a player does -----------------------------------------------------------
+    async def _betting(self, deadline: float) -> None:
+        rng = self.rng
+        if rng.random() < SIT_OUT:
+            bets, press = 0, rng.random() < DONE_SITTING_OUT_P
+        else:
+            r, bets = rng.random(), BETS_PER_COUP[-1][0]
+            for count, p in BETS_PER_COUP:
+                if r < p:
+                    bets = count
+                    break
+                r -= p
+            press = rng.random() < DONE_P
+        wait = think(rng, "first_bet")
+        main = rng.choice(("player", "banker"))
+        for i in range(bets):
+            if not await self.pause(wait, deadline):
+                return
+            if i == 0 or rng.random() < 0.6:
+                area, amount = main, rng.choice(MAIN_AMOUNTS)
+            else:
+                area = rng.choice(("tie", "player_pair", "banker_pair"))
+                amount = rng.choice(SIDE_AMOUNTS)
+            reply = await self.cmd("bet", area=area, amount=amount)
+            if reply is None or (reply["type"] == "error" and reply["code"] == "wrong_phase"):
+                return
+            wait = think(rng, "next_bet")
+        if press and await self.pause(think(rng, "done") if bets else wait, deadline):
+            await self.cmd("done")
+
+    async def _chat(self) -> None:
+        await asyncio.sleep(think(self.rng, "chat"))
+        await self.cmd("chat", text=self.rng.choice(CHAT_LINES))
+
+    async def _offer(self, deadline: float) -> None:
+        if await self.pause(think(self.rng, "answer"), deadline):
+            accept = self.rng.random() < ACCEPT_SHOE_P
+            await self.cmd("accept_shoe" if accept else "decline_shoe")
+        else:
+            await self.cmd("decline_shoe")
+
+    async def _cut(self, low: int, high: int, deadline: float) -> None:
+        await self.pause(think(self.rng, "answer"), deadline)  # cuts now if no time is left
+        await self.cmd("cut", position=self.rng.randint(low, high))
+
+    async def _turn(self, hand: str, third: bool, deadline: float) -> None:
+        rng = self.rng
+        if rng.random() < TOSS_P or not await self.pause(think(rng, "squeeze_start"), deadline):
+            await self.cmd("toss", hand=hand)
+            return
+        reply = await self.cmd("squeeze", hand=hand, style=rng.choice(("peek", "side", "quick")))
+        if reply is None or reply["type"] == "error":
+            await self.cmd("toss", hand=hand)
+            return
+        cards = [3] if third else [1, 2]
+        room = deadline - MARGIN - time.time() - 0.2 * len(cards)
+        length = min(think(rng, "squeeze_third" if third else "squeeze"), max(0.0, room))
+        for card in cards:
+            steps = max(1, int(length / len(cards) / PROGRESS_EVERY))
+            for k in range(1, steps):
+                await asyncio.sleep(PROGRESS_EVERY)
+                await self.cmd("progress", hand=hand, card=card, percent=min(99, 100 * k // steps))
+            reply = await self.cmd("turn", hand=hand, card=card)
+            if reply is None or reply["type"] == "error":
+                await self.cmd("toss", hand=hand)
+                return
+
+    # -- life -------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.client.open(open_timeout=60, local_addr=(self.addr, 0), max_queue=None)
+        await self.client.hello(token=make_token(SECRET, self.pid, ttl=24 * 3600))
+        await self.client.join(self.table)
+        reply = await self.client.rpc("sit", table=self.table)
+        if reply["type"] != "ok":
+            raise RuntimeError(f"{self.pid}: sit: {reply}")
+        snap = self.client.snapshots.get(self.table) or {}
+        since = self.client.snapshot_at.get(self.table, 0)
+        prompts = [
+            f.msg
+            for f in self.client.frames[since:]
+            if f.msg.get("type") == "event" and f.msg.get("kind") in PROMPTS
+        ]
+        self.client.frames.clear()
+        self.client.snapshots.clear()
+        self.routing = True  # from here on, the tap reads every prompt
+        if prompts:  # what the table asked since the join (sitting down: an offer)
+            self._on_event(str(prompts[-1]["kind"]), prompts[-1])
+        elif snap.get("phase") == "betting":  # betting open already: the bot joins in
+            self._start(self._betting(float(snap.get("deadline") or time.time() + 15)))
+
+    async def close(self) -> None:
+        self.closed = True
+        for task in [self.plan, *self.side]:
+            if task is not None:
+                task.cancel()
+        await self.client.close()
+
+
+# ====================================================================== worker processes
+def worker_main(pipe: Connection, role: str, index: int, pace: float) -> None:
+    raise_nofile()
+    PACE[0] = pace
+    asyncio.run(_bot_worker(pipe, index) if role == "bots" else _spectator_worker(pipe))
+
+
+async def _lag_probe(samples: array[float], state: dict[str, bool]) -> None:
+    """How late this process's event loop wakes from a 50 ms sleep (while recording)."""
+    while True:
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.05)
+        if state["recording"]:
+            samples.append(time.perf_counter() - t0 - 0.05)
+
+
+async def _bot_worker(pipe: Connection, index: int) -> None:
+    loop = asyncio.get_running_loop()
+    stats = BotStats()
+    bots: list[Bot] = []
+    lag = array("d")
+    state = {"recording": False}
+    probe = asyncio.create_task(_lag_probe(lag, state))
+    while True:
+        command, *args = await loop.run_in_executor(None, pipe.recv)
+        if command == "add":
+            gate = asyncio.Semaphore(BOT_CONCURRENCY)
+            failed: list[str] = []
+            had = len(bots)
+
+            async def one(spec: tuple[Any, ...], gate: asyncio.Semaphore = gate) -> None:
+                url, pid, table, tidx, addr, seed = spec
+                async with gate:
+                    bot = Bot(url, pid, table, tidx, addr, stats, seed)
+                    try:
+                        await bot.start()
+                        bots.append(bot)
+                    except Exception as exc:  # reported, not fatal
+                        failed.append(f"{pid}: {type(exc).__name__}: {exc}"[:300])  # noqa: B023
+
+            await asyncio.gather(*(one(spec) for spec in args[0]))
+            pipe.send(("added", len(bots) - had, failed[:3]))
+        elif command == "record":
+            stats.reset()
+            del lag[:]
+            stats.recording = state["recording"] = True
+            pipe.send(("recording",))
+        elif command == "collect":
+            stats.recording = state["recording"] = False
+            pipe.send(
+                (
+                    "collected",
+                    {k: v.tobytes() for k, v in stats.rtt.items()},
+                    stats.sends.tobytes(),
+                    stats.no_reply,
+                    stats.on_behalf,
+                    dict(stats.refused),
+                    stats.coups_seen,
+                    lag.tobytes(),
+                    sum(1 for b in bots if b.client.closed),
+                )
+            )
+        elif command == "stop":
+            await asyncio.gather(*(b.close() for b in bots), return_exceptions=True)
+            bots.clear()
+            pipe.send(("stopped",))
+        elif command == "exit":
+            probe.cancel()
+            pipe.send(("bye",))
+            return
+
+
+async def _spectator_worker(pipe: Connection) -> None:
+    loop = asyncio.get_running_loop()
+    clients: list[Client] = []
+    where: collections.Counter[int] = collections.Counter()  # table index -> spectators
+    names: dict[str, int] = {"bare": -1}
+    tidx = array("i")
+    seqs = array("q")
+    times = array("d")
+    lag = array("d")
+    state = {"recording": False, "size": 0, "frames": 0}
+    probe = asyncio.create_task(_lag_probe(lag, state))  # type: ignore[arg-type]
+
+    def tap_for(joined: dict[str, bool]) -> Any:
+        def take(frame: str | bytes) -> bool:
+            text = frame if isinstance(frame, str) else frame.decode()
+            if '"type":"event"' not in text[:40]:
+                return joined["done"]
+            if state["recording"]:
+                at = text.find('"table":"')
+                end = text.find('"', at + 9)
+                seq = gateway._seq_of(text)
+                index = names.get(text[at + 9 : end])
+                if seq is not None and index is not None:
+                    tidx.append(index)
+                    seqs.append(seq)
+                    times.append(time.time())
+                    state["size"] += len(text)
+                    state["frames"] += 1
+            return True
+
+        return take
+
+    async def open_one(url: str, table: str | None, index: int) -> None:
+        joined = {"done": False}
+        client = Client(url, label="spectator", timeout=120, tap=tap_for(joined))
+        await client.open(open_timeout=120, close_timeout=1, max_queue=None)
+        clients.append(client)
+        if table is None:  # the bare broadcast server
+            await client.send_raw("listen")
+        else:
+            await client.hello(guest=True)
+            await client.join(table)
+            names[table] = index
+        joined["done"] = True
+        client.frames.clear()
+        client.snapshots.clear()
+        where[index] += 1
+
+    while True:
+        command, *args = await loop.run_in_executor(None, pipe.recv)
+        if command == "add":
+            specs, concurrency = args
+            gate = asyncio.Semaphore(concurrency)
+            errors: list[str] = []
+
+            async def one(spec: tuple[Any, ...], gate: asyncio.Semaphore = gate) -> None:
+                async with gate:
+                    try:
+                        await open_one(*spec)
+                    except Exception as exc:  # counted and reported, not fatal
+                        errors.append(f"{type(exc).__name__}: {exc}"[:200])  # noqa: B023
+
+            await asyncio.gather(*(one(s) for s in specs))
+            pipe.send(("added", len(specs) - len(errors), errors[:3]))
+        elif command == "record":
+            del tidx[:], seqs[:], times[:], lag[:]
+            state["recording"], state["size"], state["frames"] = True, 0, 0
+            pipe.send(("recording",))
+        elif command == "collect":
+            state["recording"] = False
+            sent = array("d")
+            sent.frombytes(args[0])
+            sends = {(int(sent[i]), int(sent[i + 1])): sent[i + 2] for i in range(0, len(sent), 3)}
+            hist = Histogram()
+            matched = 0
+            for index, seq, at in zip(tidx, seqs, times, strict=True):
+                t0 = sends.get((index, seq))
+                if t0 is not None:
+                    hist.add(at - t0)
+                    matched += 1
+            expected = sum(where[index] for index, _seq in sends)
+            dropped = sum(1 for c in clients if c.closed)
+            pipe.send(
+                (
+                    "collected",
+                    hist.counts,
+                    matched,
+                    expected,
+                    state["size"] / max(1, state["frames"]),
+                    lag.tobytes(),
+                    dropped,
+                    len(clients),
+                )
+            )
+            del tidx[:], seqs[:], times[:]
+        elif command == "drop":
+            await asyncio.gather(
+                *(c.abort() for c in clients if c.ws is not None and c.ws.transport is not None),
+                return_exceptions=True,
+            )
+            clients.clear()
+            where.clear()
+            pipe.send(("dropped",))
+        elif command == "exit":
+            probe.cancel()
+            pipe.send(("bye",))
+            return
+
+
+class Workers:
+    """A few client processes of one role (``bots`` or ``spectators``)."""
+
+    def __init__(self, count: int, role: str, pace: float = 1.0) -> None:
+        ctx = mp.get_context("spawn")
+        self.role = role
+        self.pipes: list[Connection] = []
+        self.procs: list[Any] = []
+        for i in range(count):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=worker_main, args=(child, role, i, pace), daemon=True)
+            proc.start()
+            self.pipes.append(parent)
+            self.procs.append(proc)
+
+    @property
+    def pids(self) -> list[int]:
+        return [int(p.pid) for p in self.procs]
+
+    def cpu(self) -> float:
+        return sum(cpu_seconds(p) for p in self.pids)
+
+    async def _ask(self, pipe: Connection, message: tuple[Any, ...]) -> Any:
+        pipe.send(message)
+        return await asyncio.get_running_loop().run_in_executor(None, pipe.recv)
+
+    async def all(self, *message: Any) -> list[Any]:
+        return list(await asyncio.gather(*(self._ask(p, message) for p in self.pipes)))
+
+    async def add(self, specs: list[tuple[Any, ...]], *more: Any) -> tuple[int, list[str]]:
+        n = len(self.pipes)
+        replies = await asyncio.gather(
+            *(self._ask(p, ("add", specs[i::n], *more)) for i, p in enumerate(self.pipes))
+        )
+        return sum(r[1] for r in replies), [e for r in replies for e in r[2]]
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.all("exit"), 30)
+        for proc in self.procs:
+            proc.join(10)
+            if proc.is_alive():
+                proc.kill()
+
+
+# ====================================================================== a level
+@dataclass
+class Level:
+    """What one level measured (CPU in seconds over the window)."""
+
+    target: int
+    seated: int
+    spectators: int
+    seconds: float
+    coups: float
+    commits: float
+    redis_evalsha: int
+    redis_publish: int
+    cpu: dict[str, float]
+    rtt: dict[str, dict[str, float]]  # "all" and by command: p50, p99 (ms), n
+    fanout: dict[str, float]  # p50, p99 (ms), delivered, expected
+    no_reply: int
+    on_behalf: int
+    refused: dict[str, int]
+    bot_lag_p99_ms: float
+    spectator_lag_p99_ms: float
+    rss_kib: int
+    rss_bots_kib: int  # growth while this level's bots connected
+    rss_spectators_kib: int
+    new_bots: int
+    new_spectators: int
+    dropped: int  # connections the servers closed (bots and spectators)
+    frame: float  # mean event frame a spectator received, bytes
+    moved: float = 0.0  # tables that changed owner over the window (a cluster)
+    errors: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+
+    @property
+    def server_cores(self) -> float:
+        return (self.cpu["servers"] + self.cpu.get("Redis", 0.0)) / self.seconds
+
+    @property
+    def others(self) -> float:
+        """Cores the rest of the machine used over the window (a shared machine)."""
+        return others_cores(asdict(self))
+
+    @property
+    def kept(self) -> bool:
+        return not self.broken
+
+
+def judge(level: Level) -> list[str]:
+    """The promises this level broke (empty: every one kept)."""
+    out = []
+    if not level.rtt["all"]["n"] or not level.rtt["all"]["p99"] < PROMISES["rtt_p99_ms"]:
+        out.append(f"command p99 {level.rtt['all']['p99']:.1f} ms")
+    fan = level.fanout
+    if level.spectators and not fan["p99"] < PROMISES["fanout_p99_ms"]:
+        out.append(f"fan-out p99 {fan['p99']:.1f} ms")
+    if level.spectators and fan["delivered"] < fan["expected"]:
+        out.append(f"delivered {fan['delivered']:,.0f} of {fan['expected']:,.0f}")
+    if out and level.bot_lag_p99_ms > 0.2 * PROMISES["rtt_p99_ms"]:
+        out[-1] += f" (the bots' own event loop lagged {level.bot_lag_p99_ms:.0f} ms at p99)"
+    if level.no_reply:
+        out.append(f"{level.no_reply} commands unanswered in {COMMAND_TIMEOUT:.0f} s")
+    if level.on_behalf:
+        out.append(f"the croupier acted for a bot {level.on_behalf} times")
+    if level.seated < level.target:
+        out.append(f"only {level.seated} of {level.target} seated")
+    if level.dropped:
+        out.append(f"{level.dropped} connections dropped")
+    return out
+
+
+def spectator_plan(total: int, tables: int) -> list[int]:
+    """How many spectators each table has: :data:`FEATURED_SHARE` at the featured
+    tables (one in 60, at least one), the rest spread over the others."""
+    featured = max(1, tables // 60) if tables > 1 else 1
+    counts = [0] * tables
+    big = round(total * FEATURED_SHARE) if tables > featured else total
+    for i in range(big):
+        counts[i % featured] += 1
+    for i in range(total - big):
+        counts[featured + i % (tables - featured)] += 1
+    return counts
+
+
+class Evening:
+    """The ramp: servers, bot and spectator processes, level by level."""
+
+    def __init__(self, args: argparse.Namespace, servers: Servers) -> None:
+        self.args = args
+        self.servers = servers
+        self.tables = table_ids(args.tables)
+        self.bots = Workers(args.bot_workers, "bots", args.pace)
+        self.specs = Workers(args.spectator_workers, "spectators")
+        self.seated = 0
+        self.watching = [0] * len(self.tables)
+        self.levels: list[Level] = []
+        self.top_seated = args.tables * args.seated
+
+    def cpu_now(self) -> dict[str, float]:
+        out = {
+            "servers": sum(cpu_seconds(p) for p in self.servers.pids()),
+            "bots": self.bots.cpu(),
+            "spectators": self.specs.cpu(),
+            "bench": cpu_seconds(os.getpid()),
+            "machine": machine_busy(),
+        }
+        redis_pid = self.servers.redis_pid()
+        if redis_pid is not None:
+            out["Redis"] = cpu_seconds(redis_pid)
+        return out
+
+    async def add_bots(self, target: int) -> tuple[int, list[str]]:
+        urls = self.servers.urls
+        specs = []
+        for i in range(self.seated, min(target, self.top_seated)):
+            table = i % len(self.tables)
+            specs.append(
+                (urls[i % len(urls)], f"bot-{i}", self.tables[table], table, bot_address(i), i)
+            )
+        got, errors = await self.bots.add(specs)
+        self.seated += got
+        return got, errors
+
+    async def add_spectators(self, total: int) -> tuple[int, list[str]]:
+        urls = self.servers.urls
+        want = spectator_plan(total, len(self.tables))
+        specs = []
+        for t, (have, need) in enumerate(zip(self.watching, want, strict=True)):
+            for k in range(have, need):
+                specs.append((urls[(t + k) % len(urls)], self.tables[t], t))
+        got, errors = await self.specs.add(specs, SPECTATOR_CONCURRENCY)
+        for t, need in enumerate(want):
+            self.watching[t] = max(self.watching[t], need)
+        return got, errors
+
+    async def level(self, target: int) -> Level:
+        args = self.args
+        spectators = round(args.spectators * min(1.0, target / self.top_seated))
+        rss0 = self.servers.rss_kib()
+        new_bots, bot_errors = await self.add_bots(target)
+        await asyncio.sleep(1.0)
+        rss1 = self.servers.rss_kib()
+        before = sum(self.watching)
+        new_specs, spec_errors = await self.add_spectators(spectators)
+        await asyncio.sleep(1.0)
+        rss2 = self.servers.rss_kib()
+        await asyncio.sleep(args.warmup)
+        await asyncio.gather(self.bots.all("record"), self.specs.all("record"))
+        metrics0, calls0 = await self.servers.metrics(), self.servers.redis_calls()
+        cpu0, t0 = self.cpu_now(), time.perf_counter()
+        await asyncio.sleep(args.window)
+        bot_replies = await self.bots.all("collect")
+        cpu1, t1 = self.cpu_now(), time.perf_counter()
+        metrics1, calls1 = await self.servers.metrics(), self.servers.redis_calls()
+        seconds = t1 - t0
+        rtts: dict[str, list[float]] = collections.defaultdict(list)
+        sends = array("d")
+        no_reply = on_behalf = dropped = 0
+        refused: collections.Counter[str] = collections.Counter()
+        bot_lag: list[float] = []
+        for _tag, rtt, sent, nr, ob, ref, _coups, lag, closed in bot_replies:
+            for kind, raw in rtt.items():
+                values = array("d")
+                values.frombytes(raw)
+                rtts[kind] += values
+            sends.frombytes(sent)
+            no_reply += nr
+            on_behalf += ob
+            refused.update(ref)
+            lags = array("d")
+            lags.frombytes(lag)
+            bot_lag += lags
+            dropped += closed
+        spec_replies = await self.specs.all("collect", sends.tobytes())
+        hist = Histogram()
+        delivered = expected = 0
+        spec_lag: list[float] = []
+        sizes: list[float] = []
+        for _tag, counts, matched, exp, size, lag, closed, _alive in spec_replies:
+            hist.merge(Histogram(counts))
+            delivered += matched
+            expected += exp
+            sizes.append(size)
+            lags = array("d")
+            lags.frombytes(lag)
+            spec_lag += lags
+            dropped += closed
+        everything = [v for vs in rtts.values() for v in vs]
+        rtt = {"all": stats_ms(everything)}
+        rtt.update({k: stats_ms(v) for k, v in sorted(rtts.items())})
+
+        def delta(name: str) -> float:
+            return metrics1.get(name, 0.0) - metrics0.get(name, 0.0)
+
+        level = Level(
+            target=target,
+            seated=self.seated,
+            spectators=sum(self.watching),
+            seconds=seconds,
+            coups=delta("chemmy_coups_total"),
+            commits=delta("chemmy_bench_store_commits"),
+            redis_evalsha=calls1.get("evalsha", 0) - calls0.get("evalsha", 0),
+            redis_publish=calls1.get("publish", 0) - calls0.get("publish", 0),
+            cpu={k: cpu1[k] - cpu0[k] for k in cpu0},
+            rtt=rtt,
+            fanout={
+                "p50": hist.percentile_ms(50),
+                "p99": hist.percentile_ms(99),
+                "delivered": delivered,
+                "expected": expected,
+                "events": len(sends) // 3,
+            },
+            no_reply=no_reply,
+            on_behalf=on_behalf,
+            refused=dict(refused),
+            bot_lag_p99_ms=percentile(bot_lag, 99) * 1e3,
+            spectator_lag_p99_ms=percentile(spec_lag, 99) * 1e3,
+            rss_kib=self.servers.rss_kib(),
+            rss_bots_kib=rss1 - rss0,
+            rss_spectators_kib=rss2 - rss1,
+            new_bots=new_bots,
+            new_spectators=sum(self.watching) - before,
+            dropped=dropped,
+            frame=sum(sizes) / max(1, len(sizes)),
+            moved=delta("chemmy_lease_changes"),
+            errors=(bot_errors + spec_errors)[:4],
+        )
+        if new_specs < sum(self.watching) - before:
+            level.errors.append(f"{new_specs} spectators connected")
+        level.broken = judge(level)
+        self.levels.append(level)
+        return level
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.bots.all("stop"), 60)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.specs.all("drop"), 60)
+
+    async def exit(self) -> None:
+        await self.bots.close()
+        await self.specs.close()
+
+
+def machine_busy() -> float:
+    """Busy CPU seconds of the whole machine so far (``/proc/stat``)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def stats_ms(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "p50": percentile(values, 50) * 1e3,
+        "p99": percentile(values, 99) * 1e3,
+        "n": len(values),
+    }
+
+
+def level_line(lv: Level) -> str:
+    return (
+        f"  level {lv.target:,}: seated {lv.seated:,}, spectators {lv.spectators:,}; "
+        f"{lv.coups:.0f} coups, {lv.commits / lv.seconds:.0f} commits/s; server "
+        f"{lv.server_cores:.2f} cores; command p50/p99 {lv.rtt['all']['p50']:.1f}/"
+        f"{lv.rtt['all']['p99']:.1f} ms (n {lv.rtt['all']['n']:.0f}); fan-out p50/p99 "
+        f"{lv.fanout['p50']:.1f}/{lv.fanout['p99']:.1f} ms, delivered "
+        f"{lv.fanout['delivered']:,.0f}/{lv.fanout['expected']:,.0f}; bots' loop lag p99 "
+        f"{lv.bot_lag_p99_ms:.0f} ms; other processes {lv.others:.2f} cores; "
+        + (f"{lv.moved:.0f} table moves; " if lv.moved else "")
+        + ("kept every promise" if lv.kept else "broke: " + "; ".join(lv.broken))
+    )
+
+
+# ====================================================================== baselines
+async def bare_broadcast(
+    specs: Workers, listeners: int, deliveries_per_s: float, frame: float, seconds: float
+) -> dict[str, float]:
+    """The bare ``websockets.broadcast`` server with ``listeners`` from the spectator
+    processes, fed events so that it delivers ``deliveries_per_s`` frames of ``frame``
+    bytes a second, for ``seconds``."""
+    server, url = gateway.start_bare("broadcast")
+    try:
+        got, _errors = await specs.add([(url, None, -1)] * listeners, SPECTATOR_CONCURRENCY)
+        trigger = await Client(url, label="trigger", timeout=30).open()
+        await trigger.send_raw("trigger")
+        rate = min(500.0, max(1.0, deliveries_per_s / max(1, got)))
+        head = '{"type":"event","table":"bare","seq":%d,"kind":"bets","data":{"pad":"'
+        await asyncio.sleep(1.0)
+        await specs.all("record")
+        sends = array("d")
+        cpu0, t0 = cpu_seconds(server.pid), time.perf_counter()
+        n = 0
+        while time.perf_counter() - t0 < seconds:
+            n += 1
+            wait = t0 + n / rate - time.perf_counter()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            text = head % n
+            text += "x" * max(0, int(frame) - len(text) - 3) + '"}}'
+            sends.extend((-1, n, time.time()))
+            start = await trigger.send_raw(text)
+            await trigger.wait_frame(lambda m: m.get("type") == "ok", start=start, what="ack")
+        await asyncio.sleep(1.0)
+        cpu = cpu_seconds(server.pid) - cpu0
+        wall = time.perf_counter() - t0
+        replies = await specs.all("collect", sends.tobytes())
+        hist = Histogram()
+        delivered = expected = 0
+        for _tag, counts, matched, exp, *_rest in replies:
+            hist.merge(Histogram(counts))
+            delivered += matched
+            expected += exp
+        await trigger.close()
+        return {
+            "listeners": got,
+            "rate": rate,
+            "seconds": wall,
+            "events": n,
+            "delivered": delivered,
+            "expected": expected,
+            "p50": hist.percentile_ms(50),
+            "p99": hist.percentile_ms(99),
+            "cpu": cpu,
+            "cpu_per_1k_ms": cpu / max(1, delivered) * 1e6,
+            "cores": cpu / wall,
+        }
+    finally:
+        server.kill()
+        await specs.all("drop")
+
+
+RAW_SCRIPT = """
+redis.call('HSET', KEYS[1], 'row', ARGV[1])
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', 1000, '*', 'e', ARGV[2])
+return 1
+"""
+
+
+async def raw_redis(
+    port: int,
+    redis_pid: int,
+    commits_per_s: float,
+    publish_per_s: float,
+    subscribers: int,
+    seconds: float,
+) -> dict[str, float]:
+    """Raw redis-py (asyncio) on chemmy's Redis: :data:`RAW_SCRIPT` at
+    ``commits_per_s`` (a 4 KiB row, a 300 B event) and PUBLISH of 300 B at
+    ``publish_per_s`` to ``subscribers`` subscribers, for ``seconds``; Redis's CPU and
+    the publish -> receipt latency."""
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis(host="127.0.0.1", port=port)
+    subs = [aioredis.Redis(host="127.0.0.1", port=port) for _ in range(max(1, subscribers))]
+    script = client.register_script(RAW_SCRIPT)
+    row, event = "r" * 4096, "e" * 300
+    latencies: list[float] = []
+    sent: dict[int, float] = {}
+    pubsubs = []
+    for sub in subs:
+        ps = sub.pubsub(ignore_subscribe_messages=True)
+        await ps.subscribe("bench:evening")
+        pubsubs.append(ps)
+
+    async def listen(ps: Any) -> None:
+        async for message in ps.listen():
+            t0 = sent.get(int(message["data"][:12]))
+            if t0 is not None:
+                latencies.append(time.perf_counter() - t0)
+
+    listeners = [asyncio.create_task(listen(ps)) for ps in pubsubs]
+    in_flight: set[asyncio.Task[Any]] = set()
+
+    async def commit(i: int) -> None:
+        await script(
+            keys=[f"bench:{{t{i % 200}}}:row", f"bench:{{t{i % 200}}}:events"], args=[row, event]
+        )
+
+    async def publish(i: int) -> None:
+        sent[i] = time.perf_counter()
+        await client.publish("bench:evening", f"{i:012d}" + event[12:])
+
+    cpu0, t0 = cpu_seconds(redis_pid), time.perf_counter()
+    commits = publishes = 0
+    while time.perf_counter() - t0 < seconds:
+        now = time.perf_counter() - t0
+        while commits < now * commits_per_s:
+            commits += 1
+            task = asyncio.create_task(commit(commits))
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
+        while publishes < now * publish_per_s:
+            publishes += 1
+            task = asyncio.create_task(publish(publishes))
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
+        await asyncio.sleep(0.005)
+    await asyncio.gather(*in_flight, return_exceptions=True)
+    await asyncio.sleep(0.5)
+    cpu = cpu_seconds(redis_pid) - cpu0
+    wall = time.perf_counter() - t0
+    for task in listeners:
+        task.cancel()
+    await asyncio.gather(*listeners, return_exceptions=True)
+    for ps in pubsubs:
+        await ps.aclose()  # type: ignore[no-untyped-call]
+    for one in (client, *subs):
+        await one.aclose()
+    st = stats_ms(latencies)
+    return {
+        "commits": commits,
+        "publishes": publishes,
+        "seconds": wall,
+        "redis_cores": cpu / wall,
+        "publish_p50": st["p50"],
+        "publish_p99": st["p99"],
+        "received": len(latencies),
+    }
+
+
+# ====================================================================== the books
+async def audit(where: str) -> dict[str, Any]:
+    """The money in the store the stopped servers left: :func:`tests.kit.crash.check_books`
+    over every round in the ledger that has a record (coups cut short by the stop may be
+    held: not asked to be settled). Raises AssertionError if the books are not exact."""
+    from server.store import open_store
+    from tests.kit import crash
+
+    store = await open_store(where)
+    try:
+        entries = await store.ledger(limit=10_000_000)
+        recorded = [
+            rid
+            for rid in sorted({e.round_id for e in entries if e.round_id is not None})
+            if await store.round_record(rid) is not None
+        ]
+        books = await crash.check_books(store, (), settled_all=False, round_ids=recorded)
+        held = sum(v for a, v in books["balances"].items() if a.startswith("held:"))
+        return {
+            "exact": True,
+            "entries": books["audit"]["entries"],
+            "sum": books["audit"]["sum"],
+            "rounds": len(recorded),
+            "held_at_stop": held,
+        }
+    finally:
+        await store.close()
+
+
+# ====================================================================== the run
+async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    mode = "redis" if args.redis else "sqlite"
+    servers = Servers(
+        tmp / "servers",
+        table_ids(args.tables),
+        redis_store=args.redis,
+        processes=args.processes,
+        pace=args.pace,
+    )
+    evening = Evening(args, servers)
+    results: dict[str, Any] = {"mode": mode, "levels": [], "baselines": {}}
+    try:
+        await servers.placed()
+        base_rss = servers.rss_kib()
+        results["base_rss_kib"] = base_rss
+        for target in levels_of(args):
+            print(f"level {target:,} seated ...", file=sys.stderr)
+            lv = await evening.level(target)
+            print(level_line(lv), file=sys.stderr)
+            if lv.errors:
+                print(f"    errors: {lv.errors}", file=sys.stderr)
+            if lv.refused:
+                print(f"    refused: {lv.refused}", file=sys.stderr)
+            if not lv.kept and not args.keep_going:
+                break
+        levels = evening.levels
+        results["levels"] = [asdict(lv) | {"kept": lv.kept} for lv in levels]
+        kept = [lv for lv in levels if lv.kept]
+        ref = kept[-1] if kept else levels[-1]
+        await evening.close()
+        calls = servers.redis_calls()
+        if servers.redis_server is not None and not args.no_baselines:
+            print("baseline: raw redis-py at the same rates ...", file=sys.stderr)
+            pid = servers.redis_pid()
+            assert pid is not None
+            servers.stop_servers()  # the Redis alone: what it costs at chemmy's rates
+            results["baselines"]["redis"] = await raw_redis(
+                servers.redis_server.port,
+                pid,
+                ref.redis_evalsha / ref.seconds,
+                ref.redis_publish / ref.seconds,
+                args.processes,
+                min(args.window, 20.0),
+            )
+        servers.stop_servers()
+        print("the books ...", file=sys.stderr)
+        try:
+            results["audit"] = await audit(servers.store)
+        except AssertionError as exc:
+            results["audit"] = {"exact": False, "problem": str(exc)[:2000]}
+        results["redis_calls_total"] = {k: calls.get(k, 0) for k in ("evalsha", "publish")}
+        if ref.spectators and not args.no_baselines:
+            print("baseline: bare websockets broadcast ...", file=sys.stderr)
+            results["baselines"]["broadcast"] = await bare_broadcast(
+                evening.specs,
+                ref.spectators,
+                ref.fanout["delivered"] / ref.seconds,
+                ref.frame or 300,
+                min(args.window, 20.0),
+            )
+    finally:
+        await evening.exit()
+        servers.stop_servers()
+        servers.stop_redis()
+    return results
+
+
+def levels_of(args: argparse.Namespace) -> list[int]:
+    top = args.tables * args.seated
+    if args.levels:
+        return [int(x) for x in args.levels.split(",") if x]
+    return sorted({max(1, top // 4), max(1, top // 2), top})
+
+
+# ====================================================================== the report
+def cores_of(x: dict[str, Any]) -> float:
+    """Server CPU over a level's window (Redis's included), in cores."""
+    return float(x["cpu"]["servers"] + x["cpu"].get("Redis", 0.0)) / float(x["seconds"])
+
+
+def others_cores(x: dict[str, Any]) -> float:
+    """Cores every process on the machine but this run's used over a level's window."""
+    cpu = x["cpu"]
+    ours = sum(cpu.get(k, 0.0) for k in ("servers", "Redis", "bots", "spectators", "bench"))
+    return max(0.0, float(cpu.get("machine", ours)) - ours) / float(x["seconds"])
+
+
+def per_core(count: int, x: dict[str, Any]) -> str:
+    """``count`` per core of server CPU, or a dash when the servers used too little CPU
+    over the window for a ratio to mean anything (under 0.1 s)."""
+    used = x["cpu"]["servers"] + x["cpu"].get("Redis", 0.0)
+    if used < 0.1:
+        return "—"
+    return f"{count / (used / x['seconds']):,.0f}"
+
+
+def target_verdict(best: dict[str, Any], top: dict[str, Any]) -> str:
+    """Whether the evening met :data:`TARGET_PER_CORE`: measured only when a level with
+    that many seated players a core of the CPU it used broke nothing; an extrapolation
+    from a level that was far from it is said to be one."""
+    used = cores_of(best)
+    per = best["seated"] / used if used > 0 else 0.0
+    if per < TARGET_PER_CORE and used < 0.5:
+        return (
+            f"**missed** by the extrapolation ({per:,.0f} a core from a load of "
+            f"{used:.2f} cores; a fuller load may do better or worse)."
+        )
+    if per < TARGET_PER_CORE:
+        return f"**missed** ({per:,.0f})."
+    if best["seated"] >= TARGET_PER_CORE * max(1.0, used):
+        return "**met** (measured at that load)."
+    return (
+        f"not shown: {best['seated']:,} seated on {used:.2f} cores extrapolates to "
+        f"{per:,.0f} a core, but no level with {TARGET_PER_CORE:,} seated on a core ran"
+        + ("." if best is top else " (the ramp stopped first).")
+    )
+
+
+def mode_title(results: dict[str, Any]) -> str:
+    if results["mode"] == "redis":
+        return f"### A cluster: {results['processes']} processes over Redis"
+    return "### One process on SQLite"
+
+
+def report(results: dict[str, Any]) -> str:
+    """The mode's subsection (a ``###`` heading, then markdown)."""
+    lv = [dict(x) for x in results["levels"]]
+    redis = results["mode"] == "redis"
+    lines = [
+        mode_title(results),
+        "",
+        f"Made by `{results['command']}` on {results['date']} ({results['elapsed']:.0f} s).",
+        f"Machine: {results['machine']}. {results['load']}",
+        "",
+        f"{results['tables']} tables on the default timers; levels of seated players "
+        f"({results['seated']} a table at most), spectators in proportion "
+        f"({results['spectators']:,} at the top level, {FEATURED_SHARE:.0%} of them at "
+        "the featured tables); "
+        f"{results['warmup']:.0f} s of play, then {results['window']:.0f} s measured at each level. "
+        f"Bots in {results['bot_workers']} processes, spectators in "
+        f"{results['spectator_workers']}."
+        + (
+            f" **Pace {results['pace']:g}: think times and table timers divided by "
+            f"{results['pace']:g} (a test of the tool, not human pace).**"
+            if results.get("pace", 1.0) != 1.0
+            else ""
+        ),
+        "",
+        "| seated | spectators | coups | server CPU (cores)"
+        + (" incl. Redis" if redis else "")
+        + " | seated per core | spectators per core | CPU per coup | store commits/s"
+        + (" (Redis `evalsha`/s: every store script)" if redis else "")
+        + " | command p50 / p99 | fan-out p50 / p99 | delivered | bots timed out | bots' / spectators' CPU (cores), loop lag p99 | other processes (cores) | promises |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for x in lv:
+        cores = cores_of(x)
+        rtt, fan = x["rtt"]["all"], x["fanout"]
+        redis_part = ""
+        if redis:
+            redis_part = f" ({x['redis_evalsha'] / x['seconds']:,.0f})"
+        lines.append(
+            f"| {x['seated']:,} | {x['spectators']:,} | {x['coups']:.0f} | {cores:.2f}"
+            + (f" ({x['cpu'].get('Redis', 0.0) / x['seconds']:.2f} Redis)" if redis else "")
+            + f" | {per_core(x['seated'], x)} | {per_core(x['spectators'], x)} "
+            f"| {(x['cpu']['servers'] + x['cpu'].get('Redis', 0.0)) / max(1, x['coups']) * 1e3:.1f} ms "
+            f"| {x['commits'] / x['seconds']:,.0f}{redis_part} "
+            f"| {rtt['p50']:.1f} / {rtt['p99']:.1f} ms "
+            f"| {fan['p50']:.1f} / {fan['p99']:.1f} ms "
+            f"| {fan['delivered']:,.0f} / {fan['expected']:,.0f} "
+            f"| {x['no_reply'] + x['on_behalf']} "
+            f"| {x['cpu']['bots'] / x['seconds']:.2f} / {x['cpu']['spectators'] / x['seconds']:.2f}, "
+            f"{x['bot_lag_p99_ms']:.0f} / {x['spectator_lag_p99_ms']:.0f} ms "
+            f"| {others_cores(x):.2f} "
+            f"| {'kept' if x['kept'] else 'broke: ' + '; '.join(x['broken'])} |"
+        )
+    kept = [x for x in lv if x["kept"]]
+    audit_ = results.get("audit", {})
+    moves = [f"{x['moved']:.0f} at {x['seated']:,} seated" for x in lv if x.get("moved")]
+    if moves:
+        lines += [
+            "",
+            "Tables that changed owner within a window (a lease moved): " + ", ".join(moves) + ".",
+        ]
+    if lv:
+        by_kind = [
+            f"`{kind}` {st['p50']:.1f} / {st['p99']:.1f} ms ({st['n']:,.0f})"
+            for kind, st in lv[-1]["rtt"].items()
+            if kind != "all"
+        ]
+        lines += [
+            "",
+            f"Round trips at the top level by command, p50 / p99 (count): {', '.join(by_kind)}.",
+        ]
+    lines.append("")
+    if audit_.get("exact"):
+        lines.append(
+            f"Money audit after the servers stopped: **exact** ({audit_['entries']:,} ledger "
+            f"entries summing to {audit_['sum']}, {audit_['rounds']:,} recorded rounds each "
+            f"paid as its record says; {audit_['held_at_stop']:,} held in coups the stop cut "
+            "short, each hold with its one outcome or still open)."
+        )
+    else:
+        lines.append(
+            f"Money audit after the servers stopped: **not exact**: {audit_.get('problem')}"
+        )
+    lines.append("")
+    if kept:
+        best = kept[-1]
+        cores = cores_of(best)
+        rss_bots = sum(x["rss_bots_kib"] for x in lv)
+        rss_specs = sum(x["rss_spectators_kib"] for x in lv)
+        bots_added = sum(x["new_bots"] for x in lv)
+        specs_added = sum(x["new_spectators"] for x in lv)
+        top = lv[-1]
+        lines += [
+            f"**The last level that kept every promise: {best['seated']:,} seated players and "
+            f"{best['spectators']:,} spectators** on {cores:.2f} cores of server CPU"
+            + (" (Redis included)" if redis else "")
+            + f": **{per_core(best['seated'], best)} seated players and "
+            f"{per_core(best['spectators'], best)} spectators per core** (both at once), "
+            f"{(best['cpu']['servers'] + best['cpu'].get('Redis', 0.0)) / max(1, best['coups']) * 1e3:.1f} ms of "
+            f"server CPU per coup, {best['commits'] / best['seconds']:,.0f} store commits a second "
+            f"({best['commits'] / max(1, best['coups']):.0f} per coup). Against the "
+            f"target of {TARGET_PER_CORE:,} seated a core: "
+            + target_verdict(best, top)
+            + (
+                ""
+                if best is top
+                else f" The next level ({top['seated']:,} seated) broke: {'; '.join(top['broken'])}."
+            ),
+            "",
+            f"Server RSS at the top level: {top['rss_kib'] / 1024:,.0f} MiB (it started at "
+            f"{results['base_rss_kib'] / 1024:,.0f} MiB with the tables and nobody connected); "
+            f"it grew {rss_bots / max(1, bots_added):,.1f} KiB per seated player while the bots "
+            f"connected, joined and sat, and {rss_specs / max(1, specs_added):,.1f} KiB per "
+            "spectator while they connected and joined (measured right after each group, "
+            "before their play).",
+            "",
+            f"A window holds the coups settled in it ({best['coups']:.0f} at that level): "
+            "with few tables the coups cut by its ends make CPU per coup uncertain by "
+            "about one coup a table.",
+        ]
+    else:
+        lines.append("**No level kept every promise.**")
+    lines += ["", *baseline_lines(results, kept[-1] if kept else (lv[-1] if lv else None))]
+    return "\n".join(lines) + "\n"
+
+
+def baseline_lines(results: dict[str, Any], ref: dict[str, Any] | None) -> list[str]:
+    out = ["Baselines, in the same run, after the ramp:", ""]
+    base = results["baselines"].get("broadcast")
+    if base and ref:
+        chemmy = ref["cpu"]["servers"] / max(1, ref["fanout"]["delivered"]) * 1e6
+        out.append(
+            f"- bare `websockets.broadcast` ({base['listeners']:,} listeners, "
+            f"{base['rate']:.1f} events/s of {ref['frame']:.0f} B: the deliveries a second of "
+            f"the level above): fan-out p50 / p99 {base['p50']:.1f} / {base['p99']:.1f} ms "
+            f"(chemmy {ref['fanout']['p50']:.1f} / {ref['fanout']['p99']:.1f} ms), "
+            f"{base['cpu_per_1k_ms']:.2f} ms of CPU per 1,000 deliveries, "
+            f"{base['cores']:.2f} cores (chemmy's servers: {chemmy:.2f} ms per 1,000 "
+            "deliveries, all of their work counted, the game and the store too: "
+            f"{chemmy / base['cpu_per_1k_ms'] if base['cpu_per_1k_ms'] else float('nan'):.1f}{X})."
+        )
+    else:
+        out.append(
+            "- bare `websockets.broadcast`: not measured (no spectators, or --no-baselines)."
+        )
+    raw = results["baselines"].get("redis")
+    if raw and ref:
+        chemmy_cores = ref["cpu"].get("Redis", 0.0) / ref["seconds"]
+        out.append(
+            f"- raw redis-py on the same Redis, the chemmy servers stopped: "
+            f"{raw['commits'] / raw['seconds']:,.0f} script commits/s (HSET 4 KiB + XADD) and "
+            f"{raw['publishes'] / raw['seconds']:,.0f} PUBLISH/s to {results['processes']} "
+            f"subscribers (chemmy's evalsha and publish rates): Redis "
+            f"{raw['redis_cores']:.2f} cores (for chemmy: {chemmy_cores:.2f}); publish to "
+            f"receipt p50 / p99 {raw['publish_p50']:.2f} / {raw['publish_p99']:.2f} ms."
+        )
+    elif results["mode"] == "redis":
+        out.append("- raw redis-py: not measured (--no-baselines).")
+    else:
+        out.append("- raw redis-py: with `--redis` only (this run's store is SQLite).")
+    return out
+
+
+def section(results: dict[str, Any], existing: str | None) -> str:
+    """The whole section: the intro, then this mode's subsection in place of its old one
+    (the other mode's kept)."""
+    intro = [
+        SECTION,
+        "",
+        "Many tables on the server's default timers, seated bots at human pace (lognormal "
+        "think times: "
+        + ", ".join(f"{k.replace('_', ' ')} {m:g} s (sigma {s:g})" for k, (m, s) in THINK.items())
+        + f"; {SIT_OUT:.0%} of coups sat out, 1-4 bets a coup played, DONE {DONE_P:.0%}, a "
+        f"chat line in {CHAT_P:.0%} of coups, squeezes with `progress` every "
+        f"{PROGRESS_EVERY} s) and spectators (most at a few featured tables), ramped until a "
+        f"promise breaks: command p99 < {PROMISES['rtt_p99_ms']:.0f} ms, fan-out p99 < "
+        f"{PROMISES['fanout_p99_ms']:.0f} ms with every event delivered, no bot timed out "
+        f"(no reply in {COMMAND_TIMEOUT:.0f} s, or the croupier acting on its behalf), and "
+        "the books exact once the servers stopped. Bots and spectators run in processes of "
+        "their own; their CPU is shown apart, and server CPU is the servers' (and Redis's) "
+        "`/proc` utime+stime over the window. Store commits are counted in the server "
+        "processes (bench/_commits.py: `Store.commit` calls; today one transaction or one "
+        "Redis script call each). Players per core is the level's players divided by "
+        "the cores the servers used over the window: below the level where a promise "
+        "breaks it is a linear extrapolation, and the capacity is that level. Issue 23's "
+        f"target: {TARGET_PER_CORE:,} seated players per core at human pace, every promise "
+        "kept. See bench/evening.py for the whole method.",
+        "",
+    ]
+    mine = report(results)
+    title = mine.split("\n", 1)[0]
+    subs: list[str] = []
+    if existing:
+        found = re.search(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", existing, re.S | re.M)
+        if found:
+            parts = re.split(r"(?m)^(?=### )", found.group(0))
+            subs = [p.rstrip() + "\n" for p in parts[1:] if p.split("\n", 1)[0] != title]
+    subs.append(mine)
+    subs.sort(key=lambda s: (not s.startswith("### One process"), s.split("\n", 1)[0]))
+    return "\n".join(intro) + "\n" + "\n".join(subs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tables", type=int, default=200, help="tables (default 200)")
+    parser.add_argument("--seated", type=int, default=14, help="bots a table at most (14)")
+    parser.add_argument(
+        "--spectators", type=int, default=8000, help="spectators at the top level (8000)"
+    )
+    parser.add_argument(
+        "--levels",
+        default="",
+        help="seated players per level, e.g. 700,1400,2800 "
+        "(default: a quarter, half and all of tables x seated)",
+    )
+    parser.add_argument("--window", type=float, default=120.0, help="seconds measured a level")
+    parser.add_argument("--warmup", type=float, default=30.0, help="seconds of play before")
+    parser.add_argument("--redis", action="store_true", help="a cluster over Redis")
+    parser.add_argument("--processes", type=int, default=3, help="processes with --redis (3)")
+    parser.add_argument("--bot-workers", type=int, default=2, help="bot processes (2)")
+    parser.add_argument("--spectator-workers", type=int, default=2, help="spectator processes")
+    parser.add_argument(
+        "--pace",
+        type=float,
+        default=1.0,
+        help="divide think times and table timers by this (tests only: not human pace)",
+    )
+    parser.add_argument("--keep-going", action="store_true", help="every level, broken or not")
+    parser.add_argument("--no-baselines", action="store_true", help="leave out the baselines")
+    parser.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    parser.add_argument("--json", metavar="PATH", help="write the figures as JSON")
+    parser.add_argument(
+        "--from-json",
+        metavar="PATH",
+        help="no run: the report (and --write) of an earlier run's --json file",
+    )
+    args = parser.parse_args(argv)
+    if args.seated > 14:
+        parser.error("a table has 14 seats")
+    if args.from_json:
+        return render(json.loads(Path(args.from_json).read_text()), args.write)
+    raise_nofile()
+    t0 = time.perf_counter()
+    load_before = loadavg()
+    with tempfile.TemporaryDirectory(prefix="chemmy-evening-") as tmp:
+        results = asyncio.run(run(args, Path(tmp)))
+    words = argv if argv is not None else sys.argv[1:]
+    results.update(
+        command=" ".join([COMMAND, shlex.join(words)]).strip(),
+        date=time.strftime("%Y-%m-%d", time.gmtime()),
+        elapsed=time.perf_counter() - t0,
+        machine=machine(),
+        load=load_line(load_before),
+        tables=args.tables,
+        seated=args.seated,
+        spectators=args.spectators,
+        warmup=args.warmup,
+        window=args.window,
+        processes=args.processes,
+        bot_workers=args.bot_workers,
+        spectator_workers=args.spectator_workers,
+        pace=args.pace,
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+    return render(results, args.write)
+
+
+def render(results: dict[str, Any], write: bool) -> int:
+    """Print the report; with ``write``, put it in docs/benchmarks.md. Exit status 1
+    when the books were not exact."""
+    print(report(results))
+    if write:
+        path = ROOT / "docs" / "benchmarks.md"
+        existing = path.read_text() if path.exists() else None
+        write_section(path, SECTION, section(results, existing))
+        print(f"\nwrote {path.relative_to(ROOT)}", file=sys.stderr)
+    return 0 if results.get("audit", {}).get("exact", False) else 1
+
+
+__all__ = ["Bot", "Histogram", "main", "report", "section", "spectator_plan"]
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""bench/evening.py, run for real at a tiny size (2 tables, 3 bots each at the top, 2
+spectators, two levels, a few seconds, at 5 times human pace) so that it cannot rot:
+the report's shape, every figure present, the audit run on the books the stopped server
+left; and, without servers, its histogram, its spread of spectators and its docs
+section."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import evening
+from tests.kit import ROOT, scaled
+
+
+@pytest.mark.slow
+def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) -> None:
+    out = tmp_path / "evening.json"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench.evening", "--tables", "2", "--seated", "3"),
+            *("--spectators", "2", "--levels", "3,6", "--window", "5", "--warmup", "1"),
+            *("--pace", "5", "--bot-workers", "1", "--spectator-workers", "1"),
+            *("--keep-going", "--json", str(out)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    assert results["mode"] == "sqlite"
+    first, level = results["levels"]  # the second adds to the first's players
+    assert (first["seated"], first["spectators"]) == (3, 1)
+    assert (level["seated"], level["spectators"]) == (6, 2)
+    assert (level["new_bots"], level["new_spectators"]) == (3, 1)
+    assert level["rtt"]["all"]["n"] > 0 and level["rtt"]["all"]["p99"] > 0
+    assert level["fanout"]["expected"] > 0
+    assert level["commits"] > 0  # counted in the server process (bench/_commits.py)
+    assert level["cpu"]["servers"] >= 0 and level["cpu"]["bots"] >= 0
+    assert level["rss_kib"] > 0
+    assert results["audit"]["exact"] is True and results["audit"]["entries"] > 0
+    base = results["baselines"]["broadcast"]
+    # as many listeners as the last level that kept every promise had spectators (a
+    # busy machine may break one at this size: the p99s are the machine's)
+    kept = [lv for lv in results["levels"] if lv["kept"]] or results["levels"]
+    assert base["listeners"] == kept[-1]["spectators"] and base["events"] > 0
+    text = done.stdout
+    assert text.startswith("### One process on SQLite\n")
+    assert "| seated | spectators | coups |" in text
+    assert "Money audit after the servers stopped: **exact**" in text
+    assert "Pace 5" in text  # a test run says it is not human pace
+    assert "bare `websockets.broadcast`" in text
+
+
+def test_the_histogram_reads_percentiles_within_one_percent() -> None:
+    hist = evening.Histogram()
+    for ms in range(1, 101):
+        hist.add(ms / 1e3)
+    other = evening.Histogram()
+    other.add(0.5)
+    hist.merge(other)
+    assert hist.n == 101
+    assert 50 <= hist.percentile_ms(50) <= 51 * 1.01
+    assert 500 <= hist.percentile_ms(100) <= 505.1
+
+
+def test_spectators_crowd_a_few_featured_tables() -> None:
+    counts = evening.spectator_plan(1000, 120)
+    assert sum(counts) == 1000
+    assert counts[:2] == [350, 350]  # two featured tables (one in 60) share 70%
+    assert max(counts[2:]) - min(counts[2:]) <= 1 and counts[2] == 300 // 118 + 1
+    assert evening.spectator_plan(3, 1) == [3]
+
+
+def results(mode: str) -> dict[str, object]:
+    level = {
+        "seated": 100,
+        "spectators": 50,
+        "coups": 20.0,
+        "seconds": 10.0,
+        "commits": 400.0,
+        "redis_evalsha": 420,
+        "cpu": {"servers": 5.0, "bots": 1.0, "spectators": 1.0, "Redis": 1.0},
+        "rtt": {"all": {"p50": 1.0, "p99": 10.0, "n": 500}},
+        "fanout": {"p50": 2.0, "p99": 20.0, "delivered": 900, "expected": 900},
+        "no_reply": 0,
+        "on_behalf": 0,
+        "bot_lag_p99_ms": 3.0,
+        "spectator_lag_p99_ms": 4.0,
+        "rss_kib": 100_000,
+        "rss_bots_kib": 2000,
+        "rss_spectators_kib": 500,
+        "new_bots": 100,
+        "new_spectators": 50,
+        "frame": 200.0,
+        "kept": True,
+        "broken": [],
+    }
+    if mode == "sqlite":
+        del level["cpu"]["Redis"]  # type: ignore[attr-defined]
+    return {
+        "mode": mode,
+        "levels": [level],
+        "baselines": {},
+        "audit": {"exact": True, "entries": 10, "sum": 0, "rounds": 2, "held_at_stop": 0},
+        "base_rss_kib": 90_000,
+        "command": "python -m bench.evening",
+        "date": "2026-12-01",
+        "elapsed": 60.0,
+        "machine": "a machine",
+        "load": "Load average: low.",
+        "tables": 10,
+        "seated": 10,
+        "spectators": 50,
+        "warmup": 1.0,
+        "window": 10.0,
+        "processes": 3,
+        "bot_workers": 1,
+        "spectator_workers": 1,
+    }
+
+
+def test_the_section_keeps_the_other_stores_subsection() -> None:
+    sqlite = evening.section(results("sqlite"), None)
+    assert sqlite.startswith(evening.SECTION + "\n")
+    assert "### One process on SQLite" in sqlite
+    # 100 seated on 0.5 cores (servers 5 s over 10 s): 200 a core, 250 ms per coup
+    assert "**200 seated players and 100 spectators per core**" in sqlite
+    doc = "# Benchmarks\n\n" + sqlite + "\n## Later (bench/later.py)\n\nkept\n"
+    both = evening.section(results("redis"), doc)
+    assert both.index("### One process on SQLite") < both.index("### A cluster: 3 processes")
+    assert both.count("### One process on SQLite") == 1
+    assert "Later" not in both
