@@ -38,12 +38,9 @@ from tests.kit.checks import check_public_views_agree
 from tests.kit.cluster import Cluster, check_books, retry, settle, stored_row
 from tests.kit.crash import BETS, PLAYERS, STEP, TABLE, Table
 from tests.redis_sentinel import RedisHA, role
-from tests.redis_server import RedisServer, redis_available
+from tests.redis_server import RedisServer
 
-pytestmark = [
-    pytest.mark.slow,  # server subprocesses, five Redis processes: seconds each
-    pytest.mark.skipif(not redis_available(), reason="redis-server is not installed"),
-]
+pytestmark = pytest.mark.slow  # server subprocesses, five Redis processes: seconds each
 
 LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut": 60, "grace": 120}
 DOWN_AFTER_MS = 1000
