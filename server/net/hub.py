@@ -139,7 +139,8 @@ class Hub:
                         frame = encode(envelope(table, view_event(event, player)), sub.fmt)
                         send_now(conn, frame)
                         skip.add(conn)
-            self._broadcast(room, envelope(table, view_event(event, None)), skip)
+            if len(skip) < len(room.subs):  # (else nobody else watches: nothing to encode)
+                self._broadcast(room, envelope(table, view_event(event, None)), skip)
         if self._observe is not None and events:
             self._observe((time.perf_counter() - t0) / len(events))
 

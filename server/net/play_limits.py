@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Awaitable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.croupier.actor import store_refusal
@@ -158,18 +158,24 @@ async def _elsewhere(store: Store, lobby: Lobby, player: str, table: str | None)
     return balance - available
 
 
-async def bet_allowance(ctx: PlayContext, session: Session, table: str) -> dict[str, Any] | None:
+async def bet_allowance(
+    ctx: PlayContext,
+    session: Session,
+    table: str,
+    limits: Awaitable[dict[str, Any]] | None = None,
+) -> dict[str, Any] | None:
     """Check a ``bet`` or ``same_bet`` of ``session``'s player at ``table`` against the
     reality check and their limits: raise ``reality_check_due`` or ``limit_reached``
     (the session's), or return the allowance the table holds the chips to (None: no
-    wager or loss limit)."""
+    wager or loss limit). ``limits``: the player's limits already being read from the
+    store for this command (``Store.player_limits``; None: read them here)."""
     clock, now = session.play, time.time()
     if clock is not None and clock.due:
         raise Refused(
             "reality_check_due", "answer the reality check (continue or leave) to bet again"
         )
     player = session.player
-    found = await _read(ctx.store.player_limits(player))
+    found = await _read(ctx.store.player_limits(player) if limits is None else limits)
     if "session" in found and clock is not None:
         minutes = int(found["session"]["amount"])
         if now - clock.started >= minutes * 60:

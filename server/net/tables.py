@@ -18,6 +18,7 @@ before anything reaches the table.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -111,6 +112,27 @@ def _answer(ctx: Replies, session: Session, mid: Any) -> Continuation:
     return then
 
 
+async def _bet_checks(ctx: TablesContext, session: Session, tid: str) -> dict[str, Any] | None:
+    """A ``bet``'s or ``same_bet``'s checks before it is relayed, in their order: the
+    player's time-out or self-exclusion (``player_blocked``), then the reality check and
+    their own limits (``bet_allowance``). Both are read from the store on every such
+    command (so an operator's exclusion holds at once on every process), and the two
+    reads go to the store together: the limits' read is under way while the
+    restriction's is answered, instead of one thread hop after the other. The bet is
+    relayed only after both are answered; a refusal is the one the first failing check
+    gives, as when they were read one after the other."""
+    player = session.player
+    limits = asyncio.ensure_future(ctx.store.player_limits(player))
+    try:
+        await refuse_blocked(ctx.store, player)
+        return await bet_allowance(ctx, session, tid, limits)
+    finally:
+        if not limits.done():
+            limits.cancel()  # refused before the limits were needed
+        elif not limits.cancelled():
+            limits.exception()  # (a failed read that was not needed: retrieved)
+
+
 def table_command(kind: str) -> TableHandler:
     """The handler of a table command (``bet``, ``sit``, ``turn``...): it goes to the
     table's owner, and the owner's reply is the client's."""
@@ -119,13 +141,13 @@ def table_command(kind: str) -> TableHandler:
         if kind == "sit":  # (before not_joined: joining would be refused too)
             await _same_currency(ctx, session, fields["table"])
         tid = await _joined(ctx, session, fields["table"])
-        if kind in BLOCKED_COMMANDS:  # a time-out or self-exclusion: player_blocked
-            await refuse_blocked(ctx.store, session.player)
         args = {k: v for k, v in fields.items() if k != "table"}
-        if kind in LIMITED_COMMANDS:  # the reality check, the player's own limits
-            allowance = await bet_allowance(ctx, session, tid)
+        if kind in LIMITED_COMMANDS:  # (a time-out or self-exclusion, then the limits)
+            allowance = await _bet_checks(ctx, session, tid)
             if allowance is not None:
                 args[ALLOWANCE_FIELD] = allowance
+        elif kind in BLOCKED_COMMANDS:  # a time-out or self-exclusion: player_blocked
+            await refuse_blocked(ctx.store, session.player)
         then = _answer(ctx, session, mid)
         if kind == "sit" and not session.persisted:
             # A guest not yet stored: the table's owner stores them once the sit is

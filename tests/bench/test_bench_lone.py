@@ -1,0 +1,42 @@
+"""bench/lone.py, run for real with a few round trips so that it cannot rot: every span
+of the path it names is met, and the figures are plausible."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.kit import ROOT, scaled
+
+
+def test_the_profile_meets_every_span_of_a_bet() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.lone", "--requests", "40"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {
+        line.split("|")[1].strip(): float(line.split("|")[3])
+        for line in done.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| span")
+    }
+    for span in (
+        "round trip (bot)",
+        "refuse_blocked (store read)",
+        "bet_allowance (store read)",
+        "dispatch (whole handler)",
+        "relay to step (queue, wake)",
+        "Table.handle (decide)",
+        "to_state (state row)",
+        "check_row (the row's JSON, on the loop)",
+        "_commit (the transaction, store thread)",
+        "store.commit (checks, JSON, hop, write)",
+        "deliver (events, reply)",
+        "actor step (whole)",
+    ):
+        assert 0 < rows[span] < 1e6, span
+    assert rows["actor step (whole)"] < rows["round trip (bot)"]
