@@ -753,11 +753,24 @@ class RedisStore:
     def _spawn(self) -> None:
         task = asyncio.get_running_loop().create_task(self._flush())
         self._flushes.add(task)
-        task.add_done_callback(self._flushes.discard)
+        task.add_done_callback(self._flushed)
+
+    def _flushed(self, task: asyncio.Task[None]) -> None:
+        """A flush is over. One cancelled before it took its group (its loop closing)
+        leaves nothing behind: the commits still queued are cancelled with it, and the
+        next commit starts a flush of its own."""
+        self._flushes.discard(task)
+        if task.cancelled():
+            queued, self._queued = self._queued, []
+            for _, future in queued:
+                future.cancel()
+            self._flush_due = False
 
     async def _flush(self) -> None:
         group = self._queued[:GROUP_MAX]
         del self._queued[:GROUP_MAX]
+        if not group:  # (taken by a flush cancelled before it)
+            return
         if self._queued:  # more than a group: the next one goes out beside it
             self._spawn()
         else:

@@ -397,3 +397,20 @@ async def test_a_commit_the_store_cannot_take_fails_alone_in_its_group(store: Gr
     assert answers[2] == CommitResult(1, {"player:p2": 990})
     assert (await store.balances(["player:p1"]))["player:p1"] == 1000
     assert [row.table_id for row in await store.load_tables()] == ["t0", "t2"]
+
+
+async def test_a_redis_flush_cancelled_before_it_ran_leaves_nothing_stuck(redis_url: str) -> None:
+    store = RedisStore(redis_url)
+    await store.open()
+    try:
+        await fund(store, 2)
+        waiting = asyncio.ensure_future(store.commit(**step(0, 1)))
+        await asyncio.sleep(0)  # queued; its flush is scheduled, not yet run
+        [flush] = store._flushes
+        flush.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert await store.commit(**step(1, 1)) == CommitResult(1, {"player:p1": 990})
+        assert not await store.has_entry("t0-r1:p0:stake")
+    finally:
+        await store.close()
