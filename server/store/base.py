@@ -126,6 +126,7 @@ __all__ = [
     "ledger_key",
     "merge_limits",
     "merge_restriction",
+    "own_copy",
     "stake_prefix",
     "welcome_entry",
 ]
@@ -760,6 +761,17 @@ def welcome_entry(player_id: str, amount: int) -> Entry:
         amount=amount,
         kind="welcome",
     )
+
+
+def own_copy(exc: BaseException) -> BaseException:
+    """A copy of ``exc`` for one caller of a group that failed together, so that the
+    callers do not raise (and add their tracebacks to) one shared object."""
+    try:
+        copy = type(exc)(*exc.args)
+    except Exception:  # an exception that cannot be made again from its args
+        return exc
+    copy.__cause__, copy.__suppress_context__ = exc.__cause__, exc.__suppress_context__
+    return copy
 
 
 def check_entry(entry: Entry) -> None:

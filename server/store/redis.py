@@ -7,6 +7,12 @@ coded error reply (``KEYCONFLICT``, ``OVERDRAWN``, ``STALEEPOCH``, ``RANGE``) be
 writes anything, because Redis does not roll back a script that fails half way. Reads
 are plain commands.
 
+Group commit (issue 23): the commits started in one turn of the event loop go out
+together, in one pipeline (not a transaction: each ``EVALSHA`` is its own atomic script,
+and one's error reply is only its own) and, with ``min_replicas``, one ``WAIT`` for them
+all; each caller is answered its own result or refusal once the pipeline (and the
+``WAIT``) answered. A lone commit is sent at the next turn of the loop, alone.
+
 Balances are checked inside the script, where they live, so no process needs a copy of
 anyone's balance to keep it from going negative (issue 10). Amounts and balances stay
 within ±(2**53 - 1): Lua's numbers are doubles, exact up to there, and the arithmetic
@@ -32,6 +38,7 @@ show the URL's password.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import time
@@ -43,7 +50,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.store.base import (
@@ -81,6 +88,7 @@ from server.store.base import (
     merge_limits,
     merge_restriction,
     merge_wallet_call,
+    own_copy,
     prepare_wallet_call,
     record_time,
     round_query,
@@ -104,6 +112,9 @@ BACKOFF_CAP: Final = 0.5
 
 #: How long a write waits for ``min_replicas`` replicas to acknowledge it (``WAIT``).
 WAIT_TIMEOUT_MS: Final = 1000
+
+#: The most commits one group (one pipeline, one ``WAIT``) takes.
+GROUP_MAX: Final = 64
 
 #: Reply prefixes that mean "Redis cannot do it now", not "refused".
 _UNAVAILABLE_REPLIES: Final = UNAVAILABLE_CODES
@@ -485,6 +496,14 @@ class RedisStore:
         self.socket_timeout = socket_timeout
         self._client: aioredis.Redis | None = None
         self._scripts: dict[str, Any] = {}
+        #: The commits queued for the next group (their script's arguments and their
+        #: callers' futures), whether a flush is due, and the flushes under way.
+        self._queued: list[tuple[list[bytes], asyncio.Future[Any]]] = []
+        self._flush_due = False
+        self._flushes: set[asyncio.Task[None]] = set()
+        #: Commits stored, and the pipelines (groups) they went in.
+        self.commits = 0
+        self.groups = 0
 
     def __repr__(self) -> str:
         return f"RedisStore({redact(self.url)!r})"
@@ -547,6 +566,8 @@ class RedisStore:
             "update_call": client.register_script(_LUA_UPDATE_CALL),
         }
         self._client = client
+        with self._translated():  # a group's first pipeline finds it (no NOSCRIPT)
+            await client.script_load(_LUA_COMMIT)
         await self._index_round_times()
 
     async def _index_round_times(self) -> None:
@@ -578,6 +599,8 @@ class RedisStore:
         """A cluster's shared store: every process serves it (tables are claimed by lease)."""
 
     async def close(self) -> None:
+        while self._flushes:  # the commits already queued go out first
+            await asyncio.gather(*self._flushes, return_exceptions=True)
         client, self._client = self._client, None
         if client is not None:
             with suppress(RedisError, OSError):
@@ -709,8 +732,133 @@ class RedisStore:
         args += self._call_args(calls)
         with self._translated():
             self._redis()
-            out = await self._replicated(self._scripts["commit"], args)
+            # Encoded here: a text Redis cannot take is this commit's refusal alone.
+            encoded = [arg.encode() for arg in args]
+        out = await self._grouped(encoded)
         return CommitResult(int(out[0]), {a: int(b) for a, b in zip(report, out[1:], strict=True)})
+
+    # -- the group commit ------------------------------------------------------------
+    def _grouped(self, args: list[bytes]) -> asyncio.Future[Any]:
+        """Queue a commit script's ``args`` for the next group; its answer. The commits
+        queued before the flush runs (the same turn of the loop) go out together, so a
+        lone commit waits for no company, and every commit is sent in the order it was
+        queued."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._queued.append((args, future))
+        if not self._flush_due:
+            self._flush_due = True
+            self._spawn()
+        return future
+
+    def _spawn(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._flush())
+        self._flushes.add(task)
+        task.add_done_callback(self._flushed)
+
+    def _flushed(self, task: asyncio.Task[None]) -> None:
+        """A flush is over. One cancelled before it took its group (its loop closing)
+        leaves nothing behind: the commits still queued are cancelled with it, and the
+        next commit starts a flush of its own."""
+        self._flushes.discard(task)
+        if task.cancelled():
+            queued, self._queued = self._queued, []
+            for _, future in queued:
+                future.cancel()
+            self._flush_due = False
+
+    async def _flush(self) -> None:
+        group = self._queued[:GROUP_MAX]
+        del self._queued[:GROUP_MAX]
+        if not group:  # (taken by a flush cancelled before it)
+            return
+        if self._queued:  # more than a group: the next one goes out beside it
+            self._spawn()
+        else:
+            self._flush_due = False
+        try:
+            outcomes = await self._send(args for args, _ in group)
+        except asyncio.CancelledError:  # the loop is closing: so are the callers waiting
+            for _, future in group:
+                future.cancel()
+            raise
+        except Exception as exc:  # the whole pipeline failed: every commit with it
+            outcomes = [self._store_error(exc)] * len(group)
+        for (_, future), outcome in zip(group, outcomes, strict=True):
+            if future.done():  # the caller gave up; the commit was sent all the same
+                continue
+            if isinstance(outcome, BaseException):
+                future.set_exception(own_copy(outcome))
+            else:
+                future.set_result(outcome)
+
+    async def _send(self, group: Iterable[list[bytes]]) -> list[Any]:
+        """Send the commits in one pipeline (not a transaction: each ``EVALSHA`` is its
+        own atomic script, and one's error reply is its own), then one ``WAIT`` with
+        :attr:`min_replicas`: each commit's answer, or its :class:`StoreError`. A
+        script Redis does not know (``NOSCRIPT``: it ran nothing) is loaded and the
+        commits it refused are sent again."""
+        pending = list(group)
+        outcomes: list[Any] = [None] * len(pending)
+        todo = list(range(len(pending)))
+        script = self._scripts["commit"]
+        for attempt in range(2):
+            replies = await self._execute(script.sha, [pending[i] for i in todo])
+            self.groups += 1
+            in_doubt = self._wait_failure(replies[-1]) if self.min_replicas else None
+            again = []
+            for i, reply in zip(todo, replies, strict=False):
+                if isinstance(reply, NoScriptError) and not attempt:
+                    again.append(i)
+                elif isinstance(reply, BaseException):
+                    outcomes[i] = self._store_error(reply)
+                else:
+                    outcomes[i] = in_doubt or reply
+                    self.commits += in_doubt is None
+            if not again:
+                break
+            with self._translated():
+                script.sha = await self._redis().script_load(script.script)
+            todo = again
+        return outcomes
+
+    async def _execute(self, sha: str, group: list[list[bytes]]) -> list[Any]:
+        """The replies (error replies as exceptions) of the commit script run with each
+        of ``group``'s arguments, then of ``WAIT`` with :attr:`min_replicas`: in one
+        pipeline, or a plain call for a lone commit (no pipeline's cost)."""
+        redis = self._redis()
+        if len(group) == 1 and not self.min_replicas:
+            try:
+                return [await redis.evalsha(sha, 0, *group[0])]
+            except ResponseError as exc:
+                return [exc]
+        async with redis.pipeline(transaction=False) as pipe:
+            for args in group:
+                pipe.evalsha(sha, 0, *args)
+            if self.min_replicas:
+                pipe.wait(self.min_replicas, WAIT_TIMEOUT_MS)
+            replies: list[Any] = await pipe.execute(raise_on_error=False)
+        return replies
+
+    def _wait_failure(self, acked: Any) -> BaseException | None:
+        """What a commit whose script ran is answered when the group's ``WAIT``
+        answered ``acked``: ``None`` when enough replicas have it."""
+        if isinstance(acked, BaseException):
+            return self._store_error(acked)
+        if int(acked) < self.min_replicas:
+            return StoreUnavailable(
+                f"redis: {acked} of {self.min_replicas} replicas acknowledged the write "
+                f"in {WAIT_TIMEOUT_MS} ms; it may be kept all the same"
+            )
+        return None
+
+    def _store_error(self, exc: BaseException) -> BaseException:
+        """``exc`` as :meth:`_translated` raises it (a Redis error as a StoreError)."""
+        try:
+            with self._translated():
+                raise exc
+        except BaseException as translated:
+            return translated
+        return exc  # pragma: no cover (the raise above always raises)
 
     # -- tables ----------------------------------------------------------------------
     async def claim_table(self, table_id: str) -> int:

@@ -12,7 +12,12 @@ filled from each record's JSON).
 worker thread and every call runs there, in the order the calls were made (one
 thread, one FIFO queue). A check and its write are one job, so nothing
 interleaves between them, and every call that writes is one ``BEGIN IMMEDIATE``
-transaction, rolled back on any error. While another process holds the write lock the
+transaction, rolled back on any error, but for commits (issue 23, group commit): the
+commits queued at the moment the thread takes one (at most :data:`GROUP_MAX`; a lone
+commit waits for no company) run in one transaction, each in its own savepoint (one
+refused is rolled back to it and answered with its own exception, the others stay),
+then one ``COMMIT``; each caller is answered after that ``COMMIT``, and a ``COMMIT``
+that fails fails every commit of the group. While another process holds the write lock the
 worker waits up to ``busy_timeout_ms`` (then :class:`StoreUnavailable`); the loop goes on
 serving everyone meanwhile. A caller cancelled while its job runs does not stop the
 job: cancellation never leaves half a transaction.
@@ -81,6 +86,7 @@ from server.store.base import (
     merge_limits,
     merge_restriction,
     merge_wallet_call,
+    own_copy,
     prepare_wallet_call,
     round_query,
     wallet_filters,
@@ -258,24 +264,39 @@ _UNAVAILABLE: Final = frozenset({5, 6, 7, 8, 10, 13, 14, 15})
 T = TypeVar("T")
 
 
+#: The most commits one group (one transaction, one fsync) takes.
+GROUP_MAX: Final = 64
+
+#: A job's outcome: its result, or the exception it raised.
+Outcome = tuple[Any, BaseException | None]
+
+_Item = tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any], bool]
+
+
 class _Worker:
     """One thread that runs jobs one at a time, in the order they were submitted, and
     hands each result back to the submitting loop (a queue and ``call_soon_threadsafe``:
-    half the hop of a thread pool executor)."""
+    half the hop of a thread pool executor).
 
-    def __init__(self, name: str) -> None:
-        self._jobs: queue.SimpleQueue[
-            tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any]] | None
-        ] = queue.SimpleQueue()
+    A job submitted ``grouped`` (a commit) is run with every grouped job queued right
+    behind it at that moment (at most :data:`GROUP_MAX`) by ``group``, which answers
+    each one's own outcome: the group never waits for company, and a job not grouped
+    ends it (it runs after the group, so the order of the calls is kept)."""
+
+    def __init__(
+        self, name: str, group: Callable[[list[Callable[[], Any]]], list[Outcome]]
+    ) -> None:
+        self._jobs: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._group = group
         # A daemon: a store never closed does not keep the process alive (SQLite rolls
         # back a transaction cut short, at the next open).
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, job: Callable[[], T]) -> asyncio.Future[T]:
+    def submit(self, job: Callable[[], T], *, grouped: bool = False) -> asyncio.Future[T]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put((loop, future, job))
+        self._jobs.put((loop, future, job, grouped))
         return future
 
     def stop(self) -> None:
@@ -283,14 +304,34 @@ class _Worker:
         self._jobs.put(None)
 
     def _serve(self) -> None:
-        while (item := self._jobs.get()) is not None:
-            loop, future, job = item
-            try:
-                outcome: tuple[Any, BaseException | None] = (job(), None)
-            except BaseException as exc:
-                outcome = (None, exc)
-            with suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-                loop.call_soon_threadsafe(_settle, future, *outcome)
+        held: list[_Item | None] = []  # the job that ended a group, run next
+        while (item := held.pop() if held else self._jobs.get()) is not None:
+            loop, future, job, grouped = item
+            if not grouped:
+                try:
+                    outcome: Outcome = (job(), None)
+                except BaseException as exc:
+                    outcome = (None, exc)
+                _answer(loop, future, outcome)
+                continue
+            group = [item]
+            while len(group) < GROUP_MAX:
+                try:
+                    more = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None or not more[3]:
+                    held.append(more)
+                    break
+                group.append(more)
+            outcomes = self._group([job for _, _, job, _ in group])
+            for (loop, future, _, _), outcome in zip(group, outcomes, strict=True):
+                _answer(loop, future, outcome)
+
+
+def _answer(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], outcome: Outcome) -> None:
+    with suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+        loop.call_soon_threadsafe(_settle, future, *outcome)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -329,6 +370,10 @@ class SQLiteStore:
         self._worker: _Worker | None = None
         self._db: sqlite3.Connection | None = None  # touched only in the worker thread
         self._serving: int | None = None  # the lock file's descriptor (claim_serving)
+        #: Commits stored, and the transactions (groups) they went in: ``commits /
+        #: groups`` is the mean group (counted in the worker thread).
+        self.commits = 0
+        self.groups = 0
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -342,9 +387,70 @@ class SQLiteStore:
         result: T = await worker.submit(functools.partial(self._call, job, *args))
         return result
 
+    async def _run_grouped(self, job: Callable[..., T], *args: Any) -> T:
+        """Like :meth:`_run`, with ``job`` one write of a group commit
+        (:meth:`_commit_group`): it runs inside a transaction, not in its own."""
+        worker = self._worker
+        if worker is None:
+            raise StoreError("the store is not open")
+        call = functools.partial(self._call, job, *args)
+        result: T = await worker.submit(call, grouped=True)
+        return result
+
     def _call(self, job: Callable[..., T], *args: Any) -> T:
         with self._connection() as db:
             return job(db, *args)
+
+    def _commit_group(self, jobs: list[Callable[[], Any]]) -> list[Outcome]:
+        """Run the commits queued together in one ``BEGIN IMMEDIATE`` transaction, each
+        inside its own savepoint (one that raises is rolled back to it and answered with
+        its own exception; the others stay), then one ``COMMIT`` for all (one WAL append).
+        When the transaction itself fails (it cannot begin, SQLite rolled it back, the
+        ``COMMIT`` fails), every commit of the group is answered with that failure, and
+        nothing of them is kept."""
+        outcomes: list[Outcome] = []
+        alone = len(jobs) == 1  # no savepoint: the transaction is the commit's own
+        try:
+            with self._connection() as db:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    for job in jobs:
+                        outcomes.append(self._savepoint(db, job, alone))
+                    if alone and outcomes[0][1] is not None:  # its own refusal
+                        if db.in_transaction:
+                            db.execute("ROLLBACK")
+                        return outcomes
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+        except BaseException as exc:
+            return [(None, own_copy(exc)) for _ in jobs]
+        self.groups += 1
+        self.commits += sum(error is None for _, error in outcomes)
+        return outcomes
+
+    @staticmethod
+    def _savepoint(db: sqlite3.Connection, job: Callable[[], Any], alone: bool) -> Outcome:
+        """Run one commit of a group in a savepoint; its outcome. Raises (failing the
+        group) when the transaction did not survive the commit's failure."""
+        if alone:
+            try:
+                return job(), None
+            except BaseException as exc:
+                return None, exc
+        db.execute("SAVEPOINT one_commit")
+        try:
+            result = job()
+        except BaseException as exc:
+            if not db.in_transaction:  # SQLite rolled back the whole transaction
+                raise
+            db.execute("ROLLBACK TO one_commit")
+            db.execute("RELEASE one_commit")
+            return None, exc
+        db.execute("RELEASE one_commit")
+        return result, None
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -361,6 +467,8 @@ class SQLiteStore:
             raise _translate(exc) from exc
         except OverflowError as exc:  # an integer wider than SQLite's 64 bits
             raise StoreError(f"out of range: {exc}") from exc
+        except UnicodeError as exc:  # a lone surrogate: no UTF-8 for it
+            raise StoreError(f"not storable text: {exc}") from exc
 
     @staticmethod
     @contextmanager
@@ -378,7 +486,7 @@ class SQLiteStore:
     async def open(self) -> None:
         if self._worker is not None:
             return
-        worker = _Worker(f"chemmy-sqlite:{os.path.basename(self.path)}")
+        worker = _Worker(f"chemmy-sqlite:{os.path.basename(self.path)}", self._commit_group)
         try:
             await worker.submit(self._open_db)
         except BaseException:
@@ -592,7 +700,7 @@ class SQLiteStore:
         prepared_events = check_events(table, events)
         prepared = [(index_record(record), dump_json(record)) for record in records]
         prepared_calls = [prepare_wallet_call(call) for call in calls]
-        return await self._run(
+        return await self._run_grouped(
             self._commit, entries, table, table_json, prepared_events, prepared, prepared_calls
         )
 
@@ -606,28 +714,26 @@ class SQLiteStore:
         prepared: list[tuple[Any, str]],
         calls: list[tuple[dict[str, Any], str]],
     ) -> CommitResult:
-        with self._transaction(db):
-            _put_calls(db, calls)
-            if table is not None and table_json is not None:
-                _put_table(db, table, table_json)
-                _put_events(db, table, events, self.event_retention)
-            inserted, left = _post(db, entries, flow_day(self.clock()))
-            for index, body in prepared:
-                if isinstance(index, RoundIndex):
-                    _put_round(db, index, body, self.round_index)
-                else:
-                    db.execute(
-                        "INSERT INTO shoes (table_id, shoe_no, revealed, body) VALUES"
-                        " (?, ?, ?, ?) ON CONFLICT (table_id, shoe_no) DO UPDATE SET"
-                        " revealed = excluded.revealed, body = excluded.body",
-                        (index.table, index.shoe_no, int(index.revealed), body),
-                    )
-            players = sorted(
-                {a for e in entries for a in (e.src, e.dst) if a.startswith("player:")}
-            )
-            return CommitResult(
-                inserted, {a: left[a] if a in left else _balance(db, a) for a in players}
-            )
+        # Inside the group's transaction (_commit_group): a savepoint of its own.
+        _put_calls(db, calls)
+        if table is not None and table_json is not None:
+            _put_table(db, table, table_json)
+            _put_events(db, table, events, self.event_retention)
+        inserted, left = _post(db, entries, flow_day(self.clock()))
+        for index, body in prepared:
+            if isinstance(index, RoundIndex):
+                _put_round(db, index, body, self.round_index)
+            else:
+                db.execute(
+                    "INSERT INTO shoes (table_id, shoe_no, revealed, body) VALUES"
+                    " (?, ?, ?, ?) ON CONFLICT (table_id, shoe_no) DO UPDATE SET"
+                    " revealed = excluded.revealed, body = excluded.body",
+                    (index.table, index.shoe_no, int(index.revealed), body),
+                )
+        players = sorted({a for e in entries for a in (e.src, e.dst) if a.startswith("player:")})
+        return CommitResult(
+            inserted, {a: left[a] if a in left else _balance(db, a) for a in players}
+        )
 
     # -- tables ----------------------------------------------------------------------
     async def claim_table(self, table_id: str) -> int:
