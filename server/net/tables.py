@@ -19,6 +19,7 @@ before anything reaches the table.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -40,7 +41,7 @@ from .play_limits import bet_allowance
 from .responsible import BLOCKED_COMMANDS, refuse_blocked
 
 if TYPE_CHECKING:
-    from .context import Replies, TablesContext
+    from .context import Relay, TablesContext
     from .session import Session
 
 #: The commands the reality check and the player's wager and loss limits hold back, and
@@ -100,16 +101,31 @@ async def _joined(ctx: TablesContext, session: Session, tid: str) -> str:
     return tid
 
 
-def _answer(ctx: Replies, session: Session, mid: Any) -> Continuation:
-    """The continuation of a plain command: the reply record, as the client's reply."""
+def _answer(ctx: Relay, session: Session, mid: Any, table: str | None = None) -> Continuation:
+    """The continuation of a plain command: the reply record, as the client's reply.
+    A ``not_joined`` from the owner of a ``table`` the connection did join means the
+    owner does not know it yet (it took the table over, starting as after a restart,
+    before this gateway's join again reached it): the gateway joins it again and the
+    client hears ``unavailable``, to retry with the same id once the join is in."""
 
     def then(reply: ReplyRecord) -> None:
-        if reply.error is not None:
-            ctx.error(session, mid, Refused.from_dict(reply.error))
-        else:
+        if reply.error is None:
             ctx.ok(session, mid, **(reply.result or {}))
+            return
+        moved = reply.error.get("code") == "not_joined" and table in session.tables
+        if moved and table is not None and session.identity is not None:
+            with contextlib.suppress(ChemmyError):
+                fields = {"name": session.identity.name}
+                ctx.relay(session, table, "join", None, fields, _unheard)
+            ctx.error(session, mid, Refused("unavailable", "the table just moved; try again"))
+            return
+        ctx.error(session, mid, Refused.from_dict(reply.error))
 
     return then
+
+
+def _unheard(reply: ReplyRecord) -> None:
+    """(A join again's reply: nothing to tell anyone.)"""
 
 
 async def _bet_checks(ctx: TablesContext, session: Session, tid: str) -> dict[str, Any] | None:
@@ -148,7 +164,7 @@ def table_command(kind: str) -> TableHandler:
                 args[ALLOWANCE_FIELD] = allowance
         elif kind in BLOCKED_COMMANDS:  # a time-out or self-exclusion: player_blocked
             await refuse_blocked(ctx.store, session.player)
-        then = _answer(ctx, session, mid)
+        then = _answer(ctx, session, mid, tid)
         if kind == "sit" and not session.persisted:
             # A guest not yet stored: the table's owner stores them once the sit is
             # allowed (a refused sit writes nothing).
