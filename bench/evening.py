@@ -12,8 +12,8 @@ test of the tool only, and the report says so).
   quarter, half and all of ``--tables`` x ``--seated``), added to the tables in turn
   (at most ``--seated``, default 14, a table). Each bot is a token player with an
   address of its own on the loopback range (127.1.x.y), so the per-address limits
-  apply as to real players; the server's limits are its defaults, but for the
-  connections per address and the hello rate (the spectators all come from 127.0.0.1).
+  apply as to real players; the server's limits are its defaults, but for the hello
+  rate (thousands connect at once).
   A bot acts at human pace: every wait is drawn from a lognormal distribution with the
   median and sigma (of the log) of :data:`THINK`, and a bot never starts something it
   could not finish before the prompt's deadline less :data:`MARGIN` (a human sees the
@@ -25,7 +25,8 @@ test of the tool only, and the report says so).
 - **Spectators**: ``--spectators`` at the top level (default 8,000), in proportion at
   the lower ones; :data:`FEATURED_SHARE` of them at a few featured tables (one in 60,
   at least one: the tables with thousands), the rest spread over the others (a few
-  each). Guests (hello, join); they only read.
+  each). Guests (hello, join), each from an address of its own (127.2.x.y, 127.3.x.y:
+  :func:`spectator_address`); they only read.
 - **Processes**: bots and spectators run in other processes (``--bot-workers``,
   ``--spectator-workers``; each many asyncio clients), and their CPU is reported apart,
   so the server's figure is the server's. Servers are ``chemmy-server`` subprocesses of
@@ -143,9 +144,8 @@ PROMISES = {"rtt_p99_ms": 50.0, "fanout_p99_ms": 100.0}
 TARGET_PER_CORE = 5000  # seated players per core (issue 23)
 SETTINGS: dict[str, Any] = {
     "jwt_secret": SECRET,
-    # Everything else is the server's default but these: thousands of spectators come
-    # from one address (127.0.0.1), and connect at once.
-    "max_connections_per_address": 0,
+    # Everything else is the server's default but the hello rate: thousands of
+    # spectators connect at once (each from an address of its own, as bots do).
     "hello_rate_limit": 0.0,
     "log_level": "warning",
 }
@@ -183,6 +183,13 @@ def config(tables: Sequence[str], pace: float = 1.0) -> str:
 def bot_address(i: int) -> str:
     """The loopback address bot ``i`` connects from (127.1.0.1, 127.1.0.2, ...)."""
     return f"127.1.{i // 250 % 250}.{i % 250 + 1}"
+
+
+def spectator_address(worker: int, i: int) -> str:
+    """The loopback address the ``i``-th spectator of spectator process ``worker``
+    connects from (127.2.0.1, ... for the first process, 127.3.0.1, ... the second): a
+    spectator is a person at home, so the per-address limits apply as to real ones."""
+    return f"127.{2 + worker % 200}.{i // 250 % 250}.{i % 250 + 1}"
 
 
 # ====================================================================== a histogram
@@ -614,7 +621,7 @@ class Bot:
 def worker_main(pipe: Connection, role: str, index: int, pace: float) -> None:
     raise_nofile()
     PACE[0] = pace
-    asyncio.run(_bot_worker(pipe, index) if role == "bots" else _spectator_worker(pipe))
+    asyncio.run(_bot_worker(pipe, index) if role == "bots" else _spectator_worker(pipe, index))
 
 
 async def _lag_probe(samples: array[float], state: dict[str, bool]) -> None:
@@ -682,8 +689,9 @@ async def _bot_worker(pipe: Connection, index: int) -> None:
             return
 
 
-async def _spectator_worker(pipe: Connection) -> None:
+async def _spectator_worker(pipe: Connection, worker: int) -> None:
     loop = asyncio.get_running_loop()
+    opened = itertools.count()
     clients: list[Client] = []
     where: collections.Counter[int] = collections.Counter()  # table index -> spectators
     names: dict[str, int] = {"bare": -1}
@@ -717,7 +725,10 @@ async def _spectator_worker(pipe: Connection) -> None:
     async def open_one(url: str, table: str | None, index: int) -> None:
         joined = {"done": False}
         client = Client(url, label="spectator", timeout=120, tap=tap_for(joined))
-        await client.open(open_timeout=120, close_timeout=1, max_queue=None)
+        address = spectator_address(worker, next(opened))
+        await client.open(
+            open_timeout=120, close_timeout=1, max_queue=None, local_addr=(address, 0)
+        )
         clients.append(client)
         if table is None:  # the bare broadcast server
             await client.send_raw("listen")

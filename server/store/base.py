@@ -82,6 +82,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple, Protocol, TypeGuard, runtime_checkable
 
+import orjson
+
 from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = [
@@ -805,7 +807,7 @@ def check_row(row: TableRow) -> tuple[str, str]:
             raise StoreError(f"table {row.table_id!r}: {name} is a whole number >= 0")
     if not isinstance(row.closed, bool):
         raise StoreError(f"table {row.table_id!r}: closed is true or false")
-    return dump_json(row.config), dump_json(row.state)
+    return dump_state(row.config), dump_state(row.state)
 
 
 def check_event(event: Mapping[str, Any]) -> tuple[int, str]:
@@ -818,7 +820,7 @@ def check_event(event: Mapping[str, Any]) -> tuple[int, str]:
         raise StoreError("an event has a whole-number seq >= 0")
     if not isinstance(event.get("kind"), str):
         raise StoreError(f"event {seq}: kind is a string")
-    return seq, dump_json(event)
+    return seq, dump_state(event)
 
 
 def check_events(
@@ -851,6 +853,20 @@ def follows(after: int, events: list[tuple[int, str]], top: int) -> list[dict[st
     ):
         return None
     return [json.loads(body) for _, body in events]
+
+
+def dump_state(value: Any) -> str:
+    """Serialize a table's state, config or event, made by the table itself on every
+    step (issue 23: with ``orjson``, about a tenth of the standard library's time for a
+    row of a few KiB, on the loop before each commit). The same JSON as
+    :func:`dump_json` for the same data, but for non-finite floats, which come out as
+    ``null`` (the table makes none: its times are the clock's, its amounts integers);
+    :class:`StoreError` if it is not JSON-able (bytes, an integer past 64 bits, an object
+    of no JSON type)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError as exc:
+        raise StoreError(f"not JSON-able: {exc}") from None
 
 
 def dump_json(value: Any) -> str:

@@ -22,6 +22,21 @@ worker waits up to ``busy_timeout_ms`` (then :class:`StoreUnavailable`); the loo
 serving everyone meanwhile. A caller cancelled while its job runs does not stop the
 job: cancellation never leaves half a transaction.
 
+**Direct commits** (issue 23): while the worker holds no job, the commits called in one
+turn of the loop are committed together by the loop itself at the end of that turn, in
+one transaction as the worker would, and the hot reads (a bet's restriction and limits,
+balances) are made on the loop too: the hop to the thread and back (two thread
+wake-ups, ~0.1 ms on these machines) was a lone ``bet``'s largest piece. What could make
+the loop wait is kept off that path: ``BUSY`` at ``BEGIN`` (another process holds the
+write lock) hands the commits to the worker, which waits; SQLite's automatic
+checkpoints, which fsync, are off, and the worker runs a ``PASSIVE`` one every
+:data:`CHECKPOINT_EVERY` transactions; and a direct read or commit that still took
+more than :data:`DIRECT_SLOW` (a disk that makes even a WAL append or a cached read
+wait) turns direct use off for 30 s, doubled each time (at most 10 min). So a slow disk
+can stall the loop for one commit, not for the next ones (docs/architecture.md §10).
+A call queued for the worker while commits are held takes them along first: the calls
+still run in the order they were made. ``direct=False`` keeps everything in the thread.
+
 The database keeps the rules too, as a second line of defence: a ``CHECK`` and a
 trigger keep player and stake balances non-negative, a ``CHECK`` keeps ledger amounts
 positive, foreign keys tie ledger entries to accounts and round index rows to rounds,
@@ -31,7 +46,7 @@ that may go) and keep every wallet call, changed only in its progress.
 It must never be shared by two processes writing (many processes use the Redis store),
 never let a ``sqlite3`` exception escape (they become :class:`StoreError`, or
 :class:`StoreUnavailable` for a busy or failing disk), and never touch its connection
-outside the worker thread.
+outside the worker thread but while the worker holds no job (:attr:`_Worker.pending`).
 """
 
 from __future__ import annotations
@@ -40,6 +55,7 @@ import asyncio
 import fcntl
 import functools
 import json
+import logging
 import os
 import queue
 import secrets
@@ -266,6 +282,16 @@ T = TypeVar("T")
 
 #: The most commits one group (one transaction, one fsync) takes.
 GROUP_MAX: Final = 64
+#: Commits on the loop's thread that took longer than this (seconds) turn them off for
+#: a while (:meth:`SQLiteStore._commit_direct`): 30 s, doubled each time, at most 10 min.
+DIRECT_SLOW: Final = 0.02
+DIRECT_COOL_OFF: Final = 30.0
+DIRECT_COOL_OFF_MAX: Final = 600.0
+#: A ``PASSIVE`` checkpoint is asked of the worker every this many transactions (SQLite's
+#: automatic ones are off: they would fsync on whichever thread commits).
+CHECKPOINT_EVERY: Final = 100
+
+log = logging.getLogger("chemmy.store")
 
 #: A job's outcome: its result, or the exception it raised.
 Outcome = tuple[Any, BaseException | None]
@@ -281,13 +307,19 @@ class _Worker:
     A job submitted ``grouped`` (a commit) is run with every grouped job queued right
     behind it at that moment (at most :data:`GROUP_MAX`) by ``group``, which answers
     each one's own outcome: the group never waits for company, and a job not grouped
-    ends it (it runs after the group, so the order of the calls is kept)."""
+    ends it (it runs after the group, so the order of the calls is kept).
+
+    :attr:`pending` counts the jobs submitted whose answers the loop has not taken yet
+    (it is the loop's own count: raised by :meth:`submit`, lowered when the answer is
+    settled on the loop). At 0 the thread holds no job and none is queued, so the loop
+    may use the connection itself for a moment (:meth:`SQLiteStore._run_grouped`)."""
 
     def __init__(
         self, name: str, group: Callable[[list[Callable[[], Any]]], list[Outcome]]
     ) -> None:
         self._jobs: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._group = group
+        self.pending = 0
         # A daemon: a store never closed does not keep the process alive (SQLite rolls
         # back a transaction cut short, at the next open).
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
@@ -296,11 +328,13 @@ class _Worker:
     def submit(self, job: Callable[[], T], *, grouped: bool = False) -> asyncio.Future[T]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
+        self.pending += 1
         self._jobs.put((loop, future, job, grouped))
         return future
 
     def stop(self) -> None:
         """No more jobs: the thread ends after those queued."""
+        self.pending += 1  # (never answered: the loop leaves the connection alone)
         self._jobs.put(None)
 
     def _serve(self) -> None:
@@ -312,7 +346,7 @@ class _Worker:
                     outcome: Outcome = (job(), None)
                 except BaseException as exc:
                     outcome = (None, exc)
-                _answer(loop, future, outcome)
+                self._answer(loop, future, outcome)
                 continue
             group = [item]
             while len(group) < GROUP_MAX:
@@ -326,21 +360,24 @@ class _Worker:
                 group.append(more)
             outcomes = self._group([job for _, _, job, _ in group])
             for (loop, future, _, _), outcome in zip(group, outcomes, strict=True):
-                _answer(loop, future, outcome)
+                self._answer(loop, future, outcome)
 
+    def _answer(
+        self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], outcome: Outcome
+    ) -> None:
+        with suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            loop.call_soon_threadsafe(self._settle, future, *outcome)
 
-def _answer(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], outcome: Outcome) -> None:
-    with suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-        loop.call_soon_threadsafe(_settle, future, *outcome)
-
-
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.cancelled():  # the caller gave up; the job ran all the same
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
+    def _settle(
+        self, future: asyncio.Future[Any], result: Any, error: BaseException | None
+    ) -> None:
+        self.pending -= 1
+        if future.cancelled():  # the caller gave up; the job ran all the same
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
 
 
 class SQLiteStore:
@@ -359,6 +396,7 @@ class SQLiteStore:
         round_index: int = HISTORY_LIMIT,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         clock: Callable[[], float] = time.time,
+        direct: bool = True,
     ) -> None:
         if event_retention < 1 or round_index < HISTORY_LIMIT:
             raise StoreError("retention keeps at least 1 event and 100 rounds a player")
@@ -368,12 +406,23 @@ class SQLiteStore:
         self.busy_timeout_ms = busy_timeout_ms
         self.clock = clock
         self._worker: _Worker | None = None
-        self._db: sqlite3.Connection | None = None  # touched only in the worker thread
+        # Touched in the worker thread, or on the loop's while the worker holds no job
+        # (a direct commit, :meth:`_run_grouped`).
+        self._db: sqlite3.Connection | None = None
         self._serving: int | None = None  # the lock file's descriptor (claim_serving)
         #: Commits stored, and the transactions (groups) they went in: ``commits /
-        #: groups`` is the mean group (counted in the worker thread).
+        #: groups`` is the mean group; ``direct``: of the groups, those the loop committed
+        #: itself. Direct commits are off (``direct=False``, or for a while after a slow
+        #: one: :attr:`direct_until`, a ``time.monotonic`` time).
         self.commits = 0
         self.groups = 0
+        self.direct = 0
+        self.direct_on = direct
+        self.direct_until = 0.0
+        self._cool_off = DIRECT_COOL_OFF
+        self._checkpointed = 0  # self.groups at the last checkpoint asked of the worker
+        # Commits held for a direct commit at the end of this turn of the loop.
+        self._batch: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -381,21 +430,153 @@ class SQLiteStore:
     # -- the worker thread -----------------------------------------------------------
     async def _run(self, job: Callable[..., T], *args: Any) -> T:
         """Run ``job(db, *args)`` in the store's thread, after every call made before."""
+        result: T = await self._submit(functools.partial(self._call, job, *args))
+        return result
+
+    async def _read(self, job: Callable[..., T], *args: Any) -> T:
+        """Like :meth:`_run` for a small read of the hot path (a bet's restriction and
+        limits, a balance): made on the loop's thread while the worker holds no job and
+        no commit is held (so it sees every call made before), else by the worker. A read
+        in WAL mode takes no lock a writer holds; the pages it needs are in SQLite's
+        cache or the system's, and one that still took more than :data:`DIRECT_SLOW`
+        sends the reads and commits to the worker for a while, as a slow commit does."""
         worker = self._worker
         if worker is None:
             raise StoreError("the store is not open")
-        result: T = await worker.submit(functools.partial(self._call, job, *args))
-        return result
+        if not self._direct_now(worker) or self._batch:
+            return await self._run(job, *args)
+        started = time.monotonic()
+        try:
+            return self._call(job, *args)
+        finally:
+            self._timed(started, "a read")
+
+    def _direct_now(self, worker: _Worker) -> bool:
+        """Whether the loop may use the connection itself now (see :meth:`_run_grouped`)."""
+        return (
+            worker.pending == 0
+            and self.direct_on
+            and len(self._batch) < GROUP_MAX
+            and time.monotonic() >= self.direct_until
+        )
+
+    def _timed(self, started: float, what: str) -> None:
+        """After a direct read or commit begun at ``started`` (``time.monotonic``): one
+        that took more than :data:`DIRECT_SLOW` turns direct use off for a while."""
+        took = time.monotonic() - started
+        if took > DIRECT_SLOW:
+            self.direct_until = time.monotonic() + self._cool_off
+            log.warning(
+                "%s on the loop took %.1f ms: the store's thread does it all for %.0f s",
+                what,
+                took * 1000,
+                self._cool_off,
+            )
+            self._cool_off = min(2 * self._cool_off, DIRECT_COOL_OFF_MAX)
+
+    def _submit(self, call: Callable[[], T], *, grouped: bool = False) -> asyncio.Future[T]:
+        """Queue ``call`` for the worker, after the commits the loop holds for a direct
+        commit (:meth:`_run_grouped`): they were called first, so they go first."""
+        worker = self._worker
+        if worker is None:
+            raise StoreError("the store is not open")
+        self._spill(worker)
+        return worker.submit(call, grouped=grouped)
+
+    def _spill(self, worker: _Worker) -> None:
+        """Hand the commits held for a direct commit to the worker, in their order."""
+        batch, self._batch = self._batch, []
+        for held, future in batch:
+            _chain(worker.submit(held, grouped=True), future)
 
     async def _run_grouped(self, job: Callable[..., T], *args: Any) -> T:
         """Like :meth:`_run`, with ``job`` one write of a group commit
-        (:meth:`_commit_group`): it runs inside a transaction, not in its own."""
+        (:meth:`_commit_group`): it runs inside a transaction, not in its own.
+
+        While the worker holds no job, the commits called in one turn of the loop are
+        held and committed together by the loop itself at the end of the turn
+        (:meth:`_flush_direct`), without the hop to the store's thread and back: two
+        thread wake-ups, about 0.1 ms here, were a lone ``bet``'s largest piece after
+        the store's reads (issue 23). A call queued for the worker meanwhile takes them
+        with it first (:meth:`_submit`), so the order of the calls is kept."""
         worker = self._worker
         if worker is None:
             raise StoreError("the store is not open")
         call = functools.partial(self._call, job, *args)
-        result: T = await worker.submit(call, grouped=True)
+        if self.groups - self._checkpointed >= CHECKPOINT_EVERY:
+            self._checkpoint()
+        if self._direct_now(worker):
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[T] = loop.create_future()
+            if not self._batch:
+                loop.call_soon(self._flush_direct)
+            self._batch.append((call, future))
+            return await future
+        result: T = await self._submit(call, grouped=True)
         return result
+
+    def _flush_direct(self) -> None:
+        """Commit the commits held in this turn of the loop on the loop's thread (the
+        worker holds no job: any job queued since took them along), or, when they cannot
+        be committed here, hand them to the worker in their order."""
+        batch, self._batch = self._batch, []
+        if not batch:
+            return
+        outcomes = self._commit_direct([call for call, _ in batch])
+        if outcomes is None:
+            worker = self._worker
+            for call, future in batch:
+                if worker is None:
+                    _settle(future, None, StoreError("the store is not open"))
+                else:
+                    _chain(worker.submit(call, grouped=True), future)
+            return
+        for (_, future), (result, error) in zip(batch, outcomes, strict=True):
+            _settle(future, result, error)
+
+    def _commit_direct(self, calls: list[Callable[[], Any]]) -> list[Outcome] | None:
+        """Commit ``calls`` on the loop's thread in one transaction, as the worker would
+        (:meth:`_group_in_transaction`); None when they must go to the worker instead.
+
+        A commit in WAL mode at ``synchronous=NORMAL`` appends to the WAL and does not
+        wait for the disk. What could make it wait is kept off this path: the write lock
+        held by another process (no busy wait here: ``BUSY`` at ``BEGIN`` gives None,
+        and the worker waits for the lock) and checkpoints (never automatic: the worker
+        runs them, :meth:`_checkpoint`). A direct commit that still took more than
+        :data:`DIRECT_SLOW` (a disk that makes even a WAL append wait) turns direct
+        commits off for a while (30 s, doubled at each such commit, at most 10 min), so a
+        slow disk stalls the loop for that one commit, not for the next ones."""
+        db = self._db
+        if db is None:
+            return None
+        started = time.monotonic()
+        try:
+            db.execute("PRAGMA busy_timeout = 0")
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error:
+                return None  # (locked by another process, or failing: the worker's to say)
+            outcomes = self._group_in_transaction(db, calls)
+        except Exception as exc:  # the transaction failed, rolled back: every commit's
+            outcomes = [(None, own_copy(exc)) for _ in calls]
+        finally:
+            with suppress(sqlite3.Error):
+                db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        self.direct += 1
+        self._timed(started, f"a commit of {len(calls)}")
+        return outcomes
+
+    def _checkpoint(self) -> None:
+        """Ask the worker for a ``PASSIVE`` checkpoint (the WAL's pages copied into the
+        database; the WAL is then reused from its start): every :data:`CHECKPOINT_EVERY`
+        transactions, about SQLite's own 1,000 pages. It fsyncs, so it never runs on the
+        loop; it waits for no reader and no writer."""
+        self._checkpointed = self.groups
+
+        def checkpoint(db: sqlite3.Connection) -> None:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+        self._submit(functools.partial(self._call, checkpoint)).add_done_callback(_ignore_failure)
 
     def _call(self, job: Callable[..., T], *args: Any) -> T:
         with self._connection() as db:
@@ -408,25 +589,33 @@ class SQLiteStore:
         When the transaction itself fails (it cannot begin, SQLite rolled it back, the
         ``COMMIT`` fails), every commit of the group is answered with that failure, and
         nothing of them is kept."""
-        outcomes: list[Outcome] = []
-        alone = len(jobs) == 1  # no savepoint: the transaction is the commit's own
         try:
             with self._connection() as db:
                 db.execute("BEGIN IMMEDIATE")
-                try:
-                    for job in jobs:
-                        outcomes.append(self._savepoint(db, job, alone))
-                    if alone and outcomes[0][1] is not None:  # its own refusal
-                        if db.in_transaction:
-                            db.execute("ROLLBACK")
-                        return outcomes
-                    db.execute("COMMIT")
-                except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise
+                return self._group_in_transaction(db, jobs)
         except BaseException as exc:
             return [(None, own_copy(exc)) for _ in jobs]
+
+    def _group_in_transaction(
+        self, db: sqlite3.Connection, jobs: list[Callable[[], Any]]
+    ) -> list[Outcome]:
+        """The body of :meth:`_commit_group`, its transaction begun: raises when the
+        transaction itself fails (rolled back)."""
+        outcomes: list[Outcome] = []
+        alone = len(jobs) == 1  # no savepoint: the transaction is the commit's own
+        with self._connection():
+            try:
+                for job in jobs:
+                    outcomes.append(self._savepoint(db, job, alone))
+                if alone and outcomes[0][1] is not None:  # its own refusal
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    return outcomes
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
         self.groups += 1
         self.commits += sum(error is None for _, error in outcomes)
         return outcomes
@@ -498,13 +687,15 @@ class SQLiteStore:
         if sqlite3.sqlite_version_info < (3, 35, 0):  # UPSERT ... RETURNING
             raise StoreError(f"SQLite {sqlite3.sqlite_version} is too old (3.35 or later)")
         try:
-            db = sqlite3.connect(self.path, isolation_level=None)
+            # (Shared with the loop's thread for direct commits, never at the same time.)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise _translate(exc, f"cannot open {self.path}") from exc
         try:
             db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA wal_autocheckpoint = 0")  # the worker's (_checkpoint)
             db.execute("PRAGMA foreign_keys = ON")
             with self._transaction(db):
                 (version,) = db.execute("PRAGMA user_version").fetchone()
@@ -570,7 +761,8 @@ class SQLiteStore:
         if worker is None:
             return
         try:
-            await worker.submit(self._close_db)  # after every call queued before
+            self._spill(worker)  # after every call made before, the held commits too
+            await worker.submit(self._close_db)
         finally:
             worker.stop()
 
@@ -664,7 +856,7 @@ class SQLiteStore:
 
     async def balances(self, accounts: Iterable[str]) -> dict[str, int]:
         wanted = list(accounts)
-        return await self._run(lambda db: {account: _balance(db, account) for account in wanted})
+        return await self._read(lambda db: {account: _balance(db, account) for account in wanted})
 
     async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
         stakes = [f"stake:{t}:{player_id}" for t in dict.fromkeys(tables)]
@@ -673,7 +865,7 @@ class SQLiteStore:
             available = _balance(db, player_account(player_id))
             return available + sum(_balance(db, a) for a in stakes), available
 
-        return await self._run(job)
+        return await self._read(job)
 
     async def has_entry(self, key: str) -> bool:
         return await self._run(
@@ -935,7 +1127,7 @@ class SQLiteStore:
         def job(db: sqlite3.Connection) -> dict[str, Any] | None:
             return _restriction(db, player_id)
 
-        found = await self._run(job)
+        found = await self._read(job)
         return found if found is not None and found["until"] > time.time() else None
 
     async def set_player_restriction(
@@ -959,7 +1151,7 @@ class SQLiteStore:
     # -- a player's usage and limits ----------------------------------------------------
     async def player_days(self, player_id: str, since_day: str) -> dict[str, dict[str, int]]:
         since_day = check_day(since_day)
-        rows = await self._run(
+        rows = await self._read(
             lambda db: db.execute(
                 "SELECT day, staked, net, deposited FROM player_days"
                 " WHERE player_id = ? AND day >= ? ORDER BY day",
@@ -969,7 +1161,7 @@ class SQLiteStore:
         return flow_buckets({day: sums for day, *sums in rows}, since_day)
 
     async def player_limits(self, player_id: str) -> dict[str, Any]:
-        stored = await self._run(_limits, player_id)
+        stored = await self._read(_limits, player_id)
         return current_limits(stored, self.clock())
 
     async def set_player_limits(
@@ -1114,6 +1306,34 @@ class SQLiteStore:
 
 
 # -- statements run in the worker thread ------------------------------------------------
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():  # the caller gave up; the job ran all the same
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+def _chain(inner: asyncio.Future[Any], outer: asyncio.Future[Any]) -> None:
+    """Answer ``outer`` with ``inner``'s outcome, when it comes."""
+
+    def done(_: asyncio.Future[Any]) -> None:
+        if inner.cancelled():
+            if not outer.done():
+                outer.cancel()
+            return
+        _settle(outer, None if inner.exception() else inner.result(), inner.exception())
+
+    inner.add_done_callback(done)
+
+
+def _ignore_failure(done: asyncio.Future[Any]) -> None:
+    """(A checkpoint that failed: the next one copies what it did not.)"""
+    if not done.cancelled():
+        done.exception()
 
 
 def _translate(exc: sqlite3.Error, doing: str = "sqlite") -> StoreError:

@@ -1,0 +1,178 @@
+"""Direct commits and reads on SQLite (issue 23): while the store's worker holds no job,
+the commits called in one turn of the loop are committed together by the loop at the end
+of that turn, and the hot reads are made on the loop, without the hop to the thread.
+Each is still stored before its caller's await returns, the calls keep their order, a
+write lock held by another process sends them to the worker (which waits for it, the
+loop running on), checkpoints run in the worker, and a slow one turns the path off."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from server.store import KeyConflict, SQLiteStore
+from server.store import sqlite as sqlite_module
+from tests.server.test_store import Ticker, bet, hold_write_lock
+from tests.server.test_store_group_commit import step
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    made = SQLiteStore(tmp_path / "chemmy.sqlite3")
+    await made.open()
+    await made.ensure_player("ann", "Ann", 1000)
+    for i in range(20):
+        await made.ensure_player(f"p{i}", f"P{i}", 1000)
+    yield made
+    await made.close()
+
+
+def counts(store: SQLiteStore) -> tuple[int, int, int]:
+    return store.commits, store.groups, store.direct
+
+
+async def test_a_lone_commit_is_made_by_the_loop_and_stored_before_it_returns(
+    store: SQLiteStore,
+) -> None:
+    before = counts(store)
+    result = await store.commit(entries=[bet("k1", "ann", 10)])
+    assert result.inserted == 1 and result.balances == {"player:ann": 990}
+    assert counts(store) == (before[0] + 1, before[1] + 1, before[2] + 1)
+    assert await store.balances(["player:ann", "stake:t1:ann"]) == {
+        "player:ann": 990,
+        "stake:t1:ann": 10,
+    }
+
+
+async def test_the_commits_of_one_turn_share_one_transaction(store: SQLiteStore) -> None:
+    before = counts(store)
+    results = await asyncio.gather(*(store.commit(**step(i, 1)) for i in range(10)))
+    assert [r.balances for r in results] == [{f"player:p{i}": 990} for i in range(10)]
+    assert counts(store) == (before[0] + 10, before[1] + 1, before[2] + 1)
+    assert sorted(row.table_id for row in await store.load_tables()) == sorted(
+        f"t{i}" for i in range(10)
+    )
+
+
+async def test_a_refused_commit_is_its_own_and_the_others_of_its_turn_stay(
+    store: SQLiteStore,
+) -> None:
+    await store.commit(**step(1, 1))
+    answers = await asyncio.gather(
+        store.commit(**step(0, 1)),
+        store.commit(**step(1, 2, key="t1-r1:p1:stake")),  # a key already taken
+        store.commit(**step(2, 1)),
+        return_exceptions=True,
+    )
+    assert isinstance(answers[1], KeyConflict)
+    assert not isinstance(answers[0], BaseException)
+    assert not isinstance(answers[2], BaseException)
+    money = await store.balances(["player:p0", "player:p1", "player:p2"])
+    assert money == {"player:p0": 990, "player:p1": 990, "player:p2": 990}
+
+
+async def test_a_read_called_among_held_commits_sees_exactly_those_before_it(
+    store: SQLiteStore,
+) -> None:
+    calls = [store.commit(entries=[bet(f"k{n}", "ann", 1)]) for n in range(10)]
+    calls.insert(4, store.balances(["player:ann"]))  # queued for the worker: takes them along
+    calls.insert(8, store.player_money("ann", ["t1"]))
+    done = await asyncio.gather(*calls)
+    assert done[4] == {"player:ann": 1000 - 4}
+    assert done[8] == (1000, 1000 - 7)
+    assert await store.balances(["player:ann"]) == {"player:ann": 990}
+    assert [e.key for e in await store.ledger("stake:t1:ann")] == [
+        f"k{n}" for n in reversed(range(10))
+    ]
+
+
+async def test_while_the_worker_has_a_job_commits_and_reads_go_through_it(
+    store: SQLiteStore,
+) -> None:
+    gate = threading.Event()
+    held = asyncio.ensure_future(store._run(lambda db: gate.wait(10)))
+    await asyncio.sleep(0.02)  # the worker is in the gate
+    before = counts(store)
+    commit = asyncio.ensure_future(store.commit(entries=[bet("k1", "ann", 10)]))
+    read = asyncio.ensure_future(store.balances(["player:ann"]))
+    await asyncio.sleep(0.05)
+    assert not commit.done() and not read.done()  # queued behind the job, in order
+    gate.set()
+    await held
+    assert (await commit).inserted == 1
+    assert await read == {"player:ann": 990}
+    assert counts(store) == (before[0] + 1, before[1] + 1, before[2])  # none direct
+
+
+async def test_a_write_lock_held_elsewhere_sends_the_commit_to_the_worker_and_the_loop_runs(
+    store: SQLiteStore,
+) -> None:
+    locker = await hold_write_lock(Path(store.path), 1.0)
+    direct = store.direct
+    ticker = Ticker()
+    result = await store.commit(entries=[bet("k1", "ann", 10)])  # waited in the thread
+    worst = await ticker.stop()
+    assert await locker.wait() == 0
+    assert result.inserted == 1
+    assert store.direct == direct  # BUSY at BEGIN: not committed on the loop
+    assert worst < 0.5, f"the loop stalled for {worst:.3f} s"
+    assert (await store.commit(entries=[bet("k2", "ann", 10)])).inserted == 1
+    assert store.direct == direct + 1  # the lock gone: direct again
+
+
+async def test_a_slow_direct_commit_turns_the_path_off_for_a_while(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_module, "DIRECT_SLOW", 0.0)  # every one is "slow"
+    await store.commit(entries=[bet("k1", "ann", 10)])
+    direct, groups = store.direct, store.groups
+    loop_time = asyncio.get_running_loop().time()
+    assert store.direct_until > 0 and store.direct_until - loop_time >= 29
+    await store.commit(entries=[bet("k2", "ann", 10)])
+    await store.player_restriction("ann")
+    assert store.direct == direct and store.groups == groups + 1  # through the worker
+    store.direct_until = 0.0  # the cool-off over: the next is direct, and doubles it
+    await store.commit(entries=[bet("k3", "ann", 10)])
+    assert store.direct == direct + 1
+    assert store.direct_until - asyncio.get_running_loop().time() >= 59
+    assert await store.balances(["player:ann"]) == {"player:ann": 970}
+
+
+async def test_direct_false_keeps_every_call_in_the_thread(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "chemmy.sqlite3", direct=False)
+    await store.open()
+    try:
+        await store.ensure_player("ann", "Ann", 1000)
+        await asyncio.gather(*(store.commit(entries=[bet(f"k{n}", "ann", 1)]) for n in range(5)))
+        assert store.direct == 0 and store.commits == 5
+        assert await store.balances(["player:ann"]) == {"player:ann": 995}
+    finally:
+        await store.close()
+
+
+def wal_size(store: SQLiteStore) -> int:
+    return os.path.getsize(f"{store.path}-wal")
+
+
+@pytest.mark.parametrize("every", [10, 10**9])
+async def test_the_worker_checkpoints_every_so_many_transactions(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, every: int
+) -> None:
+    """SQLite's own checkpoints are off (they fsync on the committing thread); the worker
+    runs one every CHECKPOINT_EVERY transactions, after which the WAL is written from its
+    start again: it stops growing. Without them (every = 10**9) it grows on."""
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_EVERY", every)
+    for n in range(400):
+        await store.commit(**step(n % 20, n + 2))
+        if n == 100:
+            early = wal_size(store)
+    await store.balances(["player:ann"])  # (after the last checkpoint asked)
+    if every == 10:
+        assert wal_size(store) <= early * 1.5
+    else:
+        assert wal_size(store) > early * 2
