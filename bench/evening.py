@@ -1504,10 +1504,6 @@ def report(results: dict[str, Any]) -> str:
     if kept:
         best = kept[-1]
         cores = cores_of(best)
-        rss_bots = sum(x["rss_bots_kib"] for x in lv)
-        rss_specs = sum(x["rss_spectators_kib"] for x in lv)
-        bots_added = sum(x["new_bots"] for x in lv)
-        specs_added = sum(x["new_spectators"] for x in lv)
         top = lv[-1]
         lines += [
             f"**The last level that kept every promise: {best['seated']:,} seated players and "
@@ -1526,21 +1522,31 @@ def report(results: dict[str, Any]) -> str:
                 else f" The next level ({top['seated']:,} seated) broke: {'; '.join(top['broken'])}."
             ),
             "",
-            f"Server RSS at the top level: {top['rss_kib'] / 1024:,.0f} MiB (it started at "
-            f"{results['base_rss_kib'] / 1024:,.0f} MiB with the tables and nobody connected); "
-            f"it grew {rss_bots / max(1, bots_added):,.1f} KiB per seated player while the bots "
-            f"connected, joined and sat, and {rss_specs / max(1, specs_added):,.1f} KiB per "
-            "spectator while they connected and joined (measured right after each group, "
-            "before their play).",
-            "",
             f"A window holds the coups settled in it ({best['coups']:.0f} at that level): "
             "with few tables the coups cut by its ends make CPU per coup uncertain by "
             "about one coup a table.",
         ]
     else:
         lines.append("**No level kept every promise.**")
+    if lv:
+        lines += ["", rss_line(results, lv)]
     lines += ["", *baseline_lines(results, kept[-1] if kept else (lv[-1] if lv else None))]
     return "\n".join(lines) + "\n"
+
+
+def rss_line(results: dict[str, Any], lv: list[dict[str, Any]]) -> str:
+    """Server RSS at the top level, and its growth per seated player and per spectator."""
+    bots_added = sum(x["new_bots"] for x in lv)
+    specs_added = sum(x["new_spectators"] for x in lv)
+    per_bot = sum(x["rss_bots_kib"] for x in lv) / max(1, bots_added)
+    per_spectator = sum(x["rss_spectators_kib"] for x in lv) / max(1, specs_added)
+    return (
+        f"Server RSS at the top level: {lv[-1]['rss_kib'] / 1024:,.0f} MiB (it started at "
+        f"{results['base_rss_kib'] / 1024:,.0f} MiB with the tables and nobody connected); "
+        f"it grew {per_bot:,.1f} KiB per seated player while the bots connected, joined and "
+        f"sat, and {per_spectator:,.1f} KiB per spectator while they connected and joined "
+        "(measured right after each group, before their play)."
+    )
 
 
 def baseline_lines(results: dict[str, Any], ref: dict[str, Any] | None) -> list[str]:

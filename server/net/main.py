@@ -75,7 +75,7 @@ def tune_gc() -> None:
     tables, the store) is frozen (``gc.freeze``: never scanned again, still freed when
     no longer referenced), and the collections run less often
     (:data:`GC_THRESHOLDS`): each young one is longer, and far fewer objects live long
-    enough to be scanned by a full one. docs/architecture.md §11."""
+    enough to be scanned by a full one. docs/architecture.md §10."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
