@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from server.net.shared_limits import chunk
 from tests.kit.client import Client, open_guest, open_player
@@ -40,7 +41,7 @@ async def _opened(url: str) -> tuple[Client, bool]:
     client = await Client(url, label="plain").open()
     try:
         reply = await client.rpc("ping")
-    except ConnectionError:
+    except (ConnectionError, ConnectionClosed):  # (closed before or after the ping went)
         reply = None
     if reply is not None and reply.get("type") == "ok":
         return client, True
