@@ -23,6 +23,7 @@ from client_cli.money import format_money
 __all__ = [
     "AREA_NAMES",
     "HAND_NAMES",
+    "PHASES",
     "PHASE_SENTENCES",
     "SUITS",
     "betting_closed",
@@ -88,21 +89,20 @@ SUITS = {"s": "♠", "h": "♥", "d": "♦", "c": "♣"}
 HAND_NAMES: Mapping[str, str] = LocalNames("hand.", ("player", "banker"))
 
 #: What the message line says right after a snapshot, by phase.
-PHASE_SENTENCES: Mapping[str, str] = LocalNames(
-    "phase_sentence.",
-    (
-        "betting",
-        "debiting",
-        "turn",
-        "shoe_offer",
-        "cut",
-        "reveal",
-        "waiting",
-        "shuffle",
-        "paused",
-        "closed",
-    ),
+#: A table's phases, as the server names them (docs/protocol.md).
+PHASES: tuple[str, ...] = (
+    "betting",
+    "debiting",
+    "turn",
+    "shoe_offer",
+    "cut",
+    "reveal",
+    "waiting",
+    "shuffle",
+    "paused",
+    "closed",
 )
+PHASE_SENTENCES: Mapping[str, str] = LocalNames("phase_sentence.", PHASES)
 
 _PASS_REASONS = ("player_won", "passed", "stood", "left", "timeout", "no_banker_bet")
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import redis
 
-from tests.redis_server import TIMEOUT, RedisServer, _candidate_port, redis_available
+from tests.redis_server import TIMEOUT, RedisServer, _candidate_port, redis_available, start_ours
 
 __all__ = ["SERVICE", "RedisHA", "Sentinel", "redis_available"]
 
@@ -96,32 +96,13 @@ class Sentinel:
 
     def _try_start(self, port: int) -> bool:
         self._write_config(port)
-        process = subprocess.Popen(
-            ["redis-server", str(self.config_file), "--sentinel"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1, decode_responses=True)
-        deadline = time.monotonic() + TIMEOUT
-        try:
-            while time.monotonic() < deadline:
-                if process.poll() is not None:
-                    return False
-                try:
-                    # Ours, not a stranger on the port: it runs our config file.
-                    found = client.info("server").get("config_file")
-                    if found != str(self.config_file.resolve()):
-                        break
-                    self.process, self.port = process, port
-                    return True
-                except redis.RedisError:
-                    time.sleep(0.02)
-        finally:
-            client.close()
-        process.kill()
-        process.wait()
-        return False
+        mine = str(self.config_file.resolve())  # ours: it runs our config file
+        command = ["redis-server", str(self.config_file), "--sentinel"]
+        process = start_ours(command, port, lambda c: c.info("server").get("config_file") == mine)
+        if process is None:
+            return False
+        self.process, self.port = process, port
+        return True
 
     def stop(self) -> None:
         process, self.process = self.process, None

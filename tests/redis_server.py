@@ -20,7 +20,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import redis
@@ -40,6 +40,35 @@ def _candidate_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def start_ours(
+    command: Sequence[str], port: int, ours: Callable[[redis.Redis], bool]
+) -> subprocess.Popen[bytes] | None:
+    """Start ``command``, a ``redis-server`` to listen on ``port``, and wait until it
+    answers: the process when ``ours(client)`` says it is ours (not a stranger that took
+    the port meanwhile), else None, the process stopped (the caller tries another port,
+    or the same one again). Shared by :class:`RedisServer` and tests/redis_sentinel.py."""
+    process = subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1, decode_responses=True)
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                return None  # could not bind (or another failure): the log says
+            try:
+                if ours(client):
+                    return process
+                break
+            except redis.RedisError:
+                time.sleep(0.02)
+    finally:
+        client.close()
+    process.kill()
+    process.wait()
+    return None
 
 
 class RedisServer:
@@ -92,32 +121,10 @@ class RedisServer:
             "--databases", "16",
             *self.extra,
         ]  # fmt: skip
-        process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        deadline = time.monotonic() + TIMEOUT
-        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1)
-        try:
-            while time.monotonic() < deadline:
-                if process.poll() is not None:
-                    return False  # could not bind (or another failure): the log says
-                try:
-                    if client.ping():
-                        # Ours, not a stranger that took the port: it knows our dir.
-                        found = client.config_get("dir").get("dir")
-                        if found != str(self.directory.resolve()):
-                            process.kill()
-                            process.wait()
-                            return False
-                        self.process = process
-                        return True
-                except redis.RedisError:
-                    time.sleep(0.02)
-        finally:
-            client.close()
-        process.kill()
-        process.wait()
-        return False
+        ours = str(self.directory.resolve())
+        process = start_ours(command, port, lambda c: c.config_get("dir").get("dir") == ours)
+        self.process = process or self.process
+        return process is not None
 
     def stop(self) -> None:
         """Stop Redis cleanly (SIGTERM: the AOF is flushed). Harmless when stopped."""

@@ -28,6 +28,7 @@ from client_cli.i18n import LocalNames, t
 from client_cli.model import TableModel
 from client_cli.money import format_money
 from client_cli.render import odds_text, render_hands, render_layout, render_roads, render_seats
+from client_cli.sentences import PHASES
 from client_cli.tui.keys import (
     ACTION_BUTTONS,
     AREA_KEYS,
@@ -55,23 +56,9 @@ __all__ = [
 
 NARROW = 110  # columns: below this the side panel (roads, odds) moves to its own screen (v)
 CHIP_MULTIPLES = (1, 5, 10, 25, 50)
-#: The status line's phase, in the current language (``cli.phase.*``).
-PHASE_NAMES: Mapping[str, str] = LocalNames(
-    "cli.phase.",
-    (
-        "betting",
-        "debiting",
-        "turn",
-        "shoe_offer",
-        "cut",
-        "reveal",
-        "waiting",
-        "shuffle",
-        "paused",
-        "settled",
-        "closed",
-    ),
-)
+#: The status line's phase, in the current language (``cli.phase.*``): the table's
+#: phases, and "settled" for the moment between a coup's result and the next betting.
+PHASE_NAMES: Mapping[str, str] = LocalNames("cli.phase.", (*PHASES, "settled"))
 
 
 def chip_values(model: TableModel) -> list[int]:
