@@ -372,12 +372,7 @@ class _Worker:
         self, future: asyncio.Future[Any], result: Any, error: BaseException | None
     ) -> None:
         self.pending -= 1
-        if future.cancelled():  # the caller gave up; the job ran all the same
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
+        _settle(future, result, error)
 
 
 class SQLiteStore:
