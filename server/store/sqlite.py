@@ -30,9 +30,10 @@ wake-ups, ~0.1 ms on these machines) was a lone ``bet``'s largest piece. What co
 the loop wait is kept off that path: ``BUSY`` at ``BEGIN`` (another process holds the
 write lock) hands the commits to the worker, which waits; SQLite's automatic
 checkpoints, which fsync, are off, and the worker runs a ``PASSIVE`` one every
-:data:`CHECKPOINT_EVERY` transactions; and a direct read or commit that still took
-more than :data:`DIRECT_SLOW` (a disk that makes even a WAL append or a cached read
-wait) turns direct use off for 30 s, doubled each time (at most 10 min). So a slow disk
+:data:`CHECKPOINT_EVERY` transactions; and a direct read or commit that still waited
+more than :data:`DIRECT_SLOW` (its wall time less the loop's own CPU time: a disk that
+makes even a WAL append or a cached read wait) turns direct use off for 30 s, doubled
+each time (at most 10 min). So a slow disk
 can stall the loop for one commit, not for the next ones (docs/architecture.md §10).
 A call queued for the worker while commits are held takes them along first: the calls
 still run in the order they were made. ``direct=False`` keeps everything in the thread.
@@ -282,7 +283,7 @@ T = TypeVar("T")
 
 #: The most commits one group (one transaction, one fsync) takes.
 GROUP_MAX: Final = 64
-#: Commits on the loop's thread that took longer than this (seconds) turn them off for
+#: Commits on the loop's thread that waited longer than this (seconds) turn them off for
 #: a while (:meth:`SQLiteStore._commit_direct`): 30 s, doubled each time, at most 10 min.
 DIRECT_SLOW: Final = 0.02
 DIRECT_COOL_OFF: Final = 30.0
@@ -433,14 +434,14 @@ class SQLiteStore:
         limits, a balance): made on the loop's thread while the worker holds no job and
         no commit is held (so it sees every call made before), else by the worker. A read
         in WAL mode takes no lock a writer holds; the pages it needs are in SQLite's
-        cache or the system's, and one that still took more than :data:`DIRECT_SLOW`
+        cache or the system's, and one that still waited more than :data:`DIRECT_SLOW`
         sends the reads and commits to the worker for a while, as a slow commit does."""
         worker = self._worker
         if worker is None:
             raise StoreError("the store is not open")
         if not self._direct_now(worker) or self._batch:
             return await self._run(job, *args)
-        started = time.monotonic()
+        started = _clocks()
         try:
             return self._call(job, *args)
         finally:
@@ -455,16 +456,20 @@ class SQLiteStore:
             and time.monotonic() >= self.direct_until
         )
 
-    def _timed(self, started: float, what: str) -> None:
-        """After a direct read or commit begun at ``started`` (``time.monotonic``): one
-        that took more than :data:`DIRECT_SLOW` turns direct use off for a while."""
-        took = time.monotonic() - started
-        if took > DIRECT_SLOW:
+    def _timed(self, started: tuple[float, float], what: str) -> None:
+        """After a direct read or commit begun at ``started`` (:func:`_clocks`): one that
+        *waited* more than :data:`DIRECT_SLOW` turns direct use off for a while. Waiting
+        is its wall time less the loop thread's own CPU time: the disk or a lock, not the
+        collector, a profiler or a large transaction's own work, which the worker's
+        thread would not have spared the loop either (it holds the GIL)."""
+        wall, cpu = _clocks()
+        waited = (wall - started[0]) - (cpu - started[1])
+        if waited > DIRECT_SLOW:
             self.direct_until = time.monotonic() + self._cool_off
             log.warning(
-                "%s on the loop took %.1f ms: the store's thread does it all for %.0f s",
+                "%s on the loop waited %.1f ms: the store's thread does it all for %.0f s",
                 what,
-                took * 1000,
+                waited * 1000,
                 self._cool_off,
             )
             self._cool_off = min(2 * self._cool_off, DIRECT_COOL_OFF_MAX)
@@ -537,14 +542,14 @@ class SQLiteStore:
         wait for the disk. What could make it wait is kept off this path: the write lock
         held by another process (no busy wait here: ``BUSY`` at ``BEGIN`` gives None,
         and the worker waits for the lock) and checkpoints (never automatic: the worker
-        runs them, :meth:`_checkpoint`). A direct commit that still took more than
-        :data:`DIRECT_SLOW` (a disk that makes even a WAL append wait) turns direct
-        commits off for a while (30 s, doubled at each such commit, at most 10 min), so a
-        slow disk stalls the loop for that one commit, not for the next ones."""
+        runs them, :meth:`_checkpoint`). A direct commit that still waited more than
+        :data:`DIRECT_SLOW` (a disk that makes even a WAL append wait: :meth:`_timed`)
+        turns direct commits off for a while (30 s, doubled at each such commit, at most
+        10 min), so a slow disk stalls the loop for that one commit, not the next ones."""
         db = self._db
         if db is None:
             return None
-        started = time.monotonic()
+        started = _clocks()
         try:
             db.execute("PRAGMA busy_timeout = 0")
             try:
@@ -1301,6 +1306,11 @@ class SQLiteStore:
 
 
 # -- statements run in the worker thread ------------------------------------------------
+
+
+def _clocks() -> tuple[float, float]:
+    """(wall, this thread's CPU) times, for :meth:`SQLiteStore._timed`."""
+    return time.monotonic(), time.thread_time()
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,7 +130,7 @@ async def test_a_write_lock_held_elsewhere_sends_the_commit_to_the_worker_and_th
 async def test_a_slow_direct_commit_turns_the_path_off_for_a_while(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_module, "DIRECT_SLOW", 0.0)  # every one is "slow"
+    monkeypatch.setattr(sqlite_module, "DIRECT_SLOW", -1.0)  # every one is "slow"
     await store.commit(entries=[bet("k1", "ann", 10)])
     direct, groups = store.direct, store.groups
     loop_time = asyncio.get_running_loop().time()
@@ -141,6 +143,30 @@ async def test_a_slow_direct_commit_turns_the_path_off_for_a_while(
     assert store.direct == direct + 1
     assert store.direct_until - asyncio.get_running_loop().time() >= 59
     assert await store.balances(["player:ann"]) == {"player:ann": 970}
+
+
+@pytest.mark.parametrize("stall", ["waits", "works"])
+async def test_only_a_commit_that_waited_turns_the_path_off(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, stall: str
+) -> None:
+    """A commit slow because it waited (a disk, a lock: here a sleep inside its
+    statements) turns direct commits off; one slow because the loop's thread was busy
+    (the collector, a profiler, a big transaction: here 40 ms of CPU) does not."""
+    put_table = sqlite_module._put_table
+
+    def slow_put_table(*args: Any) -> None:
+        if stall == "waits":
+            time.sleep(0.04)
+        else:
+            until = time.thread_time() + 0.04
+            while time.thread_time() < until:
+                pass
+        put_table(*args)
+
+    monkeypatch.setattr(sqlite_module, "_put_table", slow_put_table)
+    await store.commit(**step(0, 1))
+    assert store.direct == 1
+    assert (store.direct_until > 0) == (stall == "waits")
 
 
 async def test_direct_false_keeps_every_call_in_the_thread(tmp_path: Path) -> None:
