@@ -182,26 +182,18 @@ async def test_kill_the_owner_and_the_round_goes_on_elsewhere(
             assert expected["banker"][:2] == stored["banker"][:2]
         else:
             rid = await table.press_done()
-            last: dict[str, Any] = {}
-
-            async def before_last_toss(turner: Client, hand: str) -> None:
-                last.update(turner=turner, hand=hand)
-
-            assert await table.play_turns(on_final=before_last_toss) is None
+            turner, last_hand = await table.to_last_toss()
             known = dict(table.known)  # what the turners saw squeezing
-            turner: Client = last["turner"]
 
             async def kill_after_last_toss(owner: ServerProcess) -> None:
-                await turner.send_command(
-                    "toss", msg_id="last-toss", table=TABLE, hand=last["hand"]
-                )
+                await turner.send_command("toss", msg_id="last-toss", table=TABLE, hand=last_hand)
                 time.sleep(0.002)  # not asyncio: nothing more is read before the kill
                 owner.kill()
 
             new, took = await seated.fail_over(kill_after_last_toss)
             seen_settled = bool(seated.sam.events(TABLE, "settled"))
             # The toss, sent again with its id, is applied once: now, or it already was.
-            again = await retry(turner, "toss", msg_id="last-toss", table=TABLE, hand=last["hand"])
+            again = await retry(turner, "toss", msg_id="last-toss", table=TABLE, hand=last_hand)
             stage = "before" if again["duplicate"] else "after"
             outcome = f"settlement (the toss applied {stage} the kill)"
             await seated.sam.wait_event("settled", table=TABLE)

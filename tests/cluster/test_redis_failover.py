@@ -151,20 +151,12 @@ async def test_kill_the_primary_and_play_goes_on(ha: RedisHA, cluster: Cluster, 
                 )
         else:
             rid = await table.press_done()
-            last: dict[str, Any] = {}
-
-            async def before_last_toss(turner: Client, hand: str) -> None:
-                last.update(turner=turner, hand=hand)
-
-            assert await table.play_turns(on_final=before_last_toss) is None
-            turner: Client = last["turner"]
-            await turner.send_command("toss", msg_id="last-toss", table=TABLE, hand=last["hand"])
+            turner, last_hand = await table.to_last_toss()
+            await turner.send_command("toss", msg_id="last-toss", table=TABLE, hand=last_hand)
             time.sleep(0.002)  # not asyncio: nothing more is read before the kill
             killed = time.monotonic()
             old.kill()
-            await retry(
-                turner, "toss", msg_id="last-toss", table=TABLE, hand=last["hand"], timeout=20
-            )
+            await retry(turner, "toss", msg_id="last-toss", table=TABLE, hand=last_hand, timeout=20)
         new = ha.promoted(old)
         assert new is not old and role(new) == "master"
         settled = await table.play_turns()

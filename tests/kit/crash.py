@@ -332,6 +332,16 @@ class Table:
                 return None
             await self.game.act(data["turner"], "toss", hand=hand)
 
+    async def to_last_toss(self) -> tuple[Client, str]:
+        """Turn every stage but the coup's last: the turner and hand whose TOSS is due."""
+        last: list[tuple[Client, str]] = []
+
+        async def before_last_toss(turner: Client, hand: str) -> None:
+            last.append((turner, hand))
+
+        assert await self.play_turns(on_final=before_last_toss) is None
+        return last[0]
+
     async def resume_coup(self, snap: dict[str, Any]) -> dict[str, Any]:
         """After a restart in the middle of a coup: the turner named by the snapshot goes on."""
         coup = snap["coup"]

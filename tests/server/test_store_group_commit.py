@@ -36,22 +36,14 @@ from server.store import (
 from server.store.redis import GROUP_MAX as REDIS_GROUP_MAX
 from server.store.sqlite import GROUP_MAX as SQLITE_GROUP_MAX
 from server.table.wallet import Entry
-from tests.server.conftest import make_store
 
 Grouping = RedisStore | SQLiteStore
 
 
 @pytest.fixture(params=("redis", "sqlite"))
 def kind(request: pytest.FixtureRequest) -> str:
+    """Only the stores that group (the conftest's ``store`` opens one of this kind)."""
     return str(request.param)
-
-
-@pytest.fixture
-async def store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
-    made = make_store(kind, request, tmp_path)
-    await made.open()
-    yield made
-    await made.close()
 
 
 def step(
