@@ -3,8 +3,9 @@
 Each event is encoded once per distinct view and format: the public view once for
 JSON and once for msgpack (only for formats someone uses), and a separate frame only
 for the few players the event has a private part for (a turner's squeezed cards, a
-player's own balance). Frames go out with ``websockets.broadcast``, which writes
-without waiting: a slow client never slows a table. The server's watchdog closes a
+player's own balance). Frames go out without waiting, as ``websockets.broadcast``
+writes them (:func:`write_all` makes each frame once): a slow client never slows a
+table. The server's watchdog closes a
 client whose write buffer keeps growing (see ``server.net.server``), and that client
 resumes from its last ``seq``.
 
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection, broadcast
+from websockets.frames import Frame, Opcode
+from websockets.protocol import OPEN
 
 from server.protocol.codec import JSON, encode
 from server.table.events import Event
@@ -52,9 +55,40 @@ def envelope(table: str, view: dict[str, Any]) -> dict[str, Any]:
 def send_now(conn: ServerConnection, frame: str | bytes) -> None:
     """Write one frame without waiting (ordering kept: one writer per connection)."""
     if isinstance(frame, str):
-        broadcast((conn,), frame.encode(), text=True)
+        write_all((conn,), frame.encode(), text=True)
     else:
-        broadcast((conn,), frame)
+        write_all((conn,), frame, text=False)
+
+
+def write_all(conns: Iterable[ServerConnection], payload: bytes, *, text: bool) -> None:
+    """``websockets.broadcast`` of one message, with its frame made once for all.
+
+    ``broadcast`` builds and serializes the same frame again for each connection (a
+    ``Frame``, its header, the protocol's list of writes). A server's frames are never
+    masked, so without an extension (compression) the bytes are the same for every
+    connection: they are made once here and written to each connection's transport,
+    after whatever its protocol still holds (``send_data``), so the order on the wire
+    is kept. A connection with an extension goes through ``broadcast``. As there, a
+    connection that is not open, or in the middle of a fragmented message (this
+    server sends none), is skipped, and a write that fails is ignored (the connection
+    is closing: its handler cleans up)."""
+    plain: list[ServerConnection] = []
+    for conn in conns:
+        if conn.protocol.extensions:
+            broadcast((conn,), payload, text=text)
+        elif conn.protocol.state is OPEN and conn.send_in_progress is None:
+            plain.append(conn)
+    if not plain:
+        return
+    frame = Frame(Opcode.TEXT if text else Opcode.BINARY, payload).serialize(
+        mask=False, extensions=[]
+    )
+    for conn in plain:
+        try:
+            conn.send_data()
+            conn.transport.write(frame)
+        except Exception:  # (as broadcast: one failure never stops the others)
+            conn.logger.debug("a write failed", exc_info=True)
 
 
 class Hub:
@@ -161,9 +195,10 @@ class Hub:
             targets = conns - skip if skip else conns
             if fmt == JSON:
                 assert isinstance(frame, str)
-                broadcast(targets, frame.encode(), text=True)
+                write_all(targets, frame.encode(), text=True)
             else:
-                broadcast(targets, frame)
+                assert isinstance(frame, bytes)
+                write_all(targets, frame, text=False)
 
     def since(self, table: str, seq: int) -> list[Event] | None:
         """The events after ``seq``, or None when some of them are no longer kept."""
