@@ -134,7 +134,10 @@ def card_text(card: str | None) -> str:
 
 def result_text(result: Mapping[str, Any]) -> str:
     """``{"outcome": "banker", "banker_total": 7, "player_total": 5, ...}`` ->
-    ``"Banker wins 7 to 5"`` (with naturals and pairs noted)."""
+    ``"Banker wins 7 to 5"`` (with naturals and pairs noted); a voided round's record
+    (``"void": true``, no outcome) -> ``"Voided (reason): every bet returned"``."""
+    if result.get("void"):
+        return t("result.void", reason=str(result.get("reason") or ""))
     pt = int(result.get("player_total", 0))
     bt = int(result.get("banker_total", 0))
     outcome = result.get("outcome")

@@ -156,7 +156,8 @@ def _last_coup(record: Mapping[str, Any] | None) -> dict[str, Any] | None:
     keys: tuple[str, ...]
     keys = ("round_id", "time", "shoe_no", "coup_no", "outcome", "player", "banker")
     keys += ("player_total", "banker_total", "natural")
-    return {k: record.get(k) for k in keys} | money_of(record)
+    voided = {"void": bool(record.get("void")), "reason": record.get("reason")}
+    return {k: record.get(k) for k in keys} | voided | money_of(record)
 
 
 class Currencies:

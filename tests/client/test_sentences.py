@@ -16,6 +16,9 @@ def test_card_text_and_results() -> None:
         {"outcome": "player", "banker_total": 3, "player_total": 8, "natural": True}
     ) == ("Player wins 8 to 3 (natural)")
     assert result_text({"outcome": "tie", "banker_total": 6, "player_total": 6}) == "Tie 6 to 6"
+    # A voided round's record (history): no outcome, every bet back; not "Banker wins 0 to 0".
+    voided = {"void": True, "reason": "card dropped", "outcome": None, "player": ["9s"]}
+    assert result_text(voided) == "Voided (card dropped): every bet returned"
 
 
 def test_who_does_what() -> None:

@@ -50,6 +50,14 @@ class Back:
     async def void(self, round_id: str, reason: str = REASON) -> httpx.Response:
         return await self.post(f"/operator/v1/rounds/{round_id}/void", {"reason": reason})
 
+    async def lines(self) -> dict[str, dict[str, Any]]:
+        """``GET /operator/v1/tables``: each table's line by its id."""
+        path = "/operator/v1/tables"
+        signed = {"Chemmy-Signature": signature_header(self.key, time.time(), "GET", path, b"")}
+        response = await self.http.get(path, headers=signed)
+        assert response.status_code == 200, response.text
+        return {line["table"]: line for line in response.json()["tables"]}
+
 
 def refused(response: httpx.Response, http_status: int, status: str) -> None:
     assert response.status_code == http_status, (response.status_code, response.text)
@@ -162,10 +170,16 @@ async def test_a_void_during_a_squeeze_returns_every_held_wager(
     ]
     refused(await back.void(rid), 409, "already_settled")
     await books(server, ("ann", "bob"), rid)
+    # The back office's line says the table's last round was voided, and why.
+    last = (await back.lines())["t1"]["last_coup"]
+    assert (last["round_id"], last["void"], last["reason"]) == (rid, True, REASON), last
+    assert last["outcome"] is None and last["house_result"] == 0, last
     # The table plays on: the next coup is dealt and settled as ever.
     log = await game.play_coup({"bob": {"banker": 500}})
     assert log.round_id != rid
     await books(server, ("ann", "bob"), rid, log.round_id)
+    last = (await back.lines())["t1"]["last_coup"]
+    assert (last["round_id"], last["void"], last["reason"]) == (log.round_id, False, None), last
 
 
 async def test_tables_are_created_paused_resumed_and_closed(

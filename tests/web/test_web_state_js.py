@@ -175,6 +175,20 @@ def test_a_coup_in_words(run: Callable[[str], Any]) -> None:
     assert notes["balance"] == 5500 and notes["last"] == {"player": 500}
 
 
+def test_a_voided_round_in_words(run: Callable[[str], Any]) -> None:
+    """A voided round's record (the history, the back office) has no outcome: it is said
+    voided, with its reason, not "Banker wins 0 to 0"."""
+    texts = run(
+        """
+        return [
+          m.resultText({void: true, reason: "card dropped", outcome: null, player: ["9s"], banker: []}),
+          m.resultText({outcome: "banker", banker_total: 7, player_total: 5}),
+        ];
+        """
+    )
+    assert texts == ["Voided (card dropped): every bet returned", "Banker wins 7 to 5"]
+
+
 def test_a_refused_debit_in_words(run: Callable[[str], Any]) -> None:
     """Debiting has its sentence (also in a snapshot taken then); my refused debit is a
     note to hold on the display (app.js), another player's is not."""

@@ -46,6 +46,7 @@ export function isRed(card) {
 
 /** The words of a result: "Banker wins 7 to 5 (natural)". */
 export function resultText(r) {
+  if (r.void) return t("result.void", { reason: r.reason ?? "" }); // a voided round's record
   const pt = r.player_total ?? 0;
   const bt = r.banker_total ?? 0;
   let text;
