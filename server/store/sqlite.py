@@ -1463,7 +1463,9 @@ def _put_flows(db: sqlite3.Connection, flows: Mapping[str, list[int]], day: str)
 
 def _put_calls(db: sqlite3.Connection, calls: list[tuple[dict[str, Any], str]]) -> None:
     """Insert the wallet calls whose transaction id is not stored yet (the stored one is
-    kept as it is: a retried commit)."""
+    kept as it is: a retried commit). Most commits have none: no statement then."""
+    if not calls:
+        return
     db.executemany(
         "INSERT INTO wallet_calls (transaction_id, kind, state, player, table_id, round_id,"
         " currency, amount, next_at, created, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
