@@ -1387,20 +1387,29 @@ def _put_events(
 ) -> None:
     """Append the step's events not yet stored, and prune: a table's events have
     gap-free seqs, so keeping the last ``retention`` seqs keeps the newest
-    ``retention`` events (and never more), with one indexed range delete."""
+    ``retention`` events (and never more), with one indexed range delete.
+
+    An event is inserted when its seq is above the table's last stored one, and skipped
+    otherwise (a retried commit), the test in the insert itself (one statement, not a
+    read of the last seq then the insert). The step's events rise by seq
+    (:func:`check_events`), so each one inserted is above the one before: those inserted
+    are exactly those above the last seq stored before the commit, a tail of
+    ``events`` ending with its last. (Not ``INSERT OR IGNORE``: that would also put back
+    an event older than the last one stored but pruned, or never stored.)"""
     tid = table.table_id
     if table.state is None:  # a table created (again): a new event log
         db.execute("DELETE FROM events WHERE table_id = ?", (tid,))
     if not events:
         return
-    (last,) = db.execute(
-        "SELECT coalesce(max(seq), -1) FROM events WHERE table_id = ?", (tid,)
-    ).fetchone()
-    new = [(tid, seq, body) for seq, body in events if seq > last]
-    if not new:
-        return
-    db.executemany("INSERT INTO events (table_id, seq, body) VALUES (?, ?, ?)", new)
-    db.execute("DELETE FROM events WHERE table_id = ? AND seq <= ?", (tid, new[-1][1] - retention))
+    added = db.executemany(
+        "INSERT INTO events (table_id, seq, body) SELECT ?1, ?2, ?3"
+        " WHERE ?2 > coalesce((SELECT max(seq) FROM events WHERE table_id = ?1), -1)",
+        ((tid, seq, body) for seq, body in events),
+    ).rowcount
+    if added:
+        db.execute(
+            "DELETE FROM events WHERE table_id = ? AND seq <= ?", (tid, events[-1][0] - retention)
+        )
 
 
 def _post(

@@ -590,6 +590,26 @@ async def test_events_are_kept_bounded_and_served_after_a_seq(
         await store.close()
 
 
+async def test_a_step_stores_only_its_events_above_the_last_one_stored(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Of a commit's events, those at or below the table's last stored seq are skipped
+    (a retried step), even one pruned since: it never comes back."""
+    store = make_store(kind, request, tmp_path, event_retention=3)
+    await store.open()
+    try:
+        row = TableRow("t1", {}, {"phase": "betting"}, 4)
+        await store.commit(table=row, events=[ev(1), ev(2)])
+        await store.commit(table=row, events=[ev(2, "again"), ev(3), ev(4)])  # 3 and 4 new
+        assert await store.events_after("t1", 1) == [ev(2), ev(3), ev(4)]
+        assert await store.events_after("t1", 0) is None  # 1 pruned: three kept
+        await store.commit(table=row, events=[ev(1), ev(2, "again")])  # none above 4
+        assert await store.events_after("t1", 1) == [ev(2), ev(3), ev(4)]
+        assert await store.events_after("t1", 0) is None  # 1 not put back
+    finally:
+        await store.close()
+
+
 async def test_secret_is_made_once_and_kept(
     store: Store, kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
