@@ -1362,23 +1362,39 @@ def _epoch(db: sqlite3.Connection, table_id: str) -> int:
     return 0 if row is None else int(row[0])
 
 
+#: A table row's upsert (``?1`` to ``?5``: id, config, state, seq, closed).
+_PUT_TABLE: Final = (
+    " ON CONFLICT (table_id) DO UPDATE SET config = excluded.config,"
+    " state = excluded.state, seq = excluded.seq, closed = excluded.closed"
+)
+
+
 def _put_table(db: sqlite3.Connection, table: TableRow, table_json: tuple[str, str]) -> None:
-    """Upsert the row, after the fencing check (a stale owner writes nothing)."""
+    """Upsert the row, after the fencing check (a stale owner writes nothing).
+
+    Every commit of an owner but its first finds the stored epoch equal to its row's:
+    the row is then written by one statement, the check in its ``WHERE`` (no row
+    written when the epochs differ). Otherwise the stored epoch is read: a lower one is
+    :class:`StaleEpoch`; a higher one (an owner's first commit) is stored, then the row."""
+    row = (table.table_id, *table_json, table.seq, int(table.closed))
+    if db.execute(
+        "INSERT INTO tables (table_id, config, state, seq, closed) SELECT ?1, ?2, ?3, ?4, ?5"
+        " WHERE ?6 = coalesce((SELECT epoch FROM epochs WHERE table_id = ?1), 0)" + _PUT_TABLE,
+        (*row, table.epoch),
+    ).rowcount:
+        return
     stored = _epoch(db, table.table_id)
     if table.epoch < stored:
         raise StaleEpoch(f"table {table.table_id!r}: epoch {table.epoch} < {stored}")
-    if table.epoch > stored:
-        db.execute(
-            "INSERT INTO epochs (table_id, epoch) VALUES (?, ?) ON CONFLICT (table_id)"
-            " DO UPDATE SET epoch = excluded.epoch",
-            (table.table_id, table.epoch),
-        )
     db.execute(
-        "INSERT INTO tables (table_id, config, state, seq, closed)"
-        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET"
-        " config = excluded.config, state = excluded.state,"
-        " seq = excluded.seq, closed = excluded.closed",
-        (table.table_id, *table_json, table.seq, int(table.closed)),
+        "INSERT INTO epochs (table_id, epoch) VALUES (?, ?) ON CONFLICT (table_id)"
+        " DO UPDATE SET epoch = excluded.epoch",
+        (table.table_id, table.epoch),
+    )
+    db.execute(
+        "INSERT INTO tables (table_id, config, state, seq, closed) VALUES (?1, ?2, ?3, ?4, ?5)"
+        + _PUT_TABLE,
+        row,
     )
 
 

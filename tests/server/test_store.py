@@ -507,7 +507,7 @@ async def test_epoch_fences_a_stale_owner(store: Store) -> None:
     # The owner of epoch 2 writes; so may one with a higher epoch (it claimed elsewhere).
     await store.commit(table=TableRow("t1", {}, {"phase": "dealing"}, 5, epoch=2))
     await store.commit(table=TableRow("t1", {}, {"phase": "dealing"}, 6, epoch=3))
-    assert [r.epoch for r in await store.load_tables()] == [3]
+    assert [(r.epoch, r.seq) for r in await store.load_tables()] == [(3, 6)]  # and its row
     with pytest.raises(StaleEpoch):
         await store.commit(table=TableRow("t1", {}, {"phase": "dealing"}, 7, epoch=2))
     assert await store.claim_table("t1") == 4
