@@ -1428,40 +1428,64 @@ def _put_events(
         )
 
 
+#: An entry inserted if it is new and its accounts exist (``?1`` to ``?6``: its fields),
+#: else nothing. A test, not ``ON CONFLICT DO NOTHING``: a conflicting insert would still
+#: use up a ``seq`` of ``AUTOINCREMENT``.
+_NEW_ENTRY: Final = (
+    "INSERT INTO ledger (key, src, dst, amount, kind, round_id) SELECT ?1, ?2, ?3, ?4, ?5, ?6"
+    " WHERE NOT EXISTS (SELECT 1 FROM ledger WHERE key = ?1)"
+    " AND EXISTS (SELECT 1 FROM accounts WHERE account = ?2)"
+    " AND EXISTS (SELECT 1 FROM accounts WHERE account = ?3)"
+)
+
+
 def _post(
     db: sqlite3.Connection, entries: Iterable[Entry], day: str | None = None
 ) -> tuple[int, dict[str, int]]:
     """Insert the entries not yet in the ledger and move their balances, in order; with
     ``day``, add the inserted entries' flows to their players' buckets of that day.
-    Returns how many were inserted and the balances they left."""
+    Returns how many were inserted and the balances they left.
+
+    A new entry between accounts that exist (all but the first into a stake) is two
+    statements: its insert, then its move; the stored entry under its key is read only
+    when the insert added nothing (a retried commit: skipped when it is the same, else
+    :class:`KeyConflict`), and the accounts are made only when one is missing. An entry
+    inserted before its move that the move refuses goes with the rest of the commit."""
     inserted: list[Entry] = []
     left: dict[str, int] = {}
     for entry in entries:
-        old = db.execute(
-            "SELECT key, src, dst, amount, kind, round_id FROM ledger WHERE key = ?",
-            (entry.key,),
-        ).fetchone()
-        if old is not None:
-            if Entry(*old) != entry:
-                raise KeyConflict(f"ledger key {entry.key!r} holds a different entry")
-            continue
-        db.executemany(
-            "INSERT OR IGNORE INTO accounts (account) VALUES (?)", ((entry.src,), (entry.dst,))
-        )
-        for account, delta in ((entry.src, -entry.amount), (entry.dst, entry.amount)):
-            # Move and read back in one statement. Amounts and balances stay within
-            # 2**53, so the sum never leaves SQLite's 64-bit integers; an overdraft is
-            # refused by the CHECK (players), the trigger (stakes) and check_balance.
-            ((balance,),) = db.execute(
-                "UPDATE accounts SET balance = balance + ? WHERE account = ? RETURNING balance",
-                (delta, account),
+        row = (entry.key, entry.src, entry.dst, entry.amount, entry.kind, entry.round_id)
+        if not db.execute(_NEW_ENTRY, row).rowcount:
+            old = db.execute(
+                "SELECT key, src, dst, amount, kind, round_id FROM ledger WHERE key = ?",
+                (entry.key,),
+            ).fetchone()
+            if old is not None:
+                if Entry(*old) != entry:
+                    raise KeyConflict(f"ledger key {entry.key!r} holds a different entry")
+                continue
+            db.executemany(
+                "INSERT OR IGNORE INTO accounts (account) VALUES (?)", ((entry.src,), (entry.dst,))
+            )
+            db.execute(
+                "INSERT INTO ledger (key, src, dst, amount, kind, round_id)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                row,
+            )
+        # Move both and read them back in one statement. Amounts and balances stay within
+        # 2**53, so a sum never leaves SQLite's 64-bit integers; an overdraft is refused
+        # by the CHECK (players), the trigger (stakes) and check_balance, the source's
+        # before the destination's (which only rises: only check_balance may refuse it).
+        moved = dict(
+            db.execute(
+                "UPDATE accounts SET balance = balance + iif(account = ?1, -?3, ?3)"
+                " WHERE account IN (?1, ?2) RETURNING account, balance",
+                (entry.src, entry.dst, entry.amount),
             ).fetchall()
-            check_balance(account, balance)
-            left[account] = balance
-        db.execute(
-            "INSERT INTO ledger (key, src, dst, amount, kind, round_id) VALUES (?, ?, ?, ?, ?, ?)",
-            (entry.key, entry.src, entry.dst, entry.amount, entry.kind, entry.round_id),
         )
+        for account in (entry.src, entry.dst):
+            check_balance(account, moved[account])
+            left[account] = moved[account]
         inserted.append(entry)
     if day is not None:
         _put_flows(db, add_flows({}, inserted), day)

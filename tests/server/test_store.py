@@ -159,6 +159,39 @@ async def test_conflicting_key_changes_nothing(store: Store) -> None:
     assert await snapshot(store) == before
 
 
+async def test_a_retried_entry_is_skipped_though_its_source_could_not_pay_it_again(
+    store: Store,
+) -> None:
+    """The entry stored under a key is found before any balance moves: a retried stake
+    whose player has spent the rest since is skipped, not refused as an overdraft."""
+    await store.ensure_player("ann", "Ann", 1000)
+    await store.commit(entries=[bet("k1", "ann", 300)])
+    await store.commit(entries=[bet("k2", "ann", 700)])
+    again = await store.commit(entries=[bet("k1", "ann", 300), bet("k2", "ann", 700)])
+    assert again == CommitResult(0, {"player:ann": 0})
+    assert await store.balances(["player:ann", "stake:t1:ann"]) == {
+        "player:ann": 0,
+        "stake:t1:ann": 1000,
+    }
+
+
+async def test_an_entry_naming_an_account_never_made(store: Store) -> None:
+    """An account is made by its first entry, not by one refused; and a key already taken
+    is a conflict whatever accounts the new entry names."""
+    await store.ensure_player("ann", "Ann", 1000)
+    await store.commit(entries=[bet("k1", "ann", 300)])
+    before = await snapshot(store)
+    with pytest.raises(Overdrawn):  # chips back from a stake never made
+        await store.commit(entries=[Entry("u1", "stake:t9:ann", "player:ann", 5, "unstake")])
+    with pytest.raises(KeyConflict):
+        await store.commit(entries=[Entry("k1", "player:ann", "stake:t9:ann", 300, "stake", "r1")])
+    assert await snapshot(store) == before
+    assert "stake:t9:ann" not in await store.load_balances()
+    made = await store.commit(entries=[Entry("s9", "player:ann", "stake:t9:ann", 5, "stake")])
+    assert made == CommitResult(1, {"player:ann": 695})
+    assert (await store.load_balances())["stake:t9:ann"] == 5
+
+
 async def test_overdraft_is_refused_atomically(store: Store) -> None:
     await store.ensure_player("ann", "Ann", 1000)
     await store.ensure_player("bob", "Bob", 1000)
