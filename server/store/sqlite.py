@@ -28,13 +28,15 @@ one transaction as the worker would, and the hot reads (a bet's restriction and 
 balances) are made on the loop too: the hop to the thread and back (two thread
 wake-ups, ~0.1 ms on these machines) was a lone ``bet``'s largest piece. What could make
 the loop wait is kept off that path: ``BUSY`` at ``BEGIN`` (another process holds the
-write lock) hands the commits to the worker, which waits; SQLite's automatic
-checkpoints, which fsync, are off, and the worker runs a ``PASSIVE`` one every
+write lock) hands the commits to the worker, which waits (the connection's busy timeout
+is 0 while the loop uses it, ``busy_timeout_ms`` in the worker: set as it passes from one
+to the other), and a direct read that meets a lock goes to the worker too; SQLite's
+automatic checkpoints, which fsync, are off, and the worker runs a ``PASSIVE`` one every
 :data:`CHECKPOINT_EVERY` transactions; and a direct read or commit that still waited
 more than :data:`DIRECT_SLOW` (its wall time less the loop's own CPU time: a disk that
 makes even a WAL append or a cached read wait) turns direct use off for 30 s, doubled
-each time (at most 10 min). So a slow disk
-can stall the loop for one commit, not for the next ones (docs/architecture.md §10).
+each time (at most 10 min). So a slow disk can stall the loop for one commit, not for
+the next ones (docs/architecture.md §10).
 A call queued for the worker while commits are held takes them along first: the calls
 still run in the order they were made. ``direct=False`` keeps everything in the thread.
 
@@ -405,6 +407,9 @@ class SQLiteStore:
         # Touched in the worker thread, or on the loop's while the worker holds no job
         # (a direct commit, :meth:`_run_grouped`).
         self._db: sqlite3.Connection | None = None
+        # The connection's busy timeout, in ms (:meth:`_busy_timeout`): 0 while the loop
+        # uses it, busy_timeout_ms in the worker; None when not known.
+        self._busy_ms: int | None = None
         self._serving: int | None = None  # the lock file's descriptor (claim_serving)
         #: Commits stored, and the transactions (groups) they went in: ``commits /
         #: groups`` is the mean group; ``direct``: of the groups, those the loop committed
@@ -426,7 +431,7 @@ class SQLiteStore:
     # -- the worker thread -----------------------------------------------------------
     async def _run(self, job: Callable[..., T], *args: Any) -> T:
         """Run ``job(db, *args)`` in the store's thread, after every call made before."""
-        result: T = await self._submit(functools.partial(self._call, job, *args))
+        result: T = await self._submit(functools.partial(self._in_worker, job, *args))
         return result
 
     async def _read(self, job: Callable[..., T], *args: Any) -> T:
@@ -435,7 +440,10 @@ class SQLiteStore:
         no commit is held (so it sees every call made before), else by the worker. A read
         in WAL mode takes no lock a writer holds; the pages it needs are in SQLite's
         cache or the system's, and one that still waited more than :data:`DIRECT_SLOW`
-        sends the reads and commits to the worker for a while, as a slow commit does."""
+        sends the reads and commits to the worker for a while, as a slow commit does. A
+        read that meets a lock all the same (``BUSY``: another process in exclusive
+        locking mode, or recovering the WAL) goes to the worker, which waits for it: the
+        busy timeout is 0 on the loop (:meth:`_busy_timeout`)."""
         worker = self._worker
         if worker is None:
             raise StoreError("the store is not open")
@@ -443,9 +451,13 @@ class SQLiteStore:
             return await self._run(job, *args)
         started = _clocks()
         try:
-            return self._call(job, *args)
+            return self._on_loop(job, *args)
+        except StoreUnavailable as exc:
+            if not _busy(exc):
+                raise
         finally:
             self._timed(started, "a read")
+        return await self._run(job, *args)  # (nothing was queued meanwhile: still in order)
 
     def _direct_now(self, worker: _Worker) -> bool:
         """Whether the loop may use the connection itself now (see :meth:`_run_grouped`)."""
@@ -540,9 +552,10 @@ class SQLiteStore:
 
         A commit in WAL mode at ``synchronous=NORMAL`` appends to the WAL and does not
         wait for the disk. What could make it wait is kept off this path: the write lock
-        held by another process (no busy wait here: ``BUSY`` at ``BEGIN`` gives None,
-        and the worker waits for the lock) and checkpoints (never automatic: the worker
-        runs them, :meth:`_checkpoint`). A direct commit that still waited more than
+        held by another process (no busy wait here: the busy timeout is 0 on the loop,
+        :meth:`_busy_timeout`, so ``BUSY`` at ``BEGIN`` gives None, and the worker waits
+        for the lock) and checkpoints (never automatic: the worker runs them,
+        :meth:`_checkpoint`). A direct commit that still waited more than
         :data:`DIRECT_SLOW` (a disk that makes even a WAL append wait: :meth:`_timed`)
         turns direct commits off for a while (30 s, doubled at each such commit, at most
         10 min), so a slow disk stalls the loop for that one commit, not the next ones."""
@@ -551,17 +564,14 @@ class SQLiteStore:
             return None
         started = _clocks()
         try:
-            db.execute("PRAGMA busy_timeout = 0")
             try:
+                self._busy_timeout(db, 0)
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error:
                 return None  # (locked by another process, or failing: the worker's to say)
             outcomes = self._group_in_transaction(db, calls)
         except Exception as exc:  # the transaction failed, rolled back: every commit's
             outcomes = [(None, own_copy(exc)) for _ in calls]
-        finally:
-            with suppress(sqlite3.Error):
-                db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
         self.direct += 1
         self._timed(started, f"a commit of {len(calls)}")
         return outcomes
@@ -576,9 +586,35 @@ class SQLiteStore:
         def checkpoint(db: sqlite3.Connection) -> None:
             db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
-        self._submit(functools.partial(self._call, checkpoint)).add_done_callback(_ignore_failure)
+        self._submit(functools.partial(self._in_worker, checkpoint)).add_done_callback(
+            _ignore_failure
+        )
+
+    def _busy_timeout(self, db: sqlite3.Connection, ms: int) -> None:
+        """Make the connection's busy timeout ``ms``: 0 on the loop's thread (a lock held
+        by another process fails there at once, and the worker waits for it) and
+        :attr:`busy_timeout_ms` in the worker's. Set when the connection passes from one
+        thread to the other, not for each call: a lone table's direct commits, one after
+        the other, are not two ``PRAGMA`` statements longer each (set to 0 and back)."""
+        if self._busy_ms != ms:
+            self._busy_ms = None  # (not known, should the pragma fail)
+            db.execute(f"PRAGMA busy_timeout = {int(ms)}")
+            self._busy_ms = ms
+
+    def _in_worker(self, job: Callable[..., T], *args: Any) -> T:
+        """``job(db, *args)`` in the worker's thread (:meth:`_run`), which waits for locks."""
+        with self._connection() as db:
+            self._busy_timeout(db, self.busy_timeout_ms)
+            return job(db, *args)
+
+    def _on_loop(self, job: Callable[..., T], *args: Any) -> T:
+        """``job(db, *args)`` on the loop's thread (:meth:`_read`), which waits for none."""
+        with self._connection() as db:
+            self._busy_timeout(db, 0)
+            return job(db, *args)
 
     def _call(self, job: Callable[..., T], *args: Any) -> T:
+        """``job(db, *args)`` where the connection is already (a commit of a group)."""
         with self._connection() as db:
             return job(db, *args)
 
@@ -591,6 +627,7 @@ class SQLiteStore:
         nothing of them is kept."""
         try:
             with self._connection() as db:
+                self._busy_timeout(db, self.busy_timeout_ms)
                 db.execute("BEGIN IMMEDIATE")
                 return self._group_in_transaction(db, jobs)
         except BaseException as exc:
@@ -729,7 +766,7 @@ class SQLiteStore:
             if isinstance(exc, StoreError):
                 raise
             raise _translate(exc, f"cannot open {self.path}") from exc
-        self._db = db
+        self._db, self._busy_ms = db, self.busy_timeout_ms
 
     async def claim_serving(self) -> None:
         """SQLite is one process's store: the serving process holds an exclusive
@@ -770,6 +807,7 @@ class SQLiteStore:
         db, self._db = self._db, None
         if db is not None:
             try:
+                self._busy_timeout(db, self.busy_timeout_ms)
                 db.execute("PRAGMA optimize")
             except sqlite3.Error:
                 pass
@@ -1350,6 +1388,12 @@ def _translate(exc: sqlite3.Error, doing: str = "sqlite") -> StoreError:
     if isinstance(exc, sqlite3.OperationalError) and code is None:
         return StoreUnavailable(f"{doing}: {exc}")
     return StoreError(f"{doing}: {exc}")
+
+
+def _busy(exc: StoreUnavailable) -> bool:
+    """Whether ``exc`` is SQLite's ``BUSY``: a lock another connection holds."""
+    code = getattr(exc.__cause__, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == 5  # SQLITE_BUSY (and its extended codes)
 
 
 def _balance(db: sqlite3.Connection, account: str) -> int:
