@@ -1406,10 +1406,19 @@ def _epoch(db: sqlite3.Connection, table_id: str) -> int:
     return 0 if row is None else int(row[0])
 
 
-#: A table row's upsert (``?1`` to ``?5``: id, config, state, seq, closed).
-_PUT_TABLE: Final = (
+#: What a table row's upsert sets (``?1`` to ``?5``: id, config, state, seq, closed).
+_TABLE_SET: Final = (
     " ON CONFLICT (table_id) DO UPDATE SET config = excluded.config,"
     " state = excluded.state, seq = excluded.seq, closed = excluded.closed"
+)
+#: The upsert of a row whose epoch (``?6``) is the stored one; nothing written otherwise.
+_PUT_TABLE_AT_EPOCH: Final = (
+    "INSERT INTO tables (table_id, config, state, seq, closed) SELECT ?1, ?2, ?3, ?4, ?5"
+    " WHERE ?6 = coalesce((SELECT epoch FROM epochs WHERE table_id = ?1), 0)" + _TABLE_SET
+)
+_PUT_TABLE: Final = (
+    "INSERT INTO tables (table_id, config, state, seq, closed) VALUES (?1, ?2, ?3, ?4, ?5)"
+    + _TABLE_SET
 )
 
 
@@ -1421,11 +1430,7 @@ def _put_table(db: sqlite3.Connection, table: TableRow, table_json: tuple[str, s
     written when the epochs differ). Otherwise the stored epoch is read: a lower one is
     :class:`StaleEpoch`; a higher one (an owner's first commit) is stored, then the row."""
     row = (table.table_id, *table_json, table.seq, int(table.closed))
-    if db.execute(
-        "INSERT INTO tables (table_id, config, state, seq, closed) SELECT ?1, ?2, ?3, ?4, ?5"
-        " WHERE ?6 = coalesce((SELECT epoch FROM epochs WHERE table_id = ?1), 0)" + _PUT_TABLE,
-        (*row, table.epoch),
-    ).rowcount:
+    if db.execute(_PUT_TABLE_AT_EPOCH, (*row, table.epoch)).rowcount:
         return
     stored = _epoch(db, table.table_id)
     if table.epoch < stored:
@@ -1435,11 +1440,7 @@ def _put_table(db: sqlite3.Connection, table: TableRow, table_json: tuple[str, s
         " DO UPDATE SET epoch = excluded.epoch",
         (table.table_id, table.epoch),
     )
-    db.execute(
-        "INSERT INTO tables (table_id, config, state, seq, closed) VALUES (?1, ?2, ?3, ?4, ?5)"
-        + _PUT_TABLE,
-        row,
-    )
+    db.execute(_PUT_TABLE, row)
 
 
 def _put_events(
