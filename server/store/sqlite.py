@@ -1450,27 +1450,24 @@ def _put_events(
     gap-free seqs, so keeping the last ``retention`` seqs keeps the newest
     ``retention`` events (and never more), with one indexed range delete.
 
-    An event is inserted when its seq is above the table's last stored one, and skipped
-    otherwise (a retried commit), the test in the insert itself (one statement, not a
-    read of the last seq then the insert). The step's events rise by seq
-    (:func:`check_events`), so each one inserted is above the one before: those inserted
-    are exactly those above the last seq stored before the commit, a tail of
-    ``events`` ending with its last. (Not ``INSERT OR IGNORE``: that would also put back
-    an event older than the last one stored but pruned, or never stored.)"""
+    The events at or below the last seq stored are skipped (a retried commit): not by
+    ``INSERT OR IGNORE``, which would put back an older event pruned since, and not by
+    a test in the insert (``INSERT ... SELECT ... WHERE seq > (SELECT max(seq) ...)``):
+    an insert whose ``SELECT`` reads its own table goes through a temporary table, and
+    cost more than the read before it."""
     tid = table.table_id
     if table.state is None:  # a table created (again): a new event log
         db.execute("DELETE FROM events WHERE table_id = ?", (tid,))
     if not events:
         return
-    added = db.executemany(
-        "INSERT INTO events (table_id, seq, body) SELECT ?1, ?2, ?3"
-        " WHERE ?2 > coalesce((SELECT max(seq) FROM events WHERE table_id = ?1), -1)",
-        ((tid, seq, body) for seq, body in events),
-    ).rowcount
-    if added:
-        db.execute(
-            "DELETE FROM events WHERE table_id = ? AND seq <= ?", (tid, events[-1][0] - retention)
-        )
+    (last,) = db.execute(
+        "SELECT coalesce(max(seq), -1) FROM events WHERE table_id = ?", (tid,)
+    ).fetchone()
+    new = [(tid, seq, body) for seq, body in events if seq > last]
+    if not new:
+        return
+    db.executemany("INSERT INTO events (table_id, seq, body) VALUES (?, ?, ?)", new)
+    db.execute("DELETE FROM events WHERE table_id = ? AND seq <= ?", (tid, new[-1][1] - retention))
 
 
 #: A ledger entry's insert (its six fields).
@@ -1489,11 +1486,12 @@ def _post(
     A new entry between accounts that exist (all but the first into a stake) is two
     statements: its insert, then its move. The insert is refused whole when the key is
     taken or an account is missing (the ``UNIQUE`` key, the foreign keys), and only then
-    is the stored entry read (:func:`_refused_entry`): a read of the key before each
-    insert cost more than the refusals it spares, and a refused insert uses up no
-    ``AUTOINCREMENT`` seq (a conflict ignored, ``ON CONFLICT DO NOTHING`` or ``OR
-    IGNORE``, would). An entry inserted before its move that the move refuses goes with
-    the rest of the commit."""
+    is the stored entry read (:func:`_refused_entry`): a read of the key before every
+    insert cost more than catching the rare refusal (and an insert that tests the key
+    itself, ``INSERT ... SELECT ... WHERE NOT EXISTS``, goes through a temporary table).
+    A refused insert uses up no ``AUTOINCREMENT`` seq (a conflict ignored, by ``ON
+    CONFLICT DO NOTHING`` or ``OR IGNORE``, would). An entry inserted before its move
+    that the move refuses goes with the rest of the commit."""
     inserted: list[Entry] = []
     left: dict[str, int] = {}
     for entry in entries:

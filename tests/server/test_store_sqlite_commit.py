@@ -83,11 +83,12 @@ def counting(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> Counting:
     return counted
 
 
-async def test_a_lone_bet_step_is_seven_statements(
+async def test_a_lone_bet_step_is_eight_statements(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A bet of a table already stored, between accounts that exist: the row (its
-    fencing check inside), the event, the events' prune, the entry, both balances."""
+    fencing check inside), the last event's seq, the event, the events' prune, the
+    entry, both balances."""
     await store.commit(**step(0, 1))  # the table's first row, its stake made
     counted = counting(store, monkeypatch)
     direct = store.direct
@@ -97,6 +98,7 @@ async def test_a_lone_bet_step_is_seven_statements(
     assert counted.take() == [
         "BEGIN IMMEDIATE",
         "INSERT INTO tables",
+        "SELECT coalesce(max(seq), -1)",
         "INSERT INTO events",
         "DELETE FROM events",
         "INSERT INTO ledger",
@@ -108,8 +110,8 @@ async def test_a_lone_bet_step_is_seven_statements(
     assert counted.take() == [
         "BEGIN IMMEDIATE",
         "INSERT INTO tables",
-        "INSERT INTO events",  # (its event not above the last stored: skipped)
-        "INSERT INTO ledger",  # (the key taken: nothing added)
+        "SELECT coalesce(max(seq), -1)",  # its event not above the last stored: skipped
+        "INSERT INTO ledger",  # refused: the key is taken
         "SELECT key, src,",  # the entry under the key, the same: skipped
         "SELECT balance FROM",  # the player's, for the answer
         "COMMIT",
