@@ -1425,10 +1425,11 @@ _PUT_TABLE: Final = (
 def _put_table(db: sqlite3.Connection, table: TableRow, table_json: tuple[str, str]) -> None:
     """Upsert the row, after the fencing check (a stale owner writes nothing).
 
-    Every commit of an owner but its first finds the stored epoch equal to its row's:
-    the row is then written by one statement, the check in its ``WHERE`` (no row
-    written when the epochs differ). Otherwise the stored epoch is read: a lower one is
-    :class:`StaleEpoch`; a higher one (an owner's first commit) is stored, then the row."""
+    A commit almost always finds the stored epoch equal to its row's (the one its owner
+    claimed, or 0 for a table never claimed): the row is then written by one statement,
+    the check in its ``WHERE`` (which writes nothing when the epochs differ). Otherwise
+    the stored epoch is read: a lower one is :class:`StaleEpoch`; a higher one (claimed
+    elsewhere) is stored, then the row."""
     row = (table.table_id, *table_json, table.seq, int(table.closed))
     if db.execute(_PUT_TABLE_AT_EPOCH, (*row, table.epoch)).rowcount:
         return
