@@ -4,6 +4,7 @@ ledger whose seqs have no gap, whatever was retried or refused)."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Iterable
@@ -50,6 +51,17 @@ async def test_retried_and_refused_entries_leave_no_gap_in_the_ledgers_seqs(
         await store.commit(entries=[bet("k2", "ann", 5000)])
     await store.commit(entries=[bet("k3", "ann", 10), Entry("d1", CASHIER, "player:bob", 7, "x")])
     assert ledger_seqs(store) == ([1, 2, 3, 4, 5], 5)  # the two welcomes, k1, k3, d1
+
+
+async def test_a_retry_in_the_same_transaction_is_skipped(store: SQLiteStore) -> None:
+    """A step and its retry committed together (one transaction, a savepoint each): the
+    retry's insert is refused inside its savepoint and the entry skipped."""
+    groups = store.groups
+    first, again = await asyncio.gather(store.commit(**step(0, 1)), store.commit(**step(0, 1)))
+    assert store.groups == groups + 1
+    assert (first.inserted, again.inserted) == (1, 0)
+    assert first.balances == again.balances == {"player:p0": 990}
+    assert ledger_seqs(store) == ([1, 2, 3], 3)  # the two welcomes, the stake
 
 
 class Counting:
