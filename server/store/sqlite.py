@@ -28,13 +28,15 @@ one transaction as the worker would, and the hot reads (a bet's restriction and 
 balances) are made on the loop too: the hop to the thread and back (two thread
 wake-ups, ~0.1 ms on these machines) was a lone ``bet``'s largest piece. What could make
 the loop wait is kept off that path: ``BUSY`` at ``BEGIN`` (another process holds the
-write lock) hands the commits to the worker, which waits; SQLite's automatic
-checkpoints, which fsync, are off, and the worker runs a ``PASSIVE`` one every
+write lock) hands the commits to the worker, which waits (the connection's busy timeout
+is 0 while the loop uses it, ``busy_timeout_ms`` in the worker: set as it passes from one
+to the other), and a direct read that meets a lock goes to the worker too; SQLite's
+automatic checkpoints, which fsync, are off, and the worker runs a ``PASSIVE`` one every
 :data:`CHECKPOINT_EVERY` transactions; and a direct read or commit that still waited
 more than :data:`DIRECT_SLOW` (its wall time less the loop's own CPU time: a disk that
 makes even a WAL append or a cached read wait) turns direct use off for 30 s, doubled
-each time (at most 10 min). So a slow disk
-can stall the loop for one commit, not for the next ones (docs/architecture.md §10).
+each time (at most 10 min). So a slow disk can stall the loop for one commit, not for
+the next ones (docs/architecture.md §10).
 A call queued for the worker while commits are held takes them along first: the calls
 still run in the order they were made. ``direct=False`` keeps everything in the thread.
 
@@ -405,6 +407,9 @@ class SQLiteStore:
         # Touched in the worker thread, or on the loop's while the worker holds no job
         # (a direct commit, :meth:`_run_grouped`).
         self._db: sqlite3.Connection | None = None
+        # The connection's busy timeout, in ms (:meth:`_busy_timeout`): 0 while the loop
+        # uses it, busy_timeout_ms in the worker; None when not known.
+        self._busy_ms: int | None = None
         self._serving: int | None = None  # the lock file's descriptor (claim_serving)
         #: Commits stored, and the transactions (groups) they went in: ``commits /
         #: groups`` is the mean group; ``direct``: of the groups, those the loop committed
@@ -426,7 +431,7 @@ class SQLiteStore:
     # -- the worker thread -----------------------------------------------------------
     async def _run(self, job: Callable[..., T], *args: Any) -> T:
         """Run ``job(db, *args)`` in the store's thread, after every call made before."""
-        result: T = await self._submit(functools.partial(self._call, job, *args))
+        result: T = await self._submit(functools.partial(self._in_worker, job, *args))
         return result
 
     async def _read(self, job: Callable[..., T], *args: Any) -> T:
@@ -435,7 +440,10 @@ class SQLiteStore:
         no commit is held (so it sees every call made before), else by the worker. A read
         in WAL mode takes no lock a writer holds; the pages it needs are in SQLite's
         cache or the system's, and one that still waited more than :data:`DIRECT_SLOW`
-        sends the reads and commits to the worker for a while, as a slow commit does."""
+        sends the reads and commits to the worker for a while, as a slow commit does. A
+        read that meets a lock all the same (``BUSY``: another process in exclusive
+        locking mode, or recovering the WAL) goes to the worker, which waits for it: the
+        busy timeout is 0 on the loop (:meth:`_busy_timeout`)."""
         worker = self._worker
         if worker is None:
             raise StoreError("the store is not open")
@@ -443,9 +451,13 @@ class SQLiteStore:
             return await self._run(job, *args)
         started = _clocks()
         try:
-            return self._call(job, *args)
+            return self._on_loop(job, *args)
+        except StoreUnavailable as exc:
+            if not _busy(exc):
+                raise
         finally:
             self._timed(started, "a read")
+        return await self._run(job, *args)  # (nothing was queued meanwhile: still in order)
 
     def _direct_now(self, worker: _Worker) -> bool:
         """Whether the loop may use the connection itself now (see :meth:`_run_grouped`)."""
@@ -540,9 +552,10 @@ class SQLiteStore:
 
         A commit in WAL mode at ``synchronous=NORMAL`` appends to the WAL and does not
         wait for the disk. What could make it wait is kept off this path: the write lock
-        held by another process (no busy wait here: ``BUSY`` at ``BEGIN`` gives None,
-        and the worker waits for the lock) and checkpoints (never automatic: the worker
-        runs them, :meth:`_checkpoint`). A direct commit that still waited more than
+        held by another process (no busy wait here: the busy timeout is 0 on the loop,
+        :meth:`_busy_timeout`, so ``BUSY`` at ``BEGIN`` gives None, and the worker waits
+        for the lock) and checkpoints (never automatic: the worker runs them,
+        :meth:`_checkpoint`). A direct commit that still waited more than
         :data:`DIRECT_SLOW` (a disk that makes even a WAL append wait: :meth:`_timed`)
         turns direct commits off for a while (30 s, doubled at each such commit, at most
         10 min), so a slow disk stalls the loop for that one commit, not the next ones."""
@@ -551,17 +564,14 @@ class SQLiteStore:
             return None
         started = _clocks()
         try:
-            db.execute("PRAGMA busy_timeout = 0")
             try:
+                self._busy_timeout(db, 0)
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error:
                 return None  # (locked by another process, or failing: the worker's to say)
             outcomes = self._group_in_transaction(db, calls)
         except Exception as exc:  # the transaction failed, rolled back: every commit's
             outcomes = [(None, own_copy(exc)) for _ in calls]
-        finally:
-            with suppress(sqlite3.Error):
-                db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
         self.direct += 1
         self._timed(started, f"a commit of {len(calls)}")
         return outcomes
@@ -576,9 +586,35 @@ class SQLiteStore:
         def checkpoint(db: sqlite3.Connection) -> None:
             db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
-        self._submit(functools.partial(self._call, checkpoint)).add_done_callback(_ignore_failure)
+        self._submit(functools.partial(self._in_worker, checkpoint)).add_done_callback(
+            _ignore_failure
+        )
+
+    def _busy_timeout(self, db: sqlite3.Connection, ms: int) -> None:
+        """Make the connection's busy timeout ``ms``: 0 on the loop's thread (a lock held
+        by another process fails there at once, and the worker waits for it) and
+        :attr:`busy_timeout_ms` in the worker's. Set when the connection passes from one
+        thread to the other, not for each call: a lone table's direct commits, one after
+        the other, are not two ``PRAGMA`` statements longer each (set to 0 and back)."""
+        if self._busy_ms != ms:
+            self._busy_ms = None  # (not known, should the pragma fail)
+            db.execute(f"PRAGMA busy_timeout = {int(ms)}")
+            self._busy_ms = ms
+
+    def _in_worker(self, job: Callable[..., T], *args: Any) -> T:
+        """``job(db, *args)`` in the worker's thread (:meth:`_run`), which waits for locks."""
+        with self._connection() as db:
+            self._busy_timeout(db, self.busy_timeout_ms)
+            return job(db, *args)
+
+    def _on_loop(self, job: Callable[..., T], *args: Any) -> T:
+        """``job(db, *args)`` on the loop's thread (:meth:`_read`), which waits for none."""
+        with self._connection() as db:
+            self._busy_timeout(db, 0)
+            return job(db, *args)
 
     def _call(self, job: Callable[..., T], *args: Any) -> T:
+        """``job(db, *args)`` where the connection is already (a commit of a group)."""
         with self._connection() as db:
             return job(db, *args)
 
@@ -591,6 +627,7 @@ class SQLiteStore:
         nothing of them is kept."""
         try:
             with self._connection() as db:
+                self._busy_timeout(db, self.busy_timeout_ms)
                 db.execute("BEGIN IMMEDIATE")
                 return self._group_in_transaction(db, jobs)
         except BaseException as exc:
@@ -729,7 +766,7 @@ class SQLiteStore:
             if isinstance(exc, StoreError):
                 raise
             raise _translate(exc, f"cannot open {self.path}") from exc
-        self._db = db
+        self._db, self._busy_ms = db, self.busy_timeout_ms
 
     async def claim_serving(self) -> None:
         """SQLite is one process's store: the serving process holds an exclusive
@@ -770,6 +807,7 @@ class SQLiteStore:
         db, self._db = self._db, None
         if db is not None:
             try:
+                self._busy_timeout(db, self.busy_timeout_ms)
                 db.execute("PRAGMA optimize")
             except sqlite3.Error:
                 pass
@@ -1352,6 +1390,12 @@ def _translate(exc: sqlite3.Error, doing: str = "sqlite") -> StoreError:
     return StoreError(f"{doing}: {exc}")
 
 
+def _busy(exc: StoreUnavailable) -> bool:
+    """Whether ``exc`` is SQLite's ``BUSY``: a lock another connection holds."""
+    code = getattr(exc.__cause__, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == 5  # SQLITE_BUSY (and its extended codes)
+
+
 def _balance(db: sqlite3.Connection, account: str) -> int:
     row = db.execute("SELECT balance FROM accounts WHERE account = ?", (account,)).fetchone()
     return 0 if row is None else int(row[0])
@@ -1362,24 +1406,42 @@ def _epoch(db: sqlite3.Connection, table_id: str) -> int:
     return 0 if row is None else int(row[0])
 
 
+#: What a table row's upsert sets (``?1`` to ``?5``: id, config, state, seq, closed).
+_TABLE_SET: Final = (
+    " ON CONFLICT (table_id) DO UPDATE SET config = excluded.config,"
+    " state = excluded.state, seq = excluded.seq, closed = excluded.closed"
+)
+#: The upsert of a row whose epoch (``?6``) is the stored one; nothing written otherwise.
+_PUT_TABLE_AT_EPOCH: Final = (
+    "INSERT INTO tables (table_id, config, state, seq, closed) SELECT ?1, ?2, ?3, ?4, ?5"
+    " WHERE ?6 = coalesce((SELECT epoch FROM epochs WHERE table_id = ?1), 0)" + _TABLE_SET
+)
+_PUT_TABLE: Final = (
+    "INSERT INTO tables (table_id, config, state, seq, closed) VALUES (?1, ?2, ?3, ?4, ?5)"
+    + _TABLE_SET
+)
+
+
 def _put_table(db: sqlite3.Connection, table: TableRow, table_json: tuple[str, str]) -> None:
-    """Upsert the row, after the fencing check (a stale owner writes nothing)."""
+    """Upsert the row, after the fencing check (a stale owner writes nothing).
+
+    A commit almost always finds the stored epoch equal to its row's (the one its owner
+    claimed, or 0 for a table never claimed): the row is then written by one statement,
+    the check in its ``WHERE`` (which writes nothing when the epochs differ). Otherwise
+    the stored epoch is read: a lower one is :class:`StaleEpoch`; a higher one (claimed
+    elsewhere) is stored, then the row."""
+    row = (table.table_id, *table_json, table.seq, int(table.closed))
+    if db.execute(_PUT_TABLE_AT_EPOCH, (*row, table.epoch)).rowcount:
+        return
     stored = _epoch(db, table.table_id)
     if table.epoch < stored:
         raise StaleEpoch(f"table {table.table_id!r}: epoch {table.epoch} < {stored}")
-    if table.epoch > stored:
-        db.execute(
-            "INSERT INTO epochs (table_id, epoch) VALUES (?, ?) ON CONFLICT (table_id)"
-            " DO UPDATE SET epoch = excluded.epoch",
-            (table.table_id, table.epoch),
-        )
     db.execute(
-        "INSERT INTO tables (table_id, config, state, seq, closed)"
-        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET"
-        " config = excluded.config, state = excluded.state,"
-        " seq = excluded.seq, closed = excluded.closed",
-        (table.table_id, *table_json, table.seq, int(table.closed)),
+        "INSERT INTO epochs (table_id, epoch) VALUES (?, ?) ON CONFLICT (table_id)"
+        " DO UPDATE SET epoch = excluded.epoch",
+        (table.table_id, table.epoch),
     )
+    db.execute(_PUT_TABLE, row)
 
 
 def _put_events(
@@ -1387,7 +1449,13 @@ def _put_events(
 ) -> None:
     """Append the step's events not yet stored, and prune: a table's events have
     gap-free seqs, so keeping the last ``retention`` seqs keeps the newest
-    ``retention`` events (and never more), with one indexed range delete."""
+    ``retention`` events (and never more), with one indexed range delete.
+
+    The events at or below the last seq stored are skipped (a retried commit): not by
+    ``INSERT OR IGNORE``, which would put back an older event pruned since, and not by
+    a test in the insert (``INSERT ... SELECT ... WHERE seq > (SELECT max(seq) ...)``):
+    an insert whose ``SELECT`` reads its own table goes through a temporary table, and
+    cost more than the read before it."""
     tid = table.table_id
     if table.state is None:  # a table created (again): a new event log
         db.execute("DELETE FROM events WHERE table_id = ?", (tid,))
@@ -1403,44 +1471,73 @@ def _put_events(
     db.execute("DELETE FROM events WHERE table_id = ? AND seq <= ?", (tid, new[-1][1] - retention))
 
 
+#: A ledger entry's insert (its six fields).
+_INSERT_ENTRY: Final = (
+    "INSERT INTO ledger (key, src, dst, amount, kind, round_id) VALUES (?, ?, ?, ?, ?, ?)"
+)
+
+
 def _post(
     db: sqlite3.Connection, entries: Iterable[Entry], day: str | None = None
 ) -> tuple[int, dict[str, int]]:
     """Insert the entries not yet in the ledger and move their balances, in order; with
     ``day``, add the inserted entries' flows to their players' buckets of that day.
-    Returns how many were inserted and the balances they left."""
+    Returns how many were inserted and the balances they left.
+
+    A new entry between accounts that exist (all but the first into a stake) is two
+    statements: its insert, then its move. The insert is refused whole when the key is
+    taken or an account is missing (the ``UNIQUE`` key, the foreign keys), and only then
+    is the stored entry read (:func:`_refused_entry`): a read of the key before every
+    insert cost more than catching the rare refusal (and an insert that tests the key
+    itself, ``INSERT ... SELECT ... WHERE NOT EXISTS``, goes through a temporary table).
+    A refused insert uses up no ``AUTOINCREMENT`` seq (a conflict ignored, by ``ON
+    CONFLICT DO NOTHING`` or ``OR IGNORE``, would). An entry inserted before its move
+    that the move refuses goes with the rest of the commit."""
     inserted: list[Entry] = []
     left: dict[str, int] = {}
     for entry in entries:
-        old = db.execute(
-            "SELECT key, src, dst, amount, kind, round_id FROM ledger WHERE key = ?",
-            (entry.key,),
-        ).fetchone()
-        if old is not None:
-            if Entry(*old) != entry:
-                raise KeyConflict(f"ledger key {entry.key!r} holds a different entry")
-            continue
-        db.executemany(
-            "INSERT OR IGNORE INTO accounts (account) VALUES (?)", ((entry.src,), (entry.dst,))
-        )
-        for account, delta in ((entry.src, -entry.amount), (entry.dst, entry.amount)):
-            # Move and read back in one statement. Amounts and balances stay within
-            # 2**53, so the sum never leaves SQLite's 64-bit integers; an overdraft is
-            # refused by the CHECK (players), the trigger (stakes) and check_balance.
-            ((balance,),) = db.execute(
-                "UPDATE accounts SET balance = balance + ? WHERE account = ? RETURNING balance",
-                (delta, account),
+        row = (entry.key, entry.src, entry.dst, entry.amount, entry.kind, entry.round_id)
+        try:
+            db.execute(_INSERT_ENTRY, row)
+        except sqlite3.IntegrityError:
+            if not _refused_entry(db, entry, row):
+                continue
+        # Move both and read them back in one statement. Amounts and balances stay within
+        # 2**53, so a sum never leaves SQLite's 64-bit integers; an overdraft is refused
+        # by the CHECK (players), the trigger (stakes) and check_balance, the source's
+        # before the destination's (which only rises: only check_balance may refuse it).
+        moved = dict(
+            db.execute(
+                "UPDATE accounts SET balance = balance + iif(account = ?1, -?3, ?3)"
+                " WHERE account IN (?1, ?2) RETURNING account, balance",
+                (entry.src, entry.dst, entry.amount),
             ).fetchall()
-            check_balance(account, balance)
-            left[account] = balance
-        db.execute(
-            "INSERT INTO ledger (key, src, dst, amount, kind, round_id) VALUES (?, ?, ?, ?, ?, ?)",
-            (entry.key, entry.src, entry.dst, entry.amount, entry.kind, entry.round_id),
         )
+        for account in (entry.src, entry.dst):
+            check_balance(account, moved[account])
+            left[account] = moved[account]
         inserted.append(entry)
     if day is not None:
         _put_flows(db, add_flows({}, inserted), day)
     return len(inserted), left
+
+
+def _refused_entry(db: sqlite3.Connection, entry: Entry, row: tuple[Any, ...]) -> bool:
+    """After ``entry``'s insert was refused: False when the same entry is stored under
+    its key (a retried commit: skipped), :class:`KeyConflict` when another one is; else
+    an account was missing: they are made, the entry inserted (True: to be moved)."""
+    old = db.execute(
+        "SELECT key, src, dst, amount, kind, round_id FROM ledger WHERE key = ?", (entry.key,)
+    ).fetchone()
+    if old is not None:
+        if Entry(*old) != entry:
+            raise KeyConflict(f"ledger key {entry.key!r} holds a different entry")
+        return False
+    db.executemany(
+        "INSERT OR IGNORE INTO accounts (account) VALUES (?)", ((entry.src,), (entry.dst,))
+    )
+    db.execute(_INSERT_ENTRY, row)  # (refused again for any other reason: the caller's)
+    return True
 
 
 def _put_flows(db: sqlite3.Connection, flows: Mapping[str, list[int]], day: str) -> None:
@@ -1463,7 +1560,9 @@ def _put_flows(db: sqlite3.Connection, flows: Mapping[str, list[int]], day: str)
 
 def _put_calls(db: sqlite3.Connection, calls: list[tuple[dict[str, Any], str]]) -> None:
     """Insert the wallet calls whose transaction id is not stored yet (the stored one is
-    kept as it is: a retried commit)."""
+    kept as it is: a retried commit). Most commits have none: no statement then."""
+    if not calls:
+        return
     db.executemany(
         "INSERT INTO wallet_calls (transaction_id, kind, state, player, table_id, round_id,"
         " currency, amount, next_at, created, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"

@@ -159,6 +159,39 @@ async def test_conflicting_key_changes_nothing(store: Store) -> None:
     assert await snapshot(store) == before
 
 
+async def test_a_retried_entry_is_skipped_though_its_source_could_not_pay_it_again(
+    store: Store,
+) -> None:
+    """The entry stored under a key is found before any balance moves: a retried stake
+    whose player has spent the rest since is skipped, not refused as an overdraft."""
+    await store.ensure_player("ann", "Ann", 1000)
+    await store.commit(entries=[bet("k1", "ann", 300)])
+    await store.commit(entries=[bet("k2", "ann", 700)])
+    again = await store.commit(entries=[bet("k1", "ann", 300), bet("k2", "ann", 700)])
+    assert again == CommitResult(0, {"player:ann": 0})
+    assert await store.balances(["player:ann", "stake:t1:ann"]) == {
+        "player:ann": 0,
+        "stake:t1:ann": 1000,
+    }
+
+
+async def test_an_entry_naming_an_account_never_made(store: Store) -> None:
+    """An account is made by its first entry, not by one refused; and a key already taken
+    is a conflict whatever accounts the new entry names."""
+    await store.ensure_player("ann", "Ann", 1000)
+    await store.commit(entries=[bet("k1", "ann", 300)])
+    before = await snapshot(store)
+    with pytest.raises(Overdrawn):  # chips back from a stake never made
+        await store.commit(entries=[Entry("u1", "stake:t9:ann", "player:ann", 5, "unstake")])
+    with pytest.raises(KeyConflict):
+        await store.commit(entries=[Entry("k1", "player:ann", "stake:t9:ann", 300, "stake", "r1")])
+    assert await snapshot(store) == before
+    assert "stake:t9:ann" not in await store.load_balances()
+    made = await store.commit(entries=[Entry("s9", "player:ann", "stake:t9:ann", 5, "stake")])
+    assert made == CommitResult(1, {"player:ann": 695})
+    assert (await store.load_balances())["stake:t9:ann"] == 5
+
+
 async def test_overdraft_is_refused_atomically(store: Store) -> None:
     await store.ensure_player("ann", "Ann", 1000)
     await store.ensure_player("bob", "Bob", 1000)
@@ -507,7 +540,7 @@ async def test_epoch_fences_a_stale_owner(store: Store) -> None:
     # The owner of epoch 2 writes; so may one with a higher epoch (it claimed elsewhere).
     await store.commit(table=TableRow("t1", {}, {"phase": "dealing"}, 5, epoch=2))
     await store.commit(table=TableRow("t1", {}, {"phase": "dealing"}, 6, epoch=3))
-    assert [r.epoch for r in await store.load_tables()] == [3]
+    assert [(r.epoch, r.seq) for r in await store.load_tables()] == [(3, 6)]  # and its row
     with pytest.raises(StaleEpoch):
         await store.commit(table=TableRow("t1", {}, {"phase": "dealing"}, 7, epoch=2))
     assert await store.claim_table("t1") == 4
@@ -586,6 +619,26 @@ async def test_events_are_kept_bounded_and_served_after_a_seq(
         with pytest.raises(StoreError):
             await store.events_after("t1", -1)
         assert await store.events_after("t1", 0) == before
+    finally:
+        await store.close()
+
+
+async def test_a_step_stores_only_its_events_above_the_last_one_stored(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Of a commit's events, those at or below the table's last stored seq are skipped
+    (a retried step), even one pruned since: it never comes back."""
+    store = make_store(kind, request, tmp_path, event_retention=3)
+    await store.open()
+    try:
+        row = TableRow("t1", {}, {"phase": "betting"}, 4)
+        await store.commit(table=row, events=[ev(1), ev(2)])
+        await store.commit(table=row, events=[ev(2, "again"), ev(3), ev(4)])  # 3 and 4 new
+        assert await store.events_after("t1", 1) == [ev(2), ev(3), ev(4)]
+        assert await store.events_after("t1", 0) is None  # 1 pruned: three kept
+        await store.commit(table=row, events=[ev(1), ev(2, "again")])  # none above 4
+        assert await store.events_after("t1", 1) == [ev(2), ev(3), ev(4)]
+        assert await store.events_after("t1", 0) is None  # 1 not put back
     finally:
         await store.close()
 
