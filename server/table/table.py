@@ -128,6 +128,8 @@ class Table:
         self.players: dict[str, PlayerState] = {}
         self.shoe: Shoe | None = None
         self.shoe_no = shoes_before
+        # The shoe's coups and results: only appended to, or replaced whole (the stored
+        # state's copies of them are made once each: persistence.Copies).
         self.shoe_coups: list[dict[str, Any]] = []
         self.results: list[Result] = []
         self.last_coup_next = False
@@ -160,6 +162,7 @@ class Table:
         # The actions last sent to each tracked player (server.table.actions).
         self.sent_actions = SentActions()
         self._seated: list[PlayerState] | None = None  # seated(), until a seat changes
+        self._copies = persistence.Copies()  # what to_state need not copy again
         self._roads: Roads | None = None  # made from results when first asked for
         self._events: list[Event] = []
         self._records: list[dict[str, Any]] = []
