@@ -436,7 +436,8 @@ def _bet_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any])
     """The betting commands of a seated player (§3, §5, §7)."""
     if p.seat is None:
         return
-    if c.PassShoe in kinds and pass_refusal(t, p) is None:
+    # (Only the holder may pass: for anyone else the refusal is not made at all.)
+    if c.PassShoe in kinds and p.id == t.holder and pass_refusal(t, p) is None:
         out["pass_shoe"] = {}
     if c.PlaceBet in kinds:
         ranges, funds = bet_bounds(t, p)
@@ -500,8 +501,11 @@ def _cut_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any])
 def _contribute_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
     """A contribution to the shoe (docs/fairness.md §9): ``{"step": "commit"}`` while a
     seated player may commit, ``{"step": "reveal"}`` while one who did may reveal."""
+    shoe = t.shoe
     if c.Contribute not in kinds or t.contributions is None:
         return
+    if shoe is None or shoe.cut is not None:
+        return  # both refuse once the shoe is cut (all the shoe's coups): not made at all
     if commit_refusal(t, p.id) is None:
         out["contribute"] = {"step": "commit"}
     elif reveal_refusal(t, p.id) is None:

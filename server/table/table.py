@@ -444,9 +444,16 @@ class Table:
         table into it and says whether to look again (a coup settled, an offer every
         seated player declined at once) or wait for the next command."""
         while self.phase is not Phase.CLOSED:
-            phase = next(phase for holds, phase in rules.NEXT if holds(self))
-            if not _ENTER[phase](self):
+            if not _ENTER[self._next_phase()](self):
                 return
+
+    def _next_phase(self) -> Phase:
+        """The phase the first of :data:`rules.NEXT` that holds names (a plain loop: it
+        runs after every command)."""
+        for holds, phase in rules.NEXT:
+            if holds(self):
+                return phase
+        raise AssertionError("the last of rules.NEXT always holds")
 
     def _enter_turn(self) -> bool:
         return turning.advance_coup(self)  # True once the coup is settled
