@@ -147,11 +147,15 @@ class Copies:
         return dict(self._shoe_dict)
 
     def shoe_coups(self, coups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        made = self._coups
+        items = made.of(coups)
+        if made.tuples:  # every coup as the table makes it: the quick way
+            return [{"player": p.copy(), "banker": b.copy()} for p, b in items]
         return [
-            {"player": x[0][:], "banker": x[1][:]}
+            {"player": x[0].copy(), "banker": x[1].copy()}
             if type(x) is tuple
             else {h: list(v) for h, v in x.items()}
-            for x in self._coups.of(coups)
+            for x in items
         ]
 
     def results(self, results: list[Result]) -> list[dict[str, object]]:
@@ -171,25 +175,28 @@ def _coup_cards(x: dict[str, Any]) -> Any:
 class _Grown:
     """Each element of a list that only grows, as ``make`` made it when it came; made
     afresh for another list, or one that got shorter or whose last element seen is not
-    where it was."""
+    where it was. ``tuples``: whether ``make`` made a tuple of every element."""
 
-    __slots__ = ("_items", "_last", "_make", "_source")
+    __slots__ = ("_items", "_last", "_make", "_source", "tuples")
 
     def __init__(self, make: Callable[[Any], Any]) -> None:
         self._make = make
         self._source: list[Any] | None = None  # kept: its id is never another list's
         self._last: Any = None
         self._items: list[Any] = []
+        self.tuples = True
 
     def of(self, source: list[Any]) -> list[Any]:
         items = self._items
         n = len(items)
         if source is not self._source or len(source) < n or (n and source[n - 1] is not self._last):
             self._source, items, n = source, [], 0
-            self._items = items
+            self._items, self.tuples = items, True
         if len(source) > n:
-            items.extend(map(self._make, source[n:]))
+            new = list(map(self._make, source[n:]))
+            items.extend(new)
             self._last = source[-1]
+            self.tuples = self.tuples and all(type(x) is tuple for x in new)
         return items
 
 

@@ -345,7 +345,7 @@ def rebuilt_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         "players": [dataclasses.asdict(q) for q in kept],
         "shoe": None if t.shoe is None else deep(t.shoe.to_dict()),
         "shoe_no": t.shoe_no,
-        "shoe_coups": deep(t.shoe_coups),
+        "shoe_coups": [{h: list(v) for h, v in x.items()} for x in t.shoe_coups],
         "results": [dataclasses.asdict(r) for r in t.results],
         "last_coup_next": t.last_coup_next,
         "burned": t.burned,

@@ -155,3 +155,24 @@ def _turn(h: TableHarness, coup: CoupState) -> None:
             check_stored_state(h.table)
         if h.table.coup is coup:
             h.do(c.TurnCard(player=turner, hand=hand, card=card))
+
+
+def test_a_stored_coup_of_another_shape_is_copied_as_it_is() -> None:
+    """A shoe's coups are copied the quick way when they have the table's own shape
+    (``player`` then ``banker``, two lists); one restored in any other shape is copied
+    key by key, beside the others, and the state is the same as copied afresh."""
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN, BANKER_WIN), holder="ann")
+    h.play_coup({"bob": {"player": 500}})
+    state = h.table.to_state()
+    state["shoe_coups"].append({"banker": ["9s", "Kd"], "player": ("Ks", "Th"), "by": ["x"]})
+    h.table = Table.from_state(state, h.wallet)
+    stored = check_stored_state(h.table)
+    assert stored["shoe_coups"][-1] == {
+        "banker": ["9s", "Kd"],
+        "player": ["Ks", "Th"],
+        "by": ["x"],
+    }
+    h.play_coup({"bob": {"player": 500}})
+    stored = check_stored_state(h.table, stored)
+    assert len(stored["shoe_coups"]) == 3
