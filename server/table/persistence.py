@@ -210,18 +210,18 @@ def _contributions(k: Contributions) -> dict[str, Any]:
 
 
 def _coup_state(k: CoupState) -> dict[str, Any]:
-    """A coup being dealt, as :func:`to_state` keeps it."""
-    return {
-        **k.__dict__,
-        "player": [dict(x.__dict__) for x in k.player],
-        "banker": [dict(x.__dict__) for x in k.banker],
-        "turners": dict(k.turners),
-        "held": {p: dict(b) for p, b in k.held.items()},
-        "balances_before": dict(k.balances_before),
-        "on_behalf": [dict(x) for x in k.on_behalf],
-        "stage": k.stage.value,
-        "progress": {card: list(v) for card, v in k.progress.items()},
-    }
+    """A coup being dealt, as :func:`to_state` keeps it: its fields in their order, each
+    container a copy (``copy()``: the declared dicts and lists; this runs every step)."""
+    d = k.__dict__.copy()
+    d["player"] = [x.__dict__.copy() for x in k.player]
+    d["banker"] = [x.__dict__.copy() for x in k.banker]
+    d["turners"] = k.turners.copy()
+    d["held"] = {p: b.copy() for p, b in k.held.items()}
+    d["balances_before"] = k.balances_before.copy()
+    d["on_behalf"] = [x.copy() for x in k.on_behalf]
+    d["stage"] = k.stage.value
+    d["progress"] = {card: v.copy() for card, v in k.progress.items()}
+    return d
 
 
 def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table:
