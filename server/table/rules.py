@@ -501,11 +501,11 @@ def _cut_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any])
 def _contribute_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
     """A contribution to the shoe (docs/fairness.md §9): ``{"step": "commit"}`` while a
     seated player may commit, ``{"step": "reveal"}`` while one who did may reveal."""
-    shoe = t.shoe
     if c.Contribute not in kinds or t.contributions is None:
         return
+    shoe = t.shoe
     if shoe is None or shoe.cut is not None:
-        return  # both refuse once the shoe is cut (all the shoe's coups): not made at all
+        return  # both refuse once the shoe is cut (so through all its coups): not made
     if commit_refusal(t, p.id) is None:
         out["contribute"] = {"step": "commit"}
     elif reveal_refusal(t, p.id) is None:

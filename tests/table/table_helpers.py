@@ -27,6 +27,7 @@ from server.engine.coup import Coup, resolve_coup
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
 from server.table import commands as c
 from server.table.events import Event, Step
+from server.table.persistence import VERSION
 from server.table.table import Phase
 
 CASHIER = "cashier"
@@ -336,7 +337,7 @@ def rebuilt_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         coup_state = dataclasses.asdict(coup)
         coup_state["stage"] = coup.stage.value
     return {
-        "version": 2,
+        "version": VERSION,
         "table_id": t.table_id,
         "options": t.options.to_dict(),
         "seq": t.seq,
