@@ -3,7 +3,8 @@ it costs to show every viewer their events and snapshots.
 
 Run from the project root: ``python -m bench.table``. Prints a table and writes it to
 docs/benchmarks.md, section "## Table (bench/table.py)" (the rest of the file is
-kept). Each coup goes through the whole state machine: every bot places a bet and
+kept). ``python -m bench.table --steps [COUPS]`` prints instead what one step of the
+core costs at a human pace (:func:`steps`), and writes nothing. Each coup goes through the whole state machine: every bot places a bet and
 presses DONE, the turners TOSS, the table settles through the in-memory wallet; offers
 are accepted and cuts made at once, and new seeded shoes are fed as shoes end. The
 baseline, in the same process, is ``resolve_coup`` alone on the same coups' cards, so
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable
 
 from bench._util import load_line, loadavg, machine, write_benchmarks
@@ -281,5 +284,78 @@ def write_section(table: str, n_coups: int, shoes: int, n_events: int, load: str
     write_benchmarks(SECTION, section)
 
 
+def steps(coups: int = 200) -> None:
+    """The core's cost per step at a human pace, as the croupier pays it: ``Table.handle``
+    by command, and ``to_state(spectators=False)`` (the state row) after every step that
+    made events. 14 seated bots; each coup every bot bets, then changes it (with command
+    ids, as clients send them), presses DONE; each stage's turner squeezes, sends 8
+    progress a card 0.15 s apart (some coalesced), turns the cards. Uses only the
+    table's public calls, so this file copied into an older tree measures it the same
+    way (``git archive <rev> | tar -x -C DIR``, then ``PYTHONPATH=DIR``).
+    """
+    r = Run()
+    t, bots = r.table, r.bots
+    spent: dict[str, float] = defaultdict(float)
+    count: dict[str, int] = defaultdict(int)
+    clock = time.perf_counter
+    n = 0
+
+    def send(kind: str, cmd: c.Command) -> None:
+        t0 = clock()
+        step = t.handle(cmd, r.now)
+        t1 = clock()
+        spent[kind] += t1 - t0
+        count[kind] += 1
+        if step.events:
+            t.to_state(spectators=False)
+            spent["to_state"] += clock() - t1
+            count["to_state"] += 1
+
+    def cid() -> str:
+        nonlocal n
+        n += 1
+        return f"s{n}"
+
+    played = 0
+    while played < coups:
+        r.now += 1.0
+        if r.answer():
+            continue
+        if t.phase is Phase.BETTING:
+            played += 1
+            for i, b in enumerate(bots):
+                area = "banker" if b == t.holder else AREAS[(i + played) % 3]
+                amount = 100 * (1 + (i * 7 + played) % 10)
+                send("bet", c.PlaceBet(player=b, area=area, amount=amount, id=cid()))
+            for b in bots:
+                area = "banker" if b == t.holder else "player"
+                send("bet", c.PlaceBet(player=b, area=area, amount=100, id=cid()))
+            for b in bots:
+                if t.phase is Phase.BETTING:
+                    send("done", c.Done(player=b, id=cid()))
+            continue
+        coup = t.coup
+        assert coup is not None, t.phase
+        hand = coup.stage_hand
+        turner = coup.turners[hand]
+        assert turner is not None
+        send("squeeze", c.Squeeze(player=turner, hand=hand, style="peek", id=cid()))
+        for card in coup.face_down():
+            for j in range(8):
+                r.now += 0.15
+                cmd = c.Progress(player=turner, hand=hand, card=card, percent=10 * (j + 1))
+                send("progress", cmd)
+            send("turn", c.TurnCard(player=turner, hand=hand, card=card, id=cid()))
+    handled = sum(v for k, v in count.items() if k != "to_state")
+    print(f"{coups} coups at a table of {BOTS} seated bots, us per step (mean):")
+    for kind in sorted(count):
+        print(f"  {kind:10s} {count[kind]:7,d} steps {spent[kind] / count[kind] * 1e6:8.1f} us")
+    total = sum(spent.values()) / handled * 1e6
+    print(f"  {'all':10s} {handled:7,d} steps {total:8.1f} us (handle + to_state)")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--steps"]:
+        steps(*(int(x) for x in sys.argv[2:3]))
+    else:
+        main()

@@ -12,6 +12,7 @@ change money or decide a rule while rebuilding.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from server.engine.roads import Result
@@ -24,7 +25,7 @@ from .wallet import Wallet
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["VERSION", "from_state", "to_state"]
+__all__ = ["VERSION", "Copies", "from_state", "to_state"]
 
 VERSION = 2  # 2: stakes, the offer's declined list, progress, draining, sent actions
 
@@ -39,17 +40,31 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     every spectator away anyway, and so a step's cost does not grow with the
     audience. The command ids of every player are kept either way (docs/protocol.md
     §5: a retried id is recognised across a restart, whoever sent it).
+
+    It runs after every step, so it copies the cheap way (``__dict__.copy()`` and the
+    few containers replaced; :class:`Copies` for the shoe, which changes only when a
+    card is drawn, and the shoe's coups and results, which grow once a coup): the same
+    state as copying everything afresh (tests/table/test_stored_state.py holds them
+    together across played shoes).
     """
-    coup = None if t.coup is None else _coup_state(t.coup)
-    kept = [
-        q
-        for q in t.players.values()
-        if spectators
-        or q.seat is not None
-        or q.bets
-        or (coup is not None and q.id in coup["held"])
-        or (t.debiting is not None and q.id in t.debiting)
-    ]
+    k = t.coup
+    coup = None if k is None else _coup_state(k)
+    held = None if k is None else k.held
+    debiting = t.debiting
+    players = []
+    for q in t.players.values():
+        if (
+            spectators
+            or q.seat is not None
+            or q.bets
+            or (held is not None and q.id in held)
+            or (debiting is not None and q.id in debiting)
+        ):
+            d = q.__dict__.copy()
+            d["bets"], d["bet_order"] = q.bets.copy(), q.bet_order.copy()
+            d["last_bets"] = q.last_bets.copy()
+            players.append(d)
+    copies = t._copies
     return {
         "version": VERSION,
         "table_id": t.table_id,
@@ -61,19 +76,11 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         "seq": t.seq,
         "phase": t.phase.value,
         "deadline": t.deadline,
-        "players": [
-            {
-                **q.__dict__,
-                "bets": dict(q.bets),
-                "bet_order": dict(q.bet_order),
-                "last_bets": dict(q.last_bets),
-            }
-            for q in kept
-        ],
-        "shoe": t.shoe.to_dict() if t.shoe is not None else None,
+        "players": players,
+        "shoe": copies.shoe(t.shoe),
         "shoe_no": t.shoe_no,
-        "shoe_coups": [{h: list(v) for h, v in x.items()} for x in t.shoe_coups],
-        "results": [r.to_dict() for r in t.results],
+        "shoe_coups": copies.shoe_coups(t.shoe_coups),
+        "results": copies.results(t.results),
         "last_coup_next": t.last_coup_next,
         "burned": t.burned,
         "holder": t.holder,
@@ -86,8 +93,8 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         "anchor_seat": t.anchor_seat,
         "coup": coup,
         "debiting": None
-        if t.debiting is None
-        else {pid: dict(bets) for pid, bets in t.debiting.items()},
+        if debiting is None
+        else {pid: dict(bets) for pid, bets in debiting.items()},
         "coup_no": t.coup_no,
         "round_open": t.round_open,
         "counter": t.counter,
@@ -105,6 +112,94 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     }
 
 
+class Copies:
+    """What :func:`to_state` keeps of one table between steps, so that a step copies
+    only what changed since the last (the copies it hands out are fresh all the same).
+
+    - The shoe's :meth:`~server.engine.shoe.Shoe.to_dict` (its hundreds of cards joined
+      into strings), made again only when the shoe's fields are no longer what they
+      were: another shoe, a card drawn (``position``, ``dealt`` longer), the burn, the
+      cut (a new ``cards`` list), the stop card. Its values are immutable.
+    - The shoe's coups and its results, lists the table only appends to (a coup
+      settled or voided) or replaces whole (a new shoe, a restore): each element's
+      copy is made once, when it is appended. Results are frozen; a coup's cards are
+      two lists never changed (the element's own lists are kept, and copied each
+      time, so even a change in place would be seen).
+    """
+
+    __slots__ = ("_coups", "_results", "_shoe", "_shoe_dict")
+
+    def __init__(self) -> None:
+        self._shoe: tuple[Any, ...] | None = None
+        self._shoe_dict: dict[str, Any] = {}
+        self._coups = _Grown(_coup_cards)
+        self._results = _Grown(Result.to_dict)
+
+    def shoe(self, shoe: Shoe | None) -> dict[str, Any] | None:
+        if shoe is None:
+            return None
+        # Every field, and the two lists' lengths (drawing appends to ``dealt``): equal
+        # fields, an equal dict. (The lists are compared by identity first, so this is
+        # cheap while they are the same lists; nothing changes ``cards`` in place.)
+        seen = (*shoe.__dict__.values(), len(shoe.cards), len(shoe.dealt))
+        if seen != self._shoe:
+            self._shoe, self._shoe_dict = seen, shoe.to_dict()
+        return dict(self._shoe_dict)
+
+    def shoe_coups(self, coups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        made = self._coups
+        items = made.of(coups)
+        if made.tuples:  # every coup as the table makes it: the quick way
+            return [{"player": p.copy(), "banker": b.copy()} for p, b in items]
+        return [
+            {"player": x[0].copy(), "banker": x[1].copy()}
+            if type(x) is tuple
+            else {h: list(v) for h, v in x.items()}
+            for x in items
+        ]
+
+    def results(self, results: list[Result]) -> list[dict[str, object]]:
+        return list(map(dict.copy, self._results.of(results)))
+
+
+def _coup_cards(x: dict[str, Any]) -> Any:
+    """A coup's cards as :meth:`Copies.shoe_coups` copies them: its two lists (as the
+    table makes it), or the dict itself (any other shape: copied the long way)."""
+    if type(x) is dict and list(x) == ["player", "banker"]:
+        player, banker = x["player"], x["banker"]
+        if type(player) is list and type(banker) is list:
+            return (player, banker)
+    return x
+
+
+class _Grown:
+    """Each element of a list that only grows, as ``make`` made it when it came; made
+    afresh for another list, or one that got shorter or whose last element seen is not
+    where it was. ``tuples``: whether ``make`` made a tuple of every element."""
+
+    __slots__ = ("_items", "_last", "_make", "_source", "tuples")
+
+    def __init__(self, make: Callable[[Any], Any]) -> None:
+        self._make = make
+        self._source: list[Any] | None = None  # kept: its id is never another list's
+        self._last: Any = None
+        self._items: list[Any] = []
+        self.tuples = True
+
+    def of(self, source: list[Any]) -> list[Any]:
+        items = self._items
+        n = len(items)
+        if source is not self._source or len(source) < n or (n and source[n - 1] is not self._last):
+            self._source, items, n = source, [], 0
+            self._items, self.tuples = items, True
+        if len(source) > n:
+            new = list(map(self._make, source[n:]))
+            items.extend(new)
+            self._last = source[-1]
+            self.tuples = self.tuples and all(type(x) is tuple for x in new)
+        return items
+
+
 def _contributions(k: Contributions) -> dict[str, Any]:
     return {
         "commitments": dict(k.commitments),
@@ -115,18 +210,18 @@ def _contributions(k: Contributions) -> dict[str, Any]:
 
 
 def _coup_state(k: CoupState) -> dict[str, Any]:
-    """A coup being dealt, as :func:`to_state` keeps it."""
-    return {
-        **k.__dict__,
-        "player": [dict(x.__dict__) for x in k.player],
-        "banker": [dict(x.__dict__) for x in k.banker],
-        "turners": dict(k.turners),
-        "held": {p: dict(b) for p, b in k.held.items()},
-        "balances_before": dict(k.balances_before),
-        "on_behalf": [dict(x) for x in k.on_behalf],
-        "stage": k.stage.value,
-        "progress": {card: list(v) for card, v in k.progress.items()},
-    }
+    """A coup being dealt, as :func:`to_state` keeps it: its fields in their order, each
+    container a copy (``copy()``: the declared dicts and lists; this runs every step)."""
+    d = k.__dict__.copy()
+    d["player"] = [x.__dict__.copy() for x in k.player]
+    d["banker"] = [x.__dict__.copy() for x in k.banker]
+    d["turners"] = k.turners.copy()
+    d["held"] = {p: b.copy() for p, b in k.held.items()}
+    d["balances_before"] = k.balances_before.copy()
+    d["on_behalf"] = [x.copy() for x in k.on_behalf]
+    d["stage"] = k.stage.value
+    d["progress"] = {card: v.copy() for card, v in k.progress.items()}
+    return d
 
 
 def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table:

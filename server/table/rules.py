@@ -436,7 +436,8 @@ def _bet_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any])
     """The betting commands of a seated player (§3, §5, §7)."""
     if p.seat is None:
         return
-    if c.PassShoe in kinds and pass_refusal(t, p) is None:
+    # (Only the holder may pass: for anyone else the refusal is not made at all.)
+    if c.PassShoe in kinds and p.id == t.holder and pass_refusal(t, p) is None:
         out["pass_shoe"] = {}
     if c.PlaceBet in kinds:
         ranges, funds = bet_bounds(t, p)
@@ -502,6 +503,9 @@ def _contribute_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str
     seated player may commit, ``{"step": "reveal"}`` while one who did may reveal."""
     if c.Contribute not in kinds or t.contributions is None:
         return
+    shoe = t.shoe
+    if shoe is None or shoe.cut is not None:
+        return  # both refuse once the shoe is cut (so through all its coups): not made
     if commit_refusal(t, p.id) is None:
         out["contribute"] = {"step": "commit"}
     elif reveal_refusal(t, p.id) is None:

@@ -128,6 +128,8 @@ class Table:
         self.players: dict[str, PlayerState] = {}
         self.shoe: Shoe | None = None
         self.shoe_no = shoes_before
+        # The shoe's coups and results: only appended to, or replaced whole (the stored
+        # state's copies of them are made once each: persistence.Copies).
         self.shoe_coups: list[dict[str, Any]] = []
         self.results: list[Result] = []
         self.last_coup_next = False
@@ -160,6 +162,7 @@ class Table:
         # The actions last sent to each tracked player (server.table.actions).
         self.sent_actions = SentActions()
         self._seated: list[PlayerState] | None = None  # seated(), until a seat changes
+        self._copies = persistence.Copies()  # what to_state need not copy again
         self._roads: Roads | None = None  # made from results when first asked for
         self._events: list[Event] = []
         self._records: list[dict[str, Any]] = []
@@ -441,9 +444,16 @@ class Table:
         table into it and says whether to look again (a coup settled, an offer every
         seated player declined at once) or wait for the next command."""
         while self.phase is not Phase.CLOSED:
-            phase = next(phase for holds, phase in rules.NEXT if holds(self))
-            if not _ENTER[phase](self):
+            if not _ENTER[self._next_phase()](self):
                 return
+
+    def _next_phase(self) -> Phase:
+        """The phase the first of :data:`rules.NEXT` that holds names (a plain loop: it
+        runs after every command)."""
+        for holds, phase in rules.NEXT:
+            if holds(self):
+                return phase
+        raise AssertionError("the last of rules.NEXT always holds")
 
     def _enter_turn(self) -> bool:
         return turning.advance_coup(self)  # True once the coup is settled

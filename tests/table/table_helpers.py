@@ -14,6 +14,8 @@ folder's ``helpers.py`` can never shadow it).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -25,6 +27,7 @@ from server.engine.coup import Coup, resolve_coup
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
 from server.table import commands as c
 from server.table.events import Event, Step
+from server.table.persistence import VERSION
 from server.table.table import Phase
 
 CASHIER = "cashier"
@@ -313,6 +316,114 @@ class TableHarness:
         return self.table.phase
 
 
+# ---------------------------------------------------------------------- the stored state
+def rebuilt_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
+    """What ``t.to_state(spectators=...)`` must equal, copied the long way: every field
+    deep-copied afresh, nothing cached (the table's to_state copies the cheap way and
+    keeps copies between steps: the two are held together)."""
+    coup = t.coup
+    deep = copy.deepcopy
+    kept = [
+        q
+        for q in t.players.values()
+        if spectators
+        or q.seat is not None
+        or q.bets
+        or (coup is not None and q.id in coup.held)
+        or (t.debiting is not None and q.id in t.debiting)
+    ]
+    coup_state = None
+    if coup is not None:
+        coup_state = dataclasses.asdict(coup)
+        coup_state["stage"] = coup.stage.value
+    return {
+        "version": VERSION,
+        "table_id": t.table_id,
+        "options": t.options.to_dict(),
+        "seq": t.seq,
+        "phase": t.phase.value,
+        "deadline": t.deadline,
+        "players": [dataclasses.asdict(q) for q in kept],
+        "shoe": None if t.shoe is None else deep(t.shoe.to_dict()),
+        "shoe_no": t.shoe_no,
+        "shoe_coups": [{h: list(v) for h, v in x.items()} for x in t.shoe_coups],
+        "results": [dataclasses.asdict(r) for r in t.results],
+        "last_coup_next": t.last_coup_next,
+        "burned": t.burned,
+        "holder": t.holder,
+        "house_holds": t.house_holds,
+        "holder_coups": t.holder_coups,
+        "offer_needed": t.offer_needed,
+        "offer": None if t.offer is None else dataclasses.asdict(t.offer),
+        "anchor_seat": t.anchor_seat,
+        "coup": coup_state,
+        "debiting": deep(t.debiting),
+        "coup_no": t.coup_no,
+        "round_open": t.round_open,
+        "counter": t.counter,
+        "draining": t.draining,
+        "paused": t.paused,
+        "recent_ids": deep(t.recent_ids),
+        "sent_actions": deep(t.sent_actions.stored()),
+        "last_result": deep(t.last_result),
+        "cut_by": deep(t.cut_by),
+        "cut_offered_to": t.cut_offered_to,
+        "between_on_behalf": deep(t.between_on_behalf),
+        "contributions": None if t.contributions is None else dataclasses.asdict(t.contributions),
+    }
+
+
+def containers(obj: Any, skip: Iterable[Any] = ()) -> set[int]:
+    """The ids of every dict and list reachable from ``obj`` (through containers and
+    objects' attributes), but those under the objects in ``skip``."""
+    out: set[int] = set()
+    seen = {id(x) for x in skip}
+    todo = [obj]
+    while todo:
+        x = todo.pop()
+        if type(x) in _SCALARS or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, dict):
+            out.add(id(x))
+            todo.extend(v for v in x.values() if type(v) not in _SCALARS)
+        elif isinstance(x, list):
+            out.add(id(x))
+            todo.extend(v for v in x if type(v) not in _SCALARS)
+        elif isinstance(x, tuple | set | frozenset):
+            todo.extend(x)
+        else:
+            todo.extend(getattr(x, "__dict__", {}).values())
+            for name in getattr(type(x), "__slots__", ()):
+                todo.append(getattr(x, name, None))
+    return out
+
+
+_SCALARS = {str, bytes, int, float, bool, type(None)}
+
+
+def check_stored_state(t: Table, earlier: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``t.to_state()`` and the stored ``to_state(spectators=False)`` equal
+    :func:`rebuilt_state` (and in the same key order, so the stored row is the same
+    text); every dict and list in them is their own (none of the table's, none of
+    ``earlier``'s, another state taken before), but the last coup's result, which the
+    table never changes in place. Returns the stored state."""
+    for spectators in (True, False):
+        state = t.to_state(spectators=spectators)
+        want = rebuilt_state(t, spectators=spectators)
+        assert state == want
+        assert json.dumps(state, default=repr) == json.dumps(want, default=repr)
+        shared = t.last_result
+        mine = containers(state, skip=[shared])
+        table = containers(t, skip=[shared, t.wallet, t.options, t._records])
+        assert not mine & table, "aliases the table"
+        if earlier is not None:
+            assert not mine & containers(earlier, skip=[shared]), "aliases an earlier state"
+        earlier = state
+    assert earlier is not None
+    return earlier
+
+
 def card_strings(obj: Any) -> list[str]:
     """Every string in a JSON-like value that is a card (``As``, ``Td``...)."""
     out: list[str] = []
@@ -364,10 +475,13 @@ __all__ = [
     "TIE_BANKER_THIRD",
     "TableHarness",
     "card_strings",
+    "check_stored_state",
+    "containers",
     "coup_block",
     "dumps",
     "fast_timers",
     "has_key",
+    "rebuilt_state",
     "resolved",
     "stack",
     "viewed",

@@ -17,6 +17,8 @@ new ones are fed whenever ``table.wants_shoe``). After every step it checks:
   as seen by anyone shows a face-down card except to the turner squeezing it; the
   shoe's seed appears nowhere before its reveal;
 - events: sequence numbers are gap-free across steps;
+- the stored state: what copying the whole table afresh gives, sharing nothing with the
+  table or the state stored before;
 - refusals (TableError) and repeated command ids change nothing at all.
 """
 
@@ -29,7 +31,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from table_helpers import card_strings, has_key
+from table_helpers import card_strings, check_stored_state, has_key
 
 from server.engine.payouts import AREAS
 from server.engine.shoe import shuffle_order
@@ -151,6 +153,7 @@ class TableMachine(RuleBasedStateMachine):
         self.steps = 0
         self.sent_with_id: list[c.Command] = []
         self.unique = 0
+        self.stored: dict[str, Any] | None = None  # the last stored state checked
         self.feed_shoe()
         for name in self.names:  # most runs start with everyone seated: the game moves
             self.apply(c.Join(player=name, name=name.upper()), expect_ok=True)
@@ -452,6 +455,13 @@ class TableMachine(RuleBasedStateMachine):
             )
 
     # ------------------------------------------------------------------ invariants
+    @invariant()
+    def the_stored_state_is_copied_afresh(self):
+        """to_state (copied the cheap way, some copies kept between steps) is what
+        copying everything afresh gives, and shares nothing with the table or the last
+        state taken."""
+        self.stored = check_stored_state(self.table, self.stored)
+
     @invariant()
     def every_hold_has_one_outcome(self):
         t = self.table

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 
-from table_helpers import BANKER_WIN, TableHarness, stack
+from table_helpers import BANKER_WIN, TableHarness, check_stored_state, stack
 
-from server.table import Table
+from server.table import Table, TableOptions
+from server.table import commands as c
+from server.table.state import CoupState
+from server.table.table import Phase
 
 
 def test_stored_state_leaves_out_spectators_but_keeps_the_game() -> None:
@@ -70,3 +73,106 @@ def test_a_state_stored_before_currencies_loads_as_play_money() -> None:
     del state["options"]["currency"]
     back = Table.from_state(state, h.wallet)
     assert back.options.currency is None and back.options.decimals == 2
+
+
+def test_the_stored_state_is_copied_afresh_through_played_shoes() -> None:
+    """to_state copies the cheap way and keeps some copies between steps (the shoe's,
+    its coups', its results'): after every step of two seeded shoes played with bets
+    placed and taken back, squeezes, a voided round, a restart and a spectator (a
+    whole shoe, into the next), it is
+    what copying everything afresh gives, and shares no list or dict with the table or
+    with the state taken before."""
+    h = TableHarness(TableOptions(seats=6))
+    names = [f"p{i}" for i in range(1, 7)]
+    h.seat(names, funds=10_000_000)
+    h.join("watcher")
+    stored = check_stored_state(h.table)
+    shoes = 0
+    voided = restored = False
+    while shoes < 2 or h.table.coup_no < 3:
+        t = h.table
+        if t.wants_shoe:
+            shoes += 1
+            h.start(seed=bytes([shoes]) * 32)
+        elif t.offer is not None:
+            h.accept(t.offer.current)
+        elif t.phase is Phase.CUT:
+            assert t.cutter is not None
+            h.do(c.Cut(player=t.cutter, position=100 + shoes))
+        elif t.phase is Phase.BETTING:
+            _bet_round(h, names)
+        elif t.coup is not None:
+            _turn(h, t.coup)
+        else:
+            raise AssertionError(t.phase)
+        stored = check_stored_state(h.table, stored)
+        if t.coup_no == 7 and t.coup is not None and t.coup.stage == "banker":
+            h.do(c.VoidRound(round_id=t.round_id, reason="a test"))
+            stored = check_stored_state(h.table, stored)
+            voided = True
+        if t.coup_no == 20 and t.phase is Phase.BETTING and shoes == 1:
+            state = json.loads(json.dumps(h.table.to_state()))
+            h.table = Table.from_state(state, h.wallet)
+            stored = check_stored_state(h.table, stored)
+            restored = True
+    assert h.table.shoe_no == 2 and voided and restored
+
+
+def _bet_round(h: TableHarness, names: list[str]) -> None:
+    t = h.table
+    k = t.coup_no
+    for i, name in enumerate(names):
+        area = "banker" if name == t.holder else ("player", "banker", "tie")[(i + k) % 3]
+        h.do(c.PlaceBet(player=name, area=area, amount=100 * (1 + i), id=f"b{k}-{i}"))
+        check_stored_state(t)
+        if i % 2:
+            h.do(c.RemoveBet(player=name, area=area, amount=None))
+            check_stored_state(t)
+            h.do(
+                c.SameBet(player=name)
+                if t.players[name].last_bets
+                else c.PlaceBet(player=name, area=area, amount=100)
+            )
+    for name in names:
+        if t.phase is Phase.BETTING:
+            h.do(c.Done(player=name), 1.0)
+            check_stored_state(t)
+
+
+def _turn(h: TableHarness, coup: CoupState) -> None:
+    hand = coup.stage_hand
+    turner = coup.turners[hand]
+    if turner is None:
+        h.tick_to_deadline()
+        return
+    if coup.coup_no % 2:
+        h.toss(turner, hand)
+        return
+    h.do(c.Squeeze(player=turner, hand=hand, style="peek"))
+    for card in coup.face_down():
+        for pct in (20, 60, 90):
+            h.do(c.Progress(player=turner, hand=hand, card=card, percent=pct), 0.3)
+            check_stored_state(h.table)
+        if h.table.coup is coup:
+            h.do(c.TurnCard(player=turner, hand=hand, card=card))
+
+
+def test_a_stored_coup_of_another_shape_is_copied_as_it_is() -> None:
+    """A shoe's coups are copied the quick way when they have the table's own shape
+    (``player`` then ``banker``, two lists); one restored in any other shape is copied
+    key by key, beside the others, and the state is the same as copied afresh."""
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN, BANKER_WIN), holder="ann")
+    h.play_coup({"bob": {"player": 500}})
+    state = h.table.to_state()
+    state["shoe_coups"].append({"banker": ["9s", "Kd"], "player": ("Ks", "Th"), "by": ["x"]})
+    h.table = Table.from_state(state, h.wallet)
+    stored = check_stored_state(h.table)
+    assert stored["shoe_coups"][-1] == {
+        "banker": ["9s", "Kd"],
+        "player": ["Ks", "Th"],
+        "by": ["x"],
+    }
+    h.play_coup({"bob": {"player": 500}})
+    stored = check_stored_state(h.table, stored)
+    assert len(stored["shoe_coups"]) == 3
