@@ -3,9 +3,18 @@ process in tests). Served at ``/metrics``. Never holds a player's private data."
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import time
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["Metrics"]
+__all__ = ["LoopWatch", "Metrics"]
+
+#: Seconds between two probes of the event loop's lag (:class:`LoopWatch`).
+LAG_PROBE = 0.1
+_PAUSES = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
 class Metrics:
@@ -63,6 +72,20 @@ class Metrics:
         self.slow_clients = Counter(
             "chemmy_slow_clients", "Connections cut off for not keeping up", registry=r
         )
+        self.loop_lag = Histogram(
+            "chemmy_loop_lag_seconds",
+            f"How late the event loop ran a {LAG_PROBE} s timer: what every command and"
+            " event arriving then waited behind (long steps, big fan-outs, collections)",
+            buckets=_PAUSES,
+            registry=r,
+        )
+        self.gc_pause = Histogram(
+            "chemmy_gc_pause_seconds",
+            "Each run of the cyclic garbage collector in this process, by generation",
+            ["generation"],
+            buckets=_PAUSES,
+            registry=r,
+        )
 
     def _cluster(self, r: CollectorRegistry) -> None:
         """The cluster's: the bus and the leases (zero on one process)."""
@@ -99,3 +122,43 @@ class Metrics:
             "Tables this process took or gave up (total)",
             registry=r,
         )
+
+
+class LoopWatch:
+    """The event loop's own health, for ``/metrics`` (docs/operations.md §4): a probe
+    that sleeps :data:`LAG_PROBE` s and records how much later than that it woke
+    (``chemmy_loop_lag_seconds``: the loop was busy with other work meanwhile, and so
+    was everything that arrived), and the pause of each garbage collection
+    (``chemmy_gc_pause_seconds``, from ``gc.callbacks``; the process's collections, so
+    every server of a process observes them). A server starts it once it serves and
+    stops it when it stops (the callback leaves ``gc.callbacks``)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self._task: asyncio.Task[None] | None = None
+        self._gc_started: float | None = None
+
+    def start(self) -> None:
+        gc.callbacks.append(self._on_gc)
+        self._task = asyncio.create_task(self._probe(), name="loop-lag-probe")
+
+    def stop(self) -> None:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _probe(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            asked = loop.time()
+            await asyncio.sleep(LAG_PROBE)
+            self.metrics.loop_lag.observe(max(0.0, loop.time() - asked - LAG_PROBE))
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        elif self._gc_started is not None:
+            pause = time.perf_counter() - self._gc_started
+            self._gc_started = None
+            self.metrics.gc_pause.labels(generation=str(info.get("generation"))).observe(pause)

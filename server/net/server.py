@@ -79,7 +79,7 @@ from .http import Endpoints
 from .hub import Hub, send_now
 from .limits import Limits, LineKey, Lines, client_address
 from .lobby import Lobby, SharedLobby
-from .metrics import Metrics
+from .metrics import LoopWatch, Metrics
 from .operator_api import OperatorAPI, OperatorAuth
 from .session import Bucket, GatewayConnection, Session
 from .shared_limits import SharedLimits
@@ -163,6 +163,7 @@ class ChemmyServer:
         self._request_ids = itertools.count(1)
         self._server: Server | None = None
         self._watchdog: asyncio.Task[None] | None = None
+        self._loop_watch = LoopWatch(metrics)
         self._background: set[asyncio.Task[None]] = set()
         self.slow_client_buffer = SLOW_CLIENT_BUFFER  # bytes unsent before a client is cut
         self.guest_sweep_interval = 60.0  # how often idle guests are looked for
@@ -211,6 +212,7 @@ class ChemmyServer:
             raise
         await self._server.start_serving()
         self._watchdog = asyncio.create_task(self._watch_slow_clients())
+        self._loop_watch.start()
         log.info("listening on ws://%s:%d", self.config.host, self.port)
         if self.config.wallet == "transfer" and not self.operator_api.auth.enabled:
             log.warning(
@@ -260,6 +262,7 @@ class ChemmyServer:
         """Close every connection with 1001 (going away), stop the tables and the store."""
         if self._watchdog is not None:
             self._watchdog.cancel()
+        self._loop_watch.stop()
         for task in list(self._background):
             task.cancel()
         if self._server is not None:
