@@ -84,7 +84,7 @@ import sys
 import tempfile
 import time
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -876,6 +876,12 @@ class Level:
     dropped: int  # connections the servers closed (bots and spectators)
     frame: float  # mean event frame a spectator received, bytes
     moved: float = 0.0  # tables that changed owner over the window (a cluster)
+    #: The servers' own event loop over the window (their /metrics, issue 23): the p99
+    #: of chemmy_loop_lag_seconds (a bucket's bound, ms), and full collections' count
+    #: and total pause (chemmy_gc_pause_seconds{generation="2"}, ms).
+    server_lag_p99_ms: float = 0.0
+    full_collections: float = 0.0
+    full_collections_ms: float = 0.0
     errors: list[str] = field(default_factory=list)
     broken: list[str] = field(default_factory=list)
 
@@ -891,6 +897,21 @@ class Level:
     @property
     def kept(self) -> bool:
         return not self.broken
+
+
+def bucket_p99(delta: Callable[[str], float], name: str) -> float:
+    """The p99 of a Prometheus histogram over the window, as the bound of the bucket it
+    falls in (seconds; the largest finite bound when it is past them, 0 with no sample),
+    from ``delta`` (a sample's growth over the window, summed over the processes)."""
+    total = delta(f"{name}_count")
+    if total <= 0:
+        return 0.0
+    bounds = []
+    for le in ("0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0"):
+        bounds.append(float(le))
+        if delta(f'{name}_bucket{{le="{le}"}}') >= 0.99 * total:
+            return float(le)
+    return bounds[-1]
 
 
 def judge(level: Level) -> list[str]:
@@ -1070,6 +1091,9 @@ class Evening:
             dropped=dropped,
             frame=sum(sizes) / max(1, len(sizes)),
             moved=delta("chemmy_lease_changes"),
+            server_lag_p99_ms=bucket_p99(delta, "chemmy_loop_lag_seconds") * 1e3,
+            full_collections=delta('chemmy_gc_pause_seconds_count{generation="2"}'),
+            full_collections_ms=delta('chemmy_gc_pause_seconds_sum{generation="2"}') * 1e3,
             errors=(bot_errors + spec_errors)[:4],
         )
         if new_specs < sum(self.watching) - before:
@@ -1111,7 +1135,9 @@ def level_line(lv: Level) -> str:
         f"{lv.rtt['all']['p99']:.1f} ms (n {lv.rtt['all']['n']:.0f}); fan-out p50/p99 "
         f"{lv.fanout['p50']:.1f}/{lv.fanout['p99']:.1f} ms, delivered "
         f"{lv.fanout['delivered']:,.0f}/{lv.fanout['expected']:,.0f}; bots' loop lag p99 "
-        f"{lv.bot_lag_p99_ms:.0f} ms; other processes {lv.others:.2f} cores; "
+        f"{lv.bot_lag_p99_ms:.0f} ms; server loop lag p99 <= {lv.server_lag_p99_ms:.1f} ms, "
+        f"{lv.full_collections:.0f} full collections ({lv.full_collections_ms:.0f} ms); "
+        f"other processes {lv.others:.2f} cores; "
         + (f"{lv.moved:.0f} table moves; " if lv.moved else "")
         + ("kept every promise" if lv.kept else "broke: " + "; ".join(lv.broken))
     )
@@ -1484,9 +1510,16 @@ def report(results: dict[str, Any]) -> str:
             for kind, st in lv[-1]["rtt"].items()
             if kind != "all"
         ]
+        top = lv[-1]
         lines += [
             "",
             f"Round trips at the top level by command, p50 / p99 (count): {', '.join(by_kind)}.",
+            "",
+            "The servers' own event loop at each level (their `/metrics`): lag p99 "
+            + ", ".join(f"{x['seated']:,}: <= {x.get('server_lag_p99_ms', 0.0):.1f} ms" for x in lv)
+            + f" (how late a 0.1 s probe ran: the bucket it falls in); {top.get('full_collections', 0):.0f}"
+            f" full collections at the top level, {top.get('full_collections_ms', 0):.0f} ms"
+            " of pauses in all.",
         ]
     lines.append("")
     if audit_.get("exact"):

@@ -57,6 +57,20 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
     assert "Money audit after the servers stopped: **exact**" in text
     assert "Pace 5" in text  # a test run says it is not human pace
     assert "bare `websockets.broadcast`" in text
+    # the server's own loop, from its /metrics: probes ran, and the p99 is a bucket's bound
+    assert level["server_lag_p99_ms"] in {
+        1.0,
+        2.5,
+        5.0,
+        10.0,
+        25.0,
+        50.0,
+        100.0,
+        250.0,
+        500.0,
+        1000.0,
+    }
+    assert "The servers' own event loop at each level" in text
 
 
 def test_the_histogram_reads_percentiles_within_one_percent() -> None:
@@ -69,6 +83,17 @@ def test_the_histogram_reads_percentiles_within_one_percent() -> None:
     assert hist.n == 101
     assert 50 <= hist.percentile_ms(50) <= 51 * 1.01
     assert 500 <= hist.percentile_ms(100) <= 505.1
+
+
+def test_a_histograms_p99_is_the_bucket_it_falls_in() -> None:
+    name = "chemmy_loop_lag_seconds"
+    grown = {f"{name}_count": 200.0, f'{name}_bucket{{le="0.001"}}': 150.0}
+    grown |= {f'{name}_bucket{{le="0.0025"}}': 197.0, f'{name}_bucket{{le="0.005"}}': 198.0}
+    grown |= {f'{name}_bucket{{le="0.01"}}': 200.0}  # 99% of 200 = 198: within 5 ms
+    assert evening.bucket_p99(lambda k: grown.get(k, 0.0), name) == 0.005
+    assert evening.bucket_p99(lambda k: 0.0, name) == 0.0  # no probe ran
+    past = {f"{name}_count": 10.0}  # every sample past the last finite bound
+    assert evening.bucket_p99(lambda k: past.get(k, 0.0), name) == 1.0
 
 
 def test_spectators_crowd_a_few_featured_tables() -> None:
