@@ -163,3 +163,16 @@ def test_the_section_keeps_the_other_stores_subsection() -> None:
     assert both.index("### One process on SQLite") < both.index("### A cluster: 3 processes")
     assert both.count("### One process on SQLite") == 1
     assert "Later" not in both
+
+
+async def test_a_croupiers_action_for_a_bot_is_counted_and_told(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stats = evening.BotStats(recording=True)
+    bot = evening.Bot("ws://127.0.0.1:9/", "bot-1", "e000", 0, "127.0.0.1", stats, seed=1)
+    bot.last = ("cut", {"position": 120}, {"type": "error", "code": "not_cutter"}, 0.004)
+    bot._on_event("shoe_cut", {"data": {"position": 97, "on_behalf": "bot-1"}})
+    bot._on_event("shoe_cut", {"data": {"position": 97, "on_behalf": "bot-2"}})  # not ours
+    assert stats.on_behalf == 1
+    told = capsys.readouterr().err
+    assert "the croupier acted for bot-1: shoe_cut" in told and "not_cutter" in told
