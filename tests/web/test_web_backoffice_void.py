@@ -216,6 +216,9 @@ def test_the_operator_voids_the_round_in_play_and_every_wager_comes_back(
         )
         expect(page.locator("#live-void-answer")).to_have_attribute("data-state", "refused")
         keep(page, tmp_path, artifacts, "backoffice-void-refused")
+        # The table's line says its last round was voided, and why (not "- 0.00").
+        last = page.locator("#tables-list tr[data-table='bv-1'] td.last")
+        expect(last).to_have_text(f"{following} Voided (first): every bet returned")
         for pid, client in players.items():
             assert loop.run(client.balance()) == before[pid]
     finally:

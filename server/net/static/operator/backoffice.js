@@ -180,7 +180,7 @@ async function loadTables() {
       h("td", {}, line.currency ?? t("bo.play_money")),
       h("td", {}, line.owner ?? t("bo.tables.no_owner")),
       h("td", {}, String(line.watchers_here)),
-      h("td", { class: "last" }, last ? [h("button", { type: "button", class: "link", onclick: () => openRound(last.round_id) }, last.round_id), " ", (last.void ? resultText(last) : outcomeWords(last.outcome)), " ", tableMoney(line.table, last.house_result, { sign: true })] : "–"),
+      h("td", { class: "last" }, last ? [h("button", { type: "button", class: "link", onclick: () => openRound(last.round_id) }, last.round_id), " ", ...(last.void ? [resultText(last)] : [outcomeWords(last.outcome), " ", tableMoney(line.table, last.house_result, { sign: true })])] : "–"),
       h(
         "td",
         { class: "controls" },
