@@ -13,9 +13,9 @@ the state machine's overhead shows as a ratio. Rates are the best of a few runs.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -355,7 +355,20 @@ def steps(coups: int = 200) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--steps"]:
-        steps(*(int(x) for x in sys.argv[2:3]))
+    parser = argparse.ArgumentParser(
+        description="The table's state machine: whole coups, views and events (written to"
+        " docs/benchmarks.md), or with --steps the cost of one step by command (printed only)."
+    )
+    parser.add_argument(
+        "--steps",
+        nargs="?",
+        type=int,
+        const=200,
+        metavar="COUPS",
+        help="print what one step costs at a human pace, over COUPS coups (200), and write nothing",
+    )
+    args = parser.parse_args()
+    if args.steps is not None:
+        steps(args.steps)
     else:
         main()
