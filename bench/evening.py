@@ -90,6 +90,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.utils import floatToGoString
 from websockets.exceptions import ConnectionClosed
 
 from bench import gateway
@@ -106,6 +107,7 @@ from bench._util import (
     write_section,
 )
 from server.net.auth import make_token
+from server.net.metrics import PAUSE_BUCKETS
 from tests.kit.client import Client, http_get
 from tests.kit.launch import ServerProcess
 from tests.kit.tables import server_toml
@@ -915,18 +917,19 @@ class Level:
         return not self.broken
 
 
-def bucket_p99(delta: Callable[[str], float], name: str) -> float:
+def bucket_p99(
+    delta: Callable[[str], float], name: str, bounds: Sequence[float] = PAUSE_BUCKETS
+) -> float:
     """The p99 of a Prometheus histogram over the window, as the bound of the bucket it
     falls in (seconds; the largest finite bound when it is past them, 0 with no sample),
-    from ``delta`` (a sample's growth over the window, summed over the processes)."""
+    from ``delta`` (a sample's growth over the window, summed over the processes) and
+    the histogram's ``bounds`` (the server's: server/net/metrics.py)."""
     total = delta(f"{name}_count")
     if total <= 0:
         return 0.0
-    bounds = []
-    for le in ("0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0"):
-        bounds.append(float(le))
-        if delta(f'{name}_bucket{{le="{le}"}}') >= 0.99 * total:
-            return float(le)
+    for bound in bounds:
+        if delta(f'{name}_bucket{{le="{floatToGoString(bound)}"}}') >= 0.99 * total:
+            return bound
     return bounds[-1]
 
 

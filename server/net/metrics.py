@@ -10,11 +10,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["LoopWatch", "Metrics"]
+__all__ = ["PAUSE_BUCKETS", "LoopWatch", "Metrics"]
 
 #: Seconds between two probes of the event loop's lag (:class:`LoopWatch`).
 LAG_PROBE = 0.1
-_PAUSES = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+#: The buckets of the loop lag and collector pause histograms, in seconds.
+PAUSE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
 class Metrics:
@@ -76,14 +77,14 @@ class Metrics:
             "chemmy_loop_lag_seconds",
             f"How late the event loop ran a {LAG_PROBE} s timer: what every command and"
             " event arriving then waited behind (long steps, big fan-outs, collections)",
-            buckets=_PAUSES,
+            buckets=PAUSE_BUCKETS,
             registry=r,
         )
         self.gc_pause = Histogram(
             "chemmy_gc_pause_seconds",
             "Each run of the cyclic garbage collector in this process, by generation",
             ["generation"],
-            buckets=_PAUSES,
+            buckets=PAUSE_BUCKETS,
             registry=r,
         )
 
