@@ -15,6 +15,9 @@ a test (or a bot) can keep any model it was handed and compare. The items:
     is set until the next snapshot (the caller asks the server for one);
   - ``APPLIED``: the model moved on, and :attr:`TableModel.message` says what
     happened in words (:mod:`client_cli.sentences`);
+* ``{"type": "progress", "seq", "hand", "card", "percent", "turner"}`` — a squeezed
+  card's bend (transient: never stored, no seq of its own): shown when its ``seq`` is
+  the model's (it follows the event the model has last), else ignored;
 * ``{"type": "roads", "roads", "odds"}`` — the ``roads`` reply (the roads and exact odds);
 * ``{"type": "chat", "name", "text"}`` and ``{"type": "note", "text"}`` — a line for the
   message line (chat, an error, the connection's state);
@@ -309,6 +312,11 @@ def reduce(model: TableModel, item: Mapping[str, Any]) -> TableModel:
         return load_snapshot(model, item.get("snapshot") or {})
     if kind == "event":
         return apply_event(model, item)[0]
+    if kind == "progress":
+        seq = item.get("seq")
+        if model.needs_resync or not isinstance(seq, int) or seq != model.seq:
+            return model  # from before the snapshot, or past a gap
+        return _on_progress(model, item)
     if kind == "roads":
         return set_roads(model, item.get("roads"), item.get("odds"))
     if kind == "chat":
@@ -909,7 +917,6 @@ _HANDLERS: dict[str, Callable[[TableModel, Mapping[str, Any]], TableModel]] = {
     "dealt": _on_dealt,
     "turn": _on_turn,
     "squeeze": _on_squeeze,
-    "progress": _on_progress,
     "card": _on_card,
     "third_card": _on_third_card,
     "result": _on_result,

@@ -251,7 +251,7 @@ class ChemmyApp(App[int]):
                     self._resyncing = True
                     self.note(t("cli.note.catching_up"))
                     self.run_worker(self._resync(self.table_id), group="resync")
-        elif kind == "chat":
+        elif kind in ("chat", "progress"):  # (a squeezed card's bend: never stored)
             if model is not None and item.get("table") == self.table_id:
                 self.model = reduce(model, item)
         elif kind == "status":

@@ -15,6 +15,10 @@ time (``server.croupier.cluster`` takes and renews the leases). Over Redis pub/s
 - ``chemmy:ctl`` carries notices for the croupiers (a table's owner changed, tables were
   created or closed, a process drains).
 
+A transient event (a squeezed card's bend: shown, never stored) travels in its step's
+message with the ``seq`` of the stored event it follows; it is delivered once that one
+is, and a lost one is not read back (there is nothing to read: it is not stored).
+
 Pub/sub may lose messages (a subscriber's connection drops, Redis restarts). Events never
 are lost for that: they are stored with each step in the table's stream (the store's
 ``events_after``), and this bus keeps, per table, the last ``seq`` it delivered. A batch
@@ -106,7 +110,7 @@ def node_name() -> str:
 def _pack_events(table: str, events: Sequence[Event], node: str = "") -> bytes:
     """One step's events as published: ``[node, table, at, events]``, the publishing
     process first, so that it can drop its own step without decoding the rest."""
-    body = [[e.seq, e.kind, e.data, e.private] for e in events]
+    body = [[e.seq, e.kind, e.data, e.private, *([True] if e.transient else ())] for e in events]
     out: bytes = msgpack.packb([node, table, time.time(), body], use_bin_type=True)
     return out
 
@@ -134,7 +138,7 @@ def _publisher(data: bytes) -> str:
 
 def _unpack_events(data: bytes) -> tuple[str, list[Event], float]:
     _node, table, at, body = msgpack.unpackb(data, raw=False)
-    events = [Event(int(s), str(k), d, p) for s, k, d, p in body]
+    events = [Event(int(s), str(k), d, p, bool(t)) for s, k, d, p, *t in body]
     return str(table), events, float(at or 0.0)
 
 
@@ -356,13 +360,15 @@ class RedisBus:
         """Hand events to this process's subscribers, each once, in seq order."""
         last = self._last.get(table)
         if last is not None:
-            events = [e for e in events if e.seq > last]
+            # (a transient event follows the stored one of its seq: shown once that is)
+            events = [e for e in events if e.seq > last or (e.transient and e.seq == last)]
         if not events:
             return
-        self._last[table] = events[-1].seq
+        top = max(e.seq for e in events)
+        self._last[table] = top if last is None else max(top, last)
         self._subscribers.deliver(table, events)
         if table in self._held:
-            self._release(table, events[-1].seq)
+            self._release(table, self._last[table])
 
     async def _arrived(self, table: str, events: list[Event]) -> None:
         """Events from Redis: fill any gap from the table's stream, then deliver. When
@@ -372,9 +378,11 @@ class RedisBus:
         if not self.wants(table):
             return
         last = self._last.get(table)
-        gap = last is not None and bool(events) and events[0].seq > last + 1
-        if gap and not await self._catch_up(table, until=events[0].seq - 1):
-            return
+        if last is not None and events:
+            first = events[0]  # (a transient one follows the stored event of its seq)
+            need = first.seq if first.transient else first.seq - 1
+            if need > last and not await self._catch_up(table, until=need):
+                return
         self._deliver(table, events)
 
     async def _catch_up(self, table: str, until: int | None = None) -> bool:

@@ -561,7 +561,10 @@ class TableActor:
         happened = _Happened(cmd, step, list(step.events))
         entries = self.wallet.drain()
         records = table.drain_records()
-        if not (happened.events or entries or records):
+        stored = step.stored
+        if not (stored or entries or records):
+            # Nothing to keep (a duplicate, a coalesced bend, or only a transient event:
+            # shown, never stored; the next stored step's row holds what it changed).
             return happened
         state = table.to_state(spectators=False)  # spectators are not kept (docs)
         calls: list[dict[str, Any]] = []
@@ -580,7 +583,7 @@ class TableActor:
                     self.epoch,
                 ),
                 records=records,
-                events=[event.to_dict() for event in happened.events],
+                events=[event.to_dict() for event in stored],
             )
         except StaleEpoch:
             # A newer owner claimed this table: this process writes nothing more
@@ -603,7 +606,7 @@ class TableActor:
             # way back): the next step first looks (_settle_doubt).
             self._store_failed(exc)
             if isinstance(exc, StoreUnavailable):
-                self._doubt = _InDoubt(state, happened.events, step.coup_in_progress)
+                self._doubt = _InDoubt(state, stored, step.coup_in_progress)
             await self._restore(entries)
             self._refuse(item, store_refusal(exc))
             return None

@@ -8,7 +8,9 @@ writes them (:func:`write_all` makes each frame once): a slow client never slows
 table. The server's watchdog closes a client whose write buffer keeps growing (see
 ``server.net.server``), and that client resumes from its last ``seq``.
 
-A bounded log of recent events per table lets a reconnecting client catch up.
+A bounded log of recent events per table lets a reconnecting client catch up. A
+transient event (a squeezed card's bend) goes out as a message of its own kind
+(:func:`transient`) and is neither logged nor replayed.
 """
 
 from __future__ import annotations
@@ -49,6 +51,13 @@ class _Room:
 
 def envelope(table: str, view: dict[str, Any]) -> dict[str, Any]:
     return {"type": "event", "table": table, **view}
+
+
+def transient(table: str, event: Event) -> dict[str, Any]:
+    """A transient event as sent: ``{"type": <kind>, "table", "seq", **data}``, where
+    ``seq`` is the table's event it follows (a client drops one that does not follow
+    the last event it has). It has no private part."""
+    return {"type": event.kind, "table": table, "seq": event.seq, **event.data}
 
 
 def send_now(conn: ServerConnection, frame: str | bytes) -> None:
@@ -154,15 +163,19 @@ class Hub:
     # -- events ----------------------------------------------------------------------
     def publish(self, table: str, events: Sequence[Event]) -> None:
         room = self.room(table)
-        if room.log and events and events[0].seq != room.log[-1].seq + 1:
+        stored = [e for e in events if not e.transient]  # (a bend is never replayed)
+        if room.log and stored and stored[0].seq != room.log[-1].seq + 1:
             # Not the next one: this process did not hear the table for a while (nobody
             # here watched it). The log serves resumes only while it has no gap.
             room.log.clear()
-        room.log.extend(events)
+        room.log.extend(stored)
         if not room.subs:
             return
         t0 = time.perf_counter()
         for event in events:
+            if event.transient:  # its own message, not an event (docs/protocol.md)
+                self._broadcast(room, transient(table, event))
+                continue
             private = event.private
             skip: set[ServerConnection] = set()
             if private:

@@ -9,6 +9,11 @@ before its reveal are never put in an event at all.
 An event's data is its own: the table copies what it emits, so nothing an event holds
 is shared with the table's state (changing one can never change the other).
 
+A **transient** event (:data:`TRANSIENT_KINDS`: a squeezed card's bend) is shown to the
+watchers and never stored: it takes no ``seq`` of its own (its ``seq`` is the table's
+when it was made, the stored event it follows), a resume does not replay it, and a step
+made only of transient events is not committed (docs/protocol.md, "progress").
+
 A :class:`Step` is what :meth:`server.table.Table.handle` returns: the step's events and
 what the shell needs to know after it, so that it never reads the live table.
 """
@@ -18,9 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EVENT_KINDS", "Event", "Step", "plain_copy"]
+__all__ = ["EVENT_KINDS", "TRANSIENT_KINDS", "Event", "Step", "plain_copy"]
 
-#: Every kind of event a table emits (docs/protocol.md §8 documents each).
+#: Every kind of stored event a table emits (docs/protocol.md §8 documents each; the
+#: transient kinds are not among them).
 EVENT_KINDS: frozenset[str] = frozenset(
     {
         # the shoe
@@ -58,7 +64,6 @@ EVENT_KINDS: frozenset[str] = frozenset(
         "dealt",
         "turn",
         "squeeze",
-        "progress",
         "card",
         "third_card",
         "result",
@@ -72,6 +77,11 @@ EVENT_KINDS: frozenset[str] = frozenset(
     }
 )
 
+#: The kinds that are shown and never stored (docs/protocol.md "progress", sent as a
+#: message of that type): a squeeze's bend, coalesced to 4 a second a card, is a third
+#: of a busy table's steps and of no use once the card is turned.
+TRANSIENT_KINDS: frozenset[str] = frozenset({"progress"})
+
 
 @dataclass(frozen=True, slots=True)
 class Event:
@@ -79,18 +89,31 @@ class Event:
     kind: str
     data: dict[str, Any]
     private: dict[str, dict[str, Any]] | None = None
+    #: Shown, never stored (:data:`TRANSIENT_KINDS`); ``seq`` is the stored event's it
+    #: follows.
+    transient: bool = False
 
     def audience(self) -> frozenset[str]:
         """The players who see more than the public data."""
         return frozenset(self.private or ())
 
     def to_dict(self) -> dict[str, Any]:
-        """The full event, private parts included: for the store, never for a client."""
-        return {"seq": self.seq, "kind": self.kind, "data": self.data, "private": self.private}
+        """The full event, private parts included: for the store (which keeps no
+        transient one) or the bus, never for a client."""
+        d = {"seq": self.seq, "kind": self.kind, "data": self.data, "private": self.private}
+        if self.transient:
+            d["transient"] = True
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Event:
-        return cls(int(d["seq"]), str(d["kind"]), dict(d["data"]), d.get("private"))
+        return cls(
+            int(d["seq"]),
+            str(d["kind"]),
+            dict(d["data"]),
+            d.get("private"),
+            d.get("transient") is True,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +121,8 @@ class Step:
     """The result of one command.
 
     ``events``: what it caused, in ``seq`` order (empty for a duplicate, a refused
-    command never returns). ``duplicate``: the command's id was used before, or it
+    command never returns); a transient one among them has the seq of the event before
+    it (:attr:`stored` are the others). ``duplicate``: the command's id was used before, or it
     changed nothing (a second DONE): the protocol answers ``duplicate: true``.
     ``seq``: the table's ``seq`` after the step. ``coup_in_progress``: a coup is being
     dealt (a draining server waits for it to finish).
@@ -108,6 +132,11 @@ class Step:
     duplicate: bool
     seq: int
     coup_in_progress: bool
+
+    @property
+    def stored(self) -> list[Event]:
+        """The events the store keeps: all but the transient ones."""
+        return [e for e in self.events if not e.transient]
 
 
 _CONTAINERS = (dict, list, tuple)

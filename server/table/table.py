@@ -85,7 +85,7 @@ from . import (
 from . import commands as c
 from .actions import SentActions, watch
 from .errors import TableError
-from .events import EVENT_KINDS, Event, Step
+from .events import EVENT_KINDS, TRANSIENT_KINDS, Event, Step
 from .options import TableOptions
 from .state import BettingStep, Contributions, CoupState, Offer, Phase, PlayerState
 from .wallet import Wallet, stake_account
@@ -96,7 +96,6 @@ RECENT_IDS = 64  # command ids remembered per player for idempotent retries
 # Players no longer at the table whose ids are still remembered (a retry after they
 # left, or across a restart that sent them away), oldest forgotten first.
 RECENT_ID_PLAYERS = 256
-PROGRESS_INTERVAL = 0.25  # squeeze progress: at most 4 updates a second per card
 
 
 class Table:
@@ -186,7 +185,7 @@ class Table:
         self._advance()
         if cmd.id is not None:
             self._remember(cmd.player, cmd.id)
-        if self._events:
+        if any(not e.transient for e in self._events):  # (a bend changes no one's actions)
             self.sent_actions.refresh(self, cmd, watched, self._events)
         events, self._events = tuple(self._events), []
         return Step(events, unchanged, self.seq, self.in_coup)
@@ -355,6 +354,10 @@ class Table:
         builds them fresh and copies any container of the table's state it puts in
         them, so changing an event can never change the table (tests/table check it
         after every step)."""
+        if kind in TRANSIENT_KINDS:  # shown, never stored: no seq of its own
+            assert not private, kind
+            self._events.append(Event(self.seq, kind, data, None, True))
+            return
         assert kind in EVENT_KINDS, kind  # a new kind is documented first
         self.seq += 1
         self._events.append(Event(self.seq, kind, data, private or None))

@@ -98,6 +98,10 @@ def play_a_coup(m: TableModel) -> TableModel:
         m, applied = apply_event(m, ev(seq, kind, **data))
         assert applied is Applied.APPLIED, kind
 
+    def bend(**data: Any) -> None:  # a progress message: no seq of its own
+        nonlocal m
+        m = reduce(m, {"type": "progress", "table": "t1", "seq": seq, **data})
+
     nxt("bets", player=ME, seat=2, bets={"player": 1000}, change="place", available=99000)
     nxt("done", player=ME)
     nxt(
@@ -134,7 +138,7 @@ def play_a_coup(m: TableModel) -> TableModel:
     )
     assert m.coup.private == {("player", 1): "9h", ("player", 2): "Kd"}
     assert m.coup.seen("player", 1) == "9h" and m.coup.player[0].card is None  # still face down
-    nxt("progress", hand="player", card=1, percent=50, turner=ME)
+    bend(hand="player", card=1, percent=50, turner=ME)
     assert m.coup.progress[("player", 1)] == 50
     nxt("card", hand="player", index=1, card="9h", by=ME, on_behalf=None, total=9)
     nxt("card", hand="player", index=2, card="Kd", by=ME, on_behalf=None, total=9, actions={})
@@ -142,7 +146,7 @@ def play_a_coup(m: TableModel) -> TableModel:
     nxt("turn", hand="banker", turner=OTHER, third=False, deadline=2001.0)
     assert m.my_turn is None and "Bo turns the Banker cards" in m.message
     nxt("squeeze", hand="banker", style="side", turner=OTHER)
-    nxt("progress", hand="banker", card=2, percent=40, turner=OTHER)
+    bend(hand="banker", card=2, percent=40, turner=OTHER)
     nxt("card", hand="banker", index=1, card="3c", by=OTHER, on_behalf=None, total=3)
     nxt("card", hand="banker", index=2, card="4c", by="croupier", on_behalf=OTHER, total=7)
     nxt(

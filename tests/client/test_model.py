@@ -446,11 +446,6 @@ EVERY_KIND: dict[str, tuple[dict[str, Any], dict[str, Any], Check]] = {
             and a.coup.player[0].card is None
         ),  # still face down: known to you alone
     ),
-    "progress": (
-        IN_A_COUP,
-        {"hand": "player", "card": 1, "percent": 30, "turner": ME},
-        lambda b, a: a.coup is not None and a.coup.progress == {("player", 1): 30},
-    ),
     "card": (
         IN_A_COUP,
         {"hand": "player", "index": 1, "card": "9h", "by": ME, "on_behalf": None, "total": 1},
@@ -530,6 +525,24 @@ def test_my_refused_debit_stays_on_the_message_line() -> None:
     assert m.notice == "" and m.message_line == "Bo's bets were not placed"
 
 
+def test_a_bend_is_shown_when_it_follows_the_models_last_event() -> None:
+    """``progress`` is a message, not an event (never stored, no seq of its own): it
+    is shown when its seq is the model's, and ignored before the snapshot it would
+    follow, past a gap, or at another seq; the model given is never changed."""
+    before = loaded(snapshot(**IN_A_COUP))
+    kept = copy.deepcopy(before)
+    bend = {"type": "progress", "table": "t1", "hand": "player", "card": 1, "percent": 30}
+    after = reduce(before, {**bend, "seq": before.seq, "turner": ME})
+    assert after.coup is not None and after.coup.progress == {("player", 1): 30}
+    assert after.seq == before.seq and before == kept
+    for seq in (None, "10", (before.seq or 0) - 1, (before.seq or 0) + 1):
+        assert reduce(before, {**bend, "seq": seq, "turner": ME}) == before, seq
+    gap, applied = apply_event(before, ev((before.seq or 0) + 2, "done", player=ME))
+    assert applied is Applied.GAP
+    assert reduce(gap, {**bend, "seq": gap.seq, "turner": ME}) == gap  # until a snapshot
+    assert reduce(loaded(), {**bend, "seq": 10, "turner": ME}).coup is None  # no coup: none
+
+
 def test_every_event_kind_has_a_case() -> None:
     assert set(EVERY_KIND) == EVENT_KINDS
 
@@ -590,7 +603,6 @@ WHOLE_COUP: list[tuple[str, dict[str, Any]]] = [
     ("dealt", {"round_id": "t1-1-3", "player": 2, "banker": 2, "turners": {"player": ME}}),
     ("turn", {"hand": "player", "turner": ME, "third": False, "deadline": 1.0}),
     ("squeeze", {"hand": "player", "style": "peek", "turner": ME, "cards": {"1": "9h", "2": "Kd"}}),
-    ("progress", {"hand": "player", "card": 1, "percent": 50, "turner": ME}),
     ("card", {"hand": "player", "index": 1, "card": "9h", "by": ME, "total": 9}),
     ("card", {"hand": "player", "index": 2, "card": "Kd", "by": ME, "total": 9}),
     ("card", {"hand": "banker", "index": 1, "card": "3c", "by": "croupier", "total": 3}),

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from server.engine.shoe import Shoe, verify
+from server.net.hub import transient
 from server.table.events import Event
 from server.table.views import view_event
 from tests.kit import BALANCE_KEYS, CARD, Client, Game, table_def, walk
@@ -65,7 +66,9 @@ class Viewer:
         self.private: set[Slot] = set()  # the turner's own squeezed cards
         self.round: str | None = None
         self.seed_out = False
-        self.log = {e.seq: e for e in events}
+        self.log = {e.seq: e for e in events if not e.transient}
+        #: the bends published (transient: no seq of their own), as the hub sends them
+        self.bends = [transient("t1", e) for e in events if e.transient]
 
     def fail(self, index: int, why: str) -> None:
         raise AssertionError(
@@ -207,7 +210,9 @@ class Viewer:
             allowed.add(("snapshot", "shoe", "burn", "card"))
 
     def check_other(self, index: int, msg: dict[str, Any]) -> None:
-        if msg.get("type") not in ("error", "chat"):
+        if msg.get("type") == "progress" and msg not in self.bends:
+            self.fail(index, "not a bend the table published")
+        elif msg.get("type") not in ("error", "chat", "progress"):
             self.fail(index, "an unknown kind of frame")
         self.only_cards_at(index, msg, set())
 

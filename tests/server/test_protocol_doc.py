@@ -192,10 +192,13 @@ def _values(text: str) -> list[Any]:
 
 
 def _is_frame(value: Any) -> bool:
-    """A server frame (else a client message): ``chat`` is both; the server's names who."""
+    """A server frame (else a client message): ``chat`` and ``progress`` are both; the
+    server's name who (``player``, ``turner``)."""
     kind = value.get("type")
-    return kind in ("ok", "error", "event", "reality_check") or (
-        kind == "chat" and "player" in value
+    return (
+        kind in ("ok", "error", "event", "reality_check")
+        or (kind == "chat" and "player" in value)
+        or (kind == "progress" and "turner" in value)
     )
 
 
@@ -398,7 +401,7 @@ def test_every_event_kind_and_every_reply_has_an_example() -> None:
         {f"event {k}" for k in EVENT_KINDS} - shown
     )
     assert {f"reply {k}" for k in SCHEMAS} <= shown, sorted({f"reply {k}" for k in SCHEMAS} - shown)
-    assert {"error", "chat"} <= shown
+    assert {"error", "chat", "progress"} <= shown
     docs = Shapes()  # every part is shown, on its own or inside a frame
     for example in page.examples:
         docs.add(example.category, example.value, origin=str(example))

@@ -38,6 +38,7 @@ from server.engine.shoe import shuffle_order
 from server.store.base import hold_problems
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
 from server.table import commands as c
+from server.table.events import TRANSIENT_KINDS
 from server.table.table import Phase
 from server.table.views import view as snapshot
 
@@ -214,10 +215,16 @@ class TableMachine(RuleBasedStateMachine):
             assert events == [] and self.state()["table"]["seq"] == before["table"]["seq"]
         if cmd.id is not None:
             self.sent_with_id.append(cmd)
-        seqs = [e.seq for e in events]
-        assert seqs == list(range(self.seq + 1, self.seq + 1 + len(events))), (self.seq, seqs)
-        if events:
-            self.seq = seqs[-1]
+        # Stored events rise by one; a transient one (a bend) has the seq of the stored
+        # event before it, and only its kinds are transient.
+        expected, seqs = self.seq, []
+        for e in events:
+            assert e.transient == (e.kind in TRANSIENT_KINDS), e
+            expected += not e.transient
+            seqs.append(e.seq)
+            assert e.seq == expected, (self.seq, [(x.kind, x.seq) for x in events])
+        assert [e.seq for e in step.stored] == list(range(self.seq + 1, expected + 1))
+        self.seq = expected
         assert self.table.seq == self.seq
         self.check_events(events, seed_before)
         if self.table.wants_shoe:

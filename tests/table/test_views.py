@@ -19,7 +19,7 @@ from table_helpers import PLAYER_WIN_THIRD, TableHarness, card_strings, stack
 from server.engine.cards import shoe_cards
 from server.table import TableOptions, Timers
 from server.table import commands as c
-from server.table.events import EVENT_KINDS, Event
+from server.table.events import EVENT_KINDS, TRANSIENT_KINDS, Event
 from server.table.table import Phase
 from server.table.views import (
     own_round,
@@ -101,7 +101,8 @@ class Session:
 
 
 def check_event(e: Event, viewer: str | None, seed: str | None) -> None:
-    assert e.kind in EVENT_KINDS
+    assert e.kind in (TRANSIENT_KINDS if e.transient else EVENT_KINDS)
+    assert not (e.transient and e.private), "a transient event has no private part"
     seen = view_event(e, viewer)
     data = seen["data"]
     own = (e.private or {}).get(viewer or "", {})
@@ -193,7 +194,7 @@ def test_every_event_and_reply_kind_passes_through_views() -> None:
     s.do(c.Stand(player="bob"))  # nobody seated: waiting
     s.do(c.Sit(player="ann", seat=1))
     s.do(c.CloseTable())
-    missing = EVENT_KINDS - set(s.kinds)
+    missing = (EVENT_KINDS | TRANSIENT_KINDS) - set(s.kinds)
     assert not missing, f"the walk missed {missing}"
 
     # The replies that carry game data: the lobby line (the same for everyone)...

@@ -268,6 +268,9 @@ class App {
     c.on("snapshot", ({ table: t, snapshot }) => this.onSnapshot(t, snapshot));
     c.on("resumed", ({ table: tb }) => tb === this.tableId && this.note(t("page.resumed")));
     c.on("event", (ev) => this.onEvent(ev));
+    c.on("progress", ({ table, hand, card, percent, turner }) =>
+      this.onEvent({ table, kind: "progress", data: { hand, card, percent, turner } }),
+    );
     c.on("chat", (m) => this.onChat(m));
     c.on("error", (m) => this.note(refusalOf(m), "refused"));
     // The reality check: a modal until it is answered (bets wait for it, the server's).

@@ -27,6 +27,9 @@
  *   snapshot  {table, seq, snapshot}: replace what you know of the table
  *   resumed   {table, seq}: the missed events follow as "event"s
  *   event     {table, seq, kind, data}: in seq order, each exactly once
+ *   progress  {table, seq, hand, card, percent, turner}: a squeezed card's bend, shown
+ *             and never stored (no seq of its own: it follows the event `seq`; one
+ *             that does not follow the last event seen is dropped; none is replayed)
  *   chat      {table, player, name, text, time}
  *   error     an error reply nobody waits for ({code, message})
  *
@@ -363,6 +366,11 @@ export class ChemmyClient {
       else p.reject(new ChemmyError(m.code, m.message, m));
     } else if (m.type === "event") {
       this._onEvent(m);
+    } else if (m.type === "progress") {
+      const t = this.tables.get(m.table);
+      // It belongs to the table as of its event `seq`: not before the snapshot, nor
+      // past a gap (the snapshot that mends it shows the card as it is then).
+      if (t && t.seq !== null && m.seq === t.seq) this._emit("progress", m);
     } else if (m.type === "chat") {
       this._emit("chat", m);
     }
