@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHOICES",
     "RETRY",
+    "TOUCH_CHUNK",
     "TOUCH_EVERY",
     "ClockContext",
     "begin",
@@ -71,6 +72,8 @@ __all__ = [
 CHOICES: Final = ("continue", "leave")
 #: A connection's process touches its players' sessions at most this far apart (seconds).
 TOUCH_EVERY: Final = 60.0
+#: The most players one touch names (a Redis script runs alone: keep each one short).
+TOUCH_CHUNK: Final = 500
 #: A timer that could not read the store looks again this much later (seconds).
 RETRY: Final = 5.0
 #: A timer wakes this much after the due time it waits for (the loop's clock is coarse).
@@ -262,6 +265,6 @@ async def reality_ack(ctx: AckContext, session: Session, mid: Any, fields: dict[
 async def touch(store: Store, players: Iterable[str], at: float | None = None) -> None:
     """The players ``players`` have a connection open here at ``at`` (None: now; or had
     one until then): their sessions go on (raises :class:`StoreError`)."""
-    wanted = sorted(set(players))
-    if wanted:
-        await store.touch_play_sessions(wanted, now() if at is None else at)
+    wanted, when = sorted(set(players)), now() if at is None else at
+    for first in range(0, len(wanted), TOUCH_CHUNK):  # (one short store call each)
+        await store.touch_play_sessions(wanted[first : first + TOUCH_CHUNK], when)

@@ -243,3 +243,25 @@ async def test_a_store_that_cannot_say_refuses_the_bet(
     await ann.call("reality_ack", choice="continue")
     await bet(ann)
     await audited(server)
+
+
+def test_an_open_connection_is_touched_every_quarter_gap_at_most_a_minute() -> None:
+    assert play_session.touch_every(900.0) == 60.0
+    assert play_session.touch_every(120.0) == 30.0
+
+
+async def test_a_touch_names_every_player_once_in_short_calls() -> None:
+    calls: list[tuple[list[str], float]] = []
+
+    class Store:
+        async def touch_play_sessions(self, players: list[str], now: float) -> None:
+            calls.append((players, now))
+
+    players = [f"p{n:04d}" for n in range(1201)]
+    await play_session.touch(Store(), [*players, "p0001"], 123.0)  # type: ignore[arg-type]
+    assert [len(names) for names, _ in calls] == [500, 500, 201]
+    assert [name for names, _ in calls for name in names] == players
+    assert {when for _, when in calls} == {123.0}
+    calls.clear()
+    await play_session.touch(Store(), [])  # type: ignore[arg-type]
+    assert calls == []
