@@ -136,6 +136,8 @@ class ServerConfig:
     wallet_timeout: float = 3.0
     #: Minutes of play between reality checks (0: none; a token's claim overrides it).
     reality_check: float = 0.0
+    #: Minutes without a connection of the player's that end their play session.
+    session_gap: float = 15.0
     operator_key: str | None = field(default=None, repr=False)
     tables: tuple[dict[str, Any], ...] = field(
         default_factory=lambda: tuple(dict(table) for table in DEFAULT_TABLES)
@@ -467,6 +469,14 @@ _SETTINGS: Final = (
         "minutes of play between reminders of the session's length and net result, which"
         " hold bets until answered (0: none; a token's reality_check claim overrides it)",
         _between(0, 1440),
+        metavar="MINUTES",
+    ),
+    _Setting(
+        "session_gap",
+        "float",
+        "minutes without a connection of a player's that end their play session (its"
+        " length, the session limit and the reality checks go on through shorter gaps)",
+        _between(0.01, 1440),
         metavar="MINUTES",
     ),
     _Setting(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from server.protocol.messages import SCHEMAS, TABLE_COMMANDS
 
-from . import cashier, play_limits, responsible, tables
+from . import cashier, play_limits, play_session, responsible, tables
 from .context import Continuation
 from .hello import hello
 
@@ -50,7 +50,7 @@ HANDLERS: dict[str, Handler] = {
     "limits": play_limits.limits,
     "set_limit": play_limits.set_limit,
     "remove_limit": play_limits.remove_limit,
-    "reality_ack": play_limits.reality_ack,
+    "reality_ack": play_session.reality_ack,
 }
 
 # Every message of the protocol has exactly one handler (``hello`` and ``ping`` are the

@@ -7,7 +7,9 @@ sit or deposit; the reply carries the balance, and for a guest a resume token th
 brings them back to the same seat, and the token's ``language`` claim (``null`` when
 there is none, and for guests) for the client to choose its words in, and the token's
 ``currency`` (``null``: play money, as for every guest) with its ``decimals``, for the
-client to show every amount in.
+client to show every amount in, and the reality check's period (minutes) of the
+player's play session, which goes on through reconnects (``server.net.play_session``):
+one due is sent, as a ``reality_check``, right after the reply.
 
 A player has at most ``max_connections_per_player`` connections that said hello
 (``too_many_connections`` beyond; over a cluster, on all the processes together); how
@@ -22,7 +24,8 @@ from server.protocol.errors import Refused
 from server.store.base import StoreError
 from server.table.options import currency_decimals
 
-from .play_limits import start_clock
+from .play_session import begin, follow, minutes
+from .session import PlayClock
 
 if TYPE_CHECKING:
     from .context import HelloContext
@@ -53,12 +56,15 @@ async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str,
         )
         await ctx.ask_wallet(ident.player_id, ident.currency)  # seamless: theirs, now
         balance, _available = await ctx.money(ident.player_id)
+    # The player's play session goes on, or begins (server.net.play_session), with the
+    # reality check's period the token asks for, else the server's.
+    every = (ident.reality_check or config.reality_check) * 60 or None
+    clock = PlayClock(every, config.session_gap * 60)
+    found = await begin(ctx.store, ident.player_id, session.persisted, every, clock.gap)
     # Counted from here (over a cluster, against every process's), or refused
     # too_many_connections; the handler signs out.
     await ctx.limits.open_player(ident.player_id)
-    session.identity = ident
-    # The play session's clock and reality check (the token's period, else the server's).
-    await start_clock(ctx, session, ident.reality_check or config.reality_check)
+    session.identity, session.play = ident, clock
     restriction = None if session.persisted is False else await _restriction(ctx, ident.player_id)
     extra = {"resume": ctx.auth.resume_token(ident)} if ident.guest else {}
     ctx.ok(
@@ -75,9 +81,11 @@ async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str,
         decimals=currency_decimals(ident.currency),
         deposits=config.wallet == "internal",  # the operator's money: their site
         restriction=restriction,
-        reality_check=None if session.play is None else _minutes(session.play.every),
+        reality_check=minutes(every if found is None else found["every"]),
         server="chemmy/1",
     )
+    # A reality check due now is sent at once, after the reply; the next is timed.
+    follow(ctx, session, found)
 
 
 async def _restriction(ctx: HelloContext, player: str) -> dict[str, Any] | None:
@@ -87,7 +95,3 @@ async def _restriction(ctx: HelloContext, player: str) -> dict[str, Any] | None:
         return await ctx.store.player_restriction(player)
     except StoreError:
         return None
-
-
-def _minutes(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds / 60, 3)

@@ -21,34 +21,31 @@ the table refuses chips beyond it, ``limit_reached`` with the limit and what rem
 (``server.table.rules.limit_refusal``), so a player's two bets at one table are checked
 one after the other by its single writer. A deposit over a deposit limit is refused by
 the cashier and by the transfer API (:func:`refuse_deposit`). The session limit refuses
-bets once the connection has been open that long.
+bets once the player's play session (``server.net.play_session``: the player's, kept in
+the store, through reconnects and on every process) has lasted that long.
 
-**The reality check.** Every ``reality_check`` minutes (the token's claim, else the
-server's ``--reality-check``; 0: none) of a connection's session, the player is sent a
-``reality_check`` with the session's length and its net result; until they answer
-``reality_ack`` (``continue``, or ``leave``: their chips go back and they stand at every
-table), every ``bet`` and ``same_bet`` is refused ``reality_check_due``.
+**The reality check** is ``server.net.play_session``'s: a bet is refused
+``reality_check_due`` while one is due and unanswered, before any limit is looked at.
 
 Nothing here decides a rule of the game; it reads the store and answers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import time
-from collections.abc import Awaitable, Coroutine, Mapping
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.croupier.actor import store_refusal
 from server.protocol.errors import Refused, limit_reached
-from server.store.base import LIMIT_KINDS, StoreError
+from server.store.base import LIMIT_KINDS, StoreError, play_due
 from server.table.options import show_money
 
-from .context import Replies
+from . import play_session
 from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal
-from .responsible import ResponsibleContext, return_chips_of
-from .session import PlayClock
+from .play_session import ClockContext, shown
+from .responsible import ResponsibleContext
 
 if TYPE_CHECKING:
     from server.store.base import Store
@@ -66,11 +63,9 @@ __all__ = [
     "install",
     "limits",
     "nearest",
-    "reality_ack",
     "refuse_deposit",
     "remove_limit",
     "set_limit",
-    "start_clock",
     "used",
 ]
 
@@ -81,7 +76,6 @@ DEPOSIT_KINDS: Final = tuple(k for k in LIMIT_KINDS if k.startswith("deposit_"))
 #: The largest money limit (minor units) and session limit (minutes: a day).
 MAX_LIMIT: Final = 10**12
 MAX_SESSION_MINUTES: Final = 1440
-CHOICES: Final = ("continue", "leave")
 
 
 # ------------------------------------------------------------------ the arithmetic (pure)
@@ -129,18 +123,8 @@ def nearest(
 
 
 # ------------------------------------------------------------------ the gateway's checks
-class ClockContext(Replies, Protocol):
-    """What the reality check uses of the gateway: its reminders come in the
-    background."""
-
-    @property
-    def store(self) -> Store: ...
-
-    def background(self, job: Coroutine[Any, Any, None]) -> None: ...
-
-
 class PlayContext(ResponsibleContext, ClockContext, Protocol):
-    """What the limits and the reality check's answer use of the gateway."""
+    """What the limits and the reality check use of the gateway."""
 
 
 async def _read(job: Any) -> Any:
@@ -163,28 +147,34 @@ async def bet_allowance(
     session: Session,
     table: str,
     limits: Awaitable[dict[str, Any]] | None = None,
+    played: Awaitable[dict[str, Any] | None] | None = None,
 ) -> dict[str, Any] | None:
     """Check a ``bet`` or ``same_bet`` of ``session``'s player at ``table`` against the
     reality check and their limits: raise ``reality_check_due`` or ``limit_reached``
     (the session's), or return the allowance the table holds the chips to (None: no
-    wager or loss limit). ``limits``: the player's limits already being read from the
-    store for this command (``Store.player_limits``; None: read them here)."""
-    clock, now = session.play, time.time()
-    if clock is not None and clock.due:
+    wager or loss limit). ``limits`` and ``played``: the player's limits and their play
+    session already being read from the store for this command
+    (``Store.player_limits``, :func:`~.play_session.current`; None: read them here). A
+    store that cannot say refuses (``store_unavailable``)."""
+    found = await _read(play_session.current(ctx, session) if played is None else played)
+    now = play_session.now()
+    if play_due(found, now):
+        assert found is not None
+        play_session.remind(ctx, session, found)  # (if this connection was not told yet)
         raise Refused(
             "reality_check_due", "answer the reality check (continue or leave) to bet again"
         )
     player = session.player
-    found = await _read(ctx.store.player_limits(player) if limits is None else limits)
-    if "session" in found and clock is not None:
-        minutes = int(found["session"]["amount"])
-        if now - clock.started >= minutes * 60:
+    limit_set = await _read(ctx.store.player_limits(player) if limits is None else limits)
+    if "session" in limit_set and found is not None:
+        minutes = int(limit_set["session"]["amount"])
+        if now - found["started"] >= minutes * 60:
             raise limit_reached("session", minutes, 0, f"{minutes} minutes", "0")
-    if not any(kind in found for kind in BET_KINDS):
+    if not any(kind in limit_set for kind in BET_KINDS):
         return None
     days = await _read(ctx.store.player_days(player, first_day(now)))
     elsewhere = await _read(_elsewhere(ctx.store, ctx.lobby, player, table))
-    return nearest(found, days, now, BET_KINDS, elsewhere)
+    return nearest(limit_set, days, now, BET_KINDS, elsewhere)
 
 
 async def refuse_deposit(store: Store, player: str, amount: int, decimals: int) -> None:
@@ -202,36 +192,27 @@ async def refuse_deposit(store: Store, player: str, amount: int, decimals: int) 
         raise limit_reached(limit["kind"], limit["amount"], left, said, shown)
 
 
-async def view(store: Store, lobby: Lobby, player: str, clock: PlayClock | None) -> dict[str, Any]:
-    """Every limit of ``player``'s with what is used and what remains, and the session's
-    clock (``limits``' reply; docs/protocol.md)."""
-    now = time.time()
-    found = await store.player_limits(player)
+async def view(
+    store: Store, lobby: Lobby, player: str, found: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Every limit of ``player``'s with what is used and what remains, and their play
+    session ``found`` (``Store.play_session``; None: none to show) as
+    :func:`~.play_session.shown` says it (``limits``' reply; docs/protocol.md)."""
+    now = play_session.now()
+    limit_set = await store.player_limits(player)
     days: dict[str, Any] = {}
     elsewhere = 0
-    if any(kind != "session" for kind in found):
+    if any(kind != "session" for kind in limit_set):
         days = await store.player_days(player, first_day(now))
         elsewhere = await _elsewhere(store, lobby, player, None)
     lines: dict[str, Any] = {}
-    for kind, limit in sorted(found.items()):
+    for kind, limit in sorted(limit_set.items()):
         if kind == "session":
-            spent = 0 if clock is None else int((now - clock.started) // 60)
+            spent = 0 if found is None else int((now - found["started"]) // 60)
         else:
             spent = used(kind, days, now) + (elsewhere if kind in BET_KINDS else 0)
         lines[kind] = {**limit, "used": spent, "remaining": max(0, int(limit["amount"]) - spent)}
-    return {"limits": lines, "session": _session(clock, now)}
-
-
-def _session(clock: PlayClock | None, now: float) -> dict[str, Any] | None:
-    if clock is None:
-        return None
-    every = None if clock.every is None else round(clock.every / 60, 3)
-    return {
-        "started": clock.started,
-        "seconds": int(now - clock.started),
-        "reality_check": every,
-        "reality_check_due": clock.due,
-    }
+    return {"limits": lines, "session": shown(found, now)}
 
 
 # ------------------------------------------------------------------ the handlers
@@ -272,80 +253,9 @@ async def _write(
 
 async def _answer(ctx: PlayContext, session: Session, mid: Any) -> None:
     """The limits' reply (its ``session`` is a field: sent as the ``ok`` it is)."""
-    shown = await _read(view(ctx.store, ctx.lobby, session.player, session.play))
-    ctx.send(session, {"type": "ok", "id": mid, **shown})
-
-
-async def reality_ack(ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
-    """The player read the reality check: ``continue`` (bets are taken again; the next
-    reminder comes a period later) or ``leave`` (their chips go back and they stand up
-    at every table, as with a break)."""
-    choice = fields["choice"]
-    if choice not in CHOICES:
-        raise Refused("bad_choice", "a reality check is answered continue or leave")
-    clock = session.play
-    if clock is None or not clock.due:
-        raise Refused("no_reality_check", "no reality check is waiting for an answer")
-    if choice == "leave":
-        await return_chips_of(ctx, session)
-    clock.due = False
-    _arm(ctx, session)
-    ctx.ok(session, mid, choice=choice)
-
-
-# ------------------------------------------------------------------ the reality check
-async def start_clock(ctx: ClockContext, session: Session, minutes: float | None) -> None:
-    """``session`` said hello: its play session starts now, with a reminder every
-    ``minutes`` (None or 0: none)."""
-    every = minutes * 60 if minutes else None
-    clock = session.play = PlayClock(time.time(), every)
-    if every is not None:
-        clock.baseline = await _totals(ctx.store, session.player, clock.started)
-        _arm(ctx, session)
-
-
-def _arm(ctx: ClockContext, session: Session) -> None:
-    """Time the next reminder, a period from now."""
-    clock = session.play
-    if clock is None or clock.every is None:
-        return
-    clock.stop()
-    loop = asyncio.get_running_loop()
-    clock.timer = loop.call_later(clock.every, lambda: ctx.background(_remind(ctx, session)))
-
-
-async def _totals(store: Store, player: str, since: float) -> dict[str, int]:
-    """The player's ``staked`` and ``net`` summed from the day of ``since`` (``{}``: the
-    store cannot say now)."""
-    try:
-        days = await store.player_days(player, today(since).isoformat())
-    except StoreError:
-        return {}
-    return {
-        "staked": sum(row["staked"] for row in days.values()),
-        "net": sum(row["net"] for row in days.values()),
-    }
-
-
-async def _remind(ctx: ClockContext, session: Session) -> None:
-    """Send the reality check; bets wait for its answer."""
-    clock = session.play
-    if clock is None or clock.every is None:
-        return
-    clock.timer = None
-    now = await _totals(ctx.store, session.player, clock.started)
-    known = bool(now) and bool(clock.baseline)
-    clock.due = True
-    ctx.send(
-        session,
-        {
-            "type": "reality_check",
-            "session_seconds": int(time.time() - clock.started),
-            "net": now["net"] - clock.baseline["net"] if known else None,
-            "staked": now["staked"] - clock.baseline["staked"] if known else None,
-            "every": round(clock.every / 60, 3),
-        },
-    )
+    found = await _read(play_session.current(ctx, session))
+    reply = await _read(view(ctx.store, ctx.lobby, session.player, found))
+    ctx.send(session, {"type": "ok", "id": mid, **reply})
 
 
 # ------------------------------------------------------------------ the operator's route

@@ -68,6 +68,7 @@ from . import (
     operator_reads,
     operator_tables,
     play_limits,
+    play_session,
     reconciliation,
     responsible,
     transfers,
@@ -168,6 +169,12 @@ class ChemmyServer:
         self.slow_client_buffer = SLOW_CLIENT_BUFFER  # bytes unsent before a client is cut
         self.guest_sweep_interval = 60.0  # how often idle guests are looked for
         self._next_guest_sweep = 0.0
+        #: How often the play sessions of the players connected here are touched (they
+        #: go on while a connection is open: server.net.play_session), and whether the
+        #: last touch failed (one log line an episode).
+        self.touch_interval = play_session.touch_every(config.session_gap * 60)
+        self._next_touch = 0.0
+        self._touch_failed = False
         #: Where the players' money lives (docs/wallet.md), and the courier that
         #: delivers a seamless wallet's credits and rollbacks (none otherwise).
         self.wallet: Wallet | None = None
@@ -265,6 +272,7 @@ class ChemmyServer:
         self._loop_watch.stop()
         for task in list(self._background):
             task.cancel()
+        await self._touch_players(self._playing())  # (their gap counts from now)
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -300,6 +308,9 @@ class ChemmyServer:
             del self.sessions[session.id]
             if session.play is not None:
                 session.play.stop()
+                if session.persisted:  # the gap that ends the session counts from now
+                    at = play_session.now()
+                    self.background(self._touch_players([session.player], at))
             self.metrics.connections.dec()
             self.limits.disconnect(address)
             if session.identity is not None:
@@ -676,6 +687,25 @@ class ChemmyServer:
         finally:
             self.lines.answered(pending.line)  # the player's next command may go
 
+    def _playing(self) -> list[str]:
+        """The players with a connection open here that is in a play session."""
+        return [s.player for s in self.sessions.values() if s.play is not None and s.persisted]
+
+    async def _touch_players(self, players: list[str], at: float | None = None) -> None:
+        """Keep ``players``' play sessions going (server.net.play_session.touch), as seen
+        at ``at`` (None: now); a failure is one log line until a touch works again
+        (their sessions then go on as if touched: a connection was open all along)."""
+        try:
+            await play_session.touch(self.store, players, at)
+        except StoreError as exc:
+            if not self._touch_failed:
+                log.warning("the players' play sessions could not be kept going: %s", exc)
+            self._touch_failed = True
+            return
+        if self._touch_failed:
+            log.info("the players' play sessions are kept going again")
+        self._touch_failed = False
+
     async def _expire_guests(self) -> None:
         """Forget guests who never played and were not seen for ``guest_idle`` seconds."""
         try:
@@ -707,6 +737,9 @@ class ChemmyServer:
             if time.monotonic() >= self._next_guest_sweep:
                 self._next_guest_sweep = time.monotonic() + self.guest_sweep_interval
                 self.background(self._expire_guests())
+            if time.monotonic() >= self._next_touch:
+                self._next_touch = time.monotonic() + self.touch_interval
+                self.background(self._touch_players(self._playing()))
             if isinstance(self.bus, RedisBus):
                 self.metrics.relayed.set(self.bus.relayed)
                 self.metrics.backfilled.set(self.bus.backfilled)

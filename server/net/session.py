@@ -80,22 +80,28 @@ class Bucket:
 
 @dataclass(eq=False)
 class PlayClock:
-    """A connection's play session (responsible play, ``server.net.play_limits``): when
-    it began (Unix seconds), the reality check's period (seconds; None: none), whether a
-    reminder waits for its acknowledgement, the player's flows when it began (to say the
-    session's net result), and the reminder's timer."""
+    """A connection's part in its player's play session (responsible play; the session
+    itself is the store's, ``server.net.play_session``): the reality check's period its
+    hello asked for (seconds; None: none), the gap that ends a session (seconds), the
+    due time of the last reality check it was sent, and the timer of its next look at
+    the store."""
 
-    started: float
     every: float | None = None
-    due: bool = False
-    baseline: dict[str, int] = field(default_factory=dict)
-    timer: Any = None  # an asyncio.TimerHandle while a reminder is coming
+    gap: float = 900.0
+    reminded: float | None = None
+    timer: Any = None  # an asyncio.TimerHandle while it waits
+    #: The connection closed: no timer after this.
+    closed: bool = False
 
-    def stop(self) -> None:
-        """No reminder after this (the connection closed)."""
+    def stop_timer(self) -> None:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
+
+    def stop(self) -> None:
+        """No reminder after this (the connection closed)."""
+        self.closed = True
+        self.stop_timer()
 
 
 @dataclass(eq=False)
@@ -120,7 +126,7 @@ class Session:
     chat_times: list[float] = field(default_factory=list)
     #: Set once the connection is being cut off for its rate.
     cut_off: bool = False
-    #: The play session's clock, from ``hello`` (``server.net.play_limits``).
+    #: The connection's part in the play session, from ``hello`` (``server.net.play_session``).
     play: PlayClock | None = None
 
     @property

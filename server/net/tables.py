@@ -38,6 +38,7 @@ from server.table.views import view_event
 from .context import Continuation
 from .hub import Subscriber, envelope
 from .play_limits import bet_allowance
+from .play_session import current
 from .responsible import BLOCKED_COMMANDS, refuse_blocked
 
 if TYPE_CHECKING:
@@ -131,22 +132,25 @@ def _unheard(reply: ReplyRecord) -> None:
 async def _bet_checks(ctx: TablesContext, session: Session, tid: str) -> dict[str, Any] | None:
     """A ``bet``'s or ``same_bet``'s checks before it is relayed, in their order: the
     player's time-out or self-exclusion (``player_blocked``), then the reality check and
-    their own limits (``bet_allowance``). Both are read from the store on every such
-    command (so an operator's exclusion holds at once on every process), and the two
-    reads go to the store together: the limits' read is under way while the
-    restriction's is answered, instead of one thread hop after the other. The bet is
-    relayed only after both are answered; a refusal is the one the first failing check
-    gives, as when they were read one after the other."""
+    their own limits (``bet_allowance``). All are read from the store on every such
+    command (so an operator's exclusion, or a reality check due on another connection or
+    process, holds at once everywhere), and the reads go to the store together: the
+    limits' and the play session's are under way while the restriction's is answered,
+    instead of one thread hop after the other. The bet is relayed only after all are
+    answered; a refusal is the one the first failing check gives, as when they were read
+    one after the other."""
     player = session.player
     limits = asyncio.ensure_future(ctx.store.player_limits(player))
+    played = asyncio.ensure_future(current(ctx, session))
     try:
         await refuse_blocked(ctx.store, player)
-        return await bet_allowance(ctx, session, tid, limits)
+        return await bet_allowance(ctx, session, tid, limits, played)
     finally:
-        if not limits.done():
-            limits.cancel()  # refused before the limits were needed
-        elif not limits.cancelled():
-            limits.exception()  # (a failed read that was not needed: retrieved)
+        for read in (limits, played):
+            if not read.done():
+                read.cancel()  # refused before it was needed
+            elif not read.cancelled():
+                read.exception()  # (a failed read that was not needed: retrieved)
 
 
 def table_command(kind: str) -> TableHandler:

@@ -93,6 +93,7 @@ __all__ = [
     "LIMIT_KINDS",
     "MAX_AMOUNT",
     "OUTCOME_KINDS",
+    "PLAY_FLOWS",
     "RAISE_DELAY",
     "RESTRICTION_KINDS",
     "ROUNDS_LIMIT",
@@ -112,10 +113,12 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "TableRow",
+    "ack_play",
     "check_balance",
     "check_currency",
     "check_entry",
     "check_event",
+    "check_play_open",
     "check_row",
     "check_wallet_call",
     "current_limits",
@@ -128,7 +131,11 @@ __all__ = [
     "ledger_key",
     "merge_limits",
     "merge_restriction",
+    "next_reminder",
+    "open_play",
     "own_copy",
+    "play_baseline",
+    "play_due",
     "stake_prefix",
     "welcome_entry",
 ]
@@ -451,6 +458,35 @@ class Store(Protocol):
         and return the value stored after. Bad changes raise :class:`StoreError` and
         change nothing."""
 
+    # -- a player's play session and its reality checks (responsible play) -------------
+    async def open_play_session(
+        self, player_id: str, now: float, gap: float, every: float | None
+    ) -> dict[str, Any]:
+        """A connection of ``player_id``'s said hello at ``now`` (Unix seconds): keep the
+        player's play session by the rule of :func:`open_play` atomically (of two
+        processes opening at once, one starts it and the other continues it), and
+        return it (:func:`play_session`'s shape). A new one's ``baseline`` is the sum
+        of the player's flows (:meth:`player_days`) from the UTC day of ``now``, read in
+        the same transaction. ``gap``: seconds without a connection that end a session;
+        ``every``: the reality check's period in seconds (None: none). Bad arguments
+        raise :class:`StoreError` and change nothing."""
+
+    async def play_session(self, player_id: str) -> dict[str, Any] | None:
+        """The player's play session as stored (maybe long ended: see ``seen``):
+        ``{"started", "seen", "every", "next", "baseline": {"staked", "net"}}``, times
+        in Unix seconds (``every`` seconds or None; ``next``, when the next reality
+        check is due, or None: none), or None when there is none."""
+
+    async def touch_play_sessions(self, player_ids: Sequence[str], now: float) -> None:
+        """A connection of each of ``player_ids`` is open at ``now`` (or closed then):
+        their stored sessions' ``seen`` becomes ``now`` unless it is later already.
+        A player with no session is left without one."""
+
+    async def ack_reality_check(self, player_id: str, now: float) -> dict[str, Any] | None:
+        """The player answered a reality check at ``now``: if one is due
+        (:func:`play_due`), time the next one (:func:`ack_play`) atomically and return
+        the session after; None (and nothing changed) when none was due."""
+
     async def audit(self) -> dict[str, Any]:
         """``{"sum", "ledger_matches", "entries", "holds_ok", "problems"}``: the sum of
         every balance (always 0), whether each balance equals its ledger sum, the number
@@ -752,6 +788,100 @@ def merge_limits(
         else:  # a raise, or a removal: it waits
             found["pending"] = {"amount": amount, "from": now + RAISE_DELAY}
     return limits
+
+
+# -- a player's play session (responsible play) ----------------------------------------
+
+#: The flows a play session's result counts (its ``baseline`` is their sum when it began).
+PLAY_FLOWS: Final = ("staked", "net")
+
+
+def check_play_time(value: object, what: str) -> float:
+    """Refuse (:class:`StoreError`) a time that is not a finite number of seconds."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise StoreError(f"a play session's {what} is a finite number of seconds")
+    return float(value)
+
+
+def check_play_open(
+    player_id: object, now: object, gap: object, every: object
+) -> tuple[float, float, float | None]:
+    """Refuse (:class:`StoreError`) the arguments of :meth:`Store.open_play_session` of
+    the wrong shape: an empty player id, a time that is not finite, a negative gap, a
+    period that is neither None nor positive. Returns ``(now, gap, every)``."""
+    if not isinstance(player_id, str) or not player_id:
+        raise StoreError("a play session is kept for a player id")
+    at, span = check_play_time(now, "time"), check_play_time(gap, "gap")
+    if span < 0:
+        raise StoreError("a play session's gap is not negative")
+    if every is None:
+        return at, span, None
+    period = check_play_time(every, "reality check period")
+    if period <= 0:
+        raise StoreError("a reality check's period is positive seconds, or None")
+    return at, span, period
+
+
+def next_reminder(started: float, every: float, after: float) -> float:
+    """The first reality check of a session begun at ``started`` with one every
+    ``every`` seconds that comes after ``after``: ``started + k * every``, ``k >= 1``."""
+    k = max(1, math.floor((after - started) / every) + 1)
+    due = started + k * every
+    return due if due > after else due + every  # (rounding)
+
+
+def play_due(session: Mapping[str, Any] | None, now: float) -> bool:
+    """Whether a reality check of ``session`` is due at ``now`` and not yet answered."""
+    return session is not None and session["next"] is not None and float(session["next"]) <= now
+
+
+def open_play(
+    old: Mapping[str, Any] | None,
+    now: float,
+    gap: float,
+    every: float | None,
+    baseline: Mapping[str, int],
+) -> dict[str, Any]:
+    """The play session to keep when a connection says hello at ``now`` over ``old``
+    (the stored one, or None). A session goes on through reconnects: it has ended only
+    when no connection of the player was seen for more than ``gap`` seconds
+    (``now - seen > gap``), and then a new one begins now, its first reality check
+    ``every`` seconds later, its ``baseline`` the player's flows so far today. One that
+    goes on keeps its start, its period and its due reality check (a later
+    connection's period does not change them; a session without one takes it, timed
+    from the session's start); its ``seen`` becomes ``now`` (never earlier)."""
+    if old is None or now - float(old["seen"]) > gap:
+        return {
+            "started": now,
+            "seen": now,
+            "every": every,
+            "next": None if every is None else now + every,
+            "baseline": {name: int(baseline.get(name, 0)) for name in PLAY_FLOWS},
+        }
+    kept = {**old, "seen": max(float(old["seen"]), now), "baseline": dict(old["baseline"])}
+    if kept["every"] is None and every is not None:
+        kept["every"] = every
+        kept["next"] = next_reminder(float(kept["started"]), every, now)
+    return kept
+
+
+def ack_play(old: Mapping[str, Any] | None, now: float) -> dict[str, Any] | None:
+    """The play session after its reality check is answered at ``now``: the next one
+    is the session's next period after ``now`` (every ``every`` seconds from its start,
+    not from the answer); None when none is due (nothing to answer)."""
+    if old is None or not play_due(old, now):
+        return None
+    every = old["every"]
+    after = None if every is None else next_reminder(float(old["started"]), float(every), now)
+    return {**old, "next": after, "baseline": dict(old["baseline"])}
+
+
+def play_baseline(days: Mapping[str, Sequence[int]], now: float) -> dict[str, int]:
+    """A new session's baseline: the ``staked`` and ``net`` of the stored days (day ->
+    ``(staked, net, deposited)``) from the UTC day of ``now`` on."""
+    since = flow_day(now)
+    rows = [sums for day, sums in days.items() if day >= since]
+    return {name: sum(int(row[n]) for row in rows) for n, name in enumerate(PLAY_FLOWS)}
 
 
 def welcome_entry(player_id: str, amount: int) -> Entry:

@@ -11,6 +11,7 @@ lost with the process. It never does I/O.
 
 from __future__ import annotations
 
+import copy
 import json
 import secrets
 import time
@@ -27,6 +28,7 @@ from server.store.base import (
     StaleEpoch,
     StoreError,
     TableRow,
+    ack_play,
     add_flows,
     audit_report,
     check_balance,
@@ -36,6 +38,8 @@ from server.store.base import (
     check_due_time,
     check_entry,
     check_events,
+    check_play_open,
+    check_play_time,
     check_row,
     check_wallet_changes,
     current_limits,
@@ -49,6 +53,8 @@ from server.store.base import (
     merge_limits,
     merge_restriction,
     merge_wallet_call,
+    open_play,
+    play_baseline,
     prepare_wallet_call,
     round_query,
     wallet_call_matches,
@@ -111,6 +117,7 @@ class MemoryStore:
         # player -> day -> [staked, net, deposited] (player_days); player -> limits JSON.
         self._days: dict[str, dict[str, list[int]]] = {}
         self._limits: dict[str, str] = {}
+        self._play: dict[str, dict[str, Any]] = {}  # player -> play session
 
     def __repr__(self) -> str:
         return "MemoryStore()"
@@ -168,6 +175,7 @@ class MemoryStore:
                 self._balances[CASHIER] += welcome.amount
             self._balances.pop(account, None)
             del self._players[pid]
+            self._play.pop(pid, None)
             gone += 1
         return gone
 
@@ -432,6 +440,37 @@ class MemoryStore:
         else:
             self._limits.pop(player_id, None)
         return kept
+
+    # -- a player's play session --------------------------------------------------------
+    async def open_play_session(
+        self, player_id: str, now: float, gap: float, every: float | None
+    ) -> dict[str, Any]:
+        self._check_open()
+        now, gap, every = check_play_open(player_id, now, gap, every)
+        baseline = play_baseline(self._days.get(player_id, {}), now)
+        kept = open_play(self._play.get(player_id), now, gap, every, baseline)
+        self._play[player_id] = kept
+        return copy.deepcopy(kept)
+
+    async def play_session(self, player_id: str) -> dict[str, Any] | None:
+        self._check_open()
+        found = self._play.get(player_id)
+        return None if found is None else copy.deepcopy(found)
+
+    async def touch_play_sessions(self, player_ids: Sequence[str], now: float) -> None:
+        self._check_open()
+        now = check_play_time(now, "time")
+        for pid in player_ids:
+            found = self._play.get(pid)
+            if found is not None:
+                found["seen"] = max(float(found["seen"]), now)
+
+    async def ack_reality_check(self, player_id: str, now: float) -> dict[str, Any] | None:
+        self._check_open()
+        kept = ack_play(self._play.get(player_id), check_play_time(now, "time"))
+        if kept is not None:
+            self._play[player_id] = kept
+        return copy.deepcopy(kept)
 
     # -- checking --------------------------------------------------------------------
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:

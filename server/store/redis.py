@@ -42,7 +42,7 @@ import asyncio
 import json
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Final
 
@@ -55,6 +55,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.store.base import (
     EVENT_RETENTION,
+    FLOW_NAMES,
     HISTORY_LIMIT,
     OUTCOME_KINDS,
     CommitResult,
@@ -65,6 +66,7 @@ from server.store.base import (
     StoreError,
     StoreUnavailable,
     TableRow,
+    ack_play,
     audit_report,
     check_currency,
     check_day,
@@ -73,6 +75,8 @@ from server.store.base import (
     check_entry,
     check_events,
     check_limit_changes,
+    check_play_open,
+    check_play_time,
     check_row,
     check_span,
     check_wallet_changes,
@@ -88,7 +92,9 @@ from server.store.base import (
     merge_limits,
     merge_restriction,
     merge_wallet_call,
+    open_play,
     own_copy,
+    play_baseline,
     prepare_wallet_call,
     record_time,
     round_query,
@@ -383,6 +389,8 @@ for n = 3, #ARGV do
       end
       redis.call('HDEL', P .. 'balances', account)
       redis.call('HDEL', P .. 'players', pid)
+      redis.call('HDEL', P .. 'play_sessions', pid)
+      redis.call('HDEL', P .. 'play_seen', pid)
       redis.call('DEL', P .. 'played:' .. pid)
       gone = gone + 1
     end
@@ -411,6 +419,36 @@ else
   redis.call('ZREM', W .. 'due', txn)
 end
 return 1
+"""
+
+# A player's play session (``play_sessions``: its JSON but for ``seen``; ``play_seen``:
+# when a connection of theirs was last seen, apart so that a touch is one small write).
+# ARGV: prefix, player, the session read ('' none), its seen read ('' none), the new
+# session, its seen. Writes only if both are still as read (an atomic compare-and-set:
+# the rule is merged in Python, ``open_play``/``ack_play``); answers 1 (written) or 0
+# (changed meanwhile: read it again).
+_LUA_PLAY_SET: Final = r"""
+local S, N, pid = ARGV[1] .. 'play_sessions', ARGV[1] .. 'play_seen', ARGV[2]
+if (redis.call('HGET', S, pid) or '') ~= ARGV[3] then return 0 end
+if (redis.call('HGET', N, pid) or '') ~= ARGV[4] then return 0 end
+redis.call('HSET', S, pid, ARGV[5])
+redis.call('HSET', N, pid, ARGV[6])
+return 1
+"""
+
+# ARGV: prefix, now, players...: each one's seen becomes now, unless it is later
+# already or they have no session.
+_LUA_PLAY_TOUCH: Final = r"""
+local S, N, now = ARGV[1] .. 'play_sessions', ARGV[1] .. 'play_seen', tonumber(ARGV[2])
+for n = 3, #ARGV do
+  local pid = ARGV[n]
+  if redis.call('HEXISTS', S, pid) == 1 then
+    if tonumber(redis.call('HGET', N, pid) or '0') < now then
+      redis.call('HSET', N, pid, ARGV[2])
+    end
+  end
+end
+return 0
 """
 
 #: The suffixes of a player's flow fields (``<day>:s``, ``<day>:n``, ``<day>:d``), in
@@ -564,6 +602,8 @@ class RedisStore:
             "ensure_player": client.register_script(_LUA_ENSURE_PLAYER),
             "expire": client.register_script(_LUA_EXPIRE),
             "update_call": client.register_script(_LUA_UPDATE_CALL),
+            "play_set": client.register_script(_LUA_PLAY_SET),
+            "play_touch": client.register_script(_LUA_PLAY_TOUCH),
         }
         self._client = client
         with self._translated():  # a group's first pipeline finds it (no NOSCRIPT)
@@ -1149,6 +1189,69 @@ class RedisStore:
             await self._redis().transaction(merge, key)
         return kept
 
+    # -- a player's play session --------------------------------------------------------
+    async def _read_play(self, player_id: str) -> tuple[str, str]:
+        """The stored session's JSON and its seen, as stored (``''``: none), read at once."""
+        async with self._redis().pipeline(transaction=True) as pipe:
+            pipe.hget(self._key("play_sessions"), player_id)
+            pipe.hget(self._key("play_seen"), player_id)
+            body, seen = await pipe.execute()
+        return ("" if body is None else _text(body)), ("" if seen is None else _text(seen))
+
+    async def _change_play(
+        self, player_id: str, change: Callable[[dict[str, Any] | None], Awaitable[Any]]
+    ) -> dict[str, Any] | None:
+        """Read the player's session, ``change`` it (None: keep it as it is) and write it
+        if it is still as read, reading again if it changed meanwhile."""
+        with self._translated():
+            for _ in range(100):
+                body, seen = await self._read_play(player_id)
+                kept = await change(_play_of(body, seen))
+                if kept is None:
+                    return None
+                new = dump_json({k: v for k, v in kept.items() if k != "seen"})
+                args = [self.prefix, player_id, body, seen, new, repr(float(kept["seen"]))]
+                if await self._replicated(self._scripts["play_set"], args) == 1:
+                    return dict(kept)
+        raise StoreUnavailable(f"the play session of {player_id!r} kept changing while written")
+
+    async def open_play_session(
+        self, player_id: str, now: float, gap: float, every: float | None
+    ) -> dict[str, Any]:
+        now, gap, every = check_play_open(player_id, now, gap, every)
+
+        async def change(old: dict[str, Any] | None) -> dict[str, Any]:
+            baseline: dict[str, int] = {}
+            if old is None or now - old["seen"] > gap:  # a new one: its baseline
+                days = await self.player_days(player_id, flow_day(now))
+                sums = {day: [row[name] for name in FLOW_NAMES] for day, row in days.items()}
+                baseline = play_baseline(sums, now)
+            return open_play(old, now, gap, every, baseline)
+
+        kept = await self._change_play(player_id, change)
+        assert kept is not None
+        return kept
+
+    async def play_session(self, player_id: str) -> dict[str, Any] | None:
+        with self._translated():
+            body, seen = await self._read_play(player_id)
+        return _play_of(body, seen)
+
+    async def touch_play_sessions(self, player_ids: Sequence[str], now: float) -> None:
+        now = check_play_time(now, "time")
+        wanted = list(dict.fromkeys(player_ids))
+        if wanted:
+            with self._translated():
+                await self._scripts["play_touch"](args=[self.prefix, repr(now), *wanted])
+
+    async def ack_reality_check(self, player_id: str, now: float) -> dict[str, Any] | None:
+        now = check_play_time(now, "time")
+
+        async def change(old: dict[str, Any] | None) -> dict[str, Any] | None:
+            return ack_play(old, now)
+
+        return await self._change_play(player_id, change)
+
     # -- checking --------------------------------------------------------------------
     async def ledger(self, account: str | None = None, limit: int = 1000) -> list[Entry]:
         if limit <= 0:
@@ -1354,3 +1457,11 @@ def _translate_reply(message: str) -> StoreError:
     if code.startswith(_UNAVAILABLE_REPLIES):
         return StoreUnavailable(f"redis: {message}")
     return StoreError(f"redis: {message}")
+
+
+def _play_of(body: str, seen: str) -> dict[str, Any] | None:
+    """A play session from its stored JSON and seen (``''``: none)."""
+    if not body:
+        return None
+    kept = dict(json.loads(body))
+    return {**kept, "seen": float(seen or kept["started"])}

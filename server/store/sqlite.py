@@ -82,6 +82,7 @@ from server.store.base import (
     StoreInUse,
     StoreUnavailable,
     TableRow,
+    ack_play,
     add_flows,
     audit_report,
     check_balance,
@@ -91,6 +92,8 @@ from server.store.base import (
     check_due_time,
     check_entry,
     check_events,
+    check_play_open,
+    check_play_time,
     check_row,
     check_span,
     check_wallet_changes,
@@ -105,7 +108,9 @@ from server.store.base import (
     merge_limits,
     merge_restriction,
     merge_wallet_call,
+    open_play,
     own_copy,
+    play_baseline,
     prepare_wallet_call,
     round_query,
     wallet_filters,
@@ -248,6 +253,16 @@ _PLAYER_USAGE: Final = (
     " PRIMARY KEY (player_id, day)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS player_limits"
     " (player_id TEXT PRIMARY KEY, body TEXT NOT NULL) WITHOUT ROWID",
+)
+
+#: A player's play session (responsible play): a table only added, created if missing on
+#: every open, like the limits' (the schema's version stays 2). One row a player: when
+#: the session began and a connection of theirs was last seen, the reality check's
+#: period and when the next one is due (NULL: none), and the baseline of its result.
+_PLAY_SESSIONS: Final = (
+    "CREATE TABLE IF NOT EXISTS play_sessions (player_id TEXT PRIMARY KEY,"
+    " started REAL NOT NULL, seen REAL NOT NULL, every REAL, next REAL,"
+    " staked INTEGER NOT NULL, net INTEGER NOT NULL) WITHOUT ROWID",
 )
 
 #: The rounds' time, for the operator's round search (``round_records``): a column added
@@ -750,7 +765,7 @@ class SQLiteStore:
                     db.execute(statement)
                 for statement in _WALLET_CALLS:
                     db.execute(statement)
-                for statement in (*_RESTRICTIONS, *_PLAYER_USAGE):
+                for statement in (*_RESTRICTIONS, *_PLAYER_USAGE, *_PLAY_SESSIONS):
                     db.execute(statement)
                 for statement in _CURRENCIES:
                     db.execute(statement)
@@ -879,6 +894,7 @@ class SQLiteStore:
                 if _balance(db, account) != (welcome.amount if welcome else 0):
                     continue
                 db.execute("DELETE FROM players WHERE player_id = ?", (pid,))
+                db.execute("DELETE FROM play_sessions WHERE player_id = ?", (pid,))
                 if welcome is not None:  # (the trigger lets it go once the row is gone)
                     db.execute("DELETE FROM ledger WHERE key = ?", (welcome.key,))
                     db.execute(
@@ -1215,6 +1231,55 @@ class SQLiteStore:
                     )
                 else:
                     db.execute("DELETE FROM player_limits WHERE player_id = ?", (player_id,))
+                return kept
+
+        return await self._run(job)
+
+    # -- a player's play session --------------------------------------------------------
+    async def open_play_session(
+        self, player_id: str, now: float, gap: float, every: float | None
+    ) -> dict[str, Any]:
+        now, gap, every = check_play_open(player_id, now, gap, every)
+
+        def job(db: sqlite3.Connection) -> dict[str, Any]:
+            with self._transaction(db):  # read and write in one: of two, one after the other
+                rows = db.execute(
+                    "SELECT day, staked, net, deposited FROM player_days"
+                    " WHERE player_id = ? AND day >= ?",
+                    (player_id, flow_day(now)),
+                ).fetchall()
+                baseline = play_baseline({day: sums for day, *sums in rows}, now)
+                kept = open_play(_play_session(db, player_id), now, gap, every, baseline)
+                _put_play_session(db, player_id, kept)
+                return kept
+
+        return await self._run(job)
+
+    async def play_session(self, player_id: str) -> dict[str, Any] | None:
+        return await self._read(_play_session, player_id)
+
+    async def touch_play_sessions(self, player_ids: Sequence[str], now: float) -> None:
+        now = check_play_time(now, "time")
+        wanted = [(now, pid) for pid in dict.fromkeys(player_ids)]
+        if not wanted:
+            return
+
+        def job(db: sqlite3.Connection) -> None:
+            with self._transaction(db):
+                db.executemany(
+                    "UPDATE play_sessions SET seen = max(seen, ?) WHERE player_id = ?", wanted
+                )
+
+        await self._run(job)
+
+    async def ack_reality_check(self, player_id: str, now: float) -> dict[str, Any] | None:
+        now = check_play_time(now, "time")
+
+        def job(db: sqlite3.Connection) -> dict[str, Any] | None:
+            with self._transaction(db):
+                kept = ack_play(_play_session(db, player_id), now)
+                if kept is not None:
+                    _put_play_session(db, player_id, kept)
                 return kept
 
         return await self._run(job)
@@ -1658,3 +1723,37 @@ def _limits(db: sqlite3.Connection, player_id: str) -> dict[str, Any] | None:
         "SELECT body FROM player_limits WHERE player_id = ?", (player_id,)
     ).fetchone()
     return None if found is None else dict(json.loads(found[0]))
+
+
+def _play_session(db: sqlite3.Connection, player_id: str) -> dict[str, Any] | None:
+    """The play session stored for ``player_id`` (``Store.play_session``), or ``None``."""
+    found = db.execute(
+        "SELECT started, seen, every, next, staked, net FROM play_sessions WHERE player_id = ?",
+        (player_id,),
+    ).fetchone()
+    if found is None:
+        return None
+    started, seen, every, due, staked, net = found
+    return {
+        "started": float(started),
+        "seen": float(seen),
+        "every": None if every is None else float(every),
+        "next": None if due is None else float(due),
+        "baseline": {"staked": int(staked), "net": int(net)},
+    }
+
+
+def _put_play_session(db: sqlite3.Connection, player_id: str, kept: Mapping[str, Any]) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO play_sessions (player_id, started, seen, every, next, staked, net)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            player_id,
+            kept["started"],
+            kept["seen"],
+            kept["every"],
+            kept["next"],
+            kept["baseline"]["staked"],
+            kept["baseline"]["net"],
+        ),
+    )

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from server.net import play_session
 from server.net.server import ChemmyServer
 from tests.kit import Game
 from tests.kit.client import Client
@@ -51,6 +52,11 @@ async def seated(net: Net, server: ChemmyServer, *tables: str) -> tuple[Client, 
     game = Game(tables[0], {"ann": ann, "bob": bob}, bob)
     await game.to_betting()
     return ann, bob, game
+
+
+def later(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """The play sessions' clock (``server.net.play_session.now``) ``seconds`` ahead."""
+    monkeypatch.setattr(play_session, "now", lambda: time.time() + seconds)
 
 
 def limit(reply: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -171,14 +177,14 @@ async def test_deposit_limits_at_the_transfer_api(net: Net) -> None:
         await operator.aclose()
 
 
-async def test_the_session_time_limit_stops_bets(net: Net, server: ChemmyServer) -> None:
+async def test_the_session_time_limit_stops_bets(
+    net: Net, server: ChemmyServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ann, _bob, _game = await seated(net, server, "t1")
     line = limit(await ann.call("set_limit", kind="session", amount=1), "session")
     assert line["amount"] == 1 and line["used"] == 0
     await ann.call("bet", table="t1", area="banker", amount=100)
-    (session,) = [s for s in server.sessions.values() if s.identity and s.player == "ann"]
-    assert session.play is not None
-    session.play.started -= 61  # (a minute of play, without waiting one)
+    later(monkeypatch, 61)  # (a minute of play, without waiting one)
     over = await ann.refused("limit_reached", "bet", table="t1", area="banker", amount=100)
     assert over["limit"] == {"kind": "session", "amount": 1, "remaining": 0}
     assert "session time limit of 1 minutes" in over["message"]
