@@ -50,6 +50,7 @@ from .responsible import ResponsibleContext
 if TYPE_CHECKING:
     from server.store.base import Store
 
+    from .config import ServerConfig
     from .lobby import Lobby
     from .session import Session
 
@@ -266,20 +267,31 @@ class OperatorSide(Protocol):
     @property
     def lobby(self) -> Lobby: ...
 
+    @property
+    def config(self) -> ServerConfig: ...
+
 
 def install(api: OperatorAPI, ctx: OperatorSide) -> None:
     """``GET`` and ``POST /operator/v1/players/{player}/limits``: the operator's changes
-    (``{"changes": {kind: amount or null}}``) apply at once, up or down."""
+    (``{"changes": {kind: amount or null}}``) apply at once, up or down. Both answer
+    with the player's limits and their play session going on (None: none, or it ended:
+    no connection of theirs seen for more than ``--session-gap``)."""
+
+    async def answer(player: str) -> dict[str, Any]:
+        found = await ctx.store.play_session(player)
+        gap = ctx.config.session_gap * 60
+        if found is not None and play_session.now() - found["seen"] > gap:
+            found = None  # ended: the next hello begins a new one
+        return {"player": player, **await view(ctx.store, ctx.lobby, player, found)}
 
     async def read(call: OperatorCall) -> dict[str, Any]:
-        player = call.params["player"]
-        return {"player": player, **await view(ctx.store, ctx.lobby, player, None)}
+        return await answer(call.params["player"])
 
     async def write(call: OperatorCall) -> dict[str, Any]:
         player = call.params["player"]
         changes = _operator_changes(call.json())
         await ctx.store.set_player_limits(player, changes, f"operator:{call.caller}")
-        return {"player": player, **await view(ctx.store, ctx.lobby, player, None)}
+        return await answer(player)
 
     path = "/operator/v1/players/{player}/limits"
     api.add("GET", path, read)

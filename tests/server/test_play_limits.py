@@ -259,6 +259,34 @@ async def test_the_operator_sets_limits_at_once(
     assert "loss_week" not in gone.json()["limits"]
 
 
+async def test_the_operator_sees_the_players_play_session_while_it_goes_on(
+    net: Net, server: ChemmyServer, operator: Operator
+) -> None:
+    """The session is the player's (server.net.play_session): the operator reads it as
+    the player's ``limits`` reply says it; one that ended (no connection of theirs for
+    more than ``--session-gap``) is ``null``, and so is none at all."""
+    path = "/operator/v1/players/ann/limits"
+    assert (await operator.get(path)).json()["session"] is None  # never connected
+    ann = await net.player(server, "ann")
+    theirs = (await ann.call("limits"))["session"]
+    seen = (await operator.get(path)).json()["session"]
+    assert seen is not None and seen["started"] == theirs["started"]
+    assert seen.keys() == theirs.keys() and seen["reality_check_due"] is False
+    await ann.close()
+    await asyncio.sleep(0.1)  # (its process touches the session as it closes)
+    stored = await server.store.play_session("ann")
+    assert stored is not None
+    gap = server.config.session_gap * 60
+    real = play_session.now
+    try:
+        play_session.now = lambda: stored["seen"] + gap + 1  # type: ignore[assignment]
+        assert (await operator.get(path)).json()["session"] is None  # it ended
+        play_session.now = lambda: stored["seen"] + gap - 1  # type: ignore[assignment]
+        assert (await operator.get(path)).json()["session"]["started"] == theirs["started"]
+    finally:
+        play_session.now = real  # type: ignore[assignment]
+
+
 async def test_a_limit_holds_on_another_process_of_a_cluster(net: Net, redis_url: str) -> None:
     one = await net.start(store=redis_url)
     two = await net.start(store=redis_url)

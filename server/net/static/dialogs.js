@@ -296,6 +296,7 @@ export class Dialogs {
     const app = this.app;
     const buttons = document.querySelectorAll("#dlg-reality button");
     for (const b of buttons) b.disabled = true;
+    let answered = false; // by another screen of yours (the check is the player's)
     try {
       await app.client.send("reality_ack", { choice });
     } catch (err) {
@@ -305,9 +306,15 @@ export class Dialogs {
         $("#reality-result").dataset.tone = "refused";
         return;
       }
+      answered = true;
     }
     this.reality = null;
     $("#dlg-reality").close();
+    if (answered) {
+      // Nothing was done here: not left, not continued (whatever was chosen there holds).
+      app.note(t("page.reality.answered"), "you");
+      return;
+    }
     // Leave: the chips came back and you stood at every table; the page stays, watching.
     app.note(t(choice === "leave" ? "page.reality.left" : "page.reality.continued"), "you");
     if (choice === "leave") await app.refreshMoney();
