@@ -522,9 +522,10 @@ class Bot:
             stats.refused[f"{kind}: {msg.get('code')}"] += 1
             return msg
         seq = msg.get("seq")
-        if isinstance(seq, int) and not msg.get("duplicate"):
-            # This step's event, unless the table's last event came before the command
-            # (a ``progress`` the table coalesced: no event).
+        if isinstance(seq, int) and not msg.get("duplicate") and kind != "progress":
+            # This step's event, unless the table's last event came before the command.
+            # (A bend is never an event of its own: a ``progress`` reply's seq is the
+            # event before it, docs/protocol.md, so it is not a fan-out to time.)
             seen = self.recent.get(seq)
             if seen is None or seen >= t0:
                 stats.sends.extend((self.tidx, seq, wall))

@@ -367,6 +367,8 @@ class TableActor:
                 return None
             self.watchers.pop(player, None)
             return c.Disconnect(player=player) if player in self.table.players else None
+        if kind == "chat":  # (no id: a chat line is not a table command to retry)
+            return c.Chat(player=player, text=str(record.fields.get("text", "")))
         if kind == "close":
             return c.CloseTable()
         if kind == "void":  # the operator's, on the table's current round (issue 21)

@@ -190,13 +190,6 @@ class Hub:
         if self._observe is not None and events:
             self._observe((time.perf_counter() - t0) / len(events))
 
-    def send_all(self, table: str, message: dict[str, Any]) -> None:
-        """A message that is not a table event (chat) to everyone watching ``table``:
-        encoded once per format, written without waiting."""
-        room = self._rooms.get(table)
-        if room is not None:
-            self._broadcast(room, message)
-
     def _broadcast(
         self, room: _Room, message: dict[str, Any], skip: set[ServerConnection] | None = None
     ) -> None:

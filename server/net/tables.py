@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -293,17 +294,14 @@ async def chat(ctx: TablesContext, session: Session, mid: Any, fields: dict[str,
     if len(session.chat_times) >= config.chat_rate:
         raise Refused("chat_rate", "wait a moment before chatting again")
     session.chat_times.append(now)
-    assert session.identity is not None
-    message = {
-        "type": "chat",
-        "table": tid,
-        "player": session.player,
-        "name": session.identity.name,
-        "text": text,
-        "time": time.time(),
-    }
-    ctx.hub.send_all(tid, message)
-    ctx.ok(session, mid)
+    answer = _answer(ctx, session, mid, tid)
+
+    def then(reply: ReplyRecord) -> None:  # (the client's ok says no more than ok)
+        answer(reply if reply.error is not None else dataclasses.replace(reply, result={}))
+
+    # Said through the table's owner, as a transient event: in its place among the
+    # table's events, to its watchers on every process of a cluster, never stored.
+    ctx.relay(session, tid, "chat", mid, {"text": text}, then)
 
 
 def _operator(session: Session) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "STYLES",
     "WIRE_COMMANDS",
     "AcceptShoe",
+    "Chat",
     "ClearBets",
     "CloseTable",
     "Command",
@@ -156,6 +157,20 @@ class Join(Command):
     def _check(self) -> None:
         if not isinstance(self.name, str) or not isinstance(self.rejoin, bool):
             raise TableError("bad_command", "a join has a name and a rejoin flag")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Chat(Command):
+    """A line of chat from someone at the table, shown to everyone watching it and
+    never stored (a transient event). Its words were checked where it came in (the
+    gateway: one text check, the length, the rate); the table sequences it among its
+    events, so every process of a cluster shows it in the same place."""
+
+    text: str
+
+    def _check(self) -> None:
+        if not isinstance(self.text, str) or not self.text:
+            raise TableError("bad_chat", "say something")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

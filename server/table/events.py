@@ -9,7 +9,7 @@ before its reveal are never put in an event at all.
 An event's data is its own: the table copies what it emits, so nothing an event holds
 is shared with the table's state (changing one can never change the other).
 
-A **transient** event (:data:`TRANSIENT_KINDS`: a squeezed card's bend) is shown to the
+A **transient** event (:data:`TRANSIENT_KINDS`: a squeezed card's bend, a chat line) is shown to the
 watchers and never stored: it takes no ``seq`` of its own (its ``seq`` is the table's
 when it was made, the stored event it follows), a resume does not replay it, and a step
 made only of transient events is not committed (docs/protocol.md, "progress").
@@ -77,10 +77,11 @@ EVENT_KINDS: frozenset[str] = frozenset(
     }
 )
 
-#: The kinds that are shown and never stored (docs/protocol.md "progress", sent as a
-#: message of that type): a squeeze's bend, coalesced to 4 a second a card, is a third
-#: of a busy table's steps and of no use once the card is turned.
-TRANSIENT_KINDS: frozenset[str] = frozenset({"progress"})
+#: The kinds that are shown and never stored, each sent as a message of that type
+#: (docs/protocol.md §6 "progress" and "chat"): a squeeze's bend, coalesced to 4 a
+#: second a card, is a third of a busy table's steps and of no use once the card is
+#: turned; a chat line was never kept.
+TRANSIENT_KINDS: frozenset[str] = frozenset({"progress", "chat"})
 
 
 @dataclass(frozen=True, slots=True)

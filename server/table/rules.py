@@ -102,6 +102,7 @@ ANYTIME: Commands = frozenset(
         c.Pause,
         c.Resume,
         c.Contribute,  # its own check says when (contributing.py): closed is closed
+        c.Chat,
     }
 )
 

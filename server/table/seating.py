@@ -2,7 +2,7 @@
 (GAME_RULES §5).
 
 What it is for: the commands every phase but CLOSED takes (``Join``, ``Leave``,
-``Sit``, ``Stand``, ``Disconnect``, ``Reconnect``, ``Restored``), as functions over the
+``Sit``, ``Stand``, ``Disconnect``, ``Reconnect``, ``Restored``, ``Chat``), as functions over the
 table and its :class:`~server.table.state.PlayerState`: each one's check and do
 (``check_<name>`` / ``do_<name>``, found by the table's handlers), standing a player up
 (their placed chips come back, the shoe moves on) and the grace period of a seat held
@@ -44,6 +44,16 @@ def do_join(t: Table, cmd: c.Join, rejoin: bool) -> bool:
     # Watching is not news: no event, so an audience of thousands arriving costs
     # each of them nothing (the lobby and snapshots count spectators). Sitting is.
     t.players[cmd.player] = PlayerState(cmd.player, name)
+    return False
+
+
+def check_chat(t: Table, cmd: c.Chat) -> PlayerState:
+    return t.joined_player(cmd.player)
+
+
+def do_chat(t: Table, cmd: c.Chat, p: PlayerState) -> bool:
+    """Say it to everyone watching: a transient event (shown, never stored)."""
+    t.emit("chat", {"player": p.id, "name": p.name, "text": cmd.text, "time": t.now})
     return False
 
 

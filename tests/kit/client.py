@@ -182,11 +182,11 @@ class Client:
                     what = "duplicate" if seq <= last else "gap"
                     self.problems.append(f"{self.label}: {what}: seq {seq} after {last} on {table}")
                 self.last_seq[table] = max(seq, last or 0)
-        elif kind == "progress":  # a bend: no seq of its own, after the event of its seq
+        elif kind in ("progress", "chat"):  # transient: after the event of its seq
             table, seq = msg.get("table"), msg.get("seq")
             last = self.last_seq.get(table) if isinstance(table, str) else None
             if not isinstance(seq, int) or (last is not None and seq != last):
-                self.problems.append(f"{self.label}: a bend out of order (after {last}): {msg}")
+                self.problems.append(f"{self.label}: a {kind} out of order (after {last}): {msg}")
         elif kind == "ok" and msg.get("resumed") is True and repr(msg.get("id")) in self._resumes:
             self.last_seq[str(msg["table"])] = self._resumes.pop(repr(msg.get("id")))
         elif kind == "ok" and isinstance(msg.get("snapshot"), dict):

@@ -46,6 +46,7 @@ EXAMPLE_FIELDS: dict[str, dict[str, Any]] = {
     "leave": {},
     "disconnect": {},
     "roads": {},
+    "chat": {"text": "good luck"},
     "close": {},
     "void": {"round_id": "t1-2-3", "reason": "the card reader failed"},
     "pause": {},

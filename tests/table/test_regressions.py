@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from table_helpers import BANKER_WIN, PLAYER_WIN, TableHarness, fast_timers, stack
 
-from server.table import MemoryWallet, Table, TableOptions, Timers
+from server.table import MemoryWallet, Table, TableError, TableOptions, Timers
 from server.table import commands as c
 from server.table.table import Phase
 
@@ -93,6 +94,26 @@ def test_squeeze_progress_is_coalesced() -> None:
         events += len(progress(2, 6 + i * 94 // 400, 0.025))
     assert events <= 10 * 4 + 1
     h.toss("bob", "player")
+
+
+# Chat said at a table is a transient event (it used to be sent by the gateway that
+# took it, so a cluster's other processes never showed it): in its place among the
+# events, with no seq of its own, changing nothing the table keeps.
+def test_a_chat_line_is_a_transient_event_and_changes_nothing() -> None:
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN), holder="ann")
+    h.do(c.Join(player="spec", name="Spec"))
+    before, seq = h.snapshot(), h.table.seq
+    evs = h.do(c.Chat(player="spec", text="good luck"), 1.5)
+    assert [(e.kind, e.seq, e.transient) for e in evs] == [("chat", seq, True)]
+    assert evs[0].data == {"player": "spec", "name": "Spec", "text": "good luck", "time": h.now}
+    assert evs[0].private is None and h.step is not None and h.step.stored == []
+    assert h.snapshot() == before  # nothing kept, nothing changed
+    h.refuse(c.Chat(player="nobody", text="hi"), "not_joined")
+    with pytest.raises(TableError, match="say something"):
+        c.Chat(player="spec", text="")
+    h.do(c.CloseTable())
+    h.refuse(c.Chat(player="spec", text="hi"), "table_closed")
 
 
 # Defect 11: command ids were forgotten across a restart for a player without a seat:

@@ -131,6 +131,7 @@ def test_every_event_and_reply_kind_passes_through_views() -> None:
     h.fund("cat")
     s.do(c.Join(player="cat", name="Cat"))
     s.do(c.Join(player="spec", name="Spec"))
+    s.do(c.Chat(player="spec", text="good luck"))  # (transient: shown, never stored)
     s.do(c.StartShoe(seed=SEED))
     s.do(c.DeclineShoe(player="ann"))
     s.do(c.DeclineShoe(player="bob"))  # the house holds; ann cuts

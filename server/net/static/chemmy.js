@@ -30,7 +30,8 @@
  *   progress  {table, seq, hand, card, percent, turner}: a squeezed card's bend, shown
  *             and never stored (no seq of its own: it follows the event `seq`; one
  *             that does not follow the last event seen is dropped; none is replayed)
- *   chat      {table, player, name, text, time}
+ *   chat      {table, seq, player, name, text, time}: a chat line, shown and never
+ *             stored (its `seq` is the last event's before it, as a `progress`'s)
  *   error     an error reply nobody waits for ({code, message})
  *
  * A request that fails rejects with a ChemmyError: `code` is the server's stable code
