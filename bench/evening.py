@@ -381,6 +381,11 @@ def array_d() -> array[float]:
     return array("d")
 
 
+#: The bots' command ids: strings of their own ("b1", "b2"...), never the test kit
+#: client's (its hello, join and sit count 1, 2, 3... in the same process): a table
+#: command's id is remembered per player (docs/protocol.md §5), so a bot's command
+#: whose number was its own ``sit``'s was answered ``duplicate`` and not done, and the
+#: croupier then acted for it (the "croupier acted for a bot" seen once a run).
 _ids = itertools.count(1)
 _KIND = re.compile(r'"kind":"([a-z_]+)"')
 #: The events a bot reads (decodes); the others it only times.
@@ -413,7 +418,7 @@ class Bot:
         self.rng = random.Random(seed)
         self.client = Client(url, label=pid, timeout=60, tap=self._tap)
         self.routing = False  # once seated, every frame is taken by the tap
-        self.pending: dict[int, asyncio.Future[tuple[dict[str, Any], float]]] = {}
+        self.pending: dict[str, asyncio.Future[tuple[dict[str, Any], float]]] = {}
         self.recent: collections.OrderedDict[int, float] = collections.OrderedDict()
         self.plan: asyncio.Task[None] | None = None
         self.side: set[asyncio.Task[None]] = set()  # chat lines
@@ -496,7 +501,7 @@ class Bot:
     # -- commands ---------------------------------------------------------------------
     async def cmd(self, kind: str, **fields: Any) -> dict[str, Any] | None:
         """One table command, timed; None when no reply came in time."""
-        mid = next(_ids)
+        mid = f"b{next(_ids)}"
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[tuple[dict[str, Any], float]] = loop.create_future()
         self.pending[mid] = fut

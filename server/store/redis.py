@@ -1,7 +1,9 @@
 """A :class:`~server.store.base.Store` in Redis, which many server processes can share.
 
-Built on ``redis.asyncio``. Every write is **one Lua script** (a commit, a welcome, an
-expiry, a wallet call's progress), so it is atomic: Redis runs a script alone, and each
+Built on ``redis.asyncio``. Every write of money or of a table is **one Lua script** (a
+commit, a welcome, an expiry, a wallet call's progress, a play session's change), so it
+is atomic (a player's limits and restriction are merged under ``WATCH`` instead, and
+retried when the hash changed meanwhile): Redis runs a script alone, and each
 script checks everything first (ledger keys, balances, the table's epoch) and answers a
 coded error reply (``KEYCONFLICT``, ``OVERDRAWN``, ``STALEEPOCH``, ``RANGE``) before it
 writes anything, because Redis does not roll back a script that fails half way. Reads

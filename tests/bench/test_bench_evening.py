@@ -176,3 +176,28 @@ async def test_a_croupiers_action_for_a_bot_is_counted_and_told(
     assert stats.on_behalf == 1
     told = capsys.readouterr().err
     assert "the croupier acted for bot-1: shoe_cut" in told and "not_cutter" in told
+
+
+async def test_a_bots_command_ids_are_never_its_clients_own() -> None:
+    """The test kit's client counts its hello, join and sit 1, 2, 3... in the bots'
+    process; a table remembers a player's command ids, the integer 5 and the string "5"
+    alike (docs/protocol.md §5), so a bot's command numbered as its own ``sit`` was
+    answered ``duplicate`` and never done (the croupier then acted for the bot). The
+    bots' ids are strings no integer id reads as."""
+    stats = evening.BotStats(recording=False)
+    bot = evening.Bot("ws://127.0.0.1:9/", "bot-1", "e000", 0, "127.0.0.1", stats, seed=1)
+    sent: list[dict[str, object]] = []
+
+    async def send(message: dict[str, object]) -> int:
+        sent.append(message)
+        fut = bot.pending[str(message["id"])]
+        fut.set_result(({"type": "ok", "id": message["id"], "seq": 1}, 0.0))
+        return 0
+
+    bot.client.send = send  # type: ignore[method-assign]
+    for _ in range(3):
+        await bot.cmd("done")
+    ids = [m["id"] for m in sent]
+    assert len(set(ids)) == 3
+    for mid in ids:
+        assert isinstance(mid, str) and not mid.isdigit(), mid

@@ -37,7 +37,7 @@ from tests.server.conftest import Clock, make_store
 
 DAY = 86_400.0
 #: Noon UTC of a day, so a few hours either way stay in it.
-NOON = 1_767_268_800.0 + DAY / 2  # 2026-01-01 12:00 UTC
+NOON = 1_767_225_600.0 + DAY / 2  # 2026-01-01 12:00 UTC
 
 
 @pytest.fixture
