@@ -9,7 +9,7 @@ table. The server's watchdog closes a client whose write buffer keeps growing (s
 ``server.net.server``), and that client resumes from its last ``seq``.
 
 A bounded log of recent events per table lets a reconnecting client catch up. A
-transient event (a squeezed card's bend) goes out as a message of its own kind
+transient event (a squeezed card's bend, a chat line) goes out as a message of its own kind
 (:func:`transient`) and is neither logged nor replayed.
 """
 

@@ -10,9 +10,9 @@
   the modal says how long Mo has played and his net result; while it waits a bet is
   refused ``reality_check_due``; after Continue his bet is taken; at the next one Leave
   stands him up (his chips come back) and the page stays at the table, watching.
-- The reality check is the player's, not a screen's: Ro plays in two tabs; both show
-  it; he answers Continue in one, and Leave in the other then says it was already
-  answered there, and does nothing (he is still seated, no chips moved).
+- The reality check is the player's, not a screen's: Mo has the table open in a
+  second tab too; both show the first check; after his Continue in the first, Leave in
+  the second says it was already answered there and does nothing (he is still seated).
 - Nell took a break (``take_break``, by another connection): the page says so at once,
   in a banner, when it loads.
 """
@@ -42,7 +42,6 @@ pytestmark = pytest.mark.slow  # a server subprocess and a browser: seconds each
 TABLES = [
     {"id": "web-lim", "name": "Limits", "tier": "1-100", "timers": RELAXED},
     {"id": "web-rc", "name": "Reality", "tier": "1-100", "timers": RELAXED},
-    {"id": "web-rc2", "name": "Reality 2", "tier": "1-100", "timers": RELAXED},
 ]
 #: The reality check's period on its server (minutes): long enough to sit and accept
 #: the shoe between two checks, short enough for a test.
@@ -138,10 +137,12 @@ def test_the_reality_check_holds_bets_until_it_is_answered(
     mo = TablePage(open_page(), "mo").open(reality_server, "mo", "Mo", table="web-rc")
     page = mo.page
     holder_ready(mo, 1)  # before the first check
+    other = TablePage(open_page(), "mo").open(reality_server, "mo", "Mo", table="web-rc")
 
     dialog = page.locator("#dlg-reality")
     period = ms(REALITY_MINUTES * 60 + 10)
     expect(dialog).to_be_visible(timeout=period)
+    expect(other.page.locator("#dlg-reality")).to_be_visible()  # the player's: both tabs
     text = page.locator("#reality-text")
     expect(text).to_contain_text("You have played for ")
     expect(text).to_contain_text("Net result: 0.00.")
@@ -159,6 +160,14 @@ def test_the_reality_check_holds_bets_until_it_is_answered(
     mo.click("#reality-continue")
     expect(dialog).to_be_hidden()
     expect(message).to_have_text("Play on: bets are taken again.")
+    other.click("#reality-leave")  # too late: answered in the first tab, so nothing is done
+    expect(other.page.locator("#dlg-reality")).to_be_hidden()
+    expect(other.page.locator("#message")).to_have_text(
+        "This reality check was already answered, on another screen of yours."
+    )
+    expect(other.page.locator("#log")).not_to_contain_text("You left play")
+    expect(page.locator("#seats .seat.me")).to_have_count(1)  # still seated
+    other.page.close()
     mo.chip(0)
     mo.bet("player")
     assert mo.state("s.myBets.player") == 100
@@ -173,33 +182,6 @@ def test_the_reality_check_holds_bets_until_it_is_answered(
     expect(page.locator("#table")).to_be_visible()
     back = server_balance(reality_server, "mo")
     assert back["available"] == back["balance"]
-
-
-def test_a_reality_check_answered_on_one_screen_is_answered_on_both(
-    reality_server: ServerProcess, open_page: Callable[..., Page]
-) -> None:
-    first = TablePage(open_page(), "ro").open(reality_server, "ro", "Ro", table="web-rc2")
-    holder_ready(first, 1)
-    second = TablePage(open_page(), "ro").open(reality_server, "ro", "Ro", table="web-rc2")
-    before = server_balance(reality_server, "ro")
-    period = ms(REALITY_MINUTES * 60 + 10)
-    for tab in (first, second):  # one check, due on both: the session is the player's
-        expect(tab.page.locator("#dlg-reality")).to_be_visible(timeout=period)
-    first.click("#reality-continue")
-    expect(first.page.locator("#dlg-reality")).to_be_hidden()
-    expect(first.page.locator("#message")).to_have_text("Play on: bets are taken again.")
-    second.click("#reality-leave")  # too late: already answered, so nothing is done
-    expect(second.page.locator("#dlg-reality")).to_be_hidden()
-    expect(second.page.locator("#message")).to_have_text(
-        "This reality check was already answered, on another screen of yours."
-    )
-    expect(second.page.locator("#log")).not_to_contain_text("You left play")
-    expect(first.page.locator("#seats .seat.me")).to_have_count(1)  # still seated
-    first.chip(0)
-    first.bet("player")  # bets are taken again, from either screen
-    assert first.state("s.myBets.player") == 100
-    after = server_balance(reality_server, "ro")
-    assert after["balance"] == before["balance"]  # a bet holds chips; it moves no money
 
 
 def test_a_break_is_said_at_once_when_the_page_loads(
