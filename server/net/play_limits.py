@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.croupier.actor import store_refusal
 from server.protocol.errors import Refused, limit_reached
-from server.store.base import LIMIT_KINDS, StoreError, play_due
+from server.store.base import LIMIT_KINDS, StoreError, play_due, play_ended
 from server.table.options import show_money
 
 from . import play_session
@@ -279,9 +279,8 @@ def install(api: OperatorAPI, ctx: OperatorSide) -> None:
 
     async def answer(player: str) -> dict[str, Any]:
         found = await ctx.store.play_session(player)
-        gap = ctx.config.session_gap * 60
-        if found is not None and play_session.now() - found["seen"] > gap:
-            found = None  # ended: the next hello begins a new one
+        if found is not None and play_ended(found, play_session.now(), ctx.config.session_gap * 60):
+            found = None  # the next hello begins a new one
         return {"player": player, **await view(ctx.store, ctx.lobby, player, found)}
 
     async def read(call: OperatorCall) -> dict[str, Any]:

@@ -136,6 +136,7 @@ __all__ = [
     "own_copy",
     "play_baseline",
     "play_due",
+    "play_ended",
     "stake_prefix",
     "welcome_entry",
 ]
@@ -835,6 +836,12 @@ def play_due(session: Mapping[str, Any] | None, now: float) -> bool:
     return session is not None and session["next"] is not None and float(session["next"]) <= now
 
 
+def play_ended(session: Mapping[str, Any], now: float, gap: float) -> bool:
+    """Whether ``session`` has ended at ``now``: no connection of the player was seen
+    for more than ``gap`` seconds (the next hello begins a new one)."""
+    return now - float(session["seen"]) > gap
+
+
 def open_play(
     old: Mapping[str, Any] | None,
     now: float,
@@ -850,7 +857,7 @@ def open_play(
     goes on keeps its start, its period and its due reality check (a later
     connection's period does not change them; a session without one takes it, timed
     from the session's start); its ``seen`` becomes ``now`` (never earlier)."""
-    if old is None or now - float(old["seen"]) > gap:
+    if old is None or play_ended(old, now, gap):
         return {
             "started": now,
             "seen": now,
