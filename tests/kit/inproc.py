@@ -21,6 +21,7 @@ from server.net.server import ChemmyServer
 from server.store import store_for
 
 from .client import Client
+from .game import Game
 from .tables import SECRET, table_def
 
 
@@ -91,6 +92,18 @@ class Net:
         token = make_token(SECRET, player_id, name=name, roles=roles, currency=currency)
         await client.hello(token=token)
         return client
+
+    async def seated_pair(self, server: ChemmyServer) -> tuple[Client, Client, Game]:
+        """Ann and Bob seated at t1, betting open (Bob's connection is the game's
+        watcher)."""
+        ann = await self.player(server, "ann", name="Ann")
+        bob = await self.player(server, "bob", name="Bob")
+        for client in (ann, bob):
+            await client.join("t1")
+            await client.call("sit", table="t1")
+        game = Game("t1", {"ann": ann, "bob": bob}, bob)
+        await game.to_betting()
+        return ann, bob, game
 
     async def close(self) -> None:
         for client in self.clients:

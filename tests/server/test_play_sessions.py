@@ -24,7 +24,6 @@ import pytest
 from server.net import play_session
 from server.net.server import ChemmyServer
 from server.store.base import StoreUnavailable
-from tests.kit import Game
 from tests.kit.client import Client
 from tests.kit.inproc import Net
 from tests.kit.operator import audited
@@ -44,18 +43,6 @@ def is_check(message: dict[str, Any]) -> bool:
 
 def checks(client: Client, start: int = 0) -> list[dict[str, Any]]:
     return [f.msg for f in client.frames[start:] if is_check(f.msg)]
-
-
-async def seated(net: Net, server: ChemmyServer) -> tuple[Client, Client, Game]:
-    """Ann and Bob seated at t1, in betting."""
-    ann = await net.player(server, "ann", name="Ann")
-    bob = await net.player(server, "bob", name="Bob")
-    for client in (ann, bob):
-        await client.join("t1")
-        await client.call("sit", table="t1")
-    game = Game("t1", {"ann": ann, "bob": bob}, bob)
-    await game.to_betting()
-    return ann, bob, game
 
 
 async def gone(server: ChemmyServer, player: str) -> None:
@@ -87,7 +74,7 @@ async def due_refused(client: Client) -> None:
 @pytest.mark.slow  # (waits for a reality check)
 async def test_a_due_reality_check_survives_a_reconnect(net: Net) -> None:
     server = await net.start(reality_check=EVERY)
-    ann, _bob, _game = await seated(net, server)
+    ann, _bob, _game = await net.seated_pair(server)
     first = await ann.next_frame(is_check, timeout=10)
     started = (await session_of(ann))["started"]
     await due_refused(ann)
@@ -114,7 +101,7 @@ async def test_a_due_reality_check_survives_a_reconnect(net: Net) -> None:
 @pytest.mark.slow  # (waits for a reality check)
 async def test_a_second_connection_sees_it_and_one_answer_clears_both(net: Net) -> None:
     server = await net.start(reality_check=EVERY)
-    ann, _bob, _game = await seated(net, server)
+    ann, _bob, _game = await net.seated_pair(server)
     other = await net.player(server, "ann", name="Ann")
     await other.join("t1")
     await ann.next_frame(is_check, timeout=10)
@@ -136,7 +123,7 @@ async def test_the_session_limit_survives_a_reconnect(
     net: Net, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = await net.start()
-    ann, _bob, _game = await seated(net, server)
+    ann, _bob, _game = await net.seated_pair(server)
     await ann.call("set_limit", kind="session", amount=1)
     started = (await session_of(ann))["started"]
     later(monkeypatch, 61)  # a minute of play, without waiting one
@@ -225,7 +212,7 @@ async def test_a_store_that_cannot_say_refuses_the_bet(
     net: Net, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = await net.start(reality_check=EVERY)
-    ann, _bob, _game = await seated(net, server)
+    ann, _bob, _game = await net.seated_pair(server)
     await ann.next_frame(is_check, timeout=10)
     store = server.store
     read, ack = store.play_session, store.ack_reality_check

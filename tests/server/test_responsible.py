@@ -37,13 +37,7 @@ async def server(net: Net) -> ChemmyServer:
 async def test_a_break_refuses_sit_and_bet_and_returns_the_chips(
     net: Net, server: ChemmyServer
 ) -> None:
-    ann = await net.player(server, "ann", name="Ann")
-    bob = await net.player(server, "bob", name="Bob")
-    for client in (ann, bob):
-        await client.join("t1")
-        await client.call("sit", table="t1")
-    game = Game("t1", {"ann": ann, "bob": bob}, bob)
-    await game.to_betting()
+    ann, bob, game = await net.seated_pair(server)
     before = await ann.balance()
     await ann.call("bet", table="t1", area="banker", amount=300)
     assert (await ann.call("balance"))["available"] == before - 300
