@@ -39,7 +39,9 @@ test of the tool only, and the report says so).
   ``--window`` s measured. The promises (:data:`PROMISES`): p99 command round trip
   (every command of every bot, send to reply) under 50 ms; p99 event fan-out (a bot's
   command sent to each spectator receiving its event, wall clock of one machine) under
-  100 ms, every event delivered (events of the croupier's timers, which no command
+  100 ms, and the same to each seated player at the table (the sender among them),
+  measured apart, so that a level with no audience still keeps that promise or breaks
+  it; every event delivered (events of the croupier's timers, which no command
   sent, are not timed; percentiles from buckets 1% wide); no bot timed out (no reply
   within :data:`COMMAND_TIMEOUT`, or the croupier acting on a bot's behalf because its
   move came after the deadline); and, after the servers stop, the money audit exact (the
@@ -84,7 +86,7 @@ import sys
 import tempfile
 import time
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -363,8 +365,14 @@ class BotStats:
     """What one bot process measured while recording."""
 
     recording: bool = False
+    #: Receipts are kept from "record" to "fanout", past "collect": an event of a send
+    #: made just before another bot process's "collect" still reaches this one's bots.
+    receiving: bool = False
     rtt: dict[str, array[float]] = field(default_factory=lambda: collections.defaultdict(array_d))
     sends: array[float] = field(default_factory=lambda: array("d"))  # (table, seq, time) flat
+    #: Every event a bot of this process received: (table, seq, time.time()) flat, the
+    #: seated players' side of the fan-out (matched with every process's ``sends``).
+    seen: array[float] = field(default_factory=lambda: array("d"))
     no_reply: int = 0
     on_behalf: int = 0  # the croupier acted for a bot (too late)
     refused: collections.Counter[str] = field(default_factory=collections.Counter)
@@ -373,6 +381,7 @@ class BotStats:
     def reset(self) -> None:
         self.rtt.clear()
         self.sends = array("d")
+        self.seen = array("d")
         self.no_reply = self.on_behalf = self.coups_seen = 0
         self.refused.clear()
 
@@ -435,6 +444,8 @@ class Bot:
             now = time.perf_counter()
             seq = gateway._seq_of(text)
             if seq is not None:
+                if self.stats.receiving:
+                    self.stats.seen.extend((self.tidx, seq, time.time()))
                 self.recent[seq] = now
                 if len(self.recent) > 256:
                     self.recent.popitem(last=False)
@@ -686,7 +697,7 @@ async def _bot_worker(pipe: Connection, index: int) -> None:
         elif command == "record":
             stats.reset()
             del lag[:]
-            stats.recording = state["recording"] = True
+            stats.recording = state["recording"] = stats.receiving = True
             pipe.send(("recording",))
         elif command == "collect":
             stats.recording = state["recording"] = False
@@ -703,6 +714,13 @@ async def _bot_worker(pipe: Connection, index: int) -> None:
                     sum(1 for b in bots if b.client.closed),
                 )
             )
+        elif command == "fanout":  # after "collect", with every bot process's sends
+            stats.receiving = False
+            seen = stats.seen
+            at_table = collections.Counter(b.tidx for b in bots if not b.client.closed)
+            triples = zip(seen[0::3], seen[1::3], seen[2::3], strict=True)
+            pipe.send(("fanout", *match_fanout(args[0], triples, at_table)))
+            stats.seen = array("d")
         elif command == "stop":
             await asyncio.gather(*(b.close() for b in bots), return_exceptions=True)
             bots.clear()
@@ -711,6 +729,29 @@ async def _bot_worker(pipe: Connection, index: int) -> None:
             probe.cancel()
             pipe.send(("bye",))
             return
+
+
+def match_fanout(
+    sent_bytes: bytes,
+    received: Iterable[tuple[float, float, float]],
+    at_table: Mapping[int, int],
+) -> tuple[list[int], int, int]:
+    """One client process's side of the fan-out: its receipts ``(table, seq, time)``
+    matched with every bot's ``sends`` (the flat ``(table, seq, time)`` array's bytes:
+    the command that made the event). Returns the histogram's counts of send-to-receipt,
+    how many receipts matched, and how many were expected: for each send, the clients
+    of this process at its table (``at_table``)."""
+    sent = array("d")
+    sent.frombytes(sent_bytes)
+    sends = {(int(sent[i]), int(sent[i + 1])): sent[i + 2] for i in range(0, len(sent), 3)}
+    hist = Histogram()
+    matched = 0
+    for index, seq, at in received:
+        t0 = sends.get((int(index), int(seq)))
+        if t0 is not None:
+            hist.add(at - t0)
+            matched += 1
+    return hist.counts, matched, sum(at_table.get(index, 0) for index, _seq in sends)
 
 
 async def _spectator_worker(pipe: Connection, worker: int) -> None:
@@ -787,22 +828,14 @@ async def _spectator_worker(pipe: Connection, worker: int) -> None:
             pipe.send(("recording",))
         elif command == "collect":
             state["recording"] = False
-            sent = array("d")
-            sent.frombytes(args[0])
-            sends = {(int(sent[i]), int(sent[i + 1])): sent[i + 2] for i in range(0, len(sent), 3)}
-            hist = Histogram()
-            matched = 0
-            for index, seq, at in zip(tidx, seqs, times, strict=True):
-                t0 = sends.get((index, seq))
-                if t0 is not None:
-                    hist.add(at - t0)
-                    matched += 1
-            expected = sum(where[index] for index, _seq in sends)
+            counts, matched, expected = match_fanout(
+                args[0], zip(tidx, seqs, times, strict=True), where
+            )
             dropped = sum(1 for c in clients if c.closed)
             pipe.send(
                 (
                     "collected",
-                    hist.counts,
+                    counts,
                     matched,
                     expected,
                     state["size"] / max(1, state["frames"]),
@@ -886,7 +919,7 @@ class Level:
     redis_publish: int
     cpu: dict[str, float]
     rtt: dict[str, dict[str, float]]  # "all" and by command: p50, p99 (ms), n
-    fanout: dict[str, float]  # p50, p99 (ms), delivered, expected
+    fanout: dict[str, float]  # to the spectators: p50, p99 (ms), delivered, expected
     no_reply: int
     on_behalf: int
     refused: dict[str, int]
@@ -906,6 +939,9 @@ class Level:
     server_lag_p99_ms: float = 0.0
     full_collections: float = 0.0
     full_collections_ms: float = 0.0
+    #: The fan-out to the seated players (the bots, the sender among them), measured
+    #: as the spectators' is: p50, p99 (ms), delivered, expected.
+    fanout_seated: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     broken: list[str] = field(default_factory=list)
 
@@ -944,11 +980,18 @@ def judge(level: Level) -> list[str]:
     out = []
     if not level.rtt["all"]["n"] or not level.rtt["all"]["p99"] < PROMISES["rtt_p99_ms"]:
         out.append(f"command p99 {level.rtt['all']['p99']:.1f} ms")
-    fan = level.fanout
-    if level.spectators and not fan["p99"] < PROMISES["fanout_p99_ms"]:
-        out.append(f"fan-out p99 {fan['p99']:.1f} ms")
-    if level.spectators and fan["delivered"] < fan["expected"]:
-        out.append(f"delivered {fan['delivered']:,.0f} of {fan['expected']:,.0f}")
+    for who, fan, present in (
+        ("", level.fanout, level.spectators),
+        ("seated ", level.fanout_seated, level.seated),
+    ):
+        if not present:
+            continue
+        if not fan.get("expected"):
+            out.append(f"no {who}fan-out measured")
+        elif not fan["p99"] < PROMISES["fanout_p99_ms"]:
+            out.append(f"{who}fan-out p99 {fan['p99']:.1f} ms")
+        if fan.get("delivered", 0) < fan.get("expected", 0):
+            out.append(f"{who}delivered {fan['delivered']:,.0f} of {fan['expected']:,.0f}")
     if out and level.bot_lag_p99_ms > 0.2 * PROMISES["rtt_p99_ms"]:
         out[-1] += f" (the bots' own event loop lagged {level.bot_lag_p99_ms:.0f} ms at p99)"
     if level.no_reply:
@@ -1065,6 +1108,12 @@ class Evening:
             bot_lag += lags
             dropped += closed
         spec_replies = await self.specs.all("collect", sends.tobytes())
+        seated_hist = Histogram()
+        seated_delivered = seated_expected = 0
+        for _tag, counts, matched, exp in await self.bots.all("fanout", sends.tobytes()):
+            seated_hist.merge(Histogram(counts))
+            seated_delivered += matched
+            seated_expected += exp
         hist = Histogram()
         delivered = expected = 0
         spec_lag: list[float] = []
@@ -1102,6 +1151,12 @@ class Evening:
                 "delivered": delivered,
                 "expected": expected,
                 "events": len(sends) // 3,
+            },
+            fanout_seated={
+                "p50": seated_hist.percentile_ms(50),
+                "p99": seated_hist.percentile_ms(99),
+                "delivered": seated_delivered,
+                "expected": seated_expected,
             },
             no_reply=no_reply,
             on_behalf=on_behalf,
@@ -1159,12 +1214,24 @@ def level_line(lv: Level) -> str:
         f"{lv.server_cores:.2f} cores; command p50/p99 {lv.rtt['all']['p50']:.1f}/"
         f"{lv.rtt['all']['p99']:.1f} ms (n {lv.rtt['all']['n']:.0f}); fan-out p50/p99 "
         f"{lv.fanout['p50']:.1f}/{lv.fanout['p99']:.1f} ms, delivered "
-        f"{lv.fanout['delivered']:,.0f}/{lv.fanout['expected']:,.0f}; bots' loop lag p99 "
+        f"{lv.fanout['delivered']:,.0f}/{lv.fanout['expected']:,.0f}; to the seated "
+        f"{fan_cells(lv.fanout_seated, '/', ', delivered ')}; bots' loop lag p99 "
         f"{lv.bot_lag_p99_ms:.0f} ms; server loop lag p99 <= {lv.server_lag_p99_ms:.1f} ms, "
         f"{lv.full_collections:.0f} full collections ({lv.full_collections_ms:.0f} ms); "
         f"other processes {lv.others:.2f} cores; "
         + (f"{lv.moved:.0f} table moves; " if lv.moved else "")
         + ("kept every promise" if lv.kept else "broke: " + "; ".join(lv.broken))
+    )
+
+
+def fan_cells(fan: dict[str, float], slash: str = " / ", between: str = " | ") -> str:
+    """A fan-out's p50 / p99 and delivered / expected (a run from before the seated
+    players' fan-out was measured has none: shown as not measured)."""
+    if not fan:
+        return f"not measured{between}not measured"
+    return (
+        f"{fan['p50']:.1f}{slash}{fan['p99']:.1f} ms{between}"
+        f"{fan['delivered']:,.0f}{slash}{fan['expected']:,.0f}"
     )
 
 
@@ -1497,8 +1564,8 @@ def report(results: dict[str, Any]) -> str:
         + (" incl. Redis" if redis else "")
         + " | seated per core | spectators per core | CPU per coup | store commits/s"
         + (" (Redis `evalsha`/s: every store script)" if redis else "")
-        + " | command p50 / p99 | fan-out p50 / p99 | delivered | bots timed out | bots' / spectators' CPU (cores), loop lag p99 | other processes (cores) | promises |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        + " | command p50 / p99 | fan-out to spectators p50 / p99 | delivered | fan-out to the seated p50 / p99 | delivered | bots timed out | bots' / spectators' CPU (cores), loop lag p99 | other processes (cores) | promises |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for x in lv:
         cores = cores_of(x)
@@ -1513,8 +1580,7 @@ def report(results: dict[str, Any]) -> str:
             f"| {(x['cpu']['servers'] + x['cpu'].get('Redis', 0.0)) / max(1, x['coups']) * 1e3:.1f} ms "
             f"| {x['commits'] / x['seconds']:,.0f}{redis_part} "
             f"| {rtt['p50']:.1f} / {rtt['p99']:.1f} ms "
-            f"| {fan['p50']:.1f} / {fan['p99']:.1f} ms "
-            f"| {fan['delivered']:,.0f} / {fan['expected']:,.0f} "
+            f"| {fan_cells(fan)} | {fan_cells(x.get('fanout_seated') or {})} "
             f"| {x['no_reply'] + x['on_behalf']} "
             f"| {x['cpu']['bots'] / x['seconds']:.2f} / {x['cpu']['spectators'] / x['seconds']:.2f}, "
             f"{x['bot_lag_p99_ms']:.0f} / {x['spectator_lag_p99_ms']:.0f} ms "
@@ -1657,7 +1723,8 @@ def section(results: dict[str, Any], existing: str | None) -> str:
         f"chat line in {CHAT_P:.0%} of coups, squeezes with `progress` every "
         f"{PROGRESS_EVERY} s) and spectators (most at a few featured tables), ramped until a "
         f"promise breaks: command p99 < {PROMISES['rtt_p99_ms']:.0f} ms, fan-out p99 < "
-        f"{PROMISES['fanout_p99_ms']:.0f} ms with every event delivered, no bot timed out "
+        f"{PROMISES['fanout_p99_ms']:.0f} ms with every event delivered (to the spectators and, "
+        "measured apart, to the seated players), no bot timed out "
         f"(no reply in {COMMAND_TIMEOUT:.0f} s, or the croupier acting on its behalf), and "
         "the books exact once the servers stopped. Bots and spectators run in processes of "
         "their own; their CPU is shown apart, and server CPU is the servers' (and Redis's) "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,10 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
     assert (level["new_bots"], level["new_spectators"]) == (3, 1)
     assert level["rtt"]["all"]["n"] > 0 and level["rtt"]["all"]["p99"] > 0
     assert level["fanout"]["expected"] > 0
+    # Every seated bot's events are timed too: each bot's commands reach all six.
+    seated = level["fanout_seated"]
+    assert seated["expected"] >= 6 * level["fanout"]["events"] // 2 > 0
+    assert seated["delivered"] == seated["expected"] and seated["p99"] > 0
     assert level["commits"] > 0  # counted in the server process (bench/_commits.py)
     assert level["cpu"]["servers"] >= 0 and level["cpu"]["bots"] >= 0
     assert level["rss_kib"] > 0
@@ -150,6 +155,29 @@ def results(mode: str) -> dict[str, object]:
         "bot_workers": 1,
         "spectator_workers": 1,
     }
+
+
+def test_a_level_with_no_audience_is_judged_on_its_seated_fan_out() -> None:
+    level = dict(results("sqlite")["levels"][0])  # type: ignore[index]
+    del level["kept"]  # a property of a Level
+    level.update(spectators=0, fanout={"p50": 0.0, "p99": 0.0, "delivered": 0, "expected": 0})
+    fast = {"p50": 2.0, "p99": 20.0, "delivered": 500, "expected": 500}
+    more = {"target": 100, "redis_publish": 0, "refused": {}, "dropped": 0}
+    kept = evening.Level(**{**level, **more, "fanout_seated": fast})
+    assert evening.judge(kept) == []
+    slow = evening.Level(**{**asdict(kept), "fanout_seated": {**fast, "p99": 140.0}})
+    assert evening.judge(slow) == ["seated fan-out p99 140.0 ms"]
+    lost = evening.Level(**{**asdict(kept), "fanout_seated": {**fast, "delivered": 499}})
+    assert evening.judge(lost) == ["seated delivered 499 of 500"]
+    unmeasured = evening.Level(**{**asdict(kept), "fanout_seated": {}})
+    assert evening.judge(unmeasured) == ["no seated fan-out measured"]
+    # The report shows both fan-outs; a run from before the seated one was measured
+    # still renders.
+    old = results("sqlite")
+    text = evening.report(old)
+    assert "| 2.0 / 20.0 ms | 900 / 900 | not measured | not measured |" in text
+    old["levels"] = [{**old["levels"][0], "fanout_seated": fast}]  # type: ignore[index]
+    assert "| 2.0 / 20.0 ms | 900 / 900 | 2.0 / 20.0 ms | 500 / 500 |" in evening.report(old)
 
 
 def test_the_section_keeps_the_other_stores_subsection() -> None:
