@@ -329,11 +329,8 @@ class TableActor:
             if deadline is not None and self.retry_at is not None:
                 deadline = max(deadline, self.retry_at)  # the store is failing: back off
             try:
-                if deadline is None:
-                    item = await self.queue.get()
-                else:
-                    async with asyncio.timeout(max(0.0, deadline - self.clock())):
-                        item = await self.queue.get()
+                wait = None if deadline is None else max(0.0, deadline - self.clock())
+                item = await self.queue.get(wait)
             except TimeoutError:
                 item = _Item(command=c.Tick())
             if item is None:

@@ -44,7 +44,8 @@ class FairQueue(Generic[T]):
         self._turns: deque[str] = deque()  # senders with items, in serving order
         self._count = 0
         self._closed = False
-        self._ready = asyncio.Event()
+        #: The one consumer's wait (:meth:`get`), woken by :meth:`put` and :meth:`close`.
+        self._waiter: asyncio.Future[None] | None = None
 
     def __len__(self) -> int:
         return self._count
@@ -76,7 +77,7 @@ class FairQueue(Generic[T]):
             self._turns.append(sender)
         line.append(item)
         self._count += 1
-        self._ready.set()
+        self._wake()
         return pushed
 
     def get_nowait(self) -> T:
@@ -91,20 +92,49 @@ class FairQueue(Generic[T]):
             self._turns.append(sender)  # its next command waits for the others' turns
         else:
             del self._lines[sender]
-        if not self._count:
-            self._ready.clear()
         return item
 
-    async def get(self) -> T | None:
-        """The next item, waiting for one; None once :meth:`close` d and empty."""
+    async def get(self, timeout: float | None = None) -> T | None:
+        """The next item, waiting for one; None once :meth:`close` d and empty. With
+        ``timeout`` (seconds, from now), :class:`TimeoutError` when none came by then.
+
+        One consumer (a table's actor) waits at a time. The wait is one future and, with
+        a timeout, one timer handle: a table waits like this before every command, so it
+        is not an ``asyncio.timeout`` block around an ``asyncio.Event`` (a context
+        manager, a timer, the task's cancel bookkeeping and a future each time), and an
+        item already queued is taken with no wait at all."""
         while not self._count:
             if self._closed:
                 return None
-            await self._ready.wait()
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+                if timer is not None:
+                    timer.cancel()
+            if waiter.result() is _EXPIRED and not self._count and not self._closed:
+                raise TimeoutError
         return self.get_nowait()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def close(self) -> None:
         """Take nothing more: :meth:`get` returns None once the queue is empty (the
         items already queued are served first)."""
         self._closed = True
-        self._ready.set()
+        self._wake()
+
+
+#: What a timed-out wait's future holds (:meth:`FairQueue.get`).
+_EXPIRED: object = object()
+
+
+def _expire(waiter: asyncio.Future[object]) -> None:
+    if not waiter.done():
+        waiter.set_result(_EXPIRED)

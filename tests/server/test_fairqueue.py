@@ -4,6 +4,7 @@ turn, one sender's order kept, and when full the longest line gives up its newes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from hypothesis import given
@@ -76,3 +77,30 @@ def test_fair_queue_properties(senders: list[str], size: int) -> None:
     out = drain(q)
     for sender, ns in kept.items():
         assert [m for s, m in out if s == sender] == ns, "each sender's order kept"
+
+
+def test_a_wait_with_a_timeout_ends_in_timeout_or_the_item() -> None:
+    async def run() -> list[object]:
+        q: FairQueue[str] = FairQueue(4)
+        out: list[object] = []
+        try:
+            await q.get(0.01)
+        except TimeoutError:
+            out.append("timeout")
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.01, q.put, "a", "x")
+        out.append(await q.get(5))  # woken by the put, long before the timeout
+        q.put("a", "y")
+        out.append(await q.get(0))  # already queued: taken, however short the timeout
+        waiting = asyncio.ensure_future(q.get(5))
+        await asyncio.sleep(0)
+        waiting.cancel()  # a cancelled wait leaves the queue as it was
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        q.put("a", "z")
+        out.append(await q.get())
+        loop.call_later(0.01, q.close)
+        out.append(await q.get(5))  # closed while waiting: None, not a timeout
+        return out
+
+    assert asyncio.run(run()) == ["timeout", "x", "y", "z", None]
