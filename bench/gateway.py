@@ -60,7 +60,10 @@ from bench._util import (
     rss_kib,
     write_benchmarks,
 )
+from bench.store import state_of
 from server.net.auth import make_token
+from server.store.base import Entry, TableRow
+from server.store.sqlite import SQLiteStore
 from tests.kit.client import Client, open_player
 from tests.kit.game import Game
 from tests.kit.launch import LISTENING, ROOT, Process, ServerProcess
@@ -106,15 +109,25 @@ ACK = '{"type":"ok"}'  # the bare broadcast server's answer to each trigger mess
 
 
 async def _serve_bare(kind: str) -> None:
-    """``echo``: send every message back. ``broadcast``: a connection whose first message
-    is ``trigger`` has each later message broadcast to every other connection (and is
-    answered :data:`ACK`); any other connection just listens. Listens on a port of its
-    own choosing (0), and says which on stderr as chemmy-server does."""
+    """``echo``: send every message back. ``write``: the same, each message sent back
+    after chemmy's own store has committed what a ``bet`` or ``remove_bet`` step
+    commits (:func:`bet_write`): the floor of a command stored before its reply.
+    ``broadcast``: a connection whose first message is ``trigger`` has each later
+    message broadcast to every other connection (and is answered :data:`ACK`); any other
+    connection just listens. Listens on a port of its own choosing (0), and says which
+    on stderr as chemmy-server does."""
     listeners: set[ServerConnection] = set()
+    write = None
+    if kind == "write":
+        store = SQLiteStore(Path(tempfile.mkdtemp(prefix="chemmy-bench-write-")) / "w.sqlite3")
+        await store.open()
+        write = await bet_write(store)
 
     async def echo(ws: ServerConnection) -> None:
         try:
             async for message in ws:
+                if write is not None:
+                    await write()
                 await ws.send(message)
         except ConnectionClosed:
             pass
@@ -135,7 +148,7 @@ async def _serve_bare(kind: str) -> None:
             listeners.discard(ws)
 
     async with serve(
-        echo if kind == "echo" else fan,
+        fan if kind == "broadcast" else echo,
         "127.0.0.1",
         0,
         subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
@@ -147,6 +160,30 @@ async def _serve_bare(kind: str) -> None:
         port = server.sockets[0].getsockname()[1]
         print(f"bare {kind} listening on ws://127.0.0.1:{port}", file=sys.stderr, flush=True)
         await asyncio.Future()
+
+
+async def bet_write(store: SQLiteStore) -> Callable[[], Awaitable[None]]:
+    """Each call, a commit to ``store`` (the bare ``write`` server's: a new file, the
+    server's settings, direct commits, WAL) of what a ``bet`` step stores, then a
+    ``remove_bet``'s, in turns: the table row with a 2 KiB state, the step's event, and
+    the one ledger entry that moves the chips to the player's stake or back
+    (bench/store.py's step, one entry a step)."""
+    await store.ensure_player("bot", "bot", 10**12)
+    seqs = iter(range(1, 1 << 62))
+
+    async def write() -> None:
+        seq = next(seqs)
+        src, dst = "player:bot", "stake:t1:bot"
+        ends, kind = ((src, dst), "stake") if seq % 2 else ((dst, src), "unstake")
+        entry = Entry(f"r{seq}:{kind}", *ends, 100, kind)
+        event = {"seq": seq, "kind": "bets", "data": {"player": "bot", "bets": {}}, "private": {}}
+        await store.commit(
+            entries=[entry],
+            table=TableRow("t1", {"tier": "1-100"}, state_of(seq), seq, False),
+            events=[event],
+        )
+
+    return write
 
 
 def start_chemmy(tmp: Path, store: str | None = None) -> tuple[ServerProcess, str]:
@@ -1277,7 +1314,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="REV",
         help="(a) also measures the server of this git revision, in turns with the others",
     )
-    parser.add_argument("--serve", choices=("echo", "broadcast"), help=argparse.SUPPRESS)
+    parser.add_argument("--serve", choices=("echo", "write", "broadcast"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     raise_nofile()
     if args.serve:
