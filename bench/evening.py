@@ -414,6 +414,8 @@ BOT_READS = frozenset(
 
 
 PROMPTS = frozenset({"betting_opened", "shoe_offered", "cut_offered", "turn"})
+#: How often a bot asks again to join or sit at a table that has no owner for a moment.
+UNAVAILABLE_RETRIES = 10
 
 
 class Bot:
@@ -625,10 +627,8 @@ class Bot:
     async def start(self) -> None:
         await self.client.open(open_timeout=60, local_addr=(self.addr, 0), max_queue=None)
         await self.client.hello(token=make_token(SECRET, self.pid, ttl=24 * 3600))
-        await self.client.join(self.table)
-        reply = await self.client.rpc("sit", table=self.table)
-        if reply["type"] != "ok":
-            raise RuntimeError(f"{self.pid}: sit: {reply}")
+        for command in ("join", "sit"):
+            await self._call_retrying(command)
         snap = self.client.snapshots.get(self.table) or {}
         since = self.client.snapshot_at.get(self.table, 0)
         prompts = [
@@ -643,6 +643,19 @@ class Bot:
             self._on_event(str(prompts[-1]["kind"]), prompts[-1])
         elif snap.get("phase") == "betting":  # betting open already: the bot joins in
             self._start(self._betting(float(snap.get("deadline") or time.time() + 15)))
+
+    async def _call_retrying(self, kind: str) -> None:
+        """``kind`` at the bot's table, again while the answer is ``unavailable``, as a
+        player's client would: a table has no owner for a moment when a cluster places
+        it or moves it (docs/protocol.md, errors: "try again"). At most
+        :data:`UNAVAILABLE_RETRIES` times, a second apart."""
+        for _ in range(UNAVAILABLE_RETRIES):
+            reply = await self.client.rpc(kind, table=self.table)
+            if reply.get("code") != "unavailable":
+                break
+            await asyncio.sleep(1.0)
+        if reply["type"] != "ok":
+            raise RuntimeError(f"{self.pid}: {kind}: {reply}")
 
     async def close(self) -> None:
         self.closed = True
