@@ -14,9 +14,11 @@ the state machine's overhead shows as a ratio. Rates are the best of a few runs.
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import time
+import tracemalloc
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -172,6 +174,7 @@ def main() -> None:
 
     t_fan = best_of(fan_out)
     t_fan_json = best_of(fan_out_json)
+    held = held_bytes_per_event()
 
     # Snapshots: a table mid-coup (cards dealt, a turner to act) and one in betting.
     snap = Run()
@@ -236,6 +239,13 @@ def main() -> None:
     )
     rows.append(
         (
+            "memory an event holds (the hub's recent log keeps 256 a table)",
+            f"{held / 1024:.1f} KiB per event",
+            f"{held * 256 / 2**20:.2f} MiB a table's log of 256",
+        )
+    )
+    rows.append(
+        (
             "views.view(table, viewer), betting, 14 players' chips",
             f"{n_snap / t_view_betting:,.0f} views/s",
             f"{t_view_betting / n_snap * 1e6:.1f} us per view; {base_s / (n_snap / t_view_betting):.1f} baseline coups per view",
@@ -258,6 +268,30 @@ def main() -> None:
     table = "\n".join(lines)
     print(table)
     write_section(table, n_coups, sample.shoes, len(events), load_line(start))
+
+
+def held_bytes_per_event(coups: int = 60) -> float:
+    """The Python memory one event holds while it is kept (its data and private parts,
+    what a table's recent log in the hub holds): tracemalloc's growth over ``coups``
+    coups played keeping every event, less the same coups played keeping none, per
+    event kept."""
+
+    def grown(keep: bool) -> tuple[int, int]:
+        r = Run()
+        r.keep_events = keep
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            r.play(coups)
+            gc.collect()
+            return tracemalloc.get_traced_memory()[0] - before, len(r.events)
+        finally:
+            tracemalloc.stop()
+
+    kept, count = grown(True)
+    none, _ = grown(False)
+    return (kept - none) / max(1, count)
 
 
 def write_section(table: str, n_coups: int, shoes: int, n_events: int, load: str) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 import server.net.hub as hub_module
 from server.net.server import ChemmyServer
+from server.table.events import Event
 from server.table.views import view_event
 from tests.kit import Client, CoupLog, Game, scaled, table_def
 
@@ -300,6 +301,34 @@ async def test_resume_with_a_seq_too_old_gets_a_snapshot(
     assert (await probe3.call("join", table="t1", since=10**9))["resumed"] is False
     probe4 = await net.player(server, "ann", "json")
     assert (await probe4.call("join", table="t1", since=-1))["resumed"] is False
+
+
+async def test_resume_past_the_recent_log_gets_the_events_from_the_stored_log(
+    net: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hub keeps a table's last few events in memory (RETAINED_EVENTS, 256 by
+    # default: a longer log was most of a busy process's memory); a resume from before
+    # them is served from the table's stored log, still as events, not a snapshot.
+    assert hub_module.RETAINED_EVENTS == 256
+    monkeypatch.setattr(hub_module, "RETAINED_EVENTS", 6)
+    server, ann, bob, cat = await setup(net)
+    game = Game("t1", {"ann": ann, "bob": bob}, cat)
+    await game.to_betting()
+    last = await drop(ann, cat)
+    for _ in range(5):  # 10 events: more than the recent log keeps
+        await game.act("bob", "bet", area="player", amount=100)
+        await game.act("bob", "clear_bets")
+    log = server.hub.room("t1").log
+    assert len(log) == 6 and log[0].seq > last + 1
+    frames_before = len(ann.frames)
+    reply = await ann.reconnect("t1")
+    assert reply is not None and reply["resumed"] is True
+    await ann.wait_seq("t1", reply["seq"])
+    got = ann.events("t1", start=frames_before)
+    assert [e["seq"] for e in got] == list(range(last + 1, reply["seq"] + 1))
+    stored = [Event.from_dict(e) for e in await server.store.events_after("t1", last) or []]
+    assert got == [{"type": "event", "table": "t1", **view_event(e, "ann")} for e in stored]
+    ann.assert_clean()
 
 
 async def test_resume_after_a_server_restart_gets_the_missed_events(net: Any) -> None:
