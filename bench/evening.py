@@ -1684,12 +1684,22 @@ def rss_line(results: dict[str, Any], lv: list[dict[str, Any]]) -> str:
     specs_added = sum(x["new_spectators"] for x in lv)
     per_bot = sum(x["rss_bots_kib"] for x in lv) / max(1, bots_added)
     per_spectator = sum(x["rss_spectators_kib"] for x in lv) / max(1, specs_added)
+    top = lv[-1]
+    players = top["seated"] + top["spectators"]
+    after_play = (top["rss_kib"] - results["base_rss_kib"]) / max(1, players)
+    spectators = (
+        f"and {per_spectator:,.1f} KiB per spectator while they connected and joined"
+        if specs_added
+        else "(no spectators connected)"
+    )
     return (
-        f"Server RSS at the top level: {lv[-1]['rss_kib'] / 1024:,.0f} MiB (it started at "
+        f"Server RSS at the top level: {top['rss_kib'] / 1024:,.0f} MiB (it started at "
         f"{results['base_rss_kib'] / 1024:,.0f} MiB with the tables and nobody connected); "
         f"it grew {per_bot:,.1f} KiB per seated player while the bots connected, joined and "
-        f"sat, and {per_spectator:,.1f} KiB per spectator while they connected and joined "
-        "(measured right after each group, before their play)."
+        f"sat, {spectators} (measured right after each group, before their play), and "
+        f"{after_play:,.1f} KiB per player (seated or spectating) by the end of the top "
+        "level's play (the tables' recent event logs, docs/architecture.md §7, fill in its "
+        "first minutes)."
     )
 
 

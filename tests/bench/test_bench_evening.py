@@ -229,3 +229,16 @@ async def test_a_bots_command_ids_are_never_its_clients_own() -> None:
     assert len(set(ids)) == 3
     for mid in ids:
         assert isinstance(mid, str) and not mid.isdigit(), mid
+
+
+def test_the_memory_line_says_per_player_after_play_and_no_spectators_when_none() -> None:
+    run = results("sqlite")
+    level = run["levels"][0]  # type: ignore[index]
+    line = evening.rss_line(run, [level])
+    # 100,000 KiB at the top against 90,000 at the start, over 150 players
+    assert "20.0 KiB per seated player" in line
+    assert "10.0 KiB per spectator" in line and "66.7 KiB per player" in line
+    alone = {**level, "spectators": 0, "new_spectators": 0, "rss_spectators_kib": 0}
+    line = evening.rss_line(run, [alone])
+    assert "(no spectators connected)" in line and "per spectator" not in line
+    assert "100.0 KiB per player" in line
