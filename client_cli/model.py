@@ -25,7 +25,8 @@ a test (or a bot) can keep any model it was handed and compare. The items:
   server's reality check (docs/protocol.md §6 ``reality_ack``): it is said on the message
   line and :attr:`TableModel.reality_check_due` is set (the server refuses bets
   ``reality_check_due`` until it is answered); ``{"type": "reality_ack", "choice"}`` —
-  the client's answer, once the server took it: no longer due.
+  the client's answer, once the server took it (or the server's ``reality_answered``:
+  another connection of the player answered it): no longer due.
 
 The model keeps the seats and everyone's bets, the shoe holder and any offer, the phase
 and its deadline (server time), the coup's cards (``None`` while face down; a turner's

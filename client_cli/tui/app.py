@@ -258,6 +258,8 @@ class ChemmyApp(App[int]):
             self._on_status(item)
         elif kind == "reality_check":
             self._on_reality_check(item)
+        elif kind == "reality_answered":
+            self._on_reality_answered()
         elif kind == "error":
             self.note(refusal(item.get("code"), item.get("message"), item))
         self._contribute()
@@ -280,6 +282,15 @@ class ChemmyApp(App[int]):
             self.lobby.set_status(t("cli.note.reality_due"))
         if not isinstance(self.screen, RealityScreen):
             self.push_screen(RealityScreen(dict(item)))
+
+    def _on_reality_answered(self) -> None:
+        """Another screen of the player's answered the reality check: no longer due,
+        and the pop-up here (if it is up) goes (whatever was chosen there holds)."""
+        if self.model is not None:
+            self.model = reduce(self.model, {"type": "reality_ack"})
+        if isinstance(self.screen, RealityScreen):
+            self.screen.dismiss()
+        self.note(t("page.reality.answered"))
 
     def reality_answered(self, choice: str) -> None:
         """The server took the answer to the reality check: no longer due."""

@@ -13,7 +13,8 @@ time (``server.croupier.cluster`` takes and renews the leases). Over Redis pub/s
   before the first watcher's join is sent; ``unwatch``), so its cost does not grow with
   the other processes' tables;
 - ``chemmy:ctl`` carries notices for the croupiers (a table's owner changed, tables were
-  created or closed, a process drains).
+  created or closed, a process drains) and the gateways (a player's reality check was
+  answered: their connections elsewhere stop asking).
 
 A transient event (a squeezed card's bend: shown, never stored) travels in its step's
 message with the ``seq`` of the stored event it follows; it is delivered once that one

@@ -56,7 +56,9 @@ __all__ = [
     "RETRY",
     "TOUCH_CHUNK",
     "TOUCH_EVERY",
+    "AckContext",
     "ClockContext",
+    "answered_message",
     "begin",
     "current",
     "follow",
@@ -236,6 +238,10 @@ async def _totals(store: Store, player: str, since: float) -> dict[str, int] | N
 class AckContext(ResponsibleContext, ClockContext, Protocol):
     """What the reality check's answer uses of the gateway."""
 
+    def reality_answered(self, session: Session, choice: str) -> None:
+        """Tell the player's other connections, on every process, that ``session``
+        answered the reality check (:func:`answered_message`)."""
+
 
 async def reality_ack(ctx: AckContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     """The player read the reality check: ``continue`` (bets are taken again, from every
@@ -259,6 +265,13 @@ async def reality_ack(ctx: AckContext, session: Session, mid: Any, fields: dict[
     # (None: another connection answered it meanwhile; answered either way.)
     follow(ctx, session, after)
     ctx.ok(session, mid, choice=choice)
+    ctx.reality_answered(session, choice)
+
+
+def answered_message(choice: str) -> dict[str, Any]:
+    """What each other connection of a player who answered the reality check is sent,
+    so that it stops asking (docs/protocol.md §6 ``reality_ack``)."""
+    return {"type": "reality_answered", "choice": choice}
 
 
 # ------------------------------------------------------------------ keeping it going

@@ -487,19 +487,38 @@ class ChemmyServer:
         """A cluster notice: the lobby may have changed; and when a table has a new
         owner (a failover or a handover), this gateway's players join it again, so the
         new owner (which started as after a restart: everyone disconnected) knows they
-        are here. After
-        the bus lost Redis and reconnected, every table may have changed owner
-        meanwhile, and the notices said so while nobody here listened: the players
+        are here. After the bus lost Redis and reconnected, every table may have changed
+        owner meanwhile, and the notices said so while nobody here listened: the players
         join every table they are at again (a join where they are known changes
-        nothing)."""
-        lobby.stale()
+        nothing). A player's reality check answered on another process: their
+        connections here are told (:meth:`reality_answered`)."""
         kind = notice.get("kind")
+        if kind == "reality_answered":
+            if notice.get("node") != self.bus.node:  # this process told its own already
+                self._tell_answered(str(notice.get("player")), str(notice.get("choice")))
+            return
+        lobby.stale()
         if kind not in ("owner", "reconnected"):
             return
         table = str(notice.get("table"))
         for session in list(self.sessions.values()):
             for tid in list(session.tables) if kind == "reconnected" else [table]:
                 self._join_again(session, tid)
+
+    def reality_answered(self, session: Session, choice: str) -> None:
+        """``session`` answered its player's reality check: their other connections here
+        are told at once, and those on the other processes of a cluster by a notice."""
+        self._tell_answered(session.player, choice, but=session)
+        control = getattr(self.bus, "control", None)
+        if control is not None:
+            notice = {"kind": "reality_answered", "player": session.player, "choice": choice}
+            control({**notice, "node": self.bus.node})
+
+    def _tell_answered(self, player: str, choice: str, but: Session | None = None) -> None:
+        message = play_session.answered_message(choice)
+        for other in list(self.sessions.values()):
+            if other is not but and other.identity is not None and other.player == player:
+                self.send(other, message)
 
     def _join_again(self, session: Session, table: str) -> None:
         """Tell ``table``'s owner that ``session``'s player is here (a notice said it may

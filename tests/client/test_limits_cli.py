@@ -29,6 +29,7 @@ from client_cli.model import reduce
 from client_cli.sentences import limit_line, limits_text, reality_text, refusal
 from server.net.auth import make_token as sign
 from tests.kit import ServerProcess, scaled
+from tests.kit.client import open_player
 
 slow = pytest.mark.slow  # a server subprocess and a terminal: seconds each
 
@@ -227,3 +228,16 @@ async def test_the_reality_check_pop_up(reality_server: Any) -> None:
         assert model_of(app).message == "Play on: bets are taken again."
         await pilot.press("p")
         await until(pilot, lambda: model_of(app).my_bets.get("player") == 100, "the bet taken")
+
+        # The next check, answered on another screen of Ned's: the pop-up here goes.
+        await until(pilot, lambda: isinstance(app.screen, RealityScreen), "the next", scaled(20))
+        phone = await open_player(reality_server.url, "rc-ned", secret=REALITY_SECRET, name="Ned")
+        try:
+            await phone.call("reality_ack", choice="continue")
+            await until(pilot, lambda: not isinstance(app.screen, RealityScreen), "the pop-up gone")
+            assert not model_of(app).reality_check_due
+            assert model_of(app).message == (
+                "This reality check was already answered, on another screen of yours."
+            )
+        finally:
+            await phone.close()

@@ -3,7 +3,8 @@ real servers on port 0 and real WebSocket clients.
 
 A reality check that came due stays due through a reconnect, is sent again to the new
 connection, and holds its bets until answered; a second connection of the player sees
-it too, and one answer clears it for both (each connection is sent it once). The
+it too, and one answer clears it for both (each connection is sent it once, and the
+others are told of the answer: ``reality_answered``, over Redis between processes). The
 session's time limit counts from the session's start through a reconnect. A gap without
 a connection longer than ``--session-gap`` begins a new session, a shorter one does
 not, and an open connection keeps its session going however long. A restart of the
@@ -39,6 +40,10 @@ def later(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
 
 def is_check(message: dict[str, Any]) -> bool:
     return message.get("type") == "reality_check"
+
+
+def is_answered(message: dict[str, Any]) -> bool:
+    return message.get("type") == "reality_answered"
 
 
 def checks(client: Client, start: int = 0) -> list[dict[str, Any]]:
@@ -111,6 +116,10 @@ async def test_a_second_connection_sees_it_and_one_answer_clears_both(net: Net) 
     await other.refused("bad_choice", "reality_ack", choice="later")  # changes nothing
     await due_refused(other)
     await ann.call("reality_ack", choice="continue")
+    # The other connection is told, so that it stops asking; the one that answered is not.
+    told = await other.next_frame(is_answered, timeout=5)
+    assert told.msg == {"type": "reality_answered", "choice": "continue"}
+    assert not [f for f in ann.frames if is_answered(f.msg)]
     # Each connection was sent that check once (its timer, then the refusals and the
     # hello of the other did not send it again), up to the answer.
     assert len(checks(ann)) == 1 and len(checks(other)) == 1
@@ -202,7 +211,11 @@ async def test_a_due_check_holds_on_another_gateway_over_the_same_redis(
     assert (await session_of(ann_two))["started"] == (await session_of(ann_one))["started"]
     await ann_two.join("t1")
     await due_refused(ann_two)
-    await ann_one.call("reality_ack", choice="continue")
+    await ann_one.call("reality_ack", choice="leave")
+    # The other process's connection is told (a cluster notice over Redis).
+    told = await ann_two.next_frame(is_answered, timeout=10)
+    assert told.msg == {"type": "reality_answered", "choice": "leave"}
+    assert not [f for f in ann_one.frames if is_answered(f.msg)]
     assert (await session_of(ann_two))["reality_check_due"] is False
     await ann_two.refused("no_reality_check", "reality_ack", choice="continue")
 

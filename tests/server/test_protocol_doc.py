@@ -196,7 +196,7 @@ def _is_frame(value: Any) -> bool:
     server's name who (``player``, ``turner``)."""
     kind = value.get("type")
     return (
-        kind in ("ok", "error", "event", "reality_check")
+        kind in ("ok", "error", "event", "reality_check", "reality_answered")
         or (kind == "chat" and "player" in value)
         or (kind == "progress" and "turner" in value)
     )
@@ -821,7 +821,8 @@ async def play(net: Any) -> Recorder:
 
 async def play_reality(net: Any) -> Recorder:
     """A server whose players get a reality check every 1.2 s (``--reality-check``):
-    one comes, a bet waits for its answer, and it is answered."""
+    one comes, a bet waits for its answer, and it is answered; Gil's second connection
+    is told that it was."""
     server = await net.start(
         **FAST,
         db=str(net.tmp_path / "reality.sqlite3"),
@@ -834,7 +835,9 @@ async def play_reality(net: Any) -> Recorder:
     await gil.wait_frame(lambda m: m["type"] == "reality_check", timeout=scaled(10))
     await gil.refused("reality_check_due", "bet", table="demo", area="banker", amount=100)
     await gil.refused("bad_choice", "reality_ack", choice="later")
+    tablet = await run.player("gil", "Gil")
     await gil.call("reality_ack", choice="continue")
+    await tablet.wait_frame(lambda m: m["type"] == "reality_answered", timeout=scaled(5))
     await gil.refused("no_reality_check", "reality_ack", choice="continue")
     return run
 

@@ -11,8 +11,9 @@
   refused ``reality_check_due``; after Continue his bet is taken; at the next one Leave
   stands him up (his chips come back) and the page stays at the table, watching.
 - The reality check is the player's, not a screen's: Mo has the table open in a
-  second tab too; both show the first check; after his Continue in the first, Leave in
-  the second says it was already answered there and does nothing (he is still seated).
+  second tab too; both show the first check; his Continue in the first closes the
+  second's by itself (the server's ``reality_answered``), which says it was answered on
+  another screen, and nothing is done there (he is still seated).
 - Nell took a break (``take_break``, by another connection): the page says so at once,
   in a banner, when it loads.
 """
@@ -160,7 +161,7 @@ def test_the_reality_check_holds_bets_until_it_is_answered(
     mo.click("#reality-continue")
     expect(dialog).to_be_hidden()
     expect(message).to_have_text("Play on: bets are taken again.")
-    other.click("#reality-leave")  # too late: answered in the first tab, so nothing is done
+    # The second tab is told (reality_answered) and closes its own, untouched.
     expect(other.page.locator("#dlg-reality")).to_be_hidden()
     expect(other.page.locator("#message")).to_have_text(
         "This reality check was already answered, on another screen of yours."

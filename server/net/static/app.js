@@ -274,7 +274,11 @@ class App {
     c.on("chat", (m) => this.onChat(m));
     c.on("error", (m) => this.note(refusalOf(m), "refused"));
     // The reality check: a modal until it is answered (bets wait for it, the server's).
-    c.on("message", (m) => m.type === "reality_check" && this.dialogs.showReality(m));
+    c.on("message", (m) => {
+      if (m.type === "reality_check") this.dialogs.showReality(m);
+      // Answered on another screen of the player's: this one stops asking.
+      else if (m.type === "reality_answered") this.dialogs.realityAnswered(m);
+    });
   }
 
   // -- connection ----------------------------------------------------------------------

@@ -292,6 +292,17 @@ export class Dialogs {
     $("#reality-continue").focus();
   }
 
+  /** The server's `reality_answered`: another screen of the player's answered the
+   * check, so this one closes it (whatever was chosen there holds). */
+  realityAnswered(m) {
+    const dlg = $("#dlg-reality");
+    if (!this.reality && !dlg.open) return;
+    this.reality = null;
+    dlg.close();
+    this.app.note(t("page.reality.answered"), "you");
+    if (m.choice === "leave") this.app.refreshMoney();
+  }
+
   async answerReality(choice) {
     const app = this.app;
     const buttons = document.querySelectorAll("#dlg-reality button");
@@ -307,6 +318,7 @@ export class Dialogs {
         return;
       }
       answered = true;
+      if (this.reality === null) return; // told already: reality_answered closed it
     }
     this.reality = null;
     $("#dlg-reality").close();
