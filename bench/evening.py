@@ -48,7 +48,8 @@ test of the tool only, and the report says so).
   bot's behalf because its move came after the deadline); and, after the servers stop,
   the money audit exact (the store opened and audited: the books sum to zero, every
   balance is its ledger sum, every hold has one outcome, no entry twice, every
-  recorded round paid as its record says). The ramp stops at the first level that breaks one (``--keep-going``: not).
+  recorded round paid as its record says). The ramp stops at the first level that
+  breaks one (``--keep-going``: not).
 - **Figures** per level: server CPU (``/proc/PID/stat`` utime+stime over the window;
   with ``--redis`` Redis's too, shown apart) in cores, seated players and spectators
   per core, server CPU per coup (coups from the servers' ``chemmy_coups``), store
@@ -771,6 +772,24 @@ def match_fanout(
     return hist.counts, matched, sum(at_table.get(index, 0) for index, _seq in sends)
 
 
+def fanout_of(parts: Iterable[Sequence[Any]]) -> dict[str, float]:
+    """The fan-out over client processes: each part is one process's
+    :func:`match_fanout` (histogram counts, matched, expected); the merged p50 and p99
+    (ms), delivered and expected."""
+    hist = Histogram()
+    delivered = expected = 0
+    for counts, matched, exp in parts:
+        hist.merge(Histogram(counts))
+        delivered += matched
+        expected += exp
+    return {
+        "p50": hist.percentile_ms(50),
+        "p99": hist.percentile_ms(99),
+        "delivered": delivered,
+        "expected": expected,
+    }
+
+
 async def _spectator_worker(pipe: Connection, worker: int) -> None:
     loop = asyncio.get_running_loop()
     opened = itertools.count()
@@ -1128,20 +1147,10 @@ class Evening:
             bot_lag += lags
             dropped += closed
         spec_replies = await self.specs.all("collect", sends.tobytes())
-        seated_hist = Histogram()
-        seated_delivered = seated_expected = 0
-        for _tag, counts, matched, exp in await self.bots.all("fanout", sends.tobytes()):
-            seated_hist.merge(Histogram(counts))
-            seated_delivered += matched
-            seated_expected += exp
-        hist = Histogram()
-        delivered = expected = 0
+        seated = fanout_of([r[1:4] for r in await self.bots.all("fanout", sends.tobytes())])
         spec_lag: list[float] = []
         sizes: list[float] = []
-        for _tag, counts, matched, exp, size, lag, closed, _alive in spec_replies:
-            hist.merge(Histogram(counts))
-            delivered += matched
-            expected += exp
+        for _tag, _counts, _matched, _exp, size, lag, closed, _alive in spec_replies:
             sizes.append(size)
             lags = array("d")
             lags.frombytes(lag)
@@ -1165,19 +1174,8 @@ class Evening:
             redis_publish=calls1.get("publish", 0) - calls0.get("publish", 0),
             cpu={k: cpu1[k] - cpu0[k] for k in cpu0},
             rtt=rtt,
-            fanout={
-                "p50": hist.percentile_ms(50),
-                "p99": hist.percentile_ms(99),
-                "delivered": delivered,
-                "expected": expected,
-                "events": len(sends) // 3,
-            },
-            fanout_seated={
-                "p50": seated_hist.percentile_ms(50),
-                "p99": seated_hist.percentile_ms(99),
-                "delivered": seated_delivered,
-                "expected": seated_expected,
-            },
+            fanout={**fanout_of([r[1:4] for r in spec_replies]), "events": len(sends) // 3},
+            fanout_seated=seated,
             no_reply=no_reply,
             on_behalf=on_behalf,
             refused=dict(refused),
@@ -1287,25 +1285,16 @@ async def bare_broadcast(
         await asyncio.sleep(1.0)
         cpu = cpu_seconds(server.pid) - cpu0
         wall = time.perf_counter() - t0
-        replies = await specs.all("collect", sends.tobytes())
-        hist = Histogram()
-        delivered = expected = 0
-        for _tag, counts, matched, exp, *_rest in replies:
-            hist.merge(Histogram(counts))
-            delivered += matched
-            expected += exp
+        fan = fanout_of([r[1:4] for r in await specs.all("collect", sends.tobytes())])
         await trigger.close()
         return {
             "listeners": got,
             "rate": rate,
             "seconds": wall,
             "events": n,
-            "delivered": delivered,
-            "expected": expected,
-            "p50": hist.percentile_ms(50),
-            "p99": hist.percentile_ms(99),
+            **fan,
             "cpu": cpu,
-            "cpu_per_1k_ms": cpu / max(1, delivered) * 1e6,
+            "cpu_per_1k_ms": cpu / max(1, fan["delivered"]) * 1e6,
             "cores": cpu / wall,
         }
     finally:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from bench._util import load_line, loadavg, machine, write_benchmarks
 from server.engine.coup import resolve_coup
+from server.net.hub import RETAINED_EVENTS
 from server.table import MemoryWallet, Table, TableOptions, view_event
 from server.table import commands as c
 from server.table.events import Event
@@ -239,9 +240,9 @@ def main() -> None:
     )
     rows.append(
         (
-            "memory an event holds (the hub's recent log keeps 256 a table)",
+            f"memory an event holds (the hub's recent log keeps {RETAINED_EVENTS} a table)",
             f"{held / 1024:.1f} KiB per event",
-            f"{held * 256 / 2**20:.2f} MiB a table's log of 256",
+            f"{held * RETAINED_EVENTS / 2**20:.2f} MiB a table's log of {RETAINED_EVENTS}",
         )
     )
     rows.append(
