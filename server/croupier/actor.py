@@ -39,10 +39,12 @@ from typing import Any
 
 from server.bus.base import Bus
 from server.engine.odds import exact_odds
-from server.protocol.errors import ChemmyError, Refused, no_table
+from server.protocol.errors import ChemmyError, Refused, limit_reached, no_table
 from server.protocol.messages import TABLE_COMMANDS
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import (
+    LimitGuard,
+    LimitPassed,
     Overdrawn,
     StaleEpoch,
     Store,
@@ -82,6 +84,13 @@ WIRE_COMMANDS: dict[str, type[c.Command]] = {
 #: The field of a ``sit`` record that carries a guest not yet stored (``name``, ``funds``):
 #: the owner stores them once the sit is allowed.
 GUEST_FIELD = "guest"
+#: The field of a ``bet`` or ``same_bet`` record that carries the player's limits as
+#: the store must hold them (``[[kind, cap, since], ...]``: ``server.net.play_limits``):
+#: the step's commit is refused ``limit_reached`` if its chips would pass one, so two
+#: bets at two tables, or on two processes, can never pass a limit together.
+GUARDS_FIELD = "guards"
+#: The fields of a record that are the actor's, not the table command's.
+_ACTOR_FIELDS = frozenset({GUEST_FIELD, GUARDS_FIELD})
 #: Commands that may need a player's latest balance: it is read before they are decided.
 _FRESH_BALANCE = (c.Join, c.Sit)
 #: Commands refused for want of funds that are tried once more with a fresh balance.
@@ -345,7 +354,7 @@ class TableActor:
         rid = None if record.id is None else str(record.id)
         cls = WIRE_COMMANDS.get(kind)
         if cls is not None:
-            fields = {k: v for k, v in record.fields.items() if k != GUEST_FIELD}
+            fields = {k: v for k, v in record.fields.items() if k not in _ACTOR_FIELDS}
             return cls(player=player, id=rid, **fields)
         if kind == "join":
             if record.reply_to is not None:
@@ -569,9 +578,11 @@ class TableActor:
         calls: list[dict[str, Any]] = []
         if self.money is not None and self.money.confirms_holds:
             calls = closing_calls(self._last_state, state, records, self.currency, self.clock())
+        guards = _guards(item.record) if isinstance(cmd, _FUNDED) else []
         try:
             result = await self.store.commit(
                 **({"calls": calls} if calls else {}),  # type: ignore[arg-type]
+                **({"guards": guards} if guards else {}),  # type: ignore[arg-type]
                 entries=entries,
                 table=TableRow(
                     self.table_id,
@@ -597,6 +608,12 @@ class TableActor:
                 item, TableError("insufficient_funds", "that bet is more than your balance")
             )
             return None
+        except LimitPassed as passed:
+            # The player's own limit, held by the store with every other table's chips
+            # (placed meanwhile, here or on another process): the bet was never accepted.
+            await self._restore(entries)
+            self._refuse(item, self._limit_reached(passed))
+            return None
         except Exception as exc:
             # Nothing of this step was stored, so nothing of it may be sent (§8):
             # back to the last stored step; the sender hears it failed, and whether
@@ -616,6 +633,13 @@ class TableActor:
         if calls and self.on_calls is not None:
             self.on_calls()  # credits and rollbacks stored: the courier sends them
         return happened
+
+    def _limit_reached(self, passed: LimitPassed) -> Refused:
+        """The player's refusal for a bet the store held to their limit, in the table's
+        money."""
+        show = self.table.options.money
+        kind, cap, left = passed.kind, passed.cap, passed.remaining
+        return limit_reached(kind, cap, left, show(cap), show(left))
 
     def _deliver(self, item: _Item, happened: _Happened) -> None:
         """A stored step goes out: its events on the bus, then the sender's reply."""
@@ -894,6 +918,14 @@ class TableActor:
         for pid, p in old.players.items():
             if pid not in table.players:
                 table.players[pid] = PlayerState(pid, p.name, connected=p.connected)
+
+
+def _guards(record: CommandRecord | None) -> list[LimitGuard]:
+    """The limits a bet's record carries for its commit (:data:`GUARDS_FIELD`)."""
+    if record is None:
+        return []
+    found = record.fields.get(GUARDS_FIELD) or []
+    return [LimitGuard(record.player, str(k), int(cap), str(since)) for k, cap, since in found]
 
 
 def store_refusal(exc: BaseException) -> Refused:

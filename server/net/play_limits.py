@@ -10,19 +10,28 @@ higher one or a removal only 24 hours later; an operator's at once), so they hol
 every process and across restarts.
 
 What a player has used is the store's per-day flows (``Store.player_days``, kept by each
-commit): ``staked`` (wagers held), ``net`` (what came back less what was held: a wager
-counts as lost until it is settled) and ``deposited``, by UTC day. A window is the day
-itself, the last 7 days or the last 30 days, today included (:data:`WINDOWS`): a daily
-limit starts again at midnight UTC. A wager limit counts what was staked, a loss limit
-the net loss (``max(0, -net)``: winnings never raise it above the limit), and both count
-the chips on the felt at every other table. The gateway finds the nearest one (the
-**allowance**, :func:`bet_allowance`) and sends it with the ``bet`` or ``same_bet``;
-the table refuses chips beyond it, ``limit_reached`` with the limit and what remains
-(``server.table.rules.limit_refusal``), so a player's two bets at one table are checked
-one after the other by its single writer. A deposit over a deposit limit is refused by
-the cashier and by the transfer API (:func:`refuse_deposit`). The session limit refuses
-bets once the player's play session (``server.net.play_session``: the player's, kept in
-the store, through reconnects and on every process) has lasted that long.
+commit): ``staked`` (chips placed, from the moment they are on the felt), ``net`` (what
+came back less what was placed: a wager counts as lost until it is settled) and
+``deposited``, by UTC day. A window is the day itself, the last 7 days or the last 30
+days, today included (:data:`WINDOWS`): a daily limit starts again at midnight UTC. A
+wager limit counts what was staked, a loss limit the net loss (``max(0, -net)``:
+winnings never raise it above the limit); the chips on the felt at every table are in
+them already.
+
+**Held where the usage is counted.** Each limit is a reservation the store holds in the
+very commit that places the chips or makes the deposit (``guards``:
+``server.store.base.LimitGuard``, checked in the commit's transaction or script): a
+commit whose chips or deposit would pass one is refused whole (``LimitPassed``), so two
+bets at two tables, on two processes, or eight deposits at once can never pass a limit
+together, on every store; no lock is held anywhere. The gateway also finds the nearest
+limit (the **allowance**, :func:`bet_allowance`) and sends it with the ``bet`` or
+``same_bet`` beside the guards; the table refuses chips beyond it first,
+``limit_reached`` with the limit and what remains (``server.table.rules.limit_refusal``),
+changing nothing, and the commit's guards refuse what raced past that check. A deposit's
+guards are the deposit limits (:func:`deposit_guards`), for the cashier and the transfer
+API. The session limit refuses bets once the player's play session
+(``server.net.play_session``: the player's, kept in the store, through reconnects and on
+every process) has lasted that long.
 
 **The reality check** is ``server.net.play_session``'s: a bet is refused
 ``reality_check_due`` while one is due and unanswered, before any limit is looked at.
@@ -35,11 +44,18 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from server.croupier.actor import store_refusal
 from server.protocol.errors import Refused, limit_reached
-from server.store.base import LIMIT_KINDS, StoreError, play_due, play_ended
+from server.store.base import (
+    LIMIT_KINDS,
+    LimitGuard,
+    LimitPassed,
+    StoreError,
+    play_due,
+    play_ended,
+)
 from server.table.options import show_money
 
 from . import play_session
@@ -51,7 +67,6 @@ if TYPE_CHECKING:
     from server.store.base import Store
 
     from .config import ServerConfig
-    from .lobby import Lobby
     from .session import Session
 
 __all__ = [
@@ -60,11 +75,14 @@ __all__ = [
     "MAX_LIMIT",
     "MAX_SESSION_MINUTES",
     "WINDOWS",
+    "Allowance",
     "bet_allowance",
+    "deposit_guards",
+    "deposit_refusal",
+    "guards",
     "install",
     "limits",
     "nearest",
-    "refuse_deposit",
     "remove_limit",
     "set_limit",
     "used",
@@ -107,17 +125,15 @@ def nearest(
     days: Mapping[str, Mapping[str, int]],
     now: float,
     kinds: tuple[str, ...],
-    elsewhere: int = 0,
 ) -> dict[str, Any] | None:
-    """The limit among ``kinds`` that leaves the least, with ``elsewhere`` (chips on
-    other tables' felt) counted as used: ``{"kind", "amount", "remaining"}`` (maybe
-    negative), or None when the player set none of them."""
+    """The limit among ``kinds`` that leaves the least: ``{"kind", "amount",
+    "remaining"}`` (maybe negative), or None when the player set none of them."""
     found: dict[str, Any] | None = None
     for kind in kinds:
         if kind not in limits:
             continue
         amount = int(limits[kind]["amount"])
-        remaining = amount - used(kind, days, now) - elsewhere
+        remaining = amount - used(kind, days, now)
         if found is None or remaining < found["remaining"]:
             found = {"kind": kind, "amount": amount, "remaining": remaining}
     return found
@@ -136,11 +152,29 @@ async def _read(job: Any) -> Any:
         raise store_refusal(exc) from None
 
 
-async def _elsewhere(store: Store, lobby: Lobby, player: str, table: str | None) -> int:
-    """The player's chips on the felt of every open table but ``table``."""
-    tables = [str(line["table"]) for line in await lobby.tables() if line["table"] != table]
-    balance, available = await store.player_money(player, tables)
-    return balance - available
+class Allowance(NamedTuple):
+    """What a ``bet`` carries to its table from the player's own limits: ``nearest``,
+    the limit that leaves the least for new chips (``{"kind", "amount", "remaining"}``:
+    the table refuses chips past it, ``server.table.rules.limit_refusal``), and
+    ``guards``, every wager and loss limit as the store holds them in the bet's commit
+    (``[[kind, cap, since], ...]``: two bets racing at two tables, or on two
+    processes, can never pass one together)."""
+
+    nearest: dict[str, Any]
+    guards: list[list[Any]]
+
+
+def guards(
+    limits: Mapping[str, Mapping[str, Any]], now: float, kinds: tuple[str, ...]
+) -> list[list[Any]]:
+    """``[kind, cap, since]`` of each of the player's ``limits`` among ``kinds``: its cap
+    over its window ending today (:data:`WINDOWS`), for the store to hold
+    (``server.store.base.LimitGuard``)."""
+    return [
+        [kind, int(limits[kind]["amount"]), first_day(now, WINDOWS[kind.split("_")[1]])]
+        for kind in kinds
+        if kind in limits
+    ]
 
 
 async def bet_allowance(
@@ -149,11 +183,11 @@ async def bet_allowance(
     table: str,
     limits: Awaitable[dict[str, Any]] | None = None,
     played: Awaitable[dict[str, Any] | None] | None = None,
-) -> dict[str, Any] | None:
+) -> Allowance | None:
     """Check a ``bet`` or ``same_bet`` of ``session``'s player at ``table`` against the
     reality check and their limits: raise ``reality_check_due`` or ``limit_reached``
-    (the session's), or return the allowance the table holds the chips to (None: no
-    wager or loss limit). ``limits`` and ``played``: the player's limits and their play
+    (the session's), or return the :class:`Allowance` the bet carries (None: no wager
+    or loss limit). ``limits`` and ``played``: the player's limits and their play
     session already being read from the store for this command
     (``Store.player_limits``, :func:`~.play_session.current`; None: read them here). A
     store that cannot say refuses (``store_unavailable``)."""
@@ -173,45 +207,46 @@ async def bet_allowance(
             raise limit_reached("session", minutes, 0, f"{minutes} minutes", "0")
     if not any(kind in limit_set for kind in BET_KINDS):
         return None
+    # (The chips on the felt at every table are in the days' flows already: a stake
+    # counts from the moment it is placed, server.store.base.entry_flow.)
     days = await _read(ctx.store.player_days(player, first_day(now)))
-    elsewhere = await _read(_elsewhere(ctx.store, ctx.lobby, player, table))
-    return nearest(limit_set, days, now, BET_KINDS, elsewhere)
+    nearest_ = nearest(limit_set, days, now, BET_KINDS)
+    assert nearest_ is not None
+    return Allowance(nearest_, guards(limit_set, now, BET_KINDS))
 
 
-async def refuse_deposit(store: Store, player: str, amount: int, decimals: int) -> None:
-    """Raise ``limit_reached`` if depositing ``amount`` would pass a deposit limit of
-    ``player``'s (a :class:`StoreError` when the store cannot say)."""
-    found = await store.player_limits(player)
-    if not any(kind in found for kind in DEPOSIT_KINDS):
-        return
+def deposit_guards(player: str, limit_set: Mapping[str, Mapping[str, Any]]) -> list[LimitGuard]:
+    """The guards a deposit of ``player``'s commits with: each deposit limit they set,
+    held by the store in the deposit's own commit (concurrent deposits can never pass
+    one together); on :class:`~server.store.base.LimitPassed` the caller refuses
+    ``limit_reached`` (:func:`deposit_refusal`)."""
     now = time.time()
-    days = await store.player_days(player, first_day(now))
-    limit = nearest(found, days, now, DEPOSIT_KINDS)
-    if limit is not None and amount > limit["remaining"]:
-        left = max(0, limit["remaining"])
-        said, shown = show_money(limit["amount"], decimals), show_money(left, decimals)
-        raise limit_reached(limit["kind"], limit["amount"], left, said, shown)
+    return [LimitGuard(player, *guard) for guard in guards(limit_set, now, DEPOSIT_KINDS)]
 
 
-async def view(
-    store: Store, lobby: Lobby, player: str, found: dict[str, Any] | None
-) -> dict[str, Any]:
+def deposit_refusal(passed: LimitPassed, decimals: int) -> Refused:
+    """``limit_reached`` for a deposit the store held to a deposit limit."""
+    said, left = show_money(passed.cap, decimals), show_money(passed.remaining, decimals)
+    return limit_reached(passed.kind, passed.cap, passed.remaining, said, left)
+
+
+async def view(store: Store, player: str, found: dict[str, Any] | None) -> dict[str, Any]:
     """Every limit of ``player``'s with what is used and what remains, and their play
     session ``found`` (``Store.play_session``; None: none to show) as
-    :func:`~.play_session.shown` says it (``limits``' reply; docs/protocol.md)."""
+    :func:`~.play_session.shown` says it (``limits``' reply; docs/protocol.md). The
+    chips on the felt at every table count as used (a stake counts when it is
+    placed)."""
     now = play_session.now()
     limit_set = await store.player_limits(player)
     days: dict[str, Any] = {}
-    elsewhere = 0
     if any(kind != "session" for kind in limit_set):
         days = await store.player_days(player, first_day(now))
-        elsewhere = await _elsewhere(store, lobby, player, None)
     lines: dict[str, Any] = {}
     for kind, limit in sorted(limit_set.items()):
         if kind == "session":
             spent = 0 if found is None else int((now - found["started"]) // 60)
         else:
-            spent = used(kind, days, now) + (elsewhere if kind in BET_KINDS else 0)
+            spent = used(kind, days, now)
         lines[kind] = {**limit, "used": spent, "remaining": max(0, int(limit["amount"]) - spent)}
     return {"limits": lines, "session": shown(found, now)}
 
@@ -255,7 +290,7 @@ async def _write(
 async def _answer(ctx: PlayContext, session: Session, mid: Any) -> None:
     """The limits' reply (its ``session`` is a field: sent as the ``ok`` it is)."""
     found = await _read(play_session.current(ctx, session))
-    reply = await _read(view(ctx.store, ctx.lobby, session.player, found))
+    reply = await _read(view(ctx.store, session.player, found))
     ctx.send(session, {"type": "ok", "id": mid, **reply})
 
 
@@ -263,9 +298,6 @@ async def _answer(ctx: PlayContext, session: Session, mid: Any) -> None:
 class OperatorSide(Protocol):
     @property
     def store(self) -> Store: ...
-
-    @property
-    def lobby(self) -> Lobby: ...
 
     @property
     def config(self) -> ServerConfig: ...
@@ -281,7 +313,7 @@ def install(api: OperatorAPI, ctx: OperatorSide) -> None:
         found = await ctx.store.play_session(player)
         if found is not None and play_ended(found, play_session.now(), ctx.config.session_gap * 60):
             found = None  # the next hello begins a new one
-        return {"player": player, **await view(ctx.store, ctx.lobby, player, found)}
+        return {"player": player, **await view(ctx.store, player, found)}
 
     async def read(call: OperatorCall) -> dict[str, Any]:
         return await answer(call.params["player"])

@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from server.croupier.actor import GUEST_FIELD
+from server.croupier.actor import GUARDS_FIELD, GUEST_FIELD
 from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table, wrong_currency
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
@@ -38,7 +38,7 @@ from server.table.views import view_event
 
 from .context import Continuation
 from .hub import Subscriber, envelope
-from .play_limits import bet_allowance
+from .play_limits import Allowance, bet_allowance
 from .play_session import current
 from .responsible import BLOCKED_COMMANDS, refuse_blocked
 
@@ -130,7 +130,7 @@ def _unheard(reply: ReplyRecord) -> None:
     """(A join again's reply: nothing to tell anyone.)"""
 
 
-async def _bet_checks(ctx: TablesContext, session: Session, tid: str) -> dict[str, Any] | None:
+async def _bet_checks(ctx: TablesContext, session: Session, tid: str) -> Allowance | None:
     """A ``bet``'s or ``same_bet``'s checks before it is relayed, in their order: the
     player's time-out or self-exclusion (``player_blocked``), then the reality check and
     their own limits (``bet_allowance``). All are read from the store on every such
@@ -166,7 +166,8 @@ def table_command(kind: str) -> TableHandler:
         if kind in LIMITED_COMMANDS:  # (a time-out or self-exclusion, then the limits)
             allowance = await _bet_checks(ctx, session, tid)
             if allowance is not None:
-                args[ALLOWANCE_FIELD] = allowance
+                args[ALLOWANCE_FIELD] = allowance.nearest
+                args[GUARDS_FIELD] = allowance.guards
         elif kind in BLOCKED_COMMANDS:  # a time-out or self-exclusion: player_blocked
             await refuse_blocked(ctx.store, session.player)
         then = _answer(ctx, session, mid, tid)

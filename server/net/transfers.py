@@ -27,10 +27,10 @@ from typing import Any, Protocol
 
 from babel.numbers import is_currency
 
-from server.protocol.errors import Refused
 from server.store.base import (
     MAX_AMOUNT,
     KeyConflict,
+    LimitPassed,
     Overdrawn,
     Store,
     StoreError,
@@ -43,7 +43,7 @@ from server.table.wallet import OPERATOR, Entry, player_account
 from .auth import GUEST_PREFIX, is_valid_player_id
 from .metrics import Metrics
 from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal, Route
-from .play_limits import refuse_deposit
+from .play_limits import deposit_guards, deposit_refusal
 
 __all__ = ["MAX_TRANSACTION_ID", "TransfersContext", "install"]
 
@@ -170,10 +170,14 @@ async def _move(ctx: TransfersContext, call: OperatorCall, deposit: bool) -> Map
     src, dst = (OPERATOR, account) if deposit else (account, OPERATOR)
     kind = "transfer_deposit" if deposit else "transfer_withdraw"
     entry = Entry(ledger_key("transfer", transfer.transaction_id), src, dst, transfer.amount, kind)
-    if deposit:
-        await _within_limits(store, entry, transfer)
+    # The player's deposit limits, held by the deposit's own commit (server.net.play_limits):
+    # concurrent deposits can never pass one together.
+    guards = deposit_guards(pid, await store.player_limits(pid)) if deposit else []
     try:
-        result = await store.commit(entries=[entry])
+        result = await store.commit(entries=[entry], guards=guards)
+    except LimitPassed as passed:  # (a retry of a deposit made is not: it adds nothing)
+        refused = deposit_refusal(passed, currency_decimals(transfer.currency))
+        raise OperatorRefusal(409, refused.code, refused.message, refused.details) from None
     except KeyConflict:
         raise OperatorRefusal(
             409, "id_reused", "that transaction_id was used for another transfer"
@@ -196,19 +200,6 @@ async def _move(ctx: TransfersContext, call: OperatorCall, deposit: bool) -> Map
         "available": available,
         "duplicate": duplicate,
     }
-
-
-async def _within_limits(store: Store, entry: Entry, transfer: _Transfer) -> None:
-    """A deposit past one of the player's deposit limits is refused 409 ``limit_reached``
-    with the ``limit`` (``server.net.play_limits``); a retry of one made is not."""
-    if await store.has_entry(entry.key):
-        return
-    try:
-        await refuse_deposit(
-            store, transfer.player, transfer.amount, currency_decimals(transfer.currency)
-        )
-    except Refused as refused:
-        raise OperatorRefusal(409, refused.code, refused.message, refused.details) from None
 
 
 async def _balance(ctx: TransfersContext, call: OperatorCall) -> Mapping[str, Any]:

@@ -1,4 +1,4 @@
-"""The store interface: wallets, the ledger, table state, events and round/shoe records.
+r"""The store interface: wallets, the ledger, table state, events and round/shoe records.
 
 One :class:`Store` interface, implemented by :class:`~server.store.memory.MemoryStore`
 (unit tests), :class:`~server.store.sqlite.SQLiteStore` (the default: one file, zero
@@ -24,6 +24,13 @@ The rules every implementation keeps:
   raises :class:`Overdrawn`.
 - **One step, one transaction.** :meth:`Store.commit` writes entries, the table row, the
   step's records and events all or nothing; on any error nothing of it is kept.
+- **Limits held where the usage is counted.** A commit may carry :class:`LimitGuard`\ s:
+  caps on a player's usage (:func:`entry_flow`'s flows in a window of days). A commit
+  whose newly inserted entries raise a guarded usage above its cap raises
+  :class:`LimitPassed` and keeps nothing, checked in the same transaction (SQLite) or
+  script (Redis) that adds the flows, so two commits racing from two tables or two
+  processes can never both pass a player's limit. Which limits apply and their windows
+  are the caller's (``server.net.play_limits``); the store only sums and compares.
 - **Fencing.** A table row carries its owner's ``epoch``; a write whose epoch is lower
   than the stored one raises :class:`StaleEpoch` and keeps nothing, so a stalled old
   owner cannot write over a new one (:meth:`Store.claim_table` takes the next epoch).
@@ -60,6 +67,7 @@ The error tree::
     ├── KeyConflict            a ledger key already holds a different entry
     ├── Overdrawn              a player or stake balance would go negative
     ├── StaleEpoch             a table write from an owner older than the stored epoch
+    ├── LimitPassed            a commit would take a player past a guarded limit
     └── BadWalletCall          a wallet call (or a change to one) of the wrong shape
                                (also a ValueError)
 
@@ -89,6 +97,7 @@ from server.table.wallet import CASHIER, Entry, player_account
 __all__ = [
     "EVENT_RETENTION",
     "FLOW_DAYS",
+    "GUARD_MEASURES",
     "HISTORY_LIMIT",
     "LIMIT_KINDS",
     "MAX_AMOUNT",
@@ -104,6 +113,8 @@ __all__ = [
     "BadWalletCall",
     "CommitResult",
     "KeyConflict",
+    "LimitGuard",
+    "LimitPassed",
     "Overdrawn",
     "RoundIndex",
     "RoundQuery",
@@ -118,6 +129,7 @@ __all__ = [
     "check_currency",
     "check_entry",
     "check_event",
+    "check_guard",
     "check_play_open",
     "check_row",
     "check_wallet_call",
@@ -126,6 +138,8 @@ __all__ = [
     "entry_flow",
     "flow_day",
     "follows",
+    "guard_breach",
+    "guard_measure",
     "hold_problems",
     "index_record",
     "ledger_key",
@@ -191,6 +205,16 @@ class KeyConflict(StoreError):
 class Overdrawn(StoreError):
     """A commit would make a player's or a stake's balance negative; nothing of it was
     kept."""
+
+
+class LimitPassed(StoreError):
+    """A commit's new entries would take a player's usage past a :class:`LimitGuard`'s
+    cap; nothing of it was kept. ``kind`` and ``cap`` are the guard's, ``remaining``
+    what the cap left before this commit (at least 0)."""
+
+    def __init__(self, kind: str, cap: int, remaining: int) -> None:
+        super().__init__(f"the limit {kind} ({cap}) leaves {remaining}")
+        self.kind, self.cap, self.remaining = kind, cap, remaining
 
 
 class StaleEpoch(StoreError):
@@ -338,10 +362,14 @@ class Store(Protocol):
         records: Sequence[Mapping[str, Any]] = (),
         events: Sequence[Mapping[str, Any]] = (),
         calls: Sequence[Mapping[str, Any]] = (),
+        guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
         """Write entries, the table row, records, the table's events (which need
-        ``table``) and wallet calls (:func:`check_wallet_call`) in one transaction.
-        Raises :class:`KeyConflict`, :class:`Overdrawn`, :class:`StaleEpoch` or
+        ``table``) and wallet calls (:func:`check_wallet_call`) in one transaction,
+        holding each of ``guards`` (:func:`guard_breach`: checked after the entries'
+        flows are added, before anything is kept).
+        Raises :class:`KeyConflict`, :class:`Overdrawn`, :class:`StaleEpoch`,
+        :class:`LimitPassed` or
         :class:`StoreError` (and then keeps nothing of the commit, calls included), or
         :class:`StoreUnavailable`. Events whose ``seq`` is already stored for the table
         are skipped (a retried commit), and so are calls whose ``transaction_id`` is
@@ -647,19 +675,23 @@ def entry_flow(entry: Entry) -> tuple[str, int, int, int] | None:
     """(player, staked sign, net sign, deposited sign) that ``entry`` moves for a player's
     responsible-play usage, or None.
 
-    A ``hold`` (out of ``stake:<table>:<id>``) is staked and, until it comes back, lost:
-    ``(id, +1, -1, 0)``. A ``return`` or ``win`` (into ``player:<id>``) comes back:
-    ``(id, 0, +1, 0)``. A ``refund`` or ``void`` gives a wager back that was never
-    wagered: ``(id, -1, +1, 0)``. A ``deposit`` or ``transfer_deposit`` is deposited:
-    ``(id, 0, 0, +1)``. Every other kind (chips placed and taken back, a loss, a
+    Chips count from the moment they are placed, so that what a limit counts and the
+    chips it caps are one sum, checked in one commit (:class:`LimitGuard`): a ``stake``
+    (``player:<id>`` to ``stake:<table>:<id>``: chips placed) is staked and, until it
+    comes back, lost: ``(id, +1, -1, 0)``; an ``unstake`` (chips taken back, or sent
+    back when the player stands) undoes it: ``(id, -1, +1, 0)``. A ``hold`` moves chips
+    already counted from the felt into the coup: nothing. A ``return`` or ``win`` (into
+    ``player:<id>``) comes back: ``(id, 0, +1, 0)``. A ``refund`` or ``void`` gives a
+    wager back that was never wagered: ``(id, -1, +1, 0)``. A ``deposit`` or
+    ``transfer_deposit`` is deposited: ``(id, 0, 0, +1)``. Every other kind (a loss, a
     welcome, a wallet's sync, a withdrawal) moves nothing, and so does an entry whose
     account is not of the shape its kind expects. The flow is ``amount`` times each
     sign."""
-    if entry.kind == "hold":
-        parts = entry.src.split(":", 2)
-        if len(parts) == 3 and parts[0] == "stake" and parts[2]:
-            return parts[2], 1, -1, 0
-        return None
+    if entry.kind == "stake":
+        player = entry.src.removeprefix("player:")
+        if player == entry.src or not player:
+            return None
+        return player, 1, -1, 0
     signs = _FLOW_SIGNS.get(entry.kind)
     player = entry.dst.removeprefix("player:")
     if signs is None or player == entry.dst or not player:
@@ -669,6 +701,7 @@ def entry_flow(entry: Entry) -> tuple[str, int, int, int] | None:
 
 #: The signs of the kinds paid into ``player:<id>`` (:func:`entry_flow`).
 _FLOW_SIGNS: Final[dict[str, tuple[int, int, int]]] = {
+    "unstake": (-1, 1, 0),
     "return": (0, 1, 0),
     "win": (0, 1, 0),
     "refund": (-1, 1, 0),
@@ -699,6 +732,68 @@ def flow_buckets(days: Mapping[str, Sequence[int]], since_day: str) -> dict[str,
         for day in sorted(days)
         if day >= since_day
     }
+
+
+# -- limits held by the commit itself (a reservation: issue 33) ---------------------------
+
+#: What a guard caps, by the first part of its limit's kind: the index of the flow it
+#: sums (:data:`FLOW_NAMES`) and whether the usage is the flow's opposite, floored at
+#: 0 (a loss is ``max(0, -net)``: winnings never raise it above the cap).
+GUARD_MEASURES: Final[dict[str, tuple[int, bool]]] = {
+    "wager": (0, False),
+    "loss": (1, True),
+    "deposit": (2, False),
+}
+
+
+class LimitGuard(NamedTuple):
+    """A cap a commit must not take a player past: the usage of ``kind`` (its first
+    part names the measure, :data:`GUARD_MEASURES`: ``wager_week`` sums ``staked``)
+    summed over the player's days from ``since`` (``YYYY-MM-DD``, UTC) on, today
+    included, after the commit, at most ``cap``. Checked only when the commit's newly
+    inserted entries raise that usage (chips placed, a deposit): taking chips back, a
+    settlement or a retried commit passes whatever the usage is."""
+
+    player: str
+    kind: str
+    cap: int
+    since: str
+
+
+def check_guard(guard: object) -> LimitGuard:
+    """Refuse a guard of the wrong shape (:class:`StoreError`); the guard."""
+    if not isinstance(guard, LimitGuard):
+        raise StoreError("a limit guard is a LimitGuard")
+    if not isinstance(guard.player, str) or not guard.player:
+        raise StoreError("a limit guard names its player")
+    if not isinstance(guard.kind, str) or guard.kind.split("_")[0] not in GUARD_MEASURES:
+        raise StoreError(f"a limit guard's kind is one of {sorted(GUARD_MEASURES)}_*")
+    if not _is_int(guard.cap) or not 0 <= guard.cap <= MAX_AMOUNT:
+        raise StoreError("a limit guard's cap is a whole number, 0 to 2**53 - 1")
+    check_day(guard.since)
+    return guard
+
+
+def guard_measure(kind: str) -> tuple[int, bool]:
+    """The flow a guard of ``kind`` sums and whether its usage is that flow's opposite."""
+    return GUARD_MEASURES[kind.split("_")[0]]
+
+
+def guard_breach(guard: LimitGuard, total: int, added: int) -> LimitPassed | None:
+    """Whether a commit passes ``guard``: ``total`` is the guarded flow summed over the
+    guard's days after the commit, ``added`` what the commit's new entries added to it.
+    The refusal, or None when the usage did not rise or stays within the cap."""
+    _index, opposite = guard_measure(guard.kind)
+    sign = -1 if opposite else 1
+    if added * sign <= 0:
+        return None  # the usage did not rise: nothing to hold back
+
+    def usage(flow: int) -> int:
+        return max(0, flow * sign)
+
+    if usage(total) <= guard.cap:
+        return None
+    return LimitPassed(guard.kind, guard.cap, max(0, guard.cap - usage(total - added)))
 
 
 # -- a player's limits: stored and merged atomically (issue 21) ---------------------------

@@ -24,6 +24,7 @@ from server.store.base import (
     HISTORY_LIMIT,
     CommitResult,
     KeyConflict,
+    LimitGuard,
     RoundIndex,
     StaleEpoch,
     StoreError,
@@ -38,6 +39,7 @@ from server.store.base import (
     check_due_time,
     check_entry,
     check_events,
+    check_guard,
     check_play_open,
     check_play_time,
     check_row,
@@ -48,6 +50,8 @@ from server.store.base import (
     flow_cutoff,
     flow_day,
     follows,
+    guard_breach,
+    guard_measure,
     hold_problems,
     index_record,
     merge_limits,
@@ -206,8 +210,10 @@ class MemoryStore:
         records: Sequence[Mapping[str, Any]] = (),
         events: Sequence[Mapping[str, Any]] = (),
         calls: Sequence[Mapping[str, Any]] = (),
+        guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
         self._check_open()
+        guards = [check_guard(guard) for guard in guards]
         prepared_calls = [prepare_wallet_call(call) for call in calls]
         # Stage everything; touch nothing until every check has passed.
         table_json = None if table is None else check_row(table)
@@ -229,11 +235,14 @@ class MemoryStore:
                 staged[account] = balance
             new[entry.key] = entry
         prepared = [(index_record(record), dump_json(record)) for record in records]
+        day = flow_day(self.clock())
+        flows = add_flows({}, new.values())
+        self._hold_guards(guards, flows, day)
 
         # Apply.
         self._balances.update(staged)
         self._ledger.update(new)
-        self._put_flows(add_flows({}, new.values()), flow_day(self.clock()))
+        self._put_flows(flows, day)
         if table is not None and table_json is not None:
             tid = table.table_id
             self._tables[tid] = (*table_json, table.seq, table.closed)
@@ -251,6 +260,20 @@ class MemoryStore:
         self._put_calls(prepared_calls)
         players = {a for e in entries for a in (e.src, e.dst) if a.startswith("player:")}
         return CommitResult(len(new), {a: self._balances.get(a, 0) for a in sorted(players)})
+
+    def _hold_guards(
+        self, guards: Sequence[LimitGuard], flows: Mapping[str, list[int]], day: str
+    ) -> None:
+        """Raise :class:`LimitPassed` when ``flows`` (a commit's, not yet added on
+        ``day``) take a player past one of ``guards``."""
+        for guard in guards:
+            index, _ = guard_measure(guard.kind)
+            added = flows.get(guard.player, [0, 0, 0])[index]
+            days = self._days.get(guard.player, {})
+            total = added + sum(v[index] for d, v in days.items() if d >= guard.since)
+            breach = guard_breach(guard, total, added)
+            if breach is not None:
+                raise breach
 
     def _put_flows(self, flows: Mapping[str, list[int]], day: str) -> None:
         """Add each player's flows to their bucket of ``day``; prune days too old."""

@@ -62,6 +62,8 @@ from server.store.base import (
     OUTCOME_KINDS,
     CommitResult,
     KeyConflict,
+    LimitGuard,
+    LimitPassed,
     Overdrawn,
     RoundIndex,
     StaleEpoch,
@@ -76,6 +78,7 @@ from server.store.base import (
     check_due_time,
     check_entry,
     check_events,
+    check_guard,
     check_limit_changes,
     check_play_open,
     check_play_time,
@@ -89,6 +92,7 @@ from server.store.base import (
     flow_cutoff,
     flow_day,
     follows,
+    guard_measure,
     hold_problems,
     index_record,
     merge_limits,
@@ -187,6 +191,39 @@ local function add_flow(e, day, cutoff, seen)
     redis.call('HINCRBY', F, day .. ':' .. x[1], by)
   end
 end
+-- Refuse (an error reply) when the new entries (from check_entries) raise a guarded
+-- usage past its cap: the guard's flow ('s', 'n', 'd'; opposite '1' for a loss, whose
+-- usage is max(0, -net)) summed over the player's days >= since, after the entries.
+local function hold_guards(guards, new)
+  for _, g in ipairs(guards) do
+    local added = 0
+    for _, e in ipairs(new) do
+      if e.player == g.player then added = added + tonumber(e[g.flow]) * tonumber(e.amount) end
+    end
+    local sign = 1
+    if g.opposite == '1' then sign = -1 end
+    if added * sign > 0 then
+      local total = added
+      local fields = redis.call('HGETALL', P .. 'flows:' .. g.player)
+      for k = 1, #fields, 2 do
+        local f = fields[k]
+        if string.sub(f, 12) == g.flow and string.sub(f, 1, 10) >= g.since then
+          total = total + tonumber(fields[k + 1])
+        end
+      end
+      local function usage(v)
+        if v * sign < 0 then return 0 end
+        return v * sign
+      end
+      if usage(total) > tonumber(g.cap) then
+        local left = tonumber(g.cap) - usage(total - added)
+        if left < 0 then left = 0 end
+        return redis.error_reply('LIMIT ' .. g.kind .. ' ' .. g.cap .. ' ' .. string.format('%.0f', left))
+      end
+    end
+  end
+  return nil
+end
 -- Write the new entries (from check_entries); with a day, their flows too.
 local function post(new, day, cutoff)
   local seen = {}
@@ -239,6 +276,11 @@ local calls = {}
 for n = 1, tonumber(nxt()) do
   calls[n] = {txn = nxt(), data = nxt(), due = nxt() == '1', next_at = nxt()}
 end
+local guards = {}
+for n = 1, tonumber(nxt()) do
+  guards[n] = {player = nxt(), kind = nxt(), flow = nxt(), opposite = nxt(), cap = nxt(),
+               since = nxt()}
+end
 
 -- Check everything first: the epoch (fencing), then the ledger.
 local T = nil
@@ -251,6 +293,8 @@ if tbl then
   end
 end
 local new, err = check_entries(entries)
+if err then return err end
+err = hold_guards(guards, new)
 if err then return err end
 
 -- Then write.
@@ -729,8 +773,10 @@ class RedisStore:
         records: Sequence[Mapping[str, Any]] = (),
         events: Sequence[Mapping[str, Any]] = (),
         calls: Sequence[Mapping[str, Any]] = (),
+        guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
         entries = list(entries)
+        guards = [check_guard(guard) for guard in guards]
         day = flow_day(self.clock())
         args: list[str] = [self.prefix, day, flow_cutoff(day), str(len(entries))]
         for entry in entries:
@@ -772,6 +818,12 @@ class RedisStore:
         report = sorted({a for e in entries for a in (e.src, e.dst) if a.startswith("player:")})
         args += [str(self.round_index), str(len(report)), *report]
         args += self._call_args(calls)
+        args.append(str(len(guards)))
+        for guard in guards:
+            measure, opposite = guard_measure(guard.kind)
+            field = _FLOW_FIELDS[measure]
+            args += [guard.player, guard.kind, field, "1" if opposite else "0"]
+            args += [str(guard.cap), guard.since]
         with self._translated():
             self._redis()
             # Encoded here: a text Redis cannot take is this commit's refusal alone.
@@ -1454,6 +1506,9 @@ def _translate_reply(message: str) -> StoreError:
         return Overdrawn(text)
     if code == "STALEEPOCH":
         return StaleEpoch(text)
+    if code == "LIMIT":
+        kind, cap, left = text.split(" ")
+        return LimitPassed(kind, int(cap), int(left))
     if code == "RANGE":
         return StoreError(text)
     if code.startswith(_UNAVAILABLE_REPLIES):

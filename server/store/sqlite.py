@@ -71,10 +71,12 @@ from typing import Any, Final, TypeVar
 
 from server.store.base import (
     EVENT_RETENTION,
+    FLOW_NAMES,
     HISTORY_LIMIT,
     OUTCOME_KINDS,
     CommitResult,
     KeyConflict,
+    LimitGuard,
     Overdrawn,
     RoundIndex,
     StaleEpoch,
@@ -92,6 +94,7 @@ from server.store.base import (
     check_due_time,
     check_entry,
     check_events,
+    check_guard,
     check_play_open,
     check_play_time,
     check_row,
@@ -103,6 +106,8 @@ from server.store.base import (
     flow_cutoff,
     flow_day,
     follows,
+    guard_breach,
+    guard_measure,
     hold_problems,
     index_record,
     merge_limits,
@@ -937,8 +942,10 @@ class SQLiteStore:
         records: Sequence[Mapping[str, Any]] = (),
         events: Sequence[Mapping[str, Any]] = (),
         calls: Sequence[Mapping[str, Any]] = (),
+        guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
         # Check and serialize everything before the job is queued.
+        guards = [check_guard(guard) for guard in guards]
         entries = list(entries)
         for entry in entries:
             check_entry(entry)
@@ -947,7 +954,14 @@ class SQLiteStore:
         prepared = [(index_record(record), dump_json(record)) for record in records]
         prepared_calls = [prepare_wallet_call(call) for call in calls]
         return await self._run_grouped(
-            self._commit, entries, table, table_json, prepared_events, prepared, prepared_calls
+            self._commit,
+            entries,
+            table,
+            table_json,
+            prepared_events,
+            prepared,
+            prepared_calls,
+            guards,
         )
 
     def _commit(
@@ -959,13 +973,15 @@ class SQLiteStore:
         events: list[tuple[int, str]],
         prepared: list[tuple[Any, str]],
         calls: list[tuple[dict[str, Any], str]],
+        guards: list[LimitGuard],
     ) -> CommitResult:
         # Inside the group's transaction (_commit_group): a savepoint of its own.
         _put_calls(db, calls)
         if table is not None and table_json is not None:
             _put_table(db, table, table_json)
             _put_events(db, table, events, self.event_retention)
-        inserted, left = _post(db, entries, flow_day(self.clock()))
+        inserted, left, flows = _post(db, entries, flow_day(self.clock()))
+        _hold_guards(db, guards, flows)
         for index, body in prepared:
             if isinstance(index, RoundIndex):
                 _put_round(db, index, body, self.round_index)
@@ -1544,10 +1560,10 @@ _INSERT_ENTRY: Final = (
 
 def _post(
     db: sqlite3.Connection, entries: Iterable[Entry], day: str | None = None
-) -> tuple[int, dict[str, int]]:
+) -> tuple[int, dict[str, int], dict[str, list[int]]]:
     """Insert the entries not yet in the ledger and move their balances, in order; with
     ``day``, add the inserted entries' flows to their players' buckets of that day.
-    Returns how many were inserted and the balances they left.
+    Returns how many were inserted, the balances they left and the flows they added.
 
     A new entry between accounts that exist (all but the first into a stake) is two
     statements: its insert, then its move. The insert is refused whole when the key is
@@ -1582,9 +1598,27 @@ def _post(
             check_balance(account, moved[account])
             left[account] = moved[account]
         inserted.append(entry)
+    flows = add_flows({}, inserted)
     if day is not None:
-        _put_flows(db, add_flows({}, inserted), day)
-    return len(inserted), left
+        _put_flows(db, flows, day)
+    return len(inserted), left, flows
+
+
+def _hold_guards(
+    db: sqlite3.Connection, guards: Sequence[LimitGuard], flows: Mapping[str, list[int]]
+) -> None:
+    """Raise :class:`LimitPassed` when the ``flows`` just added take a player past one
+    of ``guards`` (in the commit's transaction: its savepoint is rolled back)."""
+    for guard in guards:
+        index, _ = guard_measure(guard.kind)
+        column = FLOW_NAMES[index]  # (a name of ours, never a caller's text)
+        (total,) = db.execute(
+            f"SELECT COALESCE(SUM({column}), 0) FROM player_days WHERE player_id = ? AND day >= ?",
+            (guard.player, guard.since),
+        ).fetchone()
+        breach = guard_breach(guard, int(total), flows.get(guard.player, [0, 0, 0])[index])
+        if breach is not None:
+            raise breach
 
 
 def _refused_entry(db: sqlite3.Connection, entry: Entry, row: tuple[Any, ...]) -> bool:

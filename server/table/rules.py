@@ -298,16 +298,18 @@ def limit_refusal(
     t: Table, p: PlayerState, bets: dict[str, int], allowance: Mapping[str, Any] | None
 ) -> TableError | None:
     """Why ``p``'s chips here may not become ``bets`` under the player's own limit
-    (``allowance``: what their nearest wager or loss limit leaves for this table's chips,
-    the gateway's): refused ``limit_reached`` when they add chips past it. Exactly at the
-    limit is allowed."""
+    (``allowance``: what their nearest wager or loss limit leaves for new chips, the
+    gateway's; the chips already on the felt, here and elsewhere, are counted in it):
+    refused ``limit_reached`` when they add more chips than that. Exactly at the limit
+    is allowed, and taking chips off always is. (The store holds the same limits again
+    in the bet's commit, against bets racing at other tables.)"""
     if allowance is None:
         return None
-    total, remaining = sum(bets.values()), int(allowance["remaining"])
-    if total <= max(remaining, t.stake(p.id)):
+    added, remaining = sum(bets.values()) - t.stake(p.id), int(allowance["remaining"])
+    if added <= max(remaining, 0):
         return None
     kind, amount = str(allowance["kind"]), int(allowance["amount"])
-    left = max(0, remaining - t.stake(p.id))
+    left = max(0, remaining)
     show = t.options.money
     err = limit_reached(kind, amount, left, show(amount), show(left))
     return TableError(err.code, err.message, err.details)

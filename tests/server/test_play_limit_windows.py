@@ -1,5 +1,6 @@
 """The arithmetic of a player's limits (``server.net.play_limits``), pure: which days a
-window holds, what each kind counts, and which limit is the nearest."""
+window holds, what each kind counts, which limit is the nearest, and the guards the
+store holds."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import datetime as dt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.net.play_limits import first_day, nearest, used
+from server.net.play_limits import first_day, guards, nearest, used
 
 NOON = dt.datetime(2026, 12, 1, 12, tzinfo=dt.UTC).timestamp()
 
@@ -55,8 +56,11 @@ def test_the_nearest_limit_leaves_the_least() -> None:
         "amount": 1000,
         "remaining": 300,
     }
-    found = nearest(limits, DAYS, NOON, ("loss_day", "wager_week"), elsewhere=250)
-    assert found == {"kind": "wager_week", "amount": 1000, "remaining": 50}
+    # The chips on the felt are in the days already (a stake counts when placed).
+    assert guards(limits, NOON, ("loss_day", "wager_week")) == [
+        ["loss_day", 1000, day(0)],
+        ["wager_week", 1000, day(6)],
+    ]
     assert nearest({}, DAYS, NOON, ("loss_day",)) is None
     assert nearest({"session": {"amount": 30}}, DAYS, NOON, ("loss_day",)) is None
 

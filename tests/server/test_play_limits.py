@@ -208,7 +208,8 @@ async def test_the_reality_check_holds_bets_until_answered(net: Net) -> None:
     first = await ann.next_frame(lambda m: m.get("type") == "reality_check", timeout=10)
     check = first.msg
     assert check["every"] == 0.04 and check["session_seconds"] >= 2
-    assert check["net"] == 0 and check["staked"] == 0  # the chip on the felt is not held yet
+    # The chip on the felt counts from the moment it is placed (docs/protocol.md).
+    assert check["net"] == -100 and check["staked"] == 100
     refusal = await ann.refused("reality_check_due", "bet", table="t1", area="banker", amount=100)
     assert "reality check" in refusal["message"]
     assert (await ann.call("limits"))["session"]["reality_check_due"] is True

@@ -1,7 +1,7 @@
 """The store contract of a player's usage and limits (issue 21), on every store.
 
-Memory, SQLite and a real Redis (the ``redis_url`` fixture). Flows: the holds,
-returns, wins, refunds, voids and deposits a commit newly inserts land in the player's
+Memory, SQLite and a real Redis (the ``redis_url`` fixture). Flows: the chips placed
+and taken back, returns, wins, refunds, voids and deposits a commit newly inserts land in the player's
 bucket of the commit's UTC day with the signs of :func:`entry_flow`; other kinds do not;
 a retried commit and a refused one add nothing; days are read from a day on, per
 player, and a player keeps :data:`FLOW_DAYS` of them. Limits: the rules of
@@ -27,6 +27,8 @@ from server.store.base import (
     FLOW_DAYS,
     LIMIT_KINDS,
     RAISE_DELAY,
+    LimitGuard,
+    LimitPassed,
     current_limits,
     entry_flow,
     flow_day,
@@ -88,8 +90,9 @@ def flows(staked: int, net: int, deposited: int) -> dict[str, int]:
 @pytest.mark.parametrize(
     ("entry", "flow"),
     [
-        (hold("r1", "ann", "banker", 5), ("ann", 1, -1, 0)),
-        (hold("r1", "a:b", "banker", 5), ("a:b", 1, -1, 0)),
+        (stake("s1", "ann", 5), ("ann", 1, -1, 0)),
+        (stake("s1", "a:b", 5), ("a:b", 1, -1, 0)),
+        (Entry("u", "stake:t1:ann", "player:ann", 5, "unstake", "r"), ("ann", -1, 1, 0)),
         (outcome("r1", "ann", "banker", 5, "return"), ("ann", 0, 1, 0)),
         (win("r1", "ann", "banker", 5), ("ann", 0, 1, 0)),
         (outcome("r1", "ann", "banker", 5, "refund"), ("ann", -1, 1, 0)),
@@ -97,14 +100,14 @@ def flows(staked: int, net: int, deposited: int) -> dict[str, int]:
         (deposit("d1", "ann", 5), ("ann", 0, 0, 1)),
         (Entry("x", "operator", "player:ann", 5, "transfer_deposit"), ("ann", 0, 0, 1)),
         (outcome("r1", "ann", "banker", 5, "lose"), None),
-        (stake("s1", "ann", 5), None),
-        (Entry("u", "stake:t1:ann", "player:ann", 5, "unstake", "r"), None),
+        (hold("r1", "ann", "banker", 5), None),  # counted when the chips were placed
         (Entry("welcome:ann", "cashier", "player:ann", 5, "welcome"), None),
         (Entry("w", "wallet:ann", "player:ann", 5, "sync"), None),
         (Entry("x", "player:ann", "operator", 5, "transfer_withdraw"), None),
         # Accounts not of the shape the kind expects move nothing.
-        (Entry("h", "player:ann", "held:t1", 5, "hold", "r"), None),
-        (Entry("h", "stake:t1:", "held:t1", 5, "hold", "r"), None),
+        (Entry("s", "cashier", "stake:t1:ann", 5, "stake", "r"), None),
+        (Entry("s", "player:", "stake:t1:", 5, "stake", "r"), None),
+        (Entry("u", "stake:t1:ann", "house", 5, "unstake", "r"), None),
         (Entry("d", "cashier", "house", 5, "deposit"), None),
         (Entry("d", "cashier", "player:", 5, "deposit"), None),
     ],
@@ -162,7 +165,7 @@ async def test_other_kinds_make_no_day(clocked: Store) -> None:
     await store.commit(entries=[outcome("r1", "bob", "banker", 60, "lose")])
     assert await store.player_days("bob", "2000-01-01") == {
         flow_day(NOON): flows(60, -60, 0)
-    }  # the hold alone
+    }  # the chips placed less those taken back
     await store.commit(entries=[Entry("x", "player:bob", "operator", 10, "transfer_withdraw")])
     assert await store.player_days("cat", "2000-01-01") == {}
 
@@ -186,7 +189,7 @@ async def test_a_refused_commit_adds_nothing(clocked: Store) -> None:
     await store.ensure_player("ann", "Ann", 1000)
     await store.commit(entries=[deposit("d1", "ann", 50), stake("s1", "ann", 100)])
     before = await store.player_days("ann", today)
-    assert before == {today: flows(0, 0, 50)}
+    assert before == {today: flows(100, -100, 50)}
     with pytest.raises(Overdrawn):  # the hold is more than the stake
         await store.commit(entries=[deposit("d2", "ann", 9), hold("r1", "ann", "banker", 101)])
     with pytest.raises(KeyConflict):  # d1 holds another amount
@@ -200,6 +203,126 @@ async def test_a_refused_commit_adds_nothing(clocked: Store) -> None:
         )
     assert await store.player_days("ann", today) == before
     assert not await store.has_entry("d2")
+
+
+# -- limit guards: the cap held by the commit itself (issue 33) ------------------------
+
+
+def guard(kind: str, cap: int, since: str = flow_day(NOON), player: str = "ann") -> LimitGuard:
+    return LimitGuard(player, kind, cap, since)
+
+
+async def test_a_guard_holds_a_wager_cap(clocked: Store) -> None:
+    store = clocked
+    await store.ensure_player("ann", "Ann", 1000)
+    cap = [guard("wager_day", 500)]
+    await store.commit(entries=[stake("s1", "ann", 300)], guards=cap)
+    with pytest.raises(LimitPassed) as refused:
+        await store.commit(entries=[stake("s2", "ann", 250, "t2")], guards=cap)
+    assert (refused.value.kind, refused.value.cap, refused.value.remaining) == (
+        "wager_day",
+        500,
+        200,
+    )
+    assert not await store.has_entry("s2")  # nothing of it kept
+    assert await store.player_money("ann", ["t1", "t2"]) == (1000, 700)
+    await store.commit(entries=[stake("s3", "ann", 200, "t2")], guards=cap)  # exactly at it
+    # Chips taken back pass whatever the cap (the usage does not rise), and so does a
+    # retried commit, which inserts nothing, even under a lower cap.
+    back = Entry("u1", "stake:t2:ann", "player:ann", 100, "unstake", "r")
+    await store.commit(entries=[back], guards=[guard("wager_day", 0)])
+    assert (
+        await store.commit(entries=[stake("s1", "ann", 300)], guards=[guard("wager_day", 0)])
+    ).inserted == 0
+    today = flow_day(NOON)
+    assert await store.player_days("ann", today) == {today: flows(400, -400, 0)}
+    assert (await store.audit())["sum"] == 0
+
+
+async def test_a_guard_holds_a_loss_cap_and_winnings_do_not_raise_it(clocked: Store) -> None:
+    store = clocked
+    await store.ensure_player("ann", "Ann", 1000)
+    cap = [guard("loss_day", 300)]
+    await store.commit(entries=[stake("s1", "ann", 300)], guards=cap)
+    with pytest.raises(LimitPassed) as refused:
+        await store.commit(entries=[stake("s2", "ann", 1, "t2")], guards=cap)
+    assert refused.value.remaining == 0
+    # The coup is won: 300 back and 300 won, net +300; the loss is 0, never below.
+    await store.commit(entries=[hold("r1", "ann", "player", 300)])
+    await store.commit(
+        entries=[outcome("r1", "ann", "player", 300, "return"), win("r1", "ann", "player", 300)]
+    )
+    await store.commit(entries=[stake("s3", "ann", 600, "t2")], guards=cap)  # net -300
+    with pytest.raises(LimitPassed) as again:
+        await store.commit(entries=[stake("s4", "ann", 1, "t3")], guards=cap)
+    assert again.value.remaining == 0
+
+
+async def test_a_guard_holds_a_deposit_cap(clocked: Store) -> None:
+    store = clocked
+    await store.ensure_player("ann", "Ann", 0)
+    cap = [guard("deposit_day", 100)]
+    await store.commit(entries=[deposit("d1", "ann", 60)], guards=cap)
+    with pytest.raises(LimitPassed) as refused:
+        await store.commit(entries=[deposit("d2", "ann", 50)], guards=cap)
+    assert (refused.value.kind, refused.value.remaining) == ("deposit_day", 40)
+    assert (await store.commit(entries=[deposit("d1", "ann", 60)], guards=cap)).inserted == 0
+    # Another player's guard is theirs alone.
+    await store.ensure_player("bob", "Bob", 0)
+    await store.commit(
+        entries=[deposit("b1", "bob", 90)], guards=[guard("deposit_day", 90, player="bob")]
+    )
+    await store.commit(entries=[deposit("d3", "ann", 40)], guards=cap)
+
+
+async def test_a_guard_counts_its_window_only(clocked: Store, clock: Clock) -> None:
+    store = clocked
+    await store.ensure_player("ann", "Ann", 0)
+    await store.commit(entries=[deposit("d1", "ann", 80)])
+    clock.now += DAY
+    today, yesterday = flow_day(clock.now), flow_day(NOON)
+    await store.commit(
+        entries=[deposit("d2", "ann", 80)], guards=[guard("deposit_day", 100, today)]
+    )
+    with pytest.raises(LimitPassed):
+        await store.commit(
+            entries=[deposit("d3", "ann", 1)], guards=[guard("deposit_week", 160, yesterday)]
+        )
+
+
+async def test_racing_commits_never_pass_a_guard_together(clocked: Store) -> None:
+    """Eight bets of the whole cap at eight tables at once: exactly one is kept."""
+    store = clocked
+    await store.ensure_player("ann", "Ann", 100_000)
+    cap = [guard("loss_day", 1000), guard("wager_week", 5000, flow_day(NOON - 6 * DAY))]
+    results = await asyncio.gather(
+        *(
+            store.commit(entries=[stake(f"s{n}", "ann", 1000, f"t{n}")], guards=cap)
+            for n in range(8)
+        ),
+        return_exceptions=True,
+    )
+    assert sum(not isinstance(r, BaseException) for r in results) == 1
+    assert all(isinstance(r, LimitPassed) for r in results if isinstance(r, BaseException))
+    assert (await store.player_money("ann", [f"t{n}" for n in range(8)])) == (100_000, 99_000)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        LimitGuard("", "loss_day", 1, "2026-01-01"),
+        LimitGuard("ann", "session", 1, "2026-01-01"),
+        LimitGuard("ann", "loss_day", -1, "2026-01-01"),
+        LimitGuard("ann", "loss_day", 2**53, "2026-01-01"),
+        LimitGuard("ann", "loss_day", 1, "yesterday"),
+        ("ann", "loss_day", 1, "2026-01-01"),
+    ],
+)
+async def test_a_bad_guard_is_refused(store: Store, bad: Any) -> None:
+    await store.ensure_player("ann", "Ann", 1000)
+    with pytest.raises(StoreError):
+        await store.commit(entries=[stake("s1", "ann", 10)], guards=[bad])
+    assert not await store.has_entry("s1")
 
 
 async def test_days_from_a_day_on_and_per_player(clocked: Store, clock: Clock) -> None:

@@ -1,5 +1,7 @@
 """A player's own wager and loss limits at the table (issue 21): the gateway finds what
-the nearest one leaves (the ``allowance``), the table refuses chips past it. Pure."""
+the nearest one leaves for new chips (the ``allowance``: the chips already on the felt,
+here and at other tables, are counted in it), the table refuses chips added past it.
+Pure."""
 
 from __future__ import annotations
 
@@ -39,22 +41,23 @@ def test_one_minor_unit_over_is_refused_with_the_limit_and_what_remains() -> Non
     assert h.snapshot() == before  # nothing changed
 
 
-def test_chips_already_on_this_felt_count_against_the_allowance() -> None:
+def test_the_allowance_is_for_the_chips_added() -> None:
     h = _harness()
     h.do(c.PlaceBet(player="bob", area="player", amount=800, allowance=_allow(1000)))
+    # The next read counts the 800 on the felt: 200 left for new chips.
     err = h.refuse(
-        c.PlaceBet(player="bob", area="tie", amount=300, allowance=_allow(1000)), "limit_reached"
+        c.PlaceBet(player="bob", area="tie", amount=300, allowance=_allow(200)), "limit_reached"
     )
     assert err.details["limit"]["remaining"] == 200
-    h.do(c.PlaceBet(player="bob", area="tie", amount=200, allowance=_allow(1000)))
+    h.do(c.PlaceBet(player="bob", area="tie", amount=200, allowance=_allow(200)))
     assert h.stake("bob") == 1000
 
 
 def test_a_limit_lowered_below_the_chips_placed_refuses_more_but_keeps_them() -> None:
     h = _harness()
     h.do(c.PlaceBet(player="bob", area="player", amount=1000))
-    err = h.refuse(
-        c.PlaceBet(player="bob", area="player", amount=100, allowance=_allow(500)),
+    err = h.refuse(  # a limit of 5000 lowered to 500: 500 - 1000 on the felt
+        c.PlaceBet(player="bob", area="player", amount=100, allowance=_allow(-500, amount=500)),
         "limit_reached",
     )
     assert err.details["limit"]["remaining"] == 0
