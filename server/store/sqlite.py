@@ -442,6 +442,9 @@ class SQLiteStore:
         self.direct_until = 0.0
         self._cool_off = DIRECT_COOL_OFF
         self._checkpointed = 0  # self.groups at the last checkpoint asked of the worker
+        #: The players whose flow days this process pruned today (:func:`_put_flows`):
+        #: once a day each is enough (only one process serves the file).
+        self._pruned = _Pruned()
         # Commits held for a direct commit at the end of this turn of the loop.
         self._batch: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
 
@@ -980,7 +983,7 @@ class SQLiteStore:
         if table is not None and table_json is not None:
             _put_table(db, table, table_json)
             _put_events(db, table, events, self.event_retention)
-        inserted, left, flows = _post(db, entries, flow_day(self.clock()))
+        inserted, left, flows = _post(db, entries, flow_day(self.clock()), self._pruned)
         _hold_guards(db, guards, flows)
         for index, body in prepared:
             if isinstance(index, RoundIndex):
@@ -1559,7 +1562,10 @@ _INSERT_ENTRY: Final = (
 
 
 def _post(
-    db: sqlite3.Connection, entries: Iterable[Entry], day: str | None = None
+    db: sqlite3.Connection,
+    entries: Iterable[Entry],
+    day: str | None = None,
+    pruned: _Pruned | None = None,
 ) -> tuple[int, dict[str, int], dict[str, list[int]]]:
     """Insert the entries not yet in the ledger and move their balances, in order; with
     ``day``, add the inserted entries' flows to their players' buckets of that day.
@@ -1600,7 +1606,7 @@ def _post(
         inserted.append(entry)
     flows = add_flows({}, inserted)
     if day is not None:
-        _put_flows(db, flows, day)
+        _put_flows(db, flows, day, pruned)
     return len(inserted), left, flows
 
 
@@ -1639,9 +1645,34 @@ def _refused_entry(db: sqlite3.Connection, entry: Entry, row: tuple[Any, ...]) -
     return True
 
 
-def _put_flows(db: sqlite3.Connection, flows: Mapping[str, list[int]], day: str) -> None:
+class _Pruned:
+    """The players whose days older than :data:`FLOW_DAYS` were deleted on ``day``: a
+    player's first flow of a day prunes, the rest of the day's commits need not (a
+    prune forgotten by a rolled-back commit is done again the next day: an extra old
+    row is harmless, every read asks for its days)."""
+
+    def __init__(self) -> None:
+        self.day = ""
+        self.players: set[str] = set()
+
+    def due(self, day: str, players: Iterable[str]) -> list[str]:
+        """Of ``players``, those not pruned on ``day`` yet; noted as pruned now."""
+        if day != self.day:
+            self.day, self.players = day, set()
+        due = [player for player in players if player not in self.players]
+        self.players.update(due)
+        return due
+
+
+def _put_flows(
+    db: sqlite3.Connection,
+    flows: Mapping[str, list[int]],
+    day: str,
+    pruned: _Pruned | None = None,
+) -> None:
     """Add each player's flows to their row of ``day``, and delete their rows older than
-    the days kept (an indexed range of the primary key: nothing, most commits)."""
+    the days kept (an indexed range of the primary key), once a day per player when
+    ``pruned`` remembers it."""
     if not flows:
         return
     db.executemany(
@@ -1650,11 +1681,13 @@ def _put_flows(db: sqlite3.Connection, flows: Mapping[str, list[int]], day: str)
         " net = net + excluded.net, deposited = deposited + excluded.deposited",
         ((player, day, *sums) for player, sums in flows.items()),
     )
-    cutoff = flow_cutoff(day)
-    db.executemany(
-        "DELETE FROM player_days WHERE player_id = ? AND day < ?",
-        ((player, cutoff) for player in flows),
-    )
+    due = list(flows) if pruned is None else pruned.due(day, flows)
+    if due:
+        cutoff = flow_cutoff(day)
+        db.executemany(
+            "DELETE FROM player_days WHERE player_id = ? AND day < ?",
+            ((player, cutoff) for player in due),
+        )
 
 
 def _put_calls(db: sqlite3.Connection, calls: list[tuple[dict[str, Any], str]]) -> None:

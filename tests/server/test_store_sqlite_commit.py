@@ -95,12 +95,13 @@ def counting(store: SQLiteStore, monkeypatch: pytest.MonkeyPatch) -> Counting:
     return counted
 
 
-async def test_a_lone_bet_step_is_eight_statements(
+async def test_a_lone_bet_step_is_nine_statements(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A bet of a table already stored, between accounts that exist: the row (its
     fencing check inside), the last event's seq, the event, the events' prune, the
-    entry, both balances."""
+    entry, both balances, the player's flows of the day (their old days were pruned by
+    their first flow of the day)."""
     await store.commit(**step(0, 1))  # the table's first row, its stake made
     counted = counting(store, monkeypatch)
     direct = store.direct
@@ -115,6 +116,7 @@ async def test_a_lone_bet_step_is_eight_statements(
         "DELETE FROM events",
         "INSERT INTO ledger",
         "UPDATE accounts SET",
+        "INSERT INTO player_days",
         "COMMIT",
     ]
     retried = await store.commit(**step(0, 2))  # the same step again: kept once
