@@ -517,6 +517,13 @@ def _on_stood(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     return _say(m, say.stood(who, reason))
 
 
+def _on_stand_after_coup(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    """A player stops play while their wager is in the coup: they stand once it is
+    settled (their ``stood`` follows then); nothing changes before."""
+    pid = str(d.get("player"))
+    return _say(m, say.stand_after_coup(m.name(pid), me=pid == m.me))
+
+
 def _on_disconnected(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     pid = str(d.get("player"))
     m = _with_seat(m, pid, connected=False)
@@ -618,7 +625,17 @@ def _on_contribution_committed(m: TableModel, d: Mapping[str, Any]) -> TableMode
 
 
 def _on_reveal_opened(m: TableModel, d: Mapping[str, Any]) -> TableModel:
-    m = replace(m, phase="reveal", cutter=None, deadline=d.get("deadline"))
+    """The shoe is cut (where: ``cut``, None for a timeout cut; whose: ``cutter``), the
+    cut applied once the reveal is over (``shoe_cut``), as a snapshot says."""
+    cutter = d.get("cutter")
+    shoe = {**m.shoe, "cut": d.get("cut")} if m.shoe is not None else None
+    m = replace(
+        m,
+        phase="reveal",
+        shoe=shoe,
+        cutter=str(cutter) if cutter is not None else None,
+        deadline=d.get("deadline"),
+    )
     return _say(m, say.reveal_opened())
 
 
@@ -884,6 +901,7 @@ def _on_settled(m: TableModel, d: Mapping[str, Any]) -> TableModel:
 _HANDLERS: dict[str, Callable[[TableModel, Mapping[str, Any]], TableModel]] = {
     "sat": _on_sat,
     "stood": _on_stood,
+    "stand_after_coup": _on_stand_after_coup,
     "disconnected": _on_disconnected,
     "reconnected": _on_reconnected,
     "shoe_started": _on_shoe_started,

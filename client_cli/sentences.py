@@ -175,6 +175,10 @@ def stood(who: str, reason: object) -> str:
     return capital(t("ev.stood" + you, who=who))
 
 
+def stand_after_coup(who: str, *, me: bool) -> str:
+    return t("ev.stand_after_coup_you") if me else capital(t("ev.stand_after_coup", who=who))
+
+
 def disconnected(who: str) -> str:
     return capital(t("ev.disconnected", who=who))
 

@@ -10,10 +10,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["PAUSE_BUCKETS", "LoopWatch", "Metrics"]
+__all__ = ["PAUSE_BUCKETS", "SETTLED_KINDS", "LoopWatch", "Metrics"]
 
 #: Seconds between two probes of the event loop's lag (:class:`LoopWatch`).
 LAG_PROBE = 0.1
+#: The kinds of ``chemmy_settled_minor_units_total`` (docs/protocol.md §15).
+SETTLED_KINDS = ("staked", "returned", "commission")
 #: The buckets of the loop lag and collector pause histograms, in seconds.
 PAUSE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
@@ -35,6 +37,8 @@ class Metrics:
             ["kind"],
             registry=r,
         )
+        for kind in SETTLED_KINDS:  # there from the start, at 0 (a rate needs a first point)
+            self.settled.labels(kind=kind)
         self.fanout = Histogram(
             "chemmy_fanout_seconds",
             "Time to encode and hand one event to every watching connection",

@@ -7,14 +7,17 @@ reads what is in force. An operator sets or lifts either through
 store's (``Store.set_player_restriction``: shared by a cluster's processes and kept
 across restarts), and a player only lengthens one, never shortens it.
 
-While one is in force the gateway refuses the player's ``sit``, ``bet`` and ``same_bet``
-with ``player_blocked`` (:func:`refuse_blocked`, read from the store on each of them,
-so it holds on every process at once). When one is set, the chips the player has placed
-go back: every open table is sent a ``clear_bets`` and then a ``stand`` on their behalf
-(the tables the connection joined through the player's own line, after what they sent
-before; every other straight to its owner, whichever process it is; an operator's
-through the bus, :func:`return_chips`); a table where they have nothing refuses it,
-unheard. Chips already held in a coup play out; the coup after, they cannot bet.
+While one is in force the gateway refuses the player's ``sit``, ``bet``, ``same_bet``
+and ``accept_shoe`` with ``player_blocked`` (:func:`refuse_blocked`, read from the store
+on each of them, so it holds on every process at once). When one is set, the chips the
+player has placed go back: every open table is sent a ``clear_bets`` and then a
+``stand`` on their behalf (the tables the connection joined through the player's own
+line, after what they sent before; every other straight to its owner, whichever process
+it is; an operator's through the bus, :func:`return_chips`); a table where they have
+nothing refuses it, unheard. The ``stand`` is marked ``on_break`` (:data:`ON_BREAK`, a
+field only a gateway sets): where the player's wager is in a coup, the table stands them
+once it is settled instead of refusing (``stand_after_coup``, kept in the table's
+state), and never offers them the shoe meanwhile; their chips held in it play out.
 """
 
 from __future__ import annotations
@@ -62,8 +65,18 @@ PERIODS: Final[Mapping[str, tuple[str, int]]] = {
 }
 
 #: The table commands a blocked player may not send (standing, clearing their chips and
-#: watching stay allowed).
-BLOCKED_COMMANDS: Final = frozenset({"sit", "bet", "same_bet"})
+#: watching stay allowed; the shoe is never theirs to take on a break).
+BLOCKED_COMMANDS: Final = frozenset({"sit", "bet", "same_bet", "accept_shoe"})
+
+#: The ``stand`` sent on a player's behalf when they stop play: ``on_break`` (the field of
+#: ``server.table.commands.Stand`` only a gateway fills in), so that a wager in a coup
+#: makes it wait for the coup's end, not refuse it.
+ON_BREAK: Final[Mapping[str, Any]] = {"on_break": True}
+#: What is sent to every open table, in order, when a player stops play.
+_RETURN: Final[tuple[tuple[str, Mapping[str, Any]], ...]] = (
+    ("clear_bets", {}),
+    ("stand", ON_BREAK),
+)
 
 
 class Submitter(Protocol):
@@ -93,12 +106,13 @@ async def refuse_blocked(store: Store, player: str) -> None:
 
 
 async def return_chips(bus: Submitter, lobby: Lobby, player: str) -> None:
-    """Send every open table a ``clear_bets`` and a ``stand`` on ``player``'s behalf (no
-    reply asked: a table where they have no chips or no seat refuses it, unheard)."""
+    """Send every open table a ``clear_bets`` and a ``stand`` (``on_break``) on
+    ``player``'s behalf (no reply asked: a table where they have no chips or no seat
+    refuses it, unheard)."""
     for table in await _open_tables(lobby):
-        for kind in ("clear_bets", "stand"):
+        for kind, fields in _RETURN:
             with contextlib.suppress(ChemmyError):
-                bus.submit(CommandRecord(table, kind, player, None, {}, None, ""))
+                bus.submit(CommandRecord(table, kind, player, None, dict(fields), None, ""))
 
 
 async def _open_tables(lobby: Lobby) -> list[str]:
@@ -119,9 +133,9 @@ async def return_chips_of(ctx: ResponsibleContext, session: Session) -> None:
 
     for table in await _open_tables(ctx.lobby):
         then = ignore if table in session.tables else None
-        for kind in ("clear_bets", "stand"):
+        for kind, fields in _RETURN:
             with contextlib.suppress(ChemmyError):
-                ctx.relay(session, table, kind, None, {}, then)
+                ctx.relay(session, table, kind, None, dict(fields), then)
 
 
 async def take_break(

@@ -1,8 +1,9 @@
 """Keeping each player's ``you.actions`` current: what changed in a step, and to whom
 it is sent.
 
-What it is for: after every step the table tells each tracked player (the seated, and
-anyone with chips on the table) their actions (:func:`server.table.rules.actions`)
+What it is for: after every step the table tells each tracked player (the seated,
+anyone with chips on the table, and in the reveal whoever committed and has not
+revealed: :func:`kept_current`) their actions (:func:`server.table.rules.actions`)
 whenever they differ from the last it sent them, in a private overlay on the step's
 last event, so no client copies a rule. Making everyone's actions after every step
 would be slow, so :class:`SentActions` looks only at the players a step may have
@@ -30,7 +31,7 @@ from .state import Phase, PlayerState
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["SentActions", "actions_key", "watch"]
+__all__ = ["SentActions", "actions_key", "kept_current", "watch"]
 
 # Commands after which who is seated may have changed (so whose actions to track).
 _SEAT_CHANGES = (c.Sit, c.Stand, c.Leave, c.Disconnect, c.Tick, c.Restored, c.CloseTable)
@@ -77,7 +78,22 @@ def actions_key(t: Table, p: PlayerState) -> tuple[Any, ...]:
     without making them (tests/table/test_actions.py holds the two together)."""
     k = t.contributions
     mine = None if k is None else (k.closed, k.revealing, p.id in k.commitments, p.id in k.values)
-    return (*_phase_key(t, p), mine)
+    seats = None if p.seat is not None else tuple(t.free_seats())  # a spectator's sit
+    return (*_phase_key(t, p), mine, seats)
+
+
+def kept_current(t: Table, p: PlayerState) -> bool:
+    """Whether the table keeps ``p``'s actions current (sends them when they change):
+    seated, with chips on the table or held in the coup, or, in the reveal, a player
+    who committed to the shoe and has not revealed, seated or not (docs/fairness.md §9:
+    one who stood up after committing still reveals, and their actions say so)."""
+    if p.seat is not None or p.bets:
+        return True
+    coup = t.coup
+    if coup is not None and p.id in coup.held:
+        return True
+    k = t.contributions
+    return k is not None and k.revealing and p.id in k.commitments and p.id not in k.values
 
 
 def _phase_key(t: Table, p: PlayerState) -> tuple[Any, ...]:
@@ -138,16 +154,19 @@ class SentActions:
     def refresh(
         self, t: Table, cmd: c.Command, before: tuple[Any, ...], events: list[Event]
     ) -> None:
-        """Keep clients current without re-deriving rules: every tracked player (seated,
-        or with chips on the table) whose actions differ from the last the table sent
-        them gets them in a private overlay on the step's last event (``events[-1]``). A
-        player who stops being tracked (stood up) gets their spectator actions once.
+        """Keep clients current without re-deriving rules: every tracked player
+        (:func:`kept_current`) whose actions differ from the last the table sent them
+        gets them in a private overlay on the step's last event (``events[-1]``). A
+        player who stops being tracked (stood up, revealed) gets their spectator actions
+        once.
         Only the players a step may have changed are looked at (``before`` is
         :func:`watch` before the step)."""
         sent, keys = self.digests, self._keys
         after = watch(t)
         if before[:3] != after[:3]:
             who = {q.id for q in t.seated()} | set(sent) | set(keys)
+            if t.contributions is not None:  # a reveal opening: who committed, seated or not
+                who |= set(t.contributions.commitments)
         else:
             who = set() if isinstance(cmd, _QUIET) else {cmd.player}
             if before != after:  # the players named, before and after
@@ -156,15 +175,14 @@ class SentActions:
                 who |= {q.id for q in t.seated()} ^ (set(sent) | set(keys))
         if not who:
             return
-        coup = t.coup
         overlay: dict[str, dict[str, Any]] = {}
         for pid in sorted(who) if len(who) > 1 else who:
             p = t.players.get(pid)
-            tracked = p is not None and (
-                p.seat is not None or bool(p.bets) or (coup is not None and pid in coup.held)
-            )
+            tracked = p is not None and kept_current(t, p)
             if not tracked:
-                if pid in sent or pid in keys:
+                # (and the sender, whose step may have changed their actions though the
+                # table did not keep them: a reveal after a restart and a join again)
+                if pid in sent or pid in keys or pid == cmd.player:
                     sent.pop(pid, None)
                     keys.pop(pid, None)
                     self._undigested.discard(pid)

@@ -168,9 +168,7 @@ def do_debited(t: Table, cmd: c.Debited, debiting: dict[str, dict[str, int]]) ->
             {"round_id": cmd.round_id, "player": pid},
             {pid: {"reason": reason, "message": c.DEBIT_REFUSALS[reason]}},
         )
-    for q in list(t.players.values()):  # whose grace ran out while debited, now free
-        if q.leaving and not t.wager_in_play(q) and not q.bets:
-            seating.gone(t, q)
+    seating.release(t)  # who waited to get up while debited, now free (not dealt)
     if any(q.bets for q in t.seated()):
         deal_coup(t)
     else:

@@ -79,8 +79,8 @@ AREAS: frozenset[str] = frozenset(a.value for a in Area)  # §3; which are open 
 CROUPIER = "croupier"
 SEED_BYTES = 32
 #: Fields of a client's command that only a gateway fills in, never the client (the
-#: protocol's schemas do not have them): a bet's ``allowance``.
-GATEWAY_FIELDS: frozenset[str] = frozenset({"allowance"})
+#: protocol's schemas do not have them): a bet's ``allowance``, a stand's ``on_break``.
+GATEWAY_FIELDS: frozenset[str] = frozenset({"allowance", "on_break"})
 
 
 def _whole(value: object) -> bool:
@@ -195,9 +195,21 @@ class Sit(Command):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Stand(Command):
-    """Leave your seat, staying as a spectator."""
+    """Leave your seat, staying as a spectator.
+
+    ``on_break`` is the gateway's, never a client's: the player stops play (a break or
+    a self-exclusion, theirs or an operator's, or ``leave`` at a reality check:
+    ``server.net.responsible``), and the gateway stands them up on their behalf. Their
+    wager in a coup is no refusal then: they stand once it is settled (the table keeps
+    that in the player's ``on_break``, so a restart or a failover keeps it too)."""
 
     wire = "stand"
+
+    on_break: bool = False
+
+    def _check(self) -> None:
+        if not isinstance(self.on_break, bool):
+            raise TableError("bad_command", "on_break is true or false")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -35,6 +35,7 @@ __all__ = [
     "check_contribute",
     "close_reveal",
     "cut",
+    "cutter_of",
     "do_contribute",
     "enter_reveal",
     "record",
@@ -87,7 +88,23 @@ def cut(t: Table, position: int | None, by: str, on_behalf: str | None) -> None:
         return
     k.cut = {"position": position, "by": by, "on_behalf": on_behalf}
     t.deadline = t.now + t.options.timers.reveal
-    t.emit("reveal_opened", {"deadline": t.deadline, "players": list(k.commitments)})
+    t.emit(
+        "reveal_opened",
+        {
+            "deadline": t.deadline,
+            "players": list(k.commitments),
+            "cut": position,  # the cutter's; None: the timeout's, from the key later
+            "cutter": cutter_of(k),
+        },
+    )
+
+
+def cutter_of(k: Contributions) -> str | None:
+    """Whose cut waits for the reveal: the cutter, who cut or on whose behalf the
+    croupier did (None when no cut waits)."""
+    if k.cut is None:
+        return None
+    return str(k.cut["on_behalf"] or k.cut["by"])
 
 
 def close_reveal(t: Table) -> None:

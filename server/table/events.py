@@ -48,6 +48,7 @@ EVENT_KINDS: frozenset[str] = frozenset(
         # players
         "sat",
         "stood",
+        "stand_after_coup",
         "disconnected",
         "reconnected",
         "waiting",

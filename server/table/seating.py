@@ -102,17 +102,37 @@ def do_sit(t: Table, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> bool:
 
 def check_stand(t: Table, cmd: c.Stand) -> PlayerState:
     p = t.seated_player(cmd.player)
-    check_can_stand(t, p)
+    if not cmd.on_break:  # (a break waits for the coup instead: do_stand)
+        check_can_stand(t, p)
     return p
 
 
 def do_stand(t: Table, cmd: c.Stand, p: PlayerState) -> bool:
-    stand(t, p, "stood")
+    """A stand; on a break (``on_break``, the gateway's) while the player's wager is in
+    the coup, a stand once it is settled (:func:`release`): ``stand_after_coup`` now."""
+    if not cmd.on_break:
+        stand(t, p, "stood")
+        return False
+    if rules.stand_refusal(t, p) is None:
+        stand(t, p, "stood", why=BREAK)
+        return False
+    if p.on_break:
+        return True  # already standing after the coup: nothing changes
+    p.on_break = True
+    # An event (so the step is stored: the table must not forget it, docs/protocol.md §5).
+    t.emit("stand_after_coup", {"player": p.id, "seat": p.seat}, {p.id: {"reason": BREAK}})
     return False
 
 
-def stand(t: Table, p: PlayerState, reason: str) -> None:
-    """Take a player out of their seat: chips placed come back, the shoe moves on."""
+#: The reason of a stand on a player's behalf when they stop play, in their own copy of
+#: its ``stood`` (and ``stand_after_coup``): everyone else's says ``stood``, as for a
+#: ``stand``, so a break or self-exclusion is nobody else's business (docs/protocol.md §8).
+BREAK = "break"
+
+
+def stand(t: Table, p: PlayerState, reason: str, *, why: str | None = None) -> None:
+    """Take a player out of their seat: chips placed come back, the shoe moves on.
+    ``why``: the reason the player's own copy of ``stood`` gives instead (private)."""
     if p.seat is None:
         return
     seat = p.seat
@@ -121,10 +141,12 @@ def stand(t: Table, p: PlayerState, reason: str) -> None:
         p.bet_order.clear()
         t.move_stake(p, -t.stake(p.id))
     p.seat, p.done, p.leaving, p.grace_deadline = None, False, False, None
+    p.on_break = False
     t._seated = None
     t.emit(
         "stood",
         {"player": p.id, "seat": seat, "reason": reason, "free_seats": t.free_seats()},
+        None if why is None else {p.id: {"reason": why}},
     )
     if t.holder == p.id:
         shoe_offer.lose_shoe(t, p, reason, seat)
@@ -144,6 +166,19 @@ def gone(t: Table, p: PlayerState) -> None:
     """Grace ran out (§5): the seat is lost and the player, still away, leaves."""
     stand(t, p, "timeout")
     del t.players[p.id]
+
+
+def release(t: Table) -> None:
+    """The players whose getting up waited for the coup, once no wager of theirs is in
+    play (a coup settled or voided, a debit refused: §5): one whose grace ran out while
+    it was dealt leaves (:func:`gone`), one who stopped play meanwhile (``on_break``)
+    stands, before the shoe is offered to anyone."""
+    for q in list(t.players.values()):
+        if (q.leaving or q.on_break) and not q.bets and not t.wager_in_play(q):
+            if q.leaving:
+                gone(t, q)
+            else:
+                stand(t, q, "stood", why=BREAK)
 
 
 def check_disconnect(t: Table, cmd: c.Disconnect) -> PlayerState:

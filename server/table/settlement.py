@@ -244,9 +244,7 @@ def settle(t: Table) -> None:
             )
         elif t.house_holds:
             t.offer_needed = True
-    for q in list(t.players.values()):
-        if q.leaving:
-            seating.gone(t, q)
+    seating.release(t)  # who waited for this coup to get up (before any offer: §5)
     # §4: the stop card's coup is finished, one more is dealt, then the shoe ends.
     if coup.last:
         end_shoe(t)

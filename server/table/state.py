@@ -97,6 +97,9 @@ class PlayerState:
     done: bool = False
     last_bets: dict[str, int] = field(default_factory=dict)
     leaving: bool = False  # grace ran out during a coup: stand at its end
+    # Stopping play (a break: commands.Stand's on_break) while their wager was in a coup:
+    # stand at its end (docs/protocol.md §6 take_break); never offered the shoe meanwhile.
+    on_break: bool = False
 
 
 @dataclass

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from server.engine.cards import shoe_cards
 
+from .contributing import cutter_of
 from .events import Event
 from .options import TableOptions
 from .state import CoupState, Phase
@@ -47,6 +48,10 @@ def view(t: Table, viewer: str | None) -> dict[str, Any]:
     coup = t.coup
     coup_view = None if coup is None else _coup_view(coup, viewer)
     shoe = t.shoe
+    # In REVEAL the shoe is cut, the cut applied once the reveal is over (docs/fairness.md
+    # §9): the snapshot says where (None for a timeout cut: the key gives it) and whose.
+    k = t.contributions
+    pending = k.cut if k is not None else None
     snap: dict[str, Any] = {
         "table": t.table_id,
         "seq": t.seq,
@@ -60,7 +65,7 @@ def view(t: Table, viewer: str | None) -> dict[str, Any]:
             "no": t.shoe_no,
             "commitment": shoe.commitment,
             "cards_left": shoe.remaining,
-            "cut": shoe.cut,
+            "cut": shoe.cut if pending is None else pending["position"],
             "burn": {"card": shoe.burn_card, "count": shoe.burned}
             if t.burned and shoe.burn_card
             else None,
@@ -74,7 +79,7 @@ def view(t: Table, viewer: str | None) -> dict[str, Any]:
         "offer": None
         if t.offer is None
         else {"player": t.offer.current, "deadline": t.offer.deadline},
-        "cutter": t.cutter if t.phase is Phase.CUT else None,
+        "cutter": t.cutter if t.phase is Phase.CUT else None if k is None else cutter_of(k),
         "seats": [
             {
                 "seat": q.seat,

@@ -100,9 +100,7 @@ def do_void_round(t: Table, cmd: c.VoidRound, ctx: None) -> bool:
     )
     if t.phase in (Phase.TURN, Phase.DEBITING):
         t.phase = Phase.BETTING  # between coups; _advance decides what comes next
-    for q in list(t.players.values()):
-        if q.leaving and not t.wager_in_play(q):
-            seating.gone(t, q)
+    seating.release(t)  # who waited for the round to get up
     if coup is not None:
         _after_coup(t, coup)
     return False

@@ -181,6 +181,11 @@ EVERY_KIND: dict[str, tuple[dict[str, Any], dict[str, Any], Check]] = {
         {"player": OTHER, "seat": 1, "reason": "stood"},
         lambda b, a: OTHER not in a.seats and a.spectators == 2 and a.message == "Bo stood up",
     ),
+    "stand_after_coup": (
+        {},
+        {"player": OTHER, "seat": 1},
+        lambda b, a: a.seats == b.seats and a.message == "Bo stands up once this coup is settled",
+    ),
     "disconnected": (
         {},
         {"player": OTHER, "grace_deadline": 60.0},
@@ -263,8 +268,15 @@ EVERY_KIND: dict[str, tuple[dict[str, Any], dict[str, Any], Check]] = {
     ),
     "reveal_opened": (
         {"phase": "cut", "cutter": ME},
-        {"deadline": 12.0, "players": [ME, OTHER]},
-        lambda b, a: a.phase == "reveal" and a.deadline == 12.0 and a.cutter is None,
+        {"deadline": 12.0, "players": [ME, OTHER], "cut": 150, "cutter": ME},
+        lambda b, a: (
+            a.phase == "reveal"
+            and a.deadline == 12.0
+            and a.cutter == ME  # whose cut it is, as a snapshot in this phase says
+            and a.shoe is not None
+            and a.shoe["cut"] == 150
+            and not a.i_cut
+        ),
     ),
     "contribution_revealed": (
         {

@@ -250,6 +250,15 @@ async def test_chat_reaches_everyone_at_the_table_only(net: Any) -> None:
     await lobby.refused("not_joined", "chat", table="t1", text="let me in")
 
 
+def _metrics(text: str) -> dict[str, float]:
+    """``/metrics``' samples: name (with labels) -> value."""
+    return {
+        line.split(" ")[0]: float(line.split(" ")[-1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+
+
 async def test_health_ready_and_metrics_over_http(net: Any) -> None:
     server = await net.start(**FAST)
     status, headers, body = await http_get(server.port, "/healthz")
@@ -258,6 +267,13 @@ async def test_health_ready_and_metrics_over_http(net: Any) -> None:
     assert (status, body) == (200, b"ready\n")
     status, _, _ = await http_get(server.port, "/nowhere")
     assert status == 404
+    # Before any coup: the coups and the money settled are there already, at 0 (a
+    # dashboard's rate needs a first point; docs/protocol.md §15).
+    status, _, body = await http_get(server.port, "/metrics")
+    early = _metrics(body.decode())
+    assert early["chemmy_coups_total"] == 0
+    for kind in ("staked", "returned", "commission"):
+        assert early[f'chemmy_settled_minor_units_total{{kind="{kind}"}}'] == 0
     players = await seated(net, server, "t1", ("ann", "json"), ("bob", "msgpack"))
     await Game("t1", players, players["bob"]).play_coup(
         {"ann": {"player": 1_000}, "bob": {"tie": 100}}
@@ -266,11 +282,7 @@ async def test_health_ready_and_metrics_over_http(net: Any) -> None:
     status, headers, body = await http_get(server.port, "/metrics")
     assert status == 200 and headers["content-type"].startswith("text/plain")
     text = body.decode()
-    metrics = {
-        line.split(" ")[0]: float(line.split(" ")[-1])
-        for line in text.splitlines()
-        if line and not line.startswith("#")
-    }
+    metrics = _metrics(text)
     assert metrics["chemmy_connections"] == 2
     assert metrics["chemmy_tables"] == 1
     assert metrics["chemmy_coups_total"] == 1

@@ -59,8 +59,10 @@ import pytest
 
 from server.net.auth import make_token
 from server.net.config import build_parser
+from server.net.hub import RETAINED_EVENTS
 from server.protocol.errors import ChemmyError
 from server.protocol.messages import SCHEMAS, parse
+from server.store.base import EVENT_RETENTION
 from server.table.events import EVENT_KINDS
 from server.table.options import TableOptions
 from server.table.rules import TURN_REFUSALS
@@ -413,6 +415,35 @@ def test_every_event_kind_and_every_reply_has_an_example() -> None:
         assert f"**{kind}** —" in events, kind
 
 
+def test_the_message_table_lists_every_message_with_its_fields() -> None:
+    """§6 says every message is in its table: each of ``SCHEMAS``, with exactly its
+    fields (an optional one marked ``?``), and no other (issue 33: ``contribute`` was
+    missing)."""
+    text = DOC.read_text(encoding="utf-8")
+    section = text[text.index("## 6. Client messages") : text.index("### hello")]
+    rows = {
+        kind: cells for kind, cells in re.findall(r"^\| `(\w+)` \| ([^|]*) \|", section, flags=re.M)
+    }
+    assert set(rows) == set(SCHEMAS), (
+        sorted(set(SCHEMAS) - set(rows)),
+        sorted(set(rows) - set(SCHEMAS)),
+    )
+    for kind, schema in SCHEMAS.items():
+        named = dict(re.findall(r"`(\w+)(\??)`", rows[kind].split("(", 1)[0]))
+        want = {name: "" if required else "?" for name, (_types, required) in schema.items()}
+        assert named == want, (kind, named, want)
+
+
+def test_the_resume_windows_named_are_the_codes() -> None:
+    """§5's numbers: the events a process keeps in memory per table and the events the
+    store keeps per table, beyond which a resume gets a snapshot."""
+    text = DOC.read_text(encoding="utf-8")
+    section = " ".join(text[text.index("## 5. Order") : text.index("## 6.")].split())
+    assert f"last {RETAINED_EVENTS} events in memory" in section
+    assert f"last {EVENT_RETENTION:,} events are stored" in section
+    assert f"further back than the table's last {EVENT_RETENTION:,} events" in section
+
+
 _ERROR_CLASSES = {"Refused", "TableError", "ProtocolError", "AuthError"}
 
 
@@ -598,12 +629,15 @@ async def play(net: Any) -> Recorder:
     await alice.refused("too_early", "contribute", table=t, value=ALICE_VALUE.hex())
     await game.act(b, "contribute", commitment=hashlib.sha256(BOB_VALUE).hexdigest())
     await spec.join(t)  # a snapshot with the commitments
+    await game.act(b, "stand")  # committed, then stood up: still reveals (his actions say)
     reply = await game.act("alice", "cut", position=150)  # the reveal opens
+    await spec.join(t)  # a snapshot in the reveal: the shoe cut at 150, alice's cut
     await bob.refused("reveal_mismatch", "contribute", table=t, value=ALICE_VALUE.hex())
     await game.act("alice", "contribute", value=ALICE_VALUE.hex())
     # bob withholds his: the reveal timer runs out, then the cut, the burn, betting
     await spec.wait_event("betting_opened", table=t, after=reply["seq"], timeout=scaled(20))
     await bob.refused("contributions_closed", "contribute", table=t, value=BOB_VALUE.hex())
+    await game.act(b, "sit", seat=3)  # back in his seat
     cy = await run.player("cy", "Cy")
     await cy.join(t)
     await cy.refused("seat_taken", "sit", table=t, seat=1)
@@ -805,7 +839,21 @@ async def play(net: Any) -> Recorder:
     await fay.call("limits")
     await fay.refused("bad_limit", "set_limit", kind="loss_year", amount=1)
     await fay.call("responsible")
+    # a break while her wager is in a coup: it plays out, then she stands
+    await fay.call("sit", table=t)
+    duo = Game(t, {"alice": alice, "fay": fay}, spec, rng=random.Random(3), accept=lambda p: False)
+    opened = await duo.to_betting()
+    start = len(spec.frames)
+    await duo.act("fay", "bet", area="player", amount=100)
+    await duo.act("alice", "bet", area="banker", amount=100)
+    await duo.act("alice", "done")
+    await duo.act("fay", "done")  # dealt: fay turns the Player hand
     await fay.call("take_break", period="24h")
+    await spec.wait_event("stand_after_coup", table=t)
+    await fay.refused("player_blocked", "accept_shoe", table=t)
+    log = CoupLog(opened["data"]["round_id"], opened["data"]["coup_no"], duo.holder(), {})
+    await duo.settle(log, start)
+    await spec.wait_event("stood", lambda m: m["data"]["player"] == "fay", table=t)
     await fay.refused("player_blocked", "sit", table=t)
     await fay.refused("bad_period", "take_break", period="nap")
     await fay.call("responsible")

@@ -17,6 +17,7 @@ import pytest
 
 import server.net.hub as hub_module
 from server.net.server import ChemmyServer
+from server.store.base import EVENT_RETENTION
 from server.table.events import Event
 from server.table.views import view_event
 from tests.kit import Client, CoupLog, Game, scaled, table_def
@@ -265,8 +266,12 @@ async def test_grace_running_out_mid_coup_waits_for_the_settlement(net: Any) -> 
 async def test_resume_with_a_seq_too_old_gets_a_snapshot(
     net: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # docs/protocol.md §5: a resume further back than the table's stored log (its last
+    # EVENT_RETENTION events, 4,096) is answered with a snapshot; both logs are made
+    # short here, to outrun them with a few commands.
     monkeypatch.setattr(hub_module, "RETAINED_EVENTS", 12)  # a short log, to outrun it
     server, ann, bob, cat = await setup(net)
+    assert server.store.event_retention == EVENT_RETENTION == 4096  # what the docs say
     server.store.event_retention = 12  # and the stored log as short
     game = Game("t1", {"ann": ann, "bob": bob}, cat)
     await game.to_betting()

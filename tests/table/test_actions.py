@@ -7,8 +7,9 @@ players sending random legal and illegal commands, timers, restores), after ever
   bound is accepted, one past it is refused;
 - every wire command not listed is refused;
 - every tracked player's last actions received (the private ``actions`` overlay on a
-  step's last event, or their snapshot) are their actions now, and a spectator's sit
-  choices are the ``free_seats`` of the last ``sat``/``stood``;
+  step's last event, or their snapshot: a join's) are their actions now (the seated,
+  and in the reveal a spectator who committed), and a spectator's sit choices are the
+  ``free_seats`` of the last ``sat``/``stood``;
 - what an event carries is its own: emptying every container of every event of a step
   changes nothing in the table.
 """
@@ -27,6 +28,7 @@ from table_helpers import BANKER_WIN, TableHarness, stack
 from server.engine.payouts import AREAS
 from server.table import Table
 from server.table import commands as c
+from server.table.actions import kept_current
 from server.table.rules import WIRE_COMMANDS
 from server.table.views import view as snapshot
 
@@ -141,6 +143,12 @@ def empty_out(value: Any) -> None:
 class ActionsMachine(tp.TableMachine):
     """The property machine, plus a client's-eye view of everyone's actions."""
 
+    def apply(self, cmd: c.Command, dt: float = 0.0, expect_ok: bool = False) -> None:
+        joins = isinstance(cmd, c.Join) and self.table.can(cmd)
+        super().apply(cmd, dt, expect_ok)
+        if joins and hasattr(self, "known"):  # the join's reply: a snapshot, with actions
+            self.known[cmd.player] = snapshot(self.table, cmd.player)["you"]["actions"]
+
     def check_events(self, events, seed_before):  # type: ignore[no-untyped-def]
         super().check_events(events, seed_before)
         if not hasattr(self, "known"):
@@ -169,8 +177,9 @@ class ActionsMachine(tp.TableMachine):
             if p is None:
                 assert acts == {}
                 continue
-            if p.seat is not None and hasattr(self, "known"):
-                # kept current by the overlays, without re-deriving a rule
+            if kept_current(t, p) and hasattr(self, "known"):
+                # kept current by the overlays, without re-deriving a rule (the seated,
+                # and in the reveal a committed spectator: issue 33)
                 assert self.known.get(pid) == acts, (pid, self.known.get(pid), acts)
             if p.seat is None and "sit" in acts and hasattr(self, "known"):
                 assert acts["sit"]["seats"] == self.free_seats

@@ -2,7 +2,8 @@
 
 A Hypothesis ``RuleBasedStateMachine`` drives 2-5 players (plus a stranger who was
 never funded) through joins, seats, bets of any size (illegal ones too), regret,
-DONE, shoe offers, contributions (commit and reveal), cuts, squeezes and turns by whoever, disconnects and Ticks of
+DONE, shoe offers, contributions (commit and reveal), cuts, squeezes and turns by whoever,
+stands on a break (the gateway's), disconnects and Ticks of
 0-30 s, on seeded shoes (and sometimes short stacked slices of one, so shoes end and
 new ones are fed whenever ``table.wants_shoe``). After every step it checks:
 
@@ -10,7 +11,8 @@ new ones are fed whenever ``table.wants_shoe``). After every step it checks:
   account is exactly the wagers of the coup in play; each stake is the chips placed;
 - state: the shoe is held by one player, or by the house, or on offer (never two);
   the holder is seated; a coup exists exactly in the TURN phase; a timer runs
-  whenever someone has to act;
+  whenever someone has to act; a player on a break is seated only while their wager
+  is in play, and never offered the shoe;
 - cards: what was dealt is exactly the shoe's order from the first card after the burn,
   and the coup's cards are the last ones dealt;
 - hidden information: no view (every player and an anonymous spectator) and no event
@@ -85,6 +87,7 @@ seat_commands = st.one_of(
     _cmd(c.Join, name=st.sampled_from(["", "Ann", "x" * 40])),
     _cmd(c.Sit, seat=st.one_of(st.none(), st.integers(-1, 7), st.just(True))),
     _cmd(c.Stand),
+    _cmd(c.Stand, on_break=st.just(True)),  # the gateway's, for a player on a break
     _cmd(c.Leave),
     _cmd(c.Disconnect),
     _cmd(c.Reconnect),
@@ -531,6 +534,17 @@ class TableMachine(RuleBasedStateMachine):
             assert t.shoe is None
         if t.phase is not Phase.CLOSED:
             assert (t.shoe is None) == (t.phase is Phase.SHUFFLE)
+
+    @invariant()
+    def a_break_waits_only_for_a_coup(self):
+        """A player who stopped play while their wager was in a coup is seated only
+        until it is over, and is never offered the shoe (issue 33)."""
+        t = self.table
+        for q in t.players.values():
+            if q.on_break:
+                assert q.seat is not None and t.wager_in_play(q), q
+        if t.offer is not None:
+            assert not t.players[t.offer.current].on_break
 
     @invariant()
     def no_card_dealt_twice(self):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from pathlib import Path
 
 import pytest
 from table_helpers import TableHarness
@@ -27,6 +29,7 @@ from server.table import commands as c
 from server.table.table import Phase
 from server.table.views import view
 
+ROOT = Path(__file__).resolve().parents[2]
 SEED = bytes(range(32))
 VALUES = {"ann": b"\x11" * 32, "bob": b"\x22" * 32, "cy": b"\x33" * 32}
 
@@ -68,7 +71,12 @@ def test_three_commit_reveal_and_the_shoe_is_the_keys() -> None:
         }
     h.do(c.Cut(player="ann", position=100))
     opened = h.one("reveal_opened", h.last).data
-    assert opened == {"deadline": h.now + 5.0, "players": ["cy", "ann", "bob"]}
+    assert opened == {
+        "deadline": h.now + 5.0,
+        "players": ["cy", "ann", "bob"],
+        "cut": 100,
+        "cutter": "ann",
+    }
     assert h.phase is Phase.REVEAL and h.table.shoe is not None and h.table.shoe.cut is None
     assert h.table.actions("ann")["contribute"] == {"step": "reveal"}
     reveal(h, "bob")
@@ -306,3 +314,139 @@ def test_a_whole_shoe_with_contributions_verifies() -> None:
         first["player"][1],
         first["banker"][1],
     ]
+
+
+def test_a_snapshot_in_the_reveal_shows_the_cut_made_and_whose() -> None:
+    """§7: in the reveal the shoe is cut (the cut applied once it is over): a snapshot
+    says where and whose, as ``reveal_opened`` did; a timeout cut's place is the key's,
+    not known before the reveal is over (issue 33 point 14)."""
+    h = table(("ann", "bob"))
+    commit(h, "bob")
+    h.do(c.Cut(player="ann", position=100))
+    snap = view(h.table, "bob")
+    assert snap["phase"] == "reveal"
+    assert (snap["shoe"]["cut"], snap["cutter"]) == (100, "ann")
+    opened = h.one("reveal_opened", h.last).data
+    assert (opened["cut"], opened["cutter"]) == (100, "ann")
+    reveal(h, "bob")  # applied: the snapshot's cut is the shoe's own from now on
+    snap = view(h.table, "bob")
+    assert (snap["phase"], snap["shoe"]["cut"], snap["cutter"]) == ("betting", 100, None)
+
+    timed = table(("ann", "bob"))
+    commit(timed, "bob")
+    timed.do(c.Tick(), 15)  # the cut times out: the croupier's, on ann's behalf
+    snap = view(timed.table, None)
+    assert (snap["phase"], snap["shoe"]["cut"], snap["cutter"]) == ("reveal", None, "ann")
+    opened = timed.one("reveal_opened", timed.last).data
+    assert (opened["cut"], opened["cutter"]) == (None, "ann")
+
+
+def test_one_who_stood_up_after_committing_is_told_to_reveal_and_when_it_is_over() -> None:
+    """fairness.md §9: a committed player who stood up before the cut still reveals; the
+    ``actions`` of their copy of ``reveal_opened`` say so (a client never derives a rule),
+    and their copy of the step that ends it for them takes it away."""
+    h = table(("ann", "bob", "cy"))
+    commit(h, "bob")
+    commit(h, "cy")
+    h.do(c.Stand(player="bob"))
+    h.do(c.Stand(player="cy"))
+    assert h.table.players["bob"].seat is None
+    h.do(c.Cut(player="ann", position=100))
+    last = h.last[-1]
+    assert last.private is not None
+    assert last.private["bob"]["actions"] == {
+        **h.table.actions("bob"),
+        "contribute": {"step": "reveal"},
+    }
+    assert last.private["cy"]["actions"]["contribute"] == {"step": "reveal"}
+    h.join("dan")
+    h.do(c.Sit(player="dan", seat=5))  # a seat taken: the spectators' sit choices change
+    assert h.last[-1].private is not None
+    assert h.last[-1].private["bob"]["actions"] == h.table.actions("bob")
+    reveal(h, "bob")
+    assert h.last[-1].private is not None
+    assert h.last[-1].private["bob"]["actions"] == h.table.actions("bob")
+    assert "contribute" not in h.table.actions("bob")
+    h.do(c.Tick(), 5)  # cy withholds: the reveal is over, and so is her step
+    assert h.last[-1].private is not None
+    assert h.last[-1].private["cy"]["actions"] == h.table.actions("cy")
+    assert "contribute" not in h.table.actions("cy")
+
+
+def test_one_back_after_a_restart_in_the_reveal_hears_that_it_is_over_for_them() -> None:
+    h = table(("ann", "bob"))
+    commit(h, "bob")
+    h.do(c.Stand(player="bob"))
+    h.do(c.Cut(player="ann", position=100))
+    state = json.loads(json.dumps(h.table.to_state(spectators=False)))
+    h.table = Table.from_state(state, h.wallet)  # a restart: spectators are gone...
+    h.do(c.Restored())
+    h.do(c.Join(player="bob", name="Bob", rejoin=True))  # ... until they join again
+    assert view(h.table, "bob")["you"]["actions"]["contribute"] == {"step": "reveal"}
+    reveal(h, "bob")
+    assert h.last[-1].private is not None
+    assert h.last[-1].private["bob"]["actions"] == h.table.actions("bob")
+    assert "contribute" not in h.table.actions("bob")
+
+
+def documented_order(step: str) -> list[str]:
+    """The order docs/protocol.md §6 ``contribute`` gives the refusals of a ``step``
+    (``commitment`` or ``value``) where two could apply."""
+    text = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    section = " ".join(text[text.index("### contribute") : text.index("### squeeze")].split())
+    found = re.search(rf"for a `{step}`, ((?:`\w+`(?:, | \(|;|\.))+)", section)
+    assert found, f"the order of a {step}'s refusals is not written"
+    return re.findall(r"`(\w+)`", found.group(1))
+
+
+def test_the_order_of_the_contribute_refusals_is_the_documented_one() -> None:
+    """Where two refusals could apply, the first of the documented order is given: who
+    (at the table; seated, for a commitment), then when (closed, too early), then what
+    they sent before (committed, revealed), then the value itself (taken, mismatch)."""
+    assert documented_order("commitment") == [
+        "not_joined",
+        "not_seated",
+        "contributions_closed",
+        "already_contributed",
+        "contribution_taken",
+    ]
+    assert documented_order("value") == [
+        "not_joined",
+        "contributions_closed",
+        "too_early",
+        "no_commitment",
+        "already_revealed",
+        "reveal_mismatch",
+    ]
+    h = table(("ann", "bob", "cy"))
+    h.join("spec")
+    commit(h, "ann")
+    commit(h, "cy")
+    # not_joined first (a stranger's value is too early, and they committed nothing)
+    h.refuse(c.Contribute(player="zed", value=VALUES["cy"].hex()), "not_joined")
+    # a spectator whose commitment is taken: not_seated
+    h.refuse(c.Contribute(player="spec", commitment=commit_of("ann")), "not_seated")
+    # one who committed, stood up and commits again: not_seated, not already_contributed
+    h.do(c.Stand(player="cy"))
+    h.refuse(c.Contribute(player="cy", commitment=commit_of("bob")), "not_seated")
+    # committed, sending another's: already_contributed before contribution_taken
+    commit(h, "bob")
+    h.refuse(c.Contribute(player="bob", commitment=commit_of("ann")), "already_contributed")
+    # a value too early from one who never committed: too_early before no_commitment
+    h.join("dan")
+    h.refuse(c.Contribute(player="dan", value=VALUES["cy"].hex()), "too_early")
+    h.do(c.Cut(player="ann", position=100))
+    # after the cut: a spectator committing: not_seated before contributions_closed
+    h.refuse(
+        c.Contribute(player="spec", commitment=hashlib.sha256(b"spec").hexdigest()), "not_seated"
+    )
+    # one who committed commits again: contributions_closed before already_contributed
+    h.refuse(c.Contribute(player="ann", commitment=commit_of("ann")), "contributions_closed")
+    reveal(h, "ann")
+    # revealed, sending a wrong value: already_revealed before reveal_mismatch
+    h.refuse(c.Contribute(player="ann", value=VALUES["cy"].hex()), "already_revealed")
+    reveal(h, "bob")
+    reveal(h, "cy")  # the last: the reveal is over
+    # after it: contributions_closed before too_early, no_commitment, already_revealed
+    h.refuse(c.Contribute(player="ann", value=VALUES["ann"].hex()), "contributions_closed")
+    h.refuse(c.Contribute(player="dan", value=VALUES["cy"].hex()), "contributions_closed")

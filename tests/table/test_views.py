@@ -154,7 +154,12 @@ def test_every_event_and_reply_kind_passes_through_views() -> None:
     s.do(c.Squeeze(player="bob", hand="player", style="peek"))
     s.do(c.Progress(player="bob", hand="player", card=1, percent=50))
     s.do(c.TurnCard(player="bob", hand="player", card=1))
+    s.do(c.Stand(player="ann", on_break=True))  # stand_after_coup: her wager is in play
     s.do(c.Tick(), 5)  # the croupier turns the rest on bob's behalf
+    while h.table.coup is not None:
+        s.do(c.Tick(), 5)
+    assert h.table.players["ann"].seat is None  # settled: she stood (her copy: "break")
+    s.do(c.Sit(player="ann", seat=1))
     # Play on to the end of the shoe: offers, passes, third cards, the stop card.
     shoes = h.table.shoe_no
     h.wallet.confirms_holds = True  # one coup through an operator's wallet's debits

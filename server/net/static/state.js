@@ -265,6 +265,12 @@ export class TableState {
     return [note(t(`ev.stood${you}`, { who }))];
   }
 
+  // a player stops play (a break) while their wager is in the coup: they stand once it is settled
+  on_stand_after_coup(d) {
+    if (d.player === this.me) return [note(t("ev.stand_after_coup_you"), "you")];
+    return [note(t("ev.stand_after_coup", { who: this.Name(d.player) }))];
+  }
+
   on_disconnected(d) {
     const s = this.seats.get(d.player);
     if (s) s.connected = false;
@@ -354,7 +360,8 @@ export class TableState {
 
   on_reveal_opened(d) {
     this.phase = "reveal";
-    this.cutter = null;
+    this.cutter = d.cutter ?? null; // whose cut it is; where (null: a timeout cut), applied after the reveal
+    if (this.shoe) this.shoe.cut = d.cut ?? null;
     this.deadline = d.deadline ?? null;
     return [note(t("ev.reveal_opened"))];
   }
