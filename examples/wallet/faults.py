@@ -19,11 +19,16 @@ matching rule with some count left winning. The faults:
                 ``limit_reached``, ``player_blocked``); a debit's refusal is recorded
                 as its first answer, a credit's or a rollback's is not
 ``slow``        wait ``seconds`` (default 1), then apply and answer: a late delivery
+``held``        apply the call at once, then hold its answer ``seconds`` (default 30): a
+                credit the wallet took long ago, its answer still on the way
+``drip``        apply the call, then dribble the whole answer (status line, headers,
+                body) one byte every ``seconds`` (default 0.5): a wallet (or a proxy)
+                that sends, slowly, for minutes
 =============== ==========================================================================
 
 ``POST /_control/reset`` clears every rule and the latency, and lets go at once of the
-requests a ``timeout`` or ``slow`` holds (they are dropped, or answered, as if their time
-were up).
+requests a ``timeout``, ``slow``, ``held`` or ``drip`` holds (they are dropped, or
+answered, as if their time were up).
 """
 
 from __future__ import annotations
@@ -37,11 +42,12 @@ from .ledger import ENDPOINTS
 
 __all__ = ["FAULTS", "REFUSALS", "Faults", "Rule", "parse_faults"]
 
-FAULTS: Final = ("http500", "timeout", "reset", "lost_answer", "refuse", "slow")
+FAULTS: Final = ("http500", "timeout", "reset", "lost_answer", "refuse", "slow", "held", "drip")
 #: The refusals a ``refuse`` rule may answer: a debit's refusals (docs/wallet.md §3).
 REFUSALS: Final = ("insufficient_funds", "limit_reached", "player_blocked")
-#: How long a ``timeout`` holds a request, and a ``slow`` delays one, unless told.
-DEFAULT_SECONDS: Final = {"timeout": 30.0, "slow": 1.0}
+#: How long a ``timeout`` holds a request, a ``slow`` delays one, a ``held`` holds an
+#: answer, and a ``drip`` waits between two bytes of one, unless told.
+DEFAULT_SECONDS: Final = {"timeout": 30.0, "slow": 1.0, "held": 30.0, "drip": 0.5}
 
 
 @dataclass
@@ -140,6 +146,11 @@ class Faults:
             with self._lock:
                 release = self._release
             release.wait(seconds)
+
+    def released(self) -> threading.Event:
+        """What the next :meth:`reset` sets: a wait on it ends with that reset."""
+        with self._lock:
+            return self._release
 
     def delay(self) -> None:
         """The latency in force, before an answer."""

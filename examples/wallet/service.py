@@ -132,7 +132,11 @@ class WalletHandler(BaseHTTPRequestHandler):
         faults.record(**ids, http=http, status=answer.status, fault=fault, repeat=answer.repeat)
         if lost:
             self._drop()
+        elif rule is not None and rule.fault == "drip":
+            self._drip(answer, rule.seconds)
         else:
+            if rule is not None and rule.fault == "held":
+                faults.hold(rule.seconds)  # applied already: only the answer waits
             self._send(answer)
 
     def _check(self, endpoint: str, body: bytes) -> tuple[Call | None, Answer | None]:
@@ -212,6 +216,25 @@ class WalletHandler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+    def _drip(self, answer: Answer, seconds: float) -> None:
+        """Send ``answer`` one byte every ``seconds`` (the ``drip`` fault), status line
+        and headers included, until it is all sent, the caller hangs up, or a reset."""
+        data = json.dumps(answer.body).encode("utf-8")
+        head = (
+            f"{self.protocol_version} {answer.http} {self.responses[answer.http][0]}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+        )
+        self.log_request(answer.http)
+        reset = self.server.faults.released()  # a reset sends the rest at once
+        for i, byte in enumerate(head.encode("ascii") + data):
+            if i:
+                reset.wait(seconds)
+            try:
+                self.wfile.write(bytes([byte]))
+            except OSError:  # the caller gave up
+                self.close_connection = True
+                return
 
     def _drop(self) -> None:
         """Close the connection with no answer, as a crash or a network fault does: a TCP

@@ -33,7 +33,7 @@ import dataclasses
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,14 +58,14 @@ from server.table import commands as c
 from server.table.events import Event, Step
 from server.table.state import Phase, PlayerState
 from server.table.wallet import Entry, held_account, player_account, stake_account
-from server.wallet.base import Wallet, WalletError
+from server.wallet.base import Wallet, WalletAnswer, WalletError
 from server.wallet.calls import closing_calls, debit_call, rollback_call, transaction_id
 from server.wallet.mirror import sync_mirror
 
 from .fairqueue import FairQueue, QueueClosed, QueueFull
 from .wallet import TableWallet
 
-__all__ = ["WIRE_COMMANDS", "Busy", "TableActor", "store_refusal"]
+__all__ = ["WIRE_COMMANDS", "BeforeDebits", "Busy", "TableActor", "store_refusal"]
 
 log = logging.getLogger("chemmy.croupier")
 
@@ -91,6 +91,13 @@ GUEST_FIELD = "guest"
 GUARDS_FIELD = "guards"
 #: The fields of a record that are the actor's, not the table command's.
 _ACTOR_FIELDS = frozenset({GUEST_FIELD, GUARDS_FIELD})
+#: Delivers the given players' unanswered credits and rollbacks before their debits,
+#: until a deadline (``time.monotonic()``): for each player who has one, whether the
+#: wallet answered all of them in time (server.wallet.courier.Courier.deliver_first).
+BeforeDebits = Callable[[list[str], float], Awaitable[Mapping[str, Awaitable[bool]]]]
+#: Why a debit was not sent: the player's earlier credit or rollback still unanswered at
+#: the debits' deadline (docs/wallet.md §3, "The order of a player's calls").
+HELD_BACK = "an earlier credit or rollback of the player's was not answered in time"
 #: Commands that may need a player's latest balance: it is read before they are decided.
 _FRESH_BALANCE = (c.Join, c.Sit)
 #: Commands refused for want of funds that are tried once more with a fresh balance.
@@ -159,7 +166,8 @@ class TableActor:
         restored: bool = False,
         money: Wallet | None = None,
         wallet_timeout: float = 3.0,
-        on_calls: Callable[[], None] | None = None,
+        on_calls: Callable[[list[dict[str, Any]]], None] | None = None,
+        before_debits: BeforeDebits | None = None,
         on_debits: Callable[[float, list[str]], None] | None = None,
     ) -> None:
         assert isinstance(table.wallet, TableWallet), "an actor's table has a TableWallet"
@@ -206,6 +214,9 @@ class TableActor:
         self.money = money
         self.wallet_timeout = wallet_timeout
         self.on_calls = on_calls
+        #: Before a coup's debits: their players' unanswered credits and rollbacks
+        #: delivered, until the debits' deadline; who still waits for one.
+        self.before_debits = before_debits
         #: After a coup's debits: their time (seconds) and each answer's outcome.
         self.on_debits = on_debits
         self._debits: asyncio.Task[None] | None = None
@@ -631,7 +642,7 @@ class TableActor:
         if self.store_failures:
             self._store_recovered()
         if calls and self.on_calls is not None:
-            self.on_calls()  # credits and rollbacks stored: the courier sends them
+            self.on_calls(calls)  # credits and rollbacks stored: the courier sends them
         return happened
 
     def _limit_reached(self, passed: LimitPassed) -> Refused:
@@ -710,8 +721,14 @@ class TableActor:
         await self._tell_debited(rid, refused)
 
     async def _debit_all(self, rid: str, debiting: dict[str, dict[str, int]]) -> dict[str, str]:
+        """Debit the round's wagers: player -> the refusal of each who does not stand.
+        One deadline, ``--wallet-timeout`` from now, bounds all of it (docs/wallet.md §3,
+        "Timeouts"): storing the calls, each player's earlier credits and rollbacks
+        delivered first (§3, "The order of a player's calls"), each debit's tries."""
         assert self.money is not None
         money = self.money
+        started = time.monotonic()
+        deadline = started + self.wallet_timeout
         now = self.clock()
         calls = [
             debit_call(self.table_id, rid, pid, bets, self.currency, now)
@@ -723,17 +740,37 @@ class TableActor:
         given_up = await self._given_up(calls)
         refused = dict.fromkeys(sorted(call["player"] for call in given_up), "wallet_unavailable")
         calls = [call for call in calls if call not in given_up]
-        started = time.monotonic()
-        deadline = started + self.wallet_timeout
-        answers = await asyncio.gather(*(money.debit(call, deadline) for call in calls))
+        # A player's credit or rollback the wallet has not answered goes first: their
+        # debit never overtakes it, and one still unanswered at the deadline holds the
+        # debit back (each player's debit goes as soon as their own calls are answered).
+        first: Mapping[str, Awaitable[bool]] = {}
+        if self.before_debits is not None and calls:
+            first = await self.before_debits([call["player"] for call in calls], deadline)
+
+        async def debit(call: dict[str, Any]) -> WalletAnswer | None:
+            ahead = first.get(call["player"])
+            if ahead is not None and not await ahead:
+                return None  # held back: never sent
+            return await money.debit(call, deadline)
+
+        answers = await asyncio.gather(*(debit(call) for call in calls))
         if self.on_debits is not None:
-            outcomes = [a.status if a.clear else "retry" for a in answers]
+            outcomes = [
+                "not_sent" if a is None else a.status if a.clear else "retry" for a in answers
+            ]
             self.on_debits(time.monotonic() - started, outcomes)
         unanswered: dict[str, dict[str, int]] = {}
+        results: list[tuple[dict[str, Any], dict[str, Any]]] = []
         for call, answer in zip(calls, answers, strict=True):
             pid = call["player"]
-            changes: dict[str, Any] = {"attempts": 1, "updated": self.clock()}
-            changes["answer"] = answer.to_dict()
+            changes: dict[str, Any] = {"updated": self.clock()}
+            if answer is None:  # never sent; rolled back all the same, so it never can be
+                refused[pid] = "wallet_unavailable"
+                unanswered[pid] = debiting[pid]
+                changes["error"] = HELD_BACK
+                results.append((call, changes))
+                continue
+            changes.update(attempts=1, answer=answer.to_dict())
             if answer.ok:
                 changes["state"] = "acknowledged"
             else:
@@ -745,6 +782,8 @@ class TableActor:
                     changes["state"] = "refused"
                 else:  # it may yet land: roll it back, so that it cannot
                     unanswered[pid] = debiting[pid]
+            results.append((call, changes))
+        for call, changes in results:
             with contextlib.suppress(StoreError):
                 stored = await self.store.wallet_call(call["transaction_id"])
                 if stored is not None and stored["state"] == "pending":  # not rolled back
@@ -761,7 +800,7 @@ class TableActor:
         ]
         await self._store_calls(calls)
         if self.on_calls is not None:
-            self.on_calls()
+            self.on_calls(calls)
 
     async def _tell_debited(self, rid: str, refused: dict[str, str]) -> None:
         """Step Debited, again after a failed step (the store down), while the table

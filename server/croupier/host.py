@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from server.bus.base import Bus
@@ -31,7 +31,7 @@ from server.table import commands as c
 from server.table.events import Event
 from server.wallet.base import Wallet
 
-from .actor import TableActor
+from .actor import BeforeDebits, TableActor
 from .cluster import Leases, Rebalancer
 from .wallet import TableWallet
 
@@ -68,8 +68,12 @@ class Croupier:
         #: Where the players' money lives (docs/wallet.md), for every table here.
         self.money = money
         self.wallet_timeout = wallet_timeout
-        #: Called when a table stored wallet calls to deliver (the courier's wake).
-        self.on_calls: Callable[[], None] | None = None
+        #: Called with the wallet calls a table stored, to deliver (the courier's wake).
+        self.on_calls: Callable[[list[dict[str, Any]]], None] | None = None
+        #: Delivers players' unanswered credits and rollbacks before their debits, until
+        #: a deadline: for each player who has one, whether all were answered in time
+        #: (the courier's deliver_first).
+        self.before_debits: BeforeDebits | None = None
         #: Hears each coup's debits: their time and outcomes (for /metrics).
         self.on_debits: Callable[[float, list[str]], None] | None = None
         self.bus = bus
@@ -152,9 +156,16 @@ class Croupier:
         if self.on_debits is not None:
             self.on_debits(seconds, outcomes)
 
-    def _calls_stored(self) -> None:
+    def _calls_stored(self, calls: list[dict[str, Any]]) -> None:
         if self.on_calls is not None:
-            self.on_calls()
+            self.on_calls(calls)
+
+    async def _before_debits(
+        self, players: list[str], deadline: float
+    ) -> dict[str, Awaitable[bool]]:
+        if self.before_debits is None:
+            return {}
+        return dict(await self.before_debits(players, deadline))
 
     def serves_calls(self, table_id: str) -> bool:
         """Whether this process delivers ``table_id``'s wallet calls: it owns the table,
@@ -247,6 +258,7 @@ class Croupier:
             money=self.money,
             wallet_timeout=self.wallet_timeout,
             on_calls=self._calls_stored,
+            before_debits=self._before_debits,
             on_debits=self._debits_answered,
         )
         await actor.load()

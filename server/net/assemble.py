@@ -104,8 +104,15 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
     )
     server.wallet = money
     if money.confirms_holds:
-        courier = Courier(store, money, serves=croupier.serves_calls, on_balance=_mirror_to(server))
+        courier = Courier(
+            store,
+            money,
+            serves=croupier.serves_calls,
+            owns=lambda table: table in croupier.actors,
+            on_balance=_mirror_to(server),
+        )
         croupier.on_calls = courier.wake
+        croupier.before_debits = courier.deliver_first
         courier.on_sent = lambda kind, outcome: metrics.wallet_calls.labels(kind, outcome).inc()
 
         def debits(seconds: float, outcomes: list[str]) -> None:

@@ -134,6 +134,7 @@ class ServerConfig:
     wallet_url: str | None = None
     wallet_secret: str | None = field(default=None, repr=False)
     wallet_timeout: float = 3.0
+    wallet_call_timeout: float = 10.0
     #: Minutes of play between reality checks (0: none; a token's claim overrides it).
     reality_check: float = 0.0
     #: Minutes without a connection of the player's that end their play session.
@@ -462,6 +463,13 @@ _SETTINGS: Final = (
         "float",
         "seconds the operator's wallet has to answer a coup's debits before the cards",
         _between(0.1, 60),
+    ),
+    _Setting(
+        "wallet_call_timeout",
+        "float",
+        "seconds each credit, rollback or balance call to the operator's wallet may take,"
+        " connect to last byte (an unanswered credit or rollback is tried again later)",
+        _between(0.1, 300),
     ),
     _Setting(
         "reality_check",

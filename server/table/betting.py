@@ -12,7 +12,7 @@ What it must never do: move money itself (the stake and the holds are
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from server.engine.payouts import Area
 
@@ -172,8 +172,51 @@ def do_debited(t: Table, cmd: c.Debited, debiting: dict[str, dict[str, int]]) ->
     if any(q.bets for q in t.seated()):
         deal_coup(t)
     else:
-        t.round_open = False  # nothing stood: the next round opens under a new id
+        # Nothing stood: the round is recorded undealt (void, with each refusal: the
+        # operator finds it with its debits and rollbacks, docs/wallet.md §3), and the
+        # next round opens under a new id.
+        t._records.append(undealt_record(t, cmd, debiting))
+        t.round_open = False
     return False
+
+
+#: The ``reason`` of a round no wager of which the wallet took (docs/wallet.md §3).
+UNDEALT = "undealt"
+
+
+def undealt_record(t: Table, cmd: c.Debited, debiting: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """The record of a round whose every debit was refused or unanswered: void, no card
+    dealt, nothing held (``bets`` empty), the wagers that were put to the wallet and why
+    each did not stand (``refused``, player -> a :data:`~server.table.commands.
+    DEBIT_REFUSALS` code). Money moved nothing: each balance is as before."""
+    return {
+        "kind": "round",
+        "round_id": cmd.round_id,
+        "table": t.table_id,
+        "currency": t.options.currency,
+        "shoe_no": t.shoe_no,
+        "coup_no": t.coup_no,
+        "time": t.now,
+        "players": sorted(debiting),
+        "void": True,
+        "undealt": True,
+        "reason": UNDEALT,
+        "voided_in": "debiting",
+        "refused": {pid: cmd.refused.get(pid) for pid in sorted(debiting)},
+        "wagers": {pid: dict(sorted(debiting[pid].items())) for pid in sorted(debiting)},
+        "player": [],
+        "banker": [],
+        "dealt": None,
+        "outcome": None,
+        "holder": t.holder,
+        "turners": {},
+        "on_behalf": [],
+        "bets": [],
+        "commission": 0,
+        "balances": {
+            pid: {"before": t.balance(pid), "after": t.balance(pid)} for pid in sorted(debiting)
+        },
+    }
 
 
 def deal_coup(t: Table) -> None:

@@ -220,6 +220,9 @@ def own_round(record: dict[str, Any], player: str) -> dict[str, Any]:
     out["commission"] = sum(b.get("commission", 0) for b in out["bets"])
     balance = record.get("balances", {}).get(player)
     out["balance"] = dict(balance) if balance is not None else None
+    for mine in ("refused", "wagers"):  # an undealt round's, each player's own
+        if mine in record:
+            out[mine] = {k: copy.deepcopy(v) for k, v in record[mine].items() if k == player}
     return out
 
 

@@ -19,7 +19,9 @@ def make_wallet(config: ServerConfig, store: Store) -> Wallet:
         from .seamless import SeamlessWallet
 
         assert config.wallet_url is not None and config.wallet_secret is not None
-        return SeamlessWallet(config.wallet_url, config.wallet_secret)
+        return SeamlessWallet(
+            config.wallet_url, config.wallet_secret, call_timeout=config.wallet_call_timeout
+        )
     from .ledger import LedgerWallet
 
     return LedgerWallet(store, config.wallet)

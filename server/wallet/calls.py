@@ -191,8 +191,11 @@ def closing_calls(
                 stake = sum(held[pid].values())
                 out.append(rollback_call(table, rid, pid, stake, currency, now, "voided"))
     debiting = before.get("debiting")
-    voided = any(
-        r.get("kind") == "round" and r.get("void") and r.get("round_id") == round_of(before)
+    voided = any(  # by the operator (an undealt round's record closes nothing: §3)
+        r.get("kind") == "round"
+        and r.get("void")
+        and not r.get("undealt")
+        and r.get("round_id") == round_of(before)
         for r in records
     )
     if debiting is not None and (after.get("phase") == "closed" or voided):

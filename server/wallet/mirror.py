@@ -8,11 +8,17 @@ Chemmy (``player:<id>`` plus their chips placed at ``tables``, which the operato
 not been asked for yet) equal to it. Stakes, holds and payouts then move the mirror
 exactly as the debits and credits move the operator's balance, and the books balance
 as in the other modes. The mirror is advice: the operator's debit decides.
+
+A process sets one player's mirror one sync at a time (two at once would each add the
+difference they read, and count it twice); the balance given must be one the wallet
+reported for now, never a repeated answer's (docs/wallet.md §3, "Balances").
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+import weakref
 from collections.abc import Iterable
 
 from server.store.base import Overdrawn, Store, ledger_key
@@ -22,10 +28,29 @@ from .base import wallet_account
 
 __all__ = ["sync_mirror"]
 
+#: Each store's players being synced now (a lock each, and how many hold or wait for it).
+_SYNCING: weakref.WeakKeyDictionary[Store, dict[str, tuple[asyncio.Lock, int]]] = (
+    weakref.WeakKeyDictionary()
+)
+
 
 async def sync_mirror(store: Store, player: str, balance: int, tables: Iterable[str] = ()) -> int:
     """Make the player's money in Chemmy ``balance``; the entry's amount (0: none)."""
-    tables = list(tables)
+    syncing = _SYNCING.setdefault(store, {})
+    lock, users = syncing.get(player, (asyncio.Lock(), 0))
+    syncing[player] = (lock, users + 1)
+    try:
+        async with lock:
+            return await _sync(store, player, balance, list(tables))
+    finally:
+        lock, users = syncing[player]
+        if users == 1:
+            del syncing[player]
+        else:
+            syncing[player] = (lock, users - 1)
+
+
+async def _sync(store: Store, player: str, balance: int, tables: list[str]) -> int:
     for _ in range(3):  # chips placed meanwhile: read again and recompute
         money, available = await store.player_money(player, tables)
         delta = balance - money

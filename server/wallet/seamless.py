@@ -6,6 +6,12 @@ with one pooled ``httpx.AsyncClient``. What an answer means is decided in one pl
 refused for good; ``429``, ``5xx``, a timeout, a reset or a body that is not JSON: no
 clear answer (retry with the same ids); any other ``4xx`` but ``401``: refused for good
 (``failed``).
+
+Each call has one deadline for the whole exchange (docs/wallet.md §3, "Timeouts"): the
+wait for a pooled connection, connecting, sending, and every read of the answer, however
+it is dribbled, end together when it passes (``asyncio.timeout`` around the request, not
+httpx's per-read timeouts). A debit's deadline is its coup's (``--wallet-timeout``); a
+credit, rollback or balance call has ``--wallet-call-timeout`` each.
 """
 
 from __future__ import annotations
@@ -31,8 +37,12 @@ log = logging.getLogger("chemmy.wallet")
 #: Seconds between a debit's tries while its deadline allows, doubling to the cap.
 RETRY_FIRST = 0.05
 RETRY_CAP = 0.5
-#: Seconds one credit, rollback or balance call may take.
+#: Seconds one credit, rollback or balance call may take, from asking for a connection to
+#: the answer's last byte (``--wallet-call-timeout``).
 CALL_TIMEOUT = 10.0
+#: Connections to the wallet at once, and those kept alive between calls.
+MAX_CONNECTIONS = 200
+KEEPALIVE_CONNECTIONS = 50
 
 
 def read_answer(response: httpx.Response) -> WalletAnswer:
@@ -72,14 +82,20 @@ class SeamlessWallet:
         *,
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
+        call_timeout: float = CALL_TIMEOUT,
     ) -> None:
         self.url = url.rstrip("/")
         self._base_path = urlsplit(self.url).path
         self._key = secret.encode("utf-8")
         self._clock = clock
+        #: Seconds a credit, rollback or balance call may take, all of it.
+        self.call_timeout = call_timeout
+        # httpx's own timeouts bound each read apart; the whole call is bounded in _post.
         self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(CALL_TIMEOUT, connect=min(CALL_TIMEOUT, 3.0)),
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+            timeout=httpx.Timeout(None),
+            limits=httpx.Limits(
+                max_connections=MAX_CONNECTIONS, max_keepalive_connections=KEEPALIVE_CONNECTIONS
+            ),
             transport=transport,
         )
 
@@ -91,6 +107,8 @@ class SeamlessWallet:
 
     # -- one call ------------------------------------------------------------------------
     async def _post(self, endpoint: str, body: dict[str, Any], timeout: float) -> WalletAnswer:
+        """Send one call; no clear answer once ``timeout`` seconds have passed, whatever
+        the wallet was doing (a connection not free, a connect, a dribbled answer)."""
         data = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
         path = f"{self._base_path}/{endpoint}"
         headers = {
@@ -98,10 +116,13 @@ class SeamlessWallet:
             HEADER: signature_header(self._key, self._clock(), "POST", path, data),
         }
         try:
-            response = await self._client.post(
-                f"{self.url}/{endpoint}", content=data, headers=headers, timeout=timeout
-            )
-        except httpx.HTTPError as exc:  # a timeout, a reset, a refused connection
+            async with asyncio.timeout(timeout):  # the whole call, not each read
+                response = await self._client.post(
+                    f"{self.url}/{endpoint}", content=data, headers=headers
+                )
+        except TimeoutError:
+            return WalletAnswer(UNAVAILABLE, False, None, f"no answer within {timeout:.3g} s")
+        except httpx.HTTPError as exc:  # a reset, a refused connection, a broken answer
             return WalletAnswer(UNAVAILABLE, False, None, type(exc).__name__)
         answer = read_answer(response)
         if answer.http_status == 401:
@@ -110,9 +131,10 @@ class SeamlessWallet:
 
     async def balance(self, player: str, currency: str | None) -> int:
         body = {"request_id": f"b-{uuid.uuid4().hex}", "player": player, "currency": currency}
-        answer = await self._post("balance", body, CALL_TIMEOUT)
+        answer = await self._post("balance", body, self.call_timeout)
         if not answer.ok or answer.balance is None:
-            raise WalletError(f"the wallet gave no balance for {player}: {answer.status}")
+            why = f"{answer.status}: {answer.message}" if answer.message else answer.status
+            raise WalletError(f"the wallet gave no balance for {player} ({why})")
         return answer.balance
 
     async def debit(self, call: dict[str, Any], deadline: float) -> WalletAnswer:
@@ -132,4 +154,4 @@ class SeamlessWallet:
             wait = min(wait * 2, RETRY_CAP)
 
     async def deliver(self, call: dict[str, Any]) -> WalletAnswer:
-        return await self._post(call["kind"], call["body"], CALL_TIMEOUT)
+        return await self._post(call["kind"], call["body"], self.call_timeout)

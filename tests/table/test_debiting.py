@@ -70,6 +70,28 @@ def test_when_no_wager_stands_the_round_ends_undealt_and_the_next_opens() -> Non
     assert h.wallet.total() == 0
 
 
+def test_an_undealt_round_is_recorded_void_with_each_refusal_and_nothing_held() -> None:
+    """Issue 33.11: a round whose debits all failed has its record (the operator finds
+    the round of its debits and rollbacks); a dealt round's refusals make none."""
+    h = _harness()
+    h.table.drain_records()
+    _close(h, {"alice": {"banker": 1000}, "bob": {"player": 900, "tie": 100}})
+    rid = h.table.round_id
+    refused = {"alice": "insufficient_funds", "bob": "wallet_unavailable"}
+    h.do(c.Debited(round_id=rid, refused=refused))
+    (record,) = h.table.drain_records()
+    assert record["kind"] == "round" and record["round_id"] == rid
+    assert record["void"] is True and record["undealt"] is True
+    assert (record["reason"], record["voided_in"]) == ("undealt", "debiting")
+    assert record["refused"] == refused and record["players"] == ["alice", "bob"]
+    assert record["wagers"] == {"alice": {"banker": 1000}, "bob": {"player": 900, "tie": 100}}
+    assert record["bets"] == [] and record["player"] == [] and record["outcome"] is None
+    assert record["balances"]["bob"] == {"before": 100_000, "after": 100_000}
+    _close(h, {"alice": {"banker": 1000}, "bob": {"player": 900}})
+    h.do(c.Debited(round_id=h.table.round_id, refused={"bob": "limit_reached"}))
+    assert h.table.drain_records() == []  # dealt: its record comes when it settles
+
+
 def test_a_malformed_answer_is_refused() -> None:
     TableHarness.malformed(
         lambda: c.Debited(round_id="x", refused={"bob": "because"}), "bad_command"

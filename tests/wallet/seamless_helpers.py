@@ -41,6 +41,7 @@ __all__ = [
     "after_restart",
     "check_wallet_books",
     "debit_outcome",
+    "debit_phase",
     "debits_seen",
     "no_call_pending",
     "operator_calls",
@@ -205,6 +206,26 @@ def debit_outcome(game: Game, rid: str, start: int) -> dict[str, Any] | None:
             return {"kind": "dealt", "bets": data["bets"]}
         if event["kind"] == "betting_opened" and data["round_id"] != rid:
             return {"kind": "none"}
+    return None
+
+
+def debit_phase(game: Game, rid: str, start: int) -> float | None:
+    """Seconds the table spent debiting ``rid``, as the watcher saw it: from the frame of
+    its ``debiting`` event to the first that ended it (the cards, a refusal, or the next
+    round's betting); None while it lasts."""
+    began: float | None = None
+    for frame in game.watcher.frames[start:]:
+        msg = frame.msg
+        if msg.get("type") != "event" or msg.get("table") != game.table:
+            continue
+        kind, data = msg["kind"], msg["data"]
+        if kind == "debiting" and data["round_id"] == rid:
+            began = frame.at
+        elif began is not None and (
+            (kind in ("betting_closed", "debit_refused") and data["round_id"] == rid)
+            or (kind == "betting_opened" and data["round_id"] != rid)
+        ):
+            return frame.at - began
     return None
 
 

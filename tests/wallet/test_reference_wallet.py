@@ -472,6 +472,47 @@ def test_latency_and_slow_delay_the_answer_and_still_apply_the_call(
     assert wallet.state()["faults"] == {"latency": 0.0, "rules": []}
 
 
+def test_held_applies_the_call_at_once_and_holds_only_its_answer(
+    wallet: ReferenceWallet,
+) -> None:
+    ok(wallet.call("debit", debit("r1")))
+    wallet.faults({"endpoint": "credit", "fault": "held", "seconds": 600, "count": 1})
+    with pytest.raises(httpx.TimeoutException):
+        wallet.call("credit", closing("credit", "r1", amount=3000), timeout=0.5)
+    wallet.wait_for_log(lambda entry: entry["fault"] == "held")
+    assert wallet.balance("alice") == START + 1500  # applied, its answer still held
+    wallet.reset()  # what it holds goes now
+    again = ok(wallet.call("credit", closing("credit", "r1", amount=3000)))
+    assert again["balance"] == START + 1500  # the repeat: applied once
+    assert [(e["fault"], e["http"], e["repeat"]) for e in wallet.log()] == [
+        (None, 200, False),
+        ("held", 200, False),
+        (None, 200, True),
+    ]
+
+
+def test_drip_applies_the_call_and_dribbles_every_byte_of_its_answer(
+    wallet: ReferenceWallet,
+) -> None:
+    wallet.faults({"endpoint": "debit", "fault": "drip", "seconds": 0.01, "count": 1})
+    began = time.monotonic()
+    answer = wallet.call("debit", debit("r1"))
+    took = time.monotonic() - began
+    assert ok(answer)["balance"] == START - 1500
+    # Every byte but the first waited its 0.01 s: the status line, headers and body.
+    head = len("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \r\n\r\n")
+    assert took >= 0.01 * (head + len(answer.content)), took
+    # A caller who gives up finds the call applied; a reset sends the rest at once.
+    wallet.faults({"endpoint": "debit", "fault": "drip", "seconds": 600})
+    with pytest.raises(httpx.TimeoutException):
+        wallet.call("debit", debit("r2"), timeout=0.5)
+    wallet.wait_for_log(lambda entry: entry["fault"] == "drip")
+    assert wallet.transaction("r2:alice:debit")["state"] == "applied"
+    wallet.reset()
+    assert ok(wallet.call("debit", debit("r2")))["balance"] == START - 3000
+    assert wallet.balance("alice") == START - 3000
+
+
 def test_a_rule_with_no_count_fires_until_the_faults_are_reset(wallet: ReferenceWallet) -> None:
     wallet.faults({"fault": "http500"})
     for endpoint, body in (("balance", balance_call()), ("debit", debit("r1"))):

@@ -153,7 +153,8 @@ class ReferenceWallet:
         return faults
 
     def reset(self) -> None:
-        """No more faults, and every request a ``timeout`` or ``slow`` holds goes on now."""
+        """No more faults, and every request a ``timeout``, ``slow``, ``held`` or ``drip``
+        holds goes on now."""
         self._control("POST", "reset", {})
 
     def set_player(self, player: str, **settings: Any) -> dict[str, Any]:
