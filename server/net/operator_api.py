@@ -376,8 +376,7 @@ def _store_refusal(exc: StoreError, shown: str) -> HttpResponse:
         return error_response(
             503,
             "store_unavailable",
-            "the store cannot be reached now; nothing was done: try again later (under a "
-            "new Idempotency-Key; a transfer with the same transaction_id)",
+            "the store cannot be reached now; nothing was done: try again later",
             caller=shown,
         )
     return error_response(
