@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
+import uuid
 from typing import Any, TypeAlias
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
@@ -121,14 +123,20 @@ def fetch(url: str, key: str, path: str, query: dict[str, Any]) -> dict[str, Any
 
 
 def post(url: str, key: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-    """POST ``body`` (JSON) to ``path`` of the operator API, signed; the JSON answer."""
+    """POST ``body`` (JSON) to ``path`` of the operator API, signed, under a new
+    ``Idempotency-Key`` (each command is a new call: docs/operator-api.md); the JSON
+    answer."""
     import httpx
 
     from server.wallet.signing import HEADER, signature_header
 
     raw = b"" if body is None else json.dumps(body).encode("utf-8")
     header = signature_header(key.encode("utf-8"), time.time(), "POST", path, raw)
-    headers = {HEADER: header, "Content-Type": "application/json"}
+    headers = {
+        HEADER: header,
+        "Content-Type": "application/json",
+        "Idempotency-Key": uuid.uuid4().hex,
+    }
     try:
         response = httpx.post(_http_base(url) + path, content=raw, headers=headers, timeout=30)
     except httpx.HTTPError as exc:
@@ -141,6 +149,11 @@ def _answer(response: Any) -> dict[str, Any]:
         body = response.json()
     except ValueError:
         body = {}
+    if response.headers.get("Idempotent-Replayed") == "true":
+        print(
+            "(the server's answer to the same signed call made before: nothing was done again)",
+            file=sys.stderr,
+        )
     if response.status_code != 200:
         message = body.get("message") or body.get("status") or response.reason_phrase
         raise CliError(f"the server refused: {response.status_code} {message}")

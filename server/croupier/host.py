@@ -23,6 +23,8 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from server.bus.base import Bus
 from server.protocol.errors import Refused
 from server.store.base import Store, TableRow
@@ -301,7 +303,14 @@ class Croupier:
         if self.rebalancer is not None:
             self.rebalancer.draining = True
             self._tell({"kind": "leaving", "node": self.bus.node})
-            await self.rebalancer.step()
+            try:
+                await self.rebalancer.step()
+            except RedisError as exc:  # SIGTERM while Redis is away (docs/operations.md §7)
+                log.warning(
+                    "draining without Redis (%s): the tables are not handed over; their "
+                    "leases expire and other processes take them",
+                    exc,
+                )
             return
         for actor in self.actors.values():
             with contextlib.suppress(Refused):  # the table refuses new bets (draining)

@@ -11,6 +11,12 @@ client to show every amount in, and the reality check's period (minutes) of the
 player's play session, which goes on through reconnects (``server.net.play_session``):
 one due is sent, as a ``reality_check``, right after the reply.
 
+With ``--wallet transfer`` the player's money is in the currency their first transfer
+fixed (``Store.player_currency``, docs/wallet.md §2), and that currency decides: a
+token whose ``currency`` claim (none: play money) is another one is refused
+``currency_mismatch`` before anything is written, so no money of one currency is ever
+bet as another's at a table.
+
 A player has at most ``max_connections_per_player`` connections that said hello
 (``too_many_connections`` beyond; over a cluster, on all the processes together); how
 many hellos an address may send is the dispatcher's check (``server.net.limits``).
@@ -45,6 +51,8 @@ async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str,
         resume=fields.get("resume"),
     )
     ctx.limits.check_player(ident.player_id)  # too_many_connections, before the store
+    if config.wallet == "transfer" and not ident.guest:
+        await _same_currency(ctx, ident.player_id, ident.currency)
     if ident.guest and await ctx.store.player_name(ident.player_id) is None:
         # A new guest is kept in memory only, with the play money they would get, until
         # they sit or deposit (the gateway's persist): hellos alone write nothing.
@@ -86,6 +94,20 @@ async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str,
     )
     # A reality check due now is sent at once, after the reply; the next is timed.
     follow(ctx, session, found)
+
+
+async def _same_currency(ctx: HelloContext, player: str, token: str | None) -> None:
+    """Refuse ``currency_mismatch`` when the player's money is in another currency than
+    their token says (transfer mode: the account's currency, fixed by its first
+    transfer, decides; a player with none yet has no money to bet)."""
+    fixed = await ctx.store.player_currency(player)
+    if fixed is not None and fixed != token:
+        said = token if token is not None else "no currency (play money)"
+        raise Refused(
+            "currency_mismatch",
+            f"your money here is in {fixed} and your token says {said}: ask the site you "
+            "came from for a token in your account's currency",
+        )
 
 
 async def _restriction(ctx: HelloContext, player: str) -> dict[str, Any] | None:

@@ -12,7 +12,9 @@
 - any other path without a WebSocket upgrade: 404; and while draining, an upgrade is
   refused with 503 so the client tries another process.
 
-Only ``GET`` and ``HEAD`` are answered (405 otherwise, with ``Allow``). Requests for
+Only ``GET`` and ``HEAD`` are answered (405 otherwise, with ``Allow``). Every answer
+under ``/operator/`` (the back office's files, and its 404s and 405s) says it may not
+be framed (``X-Frame-Options: DENY``). Requests for
 ``/operator/v1/...`` (the operator API, any method) never come here: the connection hands them to
 ``server.net.operator_http`` before ``websockets`` reads them (it reads no body). This
 module decides no rule and never reads a player's data.
@@ -65,6 +67,13 @@ class Endpoints:
 
     def respond(self, conn: ServerConnection, request: Request) -> Response | None:
         """``process_request``: a response, or None to go on with the handshake."""
+        response = self._respond(request)
+        operator = request.path.startswith("/operator/")
+        if operator and response is not None and "X-Frame-Options" not in response.headers:
+            response.headers["X-Frame-Options"] = "DENY"
+        return response
+
+    def _respond(self, request: Request) -> Response | None:
         path = request.path.split("?", 1)[0]
         upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
         if not upgrade and path not in ("/healthz", "/readyz", "/metrics"):

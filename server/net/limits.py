@@ -65,6 +65,7 @@ __all__ = [
     "Limits",
     "Lines",
     "client_address",
+    "forwarded_address",
     "parse_networks",
 ]
 
@@ -111,19 +112,23 @@ def _key(ip: Address) -> str:
 
 def client_address(conn: ServerConnection, trusted: tuple[Network, ...] = ()) -> str:
     """Who ``conn`` is, for the limits: its TCP peer, or behind trusted proxies the
-    nearest ``X-Forwarded-For`` hop that is not one (read right to left: each proxy
-    appends the address it received from, and only what our own proxies appended can be
-    believed; the rest of the header is whatever the client wrote)."""
+    nearest ``X-Forwarded-For`` hop that is not one (:func:`forwarded_address`)."""
     remote = conn.remote_address
-    ip = _ip(str(remote[0])) if remote else None
+    forwarded = conn.request.headers.get_all("X-Forwarded-For") if conn.request else []
+    return forwarded_address(str(remote[0]) if remote else "", forwarded, trusted)
+
+
+def forwarded_address(peer: str, forwarded: Iterable[str], trusted: tuple[Network, ...]) -> str:
+    """Who sent a request from TCP peer ``peer`` with the ``X-Forwarded-For`` values
+    ``forwarded``: the peer, or behind trusted proxies the nearest hop that is not one
+    (read right to left: each proxy appends the address it received from, and only what
+    our own proxies appended can be believed; the rest of the header is whatever the
+    client wrote). IPv6 by its /64; ``"unknown"`` for no address."""
+    ip = _ip(peer)
     if ip is None:
         return "unknown"
-    if trusted and any(ip in net for net in trusted) and conn.request is not None:
-        hops = [
-            hop
-            for header in conn.request.headers.get_all("X-Forwarded-For")
-            for hop in header.split(",")
-        ]
+    if trusted and any(ip in net for net in trusted):
+        hops = [hop for header in forwarded for hop in header.split(",")]
         for hop in reversed(hops):
             hop_ip = _ip(hop)
             if hop_ip is None:

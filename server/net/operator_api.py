@@ -5,27 +5,40 @@ Every request ``server.net.operator_http`` reads whole comes to
 
 1. answers ``404 {"status": "not_found"}`` to everything while the API is off (no
    ``--operator-key`` and no JWT key: nobody could be let in);
-2. authenticates the caller (:class:`OperatorAuth`, docs/wallet.md §1): a
+2. refuses ``429 rate_limited`` (with ``Retry-After``), before looking at its
+   credentials, a request from an address that failed to authenticate too often
+   (:class:`AuthFailures`: :data:`FAILURES_BURST` failures, then one more every
+   :data:`FAILURES_REFILL` seconds; the address behind ``--trusted-proxies`` as for the
+   players' limits, IPv6 by its /64; each process counts its own);
+3. authenticates the caller (:class:`OperatorAuth`, docs/wallet.md §1): a
    ``Chemmy-Signature`` under ``--operator-key``, or ``Authorization: Bearer <JWT>``
    naming an operator (``Identity.is_operator``: one of ``--operator-players``, or a
    ``roles`` claim holding ``"operator"``). Refused: ``401`` ``bad_signature``,
-   ``stale_signature`` or ``unauthorized`` (a missing, invalid or expired token), ``403``
-   ``forbidden`` (a valid token of a player who is not an operator);
-3. finds the route: ``404 not_found`` for a path with none, ``405
+   ``stale_signature`` or ``unauthorized`` (a missing, invalid or expired token, or a
+   header that is not ASCII), ``403`` ``forbidden`` (a valid token of a player who is
+   not an operator);
+4. finds the route: ``404 not_found`` for a path with none, ``405
    method_not_allowed`` (with ``Allow``) for another method;
-4. calls it. A route is ``async (OperatorCall) -> dict``: the dict is the ``200``
-   answer; it refuses by raising :class:`OperatorRefusal` (status, code, sentence). A
-   store that cannot be reached is ``503 store_unavailable``, any other store error
-   ``500 store_failed``.
+5. for every method but ``GET`` and ``HEAD``, makes the call once by its
+   ``Idempotency-Key`` (``server.net.idempotency``: ``400 idempotency_key_required``
+   without one; a repeat gets the first answer, and so does a signed request sent again
+   under another key; ``409 idempotency_key_reused``, ``idempotency_key_in_use``);
+6. calls it, by the request's ``deadline`` (``504 timeout`` after it). A route is
+   ``async (OperatorCall) -> dict``: the dict is the ``200`` answer; it refuses by
+   raising :class:`OperatorRefusal` (status, code, sentence). A store that cannot be
+   reached is ``503 store_unavailable``, any other store error ``500 store_failed``.
 
-Adding a route is one line: ``api.add("GET", "/operator/v1/transactions", handler)``.
-Every refusal's body is ``{"status": <code>, "message": <a sentence>}``. Each call is
-logged once by ``operator_http`` (who, method, path, status); nothing here logs a body.
+Adding a route is one line: ``api.add("GET", "/operator/v1/transactions", handler)``;
+a ``POST`` route is made once by its key with nothing more to write. Every refusal's
+body is ``{"status": <code>, "message": <a sentence>}``. Each call is logged once by
+``operator_http`` (who, method, path, status); nothing here logs a body.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -33,14 +46,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import unquote
 
-from server.store.base import StoreError, StoreUnavailable
+from server.store.base import Store, StoreError, StoreUnavailable
 from server.wallet import signing
 
+from . import idempotency
 from .auth import Authenticator, AuthError
+from .limits import Network, forwarded_address
 from .operator_http import HttpRequest, HttpResponse, error_response
 
 __all__ = [
     "API_PREFIX",
+    "FAILURES_BURST",
+    "FAILURES_REFILL",
+    "AuthFailures",
     "Caller",
     "OperatorAPI",
     "OperatorAuth",
@@ -50,6 +68,10 @@ __all__ = [
 ]
 
 API_PREFIX: Final = "/operator/v1/"
+#: Failed authentications an address may make at once, and the seconds after which it
+#: may make one more (:class:`AuthFailures`): 20 at once, then 20 a minute.
+FAILURES_BURST: Final = 20
+FAILURES_REFILL: Final = 3.0
 
 
 class OperatorRefusal(Exception):
@@ -73,6 +95,9 @@ class Caller:
 
     how: str
     name: str
+    #: A signed call's ``v1`` (lowercase hex): a signed request is taken once
+    #: (``server.net.idempotency``).
+    signature: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return "operator-key" if self.how == "signature" else f"token:{self.name}"
@@ -141,6 +166,10 @@ class OperatorAuth:
         signature = request.headers.get(signing.HEADER.lower())
         bearer = _bearer(request.headers.get("authorization"))
         if signature is not None and self.key is not None:
+            if not (signature.isascii() and request.target.isascii()):
+                raise OperatorRefusal(
+                    401, "bad_signature", f"{signing.HEADER} is not t=<seconds>,v1=<64 hex digits>"
+                )
             try:
                 signing.verify(
                     self.key,
@@ -152,8 +181,14 @@ class OperatorAuth:
                 )
             except signing.SignatureError as exc:
                 raise OperatorRefusal(401, exc.status, exc.message) from None
-            return Caller("signature", "operator")
+            except (ValueError, TypeError):  # (a shape verify did not foresee: not a signature)
+                raise OperatorRefusal(
+                    401, "bad_signature", f"{signing.HEADER} is not t=<seconds>,v1=<64 hex digits>"
+                ) from None
+            return Caller("signature", "operator", _v1(signature))
         if bearer is not None and self.tokens is not None:
+            if not bearer.isascii():
+                raise OperatorRefusal(401, "unauthorized", "the token is not a JWT")
             try:
                 identity = self.tokens.authenticate(bearer)
             except AuthError as exc:
@@ -168,6 +203,52 @@ class OperatorAuth:
         raise OperatorRefusal(401, "unauthorized", "send Authorization: Bearer <operator token>")
 
 
+def _v1(header: str) -> str:
+    """The ``v1`` of a verified signature header, lowercase."""
+    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
+    return parts["v1"].lower()
+
+
+class AuthFailures:
+    """Failed authentications per address: :data:`FAILURES_BURST` at once, then one more
+    every :data:`FAILURES_REFILL` seconds (a bucket of tokens, one spent by each
+    failure); at most ``most`` addresses are remembered (the least recently failed are
+    forgotten first). ``clock``: monotonic seconds."""
+
+    def __init__(
+        self,
+        burst: int = FAILURES_BURST,
+        refill: float = FAILURES_REFILL,
+        *,
+        most: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.burst = burst
+        self.refill = refill
+        self.most = most
+        self.clock = clock
+        self._left: dict[str, tuple[float, float]] = {}  # address -> (tokens, at)
+
+    def _tokens(self, address: str) -> float:
+        found = self._left.get(address)
+        if found is None:
+            return float(self.burst)
+        tokens, at = found
+        return min(float(self.burst), tokens + (self.clock() - at) / self.refill)
+
+    def retry_after(self, address: str) -> int | None:
+        """Whole seconds until ``address`` may try again, or None: it may now."""
+        tokens = self._tokens(address)
+        return None if tokens >= 1 else max(1, math.ceil((1 - tokens) * self.refill))
+
+    def failed(self, address: str) -> None:
+        tokens = self._tokens(address) - 1
+        self._left.pop(address, None)
+        self._left[address] = (tokens, self.clock())  # (the newest last)
+        while len(self._left) > self.most:
+            del self._left[next(iter(self._left))]
+
+
 def _bearer(header: str | None) -> str | None:
     if header is None:
         return None
@@ -176,10 +257,15 @@ def _bearer(header: str | None) -> str | None:
 
 
 class OperatorAPI:
-    """The routes of ``/operator/v1/`` and the one way every call is answered."""
+    """The routes of ``/operator/v1/`` and the one way every call is answered: ``store``
+    keeps the keys of the calls made once (``server.net.idempotency``); ``trusted``: the
+    proxies whose ``X-Forwarded-For`` names the client (``--trusted-proxies``)."""
 
-    def __init__(self, auth: OperatorAuth) -> None:
+    def __init__(self, auth: OperatorAuth, store: Store, trusted: tuple[Network, ...] = ()) -> None:
         self.auth = auth
+        self.store = store
+        self.trusted = trusted
+        self.failures = AuthFailures()
         #: path -> method -> route (a path may hold ``{name}`` segments).
         self.routes: dict[str, dict[str, Route]] = {}
         self._patterns: list[tuple[re.Pattern[str], str]] = []
@@ -217,9 +303,20 @@ class OperatorAPI:
         """The answer to one request (``server.net.operator_http.Responder``)."""
         if not self.auth.enabled:
             return error_response(404, "not_found", "the operator API is off on this server")
+        forwarded = [v for v in (request.headers.get("x-forwarded-for"),) if v is not None]
+        address = forwarded_address(request.client, forwarded, self.trusted)
+        wait = self.failures.retry_after(address)
+        if wait is not None:
+            return error_response(
+                429,
+                "rate_limited",
+                f"too many failed authentications from your address; try again in {wait} s",
+                **{"Retry-After": str(wait)},
+            )
         try:
             caller = self.auth.check(request)
         except OperatorRefusal as refusal:
+            self.failures.failed(address)
             return error_response(refusal.http_status, refusal.code, refusal.message)
         shown = str(caller)
         methods, params = self._find(request.path)
@@ -231,26 +328,57 @@ class OperatorAPI:
             return error_response(
                 405, "method_not_allowed", f"this call takes {allow}", caller=shown, Allow=allow
             )
+        call = OperatorCall(request, caller, params)
+        if request.method in idempotency.SAFE_METHODS:
+            return await self._call(route, call)
         try:
-            body = await route(OperatorCall(request, caller, params))
+            key = idempotency.idempotency_key(request)
+            return await idempotency.once(
+                self.store, request, shown, caller.signature, key, lambda: self._call(route, call)
+            )
+        except idempotency.BadKey as bad:
+            return error_response(400, bad.code, bad.message, caller=shown)
+        except idempotency.Conflict as conflict:
+            return error_response(409, conflict.code, conflict.message, caller=shown)
+        except StoreError as exc:
+            return _store_refusal(exc, shown)
+
+    async def _call(self, route: Route, call: OperatorCall) -> HttpResponse:
+        """The route's answer, by the request's deadline."""
+        shown = str(call.caller)
+        try:
+            async with asyncio.timeout_at(call.request.deadline):
+                body = await route(call)
         except OperatorRefusal as refusal:
             answer = error_response(
                 refusal.http_status, refusal.code, refusal.message, caller=shown
             )
             return replace(answer, body={**answer.body, **refusal.details})
-        except StoreUnavailable:
+        except StoreError as exc:
+            return _store_refusal(exc, shown)
+        except TimeoutError:
             return error_response(
-                503,
-                "store_unavailable",
-                "the store cannot be reached now; try again with the same ids",
+                504,
+                "timeout",
+                "the call did not finish in time (a table's process did not answer): look "
+                "at what it did before you send it again",
                 caller=shown,
-            )
-        except StoreError:
-            return error_response(
-                500, "store_failed", "the store refused the call; nothing was done", caller=shown
             )
         if isinstance(body, HttpResponse):
             return HttpResponse(
                 body.status, body.body, body.headers, shown, body.raw, body.content_type
             )
         return HttpResponse(200, body, caller=shown)
+
+
+def _store_refusal(exc: StoreError, shown: str) -> HttpResponse:
+    if isinstance(exc, StoreUnavailable):
+        return error_response(
+            503,
+            "store_unavailable",
+            "the store cannot be reached now; nothing was done: try again later",
+            caller=shown,
+        )
+    return error_response(
+        500, "store_failed", "the store refused the call; nothing was done", caller=shown
+    )

@@ -11,19 +11,28 @@ no body, health and metrics, 405 for other methods) goes to ``websockets`` exact
 before.
 
 An :class:`OperatorExchange` reads one request with ``h11`` (the head at most
-:data:`MAX_HEAD` bytes, a ``Content-Length`` body at most :data:`MAX_BODY`, the whole in
-:data:`READ_TIMEOUT` seconds), hands it to the responder (``server.net.operator_api``),
-writes the answer with ``Connection: close``, and closes. Refused here, with the
-responder's JSON shape ``{"status": ..., "message": ...}``: 400 ``bad_request`` (not
-HTTP/1.x), 408 ``timeout``, 411 ``length_required`` (a ``POST``, ``PUT`` or ``PATCH``
-without ``Content-Length``), 413 ``too_large``, 431 ``too_large`` (the head), 501
-``not_implemented`` (any ``Transfer-Encoding``).
+:data:`MAX_HEAD` bytes, a ``Content-Length`` body at most :data:`MAX_BODY`, the whole
+within :data:`READ_TIMEOUT` seconds of the connection's start), hands it to the
+responder (``server.net.operator_api``) with a deadline, writes the answer with
+``Connection: close``, and closes. Refused here, with the responder's JSON shape
+``{"status": ..., "message": ...}``: 400 ``bad_request`` (not HTTP/1.x), 408 ``timeout``
+(also a request whose first bytes never said whether it is one: the connection hands
+it over after :data:`READ_TIMEOUT`), 411 ``length_required`` (a ``POST``, ``PUT`` or
+``PATCH`` without ``Content-Length``), 413 ``too_large`` (a ``Content-Length`` over
+:data:`MAX_BODY`, however many digits), 431 ``too_large`` (the head), 501
+``not_implemented`` (any ``Transfer-Encoding``), 504 ``timeout`` (no answer within
+:data:`ANSWER_WITHIN`).
 
 The ``websockets`` handshake of a connection taken over never receives a request: it
 waits for the connection to close and then ends quietly (its protocol sees the end of
-the stream before a request line, closes, and ``serve``'s handler returns). The whole
-exchange must end within ``websockets``' ``open_timeout`` (10 s), which aborts the
-connection after that.
+the stream before a request line, closes, and ``serve``'s handler returns). It aborts
+the connection ``open_timeout`` (10 s) after it began, so every exchange is answered
+within :data:`ANSWER_WITHIN` of the connection's start (the route by
+:data:`ROUTE_MARGIN` before that, so its answer can still be kept: ``deadline``) and
+lingers only until :data:`CLOSE_BY`.
+
+Every answer says it may not be framed (``X-Frame-Options: DENY``, ``frame-ancestors
+'none'``) nor sniffed.
 
 Each exchange is logged once, at info (``chemmy.operator``: who, method, path,
 status); never a header's or a body's contents.
@@ -36,6 +45,7 @@ import contextlib
 import http
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -44,6 +54,7 @@ from urllib.parse import parse_qs, urlsplit
 import h11
 
 __all__ = [
+    "ANSWER_WITHIN",
     "MAX_BODY",
     "MAX_HEAD",
     "OPERATOR_PREFIX",
@@ -64,13 +75,31 @@ OPERATOR_PREFIX: Final = b"/operator/v1/"
 MAX_BODY: Final = 16 * 1024
 #: The largest request line and headers (bytes).
 MAX_HEAD: Final = 16 * 1024
-#: Seconds a client has to send its whole request.
+#: Seconds from the connection's start a client has to send its whole request.
 READ_TIMEOUT: Final = 5.0
+#: Seconds from the connection's start by which the answer is written (``websockets``
+#: aborts the connection at 10: ``open_timeout``), and how much sooner the route must
+#: have answered (the rest is for keeping its answer: ``server.net.idempotency``).
+ANSWER_WITHIN: Final = 9.0
+ROUTE_MARGIN: Final = 1.0
+#: Seconds from the connection's start after which it is closed, lingering or not.
+CLOSE_BY: Final = 9.8
 #: Seconds the connection is kept after the answer, reading what the client still sends
 #: (closing with unread bytes would reset the connection, and the reset could destroy
 #: the answer before the client reads it).
 LINGER: Final = 1.0
 _BODY_METHODS: Final = frozenset({"POST", "PUT", "PATCH"})
+#: A ``Content-Length`` header of digits only (h11 refuses one of more than 20 digits
+#: before it says which header it was).
+_LENGTH = re.compile(
+    rb"^content-length[ \t]*:[ \t]*([0-9]+)[ \t]*\r?$", re.IGNORECASE | re.MULTILINE
+)
+#: What every answer says about framing and sniffing.
+_GUARDS: Final = (
+    "X-Frame-Options: DENY",
+    "Content-Security-Policy: frame-ancestors 'none'",
+    "X-Content-Type-Options: nosniff",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +112,10 @@ class HttpRequest:
     #: Lower-case names; a repeated header's values joined with ``", "``.
     headers: Mapping[str, str]
     body: bytes
-    #: The peer's address (for the log).
+    #: The peer's address (for the log, and the limits).
     client: str = "-"
+    #: When the route must have answered (``asyncio`` loop time; None: no deadline).
+    deadline: float | None = None
 
     @property
     def path(self) -> str:
@@ -122,6 +153,7 @@ class HttpResponse:
             f"Content-Length: {len(payload)}",
             "Cache-Control: no-store",
             "Connection: close",
+            *_GUARDS,
             *(f"{name}: {value}" for name, value in self.headers),
         ]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
@@ -180,17 +212,26 @@ class OperatorExchange:
     """One request and its answer on a connection taken over from ``websockets``.
 
     The connection feeds it what it reads (:meth:`feed`, :meth:`feed_eof`); :meth:`start`
-    runs the exchange in a task of its own (:attr:`task`)."""
+    runs the exchange in a task of its own (:attr:`task`). ``opened``: when the
+    connection began (loop time; None: now), which every deadline counts from."""
 
-    def __init__(self, transport: asyncio.Transport, respond: Responder, client: str) -> None:
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        respond: Responder,
+        client: str,
+        opened: float | None = None,
+    ) -> None:
         self.transport = transport
         self.respond = respond
         self.client = client
+        self.opened = asyncio.get_running_loop().time() if opened is None else opened
         self.task: asyncio.Task[None] | None = None
         self._parser = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         self._more = asyncio.Event()
         self._ended = asyncio.Event()  # the client's end of the stream
         self._received = 0
+        self._head = b""  # the first MAX_HEAD bytes (to tell why h11 refused a head)
         self._answered = False
         self._line = ("-", "-")  # the request's method and path, once read (for the log)
 
@@ -202,6 +243,8 @@ class OperatorExchange:
         if self._answered or self._ended.is_set():
             return  # read and dropped (the linger)
         self._received += len(data)
+        if len(self._head) < MAX_HEAD:
+            self._head += data[: MAX_HEAD - len(self._head)]
         if self._received > MAX_HEAD + MAX_BODY:
             # More than a request may hold: read no more (the parser refuses it).
             with contextlib.suppress(Exception):
@@ -222,26 +265,48 @@ class OperatorExchange:
         request: HttpRequest | None = None
         try:
             try:
-                async with asyncio.timeout(READ_TIMEOUT):
+                async with asyncio.timeout_at(self.opened + READ_TIMEOUT):
                     request = await self._read()
-                response = await self.respond(request)
-            except _Refusal as refusal:
-                response = refusal.response
             except TimeoutError:
+                request = None
                 response = error_response(408, "timeout", "the request took too long to send")
-            except h11.RemoteProtocolError as exc:
-                status = exc.error_status_hint
-                code = "too_large" if status == 431 else "bad_request"
-                response = error_response(status, code, "not an HTTP/1.1 request")
-            except _Closed:
-                return
-            except Exception:
-                log.exception("the operator API failed on %s %s", *self._line)
-                response = error_response(500, "internal", "the server failed on this request")
+            else:
+                try:
+                    async with asyncio.timeout_at(self.opened + ANSWER_WITHIN):
+                        response = await self.respond(request)
+                except TimeoutError:
+                    response = error_response(
+                        504, "timeout", "no answer in time: look at what the call did"
+                    )
+        except _Refusal as refusal:
+            response = refusal.response
+        except h11.RemoteProtocolError as exc:
+            response = self._refused_head(exc)
+        except _Closed:
+            self.transport.close()
+            return
+        except Exception:
+            log.exception("the operator API failed on %s %s", *self._line)
+            response = error_response(500, "internal", "the server failed on this request")
+        try:
             self._answer(request, response)
             await self._linger()
         finally:
             self.transport.close()
+
+    def _refused_head(self, exc: h11.RemoteProtocolError) -> HttpResponse:
+        """The answer to a request ``h11`` refused."""
+        status = exc.error_status_hint
+        found = _LENGTH.search(self._head.partition(b"\r\n\r\n")[0])
+        if found is not None and int(found[1]) > MAX_BODY:
+            return error_response(413, "too_large", f"a request body is at most {MAX_BODY} bytes")
+        if status == 431:
+            return error_response(431, "too_large", f"the head is over {MAX_HEAD} bytes")
+        if status == 501:
+            return error_response(
+                501, "not_implemented", "send the body with a Content-Length, no Transfer-Encoding"
+            )
+        return error_response(status, "bad_request", "not an HTTP/1.1 request")
 
     async def _read(self) -> HttpRequest:
         head = await self._event()
@@ -280,8 +345,8 @@ class OperatorExchange:
                 body += event.data
             elif isinstance(event, h11.EndOfMessage):
                 break
-        request = HttpRequest(method, target, headers, bytes(body), self.client)
-        return request
+        deadline = self.opened + ANSWER_WITHIN - ROUTE_MARGIN
+        return HttpRequest(method, target, headers, bytes(body), self.client, deadline)
 
     async def _event(self) -> Any:
         while True:
@@ -325,6 +390,7 @@ class OperatorExchange:
             transport.resume_reading()
             if transport.can_write_eof():
                 transport.write_eof()
+        close_by = min(asyncio.get_running_loop().time() + LINGER, self.opened + CLOSE_BY)
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(LINGER):
+            async with asyncio.timeout_at(close_by):
                 await self._ended.wait()

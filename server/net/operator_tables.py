@@ -1,7 +1,9 @@
 """The operator's table controls over HTTP (issue 21): voids, create, close, pause, resume.
 
 - ``POST /operator/v1/rounds/{round_id}/void`` with ``{"reason": "..."}`` (1-200
-  characters): the table's current round, not settled, is voided (every wager back,
+  characters after the text check of names and chat, ``server.protocol.text``: no
+  control, bidi or zero-width character reaches the players' ``voided`` event; ``400
+  bad_reason`` otherwise): the table's current round, not settled, is voided (every wager back,
   recorded ``void: true``, the players told by a ``voided`` event). The table is found
   from the round id (``<table>-<shoe>-<coup>``). ``404 not_found``: no such table, or a
   round it is not playing; ``409 already_settled``: the round is over.
@@ -25,6 +27,7 @@ from typing import Any, Protocol
 
 from server.protocol.errors import ChemmyError
 from server.protocol.records import ReplyRecord
+from server.protocol.text import clean_text
 from server.table.commands import VOID_REASON_MAX
 
 from .context import TablesContext
@@ -93,8 +96,11 @@ def install(api: OperatorAPI, ctx: OperatorTablesContext) -> None:
     async def void(call: OperatorCall) -> Mapping[str, Any]:
         rid = call.params["round_id"]
         body = call.json()
-        reason = body.get("reason")
-        if not isinstance(reason, str) or not reason.strip() or len(reason) > VOID_REASON_MAX:
+        try:
+            reason = clean_text(body.get("reason"))  # shown to every player (chat's rule)
+        except ValueError as exc:
+            raise OperatorRefusal(400, "bad_reason", f"the reason: {exc}") from None
+        if not 1 <= len(reason) <= VOID_REASON_MAX:
             raise OperatorRefusal(
                 400, "bad_reason", f"give a reason of 1-{VOID_REASON_MAX} characters"
             )

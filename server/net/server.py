@@ -78,7 +78,7 @@ from .config import ServerConfig
 from .handlers import HANDLERS, Continuation, hello
 from .http import Endpoints
 from .hub import Hub, send_now
-from .limits import Limits, LineKey, Lines, client_address
+from .limits import Limits, LineKey, Lines, client_address, parse_networks
 from .lobby import Lobby, SharedLobby
 from .metrics import LoopWatch, Metrics
 from .operator_api import OperatorAPI, OperatorAuth
@@ -143,7 +143,9 @@ class ChemmyServer:
         self.lines = Lines()
         self.endpoints = Endpoints(self.metrics, self._not_ready, config.origins)
         #: ``/operator/v1/`` (server.net.operator_api): the transfer API in transfer mode.
-        self.operator_api = OperatorAPI(OperatorAuth(config.operator_key, auth))
+        self.operator_api = OperatorAPI(
+            OperatorAuth(config.operator_key, auth), store, parse_networks(config.trusted_proxies)
+        )
         if config.wallet == "transfer":
             transfers.install(self.operator_api, self)
         reconciliation.install(self.operator_api, store)

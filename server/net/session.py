@@ -16,6 +16,7 @@ This module never sends anything and never logs a player's private data.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from websockets.frames import Frame, Opcode
 from websockets.server import ServerProtocol
 
 from .auth import Identity
-from .operator_http import OperatorExchange, Responder, sniff
+from .operator_http import READ_TIMEOUT, OperatorExchange, Responder, sniff
 
 __all__ = [
     "REFUSALS_BURST",
@@ -152,7 +153,9 @@ class GatewayConnection(ServerConnection):
     (``server.net.operator_http.sniff``): a request for ``/operator/v1/...`` is read and
     answered by an :class:`~server.net.operator_http.OperatorExchange` (:attr:`exchange`)
     and never reaches the WebSocket protocol, whose handshake then ends quietly when the
-    connection closes; anything else is fed to the protocol as it came.
+    connection closes; anything else is fed to the protocol as it came. First bytes that
+    have not told which by ``READ_TIMEOUT`` after the connection began (a request line
+    dribbled: ``POST /oper``...) are handed to an exchange too, which answers ``408``.
     """
 
     def __init__(
@@ -168,6 +171,8 @@ class GatewayConnection(ServerConnection):
         self.exchange: OperatorExchange | None = None
         self._sniffing = operator is not None
         self._head = b""
+        self._opened: float | None = None  # when the connection began (loop time)
+        self._undecided: asyncio.TimerHandle | None = None
         #: Asked for every ping received; False drops the ping.
         self.allow_ping: Callable[[], bool] | None = None
         answer = protocol.recv_frame
@@ -181,6 +186,15 @@ class GatewayConnection(ServerConnection):
         protocol.recv_frame = recv_frame  # type: ignore[method-assign]
 
     # -- the operator's HTTP requests (server.net.operator_http) --------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._opened = asyncio.get_running_loop().time()
+        super().connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._undecided is not None:
+            self._undecided.cancel()
+        super().connection_lost(exc)
+
     def data_received(self, data: bytes) -> None:
         if self.exchange is not None:
             self.exchange.feed(data)
@@ -192,21 +206,39 @@ class GatewayConnection(ServerConnection):
         decided = sniff(head)
         if decided is None:
             self._head = head
+            if self._undecided is None:
+                loop = asyncio.get_running_loop()
+                opened = loop.time() if self._opened is None else self._opened
+                self._undecided = loop.call_at(opened + READ_TIMEOUT, self._take_over)
             return
         self._sniffing, self._head = False, b""
+        if self._undecided is not None:
+            self._undecided.cancel()
         if decided and self.operator is not None:
-            peer = self.transport.get_extra_info("peername")
-            client = str(peer[0]) if isinstance(peer, tuple) and peer else "-"
-            self.exchange = OperatorExchange(self.transport, self.operator, client)
-            self.exchange.start(head)
+            self._take_over(head)
         else:
             super().data_received(head)
+
+    def _take_over(self, head: bytes | None = None) -> None:
+        """Answer the request on this connection as an operator's (``head``: its first
+        bytes; None: those still undecided when ``READ_TIMEOUT`` passed: a ``408``)."""
+        if head is None:
+            if not self._sniffing or self.operator is None:
+                return
+            self._sniffing, head, self._head = False, self._head, b""
+        assert self.operator is not None
+        peer = self.transport.get_extra_info("peername")
+        client = str(peer[0]) if isinstance(peer, tuple) and peer else "-"
+        self.exchange = OperatorExchange(self.transport, self.operator, client, self._opened)
+        self.exchange.start(head)
 
     def eof_received(self) -> bool | None:  # type: ignore[override]
         if self.exchange is not None:
             self.exchange.feed_eof()
             return True  # the exchange closes the connection once it has answered
         if self._sniffing and self._head:
+            if self._undecided is not None:
+                self._undecided.cancel()
             self._sniffing, head, self._head = False, self._head, b""
             super().data_received(head)
         super().eof_received()

@@ -8,8 +8,9 @@ rules text the terminal client shows (``client_cli/rules.md``: one file for both
 the operator's back-office page: ``/operator/`` (``static/operator/index.html``) and its
 files as ``/operator/static/<name>`` (``static/operator/<name>``). The page's files hold
 no data (the data comes from ``/operator/v1/``, behind the operator's credential), so
-they are public like the web table's; the back office may not be framed by another
-origin (``frame-ancestors 'self'``: its buttons void rounds and pause tables).
+they are public like the web table's; the back office may not be framed at all
+(``frame-ancestors 'none'`` and ``X-Frame-Options: DENY``: its buttons void rounds and
+pause tables).
 ``GET`` and ``HEAD`` only (``405`` otherwise); each file with its content type, an
 ``ETag`` and ``Cache-Control: no-cache`` (the names carry no version, so a browser
 revalidates and a new release is never served stale; an unchanged file costs a
@@ -123,11 +124,11 @@ def assets() -> dict[str, Asset]:
 
 def content_security_policy(origins: Iterable[str] = (), *, back_office: bool = False) -> str:
     """The page's policy. ``frame-ancestors``: the allowlisted origins (and this one),
-    or anyone when the server has no allowlist; this origin only for the back office."""
+    or anyone when the server has no allowlist; nobody for the back office."""
     framers = [o for o in origins if o != "null"]
     ancestors = " ".join(["'self'", *framers]) if framers else "*"
     if back_office:
-        ancestors = "'self'"
+        ancestors = "'none'"
     return "; ".join(
         [
             "default-src 'none'",
@@ -162,17 +163,17 @@ def respond(request: Request, origins: Iterable[str] = ()) -> Response | None:
             b"method not allowed\n",
             method,
         )
+    back_office = path.startswith(OPERATOR_PAGE)
     headers = [
         ("Content-Type", asset.content_type),
         ("Cache-Control", "no-cache"),
         ("ETag", asset.etag),
-        (
-            "Content-Security-Policy",
-            content_security_policy(origins, back_office=path.startswith(OPERATOR_PAGE)),
-        ),
+        ("Content-Security-Policy", content_security_policy(origins, back_office=back_office)),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),
     ]
+    if back_office:
+        headers.append(("X-Frame-Options", "DENY"))
     if path in SHARED_MODULES or path.startswith(f"/{LOCALES}/"):
         headers += [
             ("Access-Control-Allow-Origin", "*"),

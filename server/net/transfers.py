@@ -7,7 +7,8 @@ Each transfer is one ledger entry, keyed by the operator's ``transaction_id``
 the same fields again moves nothing and answers ``duplicate: true``; with other fields
 it is ``id_reused`` (:class:`~server.store.base.KeyConflict`); and a withdrawal can never
 take a player below zero (:class:`~server.store.base.Overdrawn`: ``insufficient_funds``,
-of the money on no table). The ``operator`` account is the other side of every
+of the money on no table), nor any transfer a balance past ±(2^53 - 1)
+(:class:`~server.store.base.OutOfRange`: ``out_of_range``). The ``operator`` account is the other side of every
 transfer: it goes below zero by what the operator moved in, and the books still sum to 0.
 
 A player has one currency, fixed by their first deposit (``Store.set_player_currency``,
@@ -31,6 +32,7 @@ from server.store.base import (
     MAX_AMOUNT,
     KeyConflict,
     LimitPassed,
+    OutOfRange,
     Overdrawn,
     Store,
     StoreError,
@@ -185,6 +187,13 @@ async def _move(ctx: TransfersContext, call: OperatorCall, deposit: bool) -> Map
     except Overdrawn:
         raise OperatorRefusal(
             409, "insufficient_funds", "the player has less than that on no table"
+        ) from None
+    except OutOfRange:  # (no retry can help: not store_failed's "try again")
+        raise OperatorRefusal(
+            409,
+            "out_of_range",
+            "the transfer would take the player's or the operator account's balance past "
+            "2^53 - 1 minor units, the most Chemmy keeps; nothing moved",
         ) from None
     duplicate = result.inserted == 0
     if not duplicate:

@@ -101,6 +101,7 @@ __all__ = [
     "HISTORY_LIMIT",
     "LIMIT_KINDS",
     "MAX_AMOUNT",
+    "OPERATOR_CALL_KEEP_MAX",
     "OUTCOME_KINDS",
     "PLAY_FLOWS",
     "RAISE_DELAY",
@@ -115,6 +116,7 @@ __all__ = [
     "KeyConflict",
     "LimitGuard",
     "LimitPassed",
+    "OutOfRange",
     "Overdrawn",
     "RoundIndex",
     "RoundQuery",
@@ -130,6 +132,7 @@ __all__ = [
     "check_entry",
     "check_event",
     "check_guard",
+    "check_operator_call",
     "check_play_open",
     "check_row",
     "check_wallet_call",
@@ -147,6 +150,7 @@ __all__ = [
     "merge_restriction",
     "next_reminder",
     "open_play",
+    "operator_call_record",
     "own_copy",
     "play_baseline",
     "play_due",
@@ -182,6 +186,11 @@ ROUNDS_LIMIT: Final = 1000
 #: The most wallet calls one :meth:`Store.wallet_calls` or :meth:`Store.due_wallet_calls`
 #: returns, whatever ``limit`` asks.
 WALLET_CALLS_LIMIT: Final = 1000
+#: The longest an operator call's record may be kept (:meth:`Store.claim_operator_call`),
+#: in seconds: 30 days.
+OPERATOR_CALL_KEEP_MAX: Final = 30 * 86_400.0
+#: The longest key and fingerprint of an operator call's record (characters).
+_OPERATOR_CALL_KEY_MAX: Final = 256
 
 
 class StoreError(Exception):
@@ -215,6 +224,12 @@ class LimitPassed(StoreError):
     def __init__(self, kind: str, cap: int, remaining: int) -> None:
         super().__init__(f"the limit {kind} ({cap}) leaves {remaining}")
         self.kind, self.cap, self.remaining = kind, cap, remaining
+
+
+class OutOfRange(StoreError):
+    """An entry would take a balance out of ±(2**53 - 1), the range every store keeps
+    exactly (:data:`MAX_AMOUNT`): refused, nothing of the commit kept. Retrying cannot
+    help (unlike :class:`StoreUnavailable`)."""
 
 
 class StaleEpoch(StoreError):
@@ -568,6 +583,27 @@ class Store(Protocol):
         ``created``, ``"YYYY-MM-DD"``): ``{"day", "table", "currency", "kind", "state",
         "count", "amount"}`` dicts, sorted by those five (see :func:`wallet_totals`)."""
 
+    # -- the operator's calls, each made once (docs/operator-api.md "Idempotency") -----
+    async def claim_operator_call(
+        self, key: str, fingerprint: str, keep: float
+    ) -> dict[str, Any] | None:
+        """Claim ``key`` for one call whose request is ``fingerprint`` (each a string of
+        1-256 characters), atomically over every process sharing the store: of two
+        claims of one key at once, one gets it. ``None``: the key was free (never
+        claimed, or its record's time ran out) and is now this call's, kept ``keep``
+        seconds (at most :data:`OPERATOR_CALL_KEEP_MAX`) from the store's clock; the
+        caller makes the call, then keeps its answer (:meth:`answer_operator_call`).
+        Else the record kept: ``{"fingerprint": str, "answer": dict | None}`` (``answer``
+        None until it is kept: the first call still runs, or never finished). Bad
+        arguments raise :class:`StoreError` and change nothing."""
+
+    async def answer_operator_call(
+        self, key: str, fingerprint: str, answer: Mapping[str, Any], keep: float
+    ) -> None:
+        """Keep ``answer`` (a JSON object) as the answer of the call that claimed ``key``
+        for ``fingerprint``, the record kept ``keep`` seconds from the store's clock. A
+        key whose record is another fingerprint's, or gone, is left as it is."""
+
 
 # -- helpers shared by the implementations ----------------------------------------------
 
@@ -596,7 +632,7 @@ def check_balance(account: str, balance: int) -> None:
     if balance < 0 and guarded(account):
         raise Overdrawn(f"{account} would be overdrawn by {-balance}")
     if not MIN_BALANCE <= balance <= MAX_AMOUNT:
-        raise StoreError(f"{account}'s balance would leave the range of ±(2**53 - 1)")
+        raise OutOfRange(f"{account}'s balance would leave the range of ±(2**53 - 1)")
 
 
 def check_currency(player_id: object, currency: object) -> None:
@@ -609,6 +645,27 @@ def check_currency(player_id: object, currency: object) -> None:
         len(currency) == 3 and currency.isascii() and currency.isalpha() and currency.isupper()
     ):
         raise StoreError("a currency is an ISO 4217 code: three capital letters")
+
+
+def check_operator_call(key: object, fingerprint: object, keep: object) -> float:
+    """Refuse an operator call's record no store may hold (a caller's bug); ``keep``
+    as a float."""
+    for name, value in (("key", key), ("fingerprint", fingerprint)):
+        if not isinstance(value, str) or not 1 <= len(value) <= _OPERATOR_CALL_KEY_MAX:
+            raise StoreError(f"an operator call's {name} is 1-{_OPERATOR_CALL_KEY_MAX} characters")
+    if isinstance(keep, bool) or not isinstance(keep, int | float):
+        raise StoreError("an operator call is kept a number of seconds")
+    if not 0 < keep <= OPERATOR_CALL_KEEP_MAX:
+        raise StoreError(f"an operator call is kept 0-{OPERATOR_CALL_KEEP_MAX:.0f} seconds")
+    return float(keep)
+
+
+def operator_call_record(fingerprint: str, answer: Mapping[str, Any] | None) -> str:
+    """An operator call's record as stored: ``{"fingerprint", "answer"}`` in JSON;
+    :class:`StoreError` for an answer that is not a JSON object."""
+    if answer is not None and not isinstance(answer, Mapping):
+        raise StoreError("an operator call's answer is a JSON object")
+    return dump_json({"fingerprint": fingerprint, "answer": answer})
 
 
 #: A restriction's kinds: a time-out (``break``: 24 hours to a month) and a

@@ -40,6 +40,7 @@ from server.store.base import (
     check_entry,
     check_events,
     check_guard,
+    check_operator_call,
     check_play_open,
     check_play_time,
     check_row,
@@ -58,6 +59,7 @@ from server.store.base import (
     merge_restriction,
     merge_wallet_call,
     open_play,
+    operator_call_record,
     play_baseline,
     prepare_wallet_call,
     round_query,
@@ -122,6 +124,9 @@ class MemoryStore:
         self._days: dict[str, dict[str, list[int]]] = {}
         self._limits: dict[str, str] = {}
         self._play: dict[str, dict[str, Any]] = {}  # player -> play session
+        # The operator's calls made once: key -> (record JSON, when its time runs out),
+        # oldest first.
+        self._operator_calls: dict[str, tuple[str, float]] = {}
 
     def __repr__(self) -> str:
         return "MemoryStore()"
@@ -605,3 +610,36 @@ class MemoryStore:
         self._check_open()
         calls = (json.loads(text) for _, text in self._calls.values())
         return wallet_totals(calls, since, until)
+
+    # -- the operator's calls, each made once -------------------------------------------
+    async def claim_operator_call(
+        self, key: str, fingerprint: str, keep: float
+    ) -> dict[str, Any] | None:
+        self._check_open()
+        keep = check_operator_call(key, fingerprint, keep)
+        now = self.clock()
+        calls = self._operator_calls
+        while calls:  # forget the oldest whose time ran out
+            oldest = next(iter(calls))
+            if calls[oldest][1] > now:
+                break
+            del calls[oldest]
+        found = calls.get(key)
+        if found is not None and found[1] > now:
+            return dict(json.loads(found[0]))
+        calls.pop(key, None)
+        calls[key] = (operator_call_record(fingerprint, None), now + keep)
+        return None
+
+    async def answer_operator_call(
+        self, key: str, fingerprint: str, answer: Mapping[str, Any], keep: float
+    ) -> None:
+        self._check_open()
+        keep = check_operator_call(key, fingerprint, keep)
+        record = operator_call_record(fingerprint, answer)
+        now = self.clock()
+        found = self._operator_calls.get(key)
+        if found is None or found[1] <= now or json.loads(found[0])["fingerprint"] != fingerprint:
+            return
+        del self._operator_calls[key]  # (to the end: the newest)
+        self._operator_calls[key] = (record, now + keep)

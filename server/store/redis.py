@@ -64,6 +64,7 @@ from server.store.base import (
     KeyConflict,
     LimitGuard,
     LimitPassed,
+    OutOfRange,
     Overdrawn,
     RoundIndex,
     StaleEpoch,
@@ -80,6 +81,7 @@ from server.store.base import (
     check_events,
     check_guard,
     check_limit_changes,
+    check_operator_call,
     check_play_open,
     check_play_time,
     check_row,
@@ -99,6 +101,7 @@ from server.store.base import (
     merge_restriction,
     merge_wallet_call,
     open_play,
+    operator_call_record,
     own_copy,
     play_baseline,
     prepare_wallet_call,
@@ -497,6 +500,25 @@ end
 return 0
 """
 
+# The operator's calls made once: a hash per key (``fingerprint``, ``body``: the record)
+# that expires. ARGV: the key, the fingerprint, the record, the milliseconds to keep it.
+# A claim answers the record kept, or (nothing kept) keeps this one and answers false.
+_LUA_CLAIM_CALL: Final = r"""
+local body = redis.call('HGET', ARGV[1], 'body')
+if body then return body end
+redis.call('HSET', ARGV[1], 'fingerprint', ARGV[2], 'body', ARGV[3])
+redis.call('PEXPIRE', ARGV[1], ARGV[4])
+return false
+"""
+
+# Keep the answer's record if the key is still this fingerprint's.
+_LUA_ANSWER_CALL: Final = r"""
+if redis.call('HGET', ARGV[1], 'fingerprint') ~= ARGV[2] then return 0 end
+redis.call('HSET', ARGV[1], 'body', ARGV[3])
+redis.call('PEXPIRE', ARGV[1], ARGV[4])
+return 1
+"""
+
 #: The suffixes of a player's flow fields (``<day>:s``, ``<day>:n``, ``<day>:d``), in
 #: :func:`~server.store.base.entry_flow`'s order.
 _FLOW_FIELDS: Final = ("s", "n", "d")
@@ -650,6 +672,8 @@ class RedisStore:
             "update_call": client.register_script(_LUA_UPDATE_CALL),
             "play_set": client.register_script(_LUA_PLAY_SET),
             "play_touch": client.register_script(_LUA_PLAY_TOUCH),
+            "claim_call": client.register_script(_LUA_CLAIM_CALL),
+            "answer_call": client.register_script(_LUA_ANSWER_CALL),
         }
         self._client = client
         with self._translated():  # a group's first pipeline finds it (no NOSCRIPT)
@@ -1459,6 +1483,26 @@ class RedisStore:
                 calls.append(_call_of(body))
         return wallet_totals(calls, since, until)
 
+    # -- the operator's calls, each made once -------------------------------------------
+    async def claim_operator_call(
+        self, key: str, fingerprint: str, keep: float
+    ) -> dict[str, Any] | None:
+        keep = check_operator_call(key, fingerprint, keep)
+        record = operator_call_record(fingerprint, None)
+        args = [self._key("operator_calls:", key), fingerprint, record, max(1, int(keep * 1000))]
+        with self._translated():  # (with min_replicas, kept on the replicas before acting)
+            found = await self._replicated(self._scripts["claim_call"], args)
+        return None if found is None else dict(json.loads(_text(found)))
+
+    async def answer_operator_call(
+        self, key: str, fingerprint: str, answer: Mapping[str, Any], keep: float
+    ) -> None:
+        keep = check_operator_call(key, fingerprint, keep)
+        record = operator_call_record(fingerprint, answer)
+        args = [self._key("operator_calls:", key), fingerprint, record, max(1, int(keep * 1000))]
+        with self._translated():
+            await self._replicated(self._scripts["answer_call"], args)
+
     async def audit(self) -> dict[str, Any]:
         """Reads the whole ledger in chunks (it never blocks Redis with one long call);
         when a write lands meanwhile it reads again, so the figures are of one moment."""
@@ -1510,7 +1554,7 @@ def _translate_reply(message: str) -> StoreError:
         kind, cap, left = text.split(" ")
         return LimitPassed(kind, int(cap), int(left))
     if code == "RANGE":
-        return StoreError(text)
+        return OutOfRange(text)
     if code.startswith(_UNAVAILABLE_REPLIES):
         return StoreUnavailable(f"redis: {message}")
     return StoreError(f"redis: {message}")

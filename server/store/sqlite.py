@@ -95,6 +95,7 @@ from server.store.base import (
     check_entry,
     check_events,
     check_guard,
+    check_operator_call,
     check_play_open,
     check_play_time,
     check_row,
@@ -114,6 +115,7 @@ from server.store.base import (
     merge_restriction,
     merge_wallet_call,
     open_play,
+    operator_call_record,
     own_copy,
     play_baseline,
     prepare_wallet_call,
@@ -238,6 +240,16 @@ _WALLET_CALLS: Final = (
 _CURRENCIES: Final = (
     "CREATE TABLE IF NOT EXISTS player_currencies"
     " (player_id TEXT PRIMARY KEY, currency TEXT NOT NULL) WITHOUT ROWID",
+)
+
+#: The operator's calls made once (docs/operator-api.md "Idempotency"): a table only
+#: added, created if missing on every open, like the currencies' (the schema's version
+#: stays 2). One row a key: the call's record (JSON) and when its time runs out; the
+#: rows whose time ran out are deleted by the next claim (the index on ``expires``).
+_OPERATOR_CALLS: Final = (
+    "CREATE TABLE IF NOT EXISTS operator_calls (key TEXT PRIMARY KEY,"
+    " fingerprint TEXT NOT NULL, body TEXT NOT NULL, expires REAL NOT NULL) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS operator_calls_expires ON operator_calls (expires)",
 )
 
 #: A player's time-out or self-exclusion (issue 21): a table only added, created if
@@ -775,7 +787,7 @@ class SQLiteStore:
                     db.execute(statement)
                 for statement in (*_RESTRICTIONS, *_PLAYER_USAGE, *_PLAY_SESSIONS):
                     db.execute(statement)
-                for statement in _CURRENCIES:
+                for statement in (*_CURRENCIES, *_OPERATOR_CALLS):
                     db.execute(statement)
                 columns = {row[1] for row in db.execute("PRAGMA table_info(rounds)")}
                 if "time" not in columns:  # a file from before the round search
@@ -1425,6 +1437,48 @@ class SQLiteStore:
         )
         names = ("created", "table", "currency", "kind", "state", "amount")
         return wallet_totals((dict(zip(names, row, strict=True)) for row in rows), since, until)
+
+    # -- the operator's calls, each made once -------------------------------------------
+    async def claim_operator_call(
+        self, key: str, fingerprint: str, keep: float
+    ) -> dict[str, Any] | None:
+        keep = check_operator_call(key, fingerprint, keep)
+        record = operator_call_record(fingerprint, None)
+
+        def job(db: sqlite3.Connection) -> dict[str, Any] | None:
+            now = self.clock()
+            with self._transaction(db):  # read and write in one: of two, one after the other
+                db.execute("DELETE FROM operator_calls WHERE expires <= ?", (now,))
+                claimed = db.execute(
+                    "INSERT OR IGNORE INTO operator_calls (key, fingerprint, body, expires)"
+                    " VALUES (?, ?, ?, ?)",
+                    (key, fingerprint, record, now + keep),
+                ).rowcount
+                if claimed:
+                    return None
+                (body,) = db.execute(
+                    "SELECT body FROM operator_calls WHERE key = ?", (key,)
+                ).fetchone()
+                return dict(json.loads(body))
+
+        return await self._run(job)
+
+    async def answer_operator_call(
+        self, key: str, fingerprint: str, answer: Mapping[str, Any], keep: float
+    ) -> None:
+        keep = check_operator_call(key, fingerprint, keep)
+        record = operator_call_record(fingerprint, answer)
+
+        def job(db: sqlite3.Connection) -> None:
+            now = self.clock()
+            with self._transaction(db):
+                db.execute(
+                    "UPDATE operator_calls SET body = ?, expires = ?"
+                    " WHERE key = ? AND fingerprint = ? AND expires > ?",
+                    (record, now + keep, key, fingerprint, now),
+                )
+
+        await self._run(job)
 
 
 # -- statements run in the worker thread ------------------------------------------------

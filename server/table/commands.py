@@ -24,6 +24,7 @@ from typing import ClassVar, Literal
 
 from server.engine.cards import CardError, parse_card
 from server.engine.payouts import Area
+from server.protocol.text import clean_text
 
 from .errors import TableError
 
@@ -454,8 +455,9 @@ VOID_REASON_MAX = 200
 @dataclass(frozen=True, kw_only=True, slots=True)
 class VoidRound(Command):
     """The operator voids round ``round_id``, which has not settled, for ``reason``
-    (1-200 characters): every wager goes back, the round is recorded void and the next
-    one opens under a new id. A settled round cannot be voided."""
+    (1-200 characters, as the text check of names and chat leaves them:
+    ``server.protocol.text``): every wager goes back, the round is recorded void and the
+    next one opens under a new id. A settled round cannot be voided."""
 
     round_id: str = ""
     reason: str = ""
@@ -469,6 +471,12 @@ class VoidRound(Command):
             or len(self.reason) > VOID_REASON_MAX
         ):
             raise TableError("bad_reason", f"a void's reason is 1-{VOID_REASON_MAX} characters")
+        try:
+            shown = clean_text(self.reason)  # every player is shown it (the chat's rule)
+        except ValueError as exc:
+            raise TableError("bad_reason", f"a void's reason: {exc}") from None
+        if shown != self.reason:
+            raise TableError("bad_reason", "a void's reason is plain text, as chat shows it")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -4,6 +4,11 @@ SQLite or two sharing a real Redis, players over ``wss://`` through nginx.
 - The front door: the page and the game share ``/``; nginx serves what a process serves
   (the web page, when there is one); ``/healthz`` and ``/readyz`` pass; ``/metrics`` is
   closed; plain HTTP redirects to HTTPS; only WebSocket upgrades are rate-limited.
+- The operator's door: ``/operator/`` (the back office and its API) passes from
+  loopback (a signed call through nginx is made once by its ``Idempotency-Key``) and is
+  refused ``403`` from any address outside the private ranges (a client on a Unix
+  socket nginx also listens on, here: no IP address at all), while the page stays
+  public.
 - The default deployment, one process (SQLite) behind nginx, restarted for an upgrade
   while chips are down: players come back through nginx and the round goes on with
   their chips; balances exact.
@@ -21,9 +26,12 @@ upstream servers substituted, nothing else (``test_front_config_is_deploys_own``
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import signal
+import socket
 import ssl
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -45,7 +53,9 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from server.net.auth import make_token
+from server.wallet.signing import signature_header
 from tests.kit import ServerProcess, scaled
+from tests.kit.operator import KEY as OPERATOR_KEY
 
 H = server_helpers()
 TABLE = "t1"
@@ -152,8 +162,11 @@ def test_front_timeouts_outlast_the_servers_keepalive() -> None:
     interval = int(re.search(r"ping_interval=(\d+)", source)[1])  # type: ignore[index]
     timeout = int(re.search(r"ping_timeout=(\d+)", source)[1])  # type: ignore[index]
     site = (ROOT / "deploy/nginx/chemmy.conf").read_text()
+    # (The players' location; /operator/'s plain requests are answered within 10 s.)
+    blocks = re.findall(r"^    location / \{(.*?)^    \}", site, re.MULTILINE | re.DOTALL)
+    (players,) = [block for block in blocks if "proxy_pass" in block]
     for directive in ("proxy_read_timeout", "proxy_send_timeout"):
-        (value,) = re.findall(rf"^\s*{directive} (\d+)s;", site, re.MULTILINE)
+        (value,) = re.findall(rf"^\s*{directive} (\d+)s;", players, re.MULTILINE)
         assert int(value) > interval + timeout, directive
     upstream = (ROOT / "deploy/nginx/chemmy-upstream.conf").read_text()
     assert re.search(r"^\s*least_conn;", upstream, re.MULTILINE)
@@ -214,6 +227,98 @@ class _any(dict):  # type: ignore[type-arg]
         return isinstance(other, dict)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def over_unix(path: Path, tls: ssl.SSLContext, target: str) -> tuple[int, bytes]:
+    """A GET of ``target`` to nginx over TLS on the Unix socket ``path``: (status, body)."""
+    with socket.socket(socket.AF_UNIX) as raw:
+        raw.settimeout(scaled(10))
+        raw.connect(str(path))
+        with tls.wrap_socket(raw, server_hostname="127.0.0.1") as conn:
+            conn.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            data = b""
+            while chunk := conn.recv(65536):
+                data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body
+
+
+def post(
+    url: str, tls: ssl.SSLContext, headers: dict[str, str], body: bytes
+) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=scaled(10), context=tls) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, dict(exc.headers), exc.read()
+
+
+@pytest.mark.slow
+async def test_the_operator_paths_pass_only_from_private_networks(make_front: MakeFront) -> None:
+    front = await make_front(1, config(), "--operator-key", OPERATOR_KEY, store=False)
+    tls = front.nginx.tls
+    # From loopback: the back office's page and a signed call, made once by its key.
+    status, headers, _body = await aget(front.https + "/operator/", tls)
+    assert status == 200 and headers["X-Frame-Options"] == "DENY"
+    raw = b"{}"
+    signed = {
+        "Content-Type": "application/json",
+        "Chemmy-Signature": signature_header(
+            OPERATOR_KEY.encode(), time.time(), "POST", "/operator/v1/tables", raw
+        ),
+        "Idempotency-Key": "through-nginx",
+    }
+    url = front.https + "/operator/v1/tables"
+    first = await asyncio.to_thread(post, url, tls, signed, raw)
+    assert first[0] == 200, first
+    again = await asyncio.to_thread(post, url, tls, signed, raw)
+    assert again[0] == 200 and again[2] == first[2]
+    assert again[1]["Idempotent-Replayed"] == "true"
+    made = json.loads(first[2])["table"]["table"]
+    # From elsewhere: nginx also listens on a Unix socket, whose clients have no address
+    # in the allowed ranges (as a client on the internet has none).
+    sock = front.nginx.folder / "outside.sock"
+    site = front.nginx.folder / "chemmy.conf"
+    text = site.read_text()
+    listen = re.search(r"^(\s*)listen 127\.0\.0\.1:\d+ ssl;$", text, re.MULTILINE)
+    assert listen is not None
+    site.write_text(text.replace(listen[0], f"{listen[0]}\n{listen[1]}listen unix:{sock} ssl;", 1))
+    front.nginx.child.send_signal(signal.SIGHUP)  # reload
+    for _ in range(100):
+        if sock.exists():
+            break
+        await asyncio.sleep(0.05)
+    for target in ("/operator/", "/operator/v1/tables", "/operator/static/backoffice.js"):
+        status, _body = await asyncio.to_thread(over_unix, sock, tls, target)
+        assert status == 403, target
+    assert (await asyncio.to_thread(over_unix, sock, tls, "/healthz"))[0] == 200  # the rest
+    # Nothing reached the server from there: still the one table made from loopback.
+    direct = f"http://127.0.0.1:{front.servers[0].port}"
+    reads = {
+        "Chemmy-Signature": signature_header(
+            OPERATOR_KEY.encode(), time.time(), "GET", "/operator/v1/tables", b""
+        )
+    }
+    status, _headers, body = await aget(direct + "/operator/v1/tables", None, **reads)
+    assert status == 200
+    assert sorted(line["table"] for line in json.loads(body)["tables"]) == sorted([TABLE, made])
+
+
+def test_the_front_config_restricts_the_operator_paths() -> None:
+    """deploy/nginx lets /operator/ through from loopback and the private ranges only,
+    as docs/operations.md says, and no comment says the server takes GETs only."""
+    site = (ROOT / "deploy/nginx/chemmy.conf").read_text()
+    block = re.search(r"location /operator/ \{(.*?)\n    \}", site, re.DOTALL)
+    assert block is not None
+    rules = re.findall(r"^\s*(allow|deny) ([^;]+);", block[1], re.MULTILINE)
+    assert rules == [
+        ("allow", "127.0.0.0/8"), ("allow", "::1"), ("allow", "10.0.0.0/8"),
+        ("allow", "172.16.0.0/12"), ("allow", "192.168.0.0/16"), ("allow", "fc00::/7"),
+        ("deny", "all"),
+    ]  # fmt: skip
+    assert "GETs and WebSocket frames only" not in site
 
 
 # ------------------------------------------------------------------ a round and a drain

@@ -13,13 +13,16 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
 
+import client_cli.operator
 from client_cli.main import main as cli_main
 from server.net.operator_tables import table_of_round
 from server.net.server import ChemmyServer
@@ -27,6 +30,7 @@ from server.store.base import StoreUnavailable
 from server.wallet.signing import signature_header
 from tests.kit import Game, crash
 from tests.kit.inproc import Net
+from tests.kit.operator import Signer
 from tests.kit.tables import table_def
 
 KEY = "the-operators-key-for-the-void-tests-0123456789"
@@ -38,17 +42,30 @@ class Back:
 
     def __init__(self, port: int, key: str = KEY) -> None:
         self.key = key.encode()
+        self.sign = Signer(self.key)
         self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=20)
 
-    async def post(self, path: str, body: Any = None, *, signed: bool = True) -> httpx.Response:
+    async def post(
+        self,
+        path: str,
+        body: Any = None,
+        *,
+        signed: bool = True,
+        key: str | None = None,
+        at: float | None = None,
+    ) -> httpx.Response:
+        """A POST under the ``Idempotency-Key`` ``key`` (None: a new one), signed at
+        ``at`` (None: as a new signed request, :class:`~tests.kit.operator.Signer`)."""
         raw = b"" if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", "Idempotency-Key": key or uuid.uuid4().hex}
         if signed:
-            headers["Chemmy-Signature"] = signature_header(self.key, time.time(), "POST", path, raw)
+            headers["Chemmy-Signature"] = self.sign("POST", path, raw, at)
         return await self.http.post(path, content=raw, headers=headers)
 
-    async def void(self, round_id: str, reason: str = REASON) -> httpx.Response:
-        return await self.post(f"/operator/v1/rounds/{round_id}/void", {"reason": reason})
+    async def void(
+        self, round_id: str, reason: str = REASON, at: float | None = None
+    ) -> httpx.Response:
+        return await self.post(f"/operator/v1/rounds/{round_id}/void", {"reason": reason}, at=at)
 
     async def lines(self) -> dict[str, dict[str, Any]]:
         """``GET /operator/v1/tables``: each table's line by its id."""
@@ -297,7 +314,10 @@ async def test_a_void_while_the_store_fails_is_refused_until_it_can_be_stored(
 
 
 async def test_the_terminal_voids_pauses_and_resumes(
-    net: Net, server: ChemmyServer, capsys: pytest.CaptureFixture[str]
+    net: Net,
+    server: ChemmyServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     ann = await net.player(server, "ann")
     await ann.join("t1")
@@ -312,10 +332,17 @@ async def test_the_terminal_voids_pauses_and_resumes(
         return int(await asyncio.to_thread(cli_main, [*args, *url]))
 
     assert await chemmy("table", "pause", "t1") == 0
+    # Both voids signed in one second: the same signed request.
+    now = time.time()
+    monkeypatch.setattr(client_cli.operator, "time", SimpleNamespace(time=lambda: now))
     assert await chemmy("void", rid, "--reason", REASON) == 0
     assert f"round {rid} voided" in capsys.readouterr().out
     await ann.wait_event("voided", table="t1")
-    assert await chemmy("void", rid, "--reason", REASON) == 2  # already settled
+    # The same command again at once is the same signed request: the first answer.
+    assert await chemmy("void", rid, "--reason", REASON) == 0
+    assert "nothing was done again" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert await chemmy("void", rid, "--reason", "another") == 2  # already settled
     assert "409" in capsys.readouterr().err
     assert await chemmy("table", "resume", "t1") == 0
     await ann.wait_event("resumed", table="t1")

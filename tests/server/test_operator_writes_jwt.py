@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -90,7 +91,9 @@ class Scene:
     rid: str
 
     async def post(self, path: str, body: Any, authorization: str | None) -> httpx.Response:
-        headers = {} if authorization is None else {"Authorization": authorization}
+        headers = {"Idempotency-Key": uuid.uuid4().hex}
+        if authorization is not None:
+            headers["Authorization"] = authorization
         return await self.http.post(path, json=body, headers=headers)
 
     async def state(self) -> dict[str, Any]:
@@ -124,19 +127,21 @@ async def scene(net: Net, keyed: bool) -> AsyncIterator[Scene]:
         **FAST,
         **extra,
         wallet="transfer",
-        tables=(table_def("t1", timers=LONG), table_def("t2"), table_def("t3")),
+        tables=(table_def("t1", timers=LONG, currency="EUR"), table_def("t2"), table_def("t3")),
     )
     http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.port}", timeout=10)
     good = f"Bearer {operator_token()}"
     funded = await http.post(
         "/operator/v1/transfers/deposit",
         json={"transaction_id": "fund-ann", "player": "ann", "amount": FUNDS, "currency": "EUR"},
-        headers={"Authorization": good},
+        headers={"Authorization": good, "Idempotency-Key": "fund-ann"},
     )
     assert funded.status_code == 200, funded.text
-    paused = await http.post("/operator/v1/tables/t3/pause", headers={"Authorization": good})
+    paused = await http.post(
+        "/operator/v1/tables/t3/pause", headers={"Authorization": good, "Idempotency-Key": "t3"}
+    )
     assert paused.status_code == 200, paused.text
-    ann = await net.player(server, "ann")
+    ann = await net.player(server, "ann", currency="EUR")  # her account is in EUR
     await ann.join("t1")
     await ann.call("sit", table="t1")
     opened = await Game("t1", {"ann": ann}, ann).to_betting()

@@ -26,6 +26,7 @@ from server.store import (
     CommitResult,
     KeyConflict,
     MemoryStore,
+    OutOfRange,
     Overdrawn,
     RedisStore,
     SQLiteStore,
@@ -216,6 +217,25 @@ async def test_overdraft_is_refused_atomically(store: Store) -> None:
     # Non-player accounts may go negative (the house, the cashier, held wagers).
     assert (await store.commit(entries=[Entry("h1", HOUSE, "player:ann", 5, "win")])).inserted == 1
     assert (await store.balances([HOUSE]))[HOUSE] == -5
+
+
+async def test_a_balance_out_of_range_is_refused_as_such(store: Store) -> None:
+    """A balance past ±(2**53 - 1) is :class:`OutOfRange` on every store (the transfer
+    API's ``409 out_of_range``: no retry can help), and nothing of the commit is kept."""
+    await store.ensure_player("ann", "Ann", 0)
+    await store.ensure_player("bob", "Bob", 0)
+    most = (1 << 53) - 1
+    deposit = Entry("d1", "operator", "player:ann", most, "transfer_deposit")
+    assert (await store.commit(entries=[deposit])).inserted == 1
+    before = await snapshot(store)
+    for entry in (
+        Entry("d2", "operator", "player:bob", 1, "transfer_deposit"),  # operator below -max
+        Entry("d3", HOUSE, "player:ann", 1, "win"),  # ann above max
+    ):
+        with pytest.raises(OutOfRange):
+            await store.commit(entries=[entry])
+    assert await snapshot(store) == before
+    assert isinstance(OutOfRange("x"), StoreError)
 
 
 async def test_invalid_input_is_refused(store: Store) -> None:

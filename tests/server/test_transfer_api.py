@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,11 +24,11 @@ from server.net import operator_http
 from server.net.auth import make_token
 from server.net.server import ChemmyServer
 from server.table.wallet import OPERATOR
-from server.wallet.signing import signature_header
 from tests.kit import Game
 from tests.kit.client import http_get
 from tests.kit.inproc import Net
-from tests.kit.tables import OTHER_SECRET, SECRET
+from tests.kit.operator import Signer
+from tests.kit.tables import OTHER_SECRET, SECRET, table_def
 
 KEY = "the-operators-key-for-the-tests-0123456789"
 DEPOSIT = "/operator/v1/transfers/deposit"
@@ -40,10 +41,8 @@ class Operator:
     def __init__(self, server: ChemmyServer, key: str = KEY) -> None:
         self.base = f"http://127.0.0.1:{server.port}"
         self.key = key.encode()
+        self.sign = Signer(self.key)  # (each call a new signed request)
         self.http = httpx.AsyncClient(base_url=self.base, timeout=10)
-
-    def sign(self, method: str, target: str, body: bytes, at: float | None = None) -> str:
-        return signature_header(self.key, time.time() if at is None else at, method, target, body)
 
     async def post(
         self,
@@ -55,7 +54,8 @@ class Operator:
         signed: bool = True,
     ) -> httpx.Response:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-        sent = {"Content-Type": "application/json", **(headers or {})}
+        sent = {"Content-Type": "application/json", "Idempotency-Key": uuid.uuid4().hex}
+        sent.update(headers or {})
         if signed:
             sent["Chemmy-Signature"] = self.sign("POST", path, raw, at)
         return await self.http.post(path, content=raw, headers=sent)
@@ -68,11 +68,13 @@ class Operator:
             sent["Chemmy-Signature"] = self.sign("GET", target, b"")
         return await self.http.get(target, headers=sent)
 
-    async def deposit(self, **fields: Any) -> httpx.Response:
-        return await self.post(DEPOSIT, transfer(**fields))
+    async def deposit(self, at: float | None = None, **fields: Any) -> httpx.Response:
+        """A deposit under a new ``Idempotency-Key``, signed at ``at`` (None: now; the
+        same request signed in the same second is the same signed request)."""
+        return await self.post(DEPOSIT, transfer(**fields), at=at)
 
-    async def withdraw(self, **fields: Any) -> httpx.Response:
-        return await self.post(WITHDRAW, transfer(**fields))
+    async def withdraw(self, at: float | None = None, **fields: Any) -> httpx.Response:
+        return await self.post(WITHDRAW, transfer(**fields), at=at)
 
     async def balance(self, player: str) -> httpx.Response:
         return await self.get(f"/operator/v1/transfers/balance?player={player}")
@@ -134,7 +136,8 @@ async def test_deposit_withdraw_and_balance(server: ChemmyServer, operator: Oper
         "available": 25_000,
         "duplicate": False,
     }
-    again = await operator.deposit()  # the operator retries: nothing moves
+    # The operator retries under a new key (a new signature): nothing moves.
+    again = await operator.deposit()
     assert again.json() == answer.json() | {"duplicate": True}
     more = await operator.deposit(transaction_id="op-2", amount=100_000)
     assert more.json()["balance"] == 125_000
@@ -206,13 +209,17 @@ async def test_a_request_replayed_within_the_window_moves_nothing(
     server: ChemmyServer, operator: Operator
 ) -> None:
     body = json.dumps(transfer(amount=7_000)).encode()
-    recorded = {"Chemmy-Signature": operator.sign("POST", DEPOSIT, body)}
+    recorded = {"Chemmy-Signature": operator.sign("POST", DEPOSIT, body), "Idempotency-Key": "k1"}
     first = await operator.post(DEPOSIT, body, signed=False, headers=recorded)
-    assert first.json()["duplicate"] is False
-    for _ in range(3):
-        replayed = await operator.post(DEPOSIT, body, signed=False, headers=recorded)
+    assert first.json()["duplicate"] is False and "idempotent-replayed" not in first.headers
+    # Replayed as captured, and under other keys: the first answer, nothing moved.
+    for key in ("k1", "k2", "k3"):
+        replayed = await operator.post(
+            DEPOSIT, body, signed=False, headers={**recorded, "Idempotency-Key": key}
+        )
         assert replayed.status_code == 200
-        assert replayed.json() == first.json() | {"duplicate": True}
+        assert replayed.json() == first.json()
+        assert replayed.headers["idempotent-replayed"] == "true"
     assert (await books(server))["player:alice"] == 7_000
     assert (await server.store.audit())["entries"] == 1
 
@@ -316,6 +323,29 @@ async def test_one_currency_per_player(server: ChemmyServer, operator: Operator)
     await books(server)
 
 
+async def test_the_accounts_currency_decides_at_hello(
+    net: Net, server: ChemmyServer, operator: Operator
+) -> None:
+    """Issue 33 point 5: an account funded in JPY is played in JPY only; a token that
+    says another currency (or none: play money) is refused at hello, before anything is
+    written, and a player with no money yet may come in any currency."""
+    assert (await operator.deposit(player="ann", currency="JPY", amount=10_000)).status_code == 200
+    before = await server.store.audit()
+    for currency in ("EUR", None):
+        client = await net.connect(server, label=f"ann-{currency}")
+        token = make_token(SECRET, "ann", currency=currency)
+        refusal = await client.refused("currency_mismatch", "hello", token=token)
+        assert "JPY" in refusal["message"]
+        await client.refused("auth_required", "tables")  # still not in
+    assert await server.store.audit() == before
+    assert await server.store.player_currency("ann") == "JPY"
+    ann = await net.player(server, "ann", currency="JPY")
+    assert ann.hello_reply["currency"] == "JPY" and ann.hello_reply["balance"] == 10_000
+    eve = await net.player(server, "eve", currency="EUR")  # no transfer yet: no currency
+    assert eve.hello_reply["balance"] == 0
+    await books(server)
+
+
 async def test_a_transaction_id_is_used_once(server: ChemmyServer, operator: Operator) -> None:
     await operator.deposit(amount=5_000)
     refused(await operator.deposit(amount=5_001), 409, "id_reused")
@@ -333,7 +363,7 @@ async def test_operator_tokens(net: Net) -> None:
         return await http.post(
             DEPOSIT,
             json=transfer(transaction_id=tid),
-            headers={"Authorization": f"Bearer {token}"},
+            headers={"Authorization": f"Bearer {token}", "Idempotency-Key": tid},
         )
 
     try:
@@ -447,7 +477,7 @@ async def test_the_port_still_serves_websockets_and_pages(
 ) -> None:
     caplog.set_level(logging.INFO)
     assert (await operator.deposit(player="ann")).status_code == 200
-    ann = await net.player(server, "ann")  # a WebSocket after an operator call
+    ann = await net.player(server, "ann", currency="EUR")  # a WebSocket after an operator call
     assert ann.hello_reply["balance"] == 25_000
     assert (await ann.call("balance"))["available"] == 25_000
     status, _, body = await http_get(server.port, "/healthz")
@@ -469,13 +499,23 @@ async def test_the_port_still_serves_websockets_and_pages(
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.records
 
 
-async def test_money_deposited_by_the_operator_is_played_over_the_websocket(
-    net: Net, server: ChemmyServer, operator: Operator
-) -> None:
+async def test_money_deposited_by_the_operator_is_played_over_the_websocket(net: Net) -> None:
     """SQLite, transfer mode: the operator moves money in, the player bets it at the
-    table, the operator takes out what is on no table (never the chips on the felt)."""
+    table of its currency, the operator takes out what is on no table (never the chips
+    on the felt)."""
+    server = await net.start(
+        wallet="transfer", operator_key=KEY, tables=(table_def("t1", currency="EUR"),)
+    )
+    operator = Operator(server)
+    try:
+        await _deposited_money_is_played(net, server, operator)
+    finally:
+        await operator.http.aclose()
+
+
+async def _deposited_money_is_played(net: Net, server: ChemmyServer, operator: Operator) -> None:
     assert (await operator.deposit(player="ann", amount=50_000)).status_code == 200
-    ann = await net.player(server, "ann")
+    ann = await net.player(server, "ann", currency="EUR")
     assert ann.hello_reply["balance"] == 50_000
     await ann.join("t1")
     await ann.call("sit", table="t1")
@@ -514,7 +554,8 @@ async def test_transfers_on_a_redis_store(net: Net, redis_url: str) -> None:
     operator = Operator(server)
     try:
         assert (await operator.deposit(amount=9_000)).json()["duplicate"] is False
-        assert (await operator.deposit(amount=9_000)).json()["duplicate"] is True
+        again = await operator.deposit(amount=9_000)
+        assert again.json()["duplicate"] is True
         refused(
             await operator.deposit(transaction_id="op-2", currency="USD"), 409, "currency_mismatch"
         )
@@ -533,8 +574,9 @@ async def test_transfers_on_a_redis_store(net: Net, redis_url: str) -> None:
 
 def test_a_route_with_a_path_parameter_is_found_and_exact_paths_come_first() -> None:
     from server.net.operator_api import OperatorAPI, OperatorAuth
+    from server.store import MemoryStore
 
-    api = OperatorAPI(OperatorAuth(None, None))  # type: ignore[arg-type]
+    api = OperatorAPI(OperatorAuth(None, None), MemoryStore())
 
     async def one(call: object) -> dict[str, object]:
         return {}

@@ -375,7 +375,8 @@ def test_the_page_and_its_files_are_plain_gets(server: ServerProcess) -> None:
     assert status == 200 and body == (static / "index.html").read_bytes()
     assert headers["content-type"] == "text/html; charset=utf-8"
     csp = headers["content-security-policy"]
-    assert "frame-ancestors 'self';" in csp and "script-src 'self'" in csp
+    assert "frame-ancestors 'none';" in csp and "script-src 'self'" in csp
+    assert headers["x-frame-options"] == "DENY"
     assert "require-trusted-types-for 'script'" in csp and "unsafe" not in csp
     assert headers["cross-origin-resource-policy"] == "same-origin"
     for name, kind in (

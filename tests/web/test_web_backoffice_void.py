@@ -26,6 +26,7 @@ import http.client
 import json
 import re
 import threading
+import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -81,7 +82,11 @@ def post(server: ServerProcess, path: str, body: dict[str, Any]) -> tuple[int, d
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     try:
         raw = json.dumps(body).encode()
-        headers = {"Authorization": f"Bearer {OPERATOR}", "Content-Type": "application/json"}
+        headers = {
+            "Authorization": f"Bearer {OPERATOR}",
+            "Content-Type": "application/json",
+            "Idempotency-Key": uuid.uuid4().hex,
+        }
         conn.request("POST", path, body=raw, headers=headers)
         r = conn.getresponse()
         return r.status, json.loads(r.read())

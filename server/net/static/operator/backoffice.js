@@ -45,9 +45,18 @@ globalThis.chemmyBackOffice = page; // for tests and the curious: what the page 
 
 // ---------------------------------------------------------------------------- the API
 
+// A new Idempotency-Key for each call that changes something (docs/operator-api.md
+// "Idempotency"): 128 random bits in hex (crypto.getRandomValues works on a page served
+// over plain HTTP too, where crypto.randomUUID does not).
+function idempotencyKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 async function api(method, path, body) {
   const headers = {};
   if (page.token) headers.authorization = `bearer ${page.token}`;
+  if (method !== "GET" && method !== "HEAD") headers["idempotency-key"] = idempotencyKey();
   const init = { method, headers, cache: "no-store" };
   if (body !== undefined) {
     headers["content-type"] = "application/json";
