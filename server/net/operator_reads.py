@@ -242,10 +242,11 @@ class Reads:
                 }
             except (ShoeError, ValueError, KeyError, TypeError) as exc:
                 checked = {"ok": False, "coups_checked": 0, "problems": [str(exc)]}
-            coups = shoe.get("coups") or []
-            n = int(record["coup_no"]) - 1
+            # The dealt coups, in order; a round voided before its cards or ended undealt
+            # has none (and its coup_no counts no cards, so it is no index into them).
             cards = {"player": record.get("player"), "banker": record.get("banker")}
-            in_shoe = 0 <= n < len(coups) and coups[n] == cards
+            if cards["player"] and cards["banker"]:
+                in_shoe = cards in (shoe.get("coups") or [])
         return {
             "round": record,
             "currency": await Currencies(self).of(record),

@@ -5,6 +5,7 @@ external dependency, the Ingress's WebSocket timeouts."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import tomllib
 from pathlib import Path
@@ -168,3 +169,20 @@ def test_ingress_carries_websockets_and_hides_metrics(
         "nginx.ingress.kubernetes.io/whitelist-source-range"
     ]
     assert allowed == "127.0.0.1/32"
+
+
+def test_ingress_serves_the_operator_paths_to_private_networks_only(
+    objects: dict[str, dict[str, Any]],
+) -> None:
+    """/operator/ (rounds, voids, transfers, limits) is the operator's, not the internet's
+    (docs/operations.md), as in deploy/nginx: its own Ingress, private ranges only."""
+    private = objects["Ingress/chemmy-operator-private"]
+    (rule,) = private["spec"]["rules"]
+    (path,) = rule["http"]["paths"]
+    assert (path["path"], path["pathType"]) == ("/operator/", "Prefix")
+    assert rule["host"] == objects["Ingress/chemmy"]["spec"]["rules"][0]["host"]
+    allowed = private["metadata"]["annotations"][
+        "nginx.ingress.kubernetes.io/whitelist-source-range"
+    ].split(",")
+    networks = [ipaddress.ip_network(n) for n in allowed]
+    assert networks and all(n.is_private for n in networks)

@@ -386,6 +386,30 @@ async def test_a_played_round_its_report_tables_players_and_chemmy_verify(
     assert chemmy(["verify", str(path)]) == 1
 
 
+async def test_a_rounds_cards_are_found_in_its_shoe_after_a_round_with_none(
+    server: ChemmyServer, operator: Operator
+) -> None:
+    """Coup 1 was voided in betting (no cards: the shoe's first coup is coup 2's), so a
+    round is found among the shoe's dealt coups, not at the place its coup_no says."""
+    voided = {**fake_round(1, T0), "player": None, "banker": None, "void": True, "bets": []}
+    dealt = fake_round(2, T0 + 60)
+    shoe = {
+        "kind": "shoe",
+        "table": "t1",
+        "shoe_no": 9,
+        "stacked": True,
+        "seed": None,
+        "coups": [{"player": dealt["player"], "banker": dealt["banker"]}],
+        "complete": False,
+    }
+    await server.store.commit(records=[voided, dealt, shoe])
+    assert (await operator.json("/operator/v1/rounds/t1-9-2"))["cards_in_shoe"] is True
+    assert (await operator.json("/operator/v1/rounds/t1-9-1"))["cards_in_shoe"] is None
+    other = {**fake_round(3, T0 + 120), "player": ["Ah", "2h"]}
+    await server.store.commit(records=[other])
+    assert (await operator.json("/operator/v1/rounds/t1-9-3"))["cards_in_shoe"] is False
+
+
 async def test_two_processes_of_a_cluster_answer_from_the_shared_store(
     net: Any, redis_url: str
 ) -> None:
