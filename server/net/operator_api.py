@@ -68,14 +68,17 @@ class OperatorRefusal(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who made an operator call: ``how`` is ``"signature"`` (the operator's key) or
+    """Who made an operator call: ``how`` is ``"signature"`` (``name`` ``operator``: the
+    shared key; else the id of the operator's public key that verified it) or
     ``"token"`` (``name`` is then the token's ``sub``)."""
 
     how: str
     name: str
 
     def __str__(self) -> str:
-        return "operator-key" if self.how == "signature" else f"token:{self.name}"
+        if self.how == "signature":
+            return "operator-key" if self.name == "operator" else f"operator-key:{self.name}"
+        return f"token:{self.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,41 +121,51 @@ _PARAM = re.compile(r"\{([a-z_]+)\}")
 
 class OperatorAuth:
     """docs/wallet.md §1 for the operator's calls to Chemmy: a signature under ``key``
-    (``--operator-key``), or a bearer token ``tokens`` verifies that names an operator.
-    ``clock`` is the receiver's (Unix seconds)."""
+    (``--operator-key``) or under one of the operator's ``public_keys`` (by key id,
+    ``--operator-public-keys``: two while the operator switches keys), or a bearer
+    token ``tokens`` verifies that names an operator. ``clock`` is the receiver's (Unix
+    seconds)."""
 
     def __init__(
         self,
         key: str | bytes | None,
         tokens: Authenticator | None,
         clock: Callable[[], float] = time.time,
+        public_keys: Mapping[str, signing.PublicKey] | None = None,
     ) -> None:
         self.key = key.encode("utf-8") if isinstance(key, str) else key
         self.tokens = tokens if tokens is not None and tokens.accepts_tokens else None
         self.clock = clock
+        self.public_keys = dict(public_keys or {})
+
+    @property
+    def signed(self) -> bool:
+        """Whether signed calls are taken (a shared key, or a public key)."""
+        return self.key is not None or bool(self.public_keys)
 
     @property
     def enabled(self) -> bool:
         """Whether anyone could be let in."""
-        return self.key is not None or self.tokens is not None
+        return self.signed or self.tokens is not None
 
     def check(self, request: HttpRequest) -> Caller:
         """Who made ``request``; raises :class:`OperatorRefusal` (401, 403)."""
         signature = request.headers.get(signing.HEADER.lower())
         bearer = _bearer(request.headers.get("authorization"))
-        if signature is not None and self.key is not None:
+        if signature is not None and self.signed:
             try:
-                signing.verify(
-                    self.key,
+                kid = signing.verify_request(
                     signature,
                     self.clock(),
                     request.method,
                     request.target,
                     request.body,
+                    hmac_key=self.key,
+                    public_keys=self.public_keys,
                 )
             except signing.SignatureError as exc:
                 raise OperatorRefusal(401, exc.status, exc.message) from None
-            return Caller("signature", "operator")
+            return Caller("signature", kid or "operator")
         if bearer is not None and self.tokens is not None:
             try:
                 identity = self.tokens.authenticate(bearer)
@@ -161,7 +174,7 @@ class OperatorAuth:
             if not identity.is_operator:
                 raise OperatorRefusal(403, "forbidden", "the token's player is not an operator")
             return Caller("token", identity.player_id)
-        if self.key is not None:
+        if self.signed:
             raise OperatorRefusal(
                 401, "bad_signature", f"sign the request ({signing.HEADER}, docs/wallet.md §1)"
             )

@@ -1,11 +1,16 @@
 """The operator's seamless wallet, called over HTTP (docs/wallet.md §3).
 
-Every call is a signed ``POST`` (:mod:`server.wallet.signing`) with a JSON body, made
-with one pooled ``httpx.AsyncClient``. What an answer means is decided in one place,
-:func:`read_answer`: ``200`` with ``status: ok`` applied; ``200`` with another status
-refused for good; ``429``, ``5xx``, a timeout, a reset or a body that is not JSON: no
-clear answer (retry with the same ids); any other ``4xx`` but ``401``: refused for good
-(``failed``).
+Every call is a signed ``POST`` (:mod:`server.wallet.signing`: HMAC under
+``--wallet-secret``, or Ed25519/RSA under ``--wallet-signing-key-file``, as
+``--wallet-signature`` says) with a JSON body, made with one pooled
+``httpx.AsyncClient``; the signed path is the ``--wallet-url``'s own path followed by
+the call's (``/chemmy/debit`` for ``https://wallet.example/chemmy``). What an answer
+means is decided in one place, :func:`read_answer`: ``200`` with ``status: ok``
+applied; ``200`` with another status refused; ``429``, ``5xx``, a timeout, a reset or a
+body that is not JSON: no clear answer (retry with the same ids); any other ``4xx`` but
+``401``: refused for good (``failed``; a credit or rollback refused for the player's
+session or account is sent again all the same:
+:func:`server.wallet.base.closing_outcome`). It never logs a key or a body.
 """
 
 from __future__ import annotations
@@ -15,14 +20,15 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from .base import UNAVAILABLE, WalletAnswer, WalletError
-from .signing import HEADER, signature_header
+from .calls import session_fields
+from .signing import HEADER, HmacSigner, Signer
 
 __all__ = ["SeamlessWallet", "read_answer"]
 
@@ -68,14 +74,17 @@ class SeamlessWallet:
     def __init__(
         self,
         url: str,
-        secret: str,
+        signer: str | Signer,
         *,
+        game: str = "chemmy",
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self._base_path = urlsplit(self.url).path
-        self._key = secret.encode("utf-8")
+        #: A shared secret (text) signs with HMAC, as before key pairs.
+        self._signer = HmacSigner(signer.encode("utf-8")) if isinstance(signer, str) else signer
+        self.game: str | None = game
         self._clock = clock
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(CALL_TIMEOUT, connect=min(CALL_TIMEOUT, 3.0)),
@@ -95,7 +104,7 @@ class SeamlessWallet:
         path = f"{self._base_path}/{endpoint}"
         headers = {
             "Content-Type": "application/json",
-            HEADER: signature_header(self._key, self._clock(), "POST", path, data),
+            HEADER: self._signer.header(self._clock(), "POST", path, data),
         }
         try:
             response = await self._client.post(
@@ -105,11 +114,22 @@ class SeamlessWallet:
             return WalletAnswer(UNAVAILABLE, False, None, type(exc).__name__)
         answer = read_answer(response)
         if answer.http_status == 401:
-            log.error("the wallet refused Chemmy's signature: check --wallet-secret")
+            log.error(
+                "the wallet refused Chemmy's signature (%s): check --wallet-secret, or the"
+                " key and key id it holds for Chemmy",
+                answer.status,
+            )
         return answer
 
-    async def balance(self, player: str, currency: str | None) -> int:
-        body = {"request_id": f"b-{uuid.uuid4().hex}", "player": player, "currency": currency}
+    async def balance(
+        self, player: str, currency: str | None, session: Mapping[str, Any] | None = None
+    ) -> int:
+        body = {
+            "request_id": f"b-{uuid.uuid4().hex}",
+            "player": player,
+            "currency": currency,
+            **session_fields(session, self.game),
+        }
         answer = await self._post("balance", body, CALL_TIMEOUT)
         if not answer.ok or answer.balance is None:
             raise WalletError(f"the wallet gave no balance for {player}: {answer.status}")
