@@ -97,6 +97,9 @@ class PlayerState:
     done: bool = False
     last_bets: dict[str, int] = field(default_factory=dict)
     leaving: bool = False  # grace ran out during a coup: stand at its end
+    #: The session at the operator of the player's last bet (``PlaceBet.wallet_session``),
+    #: which their seamless wallet calls carry; replaced whole, never changed in place.
+    wallet_session: dict[str, str | None] | None = None
 
 
 @dataclass
