@@ -156,11 +156,21 @@ OUTCOME_KINDS: Final = ("lose", "return", "refund", "void")
 #: The wallet calls Chemmy makes (docs/wallet.md §3) and the states one goes through:
 #: ``pending`` until the wallet answers it for good.
 WALLET_CALL_KINDS: Final = ("debit", "credit", "rollback")
-WALLET_CALL_STATES: Final = ("pending", "acknowledged", "refused", "rolled_back", "failed")
+#: ``cancelled``: a credit or rollback a person found the wallet never applied, and
+#: closed (docs/wallet.md §4, "Failed calls").
+WALLET_CALL_STATES: Final = (
+    "pending",
+    "acknowledged",
+    "refused",
+    "rolled_back",
+    "failed",
+    "cancelled",
+)
 #: The fields of a stored wallet call that :meth:`Store.update_wallet_call` may change
-#: (its progress); the rest is fixed when it is inserted.
+#: (its progress, and what people did about it: ``resolutions``); the rest is fixed
+#: when it is inserted.
 WALLET_CALL_CHANGES: Final = frozenset(
-    {"state", "attempts", "next_at", "updated", "answer", "error", "reason"}
+    {"state", "attempts", "next_at", "updated", "answer", "error", "reason", "resolutions"}
 )
 #: The most round records one :meth:`Store.round_records` returns, whatever ``limit``
 #: asks.
@@ -496,13 +506,20 @@ class Store(Protocol):
 
     # -- the wallet calls' outbox (docs/wallet.md §3-§4) ---------------------------------
     async def update_wallet_call(
-        self, transaction_id: str, changes: Mapping[str, Any]
+        self,
+        transaction_id: str,
+        changes: Mapping[str, Any],
+        *,
+        only_from: str | None = None,
     ) -> dict[str, Any] | None:
         """Merge ``changes`` (only the fields of :data:`WALLET_CALL_CHANGES`, else
         :class:`BadWalletCall`) into the stored call, atomically, and return the call as
         stored now (``None`` for an unknown ``transaction_id``). The due index follows:
         a call whose ``state`` leaves ``pending`` is due no more; a pending one is due
-        at its (new) ``next_at``. A merged call of the wrong shape changes nothing."""
+        at its (new) ``next_at``. A merged call of the wrong shape changes nothing. With
+        ``only_from``, the call changes only if its state is that one, in the same
+        atomic step (a compare-and-set: of two people resolving it at once, one does);
+        otherwise it is returned as it is."""
 
     async def due_wallet_calls(
         self,
@@ -1184,6 +1201,7 @@ _CALL_FREE: Final[dict[str, tuple[tuple[type, ...], Any]]] = {
     "reference": ((str, type(None)), None),
     "reason": ((str, type(None)), None),
     "error": ((str, type(None)), None),
+    "resolutions": ((list,), []),
 }
 
 
