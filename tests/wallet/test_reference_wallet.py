@@ -29,6 +29,9 @@ pytestmark = pytest.mark.slow  # a wallet subprocess per test
 
 ROOT = Path(__file__).resolve().parents[2]
 START = 100_000
+#: What every call carries besides the call (docs/wallet.md §3): the game, and the
+#: player's session, brand and jurisdiction (null when the token had none).
+ORIGIN: dict[str, Any] = {"game": "chemmy", "session": None, "brand": None, "jurisdiction": None}
 
 
 def debit(round_id: str, player: str = "alice", amount: int = 1500, **more: Any) -> dict[str, Any]:
@@ -42,6 +45,7 @@ def debit(round_id: str, player: str = "alice", amount: int = 1500, **more: Any)
         "round_id": round_id,
         "table": "t1",
         "bets": [{"area": "banker", "amount": amount}],
+        **ORIGIN,
         **more,
     }
 
@@ -61,7 +65,7 @@ def closing(kind: str, round_id: str, player: str = "alice", amount: int = 1500)
 
 
 def balance_call(player: str = "alice") -> dict[str, Any]:
-    return {"request_id": f"b-{player}", "player": player, "currency": "EUR"}
+    return {"request_id": f"b-{player}", "player": player, "currency": "EUR", **ORIGIN}
 
 
 def ok(answer: httpx.Response) -> dict[str, Any]:
@@ -118,7 +122,10 @@ def test_a_call_not_signed_right_is_refused_401_and_moves_nothing(
 
 
 def test_the_signature_covers_the_bytes_sent_and_the_path(wallet: ReferenceWallet) -> None:
-    body = b'{"request_id": "b", "player": "alice", "currency": "EUR"}'
+    body = (
+        b'{"request_id": "b", "player": "alice", "currency": "EUR", "game": "chemmy",'
+        b' "session": null, "brand": null, "jurisdiction": null}'
+    )
     header = f"t={int(time.time())},v1={sign(SECRET.encode(), int(time.time()), 'POST', '/balance', body)}"
     assert wallet.call("balance", body, signature=header).status_code == 200
     tampered = body.replace(b"alice", b"mallory")
@@ -154,8 +161,14 @@ def test_a_new_player_starts_with_the_start_balance_in_the_wallets_currency(
 ) -> None:
     assert ok(wallet.call("balance", balance_call("zoe")))["balance"] == START
     answer = wallet.call("balance", {**balance_call("zoe"), "currency": "JPY"})
-    assert answer.status_code == 409
+    assert answer.status_code == 200  # a refusal of the vocabulary (docs/wallet.md §3)
     assert answer.json()["status"] == "currency_mismatch"
+    refused = wallet.call("debit", {**debit("r1", "zoe"), "currency": "JPY"})
+    assert refused.status_code == 200 and refused.json()["status"] == "currency_mismatch"
+    # A credit in another currency cannot close a debit of hers: refused for good.
+    credit = {**closing("credit", "r1", "zoe"), "currency": "JPY"}
+    assert wallet.call("credit", credit).status_code == 409
+    assert wallet.balance("zoe") == START
 
 
 def test_a_coup_debit_then_credit_moves_the_money_and_the_credit_closes_the_debit(
@@ -336,6 +349,7 @@ def test_the_control_api_sets_players_and_shows_everything(wallet: ReferenceWall
         "currency": "EUR",
         "balance": 700,
         "blocked": False,
+        "locked": False,
         "debit_limit": 50,
         "daily_limit": None,
     }
@@ -542,6 +556,7 @@ def test_a_credit_of_a_rolled_back_debit_is_refused_for_good(wallet: ReferenceWa
         "round_id": "t1-9-1",
         "table": "t1",
         "bets": [{"area": "banker", "amount": 500}],
+        **ORIGIN,
     }
     assert wallet.call("debit", body).json()["status"] == "ok"
     back = {**body, "request_id": "r-r", "transaction_id": "t1-9-1:zed:rollback"}
