@@ -280,6 +280,17 @@ def _check_players(values: tuple[str, ...]) -> str | None:
     return None
 
 
+_WALLET_URL = re.compile(r"^https?://[^\s/?#]+(/[^\s?#]*)?$")
+
+
+def _check_wallet_url(value: str) -> str | None:
+    """An http(s) URL with no query or fragment: the call's path is appended to it, and
+    the signature covers that path (docs/wallet.md §3)."""
+    if _WALLET_URL.match(value):
+        return None
+    return f"{value!r} is not an http(s) URL without a query, like https://wallet.example/chemmy"
+
+
 def _key_id(value: str) -> str | None:
     return None if KEY_ID.fullmatch(value) else "must be 1-64 of A-Z a-z 0-9 . _ : -"
 
@@ -477,6 +488,7 @@ _SETTINGS: Final = (
         "wallet_url",
         "opt_str",
         "the operator's seamless wallet API, e.g. https://wallet.example/chemmy (seamless)",
+        _check_wallet_url,
         metavar="URL",
     ),
     _Setting(

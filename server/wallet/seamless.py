@@ -6,10 +6,11 @@ Every call is a signed ``POST`` (:mod:`server.wallet.signing`: HMAC under
 ``httpx.AsyncClient``; the signed path is the ``--wallet-url``'s own path followed by
 the call's (``/chemmy/debit`` for ``https://wallet.example/chemmy``). What an answer
 means is decided in one place, :func:`read_answer`: ``200`` with ``status: ok``
-applied; ``200`` with another status refused; ``429``, ``5xx``, a timeout, a reset or a
-body that is not JSON: no clear answer (retry with the same ids); any other ``4xx`` but
-``401``: refused for good (``failed``; a credit or rollback refused for the player's
-session or account is sent again all the same:
+applied; ``200`` with another status refused; ``401``, ``408``, ``429``, ``5xx``, a
+timeout, a reset or a ``200`` without a status: no clear answer (retry with the same
+ids); any other answer (a ``3xx`` too: redirects are not followed) refused for good,
+its ``status`` the body's, else ``http_<code>`` (a credit or rollback then ``failed``,
+unless refused for the player's session or account: it is sent again all the same,
 :func:`server.wallet.base.closing_outcome`). It never logs a key or a body.
 """
 
@@ -26,7 +27,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .base import UNAVAILABLE, WalletAnswer, WalletError
+from .base import OK, UNAVAILABLE, WalletAnswer, WalletError
 from .calls import session_fields
 from .signing import HEADER, HmacSigner, Signer
 
@@ -57,11 +58,14 @@ def read_answer(response: httpx.Response) -> WalletAnswer:
         balance = None
     if code == 200 and isinstance(status, str) and status:
         return WalletAnswer(status, True, balance, message, code)
-    if code == 401 or code == 429 or code >= 500 or code == 200:
+    if code in (200, 401, 408, 429) or code >= 500:
         # Our signature refused (a configuration error: retried once it is fixed), the
-        # wallet busy or failing, or an answer we cannot read: no clear answer.
+        # request not read in time, the wallet busy or failing, or an answer we cannot
+        # read: no clear answer.
         return WalletAnswer(UNAVAILABLE, False, None, message or f"HTTP {code}", code)
-    return WalletAnswer(str(status or f"http_{code}"), True, balance, message, code)
+    if not isinstance(status, str) or not status or status == OK:
+        status = f"http_{code}"  # (an "ok" with another HTTP status is not an ok)
+    return WalletAnswer(status, True, balance, message, code)
 
 
 class SeamlessWallet:

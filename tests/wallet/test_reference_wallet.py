@@ -12,6 +12,7 @@ makes them slower.
 from __future__ import annotations
 
 import ipaddress
+import json
 import socket
 import threading
 import time
@@ -21,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.wallet.signing import sign
+from server.wallet.signing import sign, signature_header
 from tests.kit import scaled
 from tests.wallet.wallet_helpers import SECRET, ReferenceWallet, reference_wallet
 
@@ -569,3 +570,101 @@ def test_a_credit_of_a_rolled_back_debit_is_refused_for_good(wallet: ReferenceWa
     refused = wallet.call("credit", credit)
     assert refused.status_code == 409 and refused.json()["status"] == "debit_closed"
     assert wallet.balance("zed") == 100_000
+
+
+# -- the aggregators' fields, statuses and signatures (issue 33, point 12) -------------
+
+
+def test_every_call_must_say_its_game_and_where_the_player_plays_from(tmp_path: Path) -> None:
+    with reference_wallet(tmp_path, game="chemmy") as wallet:
+        for missing in ("game", "session", "brand", "jurisdiction"):
+            body = debit("r1")
+            del body[missing]
+            answer = wallet.call("debit", body)
+            assert answer.status_code == 400 and missing in answer.json()["message"]
+        other = wallet.call("debit", debit("r1", game="punto-banco"))
+        assert other.status_code == 400 and "punto-banco" in other.json()["message"]
+        assert wallet.state()["transactions"] == []
+        where = {"session": "s-1", "brand": "casino-one", "jurisdiction": "MT"}
+        ok(wallet.call("debit", debit("r1", **where)))
+        logged = wallet.log()[-1]
+        assert {k: logged[k] for k in (*where, "game", "kid")} == {
+            **where,
+            "game": "chemmy",
+            "kid": None,
+        }
+
+
+def test_an_ended_session_or_a_locked_account_refuses_debits_never_credits_or_rollbacks(
+    wallet: ReferenceWallet,
+) -> None:
+    ok(wallet.call("debit", debit("r1", session="s-1")))
+    ok(wallet.call("debit", debit("r2", session="s-1")))
+    wallet.end_session("s-1")  # logged out, with two coups in play
+    refused = wallet.call("debit", debit("r3", session="s-1"))
+    assert refused.status_code == 200 and refused.json()["status"] == "session_expired"
+    assert wallet.call("balance", {**balance_call(), "session": "s-1"}).json()["status"] == (
+        "session_expired"
+    )
+    ok(wallet.call("debit", debit("r4", session="s-2")))  # a new login plays
+    credit = {**closing("credit", "r1"), "session": "s-1", "amount": 2925}
+    ok(wallet.call("credit", credit))  # the coup was played: paid all the same
+    wallet.set_player("alice", locked=True)
+    locked = wallet.call("debit", debit("r5", session="s-2"))
+    assert locked.json()["status"] == "account_locked"
+    ok(wallet.call("rollback", {**closing("rollback", "r2"), "session": "s-1"}))
+    assert wallet.balance("alice") == START - 1500 + 2925 - 1500  # r1 paid, r2 back, r4 taken
+    again = wallet.call("debit", debit("r3", session="s-1"))  # a repeat: its first answer
+    assert again.json()["status"] == "session_expired" and wallet.log()[-1]["repeat"]
+    assert wallet.state()["ended_sessions"] == ["s-1"]
+
+
+def test_a_wallet_of_known_players_only_does_not_know_a_stranger(tmp_path: Path) -> None:
+    with reference_wallet(tmp_path, known_players_only=True) as wallet:
+        assert wallet.call("balance", balance_call("zed")).json()["status"] == "unknown_player"
+        refused = wallet.call("debit", debit("r1", "zed"))
+        assert refused.status_code == 200 and refused.json()["status"] == "unknown_player"
+        # A rollback of what was never taken: ok; a credit of a stranger: needs a person.
+        ok(wallet.call("rollback", closing("rollback", "r1", "zed")))
+        credit = wallet.call("credit", closing("credit", "r2", "zed"))
+        assert (credit.status_code, credit.json()["status"]) == (409, "unknown_player")
+        wallet.set_player("zed", balance=2000)
+        ok(wallet.call("debit", debit("r3", "zed", amount=2000)))
+        assert "zed" in wallet.state()["players"]
+
+
+def test_a_wallet_holding_chemmys_public_keys_takes_either_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+
+    from server.wallet.signing import key_signature_header
+
+    old = ed25519.Ed25519PrivateKey.generate()
+    new = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    keys = {}
+    for kid, key in (("old", old), ("new", new)):
+        keys[kid] = tmp_path / f"{kid}.pub.pem"
+        keys[kid].write_bytes(
+            key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+    with reference_wallet(tmp_path, secret=None, keys=keys) as wallet:
+        raw = json.dumps(balance_call()).encode()
+
+        def signed(key: Any, kid: str, path: str = "/balance") -> str:
+            return key_signature_header(key, kid, time.time(), "POST", path, raw)
+
+        assert wallet.call("balance", raw, signature=signed(old, "old")).status_code == 200
+        assert wallet.call("balance", raw, signature=signed(new, "new")).status_code == 200
+        assert [e["kid"] for e in wallet.log()] == ["old", "new"]
+        for header in (
+            signed(old, "new"),  # the other key's id
+            signed(new, "newer"),  # a key it does not hold
+            signed(old, "old", "/debit"),  # signed for another path
+            signature_header(SECRET.encode(), time.time(), "POST", "/balance", raw),  # shared
+        ):
+            answer = wallet.call("balance", raw, signature=header)
+            assert answer.status_code == 401 and answer.json()["status"] == "bad_signature"
