@@ -16,7 +16,7 @@ sending it and reconciliation shows it red until someone looks at the wallet's s
   moved the money when the coup settled or was voided, stays as it is. ``not_applied``
   (the wallet did not move it and will not: the operator kept the money): the call is
   ``cancelled`` and one ledger entry moves its ``amount`` from ``wallet:<player>`` to
-  ``house`` (key ``wallet_resolved:<transaction_id>``), undoing in Chemmy's books what
+  ``house`` (``ledger_key("wallet_resolved", transaction_id)``), undoing in Chemmy's books what
   the wallet never did; the player's mirror follows at their next balance. A repeat
   with the same outcome changes nothing (and completes a resolution cut short by the
   store: the ledger key is posted once); another outcome is ``409
