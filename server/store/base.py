@@ -1201,7 +1201,6 @@ _CALL_FREE: Final[dict[str, tuple[tuple[type, ...], Any]]] = {
     "reference": ((str, type(None)), None),
     "reason": ((str, type(None)), None),
     "error": ((str, type(None)), None),
-    "resolutions": ((list,), []),
 }
 
 
@@ -1246,6 +1245,9 @@ def prepare_wallet_call(call: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         if not isinstance(value, types):
             raise bad(f"{name} is a {' or '.join(t.__name__ for t in types)}")
         out[name] = value
+    resolutions = out.get("resolutions", [])  # only once a person did something about it
+    if not isinstance(resolutions, list) or not all(isinstance(r, dict) for r in resolutions):
+        raise bad("resolutions is a list of objects")
     try:
         text = dump_json(out)
     except StoreError as exc:
@@ -1265,7 +1267,9 @@ def check_wallet_call(call: Mapping[str, Any]) -> dict[str, Any]:
     to try it next), ``created`` and ``updated`` (Unix times; kept as floats), and the
     free fields kept as given: ``body`` (the request's body, a dict; ``{}`` if missing),
     ``answer`` (a dict or ``None``), ``reference``, ``reason`` and ``error`` (strings or
-    ``None``; ``None`` if missing), and any other JSON-able field. A store adds ``seq``
+    ``None``; ``None`` if missing), ``resolutions`` (when a person sent it again or
+    resolved it: a list of objects, ``server.net.operator_wallet``), and any other
+    JSON-able field. A store adds ``seq``
     (a ``seq`` given here is dropped)."""
     return prepare_wallet_call(call)[0]
 
