@@ -161,3 +161,32 @@ def test_every_debit_refusal_has_its_words_in_every_language_and_client() -> Non
     unknown = debit_refused("wallet_unavailable")
     for reason in set(DEBIT_REFUSALS) - {"wallet_unavailable"}:
         assert debit_refused(reason) != unknown, reason
+
+
+def test_the_tokens_sid_else_its_jti_is_the_players_session_at_the_operator() -> None:
+    import jwt
+
+    from server.net.auth import Authenticator, AuthError, make_token
+    from tests.kit.tables import SECRET
+
+    auth = Authenticator(secret=SECRET)
+
+    def session(**claims: str) -> str | None:
+        token = make_token(SECRET, "ann", currency="EUR", brand="casino-one", **claims)
+        identity = auth.authenticate(token)
+        assert identity.wallet_session["brand"] == "casino-one"
+        return identity.wallet_session["session"]
+
+    assert session(sid="s-1", jti="j-1") == "s-1"
+    assert session(jti="j-1") == "j-1"
+    assert session() is None
+    for bad in ("has space", "", "x" * 129, "é"):
+        forged = jwt.encode(
+            {"sub": "ann", "exp": int(time.time()) + 60, "sid": bad}, SECRET, algorithm="HS256"
+        )
+        with pytest.raises(AuthError) as refused:
+            auth.authenticate(forged)
+        assert refused.value.code == "bad_token"
+    numbered = jwt.encode({"sub": "ann", "exp": int(time.time()) + 60, "jti": 7}, SECRET, "HS256")
+    with pytest.raises(AuthError):
+        auth.authenticate(numbered)
