@@ -67,6 +67,7 @@ import httpx
 from bench import gateway
 from bench._util import load_line, loadavg, machine, percentile, write_benchmarks
 from server.net.auth import make_token
+from server.wallet.calls import session_fields
 from server.wallet.signing import HEADER, signature_header
 from tests.kit.client import Client, Frame
 from tests.kit.launch import ServerProcess
@@ -256,6 +257,7 @@ class WalletProbe:
     async def balance(self, player: str) -> float:
         """One signed ``balance`` call; its round trip, seconds."""
         body = {"request_id": self._request_id(), "player": player, "currency": CURRENCY}
+        body |= session_fields(None, "chemmy")
         t0 = time.perf_counter()
         await self._post(self.http, "balance", body)
         return time.perf_counter() - t0
@@ -265,6 +267,7 @@ class WalletProbe:
         a backlog of 5: more connections at once would wait for SYNs sent again)."""
         for i, http in enumerate(self.kept, 1):
             body = {"request_id": self._request_id(), "player": f"bare-{i:02d}"}
+            body |= session_fields(None, "chemmy")
             await self._post(http, "balance", {**body, "currency": CURRENCY})
 
     async def debits(self) -> float:
@@ -283,6 +286,7 @@ class WalletProbe:
                 "round_id": rid,
                 "table": "bench",
                 "bets": [{"area": "player", "amount": BET}],
+                **session_fields(None, "chemmy"),  # (what every call carries)
             }
 
         t0 = time.perf_counter()

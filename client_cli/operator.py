@@ -30,7 +30,7 @@ __all__ = ["fetch", "post", "register", "run_table", "run_transactions", "run_vo
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-STATES = ("pending", "acknowledged", "refused", "rolled_back", "failed")
+STATES = ("pending", "acknowledged", "refused", "rolled_back", "failed", "cancelled")
 
 
 def register(subparsers: Subparsers) -> None:

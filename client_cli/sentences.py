@@ -313,7 +313,16 @@ def debiting() -> str:
     return t("ev.debiting")
 
 
-_DEBIT_REFUSALS = ("insufficient_funds", "limit_reached", "player_blocked")
+#: The reasons a debit refusal is told in (docs/protocol.md ``debit_refused``).
+_DEBIT_REFUSALS = (
+    "insufficient_funds",
+    "limit_reached",
+    "player_blocked",
+    "account_locked",
+    "session_expired",
+    "unknown_player",
+    "currency_mismatch",
+)
 
 
 def debit_refused(reason: object) -> str:

@@ -15,9 +15,10 @@ matching rule with some count left winning. The faults:
 ``reset``       drop the socket (RST) at once, apply nothing
 ``lost_answer`` apply the call, then drop the socket: the wallet moved the money and
                 Chemmy never heard
-``refuse``      refuse the call ``200`` with ``code`` (``insufficient_funds``,
-                ``limit_reached``, ``player_blocked``); a debit's refusal is recorded
-                as its first answer, a credit's or a rollback's is not
+``refuse``      refuse the call with ``code`` (one of :data:`REFUSALS`), answered
+                ``http`` (``200`` unless told; a ``4xx`` may carry any code of
+                ``a-z _``, as ``debit_closed``); a debit's ``200`` refusal is recorded
+                as its first answer, anything else is not
 ``slow``        wait ``seconds`` (default 1), then apply and answer: a late delivery
 ``held``        apply the call at once, then hold its answer ``seconds`` (default 30): a
                 credit the wallet took long ago, its answer still on the way
@@ -33,6 +34,7 @@ answered, as if their time were up).
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -43,8 +45,17 @@ from .ledger import ENDPOINTS
 __all__ = ["FAULTS", "REFUSALS", "Faults", "Rule", "parse_faults"]
 
 FAULTS: Final = ("http500", "timeout", "reset", "lost_answer", "refuse", "slow", "held", "drip")
-#: The refusals a ``refuse`` rule may answer: a debit's refusals (docs/wallet.md §3).
-REFUSALS: Final = ("insufficient_funds", "limit_reached", "player_blocked")
+#: The refusals a ``refuse`` rule may answer ``200``: a debit's (docs/wallet.md §3).
+REFUSALS: Final = (
+    "insufficient_funds",
+    "limit_reached",
+    "player_blocked",
+    "account_locked",
+    "session_expired",
+    "unknown_player",
+    "currency_mismatch",
+)
+_CODE: Final = re.compile(r"[a-z_]{1,64}")
 #: How long a ``timeout`` holds a request, a ``slow`` delays one, a ``held`` holds an
 #: answer, and a ``drip`` waits between two bytes of one, unless told.
 DEFAULT_SECONDS: Final = {"timeout": 30.0, "slow": 1.0, "held": 30.0, "drip": 0.5}
@@ -61,6 +72,7 @@ class Rule:
     count: int | None = None
     seconds: float = 0.0
     code: str | None = None
+    http: int = 200
     fired: int = 0
 
     def matches(self, endpoint: str, player: str) -> bool:
@@ -74,11 +86,11 @@ class Rule:
 def _rule(data: Any) -> Rule:
     if not isinstance(data, dict):
         raise ValueError("a rule is a JSON object")
-    unknown = set(data) - {"fault", "endpoint", "player", "count", "seconds", "code"}
+    unknown = set(data) - {"fault", "endpoint", "player", "count", "seconds", "code", "http"}
     if unknown:
         raise ValueError(f"a rule has no {', '.join(sorted(unknown))}")
     fault, endpoint, player = data.get("fault"), data.get("endpoint"), data.get("player")
-    count, code = data.get("count"), data.get("code")
+    count, code, http = data.get("count"), data.get("code"), data.get("http", 200)
     seconds = data.get("seconds", DEFAULT_SECONDS.get(str(fault), 0.0))
     if fault not in FAULTS:
         raise ValueError(f"fault must be one of {', '.join(FAULTS)}")
@@ -90,9 +102,18 @@ def _rule(data: Any) -> Rule:
         raise ValueError("count must be a whole number")
     if type(seconds) not in (int, float) or not 0 <= seconds <= 3600:
         raise ValueError("seconds must be a number from 0 to 3600")
-    if (fault == "refuse") != (code is not None) or (code is not None and code not in REFUSALS):
-        raise ValueError(f"a refuse rule needs a code, one of {', '.join(REFUSALS)}")
-    return Rule(fault, endpoint, player, count, float(seconds), code)
+    if (
+        type(http) is not int
+        or not (http == 200 or 400 <= http <= 499)
+        or (http != 200 and fault != "refuse")
+    ):
+        raise ValueError("http is 200 or a 4xx, for a refuse rule")
+    allowed = code in REFUSALS if http == 200 else isinstance(code, str) and _CODE.fullmatch(code)
+    if (fault == "refuse") != (code is not None) or (code is not None and not allowed):
+        raise ValueError(
+            f"a refuse rule needs a code, one of {', '.join(REFUSALS)} (with a 4xx: any a-z _)"
+        )
+    return Rule(fault, endpoint, player, count, float(seconds), code, http)
 
 
 def parse_faults(data: Any) -> tuple[float, list[Rule]]:

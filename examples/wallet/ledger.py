@@ -11,9 +11,14 @@ whatever it stores its accounts in:
 - **Check and apply in one transaction.** Looking the id up, checking the balance and
   moving the money are one database transaction (here one ``BEGIN IMMEDIATE`` under one
   lock), so two deliveries of one call racing each other cannot both apply it.
-- **A debit moves money or nothing.** Refusals (``insufficient_funds``,
-  ``limit_reached``, ``player_blocked``, ``rolled_back``) are answered ``200`` and
+- **A debit moves money or nothing.** Refusals (``unknown_player``,
+  ``currency_mismatch``, ``session_expired``, ``account_locked``, ``player_blocked``,
+  ``limit_reached``, ``insufficient_funds``, ``rolled_back``) are answered ``200`` and
   recorded as the first answer, so a retry is refused the same way.
+- **Credits and rollbacks are never refused for the session or the account.** A
+  session that has ended (the player logged out), a locked or blocked account: a debit
+  is refused for them, but the credit of a coup already played, and the rollback of a
+  debit, are applied all the same (the money is the player's either way).
 - **A rollback may come first.** Chemmy rolls back a debit whose answer it never got,
   and the debit itself may still be on its way. A rollback of a debit never seen is
   answered ``ok`` and kept (a tombstone), and the debit, when it comes, is refused
@@ -22,8 +27,10 @@ whatever it stores its accounts in:
   rollback; the debit row says which (``closed_by``).
 
 What is here only because it is an example: players Chemmy names that the wallet has
-never seen are created with a starting balance (``--start-balance``). A real operator
-has its own accounts, and answers a player it does not know with its own refusal.
+never seen are created with a starting balance (``--start-balance``), unless
+``--known-players-only`` (then they are ``unknown_player``, as a real operator's own
+accounts would have them); sessions are ended through the test API
+(``/_control/sessions``), where a real operator's log-out ends them.
 """
 
 from __future__ import annotations
@@ -52,7 +59,8 @@ CREATE TABLE IF NOT EXISTS players (
     id          TEXT PRIMARY KEY,
     currency    TEXT NOT NULL,
     balance     INTEGER NOT NULL,
-    blocked     INTEGER NOT NULL DEFAULT 0,
+    blocked     INTEGER NOT NULL DEFAULT 0,  -- a time-out or self-exclusion: player_blocked
+    locked      INTEGER NOT NULL DEFAULT 0,  -- the account is locked: account_locked
     debit_limit INTEGER,             -- the most one debit may take, or NULL
     daily_limit INTEGER              -- the most a UTC day's debits may take, or NULL
 );
@@ -72,7 +80,16 @@ CREATE TABLE IF NOT EXISTS transactions (
     answer               TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS transactions_by_debit ON transactions (debit_transaction_id);
+CREATE TABLE IF NOT EXISTS sessions (
+    id    TEXT PRIMARY KEY,             -- the session Chemmy's calls carry (session)
+    ended INTEGER NOT NULL DEFAULT 0    -- logged out: its debits are session_expired
+);
 """
+#: The columns a database made before them lacks, added when it is opened.
+MIGRATIONS: Final = ("ALTER TABLE players ADD COLUMN locked INTEGER NOT NULL DEFAULT 0",)
+#: The fields every call carries besides the call itself (docs/wallet.md §3): the game
+#: and where the player plays from (each may be null but ``game``).
+ORIGIN: Final = ("game", "session", "brand", "jurisdiction")
 
 
 class BadRequest(Exception):
@@ -92,6 +109,10 @@ class Call:
     round_id: str = ""
     table: str | None = None
     debit_transaction_id: str | None = None
+    game: str = ""
+    session: str | None = None
+    brand: str | None = None
+    jurisdiction: str | None = None
 
     def identity(self) -> str:
         """The fields a repeat shares with the first delivery, as canonical JSON."""
@@ -120,15 +141,29 @@ def _text(data: dict[str, Any], name: str, *, required: bool = True) -> str | No
     return value
 
 
-def parse_call(kind: str, data: Any) -> Call:
-    """The call ``kind`` (one of :data:`ENDPOINTS`) from its JSON body, or :class:`BadRequest`."""
+def _origin(data: dict[str, Any], game: str | None) -> dict[str, Any]:
+    """The :data:`ORIGIN` fields, each required (``game`` a string, ``game`` if this
+    wallet serves one game only; the others a string or null)."""
+    missing = [name for name in ORIGIN if name not in data]
+    if missing:
+        raise BadRequest(f"a call carries {', '.join(ORIGIN)} (missing {missing[0]})")
+    origin = {name: _text(data, name, required=name == "game") for name in ORIGIN}
+    if game is not None and origin["game"] != game:
+        raise BadRequest(f"this wallet serves the game {game!r}, not {origin['game']!r}")
+    return origin
+
+
+def parse_call(kind: str, data: Any, game: str | None = None) -> Call:
+    """The call ``kind`` (one of :data:`ENDPOINTS`) from its JSON body, or
+    :class:`BadRequest`; ``game``: the one game code taken (None: any)."""
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object")
     request_id, player = _text(data, "request_id"), _text(data, "player")
     currency = _text(data, "currency")
     assert request_id is not None and player is not None and currency is not None
+    origin = _origin(data, game)
     if kind == "balance":
-        return Call(kind, request_id, player, currency)
+        return Call(kind, request_id, player, currency, **origin)
     transaction_id, round_id = _text(data, "transaction_id"), _text(data, "round_id")
     assert transaction_id is not None and round_id is not None
     if not transaction_id.isascii():
@@ -140,7 +175,16 @@ def parse_call(kind: str, data: Any) -> Call:
     debit_id = _text(data, "debit_transaction_id", required=kind != "debit")
     table = _text(data, "table", required=False)
     return Call(
-        kind, request_id, player, currency, transaction_id, amount, round_id, table, debit_id
+        kind,
+        request_id,
+        player,
+        currency,
+        transaction_id,
+        amount,
+        round_id,
+        table,
+        debit_id,
+        **origin,
     )
 
 
@@ -152,17 +196,30 @@ def _refusal(call: Call, status: str, message: str, balance: int) -> Answer:
 class Ledger:
     """Balances and transactions in the SQLite file ``path``.
 
-    New players get ``currency`` and ``start_balance``. Safe to call from many threads:
-    one connection, one lock, one database transaction per call.
+    New players get ``currency`` and ``start_balance`` (with ``known_only``, a player
+    not set through :meth:`set_player` is ``unknown_player``). Safe to call from many
+    threads: one connection, one lock, one database transaction per call.
     """
 
-    def __init__(self, path: Path | str, currency: str = "EUR", start_balance: int = 100_000):
+    def __init__(
+        self,
+        path: Path | str,
+        currency: str = "EUR",
+        start_balance: int = 100_000,
+        *,
+        known_only: bool = False,
+    ):
         self.currency = currency
         self.start_balance = start_balance
+        self.known_only = known_only
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
         self._db.executescript(SCHEMA)
+        columns = {row["name"] for row in self._db.execute("PRAGMA table_info(players)")}
+        for migration in MIGRATIONS:
+            if migration.split()[5] not in columns:
+                self._db.execute(migration)
 
     def close(self) -> None:
         with self._lock:
@@ -183,44 +240,81 @@ class Ledger:
     def apply(self, call: Call) -> Answer:
         """Answer ``call``: the first answer again to a repeat, else apply it once."""
         with self._transaction() as db:
-            player = self._player(db, call.player, call.currency)
-            if player is None:
-                return Answer(
-                    409,
-                    {
-                        "status": "currency_mismatch",
-                        "message": f"{call.player}'s currency is not {call.currency}",
-                    },
-                )
+            if call.kind != "balance":
+                earlier = self._earlier(db, call)
+                if earlier is not None:
+                    return earlier
+            player = self._player(db, call.player)
+            refused = self._refusal(db, call, player)
+            if refused is not None:
+                return refused
+            if player is None:  # a rollback for a player the wallet does not have
+                return self._rollback(db, call, None)
             if call.kind == "balance":
                 return Answer(
                     200,
                     {"status": "ok", "balance": player["balance"], "currency": player["currency"]},
                 )
-            earlier = self._earlier(db, call)
-            if earlier is not None:
-                return earlier
             if call.kind == "debit":
                 return self._debit(db, call, player)
             if call.kind == "credit":
                 return self._credit(db, call, player)
             return self._rollback(db, call, player)
 
-    def refuse(self, call: Call, status: str) -> Answer:
-        """Refuse ``call`` with ``status`` (an injected refusal). A debit's refusal is
-        final, so it is recorded as the debit's first answer, like any refusal; a credit's
-        or a rollback's is not (Chemmy retries those until they are applied, and the retry
-        after the rule is spent is). A repeat of a call seen before gets its first answer."""
+    def _refusal(
+        self, db: sqlite3.Connection, call: Call, player: sqlite3.Row | None
+    ) -> Answer | None:
+        """Why this call is refused before it touches money, or None. A balance or a
+        debit: the player unknown, of another currency, their session ended, their
+        account locked (``200``: a debit's refusal is its first answer). A credit or a
+        rollback is never refused for the session or the account (docs/wallet.md §3);
+        only a player the wallet does not have, or another currency, which cannot be
+        the debit's and needs a person (``409``)."""
+        problem: tuple[str, str] | None = None
+        if player is None:
+            problem = "unknown_player", f"there is no player {call.player}"
+        elif player["currency"] != call.currency:
+            problem = "currency_mismatch", f"{call.player}'s currency is not {call.currency}"
+        if call.kind in ("credit", "rollback"):
+            if problem is None:
+                return None
+            if call.kind == "rollback" and problem[0] == "unknown_player":
+                return None  # nothing was taken from nobody: a tombstone, answered ok
+            return Answer(409, {"status": problem[0], "message": problem[1]})
+        if problem is None and call.session is not None and self._ended(db, call.session):
+            problem = "session_expired", f"the session {call.session} has ended"
+        if problem is None and player is not None and player["locked"]:
+            problem = "account_locked", f"{call.player}'s account is locked"
+        if problem is None:
+            return None
+        balance = player["balance"] if player is not None else 0
+        if call.kind == "balance":
+            return Answer(200, {"status": problem[0], "message": problem[1]})
+        return self._record(db, call, "refused", 0, _refusal(call, *problem, balance))
+
+    @staticmethod
+    def _ended(db: sqlite3.Connection, session: str) -> bool:
+        row = db.execute("SELECT ended FROM sessions WHERE id = ?", (session,)).fetchone()
+        return row is not None and bool(row["ended"])
+
+    def refuse(self, call: Call, status: str, http: int = 200) -> Answer:
+        """Refuse ``call`` with ``status`` (an injected refusal), answered ``http``. A
+        debit's ``200`` refusal is final, so it is recorded as the debit's first answer,
+        like any refusal; anything else is not (Chemmy retries credits and rollbacks
+        until they are applied, and the retry after the rule is spent is). A repeat of a
+        call seen before gets its first answer."""
         message = "refused on cue (/_control/faults)"
         with self._transaction() as db:
-            player = self._player(db, call.player, call.currency)
+            player = self._player(db, call.player)
             balance = player["balance"] if player is not None else 0
             if call.kind == "balance":
-                return Answer(200, {"status": status, "balance": balance, "message": message})
+                return Answer(http, {"status": status, "balance": balance, "message": message})
             earlier = self._earlier(db, call)
             if earlier is not None:
                 return earlier
             answer = _refusal(call, status, message, balance)
+            if http != 200:
+                return Answer(http, {"status": status, "message": message})
             if call.kind != "debit":
                 return answer
             return self._record(db, call, "refused", 0, answer)
@@ -296,8 +390,8 @@ class Ledger:
         )
         return self._record(db, call, "applied", call.amount, answer)
 
-    def _rollback(self, db: sqlite3.Connection, call: Call, player: sqlite3.Row) -> Answer:
-        balance: int = player["balance"]
+    def _rollback(self, db: sqlite3.Connection, call: Call, player: sqlite3.Row | None) -> Answer:
+        balance: int | None = None if player is None else player["balance"]
         debit = db.execute(
             "SELECT * FROM transactions WHERE transaction_id = ?", (call.debit_transaction_id,)
         ).fetchone()
@@ -307,7 +401,7 @@ class Ledger:
             if problem is not None:
                 return Answer(409, problem)
             returned = -debit["moved"]  # the debit's amount if it moved money, else 0
-            balance += returned
+            balance = (balance or 0) + returned
             db.execute("UPDATE players SET balance = ? WHERE id = ?", (balance, call.player))
             db.execute(
                 "UPDATE transactions SET state = CASE state WHEN 'applied' THEN 'rolled_back'"
@@ -321,15 +415,18 @@ class Ledger:
         return self._record(db, call, "applied", returned, answer)
 
     # -- the parts ---------------------------------------------------------------------
-    def _player(self, db: sqlite3.Connection, name: str, currency: str) -> sqlite3.Row | None:
-        """The player (created if new: an example's shortcut), or None if their currency
-        is another one."""
-        db.execute(
-            "INSERT OR IGNORE INTO players (id, currency, balance) VALUES (?, ?, ?)",
-            (name, self.currency, self.start_balance),
-        )
-        row: sqlite3.Row = db.execute("SELECT * FROM players WHERE id = ?", (name,)).fetchone()
-        return row if row["currency"] == currency else None
+    def _player(self, db: sqlite3.Connection, name: str) -> sqlite3.Row | None:
+        """The player (created if new: an example's shortcut, unless ``known_only``), or
+        None for one the wallet does not have."""
+        if not self.known_only:
+            db.execute(
+                "INSERT OR IGNORE INTO players (id, currency, balance) VALUES (?, ?, ?)",
+                (name, self.currency, self.start_balance),
+            )
+        row: sqlite3.Row | None = db.execute(
+            "SELECT * FROM players WHERE id = ?", (name,)
+        ).fetchone()
+        return row
 
     def _earlier(self, db: sqlite3.Connection, call: Call) -> Answer | None:
         """The first answer if this ``transaction_id`` was seen, ``409 id_reused`` if it
@@ -378,8 +475,9 @@ class Ledger:
 
     # -- what the control API shows and sets -------------------------------------------
     def set_player(self, name: str, changes: dict[str, Any]) -> dict[str, Any]:
-        """Set a player's ``balance``, ``blocked``, ``debit_limit``, ``daily_limit`` (null:
-        none) or ``currency``, creating them if new; their row after."""
+        """Set a player's ``balance``, ``blocked``, ``locked``, ``debit_limit``,
+        ``daily_limit`` (null: none) or ``currency``, creating them if new; their row
+        after."""
         with self._transaction() as db:
             db.execute(
                 "INSERT OR IGNORE INTO players (id, currency, balance) VALUES (?, ?, ?)",
@@ -390,11 +488,24 @@ class Ledger:
             row = db.execute("SELECT * FROM players WHERE id = ?", (name,)).fetchone()
             return _player_dict(row)
 
+    def set_session(self, session: str, ended: bool) -> dict[str, Any]:
+        """End a session (the player logged out: its debits are refused
+        ``session_expired``), or open it again."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO sessions (id, ended) VALUES (?, ?)"
+                " ON CONFLICT (id) DO UPDATE SET ended = excluded.ended",
+                (session, int(ended)),
+            )
+        return {"session": session, "ended": ended}
+
     def state(self) -> dict[str, Any]:
-        """Every player, and every transaction in the order they came."""
+        """Every player, every session ended, and every transaction in the order they
+        came."""
         with self._lock:
             players = self._db.execute("SELECT * FROM players ORDER BY id").fetchall()
             rows = self._db.execute("SELECT * FROM transactions ORDER BY rowid").fetchall()
+            ended = self._db.execute("SELECT id FROM sessions WHERE ended ORDER BY id").fetchall()
         kinds = {row["transaction_id"]: row["kind"] for row in rows}
         transactions = [
             {
@@ -415,6 +526,7 @@ class Ledger:
         ]
         return {
             "players": {row["id"]: _player_dict(row) for row in players},
+            "ended_sessions": [row["id"] for row in ended],
             "transactions": transactions,
         }
 
@@ -426,6 +538,7 @@ PLAYER_SETTINGS: Final[dict[str, tuple[type, ...]]] = {
     "debit_limit": (int, type(None)),
     "daily_limit": (int, type(None)),
     "currency": (str,),
+    "locked": (bool,),
 }
 
 
@@ -434,6 +547,7 @@ def _player_dict(row: sqlite3.Row) -> dict[str, Any]:
         "currency": row["currency"],
         "balance": row["balance"],
         "blocked": bool(row["blocked"]),
+        "locked": bool(row["locked"]),
         "debit_limit": row["debit_limit"],
         "daily_limit": row["daily_limit"],
     }

@@ -5,11 +5,15 @@ What an operator's wallet must do the same way, whatever its web framework:
 1. Read the body as bytes (``Content-Length``, at most :data:`MAX_BODY`) and check the
    ``Chemmy-Signature`` over **those bytes** and the request target as sent
    (``self.path``, query and all), before parsing anything:
-   :func:`server.wallet.signing.verify`. A missing or wrong signature is ``401
-   bad_signature``, one more than 300 s from our clock ``401 stale_signature``.
-2. Parse the JSON and check its fields; a call that is not what docs/wallet.md §3 says
-   is ``400 bad_request`` (Chemmy marks it ``failed``: it needs a person).
-3. Apply it once (:mod:`.ledger`) and answer ``200`` with the call's ``status``.
+   :func:`server.wallet.signing.verify_request`, under the shared secret (``v1=``) or
+   under Chemmy's public key the header names (``kid=``: the wallet holds one, or two
+   while Chemmy switches keys; it cannot sign a call itself). A missing or wrong
+   signature, or an unknown key id, is ``401 bad_signature``, one more than 300 s from
+   our clock ``401 stale_signature``.
+2. Parse the JSON and check its fields, the game and where the player plays from
+   included; a call that is not what docs/wallet.md §3 says is ``400 bad_request``
+   (Chemmy marks it ``failed``: it needs a person).
+3. Apply it once (:mod:`.ledger`) and answer with the call's ``status``.
 
 Besides, under ``/_control/`` and only to a client on loopback, the unsigned test API of
 :mod:`.faults`: a real wallet has no such thing. (Behind a proxy on the same machine
@@ -29,10 +33,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from server.wallet.signing import HEADER, SignatureError, verify
+from server.wallet.signing import HEADER, PublicKey, SignatureError, verify_request
 
 from .faults import Faults, parse_faults
-from .ledger import ENDPOINTS, PLAYER_SETTINGS, Answer, BadRequest, Call, Ledger, parse_call
+from .ledger import (
+    ENDPOINTS,
+    ORIGIN,
+    PLAYER_SETTINGS,
+    Answer,
+    BadRequest,
+    Call,
+    Ledger,
+    parse_call,
+)
 
 __all__ = ["MAX_BODY", "WalletServer"]
 
@@ -54,11 +67,22 @@ class WalletServer(ThreadingHTTPServer):
     request_queue_size = 128
 
     def __init__(
-        self, address: tuple[str, int], ledger: Ledger, secret: bytes, faults: Faults | None = None
+        self,
+        address: tuple[str, int],
+        ledger: Ledger,
+        secret: bytes | None,
+        faults: Faults | None = None,
+        *,
+        keys: dict[str, PublicKey] | None = None,
+        game: str | None = None,
     ) -> None:
         super().__init__(address, WalletHandler)
         self.ledger = ledger
+        #: The shared secret (None: HMAC signatures refused) and Chemmy's public keys.
         self.secret = secret
+        self.keys = dict(keys or {})
+        #: The one game code taken (None: any).
+        self.game = game
         self.faults = faults or Faults()
 
     @property
@@ -103,7 +127,8 @@ class WalletHandler(BaseHTTPRequestHandler):
             return
         faults.delay()
         ids = _ids(endpoint, body)
-        call, refusal = self._check(endpoint, body)
+        call, refusal, kid = self._check(endpoint, body)
+        ids["kid"] = kid
         if call is None:
             assert refusal is not None
             faults.record(**ids, http=refusal.http, status=refusal.status, fault=None, repeat=False)
@@ -123,7 +148,7 @@ class WalletHandler(BaseHTTPRequestHandler):
         if rule is not None and rule.fault == "slow":
             faults.hold(rule.seconds)
         if rule is not None and rule.code is not None:
-            answer = self.server.ledger.refuse(call, rule.code)
+            answer = self.server.ledger.refuse(call, rule.code, rule.http)
         else:
             answer = self.server.ledger.apply(call)
         # Logged before the answer goes: a test that has the answer finds it in the log.
@@ -139,18 +164,25 @@ class WalletHandler(BaseHTTPRequestHandler):
                 faults.hold(rule.seconds)  # applied already: only the answer waits
             self._send(answer)
 
-    def _check(self, endpoint: str, body: bytes) -> tuple[Call | None, Answer | None]:
-        """The call, if it is signed and well formed; else the answer that refuses it."""
+    def _check(self, endpoint: str, body: bytes) -> tuple[Call | None, Answer | None, str | None]:
+        """The call, if it is signed and well formed, else the answer that refuses it;
+        and the id of Chemmy's key that signed it (None: the shared secret, or none)."""
         try:
-            verify(
-                self.server.secret, self.headers.get(HEADER), time.time(), "POST", self.path, body
+            kid = verify_request(
+                self.headers.get(HEADER),
+                time.time(),
+                "POST",
+                self.path,
+                body,
+                hmac_key=self.server.secret,
+                public_keys=self.server.keys,
             )
         except SignatureError as error:
-            return None, Answer(401, {"status": error.status, "message": error.message})
+            return None, Answer(401, {"status": error.status, "message": error.message}), None
         try:
-            return parse_call(endpoint, json.loads(body)), None
+            return parse_call(endpoint, json.loads(body), self.server.game), None, kid
         except (ValueError, BadRequest) as error:  # (json's errors are ValueErrors)
-            return None, Answer(400, {"status": "bad_request", "message": str(error)})
+            return None, Answer(400, {"status": "bad_request", "message": str(error)}), kid
 
     # -- the test API ------------------------------------------------------------------
     def _control(self, method: str, path: str) -> None:
@@ -177,6 +209,9 @@ class WalletHandler(BaseHTTPRequestHandler):
         if (method, path) == ("POST", "/_control/players"):
             name, changes = _player_changes(data)
             return Answer(200, {"status": "ok", "player": ledger.set_player(name, changes)})
+        if (method, path) == ("POST", "/_control/sessions"):
+            session, ended = _session_change(data)
+            return Answer(200, {"status": "ok", **ledger.set_session(session, ended)})
         if (method, path) == ("GET", "/_control/state"):
             return Answer(200, {**ledger.state(), "faults": faults.describe()})
         if (method, path) == ("GET", "/_control/log"):
@@ -260,10 +295,23 @@ def _ids(endpoint: str, body: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         data = {}
     ids: dict[str, Any] = {"endpoint": endpoint}
-    for name in ("transaction_id", "request_id", "player"):
+    for name in ("transaction_id", "request_id", "player", *ORIGIN):
         value = data.get(name)
         ids[name] = value if isinstance(value, str) else None
     return ids
+
+
+def _session_change(data: Any) -> tuple[str, bool]:
+    """The session a ``/_control/sessions`` body ends (or opens again), or ValueError."""
+    if (
+        not isinstance(data, dict)
+        or set(data) != {"session", "ended"}
+        or not isinstance(data["session"], str)
+        or not data["session"]
+        or not isinstance(data["ended"], bool)
+    ):
+        raise ValueError('the body is {"session": "s-1", "ended": true}')
+    return data["session"], data["ended"]
 
 
 def _player_changes(data: Any) -> tuple[str, dict[str, Any]]:

@@ -552,7 +552,8 @@ class TableActor:
                 cmd.player, str(guest["name"]), int(guest["funds"]), guest=True
             )
         if isinstance(cmd, c.Join) and self.money is not None and self.money.confirms_holds:
-            await self._mirror(cmd.player)
+            session = None if record is None else record.fields.get(c.WALLET_SESSION_FIELD)
+            await self._mirror(cmd.player, session if isinstance(session, dict) else None)
         if isinstance(cmd, _FRESH_BALANCE):
             await self._refresh([cmd.player])
 
@@ -588,7 +589,9 @@ class TableActor:
         state = table.to_state(spectators=False)  # spectators are not kept (docs)
         calls: list[dict[str, Any]] = []
         if self.money is not None and self.money.confirms_holds:
-            calls = closing_calls(self._last_state, state, records, self.currency, self.clock())
+            calls = closing_calls(
+                self._last_state, state, records, self.currency, self.clock(), game=self.game
+            )
         guards = _guards(item.record) if isinstance(cmd, _FUNDED) else []
         try:
             result = await self.store.commit(
@@ -681,13 +684,24 @@ class TableActor:
     def currency(self) -> str | None:
         return getattr(self.table.options, "currency", None)
 
-    async def _mirror(self, player: str) -> None:
-        """Set the player's mirror from the operator's balance (a join). A wallet that
-        cannot say leaves it as it was: the debit decides anyway."""
+    @property
+    def game(self) -> str | None:
+        """The game code the operator's wallet calls carry (``--wallet-game``)."""
+        return None if self.money is None else self.money.game
+
+    def _session_of(self, player: str) -> dict[str, Any] | None:
+        """The session at the operator the player's wagers here were placed under."""
+        p = self.table.players.get(player)
+        return None if p is None else p.wallet_session
+
+    async def _mirror(self, player: str, session: dict[str, Any] | None = None) -> None:
+        """Set the player's mirror from the operator's balance (a join, in the session
+        the join came from). A wallet that cannot say leaves it as it was: the debit
+        decides anyway."""
         assert self.money is not None
         try:
             async with asyncio.timeout(self.wallet_timeout):  # the table waits meanwhile
-                balance = await self.money.balance(player, self.currency)
+                balance = await self.money.balance(player, self.currency, session)
         except (WalletError, TimeoutError) as exc:
             log.warning(
                 "table %s: no balance for %s from the wallet (%s)", self.table_id, player, exc
@@ -731,7 +745,16 @@ class TableActor:
         deadline = started + self.wallet_timeout
         now = self.clock()
         calls = [
-            debit_call(self.table_id, rid, pid, bets, self.currency, now)
+            debit_call(
+                self.table_id,
+                rid,
+                pid,
+                bets,
+                self.currency,
+                now,
+                session=self._session_of(pid),
+                game=self.game,
+            )
             for pid, bets in sorted(debiting.items())
         ]
         await self._store_calls(calls)  # written before they are sent: reconcilable
@@ -795,7 +818,17 @@ class TableActor:
     async def _roll_back(self, rid: str, wagers: dict[str, dict[str, int]], reason: str) -> None:
         now = self.clock()
         calls = [
-            rollback_call(self.table_id, rid, pid, sum(bets.values()), self.currency, now, reason)
+            rollback_call(
+                self.table_id,
+                rid,
+                pid,
+                sum(bets.values()),
+                self.currency,
+                now,
+                reason,
+                session=self._session_of(pid),
+                game=self.game,
+            )
             for pid, bets in sorted(wagers.items())
         ]
         await self._store_calls(calls)

@@ -21,6 +21,10 @@ or RS256, from a PEM file). The claims used:
   ISO 3166 region (``"MT"``, ``"GB"``, or a subdivision such as ``"US-NJ"``);
 - ``brand`` (optional): which of the operator's sites the player came from, 1-64 of
   ``A-Z a-z 0-9 _ . : -``;
+- ``sid`` (optional), else ``jti``: the player's session at the operator (a login), 1-128
+  printable ASCII characters; every call to a seamless wallet carries it (``session``,
+  docs/wallet.md §3) so the operator's wallet can refuse a debit of a session that has
+  ended;
 - ``return_url`` (optional): where the player goes back to on leaving, an ``http`` or
   ``https`` URL of at most 2048 characters;
 - ``reality_check`` (optional): every how many minutes of play the player is reminded
@@ -87,6 +91,7 @@ __all__ = [
     "is_language_tag",
     "is_reality_minutes",
     "is_return_url",
+    "is_session_id",
     "is_valid_player_id",
     "make_token",
 ]
@@ -110,6 +115,7 @@ _ROLE = re.compile(r"[A-Za-z0-9_.:-]{1,32}")
 #: to four subtags (``fr``, ``de-CH``, ``zh-Hant-TW``); 35 characters at most.
 LANGUAGE_TAG: Final = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8}){0,4}")
 MAX_LANGUAGE_LEN: Final = 35
+_SESSION_ID = re.compile(r"[!-~]{1,128}")
 _BRAND = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 #: A jurisdiction: an ISO 3166-1 region, then maybe an ISO 3166-2 subdivision (``US-NJ``).
 _JURISDICTION = re.compile(r"([A-Z]{2})(?:-[A-Z0-9]{1,3})?")
@@ -159,6 +165,8 @@ class Identity:
     return_url: str | None = None  # the token's ``return_url`` claim: http(s)
     #: The token's ``reality_check`` claim: a reminder every so many minutes of play.
     reality_check: float | None = None
+    #: The player's session at the operator: the token's ``sid`` claim, else its ``jti``.
+    session: str | None = None
 
     def __post_init__(self) -> None:
         if not is_valid_player_id(self.player_id):
@@ -175,6 +183,7 @@ class Identity:
             (self.brand, is_brand, "brand"),
             (self.return_url, is_return_url, "return_url"),
             (self.reality_check, is_reality_minutes, "reality_check"),
+            (self.session, is_session_id, "session"),
         ):
             if value is not None and not valid(value):
                 raise ValueError(f"invalid {what}")
@@ -184,6 +193,13 @@ class Identity:
     @property
     def is_operator(self) -> bool:
         return OPERATOR in self.roles
+
+    @property
+    def wallet_session(self) -> dict[str, str | None]:
+        """What a seamless wallet's calls say of the player's session at the operator
+        (docs/wallet.md §3): ``session`` (``sid``, else ``jti``), ``brand``,
+        ``jurisdiction``, each None when the token has none."""
+        return {"session": self.session, "brand": self.brand, "jurisdiction": self.jurisdiction}
 
 
 def is_language_tag(value: object) -> TypeGuard[str]:
@@ -222,6 +238,11 @@ def _regions() -> frozenset[str]:
 
 
 _REGIONS: frozenset[str] | None = None
+
+
+def is_session_id(value: object) -> TypeGuard[str]:
+    """A ``sid`` or ``jti`` claim: 1-128 printable ASCII characters, no space."""
+    return isinstance(value, str) and _SESSION_ID.fullmatch(value) is not None
 
 
 def is_brand(value: object) -> TypeGuard[str]:
@@ -502,6 +523,11 @@ class Authenticator:
             if value is not None and not valid(value):
                 raise AuthError("bad_token", f"the token's {claim} is not {what}")
             extra[claim] = value
+        for claim in ("sid", "jti"):  # the operator's session: sid, else jti
+            value = claims.get(claim)
+            if value is not None and not is_session_id(value):
+                raise AuthError("bad_token", f"the token's {claim} is not a session id")
+        extra["session"] = claims.get("sid", claims.get("jti"))
         return Identity(
             player_id, name, frozenset(granted), guest=False, language=language, **extra
         )
@@ -572,8 +598,11 @@ def make_token(
     brand: str | None = None,
     return_url: str | None = None,
     reality_check: float | None = None,
+    sid: str | None = None,
+    jti: str | None = None,
 ) -> str:
-    """A player token, for operators' tools and tests.
+    """A player token, for operators' tools and tests (``sid``, ``jti``: the player's
+    session at the operator).
 
     ``secret_or_private_key`` is the HS256 secret, or a private key (PEM text or bytes,
     or a ``cryptography`` key object) for EdDSA and RS256. ``now`` defaults to the
@@ -604,6 +633,11 @@ def make_token(
     ):
         if value is not None:
             if not valid(value):
+                raise ValueError(f"invalid {claim}")
+            claims[claim] = value
+    for claim, value in (("sid", sid), ("jti", jti)):
+        if value is not None:
+            if not is_session_id(value):
                 raise ValueError(f"invalid {claim}")
             claims[claim] = value
     key = secret_or_private_key

@@ -37,6 +37,8 @@ from typing import Any, Final, NoReturn, TypeVar
 
 from server.store.redis_connect import REDIS_SCHEMES, SENTINEL_SCHEME, parse_sentinel_url
 from server.table.options import OptionsError, TableOptions
+from server.wallet import signing
+from server.wallet.signing import KEY_ID, PrivateKey, PublicKey, algorithm_of, parse_key_list
 
 __all__ = [
     "DEFAULT_TABLES",
@@ -47,7 +49,9 @@ __all__ = [
     "ServerConfig",
     "build_parser",
     "load_config",
+    "operator_public_keys",
     "setting_names",
+    "wallet_signing_key",
 ]
 
 ENV_PREFIX: Final = "CHEMMY_"
@@ -56,6 +60,8 @@ LOG_FORMATS: Final = ("auto", "json", "text")
 #: Where players' money lives (docs/wallet.md): Chemmy's own play money, the operator
 #: moving money in and out, or the operator's wallet called for every coup.
 WALLET_MODES: Final = ("internal", "transfer", "seamless")
+#: How Chemmy signs its calls to a seamless wallet (docs/wallet.md §1).
+WALLET_SIGNATURES: Final = ("hmac", "ed25519", "rsa")
 LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 #: HMAC keys shorter than the hash are weak (RFC 7518 §3.2).
 MIN_SECRET_BYTES: Final = 32
@@ -135,11 +141,21 @@ class ServerConfig:
     wallet_secret: str | None = field(default=None, repr=False)
     wallet_timeout: float = 3.0
     wallet_call_timeout: float = 10.0
+    #: How Chemmy signs its calls to the operator's wallet: ``hmac`` with
+    #: ``wallet_secret``, or ``ed25519``/``rsa`` with ``wallet_signing_key_file``.
+    wallet_signature: str = "hmac"
+    wallet_signing_key_file: str | None = None
+    wallet_key_id: str | None = None
+    #: The game code every wallet call carries (the operator's name for Chemmy's game).
+    wallet_game: str = "chemmy"
     #: Minutes of play between reality checks (0: none; a token's claim overrides it).
     reality_check: float = 0.0
     #: Minutes without a connection of the player's that end their play session.
     session_gap: float = 15.0
     operator_key: str | None = field(default=None, repr=False)
+    #: The operator's public keys (``<key id>=<PEM file>``): its calls to
+    #: ``/operator/v1/`` signed with the private halves are taken (two during a switch).
+    operator_public_keys: tuple[str, ...] = ()
     tables: tuple[dict[str, Any], ...] = field(
         default_factory=lambda: tuple(dict(table) for table in DEFAULT_TABLES)
     )
@@ -262,6 +278,29 @@ def _check_players(values: tuple[str, ...]) -> str | None:
     for player in values:
         if not is_valid_player_id(player):
             return f"{player!r} is not a player id (1-64 of A-Z a-z 0-9 _ . : @ -)"
+    return None
+
+
+_WALLET_URL = re.compile(r"^https?://[^\s/?#]+(/[^\s?#]*)?$")
+
+
+def _check_wallet_url(value: str) -> str | None:
+    """An http(s) URL with no query or fragment: the call's path is appended to it, and
+    the signature covers that path (docs/wallet.md §3)."""
+    if _WALLET_URL.match(value):
+        return None
+    return f"{value!r} is not an http(s) URL without a query, like https://wallet.example/chemmy"
+
+
+def _key_id(value: str) -> str | None:
+    return None if KEY_ID.fullmatch(value) else "must be 1-64 of A-Z a-z 0-9 . _ : -"
+
+
+def _check_key_list(values: tuple[str, ...]) -> str | None:
+    try:
+        parse_key_list(values)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
@@ -450,6 +489,7 @@ _SETTINGS: Final = (
         "wallet_url",
         "opt_str",
         "the operator's seamless wallet API, e.g. https://wallet.example/chemmy (seamless)",
+        _check_wallet_url,
         metavar="URL",
     ),
     _Setting(
@@ -472,6 +512,35 @@ _SETTINGS: Final = (
         _between(0.1, 300),
     ),
     _Setting(
+        "wallet_signature",
+        "str",
+        f"how Chemmy signs its calls to the operator's wallet: {', '.join(WALLET_SIGNATURES)}"
+        " (hmac: with wallet_secret; ed25519, rsa: with wallet_signing_key_file, which the"
+        " wallet checks with the public half; docs/wallet.md §1)",
+        _one_of(WALLET_SIGNATURES),
+    ),
+    _Setting(
+        "wallet_signing_key_file",
+        "opt_str",
+        "the PEM private key (Ed25519, or RSA of 2048 bits or more) that signs Chemmy's"
+        " calls to the operator's wallet (wallet_signature ed25519 or rsa)",
+        metavar="PATH",
+    ),
+    _Setting(
+        "wallet_key_id",
+        "opt_str",
+        "the id the operator's wallet knows that key by (kid=, 1-64 of A-Z a-z 0-9 . _ : -)",
+        _key_id,
+        metavar="KID",
+    ),
+    _Setting(
+        "wallet_game",
+        "str",
+        "the game code every call to the operator's wallet carries (game)",
+        _key_id,
+        metavar="CODE",
+    ),
+    _Setting(
         "reality_check",
         "float",
         "minutes of play between reminders of the session's length and net result, which"
@@ -492,6 +561,15 @@ _SETTINGS: Final = (
         "opt_str",
         "the key that signs the operator's calls to /operator/v1/ (HMAC-SHA256)",
         secret=True,
+    ),
+    _Setting(
+        "operator_public_keys",
+        "list",
+        "the operator's public keys, KID=PATH of a PEM file each (Ed25519, or RSA of 2048"
+        " bits or more): its calls to /operator/v1/ signed with a private half are taken"
+        " (list two while the operator switches keys; docs/wallet.md §1)",
+        _check_key_list,
+        metavar="KID=PATH,...",
     ),
 )
 _BY_NAME: Final = {setting.name: setting for setting in _SETTINGS}
@@ -729,8 +807,7 @@ def _check_together(config: ServerConfig) -> None:
             raise ConfigError(f"jwt_secret is for HS256; {config.jwt_algorithm} needs a key file")
     if key_file is not None and not Path(key_file).is_file():
         raise ConfigError(f"jwt_public_key_file: no such file: {key_file}")
-    if config.wallet == "seamless" and (config.wallet_url is None or config.wallet_secret is None):
-        raise ConfigError("the seamless wallet needs wallet_url and wallet_secret")
+    _check_wallet_signature(config)
     for name in ("wallet_secret", "operator_key"):
         key = getattr(config, name)
         if key is not None and len(key.encode("utf-8")) < MIN_SECRET_BYTES:
@@ -739,6 +816,62 @@ def _check_together(config: ServerConfig) -> None:
         raise ConfigError("redis_min_replicas needs a Redis store (--store redis://...)")
     if not config.guest and not config.auth_enabled:
         raise ConfigError("guest play is off (--no-guest) and no JWT key is set: nobody could play")
+
+
+def _check_wallet_signature(config: ServerConfig) -> None:
+    """The seamless wallet's URL and signing key; the operator's public key files."""
+    hmac = config.wallet_signature == "hmac"
+    if config.wallet == "seamless":
+        if config.wallet_url is None:
+            raise ConfigError("the seamless wallet needs wallet_url")
+        if hmac and config.wallet_secret is None:
+            raise ConfigError("the seamless wallet needs wallet_secret (wallet_signature hmac)")
+        if not hmac and (config.wallet_signing_key_file is None or config.wallet_key_id is None):
+            raise ConfigError(
+                f"wallet_signature {config.wallet_signature} needs wallet_signing_key_file"
+                " and wallet_key_id"
+            )
+    if hmac and config.wallet_signing_key_file is not None:
+        raise ConfigError("wallet_signing_key_file needs wallet_signature ed25519 or rsa")
+    if config.wallet_signing_key_file is not None:
+        key = wallet_signing_key(config)
+        if algorithm_of(key) != config.wallet_signature:
+            raise ConfigError(
+                f"wallet_signing_key_file holds an {algorithm_of(key)} key, and"
+                f" wallet_signature is {config.wallet_signature}"
+            )
+    operator_public_keys(config)
+
+
+def _read_key(path: str, name: str) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read(1 << 16)
+    except OSError as exc:
+        raise ConfigError(f"{name}: cannot read {path}: {exc.strerror}") from None
+
+
+def wallet_signing_key(config: ServerConfig) -> PrivateKey:
+    """The private key of ``wallet_signing_key_file`` (set), read and checked: a
+    :class:`ConfigError` says why it is not an Ed25519 or RSA private key."""
+    assert config.wallet_signing_key_file is not None
+    pem = _read_key(config.wallet_signing_key_file, "wallet_signing_key_file")
+    try:
+        return signing.load_private_key(pem)
+    except ValueError as exc:
+        raise ConfigError(f"wallet_signing_key_file: {exc}") from None
+
+
+def operator_public_keys(config: ServerConfig) -> dict[str, PublicKey]:
+    """The operator's public keys by key id (``operator_public_keys``), read and checked:
+    a :class:`ConfigError` names a file that is missing or is not such a key."""
+    keys: dict[str, PublicKey] = {}
+    for kid, path in parse_key_list(config.operator_public_keys).items():
+        try:
+            keys[kid] = signing.load_public_key(_read_key(path, f"operator_public_keys: {kid}"))
+        except ValueError as exc:
+            raise ConfigError(f"operator_public_keys: {kid}: {exc}") from None
+    return keys
 
 
 def setting_names() -> tuple[str, ...]:

@@ -62,7 +62,8 @@ async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str,
         await ctx.store.ensure_player(
             ident.player_id, ident.name, config.welcome_balance, guest=ident.guest
         )
-        await ctx.ask_wallet(ident.player_id, ident.currency)  # seamless: theirs, now
+        # seamless: theirs, now
+        await ctx.ask_wallet(ident.player_id, ident.currency, ident.wallet_session)
         balance, _available = await ctx.money(ident.player_id)
     # The player's play session goes on, or begins (server.net.play_session), with the
     # reality check's period the token asks for, else the server's.

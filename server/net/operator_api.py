@@ -90,7 +90,8 @@ class OperatorRefusal(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who made an operator call: ``how`` is ``"signature"`` (the operator's key) or
+    """Who made an operator call: ``how`` is ``"signature"`` (``name`` ``operator``: the
+    shared key; else the id of the operator's public key that verified it) or
     ``"token"`` (``name`` is then the token's ``sub``)."""
 
     how: str
@@ -100,7 +101,9 @@ class Caller:
     signature: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
-        return "operator-key" if self.how == "signature" else f"token:{self.name}"
+        if self.how == "signature":
+            return "operator-key" if self.name == "operator" else f"operator-key:{self.name}"
+        return f"token:{self.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,49 +146,59 @@ _PARAM = re.compile(r"\{([a-z_]+)\}")
 
 class OperatorAuth:
     """docs/wallet.md §1 for the operator's calls to Chemmy: a signature under ``key``
-    (``--operator-key``), or a bearer token ``tokens`` verifies that names an operator.
-    ``clock`` is the receiver's (Unix seconds)."""
+    (``--operator-key``) or under one of the operator's ``public_keys`` (by key id,
+    ``--operator-public-keys``: two while the operator switches keys), or a bearer
+    token ``tokens`` verifies that names an operator. ``clock`` is the receiver's (Unix
+    seconds)."""
 
     def __init__(
         self,
         key: str | bytes | None,
         tokens: Authenticator | None,
         clock: Callable[[], float] = time.time,
+        public_keys: Mapping[str, signing.PublicKey] | None = None,
     ) -> None:
         self.key = key.encode("utf-8") if isinstance(key, str) else key
         self.tokens = tokens if tokens is not None and tokens.accepts_tokens else None
         self.clock = clock
+        self.public_keys = dict(public_keys or {})
+
+    @property
+    def signed(self) -> bool:
+        """Whether signed calls are taken (a shared key, or a public key)."""
+        return self.key is not None or bool(self.public_keys)
 
     @property
     def enabled(self) -> bool:
         """Whether anyone could be let in."""
-        return self.key is not None or self.tokens is not None
+        return self.signed or self.tokens is not None
 
     def check(self, request: HttpRequest) -> Caller:
         """Who made ``request``; raises :class:`OperatorRefusal` (401, 403)."""
         signature = request.headers.get(signing.HEADER.lower())
         bearer = _bearer(request.headers.get("authorization"))
-        if signature is not None and self.key is not None:
+        if signature is not None and self.signed:
             if not (signature.isascii() and request.target.isascii()):
                 raise OperatorRefusal(
-                    401, "bad_signature", f"{signing.HEADER} is not t=<seconds>,v1=<64 hex digits>"
+                    401, "bad_signature", f"{signing.HEADER} is not a signature (docs/wallet.md §1)"
                 )
             try:
-                signing.verify(
-                    self.key,
+                kid = signing.verify_request(
                     signature,
                     self.clock(),
                     request.method,
                     request.target,
                     request.body,
+                    hmac_key=self.key,
+                    public_keys=self.public_keys,
                 )
             except signing.SignatureError as exc:
                 raise OperatorRefusal(401, exc.status, exc.message) from None
             except (ValueError, TypeError):  # (a shape verify did not foresee: not a signature)
                 raise OperatorRefusal(
-                    401, "bad_signature", f"{signing.HEADER} is not t=<seconds>,v1=<64 hex digits>"
+                    401, "bad_signature", f"{signing.HEADER} is not a signature (docs/wallet.md §1)"
                 ) from None
-            return Caller("signature", "operator", _v1(signature))
+            return Caller("signature", kid or "operator", _signed(signature))
         if bearer is not None and self.tokens is not None:
             if not bearer.isascii():
                 raise OperatorRefusal(401, "unauthorized", "the token is not a JWT")
@@ -196,17 +209,23 @@ class OperatorAuth:
             if not identity.is_operator:
                 raise OperatorRefusal(403, "forbidden", "the token's player is not an operator")
             return Caller("token", identity.player_id)
-        if self.key is not None:
+        if self.signed:
             raise OperatorRefusal(
                 401, "bad_signature", f"sign the request ({signing.HEADER}, docs/wallet.md §1)"
             )
         raise OperatorRefusal(401, "unauthorized", "send Authorization: Bearer <operator token>")
 
 
-def _v1(header: str) -> str:
-    """The ``v1`` of a verified signature header, lowercase."""
-    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
-    return parts["v1"].lower()
+def _signed(header: str) -> str:
+    """The signature itself of a verified signature header (``v1=`` lowercase, or the
+    key pair's ``ed25519=`` / ``rsa-sha256=``): what a replay carries again, whatever
+    ``Idempotency-Key`` is sent with it."""
+    parts = dict(p.strip().split("=", 1) for p in header.split(",") if "=" in p)
+    for name in ("v1", "ed25519", "rsa-sha256"):
+        if name in parts:
+            value = parts[name]
+            return f"{name}={value.lower() if name == 'v1' else value}"
+    return header
 
 
 class AuthFailures:

@@ -7,7 +7,8 @@ last page's ``next_cursor``); ``GET /operator/v1/transactions/totals`` sums them
 day (UTC), table, currency, kind and state (``since``, ``until``: Unix seconds). Served
 on the one operator router (``server.net.operator_api``) in every wallet mode (in the
 ledger modes the list is empty: no call is ever made). Reads only: it never changes a
-call. ``chemmy transactions`` prints the same.
+call (a person does that: ``server.net.operator_wallet``). ``chemmy transactions``
+prints the same.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from server.store.base import WALLET_CALL_KINDS, WALLET_CALL_STATES, Store, Stor
 
 from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal
 
-__all__ = ["PUBLIC_FIELDS", "install"]
+__all__ = ["PUBLIC_FIELDS", "install", "public"]
 
 #: What a listed call shows (its request ``body`` and the wallet's ``answer`` too: the
 #: operator reconciles against exactly what was sent and what came back).
@@ -43,8 +44,17 @@ PUBLIC_FIELDS = (
     "error",
     "body",
     "answer",
+    "resolutions",
 )
 _FILTERS = {"state": WALLET_CALL_STATES, "kind": WALLET_CALL_KINDS}
+
+
+def public(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored call as it is listed (:data:`PUBLIC_FIELDS`; ``resolutions`` ``[]`` for a
+    call nobody resolved)."""
+    listed = {k: row.get(k) for k in PUBLIC_FIELDS}
+    listed["resolutions"] = list(row.get("resolutions") or [])
+    return listed
 
 
 def _one(call: OperatorCall, name: str) -> str | None:
@@ -87,7 +97,7 @@ def install(api: OperatorAPI, store: Store) -> None:
             )
         except StoreError as exc:
             raise OperatorRefusal(503, "store_unavailable", str(exc)) from None
-        listed = [{k: row.get(k) for k in PUBLIC_FIELDS} for row in rows]
+        listed = [public(row) for row in rows]
         more = len(rows) == limit and rows
         return {"transactions": listed, "next_cursor": rows[-1]["seq"] if more else None}
 

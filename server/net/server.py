@@ -43,7 +43,7 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,7 @@ from server.wallet.mirror import sync_mirror
 from . import (
     operator_reads,
     operator_tables,
+    operator_wallet,
     play_limits,
     play_session,
     reconciliation,
@@ -74,7 +75,7 @@ from . import (
     transfers,
 )
 from .auth import Authenticator, AuthError
-from .config import ServerConfig
+from .config import ServerConfig, operator_public_keys
 from .handlers import HANDLERS, Continuation, hello
 from .http import Endpoints
 from .hub import Hub, send_now
@@ -144,11 +145,14 @@ class ChemmyServer:
         self.endpoints = Endpoints(self.metrics, self._not_ready, config.origins)
         #: ``/operator/v1/`` (server.net.operator_api): the transfer API in transfer mode.
         self.operator_api = OperatorAPI(
-            OperatorAuth(config.operator_key, auth), store, parse_networks(config.trusted_proxies)
+            OperatorAuth(config.operator_key, auth, public_keys=operator_public_keys(config)),
+            store,
+            parse_networks(config.trusted_proxies),
         )
         if config.wallet == "transfer":
             transfers.install(self.operator_api, self)
         reconciliation.install(self.operator_api, store)
+        operator_wallet.install(self.operator_api, self)
         operator_reads.install(self.operator_api, self)
         operator_tables.install(self.operator_api, self)
         responsible.install(self.operator_api, self)
@@ -565,19 +569,23 @@ class ChemmyServer:
         if not session.persisted:
             return self.config.welcome_balance, self.config.welcome_balance
         if session.identity is not None:
-            await self.ask_wallet(session.player, session.identity.currency)
+            ident = session.identity
+            await self.ask_wallet(session.player, ident.currency, ident.wallet_session)
         return await self.money(session.player)
 
-    async def ask_wallet(self, player: str, currency: str | None) -> None:
+    async def ask_wallet(
+        self, player: str, currency: str | None, session: Mapping[str, Any] | None = None
+    ) -> None:
         """Where the operator's wallet holds the money (seamless), set the player's mirror
-        from the balance it reports now (docs/wallet.md §3); a wallet that does not
-        answer within ``--wallet-timeout`` leaves the mirror as it was."""
+        from the balance it reports now (docs/wallet.md §3), asked in the player's
+        ``session`` at the operator; a wallet that does not answer within
+        ``--wallet-timeout`` leaves the mirror as it was."""
         wallet = self.wallet
         if wallet is None or not wallet.confirms_holds:
             return
         try:
             async with asyncio.timeout(self.config.wallet_timeout):
-                balance = await wallet.balance(player, currency)
+                balance = await wallet.balance(player, currency, session)
         except (WalletError, TimeoutError) as exc:
             log.warning("no balance for %s from the operator's wallet (%s)", player, exc)
             return

@@ -32,6 +32,7 @@ from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
 from server.store.base import StoreError
 from server.table import TableOptions
+from server.table.commands import WALLET_SESSION_FIELD
 from server.table.events import Event
 from server.table.options import OptionsError
 from server.table.views import view_event
@@ -103,6 +104,15 @@ async def _joined(ctx: TablesContext, session: Session, tid: str) -> str:
     return tid
 
 
+def _wallet_session(ctx: TablesContext, session: Session) -> dict[str, Any]:
+    """With the operator's seamless wallet, the field that carries the player's session
+    at the operator to the table (a bet's, a join's): the table keeps it with the
+    wagers, and every wallet call of theirs carries it (docs/wallet.md §3)."""
+    if ctx.config.wallet != "seamless" or session.identity is None:
+        return {}
+    return {WALLET_SESSION_FIELD: session.identity.wallet_session}
+
+
 def _answer(ctx: Relay, session: Session, mid: Any, table: str | None = None) -> Continuation:
     """The continuation of a plain command: the reply record, as the client's reply.
     A ``not_joined`` from the owner of a ``table`` the connection did join means the
@@ -168,6 +178,7 @@ def table_command(kind: str) -> TableHandler:
             if allowance is not None:
                 args[ALLOWANCE_FIELD] = allowance.nearest
                 args[GUARDS_FIELD] = allowance.guards
+            args.update(_wallet_session(ctx, session))
         elif kind in BLOCKED_COMMANDS:  # a time-out or self-exclusion: player_blocked
             await refuse_blocked(ctx.store, session.player)
         then = _answer(ctx, session, mid, tid)
@@ -252,8 +263,9 @@ async def join(ctx: TablesContext, session: Session, mid: Any, fields: dict[str,
     assert session.identity is not None
     ctx.watch_table(tid)  # this process fans the table's events out from now on
     await ctx.attend(session, tid)  # and hears them before the join goes
+    fields = {"name": session.identity.name, **_wallet_session(ctx, session)}
     try:
-        ctx.relay(session, tid, "join", None, {"name": session.identity.name}, then)
+        ctx.relay(session, tid, "join", None, fields, then)
     except ChemmyError:
         ctx.attended(session, tid, False)
         raise

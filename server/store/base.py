@@ -174,11 +174,21 @@ OUTCOME_KINDS: Final = ("lose", "return", "refund", "void")
 #: The wallet calls Chemmy makes (docs/wallet.md §3) and the states one goes through:
 #: ``pending`` until the wallet answers it for good.
 WALLET_CALL_KINDS: Final = ("debit", "credit", "rollback")
-WALLET_CALL_STATES: Final = ("pending", "acknowledged", "refused", "rolled_back", "failed")
+#: ``cancelled``: a credit or rollback a person found the wallet never applied, and
+#: closed (docs/wallet.md §4, "Failed calls").
+WALLET_CALL_STATES: Final = (
+    "pending",
+    "acknowledged",
+    "refused",
+    "rolled_back",
+    "failed",
+    "cancelled",
+)
 #: The fields of a stored wallet call that :meth:`Store.update_wallet_call` may change
-#: (its progress); the rest is fixed when it is inserted.
+#: (its progress, and what people did about it: ``resolutions``); the rest is fixed
+#: when it is inserted.
 WALLET_CALL_CHANGES: Final = frozenset(
-    {"state", "attempts", "next_at", "updated", "answer", "error", "reason"}
+    {"state", "attempts", "next_at", "updated", "answer", "error", "reason", "resolutions"}
 )
 #: The most round records one :meth:`Store.round_records` returns, whatever ``limit``
 #: asks.
@@ -539,13 +549,20 @@ class Store(Protocol):
 
     # -- the wallet calls' outbox (docs/wallet.md §3-§4) ---------------------------------
     async def update_wallet_call(
-        self, transaction_id: str, changes: Mapping[str, Any]
+        self,
+        transaction_id: str,
+        changes: Mapping[str, Any],
+        *,
+        only_from: str | None = None,
     ) -> dict[str, Any] | None:
         """Merge ``changes`` (only the fields of :data:`WALLET_CALL_CHANGES`, else
         :class:`BadWalletCall`) into the stored call, atomically, and return the call as
         stored now (``None`` for an unknown ``transaction_id``). The due index follows:
         a call whose ``state`` leaves ``pending`` is due no more; a pending one is due
-        at its (new) ``next_at``. A merged call of the wrong shape changes nothing."""
+        at its (new) ``next_at``. A merged call of the wrong shape changes nothing. With
+        ``only_from``, the call changes only if its state is that one, in the same
+        atomic step (a compare-and-set: of two people resolving it at once, one does);
+        otherwise it is returned as it is."""
 
     async def due_wallet_calls(
         self,
@@ -1380,6 +1397,9 @@ def prepare_wallet_call(call: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         if not isinstance(value, types):
             raise bad(f"{name} is a {' or '.join(t.__name__ for t in types)}")
         out[name] = value
+    resolutions = out.get("resolutions", [])  # only once a person did something about it
+    if not isinstance(resolutions, list) or not all(isinstance(r, dict) for r in resolutions):
+        raise bad("resolutions is a list of objects")
     try:
         text = dump_json(out)
     except StoreError as exc:
@@ -1399,7 +1419,9 @@ def check_wallet_call(call: Mapping[str, Any]) -> dict[str, Any]:
     to try it next), ``created`` and ``updated`` (Unix times; kept as floats), and the
     free fields kept as given: ``body`` (the request's body, a dict; ``{}`` if missing),
     ``answer`` (a dict or ``None``), ``reference``, ``reason`` and ``error`` (strings or
-    ``None``; ``None`` if missing), and any other JSON-able field. A store adds ``seq``
+    ``None``; ``None`` if missing), ``resolutions`` (when a person sent it again or
+    resolved it: a list of objects, ``server.net.operator_wallet``), and any other
+    JSON-able field. A store adds ``seq``
     (a ``seq`` given here is dropped)."""
     return prepare_wallet_call(call)[0]
 

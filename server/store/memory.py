@@ -537,13 +537,20 @@ class MemoryStore:
         return None if found is None else {**json.loads(found[1]), "seq": found[0]}
 
     async def update_wallet_call(
-        self, transaction_id: str, changes: Mapping[str, Any]
+        self,
+        transaction_id: str,
+        changes: Mapping[str, Any],
+        *,
+        only_from: str | None = None,
     ) -> dict[str, Any] | None:
         self._check_open()
         stored = self._loaded_call(transaction_id)
         if stored is None:
             check_wallet_changes(changes)
             return None
+        if only_from is not None and stored["state"] != only_from:
+            check_wallet_changes(changes)
+            return stored
         call, text = merge_wallet_call(stored, changes)
         self._calls[transaction_id] = (stored["seq"], text)
         if call["state"] == "pending":

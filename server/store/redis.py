@@ -1355,7 +1355,11 @@ class RedisStore:
         return args
 
     async def update_wallet_call(
-        self, transaction_id: str, changes: Mapping[str, Any]
+        self,
+        transaction_id: str,
+        changes: Mapping[str, Any],
+        *,
+        only_from: str | None = None,
     ) -> dict[str, Any] | None:
         changes = check_wallet_changes(changes)
         data = self._key("wcall:data")
@@ -1366,6 +1370,8 @@ class RedisStore:
                 if old is None:
                     return None
                 stored = _call_of(old)
+                if only_from is not None and stored["state"] != only_from:
+                    return stored  # (the script's compare-and-set makes it atomic)
                 call, text = merge_wallet_call(stored, changes)
                 due = "1" if call["state"] == "pending" else "0"
                 args = [self.prefix, transaction_id, old, f"{stored['seq']} {text}", due]

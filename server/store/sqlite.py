@@ -1339,7 +1339,11 @@ class SQLiteStore:
 
     # -- the wallet calls' outbox ---------------------------------------------------------
     async def update_wallet_call(
-        self, transaction_id: str, changes: Mapping[str, Any]
+        self,
+        transaction_id: str,
+        changes: Mapping[str, Any],
+        *,
+        only_from: str | None = None,
     ) -> dict[str, Any] | None:
         changes = check_wallet_changes(changes)
 
@@ -1352,7 +1356,10 @@ class SQLiteStore:
                 if found is None:
                     return None
                 seq, data = found
-                call, text = merge_wallet_call(json.loads(data), changes)
+                stored = json.loads(data)
+                if only_from is not None and stored["state"] != only_from:
+                    return {**stored, "seq": seq}
+                call, text = merge_wallet_call(stored, changes)
                 db.execute(
                     "UPDATE wallet_calls SET state = ?, next_at = ?, data = ? WHERE seq = ?",
                     (call["state"], call["next_at"], text, seq),

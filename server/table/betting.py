@@ -57,7 +57,14 @@ def check_place_bet(t: Table, cmd: c.PlaceBet) -> tuple[PlayerState, dict[str, i
 
 def do_place_bet(t: Table, cmd: c.PlaceBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
     set_bets(t, *ctx, "place")
+    _keep_session(ctx[0], cmd.wallet_session)
     return False
+
+
+def _keep_session(p: PlayerState, session: dict[str, str | None] | None) -> None:
+    """The session the player's wagers are placed under, for their wallet calls."""
+    if session is not None:
+        p.wallet_session = dict(session)
 
 
 def check_remove_bet(t: Table, cmd: c.RemoveBet) -> tuple[PlayerState, dict[str, int]]:
@@ -94,6 +101,7 @@ def check_same_bet(t: Table, cmd: c.SameBet) -> tuple[PlayerState, dict[str, int
 
 def do_same_bet(t: Table, cmd: c.SameBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
     set_bets(t, *ctx, "same")
+    _keep_session(ctx[0], cmd.wallet_session)
     return False
 
 

@@ -36,6 +36,8 @@ __all__ = [
     "GATEWAY_FIELDS",
     "HANDS",
     "STYLES",
+    "WALLET_SESSION_FIELD",
+    "WALLET_SESSION_KEYS",
     "WIRE_COMMANDS",
     "AcceptShoe",
     "Chat",
@@ -80,8 +82,13 @@ AREAS: frozenset[str] = frozenset(a.value for a in Area)  # §3; which are open 
 CROUPIER = "croupier"
 SEED_BYTES = 32
 #: Fields of a client's command that only a gateway fills in, never the client (the
-#: protocol's schemas do not have them): a bet's ``allowance``, a stand's ``on_break``.
-GATEWAY_FIELDS: frozenset[str] = frozenset({"allowance", "on_break"})
+#: protocol's schemas do not have them): a bet's ``allowance`` and ``wallet_session``, a
+#: stand's ``on_break``.
+GATEWAY_FIELDS: frozenset[str] = frozenset({"allowance", "on_break", "wallet_session"})
+#: The player's session at the operator, as a seamless wallet's calls carry it
+#: (docs/wallet.md §3): ``{"session", "brand", "jurisdiction"}``, each a string or None.
+WALLET_SESSION_FIELD = "wallet_session"
+WALLET_SESSION_KEYS: frozenset[str] = frozenset({"session", "brand", "jurisdiction"})
 
 
 def _whole(value: object) -> bool:
@@ -122,6 +129,19 @@ def _allowance(allowance: object) -> None:
         or not _whole(allowance["remaining"])
     ):
         raise TableError("bad_command", "an allowance is a limit's kind, amount and remaining")
+
+
+def _wallet_session(value: object) -> None:
+    """The gateway's (never a client's): the token's session, brand and jurisdiction the
+    bet was placed under, which the table keeps for the player's wallet calls."""
+    if value is None:
+        return
+    if (
+        not isinstance(value, dict)
+        or set(value) != WALLET_SESSION_KEYS
+        or not all(v is None or (isinstance(v, str) and len(v) <= 128) for v in value.values())
+    ):
+        raise TableError("bad_command", "a wallet session is a session, brand and jurisdiction")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -224,11 +244,14 @@ class PlaceBet(Command):
     #: The player's nearest wager or loss limit, as the gateway found it (for the chips
     #: at every other table): the table refuses chips here beyond ``remaining``.
     allowance: dict[str, object] | None = None
+    #: The player's session at the operator the bet was placed under (seamless only).
+    wallet_session: dict[str, str | None] | None = None
 
     def _check(self) -> None:
         _area(self.area)
         _amount(self.amount)
         _allowance(self.allowance)
+        _wallet_session(self.wallet_session)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -255,15 +278,17 @@ class ClearBets(Command):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SameBet(Command):
-    """Repeat the previous round's bets ("SAME BET", §7); ``allowance`` as
-    :class:`PlaceBet`'s."""
+    """Repeat the previous round's bets ("SAME BET", §7); ``allowance`` and
+    ``wallet_session`` as :class:`PlaceBet`'s."""
 
     wire = "same_bet"
 
     allowance: dict[str, object] | None = None
+    wallet_session: dict[str, str | None] | None = None
 
     def _check(self) -> None:
         _allowance(self.allowance)
+        _wallet_session(self.wallet_session)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -495,6 +520,10 @@ DEBIT_REFUSALS: dict[str, str] = {
     "insufficient_funds": "your wallet does not have enough money for these bets",
     "limit_reached": "these bets would go over a limit on your account",
     "player_blocked": "your account cannot place bets now",
+    "account_locked": "your account is locked; the operator can say why",
+    "session_expired": "your session has ended; log in again to play",
+    "unknown_player": "the operator does not know your account",
+    "currency_mismatch": "your account is not in this table's currency",
     "wallet_unavailable": "your wallet did not answer in time; your bets were not placed",
 }
 

@@ -100,6 +100,9 @@ class PlayerState:
     # Stopping play (a break: commands.Stand's on_break) while their wager was in a coup:
     # stand at its end (docs/protocol.md §6 take_break); never offered the shoe meanwhile.
     on_break: bool = False
+    #: The session at the operator of the player's last bet (``PlaceBet.wallet_session``),
+    #: which their seamless wallet calls carry; replaced whole, never changed in place.
+    wallet_session: dict[str, str | None] | None = None
 
 
 @dataclass

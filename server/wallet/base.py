@@ -27,17 +27,45 @@ operator's debit decides.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-__all__ = ["OK", "REFUSALS", "UNAVAILABLE", "Wallet", "WalletAnswer", "wallet_account"]
+__all__ = [
+    "OK",
+    "REFUSALS",
+    "SESSION_OR_ACCOUNT",
+    "STATUSES",
+    "UNAVAILABLE",
+    "Wallet",
+    "WalletAnswer",
+    "closing_outcome",
+    "wallet_account",
+]
 
 #: The answer of a call the wallet applied (or had applied: a repeat).
 OK: Final = "ok"
 #: What Chemmy calls a debit with no clear answer (docs/wallet.md §3).
 UNAVAILABLE: Final = "wallet_unavailable"
-#: The refusals a debit may get, passed on to the player as they are.
-REFUSALS: Final = ("insufficient_funds", "limit_reached", "player_blocked", "rolled_back")
+#: The refusals a debit may get, passed on to the player as they are (``rolled_back``
+#: is told as ``wallet_unavailable``: Chemmy had given up on that debit already).
+REFUSALS: Final = (
+    "insufficient_funds",
+    "limit_reached",
+    "player_blocked",
+    "account_locked",
+    "session_expired",
+    "unknown_player",
+    "currency_mismatch",
+    "rolled_back",
+)
+#: A session or an account's state: a debit may be refused for one, a credit or a
+#: rollback never (docs/wallet.md §3, "Statuses"): whatever HTTP status comes with one,
+#: Chemmy keeps sending it (it is never ``failed``) until the wallet applies it.
+SESSION_OR_ACCOUNT: Final = ("session_expired", "account_locked", "player_blocked")
+#: Every ``status`` of the wallet API's vocabulary (docs/wallet.md §3 lists each, and
+#: what Chemmy does with it): ``ok`` and the refusals.
+STATUSES: Final = (OK, *REFUSALS)
 
 
 def wallet_account(player: str) -> str:
@@ -71,19 +99,37 @@ class WalletAnswer:
         }
 
 
+def closing_outcome(answer: WalletAnswer) -> str:
+    """What a credit's or a rollback's answer makes of the call (docs/wallet.md §3):
+    ``acknowledged`` (``ok``), ``failed`` (refused for good: a ``4xx`` but ``401`` and
+    ``429``, not for a session's or an account's state: it needs a person), or
+    ``retry`` (no clear answer; a ``200`` refusal, which the wallet may lift; or a
+    refusal for a session's or an account's state, which the wallet must not make)."""
+    if answer.status == OK:
+        return "acknowledged"
+    if answer.clear and answer.http_status != 200 and answer.status not in SESSION_OR_ACCOUNT:
+        return "failed"
+    return "retry"
+
+
 class Wallet(Protocol):
     """What the croupier and the gateway need of where the money lives."""
 
     #: ``internal``, ``transfer`` or ``seamless``.
     mode: str
+    #: The game code the operator's wallet calls carry (``--wallet-game``; None: no calls).
+    game: str | None
     #: A coup's wagers wait for :meth:`debit` before the cards (seamless).
     confirms_holds: bool
     #: Players may take play money from the cashier (internal only).
     takes_deposits: bool
 
-    async def balance(self, player: str, currency: str | None) -> int:
-        """The player's money, as the wallet that holds it says now. Raises
-        :class:`WalletError` when it cannot say."""
+    async def balance(
+        self, player: str, currency: str | None, session: Mapping[str, Any] | None = None
+    ) -> int:
+        """The player's money, as the wallet that holds it says now (``session``: the
+        player's session at the operator, as ``server.wallet.calls.session_fields``
+        takes it). Raises :class:`WalletError` when it cannot say."""
         ...
 
     async def debit(self, call: dict[str, Any], deadline: float) -> WalletAnswer:

@@ -3,7 +3,12 @@
 A call is a plain dict (the store's outbox row, ``server.store.base``): its
 ``transaction_id`` is made from the round, the player and the kind, and its
 ``request_id`` from the transaction id, so every retry of a call, by any process,
-after any restart, carries the same two ids. ``body`` is exactly what is sent.
+after any restart, carries the same two ids. ``body`` is exactly what is sent. Every
+body names the game (``game``, ``--wallet-game``) and the player's session at the
+operator that the wagers were placed under (``session``, ``brand``, ``jurisdiction``:
+the token's, kept by the table with the player's bets), so that the operator's wallet
+can refuse a debit of a session that has ended; a credit or rollback carries them too,
+and the wallet must apply it whatever they say (docs/wallet.md §3).
 
 :func:`closing_calls` says which credits and rollbacks a table step makes: the credits
 of a settled coup (one per debited player, ``0`` for one who lost everything) and the
@@ -19,20 +24,38 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "SESSION_FIELDS",
     "closing_calls",
     "credit_call",
     "debit_call",
     "new_call",
     "rollback_call",
     "round_of",
+    "session_fields",
     "transaction_id",
 ]
 
 _IDS = uuid.UUID("6f0a3c1e-2f4b-4d8e-9a57-c4e1d2b3a091")  # the namespace of request ids
 
 
+#: What every call's body says of where it comes from besides the player.
+SESSION_FIELDS = ("game", "session", "brand", "jurisdiction")
+
+
 def transaction_id(round_id: str, player: str, kind: str) -> str:
     return f"{round_id}:{player}:{kind}"
+
+
+def session_fields(session: Mapping[str, Any] | None, game: str | None) -> dict[str, Any]:
+    """The :data:`SESSION_FIELDS` of a body: the game code, and the player's session,
+    brand and jurisdiction (``None`` for those the token did not have)."""
+    given = session or {}
+    return {
+        "game": game,
+        "session": given.get("session"),
+        "brand": given.get("brand"),
+        "jurisdiction": given.get("jurisdiction"),
+    }
 
 
 def new_call(
@@ -47,6 +70,8 @@ def new_call(
     extra: Mapping[str, Any] | None = None,
     reference: str | None = None,
     reason: str | None = None,
+    session: Mapping[str, Any] | None = None,
+    game: str | None = None,
 ) -> dict[str, Any]:
     """A pending call, due now."""
     txn = transaction_id(round_id, player, kind)
@@ -59,6 +84,7 @@ def new_call(
         "amount": amount,
         "round_id": round_id,
         "table": table,
+        **session_fields(session, game),
         **(extra or {}),
     }
     if reference is not None:
@@ -94,6 +120,9 @@ def debit_call(
     bets: Mapping[str, int],
     currency: str | None,
     now: float,
+    *,
+    session: Mapping[str, Any] | None = None,
+    game: str | None = None,
 ) -> dict[str, Any]:
     """One player's wagers of a coup, all areas in one call."""
     return new_call(
@@ -105,6 +134,8 @@ def debit_call(
         currency=currency,
         now=now,
         extra={"bets": [{"area": a, "amount": v} for a, v in sorted(bets.items())]},
+        session=session,
+        game=game,
     )
 
 
@@ -115,6 +146,9 @@ def credit_call(
     payouts: Sequence[Mapping[str, Any]],
     currency: str | None,
     now: float,
+    *,
+    session: Mapping[str, Any] | None = None,
+    game: str | None = None,
 ) -> dict[str, Any]:
     """What a settled coup returns to ``player`` (stakes back and winnings; may be 0)."""
     mine = [
@@ -132,6 +166,8 @@ def credit_call(
         now=now,
         extra={"payouts": mine},
         reference=transaction_id(round_id, player, "debit"),
+        session=session,
+        game=game,
     )
 
 
@@ -143,6 +179,9 @@ def rollback_call(
     currency: str | None,
     now: float,
     reason: str,
+    *,
+    session: Mapping[str, Any] | None = None,
+    game: str | None = None,
 ) -> dict[str, Any]:
     """Undo ``player``'s debit of ``round_id``: ``debit_unanswered`` or ``voided``."""
     return new_call(
@@ -155,6 +194,8 @@ def rollback_call(
         now=now,
         reference=transaction_id(round_id, player, "debit"),
         reason=reason,
+        session=session,
+        game=game,
     )
 
 
@@ -169,12 +210,17 @@ def closing_calls(
     records: Sequence[Mapping[str, Any]],
     currency: str | None,
     now: float,
+    *,
+    game: str | None = None,
 ) -> list[dict[str, Any]]:
     """The credits and rollbacks of one step, from the table's stored state before and
     after it and the step's records: a coup that was dealt and is no longer (settled:
     a credit per player; closed unsettled or voided: a rollback per player), and wagers
-    being debited when the table closed or the round was voided (a rollback each)."""
+    being debited when the table closed or the round was voided (a rollback each). Each
+    carries the session the player's wagers were placed under (``wallet_session`` of
+    their stored state)."""
     table = str(before["table_id"])
+    sessions = {p["id"]: p.get("wallet_session") for p in before.get("players", ())}
     out: list[dict[str, Any]] = []
     coup = before.get("coup")
     after_coup = after.get("coup")
@@ -185,11 +231,16 @@ def closing_calls(
             (r for r in records if r.get("kind") == "round" and r.get("round_id") == rid), None
         )
         for pid in sorted(held):
+            session = sessions.get(pid)
             if record is not None and not record.get("void"):
-                out.append(credit_call(table, rid, pid, record["bets"], currency, now))
+                bets = record["bets"]
+                call = credit_call(table, rid, pid, bets, currency, now, session=session, game=game)
             else:
                 stake = sum(held[pid].values())
-                out.append(rollback_call(table, rid, pid, stake, currency, now, "voided"))
+                call = rollback_call(
+                    table, rid, pid, stake, currency, now, "voided", session=session, game=game
+                )
+            out.append(call)
     debiting = before.get("debiting")
     voided = any(  # by the operator (an undealt round's record closes nothing: §3)
         r.get("kind") == "round"
@@ -202,5 +253,17 @@ def closing_calls(
         rid = round_of(before)
         for pid in sorted(debiting):
             stake = sum(debiting[pid].values())
-            out.append(rollback_call(table, rid, pid, stake, currency, now, "voided"))
+            out.append(
+                rollback_call(
+                    table,
+                    rid,
+                    pid,
+                    stake,
+                    currency,
+                    now,
+                    "voided",
+                    session=sessions.get(pid),
+                    game=game,
+                )
+            )
     return out

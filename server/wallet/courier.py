@@ -4,8 +4,10 @@ operator's wallet acknowledges each one (docs/wallet.md §3, "Retries").
 One per process. It reads the due calls from the store (an outbox written in the
 settlement's own commit, so a stored settlement always has its credits waiting), sends
 those of the tables this process serves (and of tables no process serves any more: a
-closed table's), and writes down each answer: ``acknowledged``, ``failed`` (refused
-for good: a person must look), or another try later (0.5 s, 1 s, 2 s, … one a minute).
+closed table's), and writes down each answer (:func:`~server.wallet.base.closing_outcome`):
+``acknowledged``, ``failed`` (refused for good: a person must look, and may send it again
+or resolve it: ``server.net.operator_wallet``), or another try later (0.5 s, 1 s, 2 s, …
+one a minute): a refusal for the player's session or account is never taken as final.
 After a kill -9 or a cluster's failover, the next owner's courier finds the same calls
 and sends them with the same ids: the wallet applies each once.
 
@@ -41,7 +43,15 @@ from typing import Any, Final
 
 from server.store.base import WALLET_CALLS_LIMIT, Store, StoreError
 
-from .base import OK, UNAVAILABLE, Wallet, WalletAnswer, WalletError
+from .base import (
+    OK,
+    SESSION_OR_ACCOUNT,
+    UNAVAILABLE,
+    Wallet,
+    WalletAnswer,
+    WalletError,
+    closing_outcome,
+)
 
 __all__ = ["Courier", "backoff"]
 
@@ -231,9 +241,10 @@ class Courier:
     async def _record(self, call: dict[str, Any], answer: WalletAnswer, early: bool) -> None:
         now = self.clock()
         txn, attempts = call["transaction_id"], int(call["attempts"]) + 1
-        if answer.status == OK:
+        outcome = closing_outcome(answer)
+        if outcome == "acknowledged":
             changes: dict[str, Any] = {"state": "acknowledged"}
-        elif answer.clear and answer.http_status != 200:  # a 4xx: refused for good
+        elif outcome == "failed":  # a 4xx: refused for good
             changes = {"state": "failed", "error": answer.status}
             log.error(
                 "wallet: %s %s refused for good (%s: %s); it needs a person",
@@ -243,6 +254,14 @@ class Courier:
                 answer.message,
             )
         else:  # tried again later: the wait doubles (not for a try made early)
+            if answer.clear and answer.status in SESSION_OR_ACCOUNT:
+                log.error(
+                    "wallet: %s %s refused for the player's session or account (%s); a"
+                    " wallet must apply credits and rollbacks whatever they are: sent again",
+                    call["kind"],
+                    txn,
+                    answer.status,
+                )
             waited = max(0.0, float(call["next_at"]) - float(call["updated"]))
             wait = backoff(waited, again=early)
             changes = {"next_at": now + wait, "error": answer.message}

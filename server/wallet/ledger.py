@@ -8,6 +8,7 @@ deals as soon as betting closes, and there are no calls to deliver.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from server.store.base import Store
@@ -21,6 +22,7 @@ class LedgerWallet:
     """A :class:`~server.wallet.base.Wallet` over Chemmy's store."""
 
     confirms_holds = False
+    game: str | None = None  # no calls are made
 
     def __init__(self, store: Store, mode: str = "internal") -> None:
         if mode not in ("internal", "transfer"):
@@ -33,7 +35,9 @@ class LedgerWallet:
     def __repr__(self) -> str:
         return f"LedgerWallet({self.mode!r})"
 
-    async def balance(self, player: str, currency: str | None) -> int:
+    async def balance(
+        self, player: str, currency: str | None, session: Mapping[str, Any] | None = None
+    ) -> int:
         """The player's money on no table, as the store has it."""
         return (await self.store.player_money(player))[1]
 

@@ -1,11 +1,17 @@
 """The operator's seamless wallet, called over HTTP (docs/wallet.md §3).
 
-Every call is a signed ``POST`` (:mod:`server.wallet.signing`) with a JSON body, made
-with one pooled ``httpx.AsyncClient``. What an answer means is decided in one place,
-:func:`read_answer`: ``200`` with ``status: ok`` applied; ``200`` with another status
-refused for good; ``429``, ``5xx``, a timeout, a reset or a body that is not JSON: no
-clear answer (retry with the same ids); any other ``4xx`` but ``401``: refused for good
-(``failed``).
+Every call is a signed ``POST`` (:mod:`server.wallet.signing`: HMAC under
+``--wallet-secret``, or Ed25519/RSA under ``--wallet-signing-key-file``, as
+``--wallet-signature`` says) with a JSON body, made with one pooled
+``httpx.AsyncClient``; the signed path is the ``--wallet-url``'s own path followed by
+the call's (``/chemmy/debit`` for ``https://wallet.example/chemmy``). What an answer
+means is decided in one place, :func:`read_answer`: ``200`` with ``status: ok``
+applied; ``200`` with another status refused; ``401``, ``408``, ``429``, ``5xx``, a
+timeout, a reset or a ``200`` without a status: no clear answer (retry with the same
+ids); any other answer (a ``3xx`` too: redirects are not followed) refused for good,
+its ``status`` the body's, else ``http_<code>`` (a credit or rollback then ``failed``,
+unless refused for the player's session or account: it is sent again all the same,
+:func:`server.wallet.base.closing_outcome`). It never logs a key or a body.
 
 Each call has one deadline for the whole exchange (docs/wallet.md §3, "Timeouts"): the
 wait for a pooled connection, connecting, sending, and every read of the answer, however
@@ -21,14 +27,15 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from .base import UNAVAILABLE, WalletAnswer, WalletError
-from .signing import HEADER, signature_header
+from .base import OK, UNAVAILABLE, WalletAnswer, WalletError
+from .calls import session_fields
+from .signing import HEADER, HmacSigner, Signer
 
 __all__ = ["SeamlessWallet", "read_answer"]
 
@@ -61,11 +68,14 @@ def read_answer(response: httpx.Response) -> WalletAnswer:
         balance = None
     if code == 200 and isinstance(status, str) and status:
         return WalletAnswer(status, True, balance, message, code)
-    if code == 401 or code == 429 or code >= 500 or code == 200:
+    if code in (200, 401, 408, 429) or code >= 500:
         # Our signature refused (a configuration error: retried once it is fixed), the
-        # wallet busy or failing, or an answer we cannot read: no clear answer.
+        # request not read in time, the wallet busy or failing, or an answer we cannot
+        # read: no clear answer.
         return WalletAnswer(UNAVAILABLE, False, None, message or f"HTTP {code}", code)
-    return WalletAnswer(str(status or f"http_{code}"), True, balance, message, code)
+    if not isinstance(status, str) or not status or status == OK:
+        status = f"http_{code}"  # (an "ok" with another HTTP status is not an ok)
+    return WalletAnswer(status, True, balance, message, code)
 
 
 class SeamlessWallet:
@@ -78,15 +88,18 @@ class SeamlessWallet:
     def __init__(
         self,
         url: str,
-        secret: str,
+        signer: str | Signer,
         *,
+        game: str = "chemmy",
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
         call_timeout: float = CALL_TIMEOUT,
     ) -> None:
         self.url = url.rstrip("/")
         self._base_path = urlsplit(self.url).path
-        self._key = secret.encode("utf-8")
+        #: A shared secret (text) signs with HMAC, as before key pairs.
+        self._signer = HmacSigner(signer.encode("utf-8")) if isinstance(signer, str) else signer
+        self.game: str | None = game
         self._clock = clock
         #: Seconds a credit, rollback or balance call may take, all of it.
         self.call_timeout = call_timeout
@@ -113,7 +126,7 @@ class SeamlessWallet:
         path = f"{self._base_path}/{endpoint}"
         headers = {
             "Content-Type": "application/json",
-            HEADER: signature_header(self._key, self._clock(), "POST", path, data),
+            HEADER: self._signer.header(self._clock(), "POST", path, data),
         }
         try:
             async with asyncio.timeout(timeout):  # the whole call, not each read
@@ -126,11 +139,22 @@ class SeamlessWallet:
             return WalletAnswer(UNAVAILABLE, False, None, type(exc).__name__)
         answer = read_answer(response)
         if answer.http_status == 401:
-            log.error("the wallet refused Chemmy's signature: check --wallet-secret")
+            log.error(
+                "the wallet refused Chemmy's signature (%s): check --wallet-secret, or the"
+                " key and key id it holds for Chemmy",
+                answer.status,
+            )
         return answer
 
-    async def balance(self, player: str, currency: str | None) -> int:
-        body = {"request_id": f"b-{uuid.uuid4().hex}", "player": player, "currency": currency}
+    async def balance(
+        self, player: str, currency: str | None, session: Mapping[str, Any] | None = None
+    ) -> int:
+        body = {
+            "request_id": f"b-{uuid.uuid4().hex}",
+            "player": player,
+            "currency": currency,
+            **session_fields(session, self.game),
+        }
         answer = await self._post("balance", body, self.call_timeout)
         if not answer.ok or answer.balance is None:
             why = f"{answer.status}: {answer.message}" if answer.message else answer.status

@@ -255,6 +255,32 @@ async def test_updates_change_the_progress_and_the_due_index(store: Store) -> No
     assert await store.wallet_calls() == kept
 
 
+async def test_an_update_only_from_a_state_is_a_compare_and_set(store: Store) -> None:
+    """What a person's retry or resolution of a failed call rests on
+    (``server.net.operator_wallet``): the call changes only if it is in that state, in
+    the same atomic step; otherwise it comes back as it is. Its ``resolutions`` (an
+    audit line each) are kept, and only a list of objects is."""
+    await store.commit(calls=[wcall("c1", state="failed"), wcall("c2")])
+    line = {"action": "resolve", "outcome": "applied", "by": "operator-key", "at": NOW}
+    changes = {"state": "acknowledged", "updated": NOW + 1, "resolutions": [line]}
+    after = await store.update_wallet_call("c1", changes, only_from="failed")
+    assert after is not None and after["state"] == "acknowledged"
+    assert after["resolutions"] == [line]
+    # The same again (a second person, a repeat): it is no longer failed, nothing changes.
+    other = {"state": "cancelled", "updated": NOW + 2, "resolutions": [line, line]}
+    assert await store.update_wallet_call("c1", other, only_from="failed") == after
+    assert await store.wallet_call("c1") == after
+    # A pending call is not taken for a failed one, and stays due.
+    c2 = await store.wallet_call("c2")
+    assert await store.update_wallet_call("c2", changes, only_from="failed") == c2
+    assert [c["transaction_id"] for c in await store.due_wallet_calls(NOW)] == ["c2"]
+    assert await store.update_wallet_call("nobody", changes, only_from="failed") is None
+    for bad in ({"resolutions": "retried"}, {"resolutions": ["retried"]}):
+        with pytest.raises(BadWalletCall):
+            await store.update_wallet_call("c2", bad)
+    assert "resolutions" not in (await store.wallet_call("c2") or {})  # none until one
+
+
 # -- listing and totals -------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ makes them slower.
 from __future__ import annotations
 
 import ipaddress
+import json
 import socket
 import threading
 import time
@@ -21,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server.wallet.signing import sign
+from server.wallet.signing import sign, signature_header
 from tests.kit import scaled
 from tests.wallet.wallet_helpers import SECRET, ReferenceWallet, reference_wallet
 
@@ -29,6 +30,9 @@ pytestmark = pytest.mark.slow  # a wallet subprocess per test
 
 ROOT = Path(__file__).resolve().parents[2]
 START = 100_000
+#: What every call carries besides the call (docs/wallet.md §3): the game, and the
+#: player's session, brand and jurisdiction (null when the token had none).
+ORIGIN: dict[str, Any] = {"game": "chemmy", "session": None, "brand": None, "jurisdiction": None}
 
 
 def debit(round_id: str, player: str = "alice", amount: int = 1500, **more: Any) -> dict[str, Any]:
@@ -42,6 +46,7 @@ def debit(round_id: str, player: str = "alice", amount: int = 1500, **more: Any)
         "round_id": round_id,
         "table": "t1",
         "bets": [{"area": "banker", "amount": amount}],
+        **ORIGIN,
         **more,
     }
 
@@ -61,7 +66,7 @@ def closing(kind: str, round_id: str, player: str = "alice", amount: int = 1500)
 
 
 def balance_call(player: str = "alice") -> dict[str, Any]:
-    return {"request_id": f"b-{player}", "player": player, "currency": "EUR"}
+    return {"request_id": f"b-{player}", "player": player, "currency": "EUR", **ORIGIN}
 
 
 def ok(answer: httpx.Response) -> dict[str, Any]:
@@ -118,7 +123,10 @@ def test_a_call_not_signed_right_is_refused_401_and_moves_nothing(
 
 
 def test_the_signature_covers_the_bytes_sent_and_the_path(wallet: ReferenceWallet) -> None:
-    body = b'{"request_id": "b", "player": "alice", "currency": "EUR"}'
+    body = (
+        b'{"request_id": "b", "player": "alice", "currency": "EUR", "game": "chemmy",'
+        b' "session": null, "brand": null, "jurisdiction": null}'
+    )
     header = f"t={int(time.time())},v1={sign(SECRET.encode(), int(time.time()), 'POST', '/balance', body)}"
     assert wallet.call("balance", body, signature=header).status_code == 200
     tampered = body.replace(b"alice", b"mallory")
@@ -154,8 +162,14 @@ def test_a_new_player_starts_with_the_start_balance_in_the_wallets_currency(
 ) -> None:
     assert ok(wallet.call("balance", balance_call("zoe")))["balance"] == START
     answer = wallet.call("balance", {**balance_call("zoe"), "currency": "JPY"})
-    assert answer.status_code == 409
+    assert answer.status_code == 200  # a refusal of the vocabulary (docs/wallet.md §3)
     assert answer.json()["status"] == "currency_mismatch"
+    refused = wallet.call("debit", {**debit("r1", "zoe"), "currency": "JPY"})
+    assert refused.status_code == 200 and refused.json()["status"] == "currency_mismatch"
+    # A credit in another currency cannot close a debit of hers: refused for good.
+    credit = {**closing("credit", "r1", "zoe"), "currency": "JPY"}
+    assert wallet.call("credit", credit).status_code == 409
+    assert wallet.balance("zoe") == START
 
 
 def test_a_coup_debit_then_credit_moves_the_money_and_the_credit_closes_the_debit(
@@ -336,6 +350,7 @@ def test_the_control_api_sets_players_and_shows_everything(wallet: ReferenceWall
         "currency": "EUR",
         "balance": 700,
         "blocked": False,
+        "locked": False,
         "debit_limit": 50,
         "daily_limit": None,
     }
@@ -583,6 +598,7 @@ def test_a_credit_of_a_rolled_back_debit_is_refused_for_good(wallet: ReferenceWa
         "round_id": "t1-9-1",
         "table": "t1",
         "bets": [{"area": "banker", "amount": 500}],
+        **ORIGIN,
     }
     assert wallet.call("debit", body).json()["status"] == "ok"
     back = {**body, "request_id": "r-r", "transaction_id": "t1-9-1:zed:rollback"}
@@ -595,3 +611,101 @@ def test_a_credit_of_a_rolled_back_debit_is_refused_for_good(wallet: ReferenceWa
     refused = wallet.call("credit", credit)
     assert refused.status_code == 409 and refused.json()["status"] == "debit_closed"
     assert wallet.balance("zed") == 100_000
+
+
+# -- the aggregators' fields, statuses and signatures (issue 33, point 12) -------------
+
+
+def test_every_call_must_say_its_game_and_where_the_player_plays_from(tmp_path: Path) -> None:
+    with reference_wallet(tmp_path, game="chemmy") as wallet:
+        for missing in ("game", "session", "brand", "jurisdiction"):
+            body = debit("r1")
+            del body[missing]
+            answer = wallet.call("debit", body)
+            assert answer.status_code == 400 and missing in answer.json()["message"]
+        other = wallet.call("debit", debit("r1", game="punto-banco"))
+        assert other.status_code == 400 and "punto-banco" in other.json()["message"]
+        assert wallet.state()["transactions"] == []
+        where = {"session": "s-1", "brand": "casino-one", "jurisdiction": "MT"}
+        ok(wallet.call("debit", debit("r1", **where)))
+        logged = wallet.log()[-1]
+        assert {k: logged[k] for k in (*where, "game", "kid")} == {
+            **where,
+            "game": "chemmy",
+            "kid": None,
+        }
+
+
+def test_an_ended_session_or_a_locked_account_refuses_debits_never_credits_or_rollbacks(
+    wallet: ReferenceWallet,
+) -> None:
+    ok(wallet.call("debit", debit("r1", session="s-1")))
+    ok(wallet.call("debit", debit("r2", session="s-1")))
+    wallet.end_session("s-1")  # logged out, with two coups in play
+    refused = wallet.call("debit", debit("r3", session="s-1"))
+    assert refused.status_code == 200 and refused.json()["status"] == "session_expired"
+    assert wallet.call("balance", {**balance_call(), "session": "s-1"}).json()["status"] == (
+        "session_expired"
+    )
+    ok(wallet.call("debit", debit("r4", session="s-2")))  # a new login plays
+    credit = {**closing("credit", "r1"), "session": "s-1", "amount": 2925}
+    ok(wallet.call("credit", credit))  # the coup was played: paid all the same
+    wallet.set_player("alice", locked=True)
+    locked = wallet.call("debit", debit("r5", session="s-2"))
+    assert locked.json()["status"] == "account_locked"
+    ok(wallet.call("rollback", {**closing("rollback", "r2"), "session": "s-1"}))
+    assert wallet.balance("alice") == START - 1500 + 2925 - 1500  # r1 paid, r2 back, r4 taken
+    again = wallet.call("debit", debit("r3", session="s-1"))  # a repeat: its first answer
+    assert again.json()["status"] == "session_expired" and wallet.log()[-1]["repeat"]
+    assert wallet.state()["ended_sessions"] == ["s-1"]
+
+
+def test_a_wallet_of_known_players_only_does_not_know_a_stranger(tmp_path: Path) -> None:
+    with reference_wallet(tmp_path, known_players_only=True) as wallet:
+        assert wallet.call("balance", balance_call("zed")).json()["status"] == "unknown_player"
+        refused = wallet.call("debit", debit("r1", "zed"))
+        assert refused.status_code == 200 and refused.json()["status"] == "unknown_player"
+        # A rollback of what was never taken: ok; a credit of a stranger: needs a person.
+        ok(wallet.call("rollback", closing("rollback", "r1", "zed")))
+        credit = wallet.call("credit", closing("credit", "r2", "zed"))
+        assert (credit.status_code, credit.json()["status"]) == (409, "unknown_player")
+        wallet.set_player("zed", balance=2000)
+        ok(wallet.call("debit", debit("r3", "zed", amount=2000)))
+        assert "zed" in wallet.state()["players"]
+
+
+def test_a_wallet_holding_chemmys_public_keys_takes_either_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
+
+    from server.wallet.signing import key_signature_header
+
+    old = ed25519.Ed25519PrivateKey.generate()
+    new = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    keys = {}
+    for kid, key in (("old", old), ("new", new)):
+        keys[kid] = tmp_path / f"{kid}.pub.pem"
+        keys[kid].write_bytes(
+            key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+    with reference_wallet(tmp_path, secret=None, keys=keys) as wallet:
+        raw = json.dumps(balance_call()).encode()
+
+        def signed(key: Any, kid: str, path: str = "/balance") -> str:
+            return key_signature_header(key, kid, time.time(), "POST", path, raw)
+
+        assert wallet.call("balance", raw, signature=signed(old, "old")).status_code == 200
+        assert wallet.call("balance", raw, signature=signed(new, "new")).status_code == 200
+        assert [e["kid"] for e in wallet.log()] == ["old", "new"]
+        for header in (
+            signed(old, "new"),  # the other key's id
+            signed(new, "newer"),  # a key it does not hold
+            signed(old, "old", "/debit"),  # signed for another path
+            signature_header(SECRET.encode(), time.time(), "POST", "/balance", raw),  # shared
+        ):
+            answer = wallet.call("balance", raw, signature=header)
+            assert answer.status_code == 401 and answer.json()["status"] == "bad_signature"

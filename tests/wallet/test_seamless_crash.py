@@ -294,7 +294,16 @@ async def test_kill_9_after_the_debits_were_given_up_the_restart_does_not_debit_
         try:  # what the dead server stored once its deadline passed
             now = time.time()
             given_up = [
-                rollback_call(TABLE, rid, pid, sum(bets.values()), "EUR", now, "debit_unanswered")
+                rollback_call(
+                    TABLE,
+                    rid,
+                    pid,
+                    sum(bets.values()),
+                    "EUR",
+                    now,
+                    "debit_unanswered",
+                    game="chemmy",
+                )
                 for pid, bets in sorted(BETS.items())
             ]
             await store.commit(calls=given_up)  # type: ignore[call-arg]

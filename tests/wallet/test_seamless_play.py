@@ -339,7 +339,9 @@ async def test_a_debit_rolled_back_by_an_earlier_owner_is_never_sent_again(
     rid = opened["data"]["round_id"]
     await net.stop(server)  # mid-debit: the table stays in DEBITING in the store
     wallet.reset()  # from here on a debit meets no fault
-    rollback = rollback_call("t1", rid, "bob", 600, "EUR", time.time(), "debit_unanswered")
+    rollback = rollback_call(
+        "t1", rid, "bob", 600, "EUR", time.time(), "debit_unanswered", game="chemmy"
+    )
     store = SQLiteStore(db)
     await store.open()
     await store.commit(calls=[rollback])  # as the earlier owner would have

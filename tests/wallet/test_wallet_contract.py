@@ -31,6 +31,8 @@ from server.wallet.seamless import SeamlessWallet
 from tests.wallet.wallet_helpers import ReferenceWallet, reference_wallet
 
 MODES = ("internal", "transfer", "seamless")
+#: The game code Chemmy's calls carry (``--wallet-game``'s default).
+GAME = "chemmy"
 Fund = Callable[[str, int, str], Awaitable[None]]
 
 
@@ -100,13 +102,13 @@ async def test_a_coups_wagers_are_debited_once_and_closed_once(mode: Mode) -> No
     wallet = mode.wallet
     await mode.fund("ann", 5000, "in")
     now = time.time()
-    debit = debit_call("t1", "t1-1-1", "ann", {"banker": 1000, "tie": 200}, "EUR", now)
+    debit = debit_call("t1", "t1-1-1", "ann", {"banker": 1000, "tie": 200}, "EUR", now, game=GAME)
     deadline = time.monotonic() + 5
     if not wallet.confirms_holds:
         with pytest.raises(WalletError):  # the ledger's own commit moves the money
             await wallet.debit(debit, deadline)
         with pytest.raises(WalletError):
-            await wallet.deliver(credit_call("t1", "t1-1-1", "ann", [], "EUR", now))
+            await wallet.deliver(credit_call("t1", "t1-1-1", "ann", [], "EUR", now, game=GAME))
         return
     first = await wallet.debit(debit, deadline)
     assert first.status == OK and first.balance == 3800
@@ -117,17 +119,17 @@ async def test_a_coups_wagers_are_debited_once_and_closed_once(mode: Mode) -> No
         {"player": "ann", "area": "banker", "stake": 1000, "returned": 1950},
         {"player": "ann", "area": "tie", "stake": 200, "returned": 0},
     ]
-    credit = credit_call("t1", "t1-1-1", "ann", payouts, "EUR", now)
+    credit = credit_call("t1", "t1-1-1", "ann", payouts, "EUR", now, game=GAME)
     assert (await wallet.deliver(credit)).status == OK
     assert (await wallet.deliver(credit)).status == OK  # delivered twice, applied once
     assert await wallet.balance("ann", "EUR") == 3800 + 1950
     # Too much: refused with the wallet's code, nothing moved.
-    big = debit_call("t1", "t1-1-2", "ann", {"banker": 10**6}, "EUR", now)
+    big = debit_call("t1", "t1-1-2", "ann", {"banker": 10**6}, "EUR", now, game=GAME)
     refused = await wallet.debit(big, deadline)
     assert refused.clear and refused.status == "insufficient_funds"
     # A rollback of a debit the wallet never saw: answered, and the debit can no longer land.
-    lost = debit_call("t1", "t1-1-3", "ann", {"player": 500}, "EUR", now)
-    back = rollback_call("t1", "t1-1-3", "ann", 500, "EUR", now, "debit_unanswered")
+    lost = debit_call("t1", "t1-1-3", "ann", {"player": 500}, "EUR", now, game=GAME)
+    back = rollback_call("t1", "t1-1-3", "ann", 500, "EUR", now, "debit_unanswered", game=GAME)
     assert (await wallet.deliver(back)).status == OK
     late = await wallet.debit(lost, deadline)
     assert late.clear and late.status == "rolled_back"
@@ -148,11 +150,11 @@ async def test_the_courier_retries_until_acknowledged_and_gives_up_only_on_a_4xx
         wallet = SeamlessWallet(ref.url, ref.secret)
         courier = Courier(store, wallet)
         now = time.time()
-        debit = debit_call("t1", "t1-1-1", "ann", {"banker": 1000}, "EUR", now)
+        debit = debit_call("t1", "t1-1-1", "ann", {"banker": 1000}, "EUR", now, game=GAME)
         assert (await wallet.debit(debit, time.monotonic() + 5)).status == OK
         payouts = [{"player": "ann", "area": "banker", "stake": 1000, "returned": 1950}]
-        credit = credit_call("t1", "t1-1-1", "ann", payouts, "EUR", now)
-        wrong = rollback_call("t1", "t1-1-1", "bea", 1000, "EUR", now, "voided")
+        credit = credit_call("t1", "t1-1-1", "ann", payouts, "EUR", now, game=GAME)
+        wrong = rollback_call("t1", "t1-1-1", "bea", 1000, "EUR", now, "voided", game=GAME)
         wrong["body"]["debit_transaction_id"] = "t1-1-1:ann:debit"  # not bea's debit
         await store.commit(calls=[credit, wrong])
         ref.faults({"endpoint": "credit", "fault": "refuse", "code": "player_blocked", "count": 1})

@@ -7,12 +7,14 @@ line it prints once it listens), and stops it at the end. The :class:`ReferenceW
 it yields is what a test needs:
 
 - :attr:`~ReferenceWallet.url`, :attr:`~ReferenceWallet.secret`: Chemmy's
-  ``--wallet-url`` and ``--wallet-secret``;
+  ``--wallet-url`` and ``--wallet-secret`` (``secret=None`` and ``keys``: the wallet
+  holds Chemmy's public keys instead, ``--chemmy-key``);
 - :meth:`~ReferenceWallet.call`: a wallet call signed as Chemmy signs it (or not, or
   badly, or at another time), the :class:`httpx.Response` back;
 - :meth:`~ReferenceWallet.faults`, :meth:`~ReferenceWallet.reset`,
   :meth:`~ReferenceWallet.set_player`, :meth:`~ReferenceWallet.state`,
   :meth:`~ReferenceWallet.log`, :meth:`~ReferenceWallet.balance`,
+  :meth:`~ReferenceWallet.end_session`,
   :meth:`~ReferenceWallet.transaction`, :meth:`~ReferenceWallet.wait_for_log`: the
   wallet's ``/_control/`` API (docs/wallet.md §5);
 - :meth:`~ReferenceWallet.kill` (``kill -9``) and :meth:`~ReferenceWallet.restart`
@@ -35,11 +37,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from cryptography.hazmat.primitives import serialization
 
-from server.wallet.signing import HEADER, signature_header
+from server.wallet.signing import HEADER, PrivateKey, signature_header
 from tests.kit import Process, scaled
 
-__all__ = ["LISTENING", "SECRET", "ReferenceWallet", "reference_wallet"]
+__all__ = ["LISTENING", "SECRET", "ReferenceWallet", "reference_wallet", "write_keys"]
 
 #: The line the wallet prints on stdout once it listens.
 LISTENING = re.compile(r"^listening on http://(?P<host>[^\s/:]+):(?P<port>\d+)$")
@@ -53,11 +56,14 @@ class ReferenceWallet:
     def __init__(
         self,
         home: Path,
-        secret: str = SECRET,
+        secret: str | None = SECRET,
         *,
         currency: str = "EUR",
         start_balance: int = 100_000,
         host: str = "127.0.0.1",
+        keys: Mapping[str, Path] | None = None,
+        game: str | None = None,
+        known_players_only: bool = False,
     ) -> None:
         home.mkdir(parents=True, exist_ok=True)
         self.home = home
@@ -65,6 +71,12 @@ class ReferenceWallet:
         self.secret = secret
         self.db = home / "wallet.sqlite3"
         self._options = ["--currency", currency, "--start-balance", str(start_balance)]
+        for kid, path in (keys or {}).items():
+            self._options += ["--chemmy-key", f"{kid}={path}"]
+        if game is not None:
+            self._options += ["--game", game]
+        if known_players_only:
+            self._options.append("--known-players-only")
         self.process = Process(self._command(0), ready=LISTENING, merge_stdout=True)
         # No keep-alive: a fault that drops a connection never leaves a dead one pooled.
         self._http = httpx.Client(
@@ -73,7 +85,9 @@ class ReferenceWallet:
 
     def _command(self, port: int) -> list[str]:
         command = [sys.executable, "-m", "examples.wallet", "--host", self.host]
-        command += ["--port", str(port), "--db", str(self.db), "--secret", self.secret]
+        command += ["--port", str(port), "--db", str(self.db)]
+        if self.secret is not None:
+            command += ["--secret", self.secret]
         return command + self._options
 
     # -- the process -------------------------------------------------------------------
@@ -123,10 +137,11 @@ class ReferenceWallet:
         httpx raises when the wallet drops the connection or holds it past ``timeout``."""
         data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
         path = f"/{endpoint}"
-        key = (secret if secret is not None else self.secret).encode("utf-8")
         if signature is None:
+            shared = secret if secret is not None else self.secret
+            assert shared is not None, "sign with a key pair: give signature"
             signature = signature_header(
-                key, time.time() if now is None else now, "POST", path, data
+                shared.encode("utf-8"), time.time() if now is None else now, "POST", path, data
             )
         headers = {"Content-Type": "application/json"}
         if signature:
@@ -164,15 +179,21 @@ class ReferenceWallet:
         row: dict[str, Any] = answer["player"]
         return row
 
+    def end_session(self, session: str, ended: bool = True) -> None:
+        """The player logged out of ``session`` at the operator (``ended=False``: back)."""
+        self._control("POST", "sessions", {"session": session, "ended": ended})
+
     def state(self) -> dict[str, Any]:
-        """``{"players": {id: {...}}, "transactions": [...], "faults": {...}}``."""
+        """``{"players": {id: {...}}, "ended_sessions": [...], "transactions": [...],
+        "faults": {...}}``."""
         state: dict[str, Any] = self._control("GET", "state")
         return state
 
     def log(self) -> list[dict[str, Any]]:
         """Every wallet request received since the start, in order: ``endpoint``,
-        ``transaction_id``, ``request_id``, ``player``, ``http`` (None: no answer),
-        ``status``, ``fault``, ``repeat``."""
+        ``transaction_id``, ``request_id``, ``player``, ``game``, ``session``, ``brand``,
+        ``jurisdiction``, ``kid`` (the key of Chemmy's that signed it; None: the shared
+        secret), ``http`` (None: no answer), ``status``, ``fault``, ``repeat``."""
         requests: list[dict[str, Any]] = self._control("GET", "log")["requests"]
         return requests
 
@@ -202,14 +223,33 @@ class ReferenceWallet:
 
 @contextlib.contextmanager
 def reference_wallet(
-    tmp_path: Path, secret: str = SECRET, **options: Any
+    tmp_path: Path, secret: str | None = SECRET, **options: Any
 ) -> Iterator[ReferenceWallet]:
     """The reference wallet running on ``tmp_path/wallet/``, stopped at the end;
     ``options`` are :class:`ReferenceWallet`'s (``currency``, ``start_balance``,
-    ``host``)."""
+    ``host``, ``keys``, ``game``, ``known_players_only``)."""
     wallet = ReferenceWallet(tmp_path / "wallet", secret, **options)
     try:
         wallet.start()
         yield wallet
     finally:
         wallet.close()
+
+
+def write_keys(home: Path, name: str, key: PrivateKey) -> tuple[Path, Path]:
+    """The private key's PEM file and its public half's."""
+    home.mkdir(parents=True, exist_ok=True)
+    private, public = home / f"{name}.pem", home / f"{name}.pub.pem"
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return private, public

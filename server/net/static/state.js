@@ -26,6 +26,9 @@ function localNames(prefix, ids) {
 export const AREA_NAMES = localNames("area.", ["player", "banker", "tie", "player_pair", "banker_pair", "super6", "dragon_player", "dragon_banker"]);
 export const HAND_NAMES = localNames("hand.", ["player", "banker"]);
 export const SUITS = { s: "♠", h: "♥", d: "♦", c: "♣" };
+// The reasons a debit refusal is told in (docs/protocol.md `debit_refused`); any other
+// is told as wallet_unavailable.
+const DEBIT_REFUSALS = ["insufficient_funds", "limit_reached", "player_blocked", "account_locked", "session_expired", "unknown_player", "currency_mismatch"];
 export const PHASE_NAMES = localNames("phase.", ["shuffle", "waiting", "shoe_offer", "cut", "reveal", "betting", "debiting", "turn", "paused", "settled", "closed"]);
 
 /** Minor units as money with two decimals in the current language: 123456 -> "1,234.56"
@@ -514,7 +517,7 @@ export class TableState {
     if (s) s.bets = {};
     if (d.player === this.me) {
       this.myBets = {};
-      const reason = ["insufficient_funds", "limit_reached", "player_blocked"].includes(d.reason) ? d.reason : "wallet_unavailable";
+      const reason = DEBIT_REFUSALS.includes(d.reason) ? d.reason : "wallet_unavailable";
       return [note(t(`ev.debit_refused.${reason}`), "lose", t(`ev.debit_refused.${reason}`), true)];
     }
     return [note(t("ev.debit_refused_other", { name: this.Name(d.player) }))];
