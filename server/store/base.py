@@ -404,6 +404,13 @@ class Store(Protocol):
         """Every table not closed, in the order they were first saved, each with the
         stored epoch."""
 
+    async def table_ids(self) -> list[str]:
+        """The ids of :meth:`load_tables`' tables, in its order, without reading their
+        rows (what the lobby and the cluster's placement need, every few seconds)."""
+
+    async def load_table(self, table_id: str) -> TableRow | None:
+        """One table of :meth:`load_tables` (None: no such table, or it is closed)."""
+
     async def save_table(self, row: TableRow) -> None:
         """Upsert one table row (``commit(table=row)``)."""
 

@@ -342,6 +342,14 @@ class MemoryStore:
             if not closed
         ]
 
+    async def table_ids(self) -> list[str]:
+        self._check_open()
+        return [table_id for table_id, row in self._tables.items() if not row[3]]
+
+    async def load_table(self, table_id: str) -> TableRow | None:
+        found = [row for row in await self.load_tables() if row.table_id == table_id]
+        return found[0] if found else None
+
     async def save_table(self, row: TableRow) -> None:
         await self.commit(table=row)
 

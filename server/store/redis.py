@@ -306,7 +306,10 @@ if tbl then
   if tonumber(tbl.epoch) > stored_epoch then redis.call('SET', T .. 'epoch', tbl.epoch) end
   redis.call('HSET', T .. 'row', 'config', tbl.config, 'state', tbl.state, 'seq', tbl.seq,
              'closed', tbl.closed)
-  if not redis.call('ZSCORE', P .. 'tables', tbl.id) then
+  -- The open tables, in the order they were first saved (a closed one leaves the list).
+  if tbl.closed == '1' then
+    redis.call('ZREM', P .. 'tables', tbl.id)
+  elseif not redis.call('ZSCORE', P .. 'tables', tbl.id) then
     redis.call('ZADD', P .. 'tables', redis.call('INCR', P .. 'table_order'), tbl.id)
   end
   local stream = T .. 'events'
@@ -483,6 +486,16 @@ if (redis.call('HGET', N, pid) or '') ~= ARGV[4] then return 0 end
 redis.call('HSET', S, pid, ARGV[5])
 redis.call('HSET', N, pid, ARGV[6])
 return 1
+"""
+
+# ARGV: prefix, table id. A table closed before the commit took closed tables off the
+# open list ('tables') is taken off it, unless it was opened again.
+_LUA_UNLIST: Final = r"""
+local P, tid = ARGV[1], ARGV[2]
+if redis.call('HGET', P .. '{' .. tid .. '}:row', 'closed') == '1' then
+  return redis.call('ZREM', P .. 'tables', tid)
+end
+return 0
 """
 
 # ARGV: prefix, now, players...: each one's seen becomes now, unless it is later
@@ -674,6 +687,7 @@ class RedisStore:
             "play_touch": client.register_script(_LUA_PLAY_TOUCH),
             "claim_call": client.register_script(_LUA_CLAIM_CALL),
             "answer_call": client.register_script(_LUA_ANSWER_CALL),
+            "unlist": client.register_script(_LUA_UNLIST),
         }
         self._client = client
         with self._translated():  # a group's first pipeline finds it (no NOSCRIPT)
@@ -1025,23 +1039,40 @@ class RedisStore:
 
     async def load_tables(self) -> list[TableRow]:
         with self._translated():
+            ids = _texts(await self._redis().zrange(self._key("tables"), 0, -1))
+        return [row for row in await self._rows(ids) if row is not None]
+
+    async def table_ids(self) -> list[str]:
+        with self._translated():
+            return _texts(await self._redis().zrange(self._key("tables"), 0, -1))
+
+    async def load_table(self, table_id: str) -> TableRow | None:
+        return (await self._rows([table_id]))[0]
+
+    async def _rows(self, ids: list[str]) -> list[TableRow | None]:
+        """The open tables' rows of ``ids`` (None for one closed or never saved). A
+        closed one still listed (a table closed before closing took it off the list)
+        is taken off."""
+        with self._translated():
             redis = self._redis()
-            ids = _texts(await redis.zrange(self._key("tables"), 0, -1))
             async with redis.pipeline(transaction=True) as pipe:
                 for tid in ids:
                     pipe.hmget(self._table_key(tid, "row"), ["config", "state", "seq", "closed"])
                     pipe.get(self._table_key(tid, "epoch"))
                 found = await pipe.execute()
-        rows: list[TableRow] = []
-        for n, tid in enumerate(ids):
-            (config, state, seq, closed), epoch = found[2 * n], found[2 * n + 1]
-            if config is None or closed == b"1":
-                continue
-            rows.append(
-                TableRow(
-                    tid, json.loads(config), json.loads(state), int(seq), False, int(epoch or 0)
+            rows: list[TableRow | None] = []
+            for n, tid in enumerate(ids):
+                (config, state, seq, closed), epoch = found[2 * n], found[2 * n + 1]
+                if config is None or closed == b"1":
+                    if closed == b"1":  # (unless opened again meanwhile)
+                        await self._scripts["unlist"](args=[self.prefix, tid], client=redis)
+                    rows.append(None)
+                    continue
+                rows.append(
+                    TableRow(
+                        tid, json.loads(config), json.loads(state), int(seq), False, int(epoch or 0)
+                    )
                 )
-            )
         return rows
 
     async def save_table(self, row: TableRow) -> None:

@@ -1049,6 +1049,28 @@ class SQLiteStore:
             for table_id, config, state, seq, closed, epoch in rows
         ]
 
+    async def table_ids(self) -> list[str]:
+        rows = await self._run(
+            lambda db: db.execute(
+                "SELECT table_id FROM tables WHERE closed = 0 ORDER BY rowid"
+            ).fetchall()
+        )
+        return [str(table_id) for (table_id,) in rows]
+
+    async def load_table(self, table_id: str) -> TableRow | None:
+        found = await self._run(
+            lambda db: db.execute(
+                "SELECT tables.table_id, config, state, seq, closed, coalesce(epoch, 0)"
+                " FROM tables LEFT JOIN epochs ON epochs.table_id = tables.table_id"
+                " WHERE tables.table_id = ? AND closed = 0",
+                (table_id,),
+            ).fetchone()
+        )
+        if found is None:
+            return None
+        tid, config, state, seq, closed, epoch = found
+        return TableRow(tid, json.loads(config), json.loads(state), seq, bool(closed), epoch)
+
     async def save_table(self, row: TableRow) -> None:
         await self.commit(table=row)
 
