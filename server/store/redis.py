@@ -60,6 +60,7 @@ from server.store.base import (
     FLOW_NAMES,
     HISTORY_LIMIT,
     OUTCOME_KINDS,
+    BetReads,
     CommitResult,
     KeyConflict,
     LimitGuard,
@@ -488,6 +489,19 @@ redis.call('HSET', N, pid, ARGV[6])
 return 1
 """
 
+# ARGV: prefix, player id. What a bet is checked against, in one call (issue 36): the
+# player's restriction, limits, play session and its seen, and (only when they have
+# limits) their flow fields and values, flat.
+_LUA_BET_READS: Final = r"""
+local P, pid = ARGV[1], ARGV[2]
+local limits = redis.call('HGET', P .. 'limits', pid)
+local flows = {}
+if limits then flows = redis.call('HGETALL', P .. 'flows:' .. pid) end
+return {redis.call('HGET', P .. 'restrictions', pid), limits,
+        redis.call('HGET', P .. 'play_sessions', pid), redis.call('HGET', P .. 'play_seen', pid),
+        flows}
+"""
+
 # ARGV: prefix, table id. A table closed before the commit took closed tables off the
 # open list ('tables') is taken off it, unless it was opened again.
 _LUA_UNLIST: Final = r"""
@@ -688,6 +702,7 @@ class RedisStore:
             "claim_call": client.register_script(_LUA_CLAIM_CALL),
             "answer_call": client.register_script(_LUA_ANSWER_CALL),
             "unlist": client.register_script(_LUA_UNLIST),
+            "bet_reads": client.register_script(_LUA_BET_READS),
         }
         self._client = client
         with self._translated():  # a group's first pipeline finds it (no NOSCRIPT)
@@ -1262,12 +1277,23 @@ class RedisStore:
         since_day = check_day(since_day)
         with self._translated():
             found = await self._redis().hgetall(self._key("flows:", player_id))
-        days: dict[str, list[int]] = {}
-        for field, value in found.items():
-            day, _, which = _text(field).rpartition(":")
-            if which in _FLOW_FIELDS:
-                days.setdefault(day, [0, 0, 0])[_FLOW_FIELDS.index(which)] = int(value)
-        return flow_buckets(days, since_day)
+        return _days_of([x for kv in found.items() for x in kv], since_day)
+
+    async def bet_reads(self, player_id: str, since_day: str) -> BetReads:
+        since_day = check_day(since_day)
+        with self._translated():
+            found = await self._scripts["bet_reads"](args=[self.prefix, player_id])
+        restriction, limits, body, seen, flows = found
+        kept = None if restriction is None else dict(json.loads(_text(restriction)))
+        if kept is not None and kept["until"] <= time.time():
+            kept = None
+        stored = None if limits is None else json.loads(_text(limits))
+        return BetReads(
+            kept,
+            current_limits(stored, self.clock()),
+            _play_of("" if body is None else _text(body), "" if seen is None else _text(seen)),
+            _days_of(flows, since_day),
+        )
 
     async def player_limits(self, player_id: str) -> dict[str, Any]:
         with self._translated():
@@ -1589,6 +1615,16 @@ def _translate_reply(message: str) -> StoreError:
     if code.startswith(_UNAVAILABLE_REPLIES):
         return StoreUnavailable(f"redis: {message}")
     return StoreError(f"redis: {message}")
+
+
+def _days_of(fields: Sequence[bytes | str], since_day: str) -> dict[str, dict[str, int]]:
+    """:meth:`RedisStore.player_days` from a player's flow fields and values, flat."""
+    days: dict[str, list[int]] = {}
+    for field, value in zip(fields[::2], fields[1::2], strict=True):
+        day, _, which = _text(field).rpartition(":")
+        if which in _FLOW_FIELDS:
+            days.setdefault(day, [0, 0, 0])[_FLOW_FIELDS.index(which)] = int(value)
+    return flow_buckets(days, since_day)
 
 
 def _play_of(body: str, seen: str) -> dict[str, Any] | None:
