@@ -954,6 +954,9 @@ class Level:
     redis_evalsha: int
     redis_publish: int
     cpu: dict[str, float]
+    #: Redis's commands over the window by name (commandstats: a client's and a
+    #: script's alike), on Redis.
+    redis_commands: dict[str, int] = field(default_factory=dict)
     rtt: dict[str, dict[str, float]]  # "all" and by command: p50, p99 (ms), n
     fanout: dict[str, float]  # to the spectators: p50, p99 (ms), delivered, expected
     no_reply: int
@@ -1172,6 +1175,9 @@ class Evening:
             commits=delta("chemmy_bench_store_commits"),
             redis_evalsha=calls1.get("evalsha", 0) - calls0.get("evalsha", 0),
             redis_publish=calls1.get("publish", 0) - calls0.get("publish", 0),
+            redis_commands={
+                k: n - calls0.get(k, 0) for k, n in calls1.items() if n > calls0.get(k, 0)
+            },
             cpu={k: cpu1[k] - cpu0[k] for k in cpu0},
             rtt=rtt,
             fanout={**fanout_of([r[1:4] for r in spec_replies]), "events": len(sends) // 3},
@@ -1614,6 +1620,19 @@ def report(results: dict[str, Any]) -> str:
         lines += [
             "",
             f"Round trips at the top level by command, p50 / p99 (count): {', '.join(by_kind)}.",
+        ]
+        commands = top.get("redis_commands") or {}
+        if commands and top["coups"]:
+            per_coup = sum(commands.values()) / top["coups"]
+            most = sorted(commands.items(), key=lambda kv: -kv[1])[:10]
+            lines += [
+                "",
+                f"Redis commands per coup at the top level (commandstats: a client's and a "
+                f"script's alike): {per_coup:,.0f}; the most: "
+                + ", ".join(f"`{k}` {n / top['coups']:,.1f}" for k, n in most)
+                + ".",
+            ]
+        lines += [
             "",
             "The servers' own event loop at each level (their `/metrics`): lag p99 "
             + ", ".join(f"{x['seated']:,}: <= {x.get('server_lag_p99_ms', 0.0):.1f} ms" for x in lv)

@@ -78,11 +78,10 @@ def _async(owner: Any, name: str, label: str) -> None:
 def instrument() -> None:
     """Wrap the pieces of the path (see the module's docstring)."""
     _async(ChemmyServer, "_dispatch", "dispatch (whole handler)")
-    for name in ("refuse_blocked", "bet_allowance"):
-        if hasattr(net_tables, name):
-            _async(net_tables, name, f"  {name} (store read)")
     if hasattr(net_tables, "bet_checks"):
-        _async(net_tables, "bet_checks", "  bet_checks (both reads)")
+        _async(net_tables, "bet_checks", "  bet_checks (one store read, the checks)")
+    if hasattr(net_tables, "bet_allowance"):
+        _async(net_tables, "bet_allowance", "    bet_allowance (the limits' arithmetic)")
     relayed: dict[str, float] = {}
     relay = ChemmyServer.relay
 

@@ -935,9 +935,8 @@ class TableActor:
         :class:`StoreError` while the store cannot be read (still in doubt)."""
         doubt = self._doubt
         assert doubt is not None
-        rows = await self.store.load_tables()
+        row = await self.store.load_table(self.table_id)
         self._doubt = None
-        row = next((r for r in rows if r.table_id == self.table_id), None)
         if row is None or row.state is None or dump_json(row.state) != dump_json(doubt.state):
             return
         log.warning(

@@ -51,12 +51,31 @@ log = logging.getLogger("chemmy.cluster")
 
 PREFIX = "chemmy"
 
-# KEYS[1] = the lease; ARGV[1] = this node, ARGV[2] = ttl ms. 1 if renewed, 0 if lost.
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+# A process's whole tick in one call (issue 36: it was an EVAL of the full script text
+# per table, a transaction and a read, every half second). KEYS: the members, the
+# draining, then the ``ARGV[5]`` leases of this process's tables, then the leases whose
+# owners are read. ARGV: this node, ttl ms, now ms, draining ('1'/'0'), how many owned.
+# Beats (and drops expired members), renews each owned lease still ours, and answers
+# {the owned leases lost (their places, 1-based), the members, the draining, each read
+# lease's owner ('' for none)}.
+_TICK = """
+local node, ttl, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local owned = tonumber(ARGV[5])
+redis.call('ZADD', KEYS[1], now + ttl, node)
+if ARGV[4] == '1' then redis.call('ZADD', KEYS[2], now + ttl, node) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, now)
+local lost = {}
+for i = 3, 2 + owned do
+  if redis.call('GET', KEYS[i]) == node then
+    redis.call('PEXPIRE', KEYS[i], ttl)
+  else
+    lost[#lost + 1] = i - 2
+  end
 end
-return 0
+local owners = {}
+for i = 3 + owned, #KEYS do owners[#owners + 1] = redis.call('GET', KEYS[i]) or '' end
+return {lost, redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('ZRANGE', KEYS[2], 0, -1), owners}
 """
 # KEYS[1] = the lease; ARGV[1] = this node. Deletes the lease only if it is ours.
 _RELEASE = """
@@ -129,7 +148,31 @@ class Leases:
     def redis(self) -> aioredis.Redis:
         if self._redis is None:
             self._redis = connect(self.url, socket_connect_timeout=2, socket_timeout=self.ttl / 2)
+            # Sent by their digest (EVALSHA), loaded again by redis-py if Redis lost them.
+            self._tick = self._redis.register_script(_TICK)
+            self._release = self._redis.register_script(_RELEASE)
         return self._redis
+
+    async def tick(
+        self, owned: Iterable[str], tables: Iterable[str], *, draining: bool = False
+    ) -> tuple[set[str], list[str], dict[str, str | None]]:
+        """Beat, renew this process's leases (``owned``) and read who holds each of
+        ``tables``, in one scripted call: (the owned tables whose lease was lost, the
+        live members that take tables, sorted, each table's owner)."""
+        owned, tables = list(owned), list(tables)
+        redis = self.redis
+        keys = [f"{PREFIX}:nodes", f"{PREFIX}:draining"]
+        keys += [lease_key(t) for t in owned] + [lease_key(t) for t in tables]
+        now_ms = int(time.time() * 1000)
+        args: list[str | int] = [self.node, self.ttl_ms, now_ms, "1" if draining else "0"]
+        args.append(len(owned))
+        lost, live, leaving, found = await self._tick(keys=keys, args=args, client=redis)
+        members = {_text(n) for n in live} - {_text(n) for n in leaving}
+        owners = {t: _text(v) or None for t, v in zip(tables, found, strict=True)}
+        now = time.monotonic()
+        for table, node in owners.items():
+            self._owners[table] = (node, now)
+        return {owned[int(n) - 1] for n in lost}, sorted(members), owners
 
     async def close(self) -> None:
         if self._redis is not None:
@@ -141,24 +184,6 @@ class Leases:
         return int(self.ttl * 1000)
 
     # -- presence ----------------------------------------------------------------------
-    async def heartbeat(self, *, draining: bool = False) -> list[str]:
-        """Beat, and return the live members that take tables (this one included unless
-        draining), sorted."""
-        now_ms = int(time.time() * 1000)
-        r = self.redis
-        async with r.pipeline(transaction=True) as pipe:
-            pipe.zadd(f"{PREFIX}:nodes", {self.node: now_ms + self.ttl_ms})
-            if draining:
-                pipe.zadd(f"{PREFIX}:draining", {self.node: now_ms + self.ttl_ms})
-            pipe.zremrangebyscore(f"{PREFIX}:nodes", 0, now_ms)
-            pipe.zremrangebyscore(f"{PREFIX}:draining", 0, now_ms)
-            pipe.zrange(f"{PREFIX}:nodes", 0, -1)
-            pipe.zrange(f"{PREFIX}:draining", 0, -1)
-            results = await pipe.execute()
-        live = {_text(n) for n in results[-2]}
-        leaving = {_text(n) for n in results[-1]}
-        return sorted(live - leaving)
-
     async def alive(self) -> list[str]:
         """Every process whose heartbeat has not expired (draining ones included: they
         still serve their clients until they close them)."""
@@ -179,7 +204,7 @@ class Leases:
             yield
         finally:
             with contextlib.suppress(RedisError):
-                await self.redis.eval(_RELEASE, 1, key, token)
+                await self._release(keys=[key], args=[token], client=self.redis)
 
     async def leave(self) -> None:
         """Drop out of the member list at once (a clean stop)."""
@@ -195,22 +220,11 @@ class Leases:
             self._owners[table] = (self.node, time.monotonic())
         return bool(taken)
 
-    async def renew(self, tables: Iterable[str]) -> set[str]:
-        """Renew this process's leases; returns the tables whose lease was lost."""
-        tables = list(tables)
-        if not tables:
-            return set()
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for table in tables:
-                pipe.eval(_RENEW, 1, lease_key(table), self.node, self.ttl_ms)
-            results = await pipe.execute()
-        return {t for t, ok in zip(tables, results, strict=True) if not ok}
-
     async def release(self, table: str) -> None:
         """Give the lease back (only if it is still ours): the next owner need not wait
         for it to expire."""
         with contextlib.suppress(RedisError):
-            await self.redis.eval(_RELEASE, 1, lease_key(table), self.node)
+            await self._release(keys=[lease_key(table)], args=[self.node], client=self.redis)
         self._owners.pop(table, None)
 
     async def owner(self, table: str) -> str | None:
@@ -315,18 +329,20 @@ class Rebalancer:
                 await self.disown(table, "lease expired")
 
     async def step(self) -> None:
-        lost = await self.leases.renew(self.owned())
+        tables = await self.tables()
+        # One call: beat, renew, and who holds every table (Leases.tick).
+        lost, members, current = await self.leases.tick(
+            self.owned(), tables, draining=self.draining
+        )
         self._last_renewal = time.monotonic()
         for table in lost:
             log.warning("table %s: lease lost; stopping here", table, extra={"table": table})
             await self.disown(table, "lease lost")
             self.changes += 1
         before = set(self.members)
-        self.members = await self.leases.heartbeat(draining=self.draining)
+        self.members = members
         if before - set(self.members) and self.on_members is not None:
             self.on_members(set(await self.leases.alive()))
-        tables = await self.tables()
-        current = await self.leases.owners(tables)
         placed = placement(tables, self.members, current)
         wanted = {t for t, n in placed.items() if n == self.leases.node}
         for table in sorted(self.owned() - wanted):

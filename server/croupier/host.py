@@ -179,7 +179,7 @@ class Croupier:
         """The open tables' ids (cached for a moment; notices refresh them)."""
         read, ids = self._table_ids
         if time.monotonic() - read > TABLE_LIST_FRESH:
-            ids = [row.table_id for row in await self.store.load_tables()]
+            ids = await self.store.table_ids()  # (no row read: issue 36)
             self._table_ids = (time.monotonic(), ids)
         return ids
 
@@ -189,8 +189,7 @@ class Croupier:
         from then on the store refuses the old owner's writes (it may only have been
         paused), so the row read is the last one it will ever hold."""
         epoch = await self.store.claim_table(table_id)
-        rows = {row.table_id: row for row in await self.store.load_tables()}
-        row = rows.get(table_id)
+        row = await self.store.load_table(table_id)
         if row is None:
             raise LookupError(f"table {table_id!r} is not open")
         actor = await self._start_table(row, epoch)
@@ -352,7 +351,7 @@ class Croupier:
         # One definition at a time, cluster-wide: two creates of one id (a closed one's,
         # say) each claimed an epoch and the older one's save failed as stale.
         async with self._defining():
-            if table_id in {row.table_id for row in await self.store.load_tables()}:
+            if table_id in await self.store.table_ids():
                 raise exists
             # Only checked, known settings are kept: nothing the operator sent goes to
             # the store as it came.

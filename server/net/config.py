@@ -63,6 +63,8 @@ WALLET_MODES: Final = ("internal", "transfer", "seamless")
 #: How Chemmy signs its calls to a seamless wallet (docs/wallet.md §1).
 WALLET_SIGNATURES: Final = ("hmac", "ed25519", "rsa")
 LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
+#: The event loops a process may run on (``--event-loop``).
+EVENT_LOOPS: Final = ("uvloop", "asyncio")
 #: HMAC keys shorter than the hash are weak (RFC 7518 §3.2).
 MIN_SECRET_BYTES: Final = 32
 
@@ -135,6 +137,9 @@ class ServerConfig:
     guest_idle: float = 86_400.0
     log_format: str = "auto"
     log_level: str = "info"
+    #: The event loop the process runs on: uvloop (libuv, in C: measured to cost less
+    #: per delivery and per stored step, docs/benchmarks.md) or asyncio's own.
+    event_loop: str = "uvloop"
     compression: bool = False
     wallet: str = "internal"
     wallet_url: str | None = None
@@ -478,6 +483,12 @@ _SETTINGS: Final = (
     ),
     _Setting("log_format", "str", f"log format: {', '.join(LOG_FORMATS)}", _one_of(LOG_FORMATS)),
     _Setting("log_level", "str", f"log level: {', '.join(LOG_LEVELS)}", _one_of(LOG_LEVELS)),
+    _Setting(
+        "event_loop",
+        "str",
+        f"the event loop: {', '.join(EVENT_LOOPS)} (uvloop: libuv's, in C; asyncio: Python's own)",
+        _one_of(EVENT_LOOPS),
+    ),
     _Setting("compression", "bool", "permessage-deflate compression of frames"),
     _Setting(
         "wallet",

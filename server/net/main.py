@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from server.store.base import StoreInUse
@@ -90,11 +91,17 @@ async def run(config: ServerConfig, ready: asyncio.Event | None = None) -> None:
     server = assemble(config, store_for(config.store_url, **options))
     await server.start()
     tune_gc()
+    loop = asyncio.get_running_loop()
+    logging.getLogger("chemmy.server").info(
+        "event loop: %s (%s.%s)",
+        config.event_loop,
+        type(loop).__module__,
+        type(loop).__qualname__,
+    )
     print(
         f"chemmy-server listening on ws://{config.host}:{server.port}", file=sys.stderr, flush=True
     )
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     if ready is not None:
@@ -103,6 +110,15 @@ async def run(config: ServerConfig, ready: asyncio.Event | None = None) -> None:
     logging.getLogger("chemmy.server").info("draining")
     await server.drain()
     await server.stop()
+
+
+def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop ``--event-loop`` names: uvloop's (libuv), or None for asyncio's."""
+    if name == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     setup_logging(config)
     try:
-        asyncio.run(run(config))
+        with asyncio.Runner(loop_factory=loop_factory(config.event_loop)) as runner:
+            runner.run(run(config))
     except KeyboardInterrupt:
         pass
     except StoreInUse as exc:

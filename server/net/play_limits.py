@@ -43,13 +43,14 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from server.croupier.actor import store_refusal
 from server.protocol.errors import Refused, limit_reached
 from server.store.base import (
     LIMIT_KINDS,
+    BetReads,
     LimitGuard,
     LimitPassed,
     StoreError,
@@ -178,40 +179,30 @@ def guards(
 
 
 async def bet_allowance(
-    ctx: PlayContext,
-    session: Session,
-    table: str,
-    limits: Awaitable[dict[str, Any]] | None = None,
-    played: Awaitable[dict[str, Any] | None] | None = None,
+    ctx: PlayContext, session: Session, reads: BetReads, now: float
 ) -> Allowance | None:
-    """Check a ``bet`` or ``same_bet`` of ``session``'s player at ``table`` against the
-    reality check and their limits: raise ``reality_check_due`` or ``limit_reached``
-    (the session's), or return the :class:`Allowance` the bet carries (None: no wager
-    or loss limit). ``limits`` and ``played``: the player's limits and their play
-    session already being read from the store for this command
-    (``Store.player_limits``, :func:`~.play_session.current`; None: read them here). A
-    store that cannot say refuses (``store_unavailable``)."""
-    found = await _read(play_session.current(ctx, session) if played is None else played)
-    now = play_session.now()
+    """Check a ``bet`` or ``same_bet`` of ``session``'s player against the reality check
+    and their limits, from what the store said of them (``reads``: ``Store.bet_reads``
+    of today's window, ``now``): raise ``reality_check_due`` or ``limit_reached`` (the
+    session's), or return the :class:`Allowance` the bet carries (None: no wager or
+    loss limit). A store that cannot say refuses (``store_unavailable``)."""
+    found = await _read(play_session.current(ctx, session, reads.play))
     if play_due(found, now):
         assert found is not None
         play_session.remind(ctx, session, found)  # (if this connection was not told yet)
         raise Refused(
             "reality_check_due", "answer the reality check (continue or leave) to bet again"
         )
-    player = session.player
-    limit_set = await _read(ctx.store.player_limits(player) if limits is None else limits)
+    limit_set = reads.limits
     if "session" in limit_set and found is not None:
         minutes = int(limit_set["session"]["amount"])
         if now - found["started"] >= minutes * 60:
             raise limit_reached("session", minutes, 0, f"{minutes} minutes", "0")
-    if not any(kind in limit_set for kind in BET_KINDS):
-        return None
     # (The chips on the felt at every table are in the days' flows already: a stake
     # counts from the moment it is placed, server.store.base.entry_flow.)
-    days = await _read(ctx.store.player_days(player, first_day(now)))
-    nearest_ = nearest(limit_set, days, now, BET_KINDS)
-    assert nearest_ is not None
+    nearest_ = nearest(limit_set, reads.days, now, BET_KINDS)
+    if nearest_ is None:
+        return None
     return Allowance(nearest_, guards(limit_set, now, BET_KINDS))
 
 

@@ -122,14 +122,21 @@ async def begin(
     return await store.open_play_session(player, now(), gap, every)
 
 
-async def current(ctx: ClockContext, session: Session) -> dict[str, Any] | None:
-    """The player's stored session, for a check of this connection's: opened now if the
-    store has none (a guest stored since their hello; a guest not stored yet has none).
+#: :func:`current`'s ``read``: not read yet (read it).
+UNREAD: Any = object()
+
+
+async def current(
+    ctx: ClockContext, session: Session, read: dict[str, Any] | None = UNREAD
+) -> dict[str, Any] | None:
+    """The player's stored session, for a check of this connection's (``read``: as
+    already read from the store with the check's other reads): opened now if the store
+    has none (a guest stored since their hello; a guest not stored yet has none).
     Raises :class:`StoreError`."""
     clock = session.play
     if clock is None:
         return None
-    found = await ctx.store.play_session(session.player)
+    found = await ctx.store.play_session(session.player) if read is UNREAD else read
     if found is None and session.persisted:
         found = await ctx.store.open_play_session(session.player, now(), clock.gap, clock.every)
         follow(ctx, session, found)

@@ -47,6 +47,7 @@ __all__ = [
     "PERIODS",
     "install",
     "refuse_blocked",
+    "refuse_restricted",
     "responsible",
     "return_chips",
     "return_chips_of",
@@ -100,6 +101,12 @@ async def refuse_blocked(store: Store, player: str) -> None:
         found = await store.player_restriction(player)
     except StoreError as exc:
         raise store_refusal(exc) from None
+    refuse_restricted(found)
+
+
+def refuse_restricted(found: Mapping[str, Any] | None) -> None:
+    """Raise ``player_blocked`` for a restriction in force (``found``, as the store
+    answered it; None: none)."""
     if found is not None:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(found["until"]))
         raise player_blocked(found["kind"], when)

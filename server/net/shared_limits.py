@@ -10,9 +10,12 @@ the processes share a Redis (``--store redis://``):
   heartbeat in ``chemmy:nodes`` has not expired, and this one) and adds one to this
   process's field unless the sum is at the cap; it deletes the fields of processes that
   left, so a killed process's connections stop counting once its heartbeat expires (a
-  lease). A close takes one off (:data:`_CLOSE`). Every :data:`RESYNC_EVERY` seconds a
-  process writes its own counts again (they are what it holds; a close whose decrement
-  was lost, or a Redis that restarted empty, is put right) and renews the keys' expiry.
+  lease). A close takes one off (:data:`_CLOSE`). What a process writes besides is only
+  what may be wrong: every :data:`RESYNC_EVERY` seconds it writes again the counts an
+  open or a close failed to (a decrement lost, a call timed out), and all of them only
+  when a Redis that restarted empty is seen (its marker, ``...:limits:node:<node>``, is
+  gone) or every :data:`FULL_EVERY` seconds (which also renews the keys' expiry). A
+  cluster at rest writes nothing but that marker's check.
 - **Rates**: each shared bucket (an address's messages and hellos, a player's
   messages and deposits) is a token bucket in Redis (``chemmy:limits:rate:...``, :data:`_TAKE`:
   refilled by elapsed time on Redis's clock, hands out up to N tokens). A process keeps
@@ -52,12 +55,14 @@ from .limits import Limits, deposits_refused
 if TYPE_CHECKING:
     from .config import ServerConfig
 
-__all__ = ["RESYNC_EVERY", "RETRY_AFTER", "SharedLimits", "chunk"]
+__all__ = ["FULL_EVERY", "RESYNC_EVERY", "RETRY_AFTER", "SharedLimits", "chunk"]
 
 log = logging.getLogger("chemmy.limits")
 
-#: Seconds between two writes of this process's connection counts to Redis.
+#: Seconds between two writes of the connection counts that may be wrong in Redis.
 RESYNC_EVERY: Final = 5.0
+#: Seconds between two writes of all of this process's connection counts.
+FULL_EVERY: Final = 60.0
 #: Seconds a process uses only its local limits after a Redis call failed.
 RETRY_AFTER: Final = 1.0
 #: Seconds a Redis call of the limits may take before it counts as failed.
@@ -164,6 +169,10 @@ class SharedLimits(Limits):
         self._take = self.redis.register_script(_TAKE)
         self._budgets: dict[str, _Budget] = {}
         self._counted: set[str] = set()  # count keys with a field of this node
+        #: Count keys whose field an open or a close may have left wrong (a failed or
+        #: cancelled call): the next resync writes them.
+        self._dirty: set[str] = set()
+        self._full_at = 0.0  # when all the counts were last written (monotonic)
         self._down_until = 0.0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._resync: asyncio.Task[None] | None = None
@@ -237,6 +246,7 @@ class SharedLimits(Limits):
         if not cap or not self.shared:
             return True
         self._counted.add(key)  # from here the resync writes its count, whatever comes
+        self._dirty.add(key)  # (until the script has answered: it may have run or not)
         try:
             async with asyncio.timeout(REDIS_TIMEOUT * 2):
                 opened = await self._open(
@@ -245,6 +255,7 @@ class SharedLimits(Limits):
         except (RedisError, OSError, TimeoutError) as exc:
             self._failed(exc)
             return True
+        self._dirty.discard(key)
         return bool(opened)
 
     def _uncount(self, key: str) -> None:
@@ -252,29 +263,46 @@ class SharedLimits(Limits):
             self._spawn(self._uncount_now(key))
 
     async def _uncount_now(self, key: str) -> None:
+        self._dirty.add(key)
         try:
             await self._close(keys=[key], args=[self.node])
         except (RedisError, OSError, TimeoutError) as exc:
             self._failed(exc)  # the next resync writes the right count
+        else:
+            self._dirty.discard(key)
 
     @property
     def _expiry_ms(self) -> int:
-        return int(max(RESYNC_EVERY * 6, self.lease * 4) * 1000)
+        return int(max(FULL_EVERY * 3, self.lease * 4) * 1000)
+
+    @property
+    def _marker(self) -> str:
+        """Set at each full write: gone, the Redis lost what this process wrote."""
+        return f"{PREFIX}:limits:node:{self.node}"
 
     async def _resync_loop(self) -> None:
         while True:
             await asyncio.sleep(RESYNC_EVERY)
             try:
-                await self.resync()
+                await self.resync(full=self.clock() - self._full_at >= FULL_EVERY)
             except (RedisError, OSError, TimeoutError) as exc:
                 self._failed(exc)
 
-    async def resync(self) -> None:
-        """Write this process's connection counts to Redis as it holds them."""
+    async def resync(self, *, full: bool = False) -> None:
+        """Write this process's connection counts to Redis as it holds them: those an
+        open or a close may have left wrong, or (``full``, or when Redis lost this
+        process's marker) all of them, with their expiry renewed."""
+        if not full and self._counted:
+            async with asyncio.timeout(REDIS_TIMEOUT * 2):
+                full = not await self.redis.exists(self._marker)
         counts = self._counts()
-        keys = {k for k, n in counts.items() if n > 0} | self._counted
-        if not keys:
+        if full:
+            keys = {k for k, n in counts.items() if n > 0} | self._counted
+        else:
+            keys = set(self._dirty)
+        if not keys and not full:
             return
+        dirty = set(self._dirty)
         async with self.redis.pipeline(transaction=False) as pipe:
             for key in sorted(keys):
                 n = counts.get(key, 0)
@@ -283,8 +311,14 @@ class SharedLimits(Limits):
                     pipe.pexpire(key, self._expiry_ms)
                 else:
                     pipe.hdel(key, self.node)
+            if full:
+                pipe.set(self._marker, 1, px=self._expiry_ms)
             async with asyncio.timeout(REDIS_TIMEOUT * 4):
                 await pipe.execute()
+        if full:
+            self._full_at = self.clock()
+        # Written as held: clean, unless an open or a close went wrong again meanwhile.
+        self._dirty -= dirty & keys
         now = self._counts()  # a key still at 0 after the write has no field any more
         self._counted -= {k for k in keys if not counts.get(k, 0) and not now.get(k, 0)}
 

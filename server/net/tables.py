@@ -18,7 +18,6 @@ before anything reaches the table.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import re
@@ -26,7 +25,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from server.croupier.actor import GUARDS_FIELD, GUEST_FIELD
+from server.croupier.actor import GUARDS_FIELD, GUEST_FIELD, store_refusal
 from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table, wrong_currency
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
@@ -37,11 +36,11 @@ from server.table.events import Event
 from server.table.options import OptionsError
 from server.table.views import view_event
 
+from . import play_session
 from .context import Continuation
 from .hub import Subscriber, envelope
-from .play_limits import Allowance, bet_allowance
-from .play_session import current
-from .responsible import BLOCKED_COMMANDS, refuse_blocked
+from .play_limits import Allowance, bet_allowance, first_day
+from .responsible import BLOCKED_COMMANDS, refuse_blocked, refuse_restricted
 
 if TYPE_CHECKING:
     from .context import Relay, TablesContext
@@ -140,28 +139,20 @@ def _unheard(reply: ReplyRecord) -> None:
     """(A join again's reply: nothing to tell anyone.)"""
 
 
-async def _bet_checks(ctx: TablesContext, session: Session, tid: str) -> Allowance | None:
+async def bet_checks(ctx: TablesContext, session: Session) -> Allowance | None:
     """A ``bet``'s or ``same_bet``'s checks before it is relayed, in their order: the
     player's time-out or self-exclusion (``player_blocked``), then the reality check and
-    their own limits (``bet_allowance``). All are read from the store on every such
-    command (so an operator's exclusion, or a reality check due on another connection or
-    process, holds at once everywhere), and the reads go to the store together: the
-    limits' and the play session's are under way while the restriction's is answered,
-    instead of one thread hop after the other. The bet is relayed only after all are
-    answered; a refusal is the one the first failing check gives, as when they were read
-    one after the other."""
-    player = session.player
-    limits = asyncio.ensure_future(ctx.store.player_limits(player))
-    played = asyncio.ensure_future(current(ctx, session))
+    their own limits (``bet_allowance``). What they are checked against is read from the
+    store on every such command, in one read (``Store.bet_reads``: one round trip, one
+    Redis script), so an operator's exclusion, or a reality check due on another
+    connection or process, holds at once everywhere."""
+    now = play_session.now()
     try:
-        await refuse_blocked(ctx.store, player)
-        return await bet_allowance(ctx, session, tid, limits, played)
-    finally:
-        for read in (limits, played):
-            if not read.done():
-                read.cancel()  # refused before it was needed
-            elif not read.cancelled():
-                read.exception()  # (a failed read that was not needed: retrieved)
+        reads = await ctx.store.bet_reads(session.player, first_day(now))
+    except StoreError as exc:
+        raise store_refusal(exc) from None
+    refuse_restricted(reads.restriction)
+    return await bet_allowance(ctx, session, reads, now)
 
 
 def table_command(kind: str) -> TableHandler:
@@ -174,7 +165,7 @@ def table_command(kind: str) -> TableHandler:
         tid = await _joined(ctx, session, fields["table"])
         args = {k: v for k, v in fields.items() if k != "table"}
         if kind in LIMITED_COMMANDS:  # (a time-out or self-exclusion, then the limits)
-            allowance = await _bet_checks(ctx, session, tid)
+            allowance = await bet_checks(ctx, session)
             if allowance is not None:
                 args[ALLOWANCE_FIELD] = allowance.nearest
                 args[GUARDS_FIELD] = allowance.guards

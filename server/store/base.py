@@ -112,6 +112,7 @@ __all__ = [
     "WALLET_CALL_KINDS",
     "WALLET_CALL_STATES",
     "BadWalletCall",
+    "BetReads",
     "CommitResult",
     "KeyConflict",
     "LimitGuard",
@@ -272,6 +273,18 @@ class TableRow:
     epoch: int = 0
 
 
+class BetReads(NamedTuple):
+    """A player's standing for a bet (:meth:`Store.bet_reads`): their restriction in
+    force (:meth:`Store.player_restriction`), their limits
+    (:meth:`Store.player_limits`), their play session (:meth:`Store.play_session`) and
+    their days from a day on (:meth:`Store.player_days`; empty when they set no limit)."""
+
+    restriction: dict[str, Any] | None
+    limits: dict[str, Any]
+    play: dict[str, Any] | None
+    days: dict[str, dict[str, int]]
+
+
 class CommitResult(NamedTuple):
     """What a commit did: how many entries were newly inserted (the rest were already
     stored), and the balance, after the commit, of every ``player:<id>`` account the
@@ -414,6 +427,13 @@ class Store(Protocol):
         """Every table not closed, in the order they were first saved, each with the
         stored epoch."""
 
+    async def table_ids(self) -> list[str]:
+        """The ids of :meth:`load_tables`' tables, in its order, without reading their
+        rows (what the lobby and the cluster's placement need, every few seconds)."""
+
+    async def load_table(self, table_id: str) -> TableRow | None:
+        """One table of :meth:`load_tables` (None: no such table, or it is closed)."""
+
     async def save_table(self, row: TableRow) -> None:
         """Upsert one table row (``commit(table=row)``)."""
 
@@ -497,6 +517,10 @@ class Store(Protocol):
         of the store's clock); a skipped or refused entry adds nothing. A player's
         newest :data:`FLOW_DAYS` days are kept (older ones are pruned as new ones are
         written)."""
+
+    async def bet_reads(self, player_id: str, since_day: str) -> BetReads:
+        """What a bet of the player's is checked against, read together (one round trip:
+        :class:`BetReads`); the days are read only when the player has limits."""
 
     async def player_limits(self, player_id: str) -> dict[str, Any]:
         """The player's limits in force now (:func:`current_limits` of the stored value,

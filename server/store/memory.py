@@ -22,6 +22,7 @@ from typing import Any
 from server.store.base import (
     EVENT_RETENTION,
     HISTORY_LIMIT,
+    BetReads,
     CommitResult,
     KeyConflict,
     LimitGuard,
@@ -342,6 +343,14 @@ class MemoryStore:
             if not closed
         ]
 
+    async def table_ids(self) -> list[str]:
+        self._check_open()
+        return [table_id for table_id, row in self._tables.items() if not row[3]]
+
+    async def load_table(self, table_id: str) -> TableRow | None:
+        found = [row for row in await self.load_tables() if row.table_id == table_id]
+        return found[0] if found else None
+
     async def save_table(self, row: TableRow) -> None:
         await self.commit(table=row)
 
@@ -450,6 +459,15 @@ class MemoryStore:
         self._check_open()
         since_day = check_day(since_day)
         return flow_buckets(self._days.get(player_id, {}), since_day)
+
+    async def bet_reads(self, player_id: str, since_day: str) -> BetReads:
+        limits = await self.player_limits(player_id)
+        return BetReads(
+            await self.player_restriction(player_id),
+            limits,
+            await self.play_session(player_id),
+            await self.player_days(player_id, since_day) if limits else {},
+        )
 
     async def player_limits(self, player_id: str) -> dict[str, Any]:
         self._check_open()

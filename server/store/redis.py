@@ -60,6 +60,7 @@ from server.store.base import (
     FLOW_NAMES,
     HISTORY_LIMIT,
     OUTCOME_KINDS,
+    BetReads,
     CommitResult,
     KeyConflict,
     LimitGuard,
@@ -306,7 +307,10 @@ if tbl then
   if tonumber(tbl.epoch) > stored_epoch then redis.call('SET', T .. 'epoch', tbl.epoch) end
   redis.call('HSET', T .. 'row', 'config', tbl.config, 'state', tbl.state, 'seq', tbl.seq,
              'closed', tbl.closed)
-  if not redis.call('ZSCORE', P .. 'tables', tbl.id) then
+  -- The open tables, in the order they were first saved (a closed one leaves the list).
+  if tbl.closed == '1' then
+    redis.call('ZREM', P .. 'tables', tbl.id)
+  elseif not redis.call('ZSCORE', P .. 'tables', tbl.id) then
     redis.call('ZADD', P .. 'tables', redis.call('INCR', P .. 'table_order'), tbl.id)
   end
   local stream = T .. 'events'
@@ -483,6 +487,29 @@ if (redis.call('HGET', N, pid) or '') ~= ARGV[4] then return 0 end
 redis.call('HSET', S, pid, ARGV[5])
 redis.call('HSET', N, pid, ARGV[6])
 return 1
+"""
+
+# ARGV: prefix, player id. What a bet is checked against, in one call (issue 36): the
+# player's restriction, limits, play session and its seen, and (only when they have
+# limits) their flow fields and values, flat.
+_LUA_BET_READS: Final = r"""
+local P, pid = ARGV[1], ARGV[2]
+local limits = redis.call('HGET', P .. 'limits', pid)
+local flows = {}
+if limits then flows = redis.call('HGETALL', P .. 'flows:' .. pid) end
+return {redis.call('HGET', P .. 'restrictions', pid), limits,
+        redis.call('HGET', P .. 'play_sessions', pid), redis.call('HGET', P .. 'play_seen', pid),
+        flows}
+"""
+
+# ARGV: prefix, table id. A table closed before the commit took closed tables off the
+# open list ('tables') is taken off it, unless it was opened again.
+_LUA_UNLIST: Final = r"""
+local P, tid = ARGV[1], ARGV[2]
+if redis.call('HGET', P .. '{' .. tid .. '}:row', 'closed') == '1' then
+  return redis.call('ZREM', P .. 'tables', tid)
+end
+return 0
 """
 
 # ARGV: prefix, now, players...: each one's seen becomes now, unless it is later
@@ -674,6 +701,8 @@ class RedisStore:
             "play_touch": client.register_script(_LUA_PLAY_TOUCH),
             "claim_call": client.register_script(_LUA_CLAIM_CALL),
             "answer_call": client.register_script(_LUA_ANSWER_CALL),
+            "unlist": client.register_script(_LUA_UNLIST),
+            "bet_reads": client.register_script(_LUA_BET_READS),
         }
         self._client = client
         with self._translated():  # a group's first pipeline finds it (no NOSCRIPT)
@@ -1025,23 +1054,40 @@ class RedisStore:
 
     async def load_tables(self) -> list[TableRow]:
         with self._translated():
+            ids = _texts(await self._redis().zrange(self._key("tables"), 0, -1))
+        return [row for row in await self._rows(ids) if row is not None]
+
+    async def table_ids(self) -> list[str]:
+        with self._translated():
+            return _texts(await self._redis().zrange(self._key("tables"), 0, -1))
+
+    async def load_table(self, table_id: str) -> TableRow | None:
+        return (await self._rows([table_id]))[0]
+
+    async def _rows(self, ids: list[str]) -> list[TableRow | None]:
+        """The open tables' rows of ``ids`` (None for one closed or never saved). A
+        closed one still listed (a table closed before closing took it off the list)
+        is taken off."""
+        with self._translated():
             redis = self._redis()
-            ids = _texts(await redis.zrange(self._key("tables"), 0, -1))
             async with redis.pipeline(transaction=True) as pipe:
                 for tid in ids:
                     pipe.hmget(self._table_key(tid, "row"), ["config", "state", "seq", "closed"])
                     pipe.get(self._table_key(tid, "epoch"))
                 found = await pipe.execute()
-        rows: list[TableRow] = []
-        for n, tid in enumerate(ids):
-            (config, state, seq, closed), epoch = found[2 * n], found[2 * n + 1]
-            if config is None or closed == b"1":
-                continue
-            rows.append(
-                TableRow(
-                    tid, json.loads(config), json.loads(state), int(seq), False, int(epoch or 0)
+            rows: list[TableRow | None] = []
+            for n, tid in enumerate(ids):
+                (config, state, seq, closed), epoch = found[2 * n], found[2 * n + 1]
+                if config is None or closed == b"1":
+                    if closed == b"1":  # (unless opened again meanwhile)
+                        await self._scripts["unlist"](args=[self.prefix, tid], client=redis)
+                    rows.append(None)
+                    continue
+                rows.append(
+                    TableRow(
+                        tid, json.loads(config), json.loads(state), int(seq), False, int(epoch or 0)
+                    )
                 )
-            )
         return rows
 
     async def save_table(self, row: TableRow) -> None:
@@ -1231,12 +1277,23 @@ class RedisStore:
         since_day = check_day(since_day)
         with self._translated():
             found = await self._redis().hgetall(self._key("flows:", player_id))
-        days: dict[str, list[int]] = {}
-        for field, value in found.items():
-            day, _, which = _text(field).rpartition(":")
-            if which in _FLOW_FIELDS:
-                days.setdefault(day, [0, 0, 0])[_FLOW_FIELDS.index(which)] = int(value)
-        return flow_buckets(days, since_day)
+        return _days_of([x for kv in found.items() for x in kv], since_day)
+
+    async def bet_reads(self, player_id: str, since_day: str) -> BetReads:
+        since_day = check_day(since_day)
+        with self._translated():
+            found = await self._scripts["bet_reads"](args=[self.prefix, player_id])
+        restriction, limits, body, seen, flows = found
+        kept = None if restriction is None else dict(json.loads(_text(restriction)))
+        if kept is not None and kept["until"] <= time.time():
+            kept = None
+        stored = None if limits is None else json.loads(_text(limits))
+        return BetReads(
+            kept,
+            current_limits(stored, self.clock()),
+            _play_of("" if body is None else _text(body), "" if seen is None else _text(seen)),
+            _days_of(flows, since_day),
+        )
 
     async def player_limits(self, player_id: str) -> dict[str, Any]:
         with self._translated():
@@ -1564,6 +1621,16 @@ def _translate_reply(message: str) -> StoreError:
     if code.startswith(_UNAVAILABLE_REPLIES):
         return StoreUnavailable(f"redis: {message}")
     return StoreError(f"redis: {message}")
+
+
+def _days_of(fields: Sequence[bytes | str], since_day: str) -> dict[str, dict[str, int]]:
+    """:meth:`RedisStore.player_days` from a player's flow fields and values, flat."""
+    days: dict[str, list[int]] = {}
+    for field, value in zip(fields[::2], fields[1::2], strict=True):
+        day, _, which = _text(field).rpartition(":")
+        if which in _FLOW_FIELDS:
+            days.setdefault(day, [0, 0, 0])[_FLOW_FIELDS.index(which)] = int(value)
+    return flow_buckets(days, since_day)
 
 
 def _play_of(body: str, seen: str) -> dict[str, Any] | None:

@@ -13,7 +13,10 @@ Two kinds of URL:
   ``READONLY`` once and is dropped (redis-py's ``SentinelConnectionPool``), so every
   client made here follows a promotion by itself.
 
-:func:`connect` makes the client; :func:`parse_sentinel_url` checks a sentinel URL
+:func:`connect` makes the client, its writes timed by a deadline on the task that sends
+(:class:`TimedConnection`) instead of redis-py's ``asyncio.wait_for``, which on Python
+3.11 runs every write in a task of its own: a task per command, a fifth to a third of a
+command's CPU (issue 36). :func:`parse_sentinel_url` checks a sentinel URL
 (config validation uses it, and its :class:`ValueError` names what is wrong);
 :func:`unavailable` tells the errors that mean "no primary can write now" (a switch of
 primary under way) from a refusal.
@@ -21,12 +24,15 @@ primary under way) from a refusal.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 import redis.asyncio as aioredis
-from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+from redis.asyncio.connection import Connection
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -35,6 +41,7 @@ __all__ = [
     "REDIS_SCHEMES",
     "SENTINEL_SCHEME",
     "SentinelURL",
+    "TimedConnection",
     "connect",
     "follow_primary",
     "is_redis_url",
@@ -121,12 +128,56 @@ class _SentinelRedis(aioredis.Redis):
             await sentinel.aclose()
 
 
+class _TimedWrites:
+    """A connection whose writes are bounded by ``socket_timeout`` with
+    ``asyncio.timeout`` (a deadline on the running task) rather than ``asyncio.wait_for``
+    (a new task per write on Python 3.11). A write that runs out is refused as redis-py
+    refuses one: the connection dropped, :class:`redis.exceptions.TimeoutError`; and
+    dropped at once, with its unsent bytes (a frozen Redis would otherwise hold them in
+    a closing transport until it reads again)."""
+
+    socket_timeout: float | None
+    _writer: asyncio.StreamWriter | None
+
+    async def disconnect(self, nowait: bool = False, **more: Any) -> None:  # type: ignore[override]
+        if nowait and self._writer is not None:
+            self._writer.transport.abort()
+        await super().disconnect(nowait, **more)  # type: ignore[misc]
+
+    async def send_packed_command(
+        self, command: bytes | str | Iterable[bytes], check_health: bool = True
+    ) -> None:
+        timeout = self.socket_timeout
+        send = super().send_packed_command  # type: ignore[misc]
+        if not timeout:
+            await send(command, check_health)
+            return
+        self.socket_timeout = None  # (redis-py's own wait_for is skipped without it)
+        try:
+            async with asyncio.timeout(timeout):
+                await send(command, check_health)
+        except TimeoutError:  # (the cancelled write dropped the connection)
+            raise RedisTimeoutError("Timeout writing to socket") from None
+        finally:
+            self.socket_timeout = timeout
+
+
+class TimedConnection(_TimedWrites, Connection):  # type: ignore[misc]
+    """A TCP connection to one Redis with :class:`_TimedWrites`."""
+
+
+class _TimedSentinelConnection(_TimedWrites, SentinelManagedConnection):  # type: ignore[misc]
+    """A connection to a Sentinel-monitored primary with :class:`_TimedWrites`."""
+
+
 def connect(url: str, **options: Any) -> aioredis.Redis:
     """A client for the Redis ``url`` names (see the module docstring). ``options`` are
     redis-py's connection options (timeouts, retry, health checks); a sentinel URL's
     sentinels are asked with the same timeouts. Raises :class:`ValueError` for a URL
     that is not one of these."""
     if not url.startswith(SENTINEL_SCHEME):
+        if url.startswith("redis://"):  # (TLS and Unix sockets keep their own classes)
+            options.setdefault("connection_class", TimedConnection)
         return aioredis.Redis.from_url(url, **options)
     target = parse_sentinel_url(url)
     timeouts = {k: v for k, v in options.items() if k.startswith("socket_")}
@@ -138,6 +189,7 @@ def connect(url: str, **options: Any) -> aioredis.Redis:
         username=target.username,
         password=target.password,
         check_connection=True,  # a PING on each new connection: a primary that answers
+        connection_class=_TimedSentinelConnection,
         **options,
     )
     assert isinstance(client, _SentinelRedis)

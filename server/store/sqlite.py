@@ -74,6 +74,7 @@ from server.store.base import (
     FLOW_NAMES,
     HISTORY_LIMIT,
     OUTCOME_KINDS,
+    BetReads,
     CommitResult,
     KeyConflict,
     LimitGuard,
@@ -1049,6 +1050,28 @@ class SQLiteStore:
             for table_id, config, state, seq, closed, epoch in rows
         ]
 
+    async def table_ids(self) -> list[str]:
+        rows = await self._run(
+            lambda db: db.execute(
+                "SELECT table_id FROM tables WHERE closed = 0 ORDER BY rowid"
+            ).fetchall()
+        )
+        return [str(table_id) for (table_id,) in rows]
+
+    async def load_table(self, table_id: str) -> TableRow | None:
+        found = await self._run(
+            lambda db: db.execute(
+                "SELECT tables.table_id, config, state, seq, closed, coalesce(epoch, 0)"
+                " FROM tables LEFT JOIN epochs ON epochs.table_id = tables.table_id"
+                " WHERE tables.table_id = ? AND closed = 0",
+                (table_id,),
+            ).fetchone()
+        )
+        if found is None:
+            return None
+        tid, config, state, seq, closed, epoch = found
+        return TableRow(tid, json.loads(config), json.loads(state), seq, bool(closed), epoch)
+
     async def save_table(self, row: TableRow) -> None:
         await self.commit(table=row)
 
@@ -1244,6 +1267,30 @@ class SQLiteStore:
             ).fetchall()
         )
         return flow_buckets({day: sums for day, *sums in rows}, since_day)
+
+    async def bet_reads(self, player_id: str, since_day: str) -> BetReads:
+        since_day = check_day(since_day)
+
+        def job(db: sqlite3.Connection) -> tuple[Any, ...]:
+            limits = _limits(db, player_id)
+            days = []
+            if limits:
+                days = db.execute(
+                    "SELECT day, staked, net, deposited FROM player_days"
+                    " WHERE player_id = ? AND day >= ? ORDER BY day",
+                    (player_id, since_day),
+                ).fetchall()
+            return _restriction(db, player_id), limits, _play_session(db, player_id), days
+
+        restriction, limits, play, days = await self._read(job)
+        if restriction is not None and restriction["until"] <= time.time():
+            restriction = None
+        return BetReads(
+            restriction,
+            current_limits(limits, self.clock()),
+            play,
+            flow_buckets({day: sums for day, *sums in days}, since_day),
+        )
 
     async def player_limits(self, player_id: str) -> dict[str, Any]:
         stored = await self._read(_limits, player_id)

@@ -26,8 +26,8 @@ def test_the_profile_meets_every_span_of_a_bet() -> None:
     }
     for span in (
         "round trip (bot)",
-        "refuse_blocked (store read)",
-        "bet_allowance (store read)",
+        "bet_checks (one store read, the checks)",
+        "bet_allowance (the limits' arithmetic)",
         "dispatch (whole handler)",
         "relay to step (queue, wake)",
         "Table.handle (decide)",

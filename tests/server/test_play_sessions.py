@@ -228,15 +228,17 @@ async def test_a_store_that_cannot_say_refuses_the_bet(
     ann, _bob, _game = await net.seated_pair(server)
     await ann.next_frame(is_check, timeout=10)
     store = server.store
-    read, ack = store.play_session, store.ack_reality_check
+    read, reads, ack = store.play_session, store.bet_reads, store.ack_reality_check
 
     async def down(*args: Any) -> Any:
         raise StoreUnavailable("the disk is gone")
 
     monkeypatch.setattr(store, "play_session", down)
+    monkeypatch.setattr(store, "bet_reads", down)  # (a bet's reads, together)
     await ann.refused("store_unavailable", "bet", table="t1", area="banker", amount=100)
     await ann.refused("store_unavailable", "reality_ack", choice="continue")
     monkeypatch.setattr(store, "play_session", read)
+    monkeypatch.setattr(store, "bet_reads", reads)
     monkeypatch.setattr(store, "ack_reality_check", down)
     await ann.refused("store_unavailable", "reality_ack", choice="continue")
     monkeypatch.setattr(store, "ack_reality_check", ack)

@@ -15,19 +15,27 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
 from redis.asyncio.sentinel import MasterNotFoundError
 from redis.exceptions import BusyLoadingError, MasterDownError, ReadOnlyError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.bus.channels import event_channel
 from server.bus.redis import RedisBus, _unpack_events
 from server.net.config import ConfigError, load_config
 from server.store.base import StoreUnavailable, TableRow
 from server.store.redis import RedisStore, redact
-from server.store.redis_connect import SentinelURL, connect, parse_sentinel_url, unavailable
+from server.store.redis_connect import (
+    SentinelURL,
+    TimedConnection,
+    connect,
+    parse_sentinel_url,
+    unavailable,
+)
 from server.table.events import Event
 from server.table.wallet import Entry
 from tests.kit.timing import scaled
@@ -260,3 +268,49 @@ async def test_a_batch_redis_refuses_is_sent_again_in_order(redis_url: str) -> N
         await bus.close()
         await pubsub.aclose()  # type: ignore[no-untyped-call]
         await listener.aclose()
+
+
+async def test_a_commands_write_runs_in_its_callers_task(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes are bounded by a deadline on the caller's task, not by ``asyncio.wait_for``
+    (a task of its own per command on Python 3.11: issue 36), for every client made here."""
+    import redis.asyncio.connection as redis_connection
+
+    def no_task(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a write went through asyncio.wait_for")
+
+    client = connect(redis_url, socket_timeout=1.0)
+    try:
+        taken = await client.connection_pool.get_connection()
+        await client.connection_pool.release(taken)
+        assert isinstance(taken, TimedConnection)
+        monkeypatch.setattr(redis_connection.asyncio, "wait_for", no_task)
+        await client.set("k", "v")
+        assert await client.get("k") == b"v"
+        async with client.pipeline(transaction=True) as pipe:
+            pipe.incr("n").incr("n")
+            assert await pipe.execute() == [1, 2]
+    finally:
+        await client.aclose()
+
+
+async def test_a_write_that_cannot_finish_times_out_and_drops_its_connection(
+    make_redis: Callable[..., RedisServer],
+) -> None:
+    """A Redis frozen (SIGSTOP) with the socket's buffers full: the write runs out at
+    ``socket_timeout`` as redis-py's own did (its TimeoutError), and a command after
+    Redis is back goes on a new connection."""
+    server = make_redis()
+    client = connect(server.url(), socket_timeout=scaled(0.5))
+    try:
+        await client.ping()
+        server.pause()
+        try:
+            with pytest.raises(RedisTimeoutError):
+                await client.set("big", b"x" * (64 << 20))  # more than the buffers hold
+        finally:
+            server.resume()
+        assert await client.ping()
+    finally:
+        await client.aclose()

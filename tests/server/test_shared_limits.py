@@ -104,10 +104,13 @@ async def test_resync_puts_the_counts_right(three: Any, redis_url: str) -> None:
     await lims[0].open_player("cy")
     r = aioredis.Redis.from_url(redis_url, decode_responses=True)
     try:
-        await r.hset("chemmy:limits:conn:p:cy", "n0", 3)  # a drift (a lost decrement)
+        await lims[0].resync()  # (the first is a full one: the marker is not there yet)
+        await r.hset("chemmy:limits:conn:p:cy", "n0", 3)  # a drift nobody saw
         with pytest.raises(Refused):
             await lims[1].open_player("cy")
-        await lims[0].resync()
+        await lims[0].resync()  # only what may be wrong: nothing it knows of
+        assert await r.hget("chemmy:limits:conn:p:cy", "n0") == "3"
+        await lims[0].resync(full=True)  # (every FULL_EVERY seconds)
         assert await r.hget("chemmy:limits:conn:p:cy", "n0") == "1"
         await r.flushall()  # a Redis restarted empty: the next resync counts again
         await lims[0].resync()
@@ -118,6 +121,34 @@ async def test_resync_puts_the_counts_right(three: Any, redis_url: str) -> None:
         assert await r.hgetall("chemmy:limits:conn:p:cy") == {}
     finally:
         await r.aclose()
+
+
+async def test_a_cluster_at_rest_writes_no_counts(three: Any, redis_url: str) -> None:
+    """Once written, the counts are not written again while nothing may be wrong: a
+    resync only checks the marker (issue 36: every count was rewritten every 5 s)."""
+    lims = await three(max_connections_per_player=3, max_connections_per_address=9)
+    for n in range(20):
+        assert await lims[0].open_connection(f"10.0.0.{n}")
+        await lims[0].open_player(f"p{n}")
+    await lims[0].resync()  # the first, full
+    r = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        before = await r.info("commandstats")
+        for _ in range(3):
+            await lims[0].resync()
+        after = await r.info("commandstats")
+    finally:
+        await r.aclose()
+
+    def calls(stats: dict[str, Any], name: str) -> int:
+        return int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
+
+    assert calls(after, "exists") - calls(before, "exists") == 3
+    assert all(calls(after, c) == calls(before, c) for c in ("hset", "pexpire", "hdel"))
+    # A close whose decrement failed is written again, alone.
+    lims[0]._dirty.add("chemmy:limits:conn:p:p3")
+    await lims[0].resync()
+    assert not lims[0]._dirty
 
 
 async def test_an_addresss_hellos_share_one_bucket(three: Any) -> None:

@@ -310,8 +310,35 @@ async def test_table_round_trip(store: Store) -> None:
     t2b = TableRow("t2", t2.config, {"phase": "dealing", "cards": [["K", "s"]]}, 8)
     await store.commit(table=t2b)
     assert await store.load_tables() == [t2b, t1]  # upserted in place
+    assert await store.table_ids() == ["t2", "t1"]
+    assert await store.load_table("t1") == t1 and await store.load_table("t9") is None
     await store.save_table(TableRow("t1", t1.config, t1.state, 9, closed=True))
     assert await store.load_tables() == [t2b]
+    assert await store.table_ids() == ["t2"] and await store.load_table("t1") is None
+    again = TableRow("t1", t1.config, None, 9)  # the id opened again: listed last
+    await store.save_table(again)
+    assert await store.table_ids() == ["t2", "t1"] and await store.load_table("t1") == again
+
+
+async def test_a_table_closed_before_the_open_list_leaves_it_when_read(redis_url: str) -> None:
+    """A table closed by a version whose commit left closed tables in the list: reading
+    the tables takes it off, so the ids read afterwards are the open ones."""
+    store = RedisStore(redis_url)
+    await store.open()
+    try:
+        await store.save_table(TableRow("t1", {}, None, 0))
+        await store.save_table(TableRow("t2", {}, None, 0))
+        await store.save_table(TableRow("t1", {}, None, 1, closed=True))
+        r = aioredis.Redis.from_url(redis_url)
+        try:
+            await r.zadd("chemmy:tables", {"t1": 0})  # as the older commit left it
+        finally:
+            await r.aclose()
+        assert await store.table_ids() == ["t1", "t2"]
+        assert [row.table_id for row in await store.load_tables()] == ["t2"]
+        assert await store.table_ids() == ["t2"]
+    finally:
+        await store.close()
 
 
 # -- records -----------------------------------------------------------------------------

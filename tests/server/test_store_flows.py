@@ -27,6 +27,7 @@ from server.store.base import (
     FLOW_DAYS,
     LIMIT_KINDS,
     RAISE_DELAY,
+    BetReads,
     LimitGuard,
     LimitPassed,
     current_limits,
@@ -584,3 +585,25 @@ async def test_usage_survives_opening_again(
         assert await again.player_days("ann", today) == {today: flows(0, 0, 40)}
     finally:
         await again.close()
+
+
+async def test_a_bets_reads_together_are_the_reads_one_by_one(clocked: Store) -> None:
+    """``bet_reads``: the restriction, limits, play session and (with limits) days, as
+    each is read alone; no days for a player without limits."""
+    store = clocked
+    today = flow_day(NOON)
+    await store.ensure_player("ann", "Ann", 1000)
+    await store.commit(entries=[stake("s1", "ann", 300)])
+    bare = await store.bet_reads("ann", today)
+    assert bare == BetReads(None, {}, None, {})
+    await store.set_player_restriction("ann", "break", time.time() + DAY, "player")
+    await store.set_player_limits("ann", {"loss_day": 5000}, "player")
+    await store.open_play_session("ann", NOON, 900.0, 1800.0)
+    reads = await store.bet_reads("ann", today)
+    assert reads == BetReads(
+        await store.player_restriction("ann"),
+        await store.player_limits("ann"),
+        await store.play_session("ann"),
+        await store.player_days("ann", today),
+    )
+    assert reads.restriction is not None and reads.days == {today: flows(300, -300, 0)}
