@@ -954,9 +954,6 @@ class Level:
     redis_evalsha: int
     redis_publish: int
     cpu: dict[str, float]
-    #: Redis's commands over the window by name (commandstats: a client's and a
-    #: script's alike), on Redis.
-    redis_commands: dict[str, int] = field(default_factory=dict)
     rtt: dict[str, dict[str, float]]  # "all" and by command: p50, p99 (ms), n
     fanout: dict[str, float]  # to the spectators: p50, p99 (ms), delivered, expected
     no_reply: int
@@ -983,6 +980,9 @@ class Level:
     fanout_seated: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     broken: list[str] = field(default_factory=list)
+    #: Redis's commands over the window by name (commandstats: a client's and a
+    #: script's alike), on Redis.
+    redis_commands: dict[str, int] = field(default_factory=dict)
 
     @property
     def server_cores(self) -> float:
