@@ -109,29 +109,32 @@ def _last(stored: Mapping[str, Any]) -> Mapping[str, Any]:
     return resolutions[-1] if resolutions else {}
 
 
-def install(api: OperatorAPI, ctx: WalletCallsContext) -> None:
-    """Add ``retry`` and ``resolve`` of a failed wallet call to ``api``."""
+def _not_failed(stored: Mapping[str, Any]) -> OperatorRefusal:
+    return OperatorRefusal(
+        409, "not_failed", f"the call is {stored['state']}, not failed: nothing for a person to do"
+    )
 
-    async def found(txn: str) -> dict[str, Any]:
-        stored = await ctx.store.wallet_call(txn)
+
+def _answer(stored: Mapping[str, Any], changed: bool) -> dict[str, Any]:
+    return {"status": "ok", "changed": changed, "transaction": public(stored)}
+
+
+class _FailedCalls:
+    """The two routes over ``ctx``."""
+
+    def __init__(self, ctx: WalletCallsContext) -> None:
+        self.ctx = ctx
+
+    async def found(self, txn: str) -> dict[str, Any]:
+        stored = await self.ctx.store.wallet_call(txn)
         if stored is None:
             raise OperatorRefusal(404, "not_found", f"no wallet call {txn[:80]!r}")
         return stored
 
-    def answer(stored: Mapping[str, Any], changed: bool) -> dict[str, Any]:
-        return {"status": "ok", "changed": changed, "transaction": public(stored)}
-
-    def not_failed(stored: Mapping[str, Any]) -> OperatorRefusal:
-        return OperatorRefusal(
-            409,
-            "not_failed",
-            f"the call is {stored['state']}, not failed: nothing for a person to do",
-        )
-
-    async def retry(call: OperatorCall) -> Mapping[str, Any]:
+    async def retry(self, call: OperatorCall) -> Mapping[str, Any]:
         body = _body(call, frozenset({"note"}))
         note = _note(body, required=False)
-        stored = await found(call.params["transaction_id"])
+        stored = await self.found(call.params["transaction_id"])
         now = time.time()
         line = {"action": "retry", "outcome": None, "by": str(call.caller), "at": now}
         line["note"] = note
@@ -142,7 +145,7 @@ def install(api: OperatorAPI, ctx: WalletCallsContext) -> None:
                 "updated": now,
                 "resolutions": [*(stored.get("resolutions") or []), line],
             }
-            after = await ctx.store.update_wallet_call(
+            after = await self.ctx.store.update_wallet_call(
                 stored["transaction_id"], changes, only_from="failed"
             )
             assert after is not None  # (calls are never deleted)
@@ -154,24 +157,24 @@ def install(api: OperatorAPI, ctx: WalletCallsContext) -> None:
                     line["by"],
                     note or "no note",
                 )
-                if ctx.courier is not None:
-                    ctx.courier.wake()
-                return answer(after, True)
+                if self.ctx.courier is not None:
+                    self.ctx.courier.wake()
+                return _answer(after, True)
             stored = after  # someone else moved it meanwhile: judged as it is now
         if (
             stored["state"] in ("pending", "acknowledged")
             and _last(stored).get("action") == "retry"
         ):
-            return answer(stored, False)  # asked before: it went on
-        raise not_failed(stored)
+            return _answer(stored, False)  # asked before: it went on
+        raise _not_failed(stored)
 
-    async def resolve(call: OperatorCall) -> Mapping[str, Any]:
+    async def resolve(self, call: OperatorCall) -> Mapping[str, Any]:
         body = _body(call, frozenset({"outcome", "note"}))
         outcome = body.get("outcome")
         if outcome not in OUTCOMES:
             raise OperatorRefusal(400, "bad_request", f"outcome is one of {', '.join(OUTCOMES)}")
         note = _note(body, required=True)
-        stored = await found(call.params["transaction_id"])
+        stored = await self.found(call.params["transaction_id"])
         now = time.time()
         line = {"action": "resolve", "outcome": outcome, "by": str(call.caller), "at": now}
         line["note"] = note
@@ -182,7 +185,7 @@ def install(api: OperatorAPI, ctx: WalletCallsContext) -> None:
                 "updated": now,
                 "resolutions": [*(stored.get("resolutions") or []), line],
             }
-            after = await ctx.store.update_wallet_call(
+            after = await self.ctx.store.update_wallet_call(
                 stored["transaction_id"], changes, only_from="failed"
             )
             assert after is not None
@@ -190,23 +193,14 @@ def install(api: OperatorAPI, ctx: WalletCallsContext) -> None:
             stored = after
         last = _last(stored)
         if last.get("action") != "resolve" or stored["state"] not in _STATE.values():
-            raise not_failed(stored)
+            raise _not_failed(stored)
         if last.get("outcome") != outcome:
             raise OperatorRefusal(
                 409,
                 "already_resolved",
                 f"the call was resolved {last.get('outcome')} by {last.get('by')}",
             )
-        # What the outcome moves; again on a repeat (each step is idempotent), so that a
-        # resolution the store cut short is completed by asking again.
-        debit = stored.get("reference") if stored["kind"] == "rollback" else None
-        if outcome == "applied" and debit is not None:  # as the courier does on its ok
-            closed = await ctx.store.wallet_call(debit)
-            if closed is not None and closed["state"] != "rolled_back":
-                await ctx.store.update_wallet_call(debit, {"state": "rolled_back", "updated": now})
-        entry = resolution_entry(stored) if outcome == "not_applied" else None
-        if entry is not None:
-            await ctx.store.commit(entries=[entry])
+        await self._carry_out(stored, outcome, now)
         if changed:
             log.warning(
                 "wallet: %s %s resolved %s by %s (%s)",
@@ -216,7 +210,24 @@ def install(api: OperatorAPI, ctx: WalletCallsContext) -> None:
                 line["by"],
                 note,
             )
-        return answer(stored, changed)
+        return _answer(stored, changed)
 
-    api.add("POST", "/operator/v1/wallet/calls/{transaction_id}/retry", retry)
-    api.add("POST", "/operator/v1/wallet/calls/{transaction_id}/resolve", resolve)
+    async def _carry_out(self, stored: Mapping[str, Any], outcome: str, now: float) -> None:
+        """What the outcome moves; again on a repeat (each step is idempotent), so that a
+        resolution the store cut short is completed by asking again."""
+        store = self.ctx.store
+        debit = stored.get("reference") if stored["kind"] == "rollback" else None
+        if outcome == "applied" and debit is not None:  # as the courier does on its ok
+            closed = await store.wallet_call(debit)
+            if closed is not None and closed["state"] != "rolled_back":
+                await store.update_wallet_call(debit, {"state": "rolled_back", "updated": now})
+        entry = resolution_entry(stored) if outcome == "not_applied" else None
+        if entry is not None:
+            await store.commit(entries=[entry])
+
+
+def install(api: OperatorAPI, ctx: WalletCallsContext) -> None:
+    """Add ``retry`` and ``resolve`` of a failed wallet call to ``api``."""
+    calls = _FailedCalls(ctx)
+    api.add("POST", "/operator/v1/wallet/calls/{transaction_id}/retry", calls.retry)
+    api.add("POST", "/operator/v1/wallet/calls/{transaction_id}/resolve", calls.resolve)

@@ -4,7 +4,8 @@ the operator key's signature, so each write must work with a token and only with
 operator's one.
 
 For each write route (a deposit and a withdrawal, a round's void, a table created,
-closed, paused and resumed, a player's restriction and limits), on a real server on port 0 in
+closed, paused and resumed, a player's restriction and limits, a failed wallet call sent
+again or resolved), on a real server on port 0 in
 transfer mode, with a player seated and a bet placed on the round in play:
 
 - refused, with nothing changed (balances, the ledger, the tables and their rounds,
@@ -36,6 +37,7 @@ import pytest
 from server.net.auth import make_token
 from server.net.server import ChemmyServer
 from server.table.wallet import OPERATOR
+from server.wallet.calls import credit_call
 from tests.kit import OTHER_SECRET, SECRET, Client, Game, table_def
 from tests.kit.inproc import Net
 
@@ -89,6 +91,8 @@ class Scene:
     http: httpx.AsyncClient
     ann: Client
     rid: str
+    #: Two credits of Ann's the wallet refused for good: one to send again, one to resolve.
+    failed: dict[str, str]
 
     async def post(self, path: str, body: Any, authorization: str | None) -> httpx.Response:
         headers = {"Idempotency-Key": uuid.uuid4().hex}
@@ -112,6 +116,10 @@ class Scene:
             "limits": await store.player_limits("ann"),
             "zed": await store.player_name("zed"),
             "rounds": [r["round_id"] for r in await store.round_records(limit=100)],
+            "calls": {
+                name: (await store.wallet_call(txn) or {}).get("state")
+                for name, txn in self.failed.items()
+            },
         }
 
 
@@ -146,8 +154,14 @@ async def scene(net: Net, keyed: bool) -> AsyncIterator[Scene]:
     await ann.call("sit", table="t1")
     opened = await Game("t1", {"ann": ann}, ann).to_betting()
     await ann.call("bet", table="t1", area="banker", amount=STAKE)
+    failed: dict[str, str] = {}
+    for name, rid in (("retry", "t1-0-1"), ("resolve", "t1-0-2")):
+        call = credit_call("t1", rid, "ann", [], "EUR", time.time())
+        await server.store.commit(calls=[call])
+        await server.store.update_wallet_call(call["transaction_id"], {"state": "failed"})
+        failed[name] = call["transaction_id"]
     try:
-        yield Scene(server, http, ann, str(opened["data"]["round_id"]))
+        yield Scene(server, http, ann, str(opened["data"]["round_id"]), failed)
     finally:
         await http.aclose()
 
@@ -216,6 +230,16 @@ async def limited(s: Scene, answer: dict[str, Any], before: Any, after: Any) -> 
     assert after["limits"]["wager_day"]["amount"] == STAKE
 
 
+async def retried(s: Scene, answer: dict[str, Any], before: Any, after: Any) -> None:
+    assert answer["changed"] is True and after["calls"]["retry"] == "pending"
+
+
+async def resolved(s: Scene, answer: dict[str, Any], before: Any, after: Any) -> None:
+    assert answer["changed"] is True and after["calls"]["resolve"] == "acknowledged"
+    lines = answer["transaction"]["resolutions"]
+    assert lines[-1]["by"] == f"token:{OPERATOR_SUB}" and lines[-1]["outcome"] == "applied"
+
+
 def transfer(tid: str, player: str, amount: int) -> dict[str, Any]:
     return {"transaction_id": tid, "player": player, "amount": amount, "currency": "EUR"}
 
@@ -240,6 +264,16 @@ WRITES: dict[str, Write] = {
     "limits": Write(
         lambda s: "/operator/v1/players/ann/limits", {"changes": {"wager_day": STAKE}}, limited
     ),
+    "retry": Write(
+        lambda s: f"/operator/v1/wallet/calls/{s.failed['retry']}/retry",
+        {"note": "the wallet is fixed"},
+        retried,
+    ),
+    "resolve": Write(
+        lambda s: f"/operator/v1/wallet/calls/{s.failed['resolve']}/resolve",
+        {"outcome": "applied", "note": "found applied at the wallet"},
+        resolved,
+    ),
 }
 
 
@@ -258,6 +292,8 @@ async def test_every_write_route_is_covered(scene: Scene) -> None:
         "/operator/v1/tables/{table}/resume",
         "/operator/v1/players/{player}/restriction",
         "/operator/v1/players/{player}/limits",
+        "/operator/v1/wallet/calls/{transaction_id}/retry",
+        "/operator/v1/wallet/calls/{transaction_id}/resolve",
     }
     assert len(WRITES) == len(posts)
 
