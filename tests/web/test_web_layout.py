@@ -327,7 +327,7 @@ def test_a_phone_holds_the_game_on_one_screen(
     tp.sit(1)
     play_coup(tp, [(1, "player", 1)])  # cards on the table from now on
     betting(tp)
-    tp.chip(4)
+    tp.chip(3)
     tp.bet("banker", 2)  # the table's maximum: the tallest pile
     tp.chip(0)
     tp.bet("player_pair", 1)
@@ -447,7 +447,8 @@ def test_long_names_and_big_chips_stay_in_their_boxes(
             return {text: chip.innerText, t: {left: t.left, right: t.right, top: t.top, bottom: t.bottom},
                     c: {left: c.left, right: c.right, top: c.top, bottom: c.bottom, width: c.width}}; })"""
     )
-    assert [x["text"] for x in labels] == ["100", "500", "1,000", "2,500", "5,000"]
+    # The standard chips from the table's minimum (table.js CHIP_SERIES): no 2,500.
+    assert [x["text"] for x in labels] == ["100", "500", "1K", "5K", "10K"]
     for x in labels:
         ring = x["c"]["width"] * 0.14
         inner = {
@@ -461,9 +462,12 @@ def test_long_names_and_big_chips_stay_in_their_boxes(
     )
     assert "conic-gradient" in background
 
-    # The tallest pile (the maximum, 10,000.00) and its balloon do not overlap.
-    tp.chip(4)
-    tp.bet("banker", 2)
+    # The tallest pile (the maximum, 10,000.00, in 1K and 5K chips) and its balloon do
+    # not overlap.
+    tp.chip(3)
+    tp.bet("banker", 1)
+    tp.chip(2)
+    tp.bet("banker", 5)
     tp.chip(0)
     tp.bet("player_pair", 1)
     for area in ("banker", "player_pair"):
@@ -475,7 +479,19 @@ def test_long_names_and_big_chips_stay_in_their_boxes(
         for part in (".disc", ".pile-value", ".area-name", ".area-pays"):
             for b in rects(page, f"{base} {part}"):
                 assert not overlap(balloon, b), f"{area}: the balloon covers {part}: {balloon} {b}"
-    assert page.locator("#layout .area[data-area='banker'] .disc").count() == 6
+    # The pile is the rack's chips, in the rack's colours: a 5K and five 1K.
+    discs = page.evaluate(
+        """[...document.querySelectorAll("#layout .area[data-area='banker'] .disc")].map((d) =>
+            [d.dataset.value, getComputedStyle(d).getPropertyValue("--c").trim()])"""
+    )
+    rack = dict(
+        page.evaluate(
+            """[...document.querySelectorAll("#chips .chip")].map((c) =>
+                [c.dataset.value, getComputedStyle(c).getPropertyValue("--c").trim()])"""
+        )
+    )
+    assert [v for v, _ in discs] == ["500000"] + ["100000"] * 5, discs
+    assert all(colour == rack[v] for v, colour in discs), (discs, rack)
 
     # A 200-character chat line without a space stays in the chat panel.
     page.locator("#chat-input").fill("x" * 200)

@@ -279,20 +279,23 @@ def check_roads(server: ServerProcess, tp: TablePage) -> None:
 
 
 def watch_squeeze(players: dict[str, TablePage], index: int, artifacts: Path) -> None:
-    """While Bob opens a Player card, Alice watches its progress live."""
+    """While Bob opens a Player card, Alice watches it bend live."""
     if index != 1:
         return
     alice, bob = players["alice"], players["bob"]
     mine = bob.page.locator("#cards-player .card[data-index='1'][data-state='squeeze']")
     expect(mine).to_be_visible()
-    # Bob sees the face as the back lifts; Alice sees how far it is bent, not the face.
+    # Bob sees the face as the back peels off; Alice sees the back bend, not the face.
     alice_card = alice.page.locator("#cards-player .card[data-index='1'][data-state='squeeze']")
     expect(alice_card).to_be_visible()
-    expect(alice_card.locator(".bend")).to_contain_text("%")
-    assert alice_card.locator(".face.blank").count() == 1, "the others do not see the card"
-    assert mine.locator(".face .pip").count() == 1, "the turner sees it"
+    assert alice_card.locator(".face.unseen").count() == 1, "the others see a face turned away"
+    assert alice_card.locator(".pips, .corner").count() == 0, "the others do not see the card"
+    assert mine.locator(".face .pips").count() == 1, "the turner sees it"
     bob.page.wait_for_function(
         "() => Number(document.querySelector(\"#cards-player .card[data-index='1']\")?.dataset.progress ?? 0) >= 40"
+    )
+    alice.page.wait_for_function(
+        "() => Number(document.querySelector(\"#cards-player .card[data-index='1']\")?.dataset.progress ?? 0) >= 25"
     )
     bob.page.locator("#hands").scroll_into_view_if_needed()
     shot(bob.page, artifacts / "squeeze.jpg")
