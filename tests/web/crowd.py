@@ -92,6 +92,10 @@ class Crowd:
     def call(self, pid: str, kind: str, **fields: Any) -> dict[str, Any]:
         return self.loop.run(self.players[pid].call(kind, table=self.table, **fields))
 
+    def rpc(self, pid: str, kind: str, **fields: Any) -> dict[str, Any]:
+        """A command whose refusal is an answer too (one that came too late)."""
+        return self.loop.run(self.players[pid].rpc(kind, table=self.table, **fields))
+
     def bet_and_done(self, bets: Mapping[str, Mapping[str, int]]) -> None:
         """Each player's chips (player -> area -> amount), then DONE for every one of them."""
 

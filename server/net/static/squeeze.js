@@ -128,8 +128,9 @@ export class Squeeze {
     return this.eased(this.shown[key], now);
   }
 
+  /** The eased bend at `now` (a frame's time may be a little before the bend came). */
   eased(tw, now) {
-    const k = Math.min(1, (now - tw.at) / SEND_MS);
+    const k = Math.max(0, Math.min(1, (now - tw.at) / SEND_MS));
     return tw.from + (tw.to - tw.from) * k;
   }
 

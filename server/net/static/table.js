@@ -144,23 +144,13 @@ export class TableView {
     const { decimals, code } = this.money();
     fill(rack,
       ...app.chips().map((value, i) => {
-        const { colour, ink } = chipColour(value, decimals, i);
-        return h(
-          "button",
-          {
-            class: "chip",
-            type: "button",
-            dataset: { value, index: i, ink },
-            vars: { "--c": colour },
-            "aria-label": formatMoney(value, { compact: true }),
-            "aria-pressed": String(i === app.chip),
-            onclick: () => {
-              app.chip = i;
-              this.renderChips();
-            },
-          },
-          chipLabel(chipFace(value, decimals, code)),
-        );
+        const chip = chipButton(value, i, decimals, code);
+        chip.setAttribute("aria-pressed", String(i === app.chip));
+        chip.addEventListener("click", () => {
+          app.chip = i;
+          this.renderChips();
+        });
+        return chip;
       }),
     );
     app.chip = Math.min(app.chip, app.chips().length - 1);
@@ -629,7 +619,9 @@ export class TableView {
     show($("#act-pass"), Boolean(a.pass_shoe));
     enable($("#act-pass"), Boolean(a.pass_shoe));
     app.squeeze.renderBar(a, s);
-    show($("#bet-bar"), Boolean(s?.mySeat));
+    // The betting buttons give their row to the squeeze's while you turn (none of them
+    // is allowed then): the felt keeps its height.
+    show($("#bet-bar"), Boolean(s?.mySeat) && !(a.toss || a.squeeze || a.turn));
     show($("#chips"), Boolean(s?.mySeat));
   }
 
@@ -807,6 +799,23 @@ function stacksOf(bets, s) {
   }
   for (const list of Object.values(out)) list.sort((x, y) => order(x.player) - order(y.player));
   return out;
+}
+
+/** A chip of the rack, worth `value` minor units of a currency with `decimals` digits
+ * (`code`: its ISO code, null for play money): its colour, its face, its name. */
+export function chipButton(value, index, decimals = 2, code = null) {
+  const { colour, ink } = chipColour(value, decimals, index);
+  return h(
+    "button",
+    {
+      class: "chip",
+      type: "button",
+      dataset: { value, index, ink },
+      vars: { "--c": colour },
+      "aria-label": formatMoney(value, { compact: true }),
+    },
+    chipLabel(chipFace(value, decimals, code)),
+  );
 }
 
 /** A chip's face on the rack: its value, sized to fit the ring by its length
