@@ -540,7 +540,7 @@ PLAY_PARTS = {
 MEASURE_JS = """(parts) => {
   const box = (el) => { const r = el.getBoundingClientRect();
     return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width, height: r.height}; };
-  const shown = (el) => el.checkVisibility({visibilityProperty: true}) && el.getBoundingClientRect().width > 0;
+  const shown = (el) => Boolean(el?.checkVisibility({visibilityProperty: true}) && el.getBoundingClientRect().width > 0);
   const clippedBy = (el) => {
     const r = el.getBoundingClientRect();
     for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
@@ -666,6 +666,7 @@ def test_every_screen_holds_the_game_in_every_phase(
                 wrong.extend(axe_findings(tp.page, f"{phase} at {size}"))
             if phase in ("squeeze", "settled"):
                 tp.page.screenshot(path=str(artifacts / f"layout-{phase}-{size}.png"))
+        assert not wrong, "\n".join(wrong)
 
     try:
         phone.page.wait_for_function("() => chemmyPage.state?.actions?.sit", timeout=ms(10))
