@@ -52,7 +52,7 @@ pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: s
 TIMERS = {**FAST, "betting": 30}
 TABLES = [
     {"id": f"lay-{name}", "name": f"Layout {name}", "tier": "100-10000", "timers": TIMERS}
-    for name in ("history", "short", "long", "phone", "wide", "names")
+    for name in ("history", "short", "long", "phone", "wide", "names", "side")
 ] + [
     {
         "id": "lay-full",
@@ -754,4 +754,25 @@ def test_every_screen_holds_the_game_in_every_phase(
         if crowd:
             crowd.close()
         loop.close()
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_phone_on_its_side_shows_the_game_after_sit(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    """SIT from the seats' row, far below on a phone on its side: the page comes back
+    to the hands, the bet areas, the chips and the offer, under the top bar."""
+    page = open_page(viewport=SIZES["phone-side"], is_mobile=True, has_touch=True)
+    TablePage(page, "sol").open(server, "sol", "Sol", table="lay-side")
+    sit = page.locator("#seats .seat[data-seat='14'] .sit-here")
+    sit.scroll_into_view_if_needed()  # as a thumb brings it up
+    assert page.evaluate("document.querySelector('main').scrollTop") > 0
+    sit.click()
+    page.locator("#seats .seat.me[data-seat='14']").wait_for()
+    expect(page.locator("#act-accept")).to_be_visible()
+    page.wait_for_timeout(300)
+    wrong = check_screen(page, "after SIT at 844x390", {"areas", "chips", "buttons"})
+    hands = rect(page, "#hands")
+    if hands["top"] < rect(page, "#topbar")["bottom"] - 0.5:
+        wrong.append(f"the hands are under the top bar: {hands}")
     assert not wrong, "\n".join(wrong)
