@@ -1,8 +1,11 @@
 /**
- * cards.js — the web table's cards: one card on the felt (face up, face down, or bent
- * in a squeeze), and the cards and hands in words for a screen reader (the catalogs'
- * `a11y.*`). A hand's total is the server's (state.js keeps it from the card and result
- * events): the page counts no points.
+ * cards.js — the web table's cards: one card on the felt (face up with its pips, face
+ * down, or being squeezed: its back peeling off as far as it is bent, `peel`), and the
+ * cards and hands in words for a screen reader (the catalogs' `a11y.*`). A hand's total
+ * is the server's (state.js keeps it from the card and result events): the page counts
+ * no points. It draws a face only from what the page was given: a card face up, or the
+ * turner's own squeezed card (the `squeeze` event's private `cards`); anyone else's
+ * squeezed card has no face in the page at all (docs/architecture.md §11b).
  */
 
 import { t } from "./i18n.js";

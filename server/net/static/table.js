@@ -1,11 +1,14 @@
 /**
  * table.js — the table screen of the web table (app.js): the felt and its bet areas,
- * the seats, the shoe and its cut, the two hands, the chips and the bars of buttons,
- * drawn from the App's state (state.js) and the server's `actions`. Like the terminal
- * client's table screen (client_cli/tui/table.py), it decides no rule: a button is
- * enabled by the server's actions, a hand's total is the server's (the card and result
- * events), a click is a command (app.js `cmd`) and nothing moves until an event says so.
- * The squeeze bar and a card's opening are squeeze.js's.
+ * the seats, the shoe and its cut, the two hands, the result's banner, the chips (the
+ * rack of standard values, the piles on the felt, collected and paid when a coup is
+ * settled) and the bars of buttons, drawn from the App's state (state.js) and the
+ * server's `actions`. Like the terminal client's table screen (client_cli/tui/table.py),
+ * it decides no rule: a button is enabled by the server's actions, a hand's total is the
+ * server's (the card and result events), the winning areas the result's `won`, a payout
+ * the settled event's, a click is a command (app.js `cmd`) and nothing moves until an
+ * event says so. The squeeze bar and a card's bend are squeeze.js's. A drawing writes
+ * only what changed (a bend, 4 times a second, redraws no seat). docs/architecture.md §11b.
  */
 
 import { formatNumber, language, t } from "./i18n.js";
