@@ -66,7 +66,11 @@ def test_a_euro_player_sees_euros(server: ServerProcess, open_page: Callable[...
     tp.page.locator("#table").wait_for(state="visible")
     expect(tp.page.locator("#plaque")).to_contain_text(f"€1.00{DASH}€100.00")
     expect(tp.page.locator("#plaque")).to_contain_text("€15.00")
-    expect(tp.page.locator("#chips .chip[data-index='0']")).to_have_text("€1")
+    # A chip says its value, the currency's sign under it (and its whole name to a reader).
+    chip = tp.page.locator("#chips .chip[data-index='0']")
+    expect(chip.locator(".chip-label")).to_have_text("1")
+    expect(chip.locator(".chip-unit")).to_have_text("€")
+    expect(chip).to_have_attribute("aria-label", "€1")
     expect(tp.page.locator("#balance")).to_have_text("€1,000.00")
     expect(tp.page.locator("#bet")).to_have_text("€0.00")
 

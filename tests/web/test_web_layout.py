@@ -14,6 +14,12 @@ page's player.
 - A long name and big chips: a seat shows the whole name, the top bar stays one row,
   the chip values stay inside their chips, a pile never covers its balloon, and a long
   chat line stays in the chat panel.
+- Every screen in every phase (issue 34 §2): 14 seated with long names, at 1280x800,
+  1920x1080, 390x844 and 844x390, in the shoe's offer, the cut, betting, a squeeze, the
+  settled coup and the next betting (PASS THE SHOE): the hands, the bet areas, the chips
+  and the buttons on screen under the top bar, unclipped and not overlapped, the felt
+  not scrolling on a laptop, every seat reachable (the row says which are in view and
+  takes the keyboard when it scrolls), and axe-core finds nothing serious.
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from crowd import Crowd, Loop
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 from web_helpers import (
@@ -44,7 +52,17 @@ pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: s
 TIMERS = {**FAST, "betting": 30}
 TABLES = [
     {"id": f"lay-{name}", "name": f"Layout {name}", "tier": "100-10000", "timers": TIMERS}
-    for name in ("history", "short", "long", "phone", "wide", "names")
+    for name in ("history", "short", "long", "phone", "wide", "names", "side")
+] + [
+    {
+        "id": "lay-full",
+        "name": "Salon des quatorze joueurs",
+        "tier": "1-100",
+        "pairs": True,
+        "timers": {
+            k: 300 for k in ("betting", "squeeze", "third_card", "shoe_offer", "cut", "grace")
+        },
+    }
 ]
 LONG_NAME = "Maximiliano Fernández-Castellano"  # 32 characters, the longest a name may be
 ROADS = ["#road-bead", "#road-big", "#road-eye", "#road-small", "#road-pig"]
@@ -327,7 +345,7 @@ def test_a_phone_holds_the_game_on_one_screen(
     tp.sit(1)
     play_coup(tp, [(1, "player", 1)])  # cards on the table from now on
     betting(tp)
-    tp.chip(4)
+    tp.chip(3)
     tp.bet("banker", 2)  # the table's maximum: the tallest pile
     tp.chip(0)
     tp.bet("player_pair", 1)
@@ -447,7 +465,8 @@ def test_long_names_and_big_chips_stay_in_their_boxes(
             return {text: chip.innerText, t: {left: t.left, right: t.right, top: t.top, bottom: t.bottom},
                     c: {left: c.left, right: c.right, top: c.top, bottom: c.bottom, width: c.width}}; })"""
     )
-    assert [x["text"] for x in labels] == ["100", "500", "1,000", "2,500", "5,000"]
+    # The standard chips from the table's minimum (table.js CHIP_SERIES): no 2,500.
+    assert [x["text"] for x in labels] == ["100", "500", "1K", "5K", "10K"]
     for x in labels:
         ring = x["c"]["width"] * 0.14
         inner = {
@@ -461,9 +480,10 @@ def test_long_names_and_big_chips_stay_in_their_boxes(
     )
     assert "conic-gradient" in background
 
-    # The tallest pile (the maximum, 10,000.00) and its balloon do not overlap.
-    tp.chip(4)
-    tp.bet("banker", 2)
+    # The tallest pile (9,900.00: ten chips, eight drawn) and its balloon do not overlap.
+    for chip, times in ((3, 1), (2, 4), (1, 1), (0, 4)):
+        tp.chip(chip)
+        tp.bet("banker", times)
     tp.chip(0)
     tp.bet("player_pair", 1)
     for area in ("banker", "player_pair"):
@@ -475,7 +495,19 @@ def test_long_names_and_big_chips_stay_in_their_boxes(
         for part in (".disc", ".pile-value", ".area-name", ".area-pays"):
             for b in rects(page, f"{base} {part}"):
                 assert not overlap(balloon, b), f"{area}: the balloon covers {part}: {balloon} {b}"
-    assert page.locator("#layout .area[data-area='banker'] .disc").count() == 6
+    # The pile is the rack's chips, in the rack's colours, the largest at the bottom.
+    discs = page.evaluate(
+        """[...document.querySelectorAll("#layout .area[data-area='banker'] .disc")].map((d) =>
+            [d.dataset.value, getComputedStyle(d).getPropertyValue("--c").trim()])"""
+    )
+    rack = dict(
+        page.evaluate(
+            """[...document.querySelectorAll("#chips .chip")].map((c) =>
+                [c.dataset.value, getComputedStyle(c).getPropertyValue("--c").trim()])"""
+        )
+    )
+    assert [v for v, _ in discs] == ["500000", *["100000"] * 4, "50000", "10000", "10000"], discs
+    assert all(colour == rack[v] for v, colour in discs), (discs, rack)
 
     # A 200-character chat line without a space stays in the chat panel.
     page.locator("#chat-input").fill("x" * 200)
@@ -488,3 +520,259 @@ def test_long_names_and_big_chips_stay_in_their_boxes(
     sizes = page.locator("#chat-log").evaluate("(el) => [el.scrollWidth, el.clientWidth]")
     assert sizes[0] <= sizes[1], f"the chat scrolls sideways: {sizes}"
     assert tp.text("#chat-log li").endswith("x" * 200)
+
+
+# ---------------------------------------------------------------------------- every screen
+
+SIZES = {"laptop": (1280, 800), "wide": (1920, 1080), "phone": (390, 844), "phone-side": (844, 390)}
+AXE = ROOT / "tests" / "web" / "vendor" / "axe.min.js"
+# What a player uses, by kind: each on screen, unclipped, none over another of its kinds.
+PLAY_PARTS = {
+    "cards": "#hands .card",
+    "areas": "#layout .area",
+    "chips": "#chips .chip",
+    "buttons": (
+        "#bet-bar button, #squeeze-bar button, #offer-box button, #cut-box button, #cut-range,"
+        " #act-pass, #act-stand"
+    ),
+}
+# Every part's box, whether something clips it, the bars, the seats' row and the felt.
+MEASURE_JS = """(parts) => {
+  const box = (el) => { const r = el.getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width, height: r.height}; };
+  const shown = (el) => Boolean(el?.checkVisibility({visibilityProperty: true}) && el.getBoundingClientRect().width > 0);
+  const clippedBy = (el) => {
+    const r = el.getBoundingClientRect();
+    for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+      const cs = getComputedStyle(a);
+      if (cs.overflowX === "visible" && cs.overflowY === "visible") continue;
+      const b = a.getBoundingClientRect();
+      const left = b.left + a.clientLeft, top = b.top + a.clientTop;
+      if (r.left < left - 0.5 || r.top < top - 0.5 || r.right > left + a.clientWidth + 0.5 || r.bottom > top + a.clientHeight + 0.5)
+        return (a.id ? "#" + a.id : a.className) || a.tagName;
+    }
+    return null;
+  };
+  const out = {};
+  for (const [kind, sel] of Object.entries(parts)) {
+    out[kind] = [...document.querySelectorAll(sel)].filter(shown).map((el) => ({
+      what: (el.id ? "#" + el.id : el.className) + " " + (el.innerText ?? "").trim().slice(0, 20),
+      box: box(el), clipped: clippedBy(el) }));
+  }
+  // A pile of chips (and its balloon) inside its bet area.
+  const piles = [...document.querySelectorAll("#layout .pile, #layout .balloon")].filter(shown).filter((el) => {
+    const r = el.getBoundingClientRect(), a = el.closest(".area").getBoundingClientRect();
+    return r.left < a.left - 0.5 || r.right > a.right + 0.5 || r.top < a.top - 0.5 || r.bottom > a.bottom + 0.5;
+  }).map((el) => el.closest(".area").dataset.area + ": " + el.innerText);
+  const seats = document.querySelector("#seats");
+  const felt = document.querySelector("#table .felt");
+  const result = document.querySelector("#result");
+  return { parts: out, piles, top: box(document.querySelector("#topbar")), bottom: box(document.querySelector("#bottombar")),
+    hands: box(document.querySelector("#hands")),
+    result: shown(result) ? { box: box(result), size: result.dataset.size } : null,
+    feltScrolls: felt.scrollHeight > felt.clientHeight + 1 && getComputedStyle(felt).overflowY !== "visible",
+    seats: { count: seats.children.length, scrolls: seats.scrollWidth > seats.clientWidth + 1,
+      focusable: seats.tabIndex === 0 || Boolean(seats.querySelector(".sit-here[tabindex='0']")),
+      range: shown(document.querySelector("#seats-range")) ? document.querySelector("#seats-range").textContent : null,
+      names: [...seats.querySelectorAll(".seat-name")].filter((n) => n.scrollWidth > n.clientWidth + 1 || n.scrollHeight > n.clientHeight + 1).map((n) => n.textContent) },
+    mainScroll: document.querySelector("main").scrollTop };
+}"""
+
+
+def axe_findings(page: Page, where: str) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.add_script_tag(path=str(AXE))
+    found = page.evaluate(
+        """async () => (await axe.run(document, { resultTypes: ["violations"] })).violations
+            .filter((v) => v.impact === "serious" || v.impact === "critical")
+            .map((v) => v.id + ": " + v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(" | "))"""
+    )
+    return [f"{where}: {f}" for f in found]
+
+
+def check_screen(page: Page, where: str, expect_parts: set[str]) -> list[str]:
+    """What is wrong with the game on this screen now (nothing: [])."""
+    m = page.evaluate(MEASURE_JS, PLAY_PARTS)
+    width = (page.viewport_size or {"width": 0})["width"]
+    screen = {"left": 0, "right": width, "top": m["top"]["bottom"], "bottom": m["bottom"]["top"]}
+    wrong: list[str] = []
+    for kind in expect_parts:
+        if not m["parts"][kind]:
+            wrong.append(f"{where}: no {kind} on screen")
+    placed = [(kind, part) for kind, parts in m["parts"].items() for part in parts]
+    for kind, part in placed:
+        if not inside(part["box"], screen, slack=1):
+            wrong.append(
+                f"{where}: {kind} {part['what']!r} {part['box']} is off the screen {screen}"
+            )
+        if part["clipped"]:
+            wrong.append(f"{where}: {kind} {part['what']!r} is cut by {part['clipped']}")
+    for i, (kind_a, a) in enumerate(placed):
+        for kind_b, b in placed[i + 1 :]:
+            if overlap(a["box"], b["box"]):
+                wrong.append(f"{where}: {kind_a} {a['what']!r} and {kind_b} {b['what']!r} overlap")
+    if m["result"]:
+        banner = m["result"]["box"]
+        if not inside(banner, screen, slack=1):
+            wrong.append(f"{where}: the result's banner {banner} is off the screen")
+        if m["result"]["size"] == "small":
+            for kind, part in placed:
+                if kind in ("cards", "areas", "chips") and overlap(banner, part["box"]):
+                    wrong.append(f"{where}: the small banner covers {kind} {part['what']!r}")
+        elif not inside(banner, m["hands"], slack=1):
+            wrong.append(f"{where}: the big banner {banner} is not over the hands {m['hands']}")
+    if m["piles"]:
+        wrong.append(f"{where}: chips out of their area: {m['piles']}")
+    if m["feltScrolls"]:
+        wrong.append(f"{where}: the felt scrolls: a row is cut by its border")
+    seats = m["seats"]
+    if seats["count"] != 14:
+        wrong.append(f"{where}: {seats['count']} seats")
+    if seats["scrolls"] and not (
+        seats["focusable"] and seats["range"] and "of 14" in seats["range"]
+    ):
+        wrong.append(f"{where}: seats out of view, unreachable or unsaid: {seats}")
+    if seats["names"]:
+        wrong.append(f"{where}: names cut in their seats: {seats['names']}")
+    return wrong
+
+
+def test_every_screen_holds_the_game_in_every_phase(
+    server: ServerProcess, open_page: Callable[..., Page], artifacts: Path
+) -> None:
+    loop = Loop()
+    name = "Zacharias Featherstone-Leclerc"
+    # The player in seat 1 in two browsers: a computer's (laptop, wide) and a phone's.
+    desk = TablePage(open_page(viewport=SIZES["laptop"], bypass_csp=True), "desk")
+    desk.open(server, "zach", name, table="lay-full")
+    phone = TablePage(
+        open_page(viewport=SIZES["phone"], is_mobile=True, has_touch=True, bypass_csp=True), "phone"
+    ).open(server, "zach", name, table="lay-full")
+    crowd: Crowd | None = None
+    wrong: list[str] = []
+
+    def every_screen(phase: str, parts: set[str], axe: bool = True) -> None:
+        for size, (w, h) in SIZES.items():
+            tp = phone if size.startswith("phone") else desk
+            tp.page.set_viewport_size({"width": w, "height": h})
+            tp.page.wait_for_timeout(250)
+            tp.page.wait_for_function(
+                "() => document.getAnimations().every((a) => a.animationName !== 'deal' && a.animationName !== 'flip')",
+                timeout=ms(5),
+            )
+            wrong.extend(check_screen(tp.page, f"{phase} at {size}", parts))
+            if axe:
+                wrong.extend(axe_findings(tp.page, f"{phase} at {size}"))
+            if phase in ("squeeze", "settled"):
+                tp.page.screenshot(path=str(artifacts / f"layout-{phase}-{size}.png"))
+        assert not wrong, "\n".join(wrong)
+
+    try:
+        phone.page.wait_for_function("() => chemmyPage.state?.actions?.sit", timeout=ms(10))
+        desk.sit(1)
+        crowd = Crowd(loop, server, "lay-full", seats=list(range(2, 15)), prefix="c")
+        desk.page.wait_for_function(
+            "() => Boolean(chemmyPage.state.actions.accept_shoe)", timeout=ms(10)
+        )
+        every_screen("offer", {"areas", "chips", "buttons"})
+        desk.click("#act-accept")
+        desk.page.wait_for_function("() => Boolean(chemmyPage.state.actions.cut)", timeout=ms(10))
+        every_screen("cut", {"areas", "chips", "buttons"})
+        desk.click("#act-cut")
+        desk.page.wait_for_function("() => Boolean(chemmyPage.state.actions.done)", timeout=ms(20))
+        # Betting: everyone's chips, on every area.
+        areas = list(desk.state("s.areas"))
+        crowd.bet_and_done(
+            {pid: {areas[n % len(areas)]: 100 * (1 + n % 3)} for n, pid in enumerate(crowd.players)}
+        )
+        desk.chip(1)
+        desk.bet("player", 2)  # the top Player bet: the page turns both hands
+        desk.chip(0)
+        desk.bet("banker_pair")
+        every_screen("betting", {"areas", "chips", "buttons"})
+        round_id = desk.round_id()
+        desk.click("#act-done")
+        # The squeeze: PEEK, card 1 bent halfway by a drag.
+        desk.page.set_viewport_size({"width": 1280, "height": 800})
+        desk.page.wait_for_function(
+            "() => Boolean(chemmyPage.state.actions.squeeze)", timeout=ms(20)
+        )
+        desk.click("#sq-peek")
+        desk.page.wait_for_function("() => Boolean(chemmyPage.state.actions.turn)", timeout=ms(10))
+        card = desk.page.locator("#cards-player .card[data-index='1']").bounding_box()
+        assert card
+        desk.page.mouse.move(card["x"] + card["width"] * 0.95, card["y"] + card["height"] * 0.95)
+        desk.page.mouse.down()
+        desk.page.mouse.move(
+            card["x"] + card["width"] * 0.5, card["y"] + card["height"] * 0.5, steps=6
+        )
+        desk.page.mouse.up()
+        phone.page.wait_for_function(
+            "() => Number(document.querySelector(\"#cards-player .card[data-index='1']\")?.dataset.progress ?? 0) > 5",
+            timeout=ms(5),
+        )
+        every_screen("squeeze", {"cards", "areas", "chips", "buttons"})
+        desk.toss_until_settled(round_id)
+        # Settled: the banner large over the hands (once the chips are collected and
+        # paid), then small under them.
+        desk.page.wait_for_function(
+            "() => !document.getAnimations().some((a) => ['pay', 'collect'].includes(a.animationName))",
+            timeout=ms(3),
+        )
+        wrong.extend(
+            check_screen(desk.page, "settled, the banner large, at laptop", {"cards", "areas"})
+        )
+        for tp in (desk, phone):
+            expect(tp.page.locator("#result")).to_have_attribute(
+                "data-size", "small", timeout=ms(6)
+            )
+        every_screen("settled", {"cards", "areas", "chips", "buttons"})
+        # The next betting with PASS THE SHOE: coups until the page's player holds the
+        # shoe after a coup (a Player win passes it on: the others decline it).
+        for _ in range(10):
+            deadline = time.monotonic() + scaled(60)
+            while not desk.state("Boolean(s.actions.done)"):
+                assert time.monotonic() < deadline, "betting never opened again"
+                offered = desk.state("s.phase === 'shoe_offer' ? s.offer?.player : null")
+                if desk.enabled("#act-accept"):
+                    desk.click("#act-accept")
+                elif offered in crowd.players:
+                    crowd.rpc(offered, "decline_shoe")  # (the page may be a step behind)
+                desk.page.wait_for_timeout(100)
+            if desk.state("Boolean(s.actions.pass_shoe)"):
+                break
+            round_id = desk.round_id()
+            desk.chip(0)
+            desk.bet("banker")
+            crowd.bet_and_done({})
+            desk.click("#act-done")
+            desk.toss_until_settled(round_id)
+        assert desk.state("Boolean(s.actions.pass_shoe)"), "the page never held the shoe again"
+        every_screen("next betting", {"areas", "chips", "buttons"}, axe=False)
+    finally:
+        if crowd:
+            crowd.close()
+        loop.close()
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_phone_on_its_side_shows_the_game_after_sit(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    """SIT from the seats' row, far below on a phone on its side: the page comes back
+    to the hands, the bet areas, the chips and the offer, under the top bar."""
+    page = open_page(viewport=SIZES["phone-side"], is_mobile=True, has_touch=True)
+    TablePage(page, "sol").open(server, "sol", "Sol", table="lay-side")
+    sit = page.locator("#seats .seat[data-seat='14'] .sit-here")
+    sit.scroll_into_view_if_needed()  # as a thumb brings it up
+    assert page.evaluate("document.querySelector('main').scrollTop") > 0
+    sit.click()
+    page.locator("#seats .seat.me[data-seat='14']").wait_for()
+    expect(page.locator("#act-accept")).to_be_visible()
+    page.wait_for_timeout(300)
+    wrong = check_screen(page, "after SIT at 844x390", {"areas", "chips", "buttons"})
+    hands = rect(page, "#hands")
+    if hands["top"] < rect(page, "#topbar")["bottom"] - 0.5:
+        wrong.append(f"the hands are under the top bar: {hands}")
+    assert not wrong, "\n".join(wrong)

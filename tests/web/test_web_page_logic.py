@@ -99,8 +99,8 @@ def test_money_refusals_and_words(server: ServerProcess, open_page: Callable[...
     tp.chip(3)  # 25.00 on Tie: over its maximum (15.00)
     tp.click("#layout .area[data-area='tie']")
     expect(message).to_have_text("Refused: Over the maximum on Tie (15.00)")
-    tp.chip(4)  # 50.00 on Player, then 50.00 more
-    tp.bet("player", times=2)
+    tp.chip(3)  # 25.00 on Player, four times
+    tp.bet("player", times=4)
     expect(message).not_to_have_attribute("data-tone", "refused")
     expect(message).to_have_text("Your bets: Player 100.00")
     expect(page.locator("#balance")).to_have_text(money(start["available"] - 10000))
@@ -240,7 +240,7 @@ def test_the_tables_own_areas_the_burn_and_stale_messages(
             watcher.page.wait_for_function(
                 f"() => chemmyPage.state.lastCoup?.roundId === {round_id!r}", timeout=ms(10)
             )
-            line = watcher.text("#result")
+            line = watcher.text("#result .sr-only")  # the banner's sentence
             assert line.startswith(("Player wins", "Banker wins", "Tie"))
             texts = [t.strip() for t in watcher.page.locator("#log li").all_inner_texts()]
             assert texts.count(line) == 1, texts[-6:]

@@ -8,13 +8,18 @@ holder): in the first coup both squeeze (PEEK and SIDE, card by card, each watch
 other's progress live), later they TOSS. Coups go on until Player has won (the shoe
 passes to the next seat) and the bot has played its rounds; after every coup each
 page's balance is checked against the server's, and the bot's report against the
-server's records. Screenshots: the lobby, a squeeze (both sides) and a settled coup.
+server's records. Screenshots: the lobby, a squeeze (the turner's phone, and the
+watcher's page mid-peel) and a settled coup (its banner); with
+``CHEMMY_DOCS_SCREENSHOTS=1`` they are the README's too (docs/img/web-*.jpg; a run
+must not dirty the work tree otherwise).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -62,6 +67,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     s.stop()
 
 
+def for_docs(artifact: Path, name: str) -> None:
+    """The README's picture ``docs/img/name`` from this run's ``artifact``, on demand."""
+    if os.environ.get("CHEMMY_DOCS_SCREENSHOTS") == "1":
+        shutil.copy(artifact, ROOT / "docs" / "img" / name)
+
+
 def check_balance(tp: TablePage, server: ServerProcess, player: str) -> int:
     """The page's Balance display is the server's balance available to bet."""
     held = server_balance(server, player)
@@ -84,6 +95,7 @@ def test_two_browsers_and_a_bot_play_whole_coups(
     )
     expect(alice.page.locator("#who")).to_have_text("Alice")
     shot(alice.page, artifacts / "lobby.jpg")
+    for_docs(artifacts / "lobby.jpg", "web-lobby.jpg")
     alice.click("#tables .table-card[data-table='web']")
     expect(alice.page.locator("#plaque")).to_contain_text(
         f"Web salon · 1.00{DASH}100.00 · Tie ≤ 15.00"
@@ -249,8 +261,9 @@ def play_coup(
     assert result["round_id"] == round_id
     result["holder_before"] = holder_before
     if first:
-        shot_still(alice.page, artifacts / "settled.jpg")
+        shot_still(alice.page, artifacts / "settled.jpg")  # its banner still large
         shot_still(bob.page, artifacts / "settled-phone.jpg")
+        for_docs(artifacts / "settled.jpg", "web-settled.jpg")
         check_roads(server, alice)
         # The voice announced the result.
         said = {"banker": "Banker wins", "player": "Player wins", "tie": "Tie"}[result["outcome"]]
@@ -279,24 +292,29 @@ def check_roads(server: ServerProcess, tp: TablePage) -> None:
 
 
 def watch_squeeze(players: dict[str, TablePage], index: int, artifacts: Path) -> None:
-    """While Bob opens a Player card, Alice watches its progress live."""
+    """While Bob opens a Player card, Alice watches it bend live."""
     if index != 1:
         return
     alice, bob = players["alice"], players["bob"]
     mine = bob.page.locator("#cards-player .card[data-index='1'][data-state='squeeze']")
     expect(mine).to_be_visible()
-    # Bob sees the face as the back lifts; Alice sees how far it is bent, not the face.
+    # Bob sees the face as the back peels off; Alice sees the back bend, not the face.
     alice_card = alice.page.locator("#cards-player .card[data-index='1'][data-state='squeeze']")
     expect(alice_card).to_be_visible()
-    expect(alice_card.locator(".bend")).to_contain_text("%")
-    assert alice_card.locator(".face.blank").count() == 1, "the others do not see the card"
-    assert mine.locator(".face .pip").count() == 1, "the turner sees it"
+    assert alice_card.locator(".face.unseen").count() == 1, "the others see a face turned away"
+    assert alice_card.locator(".pips, .corner").count() == 0, "the others do not see the card"
+    assert mine.locator(".face .pips").count() == 1, "the turner sees it"
     bob.page.wait_for_function(
         "() => Number(document.querySelector(\"#cards-player .card[data-index='1']\")?.dataset.progress ?? 0) >= 40"
+    )
+    alice.page.wait_for_function(
+        "() => Number(document.querySelector(\"#cards-player .card[data-index='1']\")?.dataset.progress ?? 0) >= 25"
     )
     bob.page.locator("#hands").scroll_into_view_if_needed()
     shot(bob.page, artifacts / "squeeze.jpg")
     shot(alice.page, artifacts / "squeeze-watching.jpg")
+    for_docs(artifacts / "squeeze.jpg", "web-squeeze-phone.jpg")
+    for_docs(artifacts / "squeeze-watching.jpg", "web-squeeze-watching.jpg")
 
 
 def accept_if_offered(players: dict[str, TablePage]) -> None:

@@ -36,7 +36,6 @@ import { TableView } from "./table.js";
 
 // ---------------------------------------------------------------------------- constants
 
-const CHIP_MULTIPLES = [1, 5, 10, 25, 50];
 const RESULT_MIN_MS = 5000; // the settled coup stays at least this long under others' chips
 const HOLD_MS = 5000; // a note to read (a refused debit) stays at least this long on the display
 const STALE = new Set([
@@ -657,12 +656,9 @@ class App {
     return Boolean(this.state && this.connState === "open" && this.state.actions[name]);
   }
 
+  /** The rack: the table's standard chips (table.js `chipSet`). */
   chips() {
-    const lim = this.state?.limits ?? {};
-    const low = lim.min || 100;
-    const high = lim.max || low * 100;
-    const chips = CHIP_MULTIPLES.map((m) => low * m).filter((v) => v <= high);
-    return chips.length ? chips : [low];
+    return this.table.rack();
   }
 
   chipValue() {

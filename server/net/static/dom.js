@@ -30,12 +30,13 @@ export function fill(el, ...children) {
   el.replaceChildren(...children.flat(Infinity).filter((c) => c != null && c !== false));
 }
 
+/** Show or hide, enable or disable: written only when it changes (no needless layout). */
 export function show(el, on) {
-  el.hidden = !on;
+  if (el.hidden !== !on) el.hidden = !on;
 }
 
 export function enable(el, on) {
-  el.disabled = !on;
+  if (el.disabled !== !on) el.disabled = !on;
 }
 
 

@@ -652,7 +652,10 @@ export class TableState {
       s.done = false;
     }
     this.myBets = {};
-    if (coup) coup.payouts = d.payouts ?? [];
+    if (coup) {
+      coup.payouts = d.payouts ?? [];
+      coup.net = Number.isInteger(d.net) ? d.net : null; // yours, for the result's banner
+    }
     this.lastCoup = coup;
     this.lastShown = Boolean(coup);
     this.nextChips = false;
