@@ -326,7 +326,8 @@ _SETTINGS: Final = (
     _Setting(
         "origins",
         "list",
-        "allowed browser origins, comma-separated (empty: allow all); 'null' admits the "
+        "allowed browser origins, comma-separated (empty: allow all; the server's own, "
+        "the request's Host, is always allowed); 'null' admits the "
         "Origin: null that file:// pages and sandboxed frames send (any sandboxed page "
         "can send it, so avoid it in production); clients sending no Origin header (the "
         "CLI, bots) are not browsers and are always admitted",
