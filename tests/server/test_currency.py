@@ -35,7 +35,7 @@ async def lobby(client: Client) -> dict[str, dict[str, Any]]:
 
 
 async def test_hello_tells_the_currency_and_its_decimals(net: Any) -> None:
-    server = await net.start(tables=TABLES)
+    server = await net.start(tables=TABLES, wallet="transfer")
     for code, decimals in (("EUR", 2), ("JPY", 0), ("KWD", 3)):
         client = await player(net, server, f"p-{code.lower()}", currency=code)
         assert client.hello_reply is not None
@@ -48,7 +48,7 @@ async def test_hello_tells_the_currency_and_its_decimals(net: Any) -> None:
 
 
 async def test_the_lobby_shows_only_the_players_currency(net: Any) -> None:
-    server = await net.start(tables=TABLES)
+    server = await net.start(tables=TABLES, wallet="transfer")
     eve = await player(net, server, "eve", currency="EUR")
     ken = await player(net, server, "ken", currency="JPY")
     ann = await player(net, server, "ann")
@@ -67,7 +67,7 @@ async def test_the_lobby_shows_only_the_players_currency(net: Any) -> None:
 
 
 async def test_join_and_sit_elsewhere_are_refused_wrong_currency(net: Any) -> None:
-    server = await net.start(tables=TABLES)
+    server = await net.start(tables=TABLES, wallet="transfer")
     eve = await player(net, server, "eve", currency="EUR")
     ann = await player(net, server, "ann")
     guest = await net.guest(server, "json")
@@ -91,7 +91,9 @@ async def test_join_and_sit_elsewhere_are_refused_wrong_currency(net: Any) -> No
 
 
 async def test_operators_create_tables_in_a_currency(net: Any) -> None:
-    server = await net.start(tables=TABLES, rate_limit=10_000.0, rate_burst=10_000)
+    server = await net.start(
+        tables=TABLES, wallet="transfer", rate_limit=10_000.0, rate_burst=10_000
+    )
     op = await player(net, server, "root", roles=("operator",))
     ken = await player(net, server, "ken", currency="JPY")
     reply = await op.refused(

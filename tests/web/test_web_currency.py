@@ -3,6 +3,9 @@
 style currency), the lobby lists only that currency's tables, and play money looks as
 it always did (two decimals, no symbol).
 
+Money in a currency is the operator's (a transfer wallet: issue 34 §7), moved in before
+each player comes.
+
 - A EUR player: the balance ``€1,000.00``, the lobby's one euro table with its limits in
   euros, the table's plaque and chips in euros; in French ``1 000,00 €``.
 - A JPY player: no decimals anywhere (``¥100,000``, ``¥100`` to ``¥100,000``).
@@ -16,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
-from web_helpers import RELAXED, ServerProcess, TablePage, server_config
+from web_helpers import RELAXED, TRANSFER, ServerProcess, TablePage, server_config, transfer_in
 
 pytestmark = pytest.mark.slow  # a server subprocess and a browser: seconds each
 
@@ -40,7 +43,8 @@ TABLES = [
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    s = ServerProcess(tmp_path_factory.mktemp("web-currency"), server_config(TABLES)).start()
+    config = TRANSFER + server_config(TABLES)
+    s = ServerProcess(tmp_path_factory.mktemp("web-currency"), config).start()
     yield s
     s.stop()
 
@@ -56,6 +60,7 @@ def lobby_cards(page: Page) -> list[str]:
 
 
 def test_a_euro_player_sees_euros(server: ServerProcess, open_page: Callable[..., Page]) -> None:
+    transfer_in(server, "web-eve", 100_000, "EUR")
     tp = TablePage(open_page(), "eve").open(server, "web-eve", "Eve", currency="EUR")
     expect(tp.page.locator("#balance")).to_have_text("€1,000.00")
     assert lobby_cards(tp.page) == ["web-eur"]  # only the euro tables
@@ -74,6 +79,7 @@ def test_a_euro_player_sees_euros(server: ServerProcess, open_page: Callable[...
 def test_in_french_the_euros_come_after(
     server: ServerProcess, open_page: Callable[..., Page]
 ) -> None:
+    transfer_in(server, "web-eva", 100_000, "EUR")
     tp = TablePage(open_page(), "eva").open(
         server, "web-eva", "Eva", "web-eur", currency="EUR", lang="fr"
     )
@@ -84,6 +90,7 @@ def test_in_french_the_euros_come_after(
 def test_a_yen_player_sees_no_decimals(
     server: ServerProcess, open_page: Callable[..., Page]
 ) -> None:
+    transfer_in(server, "web-ken", 100_000, "JPY")
     tp = TablePage(open_page(), "ken").open(server, "web-ken", "Ken", currency="JPY")
     expect(tp.page.locator("#balance")).to_have_text("¥100,000")
     assert lobby_cards(tp.page) == ["web-jpy"]
@@ -106,7 +113,7 @@ def test_a_play_money_player_sees_what_they_always_saw(
     server: ServerProcess, open_page: Callable[..., Page]
 ) -> None:
     tp = TablePage(open_page(), "ann").open(server, "web-ann", "Ann")
-    expect(tp.page.locator("#balance")).to_have_text("1,000.00")
+    expect(tp.page.locator("#balance")).to_have_text("0.00")  # no welcome money here
     assert lobby_cards(tp.page) == ["web-play"]
     expect(tp.page.locator("#tables .table-card .table-limits")).to_have_text(f"1.00{DASH}100.00")
 
