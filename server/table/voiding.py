@@ -48,9 +48,7 @@ def round_in_progress(t: Table) -> bool:
     plays it, and it stays the table's next round (its number is not used up), so there
     is nothing to void (docs/operator-api.md, ``round_id``)."""
     return (
-        t.coup is not None
-        or t.debiting is not None
-        or (t.round_open and t.phase is Phase.BETTING)
+        t.coup is not None or t.debiting is not None or (t.round_open and t.phase is Phase.BETTING)
     )
 
 

@@ -456,7 +456,10 @@ async def test_wrong_origin_is_closed_with_4003_before_anything_is_read(net: Any
     url = f"ws://127.0.0.1:{server.port}/"
     for origin in ("https://evil.example", f"http://localhost:{server.port}", "null"):
         async with connect(
-            url, origin=origin, subprotocols=["chemmy.v1.json"], proxy=None  # type: ignore[arg-type, list-item]
+            url,
+            origin=origin,
+            subprotocols=["chemmy.v1.json"],
+            proxy=None,  # type: ignore[arg-type, list-item]
         ) as ws:
             with contextlib.suppress(ConnectionClosed):
                 await ws.send(json.dumps({"type": "hello", "id": "h", "guest": True}))
