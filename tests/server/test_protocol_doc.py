@@ -683,6 +683,7 @@ async def play(net: Any) -> Recorder:
 
     # -- between coups: the cashier, records, chat, errors ----------------------------
     await spec.call("roads", table=t)  # with the odds of the next coup
+    await spec.call("tables")  # a lobby line with the shoe's road in miniature
     await alice.call("history", limit=1)
     await alice.refused("bad_limit", "history", limit=0)
     await alice.call("balance")
