@@ -145,9 +145,12 @@ def test_the_token_says_french(server: ServerProcess, open_page: Callable[..., P
     expect(page.locator("#message")).to_have_text(
         "Refusé : Au-dessus du maximum sur Égalité (15,00)", timeout=10_000
     )
-    # A refusal the page does not word itself: the catalog's text for its code.
+    # A click that arrives after the table moved on: "too late", and where it is now
+    # (issue 34 §3: not "Refusé : Trop tard : pas maintenant").
     page.evaluate("chemmyPage.cmd('accept_shoe')")
-    expect(page.locator("#message")).to_contain_text("Refusé : Trop tard : ")
+    expect(page.locator("#message")).to_have_text(
+        "Trop tard — la table est passée à la suite (Faites vos jeux)"
+    )
     expect(page.locator("#chips .chip[data-index='0']")).to_have_text("1")  # not "1,00"
 
 
