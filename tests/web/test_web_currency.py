@@ -19,7 +19,17 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
-from web_helpers import RELAXED, TRANSFER, ServerProcess, TablePage, server_config, transfer_in
+from web_helpers import (
+    RELAXED,
+    SECRET,
+    TRANSFER,
+    ServerProcess,
+    TablePage,
+    server_config,
+    transfer_in,
+)
+
+from server.net.auth import make_token
 
 pytestmark = pytest.mark.slow  # a server subprocess and a browser: seconds each
 
@@ -38,6 +48,7 @@ TABLES = [
         "side_max": 15_000,
         "timers": RELAXED,
     },
+    {"id": "web-kwd", "name": "Salon dinar", "tier": "1-100", "currency": "KWD", "timers": RELAXED},
 ]
 
 
@@ -150,3 +161,31 @@ def test_the_pages_money_in_three_currencies(
     assert result["play"]["shown"] == ["12.34", "0.05", "-1,000.00"]
     assert result["play"]["read"] == [None, 1250, 100000, 1200]
     assert result["unknown"] == {"currency": None, "decimals": 2}
+
+
+def test_a_german_dinar_player_never_sees_english_amounts(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    """Issue 34 §3: a German KWD player saw "KWD 100.000" (the browser's English, where
+    "." is the decimal point) beside a lobby in "100,000 KWD": a German reader reads a
+    thousand times the amount. Every amount, from the first one drawn, is German."""
+    transfer_in(server, "web-dieter", 100_000, "KWD")
+    page = open_page(locale="en-US")
+    page.add_init_script(
+        """window.__balances = [];
+        addEventListener("DOMContentLoaded", () => {
+          const el = document.querySelector("#balance");
+          new MutationObserver(() => window.__balances.push(el.textContent)).observe(
+            el, { childList: true, characterData: true, subtree: true });
+        });"""
+    )
+    token = make_token(SECRET, "web-dieter", "Dieter", ttl=3600, currency="KWD", language="de")
+    page.goto(f"{server.http}/?token={token}")
+    german = f"100,000{NBSP}KWD"
+    expect(page.locator("#balance")).to_have_text(german)
+    expect(page.locator("#tables .table-card .table-limits")).to_have_text(
+        f"0,100{NBSP}KWD{DASH}10,000{NBSP}KWD"
+    )
+    page.wait_for_timeout(300)
+    shown = page.evaluate("window.__balances")
+    assert set(shown) <= {german, DASH}, shown  # never "KWD 100.000"

@@ -231,6 +231,7 @@ class App {
   sayAgain() {
     const tone = $("#message").dataset.tone ?? "info";
     if (this.connState === "closed") return; // the closed banner and message were redrawn
+    if (this.messages === this.connectingMessage) return; // the hello replaces it, in this language
     if (this.state && document.body.dataset.view === "table") {
       const s = this.state;
       this.setMessage(s.phaseText() || (s.lastResult ? resultText(s.lastResult) : ""), tone === "turn" ? "turn" : "info");
