@@ -10,11 +10,17 @@ play money), a player in theirs (their token's ``currency``; a guest, play money
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from server.net.auth import make_token
 from server.net.server import ChemmyServer
-from tests.kit import SECRET, Client, table_def
+from tests.kit import SECRET, Client, ServerProcess, scaled, table_def
+from tests.kit.launch import ROOT
 
 TABLES = (
     table_def("play"),
@@ -105,3 +111,23 @@ async def test_operators_create_tables_in_a_currency(net: Any) -> None:
     assert set(await lobby(ken)) == {"yen", "yen2"}
     assert "yen2" not in await lobby(op)  # the operator plays with play money
     await ken.join("yen2")
+
+
+@pytest.mark.slow
+def test_a_currency_table_on_play_money_stops_the_server_at_start(tmp_path: Path) -> None:
+    """Issue 34 §7: with the default internal wallet, EUR/JPY/KWD tables handed out play
+    money in euros and offered Deposit. chemmy-server now refuses to start with such a
+    table, saying why in one line; with the operator's money it starts."""
+    config = tmp_path / "chemmy.toml"
+    config.write_text(f'jwt_secret = "{SECRET}"\n\n[[tables]]\nid = "euro"\ncurrency = "EUR"\n')
+    command = [sys.executable, "-m", "server.net.main", "--host", "127.0.0.1", "--port", "0"]
+    command += ["--db", str(tmp_path / "chemmy.sqlite3"), "--config", str(config)]
+    run = subprocess.run(
+        command, capture_output=True, text=True, timeout=scaled(60), cwd=ROOT, check=False
+    )
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1, run.stderr
+    assert lines[0].startswith("chemmy-server: error: table 'euro' is in EUR"), lines
+    assert "internal wallet" in lines[0] and "wallet transfer or seamless" in lines[0], lines
+    with ServerProcess(tmp_path / "ok", config.read_text(), "--wallet", "transfer") as server:
+        assert server.port > 0  # the operator's money: it serves

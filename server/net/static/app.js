@@ -217,7 +217,10 @@ class App {
       if (document.body.dataset.view === "lobby") $("#plaque").textContent = t("page.choose_table");
     }
     if (this.state) {
-      if (document.body.dataset.view === "table") this.table.buildLayout();
+      if (document.body.dataset.view === "table") {
+        this.table.buildLayout();
+        this.fitAreaNames();
+      }
       this.render();
       this.roads.render();
     } else if (this.identity && document.body.dataset.view === "lobby") {
@@ -513,6 +516,7 @@ class App {
       show($("#table"), true);
       document.body.dataset.view = "table";
       this.table.buildLayout();
+      this.fitAreaNames();
     }
     this.showNotes(notes);
     this.render();
@@ -822,6 +826,36 @@ class App {
   }
 
   // -- drawing -----------------------------------------------------------------------------
+  /** The bet areas' names fitted to their areas: a name whose longest word is wider
+   * than its area (German UNENTSCHIEDEN on a phone) is drawn smaller, never broken
+   * inside the word (issue 34 §7). The areas are table.js's; this only sizes the text. */
+  fitAreaNames() {
+    this.areaWatch ??= new ResizeObserver(() => requestAnimationFrame(() => this.fitAreaNames()));
+    const layout = $("#layout");
+    if (!this.areaWatched) {
+      this.areaWatch.observe(layout);
+      this.areaWatched = true;
+    }
+    const canvas = (this.measure ??= document.createElement("canvas").getContext("2d"));
+    for (const el of layout.querySelectorAll(".area-name")) {
+      el.style.removeProperty("font-size");
+      const cs = getComputedStyle(el);
+      const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+      if (!(room > 0)) continue;
+      canvas.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      const size = parseFloat(cs.fontSize);
+      const spacing = parseFloat(cs.letterSpacing) || 0;
+      const upper = cs.textTransform === "uppercase";
+      const widest = Math.max(
+        ...el.textContent.split(/\s+/).map((word) => {
+          const w = upper ? word.toLocaleUpperCase(language()) : word;
+          return canvas.measureText(w).width + spacing * w.length;
+        }),
+      );
+      if (widest > room) el.style.setProperty("font-size", `${Math.max(7, Math.floor(size * (room / widest) * 0.97 * 10) / 10)}px`);
+    }
+  }
+
   /** The table screen drawn again (table.js), and the host page told. */
   render() {
     if (!this.state || document.body.dataset.view !== "table") return;
