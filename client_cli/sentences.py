@@ -503,9 +503,9 @@ def reality_text(check: Mapping[str, Any]) -> str:
     -12.50."`` (and what was staked, when the server could say)."""
     seconds = max(0, int(check.get("session_seconds") or 0))
     if seconds < 60:
-        parts = [t("page.reality.seconds", seconds=seconds)]
+        parts = [t("page.reality.seconds", count=seconds)]
     else:
-        parts = [t("page.reality.minutes", minutes=seconds // 60)]
+        parts = [t("page.reality.minutes", count=seconds // 60)]
     net, staked = check.get("net"), check.get("staked")
     if isinstance(net, int):
         parts.append(t("page.reality.net", net=format_money(net, sign=True)))
