@@ -73,7 +73,10 @@ def test_each_table_with_its_road_seats_watchers_limits_and_variant_live(
     max_.click("#act-done")
     max_.toss_until_settled(round_id)
     outcome = max_.state("s.lastResult.outcome")
-    total = max_.state(f"s.lastResult.{outcome}_total")
+    # The winner's total (a tie's: both hands').
+    total = max_.state(
+        "s.lastResult[s.lastResult.outcome === 'player' ? 'player_total' : 'banker_total']"
+    )
     expect(a.locator(".last-results .result-chip")).to_have_count(1, timeout=ms(10))
     letter = {"banker": "B", "player": "P", "tie": "T"}[outcome]
     expect(a.locator(".last-results .result-chip")).to_have_text(f"{letter}{total}")

@@ -48,6 +48,7 @@ START = 100_000  # the reference wallet's starting balance: €1,000.00
 TABLES = [
     {"id": "web-wallet", "name": "Wallet", "currency": "EUR", "timers": RELAXED},
     {"id": "web-wallet-fr", "name": "Portefeuille", "currency": "EUR", "timers": RELAXED},
+    {"id": "web-wallet-2", "name": "Wallet 2", "currency": "EUR", "timers": RELAXED},
 ]
 WALLET_TIMEOUT = 2.0  # seconds the wallet has to answer a coup's debits (scaled)
 EN = {
@@ -263,7 +264,7 @@ def test_after_a_refused_debit_the_bar_shows_the_wallets_money(
     Available (30.00, then 10.00) while the wallet and the Cashier said 3.00. It shows
     the server's figure, which is the wallet's."""
     pid = "web-wilma"
-    tp = open_table(open_page(), server, pid, "Wilma")
+    tp = open_table(open_page(), server, pid, "Wilma", "web-wallet-2")
     holder_ready(tp, 1)
     expect(tp.page.locator("#balance")).to_have_text(euros(START))
     wallet.set_player(pid, balance=300)  # €3.00 at the operator, spent elsewhere

@@ -568,7 +568,8 @@ export class TableState {
     for (const [k, card] of Object.entries(d.cards ?? {})) coup.private[`${d.hand}:${k}`] = card;
     const what = t(`ev.what_cards.${d.hand === "banker" ? "banker" : "player"}`);
     const style = String(d.style).toUpperCase();
-    if (d.turner === this.me) return [note(t("page.ev.squeeze_you", { what, style }), "you")];
+    // Yours: what to do next (the CARD buttons, or TOSS), a prompt as the turn's was.
+    if (d.turner === this.me) return [note(t("page.ev.squeeze_you", { what, style }), "turn")];
     return [note(t("ev.squeeze", { who: this.Name(d.turner), what, style }))];
   }
 
