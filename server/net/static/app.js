@@ -840,7 +840,11 @@ class App {
     for (const el of layout.querySelectorAll(".area-name")) {
       el.style.removeProperty("font-size");
       const cs = getComputedStyle(el);
-      const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+      // The room is the area's (its content box), not the name's own box, which a short
+      // name shrinks to.
+      const area = el.parentElement;
+      const as = getComputedStyle(area);
+      const room = area.clientWidth - parseFloat(as.paddingLeft) - parseFloat(as.paddingRight);
       if (!(room > 0)) continue;
       canvas.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
       const size = parseFloat(cs.fontSize);
