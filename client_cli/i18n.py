@@ -1,7 +1,8 @@
 """The terminal client's words in the player's language: message catalogs and the choice.
 
 The catalogs are the web table's (``server/net/static/locales/<language>.json``): one
-JSON object per language, message id -> text, with ``{name}`` placeholders; the words
+JSON object per language, message id -> text, with ``{name}`` placeholders (a message with plural forms has them as ``KEY.one``...
+beside ``KEY``, chosen by its ``{count}``: :func:`t`); the words
 the page and the terminal say alike (phases, bet areas, the table's sentences, the
 server's refusals by error code) have one id in both, and each client's own words are
 ``page.*`` or ``cli.*`` (docs/architecture.md, "Languages"). English is complete; a
@@ -24,6 +25,8 @@ import re
 from collections.abc import Iterator, Mapping
 from importlib import resources
 
+from babel import Locale
+
 __all__ = [
     "LANGUAGES",
     "LANGUAGE_NAMES",
@@ -33,6 +36,7 @@ __all__ = [
     "current_language",
     "locale_language",
     "placeholders",
+    "plural_category",
     "refusal_text",
     "set_language",
     "supported",
@@ -113,10 +117,31 @@ def current_language() -> str:
     return _current
 
 
+@functools.cache
+def _locale(language: str) -> Locale:
+    return Locale.parse(language)
+
+
+def plural_category(count: float, language: str | None = None) -> str:
+    """CLDR's plural category of ``count`` in ``language`` (default: the current one):
+    ``"one"``, ``"few"``, ``"many"``, ``"other"``... (Babel's copy of CLDR, as the page's
+    ``Intl.PluralRules``: in French 0 and 1 are ``"one"``)."""
+    return str(_locale(language or _current).plural_form(count))
+
+
 def t(key: str, /, **params: object) -> str:
     """The text of ``key`` in the current language, its placeholders filled:
-    ``t("ev.sat", name="Ann", seat=3)`` -> ``"Ann sits in seat 3"``."""
-    text = catalog(_current).get(key) or catalog("en").get(key) or key
+    ``t("ev.sat", name="Ann", seat=3)`` -> ``"Ann sits in seat 3"``. A message with
+    plural forms is chosen by its ``count`` (CLDR's rules, as the page's ``t``):
+    ``KEY.one`` (``KEY.few``... as the language has them) when the catalog has that form
+    for the count's category, else ``KEY``, the "other" form. A text missing from the
+    catalog falls back to English, in English's rules."""
+    language = _current if key in catalog(_current) else "en"
+    words = catalog(language)
+    text = words.get(key) or key
+    count = params.get("count")
+    if isinstance(count, int | float) and not isinstance(count, bool):
+        text = words.get(f"{key}.{plural_category(count, language)}") or text
     if not params:
         return text
     return _PLACEHOLDER.sub(

@@ -644,7 +644,8 @@ def _on_contribution_revealed(m: TableModel, d: Mapping[str, Any]) -> TableModel
     entries = [
         {**c, "value": d.get("value")} if c.get("player") == pid else c for c in _contributions(m)
     ]
-    return _log(_with_contributions(m, entries), say.contribution_revealed(m.name(pid)))
+    text = say.contribution_revealed(m.name(pid), mine=pid == m.me)
+    return _log(_with_contributions(m, entries), text)
 
 
 def _on_contributions_closed(m: TableModel, d: Mapping[str, Any]) -> TableModel:
@@ -881,7 +882,12 @@ def _on_settled(m: TableModel, d: Mapping[str, Any]) -> TableModel:
         m = replace(m, last_bets=dict(mine))
     m = _money(m, d)
     net = d["net"] if isinstance(d.get("net"), int) else None
-    text = say.settled(m.last_result, net)
+    outcomes = [
+        str(b.get("outcome"))
+        for b in d.get("payouts") or []
+        if isinstance(b, Mapping) and b.get("player") == m.me
+    ]
+    text = say.settled(m.last_result, net, outcomes)
     m = replace(
         m,
         last_net=net if net is not None else m.last_net,

@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.text import Text
 
-from client_cli.i18n import t
+from client_cli.i18n import LocalNames, t
 from client_cli.model import CoupView, TableModel
 from client_cli.money import format_money
 from client_cli.sentences import AREA_NAMES, SUITS, result_text
@@ -39,7 +39,9 @@ _INNER_W = CARD_W - 2
 _INNER_H = CARD_H - 2
 RED_SUITS = ("h", "d")
 OUTCOME_STYLE = {"banker": "bold red", "player": "bold blue", "tie": "bold green"}
-OUTCOME_LETTER = {"banker": "B", "player": "P", "tie": "T"}
+#: An outcome's letter on a road, in the current language (B/P/T; French B/J/É, German
+#: B/S/U), as the page's roads and stats write them.
+OUTCOME_LETTER = LocalNames("road.letter.", ("banker", "player", "tie"))
 BACK = "░"
 
 
@@ -347,9 +349,9 @@ def render_roads(roads: Mapping[str, Any], *, width: int = 24, side_by_side: boo
 
     predictions = roads.get("predictions") or {}
     if predictions:
-        out.append("Ask ")
-        for side, letter in (("banker", "B"), ("player", "P")):
-            out.append(f"{letter}:", style=OUTCOME_STYLE[side])
+        out.append(t("cli.roads.ask"))
+        for side in ("banker", "player"):
+            out.append(f"{OUTCOME_LETTER[side]}:", style=OUTCOME_STYLE[side])
             for key, _t in _DERIVED:
                 color = (predictions.get(side) or {}).get(key)
                 out.append(

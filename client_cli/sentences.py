@@ -14,7 +14,7 @@ the web table says alike have the same message ids (``ev.sat``, ``result.tie``, 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from client_cli.i18n import LocalNames, t
@@ -238,8 +238,9 @@ def reveal_opened() -> str:
     return t("ev.reveal_opened")
 
 
-def contribution_revealed(who: str) -> str:
-    return t("ev.contribution_revealed", who=who)
+def contribution_revealed(who: str, *, mine: bool = False) -> str:
+    """``Ann revealed their randomness``; yours: ``You revealed your randomness``."""
+    return t("ev.contribution_revealed_you") if mine else t("ev.contribution_revealed", who=who)
 
 
 def contributions_closed(count: int, withheld: list[str], *, mine: bool) -> str:
@@ -267,7 +268,7 @@ def stop_card() -> str:
 
 
 def shoe_ended(shoe_no: object, coups: int) -> str:
-    return t("ev.shoe_ended", shoe=shoe_no, coups=coups)
+    return t("ev.shoe_ended", shoe=shoe_no, count=coups)
 
 
 def closed(*, refunded: bool) -> str:
@@ -366,8 +367,10 @@ def third_card(hand: object) -> str:
     return t("ev.third_card", hand=_hand(hand))
 
 
-def settled(result: Mapping[str, Any] | None, net: int | None) -> str:
-    """The result and your part of it: ``"Banker wins 7 to 5 — You won 9.50"``."""
+def settled(result: Mapping[str, Any] | None, net: int | None, outcomes: Sequence[str] = ()) -> str:
+    """The result and your part of it: ``"Banker wins 7 to 5 — You won 9.50"``. A net
+    of zero is a push only when every bet of yours pushed (``outcomes``, your payouts'
+    ``outcome``s); bets won and lost that cancel out break even."""
     text = result_text(result) if result else t("ev.settled")
     if net is None:
         return text
@@ -375,6 +378,8 @@ def settled(result: Mapping[str, Any] | None, net: int | None) -> str:
         return t("ev.won", text=text, amount=format_money(net))
     if net < 0:
         return t("ev.lost", text=text, amount=format_money(-net))
+    if outcomes and any(o != "push" for o in outcomes):
+        return t("ev.even", text=text)
     return t("ev.push", text=text)
 
 
@@ -418,7 +423,7 @@ def _utc(seconds: float) -> str:
 def limit_amount(kind: str, amount: int) -> str:
     """A limit's amount as people read it: money, or minutes for the session."""
     if kind == "session":
-        return t("page.limits.minutes", minutes=amount)
+        return t("page.limits.minutes", count=amount)
     return format_money(int(amount))
 
 
@@ -454,9 +459,9 @@ def limits_text(reply: Mapping[str, Any]) -> str:
         lines.append(t("page.limits.none"))
     session = reply.get("session") or {}
     if isinstance(session.get("seconds"), int):
-        lines.append(t("cli.limits.session", minutes=session["seconds"] // 60))
+        lines.append(t("cli.limits.session", count=session["seconds"] // 60))
     if session.get("reality_check"):
-        lines.append(t("page.limits.reality_every", minutes=session["reality_check"]))
+        lines.append(t("page.limits.reality_every", count=session["reality_check"]))
     return "\n".join(lines)
 
 
@@ -507,9 +512,9 @@ def reality_text(check: Mapping[str, Any]) -> str:
     -12.50."`` (and what was staked, when the server could say)."""
     seconds = max(0, int(check.get("session_seconds") or 0))
     if seconds < 60:
-        parts = [t("page.reality.seconds", seconds=seconds)]
+        parts = [t("page.reality.seconds", count=seconds)]
     else:
-        parts = [t("page.reality.minutes", minutes=seconds // 60)]
+        parts = [t("page.reality.minutes", count=seconds // 60)]
     net, staked = check.get("net"), check.get("staked")
     if isinstance(net, int):
         parts.append(t("page.reality.net", net=format_money(net, sign=True)))

@@ -370,7 +370,8 @@ _SETTINGS: Final = (
     _Setting(
         "origins",
         "list",
-        "allowed browser origins, comma-separated (empty: allow all); 'null' admits the "
+        "allowed browser origins, comma-separated (empty: allow all; the server's own, "
+        "the request's Host, is always allowed); 'null' admits the "
         "Origin: null that file:// pages and sandboxed frames send (any sandboxed page "
         "can send it, so avoid it in production); clients sending no Origin header (the "
         "CLI, bots) are not browsers and are always admitted",
@@ -803,6 +804,29 @@ def _convert(setting: _Setting, raw: Any, source: str, *, toml: bool) -> Any:
     return value
 
 
+#: Why a currency table is refused with Chemmy's own play money (docs/wallet.md): its
+#: players would be handed play money in euros, and offered a Deposit of it.
+_PLAY_MONEY_ONLY = (
+    "table {table!r} is in {currency}, but with the internal wallet all money is Chemmy's "
+    "play money: a currency table needs the operator's money (wallet transfer or seamless, "
+    "docs/wallet.md)"
+)
+
+
+def check_money(config: ServerConfig) -> None:
+    """A table in a currency needs the operator's money (``wallet`` transfer or
+    seamless): with the internal wallet its players would play, and deposit, Chemmy's
+    play money in euros. Checked when the settings are read (``chemmy-server`` refuses
+    to start, saying why); ``create_table`` refuses such a table too."""
+    if config.wallet != "internal":
+        return
+    for table in config.tables:
+        if table.get("currency") is not None:
+            raise ConfigError(
+                _PLAY_MONEY_ONLY.format(table=table.get("id"), currency=table["currency"])
+            )
+
+
 def _check_together(config: ServerConfig) -> None:
     """Checks that involve more than one setting."""
     secret, key_file = config.jwt_secret, config.jwt_public_key_file
@@ -823,6 +847,7 @@ def _check_together(config: ServerConfig) -> None:
         key = getattr(config, name)
         if key is not None and len(key.encode("utf-8")) < MIN_SECRET_BYTES:
             raise ConfigError(f"{name} must be at least {MIN_SECRET_BYTES} bytes long")
+    check_money(config)
     if config.redis_min_replicas and not config.clustered:
         raise ConfigError("redis_min_replicas needs a Redis store (--store redis://...)")
     if not config.guest and not config.auth_enabled:

@@ -43,11 +43,13 @@ import functools
 import itertools
 import logging
 import time
+import urllib.parse
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 
 from server.bus.base import Bus
@@ -208,7 +210,6 @@ class ChemmyServer:
                 GatewayConnection, operator=self.operator_api.respond
             ),
             process_request=self.endpoints.respond,
-            origins=_origins(self.config.origins),
             max_size=self.config.max_frame,
             compression="deflate" if self.config.compression else None,
             ping_interval=20,
@@ -294,6 +295,13 @@ class ChemmyServer:
 
     # ------------------------------------------------------------------ connections
     async def _handler(self, conn: ServerConnection) -> None:
+        request = conn.request
+        if request is not None and not origin_allowed(request.headers, self.config.origins):
+            # Closed at once, before anything is read (docs/protocol.md §2): a browser
+            # sees why (a 403 at the handshake reaches its page as a bare 1006), so the
+            # web table says that this site may not show it instead of retrying.
+            await conn.close(CLOSE_ORIGIN, ORIGIN_REFUSED)
+            return
         fmt = conn.subprotocol or JSON
         address = client_address(conn, self.limits.trusted)
         if not await self.limits.open_connection(address):
@@ -836,11 +844,44 @@ def _select_subprotocol(conn: ServerConnection, offered: Iterable[str]) -> Any:
     return None
 
 
-def _origins(origins: Iterable[str]) -> Any:
-    """The Origin allowlist for websockets: browsers must match; a client that sends
-    no Origin header (the CLI, bots) is not a browser and is admitted (``None``)."""
-    allowed: list[str | None] = list(origins)
-    return [*allowed, None] if allowed else None
+#: The close code and reason of a browser connection from an origin not allowed.
+CLOSE_ORIGIN = 4003
+ORIGIN_REFUSED = "origin_not_allowed: this site may not show the table (--origins)"
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+def origin_allowed(headers: Headers, allowed: Sequence[str]) -> bool:
+    """docs/protocol.md §2 "Origin allowlist": with no list every origin; a client that
+    sends no ``Origin`` (the CLI, bots: not browsers) always; else an origin in the list,
+    or the server's own (the ``Origin`` names the ``Host`` the request was sent to: the
+    page the server itself served, framed by an allowed site, needs no entry)."""
+    origins = headers.get_all("Origin")
+    if not allowed or not origins:
+        return True
+    if len(origins) > 1:
+        return False
+    origin = origins[0]
+    return origin in allowed or _same_origin(origin, headers.get("Host"))
+
+
+def _same_origin(origin: str, host: str | None) -> bool:
+    """Whether ``origin`` (``scheme://host[:port]``) is the ``Host`` header's
+    ``host[:port]`` (a port left out is the scheme's default)."""
+    if not host:
+        return False
+    try:
+        o = urllib.parse.urlsplit(origin)
+        h = urllib.parse.urlsplit(f"{o.scheme}://{host}")
+        default = _DEFAULT_PORTS.get(o.scheme)
+        return (
+            o.scheme in _DEFAULT_PORTS
+            and bool(o.hostname)
+            and o.hostname == h.hostname
+            and (o.port or default) == (h.port or default)
+            and not (o.path or o.query or o.fragment or o.username or h.path or h.username)
+        )
+    except ValueError:
+        return False
 
 
 def _ignore(reply: ReplyRecord) -> None:

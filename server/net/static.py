@@ -17,8 +17,9 @@ revalidates and a new release is never served stale; an unchanged file costs a
 ``304``), and the same strict Content-Security-Policy: scripts, styles and the
 WebSocket from this origin only, no inline code, no ``innerHTML`` (Trusted Types), and
 framing allowed only by the ``--origins`` allowlist (anyone when there is none, as the
-WebSocket itself then admits every origin). ``/chemmy.js``, ``/state.js``, ``/i18n.js``
-and the catalogs may also be imported by an operator's page on another origin (CORS);
+WebSocket itself then admits every origin). ``/chemmy.js``, ``/state.js``, ``/i18n.js``,
+``/embed.js`` and the catalogs may also be imported by an operator's page on another
+origin (CORS);
 the rest is same-origin.
 
 The files are read once, when first asked for, into memory: a request never touches
@@ -62,9 +63,10 @@ CONTENT_TYPES: dict[str, str] = {
     ".json": "application/json",
 }
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
-#: Modules an operator's page may import from this server's origin (CORS): the client
-#: and the table's model. The page's own files stay same-origin.
-SHARED_MODULES = frozenset({"/chemmy.js", "/state.js", "/i18n.js"})
+#: Modules an operator's page may import from this server's origin (CORS): the client,
+#: the table's model and the host page's side of an iframe (``embed.js``). The page's own
+#: files stay same-origin.
+SHARED_MODULES = frozenset({"/chemmy.js", "/state.js", "/i18n.js", "/embed.js"})
 #: The one folder served besides the static folder's files: the message catalogs, one
 #: per language (``locales/en.json``, ...), which the page and the terminal client share
 #: (docs/architecture.md, "Languages"). They are shared like the modules that import them.

@@ -341,6 +341,12 @@ async def new_table(ctx: TablesContext, table: Any, options: Any) -> dict[str, A
         opts = TableOptions.from_dict(dict(options or {}))
     except (OptionsError, TypeError, ValueError) as exc:
         raise Refused("bad_options", str(exc)) from None
+    if opts.currency is not None and ctx.config.wallet == "internal":  # as at start (config)
+        raise Refused(
+            "bad_options",
+            f"a table in {opts.currency} needs the operator's money (wallet transfer or "
+            "seamless): with the internal wallet all money is play money",
+        )
     summary = await croupier.create_table(tid, opts)
     ctx.watch_table(tid)
     return summary

@@ -183,10 +183,43 @@ def public_options(o: TableOptions) -> dict[str, Any]:
     }
 
 
+#: How many of the big road's latest columns a lobby line carries (its miniature).
+LOBBY_ROAD_COLUMNS = 16
+#: How many of the shoe's last results a lobby line carries.
+LOBBY_LAST_RESULTS = 10
+
+
+def lobby_road(t: Table) -> dict[str, Any]:
+    """The current shoe's road as a lobby shows it (docs/protocol.md §6 ``tables``):
+    its counts, its last results (oldest first: the outcome and the winning total) and
+    the big road's latest columns, ``col`` counted from the first of them; the engine's
+    roads (§10), cut short, so that every player sees the same road at every table."""
+    roads = t.roads()
+    stats = roads["stats"]
+    cells = roads["big_road"]["cells"]
+    first = max(0, max((c["col"] for c in cells), default=-1) + 1 - LOBBY_ROAD_COLUMNS)
+    return {
+        "coups": stats["coups"],
+        "banker": stats["banker"],
+        "player": stats["player"],
+        "tie": stats["tie"],
+        "last": [
+            {"outcome": b["outcome"], "total": b["total"]}
+            for b in roads["bead_plate"][-LOBBY_LAST_RESULTS:]
+        ],
+        "big_road": [
+            {"col": c["col"] - first, "row": c["row"], "outcome": c["outcome"], "ties": c["ties"]}
+            for c in cells
+            if c["col"] >= first
+        ],
+    }
+
+
 def summary(t: Table) -> dict[str, Any]:
     """One lobby line: limits, seats taken, phase, and the round in play (``round_id``:
     the round being bet on, debited or dealt, which an operator may void; ``None``
-    between rounds)."""
+    between rounds); the open bet areas (the table's variant) and its road in miniature
+    (:func:`lobby_road`)."""
     o = t.options
     return {
         "table": t.table_id,
@@ -204,6 +237,8 @@ def summary(t: Table) -> dict[str, Any]:
         "round_id": t.round_id if round_in_progress(t) else None,
         "currency": o.currency,
         "decimals": o.decimals,
+        "areas": [a.value for a in o.paytable.areas()],
+        "road": lobby_road(t),
     }
 
 

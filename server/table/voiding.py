@@ -41,9 +41,15 @@ __all__ = ["round_in_progress"]
 
 
 def round_in_progress(t: Table) -> bool:
-    """Whether ``t.round_id`` names a round that has not ended: betting on it is open,
-    its wagers are being debited, or its coup is being dealt."""
-    return t.coup is not None or t.debiting is not None or t.round_open
+    """Whether ``t.round_id`` names a round being played: betting on it is open (the
+    table in BETTING: players seated, their chips going down), its wagers are being
+    debited, or its coup is being dealt. A round opened and then left (everyone stood:
+    WAITING; the shoe offered again; a pause with nothing on the felt) is not: nobody
+    plays it, and it stays the table's next round (its number is not used up), so there
+    is nothing to void (docs/operator-api.md, ``round_id``)."""
+    return (
+        t.coup is not None or t.debiting is not None or (t.round_open and t.phase is Phase.BETTING)
+    )
 
 
 def _round_key(t: Table, rid: str) -> tuple[int, int] | None:
@@ -60,6 +66,10 @@ def _round_key(t: Table, rid: str) -> tuple[int, int] | None:
 def check_void_round(t: Table, cmd: c.VoidRound) -> None:
     if cmd.round_id == t.round_id and round_in_progress(t):
         return
+    if cmd.round_id == t.round_id and t.round_open:
+        raise TableError(
+            "not_found", f"round {cmd.round_id} is not being played: nobody is betting on it"
+        )
     key = _round_key(t, cmd.round_id)
     if key is not None and key <= (t.shoe_no, t.coup_no):
         raise TableError("already_settled", f"round {cmd.round_id} is over: it cannot be voided")

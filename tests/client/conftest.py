@@ -101,22 +101,6 @@ id = "lobby"
 name = "Lobby only"
 tier = "100-10000"
 
-[[tables]]
-id = "euro"
-name = "Salon euro"
-tier = "1-100"
-currency = "EUR"
-timers = {SHORT}
-
-[[tables]]
-id = "yen"
-name = "Salon yen"
-currency = "JPY"
-min = 100
-max = 100000
-tie_max = 15000
-side_max = 15000
-timers = {SHORT}
 """
 
 

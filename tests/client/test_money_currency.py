@@ -6,9 +6,12 @@ before (two decimals, no symbol)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from client_cli.bot import Bot, format_reports, play_bots
@@ -21,6 +24,10 @@ from client_cli.money import (
     parse_money,
     set_currency,
 )
+from server.wallet.signing import signature_header
+from tests.client.conftest import SECRET, SHORT
+from tests.kit import ServerProcess
+from tests.kit.operator import KEY
 from tests.kit.timing import scaled
 
 NBSP, NNBSP = "\u00a0", "\u202f"
@@ -142,6 +149,57 @@ def test_history_in_yen() -> None:
 
 # ------------------------------------------------------------------ over a real server
 
+# Money in a currency is the operator's (issue 34 §7: a currency table needs a transfer
+# or seamless wallet): these tables' server moves it in through the transfer API.
+CURRENCY_CONFIG = f"""
+jwt_secret = "{SECRET}"
+wallet = "transfer"
+operator_key = "{KEY}"
+
+[[tables]]
+id = "euro"
+name = "Salon euro"
+tier = "1-100"
+currency = "EUR"
+timers = {SHORT}
+
+[[tables]]
+id = "yen"
+name = "Salon yen"
+currency = "JPY"
+min = 100
+max = 100000
+tie_max = 15000
+side_max = 15000
+timers = {SHORT}
+"""
+
+
+@pytest.fixture(scope="module")
+def currency_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = ServerProcess(
+        tmp_path_factory.mktemp("currency-server"), CURRENCY_CONFIG, "--log-level", "warning"
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def transfer_in(server: ServerProcess, player: str, amount: int, currency: str) -> None:
+    """The operator moves ``amount`` of ``currency`` to ``player`` (docs/wallet.md §2)."""
+    path = "/operator/v1/transfers/deposit"
+    body = {"transaction_id": f"{player}-in", "player": player, "amount": amount}
+    raw = json.dumps({**body, "currency": currency}).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "Idempotency-Key": uuid.uuid4().hex,
+        "Chemmy-Signature": signature_header(KEY.encode(), time.time(), "POST", path, raw),
+    }
+    answer = httpx.post(f"http://127.0.0.1:{server.port}{path}", content=raw, headers=headers)
+    assert answer.status_code == 200, answer.text
+
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
@@ -152,38 +210,44 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 @pytest.fixture
 def as_player(
     monkeypatch: pytest.MonkeyPatch, make_token: Callable[..., str], chemmy_server: Any
-) -> Callable[[str, str | None], str]:
-    def use(player: str, currency: str | None) -> str:
+) -> Callable[..., str]:
+    def use(player: str, currency: str | None, server: Any = chemmy_server) -> str:
         tok = make_token(player, player.capitalize(), currency=currency)
         monkeypatch.setenv("CHEMMY_TOKEN", tok)
-        monkeypatch.setenv("CHEMMY_URL", chemmy_server.url)
+        monkeypatch.setenv("CHEMMY_URL", server.url)
         return tok
 
     return use
 
 
 def test_a_euro_player_sees_euros_and_euro_tables(
-    as_player: Callable[[str, str | None], str], capsys: pytest.CaptureFixture[str]
+    as_player: Callable[..., str],
+    capsys: pytest.CaptureFixture[str],
+    currency_server: ServerProcess,
 ) -> None:
-    as_player("cur-eve", "EUR")
+    transfer_in(currency_server, "cur-eve", 100_000, "EUR")
+    as_player("cur-eve", "EUR", currency_server)
     code, out, err = run(capsys, "tables")
     assert code == 0, err
     assert "Salon euro" in out and "€1.00-€100.00" in out and "€15.00" in out
-    assert "Salon yen" not in out and "TUI round" not in out
+    assert "Salon yen" not in out
     code, out, err = run(capsys, "balance")
     assert code == 0 and "Balance €1,000.00" in out, (out, err)
     code, out, err = run(capsys, "deposit", "12.50", "--key", "eve-1")
-    assert code == 0 and "Deposited €12.50: balance €1,012.50" in out, (out, err)
+    assert code != 0 and "deposits_closed" in err, (out, err)  # the operator's site's
 
 
 def test_a_yen_player_types_and_sees_no_decimals(
-    as_player: Callable[[str, str | None], str], capsys: pytest.CaptureFixture[str]
+    as_player: Callable[..., str],
+    capsys: pytest.CaptureFixture[str],
+    currency_server: ServerProcess,
 ) -> None:
-    as_player("cur-ken", "JPY")
+    transfer_in(currency_server, "cur-ken", 101_000, "JPY")
+    as_player("cur-ken", "JPY", currency_server)
     code, out, err = run(capsys, "tables")
     assert code == 0 and "¥100-¥100,000" in out and "Salon euro" not in out, (out, err)
-    code, out, err = run(capsys, "deposit", "1000", "--key", "ken-1")
-    assert code == 0 and "Deposited ¥1,000: balance ¥101,000" in out, (out, err)
+    code, out, err = run(capsys, "balance")
+    assert code == 0 and "Balance ¥101,000" in out, (out, err)
     code, out, err = run(capsys, "deposit", "12.50", "--key", "ken-2")
     assert code != 0 and "no decimals in JPY" in err, (out, err)
     code, out, err = run(capsys, "balance", "--json")
@@ -191,19 +255,21 @@ def test_a_yen_player_types_and_sees_no_decimals(
 
 
 def test_a_play_money_player_sees_what_they_always_saw(
-    as_player: Callable[[str, str | None], str], capsys: pytest.CaptureFixture[str]
+    as_player: Callable[..., str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     as_player("cur-ann", None)
     code, out, err = run(capsys, "tables")
-    assert code == 0 and "1.00-100.00" in out and "€" not in out and "Salon euro" not in out
+    assert code == 0 and "1.00-100.00" in out and "€" not in out and "¥" not in out
     code, out, err = run(capsys, "balance")
     assert "Balance 1,000.00" in out, (out, err)
 
 
 @pytest.mark.slow
 async def test_a_bots_unit_is_read_in_its_currency(
-    chemmy_server: Any, make_token: Callable[..., str]
+    currency_server: ServerProcess, make_token: Callable[..., str]
 ) -> None:
+    chemmy_server = currency_server
+    transfer_in(currency_server, "cur-yenbot", 100_000, "JPY")
     bot = Bot(
         url=chemmy_server.url,
         table="yen",

@@ -50,3 +50,46 @@ def test_settlement_from_your_side() -> None:
     assert say.settled(result, 0) == "Banker wins 7 to 5 — Your bets push"
     assert say.settled(result, None) == "Banker wins 7 to 5"
     assert say.settled(None, None) == "Settled"
+
+
+def test_counts_take_the_languages_plural_forms_from_cldr() -> None:
+    """Issue 34 §3: a count's words follow CLDR's plural rules (Babel), as the page's
+    follow Intl.PluralRules: "1 card burned", not "1 cards burned"; in French 0 and 1
+    are singular; a session's minutes and a shoe's coups alike."""
+    from client_cli.i18n import plural_category, set_language
+
+    try:
+        assert say.burned("Td", 1) == "Burn card 10♦: 1 card burned"
+        assert say.burned("Td", 3) == "Burn card 10♦: 3 cards burned"
+        assert say.shoe_ended(4, 1) == "Shoe 4 is over: its seed is revealed (1 coup)"
+        assert say.limits_text({"limits": {}, "session": {"seconds": 60}}).endswith(
+            "This session: 1 minute of play."
+        )
+        assert say.limit_amount("session", 1) == "1 minute"
+        set_language("fr")
+        assert (plural_category(0), plural_category(1), plural_category(2)) == ("one",) * 2 + (
+            "other",
+        )
+        assert say.burned("Td", 0) == "Carte brûlée 10♦ : 0 carte brûlée"
+        assert say.burned("Td", 2) == "Carte brûlée 10♦ : 2 cartes brûlées"
+        set_language("de")
+        assert say.shoe_ended(4, 1).endswith("(1 Coup)")
+        assert say.limit_amount("session", 2) == "2 Minuten"
+    finally:
+        set_language("en")
+
+
+def test_a_net_of_zero_is_a_push_only_when_every_bet_pushed() -> None:
+    """Issue 34 §3: two bets won and two lost for a net of zero break even; "Your bets
+    push" is for bets that all pushed (a tie's Player and Banker)."""
+    result = {"outcome": "banker", "banker_total": 7, "player_total": 5}
+    assert say.settled(result, 0, ["win", "lose", "win", "lose"]) == (
+        "Banker wins 7 to 5 — You break even"
+    )
+    tie = {"outcome": "tie", "banker_total": 6, "player_total": 6}
+    assert say.settled(tie, 0, ["push", "push"]) == "Tie 6 to 6 — Your bets push"
+
+
+def test_your_own_reveal_is_yours() -> None:
+    assert say.contribution_revealed("you", mine=True) == "You revealed your randomness"
+    assert say.contribution_revealed("Ann") == "Ann revealed their randomness"

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed
 
 from server.net.auth import make_token
 from server.net.server import ChemmyServer
@@ -447,17 +447,31 @@ async def test_a_flood_of_garbage_is_rate_limited_too(net: Any, server: ChemmySe
     assert codes.count("rate_limited") >= 200  # then refused, then cut off
 
 
-async def test_wrong_origin_is_refused_at_the_handshake(net: Any) -> None:
+async def test_wrong_origin_is_closed_with_4003_before_anything_is_read(net: Any) -> None:
+    """docs/protocol.md §2: a browser from an origin not in ``--origins`` is closed at
+    once with 4003 ``origin_not_allowed`` (a page can read a close code, not a 403), its
+    hello never answered; the server's own origin (the ``Host`` it was asked for) needs
+    no entry; no Origin (the CLI, bots) is admitted."""
     server = await net.start(origins=("https://good.example",))
     url = f"ws://127.0.0.1:{server.port}/"
-    with pytest.raises(InvalidStatus) as info:
+    for origin in ("https://evil.example", f"http://localhost:{server.port}", "null"):
         async with connect(
-            url, origin="https://evil.example", subprotocols=["chemmy.v1.json"], proxy=None
-        ):
-            pass
-    assert info.value.response.status_code == 403
+            url,
+            origin=origin,
+            subprotocols=["chemmy.v1.json"],
+            proxy=None,  # type: ignore[arg-type, list-item]
+        ) as ws:
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(json.dumps({"type": "hello", "id": "h", "guest": True}))
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.recv()
+        assert closed.value.rcvd is not None, origin
+        assert closed.value.rcvd.code == 4003, origin
+        assert closed.value.rcvd.reason.startswith("origin_not_allowed: "), origin
     good = await net.connect(server, "json", origin="https://good.example")
     await good.hello(guest=True)
+    own = await net.connect(server, "json", origin=f"http://127.0.0.1:{server.port}")
+    await own.hello(guest=True)
     cli = await net.connect(server, "msgpack")  # no Origin: not a browser (the CLI, bots)
     await cli.hello(guest=True)
 

@@ -121,7 +121,7 @@ def test_toml_tables(tmp_path: Path) -> None:
         currency = "JPY"
         """,
     )
-    config = load_config(["--config", path], {})
+    config = load_config(["--config", path, "--wallet", "transfer"], {})
     assert len(config.tables) == 3
     first, second, yen = config.tables
     assert yen["currency"] == "JPY" and "currency" not in first
@@ -182,6 +182,13 @@ def test_toml_tables(tmp_path: Path) -> None:
         ([], {}, "[[tables]]\nid = 'a'\ncurrency = 'euro'", ["(a)", "currency", "ISO 4217"]),
         ([], {}, "[[tables]]\nid = 'a'\ncurrency = 'XYZ'", ["currency", "ISO 4217"]),
         ([], {}, "origins = [1]", ["origins", "list of strings"]),
+        # Issue 34 §7: a currency table with Chemmy's own play money is refused at start.
+        (
+            [],
+            {},
+            "[[tables]]\nid = 'yen'\ncurrency = 'JPY'",
+            ["'yen' is in JPY", "internal wallet", "play money", "transfer or seamless"],
+        ),
     ],
 )
 def test_bad_values(

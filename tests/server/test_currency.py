@@ -10,11 +10,17 @@ play money), a player in theirs (their token's ``currency``; a guest, play money
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from server.net.auth import make_token
 from server.net.server import ChemmyServer
-from tests.kit import SECRET, Client, table_def
+from tests.kit import SECRET, Client, ServerProcess, scaled, table_def
+from tests.kit.launch import ROOT
 
 TABLES = (
     table_def("play"),
@@ -35,7 +41,7 @@ async def lobby(client: Client) -> dict[str, dict[str, Any]]:
 
 
 async def test_hello_tells_the_currency_and_its_decimals(net: Any) -> None:
-    server = await net.start(tables=TABLES)
+    server = await net.start(tables=TABLES, wallet="transfer")
     for code, decimals in (("EUR", 2), ("JPY", 0), ("KWD", 3)):
         client = await player(net, server, f"p-{code.lower()}", currency=code)
         assert client.hello_reply is not None
@@ -48,7 +54,7 @@ async def test_hello_tells_the_currency_and_its_decimals(net: Any) -> None:
 
 
 async def test_the_lobby_shows_only_the_players_currency(net: Any) -> None:
-    server = await net.start(tables=TABLES)
+    server = await net.start(tables=TABLES, wallet="transfer")
     eve = await player(net, server, "eve", currency="EUR")
     ken = await player(net, server, "ken", currency="JPY")
     ann = await player(net, server, "ann")
@@ -67,7 +73,7 @@ async def test_the_lobby_shows_only_the_players_currency(net: Any) -> None:
 
 
 async def test_join_and_sit_elsewhere_are_refused_wrong_currency(net: Any) -> None:
-    server = await net.start(tables=TABLES)
+    server = await net.start(tables=TABLES, wallet="transfer")
     eve = await player(net, server, "eve", currency="EUR")
     ann = await player(net, server, "ann")
     guest = await net.guest(server, "json")
@@ -91,7 +97,9 @@ async def test_join_and_sit_elsewhere_are_refused_wrong_currency(net: Any) -> No
 
 
 async def test_operators_create_tables_in_a_currency(net: Any) -> None:
-    server = await net.start(tables=TABLES, rate_limit=10_000.0, rate_burst=10_000)
+    server = await net.start(
+        tables=TABLES, wallet="transfer", rate_limit=10_000.0, rate_burst=10_000
+    )
     op = await player(net, server, "root", roles=("operator",))
     ken = await player(net, server, "ken", currency="JPY")
     reply = await op.refused(
@@ -103,3 +111,23 @@ async def test_operators_create_tables_in_a_currency(net: Any) -> None:
     assert set(await lobby(ken)) == {"yen", "yen2"}
     assert "yen2" not in await lobby(op)  # the operator plays with play money
     await ken.join("yen2")
+
+
+@pytest.mark.slow
+def test_a_currency_table_on_play_money_stops_the_server_at_start(tmp_path: Path) -> None:
+    """Issue 34 §7: with the default internal wallet, EUR/JPY/KWD tables handed out play
+    money in euros and offered Deposit. chemmy-server now refuses to start with such a
+    table, saying why in one line; with the operator's money it starts."""
+    config = tmp_path / "chemmy.toml"
+    config.write_text(f'jwt_secret = "{SECRET}"\n\n[[tables]]\nid = "euro"\ncurrency = "EUR"\n')
+    command = [sys.executable, "-m", "server.net.main", "--host", "127.0.0.1", "--port", "0"]
+    command += ["--db", str(tmp_path / "chemmy.sqlite3"), "--config", str(config)]
+    run = subprocess.run(
+        command, capture_output=True, text=True, timeout=scaled(60), cwd=ROOT, check=False
+    )
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1, run.stderr
+    assert lines[0].startswith("chemmy-server: error: table 'euro' is in EUR"), lines
+    assert "internal wallet" in lines[0] and "wallet transfer or seamless" in lines[0], lines
+    with ServerProcess(tmp_path / "ok", config.read_text(), "--wallet", "transfer") as server:
+        assert server.port > 0  # the operator's money: it serves

@@ -683,6 +683,7 @@ async def play(net: Any) -> Recorder:
 
     # -- between coups: the cashier, records, chat, errors ----------------------------
     await spec.call("roads", table=t)  # with the odds of the next coup
+    await spec.call("tables")  # a lobby line with the shoe's road in miniature
     await alice.call("history", limit=1)
     await alice.refused("bad_limit", "history", limit=0)
     await alice.call("balance")
@@ -809,9 +810,11 @@ async def play(net: Any) -> Recorder:
     eve = await run.player("eve", "Eve", currency="EUR")
     await eve.refused("wrong_currency", "join", table=t)
     await eve.refused("wrong_currency", "sit", table=t)
-    await alice.call("create_table", table="euro", options={"name": "Salon €", "currency": "EUR"})
+    # A currency table needs the operator's money: not with the internal wallet.
+    await alice.refused(
+        "bad_options", "create_table", table="euro", options={"name": "Salon €", "currency": "EUR"}
+    )
     await eve.call("tables")
-    await alice.call("close_table", table="euro")
     await alice.join(quick)
     dee = await run.player("dee", "Dee")
     await dee.join(quick)

@@ -30,7 +30,9 @@ LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut":
 
 @pytest.fixture
 async def server(net: Any) -> ChemmyServer:
-    return await net.start(operator_key=KEY, tables=(table_def("t1", timers=LONG),), **FAST)
+    return await net.start(
+        operator_key=KEY, wallet="transfer", tables=(table_def("t1", timers=LONG),), **FAST
+    )
 
 
 @pytest.fixture
@@ -78,15 +80,20 @@ async def test_a_closed_eur_tables_rounds_are_still_reported_in_eur(
     )
     assert made.status_code == 200, made.text
     assert made.json()["table"]["currency"] == "EUR"
+    # Euros are the operator's money (a transfer wallet: issue 34 §7); the play-money
+    # round of t1 is a record as settlement writes it (nobody has play money here).
+    funded = await calls.post(
+        "/operator/v1/transfers/deposit",
+        {"transaction_id": "eve-1", "player": "eve", "amount": 100_000, "currency": "EUR"},
+    )
+    assert funded.status_code == 200, funded.text
     eve = await net.player(server, "eve", currency="EUR")
-    ann = await net.player(server, "ann")
     await eve.join("eu")
     await eve.call("sit", table="eu")
-    await ann.join("t1")
-    await ann.call("sit", table="t1")
     euro = Game("eu", {"eve": eve}, eve)
     played = await euro.play_coup({"eve": {"banker": 500}})
-    plain = await Game("t1", {"ann": ann}, ann).play_coup({"ann": {"player": 300}})
+    plain = {**fake_round(3, T0 + 3, "t1", ("ann",)), "currency": None}
+    await server.store.commit(records=[plain])
     # A second EUR round, voided during its betting: the void's record names it too.
     opened = await euro.to_betting()
     voided = opened["data"]["round_id"]
@@ -94,7 +101,7 @@ async def test_a_closed_eur_tables_rounds_are_still_reported_in_eur(
     answer = await calls.void(voided, "a dispute at the table")
     assert answer.status_code == 200, answer.text
     await eve.wait_event("voided", table="eu")
-    for rid, currency in ((played.round_id, "EUR"), (voided, "EUR"), (plain.round_id, None)):
+    for rid, currency in ((played.round_id, "EUR"), (voided, "EUR"), (plain["round_id"], None)):
         record = await server.store.round_record(rid)
         assert record is not None and record["currency"] == currency, (rid, record)
     history = (await eve.call("history"))["rounds"]
@@ -134,7 +141,7 @@ async def test_a_closed_eur_tables_rounds_are_still_reported_in_eur(
     assert by_round == {
         played.round_id: "EUR",
         voided: "EUR",
-        plain.round_id: "",
+        plain["round_id"]: "",
         old["round_id"]: "",
     }
     report = await reads.json(f"/operator/v1/rounds/{played.round_id}")

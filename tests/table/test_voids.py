@@ -232,20 +232,42 @@ def test_pause_stops_the_next_coup_and_resume_starts_it() -> None:
     h.refuse(c.Resume(player="alice"), "not_allowed")
 
 
-def test_a_pause_with_nothing_on_the_felt_is_at_once_and_a_void_of_the_open_round_too() -> None:
+def test_a_pause_with_nothing_on_the_felt_is_at_once_and_leaves_no_round_to_void() -> None:
     h = _harness()
     rid = h.table.round_id
     evs = h.do(c.Pause())
     assert h.one("paused", evs).data == {"coup_finishes": False}
     assert h.phase is Phase.PAUSED
-    # The round that was open is still the table's current round: it may be voided.
-    evs = _void(h)
-    assert h.one("voided", evs).data["refunded"] == {}
-    assert h.phase is Phase.PAUSED
+    # Nobody plays the round that was open: nothing to void (no record without wagers),
+    # and the lobby line names no round in play; it opens again on resume, same number.
+    assert summary(h.table)["round_id"] is None
+    h.refuse(c.VoidRound(round_id=rid, reason="nothing here"), "not_found")
     h.do(c.Resume())
-    assert h.phase is Phase.BETTING and h.table.round_id != rid
+    assert h.phase is Phase.BETTING and h.table.round_id == rid
     h.play_coup({"alice": {"banker": 100}})
     _drain(h)
+    assert not any(r.get("void") for r in h.records if r["kind"] == "round")
+    _audit(h)
+
+
+def test_an_empty_table_waiting_for_players_has_no_round_to_void() -> None:
+    """Everyone stood during betting (issue 34 §6): the table waits for players, its
+    lobby line (the back office's) names no round, and a void of the round that was
+    open is refused and writes nothing; the next player to sit bets on that round."""
+    h = _harness()
+    rid = h.table.round_id
+    assert summary(h.table)["round_id"] == rid  # betting open, players seated
+    h.do(c.Stand(player="alice"))
+    h.do(c.Stand(player="bob"))
+    assert h.phase is Phase.WAITING and summary(h.table)["round_id"] is None
+    h.refuse(c.VoidRound(round_id=rid, reason="empty table"), "not_found")
+    _drain(h)
+    assert not [r for r in h.records if r["kind"] == "round"]
+    h.sit("alice", 1)
+    if h.table.offer is not None:
+        h.take_shoe("alice")
+    assert h.phase is Phase.BETTING and h.table.round_id == rid
+    assert summary(h.table)["round_id"] == rid
     _audit(h)
 
 

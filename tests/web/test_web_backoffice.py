@@ -259,9 +259,12 @@ def test_the_controls_show_the_servers_answer(
 ) -> None:
     page = office(f"{server.http}/operator/#token={OPERATOR}")
     row = page.locator("#tables-list tr[data-table='bo-2']")
-    for action in ("pause", "resume"):
+    # Offered only as the table's state allows (issue 34 §6): Resume on a table that is
+    # not paused is off, and so is Pause on a paused one.
+    expect(row.locator("button[data-action='resume']")).to_be_disabled()
+    for action, other in (("pause", "resume"), ("resume", "pause")):
         button = row.locator(f"button[data-action='{action}']")
-        expect(button).to_be_visible()
+        expect(button).to_be_enabled()
         with page.expect_response(re.compile(rf"/operator/v1/tables/bo-2/{action}$")) as got:
             button.click()
         response = got.value
@@ -270,6 +273,8 @@ def test_the_controls_show_the_servers_answer(
         assert response.ok, response.body()
         done = "paused" if action == "pause" else "resumed"
         expect(page.locator("#table-answer")).to_contain_text(f"Table bo-2 {done}")
+        expect(button).to_be_disabled()
+        expect(row.locator(f"button[data-action='{other}']")).to_be_enabled()
     # Close asks first; dismissed, nothing is sent.
     sent: list[str] = []
     page.on("request", lambda r: sent.append(r.url) if r.method == "POST" else None)
@@ -278,22 +283,19 @@ def test_the_controls_show_the_servers_answer(
     page.wait_for_timeout(300)
     assert sent == []
 
-    # Void: the round found, a reason asked for, then the server's answer.
+    # A settled round's replay offers no void (the server would refuse it, 409: issue
+    # 34 §6), and says why; nothing is sent.
     page.locator("#rounds-form input[name='round_id']").fill(played["round_id"])
     page.click("#rounds-search")
     page.locator(f"#rounds-list tr[data-round='{played['round_id']}'] .replay-open").click()
-    page.click("#void-round")
-    expect(page.locator("#void-answer")).to_have_text("Give a reason for the void")
-    page.fill("#void-reason", "the shoe cannot be dealt")
-    with page.expect_response(re.compile(r"/void$")) as got:
-        page.click("#void-round")
-    response = got.value
-    assert response.request.post_data_json == {"reason": "the shoe cannot be dealt"}
-    # A settled round cannot be voided: the server's refusal, as it worded it.
-    assert response.status == 409, response.body()
-    expect(page.locator("#void-answer")).to_have_text(
-        refusal_text(response.status, response.body())
+    expect(page.locator("#replay")).to_be_visible()
+    expect(page.locator("#void-round")).to_be_hidden()
+    expect(page.locator("#void-settled")).to_have_text(
+        "This round is over (settled or voided): only a round in play may be voided. "
+        "A settled round is corrected with a transfer."
     )
+    page.wait_for_timeout(300)
+    assert [u for u in sent if u.endswith("/void")] == []
     keep(page, tmp_path, artifacts, "backoffice-controls")
 
 

@@ -175,7 +175,7 @@ def test_verify_the_last_shoe_in_the_history_dialog(
     bea.click("#btn-history")
     bea.click("#btn-verify")
     expect(bea.page.locator("#verify-status")).to_contain_text(
-        "Shoe 1 verifies: its seed matches the commitment, 1 players' randomness matches theirs"
+        "Shoe 1 verifies: its seed matches the commitment, 1 player's randomness matches theirs"
     )
 
 

@@ -3,6 +3,9 @@
 style currency), the lobby lists only that currency's tables, and play money looks as
 it always did (two decimals, no symbol).
 
+Money in a currency is the operator's (a transfer wallet: issue 34 §7), moved in before
+each player comes.
+
 - A EUR player: the balance ``€1,000.00``, the lobby's one euro table with its limits in
   euros, the table's plaque and chips in euros; in French ``1 000,00 €``.
 - A JPY player: no decimals anywhere (``¥100,000``, ``¥100`` to ``¥100,000``).
@@ -16,7 +19,17 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
-from web_helpers import RELAXED, ServerProcess, TablePage, server_config
+from web_helpers import (
+    RELAXED,
+    SECRET,
+    TRANSFER,
+    ServerProcess,
+    TablePage,
+    server_config,
+    transfer_in,
+)
+
+from server.net.auth import make_token
 
 pytestmark = pytest.mark.slow  # a server subprocess and a browser: seconds each
 
@@ -35,12 +48,14 @@ TABLES = [
         "side_max": 15_000,
         "timers": RELAXED,
     },
+    {"id": "web-kwd", "name": "Salon dinar", "tier": "1-100", "currency": "KWD", "timers": RELAXED},
 ]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    s = ServerProcess(tmp_path_factory.mktemp("web-currency"), server_config(TABLES)).start()
+    config = TRANSFER + server_config(TABLES)
+    s = ServerProcess(tmp_path_factory.mktemp("web-currency"), config).start()
     yield s
     s.stop()
 
@@ -56,6 +71,7 @@ def lobby_cards(page: Page) -> list[str]:
 
 
 def test_a_euro_player_sees_euros(server: ServerProcess, open_page: Callable[..., Page]) -> None:
+    transfer_in(server, "web-eve", 100_000, "EUR")
     tp = TablePage(open_page(), "eve").open(server, "web-eve", "Eve", currency="EUR")
     expect(tp.page.locator("#balance")).to_have_text("€1,000.00")
     assert lobby_cards(tp.page) == ["web-eur"]  # only the euro tables
@@ -78,6 +94,7 @@ def test_a_euro_player_sees_euros(server: ServerProcess, open_page: Callable[...
 def test_in_french_the_euros_come_after(
     server: ServerProcess, open_page: Callable[..., Page]
 ) -> None:
+    transfer_in(server, "web-eva", 100_000, "EUR")
     tp = TablePage(open_page(), "eva").open(
         server, "web-eva", "Eva", "web-eur", currency="EUR", lang="fr"
     )
@@ -88,6 +105,7 @@ def test_in_french_the_euros_come_after(
 def test_a_yen_player_sees_no_decimals(
     server: ServerProcess, open_page: Callable[..., Page]
 ) -> None:
+    transfer_in(server, "web-ken", 100_000, "JPY")
     tp = TablePage(open_page(), "ken").open(server, "web-ken", "Ken", currency="JPY")
     expect(tp.page.locator("#balance")).to_have_text("¥100,000")
     assert lobby_cards(tp.page) == ["web-jpy"]
@@ -110,7 +128,7 @@ def test_a_play_money_player_sees_what_they_always_saw(
     server: ServerProcess, open_page: Callable[..., Page]
 ) -> None:
     tp = TablePage(open_page(), "ann").open(server, "web-ann", "Ann")
-    expect(tp.page.locator("#balance")).to_have_text("1,000.00")
+    expect(tp.page.locator("#balance")).to_have_text("0.00")  # no welcome money here
     assert lobby_cards(tp.page) == ["web-play"]
     expect(tp.page.locator("#tables .table-card .table-limits")).to_have_text(f"1.00{DASH}100.00")
 
@@ -147,3 +165,31 @@ def test_the_pages_money_in_three_currencies(
     assert result["play"]["shown"] == ["12.34", "0.05", "-1,000.00"]
     assert result["play"]["read"] == [None, 1250, 100000, 1200]
     assert result["unknown"] == {"currency": None, "decimals": 2}
+
+
+def test_a_german_dinar_player_never_sees_english_amounts(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    """Issue 34 §3: a German KWD player saw "KWD 100.000" (the browser's English, where
+    "." is the decimal point) beside a lobby in "100,000 KWD": a German reader reads a
+    thousand times the amount. Every amount, from the first one drawn, is German."""
+    transfer_in(server, "web-dieter", 100_000, "KWD")
+    page = open_page(locale="en-US")
+    page.add_init_script(
+        """window.__balances = [];
+        addEventListener("DOMContentLoaded", () => {
+          const el = document.querySelector("#balance");
+          new MutationObserver(() => window.__balances.push(el.textContent)).observe(
+            el, { childList: true, characterData: true, subtree: true });
+        });"""
+    )
+    token = make_token(SECRET, "web-dieter", "Dieter", ttl=3600, currency="KWD", language="de")
+    page.goto(f"{server.http}/?token={token}")
+    german = f"100,000{NBSP}KWD"
+    expect(page.locator("#balance")).to_have_text(german)
+    expect(page.locator("#tables .table-card .table-limits")).to_have_text(
+        f"0,100{NBSP}KWD{DASH}10,000{NBSP}KWD"
+    )
+    page.wait_for_timeout(300)
+    shown = page.evaluate("window.__balances")
+    assert set(shown) <= {german, DASH}, shown  # never "KWD 100.000"

@@ -143,7 +143,7 @@ def test_a_token_from_another_origin_is_ignored(
     page.wait_for_timeout(ms(0.5))
     expect(table.locator("#message")).to_have_text("Waiting for the host page…")
     expect(table.locator("#who")).to_have_text("")
-    assert page.evaluate("received.map((m) => m.type)") == ["chemmy:ready"]
+    assert set(page.evaluate("received.map((m) => m.type)")) == {"chemmy:ready"}  # said again
 
 
 MODULE_PAGE = """<!doctype html>

@@ -145,9 +145,12 @@ def test_the_token_says_french(server: ServerProcess, open_page: Callable[..., P
     expect(page.locator("#message")).to_have_text(
         "Refusé : Au-dessus du maximum sur Égalité (15,00)", timeout=10_000
     )
-    # A refusal the page does not word itself: the catalog's text for its code.
+    # A click that arrives after the table moved on: "too late", and where it is now
+    # (issue 34 §3: not "Refusé : Trop tard : pas maintenant").
     page.evaluate("chemmyPage.cmd('accept_shoe')")
-    expect(page.locator("#message")).to_contain_text("Refusé : Trop tard : ")
+    expect(page.locator("#message")).to_have_text(
+        "Trop tard — la table est passée à la suite (Faites vos jeux)"
+    )
     expect(page.locator("#chips .chip[data-index='0']")).to_have_text("1")  # not "1,00"
 
 
@@ -204,3 +207,138 @@ def test_state_js_follows_the_language(
         ["1,234.56", "Tie", "Banker wins 7 to 5"],
         ["1.234,56", "Unentschieden", "Bank gewinnt 7 zu 5", 123450],
     ]
+
+
+# ---------------------------------------------------------------------------- issue 34 §3
+
+# Every text the message display and the Available show, from the page's first script on
+# (a screen that showed English for a moment showed English).
+DISPLAY_SPY = """
+window.__shown = { message: [], balance: [] };
+addEventListener("DOMContentLoaded", () => {
+  for (const [key, sel] of [["message", "#message"], ["balance", "#balance"]]) {
+    const el = document.querySelector(sel);
+    const seen = () => { if (el.textContent && el.textContent !== window.__shown[key].at(-1)) window.__shown[key].push(el.textContent); };
+    new MutationObserver(seen).observe(el, { childList: true, characterData: true, subtree: true });
+  }
+});
+"""
+
+
+def catalog(lang: str) -> dict[str, str]:
+    import json
+
+    return dict(json.loads((STATIC / "locales" / f"{lang}.json").read_text(encoding="utf-8")))
+
+
+def test_the_tokens_language_from_the_first_frame(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    """Issue 34 §3: "Connected as Marie" came in English on a French page, every time,
+    and the bottom bar's money in the browser's way: the token's language is now loaded
+    before anything is drawn."""
+    page = open_page(locale="en-US")
+    page.add_init_script(DISPLAY_SPY)
+    token = make_token(SECRET, "web-marie2", "Marie", ttl=3600, language="fr")
+    page.goto(f"{server.http}/?token={token}")
+    expect(page.locator("#lobby h1")).to_have_text("Choisissez votre table")
+    expect(page.locator("#balance")).to_have_text(f"1{NNBSP}000,00")
+    shown = page.evaluate("window.__shown")
+    assert not [m for m in shown["message"] if m.startswith("Connected as")], shown["message"]
+    assert "Connecté en tant que Marie" in shown["message"], shown["message"]
+    french = f"1{NNBSP}000,00"
+    assert french in shown["balance"], shown["balance"]
+    assert set(shown["balance"]) <= {french, "\u2013"}, shown["balance"]  # never "1,000.00"
+
+
+def test_counts_and_phrases_follow_the_languages_plural_rules(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    """Issue 34 §3: the page's sentences with a count take CLDR's plural forms
+    (Intl.PluralRules): not "1 cards burned face down", "1 players' randomness", "You
+    have played for 1 minutes"; your own reveal is yours; a net of zero from bets won
+    and lost breaks even (a push is every bet pushed)."""
+    page = open_page(f"{server.http}/?guest=1")
+    got = page.evaluate(
+        """async () => {
+          const i18n = await import('/i18n.js');
+          const m = await import('/state.js');
+          const d = await import('/dialogs.js');
+          const notes = (s, kind, data) => s.apply(kind, data).map((n) => n.text);
+          const run = () => {
+            const s = new m.TableState('me');
+            s.load({ table: 'x', phase: 'betting', seats: [{ seat: 1, player: 'me', name: 'Me' }], you: { player: 'me', actions: {} } });
+            const out = {};
+            out.burned1 = notes(s, 'burned', { card: 'Td', count: 1 })[0];
+            out.burned3 = notes(s, 'burned', { card: 'Td', count: 3 })[0];
+            out.ended1 = notes(s, 'shoe_ended', { shoe_no: 4, coups: [{}] })[0];
+            out.mine = notes(s, 'contribution_revealed', { player: 'me', value: 'ab' })[0];
+            out.randomness1 = i18n.t('page.shoe.randomness', { count: 1 });
+            out.minute = d.realityText({ session_seconds: 61 });
+            out.second = d.realityText({ session_seconds: 1 });
+            s.apply('betting_closed', { round_id: 'x-1-1', bets: { me: { banker: 100, player: 100 } } });
+            s.apply('result', { outcome: 'banker', banker_total: 7, player_total: 5 });
+            out.even = notes(s, 'settled', { net: 0, payouts: [
+              { player: 'me', area: 'banker', outcome: 'win' }, { player: 'me', area: 'player', outcome: 'lose' }] })[0];
+            return out;
+          };
+          const en = run();
+          await i18n.setLanguage('fr');
+          const fr = run();
+          await i18n.setLanguage('en');
+          return { en, fr };
+        }"""
+    )
+    en, fr = got["en"], got["fr"]
+    assert en["burned1"] == "Burn card 10♦: 1 card burned face down"
+    assert en["burned3"] == "Burn card 10♦: 3 cards burned face down"
+    assert en["ended1"].endswith("(1 coup)")
+    assert en["mine"] == "You revealed your randomness"
+    assert en["randomness1"] == "1 player's randomness in this shoe"
+    assert en["minute"] == "You have played for 1 minute."
+    assert en["second"] == "You have played for 1 second."
+    assert en["even"] == "Banker wins 7 to 5 — You break even"
+    assert fr["burned1"] == "Carte brûlée 10♦ : 1 carte brûlée face cachée"
+    assert fr["ended1"].endswith("(1 coup)")
+    assert fr["mine"] == "Vous avez révélé votre aléa"
+    assert fr["minute"] == "Vous jouez depuis 1 minute."
+
+
+def test_french_roads_and_ask_buttons_and_a_language_chosen_at_once(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    """Issue 34 §3 and §7: a French page's roads write Joueur, Banque, Égalité as J, B, É
+    (as its stats line) and its "ask" buttons "B ?" and "J ?"; the result is said once
+    in the log; after Options → Deutsch the message display speaks German at once (it
+    stayed French until the next event)."""
+    page = open_page()
+    token = make_token(SECRET, "web-jules", "Jules", ttl=3600, language="fr")
+    page.goto(f"{server.http}/?token={token}&table=web-de")
+    page.locator("#table").wait_for(state="visible")
+    tp = TablePage(page, "jules")
+    holder_ready(tp, 2)
+    tp.bet("banker")
+    round_id = tp.round_id()
+    tp.click("#act-done")
+    tp.toss_until_settled(round_id)
+    outcome = tp.state("s.lastResult.outcome")
+    letter = {"banker": "B", "player": "J", "tie": "É"}[outcome]
+    expect(page.locator("#road-bead .bead").first).to_have_text(letter)
+    expect(page.locator("#road-ask .ask")).to_have_count(2)
+    expect(page.locator("#road-ask .ask.banker")).to_contain_text("B ?")
+    expect(page.locator("#road-ask .ask.player")).to_contain_text("J ?")
+    # The coup's result is in the log once (it came three times: result, settled and
+    # the next coup's betting).
+    result = tp.state("s.resultLine").split(" — ")[0]
+    logged = page.locator("#log li").all_inner_texts()
+    assert sum(result in line for line in logged) == 1, logged
+    # Options → Deutsch: the display in German at once.
+    before = tp.text("#message")
+    page.click("#btn-options")
+    page.select_option("#options-form select[name='language']", "de")
+    page.keyboard.press("Escape")
+    phase = tp.state("s.phase")
+    de = catalog("de")
+    wanted = de.get(f"phase_sentence.{phase}") or tp.state("s.resultLine")
+    expect(page.locator("#message")).to_have_text(wanted)
+    assert tp.text("#message") != before

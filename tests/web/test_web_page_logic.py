@@ -108,7 +108,7 @@ def test_money_refusals_and_words(server: ServerProcess, open_page: Callable[...
     # A command the table no longer takes (what a late click sends): one "Too late".
     page.evaluate("chemmyPage.cmd('cut', {position: 100})")
     expect(message).to_have_attribute("data-code", "wrong_phase")
-    expect(message).to_have_text("Refused: Too late: the table is in betting")
+    expect(message).to_have_text("Too late — the table has moved on (Place your bets)")
 
     # STAND with 100.00 on the layout: the chips come back, and the bottom bar says so
     # at once (the stood event carries no money: the page asks the server).

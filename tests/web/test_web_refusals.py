@@ -124,7 +124,7 @@ def test_a_refused_bet_and_a_stale_command_change_nothing(
     expect_held(dave.page, lag, "wrong_phase")
     lag.release()
     expect(dave.page.locator("#message")).to_have_attribute("data-code", "wrong_phase")
-    expect(dave.page.locator("#message")).to_contain_text("Refused: Too late")
+    expect(dave.page.locator("#message")).to_contain_text("Too late — the table has moved on")
     dave.page.wait_for_function(
         f"() => chemmyPage.state.coup?.roundId === {round_id!r}", timeout=ms(10)
     )

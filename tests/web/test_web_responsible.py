@@ -2,8 +2,9 @@
 
 Hana sits, holds the shoe and puts chips on Player; in the Cashier she asks for a
 24-hour break, confirms it, and reads in plain words until when she is on a break. Her
-chips come back (the server's books say so), she is stood up, and sitting again is
-refused ``player_blocked``, said plainly on the message display. After a reload the
+chips come back (the server's books say so), she is stood up, no seat is offered her
+(the server's restriction: issue 34 §7), and a sit asked for anyway is refused
+``player_blocked``, said plainly on the message display. After a reload the
 panel still says so (the break is the server's, not the page's).
 """
 
@@ -58,11 +59,15 @@ def test_a_break_from_the_cashier_returns_the_chips_and_refuses_a_seat(
     expect(page.locator("#responsible-confirm")).to_be_hidden()
     hana.click("#dlg-cashier [data-close]")
 
-    # Her chips come back and she stands; sitting again is refused, in plain words.
+    # Her chips come back and she stands; no seat is offered her while the break lasts
+    # (issue 34 §7: every Sit button stayed enabled, each tap refused), and a sit asked
+    # for anyway (another client) is refused, in plain words.
     expect(page.locator("#seats .seat.me")).to_have_count(0)
     back = server_balance(server, "hana")
     assert back["available"] == back["balance"] == placed["balance"]
-    hana.click("#seats .seat[data-seat='1'] .sit-here")
+    expect(page.locator("#seats .sit-here")).to_have_count(0)
+    expect(page.locator("#act-sit")).to_be_disabled()
+    page.evaluate("chemmyPage.cmd('sit', { seat: 1 })")
     message = page.locator("#message")
     expect(message).to_have_attribute("data-code", "player_blocked")
     expect(message).to_contain_text("Refused: you are taking a break from play until ")
@@ -70,5 +75,7 @@ def test_a_break_from_the_cashier_returns_the_chips_and_refuses_a_seat(
     # The break is the server's: after a reload the panel says so again.
     page.reload()
     page.locator("#table").wait_for(state="visible")
+    expect(page.locator("#seats .sit-here")).to_have_count(0)
+    expect(page.locator("#act-sit")).to_be_disabled()
     hana.click("#btn-cashier")
     expect(state).to_contain_text("You are taking a break until ")

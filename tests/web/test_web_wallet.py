@@ -48,6 +48,7 @@ START = 100_000  # the reference wallet's starting balance: €1,000.00
 TABLES = [
     {"id": "web-wallet", "name": "Wallet", "currency": "EUR", "timers": RELAXED},
     {"id": "web-wallet-fr", "name": "Portefeuille", "currency": "EUR", "timers": RELAXED},
+    {"id": "web-wallet-2", "name": "Wallet 2", "currency": "EUR", "timers": RELAXED},
 ]
 WALLET_TIMEOUT = 2.0  # seconds the wallet has to answer a coup's debits (scaled)
 EN = {
@@ -251,3 +252,27 @@ def test_in_french_under_a_french_token(
     assert "Débit des mises" in seen["phase"], seen
     assert "Rien ne va plus : le portefeuille débite les mises" in seen["message"], seen
     assert wallet.balance(pid) == START
+
+
+def test_after_a_refused_debit_the_bar_shows_the_wallets_money(
+    server: ServerProcess,
+    wallet: ReferenceWallet,
+    open_page: Callable[..., Page],
+) -> None:
+    """Issue 34 §3: the wallet's balance moved on its own (the player spent at the
+    operator's other games) and refused the coup's debit; the bottom bar kept an old
+    Available (30.00, then 10.00) while the wallet and the Cashier said 3.00. It shows
+    the server's figure, which is the wallet's."""
+    pid = "web-wilma"
+    tp = open_table(open_page(), server, pid, "Wilma", "web-wallet-2")
+    holder_ready(tp, 1)
+    expect(tp.page.locator("#balance")).to_have_text(euros(START))
+    wallet.set_player(pid, balance=300)  # €3.00 at the operator, spent elsewhere
+    tp.chip(2)
+    bet_and_done(tp)  # a €10.00 chip: more than the wallet holds, refused at the debit
+    message = tp.page.locator("#message")
+    expect(message).to_have_attribute("data-tone", "lose")
+    expect(tp.page.locator("#balance")).to_have_text(euros(300))
+    tp.page.click("#btn-cashier")
+    expect(tp.page.locator("#cashier-available")).to_have_text(euros(300))
+    assert wallet.balance(pid) == 300

@@ -25,12 +25,15 @@ import itertools
 import json
 import os
 import time
+import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
 from websockets.sync.client import connect as ws_connect
 
 from server.net.auth import make_token
+from server.wallet.signing import signature_header
 from tests.kit import ServerProcess as KitServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,6 +86,38 @@ def server_config(tables: list[dict[str, Any]]) -> str:
 
 def token(player: str, name: str | None = None, currency: str | None = None) -> str:
     return make_token(SECRET, player, name, ttl=3600, currency=currency)
+
+
+#: The operator key of :data:`TRANSFER` servers (docs/wallet.md §1).
+OPERATOR_KEY = "chemmy-web-tests-operator-key-0123456789abcdef"
+#: The settings of a server whose money is the operator's (``wallet`` transfer): its
+#: currency tables' players get money only by :func:`transfer_in` (issue 34 §7: a
+#: currency table needs the operator's money).
+TRANSFER = f'wallet = "transfer"\noperator_key = "{OPERATOR_KEY}"\n'
+
+
+def transfer_in(server: ServerProcess, player: str, amount: int, currency: str) -> dict[str, Any]:
+    """The operator moves ``amount`` minor units of ``currency`` to ``player`` through
+    the transfer API (docs/wallet.md §2), signed with :data:`OPERATOR_KEY`."""
+    path = "/operator/v1/transfers/deposit"
+    raw = json.dumps(
+        {"transaction_id": f"{player}-{time.time_ns()}", "player": player, "amount": amount,
+         "currency": currency}
+    ).encode()  # fmt: skip
+    request = urllib.request.Request(
+        f"{server.http}{path}",
+        data=raw,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Idempotency-Key": uuid.uuid4().hex,
+            "Chemmy-Signature": signature_header(
+                OPERATOR_KEY.encode(), time.time(), "POST", path, raw
+            ),
+        },
+    )
+    with urllib.request.urlopen(request, timeout=scaled(10)) as answer:
+        return dict(json.loads(answer.read()))
 
 
 class ServerProcess(KitServerProcess):

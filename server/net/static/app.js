@@ -26,7 +26,7 @@ import { ChemmyError, connect } from "./chemmy.js";
 import { Contributor } from "./contribute.js";
 import { verifyShoe } from "./fairness.js";
 import { chooseLanguage, language, refusalText, setCurrency, setLanguage, t, translatePage } from "./i18n.js";
-import { AREA_NAMES, TableState, formatMoney } from "./state.js";
+import { AREA_NAMES, PHASE_NAMES, TableState, formatMoney, resultText } from "./state.js";
 import { $, h, show, store } from "./dom.js";
 import { Dialogs, loadOptions, refusalOf, restrictionText } from "./dialogs.js";
 import { LobbyView } from "./lobby.js";
@@ -38,6 +38,13 @@ import { TableView } from "./table.js";
 
 const RESULT_MIN_MS = 5000; // the settled coup stays at least this long under others' chips
 const HOLD_MS = 5000; // a note to read (a refused debit) stays at least this long on the display
+const READY_MS = 2000; // an embedded page says chemmy:ready this often until its host answers
+/** What a prompt on the display asks of the player (its actions): while the server still
+ * offers one, a minor note goes to the log only, and the prompt stays (issue 34 §7). */
+const PROMPT_ACTIONS = ["accept_shoe", "cut", "squeeze", "turn", "toss"];
+/** The operations a break or a self-exclusion in force rules out (the hello's
+ * `restriction`, docs/protocol.md §6 take_break): their buttons are not offered. */
+const RESTRICTED_ACTIONS = ["sit", "bet", "same_bet", "accept_shoe"];
 const STALE = new Set([
   "wrong_phase",
   "not_offered",
@@ -152,8 +159,16 @@ class App {
       this.begin({ url: this.params.get("url"), token, table: this.params.get("table") });
     } else {
       this.waitForHost();
-      this.toParent({ type: "chemmy:ready" }, "*");
+      this.announceReady();
     }
+  }
+
+  /** `chemmy:ready` to the host page (to `*`: it carries nothing), said again every
+   * READY_MS until the host answers (its script may start after the first one). */
+  announceReady() {
+    if (this.client) return;
+    this.toParent({ type: "chemmy:ready" }, "*");
+    setTimeout(() => this.announceReady(), READY_MS);
   }
 
   /** No token yet: this page waits for its host page's `chemmy:connect` (docs/embedding.md §3). */
@@ -187,6 +202,7 @@ class App {
     if (lang === language() && document.documentElement.lang === lang) return;
     await setLanguage(lang);
     translatePage();
+    this.table.renderMoney(); // the bottom bar's amounts as the language writes them
     if (!this.client && $("#conn").dataset.state === "waiting") {
       this.waitForHost(this.hostIgnored ?? null); // still waiting for the host page
       return;
@@ -200,12 +216,30 @@ class App {
       if (document.body.dataset.view === "lobby") $("#plaque").textContent = t("page.choose_table");
     }
     if (this.state) {
-      if (document.body.dataset.view === "table") this.table.buildLayout();
+      if (document.body.dataset.view === "table") {
+        this.table.buildLayout();
+        this.fitAreaNames();
+      }
       this.render();
       this.roads.render();
     } else if (this.identity && document.body.dataset.view === "lobby") {
       this.refreshLobby();
     }
+    this.sayAgain();
+  }
+
+  /** The message display in the language now spoken: what it says now (the table's
+   * phase, the lobby's invitation, the connection), not the last note in the old one. */
+  sayAgain() {
+    const tone = $("#message").dataset.tone ?? "info";
+    if (this.connState === "closed") return; // the closed banner and message were redrawn
+    if (this.messages === this.connectingMessage) return; // the hello replaces it, in this language
+    if (this.state && document.body.dataset.view === "table") {
+      const s = this.state;
+      this.setMessage(s.phaseText() || (s.lastResult ? resultText(s.lastResult) : ""), tone === "turn" ? "turn" : "info");
+    }
+    else if (this.identity && document.body.dataset.view === "lobby") this.setMessage(t("page.choose_table"));
+    else if (this.client && this.connState !== "open") this.setMessage(t("page.connecting"));
   }
 
   defaultUrl() {
@@ -239,7 +273,7 @@ class App {
     }
   }
 
-  toParent(message, origin = this.parentOrigin) {
+  toParent(message, origin = this.parentOrigin ?? this.params.get("parent")) {
     if (window.parent === window || !origin) return;
     try {
       window.parent.postMessage(message, origin);
@@ -263,7 +297,7 @@ class App {
     window.chemmyPage = this; // for operators debugging an embedding (and the tests)
     const c = this.client;
     c.on("status", (s) => this.onStatus(s));
-    c.on("hello", (hello) => this.onHello(hello, table));
+    c.on("hello", (hello) => this.onHello(hello, table).catch((err) => console.error(err)));
     c.on("snapshot", ({ table: t, snapshot }) => this.onSnapshot(t, snapshot));
     c.on("resumed", ({ table: tb }) => tb === this.tableId && this.note(t("page.resumed")));
     c.on("event", (ev) => this.onEvent(ev));
@@ -301,6 +335,15 @@ class App {
       banner.dataset.tone = "warn";
       show(banner, s.attempt > 0);
       if (s.attempt === 1 && s.code !== undefined) this.note(t("page.connection_lost"), "refused");
+    } else if (s.state === "closed" && /^origin_not_allowed\b/.test(s.reason ?? "")) {
+      // This site may not show the table (the server's --origins, docs/protocol.md §2):
+      // said plainly, and to the host page (below), instead of reconnecting for ever.
+      pill.textContent = t("page.conn.disconnected");
+      banner.textContent = t("page.banner.origin", { origin: location.origin });
+      banner.dataset.tone = "error";
+      show(banner, true);
+      $("#plaque").textContent = t("page.plaque.not_connected");
+      this.setMessage(t("page.origin_refused"), "refused", "origin_not_allowed");
     } else if (s.state === "closed") {
       pill.textContent = t("page.conn.disconnected");
       // A refused sign-in (the token expired, or is not valid here) is refused again on a
@@ -319,6 +362,8 @@ class App {
       if (!this.identity) $("#plaque").textContent = t("page.plaque.not_connected"); // it said "Connecting…"
       banner.dataset.tone = "error";
       show(banner, true);
+      // The message display too: not "Connecting…" under a refused sign-in.
+      this.setMessage(auth ? t("page.signed_out") : t("page.disconnected"), "refused", auth ?? null);
     } else {
       pill.textContent = t("page.conn.connecting");
     }
@@ -327,13 +372,15 @@ class App {
     this.render(); // every button follows the connection too
   }
 
-  onHello(hello, table) {
+  async onHello(hello, table) {
     const first = !this.identity;
     this.identity = hello;
     setCurrency(hello.currency ?? null, hello.decimals); // every amount in the player's money
     // The operator's money (docs/wallet.md): no play-money deposits; their site takes them.
     document.body.classList.toggle("no-deposits", hello.deposits === false);
-    if (hello.language) this.applyLanguage();
+    // The token's language before anything is drawn: every word and amount from the
+    // first frame in it (issue 34 §3), not redrawn after a moment in the browser's.
+    if (hello.language) await this.applyLanguage();
     if (hello.resume) store.set("session", "chemmy.resume", hello.resume);
     $("#who").textContent = hello.guest ? t("page.guest", { name: hello.name }) : hello.name;
     if (this.messages === this.connectingMessage) this.setMessage(t("page.connected_as", { name: hello.name }), "you");
@@ -354,6 +401,20 @@ class App {
     banner.dataset.tone = restriction ? "warn" : "";
     show(banner, Boolean(restriction));
     if (restriction && say) this.note(banner.textContent, "refused");
+    if (this.maskRestricted()) this.render();
+  }
+
+  /** A break or a self-exclusion in force (the server's `restriction`, until its end):
+   * the operations it rules out are not offered, as the server refuses them (issue 34
+   * §7: every Sit button was enabled, each tap refused). True when it took any away. */
+  maskRestricted() {
+    const r = this.restriction;
+    const s = this.state;
+    const now = this.client?.serverNow() ?? Date.now() / 1000;
+    if (!s || !r || !(Number(r.until) > now)) return false;
+    const masked = RESTRICTED_ACTIONS.filter((name) => name in s.actions);
+    for (const name of masked) delete s.actions[name];
+    return masked.length > 0;
   }
 
   // -- lobby ---------------------------------------------------------------------------
@@ -423,12 +484,30 @@ class App {
     this.showLobby();
   }
 
+  /** The operator closed `table` (its `closed` event): the player is sent to the lobby
+   * at once, with the closing's words (and any refund) on the display, the table
+   * forgotten by the client (it is not joined again after a reconnection). */
+  tableClosed(table, notes) {
+    const name = this.state?.options?.name ?? table;
+    this.client.tables.delete(table);
+    this.tableId = null;
+    this.state = null;
+    this.placed = [];
+    this.squeeze.reset();
+    store.remove("session", "chemmy.table");
+    this.showLobby();
+    const said = (notes ?? []).map((n) => n.text).filter(Boolean).join(" · ");
+    this.note(t("page.table_closed", { name, what: said || t("phase_sentence.closed") }), "refused");
+    this.refreshMoney(); // wagers refunded, chips back: the server's figures
+  }
+
   // -- the table's stream --------------------------------------------------------------
   onSnapshot(table, snapshot) {
     if (table !== this.tableId) return;
     const first = document.body.dataset.view !== "table";
     this.state.me = this.identity?.player ?? this.state.me;
     const notes = this.state.load(snapshot);
+    this.maskRestricted();
     this.squeeze.reset();
     const fromLobby = first && $("#lobby").contains(document.activeElement);
     if (first) {
@@ -436,6 +515,7 @@ class App {
       show($("#table"), true);
       document.body.dataset.view = "table";
       this.table.buildLayout();
+      this.fitAreaNames();
     }
     this.showNotes(notes);
     this.render();
@@ -455,6 +535,7 @@ class App {
     let notes;
     try {
       notes = this.state.apply(kind, data);
+      this.maskRestricted();
     } catch (err) {
       console.error(err);
       this.note(t("page.catching_up", { error: err.message }), "refused");
@@ -487,15 +568,14 @@ class App {
       this.roads.fetch(); // the burn card is seen: the odds change
     } else if ((kind === "stood" || kind === "bets_void") && data.player === me) {
       this.refreshMoney(); // the chips placed came back (the event does not say how much)
+    } else if (kind === "debit_refused" && data.player === me) {
+      // The wallet refused: what it holds now is the server's word (issue 34 §3), not
+      // the Available before the bets (a seamless wallet's balance moves on its own).
+      this.refreshMoney();
     } else if (kind === "closed") {
-      setTimeout(() => {
-        if (this.tableId === table) {
-          this.tableId = null;
-          this.state = null;
-          store.remove("session", "chemmy.table");
-          this.showLobby();
-        }
-      }, 3000);
+      // The operator closed the table: back to the lobby at once, saying so.
+      this.tableClosed(table, notes);
+      return;
     }
     if ((kind === "turn" && data.turner === me) || (kind === "shoe_offered" && data.player === me) || (kind === "cut_offered" && data.player === me)) {
       this.sounds.play("turn");
@@ -524,7 +604,11 @@ class App {
       return null;
     }
     const report = await verifyShoe(record);
-    const fields = { shoe: record.shoe_no, coups: report.coups, count: report.contributions };
+    const fields = {
+      shoe: record.shoe_no,
+      coups: t("page.verify.coups", { count: report.coups }),
+      randomness: t("page.verify.randomness", { count: report.contributions }),
+    };
     status.textContent = report.ok
       ? t(report.contributions ? "page.verify.ok_contributions" : "page.verify.ok", fields)
       : t("page.verify.failed", { ...fields, problems: report.problems.join("; ") });
@@ -562,26 +646,37 @@ class App {
   // -- messages ------------------------------------------------------------------------
   showNotes(notes) {
     for (const n of notes ?? []) {
-      this.note(n.text, n.tone, null, n.hold);
+      this.note(n.text, n.tone, null, n.hold, n.log);
       if (n.say) this.sounds.say(n.say);
     }
+  }
+
+  /** Whether the display shows a prompt the server still asks the player to answer
+   * (the shoe offered, the cut, the cards to turn: PROMPT_ACTIONS). */
+  promptPending() {
+    const a = this.state?.actions ?? {};
+    return $("#message").dataset.tone === "turn" && PROMPT_ACTIONS.some((name) => a[name]);
   }
 
   /** A note on the message display and in the table log. A `hold` note (a refused
    * debit: the player must read it) stays on the display HOLD_MS: the notes that follow
    * at once (the coup dealt without them, the next round) go to the log only, unless the
    * player has something to do or was refused something. */
-  note(text, tone = "info", code = null, hold = false) {
+  note(text, tone = "info", code = null, hold = false, logText = text) {
     if (!text) return;
     const now = performance.now();
-    if (hold || now >= this.heldUntil || ["turn", "refused", "you"].includes(tone)) {
+    // A prompt outranks a note: while the server still asks for its answer, only a new
+    // prompt, a refusal or a note to read replaces it ("Your randomness is committed"
+    // goes to the log under "The shoe is offered to you: ACCEPT or DECLINE").
+    const prompted = this.promptPending() && !["turn", "refused"].includes(tone) && !hold;
+    if (!prompted && (hold || now >= this.heldUntil || ["turn", "refused", "you"].includes(tone))) {
       this.setMessage(text, tone, code);
       if (hold) this.heldUntil = now + HOLD_MS;
     }
-    this.log.push({ text, tone });
+    this.log.push({ text: logText, tone });
     this.log.splice(0, this.log.length - 200);
     const list = $("#log");
-    list.append(h("li", { dataset: { tone } }, text));
+    list.append(h("li", { dataset: { tone } }, logText));
     while (list.children.length > 200) list.firstChild.remove();
     list.scrollTop = list.scrollHeight;
   }
@@ -625,8 +720,14 @@ class App {
     else if (err.code === "below_min" && s) text = t("page.refused.below_min", { area, amount: formatMoney(s.limits.min) });
     else if (err.code === "insufficient_funds") text = t("page.refused.funds");
     else if (err.code === "limit_reached") text = refusalOf(err);
-    else if (STALE.has(err.code)) text = t("page.refused.too_late", { reason: refusalText(err.code, String(err.message).replace(/^not now: /, "")) });
-    else text = refusalText(err.code, err.message) || err.code;
+    else if (STALE.has(err.code)) {
+      // The table moved on before the click arrived: said as that, not as a refusal
+      // of the server's words ("Refused: Too late: the table is in betting").
+      const phase = s ? PHASE_NAMES[s.phase] ?? s.phase : "";
+      this.note(t("page.refused.too_late", { phase }), "refused", err.code);
+      this.sounds.play("refused");
+      return;
+    } else text = refusalText(err.code, err.message) || err.code;
     this.note(t("page.refused", { text }), "refused", err.code);
     this.sounds.play("refused");
   }
@@ -721,6 +822,40 @@ class App {
   }
 
   // -- drawing -----------------------------------------------------------------------------
+  /** The bet areas' names fitted to their areas: a name whose longest word is wider
+   * than its area (German UNENTSCHIEDEN on a phone) is drawn smaller, never broken
+   * inside the word (issue 34 §7). The areas are table.js's; this only sizes the text. */
+  fitAreaNames() {
+    this.areaWatch ??= new ResizeObserver(() => requestAnimationFrame(() => this.fitAreaNames()));
+    const layout = $("#layout");
+    if (!this.areaWatched) {
+      this.areaWatch.observe(layout);
+      this.areaWatched = true;
+    }
+    const canvas = (this.measure ??= document.createElement("canvas").getContext("2d"));
+    for (const el of layout.querySelectorAll(".area-name")) {
+      el.style.removeProperty("font-size");
+      const cs = getComputedStyle(el);
+      // The room is the area's (its content box), not the name's own box, which a short
+      // name shrinks to.
+      const area = el.parentElement;
+      const as = getComputedStyle(area);
+      const room = area.clientWidth - parseFloat(as.paddingLeft) - parseFloat(as.paddingRight);
+      if (!(room > 0)) continue;
+      canvas.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      const size = parseFloat(cs.fontSize);
+      const spacing = parseFloat(cs.letterSpacing) || 0;
+      const upper = cs.textTransform === "uppercase";
+      const widest = Math.max(
+        ...el.textContent.split(/\s+/).map((word) => {
+          const w = upper ? word.toLocaleUpperCase(language()) : word;
+          return canvas.measureText(w).width + spacing * w.length;
+        }),
+      );
+      if (widest > room) el.style.setProperty("font-size", `${Math.max(7, Math.floor(size * (room / widest) * 0.97 * 10) / 10)}px`);
+    }
+  }
+
   /** The table screen drawn again (table.js), and the host page told. */
   render() {
     if (!this.state || document.body.dataset.view !== "table") return;

@@ -22,7 +22,8 @@
  *
  * Callbacks (`on(name, fn)` returns a function that removes it):
  *   status    {state, ...}: "connecting", "open" ({identity, resumed, sameIdentity}),
- *             "reconnecting" ({attempt, delay, code, reason}), "closed" ({code, reason})
+ *             "reconnecting" ({attempt, delay, code, reason}), "closed" ({code, reason}:
+ *             a refused hello, 4000; this page's origin not allowed, 4003)
  *   hello     the hello reply (player, name, guest, roles, balance)
  *   snapshot  {table, seq, snapshot}: replace what you know of the table
  *   resumed   {table, seq}: the missed events follow as "event"s
@@ -40,6 +41,9 @@
  */
 
 export const SUBPROTOCOL = "chemmy.v1.json";
+/** The close code of a page whose origin the server does not take (docs/protocol.md §14):
+ * the client stops ("closed", reason `origin_not_allowed: …`) instead of reconnecting. */
+export const CLOSE_ORIGIN = 4003;
 
 /** An error reply, or a request that could not be answered. */
 export class ChemmyError extends Error {
@@ -229,6 +233,15 @@ export class ChemmyClient {
     this._failPending("disconnected", "the connection was lost");
     for (const t of this.tables.values()) t.joining = false;
     if (this._stopped) return;
+    if (code === CLOSE_ORIGIN) {
+      // The server takes no connection from this page's origin (its --origins): trying
+      // again would be refused again. Closed, saying why (docs/protocol.md §2).
+      this._stopped = true;
+      this.closeReason = reason || "origin_not_allowed";
+      this._status("closed", { code, reason: this.closeReason });
+      this._ready.reject(new ChemmyError("origin_not_allowed", this.closeReason));
+      return;
+    }
     if (!this.options.reconnect) {
       this._status("closed", { code, reason });
       return;

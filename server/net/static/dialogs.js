@@ -36,7 +36,7 @@ function when(seconds) {
 
 /** A limit's amount as people read it: money in the player's currency, or minutes. */
 export function limitAmount(kind, amount) {
-  return kind === "session" ? t("page.limits.minutes", { minutes: amount }) : formatMoney(amount);
+  return kind === "session" ? t("page.limits.minutes", { count: amount }) : formatMoney(amount);
 }
 
 /** One limit in force, in plain words: "Daily loss limit: 50.00 — 12.00 left", and a
@@ -75,7 +75,7 @@ export function refusalOf(err) {
 /** A reality check's words: "You have played for 30 minutes. Net result: -12.50." */
 export function realityText(m) {
   const seconds = Math.max(0, Math.floor(Number(m.session_seconds) || 0));
-  const parts = [seconds < 60 ? t("page.reality.seconds", { seconds }) : t("page.reality.minutes", { minutes: Math.floor(seconds / 60) })];
+  const parts = [seconds < 60 ? t("page.reality.seconds", { count: seconds }) : t("page.reality.minutes", { count: Math.floor(seconds / 60) })];
   if (Number.isInteger(m.net)) parts.push(t("page.reality.net", { net: formatMoney(m.net, { sign: true }) }));
   if (Number.isInteger(m.staked)) parts.push(t("page.reality.staked", { amount: formatMoney(m.staked) }));
   return parts.join(" ");
@@ -227,7 +227,7 @@ export class Dialogs {
       .map(([kind, limit]) => h("li", { dataset: { kind } }, limitLine(kind, limit)));
     if (!lines.length) lines.push(h("li", { class: "muted" }, t("page.limits.none")));
     const every = reply?.session?.reality_check;
-    if (every) lines.push(h("li", { class: "muted" }, t("page.limits.reality_every", { minutes: every })));
+    if (every) lines.push(h("li", { class: "muted" }, t("page.limits.reality_every", { count: every })));
     fill($("#limits-list"), ...lines);
   }
 
@@ -464,6 +464,7 @@ export class Dialogs {
     }
     const me = app.identity?.player;
     let total = 0;
+    const shoes = new Set(); // one "Verify shoe N" per shoe, on its newest round
     fill(body,
       ...rounds.map((r) => {
         const mine = (r.bets ?? []).filter((b) => b.player === me);
@@ -480,10 +481,37 @@ export class Dialogs {
           h("td", {}, mine.map((b) => `${AREA_NAMES[b.area] ?? b.area} ${formatMoney(b.stake)}`).join(", ") || "–"),
           h("td", { class: net > 0 ? "pos" : net < 0 ? "neg" : "" }, formatMoney(net, { sign: true })),
           h("td", {}, formatMoney(r.balance?.after)),
+          h("td", { class: "shoe" }, this.verifyButton(r, shoes)),
         );
       }),
     );
-    status.textContent = t(rounds.length === 1 ? "page.history.status_one" : "page.history.status", { count: rounds.length, net: formatMoney(total, { sign: true }) });
+    status.textContent = t("page.history.status", { count: rounds.length, net: formatMoney(total, { sign: true }) });
+  }
+
+  /** "Verify shoe N" for a round of your history, on the newest round of each shoe (any
+   * shoe, not only the table's latest: app.verifyShoe checks it in this browser). The
+   * shoe still being dealt at your table has no seed to check yet: not offered. */
+  verifyButton(r, shoes) {
+    const table = r.table;
+    const shoe = r.shoe_no;
+    if (!table || !Number.isInteger(shoe)) return "–";
+    const key = `${table}/${shoe}`;
+    if (shoes.has(key)) return t("page.history.shoe_no", { shoe });
+    shoes.add(key);
+    const s = this.app.state;
+    const current = s?.table === table && s?.shoe?.no === shoe;
+    return h(
+      "button",
+      {
+        type: "button",
+        class: "verify-shoe",
+        dataset: { table, shoe },
+        disabled: current,
+        title: current ? t("page.history.shoe_going_on") : t("page.history.verify_title", { shoe, table }),
+        onclick: () => this.app.verifyShoe(table, shoe),
+      },
+      t("page.history.verify", { shoe }),
+    );
   }
 
   async openHelp() {

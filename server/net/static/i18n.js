@@ -70,10 +70,29 @@ export function language() {
   return current;
 }
 
+const pluralRules = new Map();
+
+/** CLDR's plural category of `count` in `lang` ("one", "few", "many", "other"...):
+ * Intl.PluralRules, the browser's copy of CLDR (French: 0 and 1 are "one"). */
+export function pluralCategory(count, lang = current) {
+  if (!pluralRules.has(lang)) pluralRules.set(lang, new Intl.PluralRules(lang));
+  return pluralRules.get(lang).select(count);
+}
+
 /** The text of `key` in the current language, its placeholders filled:
- * t("ev.sat", {name: "Ann", seat: 3}) -> "Ann sits in seat 3". */
+ * t("ev.sat", {name: "Ann", seat: 3}) -> "Ann sits in seat 3". A message with plural
+ * forms is chosen by its `{count}` (CLDR's rules): `KEY.one` (or `KEY.few`, ... as the
+ * language has them) when the catalog has that form for the count's category, else
+ * `KEY` itself, the "other" form: t("ev.shoe_ended", {shoe: 2, count: 1}) -> "... (1
+ * coup)". A text missing from the catalog falls back to English, in English's rules. */
 export function t(key, params = {}) {
-  const text = catalogs[current]?.[key] ?? en[key] ?? key;
+  const own = catalogs[current]?.[key] !== undefined;
+  const lang = own ? current : "en";
+  const catalog = own ? catalogs[current] : en;
+  let text = catalog[key] ?? key;
+  if (typeof params.count === "number" && Number.isFinite(params.count)) {
+    text = catalog[`${key}.${pluralCategory(params.count, lang)}`] ?? text;
+  }
   return text.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (m, name) => (name in params ? String(params[name]) : m));
 }
 

@@ -7,7 +7,7 @@
  */
 
 import { formatNumber, t } from "./i18n.js";
-import { AREA_NAMES } from "./state.js";
+import { AREA_NAMES, HAND_NAMES } from "./state.js";
 import { $, fill, h } from "./dom.js";
 
 export class RoadsView {
@@ -42,12 +42,12 @@ export class RoadsView {
       : t("page.roads.none");
     fill($("#road-bead"),
       roadGrid(roads.bead_plate ?? [], roads.rows ?? 6, (c) =>
-        h("span", { class: `bead ${c.outcome}${c.player_pair ? " ppair" : ""}${c.banker_pair ? " bpair" : ""}`, title: `${c.outcome} ${c.total}` }, c.outcome[0].toUpperCase()),
+        h("span", { class: `bead ${c.outcome}${c.player_pair ? " ppair" : ""}${c.banker_pair ? " bpair" : ""}`, title: cellTitle(c) }, roadLetter(c.outcome)),
       ),
     );
     fill($("#road-big"),
       roadGrid((roads.big_road ?? {}).cells ?? [], roads.rows ?? 6, (c) =>
-        h("span", { class: `ring ${c.outcome}${c.natural ? " natural" : ""}`, title: `${c.outcome} ${c.total}${c.ties ? `, ${c.ties} tie(s)` : ""}` }, c.ties ? String(c.ties) : ""),
+        h("span", { class: `ring ${c.outcome}${c.natural ? " natural" : ""}`, title: cellTitle(c) }, c.ties ? String(c.ties) : ""),
       ),
     );
     for (const [key, id, cls] of [
@@ -62,8 +62,8 @@ export class RoadsView {
       ...["banker", "player"].map((side) =>
         h(
           "span",
-          { class: `ask ${side}` },
-          `${side === "banker" ? "B" : "P"}? `,
+          { class: `ask ${side}`, title: t("page.roads.ask_title", { hand: HAND_NAMES[side] }) },
+          `${t("page.roads.ask", { letter: roadLetter(side) })} `,
           ["big_eye_boy", "small_road", "cockroach_pig"].map((k) => {
             const color = pred[side]?.[k];
             return h("span", { class: `${k === "big_eye_boy" ? "ring-sm" : k === "small_road" ? "dot" : "slash"} ${color ?? "none"}` });
@@ -100,6 +100,19 @@ export class RoadsView {
       ),
     );
   }
+}
+
+/** The letter of an outcome on a road in the page's language (B/P/T; French B/J/É,
+ * German B/S/U), as the stats line writes them. */
+export function roadLetter(outcome) {
+  return t(`road.letter.${outcome}`);
+}
+
+/** A road cell in words: "Banker 7", and the ties marked on it. */
+function cellTitle(c) {
+  const outcome = c.outcome === "tie" ? AREA_NAMES.tie : HAND_NAMES[c.outcome] ?? c.outcome;
+  const text = t("page.roads.cell", { outcome, total: c.total ?? "" });
+  return c.ties ? t("page.roads.cell_ties", { text, count: c.ties }) : text;
 }
 
 /** A road's cells on a grid of `rows` rows, the latest columns in view. */

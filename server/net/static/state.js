@@ -371,6 +371,7 @@ export class TableState {
 
   on_contribution_revealed(d) {
     if (this.shoe) this.shoe.contributions = (this.shoe.contributions ?? []).map((c) => (c.player === d.player ? { ...c, value: d.value } : c));
+    if (d.player === this.me) return [note(t("ev.contribution_revealed_you"), "you")];
     return [note(t("ev.contribution_revealed", { who: this.Name(d.player) }))];
   }
 
@@ -398,7 +399,7 @@ export class TableState {
       this.shoe.burn = { card: d.card, count: d.count };
       if (Number.isInteger(this.shoe.cards_left)) this.shoe.cards_left -= 1 + (d.count ?? 0);
     }
-    return [note(t("page.ev.burned", { card: cardText(d.card), count: d.count }))];
+    return [note(t("page.ev.burned", { card: cardText(d.card), count: d.count ?? 0 }))];
   }
 
   on_stop_card() {
@@ -413,7 +414,7 @@ export class TableState {
     this.shoe = null;
     this.phase = "shuffle";
     this.deadline = null;
-    return [note(t("ev.shoe_ended", { shoe: d.shoe_no, coups: (d.coups ?? []).length }))];
+    return [note(t("ev.shoe_ended", { shoe: d.shoe_no, count: (d.coups ?? []).length }))];
   }
 
   on_closed(d) {
@@ -457,8 +458,11 @@ export class TableState {
     this.coupNo = d.coup_no ?? this.coupNo;
     this.coup = null;
     for (const s of this.seats.values()) s.done = false;
-    const text = this.resultLine ? t("ev.betting_opened_last", { coup: this.coupNo, last: this.resultLine }) : t("ev.betting_opened", { coup: this.coupNo });
-    return [note(text, "info", this.seats.has(this.me) ? t("phase_sentence.betting") : null)];
+    // The last result on the display (the next coup's betting replaces it at once), not
+    // in the log again: it is there once already (result, or settled with your part).
+    const short = t("ev.betting_opened", { coup: this.coupNo });
+    const text = this.resultLine ? t("ev.betting_opened_last", { coup: this.coupNo, last: this.resultLine }) : short;
+    return [{ ...note(text, "info", this.seats.has(this.me) ? t("phase_sentence.betting") : null), log: short }];
   }
 
   on_betting_timer(d) {
@@ -567,7 +571,8 @@ export class TableState {
     for (const [k, card] of Object.entries(d.cards ?? {})) coup.private[`${d.hand}:${k}`] = card;
     const what = t(`ev.what_cards.${d.hand === "banker" ? "banker" : "player"}`);
     const style = String(d.style).toUpperCase();
-    if (d.turner === this.me) return [note(t("page.ev.squeeze_you", { what, style }), "you")];
+    // Yours: what to do next (the CARD buttons, or TOSS), a prompt as the turn's was.
+    if (d.turner === this.me) return [note(t("page.ev.squeeze_you", { what, style }), "turn")];
     return [note(t("ev.squeeze", { who: this.Name(d.turner), what, style }))];
   }
 
@@ -617,6 +622,10 @@ export class TableState {
       }
     }
     const say = d.outcome === "tie" ? t("area.tie") : t("page.say.wins", { hand: HAND_NAMES[d.outcome] });
+    // With a wager of yours in the coup, `settled` says the result with your part of it:
+    // here only the voice (the display and the log say it once, then).
+    const mine = this.coup?.bets?.[this.me];
+    if (mine && Object.keys(mine).length) return [note("", "info", say)];
     return [note(resultText(d), "info", say)];
   }
 
@@ -639,7 +648,9 @@ export class TableState {
         text = t("ev.lost", { text, amount: formatMoney(-d.net) });
         tone = "lose";
       } else {
-        text = t("ev.push", { text });
+        // Bets won and lost that cancel out break even; a push is every bet pushed.
+        const mine = (d.payouts ?? []).filter((p) => p.player === this.me);
+        text = t(mine.some((p) => p.outcome !== "push") ? "ev.even" : "ev.push", { text });
       }
     }
     const behalf = coup ? [...new Set([...coup.player, ...coup.banker].map((c) => c.onBehalf).filter(Boolean))] : [];
@@ -664,7 +675,7 @@ export class TableState {
     this.deadline = null;
     this.resultLine = text;
     // Without a bet of yours or the croupier's help, this is the result line again.
-    if (r && text === resultText(r)) return [];
+    if (r && text === resultText(r) && !(mine && Object.keys(mine).length)) return [];
     return [note(text, tone, say)];
   }
 }

@@ -35,6 +35,7 @@ class Refusal extends Error {
 const page = {
   token: null,
   tables: new Map(), // table id -> {currency, decimals}
+  lines: new Map(), // table id -> its last line (GET /operator/v1/tables): what it allows now
   cursor: null,
   query: null,
   replay: null, // {round, steps, shown}
@@ -176,6 +177,7 @@ async function loadTables() {
   const data = await api("GET", "/operator/v1/tables");
   $("#tables-process").textContent = t("bo.tables.process", { process: data.process });
   for (const line of data.tables) page.tables.set(line.table, { currency: line.currency, decimals: line.decimals });
+  page.lines = new Map(data.tables.map((line) => [line.table, line]));
   const rows = data.tables.map((line) => {
     const last = line.last_coup;
     return h(
@@ -193,9 +195,7 @@ async function loadTables() {
       h(
         "td",
         { class: "controls" },
-        ["pause", "resume", "close"].map((what) =>
-          h("button", { type: "button", class: what === "close" ? "danger" : "", dataset: { action: what, table: line.table }, onclick: () => tableControl(line.table, what) }, t(`bo.tables.${what}`)),
-        ),
+        ["pause", "resume", "close"].map((what) => controlButton(line, what)),
         voidButton(line),
       ),
     );
@@ -205,6 +205,25 @@ async function loadTables() {
     [t("bo.col.table"), t("bo.col.phase"), t("bo.col.seated"), t("bo.col.spectators"), t("bo.col.shoe"), t("bo.col.currency"), t("bo.col.owner"), t("bo.col.watchers"), t("bo.col.last_coup"), t("bo.col.controls")],
     rows,
     t("bo.tables.none"),
+  );
+}
+
+/** Pause, Resume or Close on a table's line, offered only as the line's state allows:
+ * Pause while not paused, Resume while paused (the line's `paused`); the page decides
+ * nothing more (the server answers each call, and the line is read again after it). */
+function controlButton(line, what) {
+  const allowed = what === "pause" ? !line.paused : what === "resume" ? Boolean(line.paused) : true;
+  return h(
+    "button",
+    {
+      type: "button",
+      class: what === "close" ? "danger" : "",
+      dataset: { action: what, table: line.table },
+      disabled: !allowed,
+      title: allowed ? null : t(`bo.tables.${what}_not_now`),
+      onclick: () => tableControl(line.table, what),
+    },
+    t(`bo.tables.${what}`),
   );
 }
 
@@ -426,9 +445,15 @@ async function openRound(roundId) {
   $("#replay-shoe").textContent = !report.shoe_revealed
     ? t("bo.replay.shoe_hidden")
     : report.verified?.ok
-      ? t("bo.replay.shoe_verified", { coups: report.verified.coups_checked })
+      ? t("bo.replay.shoe_verified", { count: report.verified.coups_checked })
       : t("bo.replay.shoe_problems", { problems: (report.verified?.problems ?? []).join("; ") });
   $("#void-answer").textContent = "";
+  // A round's record is written when it ends (settled or voided): only a round in play
+  // may be voided, so a replay offers the void only for its table's round in play.
+  const inPlay = page.lines.get(round.table)?.round_id === round.round_id;
+  show($("#void-form"), inPlay);
+  $("#void-settled").textContent = inPlay ? "" : t("bo.replay.void_settled");
+  show($("#void-settled"), !inPlay);
   show($("#replay"), true);
   drawReplay();
   $("#replay-title").scrollIntoView?.({ block: "nearest" });
@@ -502,7 +527,8 @@ async function loadTotals() {
     t("bo.totals.none"),
   );
   const series = houseSeries(data.totals);
-  fill($("#totals-chart"), chartSvg(series, (minor, currency) => money(minor, currency, decimalsOf({ currency }), { sign: true })));
+  const unit = (currency) => currency ?? t("bo.play_money");
+  fill($("#totals-chart"), chartSvg(series, (minor, currency) => money(minor, currency, decimalsOf({ currency }), { sign: true }), unit));
 }
 
 // ---------------------------------------------------------------------------- start
@@ -546,6 +572,13 @@ async function start() {
   await setLanguage(chooseLanguage({ param: params.get("lang"), browser: navigator.languages }));
   translatePage();
   wire();
+  // A token given to this tab later (`/operator/#token=...` in its address bar, or a
+  // link opened in it) is taken at once, without a reload.
+  addEventListener("hashchange", () => {
+    if (!new URLSearchParams(location.hash.slice(1)).get("token")) return;
+    page.token = takeToken();
+    page.ready = load();
+  });
   page.token = takeToken();
   page.ready = load();
   await page.ready;

@@ -1,15 +1,18 @@
 /**
  * chart.js — the back office's chart of the house result over time: one point per UTC
- * day (and per currency: amounts of two currencies are never added), drawn as inline
- * SVG built element by element (no library, no HTML as text: the CSP's Trusted Types).
+ * day, one series per currency (amounts of two currencies are never added, nor drawn on
+ * one axis: each has its panel, its axis in its units, and a line in the legend), drawn
+ * as inline SVG built element by element (no library, no HTML as text: the CSP's
+ * Trusted Types).
  */
 
 import { t } from "/i18n.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const W = 640;
-const H = 220;
-const PAD = { left: 90, right: 20, top: 16, bottom: 36 };
+const PANEL_H = 200; // one currency's panel
+const LEGEND_H = 30;
+const PAD = { left: 90, right: 20, top: 24, bottom: 36 };
 
 function el(tag, attrs = {}, text = null) {
   const node = document.createElementNS(SVG, tag);
@@ -37,36 +40,53 @@ export function houseSeries(lines) {
     }));
 }
 
-/** The SVG of `series` (houseSeries'): every day on one axis, one line and one point
- * (`circle.point`, with `data-day` and `data-amount`) per day of each currency.
- * `money(amount, currency)` writes an amount. */
-export function chartSvg(series, money) {
+/** The SVG of `series` (houseSeries'): one panel per currency, each on an axis of its
+ * own written in its units (amounts of two currencies are never on one scale: a euro
+ * and a unit of play money are not the same size), under a legend naming each series
+ * with its unit; in each panel one line and one point (`circle.point`, with `data-day`
+ * and `data-amount`) per day. `money(amount, currency)` writes an amount; `unit(currency)`
+ * names a currency ("EUR", "play money"). */
+export function chartSvg(series, money, unit = (currency) => currency ?? t("bo.play_money")) {
   const days = [...new Set(series.flatMap((s) => s.points.map((p) => p.day)))].sort();
-  const amounts = series.flatMap((s) => s.points.map((p) => p.amount));
-  const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, class: "house-chart", role: "img", "aria-label": t("bo.totals.chart_label", { days: days.length }) });
+  const height = LEGEND_H + Math.max(1, series.length) * PANEL_H;
+  const svg = el("svg", { viewBox: `0 0 ${W} ${height}`, class: "house-chart", role: "img", "aria-label": t("bo.totals.chart_label", { count: days.length }) });
   if (!days.length) {
-    svg.append(el("text", { x: W / 2, y: H / 2, "text-anchor": "middle", class: "axis-label" }, t("bo.totals.no_rounds")));
+    svg.setAttribute("viewBox", `0 0 ${W} ${PANEL_H}`);
+    svg.append(el("text", { x: W / 2, y: PANEL_H / 2, "text-anchor": "middle", class: "axis-label" }, t("bo.totals.no_rounds")));
     return svg;
   }
-  const top = Math.max(0, ...amounts);
-  const bottom = Math.min(0, ...amounts);
-  const span = top - bottom || 1;
+  const legend = el("g", { class: "legend" });
+  let x0 = PAD.left;
+  series.forEach((s, n) => {
+    const entry = el("g", { class: `legend-entry series-${n % 4}`, "data-currency": s.currency ?? "" });
+    entry.append(el("rect", { x: x0, y: 8, width: 14, height: 14, rx: 3, class: "swatch" }));
+    const words = t("bo.totals.series", { unit: unit(s.currency) });
+    entry.append(el("text", { x: x0 + 20, y: 20, class: "legend-label" }, words));
+    legend.append(entry);
+    x0 += 40 + words.length * 7;
+  });
+  svg.append(legend);
   const x = (day) => {
     const i = days.indexOf(day);
     const inner = W - PAD.left - PAD.right;
     return days.length === 1 ? PAD.left + inner / 2 : PAD.left + (inner * i) / (days.length - 1);
   };
-  const y = (amount) => PAD.top + ((top - amount) * (H - PAD.top - PAD.bottom)) / span;
-  svg.append(el("line", { x1: PAD.left, x2: W - PAD.right, y1: y(0), y2: y(0), class: "zero" }));
-  svg.append(el("line", { x1: PAD.left, x2: PAD.left, y1: PAD.top, y2: H - PAD.bottom, class: "axis" }));
-  const currency = series.length === 1 ? series[0].currency : null;
-  svg.append(el("text", { x: PAD.left - 6, y: y(top) + 4, "text-anchor": "end", class: "axis-label" }, money(top, currency)));
-  if (bottom !== top) svg.append(el("text", { x: PAD.left - 6, y: y(bottom) + 4, "text-anchor": "end", class: "axis-label" }, money(bottom, currency)));
-  for (const day of days.length > 1 ? [days[0], days.at(-1)] : days) {
-    svg.append(el("text", { x: x(day), y: H - 12, "text-anchor": "middle", class: "axis-label" }, day));
-  }
   series.forEach((s, n) => {
-    const g = el("g", { class: `series series-${n % 4}`, "data-currency": s.currency ?? "" });
+    const y0 = LEGEND_H + n * PANEL_H;
+    const amounts = s.points.map((p) => p.amount);
+    const top = Math.max(0, ...amounts);
+    const bottom = Math.min(0, ...amounts);
+    const span = top - bottom || 1;
+    const y = (amount) => y0 + PAD.top + ((top - amount) * (PANEL_H - PAD.top - PAD.bottom)) / span;
+    const g = el("g", { class: `series series-${n % 4}`, "data-currency": s.currency ?? "", "data-unit": unit(s.currency) });
+    g.append(el("text", { x: PAD.left, y: y0 + 12, class: "axis-title" }, t("bo.totals.axis", { unit: unit(s.currency) })));
+    g.append(el("line", { x1: PAD.left, x2: W - PAD.right, y1: y(0), y2: y(0), class: "zero" }));
+    g.append(el("line", { x1: PAD.left, x2: PAD.left, y1: y0 + PAD.top, y2: y0 + PANEL_H - PAD.bottom, class: "axis" }));
+    g.append(el("text", { x: PAD.left - 6, y: y(top) + 4, "text-anchor": "end", class: "axis-label" }, money(top, s.currency)));
+    if (bottom !== top) g.append(el("text", { x: PAD.left - 6, y: y(bottom) + 4, "text-anchor": "end", class: "axis-label" }, money(bottom, s.currency)));
+    for (const day of days.length > 1 ? [days[0], days.at(-1)] : days) {
+      g.append(el("text", { x: x(day), y: y0 + PANEL_H - 12, "text-anchor": "middle", class: "axis-label" }, day));
+    }
     if (s.points.length > 1) {
       g.append(el("polyline", { points: s.points.map((p) => `${x(p.day)},${y(p.amount)}`).join(" "), class: "line" }));
     }
