@@ -268,9 +268,6 @@ class RedisBus:
         self._owners.pop(table, None)
         self._drop(table)
 
-    def owns(self, table: str) -> bool:
-        return table in self._owners
-
     def publish(self, table: str, events: Sequence[Event]) -> None:
         if not events:
             return

@@ -50,9 +50,6 @@ class TableWallet:
     def balance(self, account: str) -> int:
         return self.balances.get(account, 0)
 
-    def knows(self, account: str) -> bool:
-        return account in self.balances
-
     def accounts(self) -> list[str]:
         return list(self.balances)
 

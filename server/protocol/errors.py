@@ -28,9 +28,21 @@ listed in docs/protocol.md ("Errors").
     └── internal roots (never sent as they are)
         ├── StoreError           (server/store/base.py) -> store_failed; the step undone
         │   ├── StoreUnavailable the store cannot be reached -> store_unavailable
+        │   ├── StoreInUse       another live process serves this SQLite file -> one
+        │   │                    line and exit status 2 at start-up
         │   ├── KeyConflict      a ledger key with other fields -> id_reused (deposit)
         │   ├── Overdrawn        a balance would go below zero -> insufficient_funds
-        │   └── StaleEpoch       a newer owner took the table -> the actor stops there
+        │   ├── OutOfRange       a balance would leave ±(2**53 - 1) -> out_of_range
+        │   ├── LimitPassed      a commit would pass a player's own limit -> limit_reached
+        │   ├── StaleEpoch       a newer owner took the table -> the actor stops there
+        │   └── BadWalletCall    a wallet call of the wrong shape (also a ValueError): a
+        │                        bug -> internal
+        ├── WalletError          (server/wallet/base.py) the operator's wallet gave no
+        │                        clear answer -> wallet_unavailable (its balance kept)
+        ├── SignatureError       (server/wallet/signing.py) a signature missing, malformed,
+        │                        stale or wrong -> 401 bad_signature / stale_signature
+        ├── OperatorRefusal      (server/net/operator_api.py) an operator call refused:
+        │                        its HTTP status and code ({"status": code, "message"})
         ├── InsufficientFunds,   (server/table/wallet.py) a wallet refused a transfer the
         │   DuplicateEntry       table had checked: a bug -> internal; the step undone
         ├── OptionsError         (server/table/options.py, a ValueError) -> bad_options,

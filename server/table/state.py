@@ -17,7 +17,6 @@ from typing import Any
 from server.engine.cards import hand_total
 
 __all__ = [
-    "BettingStep",
     "CardSlot",
     "Contributions",
     "CoupStage",
@@ -57,14 +56,6 @@ class Phase(StrEnum):
     TURN = "turn"  # cards dealt: the turners turn them (§6)
     PAUSED = "paused"  # the operator paused the table: no new coup until resumed
     CLOSED = "closed"  # closed by the operator
-
-
-class BettingStep(StrEnum):
-    """The two moments of BETTING (§7): the timer runs, or, the timer having run out
-    with no bet at all, the table waits (no deadline) for a first bet to restart it."""
-
-    OPEN = "open"
-    WAITING_FOR_BET = "waiting_for_bet"
 
 
 class CoupStage(StrEnum):

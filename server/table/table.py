@@ -43,9 +43,9 @@ The phases (:class:`~server.table.state.Phase`) and the flow between them::
     any phase --VoidRound--> the round's wagers back, the next round (voiding.py)
     any phase --CloseTable--> CLOSED
 
-(A stacked shoe has no cut and no burn.) Within BETTING
-(:class:`~server.table.state.BettingStep`): OPEN, the timer running, or
-WAITING_FOR_BET, no deadline until a first bet (§7). Within TURN, each coup stage
+(A stacked shoe has no cut and no burn.) Within BETTING the timer runs (a deadline),
+or, having run out with no bet at all, the table waits with no deadline until a first
+bet (§7). Within TURN, each coup stage
 (:class:`~server.table.state.CoupStage`: PLAYER, BANKER, PLAYER_THIRD, BANKER_THIRD)
 has two moments (:class:`~server.table.state.TurnStep`): CHOOSE (TOSS or pick a
 squeeze) and SQUEEZE (turn the cards one at a time).
@@ -87,7 +87,7 @@ from .actions import SentActions, watch
 from .errors import TableError
 from .events import EVENT_KINDS, TRANSIENT_KINDS, Event, Step
 from .options import TableOptions
-from .state import BettingStep, Contributions, CoupState, Offer, Phase, PlayerState
+from .state import Contributions, CoupState, Offer, Phase, PlayerState
 from .wallet import Wallet, stake_account
 
 __all__ = ["Phase", "Table"]
@@ -232,13 +232,6 @@ class Table:
     @property
     def wants_shoe(self) -> bool:
         return self.phase is Phase.SHUFFLE
-
-    @property
-    def betting_step(self) -> BettingStep | None:
-        """In BETTING: OPEN (the timer runs) or WAITING_FOR_BET (§7); None otherwise."""
-        if self.phase is not Phase.BETTING:
-            return None
-        return BettingStep.OPEN if self.deadline is not None else BettingStep.WAITING_FOR_BET
 
     def seated(self) -> list[PlayerState]:
         """The seated players in seat order (a list the caller must not change)."""

@@ -132,9 +132,6 @@ class MemoryWallet:
     def balance(self, account: str) -> int:
         return self.balances.get(account, 0)
 
-    def has_key(self, key: str) -> bool:
-        return key in self._keys
-
     def total(self) -> int:
         """The sum of every account: always 0 (double entry)."""
         return sum(self.balances.values())
@@ -159,17 +156,6 @@ class MemoryWallet:
         entry = Entry(key, src, dst, amount, kind, round_id)
         self._keys.add(key)
         self.entries.append(entry)
-        self.on_entry(entry)
-
-    def on_entry(self, entry: Entry) -> None:
-        """Hook for subclasses (the croupier's wallet queues the entry to be written)."""
-
-    def forget(self, keys: Iterable[str]) -> None:
-        """Forget ``keys`` (entries undone because their step was never stored), so that
-        the step, retried, posts them once. Balances are the caller's to reload."""
-        drop = set(keys)
-        self._keys -= drop
-        self.entries = [e for e in self.entries if e.key not in drop]
 
     def load(self, balances: Iterable[tuple[str, int]]) -> None:
         for account, amount in balances:
