@@ -230,7 +230,7 @@ def settle(t: Table) -> None:
             **t.felt(),
         },
         {
-            pid: {**t.money(pid), "net": net, "own": plain_copy(own[pid])}
+            pid: {**t.money(pid), "net": net, "own": [dict(x) for x in own[pid]]}
             for pid, net in nets(payouts).items()
         },
     )

@@ -163,6 +163,7 @@ class Table:
         # The actions last sent to each tracked player (server.table.actions).
         self.sent_actions = SentActions()
         self._seated: list[PlayerState] | None = None  # seated(), until a seat changes
+        self._free: tuple[list[PlayerState], list[int]] | None = None  # free_seats()'s
         self.chips: Felt = Felt()  # the chips on the felt (§5, §7), kept as they are laid
         # Bettors without a seat are stored apart from the row (persistence.py): whose
         # part changed since the last stored step, and who has a part stored.
@@ -260,8 +261,11 @@ class Table:
         return self._seated
 
     def free_seats(self) -> list[int]:
-        taken = {p.seat for p in self.seated()}
-        return [s for s in range(1, self.options.seats + 1) if s not in taken]
+        seated = self.seated()  # (made again only when a seat changes: each watcher's sit)
+        if self._free is None or self._free[0] is not seated:
+            taken = {p.seat for p in seated}
+            self._free = (seated, [s for s in range(1, self.options.seats + 1) if s not in taken])
+        return list(self._free[1])
 
     def roads(self) -> dict[str, Any]:
         """The current shoe's roads (§9), made when someone looks (not at every coup)."""
@@ -279,22 +283,18 @@ class Table:
 
     # ------------------------------------------------------------------ the felt (§5, §7)
     def lay(self, p: PlayerState, bets: dict[str, int]) -> None:
-        """``p``'s chips on the felt become ``bets`` (their stake is moved by the
-        caller): the one place a player's bets change, so the felt's totals follow."""
+        """``p``'s chips become ``bets`` (the caller moves the stake): the felt follows."""
         self.chips.lay(p, bets)
         self._dirty.add(p.id)
 
-    def bettor_count(self) -> int:
-        """How many bettors without a seat are in (:meth:`Felt.bettors`)."""
+    def bettor_count(self) -> int:  # bettors without a seat in (Felt.bettors)
         return self.chips.bettors(self.seated())
 
-    def felt(self) -> dict[str, Any]:
-        """What everyone sees of the felt: ``totals`` per area, ``bettors`` in (§5)."""
+    def felt(self) -> dict[str, Any]:  # what everyone sees of the felt (§5)
         return self.chips.public(self.seated())
 
     def is_bettor(self, p: PlayerState) -> bool:
-        """A bettor without a seat (§5): no seat, and chips on the felt or a wager being
-        debited or dealt. Stored apart from the row (:meth:`take_parts`)."""
+        """No seat, and chips on the felt or a wager in play (§5): stored in a part."""
         return p.seat is None and (bool(p.bets) or self.wager_in_play(p))
 
     def touch_all(self, pids: Iterable[str]) -> None:

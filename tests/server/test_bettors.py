@@ -159,4 +159,8 @@ async def test_a_tables_bettors_option(net: Any) -> None:
     assert line["bettors"] == 1
     await cy.call("clear_bets", table="one")
     await dee.call("bet", table="one", area="banker", amount=100)  # room again
+    # A bettor's own limits hold their chips as a seated player's (the gateway's
+    # allowance, the store's guards): Dee's wager limit of 150 leaves 50 more.
+    await dee.call("set_limit", kind="wager_day", amount=150)
+    await dee.refused("limit_reached", "bet", table="one", area="banker", amount=100)
     await _audit(server, "one")
