@@ -54,9 +54,10 @@ The machine is this class and its sub-machines, modules of functions over it and
 state records (:mod:`server.table.state`), each holding its commands' checks and dos:
 :mod:`.seating` (join, sit, stand, leave, connections), :mod:`.shoe_offer` (the offer
 and the cut), :mod:`.betting`, :mod:`.turning` (the squeeze and the tableau, a coup
-stage by stage) and :mod:`.settlement` (paying a coup, ending a shoe; every wallet
-transfer is there). This class keeps the commands' way in (``handle``, ``verify``,
-``can``), the time (``Tick``), closing, and ``_advance``, the one place that moves the
+stage by stage), :mod:`.settlement` (paying a coup, ending a shoe; every wallet
+transfer is there) and :mod:`.voiding` (the operator's void, pause, resume and close).
+This class keeps the commands' way in (``handle``, ``verify``, ``can``), the time
+(``Tick``), the felt (:mod:`.felt`), and ``_advance``, the one place that moves the
 table on after any command: the first of the transitions :data:`rules.NEXT` that holds
 names the phase, and that phase's entry (``_enter_<phase>``) moves the table into it.
 Storage is :mod:`server.table.persistence`; keeping players' actions current,
@@ -230,8 +231,7 @@ class Table:
 
     @property
     def next_deadline(self) -> float | None:
-        """When the croupier should next send a Tick. (Only a seat is held for a grace
-        period, §5: bettors without a seat have none.)"""
+        """When the croupier should next send a Tick (only a seat has a grace period)."""
         times = [p.grace_deadline for p in self.seated() if p.grace_deadline is not None]
         if self.deadline is not None:
             times.append(self.deadline)

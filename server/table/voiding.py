@@ -1,7 +1,7 @@
-"""The operator's controls of a running table: voiding a round, pausing, resuming.
+"""The operator's controls of a running table: voiding a round, pausing, resuming,
+closing it; and the croupier's draining.
 
-What it is for (issue 21, GLI-19 §4.16 interrupted games; and closing a table, and the
-croupier's draining): :class:`~server.table.
+What it is for (issue 21, GLI-19 §4.16 interrupted games): :class:`~server.table.
 commands.VoidRound` ends a round that has not settled, whatever it was doing — betting
 (every placed chip goes back ``stake -> player``), debiting (the same; in seamless mode
 the croupier's ``closing_calls`` rolls the debits back), a coup dealt (every held wager
@@ -10,7 +10,11 @@ records it ``void: true`` with the reason and the cards, tells the players
 (``voided``), and moves the table on as a settled coup would (the next round opens
 under a new id; the shoe holder keeps the shoe, whatever they bet). :class:`~server.table.commands.Pause`
 stops new coups (``paused``); :class:`~server.table.commands.Resume` lets them start
-again (``resumed``).
+again (``resumed``). :class:`~server.table.commands.CloseTable` refunds a coup in
+progress (GAME_RULES §8: only then) and gives back the chips not yet held;
+:class:`~server.table.commands.SetDraining` refuses new bets while the server shuts
+down. The wagers of bettors without a seat (§5) go back with everyone's, each told in
+their own copy of ``voided``.
 
 A voided coup's tableau is completed from the shoe (the third cards the rules would
 have drawn are drawn, face up in the record), so that the shoe's record still deals
