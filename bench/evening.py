@@ -22,6 +22,16 @@ test of the tool only, and the report says so).
   with probability :data:`CHAT_P`; answers a shoe offer (accepts half the time) and a
   cut; when it turns a hand, squeezes it (85%; else tosses) for a few seconds,
   sending ``progress`` every :data:`PROGRESS_EVERY` s, then turns the cards.
+- **Bettors without a seat** (GAME_RULES §5, issue 37): ``--bettors`` at the top level
+  (default 0), in proportion at the lower ones, all at the first table (the featured
+  one): bots like the seated ones, in the bot processes, at the same human pace, that
+  join without sitting, bet 1-4 times a coup (never DONE: they do not hold the betting
+  open) and turn the Player cards when theirs is the highest Player bet. Each from an
+  address of its own (127.250.x.y). ``--tables 1 --seated 14 --bettors 1000
+  --spectators 1000`` is issue 37's table of a thousand bettors and a thousand
+  watchers; ``--bettors 0`` beside it, the seated-only table. Their commands count in the
+  round trips, their events in the table's fan-out (``fanout_seated``: everyone at a
+  table, seated or betting), their RSS apart (per bettor).
 - **Spectators**: ``--spectators`` at the top level (default 8,000), in proportion at
   the lower ones; :data:`FEATURED_SHARE` of them at a few featured tables (one in 60,
   at least one: the tables with thousands), the rest spread over the others (a few
@@ -192,6 +202,11 @@ def config(tables: Sequence[str], pace: float = 1.0) -> str:
 def bot_address(i: int) -> str:
     """The loopback address bot ``i`` connects from (127.1.0.1, 127.1.0.2, ...)."""
     return f"127.1.{i // 250 % 250}.{i % 250 + 1}"
+
+
+def bettor_address(i: int) -> str:
+    """The loopback address bettor ``i`` (without a seat) connects from (127.250.0.1...)."""
+    return f"127.250.{i // 250 % 250}.{i % 250 + 1}"
 
 
 def spectator_address(worker: int, i: int) -> str:
@@ -382,12 +397,13 @@ class BotStats:
     on_behalf: int = 0  # the croupier acted for a bot (too late)
     refused: collections.Counter[str] = field(default_factory=collections.Counter)
     coups_seen: int = 0
+    bettor_bets: int = 0  # bets of bettors without a seat the table took
 
     def reset(self) -> None:
         self.rtt.clear()
         self.sends = array("d")
         self.seen = array("d")
-        self.no_reply = self.on_behalf = self.coups_seen = 0
+        self.no_reply = self.on_behalf = self.coups_seen = self.bettor_bets = 0
         self.refused.clear()
 
 
@@ -424,12 +440,23 @@ UNAVAILABLE_RETRIES = 10
 
 
 class Bot:
-    """A seated player acting at human pace (see the module docstring)."""
+    """A seated player acting at human pace (see the module docstring); ``seated``
+    False: a bettor without a seat (GAME_RULES §5), who joins, bets, turns when theirs is
+    the highest Player bet, and never sits nor presses DONE."""
 
     def __init__(
-        self, url: str, pid: str, table: str, tidx: int, addr: str, stats: BotStats, seed: int
+        self,
+        url: str,
+        pid: str,
+        table: str,
+        tidx: int,
+        addr: str,
+        stats: BotStats,
+        seed: int,
+        seated: bool = True,
     ) -> None:
         self.pid, self.table, self.tidx, self.addr = pid, table, tidx, addr
+        self.seated = seated
         self.stats = stats
         self.rng = random.Random(seed)
         self.client = Client(url, label=pid, timeout=60, tap=self._tap)
@@ -574,6 +601,7 @@ class Bot:
                     break
                 r -= p
             press = rng.random() < DONE_P
+        press = press and self.seated  # (a bettor without a seat has no DONE)
         wait = think(rng, "first_bet")
         main = rng.choice(("player", "banker"))
         for i in range(bets):
@@ -587,6 +615,8 @@ class Bot:
             reply = await self.cmd("bet", area=area, amount=amount)
             if reply is None or (reply["type"] == "error" and reply["code"] == "wrong_phase"):
                 return
+            if not self.seated and reply["type"] == "ok" and self.stats.recording:
+                self.stats.bettor_bets += 1
             wait = think(rng, "next_bet")
         if press and await self.pause(think(rng, "done") if bets else wait, deadline):
             await self.cmd("done")
@@ -632,7 +662,7 @@ class Bot:
     async def start(self) -> None:
         await self.client.open(open_timeout=60, local_addr=(self.addr, 0), max_queue=None)
         await self.client.hello(token=make_token(SECRET, self.pid, ttl=24 * 3600))
-        for command in ("join", "sit"):
+        for command in ("join", "sit") if self.seated else ("join",):
             await self._call_retrying(command)
         snap = self.client.snapshots.get(self.table) or {}
         since = self.client.snapshot_at.get(self.table, 0)
@@ -701,9 +731,9 @@ async def _bot_worker(pipe: Connection, index: int) -> None:
             had = len(bots)
 
             async def one(spec: tuple[Any, ...], gate: asyncio.Semaphore = gate) -> None:
-                url, pid, table, tidx, addr, seed = spec
+                url, pid, table, tidx, addr, seed, seated = spec
                 async with gate:
-                    bot = Bot(url, pid, table, tidx, addr, stats, seed)
+                    bot = Bot(url, pid, table, tidx, addr, stats, seed, seated)
                     try:
                         await bot.start()
                         bots.append(bot)
@@ -730,6 +760,7 @@ async def _bot_worker(pipe: Connection, index: int) -> None:
                     stats.coups_seen,
                     lag.tobytes(),
                     sum(1 for b in bots if b.client.closed),
+                    stats.bettor_bets,
                 )
             )
         elif command == "fanout":  # after "collect", with every bot process's sends
@@ -983,6 +1014,13 @@ class Level:
     #: Redis's commands over the window by name (commandstats: a client's and a
     #: script's alike), on Redis.
     redis_commands: dict[str, int] = field(default_factory=dict)
+    #: Bettors without a seat (``--bettors``) at the first table, those this level
+    #: added, and the RSS growth while they connected and joined.
+    bettors: int = 0
+    bettors_target: int = 0
+    new_bettors: int = 0
+    rss_bettors_kib: int = 0
+    bettor_bets: int = 0  # their bets the table took over the window
 
     @property
     def server_cores(self) -> float:
@@ -1039,6 +1077,8 @@ def judge(level: Level) -> list[str]:
         out.append(f"the croupier acted for a bot {level.on_behalf} times")
     if level.seated < level.target:
         out.append(f"only {level.seated} of {level.target} seated")
+    if level.bettors < level.bettors_target:
+        out.append(f"only {level.bettors} of {level.bettors_target} bettors without a seat")
     if level.dropped:
         out.append(f"{level.dropped} connections dropped")
     return out
@@ -1067,6 +1107,7 @@ class Evening:
         self.bots = Workers(args.bot_workers, "bots", args.pace)
         self.specs = Workers(args.spectator_workers, "spectators")
         self.seated = 0
+        self.betting = 0  # bettors without a seat, at the first table
         self.watching = [0] * len(self.tables)
         self.levels: list[Level] = []
         self.top_seated = args.tables * args.seated
@@ -1090,10 +1131,37 @@ class Evening:
         for i in range(self.seated, min(target, self.top_seated)):
             table = i % len(self.tables)
             specs.append(
-                (urls[i % len(urls)], f"bot-{i}", self.tables[table], table, bot_address(i), i)
+                (
+                    urls[i % len(urls)],
+                    f"bot-{i}",
+                    self.tables[table],
+                    table,
+                    bot_address(i),
+                    i,
+                    True,
+                )
             )
         got, errors = await self.bots.add(specs)
         self.seated += got
+        return got, errors
+
+    async def add_bettors(self, total: int) -> tuple[int, list[str]]:
+        """Bettors without a seat at the first table, up to ``total`` (§5)."""
+        urls = self.servers.urls
+        specs = [
+            (
+                urls[i % len(urls)],
+                f"bettor-{i}",
+                self.tables[0],
+                0,
+                bettor_address(i),
+                -1 - i,
+                False,
+            )
+            for i in range(self.betting, total)
+        ]
+        got, errors = await self.bots.add(specs) if specs else (0, [])
+        self.betting += got
         return got, errors
 
     async def add_spectators(self, total: int) -> tuple[int, list[str]]:
@@ -1111,6 +1179,10 @@ class Evening:
     async def level(self, target: int) -> Level:
         args = self.args
         spectators = round(args.spectators * min(1.0, target / self.top_seated))
+        bettors = round(args.bettors * min(1.0, target / self.top_seated))
+        rss = self.servers.rss_kib()
+        new_bettors, bettor_errors = await self.add_bettors(bettors)
+        await asyncio.sleep(1.0)
         rss0 = self.servers.rss_kib()
         new_bots, bot_errors = await self.add_bots(target)
         await asyncio.sleep(1.0)
@@ -1136,7 +1208,9 @@ class Evening:
         no_reply = on_behalf = dropped = 0
         refused: collections.Counter[str] = collections.Counter()
         bot_lag: list[float] = []
-        for _tag, rtt, sent, nr, ob, ref, _coups, lag, closed in bot_replies:
+        bettor_bets = 0
+        for _tag, rtt, sent, nr, ob, ref, _coups, lag, closed, bb in bot_replies:
+            bettor_bets += bb
             for kind, raw in rtt.items():
                 values = array("d")
                 values.frombytes(raw)
@@ -1198,7 +1272,12 @@ class Evening:
             server_lag_p99_ms=bucket_p99(delta, "chemmy_loop_lag_seconds") * 1e3,
             full_collections=delta('chemmy_gc_pause_seconds_count{generation="2"}'),
             full_collections_ms=delta('chemmy_gc_pause_seconds_sum{generation="2"}') * 1e3,
-            errors=(bot_errors + spec_errors)[:4],
+            errors=(bot_errors + bettor_errors + spec_errors)[:4],
+            bettors=self.betting,
+            bettors_target=bettors,
+            bettor_bets=bettor_bets,
+            new_bettors=new_bettors,
+            rss_bettors_kib=rss0 - rss,
         )
         if new_specs < sum(self.watching) - before:
             level.errors.append(f"{new_specs} spectators connected")
@@ -1233,7 +1312,9 @@ def stats_ms(values: Sequence[float]) -> dict[str, float]:
 
 def level_line(lv: Level) -> str:
     return (
-        f"  level {lv.target:,}: seated {lv.seated:,}, spectators {lv.spectators:,}; "
+        f"  level {lv.target:,}: seated {lv.seated:,}, "
+        + (f"bettors without a seat {lv.bettors:,}, " if lv.bettors else "")
+        + f"spectators {lv.spectators:,}; "
         f"{lv.coups:.0f} coups, {lv.commits / lv.seconds:.0f} commits/s; server "
         f"{lv.server_cores:.2f} cores; command p50/p99 {lv.rtt['all']['p50']:.1f}/"
         f"{lv.rtt['all']['p99']:.1f} ms (n {lv.rtt['all']['n']:.0f}); fan-out p50/p99 "
@@ -1682,6 +1763,8 @@ def report(results: dict[str, Any]) -> str:
         lines.append("**No level kept every promise.**")
     if lv:
         lines += ["", rss_line(results, lv)]
+    if any(x.get("bettors") for x in lv):
+        lines += ["", bettors_line(lv)]
     lines += ["", *baseline_lines(results, kept[-1] if kept else (lv[-1] if lv else None))]
     return "\n".join(lines) + "\n"
 
@@ -1693,7 +1776,7 @@ def rss_line(results: dict[str, Any], lv: list[dict[str, Any]]) -> str:
     per_bot = sum(x["rss_bots_kib"] for x in lv) / max(1, bots_added)
     per_spectator = sum(x["rss_spectators_kib"] for x in lv) / max(1, specs_added)
     top = lv[-1]
-    players = top["seated"] + top["spectators"]
+    players = top["seated"] + top["spectators"] + top.get("bettors", 0)
     after_play = (top["rss_kib"] - results["base_rss_kib"]) / max(1, players)
     spectators = (
         f"and {per_spectator:,.1f} KiB per spectator while they connected and joined"
@@ -1708,6 +1791,24 @@ def rss_line(results: dict[str, Any], lv: list[dict[str, Any]]) -> str:
         f"{after_play:,.1f} KiB per player (seated or spectating) by the end of the top "
         "level's play (the tables' recent event logs, docs/architecture.md §7, fill in its "
         "first minutes)."
+    )
+
+
+def bettors_line(lv: list[dict[str, Any]]) -> str:
+    """The bettors without a seat at the first table (``--bettors``): how many at each
+    level, and the server's RSS growth per bettor while they connected and joined."""
+    added = sum(x.get("new_bettors", 0) for x in lv)
+    per = sum(x.get("rss_bettors_kib", 0) for x in lv) / max(1, added)
+    return (
+        "Bettors without a seat at the first table (GAME_RULES §5): "
+        + ", ".join(
+            f"{x['bettors']:,} at {x['seated']:,} seated ({x.get('bettor_bets', 0):,} bets "
+            "taken in the window)"
+            for x in lv
+        )
+        + f"; the server's RSS grew {per:,.1f} KiB per bettor while they connected and "
+        "joined (their bets, wagers and parts come with play: the top level's figure per "
+        "player above includes them)."
     )
 
 
@@ -1796,6 +1897,13 @@ def main(argv: list[str] | None = None) -> int:
         "--spectators", type=int, default=8000, help="spectators at the top level (8000)"
     )
     parser.add_argument(
+        "--bettors",
+        type=int,
+        default=0,
+        help="bettors without a seat at the first table at the top level, in proportion "
+        "at the lower ones (0)",
+    )
+    parser.add_argument(
         "--levels",
         default="",
         help="seated players per level, e.g. 700,1400,2800 "
@@ -1842,6 +1950,7 @@ def main(argv: list[str] | None = None) -> int:
         tables=args.tables,
         seated=args.seated,
         spectators=args.spectators,
+        bettors=args.bettors,
         warmup=args.warmup,
         window=args.window,
         processes=args.processes,

@@ -1,7 +1,9 @@
 """``chemmy bot``: robot players, one connection each, for load, demos and tests.
 
 ``chemmy bot [--url URL] --table T --count N --strategy banker|player|random|martingale
---rounds R [--seed S] [--shoes K]`` starts N guest bots that sit at table T and, each
+--rounds R [--seed S] [--shoes K] [--no-seat]`` starts N guest bots that sit at table T
+(with ``--no-seat``: bet without a seat, GAME_RULES §5: they never sit, press DONE, hold
+or cut the shoe, and turn the Player cards when theirs is the highest Player bet) and, each
 coup, bet by their strategy within the table's limits and their balance, press DONE,
 accept the shoe when it is offered, cut when asked, and turn the cards when it is
 their turn (usually TOSS; sometimes a squeeze with its progress, then CARD 1, CARD 2).
@@ -92,6 +94,13 @@ def register(subparsers: Subparsers) -> None:
         default=600.0,
         metavar="SECONDS",
         help="give up after this long (default 600)",
+    )
+    p.add_argument(
+        "--no-seat",
+        action="store_true",
+        help="bet without a seat (GAME_RULES §5): at a table that takes bettors without a "
+        "seat, the bots watch, bet and turn the Player cards when theirs is the highest "
+        "Player bet, but never sit, press DONE or hold the shoe",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=run_bots)
@@ -188,6 +197,8 @@ class Bot:
     #: ``--unit`` as typed: read again, after hello, in the bot's currency (JPY: no
     #: decimals), which gives :attr:`unit`.
     unit_text: str | None = None
+    #: False (``--no-seat``): a bettor without a seat (GAME_RULES §5).
+    seated: bool = True
 
     def __post_init__(self) -> None:
         self.report = BotReport(self.name, None)
@@ -231,7 +242,8 @@ class Bot:
                     return self.report
             self.model = TableModel(me=conn.player)
             await conn.join(self.table)
-            await self._act("sit")
+            if self.seated:
+                await self._act("sit")
             async for item in conn.stream():
                 await self._on_item(item)
                 if self._stood:
@@ -334,8 +346,9 @@ class Bot:
                 self._acted.add(cut_key)
                 await self._act("cut", position=self.rng.randint(int(cut["min"]), int(cut["max"])))
         # Bet once the server's actions say betting is open to this bot (it may bet, or
-        # press DONE: with nothing it can afford, it stops).
-        if model.phase == "betting" and model.seated and (model.can("bet") or model.can("done")):
+        # press DONE: with nothing it can afford, it stops). Without a seat: when it may
+        # bet (a table full of bettors without a seat says not now), and no DONE (§5).
+        if model.phase == "betting" and self._may_bet(model):
             bet_key = ("bet", (model.shoe or {}).get("no"), model.coup_no)
             if bet_key not in self._bet_coups:
                 self._bet_coups.add(bet_key)
@@ -345,7 +358,8 @@ class Bot:
                     return
                 for area, amount in bets.items():
                     await self._act("bet", area=area, amount=amount)
-                await self._act("done")
+                if self.seated:
+                    await self._act("done")
         hand = model.my_turn
         if hand is not None and model.coup is not None and model.coup.hand == hand:
             coup = model.coup
@@ -354,6 +368,11 @@ class Bot:
                 self._acted.add(turn_key)
                 styles = list(model.action("squeeze").get("styles") or ())
                 await self._turn(hand, coup.face_down(), styles)
+
+    def _may_bet(self, model: TableModel) -> bool:
+        if self.seated:
+            return model.seated and (model.can("bet") or model.can("done"))
+        return not model.seated and model.can("bet") and not model.my_bets
 
     async def _turn(self, hand: str, cards: list[int], styles: list[str]) -> None:
         """TOSS, or now and then a squeeze in one of the ``styles`` the server offers,
@@ -438,6 +457,7 @@ def make_bots(args: argparse.Namespace, url: str) -> list[Bot]:
             unit=unit,
             unit_text=args.unit,
             squeeze_rate=args.squeeze,
+            seated=not args.no_seat,
         )
         for i in range(args.count)
     ]

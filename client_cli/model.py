@@ -35,7 +35,11 @@ counted them, the squeeze progress others see, the roads and odds, your balance,
 **what you may do now**: :attr:`TableModel.actions`, the server's ``you.actions``
 (docs/protocol.md), taken from the snapshot and from the private ``actions`` the server
 adds to the last event of a step that changed them; a spectator's ``sit`` seats follow
-the public ``free_seats`` of ``sat`` and ``stood``.
+the public ``free_seats`` of ``sat`` and ``stood``. Bettors without a seat (GAME_RULES
+§5): the felt's ``totals`` per area and how many ``bettors`` are in, as the server says
+them (the snapshot's ``felt``, and every event that changes the felt); your own bets and
+wager as a bettor come in your private copies (``bets``, ``own``); a bettor who turns is
+named by ``dealt``'s ``names``.
 
 This module must never do I/O, read a clock, or decide a rule of the game: what is
 allowed, the cut's bounds, chip limits and hand totals are the server's answers.
@@ -170,6 +174,10 @@ class TableModel:
     seats: Mapping[str, Seat] = field(default_factory=dict)  # by player id
     names: Mapping[str, str] = field(default_factory=dict)
     spectators: int = 0
+    #: The felt as the server says it (§5): chips per area, everyone's together (None
+    #: before a server that sends it has said), and how many bettors without a seat.
+    felt: Mapping[str, int] | None = None
+    bettors: int = 0
     coup: CoupView | None = None
     last_coup: CoupView | None = None  # the settled coup, shown until the next deal
     last_result: Mapping[str, Any] | None = None
@@ -238,6 +246,11 @@ class TableModel:
         return self.my_seat is not None
 
     @property
+    def betting_without_a_seat(self) -> bool:
+        """You have chips on the felt, or a wager in the coup, without a seat (§5)."""
+        return not self.seated and bool(self.my_stake)
+
+    @property
     def limits(self) -> dict[str, int]:
         """The table's published limits (for display and chip values)."""
         lim = self.options.get("limits") or {}
@@ -264,7 +277,10 @@ class TableModel:
         return {s.player: s.bets for s in self.seats.values()}
 
     def area_totals(self) -> dict[str, int]:
-        """Everyone's stakes per area (the chips on the layout)."""
+        """Everyone's stakes per area (the chips on the layout): the felt's totals as the
+        server says them (bettors without a seat included), else the seats' chips."""
+        if self.felt is not None:
+            return dict(self.felt)
         out: dict[str, int] = {}
         for b in self._bets_by_player().values():
             for a, v in b.items():
@@ -367,8 +383,10 @@ def load_snapshot(model: TableModel, snap: Mapping[str, Any]) -> TableModel:
         offer=snap.get("offer"),
         cutter=snap.get("cutter"),
         seats=seats,
-        names=names,
+        names={**names, **_names((snap.get("coup") or {}).get("names"))},
         spectators=int(snap.get("spectators") or 0),
+        felt=_amounts((snap.get("felt") or {}).get("totals")) if "felt" in snap else None,
+        bettors=int((snap.get("felt") or {}).get("bettors") or 0),
         coup=_coup_from_view(snap.get("coup")),
         last_coup=None,
         last_result=snap.get("last_result"),
@@ -403,6 +421,9 @@ def apply_event(model: TableModel, event: Mapping[str, Any]) -> tuple[TableModel
     handler = _HANDLERS.get(str(event.get("kind")))
     if handler is not None:
         new = handler(new, data)
+    if isinstance(data.get("totals"), Mapping) and isinstance(data.get("bettors"), int):
+        # the felt after this event (§5: every event that changes it says it)
+        new = replace(new, felt=_amounts(data["totals"]), bettors=int(data["bettors"]))
     actions = data.get("actions")
     if isinstance(actions, Mapping):  # private: what you may do after this step
         new = replace(new, server_actions=_actions(actions))
@@ -434,6 +455,11 @@ def _log(m: TableModel, text: str) -> TableModel:
 
 def _amounts(raw: Any) -> dict[str, int]:
     return {str(k): int(v) for k, v in (raw or {}).items()}
+
+
+def _names(raw: Any) -> dict[str, str]:
+    """A ``names`` map (player -> name), as ``dealt`` and the coup's view carry it."""
+    return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
 
 
 def _actions(raw: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -483,7 +509,7 @@ def _set_card(cards: tuple[CardView, ...], index: int, card: CardView) -> tuple[
 def _on_sat(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     pid = str(d.get("player"))
     name = str(d.get("name") or m.names.get(pid, pid))
-    seat = Seat(int(d.get("seat", 0)), pid, name)
+    seat = Seat(int(d.get("seat", 0)), pid, name, bets=_amounts(d.get("bets")))
     m = replace(
         m,
         names={**m.names, pid: name},
@@ -711,6 +737,10 @@ def _on_betting_waiting(m: TableModel, d: Mapping[str, Any]) -> TableModel:
 
 
 def _on_bets(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    """A player's chips; a bettor's without a seat name nobody (``player`` null) but in
+    their own copy (§5)."""
+    if d.get("player") is None:
+        return m
     pid = str(d.get("player"))
     bets = _amounts(d.get("bets"))
     m = _with_seat(m, pid, bets=bets, done=False)
@@ -752,6 +782,8 @@ def _on_debiting(m: TableModel, d: Mapping[str, Any]) -> TableModel:
 
 
 def _on_debit_refused(m: TableModel, d: Mapping[str, Any]) -> TableModel:
+    if d.get("player") is None:  # bettors without a seat, refused: not yours to know
+        return m
     pid = str(d.get("player"))
     m = _with_seat(m, pid, bets={})
     if pid == m.me:
@@ -762,6 +794,8 @@ def _on_debit_refused(m: TableModel, d: Mapping[str, Any]) -> TableModel:
 
 def _on_betting_closed(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     held = {str(p): _amounts(b) for p, b in (d.get("bets") or {}).items()}
+    if isinstance(d.get("own"), Mapping) and m.me is not None:  # your wager (private)
+        held[m.me] = _amounts(d["own"])
     coup = CoupView(round_id=str(d.get("round_id")), coup_no=m.coup_no, bets=held)
     m = _money(replace(m, phase="turn", deadline=None, coup=coup), d)
     return _say(m, say.betting_closed())
@@ -778,7 +812,8 @@ def _on_dealt(m: TableModel, d: Mapping[str, Any]) -> TableModel:
     shoe = m.shoe
     if shoe is not None and isinstance(shoe.get("cards_left"), int):
         shoe = {**shoe, "cards_left": shoe["cards_left"] - 4}
-    return replace(m, result_line="", coup=coup, phase="turn", shoe=shoe)
+    names = {**m.names, **_names(d.get("names"))}  # (a bettor without a seat who turns)
+    return replace(m, result_line="", coup=coup, phase="turn", shoe=shoe, names=names)
 
 
 # ---------------------------------------------------------------------------- events: turning

@@ -201,6 +201,8 @@ def render_seats(model: TableModel, *, name_width: int = 10) -> Text:
         out.append("\n")
     if model.spectators:
         out.append("  " + t("cli.render.watching", count=model.spectators) + "\n", style="dim")
+    if model.bettors:  # bettors without a seat (§5): how many, their chips in the felt
+        out.append("  " + t("cli.render.bettors", count=model.bettors) + "\n", style="cyan")
     out.append(t("cli.render.holder_legend") + "\n", style="dim")
     return out
 

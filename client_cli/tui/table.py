@@ -225,7 +225,13 @@ class TableScreen(Screen[None]):
         you.append(t("cli.you.name", name=app.conn.identity.get("name", "?")), style="bold yellow")
         you.append(
             " · "
-            + (t("cli.you.seat", seat=model.my_seat) if model.seated else t("cli.you.watching"))
+            + (
+                t("cli.you.seat", seat=model.my_seat)
+                if model.seated
+                else t("cli.you.betting")
+                if model.betting_without_a_seat
+                else t("cli.you.watching")
+            )
         )
         if model.balance is not None:
             you.append(

@@ -81,8 +81,10 @@ WIRE_COMMANDS: dict[str, type[c.Command]] = {
     kind: cls for kind, cls in c.WIRE_COMMANDS.items() if kind in TABLE_COMMANDS
 }
 
-#: The field of a ``sit`` record that carries a guest not yet stored (``name``, ``funds``):
-#: the owner stores them once the sit is allowed.
+#: The field of a ``sit`` (or ``bet``, ``same_bet``: a bettor without a seat's first bet,
+#: GAME_RULES §5) record that carries a guest not yet stored (``name``, ``funds``): the
+#: owner stores them once the command is allowed. A ``join`` carries it too: the table
+#: then decides the guest's bets with the play money they would get (their actions).
 GUEST_FIELD = "guest"
 #: The field of a ``bet`` or ``same_bet`` record that carries the player's limits as
 #: the store must hold them (``[[kind, cap, since], ...]``: ``server.net.play_limits``):
@@ -140,6 +142,7 @@ class _InDoubt:
     table was undone, and the stored row says, before the next step, which it was."""
 
     state: dict[str, Any]
+    parts: dict[str, dict[str, Any]]  # the bettors' parts, had it been kept
     events: list[Event]
     coup_in_progress: bool
 
@@ -164,6 +167,7 @@ class TableActor:
         on_lost: Callable[[TableActor], None] | None = None,
         epoch: int = 0,
         restored: bool = False,
+        parts: Mapping[str, dict[str, Any]] | None = None,
         money: Wallet | None = None,
         wallet_timeout: float = 3.0,
         on_calls: Callable[[list[dict[str, Any]]], None] | None = None,
@@ -199,6 +203,10 @@ class TableActor:
         self.store_failures = 0
         self.retry_at: float | None = None
         self._last_state = table.to_state(spectators=False)
+        #: The parts of the table's bettors without a seat as stored (GAME_RULES §5):
+        #: with the row, what the table is rebuilt from when a step is undone.
+        self._parts: dict[str, dict[str, Any]] = dict(parts or {})
+        table.take_parts()  # (what a restored table would write: stored already)
         self._summary: dict[str, Any] | None = None
         self._task: asyncio.Task[None] | None = None
         self._odds: tuple[tuple[Any, ...], dict[str, Any] | None] | None = None
@@ -235,7 +243,8 @@ class TableActor:
     # -- money ---------------------------------------------------------------------------
     def _accounts(self, table: Table) -> set[str]:
         """The accounts ``table``'s state concerns: its held account, and for each of its
-        players (and each player with a wager held) their balance and stake here."""
+        players (and each player with a wager held, bettors without a seat included)
+        their balance and stake here."""
         pids = set(table.players)
         if table.coup is not None:
             pids |= set(table.coup.held)
@@ -544,18 +553,30 @@ class TableActor:
         """What the store must hold or say before ``cmd`` is decided: a guest sitting
         down stored, a joining or sitting player's balance read afresh."""
         guest = None if record is None else record.fields.get(GUEST_FIELD)
-        if isinstance(cmd, c.Sit) and isinstance(guest, dict):
+        if isinstance(cmd, c.Sit | c.PlaceBet | c.SameBet) and isinstance(guest, dict):
             # A guest is written to the store (with their play money) only once the
-            # rules let them sit: a refused sit keeps nothing of theirs.
+            # rules let them sit or bet: a refused command keeps nothing of theirs.
             self.table.verify(cmd)
-            await self.store.ensure_player(
+            balance = await self.store.ensure_player(
                 cmd.player, str(guest["name"]), int(guest["funds"]), guest=True
             )
+            self.wallet.load([(player_account(cmd.player), balance)])
         if isinstance(cmd, c.Join) and self.money is not None and self.money.confirms_holds:
             session = None if record is None else record.fields.get(c.WALLET_SESSION_FIELD)
             await self._mirror(cmd.player, session if isinstance(session, dict) else None)
         if isinstance(cmd, _FRESH_BALANCE):
             await self._refresh([cmd.player])
+        if isinstance(cmd, c.Join) and isinstance(guest, dict):
+            await self._welcome(cmd.player, int(guest["funds"]))
+
+    async def _welcome(self, player: str, funds: int) -> None:
+        """A guest not yet stored joins: the table decides their bets (and says what they
+        may bet: their actions) with the play money their first bet stores them with
+        (GAME_RULES §5), as their snapshot shows it. The store is still the truth: the
+        bet's commit is refused if they had less."""
+        account = player_account(player)
+        if self.wallet.balance(account) == 0 and await self.store.player_name(player) is None:
+            self.wallet.load([(account, funds)])
 
     async def _decide_funded(self, cmd: c.Command, now: float) -> Step:
         """:meth:`_decide`, once more after reading the player's balance afresh when a bet
@@ -587,11 +608,8 @@ class TableActor:
             # shown, never stored; the next stored step's row holds what it changed).
             return happened
         state = table.to_state(spectators=False)  # spectators are not kept (docs)
-        calls: list[dict[str, Any]] = []
-        if self.money is not None and self.money.confirms_holds:
-            calls = closing_calls(
-                self._last_state, state, records, self.currency, self.clock(), game=self.game
-            )
+        parts = table.take_parts()  # the bettors' parts this step changed (§5)
+        calls = self._closing_calls(state, records)
         guards = _guards(item.record) if isinstance(cmd, _FUNDED) else []
         try:
             result = await self.store.commit(
@@ -605,6 +623,7 @@ class TableActor:
                     table.seq,
                     table.phase == Phase.CLOSED,
                     self.epoch,
+                    parts or None,
                 ),
                 records=records,
                 events=[event.to_dict() for event in stored],
@@ -636,17 +655,38 @@ class TableActor:
             # way back): the next step first looks (_settle_doubt).
             self._store_failed(exc)
             if isinstance(exc, StoreUnavailable):
-                self._doubt = _InDoubt(state, stored, step.coup_in_progress)
+                kept = dict(self._parts)
+                _put_parts(kept, parts)
+                self._doubt = _InDoubt(state, kept, stored, step.coup_in_progress)
             await self._restore(entries)
             self._refuse(item, store_refusal(exc))
             return None
         self.wallet.load(result.balances.items())
         self._last_state = state
+        _put_parts(self._parts, parts)
         if self.store_failures:
             self._store_recovered()
         if calls and self.on_calls is not None:
             self.on_calls(calls)  # credits and rollbacks stored: the courier sends them
         return happened
+
+    def _closing_calls(
+        self, state: dict[str, Any], records: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """With a wallet that confirms holds, the credits and rollbacks of the step from
+        ``_last_state`` to ``state`` (every wager closed: the bettors' without a seat too,
+        whose wagers are in their stored parts)."""
+        if self.money is None or not self.money.confirms_holds:
+            return []
+        return closing_calls(
+            self._last_state,
+            state,
+            records,
+            self.currency,
+            self.clock(),
+            game=self.game,
+            parts=self._parts,
+        )
 
     def _limit_reached(self, passed: LimitPassed) -> Refused:
         """The player's refusal for a bet the store held to their limit, in the table's
@@ -946,13 +986,14 @@ class TableActor:
         )
         old = self.table
         wallet = TableWallet(confirms_holds=self.wallet.confirms_holds)
-        table = Table.from_state(doubt.state, wallet)
+        table = Table.from_state(doubt.state, wallet, doubt.parts)
         wallet.load(
             (await self.store.balances(self._accounts(table) | self._accounts(old))).items()
         )
         self._carry_spectators(old, table)
         self.table, self.wallet = table, wallet
         self._last_state = doubt.state
+        self._parts = doubt.parts
         self.in_coup = doubt.coup_in_progress
         self._summary = None
         if doubt.events:
@@ -975,7 +1016,7 @@ class TableActor:
             balances[entry.dst] = balances.get(entry.dst, 0) - entry.amount
         old = self.table
         wallet = TableWallet(balances, confirms_holds=self.wallet.confirms_holds)
-        table = Table.from_state(self._last_state, wallet)
+        table = Table.from_state(self._last_state, wallet, self._parts)
         accounts = self._accounts(table) | self._accounts(old)
         with contextlib.suppress(StoreError):  # the balances as before the step will do
             wallet.load((await self.store.balances(accounts)).items())
@@ -989,6 +1030,17 @@ class TableActor:
         for pid, p in old.players.items():
             if pid not in table.players:
                 table.players[pid] = PlayerState(pid, p.name, connected=p.connected)
+
+
+def _put_parts(
+    stored: dict[str, dict[str, Any]], changed: Mapping[str, dict[str, Any] | None]
+) -> None:
+    """The bettors' parts as stored once ``changed`` is (None: a part that goes)."""
+    for pid, part in changed.items():
+        if part is None:
+            stored.pop(pid, None)
+        else:
+            stored[pid] = part
 
 
 def _guards(record: CommandRecord | None) -> list[LimitGuard]:

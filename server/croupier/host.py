@@ -229,8 +229,8 @@ class Croupier:
         config["timers"] = timers
         options = TableOptions.from_dict({k: v for k, v in config.items() if k != "id"})
         wallet = TableWallet(confirms_holds=self.money is not None and self.money.confirms_holds)
-        if row.state is not None:
-            table = Table.from_state(row.state, wallet)
+        if row.state is not None:  # (with its bettors without a seat: their parts)
+            table = Table.from_state(row.state, wallet, row.parts or {})
         else:
             # A table id used before (closed, then created again) goes on numbering its
             # shoes, so round ids, ledger keys and shoe records are never reused, and
@@ -256,6 +256,7 @@ class Croupier:
             # Restored after a stop or a crash: nobody is connected yet. The table
             # decides (Restored): seats held for the grace period (§5), spectators gone.
             restored=row.state is not None,
+            parts=row.parts,
             money=self.money,
             wallet_timeout=self.wallet_timeout,
             on_calls=self._calls_stored,

@@ -618,7 +618,8 @@ def build_parser(prog: str = "chemmy-server") -> argparse.ArgumentParser:
             "[[tables]] entries (id, name, decks, commission, pairs, super6, dragon, "
             "seats, tier or min/max/tie_max/side_max (or a limits table of them), "
             "stop_offset, timers (betting, squeeze, third_card, shoe_offer, cut, grace, reveal), "
-            "holder_must_bet_banker, currency (an ISO 4217 code such as EUR; "
+            "holder_must_bet_banker, bettors (how many may bet without a seat; "
+            "0: only seated players bet), currency (an ISO 4217 code such as EUR; "
             "absent: play money)); "
             "without any: t1 tier 1-100, t2 tier 10-1000, t3 tier 100-10000."
         ),

@@ -173,12 +173,11 @@ def table_command(kind: str) -> TableHandler:
         elif kind in BLOCKED_COMMANDS:  # a time-out or self-exclusion: player_blocked
             await refuse_blocked(ctx.store, session.player)
         then = _answer(ctx, session, mid, tid)
-        if kind == "sit" and not session.persisted:
-            # A guest not yet stored: the table's owner stores them once the sit is
-            # allowed (a refused sit writes nothing).
-            assert session.identity is not None
-            guest = {"name": session.identity.name, "funds": ctx.config.welcome_balance}
-            args[GUEST_FIELD] = guest
+        if kind in GUEST_COMMANDS and not session.persisted:
+            # A guest not yet stored: the table's owner stores them once the sit (or, at
+            # a table that takes bettors without a seat, their first bet: GAME_RULES
+            # §5) is allowed (a refused one writes nothing).
+            args[GUEST_FIELD] = _guest(ctx, session)
             answer = then
 
             def then(reply: ReplyRecord) -> None:
@@ -189,6 +188,18 @@ def table_command(kind: str) -> TableHandler:
         ctx.relay(session, tid, kind, mid, args, then)
 
     return relay
+
+
+#: The commands that store a guest not yet stored, once the table allows them: a seat,
+#: and a bettor without a seat's first bet (GAME_RULES §5).
+GUEST_COMMANDS: Final = frozenset({"sit", "bet", "same_bet"})
+
+
+def _guest(ctx: TablesContext, session: Session) -> dict[str, Any]:
+    """A guest not yet stored, as the table's owner stores them: their name and the play
+    money they get (``--welcome``)."""
+    assert session.identity is not None
+    return {"name": session.identity.name, "funds": ctx.config.welcome_balance}
 
 
 async def lobby(ctx: TablesContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
@@ -255,6 +266,8 @@ async def join(ctx: TablesContext, session: Session, mid: Any, fields: dict[str,
     ctx.watch_table(tid)  # this process fans the table's events out from now on
     await ctx.attend(session, tid)  # and hears them before the join goes
     fields = {"name": session.identity.name, **_wallet_session(ctx, session)}
+    if not session.persisted:  # (what a guest would have to bet with, without a seat)
+        fields[GUEST_FIELD] = _guest(ctx, session)
     try:
         ctx.relay(session, tid, "join", None, fields, then)
     except ChemmyError:

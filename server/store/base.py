@@ -134,6 +134,7 @@ __all__ = [
     "check_event",
     "check_guard",
     "check_operator_call",
+    "check_parts",
     "check_play_open",
     "check_row",
     "check_wallet_call",
@@ -263,6 +264,13 @@ class TableRow:
     ``state=None`` drops the table id's stored events (a table created again after a
     close starts a new event log). ``epoch`` fences writers (:class:`StaleEpoch`);
     :meth:`Store.load_tables` returns the stored epoch.
+
+    ``parts``: the table's parts, kept beside the row under a key each (a table's
+    bettors without a seat, GAME_RULES §5: one part a bettor, so a step writes the
+    parts it changed, never all of them). In a commit, the parts to write (key -> a
+    JSON-able dict) or to drop (key -> ``None``), in the same transaction as the row;
+    loaded, every part stored (``None`` when there is none). A row with ``state=None``
+    or ``closed`` drops them all. The store never looks inside a part either.
     """
 
     table_id: str
@@ -271,6 +279,7 @@ class TableRow:
     seq: int = 0
     closed: bool = False
     epoch: int = 0
+    parts: dict[str, Any] | None = None
 
 
 class BetReads(NamedTuple):
@@ -1151,6 +1160,23 @@ def check_event(event: Mapping[str, Any]) -> tuple[int, str]:
     if not isinstance(event.get("kind"), str):
         raise StoreError(f"event {seq}: kind is a string")
     return seq, dump_state(event)
+
+
+def check_parts(row: TableRow) -> tuple[bool, list[tuple[str, str | None]]]:
+    """Check a commit's parts (:class:`TableRow`): whether every part stored goes first
+    (a table created, or closed), and each part's key with its JSON text (None: the
+    part goes)."""
+    parts = row.parts or {}
+    if not isinstance(parts, Mapping):
+        raise StoreError(f"table {row.table_id!r}: parts are a mapping")
+    out: list[tuple[str, str | None]] = []
+    for key, part in sorted(parts.items()):
+        if not isinstance(key, str) or not key:
+            raise StoreError(f"table {row.table_id!r}: a part's key is a string")
+        if part is not None and not isinstance(part, Mapping):
+            raise StoreError(f"table {row.table_id!r}: part {key!r} is a mapping or None")
+        out.append((key, None if part is None else dump_state(part)))
+    return row.state is None or row.closed, out
 
 
 def check_events(

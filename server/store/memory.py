@@ -42,6 +42,7 @@ from server.store.base import (
     check_events,
     check_guard,
     check_operator_call,
+    check_parts,
     check_play_open,
     check_play_time,
     check_row,
@@ -102,6 +103,7 @@ class MemoryStore:
         self._players: dict[str, tuple[str, bool, float]] = {}
         # table_id -> (config JSON, state JSON, seq, closed); dict order = first save.
         self._tables: dict[str, tuple[str, str, int, bool]] = {}
+        self._parts: dict[str, dict[str, str]] = {}  # each table's parts (TableRow.parts)
         self._epochs: dict[str, int] = {}
         self._events: dict[str, deque[tuple[int, str]]] = {}
         # round_id -> (sequence number, JSON); player -> {sequence number: None}.
@@ -223,6 +225,7 @@ class MemoryStore:
         prepared_calls = [prepare_wallet_call(call) for call in calls]
         # Stage everything; touch nothing until every check has passed.
         table_json = None if table is None else check_row(table)
+        parts = None if table is None else check_parts(table)
         prepared_events = check_events(table, events)
         if table is not None and table.epoch < self._epochs.get(table.table_id, 0):
             raise StaleEpoch(f"table {table.table_id!r}: epoch {table.epoch} is stale")
@@ -252,6 +255,8 @@ class MemoryStore:
         if table is not None and table_json is not None:
             tid = table.table_id
             self._tables[tid] = (*table_json, table.seq, table.closed)
+            if parts is not None:
+                self._put_parts(tid, *parts)
             self._epochs[tid] = max(table.epoch, self._epochs.get(tid, 0))
             log = self._events.setdefault(tid, deque(maxlen=self.event_retention))
             if table.state is None:
@@ -266,6 +271,18 @@ class MemoryStore:
         self._put_calls(prepared_calls)
         players = {a for e in entries for a in (e.src, e.dst) if a.startswith("player:")}
         return CommitResult(len(new), {a: self._balances.get(a, 0) for a in sorted(players)})
+
+    def _put_parts(self, tid: str, drop: bool, parts: list[tuple[str, str | None]]) -> None:
+        kept = self._parts.pop(tid, {})
+        if drop:  # a table created (again), or closed: its parts go
+            kept = {}
+        for key, text in parts:
+            if text is None:
+                kept.pop(key, None)
+            else:
+                kept[key] = text
+        if kept:
+            self._parts[tid] = kept
 
     def _hold_guards(
         self, guards: Sequence[LimitGuard], flows: Mapping[str, list[int]], day: str
@@ -338,6 +355,7 @@ class MemoryStore:
                 seq,
                 closed,
                 self._epochs.get(table_id, 0),
+                {k: json.loads(v) for k, v in self._parts.get(table_id, {}).items()} or None,
             )
             for table_id, (config, state, seq, closed) in self._tables.items()
             if not closed

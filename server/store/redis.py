@@ -83,6 +83,7 @@ from server.store.base import (
     check_guard,
     check_limit_changes,
     check_operator_call,
+    check_parts,
     check_play_open,
     check_play_time,
     check_row,
@@ -258,7 +259,8 @@ end
 local tbl = nil
 if nxt() == '1' then
   tbl = {id = nxt(), config = nxt(), state = nxt(), none = nxt() == '1', seq = nxt(),
-         closed = nxt(), epoch = nxt(), retention = nxt()}
+         closed = nxt(), epoch = nxt(), retention = nxt(), drop = nxt() == '1', parts = {}}
+  for n = 1, tonumber(nxt()) do tbl.parts[n] = {key = nxt(), keep = nxt() == '1', body = nxt()} end
 end
 local events = {}
 for n = 1, tonumber(nxt()) do events[n] = {seq = nxt(), body = nxt()} end
@@ -312,6 +314,15 @@ if tbl then
     redis.call('ZREM', P .. 'tables', tbl.id)
   elseif not redis.call('ZSCORE', P .. 'tables', tbl.id) then
     redis.call('ZADD', P .. 'tables', redis.call('INCR', P .. 'table_order'), tbl.id)
+  end
+  -- Its parts (bettors without a seat): all dropped for a table created or closed.
+  if tbl.drop then redis.call('DEL', T .. 'parts') end
+  for _, part in ipairs(tbl.parts) do
+    if part.keep then
+      redis.call('HSET', T .. 'parts', part.key, part.body)
+    else
+      redis.call('HDEL', T .. 'parts', part.key)
+    end
   end
   local stream = T .. 'events'
   if tbl.none then redis.call('DEL', stream) end
@@ -841,6 +852,7 @@ class RedisStore:
             args.append("0")
         else:
             config, state = check_row(table)
+            drop, parts = check_parts(table)
             args += [
                 "1",
                 table.table_id,
@@ -851,7 +863,11 @@ class RedisStore:
                 "1" if table.closed else "0",
                 str(table.epoch),
                 str(self.event_retention),
+                "1" if drop else "0",
+                str(len(parts)),
             ]
+            for key, body in parts:
+                args += [key, "0" if body is None else "1", body or ""]
         prepared_events = check_events(table, events)
         args.append(str(len(prepared_events)))
         for seq, body in prepared_events:
@@ -1074,10 +1090,12 @@ class RedisStore:
                 for tid in ids:
                     pipe.hmget(self._table_key(tid, "row"), ["config", "state", "seq", "closed"])
                     pipe.get(self._table_key(tid, "epoch"))
+                    pipe.hgetall(self._table_key(tid, "parts"))
                 found = await pipe.execute()
             rows: list[TableRow | None] = []
             for n, tid in enumerate(ids):
-                (config, state, seq, closed), epoch = found[2 * n], found[2 * n + 1]
+                (config, state, seq, closed), epoch = found[3 * n], found[3 * n + 1]
+                parts = {_text(k): json.loads(v) for k, v in found[3 * n + 2].items()}
                 if config is None or closed == b"1":
                     if closed == b"1":  # (unless opened again meanwhile)
                         await self._scripts["unlist"](args=[self.prefix, tid], client=redis)
@@ -1085,7 +1103,13 @@ class RedisStore:
                     continue
                 rows.append(
                     TableRow(
-                        tid, json.loads(config), json.loads(state), int(seq), False, int(epoch or 0)
+                        tid,
+                        json.loads(config),
+                        json.loads(state),
+                        int(seq),
+                        False,
+                        int(epoch or 0),
+                        parts or None,
                     )
                 )
         return rows

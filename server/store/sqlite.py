@@ -97,6 +97,7 @@ from server.store.base import (
     check_events,
     check_guard,
     check_operator_call,
+    check_parts,
     check_play_open,
     check_play_time,
     check_row,
@@ -233,6 +234,14 @@ _WALLET_CALLS: Final = (
     " BEGIN SELECT RAISE (ABORT, 'a wallet call changes only in its progress'); END",
     "CREATE TRIGGER IF NOT EXISTS wallet_calls_no_delete BEFORE DELETE ON wallet_calls"
     " BEGIN SELECT RAISE (ABORT, 'wallet calls are kept'); END",
+)
+
+#: A table's parts (``TableRow.parts``: its bettors without a seat, GAME_RULES §5), each
+#: written only by the steps that change it: a table only added, created if missing on
+#: every open (the schema's version stays 2).
+_TABLE_PARTS: Final = (
+    "CREATE TABLE IF NOT EXISTS table_parts (table_id TEXT NOT NULL, part TEXT NOT NULL,"
+    " body TEXT NOT NULL, PRIMARY KEY (table_id, part)) WITHOUT ROWID",
 )
 
 #: A player's currency (the transfer API, docs/wallet.md §2). A table only added, created
@@ -788,7 +797,7 @@ class SQLiteStore:
                     db.execute(statement)
                 for statement in (*_RESTRICTIONS, *_PLAYER_USAGE, *_PLAY_SESSIONS):
                     db.execute(statement)
-                for statement in (*_CURRENCIES, *_OPERATOR_CALLS):
+                for statement in (*_CURRENCIES, *_OPERATOR_CALLS, *_TABLE_PARTS):
                     db.execute(statement)
                 columns = {row[1] for row in db.execute("PRAGMA table_info(rounds)")}
                 if "time" not in columns:  # a file from before the round search
@@ -966,6 +975,7 @@ class SQLiteStore:
         for entry in entries:
             check_entry(entry)
         table_json = None if table is None else check_row(table)
+        parts = None if table is None else check_parts(table)
         prepared_events = check_events(table, events)
         prepared = [(index_record(record), dump_json(record)) for record in records]
         prepared_calls = [prepare_wallet_call(call) for call in calls]
@@ -973,7 +983,7 @@ class SQLiteStore:
             self._commit,
             entries,
             table,
-            table_json,
+            (table_json, parts),
             prepared_events,
             prepared,
             prepared_calls,
@@ -985,7 +995,7 @@ class SQLiteStore:
         db: sqlite3.Connection,
         entries: list[Entry],
         table: TableRow | None,
-        table_json: tuple[str, str] | None,
+        row: tuple[tuple[str, str] | None, tuple[bool, list[tuple[str, str | None]]] | None],
         events: list[tuple[int, str]],
         prepared: list[tuple[Any, str]],
         calls: list[tuple[dict[str, Any], str]],
@@ -993,8 +1003,11 @@ class SQLiteStore:
     ) -> CommitResult:
         # Inside the group's transaction (_commit_group): a savepoint of its own.
         _put_calls(db, calls)
+        table_json, parts = row
         if table is not None and table_json is not None:
             _put_table(db, table, table_json)
+            if parts is not None:
+                _put_parts(db, table.table_id, *parts)
             _put_events(db, table, events, self.event_retention)
         inserted, left, flows = _post(db, entries, flow_day(self.clock()), self._pruned)
         _hold_guards(db, guards, flows)
@@ -1038,17 +1051,11 @@ class SQLiteStore:
         return 0 if row is None else int(row[0])
 
     async def load_tables(self) -> list[TableRow]:
-        rows = await self._run(
-            lambda db: db.execute(
-                "SELECT tables.table_id, config, state, seq, closed, coalesce(epoch, 0)"
-                " FROM tables LEFT JOIN epochs ON epochs.table_id = tables.table_id"
-                " WHERE closed = 0 ORDER BY tables.rowid"
-            ).fetchall()
-        )
-        return [
-            TableRow(table_id, json.loads(config), json.loads(state), seq, bool(closed), epoch)
-            for table_id, config, state, seq, closed, epoch in rows
-        ]
+        def job(db: sqlite3.Connection) -> list[TableRow]:
+            rows = db.execute(_LOAD_TABLES + " WHERE closed = 0 ORDER BY tables.rowid").fetchall()
+            return _rows(rows, _parts(db, None))
+
+        return await self._run(job)
 
     async def table_ids(self) -> list[str]:
         rows = await self._run(
@@ -1059,18 +1066,13 @@ class SQLiteStore:
         return [str(table_id) for (table_id,) in rows]
 
     async def load_table(self, table_id: str) -> TableRow | None:
-        found = await self._run(
-            lambda db: db.execute(
-                "SELECT tables.table_id, config, state, seq, closed, coalesce(epoch, 0)"
-                " FROM tables LEFT JOIN epochs ON epochs.table_id = tables.table_id"
-                " WHERE tables.table_id = ? AND closed = 0",
-                (table_id,),
-            ).fetchone()
-        )
-        if found is None:
-            return None
-        tid, config, state, seq, closed, epoch = found
-        return TableRow(tid, json.loads(config), json.loads(state), seq, bool(closed), epoch)
+        def job(db: sqlite3.Connection) -> list[TableRow]:
+            where = " WHERE tables.table_id = ? AND closed = 0"
+            rows = db.execute(_LOAD_TABLES + where, (table_id,)).fetchall()
+            return _rows(rows, _parts(db, table_id) if rows else {})
+
+        found = await self._run(job)
+        return found[0] if found else None
 
     async def save_table(self, row: TableRow) -> None:
         await self.commit(table=row)
@@ -1634,6 +1636,55 @@ def _put_table(db: sqlite3.Connection, table: TableRow, table_json: tuple[str, s
         (table.table_id, table.epoch),
     )
     db.execute(_PUT_TABLE, row)
+
+
+#: A table row with its epoch (the rows of ``WHERE`` ...).
+_LOAD_TABLES: Final = (
+    "SELECT tables.table_id, config, state, seq, closed, coalesce(epoch, 0)"
+    " FROM tables LEFT JOIN epochs ON epochs.table_id = tables.table_id"
+)
+
+
+def _rows(rows: list[Any], parts: dict[str, dict[str, Any]]) -> list[TableRow]:
+    """Table rows as :data:`_LOAD_TABLES` reads them, each with its parts."""
+    return [
+        TableRow(
+            tid, json.loads(config), json.loads(state), seq, bool(closed), epoch, parts.get(tid)
+        )
+        for tid, config, state, seq, closed, epoch in rows
+    ]
+
+
+def _put_parts(
+    db: sqlite3.Connection, tid: str, drop: bool, parts: list[tuple[str, str | None]]
+) -> None:
+    """Write a commit's parts of a table (``TableRow.parts``): all of them dropped first
+    for a table created or closed, then each written or dropped."""
+    if drop:
+        db.execute("DELETE FROM table_parts WHERE table_id = ?", (tid,))
+    gone = [(tid, key) for key, body in parts if body is None]
+    if gone:
+        db.executemany("DELETE FROM table_parts WHERE table_id = ? AND part = ?", gone)
+    kept = [(tid, key, body) for key, body in parts if body is not None]
+    if kept:
+        db.executemany(
+            "INSERT INTO table_parts (table_id, part, body) VALUES (?, ?, ?)"
+            " ON CONFLICT (table_id, part) DO UPDATE SET body = excluded.body",
+            kept,
+        )
+
+
+def _parts(db: sqlite3.Connection, tid: str | None) -> dict[str, dict[str, Any]]:
+    """The stored parts of one table (or every table): table -> key -> part."""
+    rows = db.execute(
+        "SELECT table_id, part, body FROM table_parts"
+        + ("" if tid is None else " WHERE table_id = ?"),
+        () if tid is None else (tid,),
+    ).fetchall()
+    out: dict[str, dict[str, Any]] = {}
+    for table_id, key, body in rows:
+        out.setdefault(table_id, {})[key] = json.loads(body)
+    return out
 
 
 def _put_events(

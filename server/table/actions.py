@@ -2,8 +2,9 @@
 it is sent.
 
 What it is for: after every step the table tells each tracked player (the seated,
-anyone with chips on the table, and in the reveal whoever committed and has not
-revealed: :func:`kept_current`) their actions (:func:`server.table.rules.actions`)
+anyone with chips on the table, every spectator of a table that takes bettors without
+a seat, and in the reveal whoever committed and has not revealed: :func:`kept_current`)
+their actions (:func:`server.table.rules.actions`)
 whenever they differ from the last it sent them, in a private overlay on the step's
 last event, so no client copies a rule. Making everyone's actions after every step
 would be slow, so :class:`SentActions` looks only at the players a step may have
@@ -40,12 +41,19 @@ _SEAT_CHANGES = (c.Sit, c.Stand, c.Leave, c.Disconnect, c.Tick, c.Restored, c.Cl
 _QUIET = (c.Done, c.Progress, c.Disconnect, c.Reconnect, c.Join, c.Tick)
 
 
+#: How many of :func:`watch`'s first values concern everyone; the named players' follow.
+_EVERYONE = 4
+#: Where :func:`watch` names players (who holds the shoe, is offered it, cuts, turns).
+_NAMED = slice(_EVERYONE, _EVERYONE + 5)
+
+
 def watch(t: Table) -> tuple[Any, ...]:
     """What players' actions depend on beyond their own seat, chips and money. The
-    first three (the phase, draining, and which coup of which shoe: a coup the
-    croupier deals and settles at once leaves the phase as it was) concern
-    everyone; the rest only the players they name (who holds the shoe, is offered
-    it, cuts, turns) and the turn's moment (the turner's)."""
+    first four (the phase, draining, which coup of which shoe: a coup the croupier
+    deals and settles at once leaves the phase as it was; and whether the table has
+    room for another bettor without a seat, §5) concern everyone; then the players
+    they name (who holds the shoe, is offered it, cuts, turns), the turn's moment (the
+    turner's), and last the seats taken (a spectator's ``sit``)."""
     coup = t.coup
     offer = t.offer
     if coup is None:
@@ -63,11 +71,13 @@ def watch(t: Table) -> tuple[Any, ...]:
         t.phase,
         t.draining,
         (t.shoe_no, t.coup_no),
+        t.options.bettors > 0 and t.bettor_count() < t.options.bettors,
         t.holder,
         t.holder_coups > 0,
         offer.current if offer is not None else None,
         t.cut_offered_to,
         *turn,
+        tuple(q.seat for q in t.seated()),
     )
 
 
@@ -78,16 +88,33 @@ def actions_key(t: Table, p: PlayerState) -> tuple[Any, ...]:
     without making them (tests/table/test_actions.py holds the two together)."""
     k = t.contributions
     mine = None if k is None else (k.closed, k.revealing, p.id in k.commitments, p.id in k.values)
+    if p.seat is None and not p.bets and not t.wager_in_play(p):
+        # (a contribution is theirs only if they committed one, seated then)
+        return (*_watching_key(t, p), mine if k is not None and p.id in k.commitments else None)
     seats = None if p.seat is not None else tuple(t.free_seats())  # a spectator's sit
     return (*_phase_key(t, p), mine, seats)
 
 
+def _watching_key(t: Table, p: PlayerState) -> tuple[Any, ...]:
+    """:func:`actions_key` of a spectator with nothing in play (their contribution
+    aside): the same in every phase but BETTING, where they may bet without a seat if the
+    table has room for them (§5), so a spectator hears of a phase change only when
+    betting opens or closes (a thousand watchers are not sent their unchanged actions at
+    every stage of every coup)."""
+    betting = None
+    if t.phase is Phase.BETTING:
+        room = rules.bettor_refusal(t, p) is None
+        betting = (t.draining, room, t.available(p.id), tuple(p.last_bets.items()))
+    return ("watching", t.phase is Phase.CLOSED, betting, tuple(t.free_seats()))
+
+
 def kept_current(t: Table, p: PlayerState) -> bool:
     """Whether the table keeps ``p``'s actions current (sends them when they change):
-    seated, with chips on the table or held in the coup, or, in the reveal, a player
+    seated, with chips on the table or held in the coup, anyone at a table that takes
+    bettors without a seat (§5: every spectator may bet), or, in the reveal, a player
     who committed to the shoe and has not revealed, seated or not (docs/fairness.md §9:
     one who stood up after committing still reveals, and their actions say so)."""
-    if p.seat is not None or p.bets:
+    if p.seat is not None or p.bets or t.options.bettors > 0:
         return True
     coup = t.coup
     if coup is not None and p.id in coup.held:
@@ -151,6 +178,26 @@ class SentActions:
         self._undigested.clear()
         return self.digests
 
+    def forget(self, pid: str) -> None:
+        """``pid`` left the table: nothing more is sent to them (every spectator of a
+        table that takes bettors without a seat is tracked: none may stay behind)."""
+        self.digests.pop(pid, None)
+        self._keys.pop(pid, None)
+        self._undigested.discard(pid)
+
+    def stored_for(self, pids: list[str]) -> dict[str, str]:
+        """The digests of ``pids`` only (the stored row's: its seated players; a
+        spectator's, or a bettor's without a seat, would make every row grow with the
+        audience, and after a restart they join again and get their actions anyway)."""
+        undigested, digests, out = self._undigested, self.digests, {}
+        for pid in pids:
+            if pid in undigested:
+                digests[pid] = _digest(self._keys[pid])
+                undigested.discard(pid)
+            if pid in digests:
+                out[pid] = digests[pid]
+        return out
+
     def refresh(
         self, t: Table, cmd: c.Command, before: tuple[Any, ...], events: list[Event]
     ) -> None:
@@ -163,16 +210,22 @@ class SentActions:
         :func:`watch` before the step)."""
         sent, keys = self.digests, self._keys
         after = watch(t)
-        if before[:3] != after[:3]:
+        everyone = t.options.bettors > 0  # every spectator is kept current (§5)
+        if before[:_EVERYONE] != after[:_EVERYONE]:
             who = {q.id for q in t.seated()} | set(sent) | set(keys)
+            if everyone:
+                who |= set(t.players)
             if t.contributions is not None:  # a reveal opening: who committed, seated or not
                 who |= set(t.contributions.commitments)
         else:
             who = set() if isinstance(cmd, _QUIET) else {cmd.player}
             if before != after:  # the players named, before and after
-                who.update(x for x in (*before[3:8], *after[3:8]) if type(x) is str)
-            if isinstance(cmd, _SEAT_CHANGES):  # sat down, or no longer seated
+                who.update(x for x in (*before[_NAMED], *after[_NAMED]) if type(x) is str)
+            if isinstance(cmd, _SEAT_CHANGES) and before[-1] != after[-1]:
+                # sat down, or no longer seated; and every spectator's free seats
                 who |= {q.id for q in t.seated()} ^ (set(sent) | set(keys))
+                if everyone:
+                    who |= set(t.players)
         if not who:
             return
         overlay: dict[str, dict[str, Any]] = {}

@@ -43,6 +43,7 @@ from server.engine.shoe import MIN_STOP_OFFSET
 from server.protocol.text import clean_text
 
 __all__ = [
+    "MAX_BETTORS",
     "MAX_LIMIT",
     "MAX_SEATS",
     "MAX_STOP_OFFSET",
@@ -58,6 +59,8 @@ __all__ = [
 ]
 
 MAX_SEATS = 16  # §5
+#: The most bettors without a seat a table may take (§5, option ``bettors``).
+MAX_BETTORS = 100_000
 MAX_STOP_OFFSET = 100  # well inside a 6-deck shoe of 312 cards
 MAX_TIER_UNITS = 100_000_000  # a tier's maximum, in whole units
 MAX_LIMIT = 100 * MAX_TIER_UNITS  # any limit, in minor units (far below 2**53)
@@ -221,6 +224,9 @@ class TableOptions:
     tier: str = "1-100"
     #: ISO 4217 code, or None: play money (stored states from before have none).
     currency: str | None = None
+    #: Bettors without a seat (§5): how many spectators may have chips on the felt at
+    #: once; 0: only seated players bet (stored states from before take the default).
+    bettors: int = 1_000
 
     def __post_init__(self) -> None:
         """The one check of a table definition (every rule of GAME_RULES.md it names)."""
@@ -236,6 +242,7 @@ class TableOptions:
         for flag in ("commission", "pairs", "super6", "dragon", "holder_must_bet_banker"):
             _bool(getattr(self, flag), flag)
         _int(self.seats, "seats", 1, MAX_SEATS)  # §5
+        _int(self.bettors, "bettors", 0, MAX_BETTORS)  # §5 "Bettors without a seat"
         _int(self.stop_offset, "stop_offset", MIN_STOP_OFFSET, MAX_STOP_OFFSET)  # §4
         if not isinstance(self.limits, Limits):
             raise OptionsError("limits must be Limits")

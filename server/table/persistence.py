@@ -5,6 +5,15 @@ JSON- and msgpack-friendly data (secrets included: the shoe's seed and order), a
 :func:`from_state` rebuilds an equal table from it, so a restarted or failed-over table
 resumes the round where it stopped, with the same cards and held wagers (GAME_RULES §8).
 
+Bettors without a seat (GAME_RULES §5) are kept apart: a table may have a thousand,
+and a row written at every step must not grow with them (each bet would rewrite them
+all). The row (``to_state(spectators=False)``) holds the table and its seated players;
+each bettor with chips on the felt or a wager being debited or dealt has a **part** of
+their own (:func:`take_parts`: their player record, their command ids, their wager held
+in the coup and their balance before it, their wager being debited), written only in
+the steps that change it, in the same commit as the row, and gone with their last chip.
+:func:`from_state` takes the row and the parts.
+
 What it must never do: send anything to a client (the state holds every secret), or
 change money or decide a rule while rebuilding.
 """
@@ -12,7 +21,7 @@ change money or decide a rule while rebuilding.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from server.engine.roads import Result
@@ -25,9 +34,12 @@ from .wallet import Wallet
 if TYPE_CHECKING:
     from .table import Table
 
-__all__ = ["VERSION", "Copies", "from_state", "to_state"]
+__all__ = ["VERSION", "Copies", "from_state", "take_parts", "to_state"]
 
 VERSION = 2  # 2: stakes, the offer's declined list, progress, draining, sent actions
+#: The players without a seat whose command ids the row keeps (besides the seated
+#: players'; a bettor's are in their part): the most recent, players gone included.
+RECENT_ID_PLAYERS = 256
 
 
 def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
@@ -35,11 +47,12 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
 
     Every container is a fresh copy (no deep copy needed: the state is plain data
     two levels deep), but the last coup's result, which is never changed in place.
-    ``spectators=False`` leaves out players without a seat, who hold no money and no
-    turn: the croupier stores that, since a restart sends
-    every spectator away anyway, and so a step's cost does not grow with the
-    audience. The command ids of every player are kept either way (docs/protocol.md
-    §5: a retried id is recognised across a restart, whoever sent it).
+    ``spectators=False`` is the stored row: it leaves out players without a seat
+    (spectators hold no money and no turn, and a restart sends them away anyway;
+    bettors without a seat are in their parts, :func:`take_parts`), so a step's cost
+    does not grow with the audience; of the command ids, the seated players' and the
+    :data:`RECENT_ID_PLAYERS` latest others' (docs/protocol.md §5: a retried id is
+    recognised across a restart, whoever sent it).
 
     It runs after every step, so it copies the cheap way (``__dict__.copy()`` and the
     few containers replaced; :class:`Copies` for the shoe, which changes only when a
@@ -47,23 +60,12 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     state as copying everything afresh (tests/table/test_stored_state.py holds them
     together across played shoes).
     """
+    kept, stored = _kept(t, spectators)
+    kept_ids = [q.id for q in kept]
     k = t.coup
-    coup = None if k is None else _coup_state(k)
-    held = None if k is None else k.held
+    coup = None if k is None else _coup_state(k, stored)
     debiting = t.debiting
-    players = []
-    for q in t.players.values():
-        if (
-            spectators
-            or q.seat is not None
-            or q.bets
-            or (held is not None and q.id in held)
-            or (debiting is not None and q.id in debiting)
-        ):
-            d = q.__dict__.copy()
-            d["bets"], d["bet_order"] = q.bets.copy(), q.bet_order.copy()
-            d["last_bets"] = q.last_bets.copy()
-            players.append(d)
+    players = [_player(q) for q in kept]
     copies = t._copies
     return {
         "version": VERSION,
@@ -94,14 +96,16 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         "coup": coup,
         "debiting": None
         if debiting is None
-        else {pid: dict(bets) for pid, bets in debiting.items()},
+        else {pid: dict(bets) for pid, bets in debiting.items() if stored(pid)},
         "coup_no": t.coup_no,
         "round_open": t.round_open,
         "counter": t.counter,
         "draining": t.draining,
         "paused": t.paused,
-        "recent_ids": {p: list(v) for p, v in t.recent_ids.items()},
-        "sent_actions": dict(t.sent_actions.stored()),
+        "recent_ids": {p: list(v) for p, v in t.recent_ids.items()} if spectators else _row_ids(t),
+        "sent_actions": dict(
+            t.sent_actions.stored() if spectators else t.sent_actions.stored_for(kept_ids)
+        ),
         # (Not copied: settlement replaces it whole each coup and nothing changes it in
         # place; the store encodes the row at once. A deep copy was a tenth of a step.)
         "last_result": t.last_result,
@@ -109,6 +113,91 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         "cut_offered_to": t.cut_offered_to,
         "between_on_behalf": [dict(x) for x in t.between_on_behalf],
         "contributions": None if t.contributions is None else _contributions(t.contributions),
+    }
+
+
+def _kept(t: Table, spectators: bool) -> tuple[list[PlayerState], Callable[[str], bool]]:
+    """The players :func:`to_state` keeps, and whose wagers: everyone (the whole table),
+    or for the row, the seated players and anyone gone (a bettor is in their part)."""
+    if spectators:
+        return list(t.players.values()), _everyone
+    players = t.players
+
+    def stored(pid: str) -> bool:
+        q = players.get(pid)
+        return q is None or q.seat is not None
+
+    return t.seated(), stored
+
+
+def _row_ids(t: Table) -> dict[str, list[str]]:
+    """The command ids the row keeps (docs/protocol.md §5: a retried id is known across
+    a restart, whoever sent it): the seated players', and of the others (spectators and
+    players gone) the :data:`RECENT_ID_PLAYERS` most recent; never a bettor's without a
+    seat, which are in their part, so the row does not grow with the bettors."""
+    ids, players = t.recent_ids, t.players
+    seated = {q.id for q in t.seated()}
+    wanted = sum(1 for pid in seated if pid in ids)
+    kept: list[str] = []
+    found = others = 0
+    for pid in reversed(ids):
+        if pid in seated:
+            kept.append(pid)
+            found += 1
+        elif others < RECENT_ID_PLAYERS:
+            q = players.get(pid)
+            if q is None or not t.is_bettor(q):
+                kept.append(pid)
+                others += 1
+        if found == wanted and others >= RECENT_ID_PLAYERS:
+            break
+    return {pid: list(ids[pid]) for pid in reversed(kept)}
+
+
+def _everyone(pid: str) -> bool:
+    return True
+
+
+def _player(q: PlayerState) -> dict[str, Any]:
+    """One player's record, each container a copy."""
+    d = q.__dict__.copy()
+    d["bets"], d["bet_order"] = q.bets.copy(), q.bet_order.copy()
+    d["last_bets"] = q.last_bets.copy()
+    if q.wallet_session is not None:
+        d["wallet_session"] = dict(q.wallet_session)
+    return d
+
+
+def take_parts(t: Table) -> dict[str, dict[str, Any] | None]:
+    """The parts of bettors without a seat to write with this step's row: player -> their
+    part (their record, their command ids, and their wager held in the coup with their
+    balance before it, or being debited), or None when the part they had goes (no chip
+    left in play, seated now, gone). Only the players the steps since the last call
+    touched are looked at (``Table._dirty``)."""
+    out: dict[str, dict[str, Any] | None] = {}
+    dirty, parted = t._dirty, t._parted
+    for pid in sorted(dirty):
+        q = t.players.get(pid)
+        if q is not None and t.is_bettor(q):
+            out[pid] = _part(t, q)
+            parted.add(pid)
+        elif pid in parted:
+            out[pid] = None
+            parted.discard(pid)
+    dirty.clear()
+    return out
+
+
+def _part(t: Table, q: PlayerState) -> dict[str, Any]:
+    coup, debiting = t.coup, t.debiting
+    held = None if coup is None else coup.held.get(q.id)
+    wager = None if debiting is None else debiting.get(q.id)
+    return {
+        "player": _player(q),
+        "ids": list(t.recent_ids.get(q.id, ())),
+        "held": None if held is None else dict(held),
+        "before": None if coup is None else coup.balances_before.get(q.id),
+        "debiting": None if wager is None else dict(wager),
     }
 
 
@@ -209,24 +298,32 @@ def _contributions(k: Contributions) -> dict[str, Any]:
     }
 
 
-def _coup_state(k: CoupState) -> dict[str, Any]:
+def _coup_state(k: CoupState, stored: Callable[[str], bool]) -> dict[str, Any]:
     """A coup being dealt, as :func:`to_state` keeps it: its fields in their order, each
-    container a copy (``copy()``: the declared dicts and lists; this runs every step)."""
+    container a copy (``copy()``: the declared dicts and lists; this runs every step);
+    of the wagers, those of the players ``stored`` keeps (the others are in parts)."""
     d = k.__dict__.copy()
     d["player"] = [x.__dict__.copy() for x in k.player]
     d["banker"] = [x.__dict__.copy() for x in k.banker]
     d["turners"] = k.turners.copy()
-    d["held"] = {p: b.copy() for p, b in k.held.items()}
-    d["balances_before"] = k.balances_before.copy()
+    d["held"] = {p: b.copy() for p, b in k.held.items() if stored(p)}
+    d["balances_before"] = {p: v for p, v in k.balances_before.items() if stored(p)}
     d["on_behalf"] = [x.copy() for x in k.on_behalf]
     d["stage"] = k.stage.value
     d["progress"] = {card: v.copy() for card, v in k.progress.items()}
     return d
 
 
-def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table:
-    """Rebuild a table from :func:`to_state`. It never touches the wallet: placed chips
-    are already in the table's stake accounts, held wagers in its held account."""
+def from_state(
+    cls: type[Table],
+    state: dict[str, Any],
+    wallet: Wallet,
+    parts: Mapping[str, dict[str, Any]] | None = None,
+) -> Table:
+    """Rebuild a table from :func:`to_state`, and for a stored row the bettors' parts
+    (:func:`take_parts`: every part stored with it). It never touches the wallet:
+    placed chips are already in the table's stake accounts, held wagers in its held
+    account."""
     s = copy.deepcopy(state)
     if s.get("version", 1) == 1:
         _from_version_1(s)
@@ -272,7 +369,26 @@ def from_state(cls: type[Table], state: dict[str, Any], wallet: Wallet) -> Table
         t.contributions = Contributions(**k)
     elif t.shoe is not None and t.shoe.seed is not None:
         t.contributions = Contributions(closed=t.shoe.cut is not None)
+    for pid, part in sorted((parts or {}).items()):
+        _add_part(t, pid, copy.deepcopy(part))
+    if parts is None:  # a whole state (to_state()): its bettors' parts are all to write
+        t._dirty.update(q.id for q in t.players.values() if q.seat is None)
+    t.chips.rebuild(t.players.values())  # the felt, from everyone's chips
     return t
+
+
+def _add_part(t: Table, pid: str, part: dict[str, Any]) -> None:
+    """A bettor without a seat's stored part, back in the table (:func:`_part`)."""
+    t.players[pid] = PlayerState(**part["player"])
+    if part["ids"]:
+        t.recent_ids[pid] = part["ids"]
+    if part["held"] is not None and t.coup is not None:
+        t.coup.held[pid] = part["held"]
+        if part["before"] is not None:
+            t.coup.balances_before[pid] = part["before"]
+    if part["debiting"] is not None and t.debiting is not None:
+        t.debiting[pid] = part["debiting"]
+    t._parted.add(pid)
 
 
 def _from_version_1(s: dict[str, Any]) -> None:

@@ -65,6 +65,7 @@ __all__ = [
     "bet_bounds",
     "bet_refusal",
     "bets_refusal",
+    "bettor_refusal",
     "card_refusal",
     "clear_refusal",
     "commit_refusal",
@@ -154,7 +155,7 @@ NEXT: tuple[tuple[Callable[[Table], bool], Phase], ...] = (
         Phase.REVEAL,
     ),
     (  # the operator paused the table: no new coup (chips on the felt: that round goes on)
-        lambda t: t.paused and not any(q.bets for q in t.seated()),
+        lambda t: t.paused and not t.chips,
         Phase.PAUSED,
     ),
     (lambda t: not t.seated(), Phase.WAITING),  # nobody seated
@@ -249,7 +250,22 @@ def cut_range(t: Table) -> tuple[int, int]:
     return cut_bounds(t.shoe.size)
 
 
-# ------------------------------------------------------------------ betting (§3, §7)
+# ------------------------------------------------------------------ betting (§3, §5, §7)
+def bettor_refusal(t: Table, p: PlayerState) -> TableError | None:
+    """Why ``p``, without a seat, may not put chips on the felt (§5, "Bettors without a
+    seat"): the table takes bets from seated players only (option ``bettors`` 0), or
+    already has its ``bettors`` bettors and ``p`` is not one of them. Their chips are
+    then within the same limits as a seated player's (:func:`bet_refusal`)."""
+    room = t.options.bettors
+    if room == 0:
+        return TableError("seated_only", "this table takes bets from seated players only")
+    if not p.bets and t.bettor_count() >= room:
+        return TableError(
+            "bettors_full", f"this table has its {room} bettors without a seat: take a seat"
+        )
+    return None
+
+
 def bet_bounds(t: Table, p: PlayerState) -> tuple[dict[str, tuple[int, int]], int]:
     """What one bet may add to each area open here, ``{area: (low, top)}``: at least
     what the table minimum still needs there (at least 1), at most the area maximum
@@ -426,7 +442,7 @@ def _seat_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]
         free = t.free_seats()
         if free and c.Sit in kinds:
             out["sit"] = {"seats": free}
-        if c.Leave in kinds:
+        if c.Leave in kinds and stand_refusal(t, p) is None:  # (a bettor's wager in play)
             out["leave"] = {}
     elif stand_refusal(t, p) is None:
         if c.Stand in kinds:
@@ -436,9 +452,11 @@ def _seat_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]
 
 
 def _bet_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any]) -> None:
-    """The betting commands of a seated player (§3, §5, §7)."""
-    if p.seat is None:
-        return
+    """The betting commands of a seated player, and of a bettor without a seat (§3, §5,
+    §7: the same bets, regret, clear and SAME BET; never DONE, never the shoe)."""
+    seated = p.seat is not None
+    if not seated and bettor_refusal(t, p) is not None:
+        return  # (their chips: only when they have some, and then room is theirs)
     # (Only the holder may pass: for anyone else the refusal is not made at all.)
     if c.PassShoe in kinds and p.id == t.holder and pass_refusal(t, p) is None:
         out["pass_shoe"] = {}
@@ -462,7 +480,7 @@ def _bet_actions(t: Table, p: PlayerState, kinds: Commands, out: dict[str, Any])
             out["clear_bets"] = {}
     if c.SameBet in kinds and p.last_bets and same_bet_refusal(t, p) is None:
         out["same_bet"] = {"bets": same_bets(t, p)}
-    if c.Done in kinds and done_refusal(t, p) is None:
+    if seated and c.Done in kinds and done_refusal(t, p) is None:
         out["done"] = {}
 
 

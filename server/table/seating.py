@@ -8,6 +8,13 @@ table and its :class:`~server.table.state.PlayerState`: each one's check and do
 (their placed chips come back, the shoe moves on) and the grace period of a seat held
 for someone away.
 
+Bettors without a seat (§5) come and go as spectators do, but their chips and wagers
+stay theirs: one who loses the connection keeps every chip on the felt and every wager
+held (they count, and are settled, as if they were there: GAME_RULES §8), and leaves
+once none is left in play; one who comes back before finds them where they were. One
+who leaves (``leave``) takes back the chips not yet held, and may not while a wager of
+theirs is held (``wager_in_play``).
+
 What it must never do: move money itself (a standing player's chips come back through
 the table's stake, :func:`server.table.settlement.move_stake`).
 """
@@ -59,13 +66,14 @@ def do_chat(t: Table, cmd: c.Chat, p: PlayerState) -> bool:
 
 def check_leave(t: Table, cmd: c.Leave) -> PlayerState:
     p = t.joined_player(cmd.player)
-    if p.seat is not None:
-        check_can_stand(t, p)
+    check_can_stand(t, p)  # (a bettor without a seat too: their wager is in the coup)
     return p
 
 
 def do_leave(t: Table, cmd: c.Leave, p: PlayerState) -> bool:
     stand(t, p, "left")  # a seated player's leaving is news: "stood", reason "left"
+    if p.bets:  # a bettor without a seat: their chips come back (§5)
+        betting.return_chips(t, [p], "returned")
     del t.players[p.id]
     return False
 
@@ -88,13 +96,21 @@ def check_sit(t: Table, cmd: c.Sit) -> tuple[PlayerState, int]:
 
 def do_sit(t: Table, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> bool:
     p, seat = ctx
-    p.seat = seat
+    p.seat = seat  # (a bettor's chips and wager, if any, are a seated player's now)
+    p.leaving = False
     t._seated = None
     p.connected = True
     p.grace_deadline = None
     t.emit(
         "sat",
-        {"player": p.id, "name": p.name, "seat": seat, "free_seats": t.free_seats()},
+        {
+            "player": p.id,
+            "name": p.name,
+            "seat": seat,
+            "free_seats": t.free_seats(),
+            "bets": dict(p.bets),  # (a bettor's chips, now a seated player's: public)
+            **t.felt(),
+        },
         {p.id: t.money(p.id)},
     )
     return False
@@ -137,7 +153,7 @@ def stand(t: Table, p: PlayerState, reason: str, *, why: str | None = None) -> N
         return
     seat = p.seat
     if p.bets:  # placed chips come back: stake -> player
-        p.bets.clear()
+        t.lay(p, {})
         p.bet_order.clear()
         t.move_stake(p, -t.stake(p.id))
     p.seat, p.done, p.leaving, p.grace_deadline = None, False, False, None
@@ -145,7 +161,13 @@ def stand(t: Table, p: PlayerState, reason: str, *, why: str | None = None) -> N
     t._seated = None
     t.emit(
         "stood",
-        {"player": p.id, "seat": seat, "reason": reason, "free_seats": t.free_seats()},
+        {
+            "player": p.id,
+            "seat": seat,
+            "reason": reason,
+            "free_seats": t.free_seats(),
+            **t.felt(),
+        },
         None if why is None else {p.id: {"reason": why}},
     )
     if t.holder == p.id:
@@ -163,8 +185,10 @@ def stand(t: Table, p: PlayerState, reason: str, *, why: str | None = None) -> N
 
 
 def gone(t: Table, p: PlayerState) -> None:
-    """Grace ran out (§5): the seat is lost and the player, still away, leaves."""
+    """Grace ran out (§5): the seat is lost and the player, still away, leaves; or a
+    bettor without a seat who went away has nothing left in play."""
     stand(t, p, "timeout")
+    t._dirty.add(p.id)
     del t.players[p.id]
 
 
@@ -174,6 +198,8 @@ def release(t: Table) -> None:
     it was dealt leaves (:func:`gone`), one who stopped play meanwhile (``on_break``)
     stands, before the shoe is offered to anyone."""
     for q in list(t.players.values()):
+        # (a bettor without a seat who went away waits for their chips to be dealt and
+        # settled, or given back: §5)
         if (q.leaving or q.on_break) and not q.bets and not t.wager_in_play(q):
             if q.leaving:
                 gone(t, q)
@@ -187,10 +213,15 @@ def check_disconnect(t: Table, cmd: c.Disconnect) -> PlayerState:
 
 def do_disconnect(t: Table, cmd: c.Disconnect, p: PlayerState) -> bool:
     """The table decides what a lost connection means: a spectator leaves (no
-    event, as when they came); a seated player keeps the seat for the grace period
-    (§5). A shoe already offered to them waits for its timer (they may be back in
-    time); one offered to them while they are away is declined at once."""
+    event, as when they came); a bettor without a seat keeps their chips and wagers,
+    which count and are settled as if they were there (§5, §8), and leaves once none is
+    in play (no event either: nobody else knew them); a seated player keeps the seat
+    for the grace period (§5). A shoe already offered to them waits for its timer (they
+    may be back in time); one offered to them while they are away is declined at once."""
     if p.seat is None:
+        if t.is_bettor(p):
+            p.connected, p.leaving = False, True
+            return False
         del t.players[p.id]
         return False
     if not p.connected:
@@ -221,6 +252,8 @@ def back(t: Table, p: PlayerState) -> bool:
     p.connected = True
     p.grace_deadline = None
     p.leaving = False
+    if p.seat is None:  # a bettor without a seat, back: as quietly as they went
+        return False
     t.emit("reconnected", {"player": p.id})
     return False
 
@@ -231,8 +264,12 @@ def do_restored(t: Table, cmd: c.Restored, ctx: None) -> bool:
     the same path as a lost connection (so, before any Tick, nobody away is taken
     for present: a shoe offered to them from now on is declined at once)."""
     for q in list(t.players.values()):
-        if q.seat is None and not q.bets:
-            del t.players[q.id]
+        if q.seat is None:
+            if t.is_bettor(q):  # away, their chips and wagers in play (§5, §8)
+                q.connected, q.leaving = False, True
+                t._dirty.add(q.id)
+            else:
+                del t.players[q.id]
     for q in t.seated():
         if q.connected:
             away(t, q)

@@ -25,7 +25,7 @@ from server.engine.payouts import Paytable, settle_bet, winning_areas
 from server.engine.roads import Result
 from server.engine.shoe import Shoe
 
-from . import contributing, seating, shoe_offer
+from . import betting, contributing, seating, shoe_offer
 from .events import plain_copy
 from .state import Contributions, CoupState, Phase
 from .wallet import HOUSE, Wallet, held_account, player_account, stake_account
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HANDS",
+    "by_player",
     "end_shoe",
     "hold",
     "move_stake",
@@ -107,6 +108,14 @@ def refund(wallet: Wallet, table_id: str, coup: CoupState) -> None:
         for area, stake in sorted(bets.items()):
             key = f"{coup.round_id}:{pid}:{area}:refund"
             wallet.transfer(key, table, player_account(pid), stake, "refund", coup.round_id)
+
+
+def by_player(payouts: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The payouts of each player, in the order paid."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for pay in payouts:
+        out.setdefault(pay["player"], []).append(pay)
+    return out
 
 
 def nets(payouts: list[dict[str, Any]]) -> dict[str, int]:
@@ -201,16 +210,30 @@ def settle(t: Table) -> None:
     won = [a.value for a in winning_areas(result, t.options.paytable)]
     summary = {"round_id": rid, "coup_no": coup.coup_no, **result.to_dict(), "won": won}
     t.emit("result", plain_copy(summary))  # the summary stays as last_result
-    t.emit(
-        "settled",
-        {"round_id": rid, "payouts": plain_copy(payouts)},  # the record keeps its own
-        {pid: {**t.money(pid), "net": net} for pid, net in nets(payouts).items()},
-    )
     for pid, bets in coup.held.items():
         if pid in t.players:
             q = t.players[pid]
             q.last_bets = dict(bets)
-            q.bets, q.bet_order, q.done = {}, {}, False
+            t.lay(q, {})
+            q.bet_order, q.done = {}, False
+    t.touch_all(coup.held)
+    # Everyone sees the seated players' and the turners' payouts (§5, §6) and the felt,
+    # now empty; each player with a wager their own, with their money (the record keeps
+    # every payout: settlement's copy is the event's own).
+    public = set(betting.public_wagers(t, coup))
+    own = by_player(payouts)
+    t.emit(
+        "settled",
+        {
+            "round_id": rid,
+            "payouts": [plain_copy(x) for x in payouts if x["player"] in public],
+            **t.felt(),
+        },
+        {
+            pid: {**t.money(pid), "net": net, "own": [dict(x) for x in own[pid]]}
+            for pid, net in nets(payouts).items()
+        },
+    )
     t.results.append(Result.from_coup(result))
     t._roads = None
     t.shoe_coups.append({"player": list(result.player), "banker": list(result.banker)})

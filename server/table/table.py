@@ -54,9 +54,10 @@ The machine is this class and its sub-machines, modules of functions over it and
 state records (:mod:`server.table.state`), each holding its commands' checks and dos:
 :mod:`.seating` (join, sit, stand, leave, connections), :mod:`.shoe_offer` (the offer
 and the cut), :mod:`.betting`, :mod:`.turning` (the squeeze and the tableau, a coup
-stage by stage) and :mod:`.settlement` (paying a coup, ending a shoe; every wallet
-transfer is there). This class keeps the commands' way in (``handle``, ``verify``,
-``can``), the time (``Tick``), closing, and ``_advance``, the one place that moves the
+stage by stage), :mod:`.settlement` (paying a coup, ending a shoe; every wallet
+transfer is there) and :mod:`.voiding` (the operator's void, pause, resume and close).
+This class keeps the commands' way in (``handle``, ``verify``, ``can``), the time
+(``Tick``), the felt (:mod:`.felt`), and ``_advance``, the one place that moves the
 table on after any command: the first of the transitions :data:`rules.NEXT` that holds
 names the phase, and that phase's entry (``_enter_<phase>``) moves the table into it.
 Storage is :mod:`server.table.persistence`; keeping players' actions current,
@@ -65,7 +66,7 @@ Storage is :mod:`server.table.persistence`; keeping players' actions current,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from server.engine.roads import Result, Roads
@@ -86,6 +87,7 @@ from . import commands as c
 from .actions import SentActions, watch
 from .errors import TableError
 from .events import EVENT_KINDS, TRANSIENT_KINDS, Event, Step
+from .felt import Felt
 from .options import TableOptions
 from .state import Contributions, CoupState, Offer, Phase, PlayerState
 from .wallet import Wallet, stake_account
@@ -94,8 +96,9 @@ __all__ = ["Phase", "Table"]
 
 RECENT_IDS = 64  # command ids remembered per player for idempotent retries
 # Players no longer at the table whose ids are still remembered (a retry after they
-# left, or across a restart that sent them away), oldest forgotten first.
-RECENT_ID_PLAYERS = 256
+# left, or across a restart that sent them away), oldest forgotten first; as many
+# spectators' are stored with the row (persistence.py).
+RECENT_ID_PLAYERS = persistence.RECENT_ID_PLAYERS
 
 
 class Table:
@@ -161,6 +164,12 @@ class Table:
         # The actions last sent to each tracked player (server.table.actions).
         self.sent_actions = SentActions()
         self._seated: list[PlayerState] | None = None  # seated(), until a seat changes
+        self._free: tuple[list[PlayerState], list[int]] | None = None  # free_seats()'s
+        self.chips: Felt = Felt()  # the chips on the felt (§5, §7), kept as they are laid
+        # Bettors without a seat are stored apart from the row (persistence.py): whose
+        # part changed since the last stored step, and who has a part stored.
+        self._dirty: set[str] = set()
+        self._parted: set[str] = set()
         self._copies = persistence.Copies()  # what to_state need not copy again
         self._roads: Roads | None = None  # made from results when first asked for
         self._events: list[Event] = []
@@ -180,6 +189,7 @@ class Table:
         ctx = check(self, cmd)
         self._events = []
         self.now = now
+        self._dirty.add(cmd.player)  # (their command ids, at least, change)
         watched = watch(self)
         unchanged = do(self, cmd, ctx)
         self._advance()
@@ -187,6 +197,8 @@ class Table:
             self._remember(cmd.player, cmd.id)
         if any(not e.transient for e in self._events):  # (a bend changes no one's actions)
             self.sent_actions.refresh(self, cmd, watched, self._events)
+        if cmd.player not in self.players:  # gone (a spectator leaves without an event)
+            self.sent_actions.forget(cmd.player)
         events, self._events = tuple(self._events), []
         return Step(events, unchanged, self.seq, self.in_coup)
 
@@ -219,8 +231,8 @@ class Table:
 
     @property
     def next_deadline(self) -> float | None:
-        """When the croupier should next send a Tick."""
-        times = [p.grace_deadline for p in self.players.values() if p.grace_deadline is not None]
+        """When the croupier should next send a Tick (only a seat has a grace period)."""
+        times = [p.grace_deadline for p in self.seated() if p.grace_deadline is not None]
         if self.deadline is not None:
             times.append(self.deadline)
         if self.coup is not None and self.coup.deadline is not None:
@@ -237,13 +249,16 @@ class Table:
         """The seated players in seat order (a list the caller must not change)."""
         if self._seated is None:
             self._seated = sorted(
-                (p for p in self.players.values() if p.seat is not None), key=_seat_key
+                (p for p in self.players.values() if p.seat is not None), key=lambda p: p.seat or 0
             )
         return self._seated
 
     def free_seats(self) -> list[int]:
-        taken = {p.seat for p in self.players.values() if p.seat is not None}
-        return [s for s in range(1, self.options.seats + 1) if s not in taken]
+        seated = self.seated()  # (made again only when a seat changes: each watcher's sit)
+        if self._free is None or self._free[0] is not seated:
+            taken = {p.seat for p in seated}
+            self._free = (seated, [s for s in range(1, self.options.seats + 1) if s not in taken])
+        return list(self._free[1])
 
     def roads(self) -> dict[str, Any]:
         """The current shoe's roads (§9), made when someone looks (not at every coup)."""
@@ -258,6 +273,25 @@ class Table:
             return self.holder
         seated = self.seated()
         return seated[0].id if seated else None
+
+    # ------------------------------------------------------------------ the felt (§5, §7)
+    def lay(self, p: PlayerState, bets: dict[str, int]) -> None:
+        """``p``'s chips become ``bets`` (the caller moves the stake): the felt follows."""
+        self.chips.lay(p, bets)
+        self._dirty.add(p.id)
+
+    def bettor_count(self) -> int:  # bettors without a seat in (Felt.bettors)
+        return self.chips.bettors(self.seated())
+
+    def felt(self) -> dict[str, Any]:  # what everyone sees of the felt (§5)
+        return self.chips.public(self.seated())
+
+    def is_bettor(self, p: PlayerState) -> bool:
+        """No seat, and chips on the felt or a wager in play (§5): stored in a part."""
+        return p.seat is None and (bool(p.bets) or self.wager_in_play(p))
+
+    def touch_all(self, pids: Iterable[str]) -> None:
+        self._dirty.update(pids)  # whose stored part (a bettor's) is to write again
 
     # ------------------------------------------------------------------ money
     def available(self, pid: str) -> int:
@@ -369,14 +403,6 @@ class Table:
                 if old not in self.players:
                     del self.recent_ids[old]
 
-    # ------------------------------------------------------------------ the croupier's
-    def _do_set_draining(self, cmd: c.SetDraining, ctx: None) -> bool:
-        if self.draining == cmd.on:
-            return True
-        self.draining = cmd.on
-        self.emit("draining", {"on": cmd.on})
-        return False
-
     # ------------------------------------------------------------------ the shoe
     @property
     def round_id(self) -> str:
@@ -385,7 +411,7 @@ class Table:
     # ------------------------------------------------------------------ time
     def _do_tick(self, cmd: c.Tick, ctx: None) -> bool:
         now = self.now
-        for q in sorted(self.players.values(), key=lambda q: q.id):
+        for q in sorted(self.seated(), key=lambda q: q.id):  # (only a seat has a grace)
             if q.grace_deadline is not None and now >= q.grace_deadline:
                 q.grace_deadline = None
                 if self.wager_in_play(q):
@@ -403,7 +429,7 @@ class Table:
                 self.between_on_behalf.append({"step": "cut the shoe", "player": who})
         contributing.tick(self)
         if self.phase is Phase.BETTING and self.deadline is not None and now >= self.deadline:
-            if any(q.bets for q in self.seated()):
+            if self.chips:  # a bettor's chips count as a seated player's (§5, §7)
                 betting.close_betting(self)
             else:  # §7: no bet at all, the table waits; the next bet restarts the timer
                 self.deadline = None
@@ -412,25 +438,6 @@ class Table:
         if coup is not None and coup.deadline is not None and now >= coup.deadline:
             turner = coup.turners[coup.stage_hand]
             turning.reveal_stage(self, coup, c.CROUPIER, turner)
-        return False
-
-    # ------------------------------------------------------------------ closing
-    def _do_close_table(self, cmd: c.CloseTable, ctx: None) -> bool:
-        coup = self.coup
-        if coup is not None:  # §8: only an operator's close refunds a round in progress
-            settlement.refund(self.wallet, self.table_id, coup)
-        for q in self.players.values():
-            if q.bets and (coup is None or q.id not in coup.held):  # placed, not held
-                self.move_stake(q, -self.stake(q.id))
-            q.bets = {}
-        debiting, self.debiting = self.debiting, None
-        self.coup = None
-        self.offer = None
-        self.deadline = None
-        if self.shoe is not None:
-            settlement.end_shoe(self, complete=False)
-        self.phase = Phase.CLOSED
-        self.emit("closed", {"refunded": coup is not None or debiting is not None})
         return False
 
     # ------------------------------------------------------------------ the flow
@@ -474,6 +481,9 @@ class Table:
         if self.phase is not Phase.WAITING:
             self.phase, self.deadline, self.offer = Phase.WAITING, None, None
             self.emit("waiting", {})
+            # Nobody seated, no coup (§5): bettors' chips come back (who went away, goes)
+            betting.return_chips(self, [q for q in self.players.values() if q.bets], "returned")
+            seating.release(self)
         return False
 
     def _enter_shoe_offer(self) -> bool:
@@ -512,17 +522,22 @@ class Table:
     # ------------------------------------------------------------------ storage
     def to_state(self, *, spectators: bool = True) -> dict[str, Any]:
         """The whole internal state, secrets included: for the store only, never a client
-        (:func:`server.table.persistence.to_state`)."""
+        (:func:`server.table.persistence.to_state`; ``spectators=False``: the row)."""
         return persistence.to_state(self, spectators=spectators)
 
+    def take_parts(self) -> dict[str, dict[str, Any] | None]:
+        """The bettors' parts to store with the row (:func:`persistence.take_parts`)."""
+        return persistence.take_parts(self)
+
     @classmethod
-    def from_state(cls, state: dict[str, Any], wallet: Wallet) -> Table:
-        """Rebuild a table from :meth:`to_state` (:func:`server.table.persistence.from_state`)."""
-        return persistence.from_state(cls, state, wallet)
-
-
-def _seat_key(p: PlayerState) -> int:
-    return p.seat or 0
+    def from_state(
+        cls,
+        state: dict[str, Any],
+        wallet: Wallet,
+        parts: Mapping[str, dict[str, Any]] | None = None,
+    ) -> Table:
+        """Rebuild a table from :meth:`to_state` (:func:`persistence.from_state`)."""
+        return persistence.from_state(cls, state, wallet, parts)
 
 
 def _no_check(table: Table, cmd: c.Command) -> None:

@@ -12,7 +12,9 @@ here, for one viewer (a player id, or ``None`` for an anonymous watcher):
 
 What it must never do: put an undealt card, a face-down card (except the squeezing
 turner's own), a face-down burned card or a shoe's seed before its reveal into anything
-it returns, or one player's money into another player's view. It reads the table and
+it returns, or one player's money into another player's view; nor a bettor without a
+seat's bets, but to themselves, unless they turn (§5, §6: everyone sees the felt's
+totals and how many bettors are in, never a list of them). It reads the table and
 never changes it: every container it returns is a fresh copy.
 """
 
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from server.engine.cards import shoe_cards
 
+from .betting import public_wagers, turner_names
 from .contributing import cutter_of
 from .events import Event
 from .options import TableOptions
@@ -46,7 +49,7 @@ def view_event(event: Event, viewer: str | None) -> dict[str, Any]:
 def view(t: Table, viewer: str | None) -> dict[str, Any]:
     """A snapshot for one viewer: only what they may see (§6 hidden information)."""
     coup = t.coup
-    coup_view = None if coup is None else _coup_view(coup, viewer)
+    coup_view = None if coup is None else _coup_view(t, coup, viewer)
     shoe = t.shoe
     # In REVEAL the shoe is cut, the cut applied once the reveal is over (docs/fairness.md
     # §9): the snapshot says where (None for a timeout cut: the key gives it) and whose.
@@ -92,7 +95,8 @@ def view(t: Table, viewer: str | None) -> dict[str, Any]:
             }
             for q in t.seated()
         ],
-        "spectators": sum(1 for q in t.players.values() if q.seat is None),
+        "spectators": len(t.players) - len(t.seated()),
+        "felt": t.felt(),
         "coup": coup_view,
         "last_result": copy.deepcopy(t.last_result),
         "roads": t.roads(),
@@ -121,9 +125,10 @@ def _contributions(t: Table) -> list[dict[str, Any]]:
     ]
 
 
-def _coup_view(coup: CoupState, viewer: str | None) -> dict[str, Any]:
+def _coup_view(t: Table, coup: CoupState, viewer: str | None) -> dict[str, Any]:
     """The coup being dealt as ``viewer`` sees it: face-down cards are ``None`` except,
-    for the squeezing turner, the cards of the stage being squeezed (§6)."""
+    for the squeezing turner, the cards of the stage being squeezed (§6); the wagers of
+    the seated players and the turners, and the viewer's own (§5)."""
     squeezer = coup.turners[coup.stage_hand] if coup.style is not None else None
 
     def cards(hand: str) -> list[dict[str, Any]]:
@@ -147,9 +152,14 @@ def _coup_view(coup: CoupState, viewer: str | None) -> dict[str, Any]:
         "banker": cards("banker"),
         "totals": {h: coup.shown_total(h) for h in ("player", "banker")},
         "turners": dict(coup.turners),
+        "names": turner_names(t, coup),
         "style": coup.style,
         "deadline": coup.deadline,
-        "bets": {p: dict(b) for p, b in coup.held.items()},
+        "bets": {
+            p: dict(coup.held[p])
+            for p in [*public_wagers(t, coup), viewer]
+            if p is not None and p in coup.held
+        },
     }
 
 
@@ -178,6 +188,7 @@ def public_options(o: TableOptions) -> dict[str, Any]:
             "reveal": o.timers.reveal,
         },
         "holder_must_bet_banker": o.holder_must_bet_banker,
+        "bettors": o.bettors,
         "currency": o.currency,
         "decimals": o.decimals,
     }
@@ -228,7 +239,9 @@ def summary(t: Table) -> dict[str, Any]:
         "paused": t.paused,
         "seats": o.seats,
         "seated": len(t.seated()),
-        "spectators": sum(1 for q in t.players.values() if q.seat is None),
+        "spectators": len(t.players) - len(t.seated()),
+        "bettors": t.bettor_count(),  # bettors without a seat in (§5)
+        "bettors_max": o.bettors,  # how many the table takes (0: seated players only)
         "tier": o.tier,
         "limits": public_options(o)["limits"],
         "commission": o.commission,

@@ -1,4 +1,5 @@
-"""The operator's controls of a running table: voiding a round, pausing, resuming.
+"""The operator's controls of a running table: voiding a round, pausing, resuming,
+closing it; and the croupier's draining.
 
 What it is for (issue 21, GLI-19 §4.16 interrupted games): :class:`~server.table.
 commands.VoidRound` ends a round that has not settled, whatever it was doing — betting
@@ -9,7 +10,11 @@ records it ``void: true`` with the reason and the cards, tells the players
 (``voided``), and moves the table on as a settled coup would (the next round opens
 under a new id; the shoe holder keeps the shoe, whatever they bet). :class:`~server.table.commands.Pause`
 stops new coups (``paused``); :class:`~server.table.commands.Resume` lets them start
-again (``resumed``).
+again (``resumed``). :class:`~server.table.commands.CloseTable` refunds a coup in
+progress (GAME_RULES §8: only then) and gives back the chips not yet held;
+:class:`~server.table.commands.SetDraining` refuses new bets while the server shuts
+down. The wagers of bettors without a seat (§5) go back with everyone's, each told in
+their own copy of ``voided``.
 
 A voided coup's tableau is completed from the shoe (the third cards the rules would
 have drawn are drawn, face up in the record), so that the shoe's record still deals
@@ -27,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from server.engine.cards import CardError
 from server.engine.coup import resolve_coup
 
+from . import betting, seating, settlement
 from . import commands as c
-from . import seating, settlement
 from .errors import TableError
 from .state import Phase
 from .wallet import held_account, player_account
@@ -86,10 +91,20 @@ def do_void_round(t: Table, cmd: c.VoidRound, ctx: None) -> bool:
     else:
         before = {q.id: t.balance(q.id) for q in t.players.values() if q.bets}
         wagers = {q.id: dict(q.bets) for q in t.players.values() if q.bets}
+    public = (
+        set(betting.public_wagers(t, coup))
+        if coup is not None
+        else {q.id for q in t.seated()}  # (bettors' chips: only their own, §5)
+    )
     for q in t.players.values():  # placed chips not held (betting, debiting) go back
         if q.bets and (coup is None or q.id not in coup.held):
             t.move_stake(q, -t.stake(q.id))
-        q.bets, q.bet_order, q.done = {}, {}, False
+        if q.bets:
+            t.lay(q, {})
+        q.bet_order, q.done = {}, False
+    t.touch_all(wagers)
+    if debiting is not None:
+        t.touch_all(debiting)
     cards = None if coup is None else _complete(t, coup)
     voided_in = "turn" if coup is not None else "debiting" if debiting else "betting"
     t._records.append(_record(t, cmd.reason, voided_in, wagers, before, coup, cards))
@@ -103,10 +118,17 @@ def do_void_round(t: Table, cmd: c.VoidRound, ctx: None) -> bool:
         {
             "round_id": rid,
             "reason": cmd.reason,
-            "refunded": {pid: sum(b.values()) for pid, b in sorted(wagers.items())},
+            "refunded": {
+                pid: sum(b.values()) for pid, b in sorted(wagers.items()) if pid in public
+            },
             "cards": cards,
+            **t.felt(),
         },
-        {pid: t.money(pid) for pid in wagers if pid in t.players},
+        {
+            pid: {**t.money(pid), "own": sum(wagers[pid].values())}
+            for pid in wagers
+            if pid in t.players
+        },
     )
     if t.phase in (Phase.TURN, Phase.DEBITING):
         t.phase = Phase.BETTING  # between coups; _advance decides what comes next
@@ -213,11 +235,45 @@ def _after_coup(t: Table, coup: CoupState) -> None:
         t.emit("stop_card", {"coups_left": 1})
 
 
+def do_close_table(t: Table, cmd: c.CloseTable, ctx: None) -> bool:
+    """The operator closes the table: a coup in progress is refunded (§8: only then),
+    chips not yet held go back, the shoe ends unfinished."""
+    coup = t.coup
+    if coup is not None:
+        settlement.refund(t.wallet, t.table_id, coup)
+        t.touch_all(coup.held)
+    for q in t.players.values():
+        if q.bets and (coup is None or q.id not in coup.held):  # placed, not held
+            t.move_stake(q, -t.stake(q.id))
+        if q.bets:
+            t.lay(q, {})
+    debiting, t.debiting = t.debiting, None
+    if debiting is not None:
+        t.touch_all(debiting)
+    t.coup = None
+    t.offer = None
+    t.deadline = None
+    if t.shoe is not None:
+        settlement.end_shoe(t, complete=False)
+    t.phase = Phase.CLOSED
+    t.emit("closed", {"refunded": coup is not None or debiting is not None})
+    return False
+
+
+def do_set_draining(t: Table, cmd: c.SetDraining, ctx: None) -> bool:
+    """The croupier's: the server is shutting down (new bets refused ``draining``)."""
+    if t.draining == cmd.on:
+        return True
+    t.draining = cmd.on
+    t.emit("draining", {"on": cmd.on})
+    return False
+
+
 def do_pause(t: Table, cmd: c.Pause, ctx: None) -> bool:
     if t.paused:
         return True
     t.paused = True
-    t.emit("paused", {"coup_finishes": t.in_coup or any(q.bets for q in t.seated())})
+    t.emit("paused", {"coup_finishes": t.in_coup or bool(t.chips)})
     return False
 
 

@@ -155,7 +155,7 @@ def credit_call(
         {"area": p["area"], "stake": p["stake"], "returned": p["returned"]}
         for p in payouts
         if p["player"] == player
-    ]
+    ]  # (a coup's closing calls hand each player only their own: closing_calls)
     return new_call(
         "credit",
         player=player,
@@ -212,28 +212,47 @@ def closing_calls(
     now: float,
     *,
     game: str | None = None,
+    parts: Mapping[str, Mapping[str, Any] | None] | None = None,
 ) -> list[dict[str, Any]]:
     """The credits and rollbacks of one step, from the table's stored state before and
     after it and the step's records: a coup that was dealt and is no longer (settled:
     a credit per player; closed unsettled or voided: a rollback per player), and wagers
     being debited when the table closed or the round was voided (a rollback each). Each
     carries the session the player's wagers were placed under (``wallet_session`` of
-    their stored state)."""
-    table = str(before["table_id"])
-    sessions = {p["id"]: p.get("wallet_session") for p in before.get("players", ())}
-    out: list[dict[str, Any]] = []
+    their stored state). ``parts``: the stored parts of the bettors without a seat
+    before the step (GAME_RULES §5; ``Table.take_parts``), whose wagers and sessions
+    are not in the row: every wager is closed, a seated player's or a bettor's."""
     coup = before.get("coup")
     after_coup = after.get("coup")
-    if coup is not None and (after_coup is None or after_coup["round_id"] != coup["round_id"]):
+    debiting = before.get("debiting")
+    closes = coup is not None and (after_coup is None or after_coup["round_id"] != coup["round_id"])
+    if not closes and debiting is None:
+        return []  # (most steps: nothing closed, the bettors' parts never read)
+    table = str(before["table_id"])
+    sessions = {p["id"]: p.get("wallet_session") for p in before.get("players", ())}
+    held: dict[str, dict[str, int]] = dict(coup["held"]) if coup is not None else {}
+    debiting = None if debiting is None else dict(debiting)
+    for pid, part in (parts or {}).items():
+        if part is None:
+            continue
+        sessions[pid] = part["player"].get("wallet_session")
+        if part.get("held") is not None:
+            held[pid] = part["held"]
+        if debiting is not None and part.get("debiting") is not None:
+            debiting[pid] = part["debiting"]
+    out: list[dict[str, Any]] = []
+    if coup is not None and closes:
         rid = coup["round_id"]
-        held: dict[str, dict[str, int]] = coup["held"]
         record = next(
             (r for r in records if r.get("kind") == "round" and r.get("round_id") == rid), None
         )
+        paid: dict[str, list[Mapping[str, Any]]] = {}
+        for pay in [] if record is None else record["bets"]:
+            paid.setdefault(pay["player"], []).append(pay)
         for pid in sorted(held):
             session = sessions.get(pid)
             if record is not None and not record.get("void"):
-                bets = record["bets"]
+                bets = paid.get(pid, [])
                 call = credit_call(table, rid, pid, bets, currency, now, session=session, game=game)
             else:
                 stake = sum(held[pid].values())
@@ -241,7 +260,6 @@ def closing_calls(
                     table, rid, pid, stake, currency, now, "voided", session=session, game=game
                 )
             out.append(call)
-    debiting = before.get("debiting")
     voided = any(  # by the operator (an undealt round's record closes nothing: §3)
         r.get("kind") == "round"
         and r.get("void")

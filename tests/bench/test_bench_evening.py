@@ -78,6 +78,39 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
     assert "The servers' own event loop at each level" in text
 
 
+@pytest.mark.slow
+def test_a_tiny_evening_with_bettors_without_a_seat(tmp_path: Path) -> None:
+    """``--bettors``: bettors without a seat at the first table (issue 37), bots in the
+    bot process at (5 times) human pace: they join without sitting and bet, the table
+    takes their bets, every event reaches them, and the books are exact."""
+    out = tmp_path / "evening.json"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench.evening", "--tables", "1", "--seated", "2"),
+            *("--bettors", "4", "--spectators", "2", "--levels", "2", "--window", "6"),
+            *("--warmup", "1", "--pace", "5", "--bot-workers", "1"),
+            *("--spectator-workers", "1", "--keep-going", "--no-baselines"),
+            *("--json", str(out)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    [level] = results["levels"]
+    assert (level["seated"], level["bettors"], level["new_bettors"]) == (2, 4, 4)
+    assert level["bettor_bets"] > 0  # the table took their bets
+    # The table's fan-out reaches its six players, seated and betting alike.
+    seated = level["fanout_seated"]
+    assert seated["expected"] >= 6 * level["fanout"]["events"] // 2 > 0
+    assert seated["delivered"] == seated["expected"]
+    assert results["audit"]["exact"] is True and results["audit"]["rounds"] > 0
+    assert "Bettors without a seat at the first table" in done.stdout
+
+
 def test_the_histogram_reads_percentiles_within_one_percent() -> None:
     hist = evening.Histogram()
     for ms in range(1, 101):

@@ -85,6 +85,18 @@ tier = "1-100"
 timers = {SHORT}
 
 [[tables]]
+id = "tui-no-seat"
+name = "TUI without a seat"
+tier = "1-100"
+timers = {RELAXED}
+
+[[tables]]
+id = "bots-no-seat"
+name = "Bots without a seat"
+tier = "1-100"
+timers = {SHORT}
+
+[[tables]]
 id = "bots-contribute"
 name = "Bots contributing"
 tier = "1-100"

@@ -67,6 +67,36 @@ async def test_five_bots_play_a_whole_shoe(
     assert "OK: seed matches the commitment" in out
 
 
+@pytest.mark.slow
+async def test_bots_bet_without_a_seat_beside_seated_bots(chemmy_server: Any) -> None:
+    """``--no-seat`` (GAME_RULES §5): two bots bet without a seat beside two seated
+    ones: they play their rounds (the seated bots' DONE and the timer close the
+    betting), turn the Player cards when theirs is the highest Player bet, and their
+    balances move by exactly what the server recorded for them."""
+    bots = [
+        Bot(
+            url=chemmy_server.url,
+            table="bots-no-seat",
+            name=f"Bot{i + 1}",
+            strategy="player" if i % 2 else "random",
+            rounds=6,
+            rng=random.Random(100 + i),
+            unit=None if i < 2 else 500,  # (Bot4's 500 on Player: always the highest)
+            seated=i < 2,
+        )
+        for i in range(4)
+    ]
+    reports = await play_bots(bots, timeout=scaled(90))
+    for bot, r in zip(bots, reports, strict=True):
+        assert r.error is None, r
+        assert r.final_balance == r.start_balance + r.recorded_net, r
+        assert r.rounds >= 6 and r.recorded_rounds >= 6, r
+        if not bot.seated:
+            assert r.shoes_held == 0  # never offered the shoe
+    bettors = reports[2:]
+    assert sum(r.squeezes + r.tosses for r in bettors) > 0  # a bettor turned the cards
+
+
 def test_bot_command_line(chemmy_server: Any) -> None:
     """The console command: two bots, three rounds each, a JSON report, exit 0; the
     server from ``$CHEMMY_URL``."""
@@ -136,9 +166,10 @@ def test_bot_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bot", "--table", "t", "--strategy", "double"]) == 2
     assert main(["bot", "--table", "t", "--squeeze", "2"]) == 2
     assert main(["bot", "--table", "t", "--unit", "1.234"]) == 2
+    assert main(["bot", "--table", "t", "--no-seat", "--squeeze", "-1"]) == 2
     assert main(["bot", "--url", "nope://x", "--table", "t"]) == 2
     err = capsys.readouterr().err
-    assert err.count("chemmy: error:") == 4 and "ws://" in err
+    assert err.count("chemmy: error:") == 5 and "ws://" in err
     # The URL as a positional argument (before --url) gets a pointer to --url.
     assert main(["bot", "ws://127.0.0.1:1", "--table", "t"]) == 2
     assert "--url" in capsys.readouterr().err

@@ -742,3 +742,40 @@ def test_the_model_modules_do_no_io() -> None:
         imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         bad = {i for i in imported if any(i == f or i.startswith(f + ".") for f in forbidden)}
         assert not bad, f"{name}.py imports {sorted(bad)}"
+
+
+def test_a_bettor_without_a_seat_follows_the_felt_and_their_own_wager() -> None:
+    """GAME_RULES §5: as a bettor without a seat, the model takes the felt's totals and
+    the number of bettors from the server, its own bets and wager from its private
+    copies, and names a bettor who turns from ``dealt``."""
+    seats = [s for s in snapshot()["seats"] if s["player"] != ME]
+    you = {**snapshot()["you"], "seat": None, "actions": {"bet": {"areas": {}}, "leave": {}}}
+    felt = {"totals": {"banker": 500}, "bettors": 0}
+    m = reduce(TableModel(), snap(snapshot(seats=seats, you=you, felt=felt)))
+    assert not m.seated and m.can("bet") and m.area_totals() == {"banker": 500}
+    # someone else's bet without a seat: the felt only
+    m = reduce(m, ev(11, "bets", player=None, seat=None, bets=None, change="place",
+                     totals={"banker": 500, "player": 300}, bettors=1))  # fmt: skip
+    assert m.area_totals() == {"banker": 500, "player": 300} and m.bettors == 1
+    assert m.my_bets == {} and not m.betting_without_a_seat
+    # mine, as my private copy has it
+    m = reduce(m, ev(12, "bets", player=ME, seat=None, bets={"player": 1000}, change="place",
+                     totals={"banker": 500, "player": 1300}, bettors=2, available=99000))  # fmt: skip
+    assert m.my_bets == {"player": 1000} and m.available == 99000 and m.betting_without_a_seat
+    assert m.bettors == 2 and m.area_totals()["player"] == 1300
+    m = reduce(m, ev(13, "betting_closed", round_id="t1-1-3", bets={OTHER: {"banker": 500}},
+                     totals={"banker": 500, "player": 1300}, bettors=2, balance=99000,
+                     available=99000, own={"player": 1000}))  # fmt: skip
+    assert m.my_stake == {"player": 1000} and m.coup is not None
+    assert m.stacks("banker") == [("Bo", 500)] and m.stacks("player") == [("you", 1000)]
+    m = reduce(m, ev(14, "dealt", round_id="t1-1-3", player=2, banker=2,
+                     turners={"player": "zoe", "banker": OTHER}, names={"zoe": "Zoe", OTHER: "Bo"}))  # fmt: skip
+    assert m.name("zoe") == "Zoe"  # a bettor without a seat who turns
+    m = reduce(m, ev(15, "debit_refused", round_id="t1-1-3", player=None))
+    assert m.message != "" and m.my_stake == {"player": 1000}  # (not mine: nothing changes)
+    m = reduce(m, ev(16, "settled", round_id="t1-1-3", payouts=[], totals={}, bettors=0,
+                     balance=101000, available=101000, net=1000,
+                     own=[{"player": ME, "area": "player", "stake": 1000, "returned": 2000,
+                           "win": 1000, "commission": 0, "outcome": "win"}]))  # fmt: skip
+    assert m.last_bets == {"player": 1000} and m.balance == 101000 and m.last_net == 1000
+    assert m.area_totals() == {} and m.bettors == 0 and not m.betting_without_a_seat

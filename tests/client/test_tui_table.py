@@ -16,6 +16,8 @@ from textual.widgets import Button, Label, Static
 from client_cli.bot import Bot, play_bots
 from client_cli.tui import ChemmyApp, CutScreen, RoadsScreen, TableScreen
 from client_cli.tui.table import ChatInput
+from tests.kit import CoupLog, Game
+from tests.kit.client import open_guest
 from tests.kit.timing import scaled
 
 WIDE = (150, 45)
@@ -88,6 +90,43 @@ async def test_the_roads_at_80_columns(chemmy_server: Any) -> None:
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, TableScreen), "back at the table")
         await app.action_quit()
+
+
+@pytest.mark.slow
+async def test_betting_without_a_seat_by_keys(chemmy_server: Any) -> None:
+    """GAME_RULES §5: a spectator (a guest, never seated) bets by keys while a seated
+    player plays: the chips go down without a seat, the "you" line says so, the layout
+    shows the felt's totals (the seated player's chips and theirs), the seated player's
+    DONE closes the betting, and the bettor's wager is settled."""
+    seated = await open_guest(chemmy_server.url, name="Seated")
+    app = ChemmyApp(chemmy_server.url, guest=True, name="Railbird", table="tui-no-seat")
+    try:
+        async with app.run_test(size=WIDE) as pilot:
+            await at_table(pilot, app)
+            await seated.join("tui-no-seat")
+            await seated.call("sit", table="tui-no-seat")
+            game = Game("tui-no-seat", {str(seated.player): seated}, seated)
+            opened = await game.to_betting()
+            await until(pilot, lambda: model_of(app).can("bet"), "betting open")
+            assert not model_of(app).seated
+            await pilot.press("p")  # a chip on Player, without a seat
+            await until(pilot, lambda: model_of(app).my_bets.get("player"), "my chips down")
+            assert "betting without a seat" in text_of(app, "#you")
+            mine = model_of(app).my_bets["player"]
+            assert "done" not in model_of(app).actions  # the seated player closes it
+            await game.act(str(seated.player), "bet", area="player", amount=mine + 100)
+            await until(
+                pilot, lambda: model_of(app).area_totals().get("player") == 2 * mine + 100, "felt"
+            )
+            start = len(seated.frames)
+            await game.act(str(seated.player), "done")
+            rid = opened["data"]["round_id"]
+            await game.settle(CoupLog(rid, opened["data"]["coup_no"], None, {}), start)
+            await until(pilot, lambda: model_of(app).last_bets == {"player": mine}, "settled")
+            assert model_of(app).last_net is not None
+            await app.action_quit()
+    finally:
+        await seated.close()
 
 
 @pytest.mark.slow

@@ -92,6 +92,7 @@ def next_seat_after(seats: dict[str, int], pid: str) -> str:
 def check_public_views_agree(reference: Client, others: list[Client], table: str) -> None:
     """Every client saw the same events as the spectator, but for its own private part."""
     ref = {e["seq"]: e for e in reference.events(table)}
+    private = {"balance", "available", "net", "cards", "actions", "own", "reason", "message"}
     for client in others:
         for event in client.events(table):
             base = ref.get(event["seq"])
@@ -99,5 +100,12 @@ def check_public_views_agree(reference: Client, others: list[Client], table: str
                 continue
             assert event["kind"] == base["kind"]
             extra = set(event["data"]) - set(base["data"])
-            assert extra <= {"balance", "available", "net", "cards", "actions"}, (event, base)
-            assert {k: v for k, v in event["data"].items() if k in base["data"]} == base["data"]
+            assert extra <= private, (event, base)
+            # (every watcher's own actions too: a table that takes bettors without a seat
+            # keeps each spectator's current, GAME_RULES §5)
+            public = {k: v for k, v in base["data"].items() if k not in private}
+            if public.get("player", "") is None and event["data"].get("player") == client.player:
+                # a bettor without a seat's own bets (GAME_RULES §5): theirs alone
+                public.update({k: event["data"][k] for k in ("player", "bets") if k in public})
+            mine = {k: v for k, v in event["data"].items() if k in public}
+            assert mine == public, (client.player, event, base)

@@ -59,9 +59,11 @@ StylePolicy = Callable[[str, str, bool], str | None]
 class Game:
     """Drive one table through real clients, reading what to do from a watcher's events.
 
-    ``players`` maps player id -> Client (each seated); ``watcher`` is any client at the
-    table (it may be one of the players). ``style(pid, hand, third)`` picks a squeeze
-    style (None: TOSS); ``accept(pid)`` whether an offered shoe is accepted.
+    ``players`` maps player id -> Client (each seated); ``bettors`` the same for
+    bettors without a seat (GAME_RULES §5: they bet and turn, never press DONE nor hold
+    the shoe); ``watcher`` is any client at the table (it may be one of the players).
+    ``style(pid, hand, third)`` picks a squeeze style (None: TOSS); ``accept(pid)``
+    whether an offered shoe is accepted.
     """
 
     def __init__(
@@ -75,9 +77,11 @@ class Game:
         accept: Callable[[str], bool] | None = None,
         progress: bool = False,
         contributors: tuple[str, ...] = (),
+        bettors: Mapping[str, Client] | None = None,
     ) -> None:
         self.table = table
         self.players = dict(players)
+        self.bettors = dict(bettors or {})
         self.watcher = watcher
         self.rng = rng or random.Random(1234)
         self.style = style or (
@@ -96,9 +100,13 @@ class Game:
 
     async def act(self, pid: str, kind: str, **fields: Any) -> dict[str, Any]:
         """One player's command, asserted ok; then wait until the watcher has its events."""
-        reply: dict[str, Any] = await self.players[pid].call(kind, table=self.table, **fields)
+        reply: dict[str, Any] = await self.client(pid).call(kind, table=self.table, **fields)
         await self.watcher.wait_seq(self.table, reply["seq"])
         return reply
+
+    def client(self, pid: str) -> Client:
+        """A seated player's client, or a bettor's without a seat."""
+        return self.players[pid] if pid in self.players else self.bettors[pid]
 
     def prompt(self) -> dict[str, Any]:
         """What the table waits for: the last prompt event, or the watcher's snapshot."""
@@ -189,7 +197,7 @@ class Game:
         """The turner reveals the stage's cards: TOSS, or a squeeze card by card."""
         data = turn["data"]
         hand, turner, third = data["hand"], data["turner"], data["third"]
-        client = self.players[turner]
+        client = self.client(turner)
         style = self.style(turner, hand, third)
         if style is None:
             await self.act(turner, "toss", hand=hand)
@@ -229,7 +237,7 @@ class Game:
         for pid, areas in bets.items():
             for area, amount in areas.items():
                 await self.act(pid, "bet", area=area, amount=amount)
-        for pid in self.players:
+        for pid in self.players:  # (bettors without a seat never hold the betting open)
             await self.act(pid, "done")
         log = CoupLog(
             rid, opened["data"]["coup_no"], holder, {p: dict(b) for p, b in bets.items() if b}
@@ -254,8 +262,8 @@ class Game:
         else:
             raise AssertionError(f"round {rid} never settled")
         self._collect(log, start)
-        for client in self.players.values():  # each player's own copy (another process
-            await client.wait_seq(self.table, log.last_seq)  # may deliver it a moment later)
+        for client in [*self.players.values(), *self.bettors.values()]:  # each one's own
+            await client.wait_seq(self.table, log.last_seq)  # (another process may be later)
         self._collect_private(log)
         self.log.append(log)
         return log
@@ -282,8 +290,16 @@ class Game:
             if kind == "betting_closed" and data["round_id"] == rid:
                 in_round = True
                 log.first_seq = event["seq"]
-                if log.bets:  # placed by this driver, in this order
-                    assert data["bets"] == log.bets, (data["bets"], log.bets)
+                if log.bets:  # placed by this driver, in this order: the seated players'
+                    # and the turner's are public, a bettor's without a seat are not (§5)
+                    assert data["bets"].items() <= log.bets.items(), (data["bets"], log.bets)
+                    seated = {p: b for p, b in log.bets.items() if p in self.players}
+                    assert seated.items() <= data["bets"].items(), (data["bets"], log.bets)
+                    totals: dict[str, int] = {}
+                    for bets in log.bets.values():
+                        for area, amount in bets.items():
+                            totals[area] = totals.get(area, 0) + amount
+                    assert data["totals"] == totals, (data["totals"], totals)
                 else:  # placed before (by the test itself)
                     log.bets = {p: dict(b) for p, b in data["bets"].items()}
             elif kind == "dealt" and in_round:
@@ -298,7 +314,12 @@ class Game:
                 break
 
     def _collect_private(self, log: CoupLog) -> None:
-        for pid, client in self.players.items():
+        for pid, client in [*self.players.items(), *self.bettors.items()]:
             for event in client.events(self.table, "settled", start=0):
                 if event["data"]["round_id"] == log.round_id:
                     log.private[pid] = event["data"]
+                    # A bettor without a seat's payouts are theirs alone (§5): their own
+                    # copy has them (``own``), unless they turned (then public already).
+                    public = {(p["player"], p["area"]) for p in log.payouts}
+                    own = event["data"].get("own", [])
+                    log.payouts += [p for p in own if (p["player"], p["area"]) not in public]

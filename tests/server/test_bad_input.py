@@ -191,7 +191,7 @@ async def test_commands_out_of_turn_or_for_another_seat(net: Any) -> None:
     await s.unharmed(before)
     await spectator.join("t1")
     before = s.state()  # cy joined: that changed the table
-    await spectator.refused("not_seated", "bet", table="t1", area="player", amount=100)
+    await spectator.refused("not_seated", "done", table="t1")  # (a bettor presses no DONE)
     await spectator.refused("not_seated", "stand", table="t1")
     await spectator.refused("seat_taken", "sit", table="t1", seat=2)
     await spectator.refused("bad_seat", "sit", table="t1", seat=15)

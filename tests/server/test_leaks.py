@@ -329,7 +329,8 @@ async def test_no_card_seed_or_balance_reaches_a_client_early(net: Any) -> None:
         public_keys = {p[-1] for p, _ in walk(view_event(event, None)["data"]) if p}
         assert not public_keys & BALANCE_KEYS, event
         for owner, part in (event.private or {}).items():
-            assert set(part) <= {"balance", "available", "net", "cards", "actions"}, (owner, part)
+            mine = {"balance", "available", "net", "cards", "actions", "own"}  # own: their wager
+            assert set(part) <= mine, (owner, part)
             # What the owner may do now (you.actions): never a card, never money but theirs.
             actions = json.dumps(part.get("actions", {}))
             assert not re.search(r'"[A2-9TJQK][shdc]"', actions), (owner, actions)

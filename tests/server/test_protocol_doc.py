@@ -81,7 +81,18 @@ MORE = "\x00more"  # … as a list's or a data-keyed map's last item: more of th
 #: by their values' shapes. ``bets*`` is a value of a ``bets`` map keyed by player (a
 #: player's own bets: another map).
 MAP_KEYS = frozenset(
-    {"bets", "bets*", "totals", "last_bets", "areas", "cards", "edges", "exact_edges"}
+    {
+        "bets",
+        "bets*",
+        "totals",
+        "last_bets",
+        "areas",
+        "cards",
+        "edges",
+        "exact_edges",
+        "own",  # betting_closed's: a player's own wager, area -> amount
+        "names",  # dealt's and the coup's: the turners' names, player -> name
+    }
 )
 
 #: Where a part starts: (category, path) -> the part's own category. A part is checked
@@ -701,6 +712,35 @@ async def play(net: Any) -> Recorder:
     start = await spec.send({"type": "bet", "table": t, "area": "player", "amount": "5"})
     await spec.next_reply(start)  # a bad_message, its id null (the frame had none)
 
+    # -- bettors without a seat (GAME_RULES §5): Spec, a guest, turns the Player cards ---
+    opened = await game.to_betting()
+    rid = opened["data"]["round_id"]
+    await spec.call("bet", table=t, area="player", amount=700)  # a guest: stored by it
+    await spec.call("bet", table=t, area="tie", amount=100)
+    await spec.call("remove_bet", table=t, area="tie")
+    await spec.refused("not_seated", "done", table=t)
+    ida = await run.player("ida", "Ida")
+    await ida.join(t)
+    await ida.call("bet", table=t, area="banker", amount=200)  # a bettor who does not turn
+    await game.act("alice", "bet", area="player", amount=500)
+    await game.act("cy", "bet", area="banker", amount=200)
+    await spec.join(t)  # a bettor's snapshot, the felt's totals
+    for pid in list(players):
+        await game.act(pid, "done")  # the seated players close it: bettors are not waited for
+    await ida.join(t)  # a bettor's snapshot with her wager in the coup
+    await spec.call("squeeze", table=t, hand="player", style="peek")
+    await spec.call("toss", table=t, hand="player")
+    game.bettors[str(spec.player)] = spec  # (a third card would be hers to turn too)
+    await settle(game, rid)
+    del game.bettors[str(spec.player)]
+    await game.to_betting()
+    await ida.call("same_bet", table=t)
+    await ida.call("clear_bets", table=t)
+    await spec.call("bet", table=t, area="banker", amount=100)
+    reply = await spec.call("leave", table=t)  # their chips not yet held come back
+    await alice.wait_seq(t, reply["seq"])
+    await spec.join(t)
+
     # -- coups until the shoe was accepted, passed and taken by a Player win ------------
     reasons: set[str] = set()
     cleared = False
@@ -803,7 +843,9 @@ async def play(net: Any) -> Recorder:
     await bob.refused("not_allowed", "create_table", table=quick)
     await alice.refused("bad_options", "create_table", table=quick, options={"seats": 99})
     await alice.call(
-        "create_table", table=quick, options={"name": "Quick", "decks": 6, "timers": short}
+        "create_table",
+        table=quick,
+        options={"name": "Quick", "decks": 6, "timers": short, "bettors": 0},
     )
     await alice.refused("table_exists", "create_table", table=quick)
     # -- a player of another currency: only their tables --------------------------------
@@ -824,6 +866,7 @@ async def play(net: Any) -> Recorder:
     await alice.wait_event("shoe_declined", table=quick, timeout=wait)
     await alice.wait_event("shoe_cut", table=quick, timeout=wait)  # ... and the cut
     await alice.wait_event("betting_waiting", table=quick, timeout=wait)  # no bet: it waits
+    await alice.refused("seated_only", "bet", table=quick, area="player", amount=100)
     await dee.call("bet", table=quick, area="player", amount=100)  # the timer restarts
     await dee.rpc("done", table=quick)  # (the timer may have closed betting first)
     await alice.wait_event("settled", table=quick, timeout=wait)  # turned on dee's behalf

@@ -216,6 +216,8 @@ async def test_seat_held_during_grace_then_stood_up(net: Any) -> None:
         "seat": 1,
         "reason": "timeout",
         "free_seats": [1, *range(3, 15)],
+        "totals": {},  # the felt (GAME_RULES §5)
+        "bettors": 0,
     }
     passed = await cat.wait_event("shoe_passed", table="t1", after=last)
     assert passed["data"] == {"player": "ann", "reason": "timeout"}  # §5: loses the shoe too

@@ -1342,3 +1342,54 @@ async def test_sqlite_a_version_2_file_without_currencies_gains_them(tmp_path: P
         assert await reopened.player_currency("ann") == "CHF"
     finally:
         await reopened.close()
+
+
+async def test_a_tables_parts_are_written_with_its_row_one_by_one(store: Store) -> None:
+    """A table's parts (its bettors without a seat, GAME_RULES §5) are kept beside its
+    row, each written or dropped only by the commits that name it, in the same
+    transaction: a refused commit keeps none of its parts."""
+    await store.ensure_player("ann", "Ann", 1000)
+    row = TableRow("t1", {"tier": "1-100"}, {"phase": "betting"}, 3, epoch=1)
+    await store.claim_table("t1")
+    await store.commit(table=row)
+    [loaded] = await store.load_tables()
+    assert loaded.parts is None
+    zoe, yan = {"player": {"id": "zoe"}, "held": None}, {"player": {"id": "yan"}, "held": None}
+    await store.commit(
+        table=TableRow("t1", {}, {"phase": "betting"}, 4, epoch=1, parts={"zoe": zoe})
+    )
+    await store.commit(
+        table=TableRow("t1", {}, {"phase": "betting"}, 5, epoch=1, parts={"yan": yan})
+    )
+    await store.commit(table=TableRow("t1", {}, {"phase": "betting"}, 6, epoch=1))  # none named
+    loaded = await store.load_table("t1")
+    assert loaded is not None and loaded.parts == {"zoe": zoe, "yan": yan}
+    assert (await store.load_tables())[0].parts == {"zoe": zoe, "yan": yan}
+    held = {**zoe, "held": {"player": 500}}
+    await store.commit(
+        table=TableRow("t1", {}, {"phase": "turn"}, 7, epoch=1, parts={"zoe": held, "yan": None})
+    )
+    loaded = await store.load_table("t1")
+    assert loaded is not None and loaded.parts == {"zoe": held} and loaded.seq == 7
+    # A commit refused (an overdraft, a stale epoch) keeps none of its parts.
+    before = await store.load_table("t1")
+    with pytest.raises(Overdrawn):
+        await store.commit(
+            entries=[bet("k1", "ann", 5_000)],
+            table=TableRow("t1", {}, {"phase": "turn"}, 8, epoch=1, parts={"zoe": None}),
+        )
+    await store.claim_table("t1")
+    with pytest.raises(StaleEpoch):
+        await store.commit(table=TableRow("t1", {}, {}, 8, epoch=1, parts={"xi": yan}))
+    after = await store.load_table("t1")
+    assert before is not None and after is not None
+    assert (after.state, after.seq, after.parts) == (before.state, before.seq, before.parts)
+    with pytest.raises(StoreError):
+        await store.commit(table=TableRow("t1", {}, {}, 8, epoch=2, parts={"": yan}))
+    with pytest.raises(StoreError):
+        await store.commit(table=TableRow("t1", {}, {}, 8, epoch=2, parts={"xi": [1]}))  # type: ignore[dict-item]
+    # A table closed, or created again, has none.
+    await store.commit(table=TableRow("t1", {}, {}, 8, closed=True, epoch=2))
+    await store.commit(table=TableRow("t1", {}, None, 8, epoch=2))
+    loaded = await store.load_table("t1")
+    assert loaded is not None and loaded.parts is None

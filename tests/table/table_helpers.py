@@ -323,22 +323,26 @@ class TableHarness:
 def rebuilt_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     """What ``t.to_state(spectators=...)`` must equal, copied the long way: every field
     deep-copied afresh, nothing cached (the table's to_state copies the cheap way and
-    keeps copies between steps: the two are held together)."""
+    keeps copies between steps: the two are held together). The stored row
+    (``spectators=False``) keeps the seated players, in seat order, and of the wagers,
+    command ids and actions sent only theirs and those of players gone: a bettor
+    without a seat is in their own part (:func:`check_parts`)."""
     coup = t.coup
     deep = copy.deepcopy
-    kept = [
-        q
-        for q in t.players.values()
-        if spectators
-        or q.seat is not None
-        or q.bets
-        or (coup is not None and q.id in coup.held)
-        or (t.debiting is not None and q.id in t.debiting)
-    ]
+
+    def stored(pid: str) -> bool:
+        q = t.players.get(pid)
+        return spectators or q is None or q.seat is not None
+
+    kept = list(t.players.values()) if spectators else t.seated()
     coup_state = None
     if coup is not None:
         coup_state = dataclasses.asdict(coup)
         coup_state["stage"] = coup.stage.value
+        coup_state["held"] = {p: b for p, b in coup_state["held"].items() if stored(p)}
+        before = coup_state["balances_before"]
+        coup_state["balances_before"] = {p: v for p, v in before.items() if stored(p)}
+    sent = t.sent_actions.stored()
     return {
         "version": VERSION,
         "table_id": t.table_id,
@@ -360,14 +364,18 @@ def rebuilt_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         "offer": None if t.offer is None else dataclasses.asdict(t.offer),
         "anchor_seat": t.anchor_seat,
         "coup": coup_state,
-        "debiting": deep(t.debiting),
+        "debiting": None
+        if t.debiting is None
+        else {p: deep(b) for p, b in t.debiting.items() if stored(p)},
         "coup_no": t.coup_no,
         "round_open": t.round_open,
         "counter": t.counter,
         "draining": t.draining,
         "paused": t.paused,
-        "recent_ids": deep(t.recent_ids),
-        "sent_actions": deep(t.sent_actions.stored()),
+        "recent_ids": deep(t.recent_ids) if spectators else _row_ids(t),
+        "sent_actions": deep(sent)
+        if spectators
+        else {q.id: sent[q.id] for q in kept if q.id in sent},
         "last_result": deep(t.last_result),
         "cut_by": deep(t.cut_by),
         "cut_offered_to": t.cut_offered_to,
@@ -425,6 +433,48 @@ def check_stored_state(t: Table, earlier: dict[str, Any] | None = None) -> dict[
         earlier = state
     assert earlier is not None
     return earlier
+
+
+def _row_ids(t: Table) -> dict[str, Any]:
+    """The ids the stored row keeps, the long way: the seated players', and the 256 most
+    recent of the others but the bettors without a seat (theirs are in their parts)."""
+    seated = {q.id for q in t.seated()}
+    others = [
+        p
+        for p in t.recent_ids
+        if p not in seated and not (p in t.players and t.is_bettor(t.players[p]))
+    ][-256:]
+    keep = seated | set(others)
+    return {p: copy.deepcopy(v) for p, v in t.recent_ids.items() if p in keep}
+
+
+def check_parts(t: Table, parts: dict[str, dict[str, Any]]) -> None:
+    """The stored row and the bettors' parts, as a store keeps them (``parts``: every
+    part written so far, updated here with the table's latest), rebuild the table:
+    everyone but the plain spectators (who are not stored), every wager and command id,
+    the felt (GAME_RULES §5, §8)."""
+    for pid, part in t.take_parts().items():
+        if part is None:
+            assert pid in parts, f"{pid}'s part goes, but none was stored"
+            del parts[pid]
+        else:
+            parts[pid] = json.loads(json.dumps(part))
+    row = json.loads(json.dumps(t.to_state(spectators=False)))
+    back = Table.from_state(row, MemoryWallet(), parts)
+    want = t.to_state()
+    got = back.to_state()
+    bettors = {q.id for q in t.players.values() if t.is_bettor(q)}
+    assert set(parts) == bettors, (sorted(parts), sorted(bettors))
+    stored = {q.id for q in t.players.values() if q.seat is not None} | bettors
+    kept_ids = set(_row_ids(t)) | {p for p in bettors if p in t.recent_ids}
+    for state in (want, got):
+        state["players"] = sorted(
+            (p for p in state["players"] if p["id"] in stored), key=lambda p: p["id"]
+        )
+        state["recent_ids"] = {p: v for p, v in state["recent_ids"].items() if p in kept_ids}
+        state["sent_actions"] = {}  # (a bettor's are not stored: sent again after a restart)
+    assert got == want
+    assert back.chips.totals == t.chips.totals and back.bettor_count() == t.bettor_count()
 
 
 def card_strings(obj: Any) -> list[str]:

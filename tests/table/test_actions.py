@@ -244,7 +244,8 @@ def test_a_spectator_sees_free_seats_and_the_holder_can_pass_after_a_coup() -> N
     h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN, BANKER_WIN), holder="ann")
     h.join("spec")
     spec = check_actions(h.table, "spec")
-    assert spec == {"sit": {"seats": list(range(3, 15))}, "leave": {}}
+    assert spec["sit"] == {"seats": list(range(3, 15))} and spec["leave"] == {}
+    assert set(spec) == {"sit", "leave", "bet"}  # a bettor without a seat's (§5): no done
     assert "pass_shoe" not in check_actions(h.table, "ann")
     h.play_coup({"bob": {"banker": 100}})
     assert "pass_shoe" in check_actions(h.table, "ann")

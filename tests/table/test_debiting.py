@@ -28,6 +28,7 @@ def test_betting_closes_into_debiting_and_nothing_is_dealt_until_the_wallet_answ
     assert h.one("debiting").data == {
         "round_id": h.table.round_id,
         "players": ["alice", "bob", "carol"],
+        "bettors": 0,
     }
     assert h.table.coup is None and "dealt" not in h.kinds()
     assert h.held() == 0 and h.stake("bob") == 500  # the chips wait on the felt

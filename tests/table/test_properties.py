@@ -1,7 +1,9 @@
 """Property tests: random players send random legal and illegal commands to one table.
 
 A Hypothesis ``RuleBasedStateMachine`` drives 2-5 players (plus a stranger who was
-never funded) through joins, seats, bets of any size (illegal ones too), regret,
+never funded, and bettors without a seat: spectators who bet, GAME_RULES §5, at tables
+taking 0, 1, 2 or a thousand of them) through joins, seats, bets of any size (illegal
+ones too), regret,
 DONE, shoe offers, contributions (commit and reveal), cuts, squeezes and turns by whoever,
 stands on a break (the gateway's), disconnects and Ticks of
 0-30 s, on seeded shoes (and sometimes short stacked slices of one, so shoes end and
@@ -10,7 +12,10 @@ new ones are fed whenever ``table.wants_shoe``). After every step it checks:
 - money: the wallet sums to 0; players + held + house = what was deposited; the held
   account is exactly the wagers of the coup in play; each stake is the chips placed;
 - state: the shoe is held by one player, or by the house, or on offer (never two);
-  the holder is seated; a coup exists exactly in the TURN phase; a timer runs
+  the holder, the one offered the shoe, the cutter and the Banker turner are seated
+  (a bettor without a seat never is one), the Player turner has the highest Player
+  wager; the felt's totals are everyone's chips, and no more bettors without a seat
+  are in than the table takes; a coup exists exactly in the TURN phase; a timer runs
   whenever someone has to act; a player on a break is seated only while their wager
   is in play, and never offered the shoe;
 - cards: what was dealt is exactly the shoe's order from the first card after the burn,
@@ -20,7 +25,8 @@ new ones are fed whenever ``table.wants_shoe``). After every step it checks:
   shoe's seed appears nowhere before its reveal;
 - events: sequence numbers are gap-free across steps;
 - the stored state: what copying the whole table afresh gives, sharing nothing with the
-  table or the state stored before;
+  table or the state stored before; the stored row and the bettors' parts (written only
+  when they change) rebuild the table;
 - refusals (TableError) and repeated command ids change nothing at all.
 """
 
@@ -33,7 +39,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from table_helpers import card_strings, check_stored_state, has_key
+from table_helpers import card_strings, check_parts, check_stored_state, has_key
 
 from server.engine.payouts import AREAS
 from server.engine.shoe import shuffle_order
@@ -133,8 +139,9 @@ class TableMachine(RuleBasedStateMachine):
         fast=st.booleans(),
         holder_banker=st.booleans(),
         seated_from_start=st.sampled_from([True, True, True, False]),
+        bettors=st.sampled_from([1_000, 1_000, 1_000, 2, 1, 0]),
     )
-    def setup(self, n, funds, seed, short, fast, holder_banker, seated_from_start):
+    def setup(self, n, funds, seed, short, fast, holder_banker, seated_from_start, bettors):
         self.names = NAMES[:n]
         self.wallet = MemoryWallet()
         for name, amount in zip(self.names, funds, strict=False):
@@ -147,7 +154,9 @@ class TableMachine(RuleBasedStateMachine):
             if fast
             else Timers()
         )
-        self.options = TableOptions(timers=timers, holder_must_bet_banker=holder_banker, seats=6)
+        self.options = TableOptions(
+            timers=timers, holder_must_bet_banker=holder_banker, seats=6, bettors=bettors
+        )
         self.table = Table(TABLE, self.options, self.wallet)
         self.seed = seed
         self.short = short  # 0: real seeded shoes; 1-2: short stacked slices (shoes end)
@@ -158,6 +167,8 @@ class TableMachine(RuleBasedStateMachine):
         self.sent_with_id: list[c.Command] = []
         self.unique = 0
         self.stored: dict[str, Any] | None = None  # the last stored state checked
+        self.parts: dict[str, dict[str, Any]] = {}  # the bettors' parts, as stored
+        self.turners: set[str] = set()  # the coup's turners (a bettor's bets: public)
         self.feed_shoe()
         for name in self.names:  # most runs start with everyone seated: the game moves
             self.apply(c.Join(player=name, name=name.upper()), expect_ok=True)
@@ -196,6 +207,8 @@ class TableMachine(RuleBasedStateMachine):
         self.now += dt
         before = self.state()
         seed_before = self.shoe_seed
+        t = self.table
+        self.bettors_before = {q.id for q in t.players.values() if t.is_bettor(q)}
         repeated = cmd.id is not None and cmd.id in self.table.recent_ids.get(cmd.player, ())
         allowed = self.table.can(cmd)  # pokerkit's can: answers without changing anything
         assert self.state() == before, f"can({cmd}) changed the table"
@@ -237,7 +250,14 @@ class TableMachine(RuleBasedStateMachine):
     def check_events(self, events, seed_before: str | None) -> None:
         coup = self.table.coup
         viewers: list[str | None] = [*self.table.players, None, "outsider"]
+        seated = {q.id for q in self.table.seated()}
+        for e in events:  # (a coup's turners are named by its dealt, after betting_closed)
+            if e.kind == "dealt":
+                self.turners |= {x for x in e.data["turners"].values() if x is not None}
         for n, e in enumerate(events):
+            if e.kind == "betting_opened":
+                self.turners = set()
+            self.check_bettors_hidden(e, viewers, seated)
             if e.kind == "shoe_ended":
                 assert e.data["seed"] == seed_before  # revealed here, and only here
                 continue
@@ -257,7 +277,8 @@ class TableMachine(RuleBasedStateMachine):
                     assert card_strings(rest) == [], f"cards in squeeze: {rest}"
                 elif e.kind not in CARD_EVENTS:
                     assert card_strings(data) == [], f"{e.kind} shows cards to {v}: {data}"
-                    if has_key(data, "cards"):
+                    shown = {k: x for k, x in data.items() if k != "actions"}  # (card numbers)
+                    if has_key(shown, "cards"):
                         assert isinstance(data["cards"], int), f"{e.kind} has cards: {data}"
             if e.kind == "card":
                 hand, index, card = e.data["hand"], e.data["index"], e.data["card"]
@@ -268,6 +289,20 @@ class TableMachine(RuleBasedStateMachine):
                     assert coup is not None
                     slot = coup.hand(hand)[index - 1]
                     assert slot.up and slot.card == card
+
+    def check_bettors_hidden(self, e, viewers: list[str | None], seated: set[str]) -> None:
+        """A bettor without a seat's chips are theirs (§5): no one else sees their name
+        in an event, unless they turn (or sit down, or chat)."""
+        if e.transient or e.kind == "sat":
+            return
+        t = self.table
+        now = {q.id for q in t.players.values() if t.is_bettor(q)}
+        for pid in now | self.bettors_before:
+            if pid in seated or pid in self.turners:
+                continue
+            for v in viewers:
+                if v != pid:
+                    assert f'"{pid}"' not in json.dumps(view_event(e, v)), (e, v)
 
     @property
     def shoe_seed(self) -> str | None:
@@ -318,6 +353,24 @@ class TableMachine(RuleBasedStateMachine):
         """A client retries a command it already sent (same id): no events, no change."""
         cmd = self.sent_with_id[-1 - k % len(self.sent_with_id)]
         self.apply(cmd)
+
+    @rule(
+        i=who,
+        area=st.sampled_from(["player", "player", "banker", "tie"]),
+        amount=st.sampled_from([100, 200, 500, 1_000, 1_500]),
+    )
+    def a_spectator_bets(self, i, area, amount):
+        """A bettor without a seat (§5): a spectator, or a seated player standing up
+        first when there is no coup, bets (refused ``seated_only`` or ``bettors_full``
+        when the table takes no more)."""
+        pid = self.name(i)
+        q = self.table.players.get(pid)
+        if q is None:
+            self.apply(c.Join(player=pid, name=pid.upper()))
+        elif q.seat is not None:
+            self.apply(c.Stand(player=pid))
+        self.unique += 1
+        self.apply(c.PlaceBet(player=pid, area=area, amount=amount, id=f"b{self.unique}"))
 
     @rule()
     def everyone_done(self):
@@ -418,6 +471,7 @@ class TableMachine(RuleBasedStateMachine):
         views = {v: snapshot(self.table, v) for v in [*self.table.players, None]}
         balances = dict(self.wallet.balances)
         self.table = Table.from_state(state, self.wallet)
+        self.parts = {}  # (a store starting afresh: every bettor's part written next)
         assert self.table.to_state() == state
         assert {v: snapshot(self.table, v) for v in views} == views
         assert self.wallet.balances == balances  # from_state never touches the wallet
@@ -497,8 +551,6 @@ class TableMachine(RuleBasedStateMachine):
                 assert stake == 0 and q.bets == coup.held[pid]
             else:  # the stake is exactly the chips on the felt (§7)
                 assert stake == sum(q.bets.values())
-            if q.seat is None:
-                assert not q.bets
         for account, amount in w.balances.items():
             if account.startswith(f"stake:{TABLE}:") and amount:
                 assert account.split(":", 2)[2] in self.table.players
@@ -517,13 +569,19 @@ class TableMachine(RuleBasedStateMachine):
             assert t.phase is Phase.SHOE_OFFER
         if t.phase in (Phase.CUT, Phase.BETTING, Phase.TURN):
             assert (t.holder is not None) != t.house_holds, (t.holder, t.house_holds)
-            assert seated
+            # (a coup of bettors without a seat alone plays out if everyone stood up)
+            assert seated or (t.coup is not None and t.coup.held), t.phase
         assert (t.coup is not None) == (t.phase is Phase.TURN)
         if t.coup is not None:
             assert t.coup.holder == t.holder
             assert t.coup.deadline is not None  # a turner is being waited for, on a timer
-            for turner in t.coup.turners.values():
-                assert turner is None or turner in seated
+            banker, player = t.coup.turners["banker"], t.coup.turners["player"]
+            assert banker is None or banker in seated  # the holder (§6)
+            wagers = [b.get("player", 0) for b in t.coup.held.values()]
+            if player is None:
+                assert not any(wagers)
+            else:  # the highest Player bet, seated or not (§6)
+                assert t.coup.held[player]["player"] == max(wagers)
         if t.phase is Phase.CUT:
             assert t.deadline is not None and t.cutter in seated
         if t.phase is Phase.BETTING and t.deadline is None:
@@ -534,6 +592,26 @@ class TableMachine(RuleBasedStateMachine):
             assert t.shoe is None
         if t.phase is not Phase.CLOSED:
             assert (t.shoe is None) == (t.phase is Phase.SHUFFLE)
+
+    @invariant()
+    def the_felt_is_everyones_chips(self):
+        """The felt's totals are every chip on it, seated players' and bettors' (§5), and
+        no more bettors without a seat are in than the table takes."""
+        t = self.table
+        totals: dict[str, int] = {}
+        for q in t.players.values():
+            for area, amount in q.bets.items():
+                totals[area] = totals.get(area, 0) + amount
+        assert t.chips.totals == totals
+        bettors = [q for q in t.players.values() if q.seat is None and q.bets]
+        assert t.bettor_count() == len(bettors) <= self.options.bettors
+        assert t.felt() == {"totals": dict(sorted(totals.items())), "bettors": len(bettors)}
+        for q in bettors:
+            assert not q.done and q.id != t.holder and q.id != t.cutter
+
+    @invariant()
+    def stored_row_and_parts_rebuild_the_table(self):
+        check_parts(self.table, self.parts)
 
     @invariant()
     def a_break_waits_only_for_a_coup(self):

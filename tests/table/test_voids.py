@@ -57,8 +57,13 @@ def test_a_void_during_betting_gives_every_chip_back_and_opens_a_new_round() -> 
         "reason": "the card reader failed",
         "refunded": {"alice": 1000, "bob": 600},
         "cards": None,
+        "totals": {},  # the felt, empty (§5)
+        "bettors": 0,
     }
-    assert voided.private == {p: h.table.money(p) for p in ("alice", "bob")}
+    assert voided.private == {
+        "alice": {**h.table.money("alice"), "own": 1000},
+        "bob": {**h.table.money("bob"), "own": 600},
+    }
     assert h.balance("bob") == h.available("bob") == 100_000 and h.stake("alice") == 0
     assert h.phase is Phase.BETTING and h.table.round_id != rid
     assert h.one("betting_opened", evs).data["round_id"] == h.table.round_id

@@ -117,6 +117,53 @@ async def test_coups_on_a_seamless_wallet_debit_once_per_player_and_credit_every
     assert snap["snapshot"]["you"]["balance"] == wallet.balance("bob")
 
 
+async def test_bettors_without_a_seat_are_debited_and_credited_as_the_seated_are(
+    net: Net, wallet: ReferenceWallet
+) -> None:
+    """GAME_RULES §5 on a seamless wallet: the wagers of bettors without a seat are
+    debited with the seated players' (one call each), a refused bettor's chips go back
+    (told in their copy of the one ``debit_refused`` for bettors, ``player`` null for
+    the others) and the coup is dealt to the wagers that stand; each bettor who stood is
+    credited, and the books of Chemmy and of the wallet agree."""
+    server = await seamless_server(net, wallet)
+    clients = await seat_players(net, server)
+    bettors: dict[str, Client] = {}
+    for pid in ("dee", "eve"):
+        bettors[pid] = await net.player(server, pid, currency="EUR")
+        await bettors[pid].join("t1")
+    game = Game("t1", clients, clients["alice"], rng=random.Random(11), bettors=bettors)
+    opened = await game.to_betting()
+    rid, start = opened["data"]["round_id"], len(clients["alice"].frames)
+    bets = {"alice": {"banker": 1000}, "dee": {"player": 800, "tie": 100}, "eve": {"banker": 300}}
+    wallet.faults(
+        {"endpoint": "debit", "fault": "refuse", "code": "insufficient_funds", "player": "eve"}
+    )
+    for pid, areas in bets.items():
+        for area, amount in areas.items():
+            await game.act(pid, "bet", area=area, amount=amount)
+    for pid in clients:
+        await game.act(pid, "done")  # (the bettors press nothing: they are not waited for)
+    closed = await clients["alice"].wait_event("betting_closed", table="t1", timeout=scaled(10))
+    wallet.reset()
+    assert closed["data"]["bettors"] == 1 and closed["data"]["totals"] == {
+        "banker": 1000,
+        "player": 800,
+        "tie": 100,
+    }
+    refused = await bettors["eve"].wait_event("debit_refused", table="t1")
+    assert refused["data"] == {**refused["data"], "player": "eve", "reason": "insufficient_funds"}
+    seen = clients["bob"].events("t1", "debit_refused")
+    assert [e["data"] for e in seen] == [{"round_id": rid, "player": None}]
+    await game.settle(CoupLog(rid, opened["data"]["coup_no"], game.holder(), {}), start)
+    books = await check_books(server, wallet)
+    calls = {(c["kind"], c["player"]) for c in books["calls"]}
+    assert {("debit", "dee"), ("credit", "dee"), ("debit", "alice"), ("credit", "alice")} <= calls
+    assert ("credit", "eve") not in calls
+    for pid in ("dee", "eve"):
+        snap = await bettors[pid].join("t1")
+        assert snap["snapshot"]["you"]["balance"] == wallet.balance(pid)
+
+
 @pytest.mark.slow
 async def test_faults_through_a_whole_shoe_leave_the_books_exact(
     net: Net, wallet: ReferenceWallet
