@@ -50,6 +50,9 @@ __all__ = ["Leases", "placement"]
 log = logging.getLogger("chemmy.cluster")
 
 PREFIX = "chemmy"
+#: Seconds between two reads of every table's owner by a process's tick (it beats and
+#: renews its own leases at every tick, lease/6 s).
+OWNERS_EVERY = 2.0
 
 # A process's whole tick in one call (issue 36: it was an EVAL of the full script text
 # per table, a transaction and a read, every half second). KEYS: the members, the
@@ -249,6 +252,10 @@ class Leases:
             self._owners[table] = (node, now)
         return owners
 
+    def known_owners(self, tables: Iterable[str]) -> dict[str, str | None]:
+        """Who held each of ``tables`` when last read or heard (None: not known)."""
+        return {t: self._owners[t][0] if t in self._owners else None for t in tables}
+
     def heard_owner(self, table: str, node: str | None) -> None:
         """A notice said who owns ``table`` now."""
         self._owners[table] = (node, time.monotonic())
@@ -298,7 +305,9 @@ class Rebalancer:
         self.on_members: Callable[[set[str]], None] | None = None
 
     def poke(self) -> None:
-        """Look again now (a notice: tables created or closed, a member left)."""
+        """Look again now (a notice: tables created or closed, a member left), at every
+        table's owner too."""
+        self._owners_read = -1e9
         self._wake.set()
 
     stopping = False
@@ -328,12 +337,26 @@ class Rebalancer:
             for table in list(self.owned()):
                 await self.disown(table, "lease expired")
 
+    _owners_read = -1e9
+
     async def step(self) -> None:
         tables = await self.tables()
-        # One call: beat, renew, and who holds every table (Leases.tick).
+        # One call: beat, renew, and who holds every table (Leases.tick); the owners only
+        # every OWNERS_EVERY seconds, or at once after a notice or a change of members
+        # (in between, as last read: a table taken meanwhile refuses a second owner, the
+        # lease's SET NX, and its new owner announces itself).
+        now = time.monotonic()
+        fresh = now - self._owners_read >= OWNERS_EVERY
         lost, members, current = await self.leases.tick(
-            self.owned(), tables, draining=self.draining
+            self.owned(), tables if fresh else [], draining=self.draining
         )
+        if fresh:
+            self._owners_read = now
+        elif set(members) != set(self.members):
+            self._owners_read = -1e9  # (read them at the next step)
+            current = self.leases.known_owners(tables)
+        else:
+            current = self.leases.known_owners(tables)
         self._last_renewal = time.monotonic()
         for table in lost:
             log.warning("table %s: lease lost; stopping here", table, extra={"table": table})

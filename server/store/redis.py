@@ -146,17 +146,45 @@ local MAX = 9007199254740991
 local function guarded(a)
   return string.sub(a, 1, 7) == 'player:' or string.sub(a, 1, 6) == 'stake:'
 end
+-- Calls over many arguments a chunk at a time (Lua's unpack has a limit).
+local CHUNK = 256
+local function hmget(key, fields)
+  local out = {}
+  for i = 1, #fields, CHUNK do
+    local part = {}
+    for j = i, math.min(i + CHUNK - 1, #fields) do part[#part + 1] = fields[j] end
+    local got = redis.call('HMGET', key, unpack(part))
+    for k, f in ipairs(part) do out[f] = got[k] end
+  end
+  return out
+end
+local function call_pairs(cmd, key, args)
+  for i = 1, #args, 2 * CHUNK do
+    local part = {}
+    for j = i, math.min(i + 2 * CHUNK - 1, #args) do part[#part + 1] = args[j] end
+    redis.call(cmd, key, unpack(part))
+  end
+end
 -- Check entries (key, src, dst, amount string, packed) in order; return the new ones
--- or an error reply. Nothing is written.
+-- or an error reply. Nothing is written. The stored entries and balances they need are
+-- read in one HMGET each (not one HGET an entry and an account).
 local function check_entries(entries)
+  local keys, accounts, listed = {}, {}, {}
+  for _, e in ipairs(entries) do
+    keys[#keys + 1] = e.key
+    for _, a in ipairs({e.src, e.dst}) do
+      if not listed[a] then listed[a] = true; accounts[#accounts + 1] = a end
+    end
+  end
+  local stored, kept = hmget(P .. 'entries', keys), hmget(P .. 'balances', accounts)
   local staged, fresh, new = {}, {}, {}
   local function balance(a)
     local v = staged[a]
-    if v == nil then v = tonumber(redis.call('HGET', P .. 'balances', a) or '0') end
+    if v == nil then v = tonumber(kept[a] or '0') end
     return v
   end
   for _, e in ipairs(entries) do
-    local old = fresh[e.key] or redis.call('HGET', P .. 'entries', e.key)
+    local old = fresh[e.key] or stored[e.key]
     if old then
       if old ~= e.packed then
         return nil, redis.error_reply('KEYCONFLICT ledger key ' .. e.key .. ' holds a different entry')
@@ -177,23 +205,34 @@ local function check_entries(entries)
   end
   return new
 end
--- Add a new entry's flow (e.player, signs e.s, e.n, e.d: '1', '-1' or '0') to the
--- player's fields '<day>:s', '<day>:n', '<day>:d'. A player's first flow of a day
--- (no '<day>:n' yet: every flow writes it) first drops their fields of days < cutoff.
-local function add_flow(e, day, cutoff, seen)
-  local F = P .. 'flows:' .. e.player
-  if not seen[e.player] then
-    seen[e.player] = true
-    if redis.call('HEXISTS', F, day .. ':n') == 0 then
-      for _, f in ipairs(redis.call('HKEYS', F)) do
-        if string.sub(f, 1, 10) < cutoff then redis.call('HDEL', F, f) end
-      end
-    end
+-- Sums of signed amounts (decimal strings), exact: a key's amounts are added as numbers
+-- while its running sum stays within 2**53 (exact in a double), else each is written
+-- on its own (one HINCRBY each, from its string).
+local function new_sums() return {order = {}, sum = {}, parts = {}, big = {}} end
+local function add_to(sums, k, amount, negative)
+  if sums.sum[k] == nil then
+    sums.sum[k], sums.parts[k] = 0, {}
+    sums.order[#sums.order + 1] = k
   end
-  for _, x in ipairs({{'s', e.s}, {'n', e.n}, {'d', e.d}}) do
-    local by = '0'
-    if x[2] == '1' then by = e.amount elseif x[2] == '-1' then by = '-' .. e.amount end
-    redis.call('HINCRBY', F, day .. ':' .. x[1], by)
+  local parts = sums.parts[k]
+  if negative then
+    parts[#parts + 1] = '-' .. amount
+    sums.sum[k] = sums.sum[k] - tonumber(amount)
+  else
+    parts[#parts + 1] = amount
+    sums.sum[k] = sums.sum[k] + tonumber(amount)
+  end
+  if math.abs(sums.sum[k]) > MAX then sums.big[k] = true end
+end
+-- HINCRBY each sum (keyed k) into hash key_of(k), field field_of(k); a zero sum is not
+-- written unless ``always``.
+local function write_sums(sums, key_of, field_of, always)
+  for _, k in ipairs(sums.order) do
+    if sums.big[k] then
+      for _, part in ipairs(sums.parts[k]) do redis.call('HINCRBY', key_of(k), field_of(k), part) end
+    elseif sums.sum[k] ~= 0 or always then
+      redis.call('HINCRBY', key_of(k), field_of(k), string.format('%.0f', sums.sum[k]))
+    end
   end
 end
 -- Refuse (an error reply) when the new entries (from check_entries) raise a guarded
@@ -229,19 +268,58 @@ local function hold_guards(guards, new)
   end
   return nil
 end
--- Write the new entries (from check_entries); with a day, their flows too.
+-- Write the new entries (from check_entries) and move their balances; with a day, add
+-- their flows to their players' fields '<day>:s', '<day>:n', '<day>:d' (a player's
+-- first flow of a day, no '<day>:n' yet, first drops their fields of days < cutoff).
+-- Grouped: one HSET of the entries, one ZADD of the ledger and one per account, one
+-- HINCRBY per account and per flow a commit moves (not one of each per entry).
 local function post(new, day, cutoff)
-  local seen = {}
-  for _, e in ipairs(new) do
-    local seq = redis.call('INCR', P .. 'ledger_seq')
-    redis.call('HSET', P .. 'entries', e.key, e.packed)
-    redis.call('ZADD', P .. 'ledger', seq, e.key)
-    redis.call('ZADD', P .. 'acct:' .. e.src, seq, e.key)
-    redis.call('ZADD', P .. 'acct:' .. e.dst, seq, e.key)
-    redis.call('HINCRBY', P .. 'balances', e.src, '-' .. e.amount)
-    redis.call('HINCRBY', P .. 'balances', e.dst, e.amount)
-    if day and e.player and e.player ~= '' then add_flow(e, day, cutoff, seen) end
+  if #new == 0 then return end
+  local first = redis.call('INCRBY', P .. 'ledger_seq', #new) - #new
+  local bodies, ledger, by_account, accounts = {}, {}, {}, {}
+  local moves, flows = new_sums(), new_sums()
+  for n, e in ipairs(new) do
+    local seq = first + n
+    bodies[#bodies + 1] = e.key; bodies[#bodies + 1] = e.packed
+    ledger[#ledger + 1] = seq; ledger[#ledger + 1] = e.key
+    for _, a in ipairs({e.src, e.dst}) do
+      if not by_account[a] then by_account[a] = {}; accounts[#accounts + 1] = a end
+      local z = by_account[a]
+      z[#z + 1] = seq; z[#z + 1] = e.key
+    end
+    add_to(moves, e.src, e.amount, true)
+    add_to(moves, e.dst, e.amount, false)
+    if day and e.player and e.player ~= '' then
+      for _, x in ipairs({{'s', e.s}, {'n', e.n}, {'d', e.d}}) do
+        if x[2] ~= '0' then add_to(flows, e.player .. '\n' .. x[1], e.amount, x[2] == '-1') end
+      end
+    end
   end
+  call_pairs('HSET', P .. 'entries', bodies)
+  call_pairs('ZADD', P .. 'ledger', ledger)
+  for _, a in ipairs(accounts) do call_pairs('ZADD', P .. 'acct:' .. a, by_account[a]) end
+  write_sums(moves, function() return P .. 'balances' end, function(a) return a end, true)
+  if #flows.order == 0 then return end
+  local pruned = {}
+  for _, k in ipairs(flows.order) do
+    local player = string.match(k, '^(.*)\n')
+    if not pruned[player] then
+      pruned[player] = true
+      local F = P .. 'flows:' .. player
+      if redis.call('HEXISTS', F, day .. ':n') == 0 then
+        for _, f in ipairs(redis.call('HKEYS', F)) do
+          if string.sub(f, 1, 10) < cutoff then redis.call('HDEL', F, f) end
+        end
+        redis.call('HSET', F, day .. ':n', 0)
+      end
+    end
+  end
+  write_sums(
+    flows,
+    function(k) return P .. 'flows:' .. string.match(k, '^(.*)\n') end,
+    function(k) return day .. ':' .. string.match(k, '\n(.)$') end,
+    false
+  )
 end
 """
 

@@ -238,6 +238,24 @@ async def test_a_balance_out_of_range_is_refused_as_such(store: Store) -> None:
     assert isinstance(OutOfRange("x"), StoreError)
 
 
+async def test_a_commit_moving_an_account_by_more_than_2_53_keeps_it_exact(store: Store) -> None:
+    """One commit may move an account by more than 2**53 in all (the house from its most
+    negative to near its most positive): the balances stay exact to the unit (a store
+    that adds a commit's moves together must not round them, as a double would)."""
+    most = (1 << 53) - 1
+    await store.commit(entries=[Entry("o1", HOUSE, "cashier", most - 1, "x")])
+    await store.commit(entries=[Entry("o2", HOUSE, "operator", 1, "x")])  # the house at -max
+    up = [
+        Entry("u1", "cashier", HOUSE, most - 1, "x"),
+        Entry("u2", "operator", HOUSE, most, "x"),  # the house moved by 2**54 - 3 so far
+        Entry("u3", HOUSE, "bank", 3, "x"),
+    ]
+    await store.commit(entries=up)
+    balances = await store.balances([HOUSE, "cashier", "operator", "bank"])
+    assert balances == {HOUSE: most - 4, "cashier": 0, "operator": 1 - most, "bank": 3}
+    assert (await store.audit())["sum"] == 0
+
+
 async def test_invalid_input_is_refused(store: Store) -> None:
     await store.ensure_player("ann", "Ann", 1000)
     before = await snapshot(store)
