@@ -1,4 +1,4 @@
-"""Fixtures every test folder may use: a real Redis (tests/redis_server.py).
+"""Fixtures every test folder may use: a real Redis (tests/kit/redis.py).
 
 - ``redis_server``: one ``redis-server`` for the whole session (AOF on, a temp dir, a
   free port), stopped at the end;
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.kit.redis import RedisServer
 from tests.kit.timing import TIMEOUT_FACTOR
-from tests.redis_server import RedisServer
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-timeout has read its settings

@@ -43,7 +43,7 @@ from tests.kit.cluster import (
     stored_row,
 )
 from tests.kit.crash import BETS, PLAYERS, STEP, TABLE, Table, coup_cards, next_coup, record_cards
-from tests.redis_server import RedisServer
+from tests.kit.redis import RedisServer
 
 pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 

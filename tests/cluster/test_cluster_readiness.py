@@ -14,7 +14,7 @@ import pytest
 
 from tests.kit import http_get, scaled, table_def
 from tests.kit.cluster import Cluster
-from tests.redis_server import RedisServer
+from tests.kit.redis import RedisServer
 
 pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 

@@ -30,9 +30,8 @@ from server.store.redis import RedisStore, redact
 from server.store.redis_connect import SentinelURL, connect, parse_sentinel_url, unavailable
 from server.table.events import Event
 from server.table.wallet import Entry
+from tests.kit.redis import REPLICATION, RedisServer
 from tests.kit.timing import scaled
-from tests.redis_sentinel import REPLICATION
-from tests.redis_server import RedisServer
 
 
 def test_sentinel_urls_are_read() -> None:

@@ -36,7 +36,7 @@ from server.net.server import ChemmyServer
 from tests.kit import Client, Game, http_get, scaled, table_def
 from tests.kit.checks import check_coup
 from tests.kit.crash import check_books
-from tests.redis_server import RedisServer
+from tests.kit.redis import RedisServer
 
 pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 

@@ -1,6 +1,6 @@
 """The store contract: one suite, run against every implementation (httpcore's shape).
 
-Memory, SQLite and a real Redis (tests/redis_server.py, AOF on) each pass every test
+Memory, SQLite and a real Redis (tests/kit/redis.py, AOF on) each pass every test
 that takes the ``store`` fixture; the tests after the contract are one store's own.
 """
 
@@ -39,7 +39,7 @@ from server.store import (
     store_for,
 )
 from server.table.wallet import CASHIER, HOUSE, Entry, MemoryWallet
-from tests.redis_server import RedisServer
+from tests.kit.redis import RedisServer
 from tests.server.conftest import Clock, make_store
 
 
