@@ -68,6 +68,7 @@ def test_no_member_no_placement() -> None:
     assert placement(TABLES, []) == {}
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_three_processes_share_thirty_tables_and_survive_a_kill(make_cluster) -> None:  # type: ignore[no-untyped-def]
     cluster = make_cluster(3, [table_def(t) for t in TABLES])
 

@@ -332,6 +332,7 @@ def count_pongs(client: Client) -> list[bytes]:
     return pongs
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_a_ping_flood_is_limited_then_cut_off(net: Any) -> None:
     """75,000 WebSocket pings a second on one connection were each answered (websockets
     answers them inside its protocol). Now a ping spends a message token: over the rate
@@ -524,6 +525,7 @@ async def test_http_endpoints_answer_405_to_other_methods(net: Any) -> None:
 # -- 7. hellos ------------------------------------------------------------------------------
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_hellos_are_limited_per_address(net: Any) -> None:
     """One client made 434-943 permanent guests a second, each on a new connection."""
     server = await net.start(hello_rate_limit=2.0, hello_rate_burst=5)

@@ -157,6 +157,7 @@ async def test_redis_stopped_mid_round_refuses_clearly_and_play_goes_on_when_bac
     await finish(game, server, players, bets, others=2)  # dan, and cat once Redis was back
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_a_table_whose_lease_ran_out_meanwhile_is_taken_back_from_the_store(
     net: Any, make_redis: Callable[..., RedisServer]
 ) -> None:

@@ -970,6 +970,7 @@ async def _commit_like_model(store: Store, model: MemoryWallet, batch: list[Entr
 FACTOR = float(os.environ.get("CHEMMY_TESTS_TIMEOUT_FACTOR", "1"))
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 @pytest.mark.slow
 async def test_redis_down_is_unavailable_and_back_is_fine(
     make_redis: Callable[..., RedisServer],
