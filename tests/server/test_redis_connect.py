@@ -153,7 +153,6 @@ async def wait_synced(replica: RedisServer, primary: RedisServer | None = None) 
             await first.aclose()
 
 
-@pytest.mark.slow
 async def test_a_commit_to_a_replica_is_store_unavailable(
     make_redis: type, replica_of: type
 ) -> None:

@@ -25,7 +25,7 @@ from server.wallet.signing import sign
 from tests.kit import scaled
 from tests.wallet.wallet_helpers import SECRET, ReferenceWallet, reference_wallet
 
-pytestmark = pytest.mark.slow  # a wallet subprocess per test
+# (A wallet subprocess per test: a tenth of a second each, not slow.)
 
 ROOT = Path(__file__).resolve().parents[2]
 START = 100_000

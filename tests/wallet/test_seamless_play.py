@@ -318,6 +318,7 @@ async def test_a_table_closed_while_debiting_rolls_back_what_the_wallet_took(
     ]
 
 
+@pytest.mark.slow
 async def test_a_debit_rolled_back_by_an_earlier_owner_is_never_sent_again(
     net: Net, wallet: ReferenceWallet, tmp_path: Path
 ) -> None:
