@@ -115,6 +115,7 @@ def is_event(msg: dict[str, Any]) -> bool:
     return msg.get("type") == "event" and msg.get("table") == TABLE
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 @pytest.mark.parametrize("when", ["betting", "squeeze", "settlement"])
 async def test_kill_the_primary_and_play_goes_on(ha: RedisHA, cluster: Cluster, when: str) -> None:
     table, sam = await seat(cluster)

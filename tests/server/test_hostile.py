@@ -101,6 +101,7 @@ async def honest_play(ann: Client) -> list[str | None]:
 FLOOD_ADDRESSES = 16
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 @pytest.mark.slow
 async def test_a_flood_from_many_addresses_costs_its_senders_not_the_table(net: Any) -> None:
     """The attack (issue 18.4): 16 addresses, each with its share of places at the

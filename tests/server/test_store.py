@@ -1121,6 +1121,7 @@ class Ticker:
         return max(self.gaps)
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 @pytest.mark.slow
 async def test_sqlite_a_competing_writer_never_stalls_the_loop(tmp_path: Path) -> None:
     """Issue 9: another process holding the write lock for 2 s used to freeze every
@@ -1145,6 +1146,7 @@ async def test_sqlite_a_competing_writer_never_stalls_the_loop(tmp_path: Path) -
         await store.close()
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 @pytest.mark.slow
 async def test_sqlite_a_lock_held_too_long_is_unavailable_and_changes_nothing(
     tmp_path: Path,
