@@ -15,16 +15,17 @@ run (``--timeout`` or ``PYTEST_TIMEOUT``).
 
 Parallel workers (pytest-xdist, ``-n``; ``./scripts/test`` passes ``-n auto``):
 
-- ``-n auto`` is :func:`workers` (twice the cores: the suite mostly waits on server
-  subprocesses, Redis, a browser and table timers), or ``PYTEST_XDIST_AUTO_NUM_WORKERS``;
+- ``-n auto`` is :func:`workers` (three on two cores for the whole suite, which mostly
+  waits on server subprocesses, Redis, a browser and table timers; one per core for the
+  quick loop), or ``PYTEST_XDIST_AUTO_NUM_WORKERS``;
 - the tests of a file that share a module-scoped fixture (a server, a wallet, a
   cluster) run on one worker, in their order (``--dist loadgroup``, each such file an
   ``xdist_group`` of its own name); a file whose tests share none is spread test by
   test; a test that asserts how long something took, from above, is marked
   ``@pytest.mark.xdist_group("elapsed")``: those run one after another on one worker,
   never beside each other;
-- the groups holding a ``slow`` test are handed out first, so the run does not end
-  waiting on one long file.
+- the group ``elapsed`` is handed out first, then the groups holding a ``slow`` test, so
+  the run does not end waiting on one long file.
 
 Each worker is a session of its own: its own ``redis_server`` (so ``FLUSHALL`` empties
 only its own), its own browser (tests/web), its own temp folder.
@@ -69,16 +70,23 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput["chemmy_dist"] = node.config.option.dist
 
 
-def workers() -> int:
-    """The workers ``-n auto`` starts: twice the cores this process may use."""
-    return 2 * max(1, len(os.sched_getaffinity(0)))
+def workers(config: pytest.Config) -> int:
+    """The workers ``-n auto`` starts, measured on two cores: for the whole suite, half
+    as many again as the cores this process may use (it mostly waits, but its browsers,
+    server processes and the workers' own collection, ten seconds of CPU each, fill the
+    cores: three workers beat two, and four only add contention); for the quick loop
+    (``-m "not slow"``: tests that compute rather than wait), one per core."""
+    cores = max(1, len(os.sched_getaffinity(0)))
+    if "not slow" in (config.getoption("markexpr", "") or ""):
+        return cores
+    return max(2, cores + cores // 2)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist reads it
-    return workers()
+    return workers(config)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist names the groups
@@ -92,7 +100,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(str(item.path.relative_to(root))))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         slow = {_group(item) for item in items if item.get_closest_marker("slow")}
-        items.sort(key=lambda item: _group(item) not in slow)  # stable: the order kept
+        # stable: the order kept within each
+        items.sort(key=lambda item: (_group(item) != "elapsed", _group(item) not in slow))
 
 
 def _scopes(item: pytest.Item) -> set[str]:
