@@ -35,7 +35,7 @@ only some parts, while developing; ``--help`` for the sizes).
   a second at every level); the most held with p99 fan-out under 100 ms.
 
 Every server is ``chemmy-server`` in a subprocess (the test kit's launcher: port 0, the
-listening line), every Redis a ``redis-server`` of the run's own (tests/redis_server.py:
+listening line), every Redis a ``redis-server`` of the run's own (tests/kit/redis.py:
 AOF on, ``appendfsync everysec``), every client the kit's recording ``Client``.
 ``--write`` puts the results in docs/benchmarks.md, section "## Cluster
 (bench/cluster.py)" (every other section is kept).
@@ -69,8 +69,8 @@ from tests.kit import cluster as kit_cluster
 from tests.kit.client import Client, http_get
 from tests.kit.game import Game
 from tests.kit.launch import ServerProcess
+from tests.kit.redis import RedisServer, redis_available
 from tests.kit.tables import server_toml
-from tests.redis_server import RedisServer, redis_available
 
 COMMAND = "python -m bench.cluster"
 SECTION = "## Cluster (bench/cluster.py)"

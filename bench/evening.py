@@ -43,7 +43,7 @@ test of the tool only, and the report says so).
   this work tree (the test kit's launcher, through :mod:`bench._commits`, which counts
   store commits): one process on SQLite (the default), or with ``--redis`` N
   processes (``--processes``, default 3) over a ``redis-server`` the bench starts
-  (tests/redis_server.py: AOF on, ``appendfsync everysec``), bots and spectators
+  (tests/kit/redis.py: AOF on, ``appendfsync everysec``), bots and spectators
   spread over the processes as a plain load balancer would.
 - **Each level**: the new bots and spectators connect, ``--warmup`` s of play, then
   ``--window`` s measured. The promises (:data:`PROMISES`): p99 command round trip
@@ -285,7 +285,7 @@ class Servers:
         processes: int,
         pace: float = 1.0,
     ):
-        from tests.redis_server import RedisServer, redis_available
+        from tests.kit.redis import RedisServer, redis_available
 
         self.home = home
         self.redis_server: RedisServer | None = None

@@ -4,7 +4,7 @@ Run from the project root: ``python -m bench.failover [--write]`` (``--trials N`
 ``--down-after 1000,2000``: the sentinels' ``down-after-milliseconds`` values tried).
 
 Each trial starts a primary, two replicas and three sentinels of its own
-(tests/redis_sentinel.py: quorum 2, ``failover-timeout`` 3 s), three ``chemmy-server``
+(tests/kit/redis.py: quorum 2, ``failover-timeout`` 3 s), three ``chemmy-server``
 processes on ``redis+sentinel://`` with ``--redis-min-replicas 1`` and the default
 lease (3 s), and a table with zero timers played by a bot connected to a process other
 than the table's owner (its events reach it through Redis). Once the table has played a
@@ -29,7 +29,7 @@ from pathlib import Path
 from bench._util import machine, percentile, write_benchmarks
 from bench.cluster import ZERO_TIMERS, Bot, config, table_ids
 from tests.kit.cluster import Cluster
-from tests.redis_sentinel import RedisHA, redis_available
+from tests.kit.redis import RedisHA, redis_available
 
 COMMAND = "python -m bench.failover"
 SECTION = "## Redis failover (bench/failover.py)"

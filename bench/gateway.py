@@ -1325,7 +1325,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="chemmy-bench-redis-") as redis_dir:
         redis_server = None
         if not args.no_redis:
-            from tests.redis_server import RedisServer, redis_available
+            from tests.kit.redis import RedisServer, redis_available
 
             if redis_available():
                 redis_server = RedisServer(Path(redis_dir))

@@ -9,7 +9,7 @@ chips to the player's stake and back, so the money never runs out), the table ro
 a 2 KiB state, and the step's event where the store keeps events. The figure is the
 round trip of ``await store.commit(...)`` from the loop: for SQLite that includes the
 hop to its worker thread and back, for Redis the network round trip and the script.
-Redis is a ``redis-server`` of its own on a free port (tests/redis_server.py), AOF on
+Redis is a ``redis-server`` of its own on a free port (tests/kit/redis.py), AOF on
 with ``appendfsync everysec``.
 
 "Loop stall under a lock": another process holds SQLite's write lock for 0.5 s while
@@ -385,7 +385,7 @@ def main() -> None:
         tmp = Path(name)
         redis_server = None
         if not args.no_redis:
-            from tests.redis_server import RedisServer, redis_available
+            from tests.kit.redis import RedisServer, redis_available
 
             if redis_available():
                 redis_server = RedisServer(tmp / "redis")

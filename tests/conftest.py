@@ -1,4 +1,4 @@
-"""Fixtures every test folder may use: a real Redis (tests/redis_server.py).
+"""Fixtures every test folder may use: a real Redis (tests/kit/redis.py).
 
 - ``redis_server``: one ``redis-server`` for the whole session (AOF on, a temp dir, a
   free port), stopped at the end;
@@ -12,6 +12,23 @@ They never touch a Redis they did not start.
 And the per-test timeout (pytest-timeout; ``timeout`` in pyproject.toml, 300 s) is
 scaled by ``CHEMMY_TESTS_TIMEOUT_FACTOR`` like every other wait, unless given for the
 run (``--timeout`` or ``PYTEST_TIMEOUT``).
+
+Parallel workers (pytest-xdist, ``-n``; ``./scripts/test`` passes ``-n auto``):
+
+- ``-n auto`` is :func:`workers` (three on two cores for the whole suite, which mostly
+  waits on server subprocesses, Redis, a browser and table timers; one per core for the
+  quick loop), or ``PYTEST_XDIST_AUTO_NUM_WORKERS``;
+- the tests of a file that share a module-scoped fixture (a server, a wallet, a
+  cluster) run on one worker, in their order (``--dist loadgroup``, each such file an
+  ``xdist_group`` of its own name); a file whose tests share none is spread test by
+  test; a test that asserts how long something took, from above, is marked
+  ``@pytest.mark.xdist_group("elapsed")``: those run one after another on one worker,
+  never beside each other;
+- the group ``elapsed`` is handed out first, then the groups holding a ``slow`` test, so
+  the run does not end waiting on one long file.
+
+Each worker is a session of its own: its own ``redis_server`` (so ``FLUSHALL`` empties
+only its own), its own browser (tests/web), its own temp folder.
 """
 
 from __future__ import annotations
@@ -19,11 +36,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.kit.redis import RedisServer
 from tests.kit.timing import TIMEOUT_FACTOR
-from tests.redis_server import RedisServer
+
+#: The fixture scopes a file's tests share, which keep them on one worker.
+SHARED_SCOPES = frozenset({"module", "package", "class"})
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-timeout has read its settings
@@ -32,6 +53,68 @@ def pytest_configure(config: pytest.Config) -> None:
     given = config.getoption("timeout", None) is not None or os.environ.get("PYTEST_TIMEOUT")
     if timeout and not given:
         config._env_timeout = timeout * TIMEOUT_FACTOR  # type: ignore[attr-defined]
+    if getattr(config.option, "dist", "no") == "load":  # -n without --dist
+        config.option.dist = "loadgroup"
+        # The groups in the collection's order (pytest_collection_modifyitems), not by size.
+        config.option.loadscopereorder = False
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get("chemmy_dist") == "loadgroup":
+        # A worker reads the command line, not the change above: it names the groups in
+        # the test ids (what xdist does for --dist loadgroup) when told so.
+        config.option.loadgroup = True
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tell a worker how the tests are distributed (see :func:`pytest_configure`)."""
+    node.workerinput["chemmy_dist"] = node.config.option.dist
+
+
+def workers(config: pytest.Config) -> int:
+    """The workers ``-n auto`` starts, measured on two cores: for the whole suite, half
+    as many again as the cores this process may use (it mostly waits, but its browsers,
+    server processes and the workers' own collection, ten seconds of CPU each, fill the
+    cores: three workers beat two, and four only add contention); for the quick loop
+    (``-m "not slow"``: tests that compute rather than wait), one per core."""
+    cores = max(1, len(os.sched_getaffinity(0)))
+    if "not slow" in (config.getoption("markexpr", "") or ""):
+        return cores
+    return max(2, cores + cores // 2)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist reads it
+    return workers(config)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist names the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each file whose tests share a module-scoped fixture is an ``xdist_group`` (unless
+    a test names its own); under xdist, the groups with a slow test come first."""
+    shared = {item.path for item in items if SHARED_SCOPES & _scopes(item)}
+    root = config.rootpath
+    for item in items:
+        if item.path in shared and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(str(item.path.relative_to(root))))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        slow = {_group(item) for item in items if item.get_closest_marker("slow")}
+        # stable: the order kept within each
+        items.sort(key=lambda item: (_group(item) != "elapsed", _group(item) not in slow))
+
+
+def _scopes(item: pytest.Item) -> set[str]:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return set()
+    return {defs[-1].scope for defs in info.name2fixturedefs.values() if defs}
+
+
+def _group(item: pytest.Item) -> str:
+    """The unit xdist hands to one worker: the test's group, or the test itself."""
+    mark = item.get_closest_marker("xdist_group")
+    return item.nodeid if mark is None else str(mark.args[0] if mark.args else "default")
 
 
 @pytest.fixture(scope="session")

@@ -33,6 +33,7 @@ tier = "1-100"
 """
 
 
+@pytest.mark.slow
 async def test_a_server_process_listens_where_it_says_and_restarts_on_the_same_database(
     tmp_path: Path,
 ) -> None:

@@ -6,9 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.kit import ROOT, scaled
 
 
+@pytest.mark.slow
 def test_the_profile_meets_every_span_of_a_bet() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "bench.lone", "--requests", "40"],

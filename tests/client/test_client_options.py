@@ -75,6 +75,7 @@ def test_an_unreadable_file_and_an_unwritable_folder(tmp_path: Path) -> None:
         save_options(Options(), folder)
 
 
+@pytest.mark.slow
 async def test_options_changed_on_the_screen_are_there_next_time(
     chemmy_server: Any, client_options_file: Path
 ) -> None:

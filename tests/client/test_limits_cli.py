@@ -184,8 +184,9 @@ timers = {{ betting = 30, squeeze = 20, third_card = 20, shoe_offer = 20, cut = 
 
 @pytest.fixture(scope="module")
 def reality_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    # Every 6 seconds: time to sit and take the shoe before the first one.
-    config = REALITY_CONFIG.format(minutes=round(scaled(0.1), 4), secret=REALITY_SECRET)
+    # Every 12 seconds: time to sit and take the shoe before the first one, on a busy
+    # machine too (the terminal app draws in the test's own process).
+    config = REALITY_CONFIG.format(minutes=round(scaled(0.2), 4), secret=REALITY_SECRET)
     server = ServerProcess(tmp_path_factory.mktemp("reality"), config, "--log-level", "warning")
     server.start()
     try:

@@ -264,7 +264,6 @@ def test_a_play_money_player_sees_what_they_always_saw(
     assert "Balance 1,000.00" in out, (out, err)
 
 
-@pytest.mark.slow
 async def test_a_bots_unit_is_read_in_its_currency(
     currency_server: ServerProcess, make_token: Callable[..., str]
 ) -> None:

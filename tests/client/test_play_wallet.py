@@ -130,6 +130,7 @@ async def expect_refused(pilot: Pilot[Any], app: ChemmyApp, sentence: str) -> No
     assert "balance €1,000.00" in you and "bet €0.00" in you, you
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_refused_debits_in_the_terminal(
     seamless_server: ServerProcess, wallet: ReferenceWallet
 ) -> None:

@@ -58,6 +58,7 @@ async def test_typing_a_chat_message(chemmy_server: Any) -> None:
         await app.action_quit()
 
 
+@pytest.mark.slow
 async def test_the_roads_at_80_columns(chemmy_server: Any) -> None:
     """Below NARROW columns the roads leave the table screen for their own (v), where
     the bead plate, the big road, the derived roads and the odds all fit 80x24."""

@@ -10,7 +10,7 @@ import pytest
 
 from tests.kit import table_def
 from tests.kit.cluster import Cluster
-from tests.redis_server import RedisServer
+from tests.kit.redis import RedisServer
 
 
 @pytest.fixture

@@ -43,7 +43,7 @@ from tests.kit.cluster import (
     stored_row,
 )
 from tests.kit.crash import BETS, PLAYERS, STEP, TABLE, Table, coup_cards, next_coup, record_cards
-from tests.redis_server import RedisServer
+from tests.kit.redis import RedisServer
 
 pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
@@ -135,6 +135,7 @@ async def finished_round(seated: Seated, rid: str) -> dict[str, Any]:
     return dict(record)
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 @pytest.mark.parametrize("when", ["betting", "squeeze", "settlement"])
 async def test_kill_the_owner_and_the_round_goes_on_elsewhere(
     make_cluster: Callable[..., Cluster], when: str
@@ -426,6 +427,7 @@ async def test_commands_in_flight_when_the_owner_dies_fail_clearly_and_apply_onc
     await check_books(cluster.url, tables=[TABLE])
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_draining_one_of_three_during_play_loses_no_bet(
     make_cluster: Callable[..., Cluster],
 ) -> None:

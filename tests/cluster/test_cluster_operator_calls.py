@@ -26,7 +26,7 @@ import pytest
 from tests.kit import scaled, table_def
 from tests.kit.cluster import Cluster
 from tests.kit.operator import KEY, SignedOperator
-from tests.redis_server import RedisServer
+from tests.kit.redis import RedisServer
 
 pytestmark = pytest.mark.slow  # server subprocesses: seconds each
 

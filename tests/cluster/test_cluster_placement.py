@@ -16,8 +16,6 @@ from server.croupier.cluster import placement
 from tests.kit import scaled, table_def
 from tests.kit.cluster import LEASE, settle
 
-pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
-
 TABLES = [f"t{n}" for n in range(1, 31)]
 NODES = ["host-101-aaaaaa", "host-102-bbbbbb", "host-103-cccccc"]
 
@@ -68,6 +66,8 @@ def test_no_member_no_placement() -> None:
     assert placement(TABLES, []) == {}
 
 
+@pytest.mark.slow  # three server processes; the placement tests above are pure
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_three_processes_share_thirty_tables_and_survive_a_kill(make_cluster) -> None:  # type: ignore[no-untyped-def]
     cluster = make_cluster(3, [table_def(t) for t in TABLES])
 

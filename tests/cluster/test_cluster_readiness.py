@@ -14,7 +14,7 @@ import pytest
 
 from tests.kit import http_get, scaled, table_def
 from tests.kit.cluster import Cluster
-from tests.redis_server import RedisServer
+from tests.kit.redis import RedisServer
 
 pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
@@ -39,6 +39,7 @@ async def until(ports: list[int], wanted: int, seconds: float) -> float:
     raise AssertionError(f"/readyz never became {wanted}: {seen}")
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_readyz_follows_a_frozen_redis(
     make_cluster: Callable[..., Cluster], make_redis: Callable[..., RedisServer]
 ) -> None:

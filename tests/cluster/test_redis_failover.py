@@ -1,6 +1,6 @@
 """Redis with automatic failover (issue 22): real ``chemmy-server`` processes on
 ``redis+sentinel://``, over a primary, two replicas and three sentinels the test starts
-(``tests/redis_sentinel.py``), with ``--redis-min-replicas 1``.
+(``tests/kit/redis.py``), with ``--redis-min-replicas 1``.
 
 - ``kill -9`` the primary in betting, in a squeeze and at settlement: the sentinels
   promote a replica, every process finds it by itself, play goes on, every client (on
@@ -37,8 +37,7 @@ from tests.kit import Client, open_player, scaled, table_def
 from tests.kit.checks import check_public_views_agree
 from tests.kit.cluster import Cluster, check_books, retry, settle, stored_row
 from tests.kit.crash import BETS, PLAYERS, STEP, TABLE, Table
-from tests.redis_sentinel import RedisHA, role
-from tests.redis_server import RedisServer
+from tests.kit.redis import RedisHA, RedisServer, role
 
 pytestmark = pytest.mark.slow  # server subprocesses, five Redis processes: seconds each
 
@@ -116,6 +115,7 @@ def is_event(msg: dict[str, Any]) -> bool:
     return msg.get("type") == "event" and msg.get("table") == TABLE
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 @pytest.mark.parametrize("when", ["betting", "squeeze", "settlement"])
 async def test_kill_the_primary_and_play_goes_on(ha: RedisHA, cluster: Cluster, when: str) -> None:
     table, sam = await seat(cluster)

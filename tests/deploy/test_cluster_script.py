@@ -32,6 +32,7 @@ def alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_scripts_cluster_starts_serves_and_stops(tmp_path: Path, nginx_program: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHEMMY_")}
     folder = tmp_path / "cluster"

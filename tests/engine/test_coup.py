@@ -184,6 +184,7 @@ def test_tableau_rows_spelled_out() -> None:
 # -- every start -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_start_and_every_third_card() -> None:
     """All 10^4 first-four-card value combinations; where Player draws every p3 = 0..9,
     where Banker draws every b3 = 0..9 (§2). 339,400 coups in all."""

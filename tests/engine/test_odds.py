@@ -92,6 +92,7 @@ def code_of_coup(coup: Coup) -> int:
     return code_of(coup.cards_used, coup.natural, coup.player_total, coup.banker_total)
 
 
+@pytest.mark.slow
 def test_coup_table_equals_resolve_coup_for_every_start_and_third_card() -> None:
     table = coup_table()
     assert table.shape == (TABLE_SIZE,)
@@ -203,6 +204,7 @@ def test_part_dealt_shoe_matches_brute_force_over_its_cards() -> None:
     assert_matches_brute_force(["As", "Ad", "7h", "7c", "2s", "5d", "8h", "9c", "Th", "Ks"])
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.sampled_from(shoe_cards(1)), min_size=6, max_size=9))
 def test_any_small_composition_matches_brute_force(cards: list[str]) -> None:

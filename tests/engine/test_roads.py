@@ -198,6 +198,7 @@ def test_to_dict_is_json_and_msgpack_friendly() -> None:
     assert set(beb["cells"][0]) == {"col", "row", "color"}
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 def test_recompute_for_a_shoe_is_fast() -> None:
     res = parse_results(
         "BPPTBBBPBPTPPPPPPPPBPBBTBPBPBBBBPPBPBTPBBPBPPPBBBBBBBBBPPTPBPBPBPBBPPBBTPBPBPBPB"

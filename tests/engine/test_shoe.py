@@ -253,6 +253,7 @@ def test_stop_card_offset_bounds(offset: Any) -> None:
     cards=st.lists(st.sampled_from(shoe_cards(1)), min_size=13, max_size=60),
     data=st.data(),
 )
+@pytest.mark.slow
 def test_a_shoe_never_runs_short_of_cards(cards: list[str], data: st.DataObject) -> None:
     """§4: with the stop card at least 12 from the end, every coup up to the one that
     draws the card behind it, and the one more coup after it, finds its cards, whatever
@@ -572,6 +573,7 @@ def chi2_critical(df: int, alpha: float) -> float:
     return float(chi2.ppf(1 - alpha, df))
 
 
+@pytest.mark.slow
 def test_chi2_critical_values() -> None:
     # Published table value: chi-square, df = 51, alpha = 0.001 -> 87.968.
     assert wilson_hilferty(51, 0.001) == pytest.approx(87.968, rel=2e-3)

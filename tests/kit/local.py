@@ -20,7 +20,8 @@ the upstream servers substituted, nothing else (:func:`render_site`,
 so what the tests run is what the script runs.
 
 Every child is started with the kit's launcher (:class:`Child`, a
-:class:`~.launch.Process`), in a session of its own and sent SIGTERM if the parent dies
+:class:`~.launch.Process`; Redis and the sentinels with the kit's one Redis launcher,
+:mod:`.redis`, on that), in a session of its own and sent SIGTERM if the parent dies
 (Linux), so nothing started here outlives it; nothing here kills a process it did not
 start. The timeouts are the caller's (the script's own, unscaled; the deploy tests pass
 scaled ones).
@@ -35,7 +36,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -43,10 +43,10 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 
 from .launch import ROOT, SERVER_LISTENING, Process
+from .redis import RedisServer, Sentinel, free_port, redis_available
 
 __all__ = [
     "ClusterError",
@@ -70,15 +70,6 @@ SENTINEL_CONF = DEPLOY / "sentinel.conf"
 
 class ClusterError(Exception):
     """The cluster could not start: what failed, and where its log is."""
-
-
-# -- ports ------------------------------------------------------------------------------
-def free_port() -> int:
-    """A loopback port free now. (nginx and Redis cannot report a port 0 they bound, so
-    a caller that loses the race to another process retries with another port.)"""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # -- TLS --------------------------------------------------------------------------------
@@ -399,15 +390,15 @@ class LocalCluster:
         #: Redis with automatic failover: a replica and three sentinels too, the servers
         #: on ``redis+sentinel://`` (``scripts/cluster --ha``).
         self.ha = ha
-        self.replica: Child | None = None
-        self.sentinels: list[Child] = []
+        self.replica: RedisServer | None = None
+        self.sentinels: list[Sentinel] = []
         self.sentinel_ports: list[int] = []
         self.processes = processes
         self.https_port = https_port
         self.http_port = http_port
         self.server_args = list(server_args)
         self.timeout = timeout
-        self.redis: Child | None = None
+        self.redis: RedisServer | None = None
         self.redis_port = 0
         self.servers: list[Child] = []
         self.server_ports: list[int] = []
@@ -444,99 +435,53 @@ class LocalCluster:
             raise
 
     def _start_redis(self) -> None:
-        if shutil.which("redis-server") is None:
+        self.redis = self._redis("redis", self.folder / "redis")
+        self.redis_port = self.redis.port
+
+    def _redis(self, name: str, data: Path, extra: Sequence[str] = ()) -> RedisServer:
+        """A data server on deploy/redis.conf, or with ``ha`` a copy of it in ``data``
+        (the sentinels make a data server rewrite its config file, ``CONFIG REWRITE``,
+        when they promote or demote it, and deploy/'s own must stay as it is); started
+        with the kit's one Redis launcher (:mod:`.redis`)."""
+        if not redis_available():
             raise ClusterError(
                 "redis-server is not installed (Debian: apt-get install redis-server)"
             )
-        data = self.folder / "redis"
-        data.mkdir(exist_ok=True)
-        for _attempt in range(10):
-            port = free_port()
-            child = Child(
-                "redis",
-                ["redis-server", str(self._redis_conf(data)), "--port", str(port), "--dir",
-                 str(data),
-                 "--daemonize", "no", "--logfile", ""],
-                data / "redis.log",
-                self.env,
-            )  # fmt: skip
-
-            def answers(port: int = port) -> bool:
-                return _answers(port)
-
-            try:
-                _wait("redis-server", answers, self.timeout, child)
-            except ClusterError:
-                child.stop(signal.SIGKILL)
-                continue
-            self.redis, self.redis_port = child, port
-            return
-        raise ClusterError(f"redis-server did not start; see {data / 'redis.log'}")
-
-    def _redis_conf(self, data: Path) -> Path:
-        """deploy/redis.conf, or with ``ha`` a copy of it in ``data``: the sentinels make
-        a data server rewrite its config file (``CONFIG REWRITE``) when they promote or
-        demote it, and deploy/'s own must stay as it is."""
-        if not self.ha:
-            return REDIS_CONF
-        copy = data / "redis.conf"
-        shutil.copyfile(REDIS_CONF, copy)
-        return copy
+        data.mkdir(parents=True, exist_ok=True)
+        config = REDIS_CONF
+        if self.ha:
+            config = data / "redis.conf"
+            shutil.copyfile(REDIS_CONF, config)
+        server = RedisServer(
+            data, config=config, extra=extra, name=name, env=self.env, own_session=True,
+            timeout=self.timeout,
+        )  # fmt: skip
+        try:
+            server.start()
+        except RuntimeError as exc:
+            raise ClusterError(str(exc)) from None
+        return server
 
     def _start_replica(self) -> None:
         """A replica of the primary (deploy/redis.conf's settings; a replica cut from
         its primary answers MASTERDOWN, not old data)."""
-        data = self.folder / "redis-replica"
-        data.mkdir(exist_ok=True)
         extra = ["--replicaof", "127.0.0.1", str(self.redis_port)]
         extra += ["--replica-serve-stale-data", "no"]
-        self.replica = self._redis_child("redis-replica", data, extra)[0]
+        self.replica = self._redis("redis-replica", self.folder / "redis-replica", extra)
 
     def _start_sentinel(self, n: int) -> None:
         """A sentinel on deploy/sentinel.conf, monitoring the primary on loopback (its
         config file a copy of its own: a sentinel rewrites it)."""
-        data = self.folder / f"sentinel-{n}"
-        data.mkdir(exist_ok=True)
-        monitor = f"sentinel monitor chemmy 127.0.0.1 {self.redis_port} 2"
-        text = re.sub(r"(?m)^sentinel monitor .*$", monitor, SENTINEL_CONF.read_text())
-        for _attempt in range(10):
-            port = free_port()
-            conf = data / "sentinel.conf"
-            body = re.sub(r"(?m)^port \d+$", f"port {port}", text)
-            conf.write_text(f"{body}\nbind 127.0.0.1\ndir {data}\n")
-            child = Child(
-                f"sentinel-{n}",
-                ["redis-server", str(conf), "--sentinel"],
-                data / "sentinel.log",
-                self.env,
-            )
-            try:
-                _wait(f"sentinel-{n}", partial(_answers, port), self.timeout, child)
-            except ClusterError:
-                child.stop(signal.SIGKILL)
-                continue
-            self.sentinels.append(child)
-            self.sentinel_ports.append(port)
-            return
-        raise ClusterError(f"sentinel-{n} did not start; see {data / 'sentinel.log'}")
-
-    def _redis_child(self, name: str, data: Path, extra: Sequence[str]) -> tuple[Child, int]:
-        for _attempt in range(10):
-            port = free_port()
-            child = Child(
-                name,
-                ["redis-server", str(self._redis_conf(data)), "--port", str(port), "--dir",
-                 str(data), "--daemonize", "no", "--logfile", "", *extra],
-                data / "redis.log",
-                self.env,
-            )  # fmt: skip
-            try:
-                _wait(name, partial(_answers, port), self.timeout, child)
-            except ClusterError:
-                child.stop(signal.SIGKILL)
-                continue
-            return child, port
-        raise ClusterError(f"{name} did not start; see {data / 'redis.log'}")
+        sentinel = Sentinel(
+            self.folder / f"sentinel-{n}", self.redis_port, template=SENTINEL_CONF.read_text(),
+            name=f"sentinel-{n}", env=self.env, own_session=True, timeout=self.timeout,
+        )  # fmt: skip
+        try:
+            sentinel.start()
+        except RuntimeError as exc:
+            raise ClusterError(str(exc)) from None
+        self.sentinels.append(sentinel)
+        self.sentinel_ports.append(sentinel.port)
 
     def _start_server(self, n: int) -> None:
         child = Child(
@@ -576,14 +521,14 @@ class LocalCluster:
         for child in self.servers:
             clean &= _report(child.name, child.stop(None, self.stop_timeout))
         self.servers = []
-        for child in self.sentinels:
-            clean &= _report(child.name, child.stop(signal.SIGTERM))
+        for sentinel in self.sentinels:
+            clean &= _report(sentinel.name, sentinel.stop())
         self.sentinels = []
         if self.replica is not None:
-            clean &= _report("redis-replica", self.replica.stop(signal.SIGTERM))
+            clean &= _report("redis-replica", self.replica.stop())
             self.replica = None
         if self.redis is not None:
-            clean &= _report("redis", self.redis.stop(signal.SIGTERM))
+            clean &= _report("redis", self.redis.stop())
             self.redis = None
         return clean
 
@@ -621,12 +566,3 @@ def _report(name: str, code: int | None) -> bool:
     else:
         print(f"scripts/cluster: {name} exited with status {code}", file=sys.stderr)
     return code == 0
-
-
-def _answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False

@@ -254,11 +254,13 @@ async def test_replayed_command_ids_are_applied_once(net: Any) -> None:
     # Ids are the player's: ann's "bet-1" is hers, not a replay of bob's.
     mine = await s.ann.call("bet", msg_id="bet-1", table="t1", area="player", amount=100)
     assert mine["duplicate"] is False
-    # Integer ids too, and the same id from a second connection of the same player.
-    await s.bob.call("bet", msg_id=77, table="t1", area="banker", amount=300)
+    # Integer ids too, and the same id from a second connection of the same player (one
+    # the kit's own numbering, shared by every test of this process, never reaches).
+    number = 10**12 + 77
+    await s.bob.call("bet", msg_id=number, table="t1", area="banker", amount=300)
     bob2 = await net.player(s.server, "bob", "json")
     await bob2.join("t1")
-    assert (await bob2.call("bet", msg_id=77, table="t1", area="banker", amount=300))[
+    assert (await bob2.call("bet", msg_id=number, table="t1", area="banker", amount=300))[
         "duplicate"
     ] is True
     assert (await s.bob.call("balance"))["available"] == available - 1_000 - 200 - 300

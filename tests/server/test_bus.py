@@ -28,8 +28,8 @@ from server.bus.redis import RedisBus, _pack_events
 from server.protocol.errors import Refused
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.table.events import Event
+from tests.kit.redis import RedisServer
 from tests.kit.timing import scaled
-from tests.redis_server import RedisServer
 
 STORED: dict[str, list[Event]] = {}
 #: Table t1's event channel (sharded pub/sub, in the table's hash slot).

@@ -240,6 +240,7 @@ _json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_json_values, st.sampled_from(FORMATS))
 def test_fuzz_structured(value: Any, fmt: str) -> None:

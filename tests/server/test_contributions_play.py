@@ -17,6 +17,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from client_cli.main import main as chemmy
 from server.engine.cards import burn_count
 from server.engine.shoe import commitment, contribution_key, cut_order, shuffle_order
@@ -26,6 +28,7 @@ from tests.kit.checks import check_coup, random_bets
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}
 
 
+@pytest.mark.slow
 async def test_a_whole_shoe_with_three_contributions(net: Any, tmp_path: Path, capsys: Any) -> None:
     server = await net.start(
         **FAST, guest_balance=2_000_000, tables=(table_def("t1", decks=6, stop_offset=100),)

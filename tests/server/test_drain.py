@@ -77,6 +77,7 @@ async def closed_with(player: Any, timeout: float = 10.0) -> int | None:
     return code
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_sigterm_mid_coup_finishes_the_coup_and_exits_0(tmp_path: Path) -> None:
     server = H.ServerProcess(tmp_path, _config(60, 60), "--drain-timeout", "20")
     server.start()
@@ -112,6 +113,7 @@ async def test_sigterm_mid_coup_finishes_the_coup_and_exits_0(tmp_path: Path) ->
         server.kill()
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_sigterm_coup_finished_by_the_croupier_timers_within_the_bound(
     tmp_path: Path,
 ) -> None:
@@ -139,6 +141,7 @@ async def test_sigterm_coup_finished_by_the_croupier_timers_within_the_bound(
         server.kill()
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_drain_timeout_bounds_the_wait_and_the_coup_resumes_on_restart(
     tmp_path: Path,
 ) -> None:

@@ -101,6 +101,7 @@ async def honest_play(ann: Client) -> list[str | None]:
 FLOOD_ADDRESSES = 16
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 @pytest.mark.slow
 async def test_a_flood_from_many_addresses_costs_its_senders_not_the_table(net: Any) -> None:
     """The attack (issue 18.4): 16 addresses, each with its share of places at the
@@ -332,6 +333,7 @@ def count_pongs(client: Client) -> list[bytes]:
     return pongs
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_a_ping_flood_is_limited_then_cut_off(net: Any) -> None:
     """75,000 WebSocket pings a second on one connection were each answered (websockets
     answers them inside its protocol). Now a ping spends a message token: over the rate
@@ -524,6 +526,7 @@ async def test_http_endpoints_answer_405_to_other_methods(net: Any) -> None:
 # -- 7. hellos ------------------------------------------------------------------------------
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_hellos_are_limited_per_address(net: Any) -> None:
     """One client made 434-943 permanent guests a second, each on a new connection."""
     server = await net.start(hello_rate_limit=2.0, hello_rate_burst=5)

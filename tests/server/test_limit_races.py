@@ -56,7 +56,7 @@ async def _placed(servers: list[ChemmyServer]) -> None:
         await asyncio.sleep(0.05)
 
 
-@pytest.fixture(params=["sqlite", "redis", "two servers"])
+@pytest.fixture(params=["sqlite", "redis", pytest.param("two servers", marks=pytest.mark.slow)])
 def where(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -133,6 +133,7 @@ async def test_a_wager_limit_holds_against_three_bets_racing(
         await audited(server)
 
 
+@pytest.mark.slow
 async def test_eight_transfer_deposits_at_once_pass_no_deposit_limit(
     net: Net, where: str, redis_or_none: str
 ) -> None:

@@ -9,6 +9,8 @@ import gc
 import re
 import time
 
+import pytest
+
 from server.net.metrics import LAG_PROBE
 from tests.kit import http_get
 from tests.kit.inproc import Net
@@ -26,6 +28,7 @@ async def metrics(port: int) -> str:
     return body.decode()
 
 
+@pytest.mark.slow
 async def test_a_blocked_loop_shows_as_lag_and_a_collection_as_a_pause(net: Net) -> None:
     server = await net.start()
     await asyncio.sleep(3 * LAG_PROBE)  # a few probes on an idle loop: on time

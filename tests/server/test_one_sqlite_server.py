@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from tests.kit import ROOT, ServerProcess, open_guest, scaled
 
 SERVER = (sys.executable, "-m", "server.net.main", "--host", "127.0.0.1")
@@ -39,6 +41,7 @@ async def still_serves(server: ServerProcess) -> None:
         await guest.close()
 
 
+@pytest.mark.slow
 async def test_a_second_server_on_a_served_sqlite_file_refuses_and_claims_nothing(tmp_path):
     running = ServerProcess(tmp_path / "running")
     running.start()
@@ -65,6 +68,7 @@ async def test_a_second_server_on_a_served_sqlite_file_refuses_and_claims_nothin
         running.stop()
 
 
+@pytest.mark.slow
 async def test_the_claim_ends_with_the_process_even_by_kill_9(tmp_path):
     first = ServerProcess(tmp_path / "first")
     first.start()

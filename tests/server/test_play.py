@@ -24,6 +24,7 @@ from tests.kit.checks import check_coup, check_public_views_agree, next_seat_aft
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}  # the driver sends as fast as it can
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decks", [8, 6])
 async def test_whole_shoe_four_players_both_formats(net: Any, decks: int) -> None:
     # Enough money that no run of losses (up to 24,500 a coup for ~70 coups) empties a

@@ -194,6 +194,7 @@ async def test_the_session_time_limit_stops_bets(
     await audited(server)
 
 
+@pytest.mark.slow
 async def test_the_reality_check_holds_bets_until_answered(net: Net) -> None:
     server = await net.start(reality_check=0.04)  # every 2.4 s
     ann = await net.player(server, "ann", name="Ann")

@@ -148,6 +148,7 @@ async def test_the_session_limit_survives_a_reconnect(
     await audited(server)
 
 
+@pytest.mark.slow
 async def test_a_gap_longer_than_the_session_gap_starts_a_new_session(net: Net) -> None:
     server = await net.start(session_gap=0.02)  # 1.2 s
     ann = await net.player(server, "ann")

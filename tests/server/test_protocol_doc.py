@@ -485,6 +485,7 @@ def documented_error_codes() -> set[str]:
     )
 
 
+@pytest.mark.slow
 def test_every_error_code_the_server_can_send_is_listed() -> None:
     codes = server_error_codes()
     assert {"store_failed", "store_unavailable", "timeout", "unavailable", "id_reused"} <= codes

@@ -38,9 +38,8 @@ from server.store.redis_connect import (
 )
 from server.table.events import Event
 from server.table.wallet import Entry
+from tests.kit.redis import REPLICATION, RedisServer
 from tests.kit.timing import scaled
-from tests.redis_sentinel import REPLICATION
-from tests.redis_server import RedisServer
 
 
 def test_sentinel_urls_are_read() -> None:
@@ -162,7 +161,6 @@ async def wait_synced(replica: RedisServer, primary: RedisServer | None = None) 
             await first.aclose()
 
 
-@pytest.mark.slow
 async def test_a_commit_to_a_replica_is_store_unavailable(
     make_redis: type, replica_of: type
 ) -> None:

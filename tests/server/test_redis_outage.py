@@ -36,9 +36,7 @@ from server.net.server import ChemmyServer
 from tests.kit import Client, Game, http_get, scaled, table_def
 from tests.kit.checks import check_coup
 from tests.kit.crash import check_books
-from tests.redis_server import RedisServer
-
-pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+from tests.kit.redis import RedisServer
 
 LONG = dict.fromkeys(("betting", "squeeze", "third_card", "shoe_offer", "cut", "grace"), 600)
 FUNDS = 100_000  # every player's welcome (the server's guest_balance)
@@ -108,6 +106,7 @@ async def finish(
     assert {pid: books["balances"][f"player:{pid}"] for pid in players} == balances
 
 
+@pytest.mark.slow
 async def test_redis_stopped_mid_round_refuses_clearly_and_play_goes_on_when_back(
     net: Any, make_redis: Callable[..., RedisServer]
 ) -> None:
@@ -157,6 +156,8 @@ async def test_redis_stopped_mid_round_refuses_clearly_and_play_goes_on_when_bac
     await finish(game, server, players, bets, others=2)  # dan, and cat once Redis was back
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_a_table_whose_lease_ran_out_meanwhile_is_taken_back_from_the_store(
     net: Any, make_redis: Callable[..., RedisServer]
 ) -> None:

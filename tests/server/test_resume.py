@@ -232,6 +232,7 @@ async def test_seat_held_during_grace_then_stood_up(net: Any) -> None:
     await ann.call("sit", table="t1")
 
 
+@pytest.mark.slow
 async def test_grace_running_out_mid_coup_waits_for_the_settlement(net: Any) -> None:
     server, ann, bob, cat = await setup(net, timers={"grace": 0.2, "squeeze": 1, "third_card": 0.3})
     game = Game("t1", {"ann": ann, "bob": bob}, cat)

@@ -165,6 +165,8 @@ async def test_an_addresss_hellos_share_one_bucket(three: Any) -> None:
     assert taken[0] >= burst - 3 * chunk(burst)
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_a_players_messages_share_one_bucket_at_its_rate(three: Any) -> None:
     lims = await three(
         rate_limit=1000.0, rate_burst=1000, player_rate_limit=50.0, player_rate_burst=50

@@ -1,6 +1,6 @@
 """The store contract: one suite, run against every implementation (httpcore's shape).
 
-Memory, SQLite and a real Redis (tests/redis_server.py, AOF on) each pass every test
+Memory, SQLite and a real Redis (tests/kit/redis.py, AOF on) each pass every test
 that takes the ``store`` fixture; the tests after the contract are one store's own.
 """
 
@@ -40,7 +40,7 @@ from server.store import (
     store_for,
 )
 from server.table.wallet import CASHIER, HOUSE, Entry, MemoryWallet
-from tests.redis_server import RedisServer
+from tests.kit.redis import RedisServer
 from tests.server.conftest import Clock, make_store
 
 
@@ -1035,6 +1035,7 @@ async def _commit_like_model(store: Store, model: MemoryWallet, batch: list[Entr
 FACTOR = float(os.environ.get("CHEMMY_TESTS_TIMEOUT_FACTOR", "1"))
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 @pytest.mark.slow
 async def test_redis_down_is_unavailable_and_back_is_fine(
     make_redis: Callable[..., RedisServer],
@@ -1185,6 +1186,7 @@ class Ticker:
         return max(self.gaps)
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 @pytest.mark.slow
 async def test_sqlite_a_competing_writer_never_stalls_the_loop(tmp_path: Path) -> None:
     """Issue 9: another process holding the write lock for 2 s used to freeze every
@@ -1209,6 +1211,7 @@ async def test_sqlite_a_competing_writer_never_stalls_the_loop(tmp_path: Path) -
         await store.close()
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 @pytest.mark.slow
 async def test_sqlite_a_lock_held_too_long_is_unavailable_and_changes_nothing(
     tmp_path: Path,

@@ -111,6 +111,8 @@ async def test_while_the_worker_has_a_job_commits_and_reads_go_through_it(
     assert counts(store) == (before[0] + 1, before[1] + 1, before[2])  # none direct
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
+@pytest.mark.slow
 async def test_a_write_lock_held_elsewhere_sends_the_commit_to_the_worker_and_the_loop_runs(
     store: SQLiteStore,
 ) -> None:

@@ -495,6 +495,7 @@ def effective(limits: dict[str, Any], kind: str, when: float) -> float:
     change=changes_st,
     later=st.floats(0, RAISE_DELAY - 1),
 )
+@pytest.mark.slow
 def test_a_player_never_loosens_a_limit_before_the_delay(
     history: list[tuple[dict[str, int | None], str, float]],
     change: dict[str, int | None],

@@ -344,6 +344,7 @@ async def test_redis_loads_its_script_again_for_a_group(redis_url: str) -> None:
         await store.close()
 
 
+@pytest.mark.slow
 async def test_redis_waits_once_for_a_group_and_every_commit_hears_it(redis_url: str) -> None:
     """With ``min_replicas`` and no replica: one ``WAIT`` for the group, and every
     commit whose script ran is in doubt (``StoreUnavailable``, kept on the primary);

@@ -31,7 +31,7 @@ from server.store import (
 )
 from server.store.base import WALLET_CALLS_LIMIT, check_wallet_call
 from server.table.wallet import Entry
-from tests.redis_server import RedisServer
+from tests.kit.redis import RedisServer
 from tests.server.conftest import make_store
 
 KINDS = ("memory", "redis", "sqlite")

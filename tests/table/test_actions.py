@@ -20,6 +20,7 @@ import copy
 import hashlib
 from typing import Any
 
+import pytest
 import test_properties as tp
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import invariant
@@ -192,7 +193,7 @@ ActionsMachine.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-TestActionsProperties = ActionsMachine.TestCase
+TestActionsProperties = pytest.mark.slow(ActionsMachine.TestCase)  # seconds of examples
 
 
 # ---------------------------------------------------------------------- examples
@@ -304,4 +305,4 @@ LongActionsMachine.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-TestActionsPropertiesLong = LongActionsMachine.TestCase
+TestActionsPropertiesLong = pytest.mark.slow(LongActionsMachine.TestCase)

@@ -36,6 +36,7 @@ import hashlib
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -691,7 +692,7 @@ TableMachine.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-TestTableProperties = TableMachine.TestCase
+TestTableProperties = pytest.mark.slow(TableMachine.TestCase)  # seconds of examples
 
 
 class LongTableMachine(TableMachine):
@@ -704,4 +705,4 @@ LongTableMachine.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-TestTablePropertiesLong = LongTableMachine.TestCase
+TestTablePropertiesLong = pytest.mark.slow(LongTableMachine.TestCase)

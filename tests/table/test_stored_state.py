@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from table_helpers import BANKER_WIN, TableHarness, check_stored_state, stack
 
 from server.table import Table, TableOptions
@@ -75,6 +76,7 @@ def test_a_state_stored_before_currencies_loads_as_play_money() -> None:
     assert back.options.currency is None and back.options.decimals == 2
 
 
+@pytest.mark.slow
 def test_the_stored_state_is_copied_afresh_through_played_shoes() -> None:
     """to_state copies the cheap way and keeps some copies between steps (the shoe's,
     its coups', its results'): after every step of two seeded shoes played with bets

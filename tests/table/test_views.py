@@ -14,6 +14,7 @@ import json
 from collections import Counter
 from typing import Any
 
+import pytest
 from table_helpers import PLAYER_WIN_THIRD, TableHarness, card_strings, stack
 
 from server.engine.cards import shoe_cards
@@ -121,6 +122,7 @@ def check_event(e: Event, viewer: str | None, seed: str | None) -> None:
         assert data["seed"] is not None  # revealed here, and only here
 
 
+@pytest.mark.slow
 def test_every_event_and_reply_kind_passes_through_views() -> None:
     s = Session()
     h = s.h

@@ -26,7 +26,7 @@ from server.wallet.signing import sign, signature_header
 from tests.kit import scaled
 from tests.wallet.wallet_helpers import SECRET, ReferenceWallet, reference_wallet
 
-pytestmark = pytest.mark.slow  # a wallet subprocess per test
+pytestmark = pytest.mark.slow  # a wallet subprocess per test: 38 of them, 8 s in all
 
 ROOT = Path(__file__).resolve().parents[2]
 START = 100_000

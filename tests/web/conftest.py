@@ -1,9 +1,17 @@
-"""Fixtures for the web table's tests: one headless Chromium per module, pages that fail
-the test on a script error, servers of their own, and the artifacts folder. The helpers
-they use are in web_helpers.py."""
+"""Fixtures for the web table's tests: one headless Chromium per session (per xdist
+worker), a context and a page of its own for each test, pages that fail the test on a
+script error, servers of their own, and the artifacts folder. The helpers they use are
+in web_helpers.py.
+
+Playwright's sync API runs its own asyncio loop on this thread, and between its calls
+marks that loop as the thread's running loop; the other tests a worker runs drive loops
+of their own on the same thread. So a web test runs with Playwright's loop marked
+running (:func:`pytest_runtest_protocol`), and every other test without it.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,17 +32,42 @@ class PageWatch:
     errors: list[str] = field(default_factory=list)
 
 
-@pytest.fixture(scope="module")
+#: This folder: its tests are the web tests.
+HERE = Path(__file__).resolve().parent
+#: Playwright's loop, once the session's browser is launched.
+_PLAYWRIGHT_LOOP: list[asyncio.AbstractEventLoop] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A web test (this folder's) runs with Playwright's loop marked running, as its sync
+    API expects; the tests after it, without (they run loops of their own)."""
+    if HERE not in item.path.parents:
+        yield
+        return
+    if _PLAYWRIGHT_LOOP:  # (else the browser is launched in this test's setup)
+        asyncio.events._set_running_loop(_PLAYWRIGHT_LOOP[0])
+    try:
+        yield
+    finally:
+        asyncio.events._set_running_loop(None)
+
+
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
-    """One headless Chromium for the module (a fresh profile, made by Playwright)."""
+    """One headless Chromium for the session (a fresh profile, made by Playwright): each
+    test opens contexts of its own in it (:func:`open_page`, :func:`office`)."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (scripts/test does)")
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         expect.set_options(timeout=ms(10))
+        _PLAYWRIGHT_LOOP.append(asyncio.get_running_loop())  # marked so by the call above
         try:
             yield b
         finally:
+            # The session may end in another folder's test, with no loop marked running.
+            asyncio.events._set_running_loop(_PLAYWRIGHT_LOOP.pop())
             b.close()
 
 

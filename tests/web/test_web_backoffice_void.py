@@ -139,6 +139,7 @@ def test_the_operator_voids_the_round_in_play_and_every_wager_comes_back(
 ) -> None:
     server = ServerProcess(tmp_path / "server", server_config(TABLES)).start()
     players: dict[str, Client] = {}
+    page: Page | None = None
     try:
         players, _game, rid, before = loop.run(seat_and_squeeze(server.ws))
         page = office(f"{server.http}/operator/#token={OPERATOR}")
@@ -227,6 +228,8 @@ def test_the_operator_voids_the_round_in_play_and_every_wager_comes_back(
         for pid, client in players.items():
             assert loop.run(client.balance()) == before[pid]
     finally:
+        if page is not None:
+            page.close()  # before the server stops: its refreshes would find nobody there
         loop.run(close_all(players))
         server.stop()
 

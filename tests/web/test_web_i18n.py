@@ -26,7 +26,7 @@ from web_helpers import RELAXED, SECRET, ServerProcess, TablePage, holder_ready,
 
 from server.net.auth import make_token
 
-pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+# The catalog checks read files; the others drive a server subprocess and a browser (slow).
 
 STATIC = Path(__file__).resolve().parents[2] / "server" / "net" / "static"
 # The page's own scripts: app.js, its screens and pieces, and the table's model.
@@ -119,6 +119,7 @@ def test_the_page_scripts_have_no_words_outside_the_catalogs() -> None:
     assert not found, "words not from the catalogs (wrap them in t()):\n" + "\n".join(found)
 
 
+@pytest.mark.slow
 def test_the_token_says_french(server: ServerProcess, open_page: Callable[..., Page]) -> None:
     page = open_page()
     token = make_token(SECRET, "web-marie", "Marie", ttl=3600, language="fr")
@@ -154,6 +155,7 @@ def test_the_token_says_french(server: ServerProcess, open_page: Callable[..., P
     expect(page.locator("#chips .chip[data-index='0']")).to_have_text("1")  # not "1,00"
 
 
+@pytest.mark.slow
 def test_the_browser_then_the_parameter_then_options(
     server: ServerProcess, open_page: Callable[..., Page]
 ) -> None:
@@ -188,6 +190,7 @@ def test_the_browser_then_the_parameter_then_options(
     expect(page.locator("#dlg-options label").first).to_contain_text("Vitesse du jeu")
 
 
+@pytest.mark.slow
 def test_state_js_follows_the_language(
     server: ServerProcess, open_page: Callable[..., Page]
 ) -> None:

@@ -1,17 +1,23 @@
 """The web table in a real browser: two players in Chromium and one terminal bot
-(``chemmy bot``) play whole coups at one table, by clicking.
+(``chemmy bot``) play whole coups at one table, by clicking, in two parts that run side
+by side (each on a server of its own):
 
-Alice (a wide screen) sits first, takes the shoe and cuts it with the slider; Bob (a
-phone) sits next; the bot sits third and bets Banker. Alice bets Banker, Bob Player, so
-Bob turns the Player hand (the top Player bettor) and Alice the Banker hand (the shoe
-holder): in the first coup both squeeze (PEEK and SIDE, card by card, each watching the
-other's progress live), later they TOSS. Coups go on until Player has won (the shoe
-passes to the next seat) and the bot has played its rounds; after every coup each
-page's balance is checked against the server's, and the bot's report against the
-server's records. Screenshots: the lobby, a squeeze (the turner's phone, and the
-watcher's page mid-peel) and a settled coup (its banner); with
-``CHEMMY_DOCS_SCREENSHOTS=1`` they are the README's too (docs/img/web-*.jpg; a run
-must not dirty the work tree otherwise).
+- :func:`test_two_browsers_take_the_shoe_cut_chat_and_squeeze_a_coup`: Alice (a wide
+  screen) chooses the table in the lobby, sits first, takes the shoe and cuts it with
+  the slider; Bob (a phone) sits next, sets the slowest squeeze and reads Alice's chat.
+  Alice bets Banker, Bob Player, so Bob turns the Player hand (the top Player bettor)
+  and Alice the Banker hand (the shoe holder): both squeeze (PEEK and SIDE, card by
+  card, each watching the other's progress live). Screenshots: the lobby, a squeeze
+  (the turner's phone, and the watcher's page mid-peel) and a settled coup (its
+  banner); with ``CHEMMY_DOCS_SCREENSHOTS=1`` they are the README's too
+  (docs/img/web-*.jpg; a run must not dirty the work tree otherwise).
+- :func:`test_coups_go_on_until_the_shoe_passes_and_a_bot_plays_beside_them`: the same
+  two at the table and the bot third, betting Banker; they TOSS, coup after coup, until
+  Player has won (the shoe passes to the next seat) and the bot has played its rounds.
+
+After every coup each page's balance is checked against the server's; at the end of the
+second part, the bot's report against the server's records and each page's History
+against the player's rounds and balance.
 """
 
 from __future__ import annotations
@@ -59,10 +65,10 @@ TABLES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("web-play")
-    s = ServerProcess(home, server_config(TABLES)).start()
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerProcess]:
+    """A server of the test's own: the two parts run side by side."""
+    s = ServerProcess(tmp_path / "web-play", server_config(TABLES)).start()
     yield s
     s.stop()
 
@@ -80,7 +86,7 @@ def check_balance(tp: TablePage, server: ServerProcess, player: str) -> int:
     return held["balance"]
 
 
-def test_two_browsers_and_a_bot_play_whole_coups(
+def test_two_browsers_take_the_shoe_cut_chat_and_squeeze_a_coup(
     server: ServerProcess, open_page: Callable[..., Page], artifacts: Path
 ) -> None:
     # -- the lobby: three limit tiers; choosing one joins it
@@ -100,7 +106,7 @@ def test_two_browsers_and_a_bot_play_whole_coups(
     expect(alice.page.locator("#plaque")).to_contain_text(
         f"Web salon · 1.00{DASH}100.00 · Tie ≤ 15.00"
     )
-    start_alice = check_balance(alice, server, "alice")
+    check_balance(alice, server, "alice")
 
     # -- Alice sits, is offered the shoe, accepts it and cuts with the slider
     alice.sit(1)
@@ -119,6 +125,7 @@ def test_two_browsers_and_a_bot_play_whole_coups(
     expect(burn).to_be_visible()
     inspector = Inspector(server, "inspector", "Inspector")
     snap = inspector.snapshot("web")
+    inspector.close()
     assert snap["shoe"]["cut"] == 150
     expect(burn).to_have_attribute("data-card", snap["shoe"]["burn"]["card"])
     expect(alice.page.locator("#shoe-info")).to_contain_text(
@@ -129,7 +136,7 @@ def test_two_browsers_and_a_bot_play_whole_coups(
     bob = TablePage(open_page(viewport=(390, 844), is_mobile=True, has_touch=True), "bob")
     bob.open(server, "bob", "Bob", table="web")
     bob.sit(2)
-    start_bob = check_balance(bob, server, "bob")
+    check_balance(bob, server, "bob")
     # Game speed 1 (the slowest squeeze), saved in the browser.
     bob.click("#btn-options")
     bob.page.locator("#options-form input[name='speed']").fill("1")
@@ -140,6 +147,36 @@ def test_two_browsers_and_a_bot_play_whole_coups(
     alice.page.locator("#chat-input").press("Enter")
     expect(bob.page.locator("#chat-log li").last).to_have_text("Alice: good luck")
     expect(alice.page.locator("#chat-input")).to_have_value("")
+
+    # -- coups until both have squeezed their hand (the first coup: both hands)
+    squeezes = {"bob": "peek", "alice": "side"}
+    players = {"alice": alice, "bob": bob}
+    play_coups(
+        server,
+        players,
+        squeezes,
+        artifacts,
+        done=lambda: not squeezes,
+        extras=True,
+        player_win=False,
+    )
+
+
+def test_coups_go_on_until_the_shoe_passes_and_a_bot_plays_beside_them(
+    server: ServerProcess, open_page: Callable[..., Page], artifacts: Path
+) -> None:
+    # -- Alice sits, takes the shoe and cuts; Bob, on a phone, sits next
+    alice = TablePage(open_page(viewport=(1280, 900)), "alice")
+    alice.open(server, "alice", "Alice", table="web")
+    start_alice = check_balance(alice, server, "alice")
+    alice.sit(1)
+    alice.click("#act-accept")
+    alice.click("#act-cut")
+    expect(alice.page.locator("#burn .card")).to_be_visible()
+    bob = TablePage(open_page(viewport=(390, 844), is_mobile=True, has_touch=True), "bob")
+    bob.open(server, "bob", "Bob", table="web")
+    bob.sit(2)
+    start_bob = check_balance(bob, server, "bob")
 
     # -- the terminal bot takes seat 3 and bets Banker for two coups
     bot = subprocess.Popen(
@@ -157,20 +194,17 @@ def test_two_browsers_and_a_bot_play_whole_coups(
     try:
         expect(alice.page.locator("#seats .seat[data-seat='3'] .seat-name")).to_have_text("Bot1")
         expect(bob.page.locator("#seats .seat[data-seat='3'] .seat-name")).to_have_text("Bot1")
-
         players = {"alice": alice, "bob": bob}
-        squeezes = {"bob": "peek", "alice": "side"}  # the first coup: both hands squeezed
-        player_won = False
-        coups = 0
-        while coups < 12 and not (player_won and bot.poll() is not None and not squeezes):
-            coups += 1
-            outcome = play_coup(server, players, squeezes, artifacts, first=coups == 1)
-            check_balance(alice, server, "alice")
-            check_balance(bob, server, "bob")
-            if outcome["outcome"] == "player" and not player_won:
-                player_won = True
-                shoe_passes(players, outcome)
-        assert player_won, f"no Player win in {coups} coups"
+        player_won = play_coups(
+            server,
+            players,
+            {},
+            artifacts,
+            done=lambda: bot.poll() is not None,
+            extras=False,
+            player_win=True,
+        )
+        assert player_won, "no Player win in 12 coups"
         report = json.loads(bot.communicate(timeout=scaled(60))[0])
     finally:
         if bot.poll() is None:
@@ -197,7 +231,33 @@ def test_two_browsers_and_a_bot_play_whole_coups(
         expect(tp.page.locator("#history-status")).to_contain_text(f"{rounds} · net {signed}")
         assert server_balance(server, name)["balance"] == start + net
         tp.click("#dlg-history [data-close]")
-    inspector.close()
+
+
+def play_coups(
+    server: ServerProcess,
+    players: dict[str, TablePage],
+    squeezes: dict[str, str],
+    artifacts: Path,
+    *,
+    done: Callable[[], bool],
+    extras: bool,
+    player_win: bool,
+) -> bool:
+    """Coups, 12 at most, until ``done()`` (and, with ``player_win``, Player has won);
+    with ``extras``, the first coup's (chips taken back, screenshots, the roads, the
+    voice). After each coup every page's balance is the server's; after Player's first
+    win the shoe passes. Whether Player won."""
+    player_won = False
+    coups = 0
+    while coups < 12 and not (done() and (player_won or not player_win)):
+        coups += 1
+        outcome = play_coup(server, players, squeezes, artifacts, first=extras and coups == 1)
+        for name, tp in players.items():
+            check_balance(tp, server, name)
+        if outcome["outcome"] == "player" and not player_won:
+            player_won = True
+            shoe_passes(players, outcome)
+    return player_won
 
 
 def play_coup(

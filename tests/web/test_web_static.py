@@ -15,7 +15,7 @@ from websockets.http11 import Request
 
 from server.net import static
 
-pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
+# (One server subprocess for the module and plain HTTP: under a second in all, not slow.)
 
 STATIC = ROOT / "server" / "net" / "static"
 
