@@ -824,6 +824,7 @@ async def play(net: Any) -> Recorder:
         await solo.to_betting()
         if spec.events(t, "stop_card") and not late_roads:  # every road has started by now
             await spec.call("roads", table=t)
+            await spec.call("tables")  # a big road in miniature (the first coup may tie)
             late_roads = True
         if solo.holder() == "alice":
             reply = await alice.rpc("pass_shoe", table=t)

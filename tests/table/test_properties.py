@@ -516,7 +516,7 @@ class TableMachine(RuleBasedStateMachine):
                 self.table.phase is Phase.PAUSED
                 or self.table.phase is Phase.REVEAL  # the short reveal finishes first
                 or self.table.in_coup
-                or any(q.bets for q in self.table.seated())
+                or any(q.bets for q in self.table.players.values())  # a bettor's too (§5)
             )
 
     # ------------------------------------------------------------------ invariants

@@ -90,9 +90,11 @@ async def seated(net: Net, server: ChemmyServer, seed: int) -> Game:
     return Game("t1", clients, clients["alice"], rng=random.Random(seed))
 
 
-async def quiet(server: ChemmyServer) -> None:
+async def quiet(server: ChemmyServer, player: str | None = None) -> None:
+    """No call (of ``player``'s) is waiting for the wallet's answer."""
+
     async def done() -> bool:
-        return not await server.store.wallet_calls(state="pending", limit=1)
+        return not await server.store.wallet_calls(state="pending", player=player, limit=1)
 
     await wait_until(done, timeout=30, what="the pending wallet calls")
 
@@ -128,6 +130,20 @@ async def operator_get(server: ChemmyServer, path: str, **query: Any) -> httpx.R
     header = signature_header(KEY.encode(), time.time(), "GET", target, b"")
     async with httpx.AsyncClient(timeout=scaled(10)) as http:
         return await http.get(f"http://127.0.0.1:{server.port}{target}", headers={HEADER: header})
+
+
+async def sent_once(server: ChemmyServer, wallet: ReferenceWallet, rid: str) -> None:
+    """Every credit and rollback of round ``rid`` has reached the wallet at least once
+    (answered or not): sent, as they are, without waiting for the next coup."""
+
+    async def sent() -> bool:
+        calls = await server.store.wallet_calls(round_id=rid, limit=100)
+        seen = {r["transaction_id"] for r in wallet.log()}
+        return all(
+            c["transaction_id"] in seen for c in calls if c["kind"] in ("credit", "rollback")
+        )
+
+    await wait_until(sent, timeout=10, what=f"the credits and rollbacks of {rid}")
 
 
 def stored(calls: list[dict[str, Any]], txn: str) -> dict[str, Any]:
@@ -386,7 +402,12 @@ async def test_a_whole_shoe_with_every_fault_keeps_every_debit_deadline_and_the_
     phases: list[float] = []
     refused: dict[str, int] = {}
     while not game.watcher.events("t1", "shoe_ended"):
-        wallet.faults(*SHOE_FAULTS[len(phases) % len(SHOE_FAULTS)], latency=0.005)
+        rules = SHOE_FAULTS[len(phases) % len(SHOE_FAULTS)]
+        # A debit fault needs its debit sent: a player's debit waits for their earlier
+        # credits and rollbacks (33.10), which the faults before may still hold.
+        for pid in {f["player"] for f in rules if f["endpoint"] == "debit"}:
+            await quiet(server, pid)
+        wallet.faults(*rules, latency=0.005)
         opened = await place_and_close(game, bets)
         rid, start = opened["data"]["round_id"], opened["start"]
         await wait_until(
@@ -403,6 +424,7 @@ async def test_a_whole_shoe_with_every_fault_keeps_every_debit_deadline_and_the_
             refused[reason] = refused.get(reason, 0) + 1
         if outcome["kind"] == "dealt":
             await settle_dealt(game, rid, opened["data"]["coup_no"], start, outcome["bets"])
+        await sent_once(server, wallet, rid)  # under this coup's faults, not the next's
     met = {(r["endpoint"], r["fault"]) for r in wallet.log() if r.get("fault")}
     # (/balance is asked only after an answer that may be a repeat, when the calls in
     # flight have landed: whether one falls in its coup's turn is up to the timing.)

@@ -658,7 +658,10 @@ def test_every_screen_holds_the_game_in_every_phase(
             tp.page.set_viewport_size({"width": w, "height": h})
             tp.page.wait_for_timeout(250)
             tp.page.wait_for_function(
-                "() => document.getAnimations().every((a) => a.animationName !== 'deal' && a.animationName !== 'flip')",
+                # (the cards dealt and turned, the chips collected and paid: a pile on its
+                # way in is not yet in its area)
+                "() => document.getAnimations().every((a) => !['deal', 'flip', 'pay', 'collect',"
+                " 'collect-balloon'].includes(a.animationName))",
                 timeout=ms(5),
             )
             wrong.extend(check_screen(tp.page, f"{phase} at {size}", parts))
