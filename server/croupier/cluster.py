@@ -43,6 +43,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from server.store.base import StoreUnavailable
 from server.store.redis_connect import connect
 
 __all__ = ["Leases", "placement"]
@@ -318,7 +319,7 @@ class Rebalancer:
                 await self.step()
             except asyncio.CancelledError:
                 raise
-            except RedisError as exc:
+            except (RedisError, StoreUnavailable) as exc:  # (the store's: translated)
                 log.warning("cluster: Redis unreachable (%s)", exc)
                 await self._lose_all_if_expired()
             except Exception:

@@ -27,7 +27,7 @@ from redis.exceptions import RedisError
 
 from server.bus.base import Bus
 from server.protocol.errors import Refused
-from server.store.base import Store, TableRow
+from server.store.base import Store, StoreUnavailable, TableRow
 from server.table import Table, TableOptions, views
 from server.table import commands as c
 from server.table.events import Event
@@ -305,8 +305,8 @@ class Croupier:
             self._tell({"kind": "leaving", "node": self.bus.node})
             try:
                 await self.rebalancer.step()
-            except RedisError as exc:  # SIGTERM while Redis is away (docs/operations.md §7)
-                log.warning(
+            except (RedisError, StoreUnavailable) as exc:  # SIGTERM while Redis is away (§7)
+                log.warning(  # (docs/operations.md §7)
                     "draining without Redis (%s): the tables are not handed over; their "
                     "leases expire and other processes take them",
                     exc,

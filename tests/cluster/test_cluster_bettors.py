@@ -86,10 +86,14 @@ async def test_kill_the_owner_with_bettors_wagers_held(
         assert snap["coup"]["round_id"] == rid and snap["felt"]["bettors"] == 3
 
         # Bob turns the Player hand, Alice the Banker hand: the coup settles.
-        for name, hand in (("bob", "player"), ("alice", "banker")):
-            await retry(clients[name], "toss", msg_id=f"{name}-toss", table=TABLE, hand=hand)
+        # (The turn events up to Bob's toss are done with; Alice's toss may start a third
+        # card's turn, after them.)
+        tossed = await retry(clients["bob"], "toss", msg_id="bob-toss", table=TABLE, hand="player")
+        seen = tossed["seq"]
+        await retry(alice, "toss", msg_id="alice-toss", table=TABLE, hand="banker")
         while not alice.events(TABLE, "settled"):  # third cards, tossed by their turners
-            turn = await alice.wait_event("turn", table=TABLE, timeout=scaled(10))
+            turn = await alice.wait_event("turn", table=TABLE, after=seen, timeout=scaled(10))
+            seen = turn["seq"]
             who = clients[turn["data"]["turner"]]
             await retry(
                 who, "toss", msg_id=f"t{turn['seq']}", table=TABLE, hand=turn["data"]["hand"]

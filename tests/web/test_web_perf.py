@@ -6,7 +6,9 @@
   frame (16.7 ms), by the thread's CPU time (the page's own work: on a shared machine a
   task's wall time also holds the time other processes took the core); and a
   requestAnimationFrame probe in the page over the same time: 60 frames a second (58 or
-  more; divided by CHEMMY_TESTS_TIMEOUT_FACTOR on a busy machine, as every wait is).
+  more; divided by CHEMMY_TESTS_TIMEOUT_FACTOR on a busy machine, as every wait is), or
+  where the machine gives a blank page probed beside it over the same time fewer (the
+  other test workers on two cores), within 3 of that.
 - The page's weight (every file of a first visit, as sent) and its time to a playable
   table (from the navigation to the table drawn with its Sit buttons enabled), the
   median of a few fresh visits.
@@ -105,15 +107,25 @@ def to_betting(tp: TablePage, crowd: Crowd) -> None:
         tp.page.wait_for_timeout(100)
 
 
-def main_tasks(trace: Any) -> list[tuple[float, float]]:
-    """The renderer main thread's tasks: (wall ms, CPU ms) each, longest first by CPU.
-    Its CPU time is the page's own cost; the wall time adds whatever else the machine
-    ran meanwhile (a shared machine takes the thread away for tens of ms at times)."""
+def main_tasks(trace: Any, marker: str) -> list[tuple[float, float]]:
+    """The main thread's tasks of the renderer that stamped ``marker`` (console.timeStamp):
+    (wall ms, CPU ms) each, longest first by CPU. Its CPU time is the page's own cost; the
+    wall time adds whatever else the machine ran meanwhile (a shared machine takes the
+    thread away for tens of ms at times)."""
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    stamped = {
+        e["pid"]
+        for e in events
+        if e.get("name") == "TimeStamp"
+        and e.get("args", {}).get("data", {}).get("message") == marker
+    }
+    assert len(stamped) == 1, f"the page's renderer stamped the trace: {stamped}"
     main = {
         (e["pid"], e["tid"])
         for e in events
-        if e.get("name") == "thread_name" and e.get("args", {}).get("name") == "CrRendererMain"
+        if e.get("name") == "thread_name"
+        and e.get("args", {}).get("name") == "CrRendererMain"
+        and e["pid"] in stamped
     }
     tasks = [
         (e["dur"] / 1000, e.get("tdur", e["dur"]) / 1000)
@@ -153,9 +165,17 @@ def test_a_squeeze_watched_with_14_seated_keeps_60_frames_a_second(
         crowd.turn_event(turner, "player")
         page.wait_for_function("() => chemmyPage.state.coup?.player?.length === 2", timeout=ms(10))
 
+        # The machine's own frame rate: a blank page of the same size in a window of its
+        # own, probed over the same time. A shared machine (the other test workers, the
+        # server and the crowd of this test) takes frames from any page; this one's
+        # frames lost beside it are the table's doing.
+        blank = open_page(viewport=(1280, 800))
+        blank.set_content("<!doctype html><title>blank</title><p>blank</p>")
+        blank.evaluate(FRAME_PROBE)
         # The squeeze, traced: PEEK, card 1 then card 2, each bent over 2.5 s.
         browser.start_tracing(page=page, categories=CATEGORIES)
-        page.evaluate("window.__probe(true)")
+        blank.evaluate("window.__probe(true)")
+        page.evaluate("console.timeStamp('chemmy-table'); window.__probe(true)")
         started = time.monotonic()
         crowd.squeeze(turner, "player", "peek", [1, 2], seconds=2.5)
         page.wait_for_function(
@@ -163,6 +183,7 @@ def test_a_squeeze_watched_with_14_seated_keeps_60_frames_a_second(
         )
         page.wait_for_timeout(300)  # the last card's flip
         frames = page.evaluate("(() => { window.__probe(false); return window.__frames; })()")
+        beside = blank.evaluate("(() => { window.__probe(false); return window.__frames; })()")
         elapsed = time.monotonic() - started
         raw = browser.stop_tracing()
         (artifacts / "squeeze-trace.json").write_bytes(raw)
@@ -171,11 +192,13 @@ def test_a_squeeze_watched_with_14_seated_keeps_60_frames_a_second(
             "the page saw both cards"
         )
 
-        tasks = main_tasks(trace)
+        tasks = main_tasks(trace, "chemmy-table")
         assert len(tasks) > 100, f"the trace holds the renderer's tasks: {len(tasks)}"
         gaps = [b - a for a, b in itertools.pairwise(frames)]
         fps = 1000 * len(gaps) / (frames[-1] - frames[0])
+        idle = 1000 * (len(beside) - 1) / (beside[-1] - beside[0])
         figures = {
+            "blank_page_frames_per_second": round(idle, 1),
             "seconds": round(elapsed, 2),
             "tasks": len(tasks),
             "longest_task_cpu_ms": round(tasks[0][1], 1),
@@ -191,8 +214,10 @@ def test_a_squeeze_watched_with_14_seated_keeps_60_frames_a_second(
         # The page's own work: no task over 50 ms, none over a frame (16.7 ms).
         assert tasks[0][1] <= LONGEST_TASK_MS, f"a task of {tasks[0][1]:.1f} ms of CPU: {figures}"
         assert figures["tasks_over_a_frame_cpu"] == 0, f"tasks longer than a frame: {figures}"
-        # What the player sees: 60 frames a second (a busy machine: CHEMMY_TESTS_TIMEOUT_FACTOR).
-        assert fps >= (FRAMES_PER_SECOND - 2) / FACTOR, f"{fps:.1f} frames a second: {figures}"
+        # What the player sees: 60 frames a second (a busy machine: CHEMMY_TESTS_TIMEOUT_FACTOR),
+        # or, where the machine gives the blank page beside it fewer, as many less 3.
+        wanted = min(FRAMES_PER_SECOND - 2, idle - 3) / FACTOR
+        assert fps >= wanted, f"{fps:.1f} frames a second: {figures}"
         crowd.toss(crowd.at(1), "banker")
     finally:
         crowd.close()
