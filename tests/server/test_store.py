@@ -1072,8 +1072,8 @@ async def test_redis_down_is_unavailable_and_back_is_fine(
 async def test_redis_with_appendfsync_always_loses_nothing_to_a_kill(
     make_redis: Callable[..., RedisServer],
 ) -> None:
-    """docs/architecture.md §11: with ``appendfsync always`` a commit Redis answered is
-    on disk, so even ``kill -9`` of Redis loses none of it."""
+    """docs/architecture.md §10 ("Redis: durability"): with ``appendfsync always`` a commit
+    Redis answered is on disk, so even ``kill -9`` of Redis loses none of it."""
     server = make_redis(appendfsync="always")
     store = RedisStore(server.url())
     await store.open()
@@ -1095,8 +1095,8 @@ async def test_redis_with_appendfsync_always_loses_nothing_to_a_kill(
 
 
 async def test_redis_keys_are_named_tagged_and_bounded(redis_url: str) -> None:
-    """The key table of docs/architecture.md §11: every key under the prefix, a table's
-    own keys under its hash tag, and nothing that grows per step without a bound."""
+    """The key table of docs/architecture.md §10 ("Redis: keys"): every key under the prefix,
+    a table's own keys under its hash tag, and nothing that grows per step without a bound."""
     store = RedisStore(redis_url, event_retention=3)
     await store.open()
     raw = aioredis.Redis.from_url(redis_url)
