@@ -13,7 +13,7 @@ A step is three parts, in that order: *decide* (the command, what the store must
 first, the table's step or a refusal), *commit* (store it; what happened, or an undo)
 and *deliver* (publish, then reply).
 
-Money (docs/architecture.md §4): the table decides with its own
+Money (docs/architecture.md §5): the table decides with its own
 :class:`~server.croupier.wallet.TableWallet` — its stakes and held wagers exactly, its
 players' balances as last read from the store — and the store checks every movement
 again, atomically, where the balances live. A bet the cached balance allowed but the

@@ -3,7 +3,7 @@
 With a Redis store, every ``chemmy-server`` process is a member of the cluster:
 
 - **Presence.** Each process writes a heartbeat (``chemmy:nodes``, a sorted set scored
-  by when the heartbeat expires) every ``ttl / 3``; a process that stops beating drops
+  by when the heartbeat expires) at every tick of its placement loop (``ttl / 6``); a process that stops beating drops
   out once its heartbeat expires. A draining process marks itself in
   ``chemmy:draining`` and is given no tables.
 - **Placement.** Tables spread evenly over the live, non-draining processes (at most

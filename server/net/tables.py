@@ -5,7 +5,8 @@ Everything that concerns one table travels as a record to the table's owner (ove
 bus) and comes back as a reply record; the gateway then answers the client, and for a
 ``join`` subscribes the connection to the table's events from the ``seq`` the reply
 names, so the client sees every event after its snapshot exactly once. Chat is not a
-table event: it is fanned out by the hub to everyone watching, and not stored; its text
+stored table event: it goes to the table's owner as a transient event (as a squeeze's
+bends do), which fans it out to everyone watching and never stores it; its text
 passes the same check as names (``server.protocol.text``: no control, bidi or zero-width
 character reaches a watcher's screen).
 
