@@ -80,6 +80,7 @@ LOBBY_KEYS: list[BindingType] = [
     Binding("h", "app.history", "History"),
     Binding("o", "app.options", "Options"),
     Binding("x", "app.responsible", "Take a break"),
+    Binding("escape", "back", "Back to your tables", show=False),
     Binding("q", "app.quit", "Quit"),
 ]
 
@@ -117,6 +118,13 @@ TABLE_KEYS: list[BindingType] = [
     Binding("o", "app.options", "Options"),
     Binding("x", "app.responsible", "Take a break", show=False),
     Binding("l", "leave", "Lobby"),
+    Binding("j", "tables", "Join a table", show=False),
+    Binding("tab", "next_table(1)", "Next table", show=False),
+    Binding("shift+tab", "next_table(-1)", "Previous table", show=False),
+    Binding("f1", "show_table(1)", "Table 1", show=False),
+    Binding("f2", "show_table(2)", "Table 2", show=False),
+    Binding("f3", "show_table(3)", "Table 3", show=False),
+    Binding("f4", "show_table(4)", "Table 4", show=False),
     Binding("q", "app.quit", "Quit"),
 ]
 
@@ -158,6 +166,14 @@ KEY_WORDS: Mapping[str, str] = {
     "chat": "cli.key.chat",
     "roads": "cli.key.roads",
     "leave": "cli.key.leave",
+    "tables": "cli.key.tables",
+    "next_table(1)": "cli.key.next_table",
+    "next_table(-1)": "cli.key.previous_table",
+    "show_table(1)": "cli.key.table1",
+    "show_table(2)": "cli.key.table2",
+    "show_table(3)": "cli.key.table3",
+    "show_table(4)": "cli.key.table4",
+    "back": "cli.key.back",
 }
 
 

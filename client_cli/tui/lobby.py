@@ -1,4 +1,6 @@
-"""The lobby: every table with its limits, seats taken, phase and shoe; Enter joins.
+"""The lobby: every table with its limits, seats taken, phase and shoe; Enter joins
+(one more table, up to four, when you are at tables already: ``j`` there comes here;
+Esc goes back to them).
 
 It lists what the ``tables`` request answers (polled every 5 s while shown) and asks the
 app to open a table; it never talks to the server itself.
@@ -82,7 +84,12 @@ class LobbyScreen(Screen[None]):
                 f"{row.get('shoe_no', 0)}/{row.get('coup_no', 0)}",
                 key=str(row.get("table")),
             )
-        self.set_status(t("cli.lobby.status", count=len(tables), who=self.chemmy.identity_text()))
+        status = t("cli.lobby.status", count=len(tables), who=self.chemmy.identity_text())
+        followed = self.chemmy.slots
+        if followed:  # at tables already (j): Enter joins one more, Esc goes back
+            names = ", ".join(followed)
+            status += " · " + t("cli.lobby.followed", tables=names)
+        self.set_status(status)
 
     def relabel(self) -> None:
         """The title, the columns, the rows and the keys again, in the current language."""
@@ -101,6 +108,12 @@ class LobbyScreen(Screen[None]):
     def _poll_tables(self) -> None:
         if self.is_current and self.chemmy.conn.connected:
             self.chemmy.refresh_lobby()
+
+    def action_back(self) -> None:
+        """Esc: back to the tables followed, if any."""
+        app = self.chemmy
+        if app.slots:
+            app.show_table(app.table_id if app.table_id in app.slots else next(iter(app.slots)))
 
     def action_join(self) -> None:
         table = self.query_one("#tables", DataTable)

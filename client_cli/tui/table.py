@@ -1,7 +1,10 @@
 """The table screen: seats, hands and the squeeze, the bet layout, the roads and odds
 (beside the cards from :data:`NARROW` columns; on their own screen, ``v``, at any width),
 your balance and bets, the chip, action and squeeze bars, the message line and the chat
-line (``m``).
+line (``m``). With several tables followed (issue 37 §2), a line of tabs above the
+status: each table's number, name and phase, and what waits on you there
+(:func:`waiting_on_you`); Tab, Shift+Tab and F1-F4 switch, ``j`` joins another from
+the lobby.
 
 It draws the app's :class:`~client_cli.model.TableModel` with :mod:`client_cli.render`
 and turns keys and clicks into the app's commands. Every button is enabled from the
@@ -52,6 +55,8 @@ __all__ = [
     "ChatInput",
     "TableScreen",
     "chip_values",
+    "table_tab",
+    "waiting_on_you",
 ]
 
 NARROW = 110  # columns: below this the side panel (roads, odds) moves to its own screen (v)
@@ -68,6 +73,36 @@ def chip_values(model: TableModel) -> list[int]:
     high = lim.get("max", low * 100) or low * 100
     chips = [low * m for m in CHIP_MULTIPLES if low * m <= high]
     return chips or [low]
+
+
+def waiting_on_you(model: TableModel) -> str | None:
+    """What the table waits on you for, as the server's actions say it (a message id:
+    your turn to turn, the shoe or the cut offered to you, your bets and DONE), or None.
+    A bettor without a seat never holds the betting (GAME_RULES §5): never waited on."""
+    if model.my_turn is not None:
+        return "cli.tabs.your_turn"
+    if model.offered_to_me and model.can("accept_shoe"):
+        return "cli.tabs.shoe"
+    if model.i_cut and model.can("cut"):
+        return "cli.tabs.cut"
+    if model.phase == "betting" and model.can("done"):
+        return "cli.tabs.done"
+    return None
+
+
+def table_tab(n: int, model: TableModel, *, shown: bool, remaining: float | None) -> Text:
+    """One table's tab: ``n`` (its F-key), its name, its phase (and the seconds left),
+    and what waits on you there, marked; the one shown stands out."""
+    name = str(model.options.get("name") or model.table_id or "?")
+    phase = PHASE_NAMES.get(model.phase, model.phase.upper())
+    if remaining is not None:
+        phase += f" {remaining:0.0f}s"
+    text = Text(f" {n} {name} · {phase}", style="reverse bold" if shown else "")
+    waiting = waiting_on_you(model)
+    if waiting is not None:
+        text.append(f" ▶ {t(waiting)}", style="bold black on yellow")
+    text.append(" ", style="reverse bold" if shown else "")
+    return text
 
 
 class ActionButton(Button, can_focus=False):
@@ -90,6 +125,7 @@ class TableScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = TABLE_KEYS
 
     def compose(self) -> ComposeResult:
+        yield Static("", id="tabs")
         yield Static("", id="status")
         with Horizontal(id="main"):
             yield Static("", id="seats")
@@ -192,6 +228,7 @@ class TableScreen(Screen[None]):
         if remaining is not None:
             phase += f" {remaining:0.0f}s"
         parts.append(phase)
+        self._update_tabs()
         state = app.conn.state
         style = {
             "connected": "green",
@@ -203,6 +240,24 @@ class TableScreen(Screen[None]):
         text = Text(f"● {label}  ", style=style)
         text.append(" · ".join(parts), style="bold")
         self.query_one("#status", Static).update(text)
+
+    def _update_tabs(self) -> None:
+        """The tabs: shown with two tables or more (:func:`table_tab` each)."""
+        app = self.chemmy
+        tabs = self.query_one("#tabs", Static)
+        tabs.display = app.several
+        if not app.several:
+            return
+        line = Text()
+        for n, slot in enumerate(app.slots.values(), start=1):
+            model = slot.model
+            shown = slot.table == app.table_id
+            line.append_text(
+                table_tab(n, model, shown=shown, remaining=app.remaining(model.deadline))
+            )
+            line.append(" ")
+        line.append(t("cli.tabs.switch"), style="dim")
+        tabs.update(line)
 
     def refresh_view(self) -> None:
         app = self.chemmy
@@ -233,12 +288,15 @@ class TableScreen(Screen[None]):
                 else t("cli.you.watching")
             )
         )
-        if model.balance is not None:
-            you.append(
-                " · " + t("cli.you.balance", amount=format_money(model.balance)), style="bold"
-            )
-        if model.available is not None and model.available != model.balance:
-            you.append(" " + t("cli.you.available", amount=format_money(model.available)))
+        # With several tables, the player's money across them (the server's balance).
+        purse = app.purse if app.several else None
+        balance = purse["balance"] if purse is not None else model.balance
+        available = purse["available"] if purse is not None else model.available
+        if balance is not None:
+            words = "cli.you.balance_all" if purse is not None else "cli.you.balance"
+            you.append(" · " + t(words, amount=format_money(balance)), style="bold")
+        if available is not None and available != balance:
+            you.append(" " + t("cli.you.available", amount=format_money(available)))
         stake = sum(model.my_stake.values())
         you.append(" · " + t("cli.you.bet", amount=format_money(stake)))
         chips = chip_values(model)
@@ -376,6 +434,24 @@ class TableScreen(Screen[None]):
 
     def action_leave(self) -> None:
         self.chemmy.leave_table()
+
+    def _chatting(self) -> bool:
+        return bool(self.query_one("#chat", ChatInput).display)
+
+    def action_next_table(self, step: int) -> None:
+        """Tab / Shift+Tab: the next or previous table followed (not while chatting)."""
+        if not self._chatting():
+            self.chemmy.next_table(step)
+
+    def action_show_table(self, n: int) -> None:
+        """F1-F4: table ``n`` of those followed."""
+        tables = list(self.chemmy.slots)
+        if 1 <= n <= len(tables) and not self._chatting():
+            self.chemmy.show_table(tables[n - 1])
+
+    def action_tables(self) -> None:
+        """``j``: the lobby, to join another table; every table followed is kept."""
+        self.chemmy.to_lobby()
 
     def action_roads(self) -> None:
         self.app.push_screen(RoadsScreen())

@@ -103,6 +103,36 @@ tier = "1-100"
 timers = {SHORT}
 
 [[tables]]
+id = "bots-multi-a"
+name = "Bots, first of two"
+tier = "1-100"
+timers = {SHORT}
+
+[[tables]]
+id = "bots-multi-b"
+name = "Bots, second of two"
+tier = "1-100"
+timers = {SHORT}
+
+[[tables]]
+id = "bots-token"
+name = "Token bots"
+tier = "1-100"
+timers = {SHORT}
+
+[[tables]]
+id = "tui-multi-a"
+name = "TUI first of two"
+tier = "1-100"
+timers = {RELAXED}
+
+[[tables]]
+id = "tui-multi-b"
+name = "TUI second of two"
+tier = "1-100"
+timers = {RELAXED}
+
+[[tables]]
 id = "scripts"
 name = "Scripts"
 tier = "10-1000"

@@ -266,7 +266,7 @@ async def test_a_bot_acts_on_the_servers_actions() -> None:
     bot = Bot(url="ws://unused", table="t", name="B", rng=random.Random(4), squeeze_rate=0.0)
     sent: list[tuple[str, dict[str, Any]]] = []
 
-    async def act(kind: str, **fields: Any) -> bool:
+    async def act(kind: str, _play: Any, **fields: Any) -> bool:
         sent.append((kind, fields))
         return True
 
