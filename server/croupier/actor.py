@@ -104,6 +104,10 @@ HELD_BACK = "an earlier credit or rollback of the player's was not answered in t
 _FRESH_BALANCE = (c.Join, c.Sit)
 #: Commands refused for want of funds that are tried once more with a fresh balance.
 _FUNDED = (c.PlaceBet, c.SameBet)
+#: A bettor without a seat's chips: queued together, they are stepped as one burst.
+_BURST_KINDS = frozenset({"bet", "same_bet", "remove_bet", "clear_bets"})
+#: The most commands of one burst (one commit, one ``bets`` event a kind of change).
+BURST_MAX = 200
 
 
 #: The line of the croupier's own commands in the table's queue (no client has it).
@@ -212,6 +216,7 @@ class TableActor:
         self._odds: tuple[tuple[Any, ...], dict[str, Any] | None] | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._current: _Item | None = None  # the item being stepped, not answered yet
+        self._bursting: list[_Item] = []  # a burst's other decided items, not answered yet
         self._doubt: _InDoubt | None = None  # a step that may have been kept after all
         #: The gateways through which each player watches this table (from their joins;
         #: not stored: after a takeover the gateways join their players again).
@@ -324,7 +329,8 @@ class TableActor:
         """Answer ``unavailable`` to every command this actor will never step: the one
         in progress (its step cancelled before it replied) and the queued ones."""
         items = [] if self._current is None else [self._current]
-        self._current = None
+        items += self._bursting
+        self._current, self._bursting = None, []
         self._refuse_queued(Refused("unavailable", "that table moved; try again"), items)
 
     def _refuse_queued(self, err: ChemmyError, items: list[_Item] | None = None) -> None:
@@ -364,7 +370,11 @@ class TableActor:
                 item = _Item(command=c.Tick())
             if item is None:
                 return
-            await self._step(item)
+            burst = self._burst(item)
+            if burst is None:
+                await self._step(item)
+            else:
+                await self._step_burst(burst)
         if self.closed:  # what came in behind the close: answered at once, not dropped
             self._refuse_queued(no_table(self.table_id))
 
@@ -481,6 +491,171 @@ class TableActor:
             shoe = table.handle(c.StartShoe(seed=self.new_seed()), now)
             step = Step(step.events + shoe.events, step.duplicate, shoe.seq, shoe.coup_in_progress)
         return step
+
+    def _bursts(self, item: _Item) -> bool:
+        """Whether ``item`` is a bettor without a seat's chips, which may be stepped in a
+        burst (never while the store is failing or a step is in doubt)."""
+        record = item.record
+        if record is None or record.kind not in _BURST_KINDS or record.reply_to is None:
+            return False
+        p = self.table.players.get(record.player)
+        return p is not None and p.seat is None and self._doubt is None and self.retry_at is None
+
+    def _burst(self, item: _Item) -> list[_Item] | None:
+        """``item`` and the bettors' commands queued right behind it (their turns come
+        next: a thousand bettors betting at once), or None: ``item`` goes alone."""
+        if not self._bursts(item):
+            return None
+        items = [item]
+        while len(items) < BURST_MAX:
+            following = self.queue.peek()
+            if following is None or not self._bursts(following):
+                break
+            items.append(self.queue.get_nowait())
+        return items if len(items) > 1 else None
+
+    async def _step_burst(self, items: list[_Item]) -> None:
+        """Bettors' chips queued together (issue 37 §3): each command decided in turn as
+        :meth:`_step_item` decides one (a refused one answered at once: it moved
+        nothing), the ``bets`` of them all told in one event a kind of change
+        (:meth:`Table.flush_bettors`: not one event each to everyone watching), the
+        whole burst stored in one commit, then delivered (store before send). A commit
+        the store refuses for one of them (a balance or a limit passed meanwhile, at
+        another table) is undone and the burst stepped again one command at a time."""
+        table, now = self.table, self.clock()
+        decided: list[tuple[_Item, c.Command, Step]] = []
+        entries: list[Entry] = []
+        guards: list[LimitGuard] = []
+        table.defer_bettors()
+        try:
+            for item in items:
+                self._current = item
+                record = item.record
+                assert record is not None
+                try:
+                    cmd = self._command_of(record)
+                    assert cmd is not None  # (the kinds of _BURST_KINDS are table commands)
+                    await self._prepare(cmd, record)
+                    step = await self._decide_funded(cmd, now)
+                except ChemmyError as err:
+                    self.wallet.drain()  # a refused command moved no money
+                    self._refuse(item, err)
+                    continue
+                except StoreError as exc:
+                    self.wallet.drain()
+                    self._store_failed(exc)
+                    self._refuse(item, store_refusal(exc))
+                    continue
+                entries.extend(self.wallet.drain())
+                if isinstance(cmd, _FUNDED):
+                    guards.extend(_guards(record))
+                decided.append((item, cmd, step))
+                self._bursting.append(item)
+            self._current = None
+            if not decided:
+                table.deferred = None
+                return
+            flushed = table.flush_bettors(decided[-1][1])
+        except Exception:
+            log.exception(
+                "table %s failed in a burst; restored from its last step",
+                self.table_id,
+                extra={"table": self.table_id},
+            )
+            self._backoff()
+            await self._restore(entries)
+            self._refuse_burst(Refused("internal", "the table could not do that"))
+            return
+        await self._commit_burst(decided, flushed, entries, guards)
+
+    def _refuse_burst(self, err: ChemmyError) -> None:
+        """Answer ``err`` to the burst's item being decided and to every decided one."""
+        items = [] if self._current is None else [self._current]
+        items += self._bursting
+        self._current, self._bursting = None, []
+        for item in items:
+            self._refuse(item, err)
+
+    async def _commit_burst(
+        self,
+        decided: list[tuple[_Item, c.Command, Step]],
+        flushed: Step,
+        entries: list[Entry],
+        guards: list[LimitGuard],
+    ) -> None:
+        """Store a burst's steps in one commit (as :meth:`_commit` does one), then
+        deliver them: every event, then each command's reply at the burst's last ``seq``."""
+        table = self.table
+        entries = [*entries, *self.wallet.drain()]
+        records = table.drain_records()
+        stored = [e for _i, _c, step in decided for e in step.stored] + flushed.stored
+        state = table.to_state(spectators=False)
+        parts = table.take_parts()
+        calls = self._closing_calls(state, records)
+        try:
+            result = await self.store.commit(
+                **({"calls": calls} if calls else {}),  # type: ignore[arg-type]
+                **({"guards": guards} if guards else {}),  # type: ignore[arg-type]
+                entries=entries,
+                table=TableRow(
+                    self.table_id,
+                    self.config,
+                    state,
+                    table.seq,
+                    table.phase == Phase.CLOSED,
+                    self.epoch,
+                    parts or None,
+                ),
+                records=records,
+                events=[event.to_dict() for event in stored],
+            )
+        except StaleEpoch:
+            self._current, self._bursting = self._bursting[0], self._bursting[1:]
+            self._lose(self._current)
+            return
+        except (Overdrawn, LimitPassed):
+            # One of them passed a balance or a limit the store holds: back to the last
+            # stored step, and each command of the burst stepped alone (each told why).
+            await self._restore(entries)
+            items, self._bursting = self._bursting, []
+            for item in items:
+                await self._step(item)
+            return
+        except Exception as exc:
+            self._store_failed(exc)
+            if isinstance(exc, StoreUnavailable):
+                kept = dict(self._parts)
+                _put_parts(kept, parts)
+                self._doubt = _InDoubt(state, kept, stored, flushed.coup_in_progress)
+            await self._restore(entries)
+            self._refuse_burst(store_refusal(exc))
+            return
+        self.wallet.load(result.balances.items())
+        self._last_state = state
+        _put_parts(self._parts, parts)
+        if self.store_failures:
+            self._store_recovered()
+        if calls and self.on_calls is not None:
+            self.on_calls(calls)
+        self._bursting = []
+        # Every event of the burst goes out with its last command, then the others' replies
+        # (each at the burst's last seq: its events have all come first).
+        events = [e for _i, _c, step in decided for e in step.events] + list(flushed.events)
+        last, cmd, step = decided[-1]
+        seq, in_coup = flushed.seq, flushed.coup_in_progress
+        self._deliver(
+            last, _Happened(cmd, Step(tuple(events), step.duplicate, seq, in_coup), events)
+        )
+        for item, _cmd, step in decided[:-1]:
+            self._answer_burst(item, Step((), step.duplicate, seq, in_coup))
+
+    def _answer_burst(self, item: _Item, step: Step) -> None:
+        """A burst's command answered (its events go out with the burst's last one)."""
+        record = item.record
+        if record is not None:
+            reply = self._answer(record, step)
+            if reply is not None:
+                self.bus.reply(dataclasses.replace(reply, after=(self.table_id, step.seq)))
 
     async def _step(self, item: _Item) -> None:
         """Step one item; while it runs it is :attr:`_current` (it has not been answered:

@@ -94,6 +94,12 @@ class FairQueue(Generic[T]):
             del self._lines[sender]
         return item
 
+    def peek(self) -> T | None:
+        """The item :meth:`get_nowait` would give next, left where it is (None: empty)."""
+        if not self._count:
+            return None
+        return self._lines[self._turns[0]][0]
+
     async def get(self, timeout: float | None = None) -> T | None:
         """The next item, waiting for one; None once :meth:`close` d and empty. With
         ``timeout`` (seconds, from now), :class:`TimeoutError` when none came by then.

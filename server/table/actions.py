@@ -22,6 +22,7 @@ received are their actions now.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import commands as c
@@ -199,7 +200,12 @@ class SentActions:
         return out
 
     def refresh(
-        self, t: Table, cmd: c.Command, before: tuple[Any, ...], events: list[Event]
+        self,
+        t: Table,
+        cmd: c.Command,
+        before: tuple[Any, ...],
+        events: list[Event],
+        also: Iterable[str] = (),
     ) -> None:
         """Keep clients current without re-deriving rules: every tracked player
         (:func:`kept_current`) whose actions differ from the last the table sent them
@@ -226,6 +232,7 @@ class SentActions:
                 who |= {q.id for q in t.seated()} ^ (set(sent) | set(keys))
                 if everyone:
                     who |= set(t.players)
+        who.update(also)  # (the bettors of a burst: Table.flush_bettors)
         if not who:
             return
         overlay: dict[str, dict[str, Any]] = {}

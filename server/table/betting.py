@@ -36,8 +36,10 @@ def set_bets(t: Table, p: PlayerState, bets: dict[str, int], change: str) -> Non
     starts the timer of a table that waited for one. Seated, the ``bets`` event shows
     them to everyone; a bettor without a seat's show only in their own overlay (§5)."""
     _lay(t, p, bets)
-    if p.seat is None:
-        _bettors_bets(t, [p], change)
+    if p.seat is None and t.deferred is not None:
+        t.deferred[p.id] = change  # told with the others of the burst (Table.flush_bettors)
+    elif p.seat is None:
+        bettors_bets(t, [p], change)
     else:
         t.emit(
             "bets",
@@ -68,7 +70,7 @@ def _lay(t: Table, p: PlayerState, bets: dict[str, int]) -> None:
     t.move_stake(p, sum(p.bets.values()) - t.stake(p.id))
 
 
-def _bettors_bets(t: Table, players: list[PlayerState], change: str) -> None:
+def bettors_bets(t: Table, players: list[PlayerState], change: str) -> None:
     """One ``bets`` event for bettors without a seat whose chips changed: the felt for
     everyone (``player``, ``seat`` and ``bets`` null), and in each one's overlay their
     own ``player``, ``bets`` and ``available`` (§5: a bettor's bets are their own)."""
@@ -93,7 +95,7 @@ def return_chips(t: Table, players: list[PlayerState], change: str) -> None:
         else:
             set_bets(t, q, {}, change)
     if bettors:
-        _bettors_bets(t, bettors, change)
+        bettors_bets(t, bettors, change)
 
 
 def _bettor(t: Table, pid: str) -> PlayerState:

@@ -175,6 +175,10 @@ class Table:
         self._events: list[Event] = []
         self._records: list[dict[str, Any]] = []
         self.now = 0.0
+        # Between defer_bettors and flush_bettors: the bettors without a seat whose chips
+        # changed (their change), told in one ``bets`` event at the flush.
+        self.deferred: dict[str, str] | None = None
+        self._deferred_watch: tuple[Any, ...] = ()
 
     # ------------------------------------------------------------------ public API
     def handle(self, cmd: c.Command, now: float) -> Step:
@@ -201,6 +205,35 @@ class Table:
             self.sent_actions.forget(cmd.player)
         events, self._events = tuple(self._events), []
         return Step(events, unchanged, self.seq, self.in_coup)
+
+    def defer_bettors(self) -> None:
+        """From now until :meth:`flush_bettors`, a bettor without a seat's chips are not
+        told at once, each in a ``bets`` event of their own (which goes to everyone
+        watching): a croupier stepping a burst of bettors' commands together tells them
+        all in one event (§5; a thousand bettors must not cost a thousand events)."""
+        assert self.deferred is None, "already deferring"
+        self.deferred = {}
+        self._deferred_watch = watch(self)
+
+    def flush_bettors(self, cmd: c.Command) -> Step:
+        """The ``bets`` events of the bettors whose chips changed since
+        :meth:`defer_bettors` (one per kind of change: ``place``, ``remove``...), each
+        bettor's own copy with their chips as they are now, and everyone's actions kept
+        current; ``cmd`` is the last command of the burst."""
+        deferred, self.deferred = self.deferred, None
+        assert deferred is not None, "not deferring"
+        self._events = []
+        by_change: dict[str, list[PlayerState]] = {}
+        for pid, change in deferred.items():
+            p = self.players.get(pid)
+            if p is not None and p.seat is None:
+                by_change.setdefault(change, []).append(p)
+        for change, players in by_change.items():
+            betting.bettors_bets(self, players, change)
+        if self._events:
+            self.sent_actions.refresh(self, cmd, self._deferred_watch, self._events, deferred)
+        events, self._events = tuple(self._events), []
+        return Step(events, not events, self.seq, self.in_coup)
 
     def verify(self, cmd: c.Command) -> None:
         """Raise the TableError ``handle`` would raise for ``cmd`` now; change nothing.

@@ -164,3 +164,109 @@ async def test_a_tables_bettors_option(net: Any) -> None:
     await dee.call("set_limit", kind="wager_day", amount=150)
     await dee.refused("limit_reached", "bet", table="one", area="banker", amount=100)
     await _audit(server, "one")
+
+
+async def test_bettors_betting_at_once_are_told_together_in_one_commit(net: Any) -> None:
+    """Forty bettors without a seat bet at the same moment (issue 37 §3): the table steps
+    their chips in bursts, each burst one commit and one ``bets`` event for all of them
+    (each bettor's own copy with their chips), not an event each to everyone watching;
+    a bet over the table's limit among them is refused alone; every other is answered
+    ok after the event that shows it; the felt and the books are exact."""
+    server = await net.start(**FAST, guest_balance=200_000, tables=(table_def("t1"),))
+    watcher = await net.guest(server, "msgpack", name="Watcher")
+    await watcher.join("t1")
+    seated = {"p1": await net.player(server, "p1", "json", name="P1")}
+    await seated["p1"].join("t1")
+    await seated["p1"].call("sit", table="t1", seat=1)
+    bettors: dict[str, Client] = {}
+    for n in range(40):
+        client = await net.player(server, f"b{n}", "msgpack" if n % 2 else "json")
+        await client.join("t1")
+        bettors[client.player] = client
+    game = Game("t1", seated, watcher, rng=random.Random(7), bettors=bettors)
+    await game.to_betting()
+    mark = watcher.last_seq["t1"]
+    amounts = {pid: 100 * (1 + n % 7) for n, pid in enumerate(bettors)}
+    amounts["b13"] = 10_000_000  # over the table's limit: refused, alone
+    sent = {pid: await c.send_command("bet", table="t1", area="player", amount=amounts[pid])
+            for pid, c in bettors.items()}  # fmt: skip
+    replies = {
+        pid: await bettors[pid].wait_frame(
+            lambda m, mid=mid: m.get("id") == mid, start=start, what="the bet's reply"
+        )
+        for pid, (mid, start) in sent.items()
+    }
+    assert replies.pop("b13")["type"] == "error"
+    assert all(r["type"] == "ok" for r in replies.values()), replies
+    await watcher.wait_seq("t1", max(r["seq"] for r in replies.values()))
+    told = [e for e in watcher.events("t1", "bets") if e["seq"] > mark]
+    assert 1 <= len(told) < len(replies) // 2, f"{len(told)} events for {len(replies)} bets"
+    total = sum(amounts[pid] for pid in replies)
+    assert told[-1]["data"]["totals"] == {"player": total} and told[-1]["data"]["bettors"] == 39
+    # Each bettor's own copy, before their reply: their chips; nobody else's name.
+    for pid, reply in replies.items():
+        mine = [e for e in bettors[pid].events("t1", "bets") if e["seq"] > mark]
+        own = [e for e in mine if e["data"]["player"] == pid]
+        assert own and own[-1]["seq"] <= reply["seq"], (pid, mine)
+        assert own[-1]["data"]["bets"] == {"player": amounts[pid]}
+        assert own[-1]["data"]["actions"]["remove_bet"]["areas"]["player"]["have"] == amounts[pid]
+        others = set(bettors) - {pid}
+        assert not any(f'"{o}"' in json.dumps(e) for e in mine for o in others)
+    # The money exact: each bettor's chips on the felt, the rest available.
+    after = await server.store.audit()
+    assert after["sum"] == 0 and after["ledger_matches"], after
+    for pid in replies:
+        money = await bettors[pid].call("balance")
+        assert (money["balance"], money["available"]) == (200_000, 200_000 - amounts[pid])
+    for client in [watcher, *bettors.values()]:
+        client.assert_clean()
+
+
+async def test_a_burst_the_store_refuses_for_one_bettor_is_stepped_again_one_by_one(
+    net: Any,
+) -> None:
+    """Bob's balance at t1 is out of date: he spent most of it at t2 meanwhile. His bet at
+    t1 comes in a burst with ten others'; the store refuses the burst's commit (his
+    balance would go below zero), so the table goes back to its last stored step and
+    steps each command alone: his is refused ``insufficient_funds``, the others' are
+    taken, and the books are exact."""
+    server = await net.start(**FAST, guest_balance=1_000, tables=(table_def("t1"), table_def("t2")))
+    watcher = await net.guest(server, "json", name="Watcher")
+    games = {}
+    for t in ("t1", "t2"):
+        seat = await net.player(server, f"s-{t}", "json")
+        await seat.join(t)
+        await seat.call("sit", table=t, seat=1)
+        await watcher.join(t)
+        games[t] = Game(t, {seat.player: seat}, watcher, rng=random.Random(5))
+        await games[t].to_betting()
+    bob = await net.player(server, "bob", "msgpack", name="Bob")
+    others: dict[str, Client] = {}
+    for n in range(10):
+        client = await net.player(server, f"o{n}", "json")
+        await client.join("t1")
+        others[client.player] = client
+    await bob.join("t1")  # t1 reads his balance: 1,000
+    await bob.join("t2")
+    await bob.call("bet", table="t2", area="banker", amount=900)  # 100 left
+    sent = {"bob": await bob.send_command("bet", table="t1", area="player", amount=800)}
+    for pid, client in others.items():
+        sent[pid] = await client.send_command("bet", table="t1", area="player", amount=100)
+    clients = {"bob": bob, **others}
+    replies = {
+        pid: await clients[pid].wait_frame(
+            lambda m, mid=mid: m.get("id") == mid, start=start, what="the bet's reply"
+        )
+        for pid, (mid, start) in sent.items()
+    }
+    assert replies.pop("bob")["code"] == "insufficient_funds"
+    assert all(r["type"] == "ok" for r in replies.values()), replies
+    await watcher.wait_seq("t1", max(r["seq"] for r in replies.values()))
+    last = watcher.events("t1", "bets")[-1]["data"]
+    assert last["totals"] == {"player": 1_000} and last["bettors"] == 10
+    money = await bob.call("balance")
+    assert (money["balance"], money["available"]) == (1_000, 100)
+    audit = await server.store.audit()
+    assert audit["sum"] == 0 and audit["ledger_matches"], audit
+    for client in [watcher, bob, *others.values()]:
+        client.assert_clean()

@@ -437,3 +437,57 @@ def test_a_restart_keeps_bettors_wagers_and_chips_and_sends_them_away() -> None:
     assert "zoe" in h.table.players and h.wallet.balance("player:zoe") == DEFAULT_FUNDS + 500
     check_parts(h.table, parts)
     assert parts == {}
+
+
+def test_a_burst_of_bettors_chips_is_told_in_one_event_for_them_all() -> None:
+    """A croupier stepping several bettors' commands together (the actor, when they
+    queue up: issue 37 §3) tells them in one ``bets`` event per kind of change, each
+    bettor's own copy with their chips and actions, and the table ends as it would one
+    command at a time."""
+    one_by_one, burst = _table(), _table()
+    for h in (one_by_one, burst):
+        h.join("xia")
+        h.bet("ann", "banker", 500)
+    cmds = [
+        c.PlaceBet(player="zoe", area="player", amount=300),
+        c.PlaceBet(player="yan", area="banker", amount=200),
+        c.PlaceBet(player="zoe", area="tie", amount=100),
+        c.PlaceBet(player="xia", area="player", amount=100),
+        c.ClearBets(player="xia"),
+    ]
+    for cmd in cmds:
+        one_by_one.do(cmd)
+    t = burst.table
+    seq = t.seq
+    t.defer_bettors()
+    steps = [t.handle(cmd, burst.now) for cmd in cmds]
+    assert [s.events for s in steps] == [()] * 5 and t.seq == seq  # nothing told yet
+    flushed = t.flush_bettors(cmds[-1])
+    # One event per change, in the order the changes first came; every bettor's own
+    # copy holds their chips as they are now.
+    assert [(e.kind, e.data["change"]) for e in flushed.events] == [
+        ("bets", "place"),
+        ("bets", "clear"),
+    ]
+    placed, cleared = flushed.events
+    assert set(placed.private or {}) >= {"zoe", "yan"} and set(cleared.private or {}) >= {"xia"}
+    assert view_event(placed, "zoe")["data"]["bets"] == {"player": 300, "tie": 100}
+    assert view_event(placed, "yan")["data"]["bets"] == {"banker": 200}
+    assert view_event(cleared, "xia")["data"]["bets"] == {}
+    for viewer in ("ann", "bob", None):  # the others see the felt, not who
+        assert "zoe" not in json.dumps(view_event(placed, viewer))
+    assert cleared.data["totals"] == one_by_one.table.felt()["totals"]
+    assert flushed.seq == t.seq == seq + 2
+    # The same table as one command at a time: chips, felt, money and actions.
+    for pid in ("zoe", "yan", "xia", "ann"):
+        assert t.players[pid].bets == one_by_one.table.players[pid].bets
+        assert burst.available(pid) == one_by_one.available(pid)
+        assert t.actions(pid) == one_by_one.table.actions(pid)
+    assert t.felt() == one_by_one.table.felt()
+    # Each bettor's actions went with the events (the last one carries the overlays).
+    told = {
+        pid: view_event(flushed.events[-1], pid)["data"].get("actions")
+        for pid in ("zoe", "yan", "xia")
+    }
+    assert all(told[pid] == t.actions(pid) for pid in told), told
+    _audit(burst)
