@@ -114,7 +114,7 @@ def test_two_tables_side_by_side_and_one_at_a_time_on_a_phone(
     host = TablePage(page, "dan")
     host.open(server, "dan", "Dan")
     for table in ("g1", "g2"):
-        add = page.locator(f".mine[data-table='{table}']")
+        add = page.locator(f".my-table[data-table='{table}']")
         expect(add).to_have_attribute("aria-pressed", "false")
         add.click()
         expect(add).to_have_attribute("aria-pressed", "true")
@@ -127,7 +127,7 @@ def test_two_tables_side_by_side_and_one_at_a_time_on_a_phone(
     expect(page.locator("#balance")).to_have_text(money(start))
 
     # -- he bets 1.00 on Banker at both, without a seat
-    for table, tp in dan.items():
+    for tp in dan.values():
         tp.bet("banker")
         expect(tp.page.locator("#act-done")).to_be_hidden()
     expect(page.locator("#bet")).to_have_text("2.00")
@@ -173,7 +173,7 @@ def test_two_tables_side_by_side_and_one_at_a_time_on_a_phone(
     page.set_viewport_size({"width": 1280, "height": 800})
     page.locator("#btn-lobby").click()
     for table in ("g3", "g4"):
-        page.locator(f".mine[data-table='{table}']").click()
+        page.locator(f".my-table[data-table='{table}']").click()
     page.locator("#btn-mine").click()
     frame_of(page, "g4")
     check_grid(page, "laptop, four tables", 4)
@@ -187,3 +187,34 @@ def test_two_tables_side_by_side_and_one_at_a_time_on_a_phone(
     expect(page.locator("#grid-frames iframe[data-table='g4']")).to_have_count(0)
     expect(page.locator("#grid-tabs .grid-tab")).to_have_count(3)
     expect(page.locator("#btn-mine")).to_have_text("My tables (3)")
+
+
+@pytest.fixture(scope="module")
+def reality_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    config = f"reality_check = {REALITY_MINUTES:.4f}\n" + server_config(TABLES[:1])
+    s = ServerProcess(tmp_path_factory.mktemp("web-grid-reality"), config).start()
+    yield s
+    s.stop()
+
+
+#: A reality check every few seconds (minutes, as the server's config takes them).
+REALITY_MINUTES = scaled(0.05)
+
+
+def test_one_reality_check_for_all_my_tables(
+    reality_server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    """The reality check is the player's (the server holds it per player): shown once, by
+    the page around the tables, not again by each table's frame; one answer covers all."""
+    page = open_page(viewport=(1280, 800))
+    TablePage(page, "eve").open(reality_server, "eve", "Eve")
+    page.locator(".my-table[data-table='g1']").click()
+    page.locator("#btn-mine").click()
+    table = frame_of(page, "g1")
+    dialog = page.locator("#dlg-reality")
+    expect(dialog).to_be_visible(timeout=ms(REALITY_MINUTES * 60 + 10))
+    assert not table.evaluate("() => document.querySelector('#dlg-reality').open")
+    page.locator("#reality-continue").click()
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#reality-result")).to_be_empty()
+    assert not table.evaluate("() => document.querySelector('#dlg-reality').open")

@@ -85,7 +85,7 @@ export class LobbyView {
   draw() {
     const app = this.app;
     const focused = document.activeElement?.closest?.("#tables [data-table]");
-    const keep = focused ? { table: focused.dataset.table, kind: [...focused.classList].find((c) => ["fav", "mine"].includes(c)) ?? "table-card" } : null;
+    const keep = focused ? { table: focused.dataset.table, kind: [...focused.classList].find((c) => ["fav", "my-table"].includes(c)) ?? "table-card" } : null;
     const tiers = new Map();
     for (const tb of app.tables) {
       const key = tierKey(tb);
@@ -191,7 +191,7 @@ export class LobbyView {
       "button",
       {
         type: "button",
-        class: "mine",
+        class: "my-table",
         dataset: { table: tb.table },
         "aria-pressed": String(mine),
         "aria-label": words,
