@@ -529,8 +529,12 @@ export class TableView {
       candidates.push(...all.slice(at + 1), ...all.slice(0, Math.max(0, at)));
     }
     candidates.push(...["#act-accept", "#cut-range", "#sq-toss", "#sq-peek", "#sq-card1", "#sq-card2"].map((sel) => $(sel)));
+    // After STAND, the Sit buttons before the chips (which a table that takes bettors
+    // without a seat offers a spectator too); a bettor without a seat's, the chips.
+    const sit = !s.mySeat && was.inTable ? [$("#seats .sit-here[tabindex='0']"), $("#act-sit")] : [];
+    if (!s.bettingWithoutSeat) candidates.push(...sit);
     if (s.actions.bet) candidates.push($("#chips .chip[aria-pressed='true']"));
-    if (!s.mySeat && was.inTable) candidates.push($("#seats .sit-here[tabindex='0']"), $("#act-sit")); // after STAND
+    candidates.push(...sit);
     // The focus moves without scrolling the felt away from the hands: a step's control
     // is brought into view only as far as it must be; "You: seat N" is not.
     const target = candidates.find(usable);
