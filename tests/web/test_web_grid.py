@@ -95,6 +95,17 @@ def check_grid(page: Page, where: str, count: int) -> None:
         for b in cells[i + 1 :]:
             assert not overlap(a, b), f"{where}: two tables overlap"
     assert len({round(c["top"]) for c in cells}) == (2 if count > 2 else 1), where
+    if count > 2:
+        return
+    # Two tables: each one's hands, bets, chips and buttons in its frame, unscrolled.
+    for frame in page.frames[1:]:
+        reach = frame.evaluate(
+            """() => { const main = document.querySelector("main");
+                const bottom = (s) => document.querySelector(s).getBoundingClientRect().bottom;
+                return [bottom("#bet-bar") + main.scrollTop,
+                        document.querySelector("#bottombar").getBoundingClientRect().top]; }"""
+        )
+        assert reach[0] <= reach[1] + 0.5, f"{where}: {frame.url}: the buttons past the screen"
 
 
 def test_two_tables_side_by_side_and_one_at_a_time_on_a_phone(
