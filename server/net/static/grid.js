@@ -134,6 +134,8 @@ export class GridView {
   frameUrl(table) {
     const q = new URLSearchParams({ embed: "1", grid: "1", table });
     if (this.app.identity?.guest) q.set("guest", "1");
+    const url = this.app.params?.get("url"); // (the same server as this page's)
+    if (url) q.set("url", url);
     const lang = this.app.params?.get("lang");
     if (lang) q.set("lang", lang);
     return `./?${q}`;
@@ -220,9 +222,17 @@ export class GridView {
   onFrameMessage(ev) {
     if (ev.origin !== location.origin) return;
     const m = ev.data;
-    if (!m || m.type !== "chemmy:status" || typeof m.table !== "string") return;
-    const frame = this.frames.get(m.table);
-    if (!frame || frame.contentWindow !== ev.source) return;
+    const frame = [...this.frames.values()].find((f) => f.contentWindow === ev.source);
+    if (!m || !frame) return;
+    if (m.type === "chemmy:ready") {
+      // A frame with no token in this tab's storage (this page got its own from its host
+      // page, docs/embedding.md §3): it is handed the one this page signed in with.
+      const auth = this.app.client?.auth ?? {};
+      const connect = auth.token ? { token: auth.token } : { guest: true, name: this.app.identity?.name };
+      frame.contentWindow.postMessage({ type: "chemmy:connect", ...connect, table: frame.dataset.table }, location.origin);
+      return;
+    }
+    if (m.type !== "chemmy:status" || m.table !== frame.dataset.table) return;
     const before = this.status.get(m.table);
     this.status.set(m.table, m);
     if (!before || before.balance !== m.balance || before.stake !== m.stake) this.moneyMoved();
