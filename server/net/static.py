@@ -138,6 +138,7 @@ def content_security_policy(origins: Iterable[str] = (), *, back_office: bool = 
             "style-src 'self'",
             "img-src 'self' data:",
             "connect-src 'self'",
+            "frame-src 'self'",  # the page's own tables side by side (static/grid.js)
             "manifest-src 'self'",
             "base-uri 'none'",
             "form-action 'none'",

@@ -254,3 +254,51 @@ def test_a_snapshot_mid_coup_gives_the_servers_totals(
     assert seen == {"player": totals["player"]}
     ann.close()
     watcher.close()
+
+
+def test_a_bettor_without_a_seat_as_they_and_the_others_see_it(
+    run: Callable[[str], Any],
+) -> None:
+    """GAME_RULES §5: the felt's totals and bettors are the server's for everyone; a
+    bettor's bets, wager and payouts come only in their own copies, and nobody else's
+    page can name them."""
+    options = {**SNAPSHOT["options"], "bettors": 1000}
+    snap = {**SNAPSHOT, "options": options, "felt": {"totals": {}, "bettors": 0}}
+    result = run(
+        f"""
+        const me = new m.TableState("me");
+        me.load({json.dumps(snap)});
+        const ann = new m.TableState("ann");
+        ann.load({json.dumps({**snap, "you": {**snap["you"], "player": "ann", "seat": 1}})});
+        const felt = {{totals: {{player: 700}}, bettors: 1}};
+        me.apply("bets", {{player: "me", seat: null, bets: {{player: 700}}, change: "place",
+                           ...felt, available: 4300}});
+        ann.apply("bets", {{player: null, seat: null, bets: null, change: "place", ...felt}});
+        const betting = {{
+          me: [me.takesBettors, me.bettingWithoutSeat, me.areaTotal("player"), me.stacks(), me.available],
+          ann: [ann.felt, ann.bettors, ann.areaTotal("player"), ann.stacks(), ann.nextChips],
+        }};
+        const closed = {{round_id: "js-1-1", bets: {{}}, totals: {{player: 700}}, bettors: 1}};
+        me.apply("betting_closed", {{...closed, balance: 4300, available: 4300, own: {{player: 700}}}});
+        ann.apply("betting_closed", closed);
+        const held = {{me: [me.myStake, me.coup.bets], ann: [ann.coup.bets, ann.coup.felt]}};
+        const paid = {{player: "me", area: "player", stake: 700, returned: 1400, win: 700,
+                       commission: 0, outcome: "win"}};
+        const notes = me.apply("settled", {{round_id: "js-1-1", payouts: [], totals: {{}}, bettors: 0,
+                                           balance: 5700, available: 5700, net: 700, own: [paid]}});
+        ann.apply("settled", {{round_id: "js-1-1", payouts: [], totals: {{}}, bettors: 0}});
+        return {{betting, held, notes: notes.map((n) => n.text), payouts: me.lastCoup.payouts,
+                 after: [me.available, me.felt, me.bettors, ann.lastCoup.payouts]}};
+        """
+    )
+    me, ann = result["betting"]["me"], result["betting"]["ann"]
+    assert me == [True, True, 700, {"player": [{"player": "me", "amount": 700}]}, 4300]
+    assert ann == [{"player": 700}, 1, 700, {}, True]
+    assert result["held"]["me"] == [700, {"me": {"player": 700}}]
+    assert result["held"]["ann"] == [{}, {"player": 700}]
+    assert len(result["notes"]) == 1 and "You won 7.00" in result["notes"][0]
+    assert result["payouts"] == [
+        {"player": "me", "area": "player", "stake": 700, "returned": 1400, "win": 700,
+         "commission": 0, "outcome": "win"}
+    ]  # fmt: skip
+    assert result["after"] == [5700, {}, 0, []]

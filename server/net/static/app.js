@@ -14,7 +14,8 @@
  * screens draw from that state, as the terminal client's (client_cli/tui/): lobby.js
  * (the tables), table.js (the felt, seats, shoe, hands and buttons), squeeze.js (the
  * squeeze bar and a card opening), roads.js (roads and odds), dialogs.js (cashier,
- * history, help, options); cards.js draws and names the cards, dom.js builds elements.
+ * history, help, options), grid.js (my tables: up to four, each this page in a frame of
+ * its own, `?grid=1`); cards.js draws and names the cards, dom.js builds elements.
  *
  * What it must never do: decide a rule. Every button is enabled from the server's
  * `actions` (state.actions); a click sends the command and the server's refusal, if
@@ -29,6 +30,7 @@ import { chooseLanguage, language, refusalText, setCurrency, setLanguage, t, tra
 import { AREA_NAMES, PHASE_NAMES, TableState, formatMoney, resultText } from "./state.js";
 import { $, h, show, store } from "./dom.js";
 import { Dialogs, loadOptions, refusalOf, restrictionText } from "./dialogs.js";
+import { GridView } from "./grid.js";
 import { LobbyView } from "./lobby.js";
 import { RoadsView } from "./roads.js";
 import { SQUEEZE_SECONDS, Squeeze } from "./squeeze.js";
@@ -134,11 +136,19 @@ class App {
     this.squeeze = new Squeeze(this);
     this.roads = new RoadsView(this);
     this.dialogs = new Dialogs(this);
+    this.grid = new GridView(this);
   }
 
   // -- start --------------------------------------------------------------------------
   async start() {
     this.params = new URLSearchParams(location.search);
+    // A table of "my tables" (grid.js): this page in its frame, telling the page around
+    // it its status; that page shows the money and the reality check for every table.
+    this.inGrid = this.params.get("grid") === "1" && window.parent !== window;
+    if (this.inGrid) {
+      document.body.classList.add("in-grid");
+      this.parentOrigin = location.origin;
+    }
     this.bindStatic();
     this.applyOptions();
     await this.applyLanguage();
@@ -202,6 +212,8 @@ class App {
     if (lang === language() && document.documentElement.lang === lang) return;
     await setLanguage(lang);
     translatePage();
+    this.grid.renderMenu();
+    if (this.grid.shown) this.grid.renderTabs();
     this.table.renderMoney(); // the bottom bar's amounts as the language writes them
     if (!this.client && $("#conn").dataset.state === "waiting") {
       this.waitForHost(this.hostIgnored ?? null); // still waiting for the host page
@@ -308,7 +320,7 @@ class App {
     c.on("error", (m) => this.note(refusalOf(m), "refused"));
     // The reality check: a modal until it is answered (bets wait for it, the server's).
     c.on("message", (m) => {
-      if (m.type === "reality_check") this.dialogs.showReality(m);
+      if (m.type === "reality_check" && !this.inGrid) this.dialogs.showReality(m); // (a grid's: its page's)
       // Answered on another screen of the player's: this one stops asking.
       else if (m.type === "reality_answered") this.dialogs.realityAnswered(m);
     });
@@ -387,7 +399,7 @@ class App {
     if (!this.state) this.table.renderMoney(undefined, 0);
     this.showRestriction(hello.restriction);
     if (!first) return;
-    const target = table || store.get("session", "chemmy.table");
+    const target = table || (this.inGrid ? null : store.get("session", "chemmy.table"));
     if (target) this.openTable(target);
     else this.showLobby();
   }
@@ -461,12 +473,12 @@ class App {
     } catch (err) {
       this.tableId = null;
       this.state = null;
-      store.remove("session", "chemmy.table");
+      if (!this.inGrid) store.remove("session", "chemmy.table");
       this.note(t("page.cannot_join", { table, error: err.message }), "refused");
       this.showLobby();
       return;
     }
-    store.set("session", "chemmy.table", table);
+    if (!this.inGrid) store.set("session", "chemmy.table", table);
   }
 
   async leaveTable() {
@@ -480,7 +492,7 @@ class App {
     }
     this.tableId = null;
     this.state = null;
-    store.remove("session", "chemmy.table");
+    if (!this.inGrid) store.remove("session", "chemmy.table");
     this.showLobby();
   }
 
@@ -494,7 +506,7 @@ class App {
     this.state = null;
     this.placed = [];
     this.squeeze.reset();
-    store.remove("session", "chemmy.table");
+    if (!this.inGrid) store.remove("session", "chemmy.table");
     this.showLobby();
     const said = (notes ?? []).map((n) => n.text).filter(Boolean).join(" · ");
     this.note(t("page.table_closed", { name, what: said || t("phase_sentence.closed") }), "refused");
@@ -798,6 +810,7 @@ class App {
   // -- static bindings -------------------------------------------------------------------
   bindStatic() {
     $("#btn-lobby").addEventListener("click", () => (this.tableId ? this.leaveTable() : this.showLobby()));
+    this.grid.bind();
     $("#btn-history").addEventListener("click", () => this.dialogs.openHistory());
     $("#btn-verify").addEventListener("click", () => this.verifyShoe());
     $("#btn-help").addEventListener("click", () => this.dialogs.openHelp());
@@ -860,6 +873,7 @@ class App {
   render() {
     if (!this.state || document.body.dataset.view !== "table") return;
     this.table.render();
+    const a = this.state.actions;
     this.toParent({
       type: "chemmy:status",
       state: this.connState,
@@ -867,6 +881,10 @@ class App {
       table: this.tableId,
       seat: this.state.mySeat,
       balance: this.state.balance,
+      // for a grid's tabs (grid.js): the phase, whether the table waits for you, your chips
+      phase: this.state.phase,
+      turn: PROMPT_ACTIONS.some((name) => a[name]),
+      stake: this.state.myStake,
     });
   }
 

@@ -4,7 +4,9 @@
  * free seats and watchers, its limits and its variant (commission, side bets), grouped
  * by tier of limits as the terminal client's lobby (client_cli/tui/lobby.py) lists them.
  * A filter by limits (or the favourites only), and favourite tables marked with a star,
- * both remembered in the browser. Drawn from the server's `tables` reply (each lobby
+ * both remembered in the browser; a table added to "my tables" (its ＋: up to four, played
+ * side by side, grid.js). Each line says whether spectators may bet without a seat there
+ * (`bettors_max`, and how many `bettors` do: GAME_RULES §5). Drawn from the server's `tables` reply (each lobby
  * line's `road`: docs/protocol.md §6), asked again every few seconds, so a coup played
  * at any table shows here soon after; a click joins the table.
  *
@@ -54,7 +56,9 @@ export class LobbyView {
     app.refreshMoney(); // chips that were on a table came back
     show($("#lobby"), true);
     show($("#table"), false);
+    show($("#grid"), false); // my tables stay at their tables meanwhile (grid.js)
     document.body.dataset.view = "lobby";
+    app.grid.renderMenu();
     $("#plaque").textContent = t("page.choose_table");
     $("#phase").textContent = "";
     await this.refresh();
@@ -81,7 +85,7 @@ export class LobbyView {
   draw() {
     const app = this.app;
     const focused = document.activeElement?.closest?.("#tables [data-table]");
-    const keep = focused ? { table: focused.dataset.table, star: focused.classList.contains("fav") } : null;
+    const keep = focused ? { table: focused.dataset.table, kind: [...focused.classList].find((c) => ["fav", "my-table"].includes(c)) ?? "table-card" } : null;
     const tiers = new Map();
     for (const tb of app.tables) {
       const key = tierKey(tb);
@@ -108,7 +112,7 @@ export class LobbyView {
     if (!sections.length) sections.push(h("p", { class: "muted lobby-empty" }, t(this.filter === "favourites" ? "page.lobby.no_favourites" : "page.lobby.none")));
     fill($("#tables"), ...sections);
     if (keep) {
-      const sel = `${keep.star ? ".fav" : ".table-card"}[data-table="${CSS.escape(keep.table)}"]`;
+      const sel = `.${keep.kind}[data-table="${CSS.escape(keep.table)}"]`;
       $("#tables").querySelector(sel)?.focus();
     }
   }
@@ -153,6 +157,11 @@ export class LobbyView {
           h("span", { class: "table-free", dataset: { free } }, t("page.lobby.free", { count: free })),
           " · ",
           h("span", { class: "table-watching" }, t("page.lobby.watching", { count: tb.spectators ?? 0 })),
+          " · ",
+          // Bettors without a seat (§5): how many are in, or a seated-only table.
+          tb.bettors_max === 0
+            ? h("span", { class: "table-bettors", dataset: { bettors: "none" } }, t("page.lobby.seated_only"))
+            : h("span", { class: "table-bettors", dataset: { bettors: tb.bettors ?? 0 } }, t("page.lobby.bettors", { count: tb.bettors ?? 0 })),
         ),
         h("span", { class: "table-phase" }, t("page.lobby.phase", { phase: PHASE_NAMES[tb.phase] ?? tb.phase, shoe: tb.shoe_no, coup: tb.coup_no })),
       ),
@@ -169,6 +178,30 @@ export class LobbyView {
         },
         fav ? "★" : "☆",
       ),
+      this.mineButton(tb),
+    );
+  }
+
+  /** ＋ / ✓: the table in "my tables" (grid.js), or not. */
+  mineButton(tb) {
+    const grid = this.app.grid;
+    const mine = grid.has(tb.table);
+    const words = t(mine ? "page.lobby.mine.remove" : "page.lobby.mine.add", { name: tb.name });
+    return h(
+      "button",
+      {
+        type: "button",
+        class: "my-table",
+        dataset: { table: tb.table },
+        "aria-pressed": String(mine),
+        "aria-label": words,
+        title: words,
+        onclick: () => {
+          grid.toggle(tb.table, tb.name);
+          this.draw();
+        },
+      },
+      mine ? "✓" : "＋",
     );
   }
 

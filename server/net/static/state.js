@@ -11,7 +11,11 @@
  * It decides nothing: the buttons a player may press are the server's `actions`
  * (docs/protocol.md §9), taken from the snapshot's `you.actions` and replaced by the
  * private `actions` an event carries when they change; a spectator's free seats follow
- * the public `free_seats` of `sat` and `stood`. Money is integer minor units
+ * the public `free_seats` of `sat` and `stood`. Bettors without a seat (GAME_RULES §5,
+ * docs/protocol.md §7): the felt's `totals` per area and how many `bettors` are in are
+ * the server's (the snapshot's `felt`, and every event that changes the felt); your own
+ * bets and wager as a bettor come in your private copies (`bets`, `own`), and nobody
+ * else's bettor is ever named. Money is integer minor units
  * throughout; `formatMoney` is the only place it becomes text. The words are the
  * catalogs' (i18n.js `t`), in the current language.
  */
@@ -83,6 +87,8 @@ export class TableState {
     this.seats = new Map(); // player id -> {seat, player, name, connected, bets, done}
     this.names = new Map();
     this.spectators = 0;
+    this.felt = null; // the server's totals per area (everyone's chips together), null before it said
+    this.bettors = 0; // how many bettors without a seat are in (§5)
     this.coup = null;
     this.lastCoup = null; // the settled coup, shown until the next coup's first chips
     this.lastShown = false; // whether the settled coup is still on show
@@ -107,6 +113,23 @@ export class TableState {
 
   get areas() {
     return this.options.areas ?? ["player", "banker", "tie"];
+  }
+
+  /** The table takes bettors without a seat (its `bettors` option; 0: seated only). */
+  get takesBettors() {
+    return (this.options.bettors ?? 0) > 0;
+  }
+
+  /** You have chips on the felt, or a wager in the coup, without a seat (§5). */
+  get bettingWithoutSeat() {
+    return !this.seats.has(this.me) && this.myStake > 0;
+  }
+
+  /** The chips on an area, everyone's together: the felt's totals as the server says
+   * them (bettors without a seat included), else the seats' own. */
+  areaTotal(area, stacks = this.stacks()) {
+    if (this.felt) return this.felt[area] ?? 0;
+    return (stacks[area] ?? []).reduce((a, b) => a + b.amount, 0);
   }
 
   get limits() {
@@ -136,12 +159,14 @@ export class TableState {
     return [...this.seats.values()].sort((a, b) => a.seat - b.seat);
   }
 
-  /** Who has what on each area: {area: [{player, amount}]}, in seat order. */
+  /** Who has what on each area: {area: [{player, amount}]}, in seat order (the seated
+   * players', the turners' and yours: a bettor without a seat is named to nobody else). */
   stacks() {
     const bets =
       this.coup && Object.keys(this.coup.bets).length
         ? this.coup.bets
         : Object.fromEntries([...this.seats.values()].map((s) => [s.player, s.bets]));
+    if (!this.coup && !this.seats.has(this.me) && this.me) bets[this.me] = this.myBets; // yours, without a seat
     const order = (pid) => this.seats.get(pid)?.seat ?? 99;
     const out = {};
     for (const [pid, b] of Object.entries(bets)) {
@@ -192,7 +217,9 @@ export class TableState {
       this.names.set(s.player, s.name ?? s.player);
     }
     this.spectators = snap.spectators ?? 0;
-    this.coup = coupFromView(snap.coup);
+    this._felt(snap.felt ?? {});
+    for (const [pid, name] of Object.entries(snap.coup?.names ?? {})) this.names.set(pid, name);
+    this.coup = coupFromView(snap.coup, snap.felt?.totals);
     this.lastCoup = null;
     this.lastShown = false;
     this.lastResult = snap.last_result ?? null;
@@ -236,7 +263,16 @@ export class TableState {
       }
     }
     if (data.actions && typeof data.actions === "object") this.actions = { ...data.actions };
+    this._felt(data);
     return notes;
+  }
+
+  /** The felt as an event or the snapshot says it (`totals`, `bettors`), if it does. */
+  _felt(d) {
+    if (d.totals && typeof d.totals === "object" && Number.isInteger(d.bettors)) {
+      this.felt = { ...d.totals };
+      this.bettors = d.bettors;
+    }
   }
 
   _money(d) {
@@ -248,7 +284,8 @@ export class TableState {
   on_sat(d) {
     const name = d.name ?? this.names.get(d.player) ?? d.player;
     this.names.set(d.player, name);
-    this.seats.set(d.player, { seat: d.seat, player: d.player, name, connected: true, bets: {}, done: false });
+    // A bettor without a seat who sits brings their chips (docs/protocol.md `sat`).
+    this.seats.set(d.player, { seat: d.seat, player: d.player, name, connected: true, bets: { ...(d.bets ?? {}) }, done: false });
     this.spectators = Math.max(0, this.spectators - 1);
     if (d.player === this.me) {
       this._money(d);
@@ -476,6 +513,11 @@ export class TableState {
 
   on_bets(d) {
     const bets = { ...(d.bets ?? {}) };
+    if (d.player == null) {
+      // A bettor without a seat's chips, as everyone sees them: the felt only (§5).
+      if (Object.keys(d.totals ?? {}).length) this.nextChips = true;
+      return [];
+    }
     if (Object.keys(bets).length) {
       // The next coup's chips: yours take the settled coup off the felt; the others'
       // do too, once the page has shown it a while (app.js).
@@ -517,6 +559,7 @@ export class TableState {
   }
 
   on_debit_refused(d) {
+    if (d.player == null) return []; // bettors without a seat, refused: not yours to know
     const s = this.seats.get(d.player);
     if (s) s.bets = {};
     if (d.player === this.me) {
@@ -532,6 +575,9 @@ export class TableState {
     this.deadline = null;
     this._money(d);
     this.coup = newCoup(d.round_id, this.coupNo, d.bets ?? {});
+    // Your wager (private: a bettor without a seat's is in no public list).
+    if (d.own && typeof d.own === "object" && this.me && Object.keys(d.own).length) this.coup.bets[this.me] = { ...d.own };
+    this.coup.felt = d.totals && typeof d.totals === "object" ? { ...d.totals } : null; // everyone's wagers per area
     return [note(t("ev.no_more_bets"), "info", t("ev.no_more_bets"))];
   }
 
@@ -541,6 +587,7 @@ export class TableState {
     this.coup.player = Array.from({ length: d.player ?? 2 }, () => cardView());
     this.coup.banker = Array.from({ length: d.banker ?? 2 }, () => cardView());
     this.coup.turners = { ...(d.turners ?? {}) };
+    for (const [pid, name] of Object.entries(d.names ?? {})) this.names.set(pid, name); // (a bettor who turns)
     this.phase = "turn";
     if (this.shoe && Number.isInteger(this.shoe.cards_left)) this.shoe.cards_left -= 4;
     return [];
@@ -649,7 +696,7 @@ export class TableState {
         tone = "lose";
       } else {
         // Bets won and lost that cancel out break even; a push is every bet pushed.
-        const mine = (d.payouts ?? []).filter((p) => p.player === this.me);
+        const mine = [...(d.payouts ?? []), ...(Array.isArray(d.own) ? d.own : [])].filter((p) => p.player === this.me);
         text = t(mine.some((p) => p.outcome !== "push") ? "ev.even" : "ev.push", { text });
       }
     }
@@ -664,7 +711,10 @@ export class TableState {
     }
     this.myBets = {};
     if (coup) {
-      coup.payouts = d.payouts ?? [];
+      // Everyone's public payouts, and yours (`own`: a bettor without a seat's are private).
+      const own = Array.isArray(d.own) ? d.own : [];
+      const seen = new Set((d.payouts ?? []).map((p) => `${p.player}|${p.area}`));
+      coup.payouts = [...(d.payouts ?? []), ...own.filter((p) => !seen.has(`${p.player}|${p.area}`))];
       coup.net = Number.isInteger(d.net) ? d.net : null; // yours, for the result's banner
     }
     this.lastCoup = coup;
@@ -700,14 +750,16 @@ function newCoup(roundId, coupNo, bets) {
     private: {}, // "hand:index" -> a card you are squeezing
     progress: {}, // "hand:index" -> percent others have bent it
     totals: {},
+    felt: null, // everyone's wagers per area (the felt's totals at betting_closed, §5)
     result: null,
     payouts: null,
   };
 }
 
-function coupFromView(view) {
+function coupFromView(view, felt = null) {
   if (!view) return null;
   const coup = newCoup(view.round_id, view.coup_no ?? 0, view.bets ?? {});
+  coup.felt = felt ? { ...felt } : null; // while a coup is dealt, the felt is its wagers
   coup.turners = { ...(view.turners ?? {}) };
   coup.stage = view.stage ?? "player";
   coup.style = view.style ?? null;

@@ -262,9 +262,11 @@ export class TableView {
       this.seatsDrawn = sig;
       this.seatsInView();
     }
-    const you = s.mySeat ? t("page.you.seat", { seat: s.mySeat }) : t("page.you.watching");
+    const you = s.mySeat ? t("page.you.seat", { seat: s.mySeat }) : s.bettingWithoutSeat ? t("page.you.betting") : t("page.you.watching");
     const shoe = s.holder === s.me && s.me ? ` · ${t("page.you.hold_shoe")}` : s.houseHolds ? ` · ${t("page.you.house_holds")}` : "";
-    setText($("#you-seat"), `${you}${shoe} · ${t("page.you.spectators", { count: s.spectators })}`);
+    // How many bet without a seat (the felt's `bettors`, §5): never who.
+    const bettors = s.bettors ? ` · ${t("page.you.bettors", { count: s.bettors })}` : "";
+    setText($("#you-seat"), `${you}${shoe} · ${t("page.you.spectators", { count: s.spectators })}${bettors}`);
   }
 
   /** When the seats' row is wider than the felt (it scrolls sideways): which seats are in
@@ -527,8 +529,12 @@ export class TableView {
       candidates.push(...all.slice(at + 1), ...all.slice(0, Math.max(0, at)));
     }
     candidates.push(...["#act-accept", "#cut-range", "#sq-toss", "#sq-peek", "#sq-card1", "#sq-card2"].map((sel) => $(sel)));
+    // After STAND, the Sit buttons before the chips (which a table that takes bettors
+    // without a seat offers a spectator too); a bettor without a seat's, the chips.
+    const sit = !s.mySeat && was.inTable ? [$("#seats .sit-here[tabindex='0']"), $("#act-sit")] : [];
+    if (!s.bettingWithoutSeat) candidates.push(...sit);
     if (s.actions.bet) candidates.push($("#chips .chip[aria-pressed='true']"));
-    if (!s.mySeat && was.inTable) candidates.push($("#seats .sit-here[tabindex='0']"), $("#act-sit")); // after STAND
+    candidates.push(...sit);
     // The focus moves without scrolling the felt away from the hands: a step's control
     // is brought into view only as far as it must be; "You: seat N" is not.
     const target = candidates.find(usable);
@@ -563,7 +569,9 @@ export class TableView {
     for (const el of document.querySelectorAll("#layout .area")) {
       const area = el.dataset.area;
       const list = stacks[area] ?? [];
-      const total = list.reduce((a, b) => a + b.amount, 0);
+      // Everyone's chips here, the bettors' without a seat too: the felt's totals (§5);
+      // the settled coup's own wagers while it is on show.
+      const total = settled ? (settled.felt?.[area] ?? list.reduce((a, b) => a + b.amount, 0)) : s.areaTotal(area, stacks);
       const mine = list.find((x) => x.player === s.me)?.amount ?? 0;
       const closed = !open || !(bet[area] || remove[area]);
       if (el.disabled !== closed) el.disabled = closed;
@@ -624,8 +632,28 @@ export class TableView {
     app.squeeze.renderBar(a, s);
     // The betting buttons give their row to the squeeze's while you turn (none of them
     // is allowed then): the felt keeps its height.
-    show($("#bet-bar"), Boolean(s?.mySeat) && !(a.toss || a.squeeze || a.turn));
-    show($("#chips"), Boolean(s?.mySeat));
+    // A spectator bets without a seat where the table takes bettors (§5): the chips and
+    // the bar, without DONE (a bettor never holds the betting open).
+    const betting = Boolean(s?.mySeat || s?.takesBettors);
+    show($("#bet-bar"), betting && !(a.toss || a.squeeze || a.turn));
+    show($("#chips"), betting);
+    show($("#act-done"), Boolean(s?.mySeat));
+    this.renderBettorNote();
+  }
+
+  /** Why a spectator's bet areas are open or closed (§5): a seated-only table, a table
+   * with all the bettors it takes, or an invitation to bet without a seat. */
+  renderBettorNote() {
+    const s = this.app.state;
+    const el = $("#bettor-note");
+    let text = "";
+    if (s && !s.mySeat && !s.closed) {
+      if (!s.takesBettors) text = t("page.bettor.seated_only");
+      else if (s.actions.bet || s.bettingWithoutSeat) text = t("page.bettor.open");
+      else if (s.phase === "betting" && s.bettors >= s.options.bettors) text = t("page.bettor.full");
+    }
+    setText(el, text);
+    show(el, Boolean(text));
   }
 
   renderMoney(balance, bet) {
@@ -633,7 +661,8 @@ export class TableView {
     const s = app.state;
     const shown = balance ?? (s ? s.available ?? s.balance : app.identity?.available ?? app.identity?.balance);
     setText($("#balance"), formatMoney(shown));
-    setText($("#bet"), formatMoney(bet ?? (s ? s.myStake : 0)));
+    // (my tables: your chips on all of them, as their frames say: grid.js)
+    setText($("#bet"), formatMoney(bet ?? (s ? s.myStake : app.grid?.shown ? app.grid.stake() : 0)));
   }
 }
 
