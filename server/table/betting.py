@@ -24,6 +24,7 @@ from server.engine.payouts import Area
 
 from . import commands as c
 from . import rules, seating, settlement
+from .actions import watch
 from .errors import TableError, refuse
 from .state import CardSlot, CoupState, Phase, PlayerState
 
@@ -82,6 +83,32 @@ def bettors_bets(t: Table, players: list[PlayerState], change: str) -> None:
             for q in players
         },
     )
+
+
+def defer(t: Table) -> None:
+    """From now until :func:`flush`, a bettor without a seat's chips are not told at once,
+    each in a ``bets`` event of their own (which goes to everyone watching): a croupier
+    stepping a burst of bettors' commands together tells them all at once (§5; a
+    thousand bettors must not cost a thousand events to every watcher)."""
+    assert t.deferred is None, "already deferring"
+    t.deferred = {}
+    t.deferred_watch = watch(t)
+
+
+def flush(t: Table) -> dict[str, str]:
+    """The ``bets`` events of the bettors whose chips changed since :func:`defer` (one
+    per kind of change: ``place``, ``remove``...), each bettor's own copy with their
+    chips as they are now; who they were."""
+    deferred, t.deferred = t.deferred, None
+    assert deferred is not None, "not deferring"
+    by_change: dict[str, list[PlayerState]] = {}
+    for pid, change in deferred.items():
+        p = t.players.get(pid)
+        if p is not None and p.seat is None:
+            by_change.setdefault(change, []).append(p)
+    for change, players in by_change.items():
+        bettors_bets(t, players, change)
+    return deferred
 
 
 def return_chips(t: Table, players: list[PlayerState], change: str) -> None:

@@ -43,25 +43,18 @@ The phases (:class:`~server.table.state.Phase`) and the flow between them::
     any phase --VoidRound--> the round's wagers back, the next round (voiding.py)
     any phase --CloseTable--> CLOSED
 
-(A stacked shoe has no cut and no burn.) Within BETTING the timer runs (a deadline),
-or, having run out with no bet at all, the table waits with no deadline until a first
-bet (§7). Within TURN, each coup stage
-(:class:`~server.table.state.CoupStage`: PLAYER, BANKER, PLAYER_THIRD, BANKER_THIRD)
-has two moments (:class:`~server.table.state.TurnStep`): CHOOSE (TOSS or pick a
-squeeze) and SQUEEZE (turn the cards one at a time).
+(A stacked shoe has no cut and no burn.) Within BETTING the timer runs, or, run out with
+no bet at all, the table waits for a first bet (§7). Within TURN each coup stage
+(``CoupStage``: PLAYER, BANKER, PLAYER_THIRD, BANKER_THIRD) has two moments
+(``TurnStep``): CHOOSE (TOSS or a squeeze) and SQUEEZE (the cards one at a time).
 
-The machine is this class and its sub-machines, modules of functions over it and its
-state records (:mod:`server.table.state`), each holding its commands' checks and dos:
-:mod:`.seating` (join, sit, stand, leave, connections), :mod:`.shoe_offer` (the offer
-and the cut), :mod:`.betting`, :mod:`.turning` (the squeeze and the tableau, a coup
-stage by stage), :mod:`.settlement` (paying a coup, ending a shoe; every wallet
-transfer is there) and :mod:`.voiding` (the operator's void, pause, resume and close).
-This class keeps the commands' way in (``handle``, ``verify``, ``can``), the time
-(``Tick``), the felt (:mod:`.felt`), and ``_advance``, the one place that moves the
-table on after any command: the first of the transitions :data:`rules.NEXT` that holds
-names the phase, and that phase's entry (``_enter_<phase>``) moves the table into it.
-Storage is :mod:`server.table.persistence`; keeping players' actions current,
-:mod:`server.table.actions`.
+The sub-machines hold their commands' checks and dos: :mod:`.seating`, :mod:`.shoe_offer`,
+:mod:`.betting` (a burst of bettors' chips told together too), :mod:`.turning`,
+:mod:`.settlement` (every wallet transfer) and :mod:`.voiding`. This class keeps the way
+in (``handle``, ``verify``, ``can``), the time (``Tick``), the felt (:mod:`.felt`) and
+``_advance``, the one place that moves the table on: the first transition of
+:data:`rules.NEXT` that holds, and its phase's entry. Storage: :mod:`.persistence`;
+players' actions kept current: :mod:`.actions`.
 """
 
 from __future__ import annotations
@@ -175,10 +168,8 @@ class Table:
         self._events: list[Event] = []
         self._records: list[dict[str, Any]] = []
         self.now = 0.0
-        # Between defer_bettors and flush_bettors: the bettors without a seat whose chips
-        # changed (their change), told in one ``bets`` event at the flush.
-        self.deferred: dict[str, str] | None = None
-        self._deferred_watch: tuple[Any, ...] = ()
+        self.deferred: dict[str, str] | None = None  # betting.defer: whose chips, what change
+        self.deferred_watch: tuple[Any, ...] = ()
 
     # ------------------------------------------------------------------ public API
     def handle(self, cmd: c.Command, now: float) -> Step:
@@ -206,32 +197,15 @@ class Table:
         events, self._events = tuple(self._events), []
         return Step(events, unchanged, self.seq, self.in_coup)
 
-    def defer_bettors(self) -> None:
-        """From now until :meth:`flush_bettors`, a bettor without a seat's chips are not
-        told at once, each in a ``bets`` event of their own (which goes to everyone
-        watching): a croupier stepping a burst of bettors' commands together tells them
-        all in one event (§5; a thousand bettors must not cost a thousand events)."""
-        assert self.deferred is None, "already deferring"
-        self.deferred = {}
-        self._deferred_watch = watch(self)
+    def defer_bettors(self) -> None:  # (until flush_bettors: betting.defer)
+        betting.defer(self)
 
     def flush_bettors(self, cmd: c.Command) -> Step:
-        """The ``bets`` events of the bettors whose chips changed since
-        :meth:`defer_bettors` (one per kind of change: ``place``, ``remove``...), each
-        bettor's own copy with their chips as they are now, and everyone's actions kept
-        current; ``cmd`` is the last command of the burst."""
-        deferred, self.deferred = self.deferred, None
-        assert deferred is not None, "not deferring"
+        """The ``bets`` of the bettors deferred, ``cmd`` the burst's last command."""
         self._events = []
-        by_change: dict[str, list[PlayerState]] = {}
-        for pid, change in deferred.items():
-            p = self.players.get(pid)
-            if p is not None and p.seat is None:
-                by_change.setdefault(change, []).append(p)
-        for change, players in by_change.items():
-            betting.bettors_bets(self, players, change)
-        if self._events:
-            self.sent_actions.refresh(self, cmd, self._deferred_watch, self._events, deferred)
+        told = betting.flush(self)
+        if self._events:  # (their actions, and anyone's the burst changed)
+            self.sent_actions.refresh(self, cmd, self.deferred_watch, self._events, told)
         events, self._events = tuple(self._events), []
         return Step(events, not events, self.seq, self.in_coup)
 

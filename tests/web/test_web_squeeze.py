@@ -130,7 +130,7 @@ def peeled(tp: TablePage, index: int) -> dict[str, str]:
     )
 
 
-def same_bend(alice: TablePage, bob: TablePage, index: int, seconds: float = 2.0) -> float:
+def same_bend(alice: TablePage, bob: TablePage, index: int, seconds: float = 5.0) -> float:
     """Wait until Alice's card shows Bob's bend (to a percent); return it."""
     target = bend_of(bob, index)
     assert target is not None

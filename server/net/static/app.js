@@ -684,6 +684,8 @@ class App {
     if (!prompted && (hold || now >= this.heldUntil || ["turn", "refused", "you"].includes(tone))) {
       this.setMessage(text, tone, code);
       if (hold) this.heldUntil = now + HOLD_MS;
+    } else if (this.isResult(text)) {
+      this.announce(text, tone); // the coup's result is said, though the display keeps the prompt
     }
     this.log.push({ text: logText, tone });
     this.log.splice(0, this.log.length - 200);
@@ -708,9 +710,18 @@ class App {
    * message display's words, except that a turned card is said as its whole hand
    * (announceHands overwrites the card's note in the same task, so it is said once). */
   announce(text, tone = "info") {
-    $("#announce").textContent = text;
-    this.justSaid = { text, tone };
+    // The coup's result and what follows in the same task (the shoe offered, the next
+    // round) are said together: the second would replace the first before it is read.
+    const before = this.justSaid;
+    const lead = before?.result && before.text !== text ? `${before.text}. ` : "";
+    $("#announce").textContent = lead + text;
+    this.justSaid = { text: lead + text, tone, result: Boolean(lead) || this.isResult(text) };
     queueMicrotask(() => (this.justSaid = null));
+  }
+
+  /** Whether ``text`` is the settled coup's result line (the player's part of it too). */
+  isResult(text) {
+    return Boolean(text) && text === this.state?.resultLine;
   }
 
   /** A refusal in words, on the message display. Nothing else changes: the page moves
