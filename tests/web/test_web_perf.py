@@ -6,9 +6,9 @@
   frame (16.7 ms), by the thread's CPU time (the page's own work: on a shared machine a
   task's wall time also holds the time other processes took the core); and a
   requestAnimationFrame probe in the page over the same time: 60 frames a second (58 or
-  more; divided by CHEMMY_TESTS_TIMEOUT_FACTOR on a busy machine, as every wait is), or
-  where the machine gives a blank page probed beside it over the same time fewer (the
-  other test workers on two cores), within 3 of that.
+  more; divided by CHEMMY_TESTS_TIMEOUT_FACTOR on a busy machine, as every wait is),
+  but for the frames lost while the machine stalled every page: a blank page probed
+  beside it over the same time was late then too (the other test workers on two cores).
 - The page's weight (every file of a first visit, as sent) and its time to a playable
   table (from the navigation to the table drawn with its Sit buttons enabled), the
   median of a few fresh visits.
@@ -50,7 +50,8 @@ window.__frames = [];
 window.__probe = (on) => {
   if (on) window.__frames = [];
   window.__probing = on;
-  const tick = (t) => { if (!window.__probing) return; window.__frames.push(t); requestAnimationFrame(tick); };
+  // (on the clock of every page: two pages' frames compared)
+  const tick = (t) => { if (!window.__probing) return; window.__frames.push(performance.timeOrigin + t); requestAnimationFrame(tick); };
   if (on) requestAnimationFrame(tick);
 };
 """
@@ -197,8 +198,20 @@ def test_a_squeeze_watched_with_14_seated_keeps_60_frames_a_second(
         gaps = [b - a for a, b in itertools.pairwise(frames)]
         fps = 1000 * len(gaps) / (frames[-1] - frames[0])
         idle = 1000 * (len(beside) - 1) / (beside[-1] - beside[0])
+        # The machine's stalls: where the blank page beside it was late too. A frame of
+        # the table's late across one is the machine's doing; the rest are the page's.
+        stalls = [(a, b) for a, b in itertools.pairwise(beside) if b - a > 1.5 * FRAME_MS]
+        theirs = [
+            (a, b)
+            for a, b in itertools.pairwise(frames)
+            if b - a > 1.5 * FRAME_MS and any(a < d and c < b for c, d in stalls)
+        ]
+        stalled = sum(b - a for a, b in theirs)
+        own_fps = 1000 * (len(gaps) - len(theirs)) / (frames[-1] - frames[0] - stalled)
         figures = {
             "blank_page_frames_per_second": round(idle, 1),
+            "frames_per_second_but_the_machines_stalls": round(own_fps, 1),
+            "machine_stalls_ms": round(stalled),
             "seconds": round(elapsed, 2),
             "tasks": len(tasks),
             "longest_task_cpu_ms": round(tasks[0][1], 1),
@@ -215,9 +228,9 @@ def test_a_squeeze_watched_with_14_seated_keeps_60_frames_a_second(
         assert tasks[0][1] <= LONGEST_TASK_MS, f"a task of {tasks[0][1]:.1f} ms of CPU: {figures}"
         assert figures["tasks_over_a_frame_cpu"] == 0, f"tasks longer than a frame: {figures}"
         # What the player sees: 60 frames a second (a busy machine: CHEMMY_TESTS_TIMEOUT_FACTOR),
-        # or, where the machine gives the blank page beside it fewer, as many less 3.
-        wanted = min(FRAMES_PER_SECOND - 2, idle - 3) / FACTOR
-        assert fps >= wanted, f"{fps:.1f} frames a second: {figures}"
+        # but while the machine stalled every page (the blank one beside it too).
+        wanted = (FRAMES_PER_SECOND - 2) / FACTOR
+        assert own_fps >= wanted, f"{own_fps:.1f} frames a second: {figures}"
         crowd.toss(crowd.at(1), "banker")
     finally:
         crowd.close()
