@@ -104,8 +104,9 @@ HELD_BACK = "an earlier credit or rollback of the player's was not answered in t
 _FRESH_BALANCE = (c.Join, c.Sit)
 #: Commands refused for want of funds that are tried once more with a fresh balance.
 _FUNDED = (c.PlaceBet, c.SameBet)
-#: A bettor without a seat's chips: queued together, they are stepped as one burst.
-_BURST_KINDS = frozenset({"bet", "same_bet", "remove_bet", "clear_bets"})
+#: A bettor without a seat's chips, and a spectator's chat line (shown, never stored):
+#: queued together, they are stepped as one burst.
+_BURST_KINDS = frozenset({"bet", "same_bet", "remove_bet", "clear_bets", "chat"})
 #: The most commands of one burst (one commit, one ``bets`` event a kind of change).
 BURST_MAX = 200
 
@@ -589,6 +590,9 @@ class TableActor:
         entries = [*entries, *self.wallet.drain()]
         records = table.drain_records()
         stored = [e for _i, _c, step in decided for e in step.stored] + flushed.stored
+        if not (stored or entries or records):  # (chat lines alone: shown, never stored)
+            self._deliver_burst(decided, flushed)
+            return
         state = table.to_state(spectators=False)
         parts = table.take_parts()
         calls = self._closing_calls(state, records)
@@ -637,9 +641,12 @@ class TableActor:
             self._store_recovered()
         if calls and self.on_calls is not None:
             self.on_calls(calls)
+        self._deliver_burst(decided, flushed)
+
+    def _deliver_burst(self, decided: list[tuple[_Item, c.Command, Step]], flushed: Step) -> None:
+        """Every event of a stored burst goes out with its last command, then the others'
+        replies (each at the burst's last seq: its events have all come first)."""
         self._bursting = []
-        # Every event of the burst goes out with its last command, then the others' replies
-        # (each at the burst's last seq: its events have all come first).
         events = [e for _i, _c, step in decided for e in step.events] + list(flushed.events)
         last, cmd, step = decided[-1]
         seq, in_coup = flushed.seq, flushed.coup_in_progress

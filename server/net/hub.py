@@ -25,7 +25,7 @@ from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.frames import Frame, Opcode
 from websockets.protocol import OPEN
 
-from server.protocol.codec import JSON, encode
+from server.protocol.codec import encode
 from server.table.events import Event
 from server.table.views import view_event
 
@@ -105,6 +105,54 @@ def write_all(conns: Iterable[ServerConnection], payload: bytes, *, text: bool) 
             conn.logger.debug("a write failed", exc_info=True)
 
 
+class _Out:
+    """The frames one :meth:`Hub.publish` sends, gathered per connection and written to
+    each in one write (a step's events, a burst's ``bets`` and chat lines: one system
+    call a watcher, not one a frame; two thousand watchers made every frame cost tens of
+    ms). Each frame is made once for all (as :func:`write_all`); a connection with an
+    extension (compression) has its frames sent at once, in order, by ``broadcast``."""
+
+    __slots__ = ("frames",)
+
+    def __init__(self) -> None:
+        self.frames: dict[ServerConnection, list[bytes]] = {}
+
+    def add(self, conns: Iterable[ServerConnection], payload: bytes, *, text: bool) -> None:
+        frame: bytes | None = None
+        frames = self.frames
+        for conn in conns:
+            if conn.protocol.extensions:
+                broadcast((conn,), payload, text=text)
+                continue
+            if frame is None:
+                frame = Frame(Opcode.TEXT if text else Opcode.BINARY, payload).serialize(
+                    mask=False, extensions=[]
+                )
+            mine = frames.get(conn)
+            if mine is None:
+                frames[conn] = [frame]
+            else:
+                mine.append(frame)
+
+    def add_encoded(self, conns: Iterable[ServerConnection], frame: str | bytes) -> None:
+        if isinstance(frame, str):
+            self.add(conns, frame.encode(), text=True)
+        else:
+            self.add(conns, frame, text=False)
+
+    def write(self) -> None:
+        """Each connection's frames in one write, after what its protocol still holds;
+        one not open (or mid-fragment) skipped, a failed write ignored (as ``broadcast``)."""
+        for conn, frames in self.frames.items():
+            if conn.protocol.state is not OPEN or conn.send_in_progress is not None:
+                continue
+            try:
+                conn.send_data()
+                conn.transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
+            except Exception:
+                conn.logger.debug("a write failed", exc_info=True)
+
+
 class Hub:
     """This process's fan-out: per table, the connections watching it (by format and by
     player) and a log of its recent events. :meth:`publish` is what the bus hands a
@@ -178,9 +226,10 @@ class Hub:
         if not room.subs:
             return
         t0 = time.perf_counter()
+        out = _Out()
         for event in events:
             if event.transient:  # its own message, not an event (docs/protocol.md)
-                self._broadcast(room, transient(table, event))
+                self._broadcast(room, out, transient(table, event))
                 continue
             private = event.private
             skip: set[ServerConnection] = set()
@@ -189,27 +238,25 @@ class Hub:
                     for conn in room.by_player.get(player, ()):
                         sub = room.subs[conn]
                         frame = encode(envelope(table, view_event(event, player)), sub.fmt)
-                        send_now(conn, frame)
+                        out.add_encoded((conn,), frame)
                         skip.add(conn)
             if len(skip) < len(room.subs):  # (else nobody else watches: nothing to encode)
-                self._broadcast(room, envelope(table, view_event(event, None)), skip)
+                self._broadcast(room, out, envelope(table, view_event(event, None)), skip)
+        out.write()
         if self._observe is not None and events:
             self._observe((time.perf_counter() - t0) / len(events))
 
     def _broadcast(
-        self, room: _Room, message: dict[str, Any], skip: set[ServerConnection] | None = None
+        self,
+        room: _Room,
+        out: _Out,
+        message: dict[str, Any],
+        skip: set[ServerConnection] | None = None,
     ) -> None:
         for fmt, conns in room.by_fmt.items():
             if not conns:
                 continue
-            frame = encode(message, fmt)
-            targets = conns - skip if skip else conns
-            if fmt == JSON:
-                assert isinstance(frame, str)
-                write_all(targets, frame.encode(), text=True)
-            else:
-                assert isinstance(frame, bytes)
-                write_all(targets, frame, text=False)
+            out.add_encoded(conns - skip if skip else conns, encode(message, fmt))
 
     def since(self, table: str, seq: int) -> list[Event] | None:
         """The events after ``seq``, or None when some of them are no longer kept."""
