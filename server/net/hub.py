@@ -4,8 +4,8 @@ Each event is encoded once per distinct view and format: the public view once fo
 JSON and once for msgpack (only for formats someone uses), and a separate frame only
 for the few players the event has a private part for (a turner's squeezed cards, a
 player's own balance). Frames go out without waiting, as ``websockets.broadcast``
-writes them (:func:`write_all` makes each frame once): a slow client never slows a
-table. The server's watchdog closes a client whose write buffer keeps growing (see
+writes them, each frame made once (:func:`write_all`), and a published step's frames
+written to each connection together (``_Out``): a slow client never slows a table. The server's watchdog closes a client whose write buffer keeps growing (see
 ``server.net.server``), and that client resumes from its last ``seq``.
 
 A bounded log of recent events per table lets a reconnecting client catch up. A
