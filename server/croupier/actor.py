@@ -43,6 +43,7 @@ from server.protocol.errors import ChemmyError, Refused, limit_reached, no_table
 from server.protocol.messages import TABLE_COMMANDS
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import (
+    CommitResult,
     LimitGuard,
     LimitPassed,
     Overdrawn,
@@ -138,6 +139,20 @@ class _Happened:
     command: c.Command
     step: Step
     events: list[Event]
+
+
+@dataclass(slots=True)
+class _Write:
+    """A step (or a burst of them) as one store commit keeps it."""
+
+    entries: list[Entry]
+    records: list[dict[str, Any]]
+    stored: list[Event]
+    state: dict[str, Any]
+    parts: dict[str, dict[str, Any] | None]
+    calls: list[dict[str, Any]]
+    guards: list[LimitGuard]
+    in_coup: bool
 
 
 @dataclass(slots=True)
@@ -586,33 +601,15 @@ class TableActor:
     ) -> None:
         """Store a burst's steps in one commit (as :meth:`_commit` does one), then
         deliver them: every event, then each command's reply at the burst's last ``seq``."""
-        table = self.table
         entries = [*entries, *self.wallet.drain()]
-        records = table.drain_records()
+        records = self.table.drain_records()
         stored = [e for _i, _c, step in decided for e in step.stored] + flushed.stored
         if not (stored or entries or records):  # (chat lines alone: shown, never stored)
             self._deliver_burst(decided, flushed)
             return
-        state = table.to_state(spectators=False)
-        parts = table.take_parts()
-        calls = self._closing_calls(state, records)
+        w = self._to_write(entries, records, stored, guards, flushed.coup_in_progress)
         try:
-            result = await self.store.commit(
-                **({"calls": calls} if calls else {}),  # type: ignore[arg-type]
-                **({"guards": guards} if guards else {}),  # type: ignore[arg-type]
-                entries=entries,
-                table=TableRow(
-                    self.table_id,
-                    self.config,
-                    state,
-                    table.seq,
-                    table.phase == Phase.CLOSED,
-                    self.epoch,
-                    parts or None,
-                ),
-                records=records,
-                events=[event.to_dict() for event in stored],
-            )
+            result = await self._write(w)
         except StaleEpoch:
             self._current, self._bursting = self._bursting[0], self._bursting[1:]
             self._lose(self._current)
@@ -626,21 +623,9 @@ class TableActor:
                 await self._step(item)
             return
         except Exception as exc:
-            self._store_failed(exc)
-            if isinstance(exc, StoreUnavailable):
-                kept = dict(self._parts)
-                _put_parts(kept, parts)
-                self._doubt = _InDoubt(state, kept, stored, flushed.coup_in_progress)
-            await self._restore(entries)
-            self._refuse_burst(store_refusal(exc))
+            self._refuse_burst(await self._not_written(w, exc))
             return
-        self.wallet.load(result.balances.items())
-        self._last_state = state
-        _put_parts(self._parts, parts)
-        if self.store_failures:
-            self._store_recovered()
-        if calls and self.on_calls is not None:
-            self.on_calls(calls)
+        self._written(w, result)
         self._deliver_burst(decided, flushed)
 
     def _deliver_burst(self, decided: list[tuple[_Item, c.Command, Step]], flushed: Step) -> None:
@@ -789,27 +774,10 @@ class TableActor:
             # Nothing to keep (a duplicate, a coalesced bend, or only a transient event:
             # shown, never stored; the next stored step's row holds what it changed).
             return happened
-        state = table.to_state(spectators=False)  # spectators are not kept (docs)
-        parts = table.take_parts()  # the bettors' parts this step changed (§5)
-        calls = self._closing_calls(state, records)
         guards = _guards(item.record) if isinstance(cmd, _FUNDED) else []
+        w = self._to_write(entries, records, stored, guards, step.coup_in_progress)
         try:
-            result = await self.store.commit(
-                **({"calls": calls} if calls else {}),  # type: ignore[arg-type]
-                **({"guards": guards} if guards else {}),  # type: ignore[arg-type]
-                entries=entries,
-                table=TableRow(
-                    self.table_id,
-                    self.config,
-                    state,
-                    table.seq,
-                    table.phase == Phase.CLOSED,
-                    self.epoch,
-                    parts or None,
-                ),
-                records=records,
-                events=[event.to_dict() for event in stored],
-            )
+            result = await self._write(w)
         except StaleEpoch:
             # A newer owner claimed this table: this process writes nothing more
             # and sends nothing of this step; the new owner carries on (§8).
@@ -830,27 +798,68 @@ class TableActor:
             self._refuse(item, self._limit_reached(passed))
             return None
         except Exception as exc:
-            # Nothing of this step was stored, so nothing of it may be sent (§8):
-            # back to the last stored step; the sender hears it failed, and whether
-            # the store could not be reached (store_unavailable) or refused. Not
-            # reached, it may have kept the step all the same (a reply lost on the
-            # way back): the next step first looks (_settle_doubt).
-            self._store_failed(exc)
-            if isinstance(exc, StoreUnavailable):
-                kept = dict(self._parts)
-                _put_parts(kept, parts)
-                self._doubt = _InDoubt(state, kept, stored, step.coup_in_progress)
-            await self._restore(entries)
-            self._refuse(item, store_refusal(exc))
+            self._refuse(item, await self._not_written(w, exc))
             return None
+        self._written(w, result)
+        return happened
+
+    def _to_write(
+        self,
+        entries: list[Entry],
+        records: list[dict[str, Any]],
+        stored: list[Event],
+        guards: list[LimitGuard],
+        in_coup: bool,
+    ) -> _Write:
+        """A step (or a burst) as the store will keep it: the table's state (spectators are
+        not kept), the bettors' parts it changed (§5), its wallet calls."""
+        state = self.table.to_state(spectators=False)
+        parts = self.table.take_parts()
+        calls = self._closing_calls(state, records)
+        return _Write(entries, records, stored, state, parts, calls, guards, in_coup)
+
+    async def _write(self, w: _Write) -> CommitResult:
+        """One commit with the owner's epoch (raises what the store raises)."""
+        table = self.table
+        return await self.store.commit(
+            **({"calls": w.calls} if w.calls else {}),  # type: ignore[arg-type]
+            **({"guards": w.guards} if w.guards else {}),  # type: ignore[arg-type]
+            entries=w.entries,
+            table=TableRow(
+                self.table_id,
+                self.config,
+                w.state,
+                table.seq,
+                table.phase == Phase.CLOSED,
+                self.epoch,
+                w.parts or None,
+            ),
+            records=w.records,
+            events=[event.to_dict() for event in w.stored],
+        )
+
+    def _written(self, w: _Write, result: CommitResult) -> None:
+        """Kept: the balances as the store has them, the step the last stored one."""
         self.wallet.load(result.balances.items())
-        self._last_state = state
-        _put_parts(self._parts, parts)
+        self._last_state = w.state
+        _put_parts(self._parts, w.parts)
         if self.store_failures:
             self._store_recovered()
-        if calls and self.on_calls is not None:
-            self.on_calls(calls)  # credits and rollbacks stored: the courier sends them
-        return happened
+        if w.calls and self.on_calls is not None:
+            self.on_calls(w.calls)  # credits and rollbacks stored: the courier sends them
+
+    async def _not_written(self, w: _Write, exc: Exception) -> ChemmyError:
+        """Nothing of the step was stored, so nothing of it may be sent (§8): back to the
+        last stored step; the refusal says whether the store could not be reached
+        (store_unavailable) or refused. Not reached, it may have kept the step all the
+        same (a reply lost on the way back): the next step first looks (_settle_doubt)."""
+        self._store_failed(exc)
+        if isinstance(exc, StoreUnavailable):
+            kept = dict(self._parts)
+            _put_parts(kept, w.parts)
+            self._doubt = _InDoubt(w.state, kept, w.stored, w.in_coup)
+        await self._restore(w.entries)
+        return store_refusal(exc)
 
     def _closing_calls(
         self, state: dict[str, Any], records: list[dict[str, Any]]

@@ -26,6 +26,18 @@ async def _audit(server: Any, table: str = "t1") -> None:
     assert (await server.store.balances([f"held:{table}"]))[f"held:{table}"] == 0
 
 
+async def _replies(
+    clients: dict[str, Client], sent: dict[str, tuple[Any, int]]
+) -> dict[str, dict[str, Any]]:
+    """Each player's reply to the command they sent (``send_command``'s id and start)."""
+    return {
+        pid: await clients[pid].wait_frame(
+            lambda m, mid=mid: m.get("id") == mid, start=start, what="the reply"
+        )
+        for pid, (mid, start) in sent.items()
+    }
+
+
 def _bets(rng: random.Random) -> dict[str, int]:
     area = rng.choice(["player", "player", "banker", "tie"])
     return {area: rng.randrange(100, 1_501, 100)}
@@ -190,12 +202,7 @@ async def test_bettors_betting_at_once_are_told_together_in_one_commit(net: Any)
     amounts["b13"] = 10_000_000  # over the table's limit: refused, alone
     sent = {pid: await c.send_command("bet", table="t1", area="player", amount=amounts[pid])
             for pid, c in bettors.items()}  # fmt: skip
-    replies = {
-        pid: await bettors[pid].wait_frame(
-            lambda m, mid=mid: m.get("id") == mid, start=start, what="the bet's reply"
-        )
-        for pid, (mid, start) in sent.items()
-    }
+    replies = await _replies(bettors, sent)
     assert replies.pop("b13")["type"] == "error"
     assert all(r["type"] == "ok" for r in replies.values()), replies
     await watcher.wait_seq("t1", max(r["seq"] for r in replies.values()))
@@ -253,12 +260,7 @@ async def test_a_burst_the_store_refuses_for_one_bettor_is_stepped_again_one_by_
     for pid, client in others.items():
         sent[pid] = await client.send_command("bet", table="t1", area="player", amount=100)
     clients = {"bob": bob, **others}
-    replies = {
-        pid: await clients[pid].wait_frame(
-            lambda m, mid=mid: m.get("id") == mid, start=start, what="the bet's reply"
-        )
-        for pid, (mid, start) in sent.items()
-    }
+    replies = await _replies(clients, sent)
     assert replies.pop("bob")["code"] == "insufficient_funds"
     assert all(r["type"] == "ok" for r in replies.values()), replies
     await watcher.wait_seq("t1", max(r["seq"] for r in replies.values()))
