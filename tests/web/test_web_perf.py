@@ -8,7 +8,8 @@
   requestAnimationFrame probe in the page over the same time: 60 frames a second (58 or
   more; divided by CHEMMY_TESTS_TIMEOUT_FACTOR on a busy machine, as every wait is),
   but for the frames lost while the machine stalled every page: a blank page probed
-  beside it over the same time was late then too (the other test workers on two cores).
+  beside it over the same time was late then too (the other test workers on two cores);
+  and, on a machine that gives the blank page fewer, within 5% of its rate.
 - The page's weight (every file of a first visit, as sent) and its time to a playable
   table (from the navigation to the table drawn with its Sit buttons enabled), the
   median of a few fresh visits.
@@ -228,8 +229,10 @@ def test_a_squeeze_watched_with_14_seated_keeps_60_frames_a_second(
         assert tasks[0][1] <= LONGEST_TASK_MS, f"a task of {tasks[0][1]:.1f} ms of CPU: {figures}"
         assert figures["tasks_over_a_frame_cpu"] == 0, f"tasks longer than a frame: {figures}"
         # What the player sees: 60 frames a second (a busy machine: CHEMMY_TESTS_TIMEOUT_FACTOR),
-        # but while the machine stalled every page (the blank one beside it too).
-        wanted = (FRAMES_PER_SECOND - 2) / FACTOR
+        # but while the machine stalled every page (the blank one beside it too), and
+        # within 5% of what the machine gave the blank page meanwhile (a baseline of the
+        # same run: the other test workers take frames from every page).
+        wanted = min(FRAMES_PER_SECOND - 2, 0.95 * idle) / FACTOR
         assert own_fps >= wanted, f"{own_fps:.1f} frames a second: {figures}"
         crowd.toss(crowd.at(1), "banker")
     finally:
