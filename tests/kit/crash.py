@@ -28,6 +28,7 @@ This module must never read a SQLite file while a server runs on it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -43,6 +44,10 @@ from .client import Client, open_player
 from .game import Game
 from .launch import ServerProcess
 from .timing import scaled
+
+#: Refusals that mean "try again" (the table moved to another process, or timed out).
+AGAIN = frozenset({"unavailable", "timeout", "store_unavailable"})
+_SQUEEZES = itertools.count(1)  # squeeze ids, never used twice in a process
 
 __all__ = [
     "BETS",
@@ -295,8 +300,19 @@ class Table:
         return True
 
     async def _squeeze(self, turner: Client, hand: str) -> None:
-        """The turner squeezes (PEEK): only they are shown the face-down cards."""
-        reply = await turner.call("squeeze", table=TABLE, hand=hand, style="peek")
+        """The turner squeezes (PEEK): only they are shown the face-down cards. A refusal
+        that says "try again" (the table moved: a failover) is tried again with the same
+        id, so the squeeze is applied once."""
+        mid = f"squeeze-{hand}-{next(_SQUEEZES)}"  # (a player's ids outlive a restart)
+        async with asyncio.timeout(scaled(20)):
+            while True:
+                reply = await turner.rpc(
+                    "squeeze", msg_id=mid, table=TABLE, hand=hand, style="peek"
+                )
+                if reply["type"] == "ok" or reply.get("code") not in AGAIN:
+                    break
+                await asyncio.sleep(0.1)
+        assert reply["type"] == "ok", f"{turner.label}: squeeze {hand}: {reply}"
         (event,) = [e for e in turner.events(TABLE) if e["seq"] == reply["seq"]]
         assert event["kind"] == "squeeze"
         for index, card in event["data"]["cards"].items():
