@@ -128,15 +128,15 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
     return server
 
 
-def _mirror_to(server: ChemmyServer) -> Callable[[str, int], Awaitable[None]]:
+def _mirror_to(server: ChemmyServer) -> Callable[[str, int, int | None], Awaitable[None]]:
     """After a credit or rollback is acknowledged: the player's mirror is the balance
     the wallet reported (docs/wallet.md §3), and the tables they watch here read it."""
 
-    async def mirror(player: str, balance: int) -> None:
+    async def mirror(player: str, balance: int, since: int | None) -> None:
         # The operator's balance still holds the chips placed at any table (not debited
         # yet): the mirror is the player's money on no table plus those.
         tables = [line["table"] for line in await server.lobby.tables()]
-        if await sync_mirror(server.store, player, balance, tables):
+        if await sync_mirror(server.store, player, balance, tables, since=since):
             server.refresh_player(player)
 
     return mirror

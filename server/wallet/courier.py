@@ -52,6 +52,7 @@ from .base import (
     WalletError,
     closing_outcome,
 )
+from .mirror import mirror_generation
 
 __all__ = ["Courier", "backoff"]
 
@@ -103,7 +104,7 @@ class Courier:
         *,
         serves: Callable[[str], bool] = lambda table: True,
         owns: Callable[[str], bool] = lambda table: True,
-        on_balance: Callable[[str, int], Awaitable[None]] | None = None,
+        on_balance: Callable[[str, int, int | None], Awaitable[None]] | None = None,
         on_sent: Callable[[str, str], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -279,19 +280,20 @@ class Courier:
         if self.on_balance is None:
             return
         if fresh and answer.balance is not None and call["player"] not in self._doubt:
-            await self.on_balance(call["player"], answer.balance)
+            await self.on_balance(call["player"], answer.balance, None)
         else:
             self._doubt[call["player"]] = call.get("currency")
 
     async def _ask_balance(self, player: str, currency: str | None) -> None:
         if self.on_balance is None:
             return
+        since = mirror_generation(self.store, player)  # (a slow answer: older than any since)
         try:
             balance = await self.wallet.balance(player, currency)
         except WalletError as exc:  # the mirror stays; the next balance sets it
             log.warning("wallet: no balance for %s after a repeated call (%s)", player, exc)
             return
-        await self.on_balance(player, balance)
+        await self.on_balance(player, balance, since)
 
     async def deliver_first(
         self, players: Iterable[str], deadline: float

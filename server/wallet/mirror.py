@@ -26,7 +26,7 @@ from server.table.wallet import Entry, player_account
 
 from .base import wallet_account
 
-__all__ = ["sync_mirror"]
+__all__ = ["mirror_generation", "sync_mirror"]
 
 #: Each store's players being synced now (a lock each, and how many hold or wait for it).
 _SYNCING: weakref.WeakKeyDictionary[Store, dict[str, tuple[asyncio.Lock, int]]] = (
@@ -34,13 +34,37 @@ _SYNCING: weakref.WeakKeyDictionary[Store, dict[str, tuple[asyncio.Lock, int]]] 
 )
 
 
-async def sync_mirror(store: Store, player: str, balance: int, tables: Iterable[str] = ()) -> int:
-    """Make the player's money in Chemmy ``balance``; the entry's amount (0: none)."""
+#: Each store's players' mirror generation: one more at every balance set (a sync).
+_GENERATIONS: weakref.WeakKeyDictionary[Store, dict[str, int]] = weakref.WeakKeyDictionary()
+
+
+def mirror_generation(store: Store, player: str) -> int:
+    """How many balances this process has set the player's mirror to: read before asking
+    the wallet for one (``sync_mirror``'s ``since``)."""
+    return _GENERATIONS.get(store, {}).get(player, 0)
+
+
+async def sync_mirror(
+    store: Store,
+    player: str,
+    balance: int,
+    tables: Iterable[str] = (),
+    *,
+    since: int | None = None,
+) -> int:
+    """Make the player's money in Chemmy ``balance``; the entry's amount (0: none).
+    ``since``: the :func:`mirror_generation` read before ``balance`` was asked for. If
+    another balance was set meanwhile, it is newer than this one (an answer that came
+    slowly, dripped, was taken before the calls that landed since): this one is dropped."""
     syncing = _SYNCING.setdefault(store, {})
     lock, users = syncing.get(player, (asyncio.Lock(), 0))
     syncing[player] = (lock, users + 1)
     try:
         async with lock:
+            generations = _GENERATIONS.setdefault(store, {})
+            if since is not None and generations.get(player, 0) != since:
+                return 0
+            generations[player] = generations.get(player, 0) + 1
             return await _sync(store, player, balance, list(tables))
     finally:
         lock, users = syncing[player]
