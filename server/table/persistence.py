@@ -311,6 +311,7 @@ def _coup_state(k: CoupState, stored: Callable[[str], bool]) -> dict[str, Any]:
     d["on_behalf"] = [x.copy() for x in k.on_behalf]
     d["stage"] = k.stage.value
     d["progress"] = {card: v.copy() for card, v in k.progress.items()}
+    d["bends"] = dict(k.bends)
     return d
 
 
@@ -411,5 +412,6 @@ def _from_version_1(s: dict[str, Any]) -> None:
         }
     if s.get("coup") is not None:
         s["coup"].setdefault("progress", {})
+        s["coup"].setdefault("bends", {})
     s.setdefault("draining", False)
     s.setdefault("sent_actions", {})

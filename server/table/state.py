@@ -123,6 +123,9 @@ class CoupState:
     # The last progress shown per card of the stage, "<hand><card>" -> [percent, time]:
     # squeeze progress is coalesced (forward only, at most 4 a second per card).
     progress: dict[str, list[float]] = field(default_factory=dict)
+    # A bend that came too soon after the last shown, held back until its time (the
+    # latest per card): shown by the next Tick, never lost when the turner stops there.
+    bends: dict[str, int] = field(default_factory=dict)
 
     def hand(self, name: str) -> list[CardSlot]:
         return self.player if name == "player" else self.banker

@@ -43,10 +43,9 @@ The phases (:class:`~server.table.state.Phase`) and the flow between them::
     any phase --VoidRound--> the round's wagers back, the next round (voiding.py)
     any phase --CloseTable--> CLOSED
 
-(A stacked shoe has no cut and no burn.) Within BETTING the timer runs, or, run out with
-no bet at all, the table waits for a first bet (§7). Within TURN each coup stage
-(``CoupStage``: PLAYER, BANKER, PLAYER_THIRD, BANKER_THIRD) has two moments
-(``TurnStep``): CHOOSE (TOSS or a squeeze) and SQUEEZE (the cards one at a time).
+(A stacked shoe: no cut, no burn.) BETTING's timer runs out with no bet: the table waits
+for one (§7). In TURN each ``CoupStage`` (PLAYER, BANKER, PLAYER_THIRD, BANKER_THIRD) has
+two ``TurnStep`` moments: CHOOSE (TOSS or a squeeze) and SQUEEZE (the cards one by one).
 
 The sub-machines hold their commands' checks and dos: :mod:`.seating`, :mod:`.shoe_offer`,
 :mod:`.betting` (a burst of bettors' chips told together too), :mod:`.turning`,
@@ -159,8 +158,7 @@ class Table:
         self._seated: list[PlayerState] | None = None  # seated(), until a seat changes
         self._free: tuple[list[PlayerState], list[int]] | None = None  # free_seats()'s
         self.chips: Felt = Felt()  # the chips on the felt (§5, §7), kept as they are laid
-        # Bettors without a seat are stored apart from the row (persistence.py): whose
-        # part changed since the last stored step, and who has a part stored.
+        # Bettors' parts, stored apart from the row (persistence.py): changed; stored.
         self._dirty: set[str] = set()
         self._parted: set[str] = set()
         self._copies = persistence.Copies()  # what to_state need not copy again
@@ -246,6 +244,7 @@ class Table:
             times.append(self.coup.deadline)
         if self.offer is not None:
             times.append(self.offer.deadline)
+        times += [due for due in [turning.bends_due(self)] if due is not None]
         return min(times) if times else None
 
     @property
@@ -418,6 +417,7 @@ class Table:
     # ------------------------------------------------------------------ time
     def _do_tick(self, cmd: c.Tick, ctx: None) -> bool:
         now = self.now
+        turning.show_bends(self)  # (a squeeze's last bend, held back a moment)
         for q in sorted(self.seated(), key=lambda q: q.id):  # (only a seat has a grace)
             if q.grace_deadline is not None and now >= q.grace_deadline:
                 q.grace_deadline = None

@@ -87,19 +87,51 @@ def check_progress(t: Table, cmd: c.Progress) -> tuple[CoupState, int]:
 
 def do_progress(t: Table, cmd: c.Progress, ctx: tuple[CoupState, int]) -> bool:
     """Show the others how far a card is bent, coalesced (a squeeze must not flood
-    every watcher): only forward progress, at most 4 updates a second per card; the
-    rest is answered ok without an event."""
+    every watcher): only forward progress, at most 4 updates a second per card. A bend
+    that comes sooner is held back (the latest) and shown when its time comes
+    (:func:`show_bends`, at the Tick :func:`bends_due` asks for): the turner's last bend
+    always reaches the others."""
     coup, index = ctx
     key = f"{cmd.hand}{index + 1}"
     last = coup.progress.get(key)
-    if last is not None and (cmd.percent <= last[0] or t.now - last[1] < PROGRESS_INTERVAL):
+    if last is not None and cmd.percent <= max(last[0], coup.bends.get(key, 0)):
         return False
-    coup.progress[key] = [cmd.percent, t.now]
-    t.emit(
-        "progress",
-        {"hand": cmd.hand, "card": index + 1, "percent": cmd.percent, "turner": cmd.player},
-    )
+    if last is not None and t.now - last[1] < PROGRESS_INTERVAL:
+        coup.bends[key] = cmd.percent
+        return False
+    _bend(t, coup, key, cmd.percent, cmd.player)
     return False
+
+
+def _bend(t: Table, coup: CoupState, key: str, percent: int, turner: str | None) -> None:
+    coup.bends.pop(key, None)
+    coup.progress[key] = [percent, t.now]
+    hand, card = key[:-1], int(key[-1])
+    t.emit("progress", {"hand": hand, "card": card, "percent": percent, "turner": turner})
+
+
+def bends_due(t: Table) -> float | None:
+    """When the first bend held back may be shown (None: none is)."""
+    coup = t.coup
+    if coup is None or not coup.bends:
+        return None
+    return min(coup.progress[key][1] + PROGRESS_INTERVAL for key in coup.bends)
+
+
+def show_bends(t: Table) -> None:
+    """The bends held back whose time has come (a card turned meanwhile: dropped)."""
+    coup = t.coup
+    if coup is None or not coup.bends:
+        return
+    for key in sorted(coup.bends):
+        if t.now - coup.progress[key][1] < PROGRESS_INTERVAL:
+            continue
+        hand, index = key[:-1], int(key[-1]) - 1
+        slots = coup.hand(hand)
+        if index >= len(slots) or slots[index].up:
+            coup.bends.pop(key)
+            continue
+        _bend(t, coup, key, coup.bends[key], coup.turners.get(hand))
 
 
 def reveal(

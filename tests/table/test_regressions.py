@@ -96,6 +96,35 @@ def test_squeeze_progress_is_coalesced() -> None:
     h.toss("bob", "player")
 
 
+# The turner's last bend, coming under a quarter second after the one shown, was never
+# shown: a watcher saw the card at 14% while the turner held it at 30% (the web
+# squeeze test, on a busy machine). Held back, it is shown at the Tick its time asks for.
+def test_a_bend_held_back_is_shown_when_its_time_comes() -> None:
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN), holder="ann")
+    h.bet("bob", "player", 500)
+    h.done_all()
+    h.do(c.Squeeze(player="bob", hand="player", style="peek"))
+    assert [e.data["percent"] for e in h.do(c.Progress(player="bob", hand="player", card=1,
+            percent=12)) if e.kind == "progress"] == [12]  # fmt: skip
+    shown_at = h.now
+    for percent in (20, 30):  # under a quarter second: held back, the latest kept
+        assert h.do(c.Progress(player="bob", hand="player", card=1, percent=percent), 0.05) == []
+    assert h.table.next_deadline == shown_at + 0.25  # the croupier's Tick is asked for then
+    assert h.do(c.Tick(), 0.05) == []  # not yet
+    evs = h.do(c.Tick(), shown_at + 0.25 - h.now)
+    assert [(e.kind, e.data, e.transient) for e in evs] == [
+        ("progress", {"hand": "player", "card": 1, "percent": 30, "turner": "bob"}, True)
+    ]
+    assert h.do(c.Tick(), 1.0) == []  # shown once
+    # Held back, then the card turned before its time: never shown after the turn.
+    h.do(c.Progress(player="bob", hand="player", card=2, percent=40))
+    h.do(c.Progress(player="bob", hand="player", card=2, percent=60), 0.05)
+    h.do(c.TurnCard(player="bob", hand="player", card=2))
+    assert not [e for e in h.do(c.Tick(), 1.0) if e.kind == "progress"]
+    h.toss("bob", "player")
+
+
 # Chat said at a table is a transient event (it used to be sent by the gateway that
 # took it, so a cluster's other processes never showed it): in its place among the
 # events, with no seq of its own, changing nothing the table keeps.
