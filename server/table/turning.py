@@ -115,7 +115,10 @@ def bends_due(t: Table) -> float | None:
     coup = t.coup
     if coup is None or not coup.bends:
         return None
-    return min(coup.progress[key][1] + PROGRESS_INTERVAL for key in coup.bends)
+    return min(
+        (coup.progress[key][1] + PROGRESS_INTERVAL for key in coup.bends if key in coup.progress),
+        default=t.now,
+    )
 
 
 def show_bends(t: Table) -> None:
@@ -124,7 +127,7 @@ def show_bends(t: Table) -> None:
     if coup is None or not coup.bends:
         return
     for key in sorted(coup.bends):
-        if t.now - coup.progress[key][1] < PROGRESS_INTERVAL:
+        if key in coup.progress and t.now - coup.progress[key][1] < PROGRESS_INTERVAL:
             continue
         hand, index = key[:-1], int(key[-1]) - 1
         slots = coup.hand(hand)
@@ -170,7 +173,7 @@ def advance_coup(t: Table) -> bool:
         hand = coup.stage_hand
         slots = coup.hand(hand)
         if all(slots[i].up for i in coup.stage_slots()):
-            coup.style, coup.deadline, coup.progress = None, None, {}
+            coup.style, coup.deadline, coup.progress, coup.bends = None, None, {}, {}
             nxt = next_stage(t, coup)
             if nxt is None:
                 settlement.settle(t)

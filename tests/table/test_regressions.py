@@ -122,7 +122,13 @@ def test_a_bend_held_back_is_shown_when_its_time_comes() -> None:
     h.do(c.Progress(player="bob", hand="player", card=2, percent=60), 0.05)
     h.do(c.TurnCard(player="bob", hand="player", card=2))
     assert not [e for e in h.do(c.Tick(), 1.0) if e.kind == "progress"]
+    # Held back when the stage ends (TOSS): dropped with the stage, no Tick asked for it.
+    h.do(c.Progress(player="bob", hand="player", card=1, percent=50))
+    h.do(c.Progress(player="bob", hand="player", card=1, percent=70), 0.05)
     h.toss("bob", "player")
+    assert h.table.coup is None or not h.table.coup.bends
+    deadline = h.table.next_deadline
+    assert deadline is None or deadline > h.now + 0.25
 
 
 # Chat said at a table is a transient event (it used to be sent by the gateway that
