@@ -86,23 +86,9 @@ def write_all(conns: Iterable[ServerConnection], payload: bytes, *, text: bool) 
     connection that is not open, or in the middle of a fragmented message (this
     server sends none), is skipped, and a write that fails is ignored (the connection
     is closing: its handler cleans up)."""
-    plain: list[ServerConnection] = []
-    for conn in conns:
-        if conn.protocol.extensions:
-            broadcast((conn,), payload, text=text)
-        elif conn.protocol.state is OPEN and conn.send_in_progress is None:
-            plain.append(conn)
-    if not plain:
-        return
-    frame = Frame(Opcode.TEXT if text else Opcode.BINARY, payload).serialize(
-        mask=False, extensions=[]
-    )
-    for conn in plain:
-        try:
-            conn.send_data()
-            conn.transport.write(frame)
-        except Exception:  # (as broadcast: one failure never stops the others)
-            conn.logger.debug("a write failed", exc_info=True)
+    out = _Out()
+    out.add(conns, payload, text=text)
+    out.write()
 
 
 class _Out:
