@@ -11,7 +11,9 @@ The modules, one seam each:
 - :mod:`.rules`: which commands each phase takes, each command's bounds (written once,
   for the checks and the actions), and each player's ``actions``;
 - :mod:`.actions`: keeping each player's actions current (what changed, sent to whom);
-- :mod:`.table`: the machine (``handle``, each command's check and do, ``_advance``);
+- :mod:`.table`: the machine's way in (``handle``, ``verify``, ``can``);
+- :mod:`.dispatch`: each command's check and do, named (``HANDLERS``);
+- :mod:`.flow`: what moves the table on by itself (``NEXT``, ``ENTER``, the timers);
 - :mod:`.state`: the records it is made of (phases, players, the coup, the offer);
 - :mod:`.settlement`: paying a coup, and the round and shoe records;
 - :mod:`.persistence`: the state as plain data, and back;

@@ -2,8 +2,8 @@
 
 What it is for: the BETTING phase of :class:`~server.table.Table`, as functions over
 the table and its players' :class:`~server.table.state.PlayerState`: each betting
-command's check and do (``check_<name>`` / ``do_<name>``, found by the table's
-handlers; the bounds they check are :mod:`server.table.rules`'s), opening a round,
+command's check and do (``check_<name>`` / ``do_<name>``, each named in
+:data:`server.table.dispatch.HANDLERS`; the bounds they check are :mod:`server.table.rules`'s), opening a round,
 and closing it: every wager held, four cards dealt face down, the turners named.
 
 Bettors without a seat (§5) bet, regret, clear and repeat as seated players do, on
@@ -26,6 +26,7 @@ from . import commands as c
 from . import rules, seating, settlement
 from .actions import watch
 from .errors import TableError, refuse
+from .events import Outcome
 from .state import CardSlot, CoupState, Phase, PlayerState
 
 if TYPE_CHECKING:
@@ -143,10 +144,10 @@ def check_place_bet(t: Table, cmd: c.PlaceBet) -> tuple[PlayerState, dict[str, i
     return p, bets
 
 
-def do_place_bet(t: Table, cmd: c.PlaceBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
+def do_place_bet(t: Table, cmd: c.PlaceBet, ctx: tuple[PlayerState, dict[str, int]]) -> Outcome:
     set_bets(t, *ctx, "place")
     _keep_session(ctx[0], cmd.wallet_session)
-    return False
+    return Outcome.CHANGED
 
 
 def _keep_session(p: PlayerState, session: dict[str, str | None] | None) -> None:
@@ -163,9 +164,9 @@ def check_remove_bet(t: Table, cmd: c.RemoveBet) -> tuple[PlayerState, dict[str,
     return p, {**p.bets, area: have - (have if cmd.amount is None else cmd.amount)}
 
 
-def do_remove_bet(t: Table, cmd: c.RemoveBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
+def do_remove_bet(t: Table, cmd: c.RemoveBet, ctx: tuple[PlayerState, dict[str, int]]) -> Outcome:
     set_bets(t, *ctx, "remove")
-    return False
+    return Outcome.CHANGED
 
 
 def check_clear_bets(t: Table, cmd: c.ClearBets) -> PlayerState:
@@ -174,9 +175,9 @@ def check_clear_bets(t: Table, cmd: c.ClearBets) -> PlayerState:
     return p
 
 
-def do_clear_bets(t: Table, cmd: c.ClearBets, p: PlayerState) -> bool:
+def do_clear_bets(t: Table, cmd: c.ClearBets, p: PlayerState) -> Outcome:
     set_bets(t, p, {}, "clear")
-    return False
+    return Outcome.CHANGED
 
 
 def check_same_bet(t: Table, cmd: c.SameBet) -> tuple[PlayerState, dict[str, int]]:
@@ -187,10 +188,10 @@ def check_same_bet(t: Table, cmd: c.SameBet) -> tuple[PlayerState, dict[str, int
     return p, bets
 
 
-def do_same_bet(t: Table, cmd: c.SameBet, ctx: tuple[PlayerState, dict[str, int]]) -> bool:
+def do_same_bet(t: Table, cmd: c.SameBet, ctx: tuple[PlayerState, dict[str, int]]) -> Outcome:
     set_bets(t, *ctx, "same")
     _keep_session(ctx[0], cmd.wallet_session)
-    return False
+    return Outcome.CHANGED
 
 
 def check_done(t: Table, cmd: c.Done) -> PlayerState:
@@ -199,13 +200,13 @@ def check_done(t: Table, cmd: c.Done) -> PlayerState:
     return p
 
 
-def do_done(t: Table, cmd: c.Done, p: PlayerState) -> bool:
+def do_done(t: Table, cmd: c.Done, p: PlayerState) -> Outcome:
     if p.done:
-        return True  # pressed already: nothing changes (answered as a duplicate)
+        return Outcome.ALREADY  # pressed already: nothing changes (answered as a duplicate)
     p.done = True
     t.emit("done", {"player": p.id})
     maybe_close_betting(t)
-    return False
+    return Outcome.CHANGED
 
 
 def maybe_close_betting(t: Table) -> None:
@@ -267,7 +268,7 @@ def check_debited(t: Table, cmd: c.Debited) -> dict[str, dict[str, int]]:
     return t.debiting
 
 
-def do_debited(t: Table, cmd: c.Debited, debiting: dict[str, dict[str, int]]) -> bool:
+def do_debited(t: Table, cmd: c.Debited, debiting: dict[str, dict[str, int]]) -> Outcome:
     """The wallet answered: a refused player's chips go back and they are told why; the
     coup is dealt to the wagers that stand (the turners follow them, §6), or, if none
     stands, the round ends undealt and the next one opens."""
@@ -307,7 +308,7 @@ def do_debited(t: Table, cmd: c.Debited, debiting: dict[str, dict[str, int]]) ->
         # next round opens under a new id.
         t._records.append(undealt_record(t, cmd, debiting))
         t.round_open = False
-    return False
+    return Outcome.CHANGED
 
 
 #: The ``reason`` of a round no wager of which the wallet took (docs/wallet.md §3).

@@ -553,8 +553,8 @@ class Restored(Command):
     anything else, before any Tick, so no offer is made to someone taken for present."""
 
 
-#: Every table command, in the order defined here: the one list of them (the table's
-#: handlers are found by their names, ``_check_<name>`` and ``_do_<name>``).
+#: Every table command, in the order defined here: the one list of them (each one's
+#: check and do are named in :data:`server.table.dispatch.HANDLERS`).
 #: (A slots dataclass is made anew, so each class is taken as the module names it.)
 COMMANDS: tuple[type[Command], ...] = tuple(
     cls for cls in Command.__subclasses__() if globals().get(cls.__name__) is cls

@@ -25,6 +25,7 @@ from server.engine.shoe import commitment, timeout_cut
 from . import commands as c
 from . import shoe_offer
 from .errors import TableError, refuse
+from .events import Outcome
 from .rules import commit_refusal, reveal_refusal
 from .state import Contributions, Phase
 
@@ -58,19 +59,19 @@ def check_contribute(t: Table, cmd: c.Contribute) -> None:
         raise TableError("reveal_mismatch", "that value does not match your commitment")
 
 
-def do_contribute(t: Table, cmd: c.Contribute, ctx: None) -> bool:
+def do_contribute(t: Table, cmd: c.Contribute, ctx: None) -> Outcome:
     k = t.contributions
     assert k is not None
     if cmd.commitment is not None:
         k.commitments[cmd.player] = cmd.commitment
         t.emit("contribution_committed", {"player": cmd.player, "commitment": cmd.commitment})
-        return False
+        return Outcome.CHANGED
     assert cmd.value is not None
     k.values[cmd.player] = cmd.value
     t.emit("contribution_revealed", {"player": cmd.player, "value": cmd.value})
     if not k.withheld():
         close_reveal(t)
-    return False
+    return Outcome.CHANGED
 
 
 def cut(t: Table, position: int | None, by: str, on_behalf: str | None) -> None:

@@ -15,15 +15,18 @@ when it was made, the stored event it follows), a resume does not replay it, and
 made only of transient events is not committed (docs/protocol.md, "progress").
 
 A :class:`Step` is what :meth:`server.table.Table.handle` returns: the step's events and
-what the shell needs to know after it, so that it never reads the live table.
+what the shell needs to know after it, so that it never reads the live table. Each
+command's *do* (:data:`server.table.dispatch.HANDLERS`) returns an :class:`Outcome`:
+whether it changed the table, or found it so already (the step's ``duplicate``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-__all__ = ["EVENT_KINDS", "TRANSIENT_KINDS", "Event", "Step", "plain_copy"]
+__all__ = ["EVENT_KINDS", "TRANSIENT_KINDS", "Event", "Outcome", "Step", "plain_copy"]
 
 #: Every kind of stored event a table emits (docs/protocol.md §8 documents each; the
 #: transient kinds are not among them).
@@ -116,6 +119,16 @@ class Event:
             d.get("private"),
             d.get("transient") is True,
         )
+
+
+class Outcome(Enum):
+    """What a command's *do* did: ``CHANGED`` the table (the step's events, if any, say
+    how; a Tick with nothing due changes only the time), or found it ``ALREADY`` so (a
+    second DONE, a pause while paused, a reconnect while connected): nothing changed,
+    and the step is answered ``duplicate: true`` (:attr:`Step.duplicate`)."""
+
+    CHANGED = "changed"
+    ALREADY = "already"
 
 
 @dataclass(frozen=True, slots=True)

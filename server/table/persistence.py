@@ -28,7 +28,17 @@ from server.engine.roads import Result
 from server.engine.shoe import Shoe
 
 from .options import TableOptions
-from .state import CardSlot, Contributions, CoupStage, CoupState, Offer, Phase, PlayerState
+from .state import (
+    CardSlot,
+    Contributions,
+    CoupStage,
+    CoupState,
+    Holding,
+    Modes,
+    Offer,
+    Phase,
+    PlayerState,
+)
 from .wallet import Wallet
 
 if TYPE_CHECKING:
@@ -340,13 +350,9 @@ def from_state(
     t.results = [Result(**r) for r in s["results"]]
     t.last_coup_next = s["last_coup_next"]
     t.burned = s["burned"]
-    t.holder = s["holder"]
-    t.house_holds = s["house_holds"]
-    t.holder_coups = s["holder_coups"]
-    t.offer_needed = s["offer_needed"]
+    t.holding = Holding(s["holder"], s["house_holds"], s["holder_coups"], s["offer_needed"])
     t.offer = Offer(**s["offer"]) if s["offer"] is not None else None
-    t.draining = s["draining"]
-    t.paused = s.get("paused", False)
+    t.modes = Modes(paused=s.get("paused", False), draining=s["draining"])
     t.sent_actions.digests = s["sent_actions"]
     t.anchor_seat = s["anchor_seat"]
     if s["coup"] is not None:

@@ -8,9 +8,8 @@ What it is for (h11's transition tables, pokerkit's ``can``):
   closed). The handlers keep only the contextual checks: who (``not_seated``,
   ``not_holder``, ``not_your_turn``, ``not_offered``, ``not_cutter``), how much
   (limits, funds) and which card.
-- :data:`NEXT`: the transitions the state triggers after every command (a coup being
-  dealt, no shoe, nobody seated, the shoe to offer, a shoe to cut, betting), in order:
-  the first that holds names the phase; the table's entry to it does the rest.
+- The transitions the state triggers after every command, and each phase's entry, are
+  :mod:`server.table.flow`'s (``NEXT`` and ``ENTER``).
 - :data:`TURN_STEPS`: within TURN, what each moment of a stage takes (the turner is to
   choose a squeeze or TOSS, or is squeezing), checked after "is it your turn", with the
   code :data:`TURN_REFUSALS` names.
@@ -57,7 +56,6 @@ __all__ = [
     "ANYTIME",
     "CROUPIER_ONLY",
     "DRAINING_REFUSES",
-    "NEXT",
     "TURN_REFUSALS",
     "TURN_STEPS",
     "WIRE_COMMANDS",
@@ -141,31 +139,6 @@ ALLOWED: dict[Phase, Commands] = {
     Phase.PAUSED: ANYTIME,
     Phase.CLOSED: frozenset(),
 }
-
-#: The transitions the state triggers (§4-§7), after every command: the first whose
-#: condition holds names the phase the table moves to (the table's entry to it does
-#: what that takes: burns, opens the betting, offers the shoe or the cut). The commands
-#: move the table between these conditions; ALLOWED says which each phase takes.
-NEXT: tuple[tuple[Callable[[Table], bool], Phase], ...] = (
-    (lambda t: t.debiting is not None, Phase.DEBITING),  # the wallet is taking the wagers
-    (lambda t: t.coup is not None, Phase.TURN),  # a coup is being dealt (settled: on)
-    (lambda t: t.shoe is None, Phase.SHUFFLE),  # the shoe is over: a new one is wanted
-    (  # cut, with contributions committed: their reveal comes first (fairness.md §9)
-        lambda t: t.contributions is not None and t.contributions.revealing,
-        Phase.REVEAL,
-    ),
-    (  # the operator paused the table: no new coup (chips on the felt: that round goes on)
-        lambda t: t.paused and not t.chips,
-        Phase.PAUSED,
-    ),
-    (lambda t: not t.seated(), Phase.WAITING),  # nobody seated
-    (  # the shoe is offered: someone is asked, or the shoe must find a holder (§5)
-        lambda t: t.offer is not None or t.offer_needed or (t.holder is None and not t.house_holds),
-        Phase.SHOE_OFFER,
-    ),
-    (lambda t: t.shoe is not None and t.shoe.cut is None, Phase.CUT),  # a new shoe (§4)
-    (lambda t: True, Phase.BETTING),  # burned, then a round opens or goes on (§7)
-)
 
 #: Within TURN (§6): what the turner may do at each moment of a stage.
 TURN_STEPS: dict[TurnStep, Commands] = {

@@ -4,7 +4,7 @@
 What it is for: the commands every phase but CLOSED takes (``Join``, ``Leave``,
 ``Sit``, ``Stand``, ``Disconnect``, ``Reconnect``, ``Restored``, ``Chat``), as functions over the
 table and its :class:`~server.table.state.PlayerState`: each one's check and do
-(``check_<name>`` / ``do_<name>``, found by the table's handlers), standing a player up
+(``check_<name>`` / ``do_<name>``, named in :mod:`.dispatch`), standing a player up
 (their placed chips come back, the shoe moves on) and the grace period of a seat held
 for someone away.
 
@@ -21,18 +21,20 @@ the table's stake, :func:`server.table.settlement.move_stake`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from . import betting, rules, shoe_offer
 from . import commands as c
 from .errors import TableError, refuse
+from .events import Outcome
 from .state import Phase, PlayerState
 
 if TYPE_CHECKING:
     from .table import Table
 
 
-def check_can_stand(t: Table, p: PlayerState) -> None:
+def verify_stand(t: Table, p: PlayerState) -> None:
     refuse(rules.stand_refusal(t, p))
 
 
@@ -44,38 +46,38 @@ def check_join(t: Table, cmd: c.Join) -> bool:
     return False
 
 
-def do_join(t: Table, cmd: c.Join, rejoin: bool) -> bool:
+def do_join(t: Table, cmd: c.Join, rejoin: bool) -> Outcome:
     if rejoin:
         return back(t, t.players[cmd.player])
     name = (cmd.name or cmd.player)[:32]
     # Watching is not news: no event, so an audience of thousands arriving costs
     # each of them nothing (the lobby and snapshots count spectators). Sitting is.
     t.players[cmd.player] = PlayerState(cmd.player, name)
-    return False
+    return Outcome.CHANGED
 
 
 def check_chat(t: Table, cmd: c.Chat) -> PlayerState:
     return t.joined_player(cmd.player)
 
 
-def do_chat(t: Table, cmd: c.Chat, p: PlayerState) -> bool:
+def do_chat(t: Table, cmd: c.Chat, p: PlayerState) -> Outcome:
     """Say it to everyone watching: a transient event (shown, never stored)."""
     t.emit("chat", {"player": p.id, "name": p.name, "text": cmd.text, "time": t.now})
-    return False
+    return Outcome.CHANGED
 
 
 def check_leave(t: Table, cmd: c.Leave) -> PlayerState:
     p = t.joined_player(cmd.player)
-    check_can_stand(t, p)  # (a bettor without a seat too: their wager is in the coup)
+    verify_stand(t, p)  # (a bettor without a seat too: their wager is in the coup)
     return p
 
 
-def do_leave(t: Table, cmd: c.Leave, p: PlayerState) -> bool:
+def do_leave(t: Table, cmd: c.Leave, p: PlayerState) -> Outcome:
     stand(t, p, "left")  # a seated player's leaving is news: "stood", reason "left"
     if p.bets:  # a bettor without a seat: their chips come back (§5)
         betting.return_chips(t, [p], "returned")
     del t.players[p.id]
-    return False
+    return Outcome.CHANGED
 
 
 def check_sit(t: Table, cmd: c.Sit) -> tuple[PlayerState, int]:
@@ -94,7 +96,7 @@ def check_sit(t: Table, cmd: c.Sit) -> tuple[PlayerState, int]:
     return p, cmd.seat
 
 
-def do_sit(t: Table, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> bool:
+def do_sit(t: Table, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> Outcome:
     p, seat = ctx
     p.seat = seat  # (a bettor's chips and wager, if any, are a seated player's now)
     p.leaving = False
@@ -113,31 +115,31 @@ def do_sit(t: Table, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> bool:
         },
         {p.id: t.money(p.id)},
     )
-    return False
+    return Outcome.CHANGED
 
 
 def check_stand(t: Table, cmd: c.Stand) -> PlayerState:
     p = t.seated_player(cmd.player)
     if not cmd.on_break:  # (a break waits for the coup instead: do_stand)
-        check_can_stand(t, p)
+        verify_stand(t, p)
     return p
 
 
-def do_stand(t: Table, cmd: c.Stand, p: PlayerState) -> bool:
+def do_stand(t: Table, cmd: c.Stand, p: PlayerState) -> Outcome:
     """A stand; on a break (``on_break``, the gateway's) while the player's wager is in
     the coup, a stand once it is settled (:func:`release`): ``stand_after_coup`` now."""
     if not cmd.on_break:
         stand(t, p, "stood")
-        return False
+        return Outcome.CHANGED
     if rules.stand_refusal(t, p) is None:
         stand(t, p, "stood", why=BREAK)
-        return False
+        return Outcome.CHANGED
     if p.on_break:
-        return True  # already standing after the coup: nothing changes
+        return Outcome.ALREADY  # already standing after the coup: nothing changes
     p.on_break = True
     # An event (so the step is stored: the table must not forget it, docs/protocol.md §5).
     t.emit("stand_after_coup", {"player": p.id, "seat": p.seat}, {p.id: {"reason": BREAK}})
-    return False
+    return Outcome.CHANGED
 
 
 #: The reason of a stand on a player's behalf when they stop play, in their own copy of
@@ -211,7 +213,7 @@ def check_disconnect(t: Table, cmd: c.Disconnect) -> PlayerState:
     return t.joined_player(cmd.player)
 
 
-def do_disconnect(t: Table, cmd: c.Disconnect, p: PlayerState) -> bool:
+def do_disconnect(t: Table, cmd: c.Disconnect, p: PlayerState) -> Outcome:
     """The table decides what a lost connection means: a spectator leaves (no
     event, as when they came); a bettor without a seat keeps their chips and wagers,
     which count and are settled as if they were there (§5, §8), and leaves once none is
@@ -221,13 +223,13 @@ def do_disconnect(t: Table, cmd: c.Disconnect, p: PlayerState) -> bool:
     if p.seat is None:
         if t.is_bettor(p):
             p.connected, p.leaving = False, True
-            return False
+            return Outcome.CHANGED
         del t.players[p.id]
-        return False
+        return Outcome.CHANGED
     if not p.connected:
-        return True
+        return Outcome.ALREADY
     away(t, p)
-    return False
+    return Outcome.CHANGED
 
 
 def away(t: Table, p: PlayerState) -> None:
@@ -242,23 +244,23 @@ def check_reconnect(t: Table, cmd: c.Reconnect) -> PlayerState:
     return t.joined_player(cmd.player)
 
 
-def do_reconnect(t: Table, cmd: c.Reconnect, p: PlayerState) -> bool:
+def do_reconnect(t: Table, cmd: c.Reconnect, p: PlayerState) -> Outcome:
     return back(t, p)
 
 
-def back(t: Table, p: PlayerState) -> bool:
+def back(t: Table, p: PlayerState) -> Outcome:
     if p.connected:
-        return True
+        return Outcome.ALREADY
     p.connected = True
     p.grace_deadline = None
     p.leaving = False
     if p.seat is None:  # a bettor without a seat, back: as quietly as they went
-        return False
+        return Outcome.CHANGED
     t.emit("reconnected", {"player": p.id})
-    return False
+    return Outcome.CHANGED
 
 
-def do_restored(t: Table, cmd: c.Restored, ctx: None) -> bool:
+def do_restored(t: Table, cmd: c.Restored, ctx: None) -> Outcome:
     """After a restart nobody is connected: spectators are gone (they are not
     stored, and reconnect as spectators), seated players are away from now on, by
     the same path as a lost connection (so, before any Tick, nobody away is taken
@@ -273,5 +275,5 @@ def do_restored(t: Table, cmd: c.Restored, ctx: None) -> bool:
     for q in t.seated():
         if q.connected:
             away(t, q)
-    t.draining = False  # a new process: not draining until told so
-    return False
+    t.modes = replace(t.modes, draining=False)  # a new process: not draining until told so
+    return Outcome.CHANGED

@@ -253,11 +253,11 @@ def settle(t: Table) -> None:
     )
     t.between_on_behalf = []
     t.coup = None
-    t.phase = Phase.BETTING  # between coups; _advance decides what comes next
+    t.phase = Phase.BETTING  # between coups; flow.advance decides what comes next
     t.round_open = False
     # §5: the shoe holder keeps the shoe on Banker or Tie, passes it on Player.
     if coup.holder is not None and coup.holder == t.holder:
-        t.holder_coups += 1
+        t.holding = t.holding.dealt()
     if result.outcome == "player" or coup.holder_forfeits:
         if t.holder is not None:
             shoe_offer.lose_shoe(
@@ -266,7 +266,7 @@ def settle(t: Table) -> None:
                 "player_won" if result.outcome == "player" else "no_banker_bet",
             )
         elif t.house_holds:
-            t.offer_needed = True
+            t.holding = t.holding.offer_again()
     seating.release(t)  # who waited for this coup to get up (before any offer: §5)
     # §4: the stop card's coup is finished, one more is dealt, then the shoe ends.
     if coup.last:

@@ -2,7 +2,7 @@
 
 What it is for: a new shoe (``StartShoe``), the SHOE_OFFER and CUT phases of :class:`~server.table.Table`, as
 functions over the table and its :class:`~server.table.state.Offer`: each command's
-check and do (``check_<name>`` / ``do_<name>``, found by the table's handlers),
+check and do (``check_<name>`` / ``do_<name>``, named in :mod:`.dispatch`),
 offering the shoe seat by seat, the house taking it when everyone declines, the holder
 losing it, and the cut.
 
@@ -21,6 +21,7 @@ from server.engine.shoe import check_cut as check_cut_position
 from . import commands as c
 from . import contributing, rules
 from .errors import TableError, refuse
+from .events import Outcome
 from .state import Offer, PlayerState
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def check_start_shoe(t: Table, cmd: c.StartShoe) -> Shoe:
         raise TableError("bad_command", str(exc)) from None
 
 
-def do_start_shoe(t: Table, cmd: c.StartShoe, shoe: Shoe) -> bool:
+def do_start_shoe(t: Table, cmd: c.StartShoe, shoe: Shoe) -> Outcome:
     """A new shoe (§4): its commitment published; contributions open if it is seeded."""
     t.shoe = shoe
     t.cut_by = None
@@ -60,10 +61,10 @@ def do_start_shoe(t: Table, cmd: c.StartShoe, shoe: Shoe) -> bool:
             "stacked": cmd.cards is not None,
         },
     )
-    return False
+    return Outcome.CHANGED
 
 
-def check_offeree(t: Table, pid: str) -> PlayerState:
+def verify_offeree(t: Table, pid: str) -> PlayerState:
     p = t.seated_player(pid)
     refuse(rules.offer_refusal(t, pid))
     return p
@@ -73,9 +74,7 @@ def lose_shoe(t: Table, p: PlayerState, reason: str, seat: int | None = None) ->
     """§5: the holder passes, stands, leaves or times out: offer the shoe onward."""
     t.emit("shoe_passed", {"player": p.id, "reason": reason})
     t.anchor_seat = seat or p.seat or t.anchor_seat
-    t.holder = None
-    t.house_holds = False
-    t.offer_needed = True
+    t.holding = t.holding.lost()
 
 
 def rotation(t: Table, after: int) -> list[PlayerState]:
@@ -84,7 +83,7 @@ def rotation(t: Table, after: int) -> list[PlayerState]:
 
 
 def start_offer(t: Table) -> None:
-    t.offer_needed = False
+    t.holding = t.holding.offering()
     order = rotation(t, t.anchor_seat)
     if order:
         offer_to(t, order[0], [])
@@ -118,31 +117,29 @@ def decline_offer(t: Table, pid: str, seat: int | None, *, timeout: bool) -> Non
 def house_takes_shoe(t: Table) -> None:
     """§5: nobody (else) takes the shoe: the croupier holds it until a Player win."""
     t.offer = None
-    t.holder = None
-    t.house_holds = True
-    t.holder_coups = 0
+    t.holding = t.holding.house_takes()
     t.emit("shoe_held_by_house", {})
 
 
 def check_accept_shoe(t: Table, cmd: c.AcceptShoe) -> PlayerState:
-    return check_offeree(t, cmd.player)
+    return verify_offeree(t, cmd.player)
 
 
-def do_accept_shoe(t: Table, cmd: c.AcceptShoe, p: PlayerState) -> bool:
+def do_accept_shoe(t: Table, cmd: c.AcceptShoe, p: PlayerState) -> Outcome:
     t.offer = None
-    t.holder, t.house_holds, t.holder_coups = p.id, False, 0
+    t.holding = t.holding.taken_by(p.id)
     t.anchor_seat = p.seat or 0
     t.emit("shoe_accepted", {"player": p.id, "seat": p.seat})
-    return False
+    return Outcome.CHANGED
 
 
 def check_decline_shoe(t: Table, cmd: c.DeclineShoe) -> PlayerState:
-    return check_offeree(t, cmd.player)
+    return verify_offeree(t, cmd.player)
 
 
-def do_decline_shoe(t: Table, cmd: c.DeclineShoe, p: PlayerState) -> bool:
+def do_decline_shoe(t: Table, cmd: c.DeclineShoe, p: PlayerState) -> Outcome:
     decline_offer(t, p.id, p.seat, timeout=False)
-    return False
+    return Outcome.CHANGED
 
 
 def check_pass_shoe(t: Table, cmd: c.PassShoe) -> PlayerState:
@@ -151,19 +148,19 @@ def check_pass_shoe(t: Table, cmd: c.PassShoe) -> PlayerState:
     return p
 
 
-def do_pass_shoe(t: Table, cmd: c.PassShoe, p: PlayerState) -> bool:
+def do_pass_shoe(t: Table, cmd: c.PassShoe, p: PlayerState) -> Outcome:
     """§5: a voluntary pass goes to the next occupied seat other than the holder's,
     and never back to them: the offer starts at once with the passer counted as
     having declined; with nobody else seated the house holds the shoe."""
     assert p.seat is not None
     lose_shoe(t, p, "passed")
-    t.offer_needed = False
+    t.holding = t.holding.offering()
     others = [q for q in rotation(t, p.seat) if q.id != p.id]
     if others:
         offer_to(t, others[0], [p.id])
     else:
         house_takes_shoe(t)
-    return False
+    return Outcome.CHANGED
 
 
 def check_cut(t: Table, cmd: c.Cut) -> None:
@@ -176,9 +173,9 @@ def check_cut(t: Table, cmd: c.Cut) -> None:
         raise TableError("bad_cut", str(exc)) from None
 
 
-def do_cut(t: Table, cmd: c.Cut, ctx: None) -> bool:
+def do_cut(t: Table, cmd: c.Cut, ctx: None) -> Outcome:
     contributing.cut(t, cmd.position, cmd.player, None)  # closes the contributions (§9)
-    return False
+    return Outcome.CHANGED
 
 
 def apply_cut(t: Table, position: int, by: str, on_behalf: str | None) -> None:

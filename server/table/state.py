@@ -2,7 +2,10 @@
 
 What it is for: the records :class:`~server.table.table.Table` keeps (a seated or
 watching player, a card on the layout, the coup being dealt, the shoe offer), each plain
-data that :mod:`server.table.persistence` stores and restores field by field.
+data that :mod:`server.table.persistence` stores and restores field by field. The flags
+:data:`server.table.flow.NEXT` reads are grouped in small frozen records, each changed
+whole by a named step: :class:`Holding` (who holds the shoe, and whether it is to be
+offered) and :class:`Modes` (paused, draining).
 
 What it must never do: decide a rule or move money (that is :mod:`server.table.table`'s),
 or hold anything that is not plain data (no callables, no references to the wallet).
@@ -10,7 +13,7 @@ or hold anything that is not plain data (no callables, no references to the wall
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -21,6 +24,8 @@ __all__ = [
     "Contributions",
     "CoupStage",
     "CoupState",
+    "Holding",
+    "Modes",
     "Offer",
     "Phase",
     "PlayerState",
@@ -152,6 +157,57 @@ class CoupState:
         """Card numbers (1-3) of the stage still face down."""
         slots = self.hand(self.stage_hand)
         return [i + 1 for i in self.stage_slots() if not slots[i].up]
+
+
+@dataclass(frozen=True, slots=True)
+class Holding:
+    """Who holds the shoe (§5) and whether it must be offered: ``holder`` (a player, or
+    None), ``house`` (the croupier holds it until a Player win), ``coups`` (how many the
+    holder has dealt: passing needs one) and ``to_offer`` (a new shoe, or the holder's
+    turn is over). Changed only by the steps below, each a new record."""
+
+    holder: str | None = None
+    house: bool = False
+    coups: int = 0
+    to_offer: bool = True
+
+    @property
+    def needs_offer(self) -> bool:
+        """The shoe is to be offered, or has no holder at all (NEXT's SHOE_OFFER)."""
+        return self.to_offer or (self.holder is None and not self.house)
+
+    def lost(self) -> Holding:
+        """The holder passed, stood, left or timed out: offer the shoe onward."""
+        return replace(self, holder=None, house=False, to_offer=True)
+
+    def offering(self) -> Holding:
+        """The offer has started: it is no longer to start."""
+        return replace(self, to_offer=False)
+
+    def offer_again(self) -> Holding:
+        """Offer the shoe (again): the house's turn is over, or a pause dropped the offer."""
+        return replace(self, to_offer=True)
+
+    def taken_by(self, pid: str) -> Holding:
+        """``pid`` accepted the shoe: they hold it, no coup dealt yet."""
+        return replace(self, holder=pid, house=False, coups=0)
+
+    def house_takes(self) -> Holding:
+        """Nobody (else) took the shoe: the house holds it."""
+        return replace(self, holder=None, house=True, coups=0)
+
+    def dealt(self) -> Holding:
+        """The holder dealt one more coup."""
+        return replace(self, coups=self.coups + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Modes:
+    """The operator's and the croupier's switches: ``paused`` (no new coup starts until
+    resumed; NEXT's PAUSED) and ``draining`` (the server is closing: new bets refused)."""
+
+    paused: bool = False
+    draining: bool = False
 
 
 @dataclass

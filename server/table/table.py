@@ -8,9 +8,9 @@ Rules of this file:
   sequence numbers, and what the shell needs to know after it.
 - A command the rules do not allow raises :class:`~server.table.errors.TableError`
   and changes nothing. ``handle`` checks the phase once against
-  :data:`server.table.rules.ALLOWED`; then each command's *check* (``check_<name>``:
-  who, how much, which card, raising what the rules' refusals return) runs before its
-  *do* (``do_<name>``) changes anything.
+  :data:`server.table.rules.ALLOWED`; then the command's *check* (who, how much,
+  which card, raising what the rules' refusals return) runs before its *do* changes
+  anything, both named in :data:`server.table.dispatch.HANDLERS`.
   :meth:`Table.verify` and :meth:`Table.can` run the same checks and change nothing
   (pokerkit's verify / can / do).
 - Time comes only from ``now``; randomness only from the shoe's seed, which arrives in
@@ -47,41 +47,34 @@ The phases (:class:`~server.table.state.Phase`) and the flow between them::
 for one (§7). In TURN each ``CoupStage`` (PLAYER, BANKER, PLAYER_THIRD, BANKER_THIRD) has
 two ``TurnStep`` moments: CHOOSE (TOSS or a squeeze) and SQUEEZE (the cards one by one).
 
-The sub-machines hold their commands' checks and dos: :mod:`.seating`, :mod:`.shoe_offer`,
-:mod:`.betting` (a burst of bettors' chips told together too), :mod:`.turning`,
-:mod:`.settlement` (every wallet transfer) and :mod:`.voiding`. This class keeps the way
-in (``handle``, ``verify``, ``can``), the time (``Tick``), the felt (:mod:`.felt`) and
-``_advance``, the one place that moves the table on: the first transition of
-:data:`rules.NEXT` that holds, and its phase's entry. Storage: :mod:`.persistence`;
-players' actions kept current: :mod:`.actions`.
+The sub-machines hold their commands' checks and dos, each named in
+:data:`.dispatch.HANDLERS`: :mod:`.seating`, :mod:`.shoe_offer`, :mod:`.contributing`,
+:mod:`.betting` (a burst of bettors' chips told together too), :mod:`.turning` and
+:mod:`.voiding`; :mod:`.settlement` makes every wallet transfer. :mod:`.flow` is the one
+place that moves the table on (:func:`.flow.advance`, after every command: the first
+transition of ``flow.NEXT`` that holds, and its phase's entry, ``flow.ENTER``) and runs
+the timers (``Tick``). This class keeps the way in (``handle``, ``verify``, ``can``), the
+felt (:mod:`.felt`) and the money it shows. Storage: :mod:`.persistence`; players'
+actions kept current: :mod:`.actions`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from server.engine.roads import Result, Roads
 from server.engine.shoe import Shoe
 
-from . import (
-    betting,
-    contributing,
-    persistence,
-    rules,
-    seating,
-    settlement,
-    shoe_offer,
-    turning,
-    voiding,
-)
+from . import betting, flow, persistence, rules, settlement, turning
 from . import commands as c
 from .actions import SentActions, watch
+from .dispatch import HANDLERS, Handler
 from .errors import TableError
-from .events import EVENT_KINDS, TRANSIENT_KINDS, Event, Step
+from .events import EVENT_KINDS, TRANSIENT_KINDS, Event, Outcome, Step
 from .felt import Felt
 from .options import TableOptions
-from .state import Contributions, CoupState, Offer, Phase, PlayerState
+from .state import Contributions, CoupState, Holding, Modes, Offer, Phase, PlayerState
 from .wallet import Wallet, stake_account
 
 __all__ = ["Phase", "Table"]
@@ -128,10 +121,8 @@ class Table:
         self.results: list[Result] = []
         self.last_coup_next = False
         self.burned = False
-        self.holder: str | None = None
-        self.house_holds: bool = False
-        self.holder_coups = 0
-        self.offer_needed: bool = True
+        #: Who holds the shoe, and whether it is to be offered (flow.NEXT reads it).
+        self.holding: Holding = Holding()
         self.offer: Offer | None = None
         self.anchor_seat = 0
         self.coup: CoupState | None = None
@@ -141,9 +132,8 @@ class Table:
         self.coup_no = 0
         self.round_open = False
         self.counter = 0
-        self.draining = False
-        #: The operator paused the table: no new coup starts until resumed.
-        self.paused: bool = False
+        #: Paused by the operator (no new coup starts), draining (no new bets).
+        self.modes: Modes = Modes()
         self.recent_ids: dict[str, list[str]] = {}
         self.last_result: dict[str, Any] | None = None
         self.cut_by: dict[str, str | None] | None = None  # who cut this shoe (§4, §6)
@@ -178,14 +168,14 @@ class Table:
         """
         if cmd.id is not None and cmd.id in self.recent_ids.get(cmd.player, ()):
             return Step((), True, self.seq, self.in_coup)
-        check, do = self._verify(cmd)
-        ctx = check(self, cmd)
+        handler = self._verify(cmd)
+        ctx = handler.check(self, cmd)
         self._events = []
         self.now = now
         self._dirty.add(cmd.player)  # (their command ids, at least, change)
         watched = watch(self)
-        unchanged = do(self, cmd, ctx)
-        self._advance()
+        outcome: Outcome = handler.do(self, cmd, ctx)
+        flow.advance(self)
         if cmd.id is not None:
             self._remember(cmd.player, cmd.id)
         if any(not e.transient for e in self._events):  # (a bend changes no one's actions)
@@ -193,7 +183,7 @@ class Table:
         if cmd.player not in self.players:  # gone (a spectator leaves without an event)
             self.sent_actions.forget(cmd.player)
         events, self._events = tuple(self._events), []
-        return Step(events, unchanged, self.seq, self.in_coup)
+        return Step(events, outcome is Outcome.ALREADY, self.seq, self.in_coup)
 
     def defer_bettors(self) -> None:  # (until flush_bettors: betting.defer)
         betting.defer(self)
@@ -214,8 +204,7 @@ class Table:
         who may sit."""
         if cmd.id is not None and cmd.id in self.recent_ids.get(cmd.player, ()):
             return
-        check, _ = self._verify(cmd)
-        check(self, cmd)
+        self._verify(cmd).check(self, cmd)
 
     def can(self, cmd: c.Command) -> bool:
         """Whether ``handle`` would accept ``cmd`` now; changes nothing."""
@@ -280,6 +269,32 @@ class Table:
         seated = self.seated()
         return seated[0].id if seated else None
 
+    # ------------------------------------------------------------------ the records' flags
+    # Read here; changed only through ``holding`` and ``modes`` (state.Holding, Modes).
+    @property
+    def holder(self) -> str | None:
+        return self.holding.holder  # the player holding the shoe (§5)
+
+    @property
+    def house_holds(self) -> bool:
+        return self.holding.house
+
+    @property
+    def holder_coups(self) -> int:
+        return self.holding.coups
+
+    @property
+    def offer_needed(self) -> bool:
+        return self.holding.to_offer
+
+    @property
+    def paused(self) -> bool:
+        return self.modes.paused  # the operator paused the table: no new coup
+
+    @property
+    def draining(self) -> bool:
+        return self.modes.draining  # the server is closing: no new bets
+
     # ------------------------------------------------------------------ the felt (§5, §7)
     def lay(self, p: PlayerState, bets: dict[str, int]) -> None:
         """``p``'s chips become ``bets`` (the caller moves the stake): the felt follows."""
@@ -329,11 +344,12 @@ class Table:
         settlement.move_stake(self.wallet, self.table_id, self.round_id, self.counter, p.id, amount)
 
     # ------------------------------------------------------------------ the checks
-    def _verify(self, cmd: c.Command) -> tuple[Callable[..., Any], Callable[..., bool]]:
-        """The one phase check (rules.ALLOWED); returns the command's check and do."""
+    def _verify(self, cmd: c.Command) -> Handler[Any, Any]:
+        """The one phase check (rules.ALLOWED); returns the command's check and do
+        (:data:`~server.table.dispatch.HANDLERS`)."""
         kind = type(cmd)
-        pair = _HANDLERS.get(kind)
-        if pair is None:
+        handler = HANDLERS.get(kind)
+        if handler is None:
             raise TableError("unknown_command", f"the table does not take {kind.__name__}")
         if kind in rules.CROUPIER_ONLY and cmd.player != c.CROUPIER:
             raise TableError("not_allowed", "only the croupier does that")
@@ -343,7 +359,7 @@ class Table:
             if self.phase is Phase.CLOSED:
                 raise TableError("table_closed", "this table is closed")
             raise TableError("wrong_phase", f"not now: the table is in {self.phase.value}")
-        return pair
+        return handler
 
     def joined_player(self, pid: str) -> PlayerState:
         p = self.players.get(pid)
@@ -414,118 +430,6 @@ class Table:
     def round_id(self) -> str:
         return f"{self.table_id}-{self.shoe_no}-{self.coup_no}"
 
-    # ------------------------------------------------------------------ time
-    def _do_tick(self, cmd: c.Tick, ctx: None) -> bool:
-        now = self.now
-        turning.show_bends(self)  # (a squeeze's last bend, held back a moment)
-        for q in sorted(self.seated(), key=lambda q: q.id):  # (only a seat has a grace)
-            if q.grace_deadline is not None and now >= q.grace_deadline:
-                q.grace_deadline = None
-                if self.wager_in_play(q):
-                    q.leaving = True
-                else:
-                    seating.gone(self, q)
-        offer = self.offer
-        if offer is not None and now >= offer.deadline:
-            self.between_on_behalf.append({"step": "decline the shoe", "player": offer.current})
-            shoe_offer.decline_offer(self, offer.current, offer.seat, timeout=True)
-        if self.phase is Phase.CUT and self.deadline is not None and now >= self.deadline:
-            who = self.cutter  # the timeout cut: the seed's, or after the reveal the key's
-            contributing.cut(self, None, c.CROUPIER, who)
-            if who is not None:
-                self.between_on_behalf.append({"step": "cut the shoe", "player": who})
-        contributing.tick(self)
-        if self.phase is Phase.BETTING and self.deadline is not None and now >= self.deadline:
-            if self.chips:  # a bettor's chips count as a seated player's (§5, §7)
-                betting.close_betting(self)
-            else:  # §7: no bet at all, the table waits; the next bet restarts the timer
-                self.deadline = None
-                self.emit("betting_waiting", {})
-        coup = self.coup
-        if coup is not None and coup.deadline is not None and now >= coup.deadline:
-            turner = coup.turners[coup.stage_hand]
-            turning.reveal_stage(self, coup, c.CROUPIER, turner)
-        return False
-
-    # ------------------------------------------------------------------ the flow
-    def _advance(self) -> None:
-        """Move the table on from wherever the last command left it: the first of
-        :data:`rules.NEXT` that holds names the phase, whose entry (``_ENTER``) moves the
-        table into it and says whether to look again (a coup settled, an offer every
-        seated player declined at once) or wait for the next command."""
-        while self.phase is not Phase.CLOSED:
-            if not _ENTER[self._next_phase()](self):
-                return
-
-    def _next_phase(self) -> Phase:
-        """The phase the first of :data:`rules.NEXT` that holds names (a plain loop: it
-        runs after every command)."""
-        for holds, phase in rules.NEXT:
-            if holds(self):
-                return phase
-        raise AssertionError("the last of rules.NEXT always holds")
-
-    def _enter_turn(self) -> bool:
-        return turning.advance_coup(self)  # True once the coup is settled
-
-    def _enter_debiting(self) -> bool:
-        self.phase, self.deadline = Phase.DEBITING, None
-        return False  # the croupier answers with Debited
-
-    def _enter_shuffle(self) -> bool:
-        if self.phase is not Phase.SHUFFLE:
-            self.phase, self.deadline = Phase.SHUFFLE, None
-        return False
-
-    def _enter_paused(self) -> bool:
-        if self.phase is not Phase.PAUSED:
-            self.phase, self.deadline = Phase.PAUSED, None
-            if self.offer is not None:  # no timer runs while paused: offered again after
-                self.offer, self.offer_needed = None, True
-        return False
-
-    def _enter_waiting(self) -> bool:
-        if self.phase is not Phase.WAITING:
-            self.phase, self.deadline, self.offer = Phase.WAITING, None, None
-            self.emit("waiting", {})
-            # Nobody seated, no coup (§5): bettors' chips come back (who went away, goes)
-            betting.return_chips(self, [q for q in self.players.values() if q.bets], "returned")
-            seating.release(self)
-        return False
-
-    def _enter_shoe_offer(self) -> bool:
-        if self.offer is None:
-            shoe_offer.start_offer(self)
-        if self.offer is None:  # declined on everyone's behalf: the house holds it
-            return True
-        if self.phase is not Phase.SHOE_OFFER:
-            self.phase, self.deadline = Phase.SHOE_OFFER, None
-        return False
-
-    def _enter_cut(self) -> bool:
-        # §4: the cut is offered to the cutter; offered again if that changes (the
-        # cutter stood up), with a fresh timer.
-        if self.phase is not Phase.CUT or self.cut_offered_to != self.cutter:
-            self.cut_offered_to = self.cutter
-            self.phase = Phase.CUT
-            self.deadline = self.now + self.options.timers.cut
-            self.emit("cut_offered", {"player": self.cutter, "deadline": self.deadline})
-        return False
-
-    def _enter_betting(self) -> bool:
-        assert self.shoe is not None
-        if not self.burned:  # §4: the burn, once the shoe is cut
-            face, count = self.shoe.burn()
-            self.shoe.place_stop(self.options.stop_offset)
-            self.burned = True
-            self.emit(
-                "burned",
-                {"card": face, "count": count, "stop_offset": self.options.stop_offset},
-            )
-        if self.phase is not Phase.BETTING or not self.round_open:
-            betting.open_betting(self)
-        return False
-
     # ------------------------------------------------------------------ storage
     def to_state(self, *, spectators: bool = True) -> dict[str, Any]:
         """The whole internal state, secrets included: for the store only, never a client
@@ -545,56 +449,3 @@ class Table:
     ) -> Table:
         """Rebuild a table from :meth:`to_state` (:func:`persistence.from_state`)."""
         return persistence.from_state(cls, state, wallet, parts)
-
-
-def _no_check(table: Table, cmd: c.Command) -> None:
-    return None
-
-
-#: Each phase's entry (after :data:`rules.NEXT`): True to look again at once.
-_ENTER: dict[Phase, Callable[[Table], bool]] = {
-    Phase.DEBITING: Table._enter_debiting,
-    Phase.TURN: Table._enter_turn,
-    Phase.SHUFFLE: Table._enter_shuffle,
-    Phase.PAUSED: Table._enter_paused,
-    Phase.WAITING: Table._enter_waiting,
-    Phase.SHOE_OFFER: Table._enter_shoe_offer,
-    Phase.CUT: Table._enter_cut,
-    Phase.REVEAL: contributing.enter_reveal,
-    Phase.BETTING: Table._enter_betting,
-}
-
-
-def _snake(name: str) -> str:
-    """``PlaceBet`` -> ``place_bet``: a command's name in its handlers' names."""
-    return "".join(f"_{ch.lower()}" if ch.isupper() else ch for ch in name).lstrip("_")
-
-
-#: Each command's check (``Table._check_<name>``: raises TableError, changes nothing;
-#: returns what do needs; none for the croupier's Tick, CloseTable, SetDraining and
-#: Restored) and do (``Table._do_<name>``: changes the table; returns True when it
-#: changed nothing at all), found by name for every command of :mod:`.commands`.
-#: The sub-machines that hold some commands' handlers as functions over the table
-#: (``check_<name>`` / ``do_<name>``); the rest are the table's own methods.
-_MACHINES: tuple[Any, ...] = (seating, shoe_offer, contributing, betting, turning, voiding)
-
-
-def _handler(prefix: str, cls: type[c.Command]) -> Callable[..., Any] | None:
-    """``cls``'s ``check`` or ``do``: the table's ``_<prefix>_<name>`` method, or a
-    sub-machine's ``<prefix>_<name>`` function."""
-    name = _snake(cls.__name__)
-    found = getattr(Table, f"_{prefix}_{name}", None)
-    for machine in _MACHINES:
-        found = found or getattr(machine, f"{prefix}_{name}", None)
-    return found
-
-
-def _handlers(cls: type[c.Command]) -> tuple[Callable[..., Any], Callable[..., bool]]:
-    do = _handler("do", cls)
-    assert do is not None, f"{cls.__name__} has no do"
-    return _handler("check", cls) or _no_check, do
-
-
-_HANDLERS: dict[type[c.Command], tuple[Callable[..., Any], Callable[..., bool]]] = {
-    cls: _handlers(cls) for cls in c.COMMANDS
-}

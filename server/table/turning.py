@@ -2,7 +2,7 @@
 
 What it is for: the TURN phase of :class:`~server.table.Table`, as functions over the
 table and its :class:`~server.table.state.CoupState`: each turner command's check and
-do (``check_<name>`` / ``do_<name>``, found by the table's handlers), revealing cards,
+do (``check_<name>`` / ``do_<name>``, named in :mod:`.dispatch`), revealing cards,
 and :func:`advance_coup`, which moves a coup on until a turner must act and settles it
 (:func:`server.table.settlement.settle`) once every card is up.
 
@@ -21,6 +21,7 @@ from server.engine.coup import banker_draws, is_natural, player_draws
 from . import commands as c
 from . import rules, settlement
 from .errors import refuse
+from .events import Outcome
 from .state import CardSlot, CoupStage, CoupState
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def check_squeeze(t: Table, cmd: c.Squeeze) -> CoupState:
     return turning(t, cmd)[0]
 
 
-def do_squeeze(t: Table, cmd: c.Squeeze, coup: CoupState) -> bool:
+def do_squeeze(t: Table, cmd: c.Squeeze, coup: CoupState) -> Outcome:
     coup.style = cmd.style
     slots = coup.hand(cmd.hand)
     private = {str(i + 1): slots[i].card for i in coup.stage_slots() if not slots[i].up}
@@ -59,33 +60,33 @@ def do_squeeze(t: Table, cmd: c.Squeeze, coup: CoupState) -> bool:
         {"hand": cmd.hand, "style": cmd.style, "turner": cmd.player},
         {cmd.player: {"cards": private}},
     )
-    return False
+    return Outcome.CHANGED
 
 
 def check_turn_card(t: Table, cmd: c.TurnCard) -> tuple[CoupState, int]:
     return turning(t, cmd, cmd.card)
 
 
-def do_turn_card(t: Table, cmd: c.TurnCard, ctx: tuple[CoupState, int]) -> bool:
+def do_turn_card(t: Table, cmd: c.TurnCard, ctx: tuple[CoupState, int]) -> Outcome:
     coup, index = ctx
     reveal(t, coup, cmd.hand, index, cmd.player, None)
-    return False
+    return Outcome.CHANGED
 
 
 def check_toss(t: Table, cmd: c.Toss) -> CoupState:
     return turning(t, cmd)[0]
 
 
-def do_toss(t: Table, cmd: c.Toss, coup: CoupState) -> bool:
+def do_toss(t: Table, cmd: c.Toss, coup: CoupState) -> Outcome:
     reveal_stage(t, coup, cmd.player, None)
-    return False
+    return Outcome.CHANGED
 
 
 def check_progress(t: Table, cmd: c.Progress) -> tuple[CoupState, int]:
     return turning(t, cmd, cmd.card)
 
 
-def do_progress(t: Table, cmd: c.Progress, ctx: tuple[CoupState, int]) -> bool:
+def do_progress(t: Table, cmd: c.Progress, ctx: tuple[CoupState, int]) -> Outcome:
     """Show the others how far a card is bent, coalesced (a squeeze must not flood
     every watcher): only forward progress, at most 4 updates a second per card. A bend
     that comes sooner is held back (the latest) and shown when its time comes
@@ -95,12 +96,12 @@ def do_progress(t: Table, cmd: c.Progress, ctx: tuple[CoupState, int]) -> bool:
     key = f"{cmd.hand}{index + 1}"
     last = coup.progress.get(key)
     if last is not None and cmd.percent <= max(last[0], coup.bends.get(key, 0)):
-        return False
+        return Outcome.CHANGED
     if last is not None and t.now - last[1] < PROGRESS_INTERVAL:
         coup.bends[key] = cmd.percent
-        return False
+        return Outcome.CHANGED
     _bend(t, coup, key, cmd.percent, cmd.player)
-    return False
+    return Outcome.CHANGED
 
 
 def _bend(t: Table, coup: CoupState, key: str, percent: int, turner: str | None) -> None:

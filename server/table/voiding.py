@@ -27,6 +27,7 @@ than through the wallet's keyed entries (:mod:`server.table.settlement`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from server.engine.cards import CardError
@@ -35,6 +36,7 @@ from server.engine.coup import resolve_coup
 from . import betting, seating, settlement
 from . import commands as c
 from .errors import TableError
+from .events import Outcome
 from .state import Phase
 from .wallet import held_account, player_account
 
@@ -81,7 +83,7 @@ def check_void_round(t: Table, cmd: c.VoidRound) -> None:
     raise TableError("not_found", f"round {cmd.round_id} is not being played at this table")
 
 
-def do_void_round(t: Table, cmd: c.VoidRound, ctx: None) -> bool:
+def do_void_round(t: Table, cmd: c.VoidRound, ctx: None) -> Outcome:
     rid = t.round_id
     coup, debiting = t.coup, t.debiting
     if coup is not None:
@@ -131,11 +133,11 @@ def do_void_round(t: Table, cmd: c.VoidRound, ctx: None) -> bool:
         },
     )
     if t.phase in (Phase.TURN, Phase.DEBITING):
-        t.phase = Phase.BETTING  # between coups; _advance decides what comes next
+        t.phase = Phase.BETTING  # between coups; flow.advance decides what comes next
     seating.release(t)  # who waited for the round to get up
     if coup is not None:
         _after_coup(t, coup)
-    return False
+    return Outcome.CHANGED
 
 
 def _record(
@@ -235,7 +237,7 @@ def _after_coup(t: Table, coup: CoupState) -> None:
         t.emit("stop_card", {"coups_left": 1})
 
 
-def do_close_table(t: Table, cmd: c.CloseTable, ctx: None) -> bool:
+def do_close_table(t: Table, cmd: c.CloseTable, ctx: None) -> Outcome:
     """The operator closes the table: a coup in progress is refunded (§8: only then),
     chips not yet held go back, the shoe ends unfinished."""
     coup = t.coup
@@ -257,29 +259,29 @@ def do_close_table(t: Table, cmd: c.CloseTable, ctx: None) -> bool:
         settlement.end_shoe(t, complete=False)
     t.phase = Phase.CLOSED
     t.emit("closed", {"refunded": coup is not None or debiting is not None})
-    return False
+    return Outcome.CHANGED
 
 
-def do_set_draining(t: Table, cmd: c.SetDraining, ctx: None) -> bool:
+def do_set_draining(t: Table, cmd: c.SetDraining, ctx: None) -> Outcome:
     """The croupier's: the server is shutting down (new bets refused ``draining``)."""
     if t.draining == cmd.on:
-        return True
-    t.draining = cmd.on
+        return Outcome.ALREADY
+    t.modes = replace(t.modes, draining=cmd.on)
     t.emit("draining", {"on": cmd.on})
-    return False
+    return Outcome.CHANGED
 
 
-def do_pause(t: Table, cmd: c.Pause, ctx: None) -> bool:
+def do_pause(t: Table, cmd: c.Pause, ctx: None) -> Outcome:
     if t.paused:
-        return True
-    t.paused = True
+        return Outcome.ALREADY
+    t.modes = replace(t.modes, paused=True)
     t.emit("paused", {"coup_finishes": t.in_coup or bool(t.chips)})
-    return False
+    return Outcome.CHANGED
 
 
-def do_resume(t: Table, cmd: c.Resume, ctx: None) -> bool:
+def do_resume(t: Table, cmd: c.Resume, ctx: None) -> Outcome:
     if not t.paused:
-        return True
-    t.paused = False
+        return Outcome.ALREADY
+    t.modes = replace(t.modes, paused=False)
     t.emit("resumed", {})
-    return False
+    return Outcome.CHANGED

@@ -17,8 +17,10 @@ from server.net.handlers import HANDLERS
 from server.protocol.messages import SCHEMAS, TABLE_COMMANDS, parse
 from server.table import commands as c
 from server.table import rules
+from server.table.dispatch import HANDLERS as _HANDLERS
+from server.table.flow import ENTER as _ENTER
+from server.table.flow import NEXT
 from server.table.state import Phase
-from server.table.table import _ENTER, _HANDLERS
 
 #: The table commands the table actor builds itself (with the gateway's bookkeeping).
 OWNERS_OWN = {"leave"}
@@ -50,8 +52,8 @@ def test_every_message_has_one_handler_and_every_command_its_check_and_do() -> N
     named = [getattr(c, n) for n in c.__all__]
     subclasses = {k for k in named if isinstance(k, type) and issubclass(k, c.Command)}
     assert len(c.COMMANDS) == len(set(c.COMMANDS)) and set(c.COMMANDS) == subclasses - {c.Command}
-    for cls, (_check, do) in _HANDLERS.items():
-        assert do.__name__.lstrip("_").startswith("do_"), cls
+    for cls, handler in _HANDLERS.items():
+        assert handler.do.__name__.lstrip("_").startswith("do_"), cls
 
 
 def test_every_command_is_taken_in_some_phase_and_every_wire_command_has_bounds() -> None:
@@ -81,9 +83,9 @@ def test_a_relayed_message_parses_into_its_tables_command() -> None:
 
 
 def test_every_phase_but_closed_is_entered_by_one_transition() -> None:
-    """rules.NEXT (the state-triggered transitions) names each phase the table moves to
+    """flow.NEXT (the state-triggered transitions) names each phase the table moves to
     by itself once, the last always holds, and the table has an entry for each."""
-    targets = [phase for _, phase in rules.NEXT]
+    targets = [phase for _, phase in NEXT]
     assert len(targets) == len(set(targets)) and set(targets) == set(Phase) - {Phase.CLOSED}
     assert set(_ENTER) == set(targets)
-    assert rules.NEXT[-1][0](None)  # type: ignore[arg-type]  # otherwise: betting
+    assert NEXT[-1][0](None)  # type: ignore[arg-type]  # otherwise: betting
