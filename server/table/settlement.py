@@ -1,8 +1,10 @@
 """Settlement and records: paying a coup's held wagers, and what is recorded of it.
 
-What it is for: the money of a finished coup (GAME_RULES §3: lose ``held -> house``;
-a push or a win returns the stake ``held -> player``, a win adds ``house -> player``),
-the refund of a coup the operator closes (§8), and the round and shoe records the
+What it is for: every ledger entry the table makes, and only here: the chips laid and
+taken back (``player <-> stake``), the holds when betting closes (``stake -> held``), the
+money of a finished coup (GAME_RULES §3: lose ``held -> house``; a push or a win returns
+the stake ``held -> player``, a win adds ``house -> player``), the refund of a coup the
+operator closes (§8) or voids (``void``), and the round and shoe records the
 store keeps (§8: cards, burns, turners, every bet, payout and commission, balances
 before and after, the steps done on someone's behalf; §4: the revealed shoe).
 
@@ -101,13 +103,16 @@ def pay(
     return payouts
 
 
-def refund(wallet: Wallet, table_id: str, coup: CoupState) -> None:
-    """§8: the operator closed the table mid-coup: every held wager goes back."""
+def refund(wallet: Wallet, table_id: str, coup: CoupState, kind: str = "refund") -> None:
+    """Every held wager of ``coup`` goes back whole, ``held -> player``, each hold's one
+    outcome: ``refund`` (§8: the operator closed the table mid-coup) or ``void`` (the
+    operator voided the round: :mod:`server.table.voiding`)."""
+    assert kind in ("refund", "void"), kind
     table = held_account(table_id)
     for pid, bets in sorted(coup.held.items()):
         for area, stake in sorted(bets.items()):
-            key = f"{coup.round_id}:{pid}:{area}:refund"
-            wallet.transfer(key, table, player_account(pid), stake, "refund", coup.round_id)
+            key = f"{coup.round_id}:{pid}:{area}:{kind}"
+            wallet.transfer(key, table, player_account(pid), stake, kind, coup.round_id)
 
 
 def by_player(payouts: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -21,8 +21,9 @@ have drawn are drawn, face up in the record), so that the shoe's record still de
 exactly what the seed says and ``chemmy verify`` accepts it; its cards are shown in the
 ``voided`` event (the coup no longer counts, and the odds count them as public).
 
-What it must never do: void a settled round (``already_settled``), or move money other
-than through the wallet's keyed entries (:mod:`server.table.settlement`).
+What it must never do: void a settled round (``already_settled``), or move money itself:
+every entry (the chips back, the held wagers back with the kind ``void``) is
+:mod:`server.table.settlement`'s.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from . import commands as c
 from .errors import TableError
 from .events import Outcome
 from .state import Phase
-from .wallet import held_account, player_account
 
 if TYPE_CHECKING:
     from .state import CoupState
@@ -89,7 +89,7 @@ def do_void_round(t: Table, cmd: c.VoidRound, ctx: None) -> Outcome:
     if coup is not None:
         before = dict(coup.balances_before)
         wagers = {pid: dict(b) for pid, b in coup.held.items()}
-        _give_back(t, coup)
+        settlement.refund(t.wallet, t.table_id, coup, "void")
     else:
         before = {q.id: t.balance(q.id) for q in t.players.values() if q.bets}
         wagers = {q.id: dict(q.bets) for q in t.players.values() if q.bets}
@@ -189,15 +189,6 @@ def _record(
             for pid in sorted(wagers)
         },
     }
-
-
-def _give_back(t: Table, coup: CoupState) -> None:
-    """Every held wager back, ``held -> player``: each hold's one outcome, ``void``."""
-    table = held_account(t.table_id)
-    for pid, bets in sorted(coup.held.items()):
-        for area, stake in sorted(bets.items()):
-            key = f"{coup.round_id}:{pid}:{area}:void"
-            t.wallet.transfer(key, table, player_account(pid), stake, "void", coup.round_id)
 
 
 def _dealt(coup: CoupState) -> dict[str, list[dict[str, Any]]]:

@@ -3,6 +3,8 @@ pausing and resuming. Pure: the croupier sends them on the operator's behalf."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from typing import Any
 
 from table_helpers import (
@@ -13,6 +15,7 @@ from table_helpers import (
     stack,
 )
 
+import server.table
 from server.engine.shoe import verify
 from server.store.base import hold_problems
 from server.table import MemoryWallet, Table
@@ -314,3 +317,17 @@ def test_the_lobby_line_names_the_round_in_play() -> None:
     h.refuse(c.VoidRound(round_id=following, reason="too late"), "already_settled")
     _drain(h)
     _audit(h)
+
+
+def test_only_settlement_makes_ledger_entries() -> None:
+    """docs/architecture.md: settlement alone moves money. No other module of the table
+    calls a wallet's ``transfer`` (voiding's held wagers go back through
+    ``settlement.refund(..., "void")``)."""
+    calls = []
+    for path in sorted(Path(server.table.__file__).parent.glob("*.py")):
+        if path.name in ("settlement.py", "wallet.py"):  # (wallet.py: the transfer itself)
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "transfer":
+                calls.append(f"{path.name}:{node.lineno}")
+    assert not calls, calls
