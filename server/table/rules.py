@@ -239,14 +239,18 @@ def bettor_refusal(t: Table, p: PlayerState) -> TableError | None:
     return None
 
 
-def bet_bounds(t: Table, p: PlayerState) -> tuple[dict[str, tuple[int, int]], int]:
-    """What one bet may add to each area open here, ``{area: (low, top)}``: at least
-    what the table minimum still needs there (at least 1), at most the area maximum
-    less what is there; and ``funds``, the most ``p``'s chips may grow by: the balance,
-    as the stake is the chips on the felt (what the new chips add to the stake must come
-    from the balance)."""
+def bet_bounds(
+    t: Table, p: PlayerState, bets: Mapping[str, int] | None = None
+) -> tuple[dict[str, tuple[int, int]], int]:
+    """What one bet may add to each area open here, ``{area: (low, top)}``, to ``bets``
+    (``p``'s chips on the felt unless given; ``{}``: bets made afresh, as SAME BET's):
+    at least what the table minimum still needs there (at least 1), at most the area
+    maximum less what is there; and ``funds``, the most ``p``'s chips may grow by from
+    ``bets``: the balance, as the stake is the chips on the felt (what the new chips add
+    to the stake must come from the balance)."""
     minimum = t.options.limits.min
-    bets = p.bets
+    if bets is None:
+        bets = p.bets
     ranges: dict[str, tuple[int, int]] = {}
     for area, area_max in t.area_max.items():
         have = bets.get(area, 0)
@@ -254,33 +258,38 @@ def bet_bounds(t: Table, p: PlayerState) -> tuple[dict[str, tuple[int, int]], in
     return ranges, t.available(p.id) + t.stake(p.id) - sum(bets.values())
 
 
-def bet_refusal(t: Table, p: PlayerState, area: str, amount: int) -> TableError | None:
-    """Why ``p`` may not add ``amount`` to ``area`` (open here), by :func:`bet_bounds`."""
-    ranges, funds = bet_bounds(t, p)
-    low, top = ranges[area]
+def _area_refusal(t: Table, area: str, amount: int, low: int, top: int) -> TableError | None:
+    """Why ``amount`` may not go on ``area`` whose bounds are ``(low, top)``."""
     lim = t.options.limits
     if amount < low:
         return TableError("below_min", f"the minimum on {area} is {lim.min}")
     if amount > top:
         return TableError("over_max", f"the maximum on {area} is {lim.max_for(area)}")
+    return None
+
+
+def _funds_refusal(amount: int, funds: int) -> TableError | None:
     if amount > funds:
         return TableError("insufficient_funds", "that bet is more than your balance")
     return None
 
 
+def bet_refusal(t: Table, p: PlayerState, area: str, amount: int) -> TableError | None:
+    """Why ``p`` may not add ``amount`` to ``area`` (open here), by :func:`bet_bounds`."""
+    ranges, funds = bet_bounds(t, p)
+    return _area_refusal(t, area, amount, *ranges[area]) or _funds_refusal(amount, funds)
+
+
 def bets_refusal(t: Table, p: PlayerState, bets: dict[str, int]) -> TableError | None:
-    """Why ``p``'s chips may not become ``bets``: every area within its limits and the
-    chips added within the balance (§3, §7). None when they may."""
-    lim = t.options.limits
-    for name, amount in bets.items():
-        if amount < lim.min:
-            return TableError("below_min", f"the minimum on {name} is {lim.min}")
-        if amount > lim.max_for(name):
-            return TableError("over_max", f"the maximum on {name} is {lim.max_for(name)}")
-    # What the new chips add to the stake must come from the balance.
-    if sum(bets.values()) - t.stake(p.id) > t.available(p.id):
-        return TableError("insufficient_funds", "that bet is more than your balance")
-    return None
+    """Why ``p``'s chips may not become ``bets`` (on areas open here), by
+    :func:`bet_bounds` from no chips at all: every area within its limits and the chips
+    added within the balance (§3, §7). None when they may."""
+    ranges, funds = bet_bounds(t, p, {})
+    for area, amount in bets.items():
+        refusal = _area_refusal(t, area, amount, *ranges[area])
+        if refusal is not None:
+            return refusal
+    return _funds_refusal(sum(bets.values()), funds)
 
 
 def limit_refusal(

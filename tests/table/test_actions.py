@@ -30,7 +30,7 @@ from server.engine.payouts import AREAS
 from server.table import Table
 from server.table import commands as c
 from server.table.actions import kept_current
-from server.table.rules import WIRE_COMMANDS
+from server.table.rules import WIRE_COMMANDS, bet_bounds, bets_refusal
 from server.table.views import view as snapshot
 
 SIMPLE = {
@@ -238,6 +238,30 @@ def test_funds_cap_the_bet_bounds() -> None:
     h.bet("bob", "player", 300)
     acts = check_actions(h.table, "bob")
     assert acts["bet"]["areas"] == {"player": {"min": 1, "max": 50}}  # 50 left: only topping up
+
+
+def test_same_bets_are_held_to_the_bet_bounds_from_no_chips() -> None:
+    """SAME BET's refusal (``bets_refusal``) is ``bet_bounds`` from no chips at all: the
+    new chips replace what is on the felt, so an area's bounds do not depend on it."""
+    h = TableHarness()
+    h.setup({"ann": 1}, stack(BANKER_WIN), holder="ann")
+    h.join("bob", funds=2_000)
+    h.sit("bob", 2)
+    h.bet("bob", "player", 900)
+    t, bob = h.table, h.table.players["bob"]
+    ranges, funds = bet_bounds(t, bob, {})
+    assert funds == 2_000 and ranges["player"] == (100, t.area_max["player"])
+    low, top = ranges["tie"]
+    for bets, code in [
+        ({"player": 500}, None),  # (900 already there: a top-up of 500 would be over)
+        ({"player": 99}, "below_min"),
+        ({"tie": low, "player": 100}, None),
+        ({"tie": top + 1}, "over_max"),
+        ({"player": 1_000, "banker": 1_000}, None),
+        ({"player": 1_000, "banker": 1_001}, "insufficient_funds"),
+    ]:
+        refusal = bets_refusal(t, bob, bets)
+        assert (refusal and refusal.code) == code, bets
 
 
 def test_a_spectator_sees_free_seats_and_the_holder_can_pass_after_a_coup() -> None:
