@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import unquote
 
+from server.protocol.errors import OperatorRefusal  # (defined with the error tree)
 from server.store.base import Store, StoreError, StoreUnavailable
 from server.wallet import signing
 
@@ -72,20 +73,6 @@ API_PREFIX: Final = "/operator/v1/"
 #: may make one more (:class:`AuthFailures`): 20 at once, then 20 a minute.
 FAILURES_BURST: Final = 20
 FAILURES_REFILL: Final = 3.0
-
-
-class OperatorRefusal(Exception):
-    """A refused operator call: HTTP ``http_status``, body ``{"status": code, "message"}``
-    and the ``details`` given (``limit_reached``'s ``limit``)."""
-
-    def __init__(
-        self, http_status: int, code: str, message: str, details: Mapping[str, Any] | None = None
-    ) -> None:
-        super().__init__(f"{http_status} {code}: {message}")
-        self.http_status = http_status
-        self.code = code
-        self.message = message
-        self.details = dict(details or {})
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,8 @@ listed in docs/protocol.md ("Errors").
     │   │   └── Busy             (server/croupier/actor.py) busy: a table's queue is full
     │   └── AuthError            (server/net/auth.py) auth_required, bad_token,
     │                            token_expired, bad_name
-    └── internal roots (never sent as they are)
+    └── internal roots (never sent as they are; the first four defined here, each
+        │                    imported by the module named beside it under the same name)
         ├── StoreError           (server/store/base.py) -> store_failed; the step undone
         │   ├── StoreUnavailable the store cannot be reached -> store_unavailable
         │   ├── StoreInUse       another live process serves this SQLite file -> one
@@ -51,6 +52,14 @@ listed in docs/protocol.md ("Errors").
         │                        one-line error
         └── ConfigError          (server/net/config.py) -> one line and exit status 2
 
+The internal roots a shell module raises (the store's, the operator wallet's, a
+signature's, an operator call's) are defined here, below the wire errors, so the whole
+tree is in one file; the modules named beside them import them under the same names
+(``from server.store.base import StoreInUse`` keeps working). The table's and the
+engine's (``TableError``, ``InsufficientFunds``, ``OptionsError``, ``CardError``) stay
+with the pure code that raises them, and ``AuthError``, ``ConfigError`` and ``Busy`` with
+theirs.
+
 This module is pure and tiny. It must never import anything of the shell (sockets,
 storage) and an error's message must never carry a secret (a token, a shoe seed, an
 undealt card): messages are sent to clients as they are.
@@ -62,9 +71,21 @@ from collections.abc import Mapping
 from typing import Any, Self
 
 __all__ = [
+    "BadWalletCall",
     "ChemmyError",
+    "KeyConflict",
+    "LimitPassed",
+    "OperatorRefusal",
+    "OutOfRange",
+    "Overdrawn",
     "ProtocolError",
     "Refused",
+    "SignatureError",
+    "StaleEpoch",
+    "StoreError",
+    "StoreInUse",
+    "StoreUnavailable",
+    "WalletError",
     "limit_reached",
     "no_table",
     "player_blocked",
@@ -165,3 +186,82 @@ def limit_reached(kind: str, amount: int, remaining: int, said: str, left: str) 
         message = f"that would pass your {words} of {said}: {left} remains"
     details = {"limit": {"kind": kind, "amount": amount, "remaining": max(0, remaining)}}
     return Refused("limit_reached", message, details)
+
+
+# ------------------------------------------------------------------ internal roots
+# Never sent as they are: each is translated where it crosses a boundary (the tree above).
+class StoreError(Exception):
+    """Anything that went wrong in the store; third-party errors are translated to it."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be reached or cannot write now (Redis down, SQLite disk I/O,
+    the lock wait ran out). Not a refusal: the same call may work later."""
+
+
+class StoreInUse(StoreError):
+    """Another live process serves this store, and it is one process's store (SQLite):
+    a second server must not start on it."""
+
+
+class KeyConflict(StoreError):
+    """A ledger key already holds an entry with different fields."""
+
+
+class Overdrawn(StoreError):
+    """A commit would make a player's or a stake's balance negative; nothing of it was
+    kept."""
+
+
+class LimitPassed(StoreError):
+    """A commit's new entries would take a player's usage past a ``LimitGuard``'s
+    (server/store/base.py) cap; nothing of it was kept. ``kind`` and ``cap`` are the
+    guard's, ``remaining`` what the cap left before this commit (at least 0)."""
+
+    def __init__(self, kind: str, cap: int, remaining: int) -> None:
+        super().__init__(f"the limit {kind} ({cap}) leaves {remaining}")
+        self.kind, self.cap, self.remaining = kind, cap, remaining
+
+
+class OutOfRange(StoreError):
+    """An entry would take a balance out of ±(2**53 - 1), the range every store keeps
+    exactly (``MAX_AMOUNT``, server/store/base.py): refused, nothing of the commit kept.
+    Retrying cannot help (unlike :class:`StoreUnavailable`)."""
+
+
+class StaleEpoch(StoreError):
+    """A table write carried an epoch lower than the stored one (a newer owner has
+    claimed the table); nothing of it was kept."""
+
+
+class BadWalletCall(StoreError, ValueError):
+    """A wallet call, or a change to one, of the wrong shape (a caller's bug); nothing
+    of the write it came with was kept."""
+
+
+class WalletError(Exception):
+    """The wallet could not answer (unreachable, a timeout, a malformed answer)."""
+
+
+class SignatureError(Exception):
+    """A signature that is missing, malformed, under an unknown key or wrong (``status``
+    ``bad_signature``), or too old or too far in the future (``stale_signature``)."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class OperatorRefusal(Exception):
+    """A refused operator call: HTTP ``http_status``, body ``{"status": code, "message"}``
+    and the ``details`` given (``limit_reached``'s ``limit``)."""
+
+    def __init__(
+        self, http_status: int, code: str, message: str, details: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(f"{http_status} {code}: {message}")
+        self.http_status = http_status
+        self.code = code
+        self.message = message
+        self.details = dict(details or {})

@@ -92,6 +92,17 @@ from typing import Any, Final, NamedTuple, Protocol, TypeGuard, runtime_checkabl
 
 import orjson
 
+from server.protocol.errors import (  # (the error tree: defined there, named here too)
+    BadWalletCall,
+    KeyConflict,
+    LimitPassed,
+    OutOfRange,
+    Overdrawn,
+    StaleEpoch,
+    StoreError,
+    StoreInUse,
+    StoreUnavailable,
+)
 from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = [
@@ -125,6 +136,7 @@ __all__ = [
     "StaleEpoch",
     "Store",
     "StoreError",
+    "StoreInUse",
     "StoreUnavailable",
     "TableRow",
     "ack_play",
@@ -203,55 +215,6 @@ WALLET_CALLS_LIMIT: Final = 1000
 OPERATOR_CALL_KEEP_MAX: Final = 30 * 86_400.0
 #: The longest key and fingerprint of an operator call's record (characters).
 _OPERATOR_CALL_KEY_MAX: Final = 256
-
-
-class StoreError(Exception):
-    """Anything that went wrong in the store; third-party errors are translated to it."""
-
-
-class StoreUnavailable(StoreError):
-    """The store cannot be reached or cannot write now (Redis down, SQLite disk I/O,
-    the lock wait ran out). Not a refusal: the same call may work later."""
-
-
-class StoreInUse(StoreError):
-    """Another live process serves this store, and it is one process's store (SQLite):
-    a second server must not start on it."""
-
-
-class KeyConflict(StoreError):
-    """A ledger key already holds an entry with different fields."""
-
-
-class Overdrawn(StoreError):
-    """A commit would make a player's or a stake's balance negative; nothing of it was
-    kept."""
-
-
-class LimitPassed(StoreError):
-    """A commit's new entries would take a player's usage past a :class:`LimitGuard`'s
-    cap; nothing of it was kept. ``kind`` and ``cap`` are the guard's, ``remaining``
-    what the cap left before this commit (at least 0)."""
-
-    def __init__(self, kind: str, cap: int, remaining: int) -> None:
-        super().__init__(f"the limit {kind} ({cap}) leaves {remaining}")
-        self.kind, self.cap, self.remaining = kind, cap, remaining
-
-
-class OutOfRange(StoreError):
-    """An entry would take a balance out of ±(2**53 - 1), the range every store keeps
-    exactly (:data:`MAX_AMOUNT`): refused, nothing of the commit kept. Retrying cannot
-    help (unlike :class:`StoreUnavailable`)."""
-
-
-class StaleEpoch(StoreError):
-    """A table write carried an epoch lower than the stored one (a newer owner has
-    claimed the table); nothing of it was kept."""
-
-
-class BadWalletCall(StoreError, ValueError):
-    """A wallet call, or a change to one, of the wrong shape (a caller's bug); nothing
-    of the write it came with was kept."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from server.protocol.errors import WalletError  # (defined with the error tree)
+
 __all__ = [
     "OK",
     "REFUSALS",
@@ -39,6 +41,7 @@ __all__ = [
     "UNAVAILABLE",
     "Wallet",
     "WalletAnswer",
+    "WalletError",
     "closing_outcome",
     "wallet_account",
 ]
@@ -142,7 +145,3 @@ class Wallet(Protocol):
         ...
 
     async def close(self) -> None: ...
-
-
-class WalletError(Exception):
-    """The wallet could not answer (unreachable, a timeout, a malformed answer)."""

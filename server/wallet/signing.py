@@ -38,6 +38,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
 
+from server.protocol.errors import SignatureError  # (defined with the error tree)
+
 __all__ = [
     "ALGORITHMS",
     "HEADER",
@@ -77,16 +79,6 @@ _SECONDS: Final = re.compile(r"[0-9]{1,12}")
 
 PrivateKey = ed25519.Ed25519PrivateKey | rsa.RSAPrivateKey
 PublicKey = ed25519.Ed25519PublicKey | rsa.RSAPublicKey
-
-
-class SignatureError(Exception):
-    """A signature that is missing, malformed, under an unknown key or wrong (``status``
-    ``bad_signature``), or too old or too far in the future (``stale_signature``)."""
-
-    def __init__(self, status: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def _payload(t: int, method: str, target: str, body: bytes) -> bytes:
