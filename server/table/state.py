@@ -48,7 +48,7 @@ class Phase(StrEnum):
         any phase but TURN, DEBITING, REVEAL --Pause--> PAUSED --Resume--> where it left off
         any phase --CloseTable--> CLOSED
 
-    The whole flow is drawn in :mod:`server.table.table`'s docstring.
+    The whole flow is drawn in :mod:`server.table.flow`'s docstring.
     """
 
     SHUFFLE = "shuffle"  # no shoe: waiting for the croupier's StartShoe

@@ -23,29 +23,7 @@ Rules of this file:
   travels in the event's private overlay, and what each viewer sees is decided in
   :mod:`server.table.views`.
 
-The phases (:class:`~server.table.state.Phase`) and the flow between them::
-
-    SHUFFLE --StartShoe--> SHOE_OFFER (no holder) | CUT (the holder keeps the shoe)
-                           | WAITING (nobody seated)
-    WAITING --someone sits--> SHOE_OFFER | CUT | BETTING (where it left off)
-    SHOE_OFFER --accepted, or every seated player declined (the house holds)-->
-                           CUT (a new shoe) | BETTING (between coups)
-    CUT --cut, or the croupier's on timeout; the burn--> BETTING
-    CUT --the same, with contributions committed--> REVEAL --all revealed, or the
-                           timer; the cut, the burn--> BETTING (docs/fairness.md §9)
-    BETTING --everyone DONE with a bet, or the timer with a bet--> TURN
-    BETTING --the holder passes, stands up or leaves--> SHOE_OFFER
-    TURN --settled--> BETTING (next coup) | SHOE_OFFER (the shoe passes)
-                      | SHUFFLE (the shoe is over: seed revealed)
-    SHOE_OFFER | CUT | BETTING --the last seated player goes--> WAITING
-    any phase --Pause--> PAUSED once no coup is dealt and no chip is on the felt
-    PAUSED --Resume--> where it left off
-    any phase --VoidRound--> the round's wagers back, the next round (voiding.py)
-    any phase --CloseTable--> CLOSED
-
-(A stacked shoe: no cut, no burn.) BETTING's timer runs out with no bet: the table waits
-for one (§7). In TURN each ``CoupStage`` (PLAYER, BANKER, PLAYER_THIRD, BANKER_THIRD) has
-two ``TurnStep`` moments: CHOOSE (TOSS or a squeeze) and SQUEEZE (the cards one by one).
+The phases and the flow between them are drawn in :mod:`.flow`'s docstring.
 
 The sub-machines hold their commands' checks and dos, each named in
 :data:`.dispatch.HANDLERS`: :mod:`.seating`, :mod:`.shoe_offer`, :mod:`.contributing`,
