@@ -13,11 +13,14 @@ A step is three parts, in that order: *decide* (the command, what the store must
 first, the table's step or a refusal), *commit* (store it; what happened, or an undo)
 and *deliver* (publish, then reply).
 
-Its helpers, each in its own module: what a record becomes (:mod:`.kinds`), bettors'
-chips stepped as one burst (:mod:`.bursts`), an undone or in-doubt step and a restart
+Its helpers, each in its own module: what a record becomes (:mod:`.kinds`), the balances
+a command is decided with (:mod:`.balances`), a step's store commit (:mod:`.commit`),
+bettors' chips stepped as one burst (:mod:`.bursts`), an undone or in-doubt step
 (:mod:`.recovery`), the operator's seamless wallet — debits, rollbacks, the mirror
-(:mod:`.seamless`) — the ``roads`` answer (:mod:`.roads`), and the one retry with
-backoff (:mod:`.retry`).
+(:mod:`.seamless`) — the ``roads`` answer (:mod:`.roads`), the one retry with backoff
+(:mod:`.retry`), and what the actor is started with and tells its croupier
+(:mod:`.settings`). The table's wallet, whether a coup is dealt and whether the table is
+closed are read from the table itself, never copied.
 
 Money (docs/architecture.md §5): the table decides with its own
 :class:`~server.croupier.wallet.TableWallet` — its stakes and held wagers exactly, its
@@ -41,7 +44,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from server.bus.base import Bus
-from server.protocol.errors import ChemmyError, Refused, limit_reached, no_table
+from server.protocol.errors import ChemmyError, Refused, no_table
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import (
     CommitResult,
@@ -59,12 +62,12 @@ from server.table.events import Event, Step
 from server.table.state import Phase
 from server.table.wallet import Entry, player_account, stake_account
 
-from . import commit, kinds, recovery
+from . import balances, commit, kinds, recovery
 from .bursts import burst, step_burst
 from .commit import Write
 from .fairqueue import FairQueue, QueueClosed, QueueFull
 from .items import Happened, Item
-from .kinds import FUNDED, GUARDS_FIELD, GUEST_FIELD, WIRE_COMMANDS, answer, command_of, guards_of
+from .kinds import GUARDS_FIELD, GUEST_FIELD, WIRE_COMMANDS, answer, command_of, guards_of
 from .recovery import InDoubt, store_refusal
 from .retry import backoff
 from .roads import Roads
@@ -87,8 +90,6 @@ __all__ = [
 
 log = logging.getLogger("chemmy.croupier")
 
-#: Commands that may need a player's latest balance: it is read before they are decided.
-_FRESH_BALANCE = (c.Join, c.Sit)
 #: The line of the croupier's own commands in the table's queue (no client has it).
 CROUPIER_LINE = "\x00croupier"
 
@@ -377,8 +378,8 @@ class TableActor:
                 if record is not None and kind is not None and kind.query is not None:
                     await kind.query(self, record)
                 return None
-            await self._prepare(cmd, record)
-            return cmd, await self._decide_funded(cmd, now)
+            await balances.prepare(self, cmd, record)
+            return cmd, await balances.decide_funded(self, cmd, now)
         except ChemmyError as err:
             self.wallet.drain()  # a refused command moved no money
             self._refuse(item, err)
@@ -397,52 +398,6 @@ class TableActor:
             await self._restore()
             self._refuse(item, Refused("internal", "the table could not do that"))
         return None
-
-    async def _prepare(self, cmd: c.Command, record: CommandRecord | None) -> None:
-        """What the store must hold or say before ``cmd`` is decided: a guest sitting
-        down stored, a joining or sitting player's balance read afresh."""
-        guest = None if record is None else record.fields.get(GUEST_FIELD)
-        if isinstance(cmd, c.Sit | c.PlaceBet | c.SameBet) and isinstance(guest, dict):
-            # A guest is written to the store (with their play money) only once the
-            # rules let them sit or bet: a refused command keeps nothing of theirs.
-            self.table.verify(cmd)
-            balance = await self.store.ensure_player(
-                cmd.player, str(guest["name"]), int(guest["funds"]), guest=True
-            )
-            self.wallet.load([(player_account(cmd.player), balance)])
-        seamless = self.seamless
-        if isinstance(cmd, c.Join) and seamless is not None and seamless.money.confirms_holds:
-            session = None if record is None else record.fields.get(c.WALLET_SESSION_FIELD)
-            await seamless.mirror(cmd.player, session if isinstance(session, dict) else None)
-        if isinstance(cmd, _FRESH_BALANCE):
-            await self.refresh([cmd.player])
-        if isinstance(cmd, c.Join) and isinstance(guest, dict):
-            await self._welcome(cmd.player, int(guest["funds"]))
-
-    async def _welcome(self, player: str, funds: int) -> None:
-        """A guest not yet stored joins: the table decides their bets (and says what they
-        may bet: their actions) with the play money their first bet stores them with
-        (GAME_RULES §5), as their snapshot shows it. The store is still the truth: the
-        bet's commit is refused if they had less."""
-        account = player_account(player)
-        if self.wallet.balance(account) == 0 and await self.store.player_name(player) is None:
-            self.wallet.load([(account, funds)])
-
-    async def _decide_funded(self, cmd: c.Command, now: float) -> Step:
-        """:meth:`_decide`, once more after reading the player's balance afresh when a bet
-        was refused for want of funds and the balance has changed."""
-        try:
-            return self._decide(cmd, now)
-        except TableError as err:
-            # The balance this table knew may be out of date (a deposit, another
-            # table): read it, and try once more if it changed.
-            if not (
-                err.code == "insufficient_funds"
-                and isinstance(cmd, FUNDED)
-                and await self.refresh([cmd.player])
-            ):
-                raise
-            return self._decide(cmd, now)
 
     async def _commit(self, item: Item, cmd: c.Command, step: Step) -> Happened | None:
         """Store the step (its entries, the table's state, its records and events) in one
@@ -477,7 +432,7 @@ class TableActor:
             # The player's own limit, held by the store with every other table's chips
             # (placed meanwhile, here or on another process): the bet was never accepted.
             await self._restore(entries)
-            self._refuse(item, self._limit_reached(passed))
+            self._refuse(item, commit.limit_refusal(self.table, passed))
             return None
         except Exception as exc:
             self._refuse(item, await self._not_written(w, exc))
@@ -530,13 +485,6 @@ class TableActor:
             self._doubt = InDoubt(w.state, kept, w.stored)
         await self._restore(w.entries)
         return store_refusal(exc)
-
-    def _limit_reached(self, passed: LimitPassed) -> Refused:
-        """The player's refusal for a bet the store held to their limit, in the table's
-        money."""
-        show = self.table.options.money
-        kind, cap, left = passed.kind, passed.cap, passed.remaining
-        return limit_reached(kind, cap, left, show(cap), show(left))
 
     def _deliver(self, item: Item, happened: Happened) -> None:
         """A stored step goes out: its events on the bus, then the sender's reply."""

@@ -22,6 +22,7 @@ from server.table import commands as c
 from server.table.events import Step
 from server.table.wallet import Entry
 
+from . import balances
 from .items import Happened, Item
 from .kinds import answer, command_of, guards_of
 from .recovery import store_refusal
@@ -84,8 +85,8 @@ async def step_burst(actor: TableActor, items: list[Item]) -> None:
             try:
                 cmd = command_of(actor, record)
                 assert cmd is not None  # (the kinds of BURST_KINDS are table commands)
-                await actor._prepare(cmd, record)
-                step = await actor._decide_funded(cmd, now)
+                await balances.prepare(actor, cmd, record)
+                step = await balances.decide_funded(actor, cmd, now)
             except ChemmyError as err:
                 actor.wallet.drain()  # a refused command moved no money
                 actor._refuse(item, err)

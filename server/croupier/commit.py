@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from server.store.base import CommitResult, LimitGuard, Store, TableRow
+from server.protocol.errors import Refused, limit_reached
+from server.store.base import CommitResult, LimitGuard, LimitPassed, Store, TableRow
 from server.table import Table
 from server.table.events import Event
 from server.table.state import Phase
@@ -22,7 +23,7 @@ from server.table.wallet import Entry
 if TYPE_CHECKING:
     from .seamless import Seamless
 
-__all__ = ["Write", "to_write", "write"]
+__all__ = ["Write", "limit_refusal", "to_write", "write"]
 
 
 @dataclass(slots=True)
@@ -77,3 +78,11 @@ async def write(
         records=w.records,
         events=[event.to_dict() for event in w.stored],
     )
+
+
+def limit_refusal(table: Table, passed: LimitPassed) -> Refused:
+    """The player's refusal for a bet the store held to their limit, in the table's
+    money."""
+    show = table.options.money
+    kind, cap, left = passed.kind, passed.cap, passed.remaining
+    return limit_reached(kind, cap, left, show(cap), show(left))
