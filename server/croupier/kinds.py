@@ -5,7 +5,7 @@ the command it becomes, the query it answers without a step, and its reply.
 
 Tables of data and the small functions they name: it never steps the table, never
 writes to the store and never decides a rule (a command it builds is still the table's to
-refuse). ``tests/server/test_vocabulary.py`` holds both tables to what the gateway sends.
+refuse). ``tests/server/test_actor_parts.py`` holds both tables to what the gateway sends.
 """
 
 from __future__ import annotations
