@@ -35,6 +35,7 @@ from server.wallet.base import Wallet
 
 from .actor import BeforeDebits, TableActor
 from .cluster import Leases, Rebalancer
+from .settings import ActorHooks, ActorSettings
 from .wallet import TableWallet
 
 __all__ = ["Croupier"]
@@ -244,24 +245,28 @@ class Croupier:
             epoch = await self.store.claim_table(row.table_id)
         actor = TableActor(
             table,
-            epoch=epoch,
             store=self.store,
             bus=self.bus,
-            config=config,
-            queue_size=self.queue_size,
-            on_step=self._shared,
-            on_closed=self._closed,
-            on_store=self._store_state,
-            on_lost=self._lost,
-            # Restored after a stop or a crash: nobody is connected yet. The table
-            # decides (Restored): seats held for the grace period (§5), spectators gone.
-            restored=row.state is not None,
-            parts=row.parts,
-            money=self.money,
-            wallet_timeout=self.wallet_timeout,
-            on_calls=self._calls_stored,
-            before_debits=self._before_debits,
-            on_debits=self._debits_answered,
+            settings=ActorSettings(
+                config=config,
+                epoch=epoch,
+                # Restored after a stop or a crash: nobody is connected yet. The table
+                # decides (Restored): seats held for the grace period (§5), spectators gone.
+                restored=row.state is not None,
+                parts=row.parts,
+                queue_size=self.queue_size,
+                money=self.money,
+                wallet_timeout=self.wallet_timeout,
+            ),
+            hooks=ActorHooks(
+                on_step=self._shared,
+                on_closed=self._closed,
+                on_store=self._store_state,
+                on_lost=self._lost,
+                on_calls=self._calls_stored,
+                before_debits=self._before_debits,
+                on_debits=self._debits_answered,
+            ),
         )
         await actor.load()
         # Whatever the last owner stored but this process's clients have not seen (it

@@ -46,7 +46,7 @@ __all__ = [
 
 #: Record kinds a gateway sends on a client's behalf, besides the table commands.
 GATEWAY_KINDS: Final = frozenset(
-    {"join", "leave", "disconnect", "roads", "chat", "close", "void", "pause", "resume"}
+    {"join", "leave", "disconnect", "roads", "chat", "close", "void", "pause", "resume", "refresh"}
 )
 
 RequestId = str | int | None

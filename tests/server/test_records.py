@@ -51,6 +51,7 @@ EXAMPLE_FIELDS: dict[str, dict[str, Any]] = {
     "void": {"round_id": "t1-2-3", "reason": "the card reader failed"},
     "pause": {},
     "resume": {},
+    "refresh": {},
 }
 
 

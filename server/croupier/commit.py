@@ -1,0 +1,88 @@
+"""One step's (or one burst's) store commit, as a table actor makes it: what the store
+keeps — the ledger entries, the table's state row with the owner's epoch, the bettors'
+parts it changed, the round records, the stored events, the seamless wallet's credits and
+rollbacks, the limits the chips must not pass — and the one call that keeps it.
+
+It never decides whether a step happened and never undoes one: what the store raises goes
+up to the actor, which undoes, refuses or delivers (store before send, §8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from server.protocol.errors import Refused, limit_reached
+from server.store.base import CommitResult, LimitGuard, LimitPassed, Store, TableRow
+from server.table import Table
+from server.table.events import Event
+from server.table.state import Phase
+from server.table.wallet import Entry
+
+if TYPE_CHECKING:
+    from .seamless import Seamless
+
+__all__ = ["Write", "limit_refusal", "to_write", "write"]
+
+
+@dataclass(slots=True)
+class Write:
+    """A step (or a burst of them) as one store commit keeps it."""
+
+    entries: list[Entry]
+    records: list[dict[str, Any]]
+    stored: list[Event]
+    state: dict[str, Any]
+    parts: dict[str, dict[str, Any] | None]
+    calls: list[dict[str, Any]]
+    guards: list[LimitGuard]
+
+
+def to_write(
+    table: Table,
+    seamless: Seamless | None,
+    last_state: dict[str, Any],
+    parts: Mapping[str, dict[str, Any]],
+    entries: list[Entry],
+    records: list[dict[str, Any]],
+    stored: list[Event],
+    guards: list[LimitGuard],
+) -> Write:
+    """``table``'s step (or burst) as the store will keep it: its state (spectators are
+    not kept), the bettors' parts it changed (§5), and with a seamless wallet the credits
+    and rollbacks from ``last_state`` (and the stored ``parts``) to it."""
+    state = table.to_state(spectators=False)
+    changed = table.take_parts()
+    calls = [] if seamless is None else seamless.closing_calls(last_state, state, records, parts)
+    return Write(entries, records, stored, state, changed, calls, guards)
+
+
+async def write(
+    store: Store, table: Table, config: dict[str, Any], epoch: int, w: Write
+) -> CommitResult:
+    """One commit of ``w`` with the owner's ``epoch`` (raises what the store raises)."""
+    return await store.commit(
+        **({"calls": w.calls} if w.calls else {}),  # type: ignore[arg-type]
+        **({"guards": w.guards} if w.guards else {}),  # type: ignore[arg-type]
+        entries=w.entries,
+        table=TableRow(
+            table.table_id,
+            config,
+            w.state,
+            table.seq,
+            table.phase == Phase.CLOSED,
+            epoch,
+            w.parts or None,
+        ),
+        records=w.records,
+        events=[event.to_dict() for event in w.stored],
+    )
+
+
+def limit_refusal(table: Table, passed: LimitPassed) -> Refused:
+    """The player's refusal for a bet the store held to their limit, in the table's
+    money."""
+    show = table.options.money
+    kind, cap, left = passed.kind, passed.cap, passed.remaining
+    return limit_reached(kind, cap, left, show(cap), show(left))

@@ -1,0 +1,145 @@
+"""The table actor's parts (server/croupier): the gateway's own record kinds in one table
+beside the relayed table commands, dispatched through it, and complete both ways; what
+the actor knows of its table read from the table, never copied; the one retry with
+backoff. Real servers on port 0 where an actor runs (tests/kit)."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.croupier import kinds
+from server.croupier.retry import BACKOFF_FIRST, BACKOFF_MAX, backoff, retrying
+from server.protocol.errors import Refused
+from server.protocol.records import GATEWAY_KINDS, Address, CommandRecord
+from server.store.base import StoreError
+from server.table import Table, TableOptions
+from server.table import commands as c
+from server.table.state import Phase
+from tests.server.test_store_failures import fail_next_commit
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The calls through which the gateway sends a record to a table's owner, and the place
+#: of the record's kind among their arguments.
+_KIND_ARGUMENT = {"relay": 2, "ask_table": 1, "control": 0, "CommandRecord": 1}
+
+
+def _kinds_the_gateway_sends() -> set[str]:
+    """Every record kind written out in the server outside the croupier (the gateway, the
+    operator's API, the cashier...) where a record for a table is made or relayed."""
+    found = set()
+    for path in sorted((ROOT / "server").rglob("*.py")):
+        if "croupier" in path.relative_to(ROOT / "server").parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            at = _KIND_ARGUMENT.get(str(name))
+            if at is not None and len(node.args) > at:
+                arg = node.args[at]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    found.add(arg.value)
+    return found
+
+
+def test_every_kind_the_gateway_sends_is_in_a_table_and_every_entry_is_used() -> None:
+    sent = _kinds_the_gateway_sends()
+    assert {"join", "chat", "void", "refresh"} <= sent  # (the scan finds the sends)
+    assert sent <= set(kinds.WIRE_COMMANDS) | set(kinds.GATEWAY_COMMANDS)
+    assert set(kinds.GATEWAY_COMMANDS) == GATEWAY_KINDS  # the records' own list
+    assert set(kinds.GATEWAY_COMMANDS) <= sent  # no entry the gateway never sends
+    assert set(kinds.GATEWAY_COMMANDS).isdisjoint(kinds.WIRE_COMMANDS)
+    for kind, entry in kinds.GATEWAY_COMMANDS.items():
+        assert entry.what, kind
+        assert (entry.query is None) or kind in ("roads", "refresh"), kind
+
+
+async def test_each_gateway_kind_becomes_its_command_through_the_table(net: Any) -> None:
+    server = await net.start()
+    actor = server.actors["t1"]
+    to = Address("gw", 1, "r1")
+    fields = {"name": "Ann", "text": "hi", "round_id": "x", "reason": "y", "gateway": "gw"}
+    made = {
+        kind: kinds.command_of(actor, CommandRecord("t1", kind, "ann", "1", fields, to))
+        for kind in sorted(kinds.GATEWAY_COMMANDS)
+    }
+    assert {kind: type(cmd) for kind, cmd in made.items()} == {
+        "chat": c.Chat,
+        "close": c.CloseTable,
+        "disconnect": type(None),  # (ann's only gateway, but she is not at the table)
+        "join": c.Join,
+        "leave": c.Leave,
+        "pause": c.Pause,
+        "refresh": type(None),
+        "resume": c.Resume,
+        "roads": type(None),
+        "void": c.VoidRound,
+    }
+    assert actor.watchers == {}  # (joined through "gw", then left, then disconnected)
+    with pytest.raises(Refused) as refused:
+        kinds.command_of(actor, CommandRecord("t1", "dance", "ann", "1", {}, to))
+    assert refused.value.code == "unknown_command"
+
+
+async def test_what_the_actor_knows_of_its_table_is_read_from_it(
+    net: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = await net.start()
+    ann = await net.player(server, "ann")
+    await ann.join("t1")
+    actor = server.actors["t1"]
+    assert actor.wallet is actor.table.wallet and not actor.in_coup and not actor.closed
+    before = actor.table
+    fail_next_commit(monkeypatch, server.store)
+    await ann.refused("store_failed", "sit", table="t1", msg_id="s1")
+    assert actor.table is not before  # undone: rebuilt from the last stored step
+    assert actor.wallet is actor.table.wallet
+    other = Table("t1", TableOptions(), type(actor.wallet)())
+    other.phase = Phase.CLOSED
+    actor.table, before = other, actor.table
+    assert actor.wallet is other.wallet and actor.closed and not actor.in_coup
+    actor.table = before
+
+
+async def test_a_closed_table_tells_its_croupier_and_its_actor_ends(net: Any) -> None:
+    server = await net.start()
+    actor = server.actors["t1"]
+    await actor.call(c.CloseTable())
+    assert actor.closed and "t1" not in server.actors  # (the hook: no longer served)
+    async with asyncio.timeout(5):
+        await actor._task  # the actor ends by itself after its close step
+
+
+def test_the_backoff_grows_to_its_cap_and_never_overflows() -> None:
+    waits = [backoff(n) for n in range(1, 12)]
+    assert waits[0] == BACKOFF_FIRST and waits == sorted(waits)
+    assert waits[-1] == BACKOFF_MAX == backoff(5_000)
+
+
+async def test_retrying_tries_again_until_done_or_stopped() -> None:
+    tries: list[int] = []
+
+    async def flaky() -> str:
+        tries.append(1)
+        if len(tries) < 3:
+            raise StoreError("not yet")
+        return "done"
+
+    assert await retrying(flaky, errors=StoreError, what="x not done", table_id="t1") == "done"
+    assert len(tries) == 3
+    stopped = await retrying(
+        flaky, errors=StoreError, what="x", table_id="t1", going_on=lambda: False
+    )
+    assert stopped is None and len(tries) == 3
+
+    async def broken() -> None:
+        raise ValueError("a bug, not a store that is away")
+
+    with pytest.raises(ValueError):
+        await retrying(broken, errors=StoreError, what="x", table_id="t1")
