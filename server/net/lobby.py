@@ -13,8 +13,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
-from redis.exceptions import RedisError
-
 from server.store.base import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -69,7 +67,7 @@ class SharedLobby:
         if time.monotonic() - self._read > self.fresh_for:
             try:
                 self._cache = await self.leases.summaries()
-            except (RedisError, OSError) as exc:  # translated at the boundary
+            except StoreUnavailable as exc:  # (Redis' errors, translated by Leases)
                 raise StoreUnavailable(f"the lobby cannot be read: {exc}") from None
             self._read = time.monotonic()
         return self._cache

@@ -33,8 +33,6 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from redis.exceptions import RedisError
-
 from server.engine.shoe import ShoeError, verify
 from server.store.base import HISTORY_LIMIT, ROUNDS_LIMIT, StoreUnavailable
 from server.table.wallet import player_account
@@ -266,7 +264,7 @@ class Reads:
         else:
             try:
                 owners = await cluster.owners(ids)
-            except (RedisError, OSError) as exc:
+            except StoreUnavailable as exc:  # (Redis' errors, translated by Leases)
                 raise StoreUnavailable(f"the leases cannot be read: {exc}") from None
         watching: dict[str, int] = {}
         for session in self.server.sessions.values():

@@ -53,7 +53,6 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 
 from server.bus.base import Bus
-from server.bus.redis import RedisBus
 from server.croupier.actor import TableActor
 from server.croupier.host import Croupier
 from server.protocol.codec import JSON, MSGPACK, decode, encode, request_id
@@ -258,11 +257,9 @@ class ChemmyServer:
     def _not_ready(self) -> str | None:
         if self.draining:
             return "draining"
-        connected = getattr(self.bus, "connected", None)
-        if connected is not None and not connected.is_set():
-            return "bus unreachable"
-        if getattr(self.bus, "answering", True) is False:
-            return "redis not answering"
+        unready = self.bus.not_ready()
+        if unready is not None:
+            return unready
         if self.croupier.failing:
             return "store failing"
         return None
@@ -523,10 +520,8 @@ class ChemmyServer:
         """``session`` answered its player's reality check: their other connections here
         are told at once, and those on the other processes of a cluster by a notice."""
         self._tell_answered(session.player, choice, but=session)
-        control = getattr(self.bus, "control", None)
-        if control is not None:
-            notice = {"kind": "reality_answered", "player": session.player, "choice": choice}
-            control({**notice, "node": self.bus.node})
+        notice = {"kind": "reality_answered", "player": session.player, "choice": choice}
+        self.bus.control({**notice, "node": self.bus.node})
 
     def _tell_answered(self, player: str, choice: str, but: Session | None = None) -> None:
         message = play_session.answered_message(choice)
@@ -777,12 +772,13 @@ class ChemmyServer:
             if time.monotonic() >= self._next_touch:
                 self._next_touch = time.monotonic() + self.touch_interval
                 self.background(self._touch_players(self._playing()))
-            if isinstance(self.bus, RedisBus):
-                self.metrics.relayed.set(self.bus.relayed)
-                self.metrics.backfilled.set(self.bus.backfilled)
-                for table, count in self.bus.received.items():
+            counts = self.bus.counts()
+            if counts is not None:
+                self.metrics.relayed.set(counts.relayed)
+                self.metrics.backfilled.set(counts.backfilled)
+                for table, count in counts.received.items():
                     self.metrics.bus_received.labels(table=table).set(count)
-                self.metrics.bus_listening.set(len(self.bus.listening))
+                self.metrics.bus_listening.set(counts.listening)
             if self.croupier.rebalancer is not None:
                 self.metrics.lease_changes.set(self.croupier.rebalancer.changes)
             self._cut_slow_clients()
