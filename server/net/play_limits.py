@@ -5,7 +5,7 @@ or an operator (``/operator/v1/players/{player}/limits``, :func:`install`) sets 
 :data:`~server.store.base.LIMIT_KINDS`: how much they may deposit, lose or wager in a
 day, a week or a month (minor units), and how long a session may last (minutes). The
 store keeps them (``Store.set_player_limits``, by the rule of
-:func:`~server.store.base.merge_limits`: a player's lower limit applies at once, a
+:func:`~server.protection.rules.merge_limits`: a player's lower limit applies at once, a
 higher one or a removal only 24 hours later; an operator's at once), so they hold on
 every process and across restarts.
 
@@ -47,16 +47,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from server.croupier.actor import store_refusal
+from server.protection.rules import merge_limits, play_due, play_ended
 from server.protocol.errors import Refused, limit_reached
-from server.store.base import (
-    LIMIT_KINDS,
-    BetReads,
-    LimitGuard,
-    LimitPassed,
-    StoreError,
-    play_due,
-    play_ended,
-)
+from server.store.base import LIMIT_KINDS, BetReads, LimitGuard, LimitPassed, StoreError
 from server.table.options import show_money
 
 from . import play_session
@@ -274,7 +267,7 @@ async def remove_limit(
 async def _write(
     ctx: PlayContext, session: Session, mid: Any, change: dict[str, int | None]
 ) -> None:
-    await _read(ctx.store.set_player_limits(session.player, change, "player"))
+    await _read(ctx.store.set_player_limits(session.player, change, "player", rule=merge_limits))
     await _answer(ctx, session, mid)
 
 
@@ -312,7 +305,9 @@ def install(api: OperatorAPI, ctx: OperatorSide) -> None:
     async def write(call: OperatorCall) -> dict[str, Any]:
         player = call.params["player"]
         changes = _operator_changes(call.json())
-        await ctx.store.set_player_limits(player, changes, f"operator:{call.caller}")
+        await ctx.store.set_player_limits(
+            player, changes, f"operator:{call.caller}", rule=merge_limits
+        )
         return await answer(player)
 
     path = "/operator/v1/players/{player}/limits"

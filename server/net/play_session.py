@@ -40,8 +40,9 @@ from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.croupier.actor import store_refusal
+from server.protection.rules import ack_play, next_reminder, open_play, play_due
 from server.protocol.errors import Refused
-from server.store.base import StoreError, flow_day, next_reminder, play_due
+from server.store.base import StoreError, flow_day
 
 from .context import Replies
 from .responsible import ResponsibleContext, return_chips_of
@@ -119,7 +120,7 @@ async def begin(
     bet). Raises :class:`StoreError` when the store cannot say."""
     if not persisted:
         return None
-    return await store.open_play_session(player, now(), gap, every)
+    return await store.open_play_session(player, now(), gap, every, rule=open_play)
 
 
 #: :func:`current`'s ``read``: not read yet (read it).
@@ -138,7 +139,9 @@ async def current(
         return None
     found = await ctx.store.play_session(session.player) if read is UNREAD else read
     if found is None and session.persisted:
-        found = await ctx.store.open_play_session(session.player, now(), clock.gap, clock.every)
+        found = await ctx.store.open_play_session(
+            session.player, now(), clock.gap, clock.every, rule=open_play
+        )
         follow(ctx, session, found)
     return found
 
@@ -266,7 +269,7 @@ async def reality_ack(ctx: AckContext, session: Session, mid: Any, fields: dict[
     if choice == "leave":
         await return_chips_of(ctx, session)
     try:
-        after = await ctx.store.ack_reality_check(session.player, now())
+        after = await ctx.store.ack_reality_check(session.player, now(), rule=ack_play)
     except StoreError as exc:
         raise store_refusal(exc) from None
     # (None: another connection answered it meanwhile; answered either way.)

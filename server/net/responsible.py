@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.croupier.actor import store_refusal
+from server.protection.rules import merge_restriction
 from server.protocol.errors import ChemmyError, Refused, player_blocked
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import StoreError
@@ -156,7 +157,9 @@ async def take_break(
     kind, seconds = period
     pid = session.player
     try:
-        kept = await ctx.store.set_player_restriction(pid, kind, time.time() + seconds, "player")
+        kept = await ctx.store.set_player_restriction(
+            pid, kind, time.time() + seconds, "player", rule=merge_restriction
+        )
     except StoreError as exc:
         raise store_refusal(exc) from None
     await return_chips_of(ctx, session)
@@ -196,7 +199,7 @@ def install(api: OperatorAPI, ctx: OperatorSide) -> None:
         player = call.params["player"]
         kind, until = _operator_change(call.json())
         kept = await ctx.store.set_player_restriction(
-            player, kind, until, f"operator:{call.caller}"
+            player, kind, until, f"operator:{call.caller}", rule=merge_restriction
         )
         if kept is not None:
             await return_chips(ctx.bus, ctx.lobby, player)
