@@ -1,12 +1,12 @@
 """The web table's files, served on the server's own port (docs/embedding.md).
 
 ``respond(request, origins)`` answers a plain HTTP request (not a WebSocket upgrade) for
-the page: ``/`` (``static/index.html``), every other file in ``server/net/static/`` by
+the page: ``/`` (``web/index.html``), every other file in ``web/`` by
 its name (``/chemmy.js``, ``/app.js``, ``/chemmy.css``, ...), the message catalogs
-(``/locales/en.json``, ...), and ``/rules.md``, the
-rules text the terminal client shows (``client_cli/rules.md``: one file for both), and
-the operator's back-office page: ``/operator/`` (``static/operator/index.html``) and its
-files as ``/operator/static/<name>`` (``static/operator/<name>``). The page's files hold
+(``/locales/en.json``, ...: ``texts/locales/``), and ``/rules.md``, the
+rules text the terminal client shows (``texts/rules.md``: one file for both), and
+the operator's back-office page: ``/operator/`` (``web/operator/index.html``) and its
+files as ``/operator/static/<name>`` (``web/operator/<name>``). The page's files hold
 no data (the data comes from ``/operator/v1/``, behind the operator's credential), so
 they are public like the web table's; the back office may not be framed at all
 (``frame-ancestors 'none'`` and ``X-Frame-Options: DENY``: its buttons void rounds and
@@ -41,6 +41,8 @@ from importlib import resources
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+import texts
+
 __all__ = [
     "CONTENT_TYPES",
     "LOCALES",
@@ -67,11 +69,12 @@ _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 #: the table's model and the host page's side of an iframe (``embed.js``). The page's own
 #: files stay same-origin.
 SHARED_MODULES = frozenset({"/chemmy.js", "/state.js", "/i18n.js", "/embed.js"})
-#: The one folder served besides the static folder's files: the message catalogs, one
-#: per language (``locales/en.json``, ...), which the page and the terminal client share
-#: (docs/architecture.md, "Languages"). They are shared like the modules that import them.
-LOCALES = "locales"
-#: The back office's folder (in the static folder) and where its files are served:
+#: The one folder served besides the web folder's files: the message catalogs, one
+#: per language (``locales/en.json``, ...: ``texts``, which the page and the terminal
+#: client share; docs/architecture.md, "Languages"). They are shared like the modules
+#: that import them.
+LOCALES = texts.LOCALES
+#: The back office's folder (in the web folder) and where its files are served:
 #: ``/operator/`` the page, ``/operator/static/<name>`` each file.
 BACK_OFFICE = "operator"
 OPERATOR_PAGE = "/operator/"
@@ -92,15 +95,16 @@ def _asset(body: bytes, name: str) -> Asset:
 
 @functools.cache
 def assets() -> dict[str, Asset]:
-    """Every path served, read once: the static folder's files and the rules text."""
+    """Every path served, read once: the web folder's files, the catalogs and the rules
+    text (``texts``)."""
     out: dict[str, Asset] = {}
-    folder = resources.files(__package__ or "server.net").joinpath("static")
+    folder = resources.files("web")
     for entry in folder.iterdir():
         name = entry.name
         ext = name[name.rfind(".") :] if "." in name else ""
         if entry.is_file() and _NAME.fullmatch(name) and ext in CONTENT_TYPES:
             out["/" + name] = _asset(entry.read_bytes(), name)
-    for entry in folder.joinpath(LOCALES).iterdir():
+    for entry in texts.catalogs().iterdir():
         name = entry.name
         if entry.is_file() and _NAME.fullmatch(name) and name.endswith(".json"):
             out[f"/{LOCALES}/{name}"] = _asset(entry.read_bytes(), name)
@@ -115,12 +119,7 @@ def assets() -> dict[str, Asset]:
                 out[OPERATOR_PAGE] = _asset(entry.read_bytes(), name)
             else:
                 out[_OPERATOR_FILES + name] = _asset(entry.read_bytes(), name)
-    try:
-        rules = resources.files("client_cli").joinpath("rules.md").read_bytes()
-    except (ModuleNotFoundError, FileNotFoundError):  # a server installed without the client
-        pass
-    else:
-        out["/rules.md"] = _asset(rules, "rules.md")
+    out["/rules.md"] = _asset(texts.rules_bytes(), "rules.md")
     return out
 
 
@@ -138,7 +137,7 @@ def content_security_policy(origins: Iterable[str] = (), *, back_office: bool = 
             "style-src 'self'",
             "img-src 'self' data:",
             "connect-src 'self'",
-            "frame-src 'self'",  # the page's own tables side by side (static/grid.js)
+            "frame-src 'self'",  # the page's own tables side by side (web/grid.js)
             "manifest-src 'self'",
             "base-uri 'none'",
             "form-action 'none'",

@@ -148,14 +148,14 @@ def test_every_debit_refusal_has_its_words_in_every_language_and_client() -> Non
     from client_cli.sentences import debit_refused
     from server.table.commands import DEBIT_REFUSALS
 
-    static = ROOT / "server" / "net" / "static"
+    static = ROOT / "web"
     state_js = (static / "state.js").read_text(encoding="utf-8")
     listed = re.search(r"const DEBIT_REFUSALS = \[([^\]]*)\]", state_js)
     assert listed is not None
     in_page = set(re.findall(r'"([a-z_]+)"', listed.group(1))) | {"wallet_unavailable"}
     assert in_page == set(DEBIT_REFUSALS)
     for language in ("en", "de", "fr"):
-        catalog = json.loads((static / "locales" / f"{language}.json").read_text("utf-8"))
+        catalog = json.loads((ROOT / "texts" / "locales" / f"{language}.json").read_text("utf-8"))
         for reason in DEBIT_REFUSALS:
             assert f"ev.debit_refused.{reason}" in catalog, (language, reason)
     unknown = debit_refused("wallet_unavailable")
