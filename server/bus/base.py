@@ -3,7 +3,7 @@
 A process plays two parts. As a **gateway** it holds client connections: it submits
 :class:`~server.protocol.records.CommandRecord` s for tables and receives the
 :class:`~server.protocol.records.ReplyRecord` s addressed to it, and it subscribes to the
-events of the tables its clients watch (its :class:`~server.net.hub.Hub` then fans them
+events of the tables its clients watch (its :class:`~server.gateway.hub.Hub` then fans them
 out, per view and format). As an **owner** it runs table actors (``server.croupier``): it
 serves the commands for the tables it owns, replies, and publishes each stored step's
 events. :class:`Bus` is the one interface between the two parts (httpcore's shape: one

@@ -30,7 +30,7 @@ The rules every implementation keeps:
   :class:`LimitPassed` and keeps nothing, checked in the same transaction (SQLite) or
   script (Redis) that adds the flows, so two commits racing from two tables or two
   processes can never both pass a player's limit. Which limits apply and their windows
-  are the caller's (``server.net.play_limits``); the store only sums and compares.
+  are the caller's (``server.protection.play_limits``); the store only sums and compares.
 - **Fencing.** A table row carries its owner's ``epoch``; a write whose epoch is lower
   than the stored one raises :class:`StaleEpoch` and keeps nothing, so a stalled old
   owner cannot write over a new one (:meth:`Store.claim_table` takes the next epoch).
@@ -1364,7 +1364,7 @@ def check_wallet_call(call: Mapping[str, Any]) -> dict[str, Any]:
     free fields kept as given: ``body`` (the request's body, a dict; ``{}`` if missing),
     ``answer`` (a dict or ``None``), ``reference``, ``reason`` and ``error`` (strings or
     ``None``; ``None`` if missing), ``resolutions`` (when a person sent it again or
-    resolved it: a list of objects, ``server.net.operator_wallet``), and any other
+    resolved it: a list of objects, ``server.operator.wallet``), and any other
     JSON-able field. A store adds ``seq``
     (a ``seq`` given here is dropped)."""
     return prepare_wallet_call(call)[0]

@@ -18,7 +18,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
-from server.net.config import ConfigError, load_config
+from server.process.config import ConfigError, load_config
 from server.wallet.base import STATUSES
 from server.wallet.signing import HEADER, key_signature_header, signature_header
 from tests.kit.inproc import Net
@@ -166,7 +166,7 @@ def test_every_debit_refusal_has_its_words_in_every_language_and_client() -> Non
 def test_the_tokens_sid_else_its_jti_is_the_players_session_at_the_operator() -> None:
     import jwt
 
-    from server.net.auth import Authenticator, AuthError, make_token
+    from server.process.auth import Authenticator, AuthError, make_token
     from tests.kit.tables import SECRET
 
     auth = Authenticator(secret=SECRET)

@@ -54,7 +54,7 @@ from web_helpers import (
     server_config,
 )
 
-from server.net.auth import make_token
+from server.process.auth import make_token
 
 pytestmark = pytest.mark.slow  # a server subprocess and a browser: seconds each
 

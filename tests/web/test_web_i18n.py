@@ -24,7 +24,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from web_helpers import RELAXED, SECRET, ServerProcess, TablePage, holder_ready, server_config
 
-from server.net.auth import make_token
+from server.process.auth import make_token
 
 # The catalog checks read files; the others drive a server subprocess and a browser (slow).
 

@@ -1,4 +1,4 @@
-"""The page's files over plain HTTP on the server's port (server/net/static.py): GET and
+"""The page's files over plain HTTP on the server's port (server/gateway/static.py): GET and
 HEAD, content types, revalidation by ETag, the Content-Security-Policy, the rules text
 shared with the terminal client, and nothing but the listed files."""
 
@@ -13,7 +13,7 @@ from web_helpers import ROOT, ServerProcess, server_config
 from websockets.datastructures import Headers
 from websockets.http11 import Request
 
-from server.net import static
+from server.gateway import static
 
 # (One server subprocess for the module and plain HTTP: under a second in all, not slow.)
 
@@ -105,7 +105,7 @@ def test_the_rules_are_the_terminal_clients(server: ServerProcess) -> None:
 def test_nothing_else_is_served(server: ServerProcess) -> None:
     for path in (
         "/nope.js",
-        "/../server/net/static.py",
+        "/../server/gateway/static.py",
         "/__init__.py",
         "/static.py",
         "/%2e%2e/pyproject.toml",

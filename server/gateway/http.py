@@ -8,7 +8,7 @@
   reach its store (readiness: a load balancer sends no one here then);
 - ``/metrics``: Prometheus text;
 - ``/`` and the web table's other files, ``/operator/`` and the back-office page's
-  files (``server.net.static``);
+  files (``server.gateway.static``);
 - any other path without a WebSocket upgrade: 404; and while draining, an upgrade is
   refused with 503 so the client tries another process.
 
@@ -16,7 +16,7 @@ Only ``GET`` and ``HEAD`` are answered (405 otherwise, with ``Allow``). Every an
 under ``/operator/`` (the back office's files, and its 404s and 405s) says it may not
 be framed (``X-Frame-Options: DENY``). Requests for
 ``/operator/v1/...`` (the operator API, any method) never come here: the connection hands them to
-``server.net.operator_http`` before ``websockets`` reads them (it reads no body). This
+``server.gateway.operator_http`` before ``websockets`` reads them (it reads no body). This
 module decides no rule and never reads a player's data.
 """
 
@@ -30,8 +30,8 @@ from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from . import static
-from .metrics import Metrics
+from server.gateway import static
+from server.process.metrics import Metrics
 
 __all__ = ["Endpoints"]
 

@@ -5,9 +5,9 @@ and their totals, for the operator to compare with their own books.
 ``kind``, ``player``, ``table``, ``round_id``; ``limit`` 1-1000; ``cursor`` from the
 last page's ``next_cursor``); ``GET /operator/v1/transactions/totals`` sums them per
 day (UTC), table, currency, kind and state (``since``, ``until``: Unix seconds). Served
-on the one operator router (``server.net.operator_api``) in every wallet mode (in the
+on the one operator router (``server.operator.api``) in every wallet mode (in the
 ledger modes the list is empty: no call is ever made). Reads only: it never changes a
-call (a person does that: ``server.net.operator_wallet``). ``chemmy transactions``
+call (a person does that: ``server.operator.wallet``). ``chemmy transactions``
 prints the same.
 """
 
@@ -17,9 +17,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
 from server.store.base import WALLET_CALL_KINDS, WALLET_CALL_STATES, Store, StoreError
-
-from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal
 
 __all__ = ["PUBLIC_FIELDS", "install", "public"]
 

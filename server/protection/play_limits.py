@@ -30,10 +30,10 @@ limit (the **allowance**, :func:`bet_allowance`) and sends it with the ``bet`` o
 changing nothing, and the commit's guards refuse what raced past that check. A deposit's
 guards are the deposit limits (:func:`deposit_guards`), for the cashier and the transfer
 API. The session limit refuses bets once the player's play session
-(``server.net.play_session``: the player's, kept in the store, through reconnects and on
+(``server.protection.play_session``: the player's, kept in the store, through reconnects and on
 every process) has lasted that long.
 
-**The reality check** is ``server.net.play_session``'s: a bet is refused
+**The reality check** is ``server.protection.play_session``'s: a bet is refused
 ``reality_check_due`` while one is due and unanswered, before any limit is looked at.
 
 Nothing here decides a rule of the game; it reads the store and answers.
@@ -47,21 +47,19 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from server.croupier.actor import store_refusal
+from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
+from server.protection import play_session
+from server.protection.play_session import ClockContext, shown
+from server.protection.responsible import ResponsibleContext
 from server.protection.rules import merge_limits, play_due, play_ended
 from server.protocol.errors import Refused, limit_reached
 from server.store.base import LIMIT_KINDS, BetReads, LimitGuard, LimitPassed, StoreError
 from server.table.options import show_money
 
-from . import play_session
-from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal
-from .play_session import ClockContext, shown
-from .responsible import ResponsibleContext
-
 if TYPE_CHECKING:
+    from server.gateway.session import Session
+    from server.process.config import ServerConfig
     from server.store.base import Store
-
-    from .config import ServerConfig
-    from .session import Session
 
 __all__ = [
     "BET_KINDS",

@@ -16,7 +16,7 @@ set once, atomically, before the money moves: of two first deposits in two curre
 once, one is refused ``currency_mismatch``). A deposit to a player Chemmy has never seen
 creates them, with nothing (no welcome money in transfer mode).
 
-The routes are installed on the one operator router (``server.net.operator_api``) by
+The routes are installed on the one operator router (``server.operator.api``) by
 :func:`install`; every call is counted in ``chemmy_transfers{kind, status}``.
 """
 
@@ -28,6 +28,10 @@ from typing import Any, Protocol
 
 from babel.numbers import is_currency
 
+from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal, Route
+from server.process.auth import GUEST_PREFIX, is_valid_player_id
+from server.process.metrics import Metrics
+from server.protection.play_limits import deposit_guards, deposit_refusal
 from server.store.base import (
     MAX_AMOUNT,
     KeyConflict,
@@ -42,11 +46,6 @@ from server.store.base import (
 from server.table.options import currency_decimals
 from server.table.wallet import OPERATOR, Entry, player_account
 
-from .auth import GUEST_PREFIX, is_valid_player_id
-from .metrics import Metrics
-from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal, Route
-from .play_limits import deposit_guards, deposit_refusal
-
 __all__ = ["MAX_TRANSACTION_ID", "TransfersContext", "install"]
 
 #: The longest ``transaction_id`` (printable ASCII characters).
@@ -55,7 +54,7 @@ _FIELDS = frozenset({"transaction_id", "player", "amount", "currency"})
 
 
 class TransfersContext(Protocol):
-    """What the transfer API needs of the gateway (``server.net.server.ChemmyServer``)."""
+    """What the transfer API needs of the gateway (``server.gateway.server.ChemmyServer``)."""
 
     @property
     def store(self) -> Store: ...
@@ -172,7 +171,7 @@ async def _move(ctx: TransfersContext, call: OperatorCall, deposit: bool) -> Map
     src, dst = (OPERATOR, account) if deposit else (account, OPERATOR)
     kind = "transfer_deposit" if deposit else "transfer_withdraw"
     entry = Entry(ledger_key("transfer", transfer.transaction_id), src, dst, transfer.amount, kind)
-    # The player's deposit limits, held by the deposit's own commit (server.net.play_limits):
+    # The player's deposit limits, held by the deposit's own commit (server.protection.play_limits):
     # concurrent deposits can never pass one together.
     guards = deposit_guards(pid, await store.player_limits(pid)) if deposit else []
     try:

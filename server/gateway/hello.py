@@ -1,14 +1,14 @@
 """``hello``: a connection says who it is, with a player token or as a guest.
 
 The identity comes from the authenticator's one entry point
-(:meth:`~server.net.auth.Authenticator.identify`); a player with a token is then known
+(:meth:`~server.process.auth.Authenticator.identify`); a player with a token is then known
 to the store (a new one is funded with the welcome balance), a new guest only once they
 sit or deposit; the reply carries the balance, and for a guest a resume token that
 brings them back to the same seat, and the token's ``language`` claim (``null`` when
 there is none, and for guests) for the client to choose its words in, and the token's
 ``currency`` (``null``: play money, as for every guest) with its ``decimals``, for the
 client to show every amount in, and the reality check's period (minutes) of the
-player's play session, which goes on through reconnects (``server.net.play_session``):
+player's play session, which goes on through reconnects (``server.protection.play_session``):
 one due is sent, as a ``reality_check``, right after the reply.
 
 With ``--wallet transfer`` the player's money is in the currency their first transfer
@@ -19,23 +19,22 @@ bet as another's at a table.
 
 A player has at most ``max_connections_per_player`` connections that said hello
 (``too_many_connections`` beyond; over a cluster, on all the processes together); how
-many hellos an address may send is the dispatcher's check (``server.net.limits``).
+many hellos an address may send is the dispatcher's check (``server.gateway.limits``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from server.gateway.session import PlayClock
+from server.protection.play_session import begin, follow, minutes
 from server.protocol.errors import Refused
 from server.store.base import StoreError
 from server.table.options import currency_decimals
 
-from .play_session import begin, follow, minutes
-from .session import PlayClock
-
 if TYPE_CHECKING:
-    from .context import HelloContext
-    from .session import Session
+    from server.gateway.context import HelloContext
+    from server.gateway.session import Session
 
 __all__ = ["hello"]
 
@@ -65,7 +64,7 @@ async def hello(ctx: HelloContext, session: Session, mid: Any, fields: dict[str,
         # seamless: theirs, now
         await ctx.ask_wallet(ident.player_id, ident.currency, ident.wallet_session)
         balance, _available = await ctx.money(ident.player_id)
-    # The player's play session goes on, or begins (server.net.play_session), with the
+    # The player's play session goes on, or begins (server.protection.play_session), with the
     # reality check's period the token asks for, else the server's.
     every = (ident.reality_check or config.reality_check) * 60 or None
     clock = PlayClock(every, config.session_gap * 60)

@@ -4,7 +4,7 @@
 A handler is ``async (context, session, request id, checked fields) -> None``: it
 answers through ``context.ok`` / ``context.error`` (now, or when the table's reply comes
 back) or raises a :class:`~server.protocol.errors.ChemmyError`, which the dispatcher
-answers. Each is typed against the narrow context it uses (``server.net.context``:
+answers. Each is typed against the narrow context it uses (``server.gateway.context``:
 ``hello`` a :class:`~.context.HelloContext`, the cashier's a
 :class:`~.context.CashierContext`, the table requests a :class:`~.context.TablesContext`);
 this registry is where the gateway is checked to be every one of them. The table
@@ -16,15 +16,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from server.gateway import cashier, tables
+from server.gateway.context import Continuation
+from server.gateway.hello import hello
+from server.protection import play_limits, play_session, responsible
 from server.protocol.messages import SCHEMAS, TABLE_COMMANDS
 
-from . import cashier, play_limits, play_session, responsible, tables
-from .context import Continuation
-from .hello import hello
-
 if TYPE_CHECKING:
-    from .server import ChemmyServer
-    from .session import Session
+    from server.gateway.server import ChemmyServer
+    from server.gateway.session import Session
 
 __all__ = ["HANDLERS", "Continuation", "Handler", "hello"]
 

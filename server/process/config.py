@@ -278,7 +278,7 @@ def _check_store(value: str) -> str | None:
 
 
 def _check_players(values: tuple[str, ...]) -> str | None:
-    from server.net.auth import is_valid_player_id  # auth imports this module
+    from server.process.auth import is_valid_player_id
 
     for player in values:
         if not is_valid_player_id(player):

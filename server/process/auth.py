@@ -30,7 +30,7 @@ or RS256, from a PEM file). The claims used:
 - ``reality_check`` (optional): every how many minutes of play the player is reminded
   of their session's length and net result (1 to 1440, a whole number or not; the
   jurisdiction's rule, which the operator knows): it overrides the server's
-  ``--reality-check`` (``server.net.play_limits``);
+  ``--reality-check`` (``server.protection.play_limits``);
 - ``exp`` (required unless configured otherwise), ``iss``/``aud`` when configured;
   ``exp``, ``nbf`` and ``iat`` are whole seconds (JSON integers from 0 to 2^53 - 1: not a
   string, not ``1e300``); clocks may differ by :data:`DEFAULT_LEEWAY` seconds.
@@ -65,14 +65,14 @@ from babel import Locale
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed448, ed25519, rsa
 
-from server.net.config import JWT_ALGORITHMS, MIN_SECRET_BYTES, ConfigError
+from server.process.config import JWT_ALGORITHMS, MIN_SECRET_BYTES, ConfigError
 from server.protocol.errors import ChemmyError
 from server.protocol.text import clean_text
 from server.table.commands import CROUPIER
 from server.table.options import OptionsError, check_currency
 
 if TYPE_CHECKING:
-    from server.net.config import ServerConfig
+    from server.process.config import ServerConfig
 
 __all__ = [
     "DEFAULT_LEEWAY",
@@ -360,7 +360,7 @@ class Authenticator:
 
     Give ``secret`` for HS256, or ``public_key`` (PEM text) for EdDSA and RS256; give
     neither for a guest-only server, which refuses every token. Invalid settings raise
-    :class:`~server.net.config.ConfigError`.
+    :class:`~server.process.config.ConfigError`.
     """
 
     def __init__(

@@ -29,19 +29,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.croupier.actor import store_refusal
+from server.gateway.context import Relay
+from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
 from server.protection.rules import merge_restriction
 from server.protocol.errors import ChemmyError, Refused, player_blocked
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import StoreError
 
-from .context import Relay
-from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal
-
 if TYPE_CHECKING:
+    from server.gateway.lobby import Lobby
+    from server.gateway.session import Session
     from server.store.base import Store
-
-    from .lobby import Lobby
-    from .session import Session
 
 __all__ = [
     "BLOCKED_COMMANDS",

@@ -38,13 +38,12 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
+from server.operator.reconciliation import public
 from server.protocol.text import clean_text
 from server.store.base import Store, ledger_key
 from server.table.wallet import HOUSE, Entry
 from server.wallet.base import wallet_account
-
-from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal
-from .reconciliation import public
 
 if TYPE_CHECKING:
     from server.wallet.courier import Courier

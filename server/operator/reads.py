@@ -34,15 +34,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from server.engine.shoe import ShoeError, verify
+from server.gateway.operator_http import HttpResponse
+from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
+from server.operator.reconciliation import _number, _one
 from server.store.base import HISTORY_LIMIT, ROUNDS_LIMIT, StoreUnavailable
 from server.table.wallet import player_account
 
-from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal
-from .operator_http import HttpResponse
-from .reconciliation import _number, _one
-
 if TYPE_CHECKING:
-    from .server import ChemmyServer
+    from server.gateway.server import ChemmyServer
 
 __all__ = ["CSV_COLUMNS", "decode_cursor", "encode_cursor", "install", "money_of"]
 

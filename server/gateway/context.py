@@ -4,8 +4,8 @@ A handler is ``async (context, session, request id, checked fields) -> None``. I
 typed against the context it needs, never against the whole process: ``hello`` against
 :class:`HelloContext`, the cashier's requests against :class:`CashierContext`, the
 table requests against :class:`TablesContext`. Each context is a
-:class:`~typing.Protocol`; the gateway (:class:`~server.net.server.ChemmyServer`) is
-all of them, and the registry (``server.net.handlers``) is where that is checked. So a
+:class:`~typing.Protocol`; the gateway (:class:`~server.gateway.server.ChemmyServer`) is
+all of them, and the registry (``server.gateway.handlers``) is where that is checked. So a
 handler that reaches for a part it was not given (the croupier from the cashier, the
 store from a table command) does not type-check.
 
@@ -33,16 +33,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from server.protocol.records import ReplyRecord
 
 if TYPE_CHECKING:
+    from server.gateway.hub import Hub
+    from server.gateway.lobby import Lobby
+    from server.gateway.session import Session
+    from server.process.auth import Authenticator
+    from server.process.config import ServerConfig
     from server.protocol.errors import ChemmyError
     from server.store.base import Store
     from server.table import TableOptions
     from server.table.events import Event
-
-    from .auth import Authenticator
-    from .config import ServerConfig
-    from .hub import Hub
-    from .lobby import Lobby
-    from .session import Session
 
 __all__ = [
     "CashierContext",
@@ -94,7 +93,7 @@ class HelloLimits(Protocol):
 
 
 class HelloContext(Replies, Protocol):
-    """``hello``: who the connection is (``server.net.hello``)."""
+    """``hello``: who the connection is (``server.gateway.hello``)."""
 
     @property
     def config(self) -> ServerConfig: ...
@@ -125,7 +124,7 @@ class DepositLimits(Protocol):
 
 class CashierContext(Relay, Protocol):
     """The cashier's window: balances, deposits, history, shoe records
-    (``server.net.cashier``)."""
+    (``server.gateway.cashier``)."""
 
     @property
     def config(self) -> ServerConfig: ...
@@ -161,7 +160,7 @@ class TableMaker(Protocol):
 
 class TablesContext(Relay, Protocol):
     """The lobby, joining and leaving, table commands, roads, chat and the operators'
-    requests (``server.net.tables``)."""
+    requests (``server.gateway.tables``)."""
 
     def saw_close(self, table: str) -> bool: ...
 

@@ -36,9 +36,8 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
+from server.gateway.operator_http import HttpRequest, HttpResponse
 from server.store.base import Store, StoreError
-
-from .operator_http import HttpRequest, HttpResponse
 
 __all__ = [
     "HEADER",

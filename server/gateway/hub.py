@@ -6,7 +6,7 @@ for the few players the event has a private part for (a turner's squeezed cards,
 player's own balance). Frames go out without waiting, as ``websockets.broadcast``
 writes them, each frame made once (:func:`write_all`), and a published step's frames
 written to each connection together (``_Out``): a slow client never slows a table. The server's watchdog closes a client whose write buffer keeps growing (see
-``server.net.server``), and that client resumes from its last ``seq``.
+``server.gateway.server``), and that client resumes from its last ``seq``.
 
 A bounded log of recent events per table lets a reconnecting client catch up. A
 transient event (a squeezed card's bend, a chat line) goes out as a message of its own kind

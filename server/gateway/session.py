@@ -9,7 +9,7 @@ The rate limit is a token bucket per connection (``rate`` messages a second, bur
 ``websockets`` answers pings inside its protocol (RFC 6455 §5.5.2), before the gateway
 sees them, so :class:`GatewayConnection` asks the session first and leaves a ping over
 the limit unanswered. The limits shared by a player's or an address's connections are
-``server.net.limits``'.
+``server.gateway.limits``'.
 
 This module never sends anything and never logs a player's private data.
 """
@@ -27,8 +27,8 @@ from websockets.asyncio.server import ServerConnection
 from websockets.frames import Frame, Opcode
 from websockets.server import ServerProtocol
 
-from .auth import Identity
-from .operator_http import READ_TIMEOUT, OperatorExchange, Responder, sniff
+from server.gateway.operator_http import READ_TIMEOUT, OperatorExchange, Responder, sniff
+from server.process.auth import Identity
 
 __all__ = [
     "REFUSALS_BURST",
@@ -82,7 +82,7 @@ class Bucket:
 @dataclass(eq=False)
 class PlayClock:
     """A connection's part in its player's play session (responsible play; the session
-    itself is the store's, ``server.net.play_session``): the reality check's period its
+    itself is the store's, ``server.protection.play_session``): the reality check's period its
     hello asked for (seconds; None: none), the gap that ends a session (seconds), the
     due time of the last reality check it was sent, and the timer of its next look at
     the store."""
@@ -112,7 +112,7 @@ class Session:
     conn: ServerConnection
     fmt: str
     bucket: Bucket
-    #: Who the client is for the limits (``server.net.limits.client_address``).
+    #: Who the client is for the limits (``server.gateway.limits.client_address``).
     address: str = "unknown"
     id: int = field(default_factory=lambda: next(_conn_ids))
     identity: Identity | None = None
@@ -127,7 +127,7 @@ class Session:
     chat_times: list[float] = field(default_factory=list)
     #: Set once the connection is being cut off for its rate.
     cut_off: bool = False
-    #: The connection's part in the play session, from ``hello`` (``server.net.play_session``).
+    #: The connection's part in the play session, from ``hello`` (``server.protection.play_session``).
     play: PlayClock | None = None
 
     @property
@@ -150,8 +150,8 @@ class GatewayConnection(ServerConnection):
     by the gateway like any flood.
 
     Given an ``operator`` responder, it looks at the first bytes the client sends
-    (``server.net.operator_http.sniff``): a request for ``/operator/v1/...`` is read and
-    answered by an :class:`~server.net.operator_http.OperatorExchange` (:attr:`exchange`)
+    (``server.gateway.operator_http.sniff``): a request for ``/operator/v1/...`` is read and
+    answered by an :class:`~server.gateway.operator_http.OperatorExchange` (:attr:`exchange`)
     and never reaches the WebSocket protocol, whose handshake then ends quietly when the
     connection closes; anything else is fed to the protocol as it came. First bytes that
     have not told which by ``READ_TIMEOUT`` after the connection began (a request line
@@ -185,7 +185,7 @@ class GatewayConnection(ServerConnection):
 
         protocol.recv_frame = recv_frame  # type: ignore[method-assign]
 
-    # -- the operator's HTTP requests (server.net.operator_http) --------------------------
+    # -- the operator's HTTP requests (server.gateway.operator_http) --------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._opened = asyncio.get_running_loop().time()
         super().connection_made(transport)

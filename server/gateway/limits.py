@@ -7,11 +7,11 @@ A flood must cost its sender, not the other players. Three kinds of limit:
   open connections from one client address (more are closed with 1008) and
   ``max_connections_per_player`` connections that said hello as one player (a hello
   beyond is refused ``too_many_connections``); 0 turns a cap off.
-- **How fast** (:class:`Limits`, with :class:`~server.net.session.Bucket` s): besides each
+- **How fast** (:class:`Limits`, with :class:`~server.gateway.session.Bucket` s): besides each
   connection's own bucket, every message spends a token of its player's bucket
   (``player_rate_limit``, shared by the player's connections) and of its address's
   bucket (``address_rate_limit``; by default 2 and 10 times a connection's rate, see
-  :meth:`~server.net.config.ServerConfig.shared_rates`); every ``hello`` a token of its
+  :meth:`~server.process.config.ServerConfig.shared_rates`); every ``hello`` a token of its
   address's hello
   bucket (``hello_rate_limit``: a guest per hello would otherwise fill the store). An
   address's state outlives its connections until its buckets are full again, so closing
@@ -30,7 +30,7 @@ trusted proxy (``trusted_proxies``), the nearest address in ``X-Forwarded-For`` 
 not a trusted proxy. IPv6 clients are grouped by /64 (one host usually owns a whole /64).
 
 These count one process. Over a cluster the caps and the shared buckets hold for every
-process together: :class:`~server.net.shared_limits.SharedLimits` adds a Redis part (the
+process together: :class:`~server.gateway.shared_limits.SharedLimits` adds a Redis part (the
 gateway calls :meth:`Limits.open_connection` and :meth:`Limits.open_player`, which it
 may await on Redis).
 
@@ -48,14 +48,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from server.gateway.session import Bucket
 from server.protocol.errors import Refused
-
-from .session import Bucket
 
 if TYPE_CHECKING:
     from websockets.asyncio.server import ServerConnection
 
-    from .config import ServerConfig
+    from server.process.config import ServerConfig
 
 __all__ = [
     "ADDRESS_IN_FLIGHT",
@@ -191,7 +190,7 @@ class Limits:
         return True
 
     async def open_connection(self, address: str) -> bool:
-        """:meth:`connect`; over a cluster (:class:`~server.net.shared_limits.SharedLimits`)
+        """:meth:`connect`; over a cluster (:class:`~server.gateway.shared_limits.SharedLimits`)
         counted against every process's connections."""
         return self.connect(address)
 

@@ -1,6 +1,6 @@
 """The operator's API under ``/operator/v1/``: one router, one authentication.
 
-Every request ``server.net.operator_http`` reads whole comes to
+Every request ``server.gateway.operator_http`` reads whole comes to
 :meth:`OperatorAPI.respond`, which
 
 1. answers ``404 {"status": "not_found"}`` to everything while the API is off (no
@@ -20,7 +20,7 @@ Every request ``server.net.operator_http`` reads whole comes to
 4. finds the route: ``404 not_found`` for a path with none, ``405
    method_not_allowed`` (with ``Allow``) for another method;
 5. for every method but ``GET`` and ``HEAD``, makes the call once by its
-   ``Idempotency-Key`` (``server.net.idempotency``: ``400 idempotency_key_required``
+   ``Idempotency-Key`` (``server.operator.idempotency``: ``400 idempotency_key_required``
    without one; a repeat gets the first answer, and so does a signed request sent again
    under another key; ``409 idempotency_key_reused``, ``idempotency_key_in_use``);
 6. calls it, by the request's ``deadline`` (``504 timeout`` after it). A route is
@@ -46,13 +46,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import unquote
 
+from server.gateway.limits import Network, forwarded_address
+from server.gateway.operator_http import HttpRequest, HttpResponse, error_response
+from server.operator import idempotency
+from server.process.auth import Authenticator, AuthError
 from server.store.base import Store, StoreError, StoreUnavailable
 from server.wallet import signing
-
-from . import idempotency
-from .auth import Authenticator, AuthError
-from .limits import Network, forwarded_address
-from .operator_http import HttpRequest, HttpResponse, error_response
 
 __all__ = [
     "API_PREFIX",
@@ -97,7 +96,7 @@ class Caller:
     how: str
     name: str
     #: A signed call's ``v1`` (lowercase hex): a signed request is taken once
-    #: (``server.net.idempotency``).
+    #: (``server.operator.idempotency``).
     signature: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
@@ -277,7 +276,7 @@ def _bearer(header: str | None) -> str | None:
 
 class OperatorAPI:
     """The routes of ``/operator/v1/`` and the one way every call is answered: ``store``
-    keeps the keys of the calls made once (``server.net.idempotency``); ``trusted``: the
+    keeps the keys of the calls made once (``server.operator.idempotency``); ``trusted``: the
     proxies whose ``X-Forwarded-For`` names the client (``--trusted-proxies``)."""
 
     def __init__(self, auth: OperatorAuth, store: Store, trusted: tuple[Network, ...] = ()) -> None:
@@ -319,7 +318,7 @@ class OperatorAPI:
         return None, {}
 
     async def respond(self, request: HttpRequest) -> HttpResponse:
-        """The answer to one request (``server.net.operator_http.Responder``)."""
+        """The answer to one request (``server.gateway.operator_http.Responder``)."""
         if not self.auth.enabled:
             return error_response(404, "not_found", "the operator API is off on this server")
         forwarded = [v for v in (request.headers.get("x-forwarded-for"),) if v is not None]

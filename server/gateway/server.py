@@ -4,35 +4,35 @@
 decodes each frame (``server.protocol.codec``), checks the message
 (``server.protocol.messages``), checks the sender may send it (said hello; within the
 rates of its connection, its player and its client address, pings included:
-``server.net.limits``) and dispatches it through one registry of handlers
+``server.gateway.limits``) and dispatches it through one registry of handlers
 (:data:`HANDLERS`):
 
 - table commands (``bet``, ``sit``, ``turn``...) and ``join``/``leave``/``roads`` travel
   as :class:`~server.protocol.records.CommandRecord` s on the bus to the table's owner,
   whose :class:`~server.protocol.records.ReplyRecord` comes back to the asking
-  connection (``server.net.tables``); each waits in its player's line at the table
-  (:class:`~server.net.limits.Lines`), so one player's flood never fills the table's
+  connection (``server.gateway.tables``); each waits in its player's line at the table
+  (:class:`~server.gateway.limits.Lines`), so one player's flood never fills the table's
   queue ahead of another's commands;
 - the cashier's requests (``balance``, ``deposit``, ``history``, ``shoe_record``) go to
-  the store (``server.net.cashier``);
-- the lobby, chat and the operators' ``create_table``/``close_table`` (``server.net.tables``).
+  the store (``server.gateway.cashier``);
+- the lobby, chat and the operators' ``create_table``/``close_table`` (``server.gateway.tables``).
 
 As an **owner** it runs table actors (``server.croupier``) for the tables it owns; with
 the in-process bus (the default) that is every table. The gateway never reads a table:
 whatever it needs of one comes in a reply record or an event. It builds none of its
 parts (the store, the bus, the croupier, the lobby, the limits, the hub, the metrics,
-the authenticator): ``server.net.assemble`` puts the process together and hands them
+the authenticator): ``server.process.assemble`` puts the process together and hands them
 in; each handler is typed against the narrow part of it that it uses
-(``server.net.context``).
+(``server.gateway.context``).
 
 Replies echo the command's ``id``: ``{"type": "ok", "id": ...}`` or ``{"type": "error",
 "id": ..., "code": ..., "message": ...}`` (an error to a frame refused for a value
 elsewhere in it still echoes a good ``id``). A table command's events are delivered before
 its reply, so a client sees its own move in ``seq`` order. The connection survives every
 refused command. The HTTP endpoints (health, readiness, metrics and the web table's files) are in
-``server.net.http``; the operator's API under ``/operator/v1/`` (the transfer API in
-``--wallet transfer``) is ``server.net.operator_api``, read off the same port by
-``server.net.operator_http``.
+``server.gateway.http``; the operator's API under ``/operator/v1/`` (the transfer API in
+``--wallet transfer``) is ``server.operator.api``, read off the same port by
+``server.gateway.operator_http``.
 """
 
 from __future__ import annotations
@@ -55,6 +55,23 @@ from websockets.exceptions import ConnectionClosed
 from server.bus.base import Bus
 from server.croupier.actor import TableActor
 from server.croupier.host import Croupier
+from server.gateway.handlers import HANDLERS, Continuation, hello
+from server.gateway.http import Endpoints
+from server.gateway.hub import Hub, send_now
+from server.gateway.limits import Limits, LineKey, Lines, client_address, parse_networks
+from server.gateway.lobby import Lobby, SharedLobby
+from server.gateway.session import Bucket, GatewayConnection, Session
+from server.gateway.shared_limits import SharedLimits
+from server.gateway.watchers import Watchers
+from server.operator import reads as operator_reads
+from server.operator import reconciliation, transfers
+from server.operator import tables as operator_tables
+from server.operator import wallet as operator_wallet
+from server.operator.api import OperatorAPI, OperatorAuth
+from server.process.auth import Authenticator, AuthError
+from server.process.config import ServerConfig, operator_public_keys
+from server.process.metrics import LoopWatch, Metrics
+from server.protection import play_limits, play_session, responsible
 from server.protocol.codec import JSON, MSGPACK, decode, encode, request_id
 from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table
 from server.protocol.messages import parse
@@ -64,29 +81,6 @@ from server.table.events import Event
 from server.wallet.base import Wallet, WalletError
 from server.wallet.courier import Courier
 from server.wallet.mirror import sync_mirror
-
-from . import (
-    operator_reads,
-    operator_tables,
-    operator_wallet,
-    play_limits,
-    play_session,
-    reconciliation,
-    responsible,
-    transfers,
-)
-from .auth import Authenticator, AuthError
-from .config import ServerConfig, operator_public_keys
-from .handlers import HANDLERS, Continuation, hello
-from .http import Endpoints
-from .hub import Hub, send_now
-from .limits import Limits, LineKey, Lines, client_address, parse_networks
-from .lobby import Lobby, SharedLobby
-from .metrics import LoopWatch, Metrics
-from .operator_api import OperatorAPI, OperatorAuth
-from .session import Bucket, GatewayConnection, Session
-from .shared_limits import SharedLimits
-from .watchers import Watchers
 
 __all__ = ["ChemmyServer"]
 
@@ -129,7 +123,7 @@ class ChemmyServer:
         metrics: Metrics,
         auth: Authenticator,
     ) -> None:
-        """The gateway over parts built elsewhere (``server.net.assemble``: the one place
+        """The gateway over parts built elsewhere (``server.process.assemble``: the one place
         the process is put together); it holds its connections' state of its own."""
         self.config = config
         self.store = store
@@ -144,7 +138,7 @@ class ChemmyServer:
         self.sessions: dict[int, Session] = {}
         self.lines = Lines()
         self.endpoints = Endpoints(self.metrics, self._not_ready, config.origins)
-        #: ``/operator/v1/`` (server.net.operator_api): the transfer API in transfer mode.
+        #: ``/operator/v1/`` (server.operator.api): the transfer API in transfer mode.
         self.operator_api = OperatorAPI(
             OperatorAuth(config.operator_key, auth, public_keys=operator_public_keys(config)),
             store,
@@ -177,7 +171,7 @@ class ChemmyServer:
         self.guest_sweep_interval = 60.0  # how often idle guests are looked for
         self._next_guest_sweep = 0.0
         #: How often the play sessions of the players connected here are touched (they
-        #: go on while a connection is open: server.net.play_session), and whether the
+        #: go on while a connection is open: server.protection.play_session), and whether the
         #: last touch failed (one log line an episode).
         self.touch_interval = play_session.touch_every(config.session_gap * 60)
         self._next_touch = 0.0
@@ -330,7 +324,7 @@ class ChemmyServer:
 
     def _admit(self, session: Session) -> bool:
         """Whether one more frame (a message or a ping) is within the connection's
-        rate, its player's and its address's (``server.net.limits``)."""
+        rate, its player's and its address's (``server.gateway.limits``)."""
         if not session.bucket.take():
             return False
         player = None if session.identity is None else session.identity.player_id
@@ -633,7 +627,7 @@ class ChemmyServer:
         """Send a command record for ``table`` to its owner; ``then`` gets the reply.
 
         A command with a ``then`` (a client's) goes through the player's line at the
-        table (``server.net.limits.Lines``): it is sent now, or once the player's
+        table (``server.gateway.limits.Lines``): it is sent now, or once the player's
         earlier commands are answered; ``then`` gets an error reply when the bus cannot
         take it. Raises :class:`Refused` when the player has too many commands waiting,
         and, without ``then``, when the bus cannot take it."""
@@ -724,7 +718,7 @@ class ChemmyServer:
         return [s.player for s in self.sessions.values() if s.play is not None and s.persisted]
 
     async def _touch_players(self, players: list[str], at: float | None = None) -> None:
-        """Keep ``players``' play sessions going (server.net.play_session.touch), as seen
+        """Keep ``players``' play sessions going (server.protection.play_session.touch), as seen
         at ``at`` (None: now); a failure is one log line until a touch works again
         (their sessions then go on as if touched: a connection was open all along)."""
         try:

@@ -16,9 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from server.process.config import ConfigError, ServerConfig, load_config
 from server.store.base import StoreInUse
-
-from .config import ConfigError, ServerConfig, load_config
 
 __all__ = ["main", "run"]
 
@@ -83,9 +82,8 @@ def tune_gc() -> None:
 
 
 async def run(config: ServerConfig, ready: asyncio.Event | None = None) -> None:
+    from server.process.assemble import assemble
     from server.store import store_for
-
-    from .assemble import assemble
 
     options = {"min_replicas": config.redis_min_replicas} if config.clustered else {}
     server = assemble(config, store_for(config.store_url, **options))

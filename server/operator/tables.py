@@ -8,14 +8,14 @@
   from the round id (``<table>-<shoe>-<coup>``). ``404 not_found``: no such table, or a
   round it is not playing; ``409 already_settled``: the round is over.
 - ``POST /operator/v1/tables`` with ``{"table": id?, "options": {...}?}``: a new table,
-  as the WebSocket ``create_table`` (``server.net.tables.new_table``); ``409
+  as the WebSocket ``create_table`` (``server.gateway.tables.new_table``); ``409
   table_exists``, ``400 bad_options``/``bad_request``.
 - ``POST /operator/v1/tables/{table}/close``, ``/pause``, ``/resume``: as the WebSocket
   ``close_table``; pause stops new coups (a coup being dealt finishes), resume lets them
   start again.
 
 Each goes to the table's owner as a command record on the bus, as the WebSocket
-operator commands do (:meth:`server.net.server.ChemmyServer.ask_table`), so any process
+operator commands do (:meth:`server.gateway.server.ChemmyServer.ask_table`), so any process
 of a cluster may take the call. Nothing here decides a rule: the table refuses what it
 refuses, and its code becomes the HTTP status (:data:`STATUS`).
 """
@@ -25,14 +25,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from server.gateway.context import TablesContext
+from server.gateway.tables import TABLE_ID, new_table
+from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
 from server.protocol.errors import ChemmyError
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
 from server.table.commands import VOID_REASON_MAX
-
-from .context import TablesContext
-from .operator_api import OperatorAPI, OperatorCall, OperatorRefusal
-from .tables import TABLE_ID, new_table
 
 __all__ = ["STATUS", "OperatorTablesContext", "install", "table_of_round"]
 

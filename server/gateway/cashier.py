@@ -12,17 +12,16 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from server.croupier.actor import store_refusal
+from server.protection.play_limits import deposit_guards, deposit_refusal
 from server.protocol.errors import ChemmyError, ProtocolError, Refused
 from server.store.base import KeyConflict, LimitPassed, StoreError, ledger_key
 from server.table.options import PLAY_MONEY_DECIMALS
 from server.table.views import own_round
 from server.table.wallet import CASHIER, Entry, player_account
 
-from .play_limits import deposit_guards, deposit_refusal
-
 if TYPE_CHECKING:
-    from .context import CashierContext
-    from .session import Session
+    from server.gateway.context import CashierContext
+    from server.gateway.session import Session
 
 __all__ = ["balance", "deposit", "history", "shoe_record"]
 
@@ -52,7 +51,7 @@ async def deposit(ctx: CashierContext, session: Session, mid: Any, fields: dict[
     pid = session.player
     # Each part escaped: player "a" with id "b:c" and player "a:b" with id "c" differ.
     key = ledger_key("deposit", pid, str(mid))
-    try:  # the player's own deposit limits (server.net.play_limits), held by the commit
+    try:  # the player's own deposit limits (server.protection.play_limits), held by the commit
         guards = deposit_guards(pid, await ctx.store.player_limits(pid))
     except StoreError as exc:
         raise store_refusal(exc) from None

@@ -11,7 +11,7 @@ passes the same check as names (``server.protocol.text``: no control, bidi or ze
 character reaches a watcher's screen).
 
 Currencies: a table plays in one currency (its lobby line's ``currency``; ``None``: play
-money) and a player in theirs (their token's, :class:`~server.net.auth.Identity`; every
+money) and a player in theirs (their token's, :class:`~server.process.auth.Identity`; every
 guest plays with play money). The lobby shows a player only the tables of their currency,
 and ``join`` and ``sit`` at a table of another one are refused ``wrong_currency`` here,
 before anything reaches the table.
@@ -27,6 +27,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from server.croupier.actor import GUARDS_FIELD, GUEST_FIELD, store_refusal
+from server.gateway.context import Continuation
+from server.gateway.hub import Subscriber, envelope
+from server.protection import play_session
+from server.protection.play_limits import Allowance, bet_allowance, first_day
+from server.protection.responsible import BLOCKED_COMMANDS, refuse_blocked, refuse_restricted
 from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table, wrong_currency
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
@@ -37,15 +42,9 @@ from server.table.events import Event
 from server.table.options import OptionsError
 from server.table.views import view_event
 
-from . import play_session
-from .context import Continuation
-from .hub import Subscriber, envelope
-from .play_limits import Allowance, bet_allowance, first_day
-from .responsible import BLOCKED_COMMANDS, refuse_blocked, refuse_restricted
-
 if TYPE_CHECKING:
-    from .context import Relay, TablesContext
-    from .session import Session
+    from server.gateway.context import Relay, TablesContext
+    from server.gateway.session import Session
 
 #: The commands the reality check and the player's wager and loss limits hold back, and
 #: the field the allowance goes to the table in (``server.table.commands.PlaceBet``).
@@ -340,7 +339,7 @@ async def new_table(ctx: TablesContext, table: Any, options: Any) -> dict[str, A
     """Create a table (``table``: its id, or None for the first free ``t<n>``) with
     ``options`` (:class:`TableOptions`' fields): its lobby line. The operators' one way
     to make a table, over the WebSocket (``create_table``) and over HTTP
-    (``POST /operator/v1/tables``, ``server.net.operator_tables``). Raises
+    (``POST /operator/v1/tables``, ``server.operator.tables``). Raises
     ``bad_message`` (the id), ``table_exists``, ``bad_options``."""
     croupier = ctx.croupier
     taken = {t["table"] for t in await ctx.lobby.tables()}

@@ -1,7 +1,7 @@
 """The composition root: the one place a Chemmy process is put together.
 
 :func:`assemble` builds every part of one process from its config and its store, and
-hands them to the gateway (:class:`~server.net.server.ChemmyServer`), which builds
+hands them to the gateway (:class:`~server.gateway.server.ChemmyServer`), which builds
 nothing but its connections' own state::
 
     store ─┬─ bus        LocalBus (one process) · RedisBus (a cluster: leases, node name)
@@ -12,7 +12,7 @@ nothing but its connections' own state::
                    └──▶ ChemmyServer(config, store=, bus=, croupier=, lobby=, limits=,
                                       hub=, metrics=, auth=)
 
-``chemmy-server`` (``server.net.main``) and the in-process test kit (``tests/kit/
+``chemmy-server`` (``server.process.main``) and the in-process test kit (``tests/kit/
 inproc.py``) both start a process this way. Nothing here runs anything: starting is
 :meth:`ChemmyServer.start`, and this module never opens a socket or a store.
 """
@@ -27,21 +27,20 @@ from server.bus.redis import RedisBus, node_name
 from server.croupier.actor import TableActor
 from server.croupier.cluster import Leases
 from server.croupier.host import Croupier, StepHook
+from server.gateway.hub import Hub
+from server.gateway.limits import Limits
+from server.gateway.lobby import Lobby, LocalLobby, SharedLobby
+from server.gateway.server import ChemmyServer
+from server.gateway.shared_limits import SharedLimits
+from server.process.auth import Authenticator
+from server.process.config import ServerConfig
+from server.process.metrics import Metrics
 from server.store.base import Store
 from server.table import commands as c
 from server.table.events import Event
 from server.wallet import make_wallet
 from server.wallet.courier import Courier
 from server.wallet.mirror import sync_mirror
-
-from .auth import Authenticator
-from .config import ServerConfig
-from .hub import Hub
-from .limits import Limits
-from .lobby import Lobby, LocalLobby, SharedLobby
-from .metrics import Metrics
-from .server import ChemmyServer
-from .shared_limits import SharedLimits
 
 __all__ = ["assemble"]
 

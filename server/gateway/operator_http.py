@@ -1,8 +1,8 @@
 """The operator's HTTP requests on the server's one port: ``/operator/...``, with a body.
 
 ``websockets`` parses a connection's first request as a WebSocket handshake and never
-reads a body, so a ``POST`` cannot reach ``process_request`` (``server.net.http``) whole.
-:class:`~server.net.session.GatewayConnection` therefore looks at the first bytes a
+reads a body, so a ``POST`` cannot reach ``process_request`` (``server.gateway.http``) whole.
+:class:`~server.gateway.session.GatewayConnection` therefore looks at the first bytes a
 connection sends (:func:`sniff`): a request line whose target starts with
 ``/operator/v1/`` (any method) is taken over here, before ``websockets`` sees a byte of
 it; everything else (WebSocket upgrades, the web table's files, the back-office page at
@@ -13,7 +13,7 @@ before.
 An :class:`OperatorExchange` reads one request with ``h11`` (the head at most
 :data:`MAX_HEAD` bytes, a ``Content-Length`` body at most :data:`MAX_BODY`, the whole
 within :data:`READ_TIMEOUT` seconds of the connection's start), hands it to the
-responder (``server.net.operator_api``) with a deadline, writes the answer with
+responder (``server.operator.api``) with a deadline, writes the answer with
 ``Connection: close``, and closes. Refused here, with the responder's JSON shape
 ``{"status": ..., "message": ...}``: 400 ``bad_request`` (not HTTP/1.x), 408 ``timeout``
 (also a request whose first bytes never said whether it is one: the connection hands
@@ -69,7 +69,7 @@ __all__ = [
 log = logging.getLogger("chemmy.operator")
 
 #: The paths taken over (every method): the API. The rest of ``/operator/`` is the
-#: back-office page's files (``server.net.static``), served like the web table's.
+#: back-office page's files (``server.gateway.static``), served like the web table's.
 OPERATOR_PREFIX: Final = b"/operator/v1/"
 #: The largest request body (bytes): docs/wallet.md §2's 16 KiB.
 MAX_BODY: Final = 16 * 1024
@@ -79,7 +79,7 @@ MAX_HEAD: Final = 16 * 1024
 READ_TIMEOUT: Final = 5.0
 #: Seconds from the connection's start by which the answer is written (``websockets``
 #: aborts the connection at 10: ``open_timeout``), and how much sooner the route must
-#: have answered (the rest is for keeping its answer: ``server.net.idempotency``).
+#: have answered (the rest is for keeping its answer: ``server.operator.idempotency``).
 ANSWER_WITHIN: Final = 9.0
 ROUTE_MARGIN: Final = 1.0
 #: Seconds from the connection's start after which it is closed, lingering or not.
@@ -159,7 +159,7 @@ class HttpResponse:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
 
 
-#: Answers one request (``server.net.operator_api.OperatorAPI.respond``).
+#: Answers one request (``server.operator.api.OperatorAPI.respond``).
 Responder = Callable[[HttpRequest], Awaitable[HttpResponse]]
 
 

@@ -1,7 +1,7 @@
 """The gateway's limits over a cluster: every process counts the same connections and
-spends the same buckets, kept in Redis (``server.net.limits`` is one process's).
+spends the same buckets, kept in Redis (``server.gateway.limits`` is one process's).
 
-:class:`SharedLimits` is :class:`~server.net.limits.Limits` with a Redis part, used when
+:class:`SharedLimits` is :class:`~server.gateway.limits.Limits` with a Redis part, used when
 the processes share a Redis (``--store redis://``):
 
 - **Connections** per address and per player are counted in a hash per key
@@ -47,13 +47,12 @@ from typing import TYPE_CHECKING, Any, Final
 from redis.exceptions import RedisError
 
 from server.croupier.cluster import PREFIX
+from server.gateway.limits import Limits, deposits_refused
 from server.protocol.errors import Refused
 from server.store.redis_connect import connect
 
-from .limits import Limits, deposits_refused
-
 if TYPE_CHECKING:
-    from .config import ServerConfig
+    from server.process.config import ServerConfig
 
 __all__ = ["FULL_EVERY", "RESYNC_EVERY", "RETRY_AFTER", "SharedLimits", "chunk"]
 

@@ -40,17 +40,15 @@ from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.croupier.actor import store_refusal
+from server.gateway.context import Replies
+from server.protection.responsible import ResponsibleContext, return_chips_of
 from server.protection.rules import ack_play, next_reminder, open_play, play_due
 from server.protocol.errors import Refused
 from server.store.base import StoreError, flow_day
 
-from .context import Replies
-from .responsible import ResponsibleContext, return_chips_of
-
 if TYPE_CHECKING:
+    from server.gateway.session import Session
     from server.store.base import Store
-
-    from .session import Session
 
 __all__ = [
     "CHOICES",
