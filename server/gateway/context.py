@@ -22,6 +22,10 @@ store from a table command) does not type-check.
                    watch_table, attend, attended,           (store: player_restriction)
                    unattend
 
+What the gateway needs of the rest of the process is named here too:
+:class:`OperatorDoor`, the operator's API as the port hands it ``/operator/v1/``
+requests (``server.operator.api.OperatorAPI``, given by ``server.process.assemble``).
+
 This module only names what the handlers depend on; it never does anything.
 """
 
@@ -35,6 +39,7 @@ from server.protocol.records import ReplyRecord
 if TYPE_CHECKING:
     from server.gateway.hub import Hub
     from server.gateway.lobby import Lobby
+    from server.gateway.operator_http import HttpRequest, HttpResponse
     from server.gateway.session import Session
     from server.process.auth import Authenticator
     from server.process.config import ServerConfig
@@ -49,6 +54,7 @@ __all__ = [
     "DepositLimits",
     "HelloContext",
     "HelloLimits",
+    "OperatorDoor",
     "Relay",
     "Replies",
     "StoredEvents",
@@ -196,3 +202,14 @@ class TablesContext(Relay, Protocol):
     def unattend(self, session: Session, table: str) -> None: ...
 
     def watch_table(self, table: str) -> None: ...
+
+
+class OperatorDoor(Protocol):
+    """The operator's API, as the gateway's port needs it: each ``/operator/v1/``
+    request read off a connection is answered by :meth:`respond`; :attr:`enabled` says
+    whether anyone could be let in (the start warns when the transfer API cannot be)."""
+
+    async def respond(self, request: HttpRequest) -> HttpResponse: ...
+
+    @property
+    def enabled(self) -> bool: ...

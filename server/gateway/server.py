@@ -55,23 +55,19 @@ from websockets.exceptions import ConnectionClosed
 from server.bus.base import Bus
 from server.croupier.actor import TableActor
 from server.croupier.host import Croupier
+from server.gateway.context import OperatorDoor
 from server.gateway.handlers import HANDLERS, Continuation, hello
 from server.gateway.http import Endpoints
 from server.gateway.hub import Hub, send_now
-from server.gateway.limits import Limits, LineKey, Lines, client_address, parse_networks
+from server.gateway.limits import Limits, LineKey, Lines, client_address
 from server.gateway.lobby import Lobby, SharedLobby
 from server.gateway.session import Bucket, GatewayConnection, Session
 from server.gateway.shared_limits import SharedLimits
 from server.gateway.watchers import Watchers
-from server.operator import reads as operator_reads
-from server.operator import reconciliation, transfers
-from server.operator import tables as operator_tables
-from server.operator import wallet as operator_wallet
-from server.operator.api import OperatorAPI, OperatorAuth
 from server.process.auth import Authenticator, AuthError
-from server.process.config import ServerConfig, operator_public_keys
+from server.process.config import ServerConfig
 from server.process.metrics import LoopWatch, Metrics
-from server.protection import play_limits, play_session, responsible
+from server.protection import play_session
 from server.protocol.codec import JSON, MSGPACK, decode, encode, request_id
 from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table
 from server.protocol.messages import parse
@@ -122,6 +118,7 @@ class ChemmyServer:
         hub: Hub,
         metrics: Metrics,
         auth: Authenticator,
+        operator: OperatorDoor,
     ) -> None:
         """The gateway over parts built elsewhere (``server.process.assemble``: the one place
         the process is put together); it holds its connections' state of its own."""
@@ -138,20 +135,9 @@ class ChemmyServer:
         self.sessions: dict[int, Session] = {}
         self.lines = Lines()
         self.endpoints = Endpoints(self.metrics, self._not_ready, config.origins)
-        #: ``/operator/v1/`` (server.operator.api): the transfer API in transfer mode.
-        self.operator_api = OperatorAPI(
-            OperatorAuth(config.operator_key, auth, public_keys=operator_public_keys(config)),
-            store,
-            parse_networks(config.trusted_proxies),
-        )
-        if config.wallet == "transfer":
-            transfers.install(self.operator_api, self)
-        reconciliation.install(self.operator_api, store)
-        operator_wallet.install(self.operator_api, self)
-        operator_reads.install(self.operator_api, self)
-        operator_tables.install(self.operator_api, self)
-        responsible.install(self.operator_api, self)
-        play_limits.install(self.operator_api, self)
+        #: ``/operator/v1/`` (server.operator.api, its routes installed by
+        #: server.process.assemble): read off this port by ``operator_http``.
+        self.operator_api = operator
         self._pending: dict[int, _Pending] = {}
         #: Commands sent for the operator's HTTP calls (no connection), by request id.
         self._asked: dict[int, asyncio.Future[ReplyRecord]] = {}
@@ -221,7 +207,7 @@ class ChemmyServer:
         self._watchdog = asyncio.create_task(self._watch_slow_clients())
         self._loop_watch.start()
         log.info("listening on ws://%s:%d", self.config.host, self.port)
-        if self.config.wallet == "transfer" and not self.operator_api.auth.enabled:
+        if self.config.wallet == "transfer" and not self.operator_api.enabled:
             log.warning(
                 "--wallet transfer without --operator-key or a JWT key: nobody can call "
                 "the transfer API (/operator/ answers 404)"

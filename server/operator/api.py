@@ -288,6 +288,11 @@ class OperatorAPI:
         self.routes: dict[str, dict[str, Route]] = {}
         self._patterns: list[tuple[re.Pattern[str], str]] = []
 
+    @property
+    def enabled(self) -> bool:
+        """Whether anyone may call (an ``--operator-key`` or a JWT key is set)."""
+        return self.auth.enabled
+
     def add(self, method: str, path: str, route: Route) -> None:
         """Answer ``method path`` (a path under :data:`API_PREFIX`, no query; a
         ``{name}`` segment matches any one segment, given to the route as

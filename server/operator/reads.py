@@ -31,17 +31,15 @@ import json
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from server.engine.shoe import ShoeError, verify
 from server.gateway.operator_http import HttpResponse
 from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
+from server.operator.context import OperatorSide
 from server.operator.reconciliation import _number, _one
 from server.store.base import HISTORY_LIMIT, ROUNDS_LIMIT, StoreUnavailable
 from server.table.wallet import player_account
-
-if TYPE_CHECKING:
-    from server.gateway.server import ChemmyServer
 
 __all__ = ["CSV_COLUMNS", "decode_cursor", "encode_cursor", "install", "money_of"]
 
@@ -179,9 +177,9 @@ class Currencies:
 class Reads:
     """The read-only operator views of one server (each a route)."""
 
-    def __init__(self, server: ChemmyServer) -> None:
-        self.server = server
-        self.store = server.store
+    def __init__(self, side: OperatorSide) -> None:
+        self.side = side
+        self.store = side.store
 
     async def rounds(self, call: OperatorCall) -> Mapping[str, Any] | HttpResponse:
         filters: dict[str, Any] = {
@@ -255,18 +253,18 @@ class Reads:
         }
 
     async def tables(self, call: OperatorCall) -> Mapping[str, Any]:
-        lines = await self.server.lobby.tables()
+        lines = await self.side.lobby.tables()
         ids = [str(line["table"]) for line in lines]
-        cluster = self.server.croupier.cluster
+        cluster = self.side.croupier.cluster
         if cluster is None:
-            owners: dict[str, str | None] = {t: self.server.bus.node for t in ids}
+            owners: dict[str, str | None] = {t: self.side.bus.node for t in ids}
         else:
             try:
                 owners = await cluster.owners(ids)
             except StoreUnavailable as exc:  # (Redis' errors, translated by Leases)
                 raise StoreUnavailable(f"the leases cannot be read: {exc}") from None
         watching: dict[str, int] = {}
-        for session in self.server.sessions.values():
+        for session in self.side.sessions.values():
             for tid in session.tables:
                 watching[tid] = watching.get(tid, 0) + 1
         out = []
@@ -280,11 +278,11 @@ class Reads:
                     "last_coup": _last_coup(last[0] if last else None),
                 }
             )
-        return {"process": self.server.bus.node, "tables": out}
+        return {"process": self.side.bus.node, "tables": out}
 
     def online(self) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
-        for session in self.server.sessions.values():
+        for session in self.side.sessions.values():
             who = session.identity
             if who is None:
                 continue
@@ -315,7 +313,7 @@ class Reads:
         listed = [
             found[pid] for pid in sorted(found) if table is None or table in found[pid]["tables"]
         ]
-        return {"process": self.server.bus.node, "players": listed}
+        return {"process": self.side.bus.node, "players": listed}
 
     async def one_player(self, call: OperatorCall) -> Mapping[str, Any]:
         pid = call.params["player"]
@@ -326,7 +324,7 @@ class Reads:
         here = self.online().get(pid)
         if name is None and not entries and here is None:
             raise OperatorRefusal(404, "not_found", "no player of that id is known")
-        balance, available = await self.server.money(pid)
+        balance, available = await self.side.money(pid)
         return {
             "player": pid,
             "name": name if name is not None else (here or {}).get("name"),
@@ -344,7 +342,7 @@ class Reads:
         known: dict[str, str | None] = {}
         for row in await self.store.load_tables():
             known[row.table_id] = row.config.get("currency")
-        for line in await self.server.lobby.tables():
+        for line in await self.side.lobby.tables():
             known[str(line["table"])] = line.get("currency")
         return known
 
@@ -395,9 +393,9 @@ class Reads:
         }
 
 
-def install(api: OperatorAPI, server: ChemmyServer) -> None:
+def install(api: OperatorAPI, side: OperatorSide) -> None:
     """Add the read-only operator views to ``api``."""
-    reads = Reads(server)
+    reads = Reads(side)
     api.add("GET", "/operator/v1/rounds", reads.rounds)
     api.add("GET", "/operator/v1/rounds/{round_id}", reads.one_round)
     api.add("GET", "/operator/v1/tables", reads.tables)

@@ -23,17 +23,17 @@ refuses, and its code becomes the HTTP status (:data:`STATUS`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
-from server.gateway.context import TablesContext
 from server.gateway.tables import TABLE_ID, new_table
 from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
+from server.operator.context import OperatorSide
 from server.protocol.errors import ChemmyError
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
 from server.table.commands import VOID_REASON_MAX
 
-__all__ = ["STATUS", "OperatorTablesContext", "install", "table_of_round"]
+__all__ = ["STATUS", "install", "table_of_round"]
 
 #: The HTTP status of each refusal a table or the gateway answers (else 409).
 STATUS: Mapping[str, int] = {
@@ -53,15 +53,6 @@ STATUS: Mapping[str, int] = {
     "store_failed": 500,
     "internal": 500,
 }
-
-
-class OperatorTablesContext(TablesContext, Protocol):
-    """What these routes need of the gateway: the lobby, the croupier (create) and a
-    way to a table's owner."""
-
-    async def ask_table(
-        self, table: str, kind: str, fields: dict[str, Any] | None = None
-    ) -> ReplyRecord: ...
 
 
 def table_of_round(round_id: str) -> str | None:
@@ -84,7 +75,7 @@ def _answer(reply: ReplyRecord) -> dict[str, Any]:
     return dict(reply.result or {})
 
 
-def install(api: OperatorAPI, ctx: OperatorTablesContext) -> None:
+def install(api: OperatorAPI, ctx: OperatorSide) -> None:
     """Add the table controls to ``api``."""
 
     async def known(tid: str) -> str:

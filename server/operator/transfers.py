@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from babel.numbers import is_currency
 
 from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal, Route
+from server.operator.context import OperatorSide
 from server.process.auth import GUEST_PREFIX, is_valid_player_id
-from server.process.metrics import Metrics
 from server.protection.play_limits import deposit_guards, deposit_refusal
 from server.store.base import (
     MAX_AMOUNT,
@@ -38,7 +38,6 @@ from server.store.base import (
     LimitPassed,
     OutOfRange,
     Overdrawn,
-    Store,
     StoreError,
     StoreUnavailable,
     ledger_key,
@@ -46,25 +45,11 @@ from server.store.base import (
 from server.table.options import currency_decimals
 from server.table.wallet import OPERATOR, Entry, player_account
 
-__all__ = ["MAX_TRANSACTION_ID", "TransfersContext", "install"]
+__all__ = ["MAX_TRANSACTION_ID", "install"]
 
 #: The longest ``transaction_id`` (printable ASCII characters).
 MAX_TRANSACTION_ID = 128
 _FIELDS = frozenset({"transaction_id", "player", "amount", "currency"})
-
-
-class TransfersContext(Protocol):
-    """What the transfer API needs of the gateway (``server.gateway.server.ChemmyServer``)."""
-
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def metrics(self) -> Metrics: ...
-
-    async def money(self, player: str) -> tuple[int, int]: ...
-
-    def refresh_player(self, player: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +60,7 @@ class _Transfer:
     currency: str
 
 
-def install(api: OperatorAPI, ctx: TransfersContext) -> None:
+def install(api: OperatorAPI, ctx: OperatorSide) -> None:
     """The transfer API's three routes on ``api``."""
     base = "/operator/v1/transfers/"
     api.add("POST", base + "deposit", _counted(ctx, "deposit", lambda call: _move(ctx, call, True)))
@@ -86,7 +71,7 @@ def install(api: OperatorAPI, ctx: TransfersContext) -> None:
 
 
 def _counted(
-    ctx: TransfersContext,
+    ctx: OperatorSide,
     kind: str,
     route: Callable[[OperatorCall], Awaitable[Mapping[str, Any]]],
 ) -> Route:
@@ -149,7 +134,7 @@ def _parse(body: dict[str, Any]) -> _Transfer:
     return _Transfer(tid, _player(body["player"]), amount, _currency(body["currency"]))
 
 
-async def _move(ctx: TransfersContext, call: OperatorCall, deposit: bool) -> Mapping[str, Any]:
+async def _move(ctx: OperatorSide, call: OperatorCall, deposit: bool) -> Mapping[str, Any]:
     """A deposit (``deposit``) or a withdrawal: one entry, once."""
     transfer = _parse(call.json())
     store, pid = ctx.store, transfer.player
@@ -210,7 +195,7 @@ async def _move(ctx: TransfersContext, call: OperatorCall, deposit: bool) -> Map
     }
 
 
-async def _balance(ctx: TransfersContext, call: OperatorCall) -> Mapping[str, Any]:
+async def _balance(ctx: OperatorSide, call: OperatorCall) -> Mapping[str, Any]:
     pid = _player(call.param("player"))
     if await ctx.store.player_name(pid) is None:
         raise OperatorRefusal(404, "unknown_player", f"Chemmy has never seen {pid!r}")

@@ -36,19 +36,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
+from server.operator.context import OperatorSide
 from server.operator.reconciliation import public
 from server.protocol.text import clean_text
-from server.store.base import Store, ledger_key
+from server.store.base import ledger_key
 from server.table.wallet import HOUSE, Entry
 from server.wallet.base import wallet_account
 
 if TYPE_CHECKING:
-    from server.wallet.courier import Courier
+    pass
 
-__all__ = ["NOTE_MAX", "OUTCOMES", "WalletCallsContext", "install", "resolution_entry"]
+__all__ = ["NOTE_MAX", "OUTCOMES", "install", "resolution_entry"]
 
 log = logging.getLogger("chemmy.wallet")
 
@@ -58,13 +59,6 @@ OUTCOMES: Final = ("applied", "not_applied")
 _STATE: Final = {"applied": "acknowledged", "not_applied": "cancelled"}
 #: The longest note (characters, after the one text check of names and chat).
 NOTE_MAX: Final = 500
-
-
-class WalletCallsContext(Protocol):
-    """What these routes need: the store, and this process's courier (woken at once)."""
-
-    store: Store
-    courier: Courier | None
 
 
 def resolution_entry(call: Mapping[str, Any]) -> Entry | None:
@@ -121,7 +115,7 @@ def _answer(stored: Mapping[str, Any], changed: bool) -> dict[str, Any]:
 class _FailedCalls:
     """The two routes over ``ctx``."""
 
-    def __init__(self, ctx: WalletCallsContext) -> None:
+    def __init__(self, ctx: OperatorSide) -> None:
         self.ctx = ctx
 
     async def found(self, txn: str) -> dict[str, Any]:
@@ -225,7 +219,7 @@ class _FailedCalls:
             await store.commit(entries=[entry])
 
 
-def install(api: OperatorAPI, ctx: WalletCallsContext) -> None:
+def install(api: OperatorAPI, ctx: OperatorSide) -> None:
     """Add ``retry`` and ``resolve`` of a failed wallet call to ``api``."""
     calls = _FailedCalls(ctx)
     api.add("POST", "/operator/v1/wallet/calls/{transaction_id}/retry", calls.retry)

@@ -28,12 +28,14 @@ from server.croupier.actor import TableActor
 from server.croupier.cluster import Leases
 from server.croupier.host import Croupier, StepHook
 from server.gateway.hub import Hub
-from server.gateway.limits import Limits
+from server.gateway.limits import Limits, parse_networks
 from server.gateway.lobby import Lobby, LocalLobby, SharedLobby
 from server.gateway.server import ChemmyServer
 from server.gateway.shared_limits import SharedLimits
+from server.operator import routes
+from server.operator.api import OperatorAPI, OperatorAuth
 from server.process.auth import Authenticator
-from server.process.config import ServerConfig
+from server.process.config import ServerConfig, operator_public_keys
 from server.process.metrics import Metrics
 from server.store.base import Store
 from server.table import commands as c
@@ -90,6 +92,11 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
         if leases is None
         else SharedLimits(config, config.store_url, leases.node, lease=config.lease)
     )
+    operator = OperatorAPI(
+        OperatorAuth(config.operator_key, auth, public_keys=operator_public_keys(config)),
+        store,
+        parse_networks(config.trusted_proxies),
+    )
     server = ChemmyServer(
         config,
         store=store,
@@ -100,7 +107,10 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
         hub=hub,
         metrics=metrics,
         auth=auth,
+        operator=operator,
     )
+    # The one route list of /operator/v1/ (the transfer API in transfer mode).
+    routes.install(operator, server, transfer_api=config.wallet == "transfer")
     server.wallet = money
     if money.confirms_holds:
         courier = Courier(

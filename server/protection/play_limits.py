@@ -1,7 +1,7 @@
 """Responsible play: the limits a player sets on their own play, and the reality check.
 
 **Limits** (issue 21). A player (``set_limit``, ``remove_limit``; ``limits`` reads them)
-or an operator (``/operator/v1/players/{player}/limits``, :func:`install`) sets any of
+or an operator (``/operator/v1/players/{player}/limits``, ``server.operator.protection``) sets any of
 :data:`~server.store.base.LIMIT_KINDS`: how much they may deposit, lose or wager in a
 day, a week or a month (minor units), and how long a session may last (minutes). The
 store keeps them (``Store.set_player_limits``, by the rule of
@@ -47,18 +47,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from server.croupier.actor import store_refusal
-from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
 from server.protection import play_session
 from server.protection.play_session import ClockContext, shown
 from server.protection.responsible import ResponsibleContext
-from server.protection.rules import merge_limits, play_due, play_ended
+from server.protection.rules import merge_limits, play_due
 from server.protocol.errors import Refused, limit_reached
 from server.store.base import LIMIT_KINDS, BetReads, LimitGuard, LimitPassed, StoreError
 from server.table.options import show_money
 
 if TYPE_CHECKING:
     from server.gateway.session import Session
-    from server.process.config import ServerConfig
     from server.store.base import Store
 
 __all__ = [
@@ -72,7 +70,7 @@ __all__ = [
     "deposit_guards",
     "deposit_refusal",
     "guards",
-    "install",
+    "limit_change",
     "limits",
     "nearest",
     "remove_limit",
@@ -234,7 +232,7 @@ async def view(store: Store, player: str, found: dict[str, Any] | None) -> dict[
 
 
 # ------------------------------------------------------------------ the handlers
-def _change(kind: str, amount: int | None) -> dict[str, int | None]:
+def limit_change(kind: str, amount: int | None) -> dict[str, int | None]:
     """A player's change, checked: ``bad_limit`` for a kind or amount out of bounds."""
     if kind not in LIMIT_KINDS:
         raise Refused("bad_limit", f"a limit is one of {', '.join(LIMIT_KINDS)}")
@@ -252,14 +250,14 @@ async def limits(ctx: PlayContext, session: Session, mid: Any, fields: dict[str,
 
 async def set_limit(ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
     """Set a limit: lower (or a first one) at once, higher only in 24 hours."""
-    await _write(ctx, session, mid, _change(fields["kind"], fields["amount"]))
+    await _write(ctx, session, mid, limit_change(fields["kind"], fields["amount"]))
 
 
 async def remove_limit(
     ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]
 ) -> None:
     """Remove a limit: it goes in 24 hours (as a raise does)."""
-    await _write(ctx, session, mid, _change(fields["kind"], None))
+    await _write(ctx, session, mid, limit_change(fields["kind"], None))
 
 
 async def _write(
@@ -277,54 +275,3 @@ async def _answer(ctx: PlayContext, session: Session, mid: Any) -> None:
 
 
 # ------------------------------------------------------------------ the operator's route
-class OperatorSide(Protocol):
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def config(self) -> ServerConfig: ...
-
-
-def install(api: OperatorAPI, ctx: OperatorSide) -> None:
-    """``GET`` and ``POST /operator/v1/players/{player}/limits``: the operator's changes
-    (``{"changes": {kind: amount or null}}``) apply at once, up or down. Both answer
-    with the player's limits and their play session going on (None: none, or it ended:
-    no connection of theirs seen for more than ``--session-gap``)."""
-
-    async def answer(player: str) -> dict[str, Any]:
-        found = await ctx.store.play_session(player)
-        if found is not None and play_ended(found, play_session.now(), ctx.config.session_gap * 60):
-            found = None  # the next hello begins a new one
-        return {"player": player, **await view(ctx.store, player, found)}
-
-    async def read(call: OperatorCall) -> dict[str, Any]:
-        return await answer(call.params["player"])
-
-    async def write(call: OperatorCall) -> dict[str, Any]:
-        player = call.params["player"]
-        changes = _operator_changes(call.json())
-        await ctx.store.set_player_limits(
-            player, changes, f"operator:{call.caller}", rule=merge_limits
-        )
-        return await answer(player)
-
-    path = "/operator/v1/players/{player}/limits"
-    api.add("GET", path, read)
-    api.add("POST", path, write)
-
-
-def _operator_changes(body: Mapping[str, Any]) -> dict[str, int | None]:
-    changes = body.get("changes")
-    if set(body) != {"changes"} or not isinstance(changes, dict) or not changes:
-        raise OperatorRefusal(
-            400, "bad_request", 'give {"changes": {kind: minor units or minutes, or null}}'
-        )
-    out: dict[str, int | None] = {}
-    for kind, amount in changes.items():
-        if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int)):
-            raise OperatorRefusal(400, "bad_limit", f"{kind}: an amount is a whole number or null")
-        try:
-            out.update(_change(kind, amount))
-        except Refused as refused:
-            raise OperatorRefusal(400, refused.code, refused.message) from None
-    return out

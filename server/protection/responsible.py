@@ -3,7 +3,7 @@
 A player takes a break (``take_break`` with a ``period`` of :data:`PERIODS`: 24 hours, a
 week, a month) or excludes themselves (six months, a year, five years); ``responsible``
 reads what is in force. An operator sets or lifts either through
-``/operator/v1/players/{player}/restriction`` (:func:`install`). The restriction is the
+``/operator/v1/players/{player}/restriction`` (``server.operator.protection``). The restriction is the
 store's (``Store.set_player_restriction``: shared by a cluster's processes and kept
 across restarts), and a player only lengthens one, never shortens it.
 
@@ -23,14 +23,12 @@ state), and never offers them the shoe meanwhile; their chips held in it play ou
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.croupier.actor import store_refusal
 from server.gateway.context import Relay
-from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
 from server.protection.rules import merge_restriction
 from server.protocol.errors import ChemmyError, Refused, player_blocked
 from server.protocol.records import CommandRecord, ReplyRecord
@@ -44,7 +42,6 @@ if TYPE_CHECKING:
 __all__ = [
     "BLOCKED_COMMANDS",
     "PERIODS",
-    "install",
     "refuse_blocked",
     "refuse_restricted",
     "responsible",
@@ -173,61 +170,3 @@ async def responsible(
     except StoreError as exc:
         raise store_refusal(exc) from None
     ctx.ok(session, mid, restriction=found)
-
-
-class OperatorSide(Protocol):
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def lobby(self) -> Lobby: ...
-
-    @property
-    def bus(self) -> Submitter: ...
-
-
-def install(api: OperatorAPI, ctx: OperatorSide) -> None:
-    """``GET`` and ``POST /operator/v1/players/{player}/restriction``."""
-
-    async def read(call: OperatorCall) -> dict[str, Any]:
-        player = call.params["player"]
-        return {"player": player, "restriction": await ctx.store.player_restriction(player)}
-
-    async def write(call: OperatorCall) -> dict[str, Any]:
-        player = call.params["player"]
-        kind, until = _operator_change(call.json())
-        kept = await ctx.store.set_player_restriction(
-            player, kind, until, f"operator:{call.caller}", rule=merge_restriction
-        )
-        if kept is not None:
-            await return_chips(ctx.bus, ctx.lobby, player)
-        return {"player": player, "restriction": kept}
-
-    path = "/operator/v1/players/{player}/restriction"
-    api.add("GET", path, read)
-    api.add("POST", path, write)
-
-
-def _operator_change(body: Mapping[str, Any]) -> tuple[str, float]:
-    """``{"period": P}`` (one of :data:`PERIODS`), ``{"kind": K, "until": T}`` (Unix
-    seconds) or ``{"lift": true}``: the (kind, until) to store."""
-    if body.get("lift") is True and set(body) == {"lift"}:
-        return "break", 0.0
-    if set(body) == {"period"} and body["period"] in PERIODS:
-        kind, seconds = PERIODS[body["period"]]
-        return kind, time.time() + seconds
-    until = body.get("until")
-    if (
-        set(body) == {"kind", "until"}
-        and body["kind"] in ("break", "exclusion")
-        and isinstance(until, int | float)
-        and not isinstance(until, bool)
-        and math.isfinite(until)
-    ):
-        return str(body["kind"]), float(until)
-    raise OperatorRefusal(
-        400,
-        "bad_request",
-        f'give {{"period": one of {", ".join(PERIODS)}}}, {{"kind": "break" or "exclusion",'
-        ' "until": Unix seconds}, or {"lift": true}',
-    )
