@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from server.gateway.session import PlayClock
+from server.protection.context import PlayClock
 from server.protection.play_session import begin, follow, minutes
 from server.protocol.errors import Refused
 from server.store.base import StoreError

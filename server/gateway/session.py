@@ -29,6 +29,7 @@ from websockets.server import ServerProtocol
 
 from server.gateway.operator_http import READ_TIMEOUT, OperatorExchange, Responder, sniff
 from server.process.auth import Identity
+from server.protection.context import PlayClock
 
 __all__ = [
     "REFUSALS_BURST",
@@ -77,32 +78,6 @@ class Bucket:
     def full(self, now: float) -> bool:
         """Whether the bucket has refilled to ``burst`` by ``now``."""
         return self.tokens + (now - self.stamp) * self.rate >= self.burst
-
-
-@dataclass(eq=False)
-class PlayClock:
-    """A connection's part in its player's play session (responsible play; the session
-    itself is the store's, ``server.protection.play_session``): the reality check's period its
-    hello asked for (seconds; None: none), the gap that ends a session (seconds), the
-    due time of the last reality check it was sent, and the timer of its next look at
-    the store."""
-
-    every: float | None = None
-    gap: float = 900.0
-    reminded: float | None = None
-    timer: Any = None  # an asyncio.TimerHandle while it waits
-    #: The connection closed: no timer after this.
-    closed: bool = False
-
-    def stop_timer(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-    def stop(self) -> None:
-        """No reminder after this (the connection closed)."""
-        self.closed = True
-        self.stop_timer()
 
 
 @dataclass(eq=False)

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from server.croupier.actor import store_refusal
 from server.protection import play_session
+from server.protection.context import S, S_contra
 from server.protection.play_session import ClockContext, shown
 from server.protection.responsible import ResponsibleContext
 from server.protection.rules import merge_limits, play_due
@@ -56,7 +57,6 @@ from server.store.base import LIMIT_KINDS, BetReads, LimitGuard, LimitPassed, St
 from server.table.options import show_money
 
 if TYPE_CHECKING:
-    from server.gateway.session import Session
     from server.store.base import Store
 
 __all__ = [
@@ -130,7 +130,7 @@ def nearest(
 
 
 # ------------------------------------------------------------------ the gateway's checks
-class PlayContext(ResponsibleContext, ClockContext, Protocol):
+class PlayContext(ResponsibleContext[S_contra], ClockContext[S_contra], Protocol[S_contra]):
     """What the limits and the reality check use of the gateway."""
 
 
@@ -168,7 +168,7 @@ def guards(
 
 
 async def bet_allowance(
-    ctx: PlayContext, session: Session, reads: BetReads, now: float
+    ctx: PlayContext[S], session: S, reads: BetReads, now: float
 ) -> Allowance | None:
     """Check a ``bet`` or ``same_bet`` of ``session``'s player against the reality check
     and their limits, from what the store said of them (``reads``: ``Store.bet_reads``
@@ -243,31 +243,27 @@ def limit_change(kind: str, amount: int | None) -> dict[str, int | None]:
     return {kind: amount}
 
 
-async def limits(ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def limits(ctx: PlayContext[S], session: S, mid: Any, fields: dict[str, Any]) -> None:
     """Every limit in force, what is used of each and what remains, and the session."""
     await _answer(ctx, session, mid)
 
 
-async def set_limit(ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def set_limit(ctx: PlayContext[S], session: S, mid: Any, fields: dict[str, Any]) -> None:
     """Set a limit: lower (or a first one) at once, higher only in 24 hours."""
     await _write(ctx, session, mid, limit_change(fields["kind"], fields["amount"]))
 
 
-async def remove_limit(
-    ctx: PlayContext, session: Session, mid: Any, fields: dict[str, Any]
-) -> None:
+async def remove_limit(ctx: PlayContext[S], session: S, mid: Any, fields: dict[str, Any]) -> None:
     """Remove a limit: it goes in 24 hours (as a raise does)."""
     await _write(ctx, session, mid, limit_change(fields["kind"], None))
 
 
-async def _write(
-    ctx: PlayContext, session: Session, mid: Any, change: dict[str, int | None]
-) -> None:
+async def _write(ctx: PlayContext[S], session: S, mid: Any, change: dict[str, int | None]) -> None:
     await _read(ctx.store.set_player_limits(session.player, change, "player", rule=merge_limits))
     await _answer(ctx, session, mid)
 
 
-async def _answer(ctx: PlayContext, session: Session, mid: Any) -> None:
+async def _answer(ctx: PlayContext[S], session: S, mid: Any) -> None:
     """The limits' reply (its ``session`` is a field: sent as the ``ok`` it is)."""
     found = await _read(play_session.current(ctx, session))
     reply = await _read(view(ctx.store, session.player, found))

@@ -40,14 +40,13 @@ from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.croupier.actor import store_refusal
-from server.gateway.context import Replies
+from server.protection.context import Replies, S, S_contra
 from server.protection.responsible import ResponsibleContext, return_chips_of
 from server.protection.rules import ack_play, next_reminder, open_play, play_due
 from server.protocol.errors import Refused
 from server.store.base import StoreError, flow_day
 
 if TYPE_CHECKING:
-    from server.gateway.session import Session
     from server.store.base import Store
 
 __all__ = [
@@ -100,7 +99,7 @@ def touch_every(gap: float) -> float:
     return min(TOUCH_EVERY, gap / 4)
 
 
-class ClockContext(Replies, Protocol):
+class ClockContext(Replies[S_contra], Protocol[S_contra]):
     """What the play session uses of the gateway: its reminders come in the background."""
 
     @property
@@ -126,7 +125,7 @@ UNREAD: Any = object()
 
 
 async def current(
-    ctx: ClockContext, session: Session, read: dict[str, Any] | None = UNREAD
+    ctx: ClockContext[S], session: S, read: dict[str, Any] | None = UNREAD
 ) -> dict[str, Any] | None:
     """The player's stored session, for a check of this connection's (``read``: as
     already read from the store with the check's other reads): opened now if the store
@@ -160,7 +159,7 @@ def shown(found: dict[str, Any] | None, at: float) -> dict[str, Any] | None:
 
 
 # ------------------------------------------------------------------ the reminders
-def follow(ctx: ClockContext, session: Session, found: dict[str, Any] | None) -> None:
+def follow(ctx: ClockContext[S], session: S, found: dict[str, Any] | None) -> None:
     """Act on the player's stored session ``found`` for this connection: send the
     reality check if one is due that it was not sent, and time its next look at the
     store (the due time, or while one waits for its answer, the session's next period)."""
@@ -176,7 +175,7 @@ def follow(ctx: ClockContext, session: Session, found: dict[str, Any] | None) ->
     _arm(ctx, session, wake, at)
 
 
-def remind(ctx: ClockContext, session: Session, found: dict[str, Any]) -> None:
+def remind(ctx: ClockContext[S], session: S, found: dict[str, Any]) -> None:
     """Send the reality check now due in ``found`` to this connection, unless it was
     sent it for this due time already."""
     clock = session.play
@@ -186,7 +185,7 @@ def remind(ctx: ClockContext, session: Session, found: dict[str, Any]) -> None:
     ctx.background(_send_reminder(ctx, session, found))
 
 
-def _arm(ctx: ClockContext, session: Session, wake: float | None, at: float) -> None:
+def _arm(ctx: ClockContext[S], session: S, wake: float | None, at: float) -> None:
     clock = session.play
     if clock is None or clock.closed:
         return
@@ -198,7 +197,7 @@ def _arm(ctx: ClockContext, session: Session, wake: float | None, at: float) -> 
     clock.timer = loop.call_later(delay, lambda: ctx.background(_wake(ctx, session)))
 
 
-async def _wake(ctx: ClockContext, session: Session) -> None:
+async def _wake(ctx: ClockContext[S], session: S) -> None:
     """The timer: read the store and act on what it says."""
     clock = session.play
     if clock is None or clock.closed:
@@ -213,7 +212,7 @@ async def _wake(ctx: ClockContext, session: Session) -> None:
     follow(ctx, session, found)
 
 
-async def _send_reminder(ctx: ClockContext, session: Session, found: dict[str, Any]) -> None:
+async def _send_reminder(ctx: ClockContext[S], session: S, found: dict[str, Any]) -> None:
     """The ``reality_check`` message: the session's length and its result so far."""
     totals = await _totals(ctx.store, session.player, found["started"])
     base = found["baseline"]
@@ -243,15 +242,15 @@ async def _totals(store: Store, player: str, since: float) -> dict[str, int] | N
 
 
 # ------------------------------------------------------------------ the answer
-class AckContext(ResponsibleContext, ClockContext, Protocol):
+class AckContext(ResponsibleContext[S_contra], ClockContext[S_contra], Protocol[S_contra]):
     """What the reality check's answer uses of the gateway."""
 
-    def reality_answered(self, session: Session, choice: str) -> None:
+    def reality_answered(self, session: S_contra, choice: str) -> None:
         """Tell the player's other connections, on every process, that ``session``
         answered the reality check (:func:`answered_message`)."""
 
 
-async def reality_ack(ctx: AckContext, session: Session, mid: Any, fields: dict[str, Any]) -> None:
+async def reality_ack(ctx: AckContext[S], session: S, mid: Any, fields: dict[str, Any]) -> None:
     """The player read the reality check: ``continue`` (bets are taken again, from every
     connection; the next check is the session's next period) or ``leave`` (their chips
     go back and they stand up at every table, as with a break)."""

@@ -28,15 +28,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.croupier.actor import store_refusal
-from server.gateway.context import Relay
+from server.protection.context import Relay, S, S_contra, Submitter, TableList
 from server.protection.rules import merge_restriction
 from server.protocol.errors import ChemmyError, Refused, player_blocked
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import StoreError
 
 if TYPE_CHECKING:
-    from server.gateway.lobby import Lobby
-    from server.gateway.session import Session
     from server.store.base import Store
 
 __all__ = [
@@ -76,18 +74,14 @@ _RETURN: Final[tuple[tuple[str, Mapping[str, Any]], ...]] = (
 )
 
 
-class Submitter(Protocol):
-    def submit(self, record: CommandRecord) -> None: ...
-
-
-class ResponsibleContext(Relay, Protocol):
+class ResponsibleContext(Relay[S_contra], Protocol[S_contra]):
     """What ``take_break`` and ``responsible`` use of the gateway."""
 
     @property
     def store(self) -> Store: ...
 
     @property
-    def lobby(self) -> Lobby: ...
+    def lobby(self) -> TableList: ...
 
 
 async def refuse_blocked(store: Store, player: str) -> None:
@@ -108,7 +102,7 @@ def refuse_restricted(found: Mapping[str, Any] | None) -> None:
         raise player_blocked(found["kind"], when)
 
 
-async def return_chips(bus: Submitter, lobby: Lobby, player: str) -> None:
+async def return_chips(bus: Submitter, lobby: TableList, player: str) -> None:
     """Send every open table a ``clear_bets`` and a ``stand`` (``on_break``) on
     ``player``'s behalf (no reply asked: a table where they have no chips or no seat
     refuses it, unheard)."""
@@ -118,14 +112,14 @@ async def return_chips(bus: Submitter, lobby: Lobby, player: str) -> None:
                 bus.submit(CommandRecord(table, kind, player, None, dict(fields), None, ""))
 
 
-async def _open_tables(lobby: Lobby) -> list[str]:
+async def _open_tables(lobby: TableList) -> list[str]:
     try:
         return [str(line["table"]) for line in await lobby.tables()]
     except StoreError:
         return []  # (the tables cannot be listed now; the restriction holds all the same)
 
 
-async def return_chips_of(ctx: ResponsibleContext, session: Session) -> None:
+async def return_chips_of(ctx: ResponsibleContext[S], session: S) -> None:
     """``clear_bets`` and ``stand`` for ``session``'s player at every open table: at the
     ones the connection joined through the player's line (``relay`` with a reply), after
     every command they sent before, so a bet sent just before the break is cleared too;
@@ -142,7 +136,7 @@ async def return_chips_of(ctx: ResponsibleContext, session: Session) -> None:
 
 
 async def take_break(
-    ctx: ResponsibleContext, session: Session, mid: Any, fields: dict[str, Any]
+    ctx: ResponsibleContext[S], session: S, mid: Any, fields: dict[str, Any]
 ) -> None:
     """A break (``24h``, ``week``, ``month``) or a self-exclusion (``exclude_6m``,
     ``exclude_1y``, ``exclude_5y``) from now; one in force is only ever lengthened."""
@@ -162,7 +156,7 @@ async def take_break(
 
 
 async def responsible(
-    ctx: ResponsibleContext, session: Session, mid: Any, fields: dict[str, Any]
+    ctx: ResponsibleContext[S], session: S, mid: Any, fields: dict[str, Any]
 ) -> None:
     """The time-out or self-exclusion in force for the player, or ``null``."""
     try:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from server.gateway.session import PlayClock
 from server.gateway.tables import bet_checks
+from server.protection.context import PlayClock
 from server.protocol.errors import Refused
 from server.store.base import BetReads, StoreUnavailable
 
