@@ -22,7 +22,7 @@ session's next period after the answer. A store that cannot be read refuses the 
 (``store_unavailable``): a bet never slips past a reality check the store could not
 check.
 
-Each connection has a timer (:class:`~.session.PlayClock`) that only pushes the
+Each connection has a timer (:class:`~server.protection.context.PlayClock`) that only pushes the
 ``reality_check`` message: it wakes at the stored due time, reads the store, and sends
 the message if a check is due that this connection was not yet sent (once per due time
 per connection); a connection that says hello while one is due is sent it at once, and
