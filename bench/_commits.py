@@ -6,7 +6,7 @@ code; so the bench starts the server through :data:`MAIN` (``python -c``): it wr
 after each commit that returned), adds a gauge ``chemmy_bench_store_commits`` to the
 server's own metrics registry (served at ``/metrics`` with the rest), says on stderr
 which ``server`` package it runs (so the bench can check it is the work tree's), then
-runs ``server.net.main`` as ``chemmy-server`` would be run. Today each
+runs ``server.process.main`` as ``chemmy-server`` would be run. Today each
 ``Store.commit`` is one SQLite transaction or one Redis script call; a store that
 groups several steps into one transaction would need its transactions counted instead.
 """
@@ -22,7 +22,7 @@ COMMITS = [0]
 #: The ``python -c`` program the bench starts servers with.
 MAIN = (
     "import runpy, bench._commits as c; c.install(); "
-    "runpy.run_module('server.net.main', run_name='__main__', alter_sys=True)"
+    "runpy.run_module('server.process.main', run_name='__main__', alter_sys=True)"
 )
 
 
@@ -30,7 +30,7 @@ def install() -> None:
     from prometheus_client import Gauge
 
     import server
-    from server.net import metrics
+    from server.process import metrics
     from server.store.redis import RedisStore
     from server.store.sqlite import SQLiteStore
 

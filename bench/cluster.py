@@ -64,7 +64,7 @@ import redis.asyncio as aioredis
 
 from bench import gateway
 from bench._util import cpu_seconds, machine, percentile, raise_nofile, write_benchmarks
-from server.net.auth import make_token
+from server.process.auth import make_token
 from tests.kit import cluster as kit_cluster
 from tests.kit.client import Client, http_get
 from tests.kit.game import Game

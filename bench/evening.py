@@ -120,8 +120,8 @@ from bench._util import (
     rss_kib,
     write_section,
 )
-from server.net.auth import make_token
-from server.net.metrics import PAUSE_BUCKETS
+from server.process.auth import make_token
+from server.process.metrics import PAUSE_BUCKETS
 from tests.kit.client import Client, http_get
 from tests.kit.launch import ServerProcess
 from tests.kit.tables import server_toml
@@ -1042,7 +1042,7 @@ def bucket_p99(
     """The p99 of a Prometheus histogram over the window, as the bound of the bucket it
     falls in (seconds; the largest finite bound when it is past them, 0 with no sample),
     from ``delta`` (a sample's growth over the window, summed over the processes) and
-    the histogram's ``bounds`` (the server's: server/net/metrics.py)."""
+    the histogram's ``bounds`` (the server's: server/process/metrics.py)."""
     total = delta(f"{name}_count")
     if total <= 0:
         return 0.0

@@ -61,7 +61,7 @@ from bench._util import (
     write_benchmarks,
 )
 from bench.store import state_of
-from server.net.auth import make_token
+from server.process.auth import make_token
 from server.store.base import Entry, TableRow
 from server.store.sqlite import SQLiteStore
 from tests.kit.client import Client, open_player

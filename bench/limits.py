@@ -4,7 +4,7 @@ Run from the project root: ``python -m bench.limits [--baseline REV] [--requests
 [--write]``.
 
 Every ``bet`` and ``same_bet`` now reads the player's limits from the store (issue 21:
-``server/net/play_limits.py``), and for a player who set a wager or loss limit also 30
+``server/protection/play_limits.py``), and for a player who set a wager or loss limit also 30
 days of their flows and their chips at the other tables, before the table holds the bet
 to what they leave. This measures the sequential round trip of a ``bet`` (alternating
 with a ``remove_bet``, as bench/gateway.py does) for:

@@ -39,10 +39,10 @@ from typing import Any
 
 from bench.gateway import SERVER_CONFIG, TABLE, ok, seated_bot
 from server.croupier.actor import TableActor
-from server.net import tables as net_tables
-from server.net.assemble import assemble
-from server.net.config import load_config
-from server.net.server import ChemmyServer
+from server.gateway import tables as net_tables
+from server.gateway.server import ChemmyServer
+from server.process.assemble import assemble
+from server.process.config import load_config
 from server.store import store_for
 from server.store.sqlite import SQLiteStore
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from bench._util import load_line, loadavg, machine, write_benchmarks
 from server.engine.coup import resolve_coup
-from server.net.hub import RETAINED_EVENTS
+from server.gateway.hub import RETAINED_EVENTS
 from server.table import MemoryWallet, Table, TableOptions, view_event
 from server.table import commands as c
 from server.table.events import Event

@@ -66,7 +66,7 @@ import httpx
 
 from bench import gateway
 from bench._util import load_line, loadavg, machine, percentile, write_benchmarks
-from server.net.auth import make_token
+from server.process.auth import make_token
 from server.wallet.calls import session_fields
 from server.wallet.signing import HEADER, signature_header
 from tests.kit.client import Client, Frame

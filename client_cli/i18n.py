@@ -1,6 +1,6 @@
 """The terminal client's words in the player's language: message catalogs and the choice.
 
-The catalogs are the web table's (``server/net/static/locales/<language>.json``): one
+The catalogs are the texts both clients share (``texts/locales/<language>.json``): one
 JSON object per language, message id -> text, with ``{name}`` placeholders (a message with plural forms has them as ``KEY.one``...
 beside ``KEY``, chosen by its ``{count}``: :func:`t`); the words
 the page and the terminal say alike (phases, bet areas, the table's sentences, the
@@ -23,9 +23,10 @@ import functools
 import json
 import re
 from collections.abc import Iterator, Mapping
-from importlib import resources
 
 from babel import Locale
+
+import texts
 
 __all__ = [
     "LANGUAGES",
@@ -59,8 +60,7 @@ def catalog(language: str) -> Mapping[str, str]:
     """A language's catalog (read once); ``{}`` for a language without one."""
     if language not in LANGUAGES:
         return {}
-    path = resources.files("server.net").joinpath("static", "locales", f"{language}.json")
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = json.loads(texts.catalog_bytes(language).decode("utf-8"))
     return {str(k): str(v) for k, v in data.items()}
 
 

@@ -7,7 +7,6 @@ once (``history``); none decides a rule.
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
@@ -17,6 +16,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Markdown, Static
 
+import texts
 from client_cli.connection import ConnectionLost, ServerError
 from client_cli.history import round_summary
 from client_cli.i18n import t
@@ -33,8 +33,8 @@ SIDE_BY_SIDE = 56  # characters of roads: from here the bead plate and big road 
 
 
 def rules_text() -> str:
-    """The condensed rules packaged with the client (``client_cli/rules.md``)."""
-    return resources.files("client_cli").joinpath("rules.md").read_text(encoding="utf-8")
+    """The condensed rules both clients show (``texts/rules.md``)."""
+    return texts.rules_bytes().decode("utf-8")
 
 
 class HistoryScreen(Screen[None]):
@@ -139,7 +139,7 @@ class RoadsScreen(Screen[None]):
 
 
 class HelpScreen(Screen[None]):
-    """The rules (``client_cli/rules.md``)."""
+    """The rules (``texts/rules.md``)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),

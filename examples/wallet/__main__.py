@@ -29,7 +29,7 @@ from server.wallet.signing import load_public_key, parse_key_list
 from .ledger import Ledger
 from .service import WalletServer
 
-#: Chemmy refuses keys shorter than this (server/net/config.py); so does the wallet.
+#: Chemmy refuses keys shorter than this (server/process/config.py); so does the wallet.
 MIN_SECRET_BYTES = 32
 
 

@@ -3,7 +3,7 @@
 A process plays two parts. As a **gateway** it holds client connections: it submits
 :class:`~server.protocol.records.CommandRecord` s for tables and receives the
 :class:`~server.protocol.records.ReplyRecord` s addressed to it, and it subscribes to the
-events of the tables its clients watch (its :class:`~server.net.hub.Hub` then fans them
+events of the tables its clients watch (its :class:`~server.gateway.hub.Hub` then fans them
 out, per view and format). As an **owner** it runs table actors (``server.croupier``): it
 serves the commands for the tables it owns, replies, and publishes each stored step's
 events. :class:`Bus` is the one interface between the two parts (httpcore's shape: one
@@ -44,18 +44,38 @@ A bus never decides a rule and never looks inside an event's data.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.table.events import Event
 
-__all__ = ["Bus", "CommandHandler", "EventHandler", "ReplyHandler", "Subscribers"]
+__all__ = [
+    "Bus",
+    "BusCounts",
+    "CommandHandler",
+    "ControlHandler",
+    "EventHandler",
+    "ReplyHandler",
+    "Subscribers",
+]
 
 #: (table id, the events of one step, in seq order)
 EventHandler = Callable[[str, Sequence[Event]], None]
 CommandHandler = Callable[[CommandRecord], None]
 ReplyHandler = Callable[[ReplyRecord], None]
+#: A cluster notice (``{"kind": "owner" | "tables" | ..., ...}``), as every croupier hears it.
+ControlHandler = Callable[[dict[str, Any]], None]
+
+
+class BusCounts(NamedTuple):
+    """What a bus between processes counts for /metrics (docs/operations.md)."""
+
+    relayed: int  # command records relayed to another process
+    backfilled: int  # events read back from a table's stream
+    received: Mapping[str, int]  # events heard, per table
+    listening: int  # tables whose channel this process listens to
+
 
 log = logging.getLogger("chemmy.bus")
 
@@ -142,3 +162,20 @@ class Bus(Protocol):
     async def catch_up(self, table: str) -> None:
         """Deliver the stored events of ``table`` this process's subscribers missed
         (before serving a table taken over from another process)."""
+
+    # -- the process's side: readiness, the cluster's notices, counters ------------------
+    def not_ready(self) -> str | None:
+        """Why this process cannot serve through the bus now (``/ready``'s reason:
+        ``"bus unreachable"``, ``"redis not answering"``), or None (always, in one
+        process)."""
+
+    def on_control(self, handler: ControlHandler) -> None:
+        """Where the cluster's notices go (one process has none: never called)."""
+
+    def control(self, notice: dict[str, Any]) -> None:
+        """Tell every process of the cluster (this one too) ``notice``; nobody else to
+        tell in one process (a no-op)."""
+
+    def counts(self) -> BusCounts | None:
+        """The counters /metrics shows for a bus between processes (None: one process,
+        nothing relayed)."""

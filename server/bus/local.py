@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from server.protocol.errors import no_table
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.table.events import Event
 
-from .base import CommandHandler, EventHandler, ReplyHandler, Subscribers
+from .base import BusCounts, CommandHandler, ControlHandler, EventHandler, ReplyHandler, Subscribers
 
 __all__ = ["LocalBus"]
 
@@ -90,3 +91,16 @@ class LocalBus:
 
     async def catch_up(self, table: str) -> None:
         return None  # one process delivers every event it publishes, at once
+
+    # -- one process: always ready, nobody else to tell, nothing relayed ----------------
+    def not_ready(self) -> str | None:
+        return None
+
+    def on_control(self, handler: ControlHandler) -> None:
+        pass  # no other process sends notices
+
+    def control(self, notice: dict[str, Any]) -> None:
+        pass  # no other process to tell
+
+    def counts(self) -> BusCounts | None:
+        return None

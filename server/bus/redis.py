@@ -75,7 +75,7 @@ from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
 from server.store.redis_connect import connect, follow_primary, unavailable
 from server.table.events import Event
 
-from .base import CommandHandler, EventHandler, ReplyHandler, Subscribers
+from .base import BusCounts, CommandHandler, ControlHandler, EventHandler, ReplyHandler, Subscribers
 from .channels import Channels, event_channel, table_of
 
 __all__ = ["RedisBus", "node_name"]
@@ -83,8 +83,6 @@ __all__ = ["RedisBus", "node_name"]
 log = logging.getLogger("chemmy.bus")
 
 EventSource = Callable[[str, int], Awaitable[list[Event] | None]]
-#: Where the croupier hears of ``chemmy:ctl`` notices: (notice) -> None.
-ControlHandler = Callable[[dict[str, Any]], None]
 #: Who owns a table now (the croupier's lease lookup): table -> node or None.
 OwnerLookup = Callable[[str], Awaitable[str | None]]
 
@@ -191,6 +189,16 @@ class RedisBus:
         """Whether Redis answered a probe lately: a connection can stay up while Redis
         is frozen (SIGSTOP, a stalled disk), and then nothing this process does works."""
         return time.monotonic() - self.answered_at <= UNANSWERED_AFTER
+
+    def not_ready(self) -> str | None:
+        if not self.connected.is_set():
+            return "bus unreachable"
+        if not self.answering:
+            return "redis not answering"
+        return None
+
+    def counts(self) -> BusCounts | None:
+        return BusCounts(self.relayed, self.backfilled, self.received, len(self.listening))
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:

@@ -31,7 +31,7 @@ store refuses (the money went elsewhere meanwhile) is undone and refused
 player's balance afresh (a deposit, or another table, may have moved it).
 
 It never decides a rule (that is the table's) and never touches a socket (that is
-``server.net``'s): what leaves it is a bus publish or a reply record.
+``server.gateway``'s): what leaves it is a bus publish or a reply record.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -139,7 +139,8 @@ def lease_key(table: str) -> str:
 
 
 class Leases:
-    """Presence, leases and the shared lobby, for one process (``node``)."""
+    """Presence, leases and the shared lobby, for one process (``node``). Redis failing
+    is raised as :class:`~server.store.base.StoreUnavailable` (never redis' own errors)."""
 
     def __init__(self, url: str, node: str, *, ttl: float = 3.0) -> None:
         self.url = url
@@ -170,7 +171,8 @@ class Leases:
         now_ms = int(time.time() * 1000)
         args: list[str | int] = [self.node, self.ttl_ms, now_ms, "1" if draining else "0"]
         args.append(len(owned))
-        lost, live, leaving, found = await self._tick(keys=keys, args=args, client=redis)
+        with _unavailable():
+            lost, live, leaving, found = await self._tick(keys=keys, args=args, client=redis)
         members = {_text(n) for n in live} - {_text(n) for n in leaving}
         owners = {t: _text(v) or None for t, v in zip(tables, found, strict=True)}
         now = time.monotonic()
@@ -192,7 +194,8 @@ class Leases:
         """Every process whose heartbeat has not expired (draining ones included: they
         still serve their clients until they close them)."""
         now_ms = int(time.time() * 1000)
-        found = await self.redis.zrangebyscore(f"{PREFIX}:nodes", now_ms, "+inf")
+        with _unavailable():
+            found = await self.redis.zrangebyscore(f"{PREFIX}:nodes", now_ms, "+inf")
         return sorted(_text(n) for n in found if isinstance(n, bytes | str))
 
     @contextlib.asynccontextmanager
@@ -201,25 +204,27 @@ class Leases:
         work two processes must not do at once, such as defining the configured tables
         when several start together."""
         key, token = f"{PREFIX}:lock:{name}", f"{self.node}:{time.monotonic_ns()}"
-        async with asyncio.timeout(self.ttl * 4):
-            while not await self.redis.set(key, token, nx=True, px=self.ttl_ms):
-                await asyncio.sleep(0.05)
+        with _unavailable():
+            async with asyncio.timeout(self.ttl * 4):
+                while not await self.redis.set(key, token, nx=True, px=self.ttl_ms):
+                    await asyncio.sleep(0.05)
         try:
             yield
         finally:
-            with contextlib.suppress(RedisError):
+            with contextlib.suppress(RedisError, OSError):
                 await self._release(keys=[key], args=[token], client=self.redis)
 
     async def leave(self) -> None:
         """Drop out of the member list at once (a clean stop)."""
-        with contextlib.suppress(RedisError):
+        with contextlib.suppress(RedisError, OSError):
             await self.redis.zrem(f"{PREFIX}:nodes", self.node)
             await self.redis.zrem(f"{PREFIX}:draining", self.node)
 
     # -- leases ------------------------------------------------------------------------
     async def acquire(self, table: str) -> bool:
         """Take the table's lease if nobody holds it."""
-        taken = await self.redis.set(lease_key(table), self.node, nx=True, px=self.ttl_ms)
+        with _unavailable():
+            taken = await self.redis.set(lease_key(table), self.node, nx=True, px=self.ttl_ms)
         if taken:
             self._owners[table] = (self.node, time.monotonic())
         return bool(taken)
@@ -227,7 +232,7 @@ class Leases:
     async def release(self, table: str) -> None:
         """Give the lease back (only if it is still ours): the next owner need not wait
         for it to expire."""
-        with contextlib.suppress(RedisError):
+        with contextlib.suppress(RedisError, OSError):
             await self._release(keys=[lease_key(table)], args=[self.node], client=self.redis)
         self._owners.pop(table, None)
 
@@ -236,7 +241,8 @@ class Leases:
         cached = self._owners.get(table)
         if cached is not None and time.monotonic() - cached[1] < self.ttl / 3:
             return cached[0]
-        found = await self.redis.get(lease_key(table))
+        with _unavailable():
+            found = await self.redis.get(lease_key(table))
         node = None if found is None else _text(found)
         self._owners[table] = (node, time.monotonic())
         return node
@@ -246,7 +252,8 @@ class Leases:
         tables = list(tables)
         if not tables:
             return {}
-        found = await self.redis.mget([lease_key(t) for t in tables])
+        with _unavailable():
+            found = await self.redis.mget([lease_key(t) for t in tables])
         owners = {t: None if v is None else _text(v) for t, v in zip(tables, found, strict=True)}
         now = time.monotonic()
         for table, node in owners.items():
@@ -263,14 +270,29 @@ class Leases:
 
     # -- the lobby -----------------------------------------------------------------------
     async def put_summary(self, table: str, summary: dict[str, Any]) -> None:
-        await self.redis.hset(f"{PREFIX}:lobby", table, json.dumps(summary))
+        with _unavailable():
+            await self.redis.hset(f"{PREFIX}:lobby", table, json.dumps(summary))
 
     async def drop_summary(self, table: str) -> None:
-        await self.redis.hdel(f"{PREFIX}:lobby", table)
+        with _unavailable():
+            await self.redis.hdel(f"{PREFIX}:lobby", table)
 
     async def summaries(self) -> dict[str, dict[str, Any]]:
-        found = await self.redis.hgetall(f"{PREFIX}:lobby")
+        with _unavailable():
+            found = await self.redis.hgetall(f"{PREFIX}:lobby")
         return {_text(k): json.loads(v) for k, v in found.items()}
+
+
+@contextlib.contextmanager
+def _unavailable() -> Iterator[None]:
+    """Redis' errors, as the store's :class:`StoreUnavailable`: the callers of
+    :class:`Leases` never catch a driver's exception (docs/architecture.md §2)."""
+    try:
+        yield
+    except TimeoutError:
+        raise  # (an OSError, but a deadline of ours: a lock waited too long)
+    except (RedisError, OSError) as exc:
+        raise StoreUnavailable(f"Redis: {exc}") from exc
 
 
 def _text(value: bytes | str) -> str:
@@ -319,7 +341,7 @@ class Rebalancer:
                 await self.step()
             except asyncio.CancelledError:
                 raise
-            except (RedisError, StoreUnavailable) as exc:  # (the store's: translated)
+            except StoreUnavailable as exc:  # (Redis' errors, translated by Leases)
                 log.warning("cluster: Redis unreachable (%s)", exc)
                 await self._lose_all_if_expired()
             except Exception:

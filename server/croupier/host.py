@@ -23,8 +23,6 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from redis.exceptions import RedisError
-
 from server.bus.base import Bus
 from server.protocol.errors import Refused
 from server.store.base import Store, StoreUnavailable, TableRow
@@ -128,9 +126,7 @@ class Croupier:
 
     def bus_control(self) -> None:
         """Hear the cluster's notices (a Redis bus has them; one process needs none)."""
-        on_control = getattr(self.bus, "on_control", None)
-        if on_control is not None:
-            on_control(self._notice)
+        self.bus.on_control(self._notice)
 
     def _notice(self, notice: dict[str, Any]) -> None:
         kind = notice.get("kind")
@@ -146,9 +142,7 @@ class Croupier:
     on_notice: Callable[[dict[str, Any]], None] | None = None
 
     def _tell(self, notice: dict[str, Any]) -> None:
-        control = getattr(self.bus, "control", None)
-        if control is not None:
-            control(notice)
+        self.bus.control(notice)
 
     def _members_left(self, alive: set[str]) -> None:
         """Processes left the cluster: their clients are gone from the tables here."""
@@ -310,7 +304,7 @@ class Croupier:
             self._tell({"kind": "leaving", "node": self.bus.node})
             try:
                 await self.rebalancer.step()
-            except (RedisError, StoreUnavailable) as exc:  # SIGTERM while Redis is away (§7)
+            except StoreUnavailable as exc:  # SIGTERM while Redis is away (§7; Leases translate)
                 log.warning(  # (docs/operations.md §7)
                     "draining without Redis (%s): the tables are not handed over; their "
                     "leases expire and other processes take them",

@@ -52,7 +52,7 @@ WIRE_COMMANDS: dict[str, type[c.Command]] = {
 #: then decides the guest's bets with the play money they would get (their actions).
 GUEST_FIELD = "guest"
 #: The field of a ``bet`` or ``same_bet`` record that carries the player's limits as
-#: the store must hold them (``[[kind, cap, since], ...]``: ``server.net.play_limits``):
+#: the store must hold them (``[[kind, cap, since], ...]``: ``server.protection.play_limits``):
 #: the step's commit is refused ``limit_reached`` if its chips would pass one, so two
 #: bets at two tables, or on two processes, can never pass a limit together.
 GUARDS_FIELD = "guards"

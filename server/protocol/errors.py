@@ -23,7 +23,7 @@ listed in docs/protocol.md ("Errors").
     │   │   ├── TableError       (server/table/errors.py) the table's rules: wrong_phase,
     │   │   │                    insufficient_funds, not_your_turn, over_max, draining, ...
     │   │   └── Busy             (server/croupier/actor.py) busy: a table's queue is full
-    │   └── AuthError            (server/net/auth.py) auth_required, bad_token,
+    │   └── AuthError            (server/process/auth.py) auth_required, bad_token,
     │                            token_expired, bad_name
     └── internal roots (never sent as they are; the first four defined here, each
         │                    imported by the module named beside it under the same name)
@@ -42,7 +42,7 @@ listed in docs/protocol.md ("Errors").
         │                        clear answer -> wallet_unavailable (its balance kept)
         ├── SignatureError       (server/wallet/signing.py) a signature missing, malformed,
         │                        stale or wrong -> 401 bad_signature / stale_signature
-        ├── OperatorRefusal      (server/net/operator_api.py) an operator call refused:
+        ├── OperatorRefusal      (server/operator/api.py) an operator call refused:
         │                        its HTTP status and code ({"status": code, "message"})
         ├── InsufficientFunds,   (server/table/wallet.py) a wallet refused a transfer the
         │   DuplicateEntry       table had checked: a bug -> internal; the step undone
@@ -50,7 +50,7 @@ listed in docs/protocol.md ("Errors").
         │                        or a ConfigError at start-up
         ├── CardError, ShoeError (server/engine, ValueErrors) -> bad_command, or the CLI's
         │                        one-line error
-        └── ConfigError          (server/net/config.py) -> one line and exit status 2
+        └── ConfigError          (server/process/config.py) -> one line and exit status 2
 
 The internal roots a shell module raises (the store's, the operator wallet's, a
 signature's, an operator call's) are defined here, below the wire errors, so the whole
@@ -159,7 +159,7 @@ def player_blocked(kind: str, when: str) -> Refused:
     return Refused("player_blocked", f"you are taking a break from play until {when}")
 
 
-#: ``limit_reached``'s words for each limit a player may set (server/net/play_limits.py).
+#: ``limit_reached``'s words for each limit a player may set (server/protection/play_limits.py).
 LIMIT_WORDS = {
     "deposit_day": "daily deposit limit",
     "deposit_week": "weekly deposit limit",

@@ -2,7 +2,7 @@
 
 Every client message is a map with ``type`` and a client-chosen ``id`` (a string or an
 integer, echoed by the reply). :data:`SCHEMAS` is the one list of the messages: the
-gateway's handlers (``server.net.handlers``) and the relayed table commands
+gateway's handlers (``server.gateway.handlers``) and the relayed table commands
 (:data:`TABLE_COMMANDS`) are made from it, and tests/server/test_vocabulary.py holds the
 table's own vocabulary to it. :func:`parse` checks a decoded message against
 :data:`SCHEMAS` and returns ``(type, id, fields)`` or raises

@@ -1,6 +1,6 @@
 """Commands and replies as records: what travels between a gateway and a table's owner.
 
-A gateway (``server.net``) never holds a table and never hands the table side a Python
+A gateway (``server.gateway``) never holds a table and never hands the table side a Python
 closure. It sends a :class:`CommandRecord` — the command in its wire form, the table,
 the authenticated player and a reply :class:`Address` — and the table's owner
 (``server.croupier``) answers with a :class:`ReplyRecord` addressed back to it. Both are

@@ -30,7 +30,7 @@ The rules every implementation keeps:
   :class:`LimitPassed` and keeps nothing, checked in the same transaction (SQLite) or
   script (Redis) that adds the flows, so two commits racing from two tables or two
   processes can never both pass a player's limit. Which limits apply and their windows
-  are the caller's (``server.net.play_limits``); the store only sums and compares.
+  are the caller's (``server.protection.play_limits``); the store only sums and compares.
 - **Fencing.** A table row carries its owner's ``epoch``; a write whose epoch is lower
   than the stored one raises :class:`StaleEpoch` and keeps nothing, so a stalled old
   owner cannot write over a new one (:meth:`Store.claim_table` takes the next epoch).
@@ -85,7 +85,7 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple, Protocol, TypeGuard, runtime_checkable
@@ -115,21 +115,24 @@ __all__ = [
     "OPERATOR_CALL_KEEP_MAX",
     "OUTCOME_KINDS",
     "PLAY_FLOWS",
-    "RAISE_DELAY",
     "RESTRICTION_KINDS",
     "ROUNDS_LIMIT",
     "WALLET_CALLS_LIMIT",
     "WALLET_CALL_CHANGES",
     "WALLET_CALL_KINDS",
     "WALLET_CALL_STATES",
+    "AckRule",
     "BadWalletCall",
     "BetReads",
     "CommitResult",
     "KeyConflict",
     "LimitGuard",
     "LimitPassed",
+    "LimitsRule",
     "OutOfRange",
     "Overdrawn",
+    "PlayRule",
+    "RestrictionRule",
     "RoundIndex",
     "RoundQuery",
     "ShoeIndex",
@@ -139,7 +142,6 @@ __all__ = [
     "StoreInUse",
     "StoreUnavailable",
     "TableRow",
-    "ack_play",
     "check_balance",
     "check_currency",
     "check_entry",
@@ -160,18 +162,26 @@ __all__ = [
     "hold_problems",
     "index_record",
     "ledger_key",
-    "merge_limits",
-    "merge_restriction",
-    "next_reminder",
-    "open_play",
     "operator_call_record",
     "own_copy",
     "play_baseline",
-    "play_due",
-    "play_ended",
     "stake_prefix",
     "welcome_entry",
 ]
+
+#: Player protection's rules, as the store runs them inside its transaction (it never
+#: decides them: the caller hands them in; ``server.protection.rules``): (the stored
+#: value, the change..., now) -> the value to keep.
+RestrictionRule = Callable[
+    [Mapping[str, Any] | None, str, float, str, float], dict[str, Any] | None
+]
+LimitsRule = Callable[
+    [Mapping[str, Any] | None, Mapping[str, int | None], str, float], dict[str, Any]
+]
+PlayRule = Callable[
+    [Mapping[str, Any] | None, float, float, float | None, Mapping[str, int]], dict[str, Any]
+]
+AckRule = Callable[[Mapping[str, Any] | None, float], dict[str, Any] | None]
 
 #: The largest amount one entry may move, and the range of a balance: 2**53 - 1, the
 #: largest integer a JSON number keeps exactly in a browser (and in Redis's Lua, whose
@@ -473,12 +483,11 @@ class Store(Protocol):
         Unix seconds), or ``None`` (none set, lifted, or its ``until`` has passed)."""
 
     async def set_player_restriction(
-        self, player_id: str, kind: str, until: float, by: str
+        self, player_id: str, kind: str, until: float, by: str, *, rule: RestrictionRule
     ) -> dict[str, Any] | None:
-        """Set ``player_id``'s restriction atomically, by the rule of
-        :func:`merge_restriction` (a player, ``by="player"``, only lengthens the one in
-        force; an operator sets or, with ``until`` in the past, lifts it), and return the
-        one in force after (``None``: none)."""
+        """Set ``player_id``'s restriction atomically, by ``rule`` (the caller's:
+        ``server.protection.rules.merge_restriction``), run on the stored one inside the
+        transaction, and return the one in force after (``None``: none)."""
 
     # -- a player's usage and limits (issue 21, responsible play) ----------------------
     async def player_days(self, player_id: str, since_day: str) -> dict[str, dict[str, int]]:
@@ -500,20 +509,20 @@ class Store(Protocol):
         {"amount", "from"}`` while a raise or a removal waits; ``{}`` when none."""
 
     async def set_player_limits(
-        self, player_id: str, changes: Mapping[str, int | None], by: str
+        self, player_id: str, changes: Mapping[str, int | None], by: str, *, rule: LimitsRule
     ) -> dict[str, Any]:
-        """Merge ``changes`` into the player's limits atomically, by the rule of
-        :func:`merge_limits` (a player lowers at once and raises or removes only after
-        :data:`RAISE_DELAY`; an operator, ``by="operator:<name>"``, changes at once),
-        and return the value stored after. Bad changes raise :class:`StoreError` and
-        change nothing."""
+        """Merge ``changes`` into the player's limits atomically, by ``rule`` (the
+        caller's: ``server.protection.rules.merge_limits``) run on the stored value at
+        the store's clock inside the transaction, and return the value stored after.
+        Bad changes raise :class:`StoreError` and change nothing."""
 
     # -- a player's play session and its reality checks (responsible play) -------------
     async def open_play_session(
-        self, player_id: str, now: float, gap: float, every: float | None
+        self, player_id: str, now: float, gap: float, every: float | None, *, rule: PlayRule
     ) -> dict[str, Any]:
         """A connection of ``player_id``'s said hello at ``now`` (Unix seconds): keep the
-        player's play session by the rule of :func:`open_play` atomically (of two
+        player's play session by ``rule`` (the caller's:
+        ``server.protection.rules.open_play``) atomically (of two
         processes opening at once, one starts it and the other continues it), and
         return it (:func:`play_session`'s shape). A new one's ``baseline`` is the sum
         of the player's flows (:meth:`player_days`) from the UTC day of ``now``, read in
@@ -532,10 +541,13 @@ class Store(Protocol):
         their stored sessions' ``seen`` becomes ``now`` unless it is later already.
         A player with no session is left without one."""
 
-    async def ack_reality_check(self, player_id: str, now: float) -> dict[str, Any] | None:
-        """The player answered a reality check at ``now``: if one is due
-        (:func:`play_due`), time the next one (:func:`ack_play`) atomically and return
-        the session after; None (and nothing changed) when none was due."""
+    async def ack_reality_check(
+        self, player_id: str, now: float, *, rule: AckRule
+    ) -> dict[str, Any] | None:
+        """The player answered a reality check at ``now``: the session ``rule`` (the
+        caller's: ``server.protection.rules.ack_play``) makes of the stored one, kept
+        atomically and returned; None (and nothing changed) when ``rule`` says none was
+        due."""
 
     async def audit(self) -> dict[str, Any]:
         """``{"sum", "ledger_matches", "entries", "holds_ok", "problems"}``: the sum of
@@ -684,29 +696,6 @@ def operator_call_record(fingerprint: str, answer: Mapping[str, Any] | None) -> 
 #: A restriction's kinds: a time-out (``break``: 24 hours to a month) and a
 #: self-exclusion (``exclusion``: six months or more).
 RESTRICTION_KINDS: Final = frozenset({"break", "exclusion"})
-
-
-def merge_restriction(
-    old: Mapping[str, Any] | None, kind: str, until: float, by: str, now: float
-) -> dict[str, Any] | None:
-    """The restriction to keep when ``by`` sets ``kind`` until ``until`` over ``old``
-    (the stored one, maybe expired), at ``now``; ``None``: keep none. A player
-    (``by == "player"``) never shortens one in force: a shorter or equal ``until`` keeps
-    ``old``. Anyone else (an operator) sets it as given, and lifts it with an ``until``
-    not after ``now``. Raises :class:`StoreError` for a kind, time or ``by`` of the wrong
-    shape."""
-    if kind not in RESTRICTION_KINDS:
-        raise StoreError(f"a restriction is one of {sorted(RESTRICTION_KINDS)}")
-    if isinstance(until, bool) or not isinstance(until, int | float) or not math.isfinite(until):
-        raise StoreError("a restriction's until is Unix seconds")
-    if not isinstance(by, str) or not by:
-        raise StoreError("a restriction says who set it")
-    active = dict(old) if old is not None and float(old["until"]) > now else None
-    if by == "player" and active is not None and float(until) <= float(active["until"]):
-        return active
-    if float(until) <= now:
-        return None if by != "player" else active
-    return {"kind": kind, "until": float(until), "by": by, "since": now}
 
 
 # -- a player's usage: per-day flows, kept by commit (issue 21) ---------------------------
@@ -882,8 +871,6 @@ LIMIT_KINDS: Final = (
     "wager_month",
     "session",
 )
-#: How long a player's raise (or removal) of a limit waits before it applies (seconds).
-RAISE_DELAY: Final = 86_400.0
 
 
 def check_limit_changes(changes: Mapping[str, int | None], by: str) -> dict[str, int | None]:
@@ -923,39 +910,6 @@ def current_limits(stored: Mapping[str, Any] | None, now: float) -> dict[str, An
     return out
 
 
-def merge_limits(
-    old: Mapping[str, Any] | None, changes: Mapping[str, int | None], by: str, now: float
-) -> dict[str, Any]:
-    """The limits to keep when ``by`` makes ``changes`` (kind -> amount, ``None``:
-    remove) over ``old`` (the stored value) at ``now``; due pendings of ``old`` are
-    applied first (:func:`current_limits`).
-
-    A player (``by == "player"``) may only tighten at once: a new limit, or a lower one,
-    is set now (any pending change dropped); the same amount drops any pending change; a
-    higher one, or a removal, keeps the limit in force and waits :data:`RAISE_DELAY` as
-    its ``pending`` (a newer one replaces it and starts the wait again); removing a limit
-    there is not does nothing. An operator (``"operator:<name>"``) sets or removes at
-    once, dropping any pending change. Raises :class:`StoreError` (see
-    :func:`check_limit_changes`) and then changes nothing."""
-    changes = check_limit_changes(changes, by)
-    if isinstance(now, bool) or not isinstance(now, int | float) or not math.isfinite(now):
-        raise StoreError("now is Unix seconds")
-    now = float(now)
-    limits = current_limits(old, now)
-    for kind, amount in changes.items():
-        found = limits.get(kind)
-        if by != "player" or found is None or (amount is not None and amount < found["amount"]):
-            if amount is None:
-                limits.pop(kind, None)
-            else:
-                limits[kind] = {"amount": amount, "since": now, "by": by}
-        elif amount == found["amount"]:
-            found.pop("pending", None)
-        else:  # a raise, or a removal: it waits
-            found["pending"] = {"amount": amount, "from": now + RAISE_DELAY}
-    return limits
-
-
 # -- a player's play session (responsible play) ----------------------------------------
 
 #: The flows a play session's result counts (its ``baseline`` is their sum when it began).
@@ -986,66 +940,6 @@ def check_play_open(
     if period <= 0:
         raise StoreError("a reality check's period is positive seconds, or None")
     return at, span, period
-
-
-def next_reminder(started: float, every: float, after: float) -> float:
-    """The first reality check of a session begun at ``started`` with one every
-    ``every`` seconds that comes after ``after``: ``started + k * every``, ``k >= 1``."""
-    k = max(1, math.floor((after - started) / every) + 1)
-    due = started + k * every
-    return due if due > after else due + every  # (rounding)
-
-
-def play_due(session: Mapping[str, Any] | None, now: float) -> bool:
-    """Whether a reality check of ``session`` is due at ``now`` and not yet answered."""
-    return session is not None and session["next"] is not None and float(session["next"]) <= now
-
-
-def play_ended(session: Mapping[str, Any], now: float, gap: float) -> bool:
-    """Whether ``session`` has ended at ``now``: no connection of the player was seen
-    for more than ``gap`` seconds (the next hello begins a new one)."""
-    return now - float(session["seen"]) > gap
-
-
-def open_play(
-    old: Mapping[str, Any] | None,
-    now: float,
-    gap: float,
-    every: float | None,
-    baseline: Mapping[str, int],
-) -> dict[str, Any]:
-    """The play session to keep when a connection says hello at ``now`` over ``old``
-    (the stored one, or None). A session goes on through reconnects: it has ended only
-    when no connection of the player was seen for more than ``gap`` seconds
-    (``now - seen > gap``), and then a new one begins now, its first reality check
-    ``every`` seconds later, its ``baseline`` the player's flows so far today. One that
-    goes on keeps its start, its period and its due reality check (a later
-    connection's period does not change them; a session without one takes it, timed
-    from the session's start); its ``seen`` becomes ``now`` (never earlier)."""
-    if old is None or play_ended(old, now, gap):
-        return {
-            "started": now,
-            "seen": now,
-            "every": every,
-            "next": None if every is None else now + every,
-            "baseline": {name: int(baseline.get(name, 0)) for name in PLAY_FLOWS},
-        }
-    kept = {**old, "seen": max(float(old["seen"]), now), "baseline": dict(old["baseline"])}
-    if kept["every"] is None and every is not None:
-        kept["every"] = every
-        kept["next"] = next_reminder(float(kept["started"]), every, now)
-    return kept
-
-
-def ack_play(old: Mapping[str, Any] | None, now: float) -> dict[str, Any] | None:
-    """The play session after its reality check is answered at ``now``: the next one
-    is the session's next period after ``now`` (every ``every`` seconds from its start,
-    not from the answer); None when none is due (nothing to answer)."""
-    if old is None or not play_due(old, now):
-        return None
-    every = old["every"]
-    after = None if every is None else next_reminder(float(old["started"]), float(every), now)
-    return {**old, "next": after, "baseline": dict(old["baseline"])}
 
 
 def play_baseline(days: Mapping[str, Sequence[int]], now: float) -> dict[str, int]:
@@ -1433,7 +1327,7 @@ def check_wallet_call(call: Mapping[str, Any]) -> dict[str, Any]:
     free fields kept as given: ``body`` (the request's body, a dict; ``{}`` if missing),
     ``answer`` (a dict or ``None``), ``reference``, ``reason`` and ``error`` (strings or
     ``None``; ``None`` if missing), ``resolutions`` (when a person sent it again or
-    resolved it: a list of objects, ``server.net.operator_wallet``), and any other
+    resolved it: a list of objects, ``server.operator.wallet``), and any other
     JSON-able field. A store adds ``seq``
     (a ``seq`` given here is dropped)."""
     return prepare_wallet_call(call)[0]

@@ -22,15 +22,18 @@ from typing import Any
 from server.store.base import (
     EVENT_RETENTION,
     HISTORY_LIMIT,
+    AckRule,
     BetReads,
     CommitResult,
     KeyConflict,
     LimitGuard,
+    LimitsRule,
+    PlayRule,
+    RestrictionRule,
     RoundIndex,
     StaleEpoch,
     StoreError,
     TableRow,
-    ack_play,
     add_flows,
     audit_report,
     check_balance,
@@ -57,10 +60,7 @@ from server.store.base import (
     guard_measure,
     hold_problems,
     index_record,
-    merge_limits,
-    merge_restriction,
     merge_wallet_call,
-    open_play,
     operator_call_record,
     play_baseline,
     prepare_wallet_call,
@@ -462,10 +462,10 @@ class MemoryStore:
         return dict(found) if found is not None and found["until"] > time.time() else None
 
     async def set_player_restriction(
-        self, player_id: str, kind: str, until: float, by: str
+        self, player_id: str, kind: str, until: float, by: str, *, rule: RestrictionRule
     ) -> dict[str, Any] | None:
         self._check_open()
-        kept = merge_restriction(self._restrictions.get(player_id), kind, until, by, time.time())
+        kept = rule(self._restrictions.get(player_id), kind, until, by, time.time())
         if kept is None:
             self._restrictions.pop(player_id, None)
         else:
@@ -493,12 +493,12 @@ class MemoryStore:
         return current_limits(None if found is None else json.loads(found), self.clock())
 
     async def set_player_limits(
-        self, player_id: str, changes: Mapping[str, int | None], by: str
+        self, player_id: str, changes: Mapping[str, int | None], by: str, *, rule: LimitsRule
     ) -> dict[str, Any]:
         self._check_open()
         found = self._limits.get(player_id)
         old = None if found is None else json.loads(found)
-        kept = merge_limits(old, changes, by, self.clock())
+        kept = rule(old, changes, by, self.clock())
         if kept:
             self._limits[player_id] = dump_json(kept)
         else:
@@ -507,12 +507,12 @@ class MemoryStore:
 
     # -- a player's play session --------------------------------------------------------
     async def open_play_session(
-        self, player_id: str, now: float, gap: float, every: float | None
+        self, player_id: str, now: float, gap: float, every: float | None, *, rule: PlayRule
     ) -> dict[str, Any]:
         self._check_open()
         now, gap, every = check_play_open(player_id, now, gap, every)
         baseline = play_baseline(self._days.get(player_id, {}), now)
-        kept = open_play(self._play.get(player_id), now, gap, every, baseline)
+        kept = rule(self._play.get(player_id), now, gap, every, baseline)
         self._play[player_id] = kept
         return copy.deepcopy(kept)
 
@@ -529,9 +529,11 @@ class MemoryStore:
             if found is not None:
                 found["seen"] = max(float(found["seen"]), now)
 
-    async def ack_reality_check(self, player_id: str, now: float) -> dict[str, Any] | None:
+    async def ack_reality_check(
+        self, player_id: str, now: float, *, rule: AckRule
+    ) -> dict[str, Any] | None:
         self._check_open()
-        kept = ack_play(self._play.get(player_id), check_play_time(now, "time"))
+        kept = rule(self._play.get(player_id), check_play_time(now, "time"))
         if kept is not None:
             self._play[player_id] = kept
         return copy.deepcopy(kept)

@@ -60,19 +60,22 @@ from server.store.base import (
     FLOW_NAMES,
     HISTORY_LIMIT,
     OUTCOME_KINDS,
+    AckRule,
     BetReads,
     CommitResult,
     KeyConflict,
     LimitGuard,
     LimitPassed,
+    LimitsRule,
     OutOfRange,
     Overdrawn,
+    PlayRule,
+    RestrictionRule,
     RoundIndex,
     StaleEpoch,
     StoreError,
     StoreUnavailable,
     TableRow,
-    ack_play,
     audit_report,
     check_currency,
     check_day,
@@ -99,10 +102,7 @@ from server.store.base import (
     guard_measure,
     hold_problems,
     index_record,
-    merge_limits,
-    merge_restriction,
     merge_wallet_call,
-    open_play,
     operator_call_record,
     own_copy,
     play_baseline,
@@ -567,7 +567,7 @@ return 1
 # when a connection of theirs was last seen, apart so that a touch is one small write).
 # ARGV: prefix, player, the session read ('' none), its seen read ('' none), the new
 # session, its seen. Writes only if both are still as read (an atomic compare-and-set:
-# the rule is merged in Python, ``open_play``/``ack_play``); answers 1 (written) or 0
+# the caller's rule is run in Python, ``rule=``); answers 1 (written) or 0
 # (changed meanwhile: read it again).
 _LUA_PLAY_SET: Final = r"""
 local S, N, pid = ARGV[1] .. 'play_sessions', ARGV[1] .. 'play_seen', ARGV[2]
@@ -1353,7 +1353,7 @@ class RedisStore:
         return kept if kept["until"] > time.time() else None
 
     async def set_player_restriction(
-        self, player_id: str, kind: str, until: float, by: str
+        self, player_id: str, kind: str, until: float, by: str, *, rule: RestrictionRule
     ) -> dict[str, Any] | None:
         key = self._key("restrictions")
         kept: dict[str, Any] | None = None
@@ -1363,7 +1363,7 @@ class RedisStore:
             nonlocal kept
             found = await pipe.hget(key, player_id)
             old = None if found is None else json.loads(_text(found))
-            kept = merge_restriction(old, kind, until, by, time.time())
+            kept = rule(old, kind, until, by, time.time())
             pipe.multi()
             if kept is None:
                 pipe.hdel(key, player_id)
@@ -1404,7 +1404,7 @@ class RedisStore:
         return current_limits(stored, self.clock())
 
     async def set_player_limits(
-        self, player_id: str, changes: Mapping[str, int | None], by: str
+        self, player_id: str, changes: Mapping[str, int | None], by: str, *, rule: LimitsRule
     ) -> dict[str, Any]:
         changes = check_limit_changes(changes, by)
         key = self._key("limits")
@@ -1415,7 +1415,7 @@ class RedisStore:
             nonlocal kept
             found = await pipe.hget(key, player_id)
             old = None if found is None else json.loads(_text(found))
-            kept = merge_limits(old, changes, by, self.clock())
+            kept = rule(old, changes, by, self.clock())
             pipe.multi()
             if kept:
                 pipe.hset(key, player_id, dump_json(kept))
@@ -1453,7 +1453,7 @@ class RedisStore:
         raise StoreUnavailable(f"the play session of {player_id!r} kept changing while written")
 
     async def open_play_session(
-        self, player_id: str, now: float, gap: float, every: float | None
+        self, player_id: str, now: float, gap: float, every: float | None, *, rule: PlayRule
     ) -> dict[str, Any]:
         now, gap, every = check_play_open(player_id, now, gap, every)
 
@@ -1463,7 +1463,7 @@ class RedisStore:
                 days = await self.player_days(player_id, flow_day(now))
                 sums = {day: [row[name] for name in FLOW_NAMES] for day, row in days.items()}
                 baseline = play_baseline(sums, now)
-            return open_play(old, now, gap, every, baseline)
+            return rule(old, now, gap, every, baseline)
 
         kept = await self._change_play(player_id, change)
         assert kept is not None
@@ -1481,11 +1481,13 @@ class RedisStore:
             with self._translated():
                 await self._scripts["play_touch"](args=[self.prefix, repr(now), *wanted])
 
-    async def ack_reality_check(self, player_id: str, now: float) -> dict[str, Any] | None:
+    async def ack_reality_check(
+        self, player_id: str, now: float, *, rule: AckRule
+    ) -> dict[str, Any] | None:
         now = check_play_time(now, "time")
 
         async def change(old: dict[str, Any] | None) -> dict[str, Any] | None:
-            return ack_play(old, now)
+            return rule(old, now)
 
         return await self._change_play(player_id, change)
 

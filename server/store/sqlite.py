@@ -74,18 +74,21 @@ from server.store.base import (
     FLOW_NAMES,
     HISTORY_LIMIT,
     OUTCOME_KINDS,
+    AckRule,
     BetReads,
     CommitResult,
     KeyConflict,
     LimitGuard,
+    LimitsRule,
     Overdrawn,
+    PlayRule,
+    RestrictionRule,
     RoundIndex,
     StaleEpoch,
     StoreError,
     StoreInUse,
     StoreUnavailable,
     TableRow,
-    ack_play,
     add_flows,
     audit_report,
     check_balance,
@@ -113,10 +116,7 @@ from server.store.base import (
     guard_measure,
     hold_problems,
     index_record,
-    merge_limits,
-    merge_restriction,
     merge_wallet_call,
-    open_play,
     operator_call_record,
     own_copy,
     play_baseline,
@@ -1241,11 +1241,11 @@ class SQLiteStore:
         return found if found is not None and found["until"] > time.time() else None
 
     async def set_player_restriction(
-        self, player_id: str, kind: str, until: float, by: str
+        self, player_id: str, kind: str, until: float, by: str, *, rule: RestrictionRule
     ) -> dict[str, Any] | None:
         def job(db: sqlite3.Connection) -> dict[str, Any] | None:
             with self._transaction(db):  # read and write in one: of two, one after the other
-                kept = merge_restriction(_restriction(db, player_id), kind, until, by, time.time())
+                kept = rule(_restriction(db, player_id), kind, until, by, time.time())
                 if kept is None:
                     db.execute("DELETE FROM player_restrictions WHERE player_id = ?", (player_id,))
                 else:
@@ -1299,11 +1299,11 @@ class SQLiteStore:
         return current_limits(stored, self.clock())
 
     async def set_player_limits(
-        self, player_id: str, changes: Mapping[str, int | None], by: str
+        self, player_id: str, changes: Mapping[str, int | None], by: str, *, rule: LimitsRule
     ) -> dict[str, Any]:
         def job(db: sqlite3.Connection) -> dict[str, Any]:
             with self._transaction(db):  # read and write in one: of two, one after the other
-                kept = merge_limits(_limits(db, player_id), changes, by, self.clock())
+                kept = rule(_limits(db, player_id), changes, by, self.clock())
                 if kept:
                     db.execute(
                         "INSERT OR REPLACE INTO player_limits (player_id, body) VALUES (?, ?)",
@@ -1317,7 +1317,7 @@ class SQLiteStore:
 
     # -- a player's play session --------------------------------------------------------
     async def open_play_session(
-        self, player_id: str, now: float, gap: float, every: float | None
+        self, player_id: str, now: float, gap: float, every: float | None, *, rule: PlayRule
     ) -> dict[str, Any]:
         now, gap, every = check_play_open(player_id, now, gap, every)
 
@@ -1329,7 +1329,7 @@ class SQLiteStore:
                     (player_id, flow_day(now)),
                 ).fetchall()
                 baseline = play_baseline({day: sums for day, *sums in rows}, now)
-                kept = open_play(_play_session(db, player_id), now, gap, every, baseline)
+                kept = rule(_play_session(db, player_id), now, gap, every, baseline)
                 _put_play_session(db, player_id, kept)
                 return kept
 
@@ -1352,12 +1352,14 @@ class SQLiteStore:
 
         await self._run(job)
 
-    async def ack_reality_check(self, player_id: str, now: float) -> dict[str, Any] | None:
+    async def ack_reality_check(
+        self, player_id: str, now: float, *, rule: AckRule
+    ) -> dict[str, Any] | None:
         now = check_play_time(now, "time")
 
         def job(db: sqlite3.Connection) -> dict[str, Any] | None:
             with self._transaction(db):
-                kept = ack_play(_play_session(db, player_id), now)
+                kept = rule(_play_session(db, player_id), now)
                 if kept is not None:
                     _put_play_session(db, player_id, kept)
                 return kept

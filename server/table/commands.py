@@ -220,7 +220,7 @@ class Stand(Command):
 
     ``on_break`` is the gateway's, never a client's: the player stops play (a break or
     a self-exclusion, theirs or an operator's, or ``leave`` at a reality check:
-    ``server.net.responsible``), and the gateway stands them up on their behalf. Their
+    ``server.protection.responsible``), and the gateway stands them up on their behalf. Their
     wager in a coup is no refusal then: they stand once it is settled (the table keeps
     that in the player's ``on_break``, so a restart or a failover keeps it too)."""
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from .base import Wallet
 
 if TYPE_CHECKING:
-    from server.net.config import ServerConfig
+    from server.process.config import ServerConfig
     from server.store.base import Store
 
     from .signing import Signer
@@ -19,7 +19,7 @@ def wallet_signer(config: ServerConfig) -> Signer:
     """What signs Chemmy's calls to the operator's wallet (``--wallet-signature``): the
     shared ``--wallet-secret``, or the private key of ``--wallet-signing-key-file``
     under ``--wallet-key-id`` (read and checked once more: ``load_config`` did)."""
-    from server.net.config import wallet_signing_key
+    from server.process.config import wallet_signing_key
 
     from .signing import HmacSigner, KeySigner
 

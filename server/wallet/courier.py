@@ -6,7 +6,7 @@ settlement's own commit, so a stored settlement always has its credits waiting),
 those of the tables this process serves (and of tables no process serves any more: a
 closed table's), and writes down each answer (:func:`~server.wallet.base.closing_outcome`):
 ``acknowledged``, ``failed`` (refused for good: a person must look, and may send it again
-or resolve it: ``server.net.operator_wallet``), or another try later (0.5 s, 1 s, 2 s, …
+or resolve it: ``server.operator.wallet``), or another try later (0.5 s, 1 s, 2 s, …
 one a minute): a refusal for the player's session or account is never taken as final.
 After a kill -9 or a cluster's failover, the next owner's courier finds the same calls
 and sends them with the same ids: the wallet applies each once.

@@ -1,10 +1,10 @@
 """bench/table.py's memory figure: what one table event holds while a log keeps it (the
-hub's recent log is sized by it, server/net/hub.py ``RETAINED_EVENTS``)."""
+hub's recent log is sized by it, server/gateway/hub.py ``RETAINED_EVENTS``)."""
 
 from __future__ import annotations
 
 from bench import table as bench_table
-from server.net.hub import RETAINED_EVENTS
+from server.gateway.hub import RETAINED_EVENTS
 
 
 def test_an_event_holds_kilobytes_and_a_recent_log_of_them_under_a_few_mebibytes() -> None:

@@ -178,7 +178,7 @@ def token(
     currency: str | None = None,
 ) -> str:
     """A player token the test server accepts (HS256 with :data:`SECRET`)."""
-    from server.net.auth import make_token
+    from server.process.auth import make_token
 
     return make_token(SECRET, player, name, ttl=3600, language=language, currency=currency)
 

@@ -30,7 +30,7 @@ from client_cli.sentences import result_text, settled
 from client_cli.tui import ChemmyApp, Options, TableScreen
 
 ROOT = Path(__file__).resolve().parents[2]
-LOCALES = ROOT / "server" / "net" / "static" / "locales"
+LOCALES = ROOT / "texts" / "locales"
 
 
 @pytest.fixture(autouse=True)

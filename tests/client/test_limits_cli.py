@@ -27,7 +27,7 @@ from client_cli.i18n import set_language
 from client_cli.main import main
 from client_cli.model import reduce
 from client_cli.sentences import limit_line, limits_text, reality_text, refusal
-from server.net.auth import make_token as sign
+from server.process.auth import make_token as sign
 from tests.kit import ServerProcess, scaled
 from tests.kit.client import open_player
 

@@ -26,7 +26,7 @@ from client_helpers import at_table, model_of, text_of, until
 from textual.pilot import Pilot
 
 from client_cli.tui import ChemmyApp, CutScreen, Options
-from server.net.auth import make_token
+from server.process.auth import make_token
 from tests.kit import ServerProcess, scaled
 from tests.wallet.wallet_helpers import ReferenceWallet, reference_wallet
 

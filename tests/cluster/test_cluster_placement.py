@@ -8,11 +8,13 @@ tables spread over the other two once its lease runs out, and no table is lost.
 
 from __future__ import annotations
 
+import socket
 import time
 
 import pytest
 
-from server.croupier.cluster import placement
+from server.croupier.cluster import Leases, placement
+from server.store.base import StoreUnavailable
 from tests.kit import scaled, table_def
 from tests.kit.cluster import LEASE, settle
 
@@ -60,6 +62,31 @@ def test_spread_is_even_from_any_start(tables: int, members: int) -> None:
         counts = [sum(1 for n in placed.values() if n == node) for node in nodes]
         assert set(placed) == set(names)
         assert max(counts) - min(counts) <= 1 or max(counts) <= -(-tables // members)
+
+
+async def test_leases_without_redis_raise_the_stores_error_not_redis() -> None:
+    """Issue 35: ``Leases`` translates Redis' errors itself (a real socket to a port
+    nobody listens on), so the croupier, the lobby and the operator API catch only
+    ``StoreUnavailable``."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nobody listens there
+    leases = Leases(f"redis://127.0.0.1:{port}/0", "host-101-aaaaaa", ttl=1.0)
+    try:
+        for call in (
+            leases.acquire("t1"),
+            leases.owner("t1"),
+            leases.owners(["t1"]),
+            leases.alive(),
+            leases.summaries(),
+            leases.tick(["t1"], ["t1"]),
+        ):
+            with pytest.raises(StoreUnavailable):
+                await call
+        await leases.release("t1")  # giving back never raises (a clean stop)
+        await leases.leave()
+    finally:
+        await leases.close()
 
 
 def test_no_member_no_placement() -> None:

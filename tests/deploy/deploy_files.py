@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from server.net.config import ServerConfig, load_config
+from server.process.config import ServerConfig, load_config
 from tests.kit.launch import ROOT
 
 DEPLOY = ROOT / "deploy"

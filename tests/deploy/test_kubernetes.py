@@ -149,7 +149,7 @@ def test_rollout_and_disruptions_keep_players_served(objects: dict[str, dict[str
 def test_ingress_carries_websockets_and_hides_metrics(
     objects: dict[str, dict[str, Any]], container: dict[str, Any]
 ) -> None:
-    source = (DEPLOY.parent / "server" / "net" / "server.py").read_text()
+    source = (DEPLOY.parent / "server" / "gateway" / "server.py").read_text()
     interval = int(re.findall(r"ping_interval=(\d+)", source)[0])
     timeout = int(re.findall(r"ping_timeout=(\d+)", source)[0])
     ingress = objects["Ingress/chemmy"]

@@ -52,7 +52,7 @@ from deploy_helpers import (
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from server.net.auth import make_token
+from server.process.auth import make_token
 from server.wallet.signing import signature_header
 from tests.kit import ServerProcess, scaled
 from tests.kit.operator import KEY as OPERATOR_KEY
@@ -158,7 +158,7 @@ def test_front_config_is_deploys_own() -> None:
 def test_front_timeouts_outlast_the_servers_keepalive() -> None:
     """A WebSocket is idle between pings: nginx must not cut it before the server's
     ping (every ``ping_interval``) and its wait for the pong (``ping_timeout``)."""
-    source = (ROOT / "server/net/server.py").read_text()
+    source = (ROOT / "server/gateway/server.py").read_text()
     interval = int(re.search(r"ping_interval=(\d+)", source)[1])  # type: ignore[index]
     timeout = int(re.search(r"ping_timeout=(\d+)", source)[1])  # type: ignore[index]
     site = (ROOT / "deploy/nginx/chemmy.conf").read_text()

@@ -1,5 +1,5 @@
 """deploy/prometheus: the scrape example and the alert rules name metrics the server
-really exports (server/net/metrics.py), with the suffixes Prometheus gives them."""
+really exports (server/process/metrics.py), with the suffixes Prometheus gives them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from deploy_files import DEPLOY, upstream_servers, yaml_docs
 
-from server.net.metrics import Metrics
+from server.process.metrics import Metrics
 
 RULES = DEPLOY / "prometheus" / "chemmy-alerts.yml"
 

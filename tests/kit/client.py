@@ -475,7 +475,7 @@ async def open_player(
 ) -> Client:
     """A connected player who said hello with a token (HS256 under ``secret``), so the
     same player id comes back on every connection. ``client``: :class:`Client` options."""
-    from server.net.auth import make_token
+    from server.process.auth import make_token
 
     made = Client(url, fmt, label=label or player, **client)
     await made.open()

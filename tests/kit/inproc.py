@@ -1,6 +1,6 @@
 """Servers in this process, for the tests that need to look inside one.
 
-:class:`Net` starts :class:`~server.net.server.ChemmyServer` objects on port 0 over a
+:class:`Net` starts :class:`~server.gateway.server.ChemmyServer` objects on port 0 over a
 temporary SQLite file (one table t1 with short timers, guests and tokens on), connects
 :class:`~.client.Client` s to them, and closes everything at the end of the test
 (``tests/server/conftest.py`` makes it the ``net`` fixture). A test that only needs a
@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from server.net.assemble import assemble
-from server.net.auth import make_token
-from server.net.config import ServerConfig
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
+from server.process.assemble import assemble
+from server.process.auth import make_token
+from server.process.config import ServerConfig
 from server.store import store_for
 
 from .client import Client

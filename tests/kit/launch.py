@@ -1,6 +1,6 @@
 """The one launcher of server subprocesses: port 0, and the listening line says the port.
 
-:class:`ServerProcess` runs ``python -m server.net.main`` (``chemmy-server``) from the
+:class:`ServerProcess` runs ``python -m server.process.main`` (``chemmy-server``) from the
 repository root on ``--port 0`` with a database file and a TOML config of its own,
 reads its stderr on a thread until the server prints
 ``chemmy-server listening on ws://HOST:PORT``, and so learns the port the server itself
@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: ws://HOST:PORT``.
 LISTENING = re.compile(r"listening on ws://(?P<host>[^\s/:]+):(?P<port>\d+)$")
 
-#: The line ``chemmy-server`` prints once it listens (``server/net/main.py``), and no
+#: The line ``chemmy-server`` prints once it listens (``server/process/main.py``), and no
 #: log line (the server also logs "listening on ..." before it is ready to say so).
 SERVER_LISTENING = re.compile(r"^chemmy-server listening on ws://(?P<host>[^\s/:]+):(?P<port>\d+)$")
 
@@ -255,7 +255,7 @@ class Process:
 
 
 class ServerProcess(Process):
-    """``python -m server.net.main --port 0`` on one database file, restartable.
+    """``python -m server.process.main --port 0`` on one database file, restartable.
 
     ``home`` is a directory for its files: the SQLite database (``db``, default
     ``home/chemmy.sqlite3``) and, when ``config`` (TOML text) is given,
@@ -284,7 +284,7 @@ class ServerProcess(Process):
         if config is not None:
             self.config = home / "chemmy.toml"
             self.config.write_text(config)
-        command = [sys.executable, "-m", "server.net.main", "--host", "127.0.0.1"]
+        command = [sys.executable, "-m", "server.process.main", "--host", "127.0.0.1"]
         command += ["--port", "0", "--db", str(self.db)]
         if self.config is not None:
             command += ["--config", str(self.config)]

@@ -486,7 +486,7 @@ class LocalCluster:
     def _start_server(self, n: int) -> None:
         child = Child(
             f"chemmy-{n}",
-            [sys.executable, "-m", "server.net.main", "--host", "127.0.0.1", "--port", "0",
+            [sys.executable, "-m", "server.process.main", "--host", "127.0.0.1", "--port", "0",
              "--store", self.store, "--log-format", "json", *self.server_args],
             self.folder / f"chemmy-{n}.log",
             self.env,

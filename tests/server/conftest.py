@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
 from server.store.base import Store
 from server.store.memory import MemoryStore
 from server.store.redis import RedisStore

@@ -10,7 +10,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
-from server.net.auth import (
+from server.process.auth import (
     Authenticator,
     AuthError,
     Identity,
@@ -21,7 +21,7 @@ from server.net.auth import (
     is_valid_player_id,
     make_token,
 )
-from server.net.config import ConfigError, load_config
+from server.process.config import ConfigError, load_config
 from server.protocol.errors import ChemmyError, Refused
 
 SECRET = "s3cret-s3cret-s3cret-s3cret-s3cret!"

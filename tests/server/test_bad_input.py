@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from server.net.auth import make_token
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
+from server.process.auth import make_token
 from server.protocol.messages import SCHEMAS
 from tests.kit import OTHER_SECRET, SECRET, Client, Game, scaled, table_def
 

@@ -1,4 +1,4 @@
-"""A ``bet``'s checks before it is relayed (``server.net.tables.bet_checks``): what they
+"""A ``bet``'s checks before it is relayed (``server.gateway.tables.bet_checks``): what they
 check is one store read (``Store.bet_reads``, issue 36: it was three reads, then three
 at once), and the refusals stay those of the checks in their order: the restriction
 first, then the reality check, then the limits. A store that cannot be read refuses the
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from server.net.session import PlayClock
-from server.net.tables import bet_checks
+from server.gateway.tables import bet_checks
+from server.protection.context import PlayClock
 from server.protocol.errors import Refused
 from server.store.base import BetReads, StoreUnavailable
 

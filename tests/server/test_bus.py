@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from server.bus.base import Bus
+from server.bus.base import Bus, BusCounts
 from server.bus.local import LocalBus
 from server.bus.redis import RedisBus, _pack_events
 from server.protocol.errors import Refused
@@ -215,11 +215,28 @@ def test_the_contract_lists_every_method() -> None:
     methods: set[Any] = {
         "start", "close", "serve", "unserve", "publish", "reply",
         "submit", "on_replies", "subscribe", "unsubscribe", "watch", "unwatch",
-        "events_after", "catch_up",
+        "events_after", "catch_up", "not_ready", "on_control", "control", "counts",
     }  # fmt: skip
+    declared = {name for name in vars(Bus) if not name.startswith("_") and name != "node"}
+    assert declared == methods  # what the gateway and the croupier may ask of a bus
     for cls in (LocalBus, RedisBus):
         for name in methods:
             assert callable(getattr(cls, name)), (cls, name)
+
+
+def test_one_process_answers_the_process_side_trivially() -> None:
+    """Issue 35: readiness, notices and counters are the interface's, not probed with
+    ``getattr``; in one process the bus is always ready, tells nobody, counts nothing."""
+    bus, heard = LocalBus(), list[dict[str, Any]]()
+    bus.on_control(heard.append)
+    bus.control({"kind": "tables"})
+    assert (bus.not_ready(), bus.counts(), heard) == (None, None, [])
+
+
+def test_a_redis_bus_not_started_is_not_ready_and_counts_nothing(redis_url: str) -> None:
+    bus = redis_bus(redis_url, "node-a")
+    assert bus.not_ready() == "bus unreachable"
+    assert bus.counts() == BusCounts(relayed=0, backfilled=0, received={}, listening=0)
 
 
 # ------------------------------------------------------- two processes over one Redis

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from server.net.config import (
+from server.process.config import (
     DEFAULT_TABLES,
     ConfigError,
     ServerConfig,
@@ -241,7 +241,7 @@ def test_a_bad_table_entry_is_a_config_error_and_exit_status_2(
 ) -> None:
     """A bad [[tables]] entry used to pass the config check and crash start-up with a
     traceback; now chemmy-server prints one line and exits with status 2."""
-    from server.net.main import main
+    from server.process.main import main
 
     path = write(tmp_path, "[[tables]]\nid = 'bad'\ntier = '5-50'\nseats = 99\n")
     assert main(["--config", path]) == 2

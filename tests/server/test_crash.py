@@ -5,7 +5,7 @@ the same cards and the same held wagers. The croupier stores every step before i
 are sent, so what a client saw before the crash is always in the database, and nothing is
 paid twice.
 
-Each test runs ``python -m server.net.main`` as a subprocess (the test kit's launcher) with
+Each test runs ``python -m server.process.main`` as a subprocess (the test kit's launcher) with
 one table, on a temporary SQLite file or (``[redis]``) on a Redis the test started (AOF
 on; the server a one-process cluster with a short lease), plays with three
 token-authenticated players over real websockets (the kit's client and driver; the table

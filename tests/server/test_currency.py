@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from server.net.auth import make_token
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
+from server.process.auth import make_token
 from tests.kit import SECRET, Client, ServerProcess, scaled, table_def
 from tests.kit.launch import ROOT
 
@@ -120,7 +120,7 @@ def test_a_currency_table_on_play_money_stops_the_server_at_start(tmp_path: Path
     table, saying why in one line; with the operator's money it starts."""
     config = tmp_path / "chemmy.toml"
     config.write_text(f'jwt_secret = "{SECRET}"\n\n[[tables]]\nid = "euro"\ncurrency = "EUR"\n')
-    command = [sys.executable, "-m", "server.net.main", "--host", "127.0.0.1", "--port", "0"]
+    command = [sys.executable, "-m", "server.process.main", "--host", "127.0.0.1", "--port", "0"]
     command += ["--db", str(tmp_path / "chemmy.sqlite3"), "--config", str(config)]
     run = subprocess.run(
         command, capture_output=True, text=True, timeout=scaled(60), cwd=ROOT, check=False

@@ -1,12 +1,12 @@
 """SIGTERM during a coup: the server drains, then exits cleanly.
 
-README / ``server.net.server.ChemmyServer.drain``: on SIGTERM ``/readyz`` answers 503,
+README / ``server.gateway.server.ChemmyServer.drain``: on SIGTERM ``/readyz`` answers 503,
 new connections are turned away, new bets are refused with ``draining``, the running coup
 finishes (bounded by ``drain_timeout``), every client is closed with 1001 (going away) so
 it reconnects elsewhere, and the process exits 0. A coup still unfinished when the bound
 runs out is stored and resumes on the next start (GAME_RULES §8).
 
-The server runs as a subprocess (``python -m server.net.main``, the test kit's launcher);
+The server runs as a subprocess (``python -m server.process.main``, the test kit's launcher);
 the players, the table and the database checks are those of the crash tests
 (``kit/crash.py``).
 """

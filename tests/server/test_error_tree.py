@@ -26,7 +26,7 @@ ROOTS = {
     "BadWalletCall": "server.store.base",
     "WalletError": "server.wallet.base",
     "SignatureError": "server.wallet.signing",
-    "OperatorRefusal": "server.net.operator_api",
+    "OperatorRefusal": "server.operator.api",
 }
 
 

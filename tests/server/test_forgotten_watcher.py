@@ -5,7 +5,7 @@ command retried with its id goes through. A real server on port 0."""
 
 from __future__ import annotations
 
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
 from tests.kit.inproc import Net
 
 

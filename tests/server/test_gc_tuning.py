@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from server.net.main import GC_THRESHOLDS, tune_gc
+from server.process.main import GC_THRESHOLDS, tune_gc
 
 
 @pytest.fixture

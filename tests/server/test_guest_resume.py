@@ -47,7 +47,7 @@ async def test_a_token_player_gets_no_resume_token(net: Any) -> None:
 async def test_the_hello_reply_passes_the_tokens_language_on(net: Any) -> None:
     """Issue 17: the token's ``language`` claim, as it is, for the client to choose its
     words; ``null`` without one, and for a guest."""
-    from server.net.auth import make_token
+    from server.process.auth import make_token
     from tests.kit import SECRET
 
     server = await net.start()

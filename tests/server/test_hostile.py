@@ -34,9 +34,9 @@ import msgpack
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from server.net.auth import make_token
-from server.net.limits import PLAYER_IN_FLIGHT
-from server.net.server import ChemmyServer
+from server.gateway.limits import PLAYER_IN_FLIGHT
+from server.gateway.server import ChemmyServer
+from server.process.auth import make_token
 from server.protocol.records import CommandRecord, ReplyRecord
 from tests.kit import SECRET, Client, Game, scaled, table_def
 

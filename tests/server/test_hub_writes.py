@@ -1,4 +1,4 @@
-"""One write a watcher for each step the table publishes (server/net/hub.py ``_Out``):
+"""One write a watcher for each step the table publishes (server/gateway/hub.py ``_Out``):
 the frames of a step's events (a burst of bettors' chips and chat lines, a coup's cards)
 are gathered per connection and written together, not one system call a frame: at a
 table of two thousand watchers each write cost tens of ms a frame (issue 37 §3). A real

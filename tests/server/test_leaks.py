@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from server.engine.shoe import Shoe, verify
-from server.net.hub import transient
+from server.gateway.hub import transient
 from server.table.events import Event
 from server.table.views import view_event
 from tests.kit import BALANCE_KEYS, CARD, Client, Game, table_def, walk

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
 from tests.kit import Game
 from tests.kit.client import Client
 from tests.kit.inproc import Net

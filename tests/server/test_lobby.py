@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
 from tests.kit import Client, Game, http_get, table_def, without_actions
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}

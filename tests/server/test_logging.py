@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 
-from server.net.main import JsonFormatter
+from server.process.main import JsonFormatter
 
 
 def record(**extra: object) -> logging.LogRecord:

@@ -1,5 +1,5 @@
 """``/metrics`` says how late the event loop runs and how long the collector pauses it
-(server/net/metrics.py ``LoopWatch``, docs/operations.md §4): a real server on port 0,
+(server/process/metrics.py ``LoopWatch``, docs/operations.md §4): a real server on port 0,
 its loop blocked for real, a real collection."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from server.net.metrics import LAG_PROBE
+from server.process.metrics import LAG_PROBE
 from tests.kit import http_get
 from tests.kit.inproc import Net
 

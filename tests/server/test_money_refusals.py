@@ -47,7 +47,7 @@ from typing import Any
 import pytest
 
 from server.engine.shoe import verify
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
 from server.store.base import CommitResult, StoreError, StoreUnavailable
 from server.table.events import Event
 from server.table.views import view_event

@@ -14,7 +14,7 @@ import pytest
 
 from tests.kit import ROOT, ServerProcess, open_guest, scaled
 
-SERVER = (sys.executable, "-m", "server.net.main", "--host", "127.0.0.1")
+SERVER = (sys.executable, "-m", "server.process.main", "--host", "127.0.0.1")
 
 
 def second_server(db: str, port: int) -> subprocess.CompletedProcess[str]:

@@ -23,9 +23,9 @@ import httpx
 import pytest
 
 from client_cli.main import main as chemmy
-from server.net.auth import make_token
-from server.net.operator_api import AuthFailures
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
+from server.operator.api import AuthFailures
+from server.process.auth import make_token
 from server.wallet.signing import signature_header
 from tests.kit import Game, table_def
 from tests.kit.tables import SECRET

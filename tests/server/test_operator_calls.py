@@ -37,11 +37,11 @@ from typing import Any
 import httpx
 import pytest
 
-from server.net import operator_http
-from server.net import session as gateway
-from server.net.auth import make_token
-from server.net.operator_api import AuthFailures
-from server.net.server import ChemmyServer
+from server.gateway import operator_http
+from server.gateway import session as gateway
+from server.gateway.server import ChemmyServer
+from server.operator.api import AuthFailures
+from server.process.auth import make_token
 from server.store.base import MAX_AMOUNT
 from tests.kit import SECRET, Game, table_def
 from tests.kit.inproc import Net

@@ -34,8 +34,8 @@ from typing import Any
 import httpx
 import pytest
 
-from server.net.auth import make_token
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
+from server.process.auth import make_token
 from server.table.wallet import OPERATOR
 from server.wallet.calls import credit_call
 from tests.kit import OTHER_SECRET, SECRET, Client, Game, table_def

@@ -1,4 +1,4 @@
-"""The arithmetic of a player's limits (``server.net.play_limits``), pure: which days a
+"""The arithmetic of a player's limits (``server.protection.play_limits``), pure: which days a
 window holds, what each kind counts, which limit is the nearest, and the guards the
 store holds."""
 
@@ -9,7 +9,7 @@ import datetime as dt
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.net.play_limits import first_day, guards, nearest, used
+from server.protection.play_limits import first_day, guards, nearest, used
 
 NOON = dt.datetime(2026, 12, 1, 12, tzinfo=dt.UTC).timestamp()
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from server.net import play_session
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
+from server.protection import play_session
 from tests.kit import Game
 from tests.kit.client import Client
 from tests.kit.inproc import Net
@@ -55,7 +55,7 @@ async def seated(net: Net, server: ChemmyServer, *tables: str) -> tuple[Client, 
 
 
 def later(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
-    """The play sessions' clock (``server.net.play_session.now``) ``seconds`` ahead."""
+    """The play sessions' clock (``server.protection.play_session.now``) ``seconds`` ahead."""
     monkeypatch.setattr(play_session, "now", lambda: time.time() + seconds)
 
 
@@ -264,7 +264,7 @@ async def test_the_operator_sets_limits_at_once(
 async def test_the_operator_sees_the_players_play_session_while_it_goes_on(
     net: Net, server: ChemmyServer, operator: Operator
 ) -> None:
-    """The session is the player's (server.net.play_session): the operator reads it as
+    """The session is the player's (server.protection.play_session): the operator reads it as
     the player's ``limits`` reply says it; one that ended (no connection of theirs for
     more than ``--session-gap``) is ``null``, and so is none at all."""
     path = "/operator/v1/players/ann/limits"

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from server.net import play_session
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
+from server.protection import play_session
 from server.store.base import StoreUnavailable
 from tests.kit.client import Client
 from tests.kit.inproc import Net
@@ -34,7 +34,7 @@ EVERY = 0.04
 
 
 def later(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
-    """The play sessions' clock (``server.net.play_session.now``) ``seconds`` ahead."""
+    """The play sessions' clock (``server.protection.play_session.now``) ``seconds`` ahead."""
     monkeypatch.setattr(play_session, "now", lambda: time.time() + seconds)
 
 

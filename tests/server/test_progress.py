@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
 from tests.kit import Client, Game, table_def
 
 LONG = {"betting": 60, "squeeze": 60, "third_card": 60, "shoe_offer": 60, "cut": 60, "grace": 60}

@@ -57,9 +57,9 @@ from typing import Any
 
 import pytest
 
-from server.net.auth import make_token
-from server.net.config import build_parser
-from server.net.hub import RETAINED_EVENTS
+from server.gateway.hub import RETAINED_EVENTS
+from server.process.auth import make_token
+from server.process.config import build_parser
 from server.protocol.errors import ChemmyError
 from server.protocol.messages import SCHEMAS, parse
 from server.store.base import EVENT_RETENTION

@@ -31,8 +31,8 @@ from typing import Any
 
 import pytest
 
-from server.net.auth import make_token
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
+from server.process.auth import make_token
 from tests.kit import Client, Game, http_get, scaled, table_def
 from tests.kit.checks import check_coup
 from tests.kit.crash import check_books

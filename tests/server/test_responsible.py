@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
 from tests.kit import Client, CoupLog, Game, table_def
 from tests.kit.inproc import Net
 from tests.kit.operator import KEY, audited

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-import server.net.hub as hub_module
-from server.net.server import ChemmyServer
+import server.gateway.hub as hub_module
+from server.gateway.server import ChemmyServer
 from server.store.base import EVENT_RETENTION
 from server.table.events import Event
 from server.table.views import view_event

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from server.engine.coup import finish_coup
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
 from server.table.settlement import round_record
 from server.table.state import CoupState
 from tests.kit import Game, table_def

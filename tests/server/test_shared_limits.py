@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from server.net.config import ServerConfig
-from server.net.shared_limits import SharedLimits, chunk
+from server.gateway.shared_limits import SharedLimits, chunk
+from server.process.config import ServerConfig
 from server.protocol.errors import Refused
 
 NODES = ("n0", "n1", "n2")

@@ -22,18 +22,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from server.protection.rules import RAISE_DELAY, merge_limits, merge_restriction, open_play
 from server.store import KeyConflict, Overdrawn, StaleEpoch, Store, StoreError, TableRow
 from server.store.base import (
     FLOW_DAYS,
     LIMIT_KINDS,
-    RAISE_DELAY,
     BetReads,
     LimitGuard,
     LimitPassed,
     current_limits,
     entry_flow,
     flow_day,
-    merge_limits,
 )
 from server.table.wallet import Entry
 from tests.server.conftest import Clock, make_store
@@ -524,40 +523,46 @@ def test_a_player_never_loosens_a_limit_before_the_delay(
 async def test_limits_round_trip(clocked: Store, clock: Clock) -> None:
     store = clocked
     assert await store.player_limits("ann") == {}
-    kept = await store.set_player_limits("ann", {"loss_day": 500, "session": 60}, "player")
+    kept = await store.set_player_limits(
+        "ann", {"loss_day": 500, "session": 60}, "player", rule=merge_limits
+    )
     assert kept == {"loss_day": limit(500, NOON), "session": limit(60, NOON)}
     assert await store.player_limits("ann") == kept
     assert await store.player_limits("bob") == {}
     clock.now += 60
-    raised = await store.set_player_limits("ann", {"loss_day": 900}, "player")
+    raised = await store.set_player_limits("ann", {"loss_day": 900}, "player", rule=merge_limits)
     pending = {"amount": 900, "from": NOON + 60 + RAISE_DELAY}
     assert raised["loss_day"] == limit(500, NOON, pending=pending)
     assert await store.player_limits("ann") == raised
     clock.now = NOON + 60 + RAISE_DELAY  # due: read as applied
     due = {"loss_day": limit(900, NOON + 60 + RAISE_DELAY), "session": limit(60, NOON)}
     assert await store.player_limits("ann") == due
-    lowered = await store.set_player_limits("ann", {"session": 30}, "player")
+    lowered = await store.set_player_limits("ann", {"session": 30}, "player", rule=merge_limits)
     assert lowered == {**due, "session": limit(30, clock.now)}
     by = "operator:ops"
-    cleared = await store.set_player_limits("ann", {"loss_day": None, "session": None}, by)
+    cleared = await store.set_player_limits(
+        "ann", {"loss_day": None, "session": None}, by, rule=merge_limits
+    )
     assert cleared == {}
     assert await store.player_limits("ann") == {}
 
 
 async def test_bad_limit_changes_change_nothing(store: Store) -> None:
-    kept = await store.set_player_limits("ann", {"wager_day": 100}, "player")
+    kept = await store.set_player_limits("ann", {"wager_day": 100}, "player", rule=merge_limits)
     for changes, by in (({"wager_day": 0}, "player"), ({"nap": 5}, "player"), ({}, "x")):
         with pytest.raises(StoreError):
-            await store.set_player_limits("ann", changes, by)
+            await store.set_player_limits("ann", changes, by, rule=merge_limits)
     with pytest.raises(StoreError):  # a good change beside a bad one: neither is kept
-        await store.set_player_limits("ann", {"wager_day": 10, "session": False}, "player")
+        await store.set_player_limits(
+            "ann", {"wager_day": 10, "session": False}, "player", rule=merge_limits
+        )
     assert await store.player_limits("ann") == kept
 
 
 async def test_concurrent_players_keep_the_lowest(store: Store) -> None:
     await asyncio.gather(
         *(
-            store.set_player_limits("ann", {"loss_week": amount}, "player")
+            store.set_player_limits("ann", {"loss_week": amount}, "player", rule=merge_limits)
             for amount in (500, 100, 300, 700)
         )
     )
@@ -573,8 +578,10 @@ async def test_usage_survives_opening_again(
     await first.open()
     await first.ensure_player("ann", "Ann", 100)
     await first.commit(entries=[deposit("d1", "ann", 40)])
-    kept = await first.set_player_limits("ann", {"deposit_month": 1000}, "player")
-    await first.set_player_limits("ann", {"deposit_month": 2000}, "player")
+    kept = await first.set_player_limits(
+        "ann", {"deposit_month": 1000}, "player", rule=merge_limits
+    )
+    await first.set_player_limits("ann", {"deposit_month": 2000}, "player", rule=merge_limits)
     await first.close()
     again = make_store(kind, request, tmp_path)
     await again.open()
@@ -597,9 +604,11 @@ async def test_a_bets_reads_together_are_the_reads_one_by_one(clocked: Store) ->
     await store.commit(entries=[stake("s1", "ann", 300)])
     bare = await store.bet_reads("ann", today)
     assert bare == BetReads(None, {}, None, {})
-    await store.set_player_restriction("ann", "break", time.time() + DAY, "player")
-    await store.set_player_limits("ann", {"loss_day": 5000}, "player")
-    await store.open_play_session("ann", NOON, 900.0, 1800.0)
+    await store.set_player_restriction(
+        "ann", "break", time.time() + DAY, "player", rule=merge_restriction
+    )
+    await store.set_player_limits("ann", {"loss_day": 5000}, "player", rule=merge_limits)
+    await store.open_play_session("ann", NOON, 900.0, 1800.0, rule=open_play)
     reads = await store.bet_reads("ann", today)
     assert reads == BetReads(
         await store.player_restriction("ann"),

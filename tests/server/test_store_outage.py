@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from server.net.auth import make_token
+from server.process.auth import make_token
 from server.store.base import StoreError
 from tests.kit import SECRET, http_get, scaled, table_def
 

@@ -24,8 +24,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from server.protection.rules import ack_play, next_reminder, open_play, play_due
 from server.store import Store, StoreError
-from server.store.base import ack_play, next_reminder, open_play, play_baseline, play_due
+from server.store.base import play_baseline
 from server.table.wallet import Entry
 from tests.server.conftest import Clock, make_store
 
@@ -133,25 +134,25 @@ async def test_none_until_opened(store: Store) -> None:
     assert await store.play_session("ann") is None
     await store.touch_play_sessions(["ann"], NOON)  # a touch makes none
     assert await store.play_session("ann") is None
-    assert await store.ack_reality_check("ann", NOON) is None
+    assert await store.ack_reality_check("ann", NOON, rule=ack_play) is None
 
 
 async def test_a_session_goes_on_through_reconnects(store: Store) -> None:
-    first = await store.open_play_session("ann", NOON, GAP, EVERY)
+    first = await store.open_play_session("ann", NOON, GAP, EVERY, rule=open_play)
     assert first == open_play(None, NOON, GAP, EVERY, {})
     assert await store.play_session("ann") == first
-    again = await store.open_play_session("ann", NOON + GAP, GAP, 60.0)
+    again = await store.open_play_session("ann", NOON + GAP, GAP, 60.0, rule=open_play)
     assert again == {**first, "seen": NOON + GAP}
     assert await store.play_session("ann") == again
     assert await store.play_session("bob") is None
-    new = await store.open_play_session("ann", NOON + 2 * GAP + 0.5, GAP, None)
+    new = await store.open_play_session("ann", NOON + 2 * GAP + 0.5, GAP, None, rule=open_play)
     assert new["started"] == NOON + 2 * GAP + 0.5 and new["every"] is None
     assert await store.play_session("ann") == new
 
 
 async def test_an_open_connection_keeps_its_session_going(store: Store) -> None:
-    await store.open_play_session("ann", NOON, GAP, EVERY)
-    await store.open_play_session("bob", NOON, GAP, EVERY)
+    await store.open_play_session("ann", NOON, GAP, EVERY, rule=open_play)
+    await store.open_play_session("bob", NOON, GAP, EVERY, rule=open_play)
     for n in range(1, 4):  # an hour with a connection open: touched every 10 minutes
         await store.touch_play_sessions(["ann", "cat", "ann"], NOON + n * 600)
     await store.touch_play_sessions(["ann"], NOON + 5)  # never back
@@ -159,24 +160,28 @@ async def test_an_open_connection_keeps_its_session_going(store: Store) -> None:
     assert (await store.play_session("bob") or {})["seen"] == NOON
     assert await store.play_session("cat") is None
     await store.touch_play_sessions([], NOON + 1e6)
-    ann = await store.open_play_session("ann", NOON + 1800 + GAP, GAP, EVERY)
-    bob = await store.open_play_session("bob", NOON + 1800 + GAP, GAP, EVERY)
+    ann = await store.open_play_session("ann", NOON + 1800 + GAP, GAP, EVERY, rule=open_play)
+    bob = await store.open_play_session("bob", NOON + 1800 + GAP, GAP, EVERY, rule=open_play)
     assert ann["started"] == NOON  # went on
     assert bob["started"] == NOON + 1800 + GAP  # ended: a new one
 
 
 async def test_a_due_reality_check_stays_until_answered(store: Store) -> None:
-    await store.open_play_session("ann", NOON, GAP, EVERY)
-    assert await store.ack_reality_check("ann", NOON + EVERY - 1) is None  # not due yet
+    await store.open_play_session("ann", NOON, GAP, EVERY, rule=open_play)
+    assert (
+        await store.ack_reality_check("ann", NOON + EVERY - 1, rule=ack_play) is None
+    )  # not due yet
     await store.touch_play_sessions(["ann"], NOON + EVERY)  # (a connection open all along)
     # Due at NOON + EVERY; a reconnect after it leaves it due.
-    again = await store.open_play_session("ann", NOON + EVERY + 60, GAP, EVERY)
+    again = await store.open_play_session("ann", NOON + EVERY + 60, GAP, EVERY, rule=open_play)
     assert again["next"] == NOON + EVERY and play_due(again, NOON + EVERY + 60)
-    answered = await store.ack_reality_check("ann", NOON + EVERY + 90)
+    answered = await store.ack_reality_check("ann", NOON + EVERY + 90, rule=ack_play)
     assert answered is not None and answered["next"] == NOON + 2 * EVERY
     assert await store.play_session("ann") == answered
-    assert await store.ack_reality_check("ann", NOON + EVERY + 91) is None  # answered once
-    late = await store.ack_reality_check("ann", NOON + 3.2 * EVERY)
+    assert (
+        await store.ack_reality_check("ann", NOON + EVERY + 91, rule=ack_play) is None
+    )  # answered once
+    late = await store.ack_reality_check("ann", NOON + 3.2 * EVERY, rule=ack_play)
     assert late is not None and late["next"] == NOON + 4 * EVERY
     assert late["started"] == NOON and late["seen"] == NOON + EVERY + 60
 
@@ -185,14 +190,14 @@ async def test_the_baseline_is_the_days_flows_when_it_began(clocked: Store) -> N
     store = clocked
     await store.ensure_player("ann", "Ann", 10_000)
     await store.commit(entries=hold("r1", "ann", 300))
-    started = await store.open_play_session("ann", NOON, GAP, EVERY)
+    started = await store.open_play_session("ann", NOON, GAP, EVERY, rule=open_play)
     assert started["baseline"] == {"staked": 300, "net": -300}
     await store.commit(entries=hold("r2", "ann", 200))
-    again = await store.open_play_session("ann", NOON + 60, GAP, EVERY)
+    again = await store.open_play_session("ann", NOON + 60, GAP, EVERY, rule=open_play)
     assert again["baseline"] == {"staked": 300, "net": -300}  # the session's, kept
-    new = await store.open_play_session("ann", NOON + 2 * GAP, GAP, EVERY)
+    new = await store.open_play_session("ann", NOON + 2 * GAP, GAP, EVERY, rule=open_play)
     assert new["baseline"] == {"staked": 500, "net": -500}
-    tomorrow = await store.open_play_session("ann", NOON + DAY, GAP, EVERY)
+    tomorrow = await store.open_play_session("ann", NOON + DAY, GAP, EVERY, rule=open_play)
     assert tomorrow["baseline"] == {"staked": 0, "net": 0}  # a new day: none of it yet
 
 
@@ -205,7 +210,9 @@ async def test_opening_at_once_starts_one_session(
     try:
         opened = await asyncio.gather(
             *(
-                (store if n % 2 else other).open_play_session("ann", NOON + n * 0.001, GAP, EVERY)
+                (store if n % 2 else other).open_play_session(
+                    "ann", NOON + n * 0.001, GAP, EVERY, rule=open_play
+                )
                 for n in range(12)
             )
         )
@@ -214,8 +221,8 @@ async def test_opening_at_once_starts_one_session(
         assert (await store.play_session("ann") or {})["started"] in started
         assert (await other.play_session("ann") or {})["seen"] == NOON + 0.011
         acks = await asyncio.gather(
-            store.ack_reality_check("ann", NOON + EVERY + 1),
-            other.ack_reality_check("ann", NOON + EVERY + 1),
+            store.ack_reality_check("ann", NOON + EVERY + 1, rule=ack_play),
+            other.ack_reality_check("ann", NOON + EVERY + 1, rule=ack_play),
         )
         assert sum(ack is not None for ack in acks) == 1  # answered once
     finally:
@@ -242,13 +249,13 @@ async def test_opening_at_once_starts_one_session(
 async def test_bad_arguments_are_refused_and_change_nothing(
     store: Store, player: Any, now: Any, gap: Any, every: Any
 ) -> None:
-    await store.open_play_session("bob", NOON, GAP, EVERY)
+    await store.open_play_session("bob", NOON, GAP, EVERY, rule=open_play)
     with pytest.raises(StoreError):
-        await store.open_play_session(player, now, gap, every)
+        await store.open_play_session(player, now, gap, every, rule=open_play)
     with pytest.raises(StoreError):
         await store.touch_play_sessions(["bob"], math.nan)
     with pytest.raises(StoreError):
-        await store.ack_reality_check("bob", math.inf)
+        await store.ack_reality_check("bob", math.inf, rule=ack_play)
     assert await store.play_session("ann") is None
     assert await store.play_session("bob") == open_play(None, NOON, GAP, EVERY, {})
 
@@ -261,8 +268,8 @@ async def test_an_expired_guest_takes_their_session_along(
     await store.open()
     try:
         await store.ensure_player("guest-1", "Guest", 1000, guest=True)
-        await store.open_play_session("guest-1", NOON, GAP, EVERY)
-        await store.open_play_session("ann", NOON, GAP, EVERY)
+        await store.open_play_session("guest-1", NOON, GAP, EVERY, rule=open_play)
+        await store.open_play_session("ann", NOON, GAP, EVERY, rule=open_play)
         clock.now = NOON + 2 * DAY
         assert await store.expire_guests(DAY) == 1
         assert await store.play_session("guest-1") is None
@@ -277,7 +284,7 @@ async def test_it_survives_opening_again(
 ) -> None:
     first = make_store(kind, request, tmp_path)
     await first.open()
-    await first.open_play_session("ann", NOON, GAP, EVERY)
+    await first.open_play_session("ann", NOON, GAP, EVERY, rule=open_play)
     await first.touch_play_sessions(["ann"], NOON + 60)
     await first.close()
     again = make_store(kind, request, tmp_path)

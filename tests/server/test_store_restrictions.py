@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from server.protection.rules import merge_restriction
 from server.store import Store, StoreError
 from tests.server.conftest import make_store
 
@@ -26,12 +27,16 @@ async def test_none_until_set(store: Store) -> None:
 
 async def test_a_break_is_kept_until_it_ends(store: Store) -> None:
     until = time.time() + DAY
-    kept = await store.set_player_restriction("ann", "break", until, "player")
+    kept = await store.set_player_restriction(
+        "ann", "break", until, "player", rule=merge_restriction
+    )
     assert kept is not None
     assert kept["kind"] == "break" and kept["until"] == until and kept["by"] == "player"
     assert await store.player_restriction("ann") == kept
     assert await store.player_restriction("bob") is None
-    ended = await store.set_player_restriction("cat", "break", time.time() + 0.2, "operator")
+    ended = await store.set_player_restriction(
+        "cat", "break", time.time() + 0.2, "operator", rule=merge_restriction
+    )
     assert ended is not None
     await asyncio.sleep(0.3)
     assert await store.player_restriction("cat") is None
@@ -39,22 +44,38 @@ async def test_a_break_is_kept_until_it_ends(store: Store) -> None:
 
 async def test_a_player_never_shortens_one(store: Store) -> None:
     long = time.time() + 183 * DAY
-    await store.set_player_restriction("ann", "exclusion", long, "player")
-    kept = await store.set_player_restriction("ann", "break", time.time() + DAY, "player")
+    await store.set_player_restriction("ann", "exclusion", long, "player", rule=merge_restriction)
+    kept = await store.set_player_restriction(
+        "ann", "break", time.time() + DAY, "player", rule=merge_restriction
+    )
     assert kept is not None and kept["kind"] == "exclusion" and kept["until"] == long
-    assert await store.set_player_restriction("ann", "break", 0.0, "player") == kept
+    assert (
+        await store.set_player_restriction("ann", "break", 0.0, "player", rule=merge_restriction)
+        == kept
+    )
     longer = long + 365 * DAY
-    kept = await store.set_player_restriction("ann", "exclusion", longer, "player")
+    kept = await store.set_player_restriction(
+        "ann", "exclusion", longer, "player", rule=merge_restriction
+    )
     assert kept is not None and kept["until"] == longer
     assert (await store.player_restriction("ann") or {})["until"] == longer
 
 
 async def test_an_operator_sets_and_lifts(store: Store) -> None:
-    await store.set_player_restriction("ann", "exclusion", time.time() + 183 * DAY, "player")
+    await store.set_player_restriction(
+        "ann", "exclusion", time.time() + 183 * DAY, "player", rule=merge_restriction
+    )
     short = time.time() + DAY
-    kept = await store.set_player_restriction("ann", "break", short, "operator:ops")
+    kept = await store.set_player_restriction(
+        "ann", "break", short, "operator:ops", rule=merge_restriction
+    )
     assert kept is not None and kept["until"] == short and kept["by"] == "operator:ops"
-    assert await store.set_player_restriction("ann", "break", 0.0, "operator:ops") is None
+    assert (
+        await store.set_player_restriction(
+            "ann", "break", 0.0, "operator:ops", rule=merge_restriction
+        )
+        is None
+    )
     assert await store.player_restriction("ann") is None
 
 
@@ -64,14 +85,19 @@ async def test_an_operator_sets_and_lifts(store: Store) -> None:
 )
 async def test_bad_shapes_are_refused(store: Store, kind_: str, until: float, by: str) -> None:
     with pytest.raises(StoreError):
-        await store.set_player_restriction("ann", kind_, until, by)
+        await store.set_player_restriction("ann", kind_, until, by, rule=merge_restriction)
     assert await store.player_restriction("ann") is None
 
 
 async def test_concurrent_players_keep_the_longest(store: Store) -> None:
     now = time.time()
     await asyncio.gather(
-        *(store.set_player_restriction("ann", "break", now + n * DAY, "player") for n in (1, 30, 7))
+        *(
+            store.set_player_restriction(
+                "ann", "break", now + n * DAY, "player", rule=merge_restriction
+            )
+            for n in (1, 30, 7)
+        )
     )
     assert (await store.player_restriction("ann") or {})["until"] == now + 30 * DAY
 
@@ -83,7 +109,7 @@ async def test_it_survives_opening_again(
     first = make_store(kind, request, tmp_path)
     await first.open()
     until = time.time() + 183 * DAY
-    await first.set_player_restriction("ann", "exclusion", until, "player")
+    await first.set_player_restriction("ann", "exclusion", until, "player", rule=merge_restriction)
     await first.close()
     again = make_store(kind, request, tmp_path)
     await again.open()

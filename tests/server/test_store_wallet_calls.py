@@ -257,7 +257,7 @@ async def test_updates_change_the_progress_and_the_due_index(store: Store) -> No
 
 async def test_an_update_only_from_a_state_is_a_compare_and_set(store: Store) -> None:
     """What a person's retry or resolution of a failed call rests on
-    (``server.net.operator_wallet``): the call changes only if it is in that state, in
+    (``server.operator.wallet``): the call changes only if it is in that state, in
     the same atomic step; otherwise it comes back as it is. Its ``resolutions`` (an
     audit line each) are kept, and only a list of objects is."""
     await store.commit(calls=[wcall("c1", state="failed"), wcall("c2")])

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.net.auth import clean_name
+from server.process.auth import clean_name
 from server.protocol.text import clean_text
 
 

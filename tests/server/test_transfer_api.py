@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from server.net import operator_http
-from server.net.auth import make_token
-from server.net.server import ChemmyServer
+from server.gateway import operator_http
+from server.gateway.server import ChemmyServer
+from server.process.auth import make_token
 from server.table.wallet import OPERATOR
 from tests.kit import Game
 from tests.kit.client import http_get
@@ -573,7 +573,7 @@ async def test_transfers_on_a_redis_store(net: Net, redis_url: str) -> None:
 
 
 def test_a_route_with_a_path_parameter_is_found_and_exact_paths_come_first() -> None:
-    from server.net.operator_api import OperatorAPI, OperatorAuth
+    from server.operator.api import OperatorAPI, OperatorAuth
     from server.store import MemoryStore
 
     api = OperatorAPI(OperatorAuth(None, None), MemoryStore())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from server.croupier import actor
-from server.net.handlers import HANDLERS
+from server.gateway.handlers import HANDLERS
 from server.protocol.messages import SCHEMAS, TABLE_COMMANDS, parse
 from server.table import commands as c
 from server.table import rules

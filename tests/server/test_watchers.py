@@ -1,10 +1,10 @@
-"""Who watches each table at a gateway (server/net/watchers.py): a table has watchers
+"""Who watches each table at a gateway (server/gateway/watchers.py): a table has watchers
 while a connection joined it or has a join on its way, and the gateway hears the table
 exactly as long (issue 22)."""
 
 from __future__ import annotations
 
-from server.net.watchers import Watchers
+from server.gateway.watchers import Watchers
 
 
 def test_a_join_on_its_way_counts_until_answered() -> None:

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import ServerConnection, serve
 
-from server.net.hub import send_now, write_all
+from server.gateway.hub import send_now, write_all
 
 
 @asynccontextmanager

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 
 import httpx
 
-from server.net.auth import make_token
+from server.process.auth import make_token
 from server.store.base import Store
 from server.table.wallet import player_account
 from server.wallet.signing import HEADER, signature_header

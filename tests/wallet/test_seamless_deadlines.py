@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from server.croupier.actor import HELD_BACK
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
 from server.table.wallet import player_account
 from server.wallet.signing import HEADER, signature_header
 from tests.kit import scaled

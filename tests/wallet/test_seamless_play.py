@@ -23,7 +23,7 @@ import pytest
 
 from client_cli.main import main as cli_main
 from client_cli.operator import fetch
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
 from server.store.sqlite import SQLiteStore
 from server.wallet.calls import rollback_call
 from tests.kit import scaled

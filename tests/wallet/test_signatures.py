@@ -18,7 +18,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
-from server.net.config import ConfigError, load_config
+from server.process.config import ConfigError, load_config
 from server.wallet.base import STATUSES
 from server.wallet.signing import HEADER, key_signature_header, signature_header
 from tests.kit.inproc import Net
@@ -148,14 +148,14 @@ def test_every_debit_refusal_has_its_words_in_every_language_and_client() -> Non
     from client_cli.sentences import debit_refused
     from server.table.commands import DEBIT_REFUSALS
 
-    static = ROOT / "server" / "net" / "static"
+    static = ROOT / "web"
     state_js = (static / "state.js").read_text(encoding="utf-8")
     listed = re.search(r"const DEBIT_REFUSALS = \[([^\]]*)\]", state_js)
     assert listed is not None
     in_page = set(re.findall(r'"([a-z_]+)"', listed.group(1))) | {"wallet_unavailable"}
     assert in_page == set(DEBIT_REFUSALS)
     for language in ("en", "de", "fr"):
-        catalog = json.loads((static / "locales" / f"{language}.json").read_text("utf-8"))
+        catalog = json.loads((ROOT / "texts" / "locales" / f"{language}.json").read_text("utf-8"))
         for reason in DEBIT_REFUSALS:
             assert f"ev.debit_refused.{reason}" in catalog, (language, reason)
     unknown = debit_refused("wallet_unavailable")
@@ -166,7 +166,7 @@ def test_every_debit_refusal_has_its_words_in_every_language_and_client() -> Non
 def test_the_tokens_sid_else_its_jti_is_the_players_session_at_the_operator() -> None:
     import jwt
 
-    from server.net.auth import Authenticator, AuthError, make_token
+    from server.process.auth import Authenticator, AuthError, make_token
     from tests.kit.tables import SECRET
 
     auth = Authenticator(secret=SECRET)

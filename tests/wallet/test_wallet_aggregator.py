@@ -27,8 +27,8 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
-from server.net.auth import make_token
-from server.net.server import ChemmyServer
+from server.gateway.server import ChemmyServer
+from server.process.auth import make_token
 from server.table.wallet import HOUSE, player_account
 from server.wallet.signing import (
     key_signature_header,

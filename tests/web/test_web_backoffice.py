@@ -54,7 +54,7 @@ from web_helpers import (
     server_config,
 )
 
-from server.net.auth import make_token
+from server.process.auth import make_token
 
 pytestmark = pytest.mark.slow  # a server subprocess and a browser: seconds each
 
@@ -372,7 +372,7 @@ def test_the_page_in_french(
 
 
 def test_the_page_and_its_files_are_plain_gets(server: ServerProcess) -> None:
-    static = ROOT / "server" / "net" / "static" / "operator"
+    static = ROOT / "web" / "operator"
     status, headers, body = api(server, "GET", "/operator/")
     assert status == 200 and body == (static / "index.html").read_bytes()
     assert headers["content-type"] == "text/html; charset=utf-8"

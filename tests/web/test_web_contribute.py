@@ -32,7 +32,7 @@ from websockets.sync.client import connect as ws_connect
 
 from server.engine.coup import resolve_coup
 from server.engine.shoe import Shoe, commitment, timeout_cut, verify
-from server.net.auth import make_token
+from server.process.auth import make_token
 
 pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 

@@ -29,7 +29,7 @@ from web_helpers import (
     transfer_in,
 )
 
-from server.net.auth import make_token
+from server.process.auth import make_token
 
 pytestmark = pytest.mark.slow  # a server subprocess and a browser: seconds each
 

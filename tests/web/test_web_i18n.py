@@ -24,11 +24,13 @@ import pytest
 from playwright.sync_api import Page, expect
 from web_helpers import RELAXED, SECRET, ServerProcess, TablePage, holder_ready, server_config
 
-from server.net.auth import make_token
+from server.process.auth import make_token
 
 # The catalog checks read files; the others drive a server subprocess and a browser (slow).
 
-STATIC = Path(__file__).resolve().parents[2] / "server" / "net" / "static"
+ROOT = Path(__file__).resolve().parents[2]
+STATIC = ROOT / "web"
+LOCALES = ROOT / "texts" / "locales"
 # The page's own scripts: app.js, its screens and pieces, and the table's model.
 PAGE_SCRIPTS = (
     "app.js",
@@ -64,7 +66,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 def test_every_message_id_the_page_uses_is_in_the_catalog() -> None:
     import json
 
-    keys = set(json.loads((STATIC / "locales" / "en.json").read_text(encoding="utf-8")))
+    keys = set(json.loads((LOCALES / "en.json").read_text(encoding="utf-8")))
     used: set[str] = set()
     for name in (*PAGE_SCRIPTS, "i18n.js"):
         text = (STATIC / name).read_text(encoding="utf-8")
@@ -231,7 +233,7 @@ addEventListener("DOMContentLoaded", () => {
 def catalog(lang: str) -> dict[str, str]:
     import json
 
-    return dict(json.loads((STATIC / "locales" / f"{lang}.json").read_text(encoding="utf-8")))
+    return dict(json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8")))
 
 
 def test_the_tokens_language_from_the_first_frame(

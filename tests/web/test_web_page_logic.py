@@ -39,7 +39,7 @@ from web_helpers import (
 )
 
 from server.engine.payouts import Area
-from server.net.auth import make_token
+from server.process.auth import make_token
 
 pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 

@@ -1,4 +1,4 @@
-"""The page's files over plain HTTP on the server's port (server/net/static.py): GET and
+"""The page's files over plain HTTP on the server's port (server/gateway/static.py): GET and
 HEAD, content types, revalidation by ETag, the Content-Security-Policy, the rules text
 shared with the terminal client, and nothing but the listed files."""
 
@@ -13,11 +13,12 @@ from web_helpers import ROOT, ServerProcess, server_config
 from websockets.datastructures import Headers
 from websockets.http11 import Request
 
-from server.net import static
+from server.gateway import static
 
 # (One server subprocess for the module and plain HTTP: under a second in all, not slow.)
 
-STATIC = ROOT / "server" / "net" / "static"
+STATIC = ROOT / "web"
+LOCALES = ROOT / "texts" / "locales"
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +70,9 @@ def test_the_page_and_its_files(server: ServerProcess) -> None:
         assert body == (STATIC / path[1:]).read_bytes()
     # Every file of the folder is served (a new kind of file needs its content type).
     served = set(static.assets())
-    assert {f"/{p.name}" for p in STATIC.iterdir() if p.is_file()} <= served
+    assert {f"/{p.name}" for p in STATIC.iterdir() if p.is_file() and p.suffix != ".py"} <= served
     # ... and the message catalogs, one folder of them (issue 17).
-    catalogs = {f"/locales/{p.name}" for p in (STATIC / "locales").iterdir()}
+    catalogs = {f"/locales/{p.name}" for p in LOCALES.iterdir()}
     assert {"/locales/en.json", "/locales/fr.json"} <= catalogs <= served
     # ... and the back office's (issue 21): the page at /operator/, its files below.
     office = {f"/operator/static/{p.name}" for p in (STATIC / "operator").iterdir()}
@@ -79,7 +80,7 @@ def test_the_page_and_its_files(server: ServerProcess) -> None:
     assert office - {"/operator/static/index.html"} <= served
     status, headers, body = fetch(server, "/locales/fr.json")
     assert (status, headers["content-type"]) == (200, "application/json")
-    assert body == (STATIC / "locales" / "fr.json").read_bytes()
+    assert body == (LOCALES / "fr.json").read_bytes()
 
 
 def test_head_revalidation_and_methods(server: ServerProcess) -> None:
@@ -98,13 +99,14 @@ def test_head_revalidation_and_methods(server: ServerProcess) -> None:
 def test_the_rules_are_the_terminal_clients(server: ServerProcess) -> None:
     status, headers, body = fetch(server, "/rules.md")
     assert status == 200 and headers["content-type"] == "text/markdown; charset=utf-8"
-    assert body == (ROOT / "client_cli" / "rules.md").read_bytes()
+    assert body == (ROOT / "texts" / "rules.md").read_bytes()
 
 
 def test_nothing_else_is_served(server: ServerProcess) -> None:
     for path in (
         "/nope.js",
-        "/../server/net/static.py",
+        "/../server/gateway/static.py",
+        "/__init__.py",
         "/static.py",
         "/%2e%2e/pyproject.toml",
         "/index.htm",

@@ -38,7 +38,7 @@ from web_helpers import (
     server_config,
 )
 
-from server.net.auth import make_token
+from server.process.auth import make_token
 from tests.wallet.wallet_helpers import ReferenceWallet, reference_wallet
 
 pytestmark = pytest.mark.slow  # a server subprocess, a wallet and a browser: seconds each

@@ -3,7 +3,7 @@ fixtures; test modules ``from web_helpers import ...``).
 
 The browser is Debian's ``chromium`` (``/usr/bin/chromium``; ``scripts/test`` installs it)
 driven by Playwright's sync API: the server runs in a subprocess (``python -m
-server.net.main --port 0``; its port is read from the line it prints), so the browser,
+server.process.main --port 0``; its port is read from the line it prints), so the browser,
 the server and the tests never share an event loop. One browser per module; each page
 gets its own context (its own storage, as a separate player would have).
 
@@ -33,7 +33,7 @@ from typing import Any
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from websockets.sync.client import connect as ws_connect
 
-from server.net.auth import make_token
+from server.process.auth import make_token
 from server.wallet.signing import signature_header
 from tests.kit import ServerProcess as KitServerProcess
 

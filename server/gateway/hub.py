@@ -1,0 +1,255 @@
+"""Fan-out: table events to the connections watching each table.
+
+Each event is encoded once per distinct view and format: the public view once for
+JSON and once for msgpack (only for formats someone uses), and a separate frame only
+for the few players the event has a private part for (a turner's squeezed cards, a
+player's own balance). Frames go out without waiting, as ``websockets.broadcast``
+writes them, each frame made once (:func:`write_all`), and a published step's frames
+written to each connection together (``_Out``): a slow client never slows a table. The server's watchdog closes a client whose write buffer keeps growing (see
+``server.gateway.server``), and that client resumes from its last ``seq``.
+
+A bounded log of recent events per table lets a reconnecting client catch up. A
+transient event (a squeezed card's bend, a chat line) goes out as a message of its own kind
+(:func:`transient`) and is neither logged nor replayed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from websockets.asyncio.server import ServerConnection, broadcast
+from websockets.frames import Frame, Opcode
+from websockets.protocol import OPEN
+
+from server.protocol.codec import encode
+from server.table.events import Event
+from server.table.views import view_event
+
+__all__ = ["Hub", "Subscriber"]
+
+#: Each table's recent log (a resume within a few minutes is served from it; an older
+#: one from the table's stored log, which keeps ``EVENT_RETENTION`` events). A full
+#: table's event holds about 2.8 KiB of Python objects (its data, its private parts) and
+#: a coup makes about 43: 4,096 of them grew a process by some 11 MiB a table in its
+#: first 45 minutes of play (1.4 GiB for 120 tables), where 256 (about 6 coups) hold
+#: 0.7 MiB.
+RETAINED_EVENTS = 256
+
+
+@dataclass(eq=False, slots=True)
+class Subscriber:
+    conn: ServerConnection
+    player: str | None
+    fmt: str
+
+
+@dataclass(slots=True)
+class _Room:
+    subs: dict[ServerConnection, Subscriber] = field(default_factory=dict)
+    by_fmt: dict[str, set[ServerConnection]] = field(default_factory=dict)
+    by_player: dict[str, set[ServerConnection]] = field(default_factory=dict)
+    log: deque[Event] = field(default_factory=lambda: deque(maxlen=RETAINED_EVENTS))
+
+
+def envelope(table: str, view: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "event", "table": table, **view}
+
+
+def transient(table: str, event: Event) -> dict[str, Any]:
+    """A transient event as sent: ``{"type": <kind>, "table", "seq", **data}``, where
+    ``seq`` is the table's event it follows (a client drops one that does not follow
+    the last event it has). It has no private part."""
+    return {"type": event.kind, "table": table, "seq": event.seq, **event.data}
+
+
+def send_now(conn: ServerConnection, frame: str | bytes) -> None:
+    """Write one frame without waiting (ordering kept: one writer per connection)."""
+    if isinstance(frame, str):
+        write_all((conn,), frame.encode(), text=True)
+    else:
+        write_all((conn,), frame, text=False)
+
+
+def write_all(conns: Iterable[ServerConnection], payload: bytes, *, text: bool) -> None:
+    """``websockets.broadcast`` of one message, with its frame made once for all.
+
+    ``broadcast`` builds and serializes the same frame again for each connection (a
+    ``Frame``, its header, the protocol's list of writes). A server's frames are never
+    masked, so without an extension (compression) the bytes are the same for every
+    connection: they are made once here and written to each connection's transport,
+    after whatever its protocol still holds (``send_data``), so the order on the wire
+    is kept. A connection with an extension goes through ``broadcast``. As there, a
+    connection that is not open, or in the middle of a fragmented message (this
+    server sends none), is skipped, and a write that fails is ignored (the connection
+    is closing: its handler cleans up)."""
+    out = _Out()
+    out.add(conns, payload, text=text)
+    out.write()
+
+
+class _Out:
+    """The frames one :meth:`Hub.publish` sends, gathered per connection and written to
+    each in one write (a step's events, a burst's ``bets`` and chat lines: one system
+    call a watcher, not one a frame; two thousand watchers made every frame cost tens of
+    ms). Each frame is made once for all (as :func:`write_all`); a connection with an
+    extension (compression) has its frames sent at once, in order, by ``broadcast``."""
+
+    __slots__ = ("frames",)
+
+    def __init__(self) -> None:
+        self.frames: dict[ServerConnection, list[bytes]] = {}
+
+    def add(self, conns: Iterable[ServerConnection], payload: bytes, *, text: bool) -> None:
+        frame: bytes | None = None
+        frames = self.frames
+        for conn in conns:
+            if conn.protocol.extensions:
+                broadcast((conn,), payload, text=text)
+                continue
+            if frame is None:
+                frame = Frame(Opcode.TEXT if text else Opcode.BINARY, payload).serialize(
+                    mask=False, extensions=[]
+                )
+            mine = frames.get(conn)
+            if mine is None:
+                frames[conn] = [frame]
+            else:
+                mine.append(frame)
+
+    def add_encoded(self, conns: Iterable[ServerConnection], frame: str | bytes) -> None:
+        if isinstance(frame, str):
+            self.add(conns, frame.encode(), text=True)
+        else:
+            self.add(conns, frame, text=False)
+
+    def write(self) -> None:
+        """Each connection's frames in one write, after what its protocol still holds;
+        one not open (or mid-fragment) skipped, a failed write ignored (as ``broadcast``)."""
+        for conn, frames in self.frames.items():
+            if conn.protocol.state is not OPEN or conn.send_in_progress is not None:
+                continue
+            try:
+                conn.send_data()
+                conn.transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
+            except Exception:
+                conn.logger.debug("a write failed", exc_info=True)
+
+
+class Hub:
+    """This process's fan-out: per table, the connections watching it (by format and by
+    player) and a log of its recent events. :meth:`publish` is what the bus hands a
+    step's events to; :meth:`subscribe` adds a connection (catching it up from the log
+    past the ``seq`` its snapshot or resume reached); :meth:`since` serves a resume.
+    It never waits on a client and never decides what a viewer may see (``view_event``
+    does)."""
+
+    def __init__(self, observe: Callable[[float], None] | None = None) -> None:
+        self._rooms: dict[str, _Room] = {}
+        self._observe = observe  # fan-out latency (seconds per event), for /metrics
+
+    def room(self, table: str) -> _Room:
+        room = self._rooms.get(table)
+        if room is None:
+            room = self._rooms[table] = _Room()
+        return room
+
+    # -- subscriptions ---------------------------------------------------------------
+    def subscribe(self, table: str, sub: Subscriber, after: int | None = None) -> None:
+        """Start sending ``table``'s events to ``sub``. With ``after`` (the seq its
+        snapshot or resume reached), the events after it that this hub already has are
+        sent to it first, so it misses none that arrived meanwhile."""
+        room = self.room(table)
+        if after is not None:
+            for event in room.log:
+                if event.seq > after:
+                    send_now(
+                        sub.conn, encode(envelope(table, view_event(event, sub.player)), sub.fmt)
+                    )
+        room.subs[sub.conn] = sub
+        room.by_fmt.setdefault(sub.fmt, set()).add(sub.conn)
+        if sub.player is not None:
+            room.by_player.setdefault(sub.player, set()).add(sub.conn)
+
+    def unsubscribe(self, table: str, conn: ServerConnection) -> Subscriber | None:
+        room = self._rooms.get(table)
+        if room is None:
+            return None
+        sub = room.subs.pop(conn, None)
+        if sub is None:
+            return None
+        room.by_fmt.get(sub.fmt, set()).discard(conn)
+        if sub.player is not None:
+            conns = room.by_player.get(sub.player, set())
+            conns.discard(conn)
+            if not conns:
+                room.by_player.pop(sub.player, None)
+        return sub
+
+    def watching(self, table: str, player: str) -> int:
+        room = self._rooms.get(table)
+        return len(room.by_player.get(player, ())) if room else 0
+
+    def connections(self, table: str) -> Iterable[ServerConnection]:
+        room = self._rooms.get(table)
+        return list(room.subs) if room else []
+
+    def drop_table(self, table: str) -> None:
+        self._rooms.pop(table, None)
+
+    # -- events ----------------------------------------------------------------------
+    def publish(self, table: str, events: Sequence[Event]) -> None:
+        room = self.room(table)
+        stored = [e for e in events if not e.transient]  # (a bend is never replayed)
+        if room.log and stored and stored[0].seq != room.log[-1].seq + 1:
+            # Not the next one: this process did not hear the table for a while (nobody
+            # here watched it). The log serves resumes only while it has no gap.
+            room.log.clear()
+        room.log.extend(stored)
+        if not room.subs:
+            return
+        t0 = time.perf_counter()
+        out = _Out()
+        for event in events:
+            if event.transient:  # its own message, not an event (docs/protocol.md)
+                self._broadcast(room, out, transient(table, event))
+                continue
+            private = event.private
+            skip: set[ServerConnection] = set()
+            if private:
+                for player in private:
+                    for conn in room.by_player.get(player, ()):
+                        sub = room.subs[conn]
+                        frame = encode(envelope(table, view_event(event, player)), sub.fmt)
+                        out.add_encoded((conn,), frame)
+                        skip.add(conn)
+            if len(skip) < len(room.subs):  # (else nobody else watches: nothing to encode)
+                self._broadcast(room, out, envelope(table, view_event(event, None)), skip)
+        out.write()
+        if self._observe is not None and events:
+            self._observe((time.perf_counter() - t0) / len(events))
+
+    def _broadcast(
+        self,
+        room: _Room,
+        out: _Out,
+        message: dict[str, Any],
+        skip: set[ServerConnection] | None = None,
+    ) -> None:
+        for fmt, conns in room.by_fmt.items():
+            if not conns:
+                continue
+            out.add_encoded(conns - skip if skip else conns, encode(message, fmt))
+
+    def since(self, table: str, seq: int) -> list[Event] | None:
+        """The events after ``seq``, or None when some of them are no longer kept."""
+        room = self._rooms.get(table)
+        if room is None or not room.log:
+            return None
+        first = room.log[0].seq
+        if seq + 1 < first:
+            return None
+        return [e for e in room.log if e.seq > seq]

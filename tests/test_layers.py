@@ -1,0 +1,138 @@
+"""The rooms and the direction of their imports (docs/architecture.md §2, issue 35 §1).
+
+The shell is split by job: ``server/gateway`` (connections), ``server/operator`` (the
+``/operator/v1/`` API), ``server/protection`` (responsible play), ``server/process``
+(settings, auth, metrics, and ``assemble``/``main``, which put the rest together). Each
+names what it needs of the others in its context module; these tests hold the direction
+(every import counts, ``TYPE_CHECKING`` ones too):
+
+- the gateway never imports the operator room (``assemble`` installs the routes on it);
+- player protection imports neither the gateway nor the operator room;
+- the store never imports player protection (it is handed the rules) nor any room above
+  it;
+- ``config``, ``auth`` and ``metrics`` import no room; only ``main`` (and the test kit,
+  the benchmarks) imports ``assemble``;
+- the clients share their texts through ``texts`` (which imports neither), and the
+  terminal client imports the core and the wire schema, never the shell;
+- the bus is asked through its interface: nobody but ``assemble`` (and the bus itself)
+  imports the Redis bus, and nobody probes a bus with ``getattr``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHELL = ("server.gateway", "server.operator", "server.protection", "server.process")
+
+
+def modules(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def imported(path: Path) -> set[str]:
+    """Every module ``path`` imports (relative ones resolved), ``TYPE_CHECKING`` too."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def reaches(path: Path, forbidden: tuple[str, ...]) -> set[str]:
+    return {m for m in imported(path) if any(m == f or m.startswith(f + ".") for f in forbidden)}
+
+
+def test_the_rooms_are_there() -> None:
+    for room in ("gateway", "operator", "protection", "process"):
+        assert (ROOT / "server" / room / "context.py").exists() or room == "process", room
+        assert len(modules(f"server/{room}")) >= 4, room
+    assert not (ROOT / "server" / "net").exists()
+
+
+@pytest.mark.parametrize("path", modules("server/gateway"), ids=lambda p: p.name)
+def test_the_gateway_never_imports_the_operator_room(path: Path) -> None:
+    assert (
+        reaches(path, ("server.operator", "server.process.assemble", "server.process.main"))
+        == set()
+    )
+
+
+@pytest.mark.parametrize("path", modules("server/protection"), ids=lambda p: p.name)
+def test_player_protection_imports_neither_the_gateway_nor_the_operator(path: Path) -> None:
+    bad = ("server.gateway", "server.operator", "server.process.assemble", "server.process.main")
+    assert reaches(path, bad) == set()
+
+
+@pytest.mark.parametrize("path", modules("server/operator"), ids=lambda p: p.name)
+def test_the_operator_room_is_installed_not_installing(path: Path) -> None:
+    assert reaches(path, ("server.process.assemble", "server.process.main")) == set()
+
+
+@pytest.mark.parametrize("path", modules("server/store"), ids=lambda p: p.name)
+def test_the_store_decides_no_rule_of_protection(path: Path) -> None:
+    assert reaches(path, (*SHELL, "server.croupier")) == set()
+
+
+def test_the_store_keeps_no_protection_rule() -> None:
+    """The rules the store once held are protection's (the store is handed them)."""
+    import server.store.base as base
+
+    for name in ("merge_limits", "RAISE_DELAY", "merge_restriction", "open_play", "ack_play"):
+        assert not hasattr(base, name), name
+
+
+@pytest.mark.parametrize("name", ["config", "auth", "metrics"])
+def test_the_process_settings_import_no_room(name: str) -> None:
+    path = ROOT / "server" / "process" / f"{name}.py"
+    assert reaches(path, (*SHELL[:3], "server.croupier", "server.process.assemble")) == set()
+
+
+def test_only_main_assembles_a_process() -> None:
+    """(Besides the test kit and the benchmarks, which build processes of their own.)"""
+    users = {
+        p.relative_to(ROOT).as_posix()
+        for folder in ("server", "client_cli")
+        for p in modules(folder)
+        if reaches(p, ("server.process.assemble",)) and p.name != "assemble.py"
+    }
+    assert users == {"server/process/main.py"}
+
+
+@pytest.mark.parametrize("path", modules("client_cli"), ids=lambda p: p.name)
+def test_the_terminal_client_never_imports_the_shell(path: Path) -> None:
+    shell = (*SHELL, "server.store", "server.bus", "server.croupier", "server.table")
+    assert reaches(path, shell) == set()
+    assert 'resources.files("server' not in path.read_text(encoding="utf-8")
+
+
+def test_the_shared_texts_import_neither_side() -> None:
+    for path in modules("texts"):
+        assert reaches(path, ("server", "client_cli")) == set()
+    gateway_files = (ROOT / "server" / "gateway" / "static.py").read_text(encoding="utf-8")
+    assert "client_cli" not in gateway_files
+    assert (ROOT / "texts" / "rules.md").exists() and (ROOT / "texts" / "locales").is_dir()
+
+
+def test_the_bus_is_asked_through_its_interface() -> None:
+    allowed = {"server/process/assemble.py"}
+    for path in modules("server"):
+        name = path.relative_to(ROOT).as_posix()
+        if name.startswith("server/bus/") or name in allowed:
+            continue
+        assert reaches(path, ("server.bus.redis",)) == set(), name
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"getattr\(\s*self\.bus\b", text), name
+        assert not re.search(r"isinstance\(\s*self\.bus\b", text), name
