@@ -84,23 +84,52 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Final, NamedTuple, Protocol, TypeGuard, runtime_checkable
 
 import orjson
 
-from server.table.wallet import CASHIER, Entry, player_account
+from server.store.errors import (
+    BadWalletCall,
+    KeyConflict,
+    LimitPassed,
+    OutOfRange,
+    Overdrawn,
+    StaleEpoch,
+    StoreError,
+    StoreInUse,
+    StoreUnavailable,
+)
+from server.store.ledger import (
+    FLOW_DAYS,
+    FLOW_NAMES,
+    MAX_AMOUNT,
+    MIN_BALANCE,
+    OUTCOME_KINDS,
+    add_flows,
+    check_balance,
+    check_entry,
+    entry_flow,
+    flow_cutoff,
+    flow_day,
+    guarded,
+    ledger_key,
+    stake_prefix,
+    welcome_entry,
+)
+from server.table.wallet import Entry
 
 __all__ = [
     "EVENT_RETENTION",
     "FLOW_DAYS",
+    "FLOW_NAMES",
     "GUARD_MEASURES",
     "HISTORY_LIMIT",
     "LIMIT_KINDS",
     "MAX_AMOUNT",
+    "MIN_BALANCE",
     "OPERATOR_CALL_KEEP_MAX",
     "OUTCOME_KINDS",
     "PLAY_FLOWS",
@@ -125,9 +154,11 @@ __all__ = [
     "StaleEpoch",
     "Store",
     "StoreError",
+    "StoreInUse",
     "StoreUnavailable",
     "TableRow",
     "ack_play",
+    "add_flows",
     "check_balance",
     "check_currency",
     "check_entry",
@@ -141,10 +172,12 @@ __all__ = [
     "current_limits",
     "dump_json",
     "entry_flow",
+    "flow_cutoff",
     "flow_day",
     "follows",
     "guard_breach",
     "guard_measure",
+    "guarded",
     "hold_problems",
     "index_record",
     "ledger_key",
@@ -161,18 +194,11 @@ __all__ = [
     "welcome_entry",
 ]
 
-#: The largest amount one entry may move, and the range of a balance: 2**53 - 1, the
-#: largest integer a JSON number keeps exactly in a browser (and in Redis's Lua, whose
-#: numbers are doubles), far inside SQLite's 64-bit integers.
-MAX_AMOUNT: Final = (1 << 53) - 1
-MIN_BALANCE: Final = -MAX_AMOUNT
 #: The most round records :meth:`Store.history` returns, whatever ``limit`` asks, and
 #: how many a player's round index keeps (GAME_RULES §8: the last 100 rounds).
 HISTORY_LIMIT: Final = 100
 #: How many events a store keeps per table by default (older ones are pruned).
 EVENT_RETENTION: Final = 4096
-#: The ledger kinds that end a held wager (§7): exactly one per ``hold``.
-OUTCOME_KINDS: Final = ("lose", "return", "refund", "void")
 #: The wallet calls Chemmy makes (docs/wallet.md §3) and the states one goes through:
 #: ``pending`` until the wallet answers it for good.
 WALLET_CALL_KINDS: Final = ("debit", "credit", "rollback")
@@ -203,55 +229,6 @@ WALLET_CALLS_LIMIT: Final = 1000
 OPERATOR_CALL_KEEP_MAX: Final = 30 * 86_400.0
 #: The longest key and fingerprint of an operator call's record (characters).
 _OPERATOR_CALL_KEY_MAX: Final = 256
-
-
-class StoreError(Exception):
-    """Anything that went wrong in the store; third-party errors are translated to it."""
-
-
-class StoreUnavailable(StoreError):
-    """The store cannot be reached or cannot write now (Redis down, SQLite disk I/O,
-    the lock wait ran out). Not a refusal: the same call may work later."""
-
-
-class StoreInUse(StoreError):
-    """Another live process serves this store, and it is one process's store (SQLite):
-    a second server must not start on it."""
-
-
-class KeyConflict(StoreError):
-    """A ledger key already holds an entry with different fields."""
-
-
-class Overdrawn(StoreError):
-    """A commit would make a player's or a stake's balance negative; nothing of it was
-    kept."""
-
-
-class LimitPassed(StoreError):
-    """A commit's new entries would take a player's usage past a :class:`LimitGuard`'s
-    cap; nothing of it was kept. ``kind`` and ``cap`` are the guard's, ``remaining``
-    what the cap left before this commit (at least 0)."""
-
-    def __init__(self, kind: str, cap: int, remaining: int) -> None:
-        super().__init__(f"the limit {kind} ({cap}) leaves {remaining}")
-        self.kind, self.cap, self.remaining = kind, cap, remaining
-
-
-class OutOfRange(StoreError):
-    """An entry would take a balance out of ±(2**53 - 1), the range every store keeps
-    exactly (:data:`MAX_AMOUNT`): refused, nothing of the commit kept. Retrying cannot
-    help (unlike :class:`StoreUnavailable`)."""
-
-
-class StaleEpoch(StoreError):
-    """A table write carried an epoch lower than the stored one (a newer owner has
-    claimed the table); nothing of it was kept."""
-
-
-class BadWalletCall(StoreError, ValueError):
-    """A wallet call, or a change to one, of the wrong shape (a caller's bug); nothing
-    of the write it came with was kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -658,33 +635,6 @@ class Store(Protocol):
 # -- helpers shared by the implementations ----------------------------------------------
 
 
-def ledger_key(*parts: object) -> str:
-    """One ledger key from ``parts``, joined by ``:`` so that different parts never make
-    the same key: ``%`` and ``:`` inside a part are escaped (``%25``, ``%3A``). So
-    ``ledger_key("deposit", "a", "b:c") != ledger_key("deposit", "a:b", "c")``."""
-    if not parts:
-        raise StoreError("a ledger key has at least one part")
-    return ":".join(str(part).replace("%", "%25").replace(":", "%3A") for part in parts)
-
-
-def stake_prefix(table_id: str) -> str:
-    """The start of every stake account at a table: ``stake:<table>:``."""
-    return f"stake:{table_id}:"
-
-
-def guarded(account: str) -> bool:
-    """Whether an account may never go negative: a player's money and a table's stakes."""
-    return account.startswith(("player:", "stake:"))
-
-
-def check_balance(account: str, balance: int) -> None:
-    """Refuse a balance a player or a stake may not have, or one out of range."""
-    if balance < 0 and guarded(account):
-        raise Overdrawn(f"{account} would be overdrawn by {-balance}")
-    if not MIN_BALANCE <= balance <= MAX_AMOUNT:
-        raise OutOfRange(f"{account}'s balance would leave the range of ±(2**53 - 1)")
-
-
 def check_currency(player_id: object, currency: object) -> None:
     """Refuse a player's currency no store may hold: a player id and three capital
     letters (the shape of an ISO 4217 code; whether the code exists is the caller's to
@@ -748,24 +698,6 @@ def merge_restriction(
 
 # -- a player's usage: per-day flows, kept by commit (issue 21) ---------------------------
 
-#: How many UTC days of flows a store keeps per player: the day written and the 39
-#: before it (a month's limit needs 31). Older days are pruned when a newer one is
-#: written.
-FLOW_DAYS: Final = 40
-#: A flow's kinds as :meth:`Store.player_days` names them, in :func:`entry_flow`'s order.
-FLOW_NAMES: Final = ("staked", "net", "deposited")
-
-
-def flow_day(now: float) -> str:
-    """The UTC day (``"YYYY-MM-DD"``) of Unix time ``now``: a commit's flow bucket."""
-    return time.strftime("%Y-%m-%d", time.gmtime(now))
-
-
-def flow_cutoff(day: str) -> str:
-    """The oldest day kept when ``day`` is written: :data:`FLOW_DAYS` days in all."""
-    then = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
-    return (then - timedelta(days=FLOW_DAYS - 1)).strftime("%Y-%m-%d")
-
 
 def check_day(day: object) -> str:
     """Refuse a day that is not ``"YYYY-MM-DD"`` (:class:`StoreError`)."""
@@ -776,59 +708,6 @@ def check_day(day: object) -> str:
     except ValueError:
         raise StoreError("a day is a UTC date, 'YYYY-MM-DD'") from None
     return day
-
-
-def entry_flow(entry: Entry) -> tuple[str, int, int, int] | None:
-    """(player, staked sign, net sign, deposited sign) that ``entry`` moves for a player's
-    responsible-play usage, or None.
-
-    Chips count from the moment they are placed, so that what a limit counts and the
-    chips it caps are one sum, checked in one commit (:class:`LimitGuard`): a ``stake``
-    (``player:<id>`` to ``stake:<table>:<id>``: chips placed) is staked and, until it
-    comes back, lost: ``(id, +1, -1, 0)``; an ``unstake`` (chips taken back, or sent
-    back when the player stands) undoes it: ``(id, -1, +1, 0)``. A ``hold`` moves chips
-    already counted from the felt into the coup: nothing. A ``return`` or ``win`` (into
-    ``player:<id>``) comes back: ``(id, 0, +1, 0)``. A ``refund`` or ``void`` gives a
-    wager back that was never wagered: ``(id, -1, +1, 0)``. A ``deposit`` or
-    ``transfer_deposit`` is deposited: ``(id, 0, 0, +1)``. Every other kind (a loss, a
-    welcome, a wallet's sync, a withdrawal) moves nothing, and so does an entry whose
-    account is not of the shape its kind expects. The flow is ``amount`` times each
-    sign."""
-    if entry.kind == "stake":
-        player = entry.src.removeprefix("player:")
-        if player == entry.src or not player:
-            return None
-        return player, 1, -1, 0
-    signs = _FLOW_SIGNS.get(entry.kind)
-    player = entry.dst.removeprefix("player:")
-    if signs is None or player == entry.dst or not player:
-        return None
-    return (player, *signs)
-
-
-#: The signs of the kinds paid into ``player:<id>`` (:func:`entry_flow`).
-_FLOW_SIGNS: Final[dict[str, tuple[int, int, int]]] = {
-    "unstake": (-1, 1, 0),
-    "return": (0, 1, 0),
-    "win": (0, 1, 0),
-    "refund": (-1, 1, 0),
-    "void": (-1, 1, 0),
-    "deposit": (0, 0, 1),
-    "transfer_deposit": (0, 0, 1),
-}
-
-
-def add_flows(flows: dict[str, list[int]], entries: Iterable[Entry]) -> dict[str, list[int]]:
-    """Add the flows of ``entries`` (newly inserted) to ``flows`` (player ->
-    ``[staked, net, deposited]``) and return it."""
-    for entry in entries:
-        flow = entry_flow(entry)
-        if flow is not None:
-            player, *signs = flow
-            sums = flows.setdefault(player, [0, 0, 0])
-            for n, sign in enumerate(signs):
-                sums[n] += entry.amount * sign
-    return flows
 
 
 def flow_buckets(days: Mapping[str, Sequence[int]], since_day: str) -> dict[str, dict[str, int]]:
@@ -1093,17 +972,6 @@ def play_baseline(days: Mapping[str, Sequence[int]], now: float) -> dict[str, in
     return {name: sum(int(row[n]) for row in rows) for n, name in enumerate(PLAY_FLOWS)}
 
 
-def welcome_entry(player_id: str, amount: int) -> Entry:
-    """The entry that funds a new player from the cashier."""
-    return Entry(
-        key=f"welcome:{player_id}",
-        src=CASHIER,
-        dst=player_account(player_id),
-        amount=amount,
-        kind="welcome",
-    )
-
-
 def own_copy(exc: BaseException) -> BaseException:
     """A copy of ``exc`` for one caller of a group that failed together, so that the
     callers do not raise (and add their tracebacks to) one shared object."""
@@ -1113,25 +981,6 @@ def own_copy(exc: BaseException) -> BaseException:
         return exc
     copy.__cause__, copy.__suppress_context__ = exc.__cause__, exc.__suppress_context__
     return copy
-
-
-def check_entry(entry: Entry) -> None:
-    """Refuse an entry no ledger may hold (a caller's bug)."""
-    if not isinstance(entry, Entry):
-        raise StoreError(f"not a ledger entry: {type(entry).__name__}")
-    if not isinstance(entry.key, str) or not entry.key:
-        raise StoreError("a ledger entry has a key")
-    amount = entry.amount
-    if not _is_int(amount) or not 0 < amount <= MAX_AMOUNT:
-        raise StoreError(f"entry {entry.key!r}: the amount is a positive whole number")
-    if not isinstance(entry.src, str) or not isinstance(entry.dst, str):
-        raise StoreError(f"entry {entry.key!r}: accounts are strings")
-    if not entry.src or not entry.dst or entry.src == entry.dst:
-        raise StoreError(f"entry {entry.key!r}: a transfer needs two accounts")
-    if not isinstance(entry.kind, str) or not (
-        entry.round_id is None or isinstance(entry.round_id, str)
-    ):
-        raise StoreError(f"entry {entry.key!r}: kind and round_id are strings")
 
 
 def check_row(row: TableRow) -> tuple[str, str]:

@@ -24,16 +24,12 @@ from server.store.base import (
     HISTORY_LIMIT,
     BetReads,
     CommitResult,
-    KeyConflict,
     LimitGuard,
     RoundIndex,
-    StaleEpoch,
     StoreError,
     TableRow,
     ack_play,
-    add_flows,
     audit_report,
-    check_balance,
     check_currency,
     check_day,
     check_due_kinds,
@@ -71,6 +67,7 @@ from server.store.base import (
     wallet_totals,
     welcome_entry,
 )
+from server.store.ledger import check_epoch, player_accounts, post, stake_account
 from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = ["MemoryStore"]
@@ -202,7 +199,7 @@ class MemoryStore:
     async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
         self._check_open()
         available = self._balances.get(player_account(player_id), 0)
-        stakes = sum(self._balances.get(f"stake:{t}:{player_id}", 0) for t in set(tables))
+        stakes = sum(self._balances.get(stake_account(t, player_id), 0) for t in set(tables))
         return available + stakes, available
 
     async def has_entry(self, key: str) -> bool:
@@ -227,31 +224,19 @@ class MemoryStore:
         table_json = None if table is None else check_row(table)
         parts = None if table is None else check_parts(table)
         prepared_events = check_events(table, events)
-        if table is not None and table.epoch < self._epochs.get(table.table_id, 0):
-            raise StaleEpoch(f"table {table.table_id!r}: epoch {table.epoch} is stale")
-        staged: dict[str, int] = {}
-        new: dict[str, Entry] = {}
+        if table is not None:
+            check_epoch(table.table_id, table.epoch, self._epochs.get(table.table_id, 0))
         for entry in entries:
             check_entry(entry)
-            old = self._ledger.get(entry.key) or new.get(entry.key)
-            if old is not None:
-                if old != entry:
-                    raise KeyConflict(f"ledger key {entry.key!r} holds a different entry")
-                continue
-            for account, delta in ((entry.src, -entry.amount), (entry.dst, entry.amount)):
-                balance = staged.get(account, self._balances.get(account, 0)) + delta
-                check_balance(account, balance)
-                staged[account] = balance
-            new[entry.key] = entry
+        posting = post(entries, self._ledger.get, lambda a: self._balances.get(a, 0))
         prepared = [(index_record(record), dump_json(record)) for record in records]
         day = flow_day(self.clock())
-        flows = add_flows({}, new.values())
-        self._hold_guards(guards, flows, day)
+        self._hold_guards(guards, posting.flows, day)
 
         # Apply.
-        self._balances.update(staged)
-        self._ledger.update(new)
-        self._put_flows(flows, day)
+        self._balances.update(posting.balances)
+        self._ledger.update((entry.key, entry) for entry in posting.new)
+        self._put_flows(posting.flows, day)
         if table is not None and table_json is not None:
             tid = table.table_id
             self._tables[tid] = (*table_json, table.seq, table.closed)
@@ -269,8 +254,8 @@ class MemoryStore:
             else:
                 self._shoes[(index.table, index.shoe_no)] = (index.revealed, text)
         self._put_calls(prepared_calls)
-        players = {a for e in entries for a in (e.src, e.dst) if a.startswith("player:")}
-        return CommitResult(len(new), {a: self._balances.get(a, 0) for a in sorted(players)})
+        players = player_accounts(entries)
+        return CommitResult(len(posting.new), {a: self._balances.get(a, 0) for a in players})
 
     def _put_parts(self, tid: str, drop: bool, parts: list[tuple[str, str | None]]) -> None:
         kept = self._parts.pop(tid, {})

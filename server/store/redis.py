@@ -115,6 +115,7 @@ from server.store.base import (
     wallet_totals,
     welcome_entry,
 )
+from server.store.ledger import LUA_RULES, player_accounts, stake_account
 from server.table.wallet import Entry, player_account
 
 from .redis_connect import UNAVAILABLE_CODES, connect, unavailable
@@ -140,13 +141,12 @@ _UNAVAILABLE_REPLIES: Final = UNAVAILABLE_CODES
 # ARGV[1] is always the key prefix. Lua numbers are doubles: amounts are compared as
 # numbers (exact below 2**53) but always written from their decimal strings.
 
-_LUA_COMMON: Final = r"""
+_LUA_COMMON: Final = (
+    r"""
 local P = ARGV[1]
-local MAX = 9007199254740991
-local function guarded(a)
-  return string.sub(a, 1, 7) == 'player:' or string.sub(a, 1, 6) == 'stake:'
-end
--- Calls over many arguments a chunk at a time (Lua's unpack has a limit).
+"""
+    + LUA_RULES
+    + r"""-- Calls over many arguments a chunk at a time (Lua's unpack has a limit).
 local CHUNK = 256
 local function hmget(key, fields)
   local out = {}
@@ -322,6 +322,7 @@ local function post(new, day, cutoff)
   )
 end
 """
+)
 
 _LUA_COMMIT: Final = (
     _LUA_COMMON
@@ -480,7 +481,7 @@ local pid, name, account, key, packed, amount, guest, now =
 if redis.call('HEXISTS', P .. 'players', pid) == 0 then
   redis.call('HSETNX', P .. 'balances', account, '0')
   if amount ~= '0' then
-    local new, err = check_entries({{key = key, src = 'cashier', dst = account,
+    local new, err = check_entries({{key = key, src = CASHIER, dst = account,
                                      amount = amount, packed = packed}})
     if err then return err end
     post(new)
@@ -509,15 +510,15 @@ for n = 3, #ARGV do
   local pid = ARGV[n]
   local seen = redis.call('ZSCORE', P .. 'guests', pid)
   if seen and tonumber(seen) <= cutoff then
-    local account = 'player:' .. pid
+    local account = PLAYER .. pid
     local index = P .. 'acct:' .. account
-    local key = 'welcome:' .. pid
+    local key = WELCOME .. pid
     local count = redis.call('ZCARD', index)
     local balance = redis.call('HGET', P .. 'balances', account) or '0'
     local ok = count == 0 and balance == '0'
     if count == 1 and redis.call('ZRANGE', index, 0, 0)[1] == key then
       local e = cjson.decode(redis.call('HGET', P .. 'entries', key))
-      ok = e[1] == 'cashier' and e[2] == account and e[4] == 'welcome'
+      ok = e[1] == CASHIER and e[2] == account and e[4] == 'welcome'
            and tonumber(balance) == e[3]
     end
     redis.call('ZREM', P .. 'guests', pid)
@@ -525,9 +526,9 @@ for n = 3, #ARGV do
       if count == 1 then
         redis.call('HDEL', P .. 'entries', key)
         redis.call('ZREM', P .. 'ledger', key)
-        redis.call('ZREM', P .. 'acct:cashier', key)
+        redis.call('ZREM', P .. 'acct:' .. CASHIER, key)
         redis.call('DEL', index)
-        redis.call('HINCRBY', P .. 'balances', 'cashier', balance)
+        redis.call('HINCRBY', P .. 'balances', CASHIER, balance)
       end
       redis.call('HDEL', P .. 'balances', account)
       redis.call('HDEL', P .. 'players', pid)
@@ -897,7 +898,7 @@ class RedisStore:
         return {a: int(b or 0) for a, b in zip(wanted, found, strict=True)}
 
     async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
-        stakes = [f"stake:{t}:{player_id}" for t in dict.fromkeys(tables)]
+        stakes = [stake_account(t, player_id) for t in dict.fromkeys(tables)]
         found = await self.balances([player_account(player_id), *stakes])
         available = found[player_account(player_id)]
         return available + sum(found[a] for a in stakes), available
@@ -962,7 +963,7 @@ class RedisStore:
             else:
                 revealed = "1" if index.revealed else "0"
                 args += ["s", index.table, str(index.shoe_no), revealed, body]
-        report = sorted({a for e in entries for a in (e.src, e.dst) if a.startswith("player:")})
+        report = player_accounts(entries)
         args += [str(self.round_index), str(len(report)), *report]
         args += self._call_args(calls)
         args.append(str(len(guards)))

@@ -76,11 +76,9 @@ from server.store.base import (
     OUTCOME_KINDS,
     BetReads,
     CommitResult,
-    KeyConflict,
     LimitGuard,
     Overdrawn,
     RoundIndex,
-    StaleEpoch,
     StoreError,
     StoreInUse,
     StoreUnavailable,
@@ -127,6 +125,15 @@ from server.store.base import (
     wallet_totals,
     welcome_entry,
 )
+from server.store.ledger import (
+    SQL_PLAYER_NO_OVERDRAFT,
+    SQL_STAKE_NO_OVERDRAFT,
+    SQL_WELCOME_OWNER,
+    check_epoch,
+    player_accounts,
+    stake_account,
+    stored_again,
+)
 from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SQLiteStore"]
@@ -134,11 +141,14 @@ __all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SQLiteStore"]
 SCHEMA_VERSION: Final = 2
 
 #: The whole schema at :data:`SCHEMA_VERSION` (a new file).
-_SCHEMA: Final = """
+_SCHEMA: Final = (
+    """
 CREATE TABLE IF NOT EXISTS accounts (
     account TEXT PRIMARY KEY,
     balance INTEGER NOT NULL DEFAULT 0,
-    CONSTRAINT no_overdraft CHECK (balance >= 0 OR substr(account, 1, 7) <> 'player:')
+    CONSTRAINT no_overdraft """
+    + SQL_PLAYER_NO_OVERDRAFT
+    + """
 );
 CREATE TABLE IF NOT EXISTS ledger (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -191,6 +201,7 @@ CREATE TABLE IF NOT EXISTS shoes (
     PRIMARY KEY (table_id, shoe_no)
 ) WITHOUT ROWID;
 """
+)
 
 #: What version 2 adds to a version 1 file (and to a new one, after ``_SCHEMA``).
 _VERSION_2: Final = (
@@ -201,13 +212,11 @@ _VERSION_2: Final = (
     " body TEXT NOT NULL, PRIMARY KEY (table_id, seq)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL)",
     # Stakes never go negative either (a CHECK cannot be changed in place: a trigger).
-    "CREATE TRIGGER IF NOT EXISTS stake_no_overdraft BEFORE UPDATE OF balance ON accounts"
-    " WHEN NEW.balance < 0 AND substr(NEW.account, 1, 6) = 'stake:'"
-    " BEGIN SELECT RAISE (ABORT, 'no_overdraft: a stake would go negative'); END",
+    SQL_STAKE_NO_OVERDRAFT,
     # Append-only, but for the welcome of a guest expired (whose row is gone first).
     "DROP TRIGGER IF EXISTS ledger_no_delete",
     "CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger WHEN OLD.kind <> 'welcome'"
-    " OR EXISTS (SELECT 1 FROM players WHERE player_id = substr(OLD.dst, 8))"
+    f" OR EXISTS (SELECT 1 FROM players WHERE player_id = {SQL_WELCOME_OWNER})"
     " BEGIN SELECT RAISE (ABORT, 'the ledger is append-only'); END",
     "CREATE INDEX IF NOT EXISTS players_idle_guests ON players (seen) WHERE guest = 1",
 )
@@ -943,7 +952,7 @@ class SQLiteStore:
         return await self._read(lambda db: {account: _balance(db, account) for account in wanted})
 
     async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
-        stakes = [f"stake:{t}:{player_id}" for t in dict.fromkeys(tables)]
+        stakes = [stake_account(t, player_id) for t in dict.fromkeys(tables)]
 
         def job(db: sqlite3.Connection) -> tuple[int, int]:
             available = _balance(db, player_account(player_id))
@@ -1021,7 +1030,7 @@ class SQLiteStore:
                     " revealed = excluded.revealed, body = excluded.body",
                     (index.table, index.shoe_no, int(index.revealed), body),
                 )
-        players = sorted({a for e in entries for a in (e.src, e.dst) if a.startswith("player:")})
+        players = player_accounts(entries)
         return CommitResult(
             inserted, {a: left[a] if a in left else _balance(db, a) for a in players}
         )
@@ -1627,9 +1636,7 @@ def _put_table(db: sqlite3.Connection, table: TableRow, table_json: tuple[str, s
     row = (table.table_id, *table_json, table.seq, int(table.closed))
     if db.execute(_PUT_TABLE_AT_EPOCH, (*row, table.epoch)).rowcount:
         return
-    stored = _epoch(db, table.table_id)
-    if table.epoch < stored:
-        raise StaleEpoch(f"table {table.table_id!r}: epoch {table.epoch} < {stored}")
+    check_epoch(table.table_id, table.epoch, _epoch(db, table.table_id))
     db.execute(
         "INSERT INTO epochs (table_id, epoch) VALUES (?, ?) ON CONFLICT (table_id)"
         " DO UPDATE SET epoch = excluded.epoch",
@@ -1793,9 +1800,7 @@ def _refused_entry(db: sqlite3.Connection, entry: Entry, row: tuple[Any, ...]) -
     old = db.execute(
         "SELECT key, src, dst, amount, kind, round_id FROM ledger WHERE key = ?", (entry.key,)
     ).fetchone()
-    if old is not None:
-        if Entry(*old) != entry:
-            raise KeyConflict(f"ledger key {entry.key!r} holds a different entry")
+    if stored_again(None if old is None else Entry(*old), entry):
         return False
     db.executemany(
         "INSERT OR IGNORE INTO accounts (account) VALUES (?)", ((entry.src,), (entry.dst,))
