@@ -32,6 +32,7 @@ from server.table.wallet import GUARDED_PREFIXES, DuplicateEntry, Entry, Insuffi
 
 __all__ = ["TableWallet"]
 
+
 class TableWallet:
     """The :class:`~server.table.wallet.Wallet` of one table in the server."""
 

@@ -34,32 +34,23 @@ from server.store.base import (
     check_day,
     check_due_kinds,
     check_due_time,
-    check_entry,
-    check_events,
-    check_guard,
     check_operator_call,
-    check_parts,
     check_play_open,
     check_play_time,
-    check_row,
     check_wallet_changes,
     current_limits,
     dump_json,
     flow_buckets,
-    flow_cutoff,
-    flow_day,
     follows,
     guard_breach,
     guard_measure,
     hold_problems,
-    index_record,
     merge_limits,
     merge_restriction,
     merge_wallet_call,
     open_play,
     operator_call_record,
     play_baseline,
-    prepare_wallet_call,
     round_query,
     wallet_call_matches,
     wallet_filters,
@@ -67,7 +58,8 @@ from server.store.base import (
     wallet_totals,
     welcome_entry,
 )
-from server.store.ledger import check_epoch, player_accounts, post, stake_account
+from server.store.ledger import check_epoch, post, stake_account
+from server.store.plan import plan_commit
 from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = ["MemoryStore"]
@@ -218,44 +210,44 @@ class MemoryStore:
         guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
         self._check_open()
-        guards = [check_guard(guard) for guard in guards]
-        prepared_calls = [prepare_wallet_call(call) for call in calls]
-        # Stage everything; touch nothing until every check has passed.
-        table_json = None if table is None else check_row(table)
-        parts = None if table is None else check_parts(table)
-        prepared_events = check_events(table, events)
+        plan = plan_commit(
+            now=self.clock(),
+            entries=entries,
+            table=table,
+            records=records,
+            events=events,
+            calls=calls,
+            guards=guards,
+        )
+        # What must hold against the stored data (nothing is touched until it all has).
+        table = plan.table
         if table is not None:
             check_epoch(table.table_id, table.epoch, self._epochs.get(table.table_id, 0))
-        for entry in entries:
-            check_entry(entry)
-        posting = post(entries, self._ledger.get, lambda a: self._balances.get(a, 0))
-        prepared = [(index_record(record), dump_json(record)) for record in records]
-        day = flow_day(self.clock())
-        self._hold_guards(guards, posting.flows, day)
+        posting = post(plan.entries, self._ledger.get, lambda a: self._balances.get(a, 0))
+        self._hold_guards(plan.guards, posting.flows)
 
         # Apply.
         self._balances.update(posting.balances)
         self._ledger.update((entry.key, entry) for entry in posting.new)
-        self._put_flows(posting.flows, day)
-        if table is not None and table_json is not None:
+        self._put_flows(posting.flows, plan.day, plan.cutoff)
+        if table is not None and plan.row is not None:
             tid = table.table_id
-            self._tables[tid] = (*table_json, table.seq, table.closed)
-            if parts is not None:
-                self._put_parts(tid, *parts)
+            self._tables[tid] = (*plan.row, table.seq, table.closed)
+            if plan.parts is not None:
+                self._put_parts(tid, *plan.parts)
             self._epochs[tid] = max(table.epoch, self._epochs.get(tid, 0))
             log = self._events.setdefault(tid, deque(maxlen=self.event_retention))
             if table.state is None:
                 log.clear()
             last = log[-1][0] if log else -1
-            log.extend(event for event in prepared_events if event[0] > last)
-        for index, text in prepared:
+            log.extend(event for event in plan.events if event[0] > last)
+        for index, text in plan.records:
             if isinstance(index, RoundIndex):
                 self._put_round(index, text)
             else:
                 self._shoes[(index.table, index.shoe_no)] = (index.revealed, text)
-        self._put_calls(prepared_calls)
-        players = player_accounts(entries)
-        return CommitResult(len(posting.new), {a: self._balances.get(a, 0) for a in players})
+        self._put_calls(plan.calls)
+        return CommitResult(len(posting.new), {a: self._balances.get(a, 0) for a in plan.report})
 
     def _put_parts(self, tid: str, drop: bool, parts: list[tuple[str, str | None]]) -> None:
         kept = self._parts.pop(tid, {})
@@ -269,11 +261,9 @@ class MemoryStore:
         if kept:
             self._parts[tid] = kept
 
-    def _hold_guards(
-        self, guards: Sequence[LimitGuard], flows: Mapping[str, list[int]], day: str
-    ) -> None:
-        """Raise :class:`LimitPassed` when ``flows`` (a commit's, not yet added on
-        ``day``) take a player past one of ``guards``."""
+    def _hold_guards(self, guards: Sequence[LimitGuard], flows: Mapping[str, list[int]]) -> None:
+        """Raise :class:`LimitPassed` when ``flows`` (a commit's, not yet added) take a
+        player past one of ``guards``."""
         for guard in guards:
             index, _ = guard_measure(guard.kind)
             added = flows.get(guard.player, [0, 0, 0])[index]
@@ -283,11 +273,11 @@ class MemoryStore:
             if breach is not None:
                 raise breach
 
-    def _put_flows(self, flows: Mapping[str, list[int]], day: str) -> None:
-        """Add each player's flows to their bucket of ``day``; prune days too old."""
+    def _put_flows(self, flows: Mapping[str, list[int]], day: str, cutoff: str) -> None:
+        """Add each player's flows to their bucket of ``day``; prune days before
+        ``cutoff``."""
         if not flows:
             return
-        cutoff = flow_cutoff(day)
         for player, sums in flows.items():
             days = self._days.setdefault(player, {})
             if day not in days:

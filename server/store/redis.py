@@ -79,21 +79,16 @@ from server.store.base import (
     check_due_kinds,
     check_due_time,
     check_entry,
-    check_events,
-    check_guard,
     check_limit_changes,
     check_operator_call,
-    check_parts,
     check_play_open,
     check_play_time,
-    check_row,
     check_span,
     check_wallet_changes,
     current_limits,
     dump_json,
     entry_flow,
     flow_buckets,
-    flow_cutoff,
     flow_day,
     follows,
     guard_measure,
@@ -106,7 +101,6 @@ from server.store.base import (
     operator_call_record,
     own_copy,
     play_baseline,
-    prepare_wallet_call,
     record_time,
     round_query,
     wallet_call_matches,
@@ -115,7 +109,8 @@ from server.store.base import (
     wallet_totals,
     welcome_entry,
 )
-from server.store.ledger import LUA_RULES, player_accounts, stake_account
+from server.store.ledger import LUA_RULES, stake_account
+from server.store.plan import plan_commit
 from server.table.wallet import Entry, player_account
 
 from .redis_connect import UNAVAILABLE_CODES, connect, unavailable
@@ -918,20 +913,26 @@ class RedisStore:
         calls: Sequence[Mapping[str, Any]] = (),
         guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
-        entries = list(entries)
-        guards = [check_guard(guard) for guard in guards]
-        day = flow_day(self.clock())
-        args: list[str] = [self.prefix, day, flow_cutoff(day), str(len(entries))]
-        for entry in entries:
-            check_entry(entry)
+        plan = plan_commit(
+            now=self.clock(),
+            entries=entries,
+            table=table,
+            records=records,
+            events=events,
+            calls=calls,
+            guards=guards,
+        )
+        args: list[str] = [self.prefix, plan.day, plan.cutoff, str(len(plan.entries))]
+        for entry in plan.entries:
             args += [entry.key, entry.src, entry.dst, str(entry.amount), _pack(entry)]
             flow = entry_flow(entry)
             args += ["", "0", "0", "0"] if flow is None else [str(part) for part in flow]
-        if table is None:
+        table = plan.table
+        if table is None or plan.row is None or plan.parts is None:
             args.append("0")
         else:
-            config, state = check_row(table)
-            drop, parts = check_parts(table)
+            config, state = plan.row
+            drop, parts = plan.parts
             args += [
                 "1",
                 table.table_id,
@@ -947,14 +948,11 @@ class RedisStore:
             ]
             for key, body in parts:
                 args += [key, "0" if body is None else "1", body or ""]
-        prepared_events = check_events(table, events)
-        args.append(str(len(prepared_events)))
-        for seq, body in prepared_events:
+        args.append(str(len(plan.events)))
+        for seq, body in plan.events:
             args += [str(seq), body]
-        args.append(str(len(records)))
-        for record in records:
-            index = index_record(record)
-            body = dump_json(record)
+        args.append(str(len(plan.records)))
+        for index, body in plan.records:
             if isinstance(index, RoundIndex):
                 players = json.dumps(list(index.players), ensure_ascii=False)
                 args += ["r", index.round_id, body, players, index.table, repr(index.time)]
@@ -963,11 +961,11 @@ class RedisStore:
             else:
                 revealed = "1" if index.revealed else "0"
                 args += ["s", index.table, str(index.shoe_no), revealed, body]
-        report = player_accounts(entries)
+        report = plan.report
         args += [str(self.round_index), str(len(report)), *report]
-        args += self._call_args(calls)
-        args.append(str(len(guards)))
-        for guard in guards:
+        args += self._call_args(plan.calls)
+        args.append(str(len(plan.guards)))
+        for guard in plan.guards:
             measure, opposite = guard_measure(guard.kind)
             field = _FLOW_FIELDS[measure]
             args += [guard.player, guard.kind, field, "1" if opposite else "0"]
@@ -1505,11 +1503,10 @@ class RedisStore:
 
     # -- the wallet calls' outbox ---------------------------------------------------------
     @staticmethod
-    def _call_args(calls: Sequence[Mapping[str, Any]]) -> list[str]:
-        """The commit script's arguments for ``calls`` (checked here, before it runs)."""
+    def _call_args(calls: Sequence[tuple[dict[str, Any], str]]) -> list[str]:
+        """The commit script's arguments for ``calls`` (checked: :func:`plan_commit`)."""
         args = [str(len(calls))]
-        for call in calls:
-            checked, text = prepare_wallet_call(call)
+        for checked, text in calls:
             due = "1" if checked["state"] == "pending" else "0"
             args += [checked["transaction_id"], text, due, repr(checked["next_at"])]
         return args

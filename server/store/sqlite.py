@@ -92,25 +92,19 @@ from server.store.base import (
     check_due_kinds,
     check_due_time,
     check_entry,
-    check_events,
-    check_guard,
     check_operator_call,
-    check_parts,
     check_play_open,
     check_play_time,
-    check_row,
     check_span,
     check_wallet_changes,
     current_limits,
     dump_json,
     flow_buckets,
-    flow_cutoff,
     flow_day,
     follows,
     guard_breach,
     guard_measure,
     hold_problems,
-    index_record,
     merge_limits,
     merge_restriction,
     merge_wallet_call,
@@ -118,7 +112,6 @@ from server.store.base import (
     operator_call_record,
     own_copy,
     play_baseline,
-    prepare_wallet_call,
     round_query,
     wallet_filters,
     wallet_limit,
@@ -130,10 +123,10 @@ from server.store.ledger import (
     SQL_STAKE_NO_OVERDRAFT,
     SQL_WELCOME_OWNER,
     check_epoch,
-    player_accounts,
     stake_account,
     stored_again,
 )
+from server.store.plan import CommitPlan, plan_commit
 from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SQLiteStore"]
@@ -978,49 +971,30 @@ class SQLiteStore:
         calls: Sequence[Mapping[str, Any]] = (),
         guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
-        # Check and serialize everything before the job is queued.
-        guards = [check_guard(guard) for guard in guards]
-        entries = list(entries)
-        for entry in entries:
-            check_entry(entry)
-        table_json = None if table is None else check_row(table)
-        parts = None if table is None else check_parts(table)
-        prepared_events = check_events(table, events)
-        prepared = [(index_record(record), dump_json(record)) for record in records]
-        prepared_calls = [prepare_wallet_call(call) for call in calls]
-        return await self._run_grouped(
-            self._commit,
-            entries,
-            table,
-            (table_json, parts),
-            prepared_events,
-            prepared,
-            prepared_calls,
-            guards,
+        # Planned (checked and serialized) before the job is queued.
+        plan = plan_commit(
+            now=self.clock(),
+            entries=entries,
+            table=table,
+            records=records,
+            events=events,
+            calls=calls,
+            guards=guards,
         )
+        return await self._run_grouped(self._commit, plan)
 
-    def _commit(
-        self,
-        db: sqlite3.Connection,
-        entries: list[Entry],
-        table: TableRow | None,
-        row: tuple[tuple[str, str] | None, tuple[bool, list[tuple[str, str | None]]] | None],
-        events: list[tuple[int, str]],
-        prepared: list[tuple[Any, str]],
-        calls: list[tuple[dict[str, Any], str]],
-        guards: list[LimitGuard],
-    ) -> CommitResult:
+    def _commit(self, db: sqlite3.Connection, plan: CommitPlan) -> CommitResult:
         # Inside the group's transaction (_commit_group): a savepoint of its own.
-        _put_calls(db, calls)
-        table_json, parts = row
-        if table is not None and table_json is not None:
-            _put_table(db, table, table_json)
-            if parts is not None:
-                _put_parts(db, table.table_id, *parts)
-            _put_events(db, table, events, self.event_retention)
-        inserted, left, flows = _post(db, entries, flow_day(self.clock()), self._pruned)
-        _hold_guards(db, guards, flows)
-        for index, body in prepared:
+        _put_calls(db, plan.calls)
+        table = plan.table
+        if table is not None and plan.row is not None:
+            _put_table(db, table, plan.row)
+            if plan.parts is not None:
+                _put_parts(db, table.table_id, *plan.parts)
+            _put_events(db, table, plan.events, self.event_retention)
+        inserted, left, flows = _post(db, plan.entries, plan.day, plan.cutoff, self._pruned)
+        _hold_guards(db, plan.guards, flows)
+        for index, body in plan.records:
             if isinstance(index, RoundIndex):
                 _put_round(db, index, body, self.round_index)
             else:
@@ -1030,9 +1004,8 @@ class SQLiteStore:
                     " revealed = excluded.revealed, body = excluded.body",
                     (index.table, index.shoe_no, int(index.revealed), body),
                 )
-        players = player_accounts(entries)
         return CommitResult(
-            inserted, {a: left[a] if a in left else _balance(db, a) for a in players}
+            inserted, {a: left[a] if a in left else _balance(db, a) for a in plan.report}
         )
 
     # -- tables ----------------------------------------------------------------------
@@ -1731,10 +1704,12 @@ def _post(
     db: sqlite3.Connection,
     entries: Iterable[Entry],
     day: str | None = None,
+    cutoff: str = "",
     pruned: _Pruned | None = None,
 ) -> tuple[int, dict[str, int], dict[str, list[int]]]:
     """Insert the entries not yet in the ledger and move their balances, in order; with
-    ``day``, add the inserted entries' flows to their players' buckets of that day.
+    ``day``, add the inserted entries' flows to their players' buckets of that day (and
+    drop their days before ``cutoff``).
     Returns how many were inserted, the balances they left and the flows they added.
 
     A new entry between accounts that exist (all but the first into a stake) is two
@@ -1772,7 +1747,7 @@ def _post(
         inserted.append(entry)
     flows = add_flows({}, inserted)
     if day is not None:
-        _put_flows(db, flows, day, pruned)
+        _put_flows(db, flows, day, cutoff, pruned)
     return len(inserted), left, flows
 
 
@@ -1832,10 +1807,11 @@ def _put_flows(
     db: sqlite3.Connection,
     flows: Mapping[str, list[int]],
     day: str,
+    cutoff: str,
     pruned: _Pruned | None = None,
 ) -> None:
-    """Add each player's flows to their row of ``day``, and delete their rows older than
-    the days kept (an indexed range of the primary key), once a day per player when
+    """Add each player's flows to their row of ``day``, and delete their rows before
+    ``cutoff`` (an indexed range of the primary key), once a day per player when
     ``pruned`` remembers it."""
     if not flows:
         return
@@ -1847,7 +1823,6 @@ def _put_flows(
     )
     due = list(flows) if pruned is None else pruned.due(day, flows)
     if due:
-        cutoff = flow_cutoff(day)
         db.executemany(
             "DELETE FROM player_days WHERE player_id = ? AND day < ?",
             ((player, cutoff) for player in due),
