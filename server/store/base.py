@@ -300,6 +300,22 @@ class RoundIndex:
 
 @dataclass(frozen=True, slots=True)
 class RoundQuery:
+    """What :meth:`Store.round_records` is asked: ``time`` in ``[since, until)`` (either
+    open when ``None``), each other filter when given, ``(time, round_id)`` below
+    ``before`` when given, at most ``limit`` (capped at :data:`ROUNDS_LIMIT`). Checked
+    by :func:`round_query` (:class:`StoreError`), not when made."""
+
+    since: float | None = None
+    until: float | None = None
+    table: str | None = None
+    player: str | None = None
+    round_id: str | None = None
+    limit: int = 100
+    before: tuple[float, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RoundFilter:
     """The checked filters of :meth:`Store.round_records`: ``time`` in ``[low, high)``,
     the other fields equal when given, ``(time, round_id)`` below ``before`` when
     given; at most ``limit`` (0 to :data:`ROUNDS_LIMIT`)."""
@@ -437,17 +453,10 @@ class Store(Protocol):
 
     async def round_records(
         self,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        table: str | None = None,
-        player: str | None = None,
-        round_id: str | None = None,
-        limit: int = 100,
-        before: tuple[float, str] | None = None,
+        query: RoundQuery,
     ) -> list[dict[str, Any]]:
         """Every round record (the whole trail, not a player's pruned index) whose
-        ``time`` is in ``[since, until)`` and that matches each filter given (``player``:
+        ``time`` is in ``[query.since, query.until)`` and that matches each filter given (``player``:
         one of its ``players``), newest first: by ``(time, round_id)`` descending, at
         most ``min(limit, ROUNDS_LIMIT)``. With ``before=(time, round_id)`` (the last
         record's: the cursor of the next page), only those ordered below it, so paging
@@ -1094,17 +1103,12 @@ def record_time(record: Mapping[str, Any]) -> float:
     return 0.0
 
 
-def round_query(
-    *,
-    since: float | None = None,
-    until: float | None = None,
-    table: str | None = None,
-    player: str | None = None,
-    round_id: str | None = None,
-    limit: int = 100,
-    before: tuple[float, str] | None = None,
-) -> RoundQuery:
-    """The arguments of :meth:`Store.round_records`, checked (:class:`StoreError`)."""
+def round_query(query: RoundQuery) -> RoundFilter:
+    """A :meth:`Store.round_records` query, checked (:class:`StoreError`)."""
+    if not isinstance(query, RoundQuery):
+        raise StoreError("round records are asked for with a RoundQuery")
+    since, until, table, player = query.since, query.until, query.table, query.player
+    round_id, limit, before = query.round_id, query.limit, query.before
     low, high = check_span(since, until)
     for name, value in (("table", table), ("player", player), ("round_id", round_id)):
         if value is not None and not isinstance(value, str):
@@ -1122,7 +1126,7 @@ def round_query(
         ):
             raise StoreError("before is (time, round_id)")
         before = (float(before[0]), before[1])
-    return RoundQuery(low, high, table, player, round_id, max(0, min(limit, ROUNDS_LIMIT)), before)
+    return RoundFilter(low, high, table, player, round_id, max(0, min(limit, ROUNDS_LIMIT)), before)
 
 
 def index_record(record: Mapping[str, Any]) -> RoundIndex | ShoeIndex:

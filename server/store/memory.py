@@ -26,6 +26,7 @@ from server.store.base import (
     CommitResult,
     LimitGuard,
     RoundIndex,
+    RoundQuery,
     StoreError,
     TableRow,
     ack_play,
@@ -367,32 +368,17 @@ class MemoryStore:
 
     async def round_records(
         self,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        table: str | None = None,
-        player: str | None = None,
-        round_id: str | None = None,
-        limit: int = 100,
-        before: tuple[float, str] | None = None,
+        query: RoundQuery,
     ) -> list[dict[str, Any]]:
         self._check_open()
-        query = round_query(
-            since=since,
-            until=until,
-            table=table,
-            player=player,
-            round_id=round_id,
-            limit=limit,
-            before=before,
-        )
-        if not query.limit:
+        wanted = round_query(query)
+        if not wanted.limit:
             return []
         found = sorted(
-            (index for index in self._round_index.values() if query.matches(index)),
+            (index for index in self._round_index.values() if wanted.matches(index)),
             key=lambda index: index.order,
             reverse=True,
-        )[: query.limit]
+        )[: wanted.limit]
         return [json.loads(self._rounds[index.round_id][1]) for index in found]
 
     async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:

@@ -68,6 +68,7 @@ from server.store.base import (
     OutOfRange,
     Overdrawn,
     RoundIndex,
+    RoundQuery,
     StaleEpoch,
     StoreError,
     StoreUnavailable,
@@ -1225,43 +1226,32 @@ class RedisStore:
 
     async def round_records(
         self,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        table: str | None = None,
-        player: str | None = None,
-        round_id: str | None = None,
-        limit: int = 100,
-        before: tuple[float, str] | None = None,
+        query: RoundQuery,
     ) -> list[dict[str, Any]]:
-        query = round_query(
-            since=since,
-            until=until,
-            table=table,
-            player=player,
-            round_id=round_id,
-            limit=limit,
-            before=before,
-        )
-        if not query.limit:
+        wanted = round_query(query)
+        if not wanted.limit:
             return []
-        if query.round_id is not None:  # one record: read it, then apply the rest
-            record = await self.round_record(query.round_id)
+        if wanted.round_id is not None:  # one record: read it, then apply the rest
+            record = await self.round_record(wanted.round_id)
             if record is None:
                 return []
             index = index_record(record)
-            return [record] if isinstance(index, RoundIndex) and query.matches(index) else []
-        key = self._key("round_times") if table is None else self._key("round_times:", table)
-        top = "+inf" if query.high == float("inf") else f"({query.high!r}"
-        if query.before is not None and query.before[0] < query.high:
-            top = repr(query.before[0])  # inclusive: its ties below its round_id count
-        bottom = "-inf" if query.low == float("-inf") else repr(query.low)
-        batch = max(2 * query.limit, 200)
+            return [record] if isinstance(index, RoundIndex) and wanted.matches(index) else []
+        key = (
+            self._key("round_times")
+            if wanted.table is None
+            else self._key("round_times:", wanted.table)
+        )
+        top = "+inf" if wanted.high == float("inf") else f"({wanted.high!r}"
+        if wanted.before is not None and wanted.before[0] < wanted.high:
+            top = repr(wanted.before[0])  # inclusive: its ties below its round_id count
+        bottom = "-inf" if wanted.low == float("-inf") else repr(wanted.low)
+        batch = max(2 * wanted.limit, 200)
         chosen: list[str] = []
         offset = 0
         with self._translated():
             redis = self._redis()
-            while len(chosen) < query.limit:
+            while len(chosen) < wanted.limit:
                 found: list[Any] = await redis.zrevrangebyscore(
                     key, top, bottom, start=offset, num=batch, withscores=True
                 )
@@ -1269,17 +1259,17 @@ class RedisStore:
                 ids = [
                     _text(rid)
                     for rid, score in found
-                    if query.before is None or (float(score), _text(rid)) < query.before
+                    if wanted.before is None or (float(score), _text(rid)) < wanted.before
                 ]
-                if query.player is not None and ids:
+                if wanted.player is not None and ids:
                     indexes = await redis.hmget(self._key("round_index"), ids)
                     ids = [
                         rid
                         for rid, index in zip(ids, indexes, strict=True)
                         if index is not None
-                        and query.player in json.loads(_text(index).split(" ", 1)[1])
+                        and wanted.player in json.loads(_text(index).split(" ", 1)[1])
                     ]
-                chosen += ids[: query.limit - len(chosen)]
+                chosen += ids[: wanted.limit - len(chosen)]
                 if len(found) < batch:
                     break
             if not chosen:

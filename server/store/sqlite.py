@@ -79,6 +79,7 @@ from server.store.base import (
     LimitGuard,
     Overdrawn,
     RoundIndex,
+    RoundQuery,
     StoreError,
     StoreInUse,
     StoreUnavailable,
@@ -1097,53 +1098,38 @@ class SQLiteStore:
 
     async def round_records(
         self,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        table: str | None = None,
-        player: str | None = None,
-        round_id: str | None = None,
-        limit: int = 100,
-        before: tuple[float, str] | None = None,
+        query: RoundQuery,
     ) -> list[dict[str, Any]]:
-        query = round_query(
-            since=since,
-            until=until,
-            table=table,
-            player=player,
-            round_id=round_id,
-            limit=limit,
-            before=before,
-        )
-        if not query.limit:
+        wanted = round_query(query)
+        if not wanted.limit:
             return []
         where = ["time >= ?"]
-        params: list[Any] = [max(query.low, -1e300)]
-        if query.before is not None and query.before[0] < query.high:
+        params: list[Any] = [max(wanted.low, -1e300)]
+        if wanted.before is not None and wanted.before[0] < wanted.high:
             # One upper bound for the index range: a deep page starts where the last
             # one ended (the row value below orders the ties of one time).
             where.append("time <= ?")
-            params.append(query.before[0])
+            params.append(wanted.before[0])
         else:
             where.append("time < ?")
-            params.append(min(query.high, 1e300))
-        for column, value in (("table_id", query.table), ("round_id", query.round_id)):
+            params.append(min(wanted.high, 1e300))
+        for column, value in (("table_id", wanted.table), ("round_id", wanted.round_id)):
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
-        if query.player is not None:  # every round of theirs: round_players is pruned
+        if wanted.player is not None:  # every round of theirs: round_players is pruned
             where.append(
                 "EXISTS (SELECT 1 FROM json_each(rounds.body, '$.players') WHERE value = ?)"
             )
-            params.append(query.player)
-        if query.before is not None:
+            params.append(wanted.player)
+        if wanted.before is not None:
             where.append("(time, round_id) < (?, ?)")
-            params += [query.before[0], query.before[1]]
+            params += [wanted.before[0], wanted.before[1]]
         sql = (
             f"SELECT body FROM rounds WHERE {' AND '.join(where)}"
             " ORDER BY time DESC, round_id DESC LIMIT ?"
         )
-        rows = await self._run(lambda db: db.execute(sql, (*params, query.limit)).fetchall())
+        rows = await self._run(lambda db: db.execute(sql, (*params, wanted.limit)).fetchall())
         return [json.loads(body) for (body,) in rows]
 
     async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:

@@ -28,6 +28,7 @@ from server.store.base import (
     CommitResult,
     LimitGuard,
     LimitPassed,
+    RoundQuery,
     Store,
     StoreError,
     TableRow,
@@ -159,7 +160,7 @@ class StoresAlike(RuleBasedStateMachine):
                 )
                 events = [await store.events_after(t, 0) for t in TABLES]
                 history = [[r["round_id"] for r in await store.history(p)] for p in PLAYERS]
-                found = await store.round_records(table="t1", limit=50)
+                found = await store.round_records(RoundQuery(table="t1", limit=50))
                 return (
                     audit["sum"],
                     audit["ledger_matches"],
