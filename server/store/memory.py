@@ -57,9 +57,8 @@ from server.store.base import (
     wallet_filters,
     wallet_limit,
     wallet_totals,
-    welcome_entry,
 )
-from server.store.ledger import check_epoch, post, stake_account
+from server.store.ledger import check_epoch, post, stake_account, welcome_entry
 from server.store.plan import plan_commit
 from server.table.wallet import CASHIER, Entry, player_account
 

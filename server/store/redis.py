@@ -57,9 +57,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.store.base import (
     EVENT_RETENTION,
-    FLOW_NAMES,
     HISTORY_LIMIT,
-    OUTCOME_KINDS,
     BetReads,
     CommitResult,
     KeyConflict,
@@ -79,7 +77,6 @@ from server.store.base import (
     check_day,
     check_due_kinds,
     check_due_time,
-    check_entry,
     check_limit_changes,
     check_operator_call,
     check_play_open,
@@ -88,9 +85,7 @@ from server.store.base import (
     check_wallet_changes,
     current_limits,
     dump_json,
-    entry_flow,
     flow_buckets,
-    flow_day,
     follows,
     guard_measure,
     hold_problems,
@@ -108,9 +103,17 @@ from server.store.base import (
     wallet_filters,
     wallet_limit,
     wallet_totals,
+)
+from server.store.ledger import (
+    FLOW_NAMES,
+    LUA_RULES,
+    OUTCOME_KINDS,
+    check_entry,
+    entry_flow,
+    flow_day,
+    stake_account,
     welcome_entry,
 )
-from server.store.ledger import LUA_RULES, stake_account
 from server.store.plan import plan_commit
 from server.table.wallet import Entry, player_account
 

@@ -71,9 +71,7 @@ from typing import Any, Final, TypeVar
 
 from server.store.base import (
     EVENT_RETENTION,
-    FLOW_NAMES,
     HISTORY_LIMIT,
-    OUTCOME_KINDS,
     BetReads,
     CommitResult,
     LimitGuard,
@@ -85,14 +83,11 @@ from server.store.base import (
     StoreUnavailable,
     TableRow,
     ack_play,
-    add_flows,
     audit_report,
-    check_balance,
     check_currency,
     check_day,
     check_due_kinds,
     check_due_time,
-    check_entry,
     check_operator_call,
     check_play_open,
     check_play_time,
@@ -101,7 +96,6 @@ from server.store.base import (
     current_limits,
     dump_json,
     flow_buckets,
-    flow_day,
     follows,
     guard_breach,
     guard_measure,
@@ -117,15 +111,21 @@ from server.store.base import (
     wallet_filters,
     wallet_limit,
     wallet_totals,
-    welcome_entry,
 )
 from server.store.ledger import (
+    FLOW_NAMES,
+    OUTCOME_KINDS,
     SQL_PLAYER_NO_OVERDRAFT,
     SQL_STAKE_NO_OVERDRAFT,
     SQL_WELCOME_OWNER,
+    add_flows,
+    check_balance,
+    check_entry,
     check_epoch,
+    flow_day,
     stake_account,
     stored_again,
+    welcome_entry,
 )
 from server.store.plan import CommitPlan, plan_commit
 from server.table.wallet import CASHIER, Entry, player_account

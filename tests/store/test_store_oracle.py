@@ -25,7 +25,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from server.store.base import (
-    MAX_AMOUNT,
     CommitResult,
     LimitGuard,
     LimitPassed,
@@ -34,7 +33,7 @@ from server.store.base import (
     StoreError,
     TableRow,
 )
-from server.store.ledger import CASHIER, HOUSE, Entry, flow_day, stake_account
+from server.store.ledger import CASHIER, HOUSE, MAX_AMOUNT, Entry, flow_day, stake_account
 from server.store.memory import MemoryStore
 from server.store.redis import RedisStore
 from server.store.sqlite import SQLiteStore
