@@ -210,15 +210,7 @@ class MemoryStore:
         guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
         self._check_open()
-        plan = plan_commit(
-            now=self.clock(),
-            entries=entries,
-            table=table,
-            records=records,
-            events=events,
-            calls=calls,
-            guards=guards,
-        )
+        plan = plan_commit(self.clock(), entries, table, records, events, calls, guards)
         # What must hold against the stored data (nothing is touched until it all has).
         table = plan.table
         if table is not None:

@@ -64,17 +64,17 @@ class CommitPlan:
 
 
 def plan_commit(
-    *,
     now: float,
-    entries: Sequence[Entry] = (),
-    table: TableRow | None = None,
-    records: Sequence[Mapping[str, Any]] = (),
-    events: Sequence[Mapping[str, Any]] = (),
-    calls: Sequence[Mapping[str, Any]] = (),
-    guards: Sequence[LimitGuard] = (),
+    entries: Sequence[Entry],
+    table: TableRow | None,
+    records: Sequence[Mapping[str, Any]],
+    events: Sequence[Mapping[str, Any]],
+    calls: Sequence[Mapping[str, Any]],
+    guards: Sequence[LimitGuard],
 ) -> CommitPlan:
-    """The plan of :meth:`Store.commit`'s arguments at Unix time ``now`` (the store's
-    clock: the day of its flows); :class:`StoreError` for anything no store may hold."""
+    """The plan of :meth:`Store.commit`'s arguments (in its order) at Unix time ``now``
+    (the store's clock: the day of its flows); :class:`StoreError` for anything no store
+    may hold."""
     checked_guards = tuple(check_guard(guard) for guard in guards)
     checked = tuple(entries)
     for entry in checked:

@@ -917,15 +917,7 @@ class RedisStore:
         calls: Sequence[Mapping[str, Any]] = (),
         guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
-        plan = plan_commit(
-            now=self.clock(),
-            entries=entries,
-            table=table,
-            records=records,
-            events=events,
-            calls=calls,
-            guards=guards,
-        )
+        plan = plan_commit(self.clock(), entries, table, records, events, calls, guards)
         args: list[str] = [self.prefix, plan.day, plan.cutoff, str(len(plan.entries))]
         for entry in plan.entries:
             args += [entry.key, entry.src, entry.dst, str(entry.amount), _pack(entry)]

@@ -973,15 +973,7 @@ class SQLiteStore:
         guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
         # Planned (checked and serialized) before the job is queued.
-        plan = plan_commit(
-            now=self.clock(),
-            entries=entries,
-            table=table,
-            records=records,
-            events=events,
-            calls=calls,
-            guards=guards,
-        )
+        plan = plan_commit(self.clock(), entries, table, records, events, calls, guards)
         return await self._run_grouped(self._commit, plan)
 
     def _commit(self, db: sqlite3.Connection, plan: CommitPlan) -> CommitResult:
