@@ -4,9 +4,13 @@ One :class:`Store` interface, implemented by :class:`~server.store.memory.Memory
 (unit tests), :class:`~server.store.sqlite.SQLiteStore` (the default: one file, zero
 set-up) and :class:`~server.store.redis.RedisStore` (state that many processes share).
 All pass the contract suite in ``tests/server/test_store.py`` (the httpcore backends'
-shape).
+shape), and ``tests/store/test_store_oracle.py`` runs random steps on all three with the
+memory store as the oracle.
 
-The rules every implementation keeps:
+The money rules below are written once, in :mod:`server.store.ledger` (the SQL and Lua
+that keep them are generated from it); a commit is checked and serialized once, by
+:func:`server.store.plan.plan_commit`; the errors are in :mod:`server.store.errors`
+(re-exported here). The rules every implementation keeps:
 
 - **Double entry.** Money moves only as ledger :class:`~server.table.wallet.Entry`
   rows, each from one account to another, so the sum of every balance is always 0
@@ -64,8 +68,10 @@ The error tree::
     StoreError                 anything that went wrong in the store
     ├── StoreUnavailable       the store cannot be reached or cannot write now
     │                          (Redis down, SQLite disk I/O, lock wait ran out); retry later
+    ├── StoreInUse             another live process serves this one-process store (SQLite)
     ├── KeyConflict            a ledger key already holds a different entry
     ├── Overdrawn              a player or stake balance would go negative
+    ├── OutOfRange             a balance would leave ±(2**53 - 1)
     ├── StaleEpoch             a table write from an owner older than the stored epoch
     ├── LimitPassed            a commit would take a player past a guarded limit
     └── BadWalletCall          a wallet call (or a change to one) of the wrong shape
