@@ -28,11 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from server.table.wallet import DuplicateEntry, Entry, InsufficientFunds
+from server.table.wallet import GUARDED_PREFIXES, DuplicateEntry, Entry, InsufficientFunds
 
 __all__ = ["TableWallet"]
-
-_NEVER_NEGATIVE = ("player:", "stake:")
 
 
 class TableWallet:
@@ -63,7 +61,7 @@ class TableWallet:
             raise ValueError(f"a transfer is a positive whole amount, not {amount!r}")
         if src == dst:
             raise ValueError("a transfer needs two accounts")
-        if src.startswith(_NEVER_NEGATIVE) and self.balance(src) < amount:
+        if src.startswith(GUARDED_PREFIXES) and self.balance(src) < amount:
             raise InsufficientFunds(f"{src} has {self.balance(src)}, needs {amount}")
         self.balances[src] = self.balance(src) - amount
         self.balances[dst] = self.balance(dst) + amount

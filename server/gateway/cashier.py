@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from server.croupier.actor import store_refusal
 from server.protection.play_limits import deposit_guards, deposit_refusal
 from server.protocol.errors import ChemmyError, ProtocolError, Refused
-from server.store.base import KeyConflict, LimitPassed, StoreError, ledger_key
+from server.store.base import KeyConflict, LimitPassed, StoreError
+from server.store.ledger import deposit_entry
 from server.table.options import PLAY_MONEY_DECIMALS
 from server.table.views import own_round
-from server.table.wallet import CASHIER, Entry, player_account
 
 if TYPE_CHECKING:
     from server.gateway.context import CashierContext
@@ -49,15 +49,13 @@ async def deposit(ctx: CashierContext, session: Session, mid: Any, fields: dict[
     if mid is None:
         raise ProtocolError("bad_message", "a deposit needs an id (it is its idempotency key)")
     pid = session.player
-    # Each part escaped: player "a" with id "b:c" and player "a:b" with id "c" differ.
-    key = ledger_key("deposit", pid, str(mid))
     try:  # the player's own deposit limits (server.protection.play_limits), held by the commit
         guards = deposit_guards(pid, await ctx.store.player_limits(pid))
     except StoreError as exc:
         raise store_refusal(exc) from None
     ctx.limits.deposit(pid)  # each is kept for good: a player may make only so many
     await ctx.persist(session)
-    entry = Entry(key, CASHIER, player_account(pid), amount, "deposit")
+    entry = deposit_entry(pid, str(mid), amount)
     try:
         result = await ctx.store.commit(entries=[entry], guards=guards)
     except LimitPassed as passed:  # (a retry of a deposit made is not: it adds nothing)

@@ -38,7 +38,7 @@ from server.gateway.operator_http import HttpResponse
 from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
 from server.operator.context import OperatorSide
 from server.operator.reconciliation import _number, _one
-from server.store.base import HISTORY_LIMIT, ROUNDS_LIMIT, StoreUnavailable
+from server.store.base import HISTORY_LIMIT, ROUNDS_LIMIT, RoundQuery, StoreUnavailable
 from server.table.wallet import player_account
 
 __all__ = ["CSV_COLUMNS", "decode_cursor", "encode_cursor", "install", "money_of"]
@@ -195,11 +195,13 @@ class Reads:
         if form not in ("json", "csv"):
             raise OperatorRefusal(400, "bad_request", "format is json or csv")
         found = await self.store.round_records(
-            since=since,
-            until=until,
-            limit=limit,
-            before=None if cursor is None else decode_cursor(cursor),
-            **filters,
+            RoundQuery(
+                since=since,
+                until=until,
+                limit=limit,
+                before=None if cursor is None else decode_cursor(cursor),
+                **filters,
+            )
         )
         after = encode_cursor(found[-1]) if len(found) == limit else None
         if form == "json":
@@ -269,7 +271,7 @@ class Reads:
                 watching[tid] = watching.get(tid, 0) + 1
         out = []
         for line, tid in zip(lines, ids, strict=True):
-            last = await self.store.round_records(table=tid, limit=1)
+            last = await self.store.round_records(RoundQuery(table=tid, limit=1))
             out.append(
                 {
                     **line,
@@ -358,7 +360,7 @@ class Reads:
         before: tuple[float, str] | None = None
         while True:
             page = await self.store.round_records(
-                since=since, until=until, table=table, limit=ROUNDS_LIMIT, before=before
+                RoundQuery(since=since, until=until, table=table, limit=ROUNDS_LIMIT, before=before)
             )
             for record in page:
                 tid = str(record.get("table"))

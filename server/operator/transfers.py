@@ -40,10 +40,9 @@ from server.store.base import (
     Overdrawn,
     StoreError,
     StoreUnavailable,
-    ledger_key,
 )
+from server.store.ledger import transfer_entry
 from server.table.options import currency_decimals
-from server.table.wallet import OPERATOR, Entry, player_account
 
 __all__ = ["MAX_TRANSACTION_ID", "install"]
 
@@ -152,10 +151,7 @@ async def _move(ctx: OperatorSide, call: OperatorCall, deposit: bool) -> Mapping
     if fixed != transfer.currency:
         said = "has no currency yet (no deposit)" if fixed is None else f"is in {fixed}"
         raise OperatorRefusal(409, "currency_mismatch", f"the player's money {said}")
-    account = player_account(pid)
-    src, dst = (OPERATOR, account) if deposit else (account, OPERATOR)
-    kind = "transfer_deposit" if deposit else "transfer_withdraw"
-    entry = Entry(ledger_key("transfer", transfer.transaction_id), src, dst, transfer.amount, kind)
+    entry = transfer_entry(transfer.transaction_id, pid, transfer.amount, deposit=deposit)
     # The player's deposit limits, held by the deposit's own commit (server.protection.play_limits):
     # concurrent deposits can never pass one together.
     guards = deposit_guards(pid, await store.player_limits(pid)) if deposit else []

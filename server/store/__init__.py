@@ -27,8 +27,8 @@ from server.store.base import (
     StoreInUse,
     StoreUnavailable,
     TableRow,
-    ledger_key,
 )
+from server.store.ledger import ledger_key
 from server.store.memory import MemoryStore
 from server.store.redis import RedisStore
 from server.store.redis_connect import REDIS_SCHEMES

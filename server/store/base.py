@@ -4,9 +4,13 @@ One :class:`Store` interface, implemented by :class:`~server.store.memory.Memory
 (unit tests), :class:`~server.store.sqlite.SQLiteStore` (the default: one file, zero
 set-up) and :class:`~server.store.redis.RedisStore` (state that many processes share).
 All pass the contract suite in ``tests/server/test_store.py`` (the httpcore backends'
-shape).
+shape), and ``tests/store/test_store_oracle.py`` runs random steps on all three with the
+memory store as the oracle.
 
-The rules every implementation keeps:
+The money rules below are written once, in :mod:`server.store.ledger` (the SQL and Lua
+that keep them are generated from it); a commit is checked and serialized once, by
+:func:`server.store.plan.plan_commit`; the errors are in :mod:`server.protocol.errors`
+(re-exported here). The rules every implementation keeps:
 
 - **Double entry.** Money moves only as ledger :class:`~server.table.wallet.Entry`
   rows, each from one account to another, so the sum of every balance is always 0
@@ -64,8 +68,10 @@ The error tree::
     StoreError                 anything that went wrong in the store
     ├── StoreUnavailable       the store cannot be reached or cannot write now
     │                          (Redis down, SQLite disk I/O, lock wait ran out); retry later
+    ├── StoreInUse             another live process serves this one-process store (SQLite)
     ├── KeyConflict            a ledger key already holds a different entry
     ├── Overdrawn              a player or stake balance would go negative
+    ├── OutOfRange             a balance would leave ±(2**53 - 1)
     ├── StaleEpoch             a table write from an owner older than the stored epoch
     ├── LimitPassed            a commit would take a player past a guarded limit
     └── BadWalletCall          a wallet call (or a change to one) of the wrong shape
@@ -84,10 +90,9 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Final, NamedTuple, Protocol, TypeGuard, runtime_checkable
 
 import orjson
@@ -103,15 +108,34 @@ from server.protocol.errors import (  # (the error tree: defined there, named he
     StoreInUse,
     StoreUnavailable,
 )
-from server.table.wallet import CASHIER, Entry, player_account
+from server.store.ledger import (
+    FLOW_DAYS,
+    FLOW_NAMES,
+    MAX_AMOUNT,
+    MIN_BALANCE,
+    OUTCOME_KINDS,
+    add_flows,
+    check_balance,
+    check_entry,
+    entry_flow,
+    flow_cutoff,
+    flow_day,
+    guarded,
+    ledger_key,
+    stake_prefix,
+    welcome_entry,
+)
+from server.table.wallet import Entry
 
 __all__ = [
     "EVENT_RETENTION",
     "FLOW_DAYS",
+    "FLOW_NAMES",
     "GUARD_MEASURES",
     "HISTORY_LIMIT",
     "LIMIT_KINDS",
     "MAX_AMOUNT",
+    "MIN_BALANCE",
     "OPERATOR_CALL_KEEP_MAX",
     "OUTCOME_KINDS",
     "PLAY_FLOWS",
@@ -142,6 +166,7 @@ __all__ = [
     "StoreInUse",
     "StoreUnavailable",
     "TableRow",
+    "add_flows",
     "check_balance",
     "check_currency",
     "check_entry",
@@ -155,10 +180,12 @@ __all__ = [
     "current_limits",
     "dump_json",
     "entry_flow",
+    "flow_cutoff",
     "flow_day",
     "follows",
     "guard_breach",
     "guard_measure",
+    "guarded",
     "hold_problems",
     "index_record",
     "ledger_key",
@@ -182,19 +209,11 @@ PlayRule = Callable[
     [Mapping[str, Any] | None, float, float, float | None, Mapping[str, int]], dict[str, Any]
 ]
 AckRule = Callable[[Mapping[str, Any] | None, float], dict[str, Any] | None]
-
-#: The largest amount one entry may move, and the range of a balance: 2**53 - 1, the
-#: largest integer a JSON number keeps exactly in a browser (and in Redis's Lua, whose
-#: numbers are doubles), far inside SQLite's 64-bit integers.
-MAX_AMOUNT: Final = (1 << 53) - 1
-MIN_BALANCE: Final = -MAX_AMOUNT
 #: The most round records :meth:`Store.history` returns, whatever ``limit`` asks, and
 #: how many a player's round index keeps (GAME_RULES §8: the last 100 rounds).
 HISTORY_LIMIT: Final = 100
 #: How many events a store keeps per table by default (older ones are pruned).
 EVENT_RETENTION: Final = 4096
-#: The ledger kinds that end a held wager (§7): exactly one per ``hold``.
-OUTCOME_KINDS: Final = ("lose", "return", "refund", "void")
 #: The wallet calls Chemmy makes (docs/wallet.md §3) and the states one goes through:
 #: ``pending`` until the wallet answers it for good.
 WALLET_CALL_KINDS: Final = ("debit", "credit", "rollback")
@@ -296,6 +315,22 @@ class RoundIndex:
 
 @dataclass(frozen=True, slots=True)
 class RoundQuery:
+    """What :meth:`Store.round_records` is asked: ``time`` in ``[since, until)`` (either
+    open when ``None``), each other filter when given, ``(time, round_id)`` below
+    ``before`` when given, at most ``limit`` (capped at :data:`ROUNDS_LIMIT`). Checked
+    by :func:`round_query` (:class:`StoreError`), not when made."""
+
+    since: float | None = None
+    until: float | None = None
+    table: str | None = None
+    player: str | None = None
+    round_id: str | None = None
+    limit: int = 100
+    before: tuple[float, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RoundFilter:
     """The checked filters of :meth:`Store.round_records`: ``time`` in ``[low, high)``,
     the other fields equal when given, ``(time, round_id)`` below ``before`` when
     given; at most ``limit`` (0 to :data:`ROUNDS_LIMIT`)."""
@@ -433,17 +468,10 @@ class Store(Protocol):
 
     async def round_records(
         self,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        table: str | None = None,
-        player: str | None = None,
-        round_id: str | None = None,
-        limit: int = 100,
-        before: tuple[float, str] | None = None,
+        query: RoundQuery,
     ) -> list[dict[str, Any]]:
         """Every round record (the whole trail, not a player's pruned index) whose
-        ``time`` is in ``[since, until)`` and that matches each filter given (``player``:
+        ``time`` is in ``[query.since, query.until)`` and that matches each filter given (``player``:
         one of its ``players``), newest first: by ``(time, round_id)`` descending, at
         most ``min(limit, ROUNDS_LIMIT)``. With ``before=(time, round_id)`` (the last
         record's: the cursor of the next page), only those ordered below it, so paging
@@ -633,33 +661,6 @@ class Store(Protocol):
 # -- helpers shared by the implementations ----------------------------------------------
 
 
-def ledger_key(*parts: object) -> str:
-    """One ledger key from ``parts``, joined by ``:`` so that different parts never make
-    the same key: ``%`` and ``:`` inside a part are escaped (``%25``, ``%3A``). So
-    ``ledger_key("deposit", "a", "b:c") != ledger_key("deposit", "a:b", "c")``."""
-    if not parts:
-        raise StoreError("a ledger key has at least one part")
-    return ":".join(str(part).replace("%", "%25").replace(":", "%3A") for part in parts)
-
-
-def stake_prefix(table_id: str) -> str:
-    """The start of every stake account at a table: ``stake:<table>:``."""
-    return f"stake:{table_id}:"
-
-
-def guarded(account: str) -> bool:
-    """Whether an account may never go negative: a player's money and a table's stakes."""
-    return account.startswith(("player:", "stake:"))
-
-
-def check_balance(account: str, balance: int) -> None:
-    """Refuse a balance a player or a stake may not have, or one out of range."""
-    if balance < 0 and guarded(account):
-        raise Overdrawn(f"{account} would be overdrawn by {-balance}")
-    if not MIN_BALANCE <= balance <= MAX_AMOUNT:
-        raise OutOfRange(f"{account}'s balance would leave the range of ±(2**53 - 1)")
-
-
 def check_currency(player_id: object, currency: object) -> None:
     """Refuse a player's currency no store may hold: a player id and three capital
     letters (the shape of an ISO 4217 code; whether the code exists is the caller's to
@@ -700,24 +701,6 @@ RESTRICTION_KINDS: Final = frozenset({"break", "exclusion"})
 
 # -- a player's usage: per-day flows, kept by commit (issue 21) ---------------------------
 
-#: How many UTC days of flows a store keeps per player: the day written and the 39
-#: before it (a month's limit needs 31). Older days are pruned when a newer one is
-#: written.
-FLOW_DAYS: Final = 40
-#: A flow's kinds as :meth:`Store.player_days` names them, in :func:`entry_flow`'s order.
-FLOW_NAMES: Final = ("staked", "net", "deposited")
-
-
-def flow_day(now: float) -> str:
-    """The UTC day (``"YYYY-MM-DD"``) of Unix time ``now``: a commit's flow bucket."""
-    return time.strftime("%Y-%m-%d", time.gmtime(now))
-
-
-def flow_cutoff(day: str) -> str:
-    """The oldest day kept when ``day`` is written: :data:`FLOW_DAYS` days in all."""
-    then = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
-    return (then - timedelta(days=FLOW_DAYS - 1)).strftime("%Y-%m-%d")
-
 
 def check_day(day: object) -> str:
     """Refuse a day that is not ``"YYYY-MM-DD"`` (:class:`StoreError`)."""
@@ -728,59 +711,6 @@ def check_day(day: object) -> str:
     except ValueError:
         raise StoreError("a day is a UTC date, 'YYYY-MM-DD'") from None
     return day
-
-
-def entry_flow(entry: Entry) -> tuple[str, int, int, int] | None:
-    """(player, staked sign, net sign, deposited sign) that ``entry`` moves for a player's
-    responsible-play usage, or None.
-
-    Chips count from the moment they are placed, so that what a limit counts and the
-    chips it caps are one sum, checked in one commit (:class:`LimitGuard`): a ``stake``
-    (``player:<id>`` to ``stake:<table>:<id>``: chips placed) is staked and, until it
-    comes back, lost: ``(id, +1, -1, 0)``; an ``unstake`` (chips taken back, or sent
-    back when the player stands) undoes it: ``(id, -1, +1, 0)``. A ``hold`` moves chips
-    already counted from the felt into the coup: nothing. A ``return`` or ``win`` (into
-    ``player:<id>``) comes back: ``(id, 0, +1, 0)``. A ``refund`` or ``void`` gives a
-    wager back that was never wagered: ``(id, -1, +1, 0)``. A ``deposit`` or
-    ``transfer_deposit`` is deposited: ``(id, 0, 0, +1)``. Every other kind (a loss, a
-    welcome, a wallet's sync, a withdrawal) moves nothing, and so does an entry whose
-    account is not of the shape its kind expects. The flow is ``amount`` times each
-    sign."""
-    if entry.kind == "stake":
-        player = entry.src.removeprefix("player:")
-        if player == entry.src or not player:
-            return None
-        return player, 1, -1, 0
-    signs = _FLOW_SIGNS.get(entry.kind)
-    player = entry.dst.removeprefix("player:")
-    if signs is None or player == entry.dst or not player:
-        return None
-    return (player, *signs)
-
-
-#: The signs of the kinds paid into ``player:<id>`` (:func:`entry_flow`).
-_FLOW_SIGNS: Final[dict[str, tuple[int, int, int]]] = {
-    "unstake": (-1, 1, 0),
-    "return": (0, 1, 0),
-    "win": (0, 1, 0),
-    "refund": (-1, 1, 0),
-    "void": (-1, 1, 0),
-    "deposit": (0, 0, 1),
-    "transfer_deposit": (0, 0, 1),
-}
-
-
-def add_flows(flows: dict[str, list[int]], entries: Iterable[Entry]) -> dict[str, list[int]]:
-    """Add the flows of ``entries`` (newly inserted) to ``flows`` (player ->
-    ``[staked, net, deposited]``) and return it."""
-    for entry in entries:
-        flow = entry_flow(entry)
-        if flow is not None:
-            player, *signs = flow
-            sums = flows.setdefault(player, [0, 0, 0])
-            for n, sign in enumerate(signs):
-                sums[n] += entry.amount * sign
-    return flows
 
 
 def flow_buckets(days: Mapping[str, Sequence[int]], since_day: str) -> dict[str, dict[str, int]]:
@@ -950,17 +880,6 @@ def play_baseline(days: Mapping[str, Sequence[int]], now: float) -> dict[str, in
     return {name: sum(int(row[n]) for row in rows) for n, name in enumerate(PLAY_FLOWS)}
 
 
-def welcome_entry(player_id: str, amount: int) -> Entry:
-    """The entry that funds a new player from the cashier."""
-    return Entry(
-        key=f"welcome:{player_id}",
-        src=CASHIER,
-        dst=player_account(player_id),
-        amount=amount,
-        kind="welcome",
-    )
-
-
 def own_copy(exc: BaseException) -> BaseException:
     """A copy of ``exc`` for one caller of a group that failed together, so that the
     callers do not raise (and add their tracebacks to) one shared object."""
@@ -970,25 +889,6 @@ def own_copy(exc: BaseException) -> BaseException:
         return exc
     copy.__cause__, copy.__suppress_context__ = exc.__cause__, exc.__suppress_context__
     return copy
-
-
-def check_entry(entry: Entry) -> None:
-    """Refuse an entry no ledger may hold (a caller's bug)."""
-    if not isinstance(entry, Entry):
-        raise StoreError(f"not a ledger entry: {type(entry).__name__}")
-    if not isinstance(entry.key, str) or not entry.key:
-        raise StoreError("a ledger entry has a key")
-    amount = entry.amount
-    if not _is_int(amount) or not 0 < amount <= MAX_AMOUNT:
-        raise StoreError(f"entry {entry.key!r}: the amount is a positive whole number")
-    if not isinstance(entry.src, str) or not isinstance(entry.dst, str):
-        raise StoreError(f"entry {entry.key!r}: accounts are strings")
-    if not entry.src or not entry.dst or entry.src == entry.dst:
-        raise StoreError(f"entry {entry.key!r}: a transfer needs two accounts")
-    if not isinstance(entry.kind, str) or not (
-        entry.round_id is None or isinstance(entry.round_id, str)
-    ):
-        raise StoreError(f"entry {entry.key!r}: kind and round_id are strings")
 
 
 def check_row(row: TableRow) -> tuple[str, str]:
@@ -1102,17 +1002,12 @@ def record_time(record: Mapping[str, Any]) -> float:
     return 0.0
 
 
-def round_query(
-    *,
-    since: float | None = None,
-    until: float | None = None,
-    table: str | None = None,
-    player: str | None = None,
-    round_id: str | None = None,
-    limit: int = 100,
-    before: tuple[float, str] | None = None,
-) -> RoundQuery:
-    """The arguments of :meth:`Store.round_records`, checked (:class:`StoreError`)."""
+def round_query(query: RoundQuery) -> RoundFilter:
+    """A :meth:`Store.round_records` query, checked (:class:`StoreError`)."""
+    if not isinstance(query, RoundQuery):
+        raise StoreError("round records are asked for with a RoundQuery")
+    since, until, table, player = query.since, query.until, query.table, query.player
+    round_id, limit, before = query.round_id, query.limit, query.before
     low, high = check_span(since, until)
     for name, value in (("table", table), ("player", player), ("round_id", round_id)):
         if value is not None and not isinstance(value, str):
@@ -1130,7 +1025,7 @@ def round_query(
         ):
             raise StoreError("before is (time, round_id)")
         before = (float(before[0]), before[1])
-    return RoundQuery(low, high, table, player, round_id, max(0, min(limit, ROUNDS_LIMIT)), before)
+    return RoundFilter(low, high, table, player, round_id, max(0, min(limit, ROUNDS_LIMIT)), before)
 
 
 def index_record(record: Mapping[str, Any]) -> RoundIndex | ShoeIndex:

@@ -25,52 +25,41 @@ from server.store.base import (
     AckRule,
     BetReads,
     CommitResult,
-    KeyConflict,
     LimitGuard,
     LimitsRule,
     PlayRule,
     RestrictionRule,
     RoundIndex,
-    StaleEpoch,
+    RoundQuery,
     StoreError,
     TableRow,
-    add_flows,
     audit_report,
-    check_balance,
     check_currency,
     check_day,
     check_due_kinds,
     check_due_time,
-    check_entry,
-    check_events,
-    check_guard,
     check_operator_call,
-    check_parts,
     check_play_open,
     check_play_time,
-    check_row,
     check_wallet_changes,
     current_limits,
     dump_json,
     flow_buckets,
-    flow_cutoff,
-    flow_day,
     follows,
     guard_breach,
     guard_measure,
     hold_problems,
-    index_record,
     merge_wallet_call,
     operator_call_record,
     play_baseline,
-    prepare_wallet_call,
     round_query,
     wallet_call_matches,
     wallet_filters,
     wallet_limit,
     wallet_totals,
-    welcome_entry,
 )
+from server.store.ledger import check_epoch, post, stake_account, welcome_entry
+from server.store.plan import plan_commit
 from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = ["MemoryStore"]
@@ -202,7 +191,7 @@ class MemoryStore:
     async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
         self._check_open()
         available = self._balances.get(player_account(player_id), 0)
-        stakes = sum(self._balances.get(f"stake:{t}:{player_id}", 0) for t in set(tables))
+        stakes = sum(self._balances.get(stake_account(t, player_id), 0) for t in set(tables))
         return available + stakes, available
 
     async def has_entry(self, key: str) -> bool:
@@ -221,56 +210,36 @@ class MemoryStore:
         guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
         self._check_open()
-        guards = [check_guard(guard) for guard in guards]
-        prepared_calls = [prepare_wallet_call(call) for call in calls]
-        # Stage everything; touch nothing until every check has passed.
-        table_json = None if table is None else check_row(table)
-        parts = None if table is None else check_parts(table)
-        prepared_events = check_events(table, events)
-        if table is not None and table.epoch < self._epochs.get(table.table_id, 0):
-            raise StaleEpoch(f"table {table.table_id!r}: epoch {table.epoch} is stale")
-        staged: dict[str, int] = {}
-        new: dict[str, Entry] = {}
-        for entry in entries:
-            check_entry(entry)
-            old = self._ledger.get(entry.key) or new.get(entry.key)
-            if old is not None:
-                if old != entry:
-                    raise KeyConflict(f"ledger key {entry.key!r} holds a different entry")
-                continue
-            for account, delta in ((entry.src, -entry.amount), (entry.dst, entry.amount)):
-                balance = staged.get(account, self._balances.get(account, 0)) + delta
-                check_balance(account, balance)
-                staged[account] = balance
-            new[entry.key] = entry
-        prepared = [(index_record(record), dump_json(record)) for record in records]
-        day = flow_day(self.clock())
-        flows = add_flows({}, new.values())
-        self._hold_guards(guards, flows, day)
+        plan = plan_commit(self.clock(), entries, table, records, events, calls, guards)
+        # What must hold against the stored data (nothing is touched until it all has).
+        table = plan.table
+        if table is not None:
+            check_epoch(table.table_id, table.epoch, self._epochs.get(table.table_id, 0))
+        posting = post(plan.entries, self._ledger.get, lambda a: self._balances.get(a, 0))
+        self._hold_guards(plan.guards, posting.flows)
 
         # Apply.
-        self._balances.update(staged)
-        self._ledger.update(new)
-        self._put_flows(flows, day)
-        if table is not None and table_json is not None:
+        self._balances.update(posting.balances)
+        self._ledger.update((entry.key, entry) for entry in posting.new)
+        self._put_flows(posting.flows, plan.day, plan.cutoff)
+        if table is not None and plan.row is not None:
             tid = table.table_id
-            self._tables[tid] = (*table_json, table.seq, table.closed)
-            if parts is not None:
-                self._put_parts(tid, *parts)
+            self._tables[tid] = (*plan.row, table.seq, table.closed)
+            if plan.parts is not None:
+                self._put_parts(tid, *plan.parts)
             self._epochs[tid] = max(table.epoch, self._epochs.get(tid, 0))
             log = self._events.setdefault(tid, deque(maxlen=self.event_retention))
             if table.state is None:
                 log.clear()
             last = log[-1][0] if log else -1
-            log.extend(event for event in prepared_events if event[0] > last)
-        for index, text in prepared:
+            log.extend(event for event in plan.events if event[0] > last)
+        for index, text in plan.records:
             if isinstance(index, RoundIndex):
                 self._put_round(index, text)
             else:
                 self._shoes[(index.table, index.shoe_no)] = (index.revealed, text)
-        self._put_calls(prepared_calls)
-        players = {a for e in entries for a in (e.src, e.dst) if a.startswith("player:")}
-        return CommitResult(len(new), {a: self._balances.get(a, 0) for a in sorted(players)})
+        self._put_calls(plan.calls)
+        return CommitResult(len(posting.new), {a: self._balances.get(a, 0) for a in plan.report})
 
     def _put_parts(self, tid: str, drop: bool, parts: list[tuple[str, str | None]]) -> None:
         kept = self._parts.pop(tid, {})
@@ -284,11 +253,9 @@ class MemoryStore:
         if kept:
             self._parts[tid] = kept
 
-    def _hold_guards(
-        self, guards: Sequence[LimitGuard], flows: Mapping[str, list[int]], day: str
-    ) -> None:
-        """Raise :class:`LimitPassed` when ``flows`` (a commit's, not yet added on
-        ``day``) take a player past one of ``guards``."""
+    def _hold_guards(self, guards: Sequence[LimitGuard], flows: Mapping[str, list[int]]) -> None:
+        """Raise :class:`LimitPassed` when ``flows`` (a commit's, not yet added) take a
+        player past one of ``guards``."""
         for guard in guards:
             index, _ = guard_measure(guard.kind)
             added = flows.get(guard.player, [0, 0, 0])[index]
@@ -298,11 +265,11 @@ class MemoryStore:
             if breach is not None:
                 raise breach
 
-    def _put_flows(self, flows: Mapping[str, list[int]], day: str) -> None:
-        """Add each player's flows to their bucket of ``day``; prune days too old."""
+    def _put_flows(self, flows: Mapping[str, list[int]], day: str, cutoff: str) -> None:
+        """Add each player's flows to their bucket of ``day``; prune days before
+        ``cutoff``."""
         if not flows:
             return
-        cutoff = flow_cutoff(day)
         for player, sums in flows.items():
             days = self._days.setdefault(player, {})
             if day not in days:
@@ -392,32 +359,17 @@ class MemoryStore:
 
     async def round_records(
         self,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        table: str | None = None,
-        player: str | None = None,
-        round_id: str | None = None,
-        limit: int = 100,
-        before: tuple[float, str] | None = None,
+        query: RoundQuery,
     ) -> list[dict[str, Any]]:
         self._check_open()
-        query = round_query(
-            since=since,
-            until=until,
-            table=table,
-            player=player,
-            round_id=round_id,
-            limit=limit,
-            before=before,
-        )
-        if not query.limit:
+        wanted = round_query(query)
+        if not wanted.limit:
             return []
         found = sorted(
-            (index for index in self._round_index.values() if query.matches(index)),
+            (index for index in self._round_index.values() if wanted.matches(index)),
             key=lambda index: index.order,
             reverse=True,
-        )[: query.limit]
+        )[: wanted.limit]
         return [json.loads(self._rounds[index.round_id][1]) for index in found]
 
     async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:

@@ -57,9 +57,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.store.base import (
     EVENT_RETENTION,
-    FLOW_NAMES,
     HISTORY_LIMIT,
-    OUTCOME_KINDS,
     AckRule,
     BetReads,
     CommitResult,
@@ -72,6 +70,7 @@ from server.store.base import (
     PlayRule,
     RestrictionRule,
     RoundIndex,
+    RoundQuery,
     StaleEpoch,
     StoreError,
     StoreUnavailable,
@@ -81,23 +80,15 @@ from server.store.base import (
     check_day,
     check_due_kinds,
     check_due_time,
-    check_entry,
-    check_events,
-    check_guard,
     check_limit_changes,
     check_operator_call,
-    check_parts,
     check_play_open,
     check_play_time,
-    check_row,
     check_span,
     check_wallet_changes,
     current_limits,
     dump_json,
-    entry_flow,
     flow_buckets,
-    flow_cutoff,
-    flow_day,
     follows,
     guard_measure,
     hold_problems,
@@ -106,15 +97,24 @@ from server.store.base import (
     operator_call_record,
     own_copy,
     play_baseline,
-    prepare_wallet_call,
     record_time,
     round_query,
     wallet_call_matches,
     wallet_filters,
     wallet_limit,
     wallet_totals,
+)
+from server.store.ledger import (
+    FLOW_NAMES,
+    LUA_RULES,
+    OUTCOME_KINDS,
+    check_entry,
+    entry_flow,
+    flow_day,
+    stake_account,
     welcome_entry,
 )
+from server.store.plan import plan_commit
 from server.table.wallet import Entry, player_account
 
 from .redis_connect import UNAVAILABLE_CODES, connect, unavailable
@@ -140,13 +140,12 @@ _UNAVAILABLE_REPLIES: Final = UNAVAILABLE_CODES
 # ARGV[1] is always the key prefix. Lua numbers are doubles: amounts are compared as
 # numbers (exact below 2**53) but always written from their decimal strings.
 
-_LUA_COMMON: Final = r"""
+_LUA_COMMON: Final = (
+    r"""
 local P = ARGV[1]
-local MAX = 9007199254740991
-local function guarded(a)
-  return string.sub(a, 1, 7) == 'player:' or string.sub(a, 1, 6) == 'stake:'
-end
--- Calls over many arguments a chunk at a time (Lua's unpack has a limit).
+"""
+    + LUA_RULES
+    + r"""-- Calls over many arguments a chunk at a time (Lua's unpack has a limit).
 local CHUNK = 256
 local function hmget(key, fields)
   local out = {}
@@ -322,6 +321,7 @@ local function post(new, day, cutoff)
   )
 end
 """
+)
 
 _LUA_COMMIT: Final = (
     _LUA_COMMON
@@ -480,7 +480,7 @@ local pid, name, account, key, packed, amount, guest, now =
 if redis.call('HEXISTS', P .. 'players', pid) == 0 then
   redis.call('HSETNX', P .. 'balances', account, '0')
   if amount ~= '0' then
-    local new, err = check_entries({{key = key, src = 'cashier', dst = account,
+    local new, err = check_entries({{key = key, src = CASHIER, dst = account,
                                      amount = amount, packed = packed}})
     if err then return err end
     post(new)
@@ -509,15 +509,15 @@ for n = 3, #ARGV do
   local pid = ARGV[n]
   local seen = redis.call('ZSCORE', P .. 'guests', pid)
   if seen and tonumber(seen) <= cutoff then
-    local account = 'player:' .. pid
+    local account = PLAYER .. pid
     local index = P .. 'acct:' .. account
-    local key = 'welcome:' .. pid
+    local key = WELCOME .. pid
     local count = redis.call('ZCARD', index)
     local balance = redis.call('HGET', P .. 'balances', account) or '0'
     local ok = count == 0 and balance == '0'
     if count == 1 and redis.call('ZRANGE', index, 0, 0)[1] == key then
       local e = cjson.decode(redis.call('HGET', P .. 'entries', key))
-      ok = e[1] == 'cashier' and e[2] == account and e[4] == 'welcome'
+      ok = e[1] == CASHIER and e[2] == account and e[4] == 'welcome'
            and tonumber(balance) == e[3]
     end
     redis.call('ZREM', P .. 'guests', pid)
@@ -525,9 +525,9 @@ for n = 3, #ARGV do
       if count == 1 then
         redis.call('HDEL', P .. 'entries', key)
         redis.call('ZREM', P .. 'ledger', key)
-        redis.call('ZREM', P .. 'acct:cashier', key)
+        redis.call('ZREM', P .. 'acct:' .. CASHIER, key)
         redis.call('DEL', index)
-        redis.call('HINCRBY', P .. 'balances', 'cashier', balance)
+        redis.call('HINCRBY', P .. 'balances', CASHIER, balance)
       end
       redis.call('HDEL', P .. 'balances', account)
       redis.call('HDEL', P .. 'players', pid)
@@ -897,7 +897,7 @@ class RedisStore:
         return {a: int(b or 0) for a, b in zip(wanted, found, strict=True)}
 
     async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
-        stakes = [f"stake:{t}:{player_id}" for t in dict.fromkeys(tables)]
+        stakes = [stake_account(t, player_id) for t in dict.fromkeys(tables)]
         found = await self.balances([player_account(player_id), *stakes])
         available = found[player_account(player_id)]
         return available + sum(found[a] for a in stakes), available
@@ -917,20 +917,18 @@ class RedisStore:
         calls: Sequence[Mapping[str, Any]] = (),
         guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
-        entries = list(entries)
-        guards = [check_guard(guard) for guard in guards]
-        day = flow_day(self.clock())
-        args: list[str] = [self.prefix, day, flow_cutoff(day), str(len(entries))]
-        for entry in entries:
-            check_entry(entry)
+        plan = plan_commit(self.clock(), entries, table, records, events, calls, guards)
+        args: list[str] = [self.prefix, plan.day, plan.cutoff, str(len(plan.entries))]
+        for entry in plan.entries:
             args += [entry.key, entry.src, entry.dst, str(entry.amount), _pack(entry)]
             flow = entry_flow(entry)
             args += ["", "0", "0", "0"] if flow is None else [str(part) for part in flow]
-        if table is None:
+        table = plan.table
+        if table is None or plan.row is None or plan.parts is None:
             args.append("0")
         else:
-            config, state = check_row(table)
-            drop, parts = check_parts(table)
+            config, state = plan.row
+            drop, parts = plan.parts
             args += [
                 "1",
                 table.table_id,
@@ -946,14 +944,11 @@ class RedisStore:
             ]
             for key, body in parts:
                 args += [key, "0" if body is None else "1", body or ""]
-        prepared_events = check_events(table, events)
-        args.append(str(len(prepared_events)))
-        for seq, body in prepared_events:
+        args.append(str(len(plan.events)))
+        for seq, body in plan.events:
             args += [str(seq), body]
-        args.append(str(len(records)))
-        for record in records:
-            index = index_record(record)
-            body = dump_json(record)
+        args.append(str(len(plan.records)))
+        for index, body in plan.records:
             if isinstance(index, RoundIndex):
                 players = json.dumps(list(index.players), ensure_ascii=False)
                 args += ["r", index.round_id, body, players, index.table, repr(index.time)]
@@ -962,11 +957,11 @@ class RedisStore:
             else:
                 revealed = "1" if index.revealed else "0"
                 args += ["s", index.table, str(index.shoe_no), revealed, body]
-        report = sorted({a for e in entries for a in (e.src, e.dst) if a.startswith("player:")})
+        report = plan.report
         args += [str(self.round_index), str(len(report)), *report]
-        args += self._call_args(calls)
-        args.append(str(len(guards)))
-        for guard in guards:
+        args += self._call_args(plan.calls)
+        args.append(str(len(plan.guards)))
+        for guard in plan.guards:
             measure, opposite = guard_measure(guard.kind)
             field = _FLOW_FIELDS[measure]
             args += [guard.player, guard.kind, field, "1" if opposite else "0"]
@@ -1226,43 +1221,32 @@ class RedisStore:
 
     async def round_records(
         self,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        table: str | None = None,
-        player: str | None = None,
-        round_id: str | None = None,
-        limit: int = 100,
-        before: tuple[float, str] | None = None,
+        query: RoundQuery,
     ) -> list[dict[str, Any]]:
-        query = round_query(
-            since=since,
-            until=until,
-            table=table,
-            player=player,
-            round_id=round_id,
-            limit=limit,
-            before=before,
-        )
-        if not query.limit:
+        wanted = round_query(query)
+        if not wanted.limit:
             return []
-        if query.round_id is not None:  # one record: read it, then apply the rest
-            record = await self.round_record(query.round_id)
+        if wanted.round_id is not None:  # one record: read it, then apply the rest
+            record = await self.round_record(wanted.round_id)
             if record is None:
                 return []
             index = index_record(record)
-            return [record] if isinstance(index, RoundIndex) and query.matches(index) else []
-        key = self._key("round_times") if table is None else self._key("round_times:", table)
-        top = "+inf" if query.high == float("inf") else f"({query.high!r}"
-        if query.before is not None and query.before[0] < query.high:
-            top = repr(query.before[0])  # inclusive: its ties below its round_id count
-        bottom = "-inf" if query.low == float("-inf") else repr(query.low)
-        batch = max(2 * query.limit, 200)
+            return [record] if isinstance(index, RoundIndex) and wanted.matches(index) else []
+        key = (
+            self._key("round_times")
+            if wanted.table is None
+            else self._key("round_times:", wanted.table)
+        )
+        top = "+inf" if wanted.high == float("inf") else f"({wanted.high!r}"
+        if wanted.before is not None and wanted.before[0] < wanted.high:
+            top = repr(wanted.before[0])  # inclusive: its ties below its round_id count
+        bottom = "-inf" if wanted.low == float("-inf") else repr(wanted.low)
+        batch = max(2 * wanted.limit, 200)
         chosen: list[str] = []
         offset = 0
         with self._translated():
             redis = self._redis()
-            while len(chosen) < query.limit:
+            while len(chosen) < wanted.limit:
                 found: list[Any] = await redis.zrevrangebyscore(
                     key, top, bottom, start=offset, num=batch, withscores=True
                 )
@@ -1270,17 +1254,17 @@ class RedisStore:
                 ids = [
                     _text(rid)
                     for rid, score in found
-                    if query.before is None or (float(score), _text(rid)) < query.before
+                    if wanted.before is None or (float(score), _text(rid)) < wanted.before
                 ]
-                if query.player is not None and ids:
+                if wanted.player is not None and ids:
                     indexes = await redis.hmget(self._key("round_index"), ids)
                     ids = [
                         rid
                         for rid, index in zip(ids, indexes, strict=True)
                         if index is not None
-                        and query.player in json.loads(_text(index).split(" ", 1)[1])
+                        and wanted.player in json.loads(_text(index).split(" ", 1)[1])
                     ]
-                chosen += ids[: query.limit - len(chosen)]
+                chosen += ids[: wanted.limit - len(chosen)]
                 if len(found) < batch:
                     break
             if not chosen:
@@ -1506,11 +1490,10 @@ class RedisStore:
 
     # -- the wallet calls' outbox ---------------------------------------------------------
     @staticmethod
-    def _call_args(calls: Sequence[Mapping[str, Any]]) -> list[str]:
-        """The commit script's arguments for ``calls`` (checked here, before it runs)."""
+    def _call_args(calls: Sequence[tuple[dict[str, Any], str]]) -> list[str]:
+        """The commit script's arguments for ``calls`` (checked: :func:`plan_commit`)."""
         args = [str(len(calls))]
-        for call in calls:
-            checked, text = prepare_wallet_call(call)
+        for checked, text in calls:
             due = "1" if checked["state"] == "pending" else "0"
             args += [checked["transaction_id"], text, due, repr(checked["next_at"])]
         return args

@@ -71,62 +71,63 @@ from typing import Any, Final, TypeVar
 
 from server.store.base import (
     EVENT_RETENTION,
-    FLOW_NAMES,
     HISTORY_LIMIT,
-    OUTCOME_KINDS,
     AckRule,
     BetReads,
     CommitResult,
-    KeyConflict,
     LimitGuard,
     LimitsRule,
     Overdrawn,
     PlayRule,
     RestrictionRule,
     RoundIndex,
-    StaleEpoch,
+    RoundQuery,
     StoreError,
     StoreInUse,
     StoreUnavailable,
     TableRow,
-    add_flows,
     audit_report,
-    check_balance,
     check_currency,
     check_day,
     check_due_kinds,
     check_due_time,
-    check_entry,
-    check_events,
-    check_guard,
     check_operator_call,
-    check_parts,
     check_play_open,
     check_play_time,
-    check_row,
     check_span,
     check_wallet_changes,
     current_limits,
     dump_json,
     flow_buckets,
-    flow_cutoff,
-    flow_day,
     follows,
     guard_breach,
     guard_measure,
     hold_problems,
-    index_record,
     merge_wallet_call,
     operator_call_record,
     own_copy,
     play_baseline,
-    prepare_wallet_call,
     round_query,
     wallet_filters,
     wallet_limit,
     wallet_totals,
+)
+from server.store.ledger import (
+    FLOW_NAMES,
+    OUTCOME_KINDS,
+    SQL_PLAYER_NO_OVERDRAFT,
+    SQL_STAKE_NO_OVERDRAFT,
+    SQL_WELCOME_OWNER,
+    add_flows,
+    check_balance,
+    check_entry,
+    check_epoch,
+    flow_day,
+    stake_account,
+    stored_again,
     welcome_entry,
 )
+from server.store.plan import CommitPlan, plan_commit
 from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SQLiteStore"]
@@ -134,11 +135,14 @@ __all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "SQLiteStore"]
 SCHEMA_VERSION: Final = 2
 
 #: The whole schema at :data:`SCHEMA_VERSION` (a new file).
-_SCHEMA: Final = """
+_SCHEMA: Final = (
+    """
 CREATE TABLE IF NOT EXISTS accounts (
     account TEXT PRIMARY KEY,
     balance INTEGER NOT NULL DEFAULT 0,
-    CONSTRAINT no_overdraft CHECK (balance >= 0 OR substr(account, 1, 7) <> 'player:')
+    CONSTRAINT no_overdraft """
+    + SQL_PLAYER_NO_OVERDRAFT
+    + """
 );
 CREATE TABLE IF NOT EXISTS ledger (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -191,6 +195,7 @@ CREATE TABLE IF NOT EXISTS shoes (
     PRIMARY KEY (table_id, shoe_no)
 ) WITHOUT ROWID;
 """
+)
 
 #: What version 2 adds to a version 1 file (and to a new one, after ``_SCHEMA``).
 _VERSION_2: Final = (
@@ -201,13 +206,11 @@ _VERSION_2: Final = (
     " body TEXT NOT NULL, PRIMARY KEY (table_id, seq)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL)",
     # Stakes never go negative either (a CHECK cannot be changed in place: a trigger).
-    "CREATE TRIGGER IF NOT EXISTS stake_no_overdraft BEFORE UPDATE OF balance ON accounts"
-    " WHEN NEW.balance < 0 AND substr(NEW.account, 1, 6) = 'stake:'"
-    " BEGIN SELECT RAISE (ABORT, 'no_overdraft: a stake would go negative'); END",
+    SQL_STAKE_NO_OVERDRAFT,
     # Append-only, but for the welcome of a guest expired (whose row is gone first).
     "DROP TRIGGER IF EXISTS ledger_no_delete",
     "CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger WHEN OLD.kind <> 'welcome'"
-    " OR EXISTS (SELECT 1 FROM players WHERE player_id = substr(OLD.dst, 8))"
+    f" OR EXISTS (SELECT 1 FROM players WHERE player_id = {SQL_WELCOME_OWNER})"
     " BEGIN SELECT RAISE (ABORT, 'the ledger is append-only'); END",
     "CREATE INDEX IF NOT EXISTS players_idle_guests ON players (seen) WHERE guest = 1",
 )
@@ -943,7 +946,7 @@ class SQLiteStore:
         return await self._read(lambda db: {account: _balance(db, account) for account in wanted})
 
     async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
-        stakes = [f"stake:{t}:{player_id}" for t in dict.fromkeys(tables)]
+        stakes = [stake_account(t, player_id) for t in dict.fromkeys(tables)]
 
         def job(db: sqlite3.Connection) -> tuple[int, int]:
             available = _balance(db, player_account(player_id))
@@ -969,49 +972,22 @@ class SQLiteStore:
         calls: Sequence[Mapping[str, Any]] = (),
         guards: Sequence[LimitGuard] = (),
     ) -> CommitResult:
-        # Check and serialize everything before the job is queued.
-        guards = [check_guard(guard) for guard in guards]
-        entries = list(entries)
-        for entry in entries:
-            check_entry(entry)
-        table_json = None if table is None else check_row(table)
-        parts = None if table is None else check_parts(table)
-        prepared_events = check_events(table, events)
-        prepared = [(index_record(record), dump_json(record)) for record in records]
-        prepared_calls = [prepare_wallet_call(call) for call in calls]
-        return await self._run_grouped(
-            self._commit,
-            entries,
-            table,
-            (table_json, parts),
-            prepared_events,
-            prepared,
-            prepared_calls,
-            guards,
-        )
+        # Planned (checked and serialized) before the job is queued.
+        plan = plan_commit(self.clock(), entries, table, records, events, calls, guards)
+        return await self._run_grouped(self._commit, plan)
 
-    def _commit(
-        self,
-        db: sqlite3.Connection,
-        entries: list[Entry],
-        table: TableRow | None,
-        row: tuple[tuple[str, str] | None, tuple[bool, list[tuple[str, str | None]]] | None],
-        events: list[tuple[int, str]],
-        prepared: list[tuple[Any, str]],
-        calls: list[tuple[dict[str, Any], str]],
-        guards: list[LimitGuard],
-    ) -> CommitResult:
+    def _commit(self, db: sqlite3.Connection, plan: CommitPlan) -> CommitResult:
         # Inside the group's transaction (_commit_group): a savepoint of its own.
-        _put_calls(db, calls)
-        table_json, parts = row
-        if table is not None and table_json is not None:
-            _put_table(db, table, table_json)
-            if parts is not None:
-                _put_parts(db, table.table_id, *parts)
-            _put_events(db, table, events, self.event_retention)
-        inserted, left, flows = _post(db, entries, flow_day(self.clock()), self._pruned)
-        _hold_guards(db, guards, flows)
-        for index, body in prepared:
+        _put_calls(db, plan.calls)
+        table = plan.table
+        if table is not None and plan.row is not None:
+            _put_table(db, table, plan.row)
+            if plan.parts is not None:
+                _put_parts(db, table.table_id, *plan.parts)
+            _put_events(db, table, plan.events, self.event_retention)
+        inserted, left, flows = _post(db, plan.entries, plan.day, plan.cutoff, self._pruned)
+        _hold_guards(db, plan.guards, flows)
+        for index, body in plan.records:
             if isinstance(index, RoundIndex):
                 _put_round(db, index, body, self.round_index)
             else:
@@ -1021,9 +997,8 @@ class SQLiteStore:
                     " revealed = excluded.revealed, body = excluded.body",
                     (index.table, index.shoe_no, int(index.revealed), body),
                 )
-        players = sorted({a for e in entries for a in (e.src, e.dst) if a.startswith("player:")})
         return CommitResult(
-            inserted, {a: left[a] if a in left else _balance(db, a) for a in players}
+            inserted, {a: left[a] if a in left else _balance(db, a) for a in plan.report}
         )
 
     # -- tables ----------------------------------------------------------------------
@@ -1115,53 +1090,38 @@ class SQLiteStore:
 
     async def round_records(
         self,
-        *,
-        since: float | None = None,
-        until: float | None = None,
-        table: str | None = None,
-        player: str | None = None,
-        round_id: str | None = None,
-        limit: int = 100,
-        before: tuple[float, str] | None = None,
+        query: RoundQuery,
     ) -> list[dict[str, Any]]:
-        query = round_query(
-            since=since,
-            until=until,
-            table=table,
-            player=player,
-            round_id=round_id,
-            limit=limit,
-            before=before,
-        )
-        if not query.limit:
+        wanted = round_query(query)
+        if not wanted.limit:
             return []
         where = ["time >= ?"]
-        params: list[Any] = [max(query.low, -1e300)]
-        if query.before is not None and query.before[0] < query.high:
+        params: list[Any] = [max(wanted.low, -1e300)]
+        if wanted.before is not None and wanted.before[0] < wanted.high:
             # One upper bound for the index range: a deep page starts where the last
             # one ended (the row value below orders the ties of one time).
             where.append("time <= ?")
-            params.append(query.before[0])
+            params.append(wanted.before[0])
         else:
             where.append("time < ?")
-            params.append(min(query.high, 1e300))
-        for column, value in (("table_id", query.table), ("round_id", query.round_id)):
+            params.append(min(wanted.high, 1e300))
+        for column, value in (("table_id", wanted.table), ("round_id", wanted.round_id)):
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
-        if query.player is not None:  # every round of theirs: round_players is pruned
+        if wanted.player is not None:  # every round of theirs: round_players is pruned
             where.append(
                 "EXISTS (SELECT 1 FROM json_each(rounds.body, '$.players') WHERE value = ?)"
             )
-            params.append(query.player)
-        if query.before is not None:
+            params.append(wanted.player)
+        if wanted.before is not None:
             where.append("(time, round_id) < (?, ?)")
-            params += [query.before[0], query.before[1]]
+            params += [wanted.before[0], wanted.before[1]]
         sql = (
             f"SELECT body FROM rounds WHERE {' AND '.join(where)}"
             " ORDER BY time DESC, round_id DESC LIMIT ?"
         )
-        rows = await self._run(lambda db: db.execute(sql, (*params, query.limit)).fetchall())
+        rows = await self._run(lambda db: db.execute(sql, (*params, wanted.limit)).fetchall())
         return [json.loads(body) for (body,) in rows]
 
     async def shoe_record(self, table_id: str, shoe_no: int | None = None) -> dict[str, Any] | None:
@@ -1629,9 +1589,7 @@ def _put_table(db: sqlite3.Connection, table: TableRow, table_json: tuple[str, s
     row = (table.table_id, *table_json, table.seq, int(table.closed))
     if db.execute(_PUT_TABLE_AT_EPOCH, (*row, table.epoch)).rowcount:
         return
-    stored = _epoch(db, table.table_id)
-    if table.epoch < stored:
-        raise StaleEpoch(f"table {table.table_id!r}: epoch {table.epoch} < {stored}")
+    check_epoch(table.table_id, table.epoch, _epoch(db, table.table_id))
     db.execute(
         "INSERT INTO epochs (table_id, epoch) VALUES (?, ?) ON CONFLICT (table_id)"
         " DO UPDATE SET epoch = excluded.epoch",
@@ -1726,10 +1684,12 @@ def _post(
     db: sqlite3.Connection,
     entries: Iterable[Entry],
     day: str | None = None,
+    cutoff: str = "",
     pruned: _Pruned | None = None,
 ) -> tuple[int, dict[str, int], dict[str, list[int]]]:
     """Insert the entries not yet in the ledger and move their balances, in order; with
-    ``day``, add the inserted entries' flows to their players' buckets of that day.
+    ``day``, add the inserted entries' flows to their players' buckets of that day (and
+    drop their days before ``cutoff``).
     Returns how many were inserted, the balances they left and the flows they added.
 
     A new entry between accounts that exist (all but the first into a stake) is two
@@ -1767,7 +1727,7 @@ def _post(
         inserted.append(entry)
     flows = add_flows({}, inserted)
     if day is not None:
-        _put_flows(db, flows, day, pruned)
+        _put_flows(db, flows, day, cutoff, pruned)
     return len(inserted), left, flows
 
 
@@ -1795,9 +1755,7 @@ def _refused_entry(db: sqlite3.Connection, entry: Entry, row: tuple[Any, ...]) -
     old = db.execute(
         "SELECT key, src, dst, amount, kind, round_id FROM ledger WHERE key = ?", (entry.key,)
     ).fetchone()
-    if old is not None:
-        if Entry(*old) != entry:
-            raise KeyConflict(f"ledger key {entry.key!r} holds a different entry")
+    if stored_again(None if old is None else Entry(*old), entry):
         return False
     db.executemany(
         "INSERT OR IGNORE INTO accounts (account) VALUES (?)", ((entry.src,), (entry.dst,))
@@ -1829,10 +1787,11 @@ def _put_flows(
     db: sqlite3.Connection,
     flows: Mapping[str, list[int]],
     day: str,
+    cutoff: str,
     pruned: _Pruned | None = None,
 ) -> None:
-    """Add each player's flows to their row of ``day``, and delete their rows older than
-    the days kept (an indexed range of the primary key), once a day per player when
+    """Add each player's flows to their row of ``day``, and delete their rows before
+    ``cutoff`` (an indexed range of the primary key), once a day per player when
     ``pruned`` remembers it."""
     if not flows:
         return
@@ -1844,7 +1803,6 @@ def _put_flows(
     )
     due = list(flows) if pruned is None else pruned.due(day, flows)
     if due:
-        cutoff = flow_cutoff(day)
         db.executemany(
             "DELETE FROM player_days WHERE player_id = ? AND day < ?",
             ((player, cutoff) for player in due),

@@ -33,6 +33,7 @@ from typing import Protocol
 
 __all__ = [
     "CASHIER",
+    "GUARDED_PREFIXES",
     "HOUSE",
     "OPERATOR",
     "DuplicateEntry",
@@ -50,7 +51,9 @@ CASHIER = "cashier"
 #: The other side of the operator's transfers in and out (docs/wallet.md §2): it goes
 #: below zero by what the operator moved in.
 OPERATOR = "operator"
-_NEVER_NEGATIVE = ("player:", "stake:")
+#: The prefixes of the accounts that never go negative (``player:``, ``stake:``): the one
+#: place this rule is written (server.store.ledger reads it for every store).
+GUARDED_PREFIXES = ("player:", "stake:")
 
 
 def player_account(player: str) -> str:
@@ -149,7 +152,7 @@ class MemoryWallet:
             raise ValueError("a transfer needs two accounts")
         balances = self.balances
         have = balances.get(src, 0)
-        if have < amount and src.startswith(_NEVER_NEGATIVE):
+        if have < amount and src.startswith(GUARDED_PREFIXES):
             raise InsufficientFunds(f"{src} has {have}, needs {amount}")
         balances[src] = have - amount
         balances[dst] = balances.get(dst, 0) + amount

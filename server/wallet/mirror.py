@@ -21,10 +21,8 @@ import uuid
 import weakref
 from collections.abc import Iterable
 
-from server.store.base import Overdrawn, Store, ledger_key
-from server.table.wallet import Entry, player_account
-
-from .base import wallet_account
+from server.store.base import Overdrawn, Store
+from server.store.ledger import sync_entry
 
 __all__ = ["mirror_generation", "sync_mirror"]
 
@@ -80,14 +78,14 @@ async def _sync(store: Store, player: str, balance: int, tables: list[str]) -> i
         delta = balance - money
         if delta == 0:
             return 0
-        key = ledger_key("sync", player, uuid.uuid4().hex)
+        sync_id = uuid.uuid4().hex
         if delta > 0:
-            entry = Entry(key, wallet_account(player), player_account(player), delta, "sync")
+            entry = sync_entry(player, sync_id, delta, inward=True)
         else:
             amount = min(-delta, available)  # never below zero: chips on the felt stay
             if amount == 0:
                 return 0
-            entry = Entry(key, player_account(player), wallet_account(player), amount, "sync")
+            entry = sync_entry(player, sync_id, amount, inward=False)
         try:
             await store.commit(entries=[entry])
         except Overdrawn:

@@ -36,6 +36,7 @@ import pytest
 
 from server.gateway.server import ChemmyServer
 from server.process.auth import make_token
+from server.store.base import RoundQuery
 from server.table.wallet import OPERATOR
 from server.wallet.calls import credit_call
 from tests.kit import OTHER_SECRET, SECRET, Client, Game, table_def
@@ -115,7 +116,7 @@ class Scene:
             "restriction": await store.player_restriction("ann"),
             "limits": await store.player_limits("ann"),
             "zed": await store.player_name("zed"),
-            "rounds": [r["round_id"] for r in await store.round_records(limit=100)],
+            "rounds": [r["round_id"] for r in await store.round_records(RoundQuery(limit=100))],
             "calls": {
                 name: (await store.wallet_call(txn) or {}).get("state")
                 for name, txn in self.failed.items()

@@ -19,7 +19,7 @@ import pytest
 from redis import asyncio as aioredis
 
 from server.store import RedisStore, SQLiteStore, Store, StoreError
-from server.store.base import HISTORY_LIMIT, ROUNDS_LIMIT
+from server.store.base import HISTORY_LIMIT, ROUNDS_LIMIT, RoundQuery
 from tests.server.conftest import make_store
 
 KINDS = ("memory", "redis", "sqlite")
@@ -72,21 +72,24 @@ async def test_filters_and_order(store: Store) -> None:
             {"kind": "shoe", "table": "t1", "shoe_no": 1},  # not a round
         ]
     )
-    assert ids(await store.round_records()) == ["t2-1-2", "t1-1-2", "t2-1-1", "t1-1-1"]
-    assert ids(await store.round_records(table="t1")) == ["t1-1-2", "t1-1-1"]
-    assert ids(await store.round_records(player="bob")) == ["t1-1-2", "t2-1-1"]
-    assert ids(await store.round_records(player="bob", table="t2")) == ["t2-1-1"]
-    assert ids(await store.round_records(since=NOW + 1, until=NOW + 3)) == ["t1-1-2", "t2-1-1"]
-    assert ids(await store.round_records(since=NOW + 3)) == ["t2-1-2"]
-    assert ids(await store.round_records(until=NOW)) == []  # until is excluded
-    assert ids(await store.round_records(round_id="t2-1-1")) == ["t2-1-1"]
-    assert ids(await store.round_records(round_id="t2-1-1", table="t1")) == []
-    assert ids(await store.round_records(round_id="t2-1-1", player="ann")) == []
-    assert ids(await store.round_records(round_id="nope")) == []
-    assert ids(await store.round_records(table="t9")) == []
-    assert ids(await store.round_records(limit=2)) == ["t2-1-2", "t1-1-2"]
-    assert await store.round_records(limit=0) == []
-    found = await store.round_records(round_id="t1-1-2")
+    assert ids(await store.round_records(RoundQuery())) == ["t2-1-2", "t1-1-2", "t2-1-1", "t1-1-1"]
+    assert ids(await store.round_records(RoundQuery(table="t1"))) == ["t1-1-2", "t1-1-1"]
+    assert ids(await store.round_records(RoundQuery(player="bob"))) == ["t1-1-2", "t2-1-1"]
+    assert ids(await store.round_records(RoundQuery(player="bob", table="t2"))) == ["t2-1-1"]
+    assert ids(await store.round_records(RoundQuery(since=NOW + 1, until=NOW + 3))) == [
+        "t1-1-2",
+        "t2-1-1",
+    ]
+    assert ids(await store.round_records(RoundQuery(since=NOW + 3))) == ["t2-1-2"]
+    assert ids(await store.round_records(RoundQuery(until=NOW))) == []  # until is excluded
+    assert ids(await store.round_records(RoundQuery(round_id="t2-1-1"))) == ["t2-1-1"]
+    assert ids(await store.round_records(RoundQuery(round_id="t2-1-1", table="t1"))) == []
+    assert ids(await store.round_records(RoundQuery(round_id="t2-1-1", player="ann"))) == []
+    assert ids(await store.round_records(RoundQuery(round_id="nope"))) == []
+    assert ids(await store.round_records(RoundQuery(table="t9"))) == []
+    assert ids(await store.round_records(RoundQuery(limit=2))) == ["t2-1-2", "t1-1-2"]
+    assert await store.round_records(RoundQuery(limit=0)) == []
+    found = await store.round_records(RoundQuery(round_id="t1-1-2"))
     assert found == [record("t1-1-2", NOW + 2, "t1", ("ann", "bob"))]  # as stored
 
 
@@ -101,7 +104,7 @@ async def test_bad_arguments_are_store_errors(store: Store) -> None:
         {"before": (NOW, 7)},
     ):
         with pytest.raises(StoreError):
-            await store.round_records(**bad)
+            await store.round_records(RoundQuery(**bad))
 
 
 async def test_a_cursor_pages_through_thousands_with_ties(store: Store) -> None:
@@ -118,7 +121,7 @@ async def test_a_cursor_pages_through_thousands_with_ties(store: Store) -> None:
         seen: list[str] = []
         before = None
         while True:
-            page = await store.round_records(limit=limit, before=before, **filters)
+            page = await store.round_records(RoundQuery(limit=limit, before=before, **filters))
             seen += ids(page)
             if len(page) < limit:
                 return seen
@@ -126,7 +129,7 @@ async def test_a_cursor_pages_through_thousands_with_ties(store: Store) -> None:
 
     assert await walk(250) == ids(expected)
     assert await walk(ROUNDS_LIMIT) == ids(expected)
-    assert len(await store.round_records(limit=5000)) == ROUNDS_LIMIT
+    assert len(await store.round_records(RoundQuery(limit=5000))) == ROUNDS_LIMIT
     assert await walk(97, table="t2") == [r["round_id"] for r in expected if r["table"] == "t2"]
     # A player's every round, beyond the HISTORY_LIMIT their history keeps.
     p3 = [r["round_id"] for r in expected if r["players"] == ["p3"]]
@@ -140,15 +143,15 @@ async def test_a_cursor_pages_through_thousands_with_ties(store: Store) -> None:
 async def test_an_upserted_round_moves(store: Store) -> None:
     await store.commit(records=[record("r-1", NOW, "t1"), record("r-2", NOW + 5, "t1")])
     await store.commit(records=[record("r-1", NOW + 9, "t2", ("bob",))])
-    assert ids(await store.round_records()) == ["r-1", "r-2"]
-    assert ids(await store.round_records(table="t1")) == ["r-2"]
-    assert ids(await store.round_records(table="t2")) == ["r-1"]
-    assert ids(await store.round_records(player="ann")) == ["r-2"]
+    assert ids(await store.round_records(RoundQuery())) == ["r-1", "r-2"]
+    assert ids(await store.round_records(RoundQuery(table="t1"))) == ["r-2"]
+    assert ids(await store.round_records(RoundQuery(table="t2"))) == ["r-1"]
+    assert ids(await store.round_records(RoundQuery(player="ann"))) == ["r-2"]
     # A record without a time is indexed at 0.
     timeless = record("r-0", NOW)
     del timeless["time"]
     await store.commit(records=[timeless])
-    assert ids(await store.round_records(until=1)) == ["r-0"]
+    assert ids(await store.round_records(RoundQuery(until=1))) == ["r-0"]
 
 
 @pytest.mark.parametrize("kind", [k for k in KINDS if k != "memory"])
@@ -162,7 +165,11 @@ async def test_rounds_survive_the_store_opened_again(
     second = make_store(kind, request, tmp_path)
     await second.open()
     try:
-        assert ids(await second.round_records(before=(NOW + 3, "r-3"))) == ["r-2", "r-1", "r-0"]
+        assert ids(await second.round_records(RoundQuery(before=(NOW + 3, "r-3")))) == [
+            "r-2",
+            "r-1",
+            "r-0",
+        ]
     finally:
         await second.close()
 
@@ -182,8 +189,8 @@ async def test_sqlite_an_older_file_gains_the_time_column(tmp_path: Path) -> Non
     second = SQLiteStore(path)
     await second.open()
     try:
-        assert ids(await second.round_records()) == ["r-2", "r-1"]
-        assert ids(await second.round_records(since=NOW + 1)) == ["r-2"]
+        assert ids(await second.round_records(RoundQuery())) == ["r-2", "r-1"]
+        assert ids(await second.round_records(RoundQuery(since=NOW + 1))) == ["r-2"]
     finally:
         await second.close()
     raw = sqlite3.connect(path)
@@ -218,7 +225,7 @@ async def test_redis_rounds_stored_before_the_index_are_found(redis_url: str) ->
     second = RedisStore(redis_url)
     await second.open()
     try:
-        assert ids(await second.round_records()) == ["r-2", "r-1"]
-        assert ids(await second.round_records(table="t2")) == ["r-2"]
+        assert ids(await second.round_records(RoundQuery())) == ["r-2", "r-1"]
+        assert ids(await second.round_records(RoundQuery(table="t2"))) == ["r-2"]
     finally:
         await second.close()
