@@ -42,9 +42,8 @@ from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
 from server.operator.context import OperatorSide
 from server.operator.reconciliation import public
 from server.protocol.text import clean_text
-from server.store.base import ledger_key
-from server.table.wallet import HOUSE, Entry
-from server.wallet.base import wallet_account
+from server.store import ledger
+from server.table.wallet import Entry
 
 if TYPE_CHECKING:
     pass
@@ -66,13 +65,8 @@ def resolution_entry(call: Mapping[str, Any]) -> Entry | None:
     back from the player's side to the house, the wallet having kept it (None for 0)."""
     if not call["amount"]:
         return None
-    return Entry(
-        ledger_key("wallet_resolved", call["transaction_id"]),
-        wallet_account(call["player"]),
-        HOUSE,
-        int(call["amount"]),
-        "wallet_resolved",
-        call["round_id"],
+    return ledger.resolution_entry(
+        call["transaction_id"], call["player"], int(call["amount"]), call["round_id"]
     )
 
 

@@ -85,6 +85,7 @@ __all__ = [
     "player_account",
     "player_accounts",
     "post",
+    "resolution_entry",
     "stake_account",
     "stake_prefix",
     "stored_again",
@@ -215,6 +216,16 @@ def sync_entry(player_id: str, sync_id: str, amount: int, *, inward: bool) -> En
     mirror, wallet = player_account(player_id), wallet_account(player_id)
     src, dst = (wallet, mirror) if inward else (mirror, wallet)
     return Entry(key, src, dst, amount, "sync")
+
+
+def resolution_entry(
+    transaction_id: str, player_id: str, amount: int, round_id: str | None
+) -> Entry:
+    """A seamless credit or rollback the operator resolved ``not_applied``
+    (docs/operator-api.md): the amount back from ``wallet:<id>`` to the house, the
+    wallet having kept it, keyed by the call's ``transaction_id``."""
+    key = ledger_key("wallet_resolved", transaction_id)
+    return Entry(key, wallet_account(player_id), HOUSE, amount, "wallet_resolved", round_id)
 
 
 # -- flows: a player's usage, summed per UTC day ---------------------------------------------
