@@ -8,6 +8,14 @@ writes them, each frame made once (:func:`write_all`), and a published step's fr
 written to each connection together (``_Out``): a slow client never slows a table. The server's watchdog closes a client whose write buffer keeps growing (see
 ``server.net.server``), and that client resumes from its last ``seq``.
 
+A published step is written to its watchers for a few milliseconds
+(:data:`TAIL_SLICE`: a table's few watchers, all of them), the rest a slice each turn of
+the event loop (:class:`_Tail`, :data:`_TAIL`), so the sender's reply, written right
+after the publish, does not wait for two thousand writes to others (issue 37 §3). Nothing overtakes on a connection:
+anything written to one (:func:`send_now`, a reply) first takes what still waits for it
+there, in the same write; and a step published while an earlier one still waits joins it
+(one write for both).
+
 A bounded log of recent events per table lets a reconnecting client catch up. A
 transient event (a squeezed card's bend, a chat line) goes out as a message of its own kind
 (:func:`transient`) and is neither logged nor replayed.
@@ -15,8 +23,9 @@ transient event (a squeezed card's bend, a chat line) goes out as a message of i
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,7 +76,9 @@ def transient(table: str, event: Event) -> dict[str, Any]:
 
 
 def send_now(conn: ServerConnection, frame: str | bytes) -> None:
-    """Write one frame without waiting (ordering kept: one writer per connection)."""
+    """Write one frame without waiting, after what published steps still have waiting
+    for ``conn`` (:data:`_TAIL`), in the same write: ordering kept, and a command's
+    reply goes out with its step's events, ahead of the step's other watchers."""
     if isinstance(frame, str):
         write_all((conn,), frame.encode(), text=True)
     else:
@@ -85,10 +96,91 @@ def write_all(conns: Iterable[ServerConnection], payload: bytes, *, text: bool) 
     is kept. A connection with an extension goes through ``broadcast``. As there, a
     connection that is not open, or in the middle of a fragmented message (this
     server sends none), is skipped, and a write that fails is ignored (the connection
-    is closing: its handler cleans up)."""
+    is closing: its handler cleans up). What published steps still have waiting for a
+    connection (:data:`_TAIL`) is written first, in the same write."""
     out = _Out()
     out.add(conns, payload, text=text)
     out.write()
+
+
+def _write(conn: ServerConnection, frames: list[bytes]) -> None:
+    """``frames`` to ``conn`` in one write, after what its protocol still holds; one not
+    open (or mid-fragment) skipped, a failed write ignored (as ``broadcast``)."""
+    if conn.protocol.state is not OPEN or conn.send_in_progress is not None:
+        return
+    try:
+        conn.send_data()
+        conn.transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
+    except Exception:
+        conn.logger.debug("a write failed", exc_info=True)
+
+
+#: How long a publish, and then each turn of the event loop, writes the tail (seconds):
+#: a table's few watchers are all written at once (a step's events reach them all
+#: before its reply, as ever); two thousand are written a slice at a time, commands read
+#: and replies sent between two slices.
+TAIL_SLICE = 0.004
+
+
+class _Tail:
+    """Published frames not yet written, per connection, oldest first: written as a
+    publish adds them for :data:`TAIL_SLICE`, then a slice each turn of the event loop,
+    and taken ahead of the rest by any write to their connection (:meth:`take`). A
+    publish that finds a connection's frames still waiting adds its own to them: when
+    the writes fall behind, each connection gets several steps in one write."""
+
+    __slots__ = ("frames", "loop", "scheduled")
+
+    def __init__(self) -> None:
+        self.frames: OrderedDict[ServerConnection, list[bytes]] = OrderedDict()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.scheduled = False
+
+    def add(self, frames: dict[ServerConnection, list[bytes]]) -> None:
+        """A published step's frames: behind what already waits, written from now on."""
+        waiting = self.frames
+        for conn, mine in frames.items():
+            before = waiting.get(conn)
+            if before is None:
+                waiting[conn] = mine
+            else:
+                before.extend(mine)
+        self.write_some()
+
+    def take(self, conn: ServerConnection) -> list[bytes] | None:
+        """What waits for ``conn`` (it is written now, by the caller, ahead of the rest)."""
+        return self.frames.pop(conn, None) if self.frames else None
+
+    def write_some(self, least: int = 0) -> None:
+        """The oldest waiting for a slice's time (at least ``least`` of them); the rest
+        at the loop's next turn."""
+        waiting = self.frames
+        stop = time.perf_counter() + TAIL_SLICE
+        while waiting and (least > 0 or time.perf_counter() < stop):
+            conn, frames = waiting.popitem(last=False)
+            _write(conn, frames)
+            least -= 1
+        if not waiting:
+            return
+        loop = asyncio.get_running_loop()
+        if not self.scheduled or self.loop is not loop:  # (a test's loop may have ended)
+            self.loop, self.scheduled = loop, True
+            loop.call_soon(self._turn)
+
+    def _turn(self) -> None:
+        self.scheduled = False
+        self.write_some(least=16)  # (never none: a slice of no time still moves on)
+
+    def flush(self) -> None:
+        """Everything waiting, written now."""
+        while self.frames:
+            conn, frames = self.frames.popitem(last=False)
+            _write(conn, frames)
+
+
+#: The frames published steps still have waiting (one writer a process: a connection's
+#: frames are written in the order they were published and sent).
+_TAIL = _Tail()
 
 
 class _Out:
@@ -127,16 +219,15 @@ class _Out:
             self.add(conns, frame, text=False)
 
     def write(self) -> None:
-        """Each connection's frames in one write, after what its protocol still holds;
-        one not open (or mid-fragment) skipped, a failed write ignored (as ``broadcast``)."""
+        """Each connection's frames now, in one write with what still waited for it in
+        the tail (:data:`_TAIL`, first)."""
         for conn, frames in self.frames.items():
-            if conn.protocol.state is not OPEN or conn.send_in_progress is not None:
-                continue
-            try:
-                conn.send_data()
-                conn.transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
-            except Exception:
-                conn.logger.debug("a write failed", exc_info=True)
+            waiting = _TAIL.take(conn)
+            _write(conn, frames if waiting is None else waiting + frames)
+
+    def defer(self) -> None:
+        """Each connection's frames to the tail (:class:`_Tail`): written soon, in order."""
+        _TAIL.add(self.frames)
 
 
 class Hub:
@@ -200,6 +291,12 @@ class Hub:
     def drop_table(self, table: str) -> None:
         self._rooms.pop(table, None)
 
+    @staticmethod
+    def flush() -> None:
+        """Every published frame still waiting, written now (before the server closes
+        its connections: their last events go before the close)."""
+        _TAIL.flush()
+
     # -- events ----------------------------------------------------------------------
     def publish(self, table: str, events: Sequence[Event]) -> None:
         room = self.room(table)
@@ -228,7 +325,7 @@ class Hub:
                         skip.add(conn)
             if len(skip) < len(room.subs):  # (else nobody else watches: nothing to encode)
                 self._broadcast(room, out, envelope(table, view_event(event, None)), skip)
-        out.write()
+        out.defer()  # (written in slices: the sender's reply need not wait for them all)
         if self._observe is not None and events:
             self._observe((time.perf_counter() - t0) / len(events))
 
