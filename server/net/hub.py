@@ -34,7 +34,7 @@ from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.frames import Frame, Opcode
 from websockets.protocol import OPEN
 
-from server.protocol.codec import encode
+from server.protocol.codec import JSON, encode
 from server.table.events import Event
 from server.table.views import view_event
 
@@ -314,20 +314,44 @@ class Hub:
             if event.transient:  # its own message, not an event (docs/protocol.md)
                 self._broadcast(room, out, transient(table, event))
                 continue
-            private = event.private
             skip: set[ServerConnection] = set()
-            if private:
-                for player in private:
-                    for conn in room.by_player.get(player, ()):
-                        sub = room.subs[conn]
-                        frame = encode(envelope(table, view_event(event, player)), sub.fmt)
-                        out.add_encoded((conn,), frame)
-                        skip.add(conn)
+            if event.private:
+                self._private(room, out, table, event, skip)
             if len(skip) < len(room.subs):  # (else nobody else watches: nothing to encode)
                 self._broadcast(room, out, envelope(table, view_event(event, None)), skip)
         out.defer()  # (written in slices: the sender's reply need not wait for them all)
         if self._observe is not None and events:
             self._observe((time.perf_counter() - t0) / len(events))
+
+    def _private(
+        self, room: _Room, out: _Out, table: str, event: Event, skip: set[ServerConnection]
+    ) -> None:
+        """``event`` to the players it has a private part for, each frame encoded once
+        for all whose part is the same (a phase change gives two thousand players their
+        ``actions``, most of them alike: a few frames, not one a player)."""
+        assert event.private is not None
+        groups: dict[tuple[str, str | None], tuple[str | bytes, list[ServerConnection]]] = {}
+        for player, part in event.private.items():
+            theirs = room.by_player.get(player)
+            if not theirs:
+                continue
+            try:  # the part as JSON says which parts are alike (equal, in the same order)
+                alike: str | None = str(encode(part, JSON))
+            except (TypeError, ValueError):
+                alike = None  # (no JSON for it: its own frame)
+            for conn in theirs:
+                skip.add(conn)
+                fmt = room.subs[conn].fmt
+                group = groups.get((fmt, alike)) if alike is not None else None
+                if group is None:
+                    frame = encode(envelope(table, view_event(event, player)), fmt)
+                    if alike is None:
+                        out.add_encoded((conn,), frame)
+                        continue
+                    group = groups[fmt, alike] = (frame, [])
+                group[1].append(conn)
+        for frame, alike_conns in groups.values():
+            out.add_encoded(alike_conns, frame)
 
     def _broadcast(
         self,

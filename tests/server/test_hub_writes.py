@@ -144,3 +144,49 @@ async def test_steps_published_while_the_writes_wait_reach_a_watcher_in_one_writ
     chats = [f.msg for f in watcher.frames[start : second.index + 1] if f.msg["type"] == "chat"]
     assert [m["text"] for m in chats] == ["line 1", "line 2"]
     assert len(writes) == 1, writes
+
+
+async def test_a_phase_change_encodes_the_spectators_alike_actions_once(
+    net: Any, monkeypatch: Any
+) -> None:
+    """When betting closes every spectator of a table that takes bettors without a seat
+    gets new ``actions`` (they may no longer bet), most of them alike: the frame is
+    encoded once for all whose private part is the same, not once each (issue 37 §3:
+    two thousand encodes a phase change); each still gets its actions."""
+    server = await net.start(**FAST, tables=(table_def("t1"),))  # (bettors: 1,000)
+    spectators = []
+    for i in range(6):
+        spectator = await net.guest(server, "json", name=f"Spectator{i}")
+        await spectator.join("t1")
+        spectators.append(spectator)
+    ann = await net.player(server, "ann", "msgpack", name="Ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1", seat=1)
+    game = Game("t1", {"ann": ann}, spectators[0], rng=random.Random(3))
+    await game.to_betting()
+    await game.act("ann", "bet", area="banker", amount=100)
+    encoded: list[dict[str, Any]] = []
+    encode = hub.encode
+
+    def counted(message: Any, fmt: str) -> Any:
+        if message.get("type") == "event":
+            encoded.append(message)
+        return encode(message, fmt)
+
+    monkeypatch.setattr(hub, "encode", counted)
+    mark = spectators[0].last_seq["t1"]
+    reply = await game.act("ann", "done")  # betting closes and the coup is dealt
+    for spectator in spectators:
+        await spectator.wait_seq("t1", reply["seq"])
+    monkeypatch.setattr(hub, "encode", encode)
+    # every spectator was told its new actions, all alike ...
+    told = []
+    for spectator in spectators:
+        step = [e for e in spectator.events("t1") if e["seq"] > mark]
+        told.append([e["data"]["actions"] for e in step if "actions" in e["data"]])
+    assert all(len(actions) == 1 for actions in told), told
+    assert all(actions == told[0] for actions in told), told
+    assert "bet" not in told[0][0]
+    # ... in one frame encoded for the six of them
+    private = [m for m in encoded if "actions" in m["data"]]
+    assert len(private) == 2, private  # the spectators' one, and Ann's
