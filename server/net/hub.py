@@ -8,10 +8,10 @@ writes them, each frame made once (:func:`write_all`), and a published step's fr
 written to each connection together (``_Out``): a slow client never slows a table. The server's watchdog closes a client whose write buffer keeps growing (see
 ``server.net.server``), and that client resumes from its last ``seq``.
 
-A published step is written to its watchers for a few milliseconds
-(:data:`TAIL_SLICE`: a table's few watchers, all of them), the rest a slice each turn of
-the event loop (:class:`_Tail`, :data:`_TAIL`), so the sender's reply, written right
-after the publish, does not wait for two thousand writes to others (issue 37 §3). Nothing overtakes on a connection:
+A step published to a table's few watchers is written to them at once; to thousands
+(:data:`AT_ONCE`), from the event loop's next turn, a slice at a time (:class:`_Tail`,
+:data:`_TAIL`), so the sender's reply, written right after the publish, does not wait
+for two thousand writes to others (issue 37 §3). Nothing overtakes on a connection:
 anything written to one (:func:`send_now`, a reply) first takes what still waits for it
 there, in the same write; and a step published while an earlier one still waits joins it
 (one write for both).
@@ -115,19 +115,25 @@ def _write(conn: ServerConnection, frames: list[bytes]) -> None:
         conn.logger.debug("a write failed", exc_info=True)
 
 
-#: How long a publish, and then each turn of the event loop, writes the tail (seconds):
-#: a table's few watchers are all written at once (a step's events reach them all
-#: before its reply, as ever); two thousand are written a slice at a time, commands read
-#: and replies sent between two slices.
+#: A publish whose frames are for at most this many connections (with those still
+#: waiting) is written at once: a table's few watchers get a step's events before its
+#: reply, as ever. More (a table of two thousand) are written from the event loop's next
+#: turn, a slice at a time: the senders' replies, written right after the publish, go
+#: first (each with its own step's frames, :meth:`_Tail.take`).
+AT_ONCE = 64
+
+#: How long each turn of the event loop writes the tail (seconds), sixteen connections
+#: at least: commands are read, replies and the next step go out between two slices.
 TAIL_SLICE = 0.004
 
 
 class _Tail:
-    """Published frames not yet written, per connection, oldest first: written as a
-    publish adds them for :data:`TAIL_SLICE`, then a slice each turn of the event loop,
-    and taken ahead of the rest by any write to their connection (:meth:`take`). A
-    publish that finds a connection's frames still waiting adds its own to them: when
-    the writes fall behind, each connection gets several steps in one write."""
+    """Published frames not yet written, per connection, oldest first: a few
+    connections' at once (:data:`AT_ONCE`), else a slice each turn of the event loop
+    (:data:`TAIL_SLICE`), and taken ahead of the rest by any write to their connection
+    (:meth:`take`). A publish that finds a connection's frames still waiting adds its own
+    to them: when the writes fall behind, each connection gets several steps in one
+    write."""
 
     __slots__ = ("frames", "loop", "scheduled")
 
@@ -145,31 +151,34 @@ class _Tail:
                 waiting[conn] = mine
             else:
                 before.extend(mine)
-        self.write_some()
+        if len(waiting) <= AT_ONCE:
+            self.flush()
+        else:
+            self._schedule()
 
     def take(self, conn: ServerConnection) -> list[bytes] | None:
         """What waits for ``conn`` (it is written now, by the caller, ahead of the rest)."""
         return self.frames.pop(conn, None) if self.frames else None
 
-    def write_some(self, least: int = 0) -> None:
-        """The oldest waiting for a slice's time (at least ``least`` of them); the rest
-        at the loop's next turn."""
-        waiting = self.frames
-        stop = time.perf_counter() + TAIL_SLICE
-        while waiting and (least > 0 or time.perf_counter() < stop):
-            conn, frames = waiting.popitem(last=False)
-            _write(conn, frames)
-            least -= 1
-        if not waiting:
-            return
+    def _schedule(self) -> None:
         loop = asyncio.get_running_loop()
         if not self.scheduled or self.loop is not loop:  # (a test's loop may have ended)
             self.loop, self.scheduled = loop, True
             loop.call_soon(self._turn)
 
     def _turn(self) -> None:
+        """The oldest waiting, for a slice's time (sixteen at least); the rest at the
+        loop's next turn."""
         self.scheduled = False
-        self.write_some(least=16)  # (never none: a slice of no time still moves on)
+        waiting = self.frames
+        stop = time.perf_counter() + TAIL_SLICE
+        least = 16
+        while waiting and (least > 0 or time.perf_counter() < stop):
+            conn, frames = waiting.popitem(last=False)
+            _write(conn, frames)
+            least -= 1
+        if waiting:
+            self._schedule()
 
     def flush(self) -> None:
         """Everything waiting, written now."""

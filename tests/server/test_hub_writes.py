@@ -69,8 +69,8 @@ async def test_the_senders_reply_goes_with_its_event_ahead_of_the_other_watchers
     """The sender's reply is not held behind the step's writes to every other watcher
     (issue 37 §3: a command's round trip was the whole fan-out): the step's event and
     the reply reach the sender in one write, before any other watcher's write of it.
-    (A table of thousands: here the writes' slice is made nothing, so that none of
-    the four watchers is written in the publish itself.)"""
+    (A table of thousands: here no connection is written in the publish itself, as
+    when more than ``AT_ONCE`` watch.)"""
     server = await net.start(**FAST, tables=(table_def("t1"),))
     watchers = []
     for i in range(4):  # (joined first: today they were written first, the sender last)
@@ -94,7 +94,7 @@ async def test_the_senders_reply_goes_with_its_event_ahead_of_the_other_watchers
 
         transport.write = counted
         restore.append((transport, write))
-    monkeypatch.setattr(hub, "TAIL_SLICE", 0.0, raising=False)
+    monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
     try:
         reply = await game.act("ann", "bet", area="banker", amount=100)
         for watcher in watchers:
@@ -111,11 +111,11 @@ async def test_the_senders_reply_goes_with_its_event_ahead_of_the_other_watchers
 async def test_steps_published_while_the_writes_wait_reach_a_watcher_in_one_write(
     net: Any, monkeypatch: Any
 ) -> None:
-    """Two steps published before the loop writes (the writes fell behind: no time
-    left in the slice) reach a watcher together: one write for both, in order."""
+    """Two steps published to a large audience (``AT_ONCE``: here none) before the loop
+    writes reach a watcher together: one write for both, in order."""
     from server.table.events import Event
 
-    monkeypatch.setattr(hub, "TAIL_SLICE", 0.0, raising=False)
+    monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
     server = await net.start(**FAST, tables=(table_def("t1"),))
     watcher = await net.guest(server, "json", name="Watcher")
     await watcher.join("t1")
