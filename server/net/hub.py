@@ -30,11 +30,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.frames import Frame, Opcode
 from websockets.protocol import OPEN
 
-from server.protocol.codec import JSON, encode
+from server.protocol.codec import encode
 from server.table.events import Event
 from server.table.views import view_event
 
@@ -339,15 +340,16 @@ class Hub:
         for all whose part is the same (a phase change gives two thousand players their
         ``actions``, most of them alike: a few frames, not one a player)."""
         assert event.private is not None
-        groups: dict[tuple[str, str | None], tuple[str | bytes, list[ServerConnection]]] = {}
+        groups: dict[tuple[str, bytes], tuple[str | bytes, list[ServerConnection]]] = {}
         for player, part in event.private.items():
             theirs = room.by_player.get(player)
             if not theirs:
                 continue
-            try:  # the part as JSON says which parts are alike (equal, in the same order)
-                alike: str | None = str(encode(part, JSON))
-            except (TypeError, ValueError):
-                alike = None  # (no JSON for it: its own frame)
+            try:  # the part as JSON says which parts are alike (equal, in the same order;
+                # string keys only, so that alike in JSON is alike in msgpack too)
+                alike: bytes | None = orjson.dumps(part)
+            except TypeError:
+                alike = None  # (no such JSON for it: its own frame)
             for conn in theirs:
                 skip.add(conn)
                 fmt = room.subs[conn].fmt
