@@ -67,6 +67,12 @@ test of the tool only, and the report says so).
   ``evalsha`` calls), server RSS and its growth per seated player and per spectator
   (measured right after each group connected), the bots' and spectators' own CPU and
   event-loop lag (a client side that cannot keep up shows there).
+- **Pinned** (``--pin``): the servers (and Redis) on the first CPU this bench may use,
+  the bots, the spectators and the bench itself on the others (``sched_setaffinity``
+  of every thread, after all have started): the clients no longer take the server's
+  core from it (on two cores, each frame the server writes woke a client on the core it
+  was writing from), so the figures are the server's own; without it, what a machine
+  shared with the clients gives. The report says which.
 - **Baselines**, in the same run, after the ramp: a bare ``websockets.broadcast``
   server (bench/gateway.py's) holding as many listeners as the last level that kept
   every promise had spectators, fed the same deliveries per second with frames of the
@@ -1508,6 +1514,30 @@ async def audit(where: str) -> dict[str, Any]:
 
 
 # ====================================================================== the run
+def pin(pids: Iterable[int], cpus: set[int]) -> None:
+    """Every thread of each of ``pids`` to ``cpus`` (threads made later inherit it)."""
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(ProcessLookupError):  # (a thread that just ended)
+                os.sched_setaffinity(int(task.name), cpus)
+
+
+def pin_apart(servers: Servers, evening: Evening) -> str:
+    """``--pin``: the servers (and Redis) on one CPU, the clients and the bench on the
+    others; what was done, for the report."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit("--pin needs two CPUs at least")
+    server_cpus, client_cpus = {cpus[0]}, set(cpus[1:])
+    redis_pid = servers.redis_pid()
+    pin([*servers.pids(), *([redis_pid] if redis_pid is not None else [])], server_cpus)
+    pin([*evening.bots.pids, *evening.specs.pids, os.getpid()], client_cpus)
+    return (
+        f"pinned: the server{'s' if len(servers.pids()) > 1 else ''} on CPU {cpus[0]}, "
+        f"the bots, spectators and bench on CPU {', '.join(map(str, sorted(client_cpus)))}"
+    )
+
+
 async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     mode = "redis" if args.redis else "sqlite"
     servers = Servers(
@@ -1519,6 +1549,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     )
     evening = Evening(args, servers)
     results: dict[str, Any] = {"mode": mode, "levels": [], "baselines": {}}
+    if args.pin:
+        results["pinned"] = pin_apart(servers, evening)
     try:
         await servers.placed()
         base_rss = servers.rss_kib()
@@ -1640,7 +1672,12 @@ def report(results: dict[str, Any]) -> str:
         mode_title(results),
         "",
         f"Made by `{results['command']}` on {results['date']} ({results['elapsed']:.0f} s).",
-        f"Machine: {results['machine']}. {results['load']}",
+        f"Machine: {results['machine']}. {results['load']}"
+        + (
+            f" **CPUs {results['pinned']}.**"
+            if results.get("pinned")
+            else " Not pinned: the server shares the cores with the clients."
+        ),
         "",
         f"{results['tables']} tables on the default timers; levels of seated players "
         f"({results['seated']} a table at most), spectators in proportion "
@@ -1920,6 +1957,11 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=1.0,
         help="divide think times and table timers by this (tests only: not human pace)",
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the servers on one CPU, the clients on the others (the server's own figures)",
     )
     parser.add_argument("--keep-going", action="store_true", help="every level, broken or not")
     parser.add_argument("--no-baselines", action="store_true", help="leave out the baselines")

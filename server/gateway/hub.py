@@ -8,6 +8,14 @@ writes them, each frame made once (:func:`write_all`), and a published step's fr
 written to each connection together (``_Out``): a slow client never slows a table. The server's watchdog closes a client whose write buffer keeps growing (see
 ``server.gateway.server``), and that client resumes from its last ``seq``.
 
+A step published to a table's few watchers is written to them at once; to thousands
+(:data:`AT_ONCE`), from the event loop's next turn, a slice at a time (:class:`_Tail`,
+:data:`_TAIL`), so the sender's reply, written right after the publish, does not wait
+for two thousand writes to others (issue 37 §3). Nothing overtakes on a connection:
+anything written to one (:func:`send_now`, a reply) first takes what still waits for it
+there, in the same write; and a step published while an earlier one still waits joins it
+(one write for both).
+
 A bounded log of recent events per table lets a reconnecting client catch up. A
 transient event (a squeezed card's bend, a chat line) goes out as a message of its own kind
 (:func:`transient`) and is neither logged nor replayed.
@@ -15,12 +23,14 @@ transient event (a squeezed card's bend, a chat line) goes out as a message of i
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.frames import Frame, Opcode
 from websockets.protocol import OPEN
@@ -67,7 +77,9 @@ def transient(table: str, event: Event) -> dict[str, Any]:
 
 
 def send_now(conn: ServerConnection, frame: str | bytes) -> None:
-    """Write one frame without waiting (ordering kept: one writer per connection)."""
+    """Write one frame without waiting, after what published steps still have waiting
+    for ``conn`` (:data:`_TAIL`), in the same write: ordering kept, and a command's
+    reply goes out with its step's events, ahead of the step's other watchers."""
     if isinstance(frame, str):
         write_all((conn,), frame.encode(), text=True)
     else:
@@ -85,10 +97,100 @@ def write_all(conns: Iterable[ServerConnection], payload: bytes, *, text: bool) 
     is kept. A connection with an extension goes through ``broadcast``. As there, a
     connection that is not open, or in the middle of a fragmented message (this
     server sends none), is skipped, and a write that fails is ignored (the connection
-    is closing: its handler cleans up)."""
+    is closing: its handler cleans up). What published steps still have waiting for a
+    connection (:data:`_TAIL`) is written first, in the same write."""
     out = _Out()
     out.add(conns, payload, text=text)
     out.write()
+
+
+def _write(conn: ServerConnection, frames: list[bytes]) -> None:
+    """``frames`` to ``conn`` in one write, after what its protocol still holds; one not
+    open (or mid-fragment) skipped, a failed write ignored (as ``broadcast``)."""
+    if conn.protocol.state is not OPEN or conn.send_in_progress is not None:
+        return
+    try:
+        conn.send_data()
+        conn.transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
+    except Exception:
+        conn.logger.debug("a write failed", exc_info=True)
+
+
+#: A publish whose frames are for at most this many connections (with those still
+#: waiting) is written at once: a table's few watchers get a step's events before its
+#: reply, as ever. More (a table of two thousand) are written from the event loop's next
+#: turn, a slice at a time: the senders' replies, written right after the publish, go
+#: first (each with its own step's frames, :meth:`_Tail.take`).
+AT_ONCE = 64
+
+#: How long each turn of the event loop writes the tail (seconds), sixteen connections
+#: at least: commands are read, replies and the next step go out between two slices.
+TAIL_SLICE = 0.004
+
+
+class _Tail:
+    """Published frames not yet written, per connection, oldest first: a few
+    connections' at once (:data:`AT_ONCE`), else a slice each turn of the event loop
+    (:data:`TAIL_SLICE`), and taken ahead of the rest by any write to their connection
+    (:meth:`take`). A publish that finds a connection's frames still waiting adds its own
+    to them: when the writes fall behind, each connection gets several steps in one
+    write."""
+
+    __slots__ = ("frames", "loop", "scheduled")
+
+    def __init__(self) -> None:
+        self.frames: OrderedDict[ServerConnection, list[bytes]] = OrderedDict()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.scheduled = False
+
+    def add(self, frames: dict[ServerConnection, list[bytes]]) -> None:
+        """A published step's frames: behind what already waits, written from now on."""
+        waiting = self.frames
+        for conn, mine in frames.items():
+            before = waiting.get(conn)
+            if before is None:
+                waiting[conn] = mine
+            else:
+                before.extend(mine)
+        if len(waiting) <= AT_ONCE:
+            self.flush()
+        else:
+            self._schedule()
+
+    def take(self, conn: ServerConnection) -> list[bytes] | None:
+        """What waits for ``conn`` (it is written now, by the caller, ahead of the rest)."""
+        return self.frames.pop(conn, None) if self.frames else None
+
+    def _schedule(self) -> None:
+        loop = asyncio.get_running_loop()
+        if not self.scheduled or self.loop is not loop:  # (a test's loop may have ended)
+            self.loop, self.scheduled = loop, True
+            loop.call_soon(self._turn)
+
+    def _turn(self) -> None:
+        """The oldest waiting, for a slice's time (sixteen at least); the rest at the
+        loop's next turn."""
+        self.scheduled = False
+        waiting = self.frames
+        stop = time.perf_counter() + TAIL_SLICE
+        least = 16
+        while waiting and (least > 0 or time.perf_counter() < stop):
+            conn, frames = waiting.popitem(last=False)
+            _write(conn, frames)
+            least -= 1
+        if waiting:
+            self._schedule()
+
+    def flush(self) -> None:
+        """Everything waiting, written now."""
+        while self.frames:
+            conn, frames = self.frames.popitem(last=False)
+            _write(conn, frames)
+
+
+#: The frames published steps still have waiting (one writer a process: a connection's
+#: frames are written in the order they were published and sent).
+_TAIL = _Tail()
 
 
 class _Out:
@@ -127,16 +229,15 @@ class _Out:
             self.add(conns, frame, text=False)
 
     def write(self) -> None:
-        """Each connection's frames in one write, after what its protocol still holds;
-        one not open (or mid-fragment) skipped, a failed write ignored (as ``broadcast``)."""
+        """Each connection's frames now, in one write with what still waited for it in
+        the tail (:data:`_TAIL`, first)."""
         for conn, frames in self.frames.items():
-            if conn.protocol.state is not OPEN or conn.send_in_progress is not None:
-                continue
-            try:
-                conn.send_data()
-                conn.transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
-            except Exception:
-                conn.logger.debug("a write failed", exc_info=True)
+            waiting = _TAIL.take(conn)
+            _write(conn, frames if waiting is None else waiting + frames)
+
+    def defer(self) -> None:
+        """Each connection's frames to the tail (:class:`_Tail`): written soon, in order."""
+        _TAIL.add(self.frames)
 
 
 class Hub:
@@ -200,6 +301,12 @@ class Hub:
     def drop_table(self, table: str) -> None:
         self._rooms.pop(table, None)
 
+    @staticmethod
+    def flush() -> None:
+        """Every published frame still waiting, written now (before the server closes
+        its connections: their last events go before the close)."""
+        _TAIL.flush()
+
     # -- events ----------------------------------------------------------------------
     def publish(self, table: str, events: Sequence[Event]) -> None:
         room = self.room(table)
@@ -217,20 +324,45 @@ class Hub:
             if event.transient:  # its own message, not an event (docs/protocol.md)
                 self._broadcast(room, out, transient(table, event))
                 continue
-            private = event.private
             skip: set[ServerConnection] = set()
-            if private:
-                for player in private:
-                    for conn in room.by_player.get(player, ()):
-                        sub = room.subs[conn]
-                        frame = encode(envelope(table, view_event(event, player)), sub.fmt)
-                        out.add_encoded((conn,), frame)
-                        skip.add(conn)
+            if event.private:
+                self._private(room, out, table, event, skip)
             if len(skip) < len(room.subs):  # (else nobody else watches: nothing to encode)
                 self._broadcast(room, out, envelope(table, view_event(event, None)), skip)
-        out.write()
+        out.defer()  # (written in slices: the sender's reply need not wait for them all)
         if self._observe is not None and events:
             self._observe((time.perf_counter() - t0) / len(events))
+
+    def _private(
+        self, room: _Room, out: _Out, table: str, event: Event, skip: set[ServerConnection]
+    ) -> None:
+        """``event`` to the players it has a private part for, each frame encoded once
+        for all whose part is the same (a phase change gives two thousand players their
+        ``actions``, most of them alike: a few frames, not one a player)."""
+        assert event.private is not None
+        groups: dict[tuple[str, bytes], tuple[str | bytes, list[ServerConnection]]] = {}
+        for player, part in event.private.items():
+            theirs = room.by_player.get(player)
+            if not theirs:
+                continue
+            try:  # the part as JSON says which parts are alike (equal, in the same order;
+                # string keys only, so that alike in JSON is alike in msgpack too)
+                alike: bytes | None = orjson.dumps(part)
+            except TypeError:
+                alike = None  # (no such JSON for it: its own frame)
+            for conn in theirs:
+                skip.add(conn)
+                fmt = room.subs[conn].fmt
+                group = groups.get((fmt, alike)) if alike is not None else None
+                if group is None:
+                    frame = encode(envelope(table, view_event(event, player)), fmt)
+                    if alike is None:
+                        out.add_encoded((conn,), frame)
+                        continue
+                    group = groups[fmt, alike] = (frame, [])
+                group[1].append(conn)
+        for frame, alike_conns in groups.values():
+            out.add_encoded(alike_conns, frame)
 
     def _broadcast(
         self,

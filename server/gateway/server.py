@@ -258,6 +258,7 @@ class ChemmyServer:
             task.cancel()
         await self._touch_players(self._playing())  # (their gap counts from now)
         if self._server is not None:
+            self.hub.flush()  # (the tail's last frames go before the close frames)
             self._server.close()
             await self._server.wait_closed()
         await self.croupier.stop()

@@ -7,6 +7,7 @@ section."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import asdict
@@ -89,7 +90,7 @@ def test_a_tiny_evening_with_bettors_without_a_seat(tmp_path: Path) -> None:
             *(sys.executable, "-m", "bench.evening", "--tables", "1", "--seated", "2"),
             *("--bettors", "4", "--spectators", "2", "--levels", "2", "--window", "6"),
             *("--warmup", "1", "--pace", "5", "--bot-workers", "1"),
-            *("--spectator-workers", "1", "--keep-going", "--no-baselines"),
+            *("--spectator-workers", "1", "--keep-going", "--no-baselines", "--pin"),
             *("--json", str(out)),
         ],
         cwd=ROOT,
@@ -109,6 +110,38 @@ def test_a_tiny_evening_with_bettors_without_a_seat(tmp_path: Path) -> None:
     assert seated["delivered"] == seated["expected"]
     assert results["audit"]["exact"] is True and results["audit"]["rounds"] > 0
     assert "Bettors without a seat at the first table" in done.stdout
+    # --pin: the server on one CPU, the clients on the other(s); the report says so
+    assert results["pinned"].startswith("pinned: the server on CPU ")
+    assert f"**CPUs {results['pinned']}.**" in done.stdout
+
+
+def test_pin_puts_every_thread_of_a_process_on_the_cpus_given() -> None:
+    """``--pin``'s :func:`bench.evening.pin`: each thread of a process (a server's store
+    thread as much as its loop), and the threads it makes later."""
+    cpus = sorted(os.sched_getaffinity(0))
+    code = (
+        "import threading, time, sys\n"
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "print('ready', flush=True); sys.stdin.readline()\n"
+        "t = threading.Thread(target=time.sleep, args=(30,), daemon=True); t.start()\n"
+        "print('again', flush=True); sys.stdin.readline()\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as child:
+        try:
+            assert child.stdout is not None and child.stdin is not None
+            assert child.stdout.readline() == "ready\n"
+            evening.pin([child.pid], {cpus[-1]})
+            child.stdin.write("\n")
+            child.stdin.flush()
+            assert child.stdout.readline() == "again\n"
+            tasks = list(Path(f"/proc/{child.pid}/task").iterdir())
+            assert len(tasks) == 3  # the main thread, one before the pinning, one after
+            for task in tasks:
+                assert os.sched_getaffinity(int(task.name)) == {cpus[-1]}, task.name
+        finally:
+            child.kill()
 
 
 def test_the_histogram_reads_percentiles_within_one_percent() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from server.gateway import hub
 from tests.kit import Game, table_def
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}
@@ -51,3 +52,141 @@ async def test_a_step_of_several_events_is_one_write_to_each_watcher(net: Any) -
     assert len(writes) == 1, (len(writes), [e["kind"] for e in events])
     assert all(f'"seq":{e["seq"]}'.encode() in writes[0] or f'"seq": {e["seq"]}'.encode()
                in writes[0] for e in events)  # fmt: skip
+
+
+def _session_of(server: Any, player: str) -> Any:
+    (session,) = [
+        s
+        for s in server.sessions.values()
+        if s.identity is not None and s.identity.player_id == player
+    ]
+    return session
+
+
+async def test_the_senders_reply_goes_with_its_event_ahead_of_the_other_watchers(
+    net: Any, monkeypatch: Any
+) -> None:
+    """The sender's reply is not held behind the step's writes to every other watcher
+    (issue 37 §3: a command's round trip was the whole fan-out): the step's event and
+    the reply reach the sender in one write, before any other watcher's write of it.
+    (A table of thousands: here no connection is written in the publish itself, as
+    when more than ``AT_ONCE`` watch.)"""
+    server = await net.start(**FAST, tables=(table_def("t1"),))
+    watchers = []
+    for i in range(4):  # (joined first: today they were written first, the sender last)
+        watcher = await net.guest(server, "json", name=f"Watcher{i}")
+        await watcher.join("t1")
+        watchers.append(watcher)
+    ann = await net.player(server, "ann", "msgpack", name="Ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1", seat=1)
+    game = Game("t1", {"ann": ann}, watchers[0], rng=random.Random(3))
+    await game.to_betting()
+    writes: list[tuple[str, bytes]] = []
+    restore = []
+    for who in [ann.player, *(w.player for w in watchers)]:
+        transport = _session_of(server, who).conn.transport
+        write = transport.write
+
+        def counted(data: Any, who: str = who, write: Any = write) -> None:
+            writes.append((who, bytes(data)))
+            write(data)
+
+        transport.write = counted
+        restore.append((transport, write))
+    monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
+    try:
+        reply = await game.act("ann", "bet", area="banker", amount=100)
+        for watcher in watchers:
+            await watcher.wait_seq("t1", reply["seq"])
+    finally:
+        for transport, write in restore:
+            transport.write = write
+    order = [who for who, _data in writes]
+    assert order.count(ann.player) == 1, order  # the event and the reply: one write
+    assert order[0] == ann.player, order  # ahead of the others
+    assert sorted(order[1:]) == sorted(w.player for w in watchers), order
+
+
+async def test_steps_published_while_the_writes_wait_reach_a_watcher_in_one_write(
+    net: Any, monkeypatch: Any
+) -> None:
+    """Two steps published to a large audience (``AT_ONCE``: here none) before the loop
+    writes reach a watcher together: one write for both, in order."""
+    from server.table.events import Event
+
+    monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
+    server = await net.start(**FAST, tables=(table_def("t1"),))
+    watcher = await net.guest(server, "json", name="Watcher")
+    await watcher.join("t1")
+    transport = _session_of(server, watcher.player).conn.transport
+    writes: list[bytes] = []
+    write = transport.write
+
+    def counted(data: Any) -> None:
+        writes.append(bytes(data))
+        write(data)
+
+    transport.write = counted
+    try:
+        # Two transient chat lines, published back to back as a table would (no await).
+        seq = watcher.last_seq["t1"]
+        for n in (1, 2):
+            chat = Event(seq, "chat", {"player": "x", "name": "X", "text": f"line {n}"},
+                         transient=True)  # fmt: skip
+            server.hub.publish("t1", [chat])
+        start = len(watcher.frames)
+        second = await watcher.next_frame(
+            lambda m: m.get("type") == "chat" and m.get("text") == "line 2", start=start
+        )
+    finally:
+        transport.write = write
+    chats = [f.msg for f in watcher.frames[start : second.index + 1] if f.msg["type"] == "chat"]
+    assert [m["text"] for m in chats] == ["line 1", "line 2"]
+    assert len(writes) == 1, writes
+
+
+async def test_a_phase_change_encodes_the_spectators_alike_actions_once(
+    net: Any, monkeypatch: Any
+) -> None:
+    """When betting closes every spectator of a table that takes bettors without a seat
+    gets new ``actions`` (they may no longer bet), most of them alike: the frame is
+    encoded once for all whose private part is the same, not once each (issue 37 §3:
+    two thousand encodes a phase change); each still gets its actions."""
+    server = await net.start(**FAST, tables=(table_def("t1"),))  # (bettors: 1,000)
+    spectators = []
+    for i in range(6):
+        spectator = await net.guest(server, "json", name=f"Spectator{i}")
+        await spectator.join("t1")
+        spectators.append(spectator)
+    ann = await net.player(server, "ann", "msgpack", name="Ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1", seat=1)
+    game = Game("t1", {"ann": ann}, spectators[0], rng=random.Random(3))
+    await game.to_betting()
+    await game.act("ann", "bet", area="banker", amount=100)
+    encoded: list[dict[str, Any]] = []
+    encode = hub.encode
+
+    def counted(message: Any, fmt: str) -> Any:
+        if message.get("type") == "event":
+            encoded.append(message)
+        return encode(message, fmt)
+
+    monkeypatch.setattr(hub, "encode", counted)
+    mark = spectators[0].last_seq["t1"]
+    reply = await game.act("ann", "done")  # betting closes and the coup is dealt
+    for spectator in spectators:
+        await spectator.wait_seq("t1", reply["seq"])
+    monkeypatch.setattr(hub, "encode", encode)
+    # every spectator was told its new actions, all alike ...
+    told = []
+    for spectator in spectators:
+        step = [e for e in spectator.events("t1") if e["seq"] > mark]
+        told.append([e["data"]["actions"] for e in step if "actions" in e["data"]])
+    assert all(len(actions) == 1 for actions in told), told
+    assert all(actions == told[0] for actions in told), told
+    assert "bet" not in told[0][0]
+    # ... in one frame encoded for the six of them
+    private = [m for m in encoded if "actions" in m["data"]]
+    assert len(private) == 2, private  # the spectators' one, and Ann's
