@@ -231,7 +231,7 @@ async def test_a_store_that_cannot_say_refuses_the_bet(
     store = server.store
     read, reads, ack = store.play_session, store.bet_reads, store.ack_reality_check
 
-    async def down(*args: Any) -> Any:
+    async def down(*args: Any, **kwargs: Any) -> Any:
         raise StoreUnavailable("the disk is gone")
 
     monkeypatch.setattr(store, "play_session", down)
