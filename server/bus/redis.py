@@ -72,6 +72,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.protocol.errors import ProtocolError, Refused
 from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
+from server.store.base import StoreUnavailable
 from server.store.redis_connect import connect, follow_primary, unavailable
 from server.table.events import Event
 
@@ -559,7 +560,7 @@ class RedisBus:
     async def _relay_once(self, record: CommandRecord) -> None:
         try:
             await self._relay(record)
-        except RedisError as exc:
+        except (RedisError, StoreUnavailable) as exc:  # (the owner lookup's: the leases')
             self._unreachable(record, exc)
 
     def _refuse_queued_commands(self, exc: Exception) -> None:

@@ -27,6 +27,7 @@ from server.bus.local import LocalBus
 from server.bus.redis import RedisBus, _pack_events
 from server.protocol.errors import Refused
 from server.protocol.records import Address, CommandRecord, ReplyRecord
+from server.store.base import StoreUnavailable
 from server.table.events import Event
 from tests.kit.redis import RedisServer
 from tests.kit.timing import scaled
@@ -305,6 +306,42 @@ async def test_an_owner_that_is_gone_or_moving_is_unavailable(
         (1, "unavailable"),
         (2, "unavailable"),
     ]
+
+
+async def test_an_owner_nobody_can_look_up_is_unavailable_and_the_bus_goes_on(
+    redis_url: str,
+) -> None:
+    """The owner lookup (the leases) raises the store's StoreUnavailable while Redis
+    fails over: that command is answered ``unavailable`` and the bus's sender goes on
+    relaying the next ones (it once ended, and no command left the process again)."""
+    failing = True
+
+    async def lookup(table: str) -> str | None:
+        if failing:
+            raise StoreUnavailable("Redis: no master found")
+        return OWNERS.get(table)
+
+    a = redis_bus(redis_url, "node-a")
+    b = RedisBus(redis_url, node="node-b", events_after=stored_after, owner_of=lookup)
+    await a.start()
+    await b.start()
+    try:
+        OWNERS["t1"] = a.node
+        got: list[CommandRecord] = []
+        replies: list[ReplyRecord] = []
+        a.serve("t1", got.append)
+        b.on_replies(replies.append)
+        b.submit(CommandRecord("t1", "sit", "ann", reply_to=Address(b.node, 1, 1)))
+        await eventually(lambda: bool(replies))
+        assert replies[0].error is not None and replies[0].error["code"] == "unavailable"
+        failing = False
+        again = CommandRecord("t1", "sit", "ann", reply_to=Address(b.node, 1, 2))
+        b.submit(again)
+        await eventually(lambda: bool(got))
+        assert got == [again]
+    finally:
+        await b.close()
+        await a.close()
 
 
 async def test_events_reach_the_other_process_before_the_reply_they_led_to(
