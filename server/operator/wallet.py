@@ -48,7 +48,7 @@ from server.table.wallet import Entry
 if TYPE_CHECKING:
     pass
 
-__all__ = ["NOTE_MAX", "OUTCOMES", "install", "resolution_entry"]
+__all__ = ["NOTE_MAX", "OUTCOMES", "install", "resolution_of"]
 
 log = logging.getLogger("chemmy.wallet")
 
@@ -60,7 +60,7 @@ _STATE: Final = {"applied": "acknowledged", "not_applied": "cancelled"}
 NOTE_MAX: Final = 500
 
 
-def resolution_entry(call: Mapping[str, Any]) -> Entry | None:
+def resolution_of(call: Mapping[str, Any]) -> Entry | None:
     """The ledger entry of a credit or rollback resolved ``not_applied``: its amount
     back from the player's side to the house, the wallet having kept it (None for 0)."""
     if not call["amount"]:
@@ -208,7 +208,7 @@ class _FailedCalls:
             closed = await store.wallet_call(debit)
             if closed is not None and closed["state"] != "rolled_back":
                 await store.update_wallet_call(debit, {"state": "rolled_back", "updated": now})
-        entry = resolution_entry(stored) if outcome == "not_applied" else None
+        entry = resolution_of(stored) if outcome == "not_applied" else None
         if entry is not None:
             await store.commit(entries=[entry])
 

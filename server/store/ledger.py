@@ -12,7 +12,7 @@ written once here.
   (:func:`stored_again`: :class:`KeyConflict`). Settlement (server/table/settlement.py)
   makes the entries of play; every other entry is made by a constructor here
   (:func:`welcome_entry`, :func:`deposit_entry`, :func:`transfer_entry`,
-  :func:`sync_entry`), so there is one way to make one.
+  :func:`sync_entry`, :func:`resolution_entry`), so there is one way to make one.
 - **Flows**: what an entry adds to a player's responsible-play usage
   (:func:`entry_flow`), summed per UTC day and kept :data:`FLOW_DAYS` days.
 - **The fence**: a table write whose owner's epoch is older than the stored one is
