@@ -99,6 +99,7 @@ async def test_bots_bet_without_a_seat_beside_seated_bots(chemmy_server: Any) ->
     assert sum(r.squeezes + r.tosses for r in bettors) > 0  # a bettor turned the cards
 
 
+@pytest.mark.slow  # a bot process plays coups: a second or more
 def test_bot_command_line(chemmy_server: Any) -> None:
     """The console command: two bots, three rounds each, a JSON report, exit 0; the
     server from ``$CHEMMY_URL``."""

@@ -583,6 +583,7 @@ def test_chi2_critical_values() -> None:
     assert chi2_critical(51, 0.001 / 52) == pytest.approx(103.573, rel=3e-3)
 
 
+@pytest.mark.slow  # many shuffles: a second or more
 def test_shuffle_is_unbiased_chi_square() -> None:
     """Each card's landing position is uniform over the 52 positions of a 1-deck shoe.
 

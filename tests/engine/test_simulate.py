@@ -62,6 +62,7 @@ def test_coup_table_is_shared_with_odds() -> None:
     assert not coup_table().flags.writeable
 
 
+@pytest.mark.slow  # eight decks of coups: a second or more
 def test_fast_path_deals_the_same_coups_as_resolve_coup_8_decks() -> None:
     assert_paths_agree(shoes=300, decks=8, seed=2024, stop_offset=16)
 

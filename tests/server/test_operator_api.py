@@ -185,6 +185,7 @@ async def test_every_endpoint_is_refused_without_an_operators_credential(
     assert answer.status_code == 405 and answer.headers["allow"] == "GET"
 
 
+@pytest.mark.slow  # thousands of rounds: a second or more
 async def test_thousands_of_rounds_paged_by_cursor_and_as_csv(
     server: ChemmyServer, operator: Operator
 ) -> None:

@@ -123,6 +123,7 @@ def test_a_definition_round_trips() -> None:
     assert TableOptions.from_dict(opts.to_definition()) == opts
 
 
+@pytest.mark.slow  # Hypothesis: a second or more
 @settings(max_examples=300, deadline=None)
 @given(
     st.dictionaries(

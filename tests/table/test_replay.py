@@ -332,6 +332,7 @@ def test_short_shoes_replay_across_shoe_ends():
         assert_same(whole, replayed)
 
 
+@pytest.mark.slow  # 40 examples, each a shoe replayed: a second or more
 @settings(max_examples=40, deadline=None)
 @given(salt=st.sampled_from([1, 2, 3, 4]), where=st.floats(0, 1), short=st.booleans())
 def test_any_cut_point_replays_identically(salt, where, short):

@@ -26,8 +26,6 @@ from server.wallet.signing import sign, signature_header
 from tests.kit import scaled
 from tests.wallet.wallet_helpers import SECRET, ReferenceWallet, reference_wallet
 
-pytestmark = pytest.mark.slow  # a wallet subprocess per test: 38 of them, 8 s in all
-
 ROOT = Path(__file__).resolve().parents[2]
 START = 100_000
 #: What every call carries besides the call (docs/wallet.md §3): the game, and the
@@ -506,6 +504,7 @@ def test_held_applies_the_call_at_once_and_holds_only_its_answer(
     ]
 
 
+@pytest.mark.slow  # 0.01 s for each of the answer's bytes: two seconds
 def test_drip_applies_the_call_and_dribbles_every_byte_of_its_answer(
     wallet: ReferenceWallet,
 ) -> None:

@@ -92,6 +92,7 @@ async def check_books(server: ChemmyServer, wallet: ReferenceWallet) -> dict[str
     return await check_wallet_books(server.store, wallet)
 
 
+@pytest.mark.slow  # a wallet subprocess and whole coups: a second or more
 async def test_coups_on_a_seamless_wallet_debit_once_per_player_and_credit_every_debit(
     net: Net, wallet: ReferenceWallet
 ) -> None:
@@ -117,6 +118,7 @@ async def test_coups_on_a_seamless_wallet_debit_once_per_player_and_credit_every
     assert snap["snapshot"]["you"]["balance"] == wallet.balance("bob")
 
 
+@pytest.mark.slow  # a wallet subprocess and whole coups: a second or more
 async def test_bettors_without_a_seat_are_debited_and_credited_as_the_seated_are(
     net: Net, wallet: ReferenceWallet
 ) -> None:
@@ -287,6 +289,7 @@ def shape(value: Any) -> Any:
     return None
 
 
+@pytest.mark.slow  # a wallet subprocess and whole coups: a second or more
 async def test_reconciliation_lists_every_call_as_documented(
     net: Net, wallet: ReferenceWallet, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from server.wallet.calls import round_of
 from tests.kit import scaled
 from tests.kit.game import Game
@@ -57,6 +59,7 @@ async def test_a_void_of_a_dealt_coup_rolls_its_debits_back(
     assert all(wallet.balance(pid) == START for pid in ("alice", "bob"))  # as if never played
 
 
+@pytest.mark.slow  # a wallet subprocess and whole coups: a second or more
 async def test_a_void_while_the_wallet_debits_rolls_back_what_it_took(
     net: Net, wallet: ReferenceWallet
 ) -> None:

@@ -236,6 +236,7 @@ def catalog(lang: str) -> dict[str, str]:
     return dict(json.loads((LOCALES / f"{lang}.json").read_text(encoding="utf-8")))
 
 
+@pytest.mark.slow  # a server subprocess and a browser: seconds
 def test_the_tokens_language_from_the_first_frame(
     server: ServerProcess, open_page: Callable[..., Page]
 ) -> None:
@@ -256,6 +257,7 @@ def test_the_tokens_language_from_the_first_frame(
     assert set(shown["balance"]) <= {french, "\u2013"}, shown["balance"]  # never "1,000.00"
 
 
+@pytest.mark.slow  # a server subprocess and a browser: seconds
 def test_counts_and_phrases_follow_the_languages_plural_rules(
     server: ServerProcess, open_page: Callable[..., Page]
 ) -> None:
@@ -309,6 +311,7 @@ def test_counts_and_phrases_follow_the_languages_plural_rules(
     assert fr["minute"] == "Vous jouez depuis 1 minute."
 
 
+@pytest.mark.slow  # a server subprocess and a browser: seconds
 def test_french_roads_and_ask_buttons_and_a_language_chosen_at_once(
     server: ServerProcess, open_page: Callable[..., Page]
 ) -> None:
