@@ -206,10 +206,10 @@ def test_recompute_for_a_shoe_is_fast() -> None:
     assert len(res) == 80
     base = Roads.of(res[:79])
     n = 200
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # (CPU time: a busy machine's other processes do not count)
     for _ in range(n):
         base.add(res[79])
-    per = (time.perf_counter() - t0) / n
+    per = (time.process_time() - t0) / n
     assert per < 0.005  # ~0.4 ms measured; generous bound for slow CI machines
 
 

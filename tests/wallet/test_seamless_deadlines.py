@@ -383,6 +383,7 @@ SHOE_FAULTS: list[list[dict[str, Any]]] = [
 ]
 
 
+@pytest.mark.xdist_group("elapsed")  # asserts how long each debit phase took
 async def test_a_whole_shoe_with_every_fault_keeps_every_debit_deadline_and_the_books(
     net: Net, wallet: ReferenceWallet, capsys: pytest.CaptureFixture[str]
 ) -> None:
