@@ -10,6 +10,8 @@ names what it needs of the others in its context module; these tests hold the di
 - player protection imports neither the gateway nor the operator room;
 - the store never imports player protection (it is handed the rules) nor any room above
   it;
+- the rate limits (``server/limits``) import no other room of the shell, nor the
+  croupier: only the store's Redis connection and the bus's key prefix;
 - ``config``, ``auth`` and ``metrics`` import no room; only ``main`` (and the test kit,
   the benchmarks) imports ``assemble``;
 - the clients share their texts through ``texts`` (which imports neither), and the
@@ -27,7 +29,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHELL = ("server.gateway", "server.operator", "server.protection", "server.process")
+SHELL = (
+    "server.gateway",
+    "server.operator",
+    "server.protection",
+    "server.process",
+    "server.limits",
+)
 
 
 def modules(folder: str) -> list[Path]:
@@ -56,7 +64,7 @@ def reaches(path: Path, forbidden: tuple[str, ...]) -> set[str]:
 
 
 def test_the_rooms_are_there() -> None:
-    for room in ("gateway", "operator", "protection", "process"):
+    for room in ("gateway", "operator", "protection", "process", "limits"):
         assert (ROOT / "server" / room / "context.py").exists() or room == "process", room
         assert len(modules(f"server/{room}")) >= 4, room
     assert not list((ROOT / "server" / "net").glob("*.py"))  # (a checkout may keep __pycache__)
@@ -81,6 +89,12 @@ def test_the_operator_room_is_installed_not_installing(path: Path) -> None:
     assert reaches(path, ("server.process.assemble", "server.process.main")) == set()
 
 
+@pytest.mark.parametrize("path", modules("server/limits"), ids=lambda p: p.name)
+def test_the_limits_import_no_other_room(path: Path) -> None:
+    others = tuple(room for room in SHELL if room != "server.limits")
+    assert reaches(path, (*others, "server.croupier", "server.table", "server.wallet")) == set()
+
+
 @pytest.mark.parametrize("path", modules("server/store"), ids=lambda p: p.name)
 def test_the_store_decides_no_rule_of_protection(path: Path) -> None:
     assert reaches(path, (*SHELL, "server.croupier")) == set()
@@ -97,7 +111,10 @@ def test_the_store_keeps_no_protection_rule() -> None:
 @pytest.mark.parametrize("name", ["config", "auth", "metrics"])
 def test_the_process_settings_import_no_room(name: str) -> None:
     path = ROOT / "server" / "process" / f"{name}.py"
-    assert reaches(path, (*SHELL[:3], "server.croupier", "server.process.assemble")) == set()
+    assert (
+        reaches(path, (*SHELL[:3], "server.limits", "server.croupier", "server.process.assemble"))
+        == set()
+    )
 
 
 def test_only_main_assembles_a_process() -> None:

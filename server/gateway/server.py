@@ -4,14 +4,14 @@
 decodes each frame (``server.protocol.codec``), checks the message
 (``server.protocol.messages``), checks the sender may send it (said hello; within the
 rates of its connection, its player and its client address, pings included:
-``server.gateway.limits``) and dispatches it through one registry of handlers
+``server.limits.local``) and dispatches it through one registry of handlers
 (:data:`HANDLERS`):
 
 - table commands (``bet``, ``sit``, ``turn``...) and ``join``/``leave``/``roads`` travel
   as :class:`~server.protocol.records.CommandRecord` s on the bus to the table's owner,
   whose :class:`~server.protocol.records.ReplyRecord` comes back to the asking
   connection (``server.gateway.tables``); each waits in its player's line at the table
-  (:class:`~server.gateway.limits.Lines`), so one player's flood never fills the table's
+  (:class:`~server.limits.local.Lines`), so one player's flood never fills the table's
   queue ahead of another's commands;
 - the cashier's requests (``balance``, ``deposit``, ``history``, ``shoe_record``) go to
   the store (``server.gateway.cashier``);
@@ -59,11 +59,12 @@ from server.gateway.context import OperatorDoor
 from server.gateway.handlers import HANDLERS, Continuation, hello
 from server.gateway.http import Endpoints
 from server.gateway.hub import Hub, send_now
-from server.gateway.limits import Limits, LineKey, Lines, client_address
 from server.gateway.lobby import Lobby, SharedLobby
-from server.gateway.session import Bucket, GatewayConnection, Session
-from server.gateway.shared_limits import SharedLimits
+from server.gateway.session import GatewayConnection, Session
 from server.gateway.watchers import Watchers
+from server.limits.bucket import Bucket
+from server.limits.local import Limits, LineKey, Lines, client_address
+from server.limits.shared import SharedLimits
 from server.process.auth import Authenticator, AuthError
 from server.process.config import ServerConfig
 from server.process.metrics import LoopWatch, Metrics
@@ -311,7 +312,7 @@ class ChemmyServer:
 
     def _admit(self, session: Session) -> bool:
         """Whether one more frame (a message or a ping) is within the connection's
-        rate, its player's and its address's (``server.gateway.limits``)."""
+        rate, its player's and its address's (``server.limits.local``)."""
         if not session.bucket.take():
             return False
         player = None if session.identity is None else session.identity.player_id
@@ -614,7 +615,7 @@ class ChemmyServer:
         """Send a command record for ``table`` to its owner; ``then`` gets the reply.
 
         A command with a ``then`` (a client's) goes through the player's line at the
-        table (``server.gateway.limits.Lines``): it is sent now, or once the player's
+        table (``server.limits.local.Lines``): it is sent now, or once the player's
         earlier commands are answered; ``then`` gets an error reply when the bus cannot
         take it. Raises :class:`Refused` when the player has too many commands waiting,
         and, without ``then``, when the bus cannot take it."""

@@ -9,7 +9,7 @@ The rate limit is a token bucket per connection (``rate`` messages a second, bur
 ``websockets`` answers pings inside its protocol (RFC 6455 §5.5.2), before the gateway
 sees them, so :class:`GatewayConnection` asks the session first and leaves a ping over
 the limit unanswered. The limits shared by a player's or an address's connections are
-``server.gateway.limits``'.
+``server.limits``'.
 
 This module never sends anything and never logs a player's private data.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,13 +27,13 @@ from websockets.frames import Frame, Opcode
 from websockets.server import ServerProtocol
 
 from server.gateway.operator_http import READ_TIMEOUT, OperatorExchange, Responder, sniff
+from server.limits.bucket import Bucket
 from server.process.auth import Identity
 from server.protection.context import PlayClock
 
 __all__ = [
     "REFUSALS_BURST",
     "REFUSALS_RATE",
-    "Bucket",
     "GatewayConnection",
     "PlayClock",
     "Session",
@@ -48,38 +47,6 @@ REFUSALS_RATE = 5.0
 _conn_ids = itertools.count(1)
 
 
-@dataclass(slots=True)
-class Bucket:
-    """A token bucket: ``rate`` tokens a second, at most ``burst`` saved up."""
-
-    rate: float
-    burst: float
-    #: When ``tokens`` was last counted (``time.monotonic`` unless given); starts full.
-    stamp: float = field(default_factory=time.monotonic)
-    tokens: float = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.tokens = self.burst
-
-    def take(self, now: float | None = None) -> bool:
-        """Spend one token if there is one."""
-        now = time.monotonic() if now is None else now
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
-
-    def peek(self, now: float) -> bool:
-        """Whether :meth:`take` would succeed at ``now`` (spends nothing)."""
-        return self.tokens + (now - self.stamp) * self.rate >= 1
-
-    def full(self, now: float) -> bool:
-        """Whether the bucket has refilled to ``burst`` by ``now``."""
-        return self.tokens + (now - self.stamp) * self.rate >= self.burst
-
-
 @dataclass(eq=False)
 class Session:
     """One client connection."""
@@ -87,7 +54,7 @@ class Session:
     conn: ServerConnection
     fmt: str
     bucket: Bucket
-    #: Who the client is for the limits (``server.gateway.limits.client_address``).
+    #: Who the client is for the limits (``server.limits.local.client_address``).
     address: str = "unknown"
     id: int = field(default_factory=lambda: next(_conn_ids))
     identity: Identity | None = None

@@ -46,8 +46,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import unquote
 
-from server.gateway.limits import Network, forwarded_address
 from server.gateway.operator_http import HttpRequest, HttpResponse, error_response
+from server.limits.local import Network, forwarded_address
 from server.operator import idempotency
 from server.process.auth import Authenticator, AuthError
 from server.protocol.errors import OperatorRefusal  # (defined with the error tree)

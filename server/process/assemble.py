@@ -28,10 +28,10 @@ from server.croupier.actor import TableActor
 from server.croupier.cluster import Leases
 from server.croupier.host import Croupier, StepHook
 from server.gateway.hub import Hub
-from server.gateway.limits import Limits, parse_networks
 from server.gateway.lobby import Lobby, LocalLobby, SharedLobby
 from server.gateway.server import ChemmyServer
-from server.gateway.shared_limits import SharedLimits
+from server.limits.local import Limits, parse_networks
+from server.limits.shared import SharedLimits
 from server.operator import routes
 from server.operator.api import OperatorAPI, OperatorAuth
 from server.process.auth import Authenticator
