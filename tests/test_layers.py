@@ -81,7 +81,21 @@ def test_the_gateway_never_imports_the_operator_room(path: Path) -> None:
 @pytest.mark.parametrize("path", modules("server/protection"), ids=lambda p: p.name)
 def test_player_protection_imports_neither_the_gateway_nor_the_operator(path: Path) -> None:
     bad = ("server.gateway", "server.operator", "server.process.assemble", "server.process.main")
+    bad = (*bad, "server.croupier", "server.limits")
     assert reaches(path, bad) == set()
+
+
+def test_names_are_imported_from_where_they_are_defined() -> None:
+    """The actor re-exports nothing: a refusal of the store is the error tree's, a
+    record's fields the croupier's ``kinds``, a held-back credit its ``seamless``."""
+    import server.croupier.actor as actor
+
+    moved = ("store_refusal", "GUEST_FIELD", "GUARDS_FIELD", "HELD_BACK", "WIRE_COMMANDS")
+    assert not set(moved) & set(actor.__all__)
+    for folder in ("server", "tests", "bench"):
+        for path in modules(folder):
+            names = reaches(path, ("server.croupier.actor",))
+            assert not {f"server.croupier.actor.{name}" for name in moved} & names, path
 
 
 @pytest.mark.parametrize("path", modules("server/operator"), ids=lambda p: p.name)
