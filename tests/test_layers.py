@@ -85,6 +85,32 @@ def test_player_protection_imports_neither_the_gateway_nor_the_operator(path: Pa
     assert reaches(path, bad) == set()
 
 
+def test_each_protocol_of_the_shell_is_declared_once() -> None:
+    """A room names what it needs once; a protocol another room declared is imported
+    (the gateway's ``Replies``/``Relay`` are protection's, of the gateway's ``Session``)."""
+    declared: dict[str, list[str]] = {}
+    for room in SHELL:
+        for path in modules(room.replace(".", "/")):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                protocol = isinstance(node, ast.ClassDef) and any(
+                    "Protocol" in ast.unparse(base) for base in node.bases
+                )
+                alias = isinstance(node, ast.Assign) and ast.unparse(node.value).startswith(
+                    "Callable"
+                )
+                if protocol or alias:
+                    for name in _declared_names(node):
+                        declared.setdefault(name, []).append(path.name)
+    assert {name: where for name, where in declared.items() if len(where) > 1} == {}
+
+
+def _declared_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, ast.ClassDef):
+        return [node.name]
+    assert isinstance(node, ast.Assign)
+    return [target.id for target in node.targets if isinstance(target, ast.Name)]
+
+
 def test_names_are_imported_from_where_they_are_defined() -> None:
     """The actor re-exports nothing: a refusal of the store is the error tree's, a
     record's fields the croupier's ``kinds``, a held-back credit its ``seamless``."""

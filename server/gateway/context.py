@@ -13,6 +13,7 @@ store from a table command) does not type-check.
 
     Replies        send, ok, error                          (every handler answers)
     Relay          Replies + relay                          (a record to a table's owner)
+                   (both player protection's, of a Session: server.protection.context)
     HelloContext   Replies + config, auth, store, money,    limits: check_player, open_player
                    ask_wallet, background
     CashierContext Relay + config, store, persist, money,   limits: deposit
@@ -31,10 +32,10 @@ This module only names what the handlers depend on; it never does anything.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
-from server.protocol.records import ReplyRecord
+from server.protection import context as protection
 
 if TYPE_CHECKING:
     from server.gateway.hub import Hub
@@ -43,14 +44,12 @@ if TYPE_CHECKING:
     from server.gateway.session import Session
     from server.process.auth import Authenticator
     from server.process.config import ServerConfig
-    from server.protocol.errors import ChemmyError
     from server.store.base import Store
     from server.table import TableOptions
     from server.table.events import Event
 
 __all__ = [
     "CashierContext",
-    "Continuation",
     "DepositLimits",
     "HelloContext",
     "HelloLimits",
@@ -62,32 +61,11 @@ __all__ = [
     "TablesContext",
 ]
 
-#: What the gateway does with a table's reply record when it comes back.
-Continuation = Callable[[ReplyRecord], None]
-
-
-class Replies(Protocol):
-    """Answering a client: a message, an ``ok`` or an ``error`` echoing its id."""
-
-    def send(self, session: Session, message: dict[str, Any]) -> None: ...
-
-    def ok(self, session: Session, mid: Any, /, **result: Any) -> None: ...
-
-    def error(self, session: Session, mid: Any, err: ChemmyError) -> None: ...
-
-
-class Relay(Replies, Protocol):
-    """Sending a command record to a table's owner (``then`` gets its reply)."""
-
-    def relay(
-        self,
-        session: Session,
-        table: str,
-        kind: str,
-        mid: Any = None,
-        fields: dict[str, Any] | None = None,
-        then: Continuation | None = None,
-    ) -> None: ...
+#: Answering a client, and sending a command record to a table's owner: player
+#: protection's protocols (``server.protection.context``, where they are declared once),
+#: of the gateway's connection.
+Replies: TypeAlias = protection.Replies["Session"]
+Relay: TypeAlias = protection.Relay["Session"]
 
 
 class HelloLimits(Protocol):

@@ -56,7 +56,7 @@ from server.bus.base import Bus
 from server.croupier.actor import TableActor
 from server.croupier.host import Croupier
 from server.gateway.context import OperatorDoor
-from server.gateway.handlers import HANDLERS, Continuation, hello
+from server.gateway.handlers import HANDLERS, hello
 from server.gateway.http import Endpoints
 from server.gateway.hub import Hub, send_now
 from server.gateway.lobby import Lobby, SharedLobby
@@ -69,6 +69,7 @@ from server.process.auth import Authenticator, AuthError
 from server.process.config import ServerConfig
 from server.process.metrics import LoopWatch, Metrics
 from server.protection import play_session
+from server.protection.context import Continuation
 from server.protocol.codec import JSON, MSGPACK, decode, encode, request_id
 from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table
 from server.protocol.messages import parse
