@@ -25,7 +25,7 @@ store from a table command) does not type-check.
 
 What the gateway needs of the rest of the process is named here too:
 :class:`OperatorDoor`, the operator's API as the port hands it ``/operator/v1/``
-requests (``server.operator.api.OperatorAPI``, given by ``server.process.assemble``).
+connections (``server.operator.api.OperatorAPI``, given by ``server.process.assemble``).
 
 This module only names what the handlers depend on; it never does anything.
 """
@@ -38,9 +38,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 from server.protection import context as protection
 
 if TYPE_CHECKING:
+    import asyncio
+
     from server.gateway.hub import Hub
     from server.gateway.lobby import Lobby
-    from server.gateway.operator_http import HttpRequest, HttpResponse
     from server.gateway.session import Session
     from server.process.auth import Authenticator
     from server.process.config import ServerConfig
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CashierContext",
     "DepositLimits",
+    "Exchange",
     "HelloContext",
     "HelloLimits",
     "OperatorDoor",
@@ -182,12 +184,25 @@ class TablesContext(Relay, Protocol):
     def watch_table(self, table: str) -> None: ...
 
 
-class OperatorDoor(Protocol):
-    """The operator's API, as the gateway's port needs it: each ``/operator/v1/``
-    request read off a connection is answered by :meth:`respond`; :attr:`enabled` says
-    whether anyone could be let in (the start warns when the transfer API cannot be)."""
+class Exchange(Protocol):
+    """One operator request on a connection taken over: the connection feeds it what it
+    reads (``server.operator.http.OperatorExchange``)."""
 
-    async def respond(self, request: HttpRequest) -> HttpResponse: ...
+    def feed(self, data: bytes) -> None: ...
+
+    def feed_eof(self) -> None: ...
+
+
+class OperatorDoor(Protocol):
+    """The operator's API, as the gateway's port needs it: a connection whose first
+    bytes are a ``/operator/v1/`` request (``server.gateway.sniff``) is handed over whole
+    to :meth:`take`, which reads the request and answers it (``opened``: when the
+    connection began); :attr:`enabled` says whether anyone could be let in (the start
+    warns when the transfer API cannot be)."""
+
+    def take(
+        self, transport: asyncio.Transport, first: bytes, client: str, opened: float | None
+    ) -> Exchange: ...
 
     @property
     def enabled(self) -> bool: ...

@@ -16,7 +16,8 @@ Only ``GET`` and ``HEAD`` are answered (405 otherwise, with ``Allow``). Every an
 under ``/operator/`` (the back office's files, and its 404s and 405s) says it may not
 be framed (``X-Frame-Options: DENY``). Requests for
 ``/operator/v1/...`` (the operator API, any method) never come here: the connection hands them to
-``server.gateway.operator_http`` before ``websockets`` reads them (it reads no body). This
+the operator's API (``server.gateway.sniff``, ``server.operator.http``) before ``websockets``
+reads them (it reads no body). This
 module decides no rule and never reads a player's data.
 """
 

@@ -31,8 +31,8 @@ elsewhere in it still echoes a good ``id``). A table command's events are delive
 its reply, so a client sees its own move in ``seq`` order. The connection survives every
 refused command. The HTTP endpoints (health, readiness, metrics and the web table's files) are in
 ``server.gateway.http``; the operator's API under ``/operator/v1/`` (the transfer API in
-``--wallet transfer``) is ``server.operator.api``, read off the same port by
-``server.gateway.operator_http``.
+``--wallet transfer``) is ``server.operator.api``, read off the same port
+(``server.gateway.sniff`` tells its requests; ``server.operator.http`` reads them).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ class ChemmyServer:
         self.lines = Lines()
         self.endpoints = Endpoints(self.metrics, self._not_ready, config.origins)
         #: ``/operator/v1/`` (server.operator.api, its routes installed by
-        #: server.process.assemble): read off this port by ``operator_http``.
+        #: server.process.assemble): its requests are handed to it off this port.
         self.operator_api = operator
         self._pending: dict[int, _Pending] = {}
         #: Commands sent for the operator's HTTP calls (no connection), by request id.
@@ -188,7 +188,7 @@ class ChemmyServer:
             select_subprotocol=_select_subprotocol,
             # (partial: websockets types it as the class; it only calls it)
             create_connection=functools.partial(  # type: ignore[arg-type]
-                GatewayConnection, operator=self.operator_api.respond
+                GatewayConnection, operator=self.operator_api
             ),
             process_request=self.endpoints.respond,
             max_size=self.config.max_frame,

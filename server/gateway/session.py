@@ -20,16 +20,19 @@ import asyncio
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.frames import Frame, Opcode
 from websockets.server import ServerProtocol
 
-from server.gateway.operator_http import READ_TIMEOUT, OperatorExchange, Responder, sniff
+from server.gateway.sniff import READ_TIMEOUT, sniff
 from server.limits.bucket import Bucket
 from server.process.auth import Identity
 from server.protection.context import PlayClock
+
+if TYPE_CHECKING:
+    from server.gateway.context import Exchange, OperatorDoor
 
 __all__ = [
     "REFUSALS_BURST",
@@ -91,10 +94,10 @@ class GatewayConnection(ServerConnection):
     unanswered, as a message over the limit is refused. A peer that keeps on is cut off
     by the gateway like any flood.
 
-    Given an ``operator`` responder, it looks at the first bytes the client sends
-    (``server.gateway.operator_http.sniff``): a request for ``/operator/v1/...`` is read and
-    answered by an :class:`~server.gateway.operator_http.OperatorExchange` (:attr:`exchange`)
-    and never reaches the WebSocket protocol, whose handshake then ends quietly when the
+    Given an ``operator`` door, it looks at the first bytes the client sends
+    (``server.gateway.sniff``): a request for ``/operator/v1/...`` is handed to the door,
+    whose exchange (:attr:`exchange`) reads and answers it (``server.operator.http``), and
+    never reaches the WebSocket protocol, whose handshake then ends quietly when the
     connection closes; anything else is fed to the protocol as it came. First bytes that
     have not told which by ``READ_TIMEOUT`` after the connection began (a request line
     dribbled: ``POST /oper``...) are handed to an exchange too, which answers ``408``.
@@ -104,13 +107,13 @@ class GatewayConnection(ServerConnection):
         self,
         protocol: ServerProtocol,
         *args: Any,
-        operator: Responder | None = None,
+        operator: OperatorDoor | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(protocol, *args, **kwargs)
         self.operator = operator
         #: The operator request this connection was taken over for, if it was.
-        self.exchange: OperatorExchange | None = None
+        self.exchange: Exchange | None = None
         self._sniffing = operator is not None
         self._head = b""
         self._opened: float | None = None  # when the connection began (loop time)
@@ -127,7 +130,7 @@ class GatewayConnection(ServerConnection):
 
         protocol.recv_frame = recv_frame  # type: ignore[method-assign]
 
-    # -- the operator's HTTP requests (server.gateway.operator_http) --------------------------
+    # -- the operator's HTTP requests (server.gateway.sniff, server.operator.http) ------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._opened = asyncio.get_running_loop().time()
         super().connection_made(transport)
@@ -171,8 +174,7 @@ class GatewayConnection(ServerConnection):
         assert self.operator is not None
         peer = self.transport.get_extra_info("peername")
         client = str(peer[0]) if isinstance(peer, tuple) and peer else "-"
-        self.exchange = OperatorExchange(self.transport, self.operator, client, self._opened)
-        self.exchange.start(head)
+        self.exchange = self.operator.take(self.transport, head, client, self._opened)
 
     def eof_received(self) -> bool | None:  # type: ignore[override]
         if self.exchange is not None:
