@@ -157,6 +157,20 @@ def test_the_process_settings_import_no_room(name: str) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "path",
+    [p for room in SHELL[:3] + SHELL[4:] for p in modules(room.replace(".", "/"))],
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_a_room_imports_of_the_process_only_its_settings(path: Path) -> None:
+    """The gateway and the operator room read ``config``, ``auth`` and ``metrics`` (which
+    import no room); what starts and stops the process (``lifecycle``, ``assemble``,
+    ``main``) is handed in through a context (the gateway's ``ProcessParts``)."""
+    settings = ("server.process.config", "server.process.auth", "server.process.metrics")
+    used = reaches(path, ("server.process",))
+    assert {m for m in used if not any(m == s or m.startswith(s + ".") for s in settings)} == set()
+
+
 def test_only_main_assembles_a_process() -> None:
     """(Besides the test kit and the benchmarks, which build processes of their own.)"""
     users = {

@@ -24,7 +24,9 @@ store from a table command) does not type-check.
                    unattend
 
 What the gateway needs of the rest of the process is named here too:
-:class:`OperatorDoor`, the operator's API as the port hands it ``/operator/v1/``
+:class:`ProcessParts`, the parts it starts before it accepts and stops after it closed
+(``server.process.lifecycle``); :class:`OperatorDoor`, the operator's API as the port
+hands it ``/operator/v1/``
 connections (``server.operator.api.OperatorAPI``, given by ``server.process.assemble``).
 
 This module only names what the handlers depend on; it never does anything.
@@ -32,7 +34,7 @@ This module only names what the handlers depend on; it never does anything.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from server.protection import context as protection
@@ -45,9 +47,12 @@ if TYPE_CHECKING:
     from server.gateway.session import Session
     from server.process.auth import Authenticator
     from server.process.config import ServerConfig
+    from server.protocol.records import ReplyRecord
     from server.store.base import Store
     from server.table import TableOptions
     from server.table.events import Event
+    from server.wallet.base import Wallet
+    from server.wallet.courier import Courier
 
 __all__ = [
     "CashierContext",
@@ -56,6 +61,7 @@ __all__ = [
     "HelloContext",
     "HelloLimits",
     "OperatorDoor",
+    "ProcessParts",
     "Relay",
     "Replies",
     "StoredEvents",
@@ -182,6 +188,34 @@ class TablesContext(Relay, Protocol):
     def unattend(self, session: Session, table: str) -> None: ...
 
     def watch_table(self, table: str) -> None: ...
+
+
+class ProcessParts(Protocol):
+    """The rest of the process, as the gateway starts and stops it
+    (``server.process.lifecycle.Lifecycle``, given by ``server.process.assemble``): the
+    store claimed, then everything opened before the port accepts (the bus's replies to
+    ``on_reply``); readiness; the drain; the stop after the port closed; and a beat of
+    the watchdog (run its jobs with ``background``)."""
+
+    @property
+    def wallet(self) -> Wallet | None: ...
+
+    @property
+    def courier(self) -> Courier | None: ...
+
+    async def claim(self) -> None: ...
+
+    async def open(self, on_reply: Callable[[ReplyRecord], None]) -> None: ...
+
+    async def abandon(self) -> None: ...
+
+    def not_ready(self) -> str | None: ...
+
+    async def drain(self, timeout: float) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def tick(self, now: float, background: Callable[[Coroutine[Any, Any, None]], None]) -> None: ...
 
 
 class Exchange(Protocol):

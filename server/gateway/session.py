@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +26,13 @@ from websockets.asyncio.server import ServerConnection
 from websockets.frames import Frame, Opcode
 from websockets.server import ServerProtocol
 
+from server.gateway import watchdog
 from server.gateway.sniff import READ_TIMEOUT, sniff
 from server.limits.bucket import Bucket
+from server.limits.local import Limits
 from server.process.auth import Identity
 from server.protection.context import PlayClock
+from server.protocol.codec import JSON, MSGPACK
 
 if TYPE_CHECKING:
     from server.gateway.context import Exchange, OperatorDoor
@@ -37,9 +40,11 @@ if TYPE_CHECKING:
 __all__ = [
     "REFUSALS_BURST",
     "REFUSALS_RATE",
+    "SUBPROTOCOLS",
     "GatewayConnection",
     "PlayClock",
     "Session",
+    "select_subprotocol",
 ]
 
 #: A connection is cut off (1008) once it has been refused for its rate this many times
@@ -80,6 +85,48 @@ class Session:
         """The authenticated player's id (only after ``hello``)."""
         assert self.identity is not None
         return self.identity.player_id
+
+    def admit(self, limits: Limits) -> bool:
+        """Whether one more frame (a message or a ping) is within the connection's
+        rate, its player's and its address's (``server.limits.local``)."""
+        if not self.bucket.take():
+            return False
+        player = None if self.identity is None else self.identity.player_id
+        return limits.take(self.address, player)
+
+    def over_limit(self) -> bool:
+        """A frame over the limit was refused: whether the connection may go on. A
+        connection refused faster than it earns refusals back is cut off (1008)."""
+        if self.refusals.take():
+            return True
+        if not self.cut_off:
+            self.cut_off = True
+            watchdog.cut_off(self.conn, 1008, "rate limit")
+        return False
+
+    def ping_allowed(self, limits: Limits) -> bool:
+        """Asked by the connection for each WebSocket ping, inside the protocol's frame
+        parser: over the limit the ping is dropped unanswered, and counts as refused."""
+        if self.admit(limits):
+            return True
+        if self.refusals.take() or self.cut_off:
+            return False
+        self.cut_off = True  # not from inside the parser: on the loop's next turn
+        asyncio.get_running_loop().call_soon(watchdog.cut_off, self.conn, 1008, "rate limit")
+        return False
+
+
+#: The wire formats a client may ask for (docs/protocol.md §2), in the server's order.
+SUBPROTOCOLS = [MSGPACK, JSON]
+
+
+def select_subprotocol(conn: ServerConnection, offered: Iterable[str]) -> Any:
+    """msgpack or JSON as the client offers; a client that offers none gets JSON."""
+    offered = list(offered)
+    for proto in SUBPROTOCOLS:
+        if proto in offered:
+            return proto
+    return None
 
 
 class GatewayConnection(ServerConnection):
