@@ -78,6 +78,13 @@ def test_the_gateway_never_imports_the_operator_room(path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("path", modules("server/gateway"), ids=lambda p: p.name)
+def test_the_gateway_reads_no_operator_request(path: Path) -> None:
+    """It tells an operator's connection (``sniff``) and hands it over whole: reading
+    and answering the request (h11) is the operator room's (``server/operator/http.py``)."""
+    assert reaches(path, ("h11",)) == set()
+
+
 @pytest.mark.parametrize("path", modules("server/protection"), ids=lambda p: p.name)
 def test_player_protection_imports_neither_the_gateway_nor_the_operator(path: Path) -> None:
     bad = ("server.gateway", "server.operator", "server.process.assemble", "server.process.main")
