@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from server.wallet.base import Wallet, WalletError
@@ -30,24 +31,17 @@ __all__ = ["Purse"]
 log = logging.getLogger("chemmy.server")
 
 
+@dataclass(eq=False)
 class Purse:
     """A player's money for the gateway (see the module docstring). ``wallet_of`` gives
     the operator's wallet (None: the ledger's); ``refresh`` tells the tables a player
     watches here to read their balance again."""
 
-    def __init__(
-        self,
-        config: ServerConfig,
-        store: Store,
-        lobby: Lobby,
-        wallet_of: Callable[[], Wallet | None],
-        refresh: Callable[[str], None],
-    ) -> None:
-        self.config = config
-        self.store = store
-        self.lobby = lobby
-        self.wallet_of = wallet_of
-        self.refresh = refresh
+    config: ServerConfig
+    store: Store
+    lobby: Lobby
+    wallet_of: Callable[[], Wallet | None]
+    refresh: Callable[[str], None]
 
     async def persist(self, session: Session) -> None:
         """Write a guest to the store (with the welcome play money) before their first

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from server.bus.base import Bus
@@ -35,34 +36,24 @@ __all__ = ["Lifecycle"]
 log = logging.getLogger("chemmy.server")
 
 
+@dataclass(eq=False)
 class Lifecycle:
     """The parts of one process the gateway starts and stops (see the module docstring)."""
 
-    def __init__(
-        self,
-        config: ServerConfig,
-        *,
-        store: Store,
-        bus: Bus,
-        croupier: Croupier,
-        limits: Limits,
-        metrics: Metrics,
-        auth: Authenticator,
-        wallet: Wallet | None = None,
-    ) -> None:
-        self.config = config
-        self.store = store
-        self.bus = bus
-        self.croupier = croupier
-        self.limits = limits
-        self.metrics = metrics
-        self.auth = auth
-        #: Where the players' money lives (docs/wallet.md), and the courier that
-        #: delivers a seamless wallet's credits and rollbacks (none otherwise).
-        self.wallet = wallet
-        self.courier: Courier | None = None
-        self.guest_sweep_interval = 60.0  # how often idle guests are looked for
-        self._next_guest_sweep = 0.0
+    config: ServerConfig
+    _: KW_ONLY
+    store: Store
+    bus: Bus
+    croupier: Croupier
+    limits: Limits
+    metrics: Metrics
+    auth: Authenticator
+    #: Where the players' money lives (docs/wallet.md), and the courier that delivers
+    #: a seamless wallet's credits and rollbacks (none otherwise).
+    wallet: Wallet | None = None
+    courier: Courier | None = None
+    guest_sweep_interval: float = 60.0  # how often idle guests are looked for
+    _next_guest_sweep: float = field(default=0.0, init=False)
 
     async def claim(self) -> None:
         """Claim the store (a SQLite file another live process serves is refused)."""
