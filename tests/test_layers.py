@@ -10,6 +10,8 @@ names what it needs of the others in its context module; these tests hold the di
 - player protection imports neither the gateway nor the operator room;
 - the store never imports player protection (it is handed the rules) nor any room above
   it;
+- the rate limits (``server/limits``) import no other room of the shell, nor the
+  croupier: only the store's Redis connection and the bus's key prefix;
 - ``config``, ``auth`` and ``metrics`` import no room; only ``main`` (and the test kit,
   the benchmarks) imports ``assemble``;
 - the clients share their texts through ``texts`` (which imports neither), and the
@@ -27,7 +29,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHELL = ("server.gateway", "server.operator", "server.protection", "server.process")
+SHELL = (
+    "server.gateway",
+    "server.operator",
+    "server.protection",
+    "server.process",
+    "server.limits",
+)
 
 
 def modules(folder: str) -> list[Path]:
@@ -56,7 +64,7 @@ def reaches(path: Path, forbidden: tuple[str, ...]) -> set[str]:
 
 
 def test_the_rooms_are_there() -> None:
-    for room in ("gateway", "operator", "protection", "process"):
+    for room in ("gateway", "operator", "protection", "process", "limits"):
         assert (ROOT / "server" / room / "context.py").exists() or room == "process", room
         assert len(modules(f"server/{room}")) >= 4, room
     assert not list((ROOT / "server" / "net").glob("*.py"))  # (a checkout may keep __pycache__)
@@ -70,15 +78,68 @@ def test_the_gateway_never_imports_the_operator_room(path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("path", modules("server/gateway"), ids=lambda p: p.name)
+def test_the_gateway_reads_no_operator_request(path: Path) -> None:
+    """It tells an operator's connection (``sniff``) and hands it over whole: reading
+    and answering the request (h11) is the operator room's (``server/operator/http.py``)."""
+    assert reaches(path, ("h11",)) == set()
+
+
 @pytest.mark.parametrize("path", modules("server/protection"), ids=lambda p: p.name)
 def test_player_protection_imports_neither_the_gateway_nor_the_operator(path: Path) -> None:
     bad = ("server.gateway", "server.operator", "server.process.assemble", "server.process.main")
+    bad = (*bad, "server.croupier", "server.limits")
     assert reaches(path, bad) == set()
+
+
+def test_each_protocol_of_the_shell_is_declared_once() -> None:
+    """A room names what it needs once; a protocol another room declared is imported
+    (the gateway's ``Replies``/``Relay`` are protection's, of the gateway's ``Session``)."""
+    declared: dict[str, list[str]] = {}
+    for room in SHELL:
+        for path in modules(room.replace(".", "/")):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                protocol = isinstance(node, ast.ClassDef) and any(
+                    "Protocol" in ast.unparse(base) for base in node.bases
+                )
+                alias = isinstance(node, ast.Assign) and ast.unparse(node.value).startswith(
+                    "Callable"
+                )
+                if protocol or alias:
+                    for name in _declared_names(node):
+                        declared.setdefault(name, []).append(path.name)
+    assert {name: where for name, where in declared.items() if len(where) > 1} == {}
+
+
+def _declared_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, ast.ClassDef):
+        return [node.name]
+    assert isinstance(node, ast.Assign)
+    return [target.id for target in node.targets if isinstance(target, ast.Name)]
+
+
+def test_names_are_imported_from_where_they_are_defined() -> None:
+    """The actor re-exports nothing: a refusal of the store is the error tree's, a
+    record's fields the croupier's ``kinds``, a held-back credit its ``seamless``."""
+    import server.croupier.actor as actor
+
+    moved = ("store_refusal", "GUEST_FIELD", "GUARDS_FIELD", "HELD_BACK", "WIRE_COMMANDS")
+    assert not set(moved) & set(actor.__all__)
+    for folder in ("server", "tests", "bench"):
+        for path in modules(folder):
+            names = reaches(path, ("server.croupier.actor",))
+            assert not {f"server.croupier.actor.{name}" for name in moved} & names, path
 
 
 @pytest.mark.parametrize("path", modules("server/operator"), ids=lambda p: p.name)
 def test_the_operator_room_is_installed_not_installing(path: Path) -> None:
     assert reaches(path, ("server.process.assemble", "server.process.main")) == set()
+
+
+@pytest.mark.parametrize("path", modules("server/limits"), ids=lambda p: p.name)
+def test_the_limits_import_no_other_room(path: Path) -> None:
+    others = tuple(room for room in SHELL if room != "server.limits")
+    assert reaches(path, (*others, "server.croupier", "server.table", "server.wallet")) == set()
 
 
 @pytest.mark.parametrize("path", modules("server/store"), ids=lambda p: p.name)
@@ -97,7 +158,24 @@ def test_the_store_keeps_no_protection_rule() -> None:
 @pytest.mark.parametrize("name", ["config", "auth", "metrics"])
 def test_the_process_settings_import_no_room(name: str) -> None:
     path = ROOT / "server" / "process" / f"{name}.py"
-    assert reaches(path, (*SHELL[:3], "server.croupier", "server.process.assemble")) == set()
+    assert (
+        reaches(path, (*SHELL[:3], "server.limits", "server.croupier", "server.process.assemble"))
+        == set()
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for room in SHELL[:3] + SHELL[4:] for p in modules(room.replace(".", "/"))],
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_a_room_imports_of_the_process_only_its_settings(path: Path) -> None:
+    """The gateway and the operator room read ``config``, ``auth`` and ``metrics`` (which
+    import no room); what starts and stops the process (``lifecycle``, ``assemble``,
+    ``main``) is handed in through a context (the gateway's ``ProcessParts``)."""
+    settings = ("server.process.config", "server.process.auth", "server.process.metrics")
+    used = reaches(path, ("server.process",))
+    assert {m for m in used if not any(m == s or m.startswith(s + ".") for s in settings)} == set()
 
 
 def test_only_main_assembles_a_process() -> None:

@@ -44,7 +44,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from server.bus.base import Bus
-from server.protocol.errors import ChemmyError, Refused, no_table
+from server.protocol.errors import ChemmyError, Refused, no_table, store_refusal
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import (
     CommitResult,
@@ -67,25 +67,20 @@ from .bursts import burst, step_burst
 from .commit import Write
 from .fairqueue import FairQueue, QueueClosed, QueueFull
 from .items import Happened, Item
-from .kinds import GUARDS_FIELD, GUEST_FIELD, WIRE_COMMANDS, answer, command_of, guards_of
-from .recovery import InDoubt, store_refusal
+from .kinds import answer, command_of, guards_of
+from .recovery import InDoubt
 from .retry import backoff
 from .roads import Roads
-from .seamless import HELD_BACK, BeforeDebits, Seamless
+from .seamless import BeforeDebits, Seamless
 from .settings import ActorHooks, ActorSettings
 from .wallet import TableWallet
 
 __all__ = [
-    "GUARDS_FIELD",
-    "GUEST_FIELD",
-    "HELD_BACK",
-    "WIRE_COMMANDS",
     "ActorHooks",
     "ActorSettings",
     "BeforeDebits",
     "Busy",
     "TableActor",
-    "store_refusal",
 ]
 
 log = logging.getLogger("chemmy.croupier")

@@ -16,7 +16,7 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
-from server.protocol.errors import ChemmyError, Refused
+from server.protocol.errors import ChemmyError, Refused, store_refusal
 from server.store.base import LimitGuard, LimitPassed, Overdrawn, StaleEpoch, StoreError
 from server.table import commands as c
 from server.table.events import Step
@@ -25,7 +25,6 @@ from server.table.wallet import Entry
 from . import balances
 from .items import Happened, Item
 from .kinds import answer, command_of, guards_of
-from .recovery import store_refusal
 
 if TYPE_CHECKING:
     from .actor import TableActor

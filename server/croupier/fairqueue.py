@@ -1,7 +1,7 @@
 """A table's command queue that is fair to its senders.
 
 One queue for everyone let a flood fill it: sixteen addresses, each with its share of
-places at the gateway (``server.gateway.limits.Lines``), held all 256 places and another
+places at the gateway (``server.limits.local.Lines``), held all 256 places and another
 player's ``bet`` was answered ``busy``. Here each sender (a client address; a command's
 ``origin``) has a line of its own, and the lines are served in turn, one command each, so
 a player waits behind at most one command of each other sender, however many commands

@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.protocol.errors import Refused
-from server.store.base import Store, StoreError, StoreUnavailable, dump_json
+from server.store.base import Store, StoreError, dump_json
 from server.table import Table
 from server.table.events import Event
 from server.table.state import PlayerState
@@ -24,7 +23,7 @@ from server.table.wallet import Entry, held_account, player_account, stake_accou
 
 from .wallet import TableWallet
 
-__all__ = ["InDoubt", "accounts", "put_parts", "rebuilt", "store_refusal", "taken_up", "was_kept"]
+__all__ = ["InDoubt", "accounts", "put_parts", "rebuilt", "taken_up", "was_kept"]
 
 
 @dataclass(slots=True)
@@ -61,16 +60,6 @@ def put_parts(
             stored.pop(pid, None)
         else:
             stored[pid] = part
-
-
-def store_refusal(exc: BaseException) -> Refused:
-    """What the sender of a step the store did not keep hears: ``store_unavailable`` when
-    the store cannot be reached or cannot write now (Redis down, the SQLite lock wait
-    ran out), else ``store_failed``. Either way nothing of the step was kept; a retry
-    with the same id is applied once."""
-    if isinstance(exc, StoreUnavailable):
-        return Refused("store_unavailable", "the store cannot be reached now; try again")
-    return Refused("store_failed", "that could not be saved; try again")
 
 
 def _wallet_of(table: Table) -> TableWallet:

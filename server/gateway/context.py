@@ -13,6 +13,7 @@ store from a table command) does not type-check.
 
     Replies        send, ok, error                          (every handler answers)
     Relay          Replies + relay                          (a record to a table's owner)
+                   (both player protection's, of a Session: server.protection.context)
     HelloContext   Replies + config, auth, store, money,    limits: check_player, open_player
                    ask_wallet, background
     CashierContext Relay + config, store, persist, money,   limits: deposit
@@ -23,8 +24,10 @@ store from a table command) does not type-check.
                    unattend
 
 What the gateway needs of the rest of the process is named here too:
-:class:`OperatorDoor`, the operator's API as the port hands it ``/operator/v1/``
-requests (``server.operator.api.OperatorAPI``, given by ``server.process.assemble``).
+:class:`ProcessParts`, the parts it starts before it accepts and stops after it closed
+(``server.process.lifecycle``); :class:`OperatorDoor`, the operator's API as the port
+hands it ``/operator/v1/``
+connections (``server.operator.api.OperatorAPI``, given by ``server.process.assemble``).
 
 This module only names what the handlers depend on; it never does anything.
 """
@@ -32,29 +35,33 @@ This module only names what the handlers depend on; it never does anything.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
-from server.protocol.records import ReplyRecord
+from server.protection import context as protection
 
 if TYPE_CHECKING:
+    import asyncio
+
     from server.gateway.hub import Hub
     from server.gateway.lobby import Lobby
-    from server.gateway.operator_http import HttpRequest, HttpResponse
     from server.gateway.session import Session
     from server.process.auth import Authenticator
     from server.process.config import ServerConfig
-    from server.protocol.errors import ChemmyError
+    from server.protocol.records import ReplyRecord
     from server.store.base import Store
     from server.table import TableOptions
     from server.table.events import Event
+    from server.wallet.base import Wallet
+    from server.wallet.courier import Courier
 
 __all__ = [
     "CashierContext",
-    "Continuation",
     "DepositLimits",
+    "Exchange",
     "HelloContext",
     "HelloLimits",
     "OperatorDoor",
+    "ProcessParts",
     "Relay",
     "Replies",
     "StoredEvents",
@@ -62,32 +69,11 @@ __all__ = [
     "TablesContext",
 ]
 
-#: What the gateway does with a table's reply record when it comes back.
-Continuation = Callable[[ReplyRecord], None]
-
-
-class Replies(Protocol):
-    """Answering a client: a message, an ``ok`` or an ``error`` echoing its id."""
-
-    def send(self, session: Session, message: dict[str, Any]) -> None: ...
-
-    def ok(self, session: Session, mid: Any, /, **result: Any) -> None: ...
-
-    def error(self, session: Session, mid: Any, err: ChemmyError) -> None: ...
-
-
-class Relay(Replies, Protocol):
-    """Sending a command record to a table's owner (``then`` gets its reply)."""
-
-    def relay(
-        self,
-        session: Session,
-        table: str,
-        kind: str,
-        mid: Any = None,
-        fields: dict[str, Any] | None = None,
-        then: Continuation | None = None,
-    ) -> None: ...
+#: Answering a client, and sending a command record to a table's owner: player
+#: protection's protocols (``server.protection.context``, where they are declared once),
+#: of the gateway's connection.
+Replies: TypeAlias = protection.Replies["Session"]
+Relay: TypeAlias = protection.Relay["Session"]
 
 
 class HelloLimits(Protocol):
@@ -204,12 +190,53 @@ class TablesContext(Relay, Protocol):
     def watch_table(self, table: str) -> None: ...
 
 
-class OperatorDoor(Protocol):
-    """The operator's API, as the gateway's port needs it: each ``/operator/v1/``
-    request read off a connection is answered by :meth:`respond`; :attr:`enabled` says
-    whether anyone could be let in (the start warns when the transfer API cannot be)."""
+class ProcessParts(Protocol):
+    """The rest of the process, as the gateway starts and stops it
+    (``server.process.lifecycle.Lifecycle``, given by ``server.process.assemble``): the
+    store claimed, then everything opened before the port accepts (the bus's replies to
+    ``on_reply``); readiness; the drain; the stop after the port closed; and a beat of
+    the watchdog (run its jobs with ``background``)."""
 
-    async def respond(self, request: HttpRequest) -> HttpResponse: ...
+    @property
+    def wallet(self) -> Wallet | None: ...
+
+    @property
+    def courier(self) -> Courier | None: ...
+
+    async def claim(self) -> None: ...
+
+    async def open(self, on_reply: Callable[[ReplyRecord], None]) -> None: ...
+
+    async def abandon(self) -> None: ...
+
+    def not_ready(self) -> str | None: ...
+
+    async def drain(self, timeout: float) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def tick(self, now: float, background: Callable[[Coroutine[Any, Any, None]], None]) -> None: ...
+
+
+class Exchange(Protocol):
+    """One operator request on a connection taken over: the connection feeds it what it
+    reads (``server.operator.http.OperatorExchange``)."""
+
+    def feed(self, data: bytes) -> None: ...
+
+    def feed_eof(self) -> None: ...
+
+
+class OperatorDoor(Protocol):
+    """The operator's API, as the gateway's port needs it: a connection whose first
+    bytes are a ``/operator/v1/`` request (``server.gateway.sniff``) is handed over whole
+    to :meth:`take`, which reads the request and answers it (``opened``: when the
+    connection began); :attr:`enabled` says whether anyone could be let in (the start
+    warns when the transfer API cannot be)."""
+
+    def take(
+        self, transport: asyncio.Transport, first: bytes, client: str, opened: float | None
+    ) -> Exchange: ...
 
     @property
     def enabled(self) -> bool: ...

@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from server.gateway import cashier, tables
-from server.gateway.context import Continuation
 from server.gateway.hello import hello
 from server.protection import play_limits, play_session, responsible
 from server.protocol.messages import SCHEMAS, TABLE_COMMANDS
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
     from server.gateway.server import ChemmyServer
     from server.gateway.session import Session
 
-__all__ = ["HANDLERS", "Continuation", "Handler", "hello"]
+__all__ = ["HANDLERS", "Handler", "hello"]
 
 #: A handler as the dispatcher calls it: (the gateway, session, request id, checked
 #: fields). The gateway is every context, so a handler typed against a narrower one fits.

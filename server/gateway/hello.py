@@ -19,7 +19,7 @@ bet as another's at a table.
 
 A player has at most ``max_connections_per_player`` connections that said hello
 (``too_many_connections`` beyond; over a cluster, on all the processes together); how
-many hellos an address may send is the dispatcher's check (``server.gateway.limits``).
+many hellos an address may send is the dispatcher's check (``server.limits.local``).
 """
 
 from __future__ import annotations

@@ -14,16 +14,19 @@
 
 Only ``GET`` and ``HEAD`` are answered (405 otherwise, with ``Allow``). Every answer
 under ``/operator/`` (the back office's files, and its 404s and 405s) says it may not
-be framed (``X-Frame-Options: DENY``). Requests for
-``/operator/v1/...`` (the operator API, any method) never come here: the connection hands them to
-``server.gateway.operator_http`` before ``websockets`` reads them (it reads no body). This
-module decides no rule and never reads a player's data.
+be framed (``X-Frame-Options: DENY``). Requests for ``/operator/v1/...`` (the operator
+API, any method) never come here: the connection hands them to the operator's API
+(``server.gateway.sniff``, ``server.operator.http``) before ``websockets`` reads them
+(it reads no body). It also says whether a browser's WebSocket may open from its
+page's origin (:func:`origin_allowed`, docs/protocol.md §2). This module decides no
+rule and never reads a player's data.
 """
 
 from __future__ import annotations
 
 import http
-from collections.abc import Callable, Iterable
+import urllib.parse
+from collections.abc import Callable, Iterable, Sequence
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from websockets.asyncio.server import ServerConnection
@@ -33,7 +36,7 @@ from websockets.http11 import Request, Response
 from server.gateway import static
 from server.process.metrics import Metrics
 
-__all__ = ["Endpoints"]
+__all__ = ["CLOSE_ORIGIN", "ORIGIN_REFUSED", "Endpoints", "origin_allowed"]
 
 _TEXT = "text/plain; charset=utf-8"
 
@@ -104,3 +107,43 @@ class Endpoints:
             body = generate_latest(self.metrics.registry)
             return _response(http.HTTPStatus.OK, body, CONTENT_TYPE_LATEST, head=head)
         return _response(http.HTTPStatus.NOT_FOUND, b"not found\n", _TEXT, head=head)
+
+
+#: The close code and reason of a browser connection from an origin not allowed.
+CLOSE_ORIGIN = 4003
+ORIGIN_REFUSED = "origin_not_allowed: this site may not show the table (--origins)"
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+def origin_allowed(headers: Headers, allowed: Sequence[str]) -> bool:
+    """docs/protocol.md §2 "Origin allowlist": with no list every origin; a client that
+    sends no ``Origin`` (the CLI, bots: not browsers) always; else an origin in the list,
+    or the server's own (the ``Origin`` names the ``Host`` the request was sent to: the
+    page the server itself served, framed by an allowed site, needs no entry)."""
+    origins = headers.get_all("Origin")
+    if not allowed or not origins:
+        return True
+    if len(origins) > 1:
+        return False
+    origin = origins[0]
+    return origin in allowed or _same_origin(origin, headers.get("Host"))
+
+
+def _same_origin(origin: str, host: str | None) -> bool:
+    """Whether ``origin`` (``scheme://host[:port]``) is the ``Host`` header's
+    ``host[:port]`` (a port left out is the scheme's default)."""
+    if not host:
+        return False
+    try:
+        o = urllib.parse.urlsplit(origin)
+        h = urllib.parse.urlsplit(f"{o.scheme}://{host}")
+        default = _DEFAULT_PORTS.get(o.scheme)
+        return (
+            o.scheme in _DEFAULT_PORTS
+            and bool(o.hostname)
+            and o.hostname == h.hostname
+            and (o.port or default) == (h.port or default)
+            and not (o.path or o.query or o.fragment or o.username or h.path or h.username)
+        )
+    except ValueError:
+        return False

@@ -4,35 +4,35 @@
 decodes each frame (``server.protocol.codec``), checks the message
 (``server.protocol.messages``), checks the sender may send it (said hello; within the
 rates of its connection, its player and its client address, pings included:
-``server.gateway.limits``) and dispatches it through one registry of handlers
+``server.limits.local``) and dispatches it through one registry of handlers
 (:data:`HANDLERS`):
 
 - table commands (``bet``, ``sit``, ``turn``...) and ``join``/``leave``/``roads`` travel
   as :class:`~server.protocol.records.CommandRecord` s on the bus to the table's owner,
   whose :class:`~server.protocol.records.ReplyRecord` comes back to the asking
   connection (``server.gateway.tables``); each waits in its player's line at the table
-  (:class:`~server.gateway.limits.Lines`), so one player's flood never fills the table's
+  (:class:`~server.limits.local.Lines`), so one player's flood never fills the table's
   queue ahead of another's commands;
 - the cashier's requests (``balance``, ``deposit``, ``history``, ``shoe_record``) go to
   the store (``server.gateway.cashier``);
 - the lobby, chat and the operators' ``create_table``/``close_table`` (``server.gateway.tables``).
 
-As an **owner** it runs table actors (``server.croupier``) for the tables it owns; with
-the in-process bus (the default) that is every table. The gateway never reads a table:
-whatever it needs of one comes in a reply record or an event. It builds none of its
-parts (the store, the bus, the croupier, the lobby, the limits, the hub, the metrics,
-the authenticator): ``server.process.assemble`` puts the process together and hands them
-in; each handler is typed against the narrow part of it that it uses
-(``server.gateway.context``).
+It builds none of its parts and reads no table: ``server.process.assemble`` hands in
+the store, the bus, the croupier (the tables this process owns), the lobby, the limits,
+the hub, the metrics, the authenticator and the rest of the process to start and stop
+(``server.process.lifecycle``); each handler is typed against the narrow part of it
+that it uses (``server.gateway.context``). Its other jobs have modules of their own: a
+player's money (``money``), the cluster's notices (``notices``), the watchdog's cuts
+(``watchdog``), the play sessions' touches (``server.protection.play_session``).
 
 Replies echo the command's ``id``: ``{"type": "ok", "id": ...}`` or ``{"type": "error",
 "id": ..., "code": ..., "message": ...}`` (an error to a frame refused for a value
 elsewhere in it still echoes a good ``id``). A table command's events are delivered before
 its reply, so a client sees its own move in ``seq`` order. The connection survives every
-refused command. The HTTP endpoints (health, readiness, metrics and the web table's files) are in
-``server.gateway.http``; the operator's API under ``/operator/v1/`` (the transfer API in
-``--wallet transfer``) is ``server.operator.api``, read off the same port by
-``server.gateway.operator_http``.
+refused command. The HTTP endpoints (health, readiness, metrics, the web table's files)
+are in ``server.gateway.http``; the operator's API under ``/operator/v1/`` (the transfer API in
+``--wallet transfer``) is ``server.operator.api``, read off the same port
+(``server.gateway.sniff`` tells its requests; ``server.operator.http`` reads them).
 """
 
 from __future__ import annotations
@@ -43,53 +43,49 @@ import functools
 import itertools
 import logging
 import time
-import urllib.parse
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 
 from server.bus.base import Bus
 from server.croupier.actor import TableActor
 from server.croupier.host import Croupier
-from server.gateway.context import OperatorDoor
-from server.gateway.handlers import HANDLERS, Continuation, hello
-from server.gateway.http import Endpoints
+from server.gateway import notices
+from server.gateway.context import OperatorDoor, ProcessParts
+from server.gateway.handlers import HANDLERS, hello
+from server.gateway.http import CLOSE_ORIGIN, ORIGIN_REFUSED, Endpoints, origin_allowed
 from server.gateway.hub import Hub, send_now
-from server.gateway.limits import Limits, LineKey, Lines, client_address
-from server.gateway.lobby import Lobby, SharedLobby
-from server.gateway.session import Bucket, GatewayConnection, Session
-from server.gateway.shared_limits import SharedLimits
+from server.gateway.lobby import Lobby
+from server.gateway.money import Purse
+from server.gateway.session import SUBPROTOCOLS, GatewayConnection, Session, select_subprotocol
+from server.gateway.watchdog import SLOW_CLIENT_BUFFER, cut_off, cut_slow_clients
 from server.gateway.watchers import Watchers
+from server.limits.bucket import Bucket
+from server.limits.local import Limits, LineKey, Lines, client_address
 from server.process.auth import Authenticator, AuthError
 from server.process.config import ServerConfig
 from server.process.metrics import LoopWatch, Metrics
 from server.protection import play_session
-from server.protocol.codec import JSON, MSGPACK, decode, encode, request_id
+from server.protection.context import Continuation
+from server.protocol.codec import JSON, decode, encode, request_id
 from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table
 from server.protocol.messages import parse
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.store.base import Store, StoreError
 from server.table.events import Event
-from server.wallet.base import Wallet, WalletError
 from server.wallet.courier import Courier
-from server.wallet.mirror import sync_mirror
 
 __all__ = ["ChemmyServer"]
 
 log = logging.getLogger("chemmy.server")
 
-SUBPROTOCOLS = [MSGPACK, JSON]
-SLOW_CLIENT_BUFFER = 4 * 2**20  # bytes waiting in a client's write buffer before it is cut off
 #: Seconds without a store failure that end a failure episode (store_failed).
 STORE_QUIET = 30.0
 #: How many closed table ids a gateway remembers (to answer ``no_table`` at once).
 CLOSED_TABLES_KEPT = 4096
-#: Seconds a cut-off connection may still send (dropped unread) before it is aborted.
-CUT_OFF_LINGER = 1.0
 
 
 @dataclass(slots=True)
@@ -119,6 +115,7 @@ class ChemmyServer:
         metrics: Metrics,
         auth: Authenticator,
         operator: OperatorDoor,
+        process: ProcessParts,
     ) -> None:
         """The gateway over parts built elsewhere (``server.process.assemble``: the one place
         the process is put together); it holds its connections' state of its own."""
@@ -131,12 +128,15 @@ class ChemmyServer:
         self.hub = hub
         self.metrics = metrics
         self.auth = auth
+        #: The rest of the process, started before this port accepts and stopped after
+        #: it closed (``server.process.lifecycle``).
+        self.process = process
         self.draining = False
         self.sessions: dict[int, Session] = {}
         self.lines = Lines()
         self.endpoints = Endpoints(self.metrics, self._not_ready, config.origins)
         #: ``/operator/v1/`` (server.operator.api, its routes installed by
-        #: server.process.assemble): read off this port by ``operator_http``.
+        #: server.process.assemble): its requests are handed to it off this port.
         self.operator_api = operator
         self._pending: dict[int, _Pending] = {}
         #: Commands sent for the operator's HTTP calls (no connection), by request id.
@@ -154,24 +154,22 @@ class ChemmyServer:
         self._loop_watch = LoopWatch(metrics)
         self._background: set[asyncio.Task[None]] = set()
         self.slow_client_buffer = SLOW_CLIENT_BUFFER  # bytes unsent before a client is cut
-        self.guest_sweep_interval = 60.0  # how often idle guests are looked for
-        self._next_guest_sweep = 0.0
-        #: How often the play sessions of the players connected here are touched (they
-        #: go on while a connection is open: server.protection.play_session), and whether the
-        #: last touch failed (one log line an episode).
-        self.touch_interval = play_session.touch_every(config.session_gap * 60)
-        self._next_touch = 0.0
-        self._touch_failed = False
-        #: Where the players' money lives (docs/wallet.md), and the courier that
-        #: delivers a seamless wallet's credits and rollbacks (none otherwise).
-        self.wallet: Wallet | None = None
-        self.courier: Courier | None = None
+        #: The play sessions of the players connected here go on while a connection is
+        #: open (server.protection.play_session): touched every so often.
+        self.touches = play_session.Touches(store, config.session_gap * 60)
+        #: A player's money as the gateway reads it (server.gateway.money).
+        self.purse = Purse(config, store, lobby, lambda: self.process.wallet, self.refresh_player)
         self.watchdog_interval = 1.0
 
     @property
     def actors(self) -> dict[str, TableActor]:
         """This process's table actors (for tests and tools; the gateway never reads them)."""
         return self.croupier.actors
+
+    @property
+    def courier(self) -> Courier | None:
+        """What delivers a seamless wallet's credits and rollbacks (none otherwise)."""
+        return self.process.courier
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -183,10 +181,10 @@ class ChemmyServer:
             self.config.host,
             self.config.port,
             subprotocols=SUBPROTOCOLS,  # type: ignore[arg-type]
-            select_subprotocol=_select_subprotocol,
+            select_subprotocol=select_subprotocol,
             # (partial: websockets types it as the class; it only calls it)
             create_connection=functools.partial(  # type: ignore[arg-type]
-                GatewayConnection, operator=self.operator_api.respond
+                GatewayConnection, operator=self.operator_api
             ),
             process_request=self.endpoints.respond,
             max_size=self.config.max_frame,
@@ -196,15 +194,17 @@ class ChemmyServer:
             start_serving=False,
         )
         try:
-            await self.store.claim_serving()
-            await self._open_tables()
+            await self.process.claim()
+            await self.process.open(self._on_reply)
+            for tid in self.croupier.actors:
+                self.watch_table(tid)
         except BaseException:
             self._server.close()
             await self._server.wait_closed()
-            await self.store.close()
+            await self.process.abandon()
             raise
         await self._server.start_serving()
-        self._watchdog = asyncio.create_task(self._watch_slow_clients())
+        self._watchdog = asyncio.create_task(self._watch())
         self._loop_watch.start()
         log.info("listening on ws://%s:%d", self.config.host, self.port)
         if self.config.wallet == "transfer" and not self.operator_api.enabled:
@@ -213,21 +213,6 @@ class ChemmyServer:
                 "the transfer API (/operator/ answers 404)"
             )
 
-    async def _open_tables(self) -> None:
-        await self.store.open()
-        # Every process signs guests' resume tokens with the same key, kept in the
-        # store, so a guest keeps their seat across a restart (and a failover).
-        self.auth.guest_key = await self.store.secret("guest-resume")
-        await self.bus.start()
-        self.bus.on_replies(self._on_reply)
-        await self.croupier.start(self.config.tables)
-        if self.courier is not None:
-            self.courier.start()
-        if isinstance(self.limits, SharedLimits):
-            self.limits.start()
-        for tid in self.croupier.actors:
-            self.watch_table(tid)
-
     @property
     def port(self) -> int:
         assert self._server is not None
@@ -235,19 +220,12 @@ class ChemmyServer:
         return int(sock.getsockname()[1])
 
     def _not_ready(self) -> str | None:
-        if self.draining:
-            return "draining"
-        unready = self.bus.not_ready()
-        if unready is not None:
-            return unready
-        if self.croupier.failing:
-            return "store failing"
-        return None
+        return "draining" if self.draining else self.process.not_ready()
 
     async def drain(self, timeout: float | None = None) -> None:
         """SIGTERM: no new players or bets; running coups finish (bounded)."""
         self.draining = True
-        await self.croupier.drain(self.config.drain_timeout if timeout is None else timeout)
+        await self.process.drain(self.config.drain_timeout if timeout is None else timeout)
 
     async def stop(self) -> None:
         """Close every connection with 1001 (going away), stop the tables and the store."""
@@ -256,20 +234,12 @@ class ChemmyServer:
         self._loop_watch.stop()
         for task in list(self._background):
             task.cancel()
-        await self._touch_players(self._playing())  # (their gap counts from now)
+        await self.touches.touch(self._playing())  # (their gap counts from now)
         if self._server is not None:
             self.hub.flush()  # (the tail's last frames go before the close frames)
             self._server.close()
             await self._server.wait_closed()
-        await self.croupier.stop()
-        if self.courier is not None:
-            await self.courier.stop()
-        if self.wallet is not None:
-            await self.wallet.close()
-        if isinstance(self.limits, SharedLimits):
-            await self.limits.close()
-        await self.bus.close()
-        await self.store.close()
+        await self.process.close()
 
     # ------------------------------------------------------------------ connections
     async def _handler(self, conn: ServerConnection) -> None:
@@ -283,14 +253,14 @@ class ChemmyServer:
         fmt = conn.subprotocol or JSON
         address = client_address(conn, self.limits.trusted)
         if not await self.limits.open_connection(address):
-            _cut_off(conn, 1008, "too many connections from this address")
+            cut_off(conn, 1008, "too many connections from this address")
             return
         bucket = Bucket(self.config.rate_limit, float(self.config.rate_burst))
         session = Session(conn, str(fmt), bucket, address)
         self.sessions[session.id] = session
         self.metrics.connections.inc()
         if isinstance(conn, GatewayConnection):
-            conn.allow_ping = lambda: self._ping_allowed(session)
+            conn.allow_ping = lambda: session.ping_allowed(self.limits)
         try:
             async for frame in conn:
                 await self._dispatch(session, frame)
@@ -302,41 +272,12 @@ class ChemmyServer:
                 session.play.stop()
                 if session.persisted:  # the gap that ends the session counts from now
                     at = play_session.now()
-                    self.background(self._touch_players([session.player], at))
+                    self.background(self.touches.touch([session.player], at))
             self.metrics.connections.dec()
             self.limits.disconnect(address)
             if session.identity is not None:
                 self.limits.sign_out(session.player)
             self._left(session)
-
-    def _admit(self, session: Session) -> bool:
-        """Whether one more frame (a message or a ping) is within the connection's
-        rate, its player's and its address's (``server.gateway.limits``)."""
-        if not session.bucket.take():
-            return False
-        player = None if session.identity is None else session.identity.player_id
-        return self.limits.take(session.address, player)
-
-    def _over_limit(self, session: Session) -> bool:
-        """A frame over the limit was refused: whether the connection may go on. A
-        connection refused faster than it earns refusals back is cut off (1008)."""
-        if session.refusals.take():
-            return True
-        if not session.cut_off:
-            session.cut_off = True
-            _cut_off(session.conn, 1008, "rate limit")
-        return False
-
-    def _ping_allowed(self, session: Session) -> bool:
-        """Asked by the connection for each WebSocket ping, inside the protocol's frame
-        parser: over the limit the ping is dropped unanswered, and counts as refused."""
-        if self._admit(session):
-            return True
-        if session.refusals.take() or session.cut_off:
-            return False
-        session.cut_off = True  # not from inside the parser: on the loop's next turn
-        asyncio.get_running_loop().call_soon(_cut_off, session.conn, 1008, "rate limit")
-        return False
 
     def _left(self, session: Session) -> None:
         """A connection closed: its tables hear of it unless the player still watches
@@ -386,8 +327,8 @@ class ChemmyServer:
                 if exc.code == "bad_message":  # it decoded: its id may still be good
                     mid = request_id(frame, session.fmt)
             # Every frame counts against the rate limits, garbage included.
-            if not self._admit(session):
-                if not self._over_limit(session):
+            if not session.admit(self.limits):
+                if not session.over_limit():
                     return
                 raise Refused("rate_limited", "too many messages; slow down")
             if bad_frame is not None:
@@ -475,47 +416,11 @@ class ChemmyServer:
         if any(e.kind == "closed" for e in events):
             self.forget_table(table)
 
-    def notice(self, notice: dict[str, Any], lobby: SharedLobby) -> None:
-        """A cluster notice: the lobby may have changed; and when a table has a new
-        owner (a failover or a handover), this gateway's players join it again, so the
-        new owner (which started as after a restart: everyone disconnected) knows they
-        are here. After the bus lost Redis and reconnected, every table may have changed
-        owner meanwhile, and the notices said so while nobody here listened: the players
-        join every table they are at again (a join where they are known changes
-        nothing). A player's reality check answered on another process: their
-        connections here are told (:meth:`reality_answered`)."""
-        kind = notice.get("kind")
-        if kind == "reality_answered":
-            if notice.get("node") != self.bus.node:  # this process told its own already
-                self._tell_answered(str(notice.get("player")), str(notice.get("choice")))
-            return
-        lobby.stale()
-        if kind not in ("owner", "reconnected"):
-            return
-        table = str(notice.get("table"))
-        for session in list(self.sessions.values()):
-            for tid in list(session.tables) if kind == "reconnected" else [table]:
-                self._join_again(session, tid)
-
     def reality_answered(self, session: Session, choice: str) -> None:
         """``session`` answered its player's reality check: their other connections here
-        are told at once, and those on the other processes of a cluster by a notice."""
-        self._tell_answered(session.player, choice, but=session)
-        notice = {"kind": "reality_answered", "player": session.player, "choice": choice}
-        self.bus.control({**notice, "node": self.bus.node})
-
-    def _tell_answered(self, player: str, choice: str, but: Session | None = None) -> None:
-        message = play_session.answered_message(choice)
-        for other in list(self.sessions.values()):
-            if other is not but and other.identity is not None and other.player == player:
-                self.send(other, message)
-
-    def _join_again(self, session: Session, table: str) -> None:
-        """Tell ``table``'s owner that ``session``'s player is here (a notice said it may
-        not know it)."""
-        if table in session.tables and session.identity is not None:
-            with contextlib.suppress(ChemmyError):
-                self.relay(session, table, "join", None, {"name": session.identity.name}, _ignore)
+        are told at once, and those on the other processes of a cluster by a notice
+        (``server.gateway.notices``)."""
+        notices.answered(self, session, choice)
 
     def saw_close(self, table: str) -> bool:
         """Whether this gateway saw ``table`` close (and nobody has opened it since)."""
@@ -535,47 +440,20 @@ class ChemmyServer:
         for session in self.sessions.values():
             session.tables.discard(table)
 
+    # ------------------------------------------------------------------ money (money.Purse)
     async def persist(self, session: Session) -> None:
-        """Write a guest to the store (with the welcome play money) before their first
-        seat or deposit."""
-        if session.persisted:
-            return
-        assert session.identity is not None
-        ident = session.identity
-        await self.store.ensure_player(
-            ident.player_id, ident.name, self.config.welcome_balance, guest=True
-        )
-        session.persisted = True
+        await self.purse.persist(session)
 
     async def session_money(self, session: Session) -> tuple[int, int]:
-        """:meth:`money` of a session's player (a guest not yet stored has the play money
-        they will get), the operator's wallet asked first where it holds the money."""
-        if not session.persisted:
-            return self.config.welcome_balance, self.config.welcome_balance
-        if session.identity is not None:
-            ident = session.identity
-            await self.ask_wallet(session.player, ident.currency, ident.wallet_session)
-        return await self.money(session.player)
+        return await self.purse.session_money(session)
 
     async def ask_wallet(
         self, player: str, currency: str | None, session: Mapping[str, Any] | None = None
     ) -> None:
-        """Where the operator's wallet holds the money (seamless), set the player's mirror
-        from the balance it reports now (docs/wallet.md §3), asked in the player's
-        ``session`` at the operator; a wallet that does not answer within
-        ``--wallet-timeout`` leaves the mirror as it was."""
-        wallet = self.wallet
-        if wallet is None or not wallet.confirms_holds:
-            return
-        try:
-            async with asyncio.timeout(self.config.wallet_timeout):
-                balance = await wallet.balance(player, currency, session)
-        except (WalletError, TimeoutError) as exc:
-            log.warning("no balance for %s from the operator's wallet (%s)", player, exc)
-            return
-        tables = [line["table"] for line in await self.lobby.tables()]
-        if await sync_mirror(self.store, player, balance, tables):
-            self.refresh_player(player)
+        await self.purse.ask_wallet(player, currency, session)
+
+    async def money(self, player: str) -> tuple[int, int]:
+        return await self.purse.money(player)
 
     def refresh_player(self, player: str) -> None:
         """A player's money moved outside a table (the operator's transfer): each table
@@ -588,12 +466,6 @@ class ChemmyServer:
                 done.add(table)
                 with contextlib.suppress(ChemmyError):
                     self.relay(session, table, "refresh")
-
-    async def money(self, player: str) -> tuple[int, int]:
-        """``(balance, available)`` as the store has them: ``available`` is the player's
-        money on no table, ``balance`` adds the chips they placed at every table."""
-        tables = [line["table"] for line in await self.lobby.tables()]
-        return await self.store.player_money(player, tables)
 
     def background(self, job: Coroutine[Any, Any, None]) -> None:
         """Run ``job`` on its own; it is cancelled when the server stops."""
@@ -614,7 +486,7 @@ class ChemmyServer:
         """Send a command record for ``table`` to its owner; ``then`` gets the reply.
 
         A command with a ``then`` (a client's) goes through the player's line at the
-        table (``server.gateway.limits.Lines``): it is sent now, or once the player's
+        table (``server.limits.local.Lines``): it is sent now, or once the player's
         earlier commands are answered; ``then`` gets an error reply when the bus cannot
         take it. Raises :class:`Refused` when the player has too many commands waiting,
         and, without ``then``, when the bus cannot take it."""
@@ -704,31 +576,6 @@ class ChemmyServer:
         """The players with a connection open here that is in a play session."""
         return [s.player for s in self.sessions.values() if s.play is not None and s.persisted]
 
-    async def _touch_players(self, players: list[str], at: float | None = None) -> None:
-        """Keep ``players``' play sessions going (server.protection.play_session.touch), as seen
-        at ``at`` (None: now); a failure is one log line until a touch works again
-        (their sessions then go on as if touched: a connection was open all along)."""
-        try:
-            await play_session.touch(self.store, players, at)
-        except StoreError as exc:
-            if not self._touch_failed:
-                log.warning("the players' play sessions could not be kept going: %s", exc)
-            self._touch_failed = True
-            return
-        if self._touch_failed:
-            log.info("the players' play sessions are kept going again")
-        self._touch_failed = False
-
-    async def _expire_guests(self) -> None:
-        """Forget guests who never played and were not seen for ``guest_idle`` seconds."""
-        try:
-            gone = await self.store.expire_guests(self.config.guest_idle)
-        except StoreError as exc:
-            log.warning("expiring idle guests failed: %s", exc)
-            return
-        if gone:
-            log.info("forgot %d idle guests", gone)
-
     def _expire_pending(self, now: float) -> None:
         """Commands whose table never answered (its owner died before it could, or the
         bus lost the reply) are answered ``timeout`` at their gateway. Retried with the
@@ -741,125 +588,22 @@ class ChemmyServer:
             self._on_reply(ReplyRecord.refused(Address(self.bus.node, pending.session.id, n), err))
 
     # ------------------------------------------------------------------ health
-    async def _watch_slow_clients(self) -> None:
-        """Cut off a client whose unsent frames pile up; it resumes from its last seq.
-        (Also refreshes the cluster's counters for /metrics.)"""
+    async def _watch(self) -> None:
+        """The watchdog: commands never answered are answered ``timeout``; the rest of
+        the process's beat (``Lifecycle.tick``: idle guests, the counters for /metrics);
+        the players' play sessions touched when due; and a client whose unsent frames
+        pile up is cut off (``server.gateway.watchdog``; it resumes from its last seq)."""
         while True:
             await asyncio.sleep(self.watchdog_interval)
-            self._expire_pending(time.monotonic())
-            if time.monotonic() >= self._next_guest_sweep:
-                self._next_guest_sweep = time.monotonic() + self.guest_sweep_interval
-                self.background(self._expire_guests())
-            if time.monotonic() >= self._next_touch:
-                self._next_touch = time.monotonic() + self.touch_interval
-                self.background(self._touch_players(self._playing()))
-            counts = self.bus.counts()
-            if counts is not None:
-                self.metrics.relayed.set(counts.relayed)
-                self.metrics.backfilled.set(counts.backfilled)
-                for table, count in counts.received.items():
-                    self.metrics.bus_received.labels(table=table).set(count)
-                self.metrics.bus_listening.set(counts.listening)
-            if self.croupier.rebalancer is not None:
-                self.metrics.lease_changes.set(self.croupier.rebalancer.changes)
-            self._cut_slow_clients()
-
-    def _cut_slow_clients(self) -> None:
-        """Bound what waits to be sent: per connection (``slow_client_buffer``), per
-        address (``send_buffer_per_address``) and for the whole process
-        (``send_buffer_total``, so that it stays inside its container's memory). Over a
-        bound, the connections with the most unsent are cut first (the slowest readers,
-        who resume from their last seq), until the rest fit."""
-        waiting: list[tuple[int, Session, asyncio.Transport]] = []
-        for session in self.sessions.values():
-            transport = session.conn.transport
-            if transport is not None and not transport.is_closing():
-                size = transport.get_write_buffer_size()
-                if size:
-                    waiting.append((size, session, transport))
-        waiting.sort(key=lambda w: w[0], reverse=True)  # the largest first
-        total = sum(size for size, _s, _t in waiting)
-        per_address: dict[str, int] = {}
-        for size, session, _t in waiting:
-            per_address[session.address] = per_address.get(session.address, 0) + size
-        config = self.config
-        for size, session, transport in waiting:
-            over = (
-                size > self.slow_client_buffer
-                or per_address[session.address] > config.send_buffer_per_address
-                or total > config.send_buffer_total
+            now = time.monotonic()
+            self._expire_pending(now)
+            self.process.tick(now, self.background)
+            if self.touches.due(now):
+                self.background(self.touches.touch(self._playing()))
+            cut_slow_clients(
+                self.sessions.values(),
+                per_connection=self.slow_client_buffer,
+                per_address=self.config.send_buffer_per_address,
+                total=self.config.send_buffer_total,
+                on_cut=self.metrics.slow_clients.inc,
             )
-            if not over:
-                continue
-            self.metrics.slow_clients.inc()
-            transport.abort()
-            total -= size
-            per_address[session.address] -= size
-
-
-def _cut_off(conn: ServerConnection, code: int, reason: str) -> None:
-    """Close at once: send the close frame and end our side of the TCP connection (the
-    protocol's ``fail`` sends a FIN after it), without waiting out ``close_timeout`` for
-    a peer that is flooding us. What the peer still sends is read and dropped for
-    :data:`CUT_OFF_LINGER` seconds at most, then the socket is aborted. (Closing it
-    while the peer's data lay unread reset the connection, and the reset could destroy
-    the close frame before the peer read it: it saw 1006 instead of ``code``.)"""
-    with contextlib.suppress(Exception):
-        conn.protocol.fail(code, reason)
-        conn.send_data()
-    transport = conn.transport
-    if transport is not None:
-        asyncio.get_running_loop().call_later(CUT_OFF_LINGER, transport.abort)
-
-
-def _select_subprotocol(conn: ServerConnection, offered: Iterable[str]) -> Any:
-    """msgpack or JSON as the client offers; a client that offers none gets JSON."""
-    offered = list(offered)
-    for proto in SUBPROTOCOLS:
-        if proto in offered:
-            return proto
-    return None
-
-
-#: The close code and reason of a browser connection from an origin not allowed.
-CLOSE_ORIGIN = 4003
-ORIGIN_REFUSED = "origin_not_allowed: this site may not show the table (--origins)"
-_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
-
-
-def origin_allowed(headers: Headers, allowed: Sequence[str]) -> bool:
-    """docs/protocol.md §2 "Origin allowlist": with no list every origin; a client that
-    sends no ``Origin`` (the CLI, bots: not browsers) always; else an origin in the list,
-    or the server's own (the ``Origin`` names the ``Host`` the request was sent to: the
-    page the server itself served, framed by an allowed site, needs no entry)."""
-    origins = headers.get_all("Origin")
-    if not allowed or not origins:
-        return True
-    if len(origins) > 1:
-        return False
-    origin = origins[0]
-    return origin in allowed or _same_origin(origin, headers.get("Host"))
-
-
-def _same_origin(origin: str, host: str | None) -> bool:
-    """Whether ``origin`` (``scheme://host[:port]``) is the ``Host`` header's
-    ``host[:port]`` (a port left out is the scheme's default)."""
-    if not host:
-        return False
-    try:
-        o = urllib.parse.urlsplit(origin)
-        h = urllib.parse.urlsplit(f"{o.scheme}://{host}")
-        default = _DEFAULT_PORTS.get(o.scheme)
-        return (
-            o.scheme in _DEFAULT_PORTS
-            and bool(o.hostname)
-            and o.hostname == h.hostname
-            and (o.port or default) == (h.port or default)
-            and not (o.path or o.query or o.fragment or o.username or h.path or h.username)
-        )
-    except ValueError:
-        return False
-
-
-def _ignore(reply: ReplyRecord) -> None:
-    """A reply nobody waits for (a join made again after a table moved)."""

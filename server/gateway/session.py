@@ -9,7 +9,7 @@ The rate limit is a token bucket per connection (``rate`` messages a second, bur
 ``websockets`` answers pings inside its protocol (RFC 6455 §5.5.2), before the gateway
 sees them, so :class:`GatewayConnection` asks the session first and leaves a ping over
 the limit unanswered. The limits shared by a player's or an address's connections are
-``server.gateway.limits``'.
+``server.limits``'.
 
 This module never sends anything and never logs a player's private data.
 """
@@ -18,26 +18,33 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.frames import Frame, Opcode
 from websockets.server import ServerProtocol
 
-from server.gateway.operator_http import READ_TIMEOUT, OperatorExchange, Responder, sniff
+from server.gateway import watchdog
+from server.gateway.sniff import READ_TIMEOUT, sniff
+from server.limits.bucket import Bucket
+from server.limits.local import Limits
 from server.process.auth import Identity
 from server.protection.context import PlayClock
+from server.protocol.codec import JSON, MSGPACK
+
+if TYPE_CHECKING:
+    from server.gateway.context import Exchange, OperatorDoor
 
 __all__ = [
     "REFUSALS_BURST",
     "REFUSALS_RATE",
-    "Bucket",
+    "SUBPROTOCOLS",
     "GatewayConnection",
     "PlayClock",
     "Session",
+    "select_subprotocol",
 ]
 
 #: A connection is cut off (1008) once it has been refused for its rate this many times
@@ -48,38 +55,6 @@ REFUSALS_RATE = 5.0
 _conn_ids = itertools.count(1)
 
 
-@dataclass(slots=True)
-class Bucket:
-    """A token bucket: ``rate`` tokens a second, at most ``burst`` saved up."""
-
-    rate: float
-    burst: float
-    #: When ``tokens`` was last counted (``time.monotonic`` unless given); starts full.
-    stamp: float = field(default_factory=time.monotonic)
-    tokens: float = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.tokens = self.burst
-
-    def take(self, now: float | None = None) -> bool:
-        """Spend one token if there is one."""
-        now = time.monotonic() if now is None else now
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
-
-    def peek(self, now: float) -> bool:
-        """Whether :meth:`take` would succeed at ``now`` (spends nothing)."""
-        return self.tokens + (now - self.stamp) * self.rate >= 1
-
-    def full(self, now: float) -> bool:
-        """Whether the bucket has refilled to ``burst`` by ``now``."""
-        return self.tokens + (now - self.stamp) * self.rate >= self.burst
-
-
 @dataclass(eq=False)
 class Session:
     """One client connection."""
@@ -87,7 +62,7 @@ class Session:
     conn: ServerConnection
     fmt: str
     bucket: Bucket
-    #: Who the client is for the limits (``server.gateway.limits.client_address``).
+    #: Who the client is for the limits (``server.limits.local.client_address``).
     address: str = "unknown"
     id: int = field(default_factory=lambda: next(_conn_ids))
     identity: Identity | None = None
@@ -111,6 +86,48 @@ class Session:
         assert self.identity is not None
         return self.identity.player_id
 
+    def admit(self, limits: Limits) -> bool:
+        """Whether one more frame (a message or a ping) is within the connection's
+        rate, its player's and its address's (``server.limits.local``)."""
+        if not self.bucket.take():
+            return False
+        player = None if self.identity is None else self.identity.player_id
+        return limits.take(self.address, player)
+
+    def over_limit(self) -> bool:
+        """A frame over the limit was refused: whether the connection may go on. A
+        connection refused faster than it earns refusals back is cut off (1008)."""
+        if self.refusals.take():
+            return True
+        if not self.cut_off:
+            self.cut_off = True
+            watchdog.cut_off(self.conn, 1008, "rate limit")
+        return False
+
+    def ping_allowed(self, limits: Limits) -> bool:
+        """Asked by the connection for each WebSocket ping, inside the protocol's frame
+        parser: over the limit the ping is dropped unanswered, and counts as refused."""
+        if self.admit(limits):
+            return True
+        if self.refusals.take() or self.cut_off:
+            return False
+        self.cut_off = True  # not from inside the parser: on the loop's next turn
+        asyncio.get_running_loop().call_soon(watchdog.cut_off, self.conn, 1008, "rate limit")
+        return False
+
+
+#: The wire formats a client may ask for (docs/protocol.md §2), in the server's order.
+SUBPROTOCOLS = [MSGPACK, JSON]
+
+
+def select_subprotocol(conn: ServerConnection, offered: Iterable[str]) -> Any:
+    """msgpack or JSON as the client offers; a client that offers none gets JSON."""
+    offered = list(offered)
+    for proto in SUBPROTOCOLS:
+        if proto in offered:
+            return proto
+    return None
+
 
 class GatewayConnection(ServerConnection):
     """``websockets``' server connection, with its pings counted, and the operator's
@@ -124,10 +141,10 @@ class GatewayConnection(ServerConnection):
     unanswered, as a message over the limit is refused. A peer that keeps on is cut off
     by the gateway like any flood.
 
-    Given an ``operator`` responder, it looks at the first bytes the client sends
-    (``server.gateway.operator_http.sniff``): a request for ``/operator/v1/...`` is read and
-    answered by an :class:`~server.gateway.operator_http.OperatorExchange` (:attr:`exchange`)
-    and never reaches the WebSocket protocol, whose handshake then ends quietly when the
+    Given an ``operator`` door, it looks at the first bytes the client sends
+    (``server.gateway.sniff``): a request for ``/operator/v1/...`` is handed to the door,
+    whose exchange (:attr:`exchange`) reads and answers it (``server.operator.http``), and
+    never reaches the WebSocket protocol, whose handshake then ends quietly when the
     connection closes; anything else is fed to the protocol as it came. First bytes that
     have not told which by ``READ_TIMEOUT`` after the connection began (a request line
     dribbled: ``POST /oper``...) are handed to an exchange too, which answers ``408``.
@@ -137,13 +154,13 @@ class GatewayConnection(ServerConnection):
         self,
         protocol: ServerProtocol,
         *args: Any,
-        operator: Responder | None = None,
+        operator: OperatorDoor | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(protocol, *args, **kwargs)
         self.operator = operator
         #: The operator request this connection was taken over for, if it was.
-        self.exchange: OperatorExchange | None = None
+        self.exchange: Exchange | None = None
         self._sniffing = operator is not None
         self._head = b""
         self._opened: float | None = None  # when the connection began (loop time)
@@ -160,7 +177,7 @@ class GatewayConnection(ServerConnection):
 
         protocol.recv_frame = recv_frame  # type: ignore[method-assign]
 
-    # -- the operator's HTTP requests (server.gateway.operator_http) --------------------------
+    # -- the operator's HTTP requests (server.gateway.sniff, server.operator.http) ------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._opened = asyncio.get_running_loop().time()
         super().connection_made(transport)
@@ -204,8 +221,7 @@ class GatewayConnection(ServerConnection):
         assert self.operator is not None
         peer = self.transport.get_extra_info("peername")
         client = str(peer[0]) if isinstance(peer, tuple) and peer else "-"
-        self.exchange = OperatorExchange(self.transport, self.operator, client, self._opened)
-        self.exchange.start(head)
+        self.exchange = self.operator.take(self.transport, head, client, self._opened)
 
     def eof_received(self) -> bool | None:  # type: ignore[override]
         if self.exchange is not None:

@@ -26,13 +26,20 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from server.croupier.actor import GUARDS_FIELD, GUEST_FIELD, store_refusal
-from server.gateway.context import Continuation
+from server.croupier.kinds import GUARDS_FIELD, GUEST_FIELD
 from server.gateway.hub import Subscriber, envelope
 from server.protection import play_session
+from server.protection.context import Continuation
 from server.protection.play_limits import Allowance, bet_allowance, first_day
 from server.protection.responsible import BLOCKED_COMMANDS, refuse_blocked, refuse_restricted
-from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table, wrong_currency
+from server.protocol.errors import (
+    ChemmyError,
+    ProtocolError,
+    Refused,
+    no_table,
+    store_refusal,
+    wrong_currency,
+)
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
 from server.store.base import StoreError

@@ -1,6 +1,6 @@
 """The operator's API under ``/operator/v1/``: one router, one authentication.
 
-Every request ``server.gateway.operator_http`` reads whole comes to
+Every request ``server.operator.http`` reads whole comes to
 :meth:`OperatorAPI.respond`, which
 
 1. answers ``404 {"status": "not_found"}`` to everything while the API is off (no
@@ -31,7 +31,7 @@ Every request ``server.gateway.operator_http`` reads whole comes to
 Adding a route is one line: ``api.add("GET", "/operator/v1/transactions", handler)``;
 a ``POST`` route is made once by its key with nothing more to write. Every refusal's
 body is ``{"status": <code>, "message": <a sentence>}``. Each call is logged once by
-``operator_http`` (who, method, path, status); nothing here logs a body.
+``server.operator.http`` (who, method, path, status); nothing here logs a body.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 from urllib.parse import unquote
 
-from server.gateway.limits import Network, forwarded_address
-from server.gateway.operator_http import HttpRequest, HttpResponse, error_response
+from server.limits.local import Network, forwarded_address
 from server.operator import idempotency
+from server.operator.http import HttpRequest, HttpResponse, OperatorExchange, error_response
 from server.process.auth import Authenticator, AuthError
 from server.protocol.errors import OperatorRefusal  # (defined with the error tree)
 from server.store.base import Store, StoreError, StoreUnavailable
@@ -309,8 +309,18 @@ class OperatorAPI:
                 return self.routes[template], params
         return None, {}
 
+    def take(
+        self, transport: asyncio.Transport, first: bytes, client: str, opened: float | None
+    ) -> OperatorExchange:
+        """A connection of the gateway's port is an operator's request (its ``first``
+        bytes said so, ``server.gateway.sniff``): read it and answer it
+        (``server.gateway.context.OperatorDoor``). ``opened``: when it began."""
+        exchange = OperatorExchange(transport, self.respond, client, opened)
+        exchange.start(first)
+        return exchange
+
     async def respond(self, request: HttpRequest) -> HttpResponse:
-        """The answer to one request (``server.gateway.operator_http.Responder``)."""
+        """The answer to one request (``server.operator.http.Responder``)."""
         if not self.auth.enabled:
             return error_response(404, "not_found", "the operator API is off on this server")
         forwarded = [v for v in (request.headers.get("x-forwarded-for"),) if v is not None]

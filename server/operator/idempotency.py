@@ -36,7 +36,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
-from server.gateway.operator_http import HttpRequest, HttpResponse
+from server.operator.http import HttpRequest, HttpResponse
 from server.store.base import Store, StoreError
 
 __all__ = [

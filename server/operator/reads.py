@@ -34,9 +34,9 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from server.engine.shoe import ShoeError, verify
-from server.gateway.operator_http import HttpResponse
 from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
 from server.operator.context import OperatorSide
+from server.operator.http import HttpResponse
 from server.operator.reconciliation import _number, _one
 from server.store.base import HISTORY_LIMIT, ROUNDS_LIMIT, RoundQuery, StoreUnavailable
 from server.table.wallet import player_account

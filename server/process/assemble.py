@@ -8,9 +8,10 @@ nothing but its connections' own state::
            ├─ croupier   the tables this process owns (server.croupier.host)
            ├─ lobby      LocalLobby (the croupier's) · SharedLobby (the lines in Redis)
            ├─ limits     Limits · SharedLimits (counted over the cluster in Redis)
-           └─ hub, metrics, auth
+           ├─ hub, metrics, auth
+           └─ lifecycle  Lifecycle: what is started before the port accepts, stopped after
                    └──▶ ChemmyServer(config, store=, bus=, croupier=, lobby=, limits=,
-                                      hub=, metrics=, auth=)
+                                      hub=, metrics=, auth=, operator=, process=)
 
 ``chemmy-server`` (``server.process.main``) and the in-process test kit (``tests/kit/
 inproc.py``) both start a process this way. Nothing here runs anything: starting is
@@ -27,15 +28,17 @@ from server.bus.redis import RedisBus, node_name
 from server.croupier.actor import TableActor
 from server.croupier.cluster import Leases
 from server.croupier.host import Croupier, StepHook
+from server.gateway import notices
 from server.gateway.hub import Hub
-from server.gateway.limits import Limits, parse_networks
 from server.gateway.lobby import Lobby, LocalLobby, SharedLobby
 from server.gateway.server import ChemmyServer
-from server.gateway.shared_limits import SharedLimits
+from server.limits.local import Limits, parse_networks
+from server.limits.shared import SharedLimits
 from server.operator import routes
 from server.operator.api import OperatorAPI, OperatorAuth
 from server.process.auth import Authenticator
 from server.process.config import ServerConfig, operator_public_keys
+from server.process.lifecycle import Lifecycle
 from server.process.metrics import Metrics
 from server.store.base import Store
 from server.table import commands as c
@@ -97,6 +100,16 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
         store,
         parse_networks(config.trusted_proxies),
     )
+    process = Lifecycle(
+        config,
+        store=store,
+        bus=bus,
+        croupier=croupier,
+        limits=limits,
+        metrics=metrics,
+        auth=auth,
+        wallet=money,
+    )
     server = ChemmyServer(
         config,
         store=store,
@@ -108,10 +121,10 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
         metrics=metrics,
         auth=auth,
         operator=operator,
+        process=process,
     )
     # The one route list of /operator/v1/ (the transfer API in transfer mode).
     routes.install(operator, server, transfer_api=config.wallet == "transfer")
-    server.wallet = money
     if money.confirms_holds:
         courier = Courier(
             store,
@@ -130,10 +143,10 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
                 metrics.wallet_calls.labels("debit", outcome).inc()
 
         croupier.on_debits = debits
-        server.courier = courier
+        process.courier = courier
     if isinstance(lobby, SharedLobby):
         shared = lobby
-        croupier.on_notice = lambda notice: server.notice(notice, shared)
+        croupier.on_notice = lambda notice: notices.heard(server, notice, shared)
     return server
 
 

@@ -46,13 +46,12 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
-from server.croupier.actor import store_refusal
 from server.protection import play_session
 from server.protection.context import S, S_contra
 from server.protection.play_session import ClockContext, shown
 from server.protection.responsible import ResponsibleContext
 from server.protection.rules import merge_limits, play_due
-from server.protocol.errors import Refused, limit_reached
+from server.protocol.errors import Refused, limit_reached, store_refusal
 from server.store.base import LIMIT_KINDS, BetReads, LimitGuard, LimitPassed, StoreError
 from server.table.options import show_money
 

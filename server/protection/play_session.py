@@ -39,11 +39,10 @@ import time
 from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from server.croupier.actor import store_refusal
 from server.protection.context import Replies, S, S_contra
 from server.protection.responsible import ResponsibleContext, return_chips_of
 from server.protection.rules import ack_play, next_reminder, open_play, play_due
-from server.protocol.errors import Refused
+from server.protocol.errors import Refused, store_refusal
 from server.store.base import StoreError, flow_day
 
 if TYPE_CHECKING:
@@ -56,6 +55,7 @@ __all__ = [
     "TOUCH_EVERY",
     "AckContext",
     "ClockContext",
+    "Touches",
     "answered_message",
     "begin",
     "current",
@@ -80,6 +80,8 @@ RETRY: Final = 5.0
 SLACK: Final = 0.01
 
 log = logging.getLogger("chemmy.net")
+#: The process's periodic work logs here (:class:`Touches`).
+_process_log = logging.getLogger("chemmy.server")
 
 
 def now() -> float:
@@ -288,3 +290,39 @@ async def touch(store: Store, players: Iterable[str], at: float | None = None) -
     wanted, when = sorted(set(players)), now() if at is None else at
     for first in range(0, len(wanted), TOUCH_CHUNK):  # (one short store call each)
         await store.touch_play_sessions(wanted[first : first + TOUCH_CHUNK], when)
+
+
+class Touches:
+    """Keeping going the play sessions of the players connected to one process: every
+    :attr:`interval` seconds (:meth:`due`), and when a connection closes (its gap counts
+    from then). A failure is one log line until a touch works again (their sessions
+    then go on as if touched: a connection was open all along)."""
+
+    def __init__(self, store: Store, gap: float) -> None:
+        self.store = store
+        #: How often (seconds): :func:`touch_every` of the gap (seconds) that ends one.
+        self.interval = touch_every(gap)
+        self._next = 0.0
+        self._failed = False
+
+    def due(self, now: float) -> bool:
+        """Whether the periodic touch is due at ``now`` (``time.monotonic``); if so the
+        next is :attr:`interval` later."""
+        if now < self._next:
+            return False
+        self._next = now + self.interval
+        return True
+
+    async def touch(self, players: list[str], at: float | None = None) -> None:
+        """Keep ``players``' play sessions going (:func:`touch`), as seen at ``at``
+        (None: now)."""
+        try:
+            await touch(self.store, players, at)
+        except StoreError as exc:
+            if not self._failed:
+                _process_log.warning("the players' play sessions could not be kept going: %s", exc)
+            self._failed = True
+            return
+        if self._failed:
+            _process_log.info("the players' play sessions are kept going again")
+        self._failed = False

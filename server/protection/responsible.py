@@ -27,10 +27,9 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from server.croupier.actor import store_refusal
 from server.protection.context import Relay, S, S_contra, Submitter, TableList
 from server.protection.rules import merge_restriction
-from server.protocol.errors import ChemmyError, Refused, player_blocked
+from server.protocol.errors import ChemmyError, Refused, player_blocked, store_refusal
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import StoreError
 

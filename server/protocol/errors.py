@@ -89,6 +89,7 @@ __all__ = [
     "limit_reached",
     "no_table",
     "player_blocked",
+    "store_refusal",
     "wrong_currency",
 ]
 
@@ -197,6 +198,16 @@ class StoreError(Exception):
 class StoreUnavailable(StoreError):
     """The store cannot be reached or cannot write now (Redis down, SQLite disk I/O,
     the lock wait ran out). Not a refusal: the same call may work later."""
+
+
+def store_refusal(exc: BaseException) -> Refused:
+    """What the sender of a step the store did not keep hears: ``store_unavailable`` when
+    the store cannot be reached or cannot write now (Redis down, the SQLite lock wait
+    ran out), else ``store_failed``. Either way nothing of the step was kept; a retry
+    with the same id is applied once."""
+    if isinstance(exc, StoreUnavailable):
+        return Refused("store_unavailable", "the store cannot be reached now; try again")
+    return Refused("store_failed", "that could not be saved; try again")
 
 
 class StoreInUse(StoreError):

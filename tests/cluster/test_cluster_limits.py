@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from server.gateway.shared_limits import chunk
+from server.limits.shared import chunk
 from tests.kit.client import Client, open_guest, open_player
 from tests.kit.cluster import Cluster, settle
 

@@ -73,7 +73,7 @@ async def test_idle_guests_who_never_played_are_forgotten(net: Any) -> None:
     assert await server.store.player_name(idle.player) == "Idle"
     later = time.time() + server.config.guest_idle + 60
     server.store.clock = lambda: later  # a day later
-    await server._expire_guests()
+    await server.process.expire_guests()
     assert await server.store.player_name(idle.player) is None
     assert await server.store.player_name(player.player) is not None
     audit = await server.store.audit()

@@ -34,8 +34,8 @@ import msgpack
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from server.gateway.limits import PLAYER_IN_FLIGHT
 from server.gateway.server import ChemmyServer
+from server.limits.local import PLAYER_IN_FLIGHT
 from server.process.auth import make_token
 from server.protocol.records import CommandRecord, ReplyRecord
 from tests.kit import SECRET, Client, Game, scaled, table_def

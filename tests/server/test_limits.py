@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from websockets.datastructures import Headers
 from websockets.http11 import Request
 
-from server.gateway.limits import Limits, Lines, client_address
+from server.limits.local import Limits, Lines, client_address
 from server.process.config import ConfigError, ServerConfig, build_parser, load_config
 from server.protocol.errors import Refused
 

@@ -37,9 +37,9 @@ from typing import Any
 import httpx
 import pytest
 
-from server.gateway import operator_http
 from server.gateway import session as gateway
 from server.gateway.server import ChemmyServer
+from server.operator import http as operator_http
 from server.operator.api import AuthFailures
 from server.process.auth import make_token
 from server.store.base import MAX_AMOUNT

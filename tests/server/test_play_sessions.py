@@ -173,7 +173,7 @@ async def test_an_open_connection_keeps_its_session_going(
     await bob.close()
     await gone(server, "bob")
     later(monkeypatch, 3600)  # an hour on; Ann's connection was open all along
-    await server._touch_players(server._playing())  # (the process's periodic touch)
+    await server.touches.touch(server._playing())  # (the process's periodic touch)
     again = await net.player(server, "ann")
     assert (await session_of(again))["started"] == started
     bob = await net.player(server, "bob")  # Bob had none open: a new session

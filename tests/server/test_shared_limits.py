@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from server.gateway.shared_limits import SharedLimits, chunk
+from server.limits.shared import SharedLimits, chunk
 from server.process.config import ServerConfig
 from server.protocol.errors import Refused
 

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from server.gateway import operator_http
 from server.gateway.server import ChemmyServer
+from server.operator import http as operator_http
 from server.process.auth import make_token
 from server.table.wallet import OPERATOR
 from tests.kit import Game

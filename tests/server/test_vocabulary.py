@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from server.croupier import actor
+from server.croupier import kinds
 from server.gateway.handlers import HANDLERS
 from server.protocol.messages import SCHEMAS, TABLE_COMMANDS, parse
 from server.table import commands as c
@@ -29,7 +29,7 @@ OWNERS_OWN = {"leave"}
 def test_the_table_commands_on_the_wire_are_the_protocols() -> None:
     assert set(c.WIRE_COMMANDS) == TABLE_COMMANDS | OWNERS_OWN
     assert rules.WIRE_COMMANDS is c.WIRE_COMMANDS
-    assert {k: v for k, v in c.WIRE_COMMANDS.items() if k in TABLE_COMMANDS} == actor.WIRE_COMMANDS
+    assert {k: v for k, v in c.WIRE_COMMANDS.items() if k in TABLE_COMMANDS} == kinds.WIRE_COMMANDS
 
 
 def test_a_table_commands_schema_has_the_commands_fields() -> None:
@@ -78,7 +78,7 @@ def test_a_relayed_message_parses_into_its_tables_command() -> None:
         }.get(kind, {})
         _, _, checked = parse({"type": kind, "id": 1, "table": "t1", **fields})
         checked.pop("table")
-        cmd = actor.WIRE_COMMANDS[kind](player="ann", id="1", **checked)
+        cmd = kinds.WIRE_COMMANDS[kind](player="ann", id="1", **checked)
         assert type(cmd) is c.WIRE_COMMANDS[kind]
 
 

@@ -26,7 +26,7 @@ from urllib.parse import quote, urlencode
 import httpx
 import pytest
 
-from server.croupier.actor import HELD_BACK
+from server.croupier.seamless import HELD_BACK
 from server.gateway.server import ChemmyServer
 from server.table.wallet import player_account
 from server.wallet.signing import HEADER, signature_header

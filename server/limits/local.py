@@ -7,7 +7,7 @@ A flood must cost its sender, not the other players. Three kinds of limit:
   open connections from one client address (more are closed with 1008) and
   ``max_connections_per_player`` connections that said hello as one player (a hello
   beyond is refused ``too_many_connections``); 0 turns a cap off.
-- **How fast** (:class:`Limits`, with :class:`~server.gateway.session.Bucket` s): besides each
+- **How fast** (:class:`Limits`, with :class:`~server.limits.bucket.Bucket` s): besides each
   connection's own bucket, every message spends a token of its player's bucket
   (``player_rate_limit``, shared by the player's connections) and of its address's
   bucket (``address_rate_limit``; by default 2 and 10 times a connection's rate, see
@@ -30,7 +30,7 @@ trusted proxy (``trusted_proxies``), the nearest address in ``X-Forwarded-For`` 
 not a trusted proxy. IPv6 clients are grouped by /64 (one host usually owns a whole /64).
 
 These count one process. Over a cluster the caps and the shared buckets hold for every
-process together: :class:`~server.gateway.shared_limits.SharedLimits` adds a Redis part (the
+process together: :class:`~server.limits.shared.SharedLimits` adds a Redis part (the
 gateway calls :meth:`Limits.open_connection` and :meth:`Limits.open_player`, which it
 may await on Redis).
 
@@ -48,13 +48,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from server.gateway.session import Bucket
+from server.limits.bucket import Bucket
 from server.protocol.errors import Refused
 
 if TYPE_CHECKING:
     from websockets.asyncio.server import ServerConnection
 
-    from server.process.config import ServerConfig
+    from server.limits.context import LimitSettings
 
 __all__ = [
     "ADDRESS_IN_FLIGHT",
@@ -166,7 +166,7 @@ class Limits:
     """The connection caps and the shared rate limits of one gateway (see the module
     docstring). ``clock`` is ``time.monotonic`` unless a test passes another."""
 
-    def __init__(self, config: ServerConfig, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, config: LimitSettings, clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.clock = clock
         self.trusted = parse_networks(config.trusted_proxies)
@@ -190,7 +190,7 @@ class Limits:
         return True
 
     async def open_connection(self, address: str) -> bool:
-        """:meth:`connect`; over a cluster (:class:`~server.gateway.shared_limits.SharedLimits`)
+        """:meth:`connect`; over a cluster (:class:`~server.limits.shared.SharedLimits`)
         counted against every process's connections."""
         return self.connect(address)
 

@@ -46,13 +46,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from redis.exceptions import RedisError
 
-from server.croupier.cluster import PREFIX
-from server.gateway.limits import Limits, deposits_refused
+from server.bus.channels import PREFIX
+from server.limits.local import Limits, deposits_refused
 from server.protocol.errors import Refused
 from server.store.redis_connect import connect
 
 if TYPE_CHECKING:
-    from server.process.config import ServerConfig
+    from server.limits.context import LimitSettings as ServerConfig
 
 __all__ = ["FULL_EVERY", "RESYNC_EVERY", "RETRY_AFTER", "SharedLimits", "chunk"]
 

@@ -3,21 +3,23 @@
 ``websockets`` parses a connection's first request as a WebSocket handshake and never
 reads a body, so a ``POST`` cannot reach ``process_request`` (``server.gateway.http``) whole.
 :class:`~server.gateway.session.GatewayConnection` therefore looks at the first bytes a
-connection sends (:func:`sniff`): a request line whose target starts with
-``/operator/v1/`` (any method) is taken over here, before ``websockets`` sees a byte of
-it; everything else (WebSocket upgrades, the web table's files, the back-office page at
-``/operator/`` and its files under ``/operator/static/``, which are plain ``GET`` requests with
-no body, health and metrics, 405 for other methods) goes to ``websockets`` exactly as
-before.
+connection sends (``server.gateway.sniff``): a request line whose target starts with
+``/operator/v1/`` (any method) is handed to the operator's API (``OperatorAPI.take``,
+the gateway's ``OperatorDoor``) and read here, before ``websockets`` sees a byte of it;
+everything else (WebSocket upgrades, the web table's files, the back-office page at
+``/operator/`` and its files under ``/operator/static/``, which are plain ``GET``
+requests with no body, health and metrics, 405 for other methods) goes to
+``websockets`` exactly as before.
 
 An :class:`OperatorExchange` reads one request with ``h11`` (the head at most
 :data:`MAX_HEAD` bytes, a ``Content-Length`` body at most :data:`MAX_BODY`, the whole
-within :data:`READ_TIMEOUT` seconds of the connection's start), hands it to the
-responder (``server.operator.api``) with a deadline, writes the answer with
+within ``READ_TIMEOUT`` seconds of the connection's start, the gateway's
+``server.gateway.sniff.READ_TIMEOUT``), hands it to the responder
+(``server.operator.api``) with a deadline, writes the answer with
 ``Connection: close``, and closes. Refused here, with the responder's JSON shape
 ``{"status": ..., "message": ...}``: 400 ``bad_request`` (not HTTP/1.x), 408 ``timeout``
 (also a request whose first bytes never said whether it is one: the connection hands
-it over after :data:`READ_TIMEOUT`), 411 ``length_required`` (a ``POST``, ``PUT`` or
+it over after ``READ_TIMEOUT``), 411 ``length_required`` (a ``POST``, ``PUT`` or
 ``PATCH`` without ``Content-Length``), 413 ``too_large`` (a ``Content-Length`` over
 :data:`MAX_BODY`, however many digits), 431 ``too_large`` (the head), 501
 ``not_implemented`` (any ``Transfer-Encoding``), 504 ``timeout`` (no answer within
@@ -53,30 +55,25 @@ from urllib.parse import parse_qs, urlsplit
 
 import h11
 
+from server.gateway.sniff import READ_TIMEOUT
+
 __all__ = [
     "ANSWER_WITHIN",
     "MAX_BODY",
     "MAX_HEAD",
-    "OPERATOR_PREFIX",
     "HttpRequest",
     "HttpResponse",
     "OperatorExchange",
     "Responder",
     "error_response",
-    "sniff",
 ]
 
 log = logging.getLogger("chemmy.operator")
 
-#: The paths taken over (every method): the API. The rest of ``/operator/`` is the
-#: back-office page's files (``server.gateway.static``), served like the web table's.
-OPERATOR_PREFIX: Final = b"/operator/v1/"
 #: The largest request body (bytes): docs/wallet.md §2's 16 KiB.
 MAX_BODY: Final = 16 * 1024
 #: The largest request line and headers (bytes).
 MAX_HEAD: Final = 16 * 1024
-#: Seconds from the connection's start a client has to send its whole request.
-READ_TIMEOUT: Final = 5.0
 #: Seconds from the connection's start by which the answer is written (``websockets``
 #: aborts the connection at 10: ``open_timeout``), and how much sooner the route must
 #: have answered (the rest is for keeping its answer: ``server.operator.idempotency``).
@@ -170,32 +167,6 @@ def error_response(
     return HttpResponse(
         status, {"status": code, "message": message}, tuple(headers.items()), caller
     )
-
-
-def sniff(head: bytes) -> bool | None:
-    """Whether the first bytes of a connection start an operator request (``True``),
-    anything else (``False``), or cannot tell yet (``None``: read more)."""
-    line, newline, _ = head.partition(b"\n")
-    method, space, rest = line.partition(b" ")
-    if not space:  # the method is not whole yet
-        if newline or len(method) > _MAX_METHOD or (method and not _is_method(method)):
-            return False
-        return None
-    if not _is_method(method):
-        return False
-    target, space, _ = rest.partition(b" ")
-    if target.startswith(OPERATOR_PREFIX):
-        return True
-    if OPERATOR_PREFIX.startswith(target) and not space and not newline:
-        return None  # "/oper" so far
-    return False
-
-
-_MAX_METHOD: Final = 16
-
-
-def _is_method(method: bytes) -> bool:
-    return len(method) <= _MAX_METHOD and method.isalpha() and method.isupper()
 
 
 class _Refusal(Exception):
