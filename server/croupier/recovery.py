@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.protocol.errors import Refused
-from server.store.base import Store, StoreError, StoreUnavailable, dump_json
+from server.store.base import (
+    Store,
+    StoreError,
+    StoreUnavailable,
+)
+from server.store.records import (
+    dump_json,
+)
 from server.table import Table
 from server.table.events import Event
 from server.table.state import PlayerState

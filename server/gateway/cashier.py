@@ -14,7 +14,11 @@ from typing import TYPE_CHECKING, Any
 from server.croupier.actor import store_refusal
 from server.protection.play_limits import deposit_guards, deposit_refusal
 from server.protocol.errors import ChemmyError, ProtocolError, Refused
-from server.store.base import KeyConflict, LimitPassed, StoreError
+from server.store.base import (
+    KeyConflict,
+    LimitPassed,
+    StoreError,
+)
 from server.store.ledger import deposit_entry
 from server.table.options import PLAY_MONEY_DECIMALS
 from server.table.views import own_round

@@ -44,7 +44,9 @@ if TYPE_CHECKING:
     from server.process.auth import Authenticator
     from server.process.config import ServerConfig
     from server.protocol.errors import ChemmyError
-    from server.store.base import Store
+    from server.store.base import (
+        Store,
+    )
     from server.table import TableOptions
     from server.table.events import Event
 

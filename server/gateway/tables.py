@@ -35,7 +35,9 @@ from server.protection.responsible import BLOCKED_COMMANDS, refuse_blocked, refu
 from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table, wrong_currency
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
-from server.store.base import StoreError
+from server.store.base import (
+    StoreError,
+)
 from server.table import TableOptions
 from server.table.commands import WALLET_SESSION_FIELD
 from server.table.events import Event

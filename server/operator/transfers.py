@@ -33,7 +33,6 @@ from server.operator.context import OperatorSide
 from server.process.auth import GUEST_PREFIX, is_valid_player_id
 from server.protection.play_limits import deposit_guards, deposit_refusal
 from server.store.base import (
-    MAX_AMOUNT,
     KeyConflict,
     LimitPassed,
     OutOfRange,
@@ -41,7 +40,10 @@ from server.store.base import (
     StoreError,
     StoreUnavailable,
 )
-from server.store.ledger import transfer_entry
+from server.store.ledger import (
+    MAX_AMOUNT,
+    transfer_entry,
+)
 from server.table.options import currency_decimals
 
 __all__ = ["MAX_TRANSACTION_ID", "install"]

@@ -53,11 +53,21 @@ from server.protection.play_session import ClockContext, shown
 from server.protection.responsible import ResponsibleContext
 from server.protection.rules import merge_limits, play_due
 from server.protocol.errors import Refused, limit_reached
-from server.store.base import LIMIT_KINDS, BetReads, LimitGuard, LimitPassed, StoreError
+from server.store.base import (
+    BetReads,
+    LimitGuard,
+    LimitPassed,
+    StoreError,
+)
+from server.store.players import (
+    LIMIT_KINDS,
+)
 from server.table.options import show_money
 
 if TYPE_CHECKING:
-    from server.store.base import Store
+    from server.store.base import (
+        Store,
+    )
 
 __all__ = [
     "BET_KINDS",

@@ -16,9 +16,11 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from server.store.base import (
+    StoreError,
+)
+from server.store.players import (
     PLAY_FLOWS,
     RESTRICTION_KINDS,
-    StoreError,
     check_limit_changes,
     current_limits,
 )

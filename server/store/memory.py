@@ -33,26 +33,14 @@ from server.store.base import (
     RoundQuery,
     StoreError,
     TableRow,
-    audit_report,
-    check_currency,
-    check_day,
+)
+from server.store.calls import (
     check_due_kinds,
     check_due_time,
     check_operator_call,
-    check_play_open,
-    check_play_time,
     check_wallet_changes,
-    current_limits,
-    dump_json,
-    flow_buckets,
-    follows,
-    guard_breach,
-    guard_measure,
-    hold_problems,
     merge_wallet_call,
     operator_call_record,
-    play_baseline,
-    round_query,
     wallet_call_matches,
     wallet_filters,
     wallet_limit,
@@ -60,6 +48,24 @@ from server.store.base import (
 )
 from server.store.ledger import check_epoch, post, stake_account, welcome_entry
 from server.store.plan import plan_commit
+from server.store.players import (
+    check_currency,
+    check_day,
+    check_play_open,
+    check_play_time,
+    current_limits,
+    flow_buckets,
+    guard_breach,
+    guard_measure,
+    play_baseline,
+)
+from server.store.records import (
+    audit_report,
+    dump_json,
+    follows,
+    hold_problems,
+    round_query,
+)
 from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = ["MemoryStore"]

@@ -25,15 +25,21 @@ from server.store.base import (
     RoundIndex,
     ShoeIndex,
     TableRow,
-    check_events,
+)
+from server.store.calls import (
+    prepare_wallet_call,
+)
+from server.store.ledger import Entry, check_entry, flow_cutoff, flow_day, player_accounts
+from server.store.players import (
     check_guard,
+)
+from server.store.records import (
+    check_events,
     check_parts,
     check_row,
     dump_json,
     index_record,
-    prepare_wallet_call,
 )
-from server.store.ledger import Entry, check_entry, flow_cutoff, flow_day, player_accounts
 
 __all__ = ["CommitPlan", "plan_commit"]
 

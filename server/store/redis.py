@@ -75,30 +75,14 @@ from server.store.base import (
     StoreError,
     StoreUnavailable,
     TableRow,
-    audit_report,
-    check_currency,
-    check_day,
+)
+from server.store.calls import (
     check_due_kinds,
     check_due_time,
-    check_limit_changes,
     check_operator_call,
-    check_play_open,
-    check_play_time,
-    check_span,
     check_wallet_changes,
-    current_limits,
-    dump_json,
-    flow_buckets,
-    follows,
-    guard_measure,
-    hold_problems,
-    index_record,
     merge_wallet_call,
     operator_call_record,
-    own_copy,
-    play_baseline,
-    record_time,
-    round_query,
     wallet_call_matches,
     wallet_filters,
     wallet_limit,
@@ -115,6 +99,28 @@ from server.store.ledger import (
     welcome_entry,
 )
 from server.store.plan import plan_commit
+from server.store.players import (
+    check_currency,
+    check_day,
+    check_limit_changes,
+    check_play_open,
+    check_play_time,
+    current_limits,
+    flow_buckets,
+    guard_measure,
+    play_baseline,
+)
+from server.store.records import (
+    audit_report,
+    check_span,
+    dump_json,
+    follows,
+    hold_problems,
+    index_record,
+    own_copy,
+    record_time,
+    round_query,
+)
 from server.table.wallet import Entry, player_account
 
 from .redis_connect import UNAVAILABLE_CODES, connect, unavailable

@@ -15,7 +15,10 @@ import pytest
 from server.gateway.tables import bet_checks
 from server.protection.context import PlayClock
 from server.protocol.errors import Refused
-from server.store.base import BetReads, StoreUnavailable
+from server.store.base import (
+    BetReads,
+    StoreUnavailable,
+)
 
 
 class Reads:

@@ -36,7 +36,9 @@ import pytest
 
 from server.gateway.server import ChemmyServer
 from server.process.auth import make_token
-from server.store.base import RoundQuery
+from server.store.base import (
+    RoundQuery,
+)
 from server.table.wallet import OPERATOR
 from server.wallet.calls import credit_call
 from tests.kit import OTHER_SECRET, SECRET, Client, Game, table_def

@@ -25,14 +25,18 @@ from hypothesis import strategies as st
 from server.protection.rules import RAISE_DELAY, merge_limits, merge_restriction, open_play
 from server.store import KeyConflict, Overdrawn, StaleEpoch, Store, StoreError, TableRow
 from server.store.base import (
-    FLOW_DAYS,
-    LIMIT_KINDS,
     BetReads,
     LimitGuard,
     LimitPassed,
-    current_limits,
+)
+from server.store.ledger import (
+    FLOW_DAYS,
     entry_flow,
     flow_day,
+)
+from server.store.players import (
+    LIMIT_KINDS,
+    current_limits,
 )
 from server.table.wallet import Entry
 from tests.server.conftest import Clock, make_store

@@ -33,9 +33,11 @@ from server.store.base import (
     StoreInUse,
     StoreUnavailable,
     TableRow,
-    own_copy,
 )
 from server.store.plan import CommitPlan, plan_commit
+from server.store.records import (
+    own_copy,
+)
 from server.store.sqlite.rows import (
     _balance,
     _hold_guards,

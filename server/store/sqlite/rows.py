@@ -17,10 +17,6 @@ from server.store.base import (
     LimitGuard,
     RoundIndex,
     TableRow,
-    audit_report,
-    guard_breach,
-    guard_measure,
-    hold_problems,
 )
 from server.store.ledger import (
     FLOW_NAMES,
@@ -29,6 +25,14 @@ from server.store.ledger import (
     check_balance,
     check_epoch,
     stored_again,
+)
+from server.store.players import (
+    guard_breach,
+    guard_measure,
+)
+from server.store.records import (
+    audit_report,
+    hold_problems,
 )
 from server.table.wallet import Entry
 

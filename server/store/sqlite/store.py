@@ -25,23 +25,14 @@ from server.store.base import (
     RoundQuery,
     StoreError,
     TableRow,
-    check_currency,
-    check_day,
+)
+from server.store.calls import (
     check_due_kinds,
     check_due_time,
     check_operator_call,
-    check_play_open,
-    check_play_time,
-    check_span,
     check_wallet_changes,
-    current_limits,
-    dump_json,
-    flow_buckets,
-    follows,
     merge_wallet_call,
     operator_call_record,
-    play_baseline,
-    round_query,
     wallet_filters,
     wallet_limit,
     wallet_totals,
@@ -51,6 +42,21 @@ from server.store.ledger import (
     flow_day,
     stake_account,
     welcome_entry,
+)
+from server.store.players import (
+    check_currency,
+    check_day,
+    check_play_open,
+    check_play_time,
+    current_limits,
+    flow_buckets,
+    play_baseline,
+)
+from server.store.records import (
+    check_span,
+    dump_json,
+    follows,
+    round_query,
 )
 from server.store.sqlite.connection import SQLiteCore
 from server.store.sqlite.rows import (
