@@ -94,7 +94,7 @@ def test_the_store_keeps_no_protection_rule() -> None:
         assert not hasattr(base, name), name
 
 
-@pytest.mark.parametrize("name", ["config", "auth", "metrics"])
+@pytest.mark.parametrize("name", ["config", "settings", "auth", "metrics"])
 def test_the_process_settings_import_no_room(name: str) -> None:
     path = ROOT / "server" / "process" / f"{name}.py"
     assert reaches(path, (*SHELL[:3], "server.croupier", "server.process.assemble")) == set()
