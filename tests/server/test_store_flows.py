@@ -368,6 +368,24 @@ async def test_a_player_keeps_their_newest_days(clocked: Store, clock: Clock) ->
     assert len(await store.player_days("bob", "2000-01-01")) == 1  # written on its day
 
 
+async def test_a_refused_first_commit_of_the_day_leaves_the_prune_to_the_next(
+    clocked: Store, clock: Clock
+) -> None:
+    """A player's first commit of a day refused (here by a guard) prunes nothing, and
+    their next commit that day still prunes: every store drops the old day alike (the
+    SQLite store once counted the refused commit's prune as done, and kept the day)."""
+    store = clocked
+    await store.ensure_player("ann", "Ann", 1000)
+    start = clock.now
+    await store.commit(entries=[deposit("a0", "ann", 5)])
+    clock.now = start + FLOW_DAYS * DAY  # the first day is now one too many
+    guard = LimitGuard("ann", "deposit_day", 1, flow_day(clock.now))
+    with pytest.raises(LimitPassed):
+        await store.commit(entries=[deposit("a1", "ann", 5)], guards=[guard])
+    await store.commit(entries=[deposit("a2", "ann", 7)])
+    assert list(await store.player_days("ann", "2000-01-01")) == [flow_day(clock.now)]
+
+
 @pytest.mark.parametrize("day", ["", "2026-1-01", "2026-13-01", "yesterday", 20260101])
 async def test_a_bad_day_is_refused(store: Store, day: Any) -> None:
     with pytest.raises(StoreError):

@@ -451,6 +451,7 @@ class SQLiteCore:
                     return outcomes
                 db.execute("COMMIT")
             except BaseException:
+                self._pruned.forget()  # (its commits' prunes were rolled back too)
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise
@@ -651,6 +652,7 @@ class SQLiteCore:
                     " revealed = excluded.revealed, body = excluded.body",
                     (index.table, index.shoe_no, int(index.revealed), body),
                 )
+        self._pruned.done()  # (nothing after this refuses: the prune counts)
         return CommitResult(
             inserted, {a: left[a] if a in left else _balance(db, a) for a in plan.report}
         )

@@ -251,21 +251,35 @@ def _refused_entry(db: sqlite3.Connection, entry: Entry, row: tuple[Any, ...]) -
 
 class _Pruned:
     """The players whose days older than :data:`FLOW_DAYS` were deleted on ``day``: a
-    player's first flow of a day prunes, the rest of the day's commits need not (a
-    prune forgotten by a rolled-back commit is done again the next day: an extra old
-    row is harmless, every read asks for its days)."""
+    player's first flow of a day prunes (as the other stores do: the cutoff is
+    :func:`~server.store.ledger.flow_cutoff`), the rest of the day's commits need not.
+    A prune counts once its commit is kept (:meth:`done`): a refused commit's is done
+    again by the player's next one, and a transaction that failed forgets them all
+    (:meth:`forget`), so a refusal never leaves an old day the other stores drop."""
 
     def __init__(self) -> None:
         self.day = ""
         self.players: set[str] = set()
+        self.pending: tuple[str, list[str]] = ("", [])
 
     def due(self, day: str, players: Iterable[str]) -> list[str]:
-        """Of ``players``, those not pruned on ``day`` yet; noted as pruned now."""
+        """Of ``players``, those not pruned on ``day`` yet (counted at :meth:`done`)."""
         if day != self.day:
             self.day, self.players = day, set()
         due = [player for player in players if player not in self.players]
-        self.players.update(due)
+        self.pending = (day, due)
         return due
+
+    def done(self) -> None:
+        """The commit that pruned (:meth:`due`) is kept: its players count as pruned."""
+        day, due = self.pending
+        if day == self.day:
+            self.players.update(due)
+        self.pending = ("", [])
+
+    def forget(self) -> None:
+        """The transaction failed (rolled back): no prune of it counts."""
+        self.day, self.players, self.pending = "", set(), ("", [])
 
 
 def _put_flows(
