@@ -46,8 +46,8 @@ from server.store.calls import (
     wallet_limit,
     wallet_totals,
 )
-from server.store.ledger import check_epoch, post, stake_account, welcome_entry
-from server.store.plan import plan_commit
+from server.store.ledger import check_epoch, post, pruned_days, stake_account, welcome_entry
+from server.store.plan import check_retention, new_calls, new_events, plan_commit, unindexed
 from server.store.players import (
     check_currency,
     check_day,
@@ -86,10 +86,7 @@ class MemoryStore:
         round_index: int = HISTORY_LIMIT,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if event_retention < 1 or round_index < HISTORY_LIMIT:
-            raise StoreError("retention keeps at least 1 event and 100 rounds a player")
-        self.event_retention = event_retention
-        self.round_index = round_index
+        self.event_retention, self.round_index = check_retention(event_retention, round_index)
         self.clock = clock
         self._open = False
         self._balances: dict[str, int] = {}
@@ -237,8 +234,8 @@ class MemoryStore:
             log = self._events.setdefault(tid, deque(maxlen=self.event_retention))
             if table.state is None:
                 log.clear()
-            last = log[-1][0] if log else -1
-            log.extend(event for event in plan.events if event[0] > last)
+            # (its maxlen keeps the newest event_retention: plan.first_event_kept's count)
+            log.extend(new_events(plan.events, log[-1][0] if log else -1))
         for index, text in plan.records:
             if isinstance(index, RoundIndex):
                 self._put_round(index, text)
@@ -278,8 +275,8 @@ class MemoryStore:
             return
         for player, sums in flows.items():
             days = self._days.setdefault(player, {})
-            if day not in days:
-                for old in [d for d in days if d < cutoff]:
+            if day not in days:  # a player's first flow of the day prunes (ledger)
+                for old in pruned_days(days, cutoff):
                     del days[old]
             bucket = days.setdefault(day, [0, 0, 0])
             for n, amount in enumerate(sums):
@@ -301,9 +298,8 @@ class MemoryStore:
         for player in index.players:
             played = self._played.setdefault(player, {})
             played[seq] = None
-            if len(played) > self.round_index:  # keep the newest (GAME_RULES §8)
-                for old_seq in sorted(played)[: len(played) - self.round_index]:
-                    del played[old_seq]
+            for old_seq in unindexed(played, self.round_index):  # GAME_RULES §8
+                del played[old_seq]
 
     # -- tables ----------------------------------------------------------------------
     async def claim_table(self, table_id: str) -> int:
@@ -520,13 +516,12 @@ class MemoryStore:
     # -- the wallet calls' outbox ---------------------------------------------------------
     def _put_calls(self, prepared: Sequence[tuple[dict[str, Any], str]]) -> None:
         """Insert the calls not stored yet (a stored ``transaction_id`` is kept as is)."""
-        for call, text in prepared:
+        for call, text in new_calls(prepared, self._calls):
             txn = call["transaction_id"]
-            if txn not in self._calls:
-                self._call_seq += 1
-                self._calls[txn] = (self._call_seq, text)
-                if call["state"] == "pending":
-                    self._pending[txn] = None
+            self._call_seq += 1
+            self._calls[txn] = (self._call_seq, text)
+            if call["state"] == "pending":
+                self._pending[txn] = None
 
     def _loaded_call(self, transaction_id: str) -> dict[str, Any] | None:
         found = self._calls.get(transaction_id)

@@ -34,7 +34,7 @@ from server.store.base import (
     StoreUnavailable,
     TableRow,
 )
-from server.store.plan import CommitPlan, plan_commit
+from server.store.plan import CommitPlan, check_retention, plan_commit
 from server.store.records import (
     own_copy,
 )
@@ -194,11 +194,8 @@ class SQLiteCore:
         clock: Callable[[], float] = time.time,
         direct: bool = True,
     ) -> None:
-        if event_retention < 1 or round_index < HISTORY_LIMIT:
-            raise StoreError("retention keeps at least 1 event and 100 rounds a player")
+        self.event_retention, self.round_index = check_retention(event_retention, round_index)
         self.path = os.fspath(path)
-        self.event_retention = event_retention
-        self.round_index = round_index
         self.busy_timeout_ms = busy_timeout_ms
         self.clock = clock
         self._worker: _Worker | None = None

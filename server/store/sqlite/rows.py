@@ -26,6 +26,7 @@ from server.store.ledger import (
     check_epoch,
     stored_again,
 )
+from server.store.plan import first_event_kept, new_events
 from server.store.players import (
     guard_breach,
     guard_measure,
@@ -152,11 +153,15 @@ def _put_events(
     (last,) = db.execute(
         "SELECT coalesce(max(seq), -1) FROM events WHERE table_id = ?", (tid,)
     ).fetchone()
-    new = [(tid, seq, body) for seq, body in events if seq > last]
+    new = new_events(events, last)
     if not new:
         return
-    db.executemany("INSERT INTO events (table_id, seq, body) VALUES (?, ?, ?)", new)
-    db.execute("DELETE FROM events WHERE table_id = ? AND seq <= ?", (tid, new[-1][1] - retention))
+    db.executemany(
+        "INSERT INTO events (table_id, seq, body) VALUES (?, ?, ?)",
+        ((tid, seq, body) for seq, body in new),
+    )
+    kept = first_event_kept(new[-1][0], retention)
+    db.execute("DELETE FROM events WHERE table_id = ? AND seq < ?", (tid, kept))
 
 
 #: A ledger entry's insert (its six fields).
@@ -290,8 +295,8 @@ def _put_flows(
     pruned: _Pruned | None = None,
 ) -> None:
     """Add each player's flows to their row of ``day``, and delete their rows before
-    ``cutoff`` (an indexed range of the primary key), once a day per player when
-    ``pruned`` remembers it."""
+    ``cutoff`` (:func:`~server.store.ledger.pruned_days`'s rule: an indexed range of the
+    primary key), once a day per player when ``pruned`` remembers it."""
     if not flows:
         return
     db.executemany(
@@ -310,7 +315,8 @@ def _put_flows(
 
 def _put_calls(db: sqlite3.Connection, calls: list[tuple[dict[str, Any], str]]) -> None:
     """Insert the wallet calls whose transaction id is not stored yet (the stored one is
-    kept as it is: a retried commit). Most commits have none: no statement then."""
+    kept as it is: a retried commit; :func:`~server.store.plan.new_calls`'s rule, made
+    atomic by ``ON CONFLICT DO NOTHING``). Most commits have none: no statement then."""
     if not calls:
         return
     db.executemany(
@@ -342,7 +348,8 @@ def _loaded_call(seq: int, data: str) -> dict[str, Any]:
 
 def _put_round(db: sqlite3.Connection, index: RoundIndex, body: str, keep: int) -> None:
     """Upsert a round record (keeping its place in history), re-index its players and
-    keep each player's index to their newest ``keep`` rounds."""
+    keep each player's index to their newest ``keep`` rounds
+    (:func:`~server.store.plan.unindexed`'s rule, as one ``OFFSET`` delete)."""
     db.execute(
         "INSERT INTO rounds (round_id, table_id, shoe_no, coup_no, body, time) VALUES"
         " (?, ?, ?, ?, ?, ?) ON CONFLICT (round_id) DO UPDATE SET table_id = excluded.table_id,"
