@@ -32,6 +32,7 @@ from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal, Rout
 from server.operator.context import OperatorSide
 from server.process.auth import GUEST_PREFIX, is_valid_player_id
 from server.protection.play_limits import deposit_guards, deposit_refusal
+from server.protection.rules import current_limits
 from server.store.base import (
     KeyConflict,
     LimitPassed,
@@ -156,7 +157,9 @@ async def _move(ctx: OperatorSide, call: OperatorCall, deposit: bool) -> Mapping
     entry = transfer_entry(transfer.transaction_id, pid, transfer.amount, deposit=deposit)
     # The player's deposit limits, held by the deposit's own commit (server.protection.play_limits):
     # concurrent deposits can never pass one together.
-    guards = deposit_guards(pid, await store.player_limits(pid)) if deposit else []
+    guards = (
+        deposit_guards(pid, await store.player_limits(pid, rule=current_limits)) if deposit else []
+    )
     try:
         result = await store.commit(entries=[entry], guards=guards)
     except LimitPassed as passed:  # (a retry of a deposit made is not: it adds nothing)

@@ -124,6 +124,7 @@ __all__ = [
     "BadWalletCall",
     "BetReads",
     "CommitResult",
+    "CurrentRule",
     "KeyConflict",
     "LimitGuard",
     "LimitPassed",
@@ -157,6 +158,8 @@ PlayRule = Callable[
     [Mapping[str, Any] | None, float, float, float | None, Mapping[str, int]], dict[str, Any]
 ]
 AckRule = Callable[[Mapping[str, Any] | None, float], dict[str, Any] | None]
+#: (the stored limits, now) -> the limits in force then (a pending change due applied).
+CurrentRule = Callable[[Mapping[str, Any] | None, float], dict[str, Any]]
 #: The most round records :meth:`Store.history` returns, whatever ``limit`` asks, and
 #: how many a player's round index keeps (GAME_RULES §8: the last 100 rounds).
 HISTORY_LIMIT: Final = 100
@@ -475,14 +478,17 @@ class Store(Protocol):
         newest :data:`FLOW_DAYS` days are kept (older ones are pruned as new ones are
         written)."""
 
-    async def bet_reads(self, player_id: str, since_day: str) -> BetReads:
+    async def bet_reads(self, player_id: str, since_day: str, *, rule: CurrentRule) -> BetReads:
         """What a bet of the player's is checked against, read together (one round trip:
-        :class:`BetReads`); the days are read only when the player has limits."""
+        :class:`BetReads`), its limits as :meth:`player_limits` gives them; the days are
+        read only when the player has limits stored."""
 
-    async def player_limits(self, player_id: str) -> dict[str, Any]:
-        """The player's limits in force now (:func:`current_limits` of the stored value,
-        at the store's clock): ``{kind: {"amount", "since", "by"}}``, with ``"pending":
-        {"amount", "from"}`` while a raise or a removal waits; ``{}`` when none."""
+    async def player_limits(self, player_id: str, *, rule: CurrentRule) -> dict[str, Any]:
+        """The player's limits in force now: ``rule`` (the caller's:
+        ``server.protection.rules.current_limits``, a pending change applied once due)
+        run on the stored value at the store's clock: ``{kind: {"amount", "since",
+        "by"}}``, with ``"pending": {"amount", "from"}`` while a raise or a removal
+        waits; ``{}`` when none."""
 
     async def set_player_limits(
         self, player_id: str, changes: Mapping[str, int | None], by: str, *, rule: LimitsRule

@@ -25,6 +25,7 @@ from server.store.base import (
     AckRule,
     BetReads,
     CommitResult,
+    CurrentRule,
     LimitGuard,
     LimitsRule,
     PlayRule,
@@ -53,7 +54,6 @@ from server.store.players import (
     check_day,
     check_play_open,
     check_play_time,
-    current_limits,
     flow_buckets,
     guard_breach,
     guard_measure,
@@ -432,8 +432,8 @@ class MemoryStore:
         since_day = check_day(since_day)
         return flow_buckets(self._days.get(player_id, {}), since_day)
 
-    async def bet_reads(self, player_id: str, since_day: str) -> BetReads:
-        limits = await self.player_limits(player_id)
+    async def bet_reads(self, player_id: str, since_day: str, *, rule: CurrentRule) -> BetReads:
+        limits = await self.player_limits(player_id, rule=rule)
         return BetReads(
             await self.player_restriction(player_id),
             limits,
@@ -441,10 +441,10 @@ class MemoryStore:
             await self.player_days(player_id, since_day) if limits else {},
         )
 
-    async def player_limits(self, player_id: str) -> dict[str, Any]:
+    async def player_limits(self, player_id: str, *, rule: CurrentRule) -> dict[str, Any]:
         self._check_open()
         found = self._limits.get(player_id)
-        return current_limits(None if found is None else json.loads(found), self.clock())
+        return rule(None if found is None else json.loads(found), self.clock())
 
     async def set_player_limits(
         self, player_id: str, changes: Mapping[str, int | None], by: str, *, rule: LimitsRule

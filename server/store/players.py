@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 from server.protocol.errors import (  # (the error tree: defined there, named here too)
     LimitPassed,
@@ -150,24 +150,6 @@ def check_limit_changes(changes: Mapping[str, int | None], by: str) -> dict[str,
                 f"limit {kind}: a whole number from 1 to 2**53 - 1, or None to remove it"
             )
     return dict(changes)
-
-
-def current_limits(stored: Mapping[str, Any] | None, now: float) -> dict[str, Any]:
-    """``stored`` limits as they stand at ``now``: every pending change due by then
-    (``pending["from"] <= now``) applied (its amount set, or the limit removed when it
-    is ``None``, ``since`` its ``from``). A copy: ``stored`` is not changed."""
-    out: dict[str, Any] = {}
-    for kind, limit in (stored or {}).items():
-        pending = limit.get("pending")
-        if pending is None or float(pending["from"]) > now:
-            out[kind] = {**limit, **({} if pending is None else {"pending": dict(pending)})}
-        elif pending["amount"] is not None:
-            out[kind] = {
-                "amount": pending["amount"],
-                "since": float(pending["from"]),
-                "by": "player",
-            }
-    return out
 
 
 # -- a player's play session (responsible play) ----------------------------------------

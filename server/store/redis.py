@@ -61,6 +61,7 @@ from server.store.base import (
     AckRule,
     BetReads,
     CommitResult,
+    CurrentRule,
     KeyConflict,
     LimitGuard,
     LimitPassed,
@@ -105,7 +106,6 @@ from server.store.players import (
     check_limit_changes,
     check_play_open,
     check_play_time,
-    current_limits,
     flow_buckets,
     guard_measure,
     play_baseline,
@@ -1371,7 +1371,7 @@ class RedisStore:
             found = await self._redis().hgetall(self._key("flows:", player_id))
         return _days_of([x for kv in found.items() for x in kv], since_day)
 
-    async def bet_reads(self, player_id: str, since_day: str) -> BetReads:
+    async def bet_reads(self, player_id: str, since_day: str, *, rule: CurrentRule) -> BetReads:
         since_day = check_day(since_day)
         with self._translated():
             found = await self._scripts["bet_reads"](args=[self.prefix, player_id])
@@ -1382,16 +1382,16 @@ class RedisStore:
         stored = None if limits is None else json.loads(_text(limits))
         return BetReads(
             kept,
-            current_limits(stored, self.clock()),
+            rule(stored, self.clock()),
             _play_of("" if body is None else _text(body), "" if seen is None else _text(seen)),
             _days_of(flows, since_day),
         )
 
-    async def player_limits(self, player_id: str) -> dict[str, Any]:
+    async def player_limits(self, player_id: str, *, rule: CurrentRule) -> dict[str, Any]:
         with self._translated():
             found = await self._redis().hget(self._key("limits"), player_id)
         stored = None if found is None else json.loads(_text(found))
-        return current_limits(stored, self.clock())
+        return rule(stored, self.clock())
 
     async def set_player_limits(
         self, player_id: str, changes: Mapping[str, int | None], by: str, *, rule: LimitsRule

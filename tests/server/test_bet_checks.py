@@ -17,6 +17,7 @@ from server.protection.context import PlayClock
 from server.protocol.errors import Refused
 from server.store.base import (
     BetReads,
+    CurrentRule,
     StoreUnavailable,
 )
 
@@ -33,7 +34,7 @@ class Reads:
         self.fail = fail
         self.asked: list[str] = []
 
-    async def bet_reads(self, player: str, since_day: str) -> BetReads:
+    async def bet_reads(self, player: str, since_day: str, *, rule: CurrentRule) -> BetReads:
         self.asked.append(since_day)
         if self.fail:
             raise StoreUnavailable("down")

@@ -36,6 +36,7 @@ import pytest
 
 from server.gateway.server import ChemmyServer
 from server.process.auth import make_token
+from server.protection.rules import current_limits
 from server.store.base import (
     RoundQuery,
 )
@@ -116,7 +117,7 @@ class Scene:
             "tables": lines,
             "stored_tables": sorted(row.table_id for row in await store.load_tables()),
             "restriction": await store.player_restriction("ann"),
-            "limits": await store.player_limits("ann"),
+            "limits": await store.player_limits("ann", rule=current_limits),
             "zed": await store.player_name("zed"),
             "rounds": [r["round_id"] for r in await store.round_records(RoundQuery(limit=100))],
             "calls": {

@@ -19,6 +19,7 @@ from server.store.base import (
     HISTORY_LIMIT,
     AckRule,
     BetReads,
+    CurrentRule,
     LimitsRule,
     PlayRule,
     RestrictionRule,
@@ -48,7 +49,6 @@ from server.store.players import (
     check_day,
     check_play_open,
     check_play_time,
-    current_limits,
     flow_buckets,
     play_baseline,
 )
@@ -412,7 +412,7 @@ class SQLiteStore(SQLiteCore):
         )
         return flow_buckets({day: sums for day, *sums in rows}, since_day)
 
-    async def bet_reads(self, player_id: str, since_day: str) -> BetReads:
+    async def bet_reads(self, player_id: str, since_day: str, *, rule: CurrentRule) -> BetReads:
         since_day = check_day(since_day)
 
         def job(db: sqlite3.Connection) -> tuple[Any, ...]:
@@ -431,14 +431,14 @@ class SQLiteStore(SQLiteCore):
             restriction = None
         return BetReads(
             restriction,
-            current_limits(limits, self.clock()),
+            rule(limits, self.clock()),
             play,
             flow_buckets({day: sums for day, *sums in days}, since_day),
         )
 
-    async def player_limits(self, player_id: str) -> dict[str, Any]:
+    async def player_limits(self, player_id: str, *, rule: CurrentRule) -> dict[str, Any]:
         stored = await self._read(_limits, player_id)
-        return current_limits(stored, self.clock())
+        return rule(stored, self.clock())
 
     async def set_player_limits(
         self, player_id: str, changes: Mapping[str, int | None], by: str, *, rule: LimitsRule
