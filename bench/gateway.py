@@ -62,8 +62,9 @@ from bench._util import (
 )
 from bench.store import state_of
 from server.process.auth import make_token
-from server.store.base import Entry, TableRow
+from server.store.base import TableRow
 from server.store.sqlite import SQLiteStore
+from server.table.wallet import Entry
 from tests.kit.client import Client, open_player
 from tests.kit.game import Game
 from tests.kit.launch import LISTENING, ROOT, Process, ServerProcess
@@ -828,7 +829,13 @@ def step_costs(tmp: Path, redis_url: str | None) -> dict[str, Any]:
     import secrets
 
     from server.croupier.wallet import TableWallet
-    from server.store.base import Store, TableRow, dump_json
+    from server.store.base import (
+        Store,
+        TableRow,
+    )
+    from server.store.records import (
+        dump_json,
+    )
     from server.store.redis import RedisStore
     from server.store.sqlite import SQLiteStore
     from server.table import Table, TableOptions

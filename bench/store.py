@@ -46,7 +46,9 @@ from typing import Any
 
 import server.store as stores
 from bench._util import ROOT, load_line, loadavg, machine, percentile, write_benchmarks
-from server.store.base import TableRow
+from server.store.base import (
+    TableRow,
+)
 from server.table.wallet import Entry
 
 SECTION = "## Store (bench/store.py)"

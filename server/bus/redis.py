@@ -72,7 +72,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.protocol.errors import ProtocolError, Refused
 from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
-from server.store.base import StoreUnavailable
+from server.store.base import (
+    StoreUnavailable,
+)
 from server.store.redis_connect import connect, follow_primary, unavailable
 from server.table.events import Event
 

@@ -17,7 +17,13 @@ import logging
 from typing import TYPE_CHECKING
 
 from server.protocol.errors import ChemmyError, Refused, store_refusal
-from server.store.base import LimitGuard, LimitPassed, Overdrawn, StaleEpoch, StoreError
+from server.store.base import (
+    LimitGuard,
+    LimitPassed,
+    Overdrawn,
+    StaleEpoch,
+    StoreError,
+)
 from server.table import commands as c
 from server.table.events import Step
 from server.table.wallet import Entry

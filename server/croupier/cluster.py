@@ -43,7 +43,9 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from server.store.base import StoreUnavailable
+from server.store.base import (
+    StoreUnavailable,
+)
 from server.store.redis_connect import connect
 
 __all__ = ["Leases", "placement"]

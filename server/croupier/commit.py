@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from server.protocol.errors import Refused, limit_reached
-from server.store.base import CommitResult, LimitGuard, LimitPassed, Store, TableRow
+from server.store.base import (
+    CommitResult,
+    LimitGuard,
+    LimitPassed,
+    Store,
+    TableRow,
+)
 from server.table import Table
 from server.table.events import Event
 from server.table.state import Phase

@@ -25,7 +25,11 @@ from typing import Any
 
 from server.bus.base import Bus
 from server.protocol.errors import Refused
-from server.store.base import Store, StoreUnavailable, TableRow
+from server.store.base import (
+    Store,
+    StoreUnavailable,
+    TableRow,
+)
 from server.table import Table, TableOptions, views
 from server.table import commands as c
 from server.table.events import Event

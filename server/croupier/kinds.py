@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING
 from server.protocol.errors import Refused
 from server.protocol.messages import TABLE_COMMANDS
 from server.protocol.records import CommandRecord, ReplyRecord
-from server.store.base import LimitGuard
+from server.store.base import (
+    LimitGuard,
+)
 from server.table import commands as c
 from server.table import views
 from server.table.events import Step

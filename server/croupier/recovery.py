@@ -15,7 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.store.base import Store, StoreError, dump_json
+from server.store.base import (
+    Store,
+    StoreError,
+)
+from server.store.records import (
+    dump_json,
+)
 from server.table import Table
 from server.table.events import Event
 from server.table.state import PlayerState

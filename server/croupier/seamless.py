@@ -19,7 +19,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from server.protocol.errors import ChemmyError
-from server.store.base import StoreError
+from server.store.base import (
+    StoreError,
+)
 from server.table import commands as c
 from server.table.state import Phase
 from server.wallet.base import Wallet, WalletAnswer, WalletError

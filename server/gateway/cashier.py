@@ -12,8 +12,13 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from server.protection.play_limits import deposit_guards, deposit_refusal
+from server.protection.rules import current_limits
 from server.protocol.errors import ChemmyError, ProtocolError, Refused, store_refusal
-from server.store.base import KeyConflict, LimitPassed, StoreError
+from server.store.base import (
+    KeyConflict,
+    LimitPassed,
+    StoreError,
+)
 from server.store.ledger import deposit_entry
 from server.table.options import PLAY_MONEY_DECIMALS
 from server.table.views import own_round
@@ -49,7 +54,7 @@ async def deposit(ctx: CashierContext, session: Session, mid: Any, fields: dict[
         raise ProtocolError("bad_message", "a deposit needs an id (it is its idempotency key)")
     pid = session.player
     try:  # the player's own deposit limits (server.protection.play_limits), held by the commit
-        guards = deposit_guards(pid, await ctx.store.player_limits(pid))
+        guards = deposit_guards(pid, await ctx.store.player_limits(pid, rule=current_limits))
     except StoreError as exc:
         raise store_refusal(exc) from None
     ctx.limits.deposit(pid)  # each is kept for good: a player may make only so many

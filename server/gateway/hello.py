@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 from server.protection.context import PlayClock
 from server.protection.play_session import begin, follow, minutes
 from server.protocol.errors import Refused
-from server.store.base import StoreError
+from server.store.base import (
+    StoreError,
+)
 from server.table.options import currency_decimals
 
 if TYPE_CHECKING:

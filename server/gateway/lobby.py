@@ -13,7 +13,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
-from server.store.base import StoreUnavailable
+from server.store.base import (
+    StoreUnavailable,
+)
 
 if TYPE_CHECKING:
     from server.croupier.cluster import Leases

@@ -74,7 +74,10 @@ from server.protocol.codec import JSON, decode, encode, request_id
 from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table
 from server.protocol.messages import parse
 from server.protocol.records import Address, CommandRecord, ReplyRecord
-from server.store.base import Store, StoreError
+from server.store.base import (
+    Store,
+    StoreError,
+)
 from server.table.events import Event
 from server.wallet.courier import Courier
 

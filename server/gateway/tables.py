@@ -32,6 +32,7 @@ from server.protection import play_session
 from server.protection.context import Continuation
 from server.protection.play_limits import Allowance, bet_allowance, first_day
 from server.protection.responsible import BLOCKED_COMMANDS, refuse_blocked, refuse_restricted
+from server.protection.rules import current_limits
 from server.protocol.errors import (
     ChemmyError,
     ProtocolError,
@@ -42,7 +43,9 @@ from server.protocol.errors import (
 )
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
-from server.store.base import StoreError
+from server.store.base import (
+    StoreError,
+)
 from server.table import TableOptions
 from server.table.commands import WALLET_SESSION_FIELD
 from server.table.events import Event
@@ -155,7 +158,7 @@ async def bet_checks(ctx: TablesContext, session: Session) -> Allowance | None:
     connection or process, holds at once everywhere."""
     now = play_session.now()
     try:
-        reads = await ctx.store.bet_reads(session.player, first_day(now))
+        reads = await ctx.store.bet_reads(session.player, first_day(now), rule=current_limits)
     except StoreError as exc:
         raise store_refusal(exc) from None
     refuse_restricted(reads.restriction)

@@ -51,7 +51,11 @@ from server.operator import idempotency
 from server.operator.http import HttpRequest, HttpResponse, OperatorExchange, error_response
 from server.process.auth import Authenticator, AuthError
 from server.protocol.errors import OperatorRefusal  # (defined with the error tree)
-from server.store.base import Store, StoreError, StoreUnavailable
+from server.store.base import (
+    Store,
+    StoreError,
+    StoreUnavailable,
+)
 from server.wallet import signing
 
 __all__ = [

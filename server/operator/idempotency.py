@@ -37,7 +37,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from server.operator.http import HttpRequest, HttpResponse
-from server.store.base import Store, StoreError
+from server.store.base import (
+    Store,
+    StoreError,
+)
 
 __all__ = [
     "HEADER",

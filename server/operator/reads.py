@@ -38,7 +38,12 @@ from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
 from server.operator.context import OperatorSide
 from server.operator.http import HttpResponse
 from server.operator.reconciliation import _number, _one
-from server.store.base import HISTORY_LIMIT, ROUNDS_LIMIT, RoundQuery, StoreUnavailable
+from server.store.base import (
+    HISTORY_LIMIT,
+    ROUNDS_LIMIT,
+    RoundQuery,
+    StoreUnavailable,
+)
 from server.table.wallet import player_account
 
 __all__ = ["CSV_COLUMNS", "decode_cursor", "encode_cursor", "install", "money_of"]

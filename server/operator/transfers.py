@@ -32,8 +32,8 @@ from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal, Rout
 from server.operator.context import OperatorSide
 from server.process.auth import GUEST_PREFIX, is_valid_player_id
 from server.protection.play_limits import deposit_guards, deposit_refusal
+from server.protection.rules import current_limits
 from server.store.base import (
-    MAX_AMOUNT,
     KeyConflict,
     LimitPassed,
     OutOfRange,
@@ -41,7 +41,10 @@ from server.store.base import (
     StoreError,
     StoreUnavailable,
 )
-from server.store.ledger import transfer_entry
+from server.store.ledger import (
+    MAX_AMOUNT,
+    transfer_entry,
+)
 from server.table.options import currency_decimals
 
 __all__ = ["MAX_TRANSACTION_ID", "install"]
@@ -154,7 +157,9 @@ async def _move(ctx: OperatorSide, call: OperatorCall, deposit: bool) -> Mapping
     entry = transfer_entry(transfer.transaction_id, pid, transfer.amount, deposit=deposit)
     # The player's deposit limits, held by the deposit's own commit (server.protection.play_limits):
     # concurrent deposits can never pass one together.
-    guards = deposit_guards(pid, await store.player_limits(pid)) if deposit else []
+    guards = (
+        deposit_guards(pid, await store.player_limits(pid, rule=current_limits)) if deposit else []
+    )
     try:
         result = await store.commit(entries=[entry], guards=guards)
     except LimitPassed as passed:  # (a retry of a deposit made is not: it adds nothing)

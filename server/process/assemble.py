@@ -40,7 +40,9 @@ from server.process.auth import Authenticator
 from server.process.config import ServerConfig, operator_public_keys
 from server.process.lifecycle import Lifecycle
 from server.process.metrics import Metrics
-from server.store.base import Store
+from server.store.base import (
+    Store,
+)
 from server.table import commands as c
 from server.table.events import Event
 from server.wallet import make_wallet

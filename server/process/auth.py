@@ -65,7 +65,8 @@ from babel import Locale
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed448, ed25519, rsa
 
-from server.process.config import JWT_ALGORITHMS, MIN_SECRET_BYTES, ConfigError
+from server.process.config import ConfigError
+from server.process.settings import JWT_ALGORITHMS, MIN_SECRET_BYTES
 from server.protocol.errors import ChemmyError
 from server.protocol.text import clean_text
 from server.table.commands import CROUPIER

@@ -17,7 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from server.process.config import ConfigError, ServerConfig, load_config
-from server.store.base import StoreInUse
+from server.store.base import (
+    StoreInUse,
+)
 
 __all__ = ["main", "run"]
 

@@ -50,13 +50,23 @@ from server.protection import play_session
 from server.protection.context import S, S_contra
 from server.protection.play_session import ClockContext, shown
 from server.protection.responsible import ResponsibleContext
-from server.protection.rules import merge_limits, play_due
+from server.protection.rules import current_limits, merge_limits, play_due
 from server.protocol.errors import Refused, limit_reached, store_refusal
-from server.store.base import LIMIT_KINDS, BetReads, LimitGuard, LimitPassed, StoreError
+from server.store.base import (
+    BetReads,
+    LimitGuard,
+    LimitPassed,
+    StoreError,
+)
+from server.store.players import (
+    LIMIT_KINDS,
+)
 from server.table.options import show_money
 
 if TYPE_CHECKING:
-    from server.store.base import Store
+    from server.store.base import (
+        Store,
+    )
 
 __all__ = [
     "BET_KINDS",
@@ -216,7 +226,7 @@ async def view(store: Store, player: str, found: dict[str, Any] | None) -> dict[
     chips on the felt at every table count as used (a stake counts when it is
     placed)."""
     now = play_session.now()
-    limit_set = await store.player_limits(player)
+    limit_set = await store.player_limits(player, rule=current_limits)
     days: dict[str, Any] = {}
     if any(kind != "session" for kind in limit_set):
         days = await store.player_days(player, first_day(now))

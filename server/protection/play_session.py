@@ -43,10 +43,17 @@ from server.protection.context import Replies, S, S_contra
 from server.protection.responsible import ResponsibleContext, return_chips_of
 from server.protection.rules import ack_play, next_reminder, open_play, play_due
 from server.protocol.errors import Refused, store_refusal
-from server.store.base import StoreError, flow_day
+from server.store.base import (
+    StoreError,
+)
+from server.store.ledger import (
+    flow_day,
+)
 
 if TYPE_CHECKING:
-    from server.store.base import Store
+    from server.store.base import (
+        Store,
+    )
 
 __all__ = [
     "CHOICES",

@@ -31,10 +31,14 @@ from server.protection.context import Relay, S, S_contra, Submitter, TableList
 from server.protection.rules import merge_restriction
 from server.protocol.errors import ChemmyError, Refused, player_blocked, store_refusal
 from server.protocol.records import CommandRecord, ReplyRecord
-from server.store.base import StoreError
+from server.store.base import (
+    StoreError,
+)
 
 if TYPE_CHECKING:
-    from server.store.base import Store
+    from server.store.base import (
+        Store,
+    )
 
 __all__ = [
     "BLOCKED_COMMANDS",

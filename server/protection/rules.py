@@ -5,7 +5,8 @@ stored, the change and the time.
 The store keeps these values and applies a change atomically, but never decides how:
 its ``set_player_restriction``, ``set_player_limits``, ``open_play_session`` and
 ``ack_reality_check`` are handed the rule here by their caller (``rule=``), and run it
-inside their transaction. This module never does I/O, reads a clock or imports the
+inside their transaction; its ``player_limits`` and ``bet_reads`` are handed
+:func:`current_limits` (a pending change takes effect when due) the same way. This module never does I/O, reads a clock or imports the
 gateway.
 """
 
@@ -16,16 +17,18 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from server.store.base import (
+    StoreError,
+)
+from server.store.players import (
     PLAY_FLOWS,
     RESTRICTION_KINDS,
-    StoreError,
     check_limit_changes,
-    current_limits,
 )
 
 __all__ = [
     "RAISE_DELAY",
     "ack_play",
+    "current_limits",
     "merge_limits",
     "merge_restriction",
     "next_reminder",
@@ -56,6 +59,24 @@ def merge_restriction(
     if float(until) <= now:
         return None if by != "player" else active
     return {"kind": kind, "until": float(until), "by": by, "since": now}
+
+
+def current_limits(stored: Mapping[str, Any] | None, now: float) -> dict[str, Any]:
+    """``stored`` limits as they stand at ``now``: every pending change due by then
+    (``pending["from"] <= now``) applied (its amount set, or the limit removed when it
+    is ``None``, ``since`` its ``from``). A copy: ``stored`` is not changed."""
+    out: dict[str, Any] = {}
+    for kind, limit in (stored or {}).items():
+        pending = limit.get("pending")
+        if pending is None or float(pending["from"]) > now:
+            out[kind] = {**limit, **({} if pending is None else {"pending": dict(pending)})}
+        elif pending["amount"] is not None:
+            out[kind] = {
+                "amount": pending["amount"],
+                "since": float(pending["from"]),
+                "by": "player",
+            }
+    return out
 
 
 #: How long a player's raise (or removal) of a limit waits before it applies (seconds).

@@ -81,21 +81,22 @@ Every refused write (all but :class:`StoreUnavailable`) kept nothing; a
 :class:`StoreUnavailable` write may, on Redis, have been applied before the connection
 dropped: retrying the same commit is harmless (idempotent by key, events by ``seq``).
 
+Here: the :class:`Store` protocol and the rows and records it takes and gives
+(:class:`TableRow`, :class:`RoundIndex`, :class:`RoundQuery`, :class:`LimitGuard`…) with
+their bounds; the pure checks every store applies are beside it, by job:
+:mod:`server.store.records` (rows, events, records, the round search, the audit),
+:mod:`server.store.players` (a player's currency, flows, guards, limits, play session),
+:mod:`server.store.calls` (the wallet calls' outbox, the operator's calls).
+
 A store must never decide a rule of the game, never reach into a table's state (it is
 an opaque dict here), and never log an entry's, event's or record's contents.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Final, NamedTuple, Protocol, TypeGuard, runtime_checkable
-
-import orjson
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from server.protocol.errors import (  # (the error tree: defined there, named here too)
     BadWalletCall,
@@ -108,38 +109,12 @@ from server.protocol.errors import (  # (the error tree: defined there, named he
     StoreInUse,
     StoreUnavailable,
 )
-from server.store.ledger import (
-    FLOW_DAYS,
-    FLOW_NAMES,
-    MAX_AMOUNT,
-    MIN_BALANCE,
-    OUTCOME_KINDS,
-    add_flows,
-    check_balance,
-    check_entry,
-    entry_flow,
-    flow_cutoff,
-    flow_day,
-    guarded,
-    ledger_key,
-    stake_prefix,
-    welcome_entry,
-)
 from server.table.wallet import Entry
 
 __all__ = [
     "EVENT_RETENTION",
-    "FLOW_DAYS",
-    "FLOW_NAMES",
-    "GUARD_MEASURES",
     "HISTORY_LIMIT",
-    "LIMIT_KINDS",
-    "MAX_AMOUNT",
-    "MIN_BALANCE",
     "OPERATOR_CALL_KEEP_MAX",
-    "OUTCOME_KINDS",
-    "PLAY_FLOWS",
-    "RESTRICTION_KINDS",
     "ROUNDS_LIMIT",
     "WALLET_CALLS_LIMIT",
     "WALLET_CALL_CHANGES",
@@ -149,6 +124,7 @@ __all__ = [
     "BadWalletCall",
     "BetReads",
     "CommitResult",
+    "CurrentRule",
     "KeyConflict",
     "LimitGuard",
     "LimitPassed",
@@ -157,6 +133,7 @@ __all__ = [
     "Overdrawn",
     "PlayRule",
     "RestrictionRule",
+    "RoundFilter",
     "RoundIndex",
     "RoundQuery",
     "ShoeIndex",
@@ -166,34 +143,6 @@ __all__ = [
     "StoreInUse",
     "StoreUnavailable",
     "TableRow",
-    "add_flows",
-    "check_balance",
-    "check_currency",
-    "check_entry",
-    "check_event",
-    "check_guard",
-    "check_operator_call",
-    "check_parts",
-    "check_play_open",
-    "check_row",
-    "check_wallet_call",
-    "current_limits",
-    "dump_json",
-    "entry_flow",
-    "flow_cutoff",
-    "flow_day",
-    "follows",
-    "guard_breach",
-    "guard_measure",
-    "guarded",
-    "hold_problems",
-    "index_record",
-    "ledger_key",
-    "operator_call_record",
-    "own_copy",
-    "play_baseline",
-    "stake_prefix",
-    "welcome_entry",
 ]
 
 #: Player protection's rules, as the store runs them inside its transaction (it never
@@ -209,6 +158,8 @@ PlayRule = Callable[
     [Mapping[str, Any] | None, float, float, float | None, Mapping[str, int]], dict[str, Any]
 ]
 AckRule = Callable[[Mapping[str, Any] | None, float], dict[str, Any] | None]
+#: (the stored limits, now) -> the limits in force then (a pending change due applied).
+CurrentRule = Callable[[Mapping[str, Any] | None, float], dict[str, Any]]
 #: The most round records :meth:`Store.history` returns, whatever ``limit`` asks, and
 #: how many a player's round index keeps (GAME_RULES §8: the last 100 rounds).
 HISTORY_LIMIT: Final = 100
@@ -527,14 +478,17 @@ class Store(Protocol):
         newest :data:`FLOW_DAYS` days are kept (older ones are pruned as new ones are
         written)."""
 
-    async def bet_reads(self, player_id: str, since_day: str) -> BetReads:
+    async def bet_reads(self, player_id: str, since_day: str, *, rule: CurrentRule) -> BetReads:
         """What a bet of the player's is checked against, read together (one round trip:
-        :class:`BetReads`); the days are read only when the player has limits."""
+        :class:`BetReads`), its limits as :meth:`player_limits` gives them; the days are
+        read only when the player has limits stored."""
 
-    async def player_limits(self, player_id: str) -> dict[str, Any]:
-        """The player's limits in force now (:func:`current_limits` of the stored value,
-        at the store's clock): ``{kind: {"amount", "since", "by"}}``, with ``"pending":
-        {"amount", "from"}`` while a raise or a removal waits; ``{}`` when none."""
+    async def player_limits(self, player_id: str, *, rule: CurrentRule) -> dict[str, Any]:
+        """The player's limits in force now: ``rule`` (the caller's:
+        ``server.protection.rules.current_limits``, a pending change applied once due)
+        run on the stored value at the store's clock: ``{kind: {"amount", "since",
+        "by"}}``, with ``"pending": {"amount", "from"}`` while a raise or a removal
+        waits; ``{}`` when none."""
 
     async def set_player_limits(
         self, player_id: str, changes: Mapping[str, int | None], by: str, *, rule: LimitsRule
@@ -658,83 +612,6 @@ class Store(Protocol):
         key whose record is another fingerprint's, or gone, is left as it is."""
 
 
-# -- helpers shared by the implementations ----------------------------------------------
-
-
-def check_currency(player_id: object, currency: object) -> None:
-    """Refuse a player's currency no store may hold: a player id and three capital
-    letters (the shape of an ISO 4217 code; whether the code exists is the caller's to
-    check, with babel)."""
-    if not isinstance(player_id, str) or not player_id:
-        raise StoreError("a currency is kept for a player id")
-    if not isinstance(currency, str) or not (
-        len(currency) == 3 and currency.isascii() and currency.isalpha() and currency.isupper()
-    ):
-        raise StoreError("a currency is an ISO 4217 code: three capital letters")
-
-
-def check_operator_call(key: object, fingerprint: object, keep: object) -> float:
-    """Refuse an operator call's record no store may hold (a caller's bug); ``keep``
-    as a float."""
-    for name, value in (("key", key), ("fingerprint", fingerprint)):
-        if not isinstance(value, str) or not 1 <= len(value) <= _OPERATOR_CALL_KEY_MAX:
-            raise StoreError(f"an operator call's {name} is 1-{_OPERATOR_CALL_KEY_MAX} characters")
-    if isinstance(keep, bool) or not isinstance(keep, int | float):
-        raise StoreError("an operator call is kept a number of seconds")
-    if not 0 < keep <= OPERATOR_CALL_KEEP_MAX:
-        raise StoreError(f"an operator call is kept 0-{OPERATOR_CALL_KEEP_MAX:.0f} seconds")
-    return float(keep)
-
-
-def operator_call_record(fingerprint: str, answer: Mapping[str, Any] | None) -> str:
-    """An operator call's record as stored: ``{"fingerprint", "answer"}`` in JSON;
-    :class:`StoreError` for an answer that is not a JSON object."""
-    if answer is not None and not isinstance(answer, Mapping):
-        raise StoreError("an operator call's answer is a JSON object")
-    return dump_json({"fingerprint": fingerprint, "answer": answer})
-
-
-#: A restriction's kinds: a time-out (``break``: 24 hours to a month) and a
-#: self-exclusion (``exclusion``: six months or more).
-RESTRICTION_KINDS: Final = frozenset({"break", "exclusion"})
-
-
-# -- a player's usage: per-day flows, kept by commit (issue 21) ---------------------------
-
-
-def check_day(day: object) -> str:
-    """Refuse a day that is not ``"YYYY-MM-DD"`` (:class:`StoreError`)."""
-    if not isinstance(day, str) or len(day) != 10:
-        raise StoreError("a day is a UTC date, 'YYYY-MM-DD'")
-    try:
-        datetime.strptime(day, "%Y-%m-%d")
-    except ValueError:
-        raise StoreError("a day is a UTC date, 'YYYY-MM-DD'") from None
-    return day
-
-
-def flow_buckets(days: Mapping[str, Sequence[int]], since_day: str) -> dict[str, dict[str, int]]:
-    """The answer of :meth:`Store.player_days` from a player's stored days (day ->
-    ``(staked, net, deposited)``): those of ``since_day`` or later, oldest first."""
-    return {
-        day: dict(zip(FLOW_NAMES, (int(v) for v in days[day]), strict=True))
-        for day in sorted(days)
-        if day >= since_day
-    }
-
-
-# -- limits held by the commit itself (a reservation: issue 33) ---------------------------
-
-#: What a guard caps, by the first part of its limit's kind: the index of the flow it
-#: sums (:data:`FLOW_NAMES`) and whether the usage is the flow's opposite, floored at
-#: 0 (a loss is ``max(0, -net)``: winnings never raise it above the cap).
-GUARD_MEASURES: Final[dict[str, tuple[int, bool]]] = {
-    "wager": (0, False),
-    "loss": (1, True),
-    "deposit": (2, False),
-}
-
-
 class LimitGuard(NamedTuple):
     """A cap a commit must not take a player past: the usage of ``kind`` (its first
     part names the measure, :data:`GUARD_MEASURES`: ``wager_week`` sums ``staked``)
@@ -747,600 +624,3 @@ class LimitGuard(NamedTuple):
     kind: str
     cap: int
     since: str
-
-
-def check_guard(guard: object) -> LimitGuard:
-    """Refuse a guard of the wrong shape (:class:`StoreError`); the guard."""
-    if not isinstance(guard, LimitGuard):
-        raise StoreError("a limit guard is a LimitGuard")
-    if not isinstance(guard.player, str) or not guard.player:
-        raise StoreError("a limit guard names its player")
-    if not isinstance(guard.kind, str) or guard.kind.split("_")[0] not in GUARD_MEASURES:
-        raise StoreError(f"a limit guard's kind is one of {sorted(GUARD_MEASURES)}_*")
-    if not _is_int(guard.cap) or not 0 <= guard.cap <= MAX_AMOUNT:
-        raise StoreError("a limit guard's cap is a whole number, 0 to 2**53 - 1")
-    check_day(guard.since)
-    return guard
-
-
-def guard_measure(kind: str) -> tuple[int, bool]:
-    """The flow a guard of ``kind`` sums and whether its usage is that flow's opposite."""
-    return GUARD_MEASURES[kind.split("_")[0]]
-
-
-def guard_breach(guard: LimitGuard, total: int, added: int) -> LimitPassed | None:
-    """Whether a commit passes ``guard``: ``total`` is the guarded flow summed over the
-    guard's days after the commit, ``added`` what the commit's new entries added to it.
-    The refusal, or None when the usage did not rise or stays within the cap."""
-    _index, opposite = guard_measure(guard.kind)
-    sign = -1 if opposite else 1
-    if added * sign <= 0:
-        return None  # the usage did not rise: nothing to hold back
-
-    def usage(flow: int) -> int:
-        return max(0, flow * sign)
-
-    if usage(total) <= guard.cap:
-        return None
-    return LimitPassed(guard.kind, guard.cap, max(0, guard.cap - usage(total - added)))
-
-
-# -- a player's limits: stored and merged atomically (issue 21) ---------------------------
-
-#: The limits a player may set: deposits, losses (``-net``) and wagers (``staked``) per
-#: day, week and month (minor units), and a session's length (minutes).
-LIMIT_KINDS: Final = (
-    "deposit_day",
-    "deposit_week",
-    "deposit_month",
-    "loss_day",
-    "loss_week",
-    "loss_month",
-    "wager_day",
-    "wager_week",
-    "wager_month",
-    "session",
-)
-
-
-def check_limit_changes(changes: Mapping[str, int | None], by: str) -> dict[str, int | None]:
-    """Refuse (:class:`StoreError`) changes to a player's limits of the wrong shape: a
-    kind not in :data:`LIMIT_KINDS`, an amount that is not a whole number from 1 to
-    2**53 - 1 or ``None`` (remove), or a ``by`` that is neither ``"player"`` nor
-    ``"operator:<name>"``. Returns them as a dict."""
-    if not isinstance(by, str) or not (by == "player" or by.startswith("operator:")):
-        raise StoreError("a limit is changed by 'player' or 'operator:<name>'")
-    if not isinstance(changes, Mapping):
-        raise StoreError(f"limit changes are a mapping, not {type(changes).__name__}")
-    for kind, amount in changes.items():
-        if kind not in LIMIT_KINDS:
-            raise StoreError(f"{kind!r} is not a limit: one of {', '.join(LIMIT_KINDS)}")
-        if amount is not None and (not _is_int(amount) or not 0 < amount <= MAX_AMOUNT):
-            raise StoreError(
-                f"limit {kind}: a whole number from 1 to 2**53 - 1, or None to remove it"
-            )
-    return dict(changes)
-
-
-def current_limits(stored: Mapping[str, Any] | None, now: float) -> dict[str, Any]:
-    """``stored`` limits as they stand at ``now``: every pending change due by then
-    (``pending["from"] <= now``) applied (its amount set, or the limit removed when it
-    is ``None``, ``since`` its ``from``). A copy: ``stored`` is not changed."""
-    out: dict[str, Any] = {}
-    for kind, limit in (stored or {}).items():
-        pending = limit.get("pending")
-        if pending is None or float(pending["from"]) > now:
-            out[kind] = {**limit, **({} if pending is None else {"pending": dict(pending)})}
-        elif pending["amount"] is not None:
-            out[kind] = {
-                "amount": pending["amount"],
-                "since": float(pending["from"]),
-                "by": "player",
-            }
-    return out
-
-
-# -- a player's play session (responsible play) ----------------------------------------
-
-#: The flows a play session's result counts (its ``baseline`` is their sum when it began).
-PLAY_FLOWS: Final = ("staked", "net")
-
-
-def check_play_time(value: object, what: str) -> float:
-    """Refuse (:class:`StoreError`) a time that is not a finite number of seconds."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise StoreError(f"a play session's {what} is a finite number of seconds")
-    return float(value)
-
-
-def check_play_open(
-    player_id: object, now: object, gap: object, every: object
-) -> tuple[float, float, float | None]:
-    """Refuse (:class:`StoreError`) the arguments of :meth:`Store.open_play_session` of
-    the wrong shape: an empty player id, a time that is not finite, a negative gap, a
-    period that is neither None nor positive. Returns ``(now, gap, every)``."""
-    if not isinstance(player_id, str) or not player_id:
-        raise StoreError("a play session is kept for a player id")
-    at, span = check_play_time(now, "time"), check_play_time(gap, "gap")
-    if span < 0:
-        raise StoreError("a play session's gap is not negative")
-    if every is None:
-        return at, span, None
-    period = check_play_time(every, "reality check period")
-    if period <= 0:
-        raise StoreError("a reality check's period is positive seconds, or None")
-    return at, span, period
-
-
-def play_baseline(days: Mapping[str, Sequence[int]], now: float) -> dict[str, int]:
-    """A new session's baseline: the ``staked`` and ``net`` of the stored days (day ->
-    ``(staked, net, deposited)``) from the UTC day of ``now`` on."""
-    since = flow_day(now)
-    rows = [sums for day, sums in days.items() if day >= since]
-    return {name: sum(int(row[n]) for row in rows) for n, name in enumerate(PLAY_FLOWS)}
-
-
-def own_copy(exc: BaseException) -> BaseException:
-    """A copy of ``exc`` for one caller of a group that failed together, so that the
-    callers do not raise (and add their tracebacks to) one shared object."""
-    try:
-        copy = type(exc)(*exc.args)
-    except Exception:  # an exception that cannot be made again from its args
-        return exc
-    copy.__cause__, copy.__suppress_context__ = exc.__cause__, exc.__suppress_context__
-    return copy
-
-
-def check_row(row: TableRow) -> tuple[str, str]:
-    """Check a table row; return its config and state as JSON text."""
-    if not isinstance(row, TableRow):
-        raise StoreError(f"not a table row: {type(row).__name__}")
-    if not isinstance(row.table_id, str) or not row.table_id:
-        raise StoreError("a table row has a table id")
-    for name in ("seq", "epoch"):
-        value = getattr(row, name)
-        if not _is_int(value) or not 0 <= value <= MAX_AMOUNT:
-            raise StoreError(f"table {row.table_id!r}: {name} is a whole number >= 0")
-    if not isinstance(row.closed, bool):
-        raise StoreError(f"table {row.table_id!r}: closed is true or false")
-    return dump_state(row.config), dump_state(row.state)
-
-
-def check_event(event: Mapping[str, Any]) -> tuple[int, str]:
-    """Check one stored event (``{"seq", "kind", "data", "private"}``); return its seq
-    and its JSON text."""
-    if not isinstance(event, Mapping):
-        raise StoreError(f"an event is a mapping, not {type(event).__name__}")
-    seq = event.get("seq")
-    if not _is_int(seq) or not 0 <= seq <= MAX_AMOUNT:
-        raise StoreError("an event has a whole-number seq >= 0")
-    if not isinstance(event.get("kind"), str):
-        raise StoreError(f"event {seq}: kind is a string")
-    return seq, dump_state(event)
-
-
-def check_parts(row: TableRow) -> tuple[bool, list[tuple[str, str | None]]]:
-    """Check a commit's parts (:class:`TableRow`): whether every part stored goes first
-    (a table created, or closed), and each part's key with its JSON text (None: the
-    part goes)."""
-    parts = row.parts or {}
-    if not isinstance(parts, Mapping):
-        raise StoreError(f"table {row.table_id!r}: parts are a mapping")
-    out: list[tuple[str, str | None]] = []
-    for key, part in sorted(parts.items()):
-        if not isinstance(key, str) or not key:
-            raise StoreError(f"table {row.table_id!r}: a part's key is a string")
-        if part is not None and not isinstance(part, Mapping):
-            raise StoreError(f"table {row.table_id!r}: part {key!r} is a mapping or None")
-        out.append((key, None if part is None else dump_state(part)))
-    return row.state is None or row.closed, out
-
-
-def check_events(
-    table: TableRow | None, events: Sequence[Mapping[str, Any]]
-) -> list[tuple[int, str]]:
-    """Check a commit's events: they need the table row and rise strictly by seq."""
-    if not events:
-        return []
-    if table is None:
-        raise StoreError("events are stored with their table's row")
-    prepared = [check_event(event) for event in events]
-    if any(b[0] <= a[0] for a, b in itertools.pairwise(prepared)):
-        raise StoreError(f"table {table.table_id!r}: a step's events rise by seq")
-    return prepared
-
-
-def follows(after: int, events: list[tuple[int, str]], top: int) -> list[dict[str, Any]] | None:
-    """The answer of :meth:`Store.events_after`: ``events`` (seq, JSON) are the kept
-    events with a seq above ``after``, ascending; ``top`` is the table's latest seq (its
-    row's or its last event's). They are served only if they run from ``after + 1`` to
-    ``top`` without a gap: otherwise some were pruned (or never stored)."""
-    if not _is_int(after) or after < 0:
-        raise StoreError("events are asked for after a whole-number seq >= 0")
-    top = max([top, *(seq for seq, _ in events[-1:])])
-    if after >= top:
-        return []
-    expected = range(after + 1, top + 1)
-    if len(events) != len(expected) or any(
-        seq != want for (seq, _), want in zip(events, expected, strict=False)
-    ):
-        return None
-    return [json.loads(body) for _, body in events]
-
-
-def dump_state(value: Any) -> str:
-    """Serialize a table's state, config or event, made by the table itself on every
-    step (issue 23: with ``orjson``, about a tenth of the standard library's time for a
-    row of a few KiB, on the loop before each commit). The same JSON as
-    :func:`dump_json` for the same data, but for non-finite floats, which come out as
-    ``null`` (the table makes none: its times are the clock's, its amounts integers);
-    :class:`StoreError` if it is not JSON-able (bytes, an integer past 64 bits, an object
-    of no JSON type)."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError as exc:
-        raise StoreError(f"not JSON-able: {exc}") from None
-
-
-def dump_json(value: Any) -> str:
-    """Serialize table state or a record; :class:`StoreError` if it is not JSON-able."""
-    try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"not JSON-able: {exc}") from None
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def record_time(record: Mapping[str, Any]) -> float:
-    """A round record's ``time`` as the stores index it: a finite number, else 0.0."""
-    value = record.get("time")
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return 0.0
-
-
-def round_query(query: RoundQuery) -> RoundFilter:
-    """A :meth:`Store.round_records` query, checked (:class:`StoreError`)."""
-    if not isinstance(query, RoundQuery):
-        raise StoreError("round records are asked for with a RoundQuery")
-    since, until, table, player = query.since, query.until, query.table, query.player
-    round_id, limit, before = query.round_id, query.limit, query.before
-    low, high = check_span(since, until)
-    for name, value in (("table", table), ("player", player), ("round_id", round_id)):
-        if value is not None and not isinstance(value, str):
-            raise StoreError(f"{name} is a string")
-    if not _is_int(limit):
-        raise StoreError("a limit is a whole number")
-    if before is not None:
-        if (
-            not isinstance(before, tuple | list)
-            or len(before) != 2
-            or not isinstance(before[0], int | float)
-            or isinstance(before[0], bool)
-            or not math.isfinite(before[0])
-            or not isinstance(before[1], str)
-        ):
-            raise StoreError("before is (time, round_id)")
-        before = (float(before[0]), before[1])
-    return RoundFilter(low, high, table, player, round_id, max(0, min(limit, ROUNDS_LIMIT)), before)
-
-
-def index_record(record: Mapping[str, Any]) -> RoundIndex | ShoeIndex:
-    """Check a record and extract the fields a store indexes."""
-    kind = record.get("kind")
-    if kind == "round":
-        round_id = record.get("round_id")
-        table = record.get("table")
-        shoe_no = record.get("shoe_no")
-        coup_no = record.get("coup_no")
-        players = record.get("players")
-        if not isinstance(round_id, str) or not round_id or not isinstance(table, str):
-            raise StoreError("a round record has a round_id and a table")
-        if not _is_int(shoe_no) or not _is_int(coup_no):
-            raise StoreError(f"round {round_id!r}: shoe_no and coup_no are integers")
-        if not isinstance(players, list | tuple) or not all(
-            isinstance(player, str) for player in players
-        ):
-            raise StoreError(f"round {round_id!r}: players is a list of player ids")
-        return RoundIndex(
-            round_id, table, shoe_no, coup_no, tuple(dict.fromkeys(players)), record_time(record)
-        )
-    if kind == "shoe":
-        table = record.get("table")
-        shoe_no = record.get("shoe_no")
-        if not isinstance(table, str) or not table or not _is_int(shoe_no):
-            raise StoreError("a shoe record has a table and an integer shoe_no")
-        if not -MAX_AMOUNT <= shoe_no <= MAX_AMOUNT:
-            raise StoreError(f"shoe {shoe_no}: out of range")
-        return ShoeIndex(table, shoe_no, record.get("revealed", True) is not False)
-    raise StoreError(f"a record's kind is 'round' or 'shoe', not {kind!r}")
-
-
-def hold_problems(
-    entries: Iterable[Entry], recorded: Iterable[str], balances: Mapping[str, int]
-) -> list[str]:
-    """What is wrong with the held wagers (issue 8, defect 0), one line each.
-
-    ``entries`` holds at least every ``hold`` and outcome (``lose``, ``return``,
-    ``refund``, ``void``) entry; ``recorded`` the round ids among theirs that have a round record;
-    ``balances`` at least every ``held:<table>`` balance. The rules (GAME_RULES §7, §8):
-
-    - a hold (key ``<round_id>:<player>:<area>:hold``, into ``held:<table>``) has exactly
-      one outcome, keyed ``<round_id>:<player>:<area>:<kind>``, out of the same held
-      account and for the same amount;
-    - a hold may lack its outcome only while its round is open (no round record yet),
-      and a table has at most one open round;
-    - each ``held:<table>`` balance is the sum of that table's open holds (zero between
-      coups).
-    """
-    holds: dict[str, Entry] = {}
-    outcomes: dict[str, list[Entry]] = {}
-    for entry in entries:
-        if entry.kind == "hold":
-            if entry.key.endswith(":hold"):
-                holds[entry.key.removesuffix(":hold")] = entry
-        elif entry.kind in OUTCOME_KINDS and entry.key.endswith(f":{entry.kind}"):
-            outcomes.setdefault(entry.key.removesuffix(f":{entry.kind}"), []).append(entry)
-    recorded = set(recorded)
-    problems: list[str] = []
-    open_rounds: dict[str, set[str]] = {}
-    open_sums: dict[str, int] = {}
-    for base, hold in holds.items():
-        if not hold.dst.startswith("held:"):
-            problems.append(f"hold {hold.key!r} is not into a held account")
-            continue
-        table = hold.dst.removeprefix("held:")
-        found = outcomes.pop(base, [])
-        if len(found) > 1:
-            kinds = ", ".join(sorted(e.kind for e in found))
-            problems.append(f"hold {hold.key!r} has {len(found)} outcomes ({kinds})")
-        elif found:
-            (outcome,) = found
-            if outcome.src != hold.dst or outcome.amount != hold.amount:
-                problems.append(
-                    f"outcome {outcome.key!r} does not give back hold {hold.key!r} "
-                    f"({outcome.amount} from {outcome.src}, held {hold.amount} in {hold.dst})"
-                )
-        elif hold.round_id is None:
-            problems.append(f"hold {hold.key!r} has no round and no outcome")
-        elif hold.round_id in recorded:
-            problems.append(f"hold {hold.key!r} has no outcome after its round was recorded")
-        else:
-            open_rounds.setdefault(table, set()).add(hold.round_id)
-            open_sums[table] = open_sums.get(table, 0) + hold.amount
-    for base, found in sorted(outcomes.items()):
-        for outcome in found:
-            problems.append(f"outcome {outcome.key!r} has no hold {base + ':hold'!r}")
-    for table, rounds in sorted(open_rounds.items()):
-        if len(rounds) > 1:
-            problems.append(f"table {table!r} has {len(rounds)} open rounds: {sorted(rounds)}")
-    held = {a.removeprefix("held:") for a, b in balances.items() if a.startswith("held:")}
-    for table in sorted(held | open_sums.keys()):
-        balance = balances.get(f"held:{table}", 0)
-        if balance != open_sums.get(table, 0):
-            problems.append(
-                f"held:{table} holds {balance}, its open holds {open_sums.get(table, 0)}"
-            )
-    return problems
-
-
-def audit_report(
-    balances: Mapping[str, int], flows: Mapping[str, int], count: int, problems: list[str]
-) -> dict[str, Any]:
-    """The dict :meth:`Store.audit` returns, from every balance and every account's
-    ledger sum."""
-    accounts = balances.keys() | flows.keys()
-    return {
-        "sum": sum(balances.values()),
-        "ledger_matches": all(balances.get(a, 0) == flows.get(a, 0) for a in accounts),
-        "entries": count,
-        "holds_ok": not problems,
-        "problems": problems,
-    }
-
-
-# -- wallet calls: their shape, shared by the implementations ---------------------------
-
-#: The fields of a wallet call that are non-empty strings.
-_CALL_STRINGS: Final = ("request_id", "player", "table", "round_id")
-#: Its times: Unix seconds, stored as floats.
-_CALL_TIMES: Final = ("next_at", "created", "updated")
-#: Its free fields (JSON kept as given), what each may be, and what a missing one is.
-_CALL_FREE: Final[dict[str, tuple[tuple[type, ...], Any]]] = {
-    "body": ((dict,), {}),
-    "answer": ((dict, type(None)), None),
-    "reference": ((str, type(None)), None),
-    "reason": ((str, type(None)), None),
-    "error": ((str, type(None)), None),
-}
-
-
-def prepare_wallet_call(call: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-    """Check a wallet call (see :func:`check_wallet_call`); return it as stored (without
-    its ``seq``) and its JSON text."""
-    if not isinstance(call, Mapping):
-        raise BadWalletCall(f"a wallet call is a mapping, not {type(call).__name__}")
-    txn = call.get("transaction_id")
-    if not isinstance(txn, str) or not txn:
-        raise BadWalletCall("a wallet call has a transaction_id (a non-empty string)")
-    out = dict(call)
-    out.pop("seq", None)  # the store's
-
-    def bad(what: str) -> BadWalletCall:
-        return BadWalletCall(f"wallet call {txn!r}: {what}")
-
-    if out.get("kind") not in WALLET_CALL_KINDS:
-        raise bad(f"kind is one of {', '.join(WALLET_CALL_KINDS)}")
-    if out.get("state") not in WALLET_CALL_STATES:
-        raise bad(f"state is one of {', '.join(WALLET_CALL_STATES)}")
-    for name in _CALL_STRINGS:
-        if not isinstance(out.get(name), str) or not out[name]:
-            raise bad(f"{name} is a non-empty string")
-    currency = out.get("currency")
-    if currency is not None and (not isinstance(currency, str) or not currency):
-        raise bad("currency is a non-empty string or null")
-    out["currency"] = currency
-    for name in ("amount", "attempts"):
-        value = out.get(name)
-        if not _is_int(value) or not 0 <= value <= MAX_AMOUNT:
-            raise bad(f"{name} is a whole number from 0 to 2**53 - 1")
-    for name in _CALL_TIMES:
-        value = out.get(name)
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            raise bad(f"{name} is a Unix time in seconds")
-        if not (math.isfinite(value) and value >= 0):
-            raise bad(f"{name} is a Unix time in seconds")
-        out[name] = float(value)
-    for name, (types, missing) in _CALL_FREE.items():
-        value = out.get(name, missing)
-        if not isinstance(value, types):
-            raise bad(f"{name} is a {' or '.join(t.__name__ for t in types)}")
-        out[name] = value
-    resolutions = out.get("resolutions", [])  # only once a person did something about it
-    if not isinstance(resolutions, list) or not all(isinstance(r, dict) for r in resolutions):
-        raise bad("resolutions is a list of objects")
-    try:
-        text = dump_json(out)
-    except StoreError as exc:
-        raise bad(str(exc)) from None
-    return json.loads(text), text
-
-
-def check_wallet_call(call: Mapping[str, Any]) -> dict[str, Any]:
-    """Refuse (:class:`BadWalletCall`, a :class:`StoreError` and a ``ValueError``) a
-    wallet call of the wrong shape; return it as a store keeps it.
-
-    A wallet call is a JSON-able dict: ``transaction_id`` (a non-empty string, unique:
-    the key), ``kind`` (:data:`WALLET_CALL_KINDS`), ``request_id``, ``player``,
-    ``table``, ``round_id`` (non-empty strings), ``amount`` (0 to 2**53 - 1),
-    ``currency`` (a string, or ``None`` for play money), ``state``
-    (:data:`WALLET_CALL_STATES`), ``attempts`` (a whole number >= 0), ``next_at`` (when
-    to try it next), ``created`` and ``updated`` (Unix times; kept as floats), and the
-    free fields kept as given: ``body`` (the request's body, a dict; ``{}`` if missing),
-    ``answer`` (a dict or ``None``), ``reference``, ``reason`` and ``error`` (strings or
-    ``None``; ``None`` if missing), ``resolutions`` (when a person sent it again or
-    resolved it: a list of objects, ``server.operator.wallet``), and any other
-    JSON-able field. A store adds ``seq``
-    (a ``seq`` given here is dropped)."""
-    return prepare_wallet_call(call)[0]
-
-
-def merge_wallet_call(
-    stored: Mapping[str, Any], changes: Mapping[str, Any]
-) -> tuple[dict[str, Any], str]:
-    """A stored call with ``changes`` merged in, checked (see :func:`check_wallet_changes`
-    and :func:`check_wallet_call`), and its JSON text; without ``seq``."""
-    return prepare_wallet_call({**stored, **check_wallet_changes(changes)})
-
-
-def check_wallet_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
-    """Refuse changes to anything but a call's progress (:data:`WALLET_CALL_CHANGES`)."""
-    if not isinstance(changes, Mapping):
-        raise BadWalletCall(f"changes are a mapping, not {type(changes).__name__}")
-    fixed = set(changes) - WALLET_CALL_CHANGES
-    if fixed:
-        raise BadWalletCall(
-            f"only {', '.join(sorted(WALLET_CALL_CHANGES))} of a wallet call may change,"
-            f" not {', '.join(sorted(map(str, fixed)))}"
-        )
-    return dict(changes)
-
-
-def wallet_limit(limit: int) -> int:
-    """``limit`` within 0 to :data:`WALLET_CALLS_LIMIT`."""
-    if not _is_int(limit):
-        raise BadWalletCall("a limit is a whole number")
-    return max(0, min(limit, WALLET_CALLS_LIMIT))
-
-
-def check_due_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
-    """The kinds :meth:`Store.due_wallet_calls` is asked for, checked."""
-    if isinstance(kinds, str):
-        kinds = (kinds,)
-    found = tuple(dict.fromkeys(kinds))
-    if any(kind not in WALLET_CALL_KINDS for kind in found):
-        raise BadWalletCall(f"wallet call kinds are among {', '.join(WALLET_CALL_KINDS)}")
-    return found
-
-
-def check_due_time(now: float) -> float:
-    """The ``now`` of :meth:`Store.due_wallet_calls`, as a float."""
-    if not isinstance(now, int | float) or isinstance(now, bool) or math.isnan(now):
-        raise BadWalletCall("now is a Unix time in seconds")
-    return float(now)
-
-
-def wallet_filters(
-    *,
-    state: str | None = None,
-    player: str | None = None,
-    table: str | None = None,
-    round_id: str | None = None,
-    kind: str | None = None,
-    before_seq: int | None = None,
-) -> dict[str, str]:
-    """The filters of :meth:`Store.wallet_calls` that were given, checked, as the
-    fields a call must hold (``before_seq`` is only checked)."""
-    given = {"state": state, "player": player, "table": table, "round_id": round_id}
-    filters = {name: value for name, value in (given | {"kind": kind}).items() if value is not None}
-    if any(not isinstance(value, str) for value in filters.values()):
-        raise BadWalletCall("wallet call filters are strings")
-    if state is not None and state not in WALLET_CALL_STATES:
-        raise BadWalletCall(f"a wallet call's state is one of {', '.join(WALLET_CALL_STATES)}")
-    if kind is not None and kind not in WALLET_CALL_KINDS:
-        raise BadWalletCall(f"a wallet call's kind is one of {', '.join(WALLET_CALL_KINDS)}")
-    if before_seq is not None and not _is_int(before_seq):
-        raise BadWalletCall("before_seq is a whole number")
-    return filters
-
-
-def wallet_call_matches(call: Mapping[str, Any], filters: Mapping[str, str]) -> bool:
-    """Whether ``call`` holds every field of ``filters`` (:func:`wallet_filters`)."""
-    return all(call.get(name) == value for name, value in filters.items())
-
-
-def check_span(since: float | None, until: float | None) -> tuple[float, float]:
-    """The ``[since, until)`` of :meth:`Store.wallet_totals` (and of
-    :meth:`Store.round_records`), open ends made infinite."""
-    for value in (since, until):
-        if value is not None and (
-            not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value)
-        ):
-            raise BadWalletCall("since and until are Unix times in seconds")
-    return (
-        -math.inf if since is None else float(since),
-        math.inf if until is None else float(until),
-    )
-
-
-def wallet_totals(
-    calls: Iterable[Mapping[str, Any]], since: float | None = None, until: float | None = None
-) -> list[dict[str, Any]]:
-    """The answer of :meth:`Store.wallet_totals` from ``calls`` (stored calls, any
-    order): those ``created`` in ``[since, until)`` counted and summed per ``(day,
-    table, currency, kind, state)``, sorted by those (play money's ``None`` currency
-    before every code)."""
-    low, high = check_span(since, until)
-    sums: dict[tuple[str, str, str | None, str, str], list[int]] = {}
-    for call in calls:
-        created = call["created"]
-        if not low <= created < high:
-            continue
-        day = datetime.fromtimestamp(created, tz=UTC).strftime("%Y-%m-%d")
-        group = (day, call["table"], call["currency"], call["kind"], call["state"])
-        found = sums.setdefault(group, [0, 0])
-        found[0] += 1
-        found[1] += call["amount"]
-
-    def order(group: tuple[str, str, str | None, str, str]) -> tuple[str, str, str, str, str]:
-        day, table, currency, kind, state = group
-        return day, table, currency or "", kind, state
-
-    names = ("day", "table", "currency", "kind", "state")
-    return [
-        {**dict(zip(names, group, strict=True)), "count": count, "amount": amount}
-        for group, (count, amount) in sorted(sums.items(), key=lambda item: order(item[0]))
-    ]

@@ -85,6 +85,7 @@ __all__ = [
     "player_account",
     "player_accounts",
     "post",
+    "pruned_days",
     "resolution_entry",
     "stake_account",
     "stake_prefix",
@@ -247,6 +248,14 @@ def flow_cutoff(day: str) -> str:
     """The oldest day kept when ``day`` is written: :data:`FLOW_DAYS` days in all."""
     then = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
     return (then - timedelta(days=FLOW_DAYS - 1)).strftime("%Y-%m-%d")
+
+
+def pruned_days(days: Iterable[str], cutoff: str) -> list[str]:
+    """Of a player's stored ``days``, those their first flow of a day drops: the days
+    before ``cutoff``, :func:`flow_cutoff` of that day (the plan's ``cutoff``). Only a
+    player's first flow of a day prunes (no row of that day yet); SQLite deletes the
+    same range, and Redis's Lua, handed the plan's cutoff."""
+    return [old for old in days if old < cutoff]
 
 
 def entry_flow(entry: Entry) -> tuple[str, int, int, int] | None:

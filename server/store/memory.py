@@ -25,6 +25,7 @@ from server.store.base import (
     AckRule,
     BetReads,
     CommitResult,
+    CurrentRule,
     LimitGuard,
     LimitsRule,
     PlayRule,
@@ -33,33 +34,38 @@ from server.store.base import (
     RoundQuery,
     StoreError,
     TableRow,
-    audit_report,
-    check_currency,
-    check_day,
+)
+from server.store.calls import (
     check_due_kinds,
     check_due_time,
     check_operator_call,
-    check_play_open,
-    check_play_time,
     check_wallet_changes,
-    current_limits,
-    dump_json,
-    flow_buckets,
-    follows,
-    guard_breach,
-    guard_measure,
-    hold_problems,
     merge_wallet_call,
     operator_call_record,
-    play_baseline,
-    round_query,
     wallet_call_matches,
     wallet_filters,
     wallet_limit,
     wallet_totals,
 )
-from server.store.ledger import check_epoch, post, stake_account, welcome_entry
-from server.store.plan import plan_commit
+from server.store.ledger import check_epoch, post, pruned_days, stake_account, welcome_entry
+from server.store.plan import check_retention, new_calls, new_events, plan_commit, unindexed
+from server.store.players import (
+    check_currency,
+    check_day,
+    check_play_open,
+    check_play_time,
+    flow_buckets,
+    guard_breach,
+    guard_measure,
+    play_baseline,
+)
+from server.store.records import (
+    audit_report,
+    dump_json,
+    follows,
+    hold_problems,
+    round_query,
+)
 from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = ["MemoryStore"]
@@ -80,10 +86,7 @@ class MemoryStore:
         round_index: int = HISTORY_LIMIT,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if event_retention < 1 or round_index < HISTORY_LIMIT:
-            raise StoreError("retention keeps at least 1 event and 100 rounds a player")
-        self.event_retention = event_retention
-        self.round_index = round_index
+        self.event_retention, self.round_index = check_retention(event_retention, round_index)
         self.clock = clock
         self._open = False
         self._balances: dict[str, int] = {}
@@ -231,8 +234,8 @@ class MemoryStore:
             log = self._events.setdefault(tid, deque(maxlen=self.event_retention))
             if table.state is None:
                 log.clear()
-            last = log[-1][0] if log else -1
-            log.extend(event for event in plan.events if event[0] > last)
+            # (its maxlen keeps the newest event_retention: plan.first_event_kept's count)
+            log.extend(new_events(plan.events, log[-1][0] if log else -1))
         for index, text in plan.records:
             if isinstance(index, RoundIndex):
                 self._put_round(index, text)
@@ -272,8 +275,8 @@ class MemoryStore:
             return
         for player, sums in flows.items():
             days = self._days.setdefault(player, {})
-            if day not in days:
-                for old in [d for d in days if d < cutoff]:
+            if day not in days:  # a player's first flow of the day prunes (ledger)
+                for old in pruned_days(days, cutoff):
                     del days[old]
             bucket = days.setdefault(day, [0, 0, 0])
             for n, amount in enumerate(sums):
@@ -295,9 +298,8 @@ class MemoryStore:
         for player in index.players:
             played = self._played.setdefault(player, {})
             played[seq] = None
-            if len(played) > self.round_index:  # keep the newest (GAME_RULES §8)
-                for old_seq in sorted(played)[: len(played) - self.round_index]:
-                    del played[old_seq]
+            for old_seq in unindexed(played, self.round_index):  # GAME_RULES §8
+                del played[old_seq]
 
     # -- tables ----------------------------------------------------------------------
     async def claim_table(self, table_id: str) -> int:
@@ -430,8 +432,8 @@ class MemoryStore:
         since_day = check_day(since_day)
         return flow_buckets(self._days.get(player_id, {}), since_day)
 
-    async def bet_reads(self, player_id: str, since_day: str) -> BetReads:
-        limits = await self.player_limits(player_id)
+    async def bet_reads(self, player_id: str, since_day: str, *, rule: CurrentRule) -> BetReads:
+        limits = await self.player_limits(player_id, rule=rule)
         return BetReads(
             await self.player_restriction(player_id),
             limits,
@@ -439,10 +441,10 @@ class MemoryStore:
             await self.player_days(player_id, since_day) if limits else {},
         )
 
-    async def player_limits(self, player_id: str) -> dict[str, Any]:
+    async def player_limits(self, player_id: str, *, rule: CurrentRule) -> dict[str, Any]:
         self._check_open()
         found = self._limits.get(player_id)
-        return current_limits(None if found is None else json.loads(found), self.clock())
+        return rule(None if found is None else json.loads(found), self.clock())
 
     async def set_player_limits(
         self, player_id: str, changes: Mapping[str, int | None], by: str, *, rule: LimitsRule
@@ -514,13 +516,12 @@ class MemoryStore:
     # -- the wallet calls' outbox ---------------------------------------------------------
     def _put_calls(self, prepared: Sequence[tuple[dict[str, Any], str]]) -> None:
         """Insert the calls not stored yet (a stored ``transaction_id`` is kept as is)."""
-        for call, text in prepared:
+        for call, text in new_calls(prepared, self._calls):
             txn = call["transaction_id"]
-            if txn not in self._calls:
-                self._call_seq += 1
-                self._calls[txn] = (self._call_seq, text)
-                if call["state"] == "pending":
-                    self._pending[txn] = None
+            self._call_seq += 1
+            self._calls[txn] = (self._call_seq, text)
+            if call["state"] == "pending":
+                self._pending[txn] = None
 
     def _loaded_call(self, transaction_id: str) -> dict[str, Any] | None:
         found = self._calls.get(transaction_id)

@@ -11,31 +11,56 @@ guarded balance not negative and every balance in range
 (:func:`server.store.ledger.check_epoch`) and the guards' caps held over the stored
 usage. A plan that cannot be made raises :class:`StoreError` and nothing is written.
 
+What a store keeps beside the commit is decided here too, and applied by each store in
+the commit's transaction: a table's new events and the oldest it keeps
+(:func:`new_events`, :func:`first_event_kept`), a player's round index
+(:func:`unindexed`), the wallet calls inserted only when absent (:func:`new_calls`),
+and the retention a store is built with (:func:`check_retention`). The memory store
+applies these functions; SQLite the same rules as statements (``seq <=`` the cutoff,
+``OFFSET`` the index size, ``ON CONFLICT DO NOTHING``); Redis's Lua the same with the
+numbers handed in (``MAXLEN``, ``ZREMRANGEBYRANK``, ``HSETNX``, the plan's cutoff day).
+
 This module never does I/O and never reads a store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from server.store.base import (
+    HISTORY_LIMIT,
     LimitGuard,
     RoundIndex,
     ShoeIndex,
+    StoreError,
     TableRow,
-    check_events,
+)
+from server.store.calls import (
+    prepare_wallet_call,
+)
+from server.store.ledger import Entry, check_entry, flow_cutoff, flow_day, player_accounts
+from server.store.players import (
     check_guard,
+)
+from server.store.records import (
+    check_events,
     check_parts,
     check_row,
     dump_json,
     index_record,
-    prepare_wallet_call,
 )
-from server.store.ledger import Entry, check_entry, flow_cutoff, flow_day, player_accounts
 
-__all__ = ["CommitPlan", "plan_commit"]
+__all__ = [
+    "CommitPlan",
+    "check_retention",
+    "first_event_kept",
+    "new_calls",
+    "new_events",
+    "plan_commit",
+    "unindexed",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,3 +123,50 @@ def plan_commit(
         day,
         flow_cutoff(day),
     )
+
+
+# -- what a store keeps beside the commit ------------------------------------------------
+
+
+def check_retention(event_retention: int, round_index: int) -> tuple[int, int]:
+    """A store's retention: at least 1 event a table, and a player's round index at
+    least :data:`HISTORY_LIMIT` rounds (GAME_RULES §8: the last 100 rounds are shown);
+    :class:`StoreError` otherwise."""
+    if event_retention < 1 or round_index < HISTORY_LIMIT:
+        raise StoreError("retention keeps at least 1 event and 100 rounds a player")
+    return event_retention, round_index
+
+
+def new_events(events: Sequence[tuple[int, str]], last: int) -> list[tuple[int, str]]:
+    """Of a step's ``events`` (``(seq, JSON)``), those to append after ``last``, the
+    newest seq stored (-1: none): a retried commit's are stored already, and an older
+    event pruned since never comes back."""
+    return [event for event in events if event[0] > last]
+
+
+def first_event_kept(newest: int, retention: int) -> int:
+    """The oldest seq a table keeps once ``newest`` is stored: its newest ``retention``
+    events (a table's seqs have no gaps, so a count is a range of seqs)."""
+    return newest - retention + 1
+
+
+def unindexed(played: Iterable[int], keep: int) -> list[int]:
+    """Of a player's indexed rounds (their seqs, in any order), those that leave the
+    index: all but the newest ``keep`` (GAME_RULES §8)."""
+    ordered = sorted(played)
+    return ordered[: max(0, len(ordered) - keep)]
+
+
+def new_calls(
+    calls: Sequence[tuple[dict[str, Any], str]], stored: Container[str]
+) -> list[tuple[dict[str, Any], str]]:
+    """Of a commit's wallet calls, those to insert: the first of each transaction id not
+    in ``stored`` (a stored call is kept as it is: a retried commit)."""
+    seen: set[str] = set()
+    out = []
+    for call, text in calls:
+        txn = call["transaction_id"]
+        if txn not in stored and txn not in seen:
+            seen.add(txn)
+            out.append((call, text))
+    return out

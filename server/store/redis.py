@@ -61,6 +61,7 @@ from server.store.base import (
     AckRule,
     BetReads,
     CommitResult,
+    CurrentRule,
     KeyConflict,
     LimitGuard,
     LimitPassed,
@@ -75,30 +76,14 @@ from server.store.base import (
     StoreError,
     StoreUnavailable,
     TableRow,
-    audit_report,
-    check_currency,
-    check_day,
+)
+from server.store.calls import (
     check_due_kinds,
     check_due_time,
-    check_limit_changes,
     check_operator_call,
-    check_play_open,
-    check_play_time,
-    check_span,
     check_wallet_changes,
-    current_limits,
-    dump_json,
-    flow_buckets,
-    follows,
-    guard_measure,
-    hold_problems,
-    index_record,
     merge_wallet_call,
     operator_call_record,
-    own_copy,
-    play_baseline,
-    record_time,
-    round_query,
     wallet_call_matches,
     wallet_filters,
     wallet_limit,
@@ -115,6 +100,27 @@ from server.store.ledger import (
     welcome_entry,
 )
 from server.store.plan import plan_commit
+from server.store.players import (
+    check_currency,
+    check_day,
+    check_limit_changes,
+    check_play_open,
+    check_play_time,
+    flow_buckets,
+    guard_measure,
+    play_baseline,
+)
+from server.store.records import (
+    audit_report,
+    check_span,
+    dump_json,
+    follows,
+    hold_problems,
+    index_record,
+    own_copy,
+    record_time,
+    round_query,
+)
 from server.table.wallet import Entry, player_account
 
 from .redis_connect import UNAVAILABLE_CODES, connect, unavailable
@@ -1365,7 +1371,7 @@ class RedisStore:
             found = await self._redis().hgetall(self._key("flows:", player_id))
         return _days_of([x for kv in found.items() for x in kv], since_day)
 
-    async def bet_reads(self, player_id: str, since_day: str) -> BetReads:
+    async def bet_reads(self, player_id: str, since_day: str, *, rule: CurrentRule) -> BetReads:
         since_day = check_day(since_day)
         with self._translated():
             found = await self._scripts["bet_reads"](args=[self.prefix, player_id])
@@ -1376,16 +1382,16 @@ class RedisStore:
         stored = None if limits is None else json.loads(_text(limits))
         return BetReads(
             kept,
-            current_limits(stored, self.clock()),
+            rule(stored, self.clock()),
             _play_of("" if body is None else _text(body), "" if seen is None else _text(seen)),
             _days_of(flows, since_day),
         )
 
-    async def player_limits(self, player_id: str) -> dict[str, Any]:
+    async def player_limits(self, player_id: str, *, rule: CurrentRule) -> dict[str, Any]:
         with self._translated():
             found = await self._redis().hget(self._key("limits"), player_id)
         stored = None if found is None else json.loads(_text(found))
-        return current_limits(stored, self.clock())
+        return rule(stored, self.clock())
 
     async def set_player_limits(
         self, player_id: str, changes: Mapping[str, int | None], by: str, *, rule: LimitsRule

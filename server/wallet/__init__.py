@@ -8,7 +8,9 @@ from .base import Wallet
 
 if TYPE_CHECKING:
     from server.process.config import ServerConfig
-    from server.store.base import Store
+    from server.store.base import (
+        Store,
+    )
 
     from .signing import Signer
 

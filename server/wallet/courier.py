@@ -41,7 +41,11 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
-from server.store.base import WALLET_CALLS_LIMIT, Store, StoreError
+from server.store.base import (
+    WALLET_CALLS_LIMIT,
+    Store,
+    StoreError,
+)
 
 from .base import (
     OK,

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from server.store.base import Store
+from server.store.base import (
+    Store,
+)
 
 from .base import WalletAnswer, WalletError
 

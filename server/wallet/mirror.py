@@ -21,7 +21,10 @@ import uuid
 import weakref
 from collections.abc import Iterable
 
-from server.store.base import Overdrawn, Store
+from server.store.base import (
+    Overdrawn,
+    Store,
+)
 from server.store.ledger import sync_entry
 
 __all__ = ["mirror_generation", "sync_mirror"]

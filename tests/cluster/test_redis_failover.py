@@ -30,7 +30,11 @@ from typing import Any
 import pytest
 import redis
 
-from server.store.base import StaleEpoch, StoreUnavailable, TableRow
+from server.store.base import (
+    StaleEpoch,
+    StoreUnavailable,
+    TableRow,
+)
 from server.store.redis import RedisStore
 from server.table.wallet import Entry
 from tests.kit import Client, open_player, scaled, table_def

@@ -31,7 +31,9 @@ from typing import Any
 import redis
 import redis.sentinel
 
-from server.store.base import TableRow
+from server.store.base import (
+    TableRow,
+)
 from server.store.redis import RedisStore
 from server.store.redis_connect import parse_sentinel_url
 

@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from server.gateway.server import ChemmyServer
-from server.store.base import Store
+from server.store.base import (
+    Store,
+)
 from server.store.memory import MemoryStore
 from server.store.redis import RedisStore
 from server.store.sqlite import SQLiteStore

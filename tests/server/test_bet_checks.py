@@ -15,7 +15,11 @@ import pytest
 from server.gateway.tables import bet_checks
 from server.protection.context import PlayClock
 from server.protocol.errors import Refused
-from server.store.base import BetReads, StoreUnavailable
+from server.store.base import (
+    BetReads,
+    CurrentRule,
+    StoreUnavailable,
+)
 
 
 class Reads:
@@ -30,7 +34,7 @@ class Reads:
         self.fail = fail
         self.asked: list[str] = []
 
-    async def bet_reads(self, player: str, since_day: str) -> BetReads:
+    async def bet_reads(self, player: str, since_day: str, *, rule: CurrentRule) -> BetReads:
         self.asked.append(since_day)
         if self.fail:
             raise StoreUnavailable("down")

@@ -27,7 +27,9 @@ from server.bus.local import LocalBus
 from server.bus.redis import RedisBus, _pack_events
 from server.protocol.errors import Refused
 from server.protocol.records import Address, CommandRecord, ReplyRecord
-from server.store.base import StoreUnavailable
+from server.store.base import (
+    StoreUnavailable,
+)
 from server.table.events import Event
 from tests.kit.redis import RedisServer
 from tests.kit.timing import scaled

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from server.process.config import (
-    DEFAULT_TABLES,
     ConfigError,
     ServerConfig,
     build_parser,
     load_config,
     setting_names,
 )
+from server.process.settings import DEFAULT_TABLES
 
 SECRET = "s3cret-s3cret-s3cret-s3cret-s3cret!"
 

@@ -48,7 +48,11 @@ import pytest
 
 from server.engine.shoe import verify
 from server.gateway.server import ChemmyServer
-from server.store.base import CommitResult, StoreError, StoreUnavailable
+from server.store.base import (
+    CommitResult,
+    StoreError,
+    StoreUnavailable,
+)
 from server.table.events import Event
 from server.table.views import view_event
 from tests.kit import Client, Game, table_def

@@ -36,7 +36,10 @@ import pytest
 
 from server.gateway.server import ChemmyServer
 from server.process.auth import make_token
-from server.store.base import RoundQuery
+from server.protection.rules import current_limits
+from server.store.base import (
+    RoundQuery,
+)
 from server.table.wallet import OPERATOR
 from server.wallet.calls import credit_call
 from tests.kit import OTHER_SECRET, SECRET, Client, Game, table_def
@@ -114,7 +117,7 @@ class Scene:
             "tables": lines,
             "stored_tables": sorted(row.table_id for row in await store.load_tables()),
             "restriction": await store.player_restriction("ann"),
-            "limits": await store.player_limits("ann"),
+            "limits": await store.player_limits("ann", rule=current_limits),
             "zed": await store.player_name("zed"),
             "rounds": [r["round_id"] for r in await store.round_records(RoundQuery(limit=100))],
             "calls": {

@@ -24,7 +24,9 @@ import pytest
 
 from server.gateway.server import ChemmyServer
 from server.protection import play_session
-from server.store.base import StoreUnavailable
+from server.store.base import (
+    StoreUnavailable,
+)
 from tests.kit.client import Client
 from tests.kit.inproc import Net
 from tests.kit.operator import audited

@@ -62,7 +62,9 @@ from server.process.auth import make_token
 from server.process.config import build_parser
 from server.protocol.errors import ChemmyError
 from server.protocol.messages import SCHEMAS, parse
-from server.store.base import EVENT_RETENTION
+from server.store.base import (
+    EVENT_RETENTION,
+)
 from server.table.events import EVENT_KINDS
 from server.table.options import TableOptions
 from server.table.rules import TURN_REFUSALS

@@ -27,7 +27,10 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from server.bus.channels import event_channel
 from server.bus.redis import RedisBus, _unpack_events
 from server.process.config import ConfigError, load_config
-from server.store.base import StoreUnavailable, TableRow
+from server.store.base import (
+    StoreUnavailable,
+    TableRow,
+)
 from server.store.redis import RedisStore, redact
 from server.store.redis_connect import (
     SentinelURL,

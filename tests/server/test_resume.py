@@ -17,7 +17,9 @@ import pytest
 
 import server.gateway.hub as hub_module
 from server.gateway.server import ChemmyServer
-from server.store.base import EVENT_RETENTION
+from server.store.base import (
+    EVENT_RETENTION,
+)
 from server.table.events import Event
 from server.table.views import view_event
 from tests.kit import Client, CoupLog, Game, scaled, table_def

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from server.store import KeyConflict, SQLiteStore
-from server.store import sqlite as sqlite_module
+from server.store.sqlite import connection as sqlite_module
 from tests.server.test_store import Ticker, bet, hold_write_lock
 from tests.server.test_store_group_commit import step
 

@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from server.store.base import CommitResult, StoreError
+from server.store.base import (
+    CommitResult,
+    StoreError,
+)
 from server.table.views import view as snapshot
 
 

@@ -22,18 +22,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.protection.rules import RAISE_DELAY, merge_limits, merge_restriction, open_play
+from server.protection.rules import (
+    RAISE_DELAY,
+    current_limits,
+    merge_limits,
+    merge_restriction,
+    open_play,
+)
 from server.store import KeyConflict, Overdrawn, StaleEpoch, Store, StoreError, TableRow
 from server.store.base import (
-    FLOW_DAYS,
-    LIMIT_KINDS,
     BetReads,
     LimitGuard,
     LimitPassed,
-    current_limits,
+)
+from server.store.ledger import (
+    FLOW_DAYS,
     entry_flow,
     flow_day,
 )
+from server.store.players import LIMIT_KINDS
 from server.table.wallet import Entry
 from tests.server.conftest import Clock, make_store
 
@@ -364,6 +371,24 @@ async def test_a_player_keeps_their_newest_days(clocked: Store, clock: Clock) ->
     assert len(await store.player_days("bob", "2000-01-01")) == 1  # written on its day
 
 
+async def test_a_refused_first_commit_of_the_day_leaves_the_prune_to_the_next(
+    clocked: Store, clock: Clock
+) -> None:
+    """A player's first commit of a day refused (here by a guard) prunes nothing, and
+    their next commit that day still prunes: every store drops the old day alike (the
+    SQLite store once counted the refused commit's prune as done, and kept the day)."""
+    store = clocked
+    await store.ensure_player("ann", "Ann", 1000)
+    start = clock.now
+    await store.commit(entries=[deposit("a0", "ann", 5)])
+    clock.now = start + FLOW_DAYS * DAY  # the first day is now one too many
+    guard = LimitGuard("ann", "deposit_day", 1, flow_day(clock.now))
+    with pytest.raises(LimitPassed):
+        await store.commit(entries=[deposit("a1", "ann", 5)], guards=[guard])
+    await store.commit(entries=[deposit("a2", "ann", 7)])
+    assert list(await store.player_days("ann", "2000-01-01")) == [flow_day(clock.now)]
+
+
 @pytest.mark.parametrize("day", ["", "2026-1-01", "2026-13-01", "yesterday", 20260101])
 async def test_a_bad_day_is_refused(store: Store, day: Any) -> None:
     with pytest.raises(StoreError):
@@ -522,21 +547,21 @@ def test_a_player_never_loosens_a_limit_before_the_delay(
 
 async def test_limits_round_trip(clocked: Store, clock: Clock) -> None:
     store = clocked
-    assert await store.player_limits("ann") == {}
+    assert await store.player_limits("ann", rule=current_limits) == {}
     kept = await store.set_player_limits(
         "ann", {"loss_day": 500, "session": 60}, "player", rule=merge_limits
     )
     assert kept == {"loss_day": limit(500, NOON), "session": limit(60, NOON)}
-    assert await store.player_limits("ann") == kept
-    assert await store.player_limits("bob") == {}
+    assert await store.player_limits("ann", rule=current_limits) == kept
+    assert await store.player_limits("bob", rule=current_limits) == {}
     clock.now += 60
     raised = await store.set_player_limits("ann", {"loss_day": 900}, "player", rule=merge_limits)
     pending = {"amount": 900, "from": NOON + 60 + RAISE_DELAY}
     assert raised["loss_day"] == limit(500, NOON, pending=pending)
-    assert await store.player_limits("ann") == raised
+    assert await store.player_limits("ann", rule=current_limits) == raised
     clock.now = NOON + 60 + RAISE_DELAY  # due: read as applied
     due = {"loss_day": limit(900, NOON + 60 + RAISE_DELAY), "session": limit(60, NOON)}
-    assert await store.player_limits("ann") == due
+    assert await store.player_limits("ann", rule=current_limits) == due
     lowered = await store.set_player_limits("ann", {"session": 30}, "player", rule=merge_limits)
     assert lowered == {**due, "session": limit(30, clock.now)}
     by = "operator:ops"
@@ -544,7 +569,7 @@ async def test_limits_round_trip(clocked: Store, clock: Clock) -> None:
         "ann", {"loss_day": None, "session": None}, by, rule=merge_limits
     )
     assert cleared == {}
-    assert await store.player_limits("ann") == {}
+    assert await store.player_limits("ann", rule=current_limits) == {}
 
 
 async def test_bad_limit_changes_change_nothing(store: Store) -> None:
@@ -556,7 +581,7 @@ async def test_bad_limit_changes_change_nothing(store: Store) -> None:
         await store.set_player_limits(
             "ann", {"wager_day": 10, "session": False}, "player", rule=merge_limits
         )
-    assert await store.player_limits("ann") == kept
+    assert await store.player_limits("ann", rule=current_limits) == kept
 
 
 async def test_concurrent_players_keep_the_lowest(store: Store) -> None:
@@ -566,7 +591,7 @@ async def test_concurrent_players_keep_the_lowest(store: Store) -> None:
             for amount in (500, 100, 300, 700)
         )
     )
-    found = await store.player_limits("ann")
+    found = await store.player_limits("ann", rule=current_limits)
     assert found["loss_week"]["amount"] == 100
 
 
@@ -586,7 +611,7 @@ async def test_usage_survives_opening_again(
     again = make_store(kind, request, tmp_path)
     await again.open()
     try:
-        found = await again.player_limits("ann")
+        found = await again.player_limits("ann", rule=current_limits)
         assert found["deposit_month"]["amount"] == kept["deposit_month"]["amount"]
         assert found["deposit_month"]["pending"]["amount"] == 2000
         today = flow_day(time.time())
@@ -602,17 +627,17 @@ async def test_a_bets_reads_together_are_the_reads_one_by_one(clocked: Store) ->
     today = flow_day(NOON)
     await store.ensure_player("ann", "Ann", 1000)
     await store.commit(entries=[stake("s1", "ann", 300)])
-    bare = await store.bet_reads("ann", today)
+    bare = await store.bet_reads("ann", today, rule=current_limits)
     assert bare == BetReads(None, {}, None, {})
     await store.set_player_restriction(
         "ann", "break", time.time() + DAY, "player", rule=merge_restriction
     )
     await store.set_player_limits("ann", {"loss_day": 5000}, "player", rule=merge_limits)
     await store.open_play_session("ann", NOON, 900.0, 1800.0, rule=open_play)
-    reads = await store.bet_reads("ann", today)
+    reads = await store.bet_reads("ann", today, rule=current_limits)
     assert reads == BetReads(
         await store.player_restriction("ann"),
-        await store.player_limits("ann"),
+        await store.player_limits("ann", rule=current_limits),
         await store.play_session("ann"),
         await store.player_days("ann", today),
     )

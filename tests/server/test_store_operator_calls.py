@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from server.store import RedisStore, SQLiteStore, Store, StoreError
-from server.store.base import OPERATOR_CALL_KEEP_MAX
+from server.store.base import (
+    OPERATOR_CALL_KEEP_MAX,
+)
 
 DAY = 86_400.0
 ANSWER = {"status": 200, "body": {"table": {"table": "t9"}}, "headers": []}

@@ -26,7 +26,9 @@ from hypothesis import strategies as st
 
 from server.protection.rules import ack_play, next_reminder, open_play, play_due
 from server.store import Store, StoreError
-from server.store.base import play_baseline
+from server.store.players import (
+    play_baseline,
+)
 from server.table.wallet import Entry
 from tests.server.conftest import Clock, make_store
 

@@ -19,7 +19,11 @@ import pytest
 from redis import asyncio as aioredis
 
 from server.store import RedisStore, SQLiteStore, Store, StoreError
-from server.store.base import HISTORY_LIMIT, ROUNDS_LIMIT, RoundQuery
+from server.store.base import (
+    HISTORY_LIMIT,
+    ROUNDS_LIMIT,
+    RoundQuery,
+)
 from tests.server.conftest import make_store
 
 KINDS = ("memory", "redis", "sqlite")

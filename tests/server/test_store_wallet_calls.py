@@ -29,7 +29,12 @@ from server.store import (
     StoreUnavailable,
     TableRow,
 )
-from server.store.base import WALLET_CALLS_LIMIT, check_wallet_call
+from server.store.base import (
+    WALLET_CALLS_LIMIT,
+)
+from server.store.calls import (
+    check_wallet_call,
+)
 from server.table.wallet import Entry
 from tests.kit.redis import RedisServer
 from tests.server.conftest import make_store

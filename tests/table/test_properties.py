@@ -44,7 +44,9 @@ from table_helpers import card_strings, check_parts, check_stored_state, has_key
 
 from server.engine.payouts import AREAS
 from server.engine.shoe import shuffle_order
-from server.store.base import hold_problems
+from server.store.records import (
+    hold_problems,
+)
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
 from server.table import commands as c
 from server.table.events import TRANSIENT_KINDS

@@ -19,7 +19,9 @@ from table_helpers import (
     stack,
 )
 
-from server.store.base import hold_problems
+from server.store.records import (
+    hold_problems,
+)
 from server.table import MemoryWallet, Table, TableOptions, Timers, view_event
 from server.table import commands as c
 from server.table.table import Phase

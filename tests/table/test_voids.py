@@ -17,7 +17,9 @@ from table_helpers import (
 
 import server.table
 from server.engine.shoe import verify
-from server.store.base import hold_problems
+from server.store.records import (
+    hold_problems,
+)
 from server.table import MemoryWallet, Table
 from server.table import commands as c
 from server.table.table import Phase

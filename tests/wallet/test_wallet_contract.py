@@ -21,7 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from server.store.base import Store, ledger_key
+from server.store.base import (
+    Store,
+)
+from server.store.ledger import (
+    ledger_key,
+)
 from server.store.sqlite import SQLiteStore
 from server.table.wallet import CASHIER, OPERATOR, Entry, player_account
 from server.wallet.base import OK, Wallet, WalletError

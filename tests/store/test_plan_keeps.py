@@ -1,0 +1,49 @@
+"""What a store keeps beside a commit, decided once (server/store/plan.py and
+server/store/ledger.py) and applied by each store: a table's events, a player's round
+index, the wallet calls inserted only when absent, a player's days, the retention."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.store.base import HISTORY_LIMIT, StoreError
+from server.store.ledger import FLOW_DAYS, flow_cutoff, pruned_days
+from server.store.plan import check_retention, first_event_kept, new_calls, new_events, unindexed
+
+
+def test_a_tables_new_events_and_the_oldest_kept() -> None:
+    events = [(3, "c"), (4, "d"), (5, "e")]
+    assert new_events(events, -1) == events
+    assert new_events(events, 4) == [(5, "e")]  # a retried commit's are stored already
+    assert new_events(events, 5) == []
+    assert first_event_kept(5, 3) == 3  # seqs 3, 4, 5: the newest three
+    assert first_event_kept(5, 1) == 5
+
+
+def test_a_players_index_keeps_the_newest() -> None:
+    assert unindexed([7, 2, 9, 4], 2) == [2, 4]
+    assert unindexed([7, 2], 2) == []
+    assert unindexed(range(HISTORY_LIMIT + 3), HISTORY_LIMIT) == [0, 1, 2]
+
+
+def test_a_call_is_inserted_once() -> None:
+    def call(txn: str, amount: int) -> tuple[dict[str, object], str]:
+        return {"transaction_id": txn, "amount": amount}, f"{txn}:{amount}"
+
+    calls = [call("a", 1), call("b", 2), call("a", 3), call("c", 4)]
+    assert [text for _, text in new_calls(calls, {"c"})] == ["a:1", "b:2"]
+
+
+def test_a_players_first_flow_of_a_day_drops_the_days_before_the_cutoff() -> None:
+    cutoff = flow_cutoff("2026-03-10")
+    assert cutoff == "2026-01-30"  # FLOW_DAYS days in all, the tenth of March included
+    assert FLOW_DAYS == 40
+    days = ["2026-01-29", "2026-01-30", "2026-03-09"]
+    assert pruned_days(days, cutoff) == ["2026-01-29"]
+
+
+@pytest.mark.parametrize(("events", "rounds"), [(0, HISTORY_LIMIT), (1, HISTORY_LIMIT - 1)])
+def test_a_store_keeps_at_least_one_event_and_the_shown_rounds(events: int, rounds: int) -> None:
+    with pytest.raises(StoreError):
+        check_retention(events, rounds)
+    assert check_retention(3, HISTORY_LIMIT) == (3, HISTORY_LIMIT)
