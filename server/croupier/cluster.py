@@ -237,9 +237,14 @@ class Leases:
         self._owners.pop(table, None)
 
     async def owner(self, table: str) -> str | None:
-        """Who holds the table's lease (cached briefly; notices refresh it)."""
+        """Who holds the table's lease: as the tick last read it (every
+        :data:`OWNERS_EVERY` s) or a notice said (a change of owner is announced), and
+        read from Redis only when older than that and a third of a lease (issue 36: a
+        relayed command cost a ``GET`` in one relay in two, read at ``ttl/3``). A stale
+        answer costs a retry, never a wrong write: a process that no longer owns the
+        table refuses the command ``unavailable``, and its sender tries again."""
         cached = self._owners.get(table)
-        if cached is not None and time.monotonic() - cached[1] < self.ttl / 3:
+        if cached is not None and time.monotonic() - cached[1] < OWNERS_EVERY + self.ttl / 3:
             return cached[0]
         with _unavailable():
             found = await self.redis.get(lease_key(table))

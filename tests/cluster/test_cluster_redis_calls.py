@@ -1,0 +1,59 @@
+"""What a cluster process asks Redis, counted on a real ``redis-server`` (its ``INFO
+commandstats``: a client's commands and a script's alike), for issue 36's target of a
+cluster that costs what one process costs.
+
+- A relayed command's owner lookup (``Leases.owner``) is answered from what the
+  placement loop's tick read (every ``OWNERS_EVERY`` s) and what notices said: no
+  ``GET`` of the lease between two ticks (it cost one in one relay in two).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from server.croupier.cluster import OWNERS_EVERY, Leases
+
+
+async def calls(url: str) -> dict[str, int]:
+    """Redis's calls so far, by command."""
+    raw = aioredis.Redis.from_url(url, decode_responses=True)
+    try:
+        stats: dict[str, Any] = await raw.info("commandstats")
+    finally:
+        await raw.aclose()
+    return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
+
+
+def spent(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """The calls made between two counts (not the counts' own: a connection, INFO)."""
+    own = {"hello", "info"}
+    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)} | {
+        k: 0 for k in own
+    }
+
+
+async def test_an_owner_lookup_between_two_ticks_asks_redis_nothing(redis_url: str) -> None:
+    ttl = 0.6  # a third of it (0.2 s) was how long a lookup was trusted
+    owner = Leases(redis_url, "node-a", ttl=ttl)
+    gateway = Leases(redis_url, "node-b", ttl=ttl)
+    try:
+        assert await owner.acquire("t1")
+        await gateway.tick([], ["t1", "t2"])  # the placement loop's read of every owner
+        await asyncio.sleep(ttl / 3 + 0.1)
+        assert ttl / 3 + 0.1 < OWNERS_EVERY  # (still between two reads of the owners)
+        before = await calls(redis_url)
+        found = [await gateway.owner("t1") for _ in range(20)]
+        found += [await gateway.owner("t2") for _ in range(20)]
+        after = await calls(redis_url)
+        assert found == ["node-a"] * 20 + [None] * 20
+        assert not any(spent(before, after).values())
+        # A notice of a new owner is believed at once, without Redis too.
+        gateway.heard_owner("t1", "node-c")
+        assert await gateway.owner("t1") == "node-c"
+        assert not any(spent(after, await calls(redis_url)).values())
+    finally:
+        await gateway.close()
+        await owner.close()
