@@ -54,6 +54,10 @@ PREFIX = "chemmy"
 #: Seconds between two reads of every table's owner by a process's tick (it beats and
 #: renews its own leases at every tick, lease/6 s).
 OWNERS_EVERY = 2.0
+#: A lease is renewed when a third of it has passed since its last renewal (every other
+#: tick: issue 36, a GET and a PEXPIRE per table per tick were a seventh of Redis's
+#: commands); it then still has two thirds of its time to run.
+RENEW_AFTER = 1 / 3
 
 # A process's whole tick in one call (issue 36: it was an EVAL of the full script text
 # per table, a transaction and a read, every half second). KEYS: the members, the
@@ -375,8 +379,10 @@ class Rebalancer:
         # lease's SET NX, and its new owner announces itself).
         now = time.monotonic()
         fresh = now - self._owners_read >= OWNERS_EVERY
+        # Renewed at the tick after a third of the lease passed (a tick's jitter allowed).
+        renew = now - self._last_renewal >= self.leases.ttl * RENEW_AFTER - self.interval / 2
         lost, members, current = await self.leases.tick(
-            self.owned(), tables if fresh else [], draining=self.draining
+            self.owned() if renew else (), tables if fresh else [], draining=self.draining
         )
         if fresh:
             self._owners_read = now
@@ -385,7 +391,8 @@ class Rebalancer:
             current = self.leases.known_owners(tables)
         else:
             current = self.leases.known_owners(tables)
-        self._last_renewal = time.monotonic()
+        if renew:
+            self._last_renewal = now
         for table in lost:
             log.warning("table %s: lease lost; stopping here", table, extra={"table": table})
             await self.disown(table, "lease lost")

@@ -5,6 +5,8 @@ cluster that costs what one process costs.
 - A relayed command's owner lookup (``Leases.owner``) is answered from what the
   placement loop's tick read (every ``OWNERS_EVERY`` s) and what notices said: no
   ``GET`` of the lease between two ticks (it cost one in one relay in two).
+- The placement loop renews its leases every other tick, not at every one (a ``GET``
+  and a ``PEXPIRE`` per table per tick were a seventh of Redis's commands).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from server.croupier.cluster import OWNERS_EVERY, Leases
+from server.croupier.cluster import OWNERS_EVERY, Leases, Rebalancer, lease_key
 
 
 async def calls(url: str) -> dict[str, int]:
@@ -57,3 +59,46 @@ async def test_an_owner_lookup_between_two_ticks_asks_redis_nothing(redis_url: s
     finally:
         await gateway.close()
         await owner.close()
+
+
+async def test_a_process_renews_its_leases_every_other_tick_and_keeps_them(
+    redis_url: str,
+) -> None:
+    """The placement loop beats at every tick (lease/6) but renews its leases once a
+    third of a lease has passed, every other tick: a ``PEXPIRE`` per table per two
+    ticks, and the leases never lapse."""
+    ttl = 0.6
+    leases = Leases(redis_url, "node-a", ttl=ttl)
+    owned: set[str] = set()
+
+    async def own(table: str) -> None:
+        owned.add(table)
+
+    async def disown(table: str, why: str) -> None:
+        owned.discard(table)
+
+    async def tables() -> list[str]:
+        return ["t1", "t2", "t3"]
+
+    loop = Rebalancer(leases, tables=tables, owned=lambda: set(owned), own=own, disown=disown)
+    try:
+        await loop.step()  # takes the three
+        assert owned == {"t1", "t2", "t3"}
+        before = await calls(redis_url)
+        ticks = 8
+        for _ in range(ticks):
+            await asyncio.sleep(loop.interval)
+            await loop.step()
+            assert owned == {"t1", "t2", "t3"}  # none lost, none lapsed
+        used = spent(before, await calls(redis_url))
+        assert used["evalsha"] == ticks  # one scripted call a tick (the beat)
+        assert 3 * ticks / 3 <= used["pexpire"] <= 3 * (ticks // 2 + 1), used
+        raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        try:
+            for table in ("t1", "t2", "t3"):
+                assert await raw.get(lease_key(table)) == "node-a"
+                assert await raw.pttl(lease_key(table)) > ttl * 1000 / 3
+        finally:
+            await raw.aclose()
+    finally:
+        await leases.close()
