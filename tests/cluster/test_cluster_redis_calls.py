@@ -7,6 +7,7 @@ cluster that costs what one process costs.
   ``GET`` of the lease between two ticks (it cost one in one relay in two).
 - The placement loop renews its leases every other tick, not at every one (a ``GET``
   and a ``PEXPIRE`` per table per tick were a seventh of Redis's commands).
+- A step's commit adds its events without reading the stream's last one first.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from server.croupier.cluster import OWNERS_EVERY, Leases, Rebalancer, lease_key
+from server.store import TableRow, open_store
 
 
 async def calls(url: str) -> dict[str, int]:
@@ -102,3 +104,27 @@ async def test_a_process_renews_its_leases_every_other_tick_and_keeps_them(
             await raw.aclose()
     finally:
         await leases.close()
+
+
+async def test_a_steps_commit_adds_its_events_without_reading_the_stream(redis_url: str) -> None:
+    """A step's commit adds its events to the table's stream without reading the stream's
+    last one first (an ``XREVRANGE`` a commit): an event at or below it (a retried step)
+    is refused by ``XADD`` itself and skipped, and the stream is as before."""
+    store = await open_store(redis_url)
+    try:
+        row = TableRow("t1", {}, {"phase": "betting"}, 3)
+        await store.commit(table=row, events=[event(1), event(2), event(3)])
+        before = await calls(redis_url)
+        row = TableRow("t1", {}, {"phase": "betting"}, 5)
+        await store.commit(table=row, events=[event(4), event(5)])
+        used = spent(before, await calls(redis_url))
+        assert used["xadd"] == 2 and used.get("xrevrange", 0) == 0, used
+        # A retried step (3 and 4 stored already): only 6 is added.
+        await store.commit(table=row, events=[event(3, "again"), event(4, "again"), event(6)])
+        assert await store.events_after("t1", 0) == [event(n) for n in range(1, 7)]
+    finally:
+        await store.close()
+
+
+def event(seq: int, kind: str = "bets") -> dict[str, Any]:
+    return {"seq": seq, "kind": kind, "data": {"n": seq}}
