@@ -8,10 +8,15 @@ time (``server.croupier.cluster`` takes and renews the leases). Over Redis pub/s
 - ``chemmy:{<table>}:ev`` carries each stored step's events (with their private parts:
   the gateways fan them out, per view, to their own clients), in the table's hash slot
   (``server.bus.channels``: sharded pub/sub, ``SPUBLISH``/``SSUBSCRIBE``, where Redis
-  has it, else plain pub/sub). A process subscribes to a table's channel only while it
-  owns the table or clients of its own watch it (``watch``: the subscription confirmed
-  before the first watcher's join is sent; ``unwatch``), so its cost does not grow with
-  the other processes' tables;
+  has it, else plain pub/sub). A process subscribes to a table's channel only while
+  clients of its own watch it and another process owns it (``watch``: the subscription
+  confirmed before the first watcher's join is sent; ``unwatch``), so its cost does not
+  grow with the other processes' tables. The owner does not hear its own steps back
+  (issue 36: a third of the messages a process read): a watched table it comes to own
+  stays subscribed until its own first step comes back on the channel (whatever the
+  previous owner published came before it, in the channel's order), then is
+  unsubscribed; a table it gives up while clients here watch it is subscribed again
+  and, once Redis confirms it, caught up from the stream;
 - ``chemmy:ctl`` carries notices for the croupiers (a table's owner changed, tables were
   created or closed, a process drains) and the gateways (a player's reality check was
   answered: their connections elsewhere stop asking).
@@ -271,13 +276,27 @@ class RedisBus:
 
     # -- owner -------------------------------------------------------------------------
     def serve(self, table: str, handler: CommandHandler) -> None:
+        # Not subscribed for it: its steps reach its clients here at once (publish). A
+        # subscription its watchers made stays until its first own step comes back.
         self._owners[table] = handler
-        if self._channels.listening(table) is False:
-            self._spawn(self._channels.send([table], True))
 
     def unserve(self, table: str) -> None:
         self._owners.pop(table, None)
-        self._drop(table)
+        if table in self._watched and self._channels.listening(table) is not True:
+            self._spawn(self._listen_again(table))
+        else:
+            self._drop(table)
+
+    async def _listen_again(self, table: str) -> None:
+        """A table given up while clients here watch it: subscribe, and once Redis
+        confirms it, read from the stream what the next owner stored meanwhile."""
+        state = self._channels.listening(table)
+        if state is False:
+            await self._channels.wait(await self._channels.send([table], True), WATCH_TIMEOUT)
+        elif state is not True:
+            await self._channels.wait([state], WATCH_TIMEOUT)
+        if self._hears(table):
+            await self._catch_up(table)
 
     def publish(self, table: str, events: Sequence[Event]) -> None:
         if not events:
@@ -317,8 +336,8 @@ class RedisBus:
         Redis away, not at all: the reader subscribes when it is back)."""
         self._watched.add(table)
         state = self._channels.listening(table)
-        if state is True:
-            return
+        if state is True or table in self._owners:
+            return  # (an owner's steps reach its watchers here without Redis)
         futures = await self._channels.send([table], True) if state is False else [state]
         await self._channels.wait(futures, WATCH_TIMEOUT)
 
@@ -329,6 +348,11 @@ class RedisBus:
     def wants(self, table: str) -> bool:
         """Whether this process hears ``table`` (it owns it, or clients here watch it)."""
         return table in self._watched or table in self._owners
+
+    def _hears(self, table: str) -> bool:
+        """Whether ``table``'s channel is wanted: clients here watch it and another
+        process owns it (an owner's own steps are delivered here as it publishes them)."""
+        return table in self._watched and table not in self._owners
 
     @property
     def listening(self) -> set[str]:
@@ -657,7 +681,7 @@ class RedisBus:
         return pubsub
 
     def _wanted(self) -> set[str]:
-        return self._watched | set(self._owners)
+        return self._watched - set(self._owners)
 
     async def _caught_up(self, futures: list[asyncio.Future[None]]) -> None:
         """Reconnected: once the subscriptions are confirmed, every table heard is caught
@@ -686,7 +710,12 @@ class RedisBus:
             if heard is not None:
                 self.received[heard] += 1
                 if _publisher(data) == self.node:
-                    return  # this process's own step: delivered here when it was published
+                    # This process's own step: delivered here when it was published. It
+                    # owns the table and came after anything its previous owner
+                    # published: the channel is no longer needed here.
+                    if heard in self._owners and self._channels.listening(heard) is True:
+                        self._spawn(self._channels.send([heard], False))
+                    return
                 table, events, at = _unpack_events(data)
                 if at and self.on_lag is not None:
                     self.on_lag(max(0.0, time.time() - at))

@@ -56,6 +56,10 @@ PREFIX = "chemmy"
 #: Seconds between two reads of every table's owner by a process's tick (it beats and
 #: renews its own leases at every tick, lease/6 s).
 OWNERS_EVERY = 2.0
+#: A lease is renewed when a third of it has passed since its last renewal (every other
+#: tick: issue 36, a GET and a PEXPIRE per table per tick were a seventh of Redis's
+#: commands); it then still has two thirds of its time to run.
+RENEW_AFTER = 1 / 3
 
 # A process's whole tick in one call (issue 36: it was an EVAL of the full script text
 # per table, a transaction and a read, every half second). KEYS: the members, the
@@ -239,9 +243,14 @@ class Leases:
         self._owners.pop(table, None)
 
     async def owner(self, table: str) -> str | None:
-        """Who holds the table's lease (cached briefly; notices refresh it)."""
+        """Who holds the table's lease: as the tick last read it (every
+        :data:`OWNERS_EVERY` s) or a notice said (a change of owner is announced), and
+        read from Redis only when older than that and a third of a lease (issue 36: a
+        relayed command cost a ``GET`` in one relay in two, read at ``ttl/3``). A stale
+        answer costs a retry, never a wrong write: a process that no longer owns the
+        table refuses the command ``unavailable``, and its sender tries again."""
         cached = self._owners.get(table)
-        if cached is not None and time.monotonic() - cached[1] < self.ttl / 3:
+        if cached is not None and time.monotonic() - cached[1] < OWNERS_EVERY + self.ttl / 3:
             return cached[0]
         with _unavailable():
             found = await self.redis.get(lease_key(table))
@@ -372,8 +381,10 @@ class Rebalancer:
         # lease's SET NX, and its new owner announces itself).
         now = time.monotonic()
         fresh = now - self._owners_read >= OWNERS_EVERY
+        # Renewed at the tick after a third of the lease passed (a tick's jitter allowed).
+        renew = now - self._last_renewal >= self.leases.ttl * RENEW_AFTER - self.interval / 2
         lost, members, current = await self.leases.tick(
-            self.owned(), tables if fresh else [], draining=self.draining
+            self.owned() if renew else (), tables if fresh else [], draining=self.draining
         )
         if fresh:
             self._owners_read = now
@@ -382,7 +393,8 @@ class Rebalancer:
             current = self.leases.known_owners(tables)
         else:
             current = self.leases.known_owners(tables)
-        self._last_renewal = time.monotonic()
+        if renew:
+            self._last_renewal = now
         for table in lost:
             log.warning("table %s: lease lost; stopping here", table, extra={"table": table})
             await self.disown(table, "lease lost")

@@ -2,7 +2,8 @@
 Redis.
 
 A process subscribes to a table's event channel (``chemmy:{<table>}:ev``, sharded
-pub/sub) only while it owns the table or a client of its own watches it:
+pub/sub) only while a client of its own watches it and another process owns it (the
+owner's clients hear its steps from the owner itself, never back from Redis: issue 36):
 
 - a process with no watcher at a busy table receives none of its events (counted by the
   bus, per table, on ``/metrics``), starts when a client of its own joins, and stops
@@ -82,11 +83,13 @@ async def test_a_process_with_no_watcher_receives_none_of_a_busy_tables_events(
             await flip(bot, n)
         await asyncio.sleep(scaled(1.5))
         assert await received(other, "t1") == before
-        assert cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t1}:ev")[1] == 1
+        # Nobody listens: the owner's own watcher (the bot) hears it from the owner.
+        assert cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t1}:ev")[1] == 0
+        assert await received(owner, "t1") == 0
         # A client of its own joins: it hears the table from now on...
         watcher = await open_guest(other.url)
         await watcher.join("t1")
-        assert cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t1}:ev")[1] == 2
+        assert cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t1}:ev")[1] == 1
         for n in range(20):
             await flip(bot, n)
         await watcher.wait_seq("t1", bot.last_seq["t1"])
@@ -96,7 +99,7 @@ async def test_a_process_with_no_watcher_receives_none_of_a_busy_tables_events(
         # ...and when the last one leaves, not any more.
         await watcher.call("leave", table="t1")
         await settle(
-            lambda: cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t1}:ev")[1] == 1
+            lambda: cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t1}:ev")[1] == 0
         )
         for n in range(40):
             await flip(bot, n)
@@ -180,16 +183,16 @@ async def test_a_process_that_loses_its_redis_connection_resubscribes_exactly_it
     make_cluster: Any,
 ) -> None:
     """Its pub/sub connection is cut (``CLIENT KILL``) while its client watches the other
-    process's busy table: it connects again, subscribes to its own table and the
-    watched one (``ssub`` 2) and to nothing else, and the watcher misses nothing."""
+    process's busy table: it connects again, subscribes to the watched one (``ssub`` 1;
+    not its own table: issue 36) and to nothing else, and the watcher misses nothing."""
     cluster, owner, other = await two_processes(make_cluster)
     bot = await seated(owner.url, "bot")
     watcher = await open_guest(other.url)
     await watcher.join("t1")
     try:
         before = bus_client(cluster, other)
-        assert before["ssub"] == "2"  # t2 (its own) and t1 (watched)
-        assert cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t1}:ev")[1] == 2
+        assert before["ssub"] == "1"  # t1 (watched); not t2 (its own)
+        assert cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t1}:ev")[1] == 1
         for n in range(10):
             await flip(bot, n)
         cluster.redis.execute_command("CLIENT", "KILL", "ID", before["id"])
@@ -200,7 +203,7 @@ async def test_a_process_that_loses_its_redis_connection_resubscribes_exactly_it
             found = [
                 c for c in cluster.redis.client_list(_type="pubsub") if c["name"] == before["name"]
             ]
-            return len(found) == 1 and found[0]["id"] != before["id"] and found[0]["ssub"] == "2"
+            return len(found) == 1 and found[0]["id"] != before["id"] and found[0]["ssub"] == "1"
 
         await settle(again)
         for n in range(40, 60):
@@ -208,9 +211,8 @@ async def test_a_process_that_loses_its_redis_connection_resubscribes_exactly_it
         await watcher.wait_seq("t1", bot.last_seq["t1"])
         watcher.assert_clean()
         channels = set(cluster.redis.execute_command("PUBSUB", "SHARDCHANNELS"))
-        assert channels == {"chemmy:{t1}:ev", "chemmy:{t2}:ev"}
-        assert cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t1}:ev")[1] == 2
-        assert cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t2}:ev")[1] == 1
+        assert channels == {"chemmy:{t1}:ev"}
+        assert cluster.redis.execute_command("PUBSUB", "SHARDNUMSUB", "chemmy:{t1}:ev")[1] == 1
     finally:
         await watcher.close()
         await bot.close()

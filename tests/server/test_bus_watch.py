@@ -1,6 +1,7 @@
 """The Redis bus listens only where someone does (issue 22), over two real buses on a
 real ``redis-server``: a table's channel (``chemmy:{<table>}:ev``, sharded pub/sub) is
-subscribed while the process owns the table or watches it, and not otherwise; once
+subscribed while the process watches the table and another owns it, and not otherwise
+(an owner delivers its own steps as it publishes them: issue 36); once
 ``watch`` returns, the next step reaches it; a reply that overtakes its step's events
 (as it could on a Redis Cluster) waits for them, and for the stream when they were
 lost; a process whose pub/sub connection is cut subscribes again to exactly its
@@ -87,26 +88,31 @@ def test_a_tables_channel_is_in_its_hash_slot() -> None:
     assert table_of("chemmy:ev:t1") is None and table_of("chemmy:{}:ev") is None
 
 
-async def test_a_process_hears_only_the_tables_it_owns_or_watches(
+async def test_a_process_hears_only_the_tables_it_watches_and_does_not_own(
     pair: tuple[RedisBus, RedisBus], redis_url: str
 ) -> None:
     a, b = pair
     assert a.sharded and b.sharded  # Redis 7
     seen: list[tuple[str, int]] = []
+    mine: list[tuple[str, int]] = []
     b.subscribe("t1", lambda table, step: seen.extend((table, e.seq) for e in step))
     b.subscribe("t2", lambda table, step: seen.extend((table, e.seq) for e in step))
+    a.subscribe("t1", lambda table, step: mine.extend((table, e.seq) for e in step))
     a.serve("t1", lambda record: None)
     a.serve("t2", lambda record: None)
-    await eventually(lambda: a.listening == {"t1", "t2"})  # an owner hears its tables
+    await a.watch("t1")  # a client of the owner's own: served without Redis
     await b.watch("t1")
-    assert b.listening == {"t1"}
+    assert b.listening == {"t1"} and a.listening == set()
     for seq in range(1, 51):
         a.publish("t1", events(seq))
         a.publish("t2", events(seq))
     await eventually(lambda: len(seen) == 50)
     assert seen == [("t1", n) for n in range(1, 51)]
+    assert mine == seen  # the owner's watcher, each step once, from the owner itself
     assert b.received["t1"] == 50 and b.received["t2"] == 0
-    assert await shard_channels(redis_url) == {"chemmy:{t1}:ev", "chemmy:{t2}:ev"}
+    # Issue 36: the owner hears none of its own steps back from Redis.
+    assert a.received["t1"] == 0 and a.received["t2"] == 0
+    assert await shard_channels(redis_url) == {"chemmy:{t1}:ev"}
     # The last watcher leaves: b stops hearing t1 (a still owns it).
     b.unwatch("t1")
     await eventually(lambda: not b.listening)
@@ -116,10 +122,48 @@ async def test_a_process_hears_only_the_tables_it_owns_or_watches(
     b.on_control(heard.append)
     await eventually(lambda: bool(heard))
     assert b.received["t1"] == 50 and seen[-1] == ("t1", 50)
-    # The owner gives t2 up with nobody watching it: nobody listens to it any more.
+    # The owner gives t2 up with nobody watching it: it still listens to nothing.
     a.unserve("t2")
-    await eventually(lambda: a.listening == {"t1"})
-    assert await shard_channels(redis_url) == {"chemmy:{t1}:ev"}
+    await asyncio.sleep(0.05)
+    assert a.listening == set() and await shard_channels(redis_url) == set()
+
+
+async def test_an_owner_hears_its_table_until_its_own_step_comes_back_and_again_once_given_up(
+    pair: tuple[RedisBus, RedisBus], redis_url: str
+) -> None:
+    """Issue 36: a watched table this process comes to own stays subscribed until its
+    own first step comes back on the channel (what the previous owner published late
+    still arrives), then is unsubscribed: its later steps reach its watchers from the
+    owner itself and nothing comes back from Redis. Given up while still watched, it is
+    subscribed again, and the next owner's steps arrive, each once, those published
+    before the subscription was confirmed from the stream."""
+    a, b = pair
+    seen: list[int] = []
+    b.subscribe("t1", lambda table, step: seen.extend(e.seq for e in step))
+    await b.watch("t1")
+    a.publish("t1", events(1))  # a's step while a owns t1
+    await eventually(lambda: seen == [1])
+    b.serve("t1", lambda record: None)  # b takes t1 over
+    a.publish("t1", events(2))  # a's last step, published late
+    await eventually(lambda: seen == [1, 2])
+    assert b.listening == {"t1"}
+    b.publish("t1", events(3))
+    assert seen == [1, 2, 3]  # at once, from b itself
+    await eventually(lambda: b.listening == set())  # its own step came back: unsubscribed
+    assert await shard_channels(redis_url) == set()
+    for seq in range(4, 11):
+        b.publish("t1", events(seq))
+    assert b.received["t1"] == 3  # 1 and 2 from a, 3 its own; none since
+    # b gives t1 up (still watched there); a owns it again and publishes at once.
+    STORED["t1"] = events(*range(1, 12))
+    b.unserve("t1")
+    a.publish("t1", events(11))  # perhaps before b's subscription: then from the stream
+    await eventually(lambda: seen[-1:] == [11])
+    await eventually(lambda: b.listening == {"t1"})
+    STORED["t1"] = events(*range(1, 13))
+    a.publish("t1", events(12))
+    await eventually(lambda: seen[-1:] == [12])
+    assert seen == list(range(1, 13))
 
 
 async def test_once_watch_returns_the_next_step_arrives(pair: tuple[RedisBus, RedisBus]) -> None:
@@ -193,8 +237,9 @@ async def test_a_cut_connection_subscribes_again_to_exactly_its_tables(
     pair: tuple[RedisBus, RedisBus], redis_url: str
 ) -> None:
     """``CLIENT KILL`` of b's pub/sub connection: b connects again and subscribes to the
-    tables it watches or owns and to no other (``ssub`` in ``CLIENT LIST``), and what was
-    published meanwhile reaches its subscribers from the stream, each once."""
+    tables it watches (not those it owns: issue 36) and to no other (``ssub`` in ``CLIENT
+    LIST``), and what was published meanwhile reaches its subscribers from the stream,
+    each once."""
     a, b = pair
     seen: list[int] = []
     b.subscribe("t1", lambda table, step: seen.extend(e.seq for e in step))
@@ -202,12 +247,12 @@ async def test_a_cut_connection_subscribes_again_to_exactly_its_tables(
     await b.watch("t2")
     b.unwatch("t2")
     b.serve("t3", lambda record: None)
-    await eventually(lambda: b.listening == {"t1", "t3"})
+    await eventually(lambda: b.listening == {"t1"})
     STORED["t1"] = events(1)
     a.publish("t1", events(1))
     await eventually(lambda: seen == [1])
     before = await pubsub_client(redis_url, "chemmy-bus-node-b")
-    assert before["ssub"] == "2" and before["sub"] == "2"  # t1, t3; its own channel, ctl
+    assert before["ssub"] == "1" and before["sub"] == "2"  # t1; its own channel, ctl
     raw = aioredis.Redis.from_url(redis_url)
     try:
         await raw.execute_command("CLIENT", "KILL", "ID", before["id"])
@@ -215,17 +260,17 @@ async def test_a_cut_connection_subscribes_again_to_exactly_its_tables(
         a.publish("t1", events(2, 3))  # perhaps while b listens to nothing
         await eventually(lambda: seen[-1:] == [3])
         after = await pubsub_client(redis_url, "chemmy-bus-node-b")
-        await eventually(lambda: b.listening == {"t1", "t3"})
+        await eventually(lambda: b.listening == {"t1"})
         after = await pubsub_client(redis_url, "chemmy-bus-node-b")
         assert after["id"] != before["id"]
-        assert (after["ssub"], after["sub"]) == ("2", "2")
+        assert (after["ssub"], after["sub"]) == ("1", "2")
         STORED["t1"] = events(1, 2, 3, 4)
         a.publish("t1", events(4))
         await eventually(lambda: seen[-1:] == [4])
     finally:
         await raw.aclose()
     assert seen == [1, 2, 3, 4]
-    assert await shard_channels(redis_url) == {"chemmy:{t1}:ev", "chemmy:{t3}:ev"}
+    assert await shard_channels(redis_url) == {"chemmy:{t1}:ev"}
 
 
 async def test_without_sharded_pubsub_plain_pubsub_per_table(

@@ -1,0 +1,130 @@
+"""What a cluster process asks Redis, counted on a real ``redis-server`` (its ``INFO
+commandstats``: a client's commands and a script's alike), for issue 36's target of a
+cluster that costs what one process costs.
+
+- A relayed command's owner lookup (``Leases.owner``) is answered from what the
+  placement loop's tick read (every ``OWNERS_EVERY`` s) and what notices said: no
+  ``GET`` of the lease between two ticks (it cost one in one relay in two).
+- The placement loop renews its leases every other tick, not at every one (a ``GET``
+  and a ``PEXPIRE`` per table per tick were a seventh of Redis's commands).
+- A step's commit adds its events without reading the stream's last one first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from server.croupier.cluster import OWNERS_EVERY, Leases, Rebalancer, lease_key
+from server.store import TableRow, open_store
+
+
+async def calls(url: str) -> dict[str, int]:
+    """Redis's calls so far, by command."""
+    raw = aioredis.Redis.from_url(url, decode_responses=True)
+    try:
+        stats: dict[str, Any] = await raw.info("commandstats")
+    finally:
+        await raw.aclose()
+    return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
+
+
+def spent(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """The calls made between two counts (not the counts' own: a connection, INFO)."""
+    own = {"hello", "info"}
+    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)} | {
+        k: 0 for k in own
+    }
+
+
+async def test_an_owner_lookup_between_two_ticks_asks_redis_nothing(redis_url: str) -> None:
+    ttl = 0.6  # a third of it (0.2 s) was how long a lookup was trusted
+    owner = Leases(redis_url, "node-a", ttl=ttl)
+    gateway = Leases(redis_url, "node-b", ttl=ttl)
+    try:
+        assert await owner.acquire("t1")
+        await gateway.tick([], ["t1", "t2"])  # the placement loop's read of every owner
+        await asyncio.sleep(ttl / 3 + 0.1)
+        assert ttl / 3 + 0.1 < OWNERS_EVERY  # (still between two reads of the owners)
+        before = await calls(redis_url)
+        found = [await gateway.owner("t1") for _ in range(20)]
+        found += [await gateway.owner("t2") for _ in range(20)]
+        after = await calls(redis_url)
+        assert found == ["node-a"] * 20 + [None] * 20
+        assert not any(spent(before, after).values())
+        # A notice of a new owner is believed at once, without Redis too.
+        gateway.heard_owner("t1", "node-c")
+        assert await gateway.owner("t1") == "node-c"
+        assert not any(spent(after, await calls(redis_url)).values())
+    finally:
+        await gateway.close()
+        await owner.close()
+
+
+async def test_a_process_renews_its_leases_every_other_tick_and_keeps_them(
+    redis_url: str,
+) -> None:
+    """The placement loop beats at every tick (lease/6) but renews its leases once a
+    third of a lease has passed, every other tick: a ``PEXPIRE`` per table per two
+    ticks, and the leases never lapse."""
+    ttl = 0.6
+    leases = Leases(redis_url, "node-a", ttl=ttl)
+    owned: set[str] = set()
+
+    async def own(table: str) -> None:
+        owned.add(table)
+
+    async def disown(table: str, why: str) -> None:
+        owned.discard(table)
+
+    async def tables() -> list[str]:
+        return ["t1", "t2", "t3"]
+
+    loop = Rebalancer(leases, tables=tables, owned=lambda: set(owned), own=own, disown=disown)
+    try:
+        await loop.step()  # takes the three
+        assert owned == {"t1", "t2", "t3"}
+        before = await calls(redis_url)
+        ticks = 8
+        for _ in range(ticks):
+            await asyncio.sleep(loop.interval)
+            await loop.step()
+            assert owned == {"t1", "t2", "t3"}  # none lost, none lapsed
+        used = spent(before, await calls(redis_url))
+        assert used["evalsha"] == ticks  # one scripted call a tick (the beat)
+        assert 3 * ticks / 3 <= used["pexpire"] <= 3 * (ticks // 2 + 1), used
+        raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        try:
+            for table in ("t1", "t2", "t3"):
+                assert await raw.get(lease_key(table)) == "node-a"
+                assert await raw.pttl(lease_key(table)) > ttl * 1000 / 3
+        finally:
+            await raw.aclose()
+    finally:
+        await leases.close()
+
+
+async def test_a_steps_commit_adds_its_events_without_reading_the_stream(redis_url: str) -> None:
+    """A step's commit adds its events to the table's stream without reading the stream's
+    last one first (an ``XREVRANGE`` a commit): an event at or below it (a retried step)
+    is refused by ``XADD`` itself and skipped, and the stream is as before."""
+    store = await open_store(redis_url)
+    try:
+        row = TableRow("t1", {}, {"phase": "betting"}, 3)
+        await store.commit(table=row, events=[event(1), event(2), event(3)])
+        before = await calls(redis_url)
+        row = TableRow("t1", {}, {"phase": "betting"}, 5)
+        await store.commit(table=row, events=[event(4), event(5)])
+        used = spent(before, await calls(redis_url))
+        assert used["xadd"] == 2 and used.get("xrevrange", 0) == 0, used
+        # A retried step (3 and 4 stored already): only 6 is added.
+        await store.commit(table=row, events=[event(3, "again"), event(4, "again"), event(6)])
+        assert await store.events_after("t1", 0) == [event(n) for n in range(1, 7)]
+    finally:
+        await store.close()
+
+
+def event(seq: int, kind: str = "bets") -> dict[str, Any]:
+    return {"seq": seq, "kind": kind, "data": {"n": seq}}
