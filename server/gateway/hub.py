@@ -55,12 +55,18 @@ class Subscriber:
     conn: ServerConnection
     player: str | None
     fmt: str
+    #: No extension (compression) on its connection: its frames are the same bytes as
+    #: everyone's, made once for all. Decided once, when it subscribes (:meth:`Hub.subscribe`).
+    plain: bool = True
 
 
 @dataclass(slots=True)
 class _Room:
     subs: dict[ServerConnection, Subscriber] = field(default_factory=dict)
+    #: The plain connections (:attr:`Subscriber.plain`) by format; the others by format
+    #: in ``deflated`` (their frames go through ``broadcast``, at once).
     by_fmt: dict[str, set[ServerConnection]] = field(default_factory=dict)
+    deflated: dict[str, set[ServerConnection]] = field(default_factory=dict)
     by_player: dict[str, set[ServerConnection]] = field(default_factory=dict)
     log: deque[Event] = field(default_factory=lambda: deque(maxlen=RETAINED_EVENTS))
 
@@ -99,9 +105,31 @@ def write_all(conns: Iterable[ServerConnection], payload: bytes, *, text: bool) 
     server sends none), is skipped, and a write that fails is ignored (the connection
     is closing: its handler cleans up). What published steps still have waiting for a
     connection (:data:`_TAIL`) is written first, in the same write."""
-    out = _Out()
-    out.add(conns, payload, text=text)
-    out.write()
+    frame: bytes | None = None
+    for conn in conns:
+        if conn.protocol.extensions:
+            broadcast((conn,), payload, text=text)
+            continue
+        if frame is None:
+            frame = _frame(payload, text)
+        waiting = _TAIL.take(conn)
+        if waiting is None:
+            _write(conn, [frame])
+        else:
+            waiting.append(frame)
+            _write(conn, waiting)
+
+
+def _payload(encoded: str | bytes) -> tuple[bytes, bool]:
+    """An encoded message as a frame's payload: JSON's text, msgpack's bytes."""
+    return (encoded.encode(), True) if isinstance(encoded, str) else (encoded, False)
+
+
+def _frame(payload: bytes, text: bool) -> bytes:
+    """``payload`` as an unmasked frame without extensions, as a server writes it."""
+    return Frame(Opcode.TEXT if text else Opcode.BINARY, payload).serialize(
+        mask=False, extensions=[]
+    )
 
 
 def _write(conn: ServerConnection, frames: list[bytes]) -> None:
@@ -110,7 +138,8 @@ def _write(conn: ServerConnection, frames: list[bytes]) -> None:
     if conn.protocol.state is not OPEN or conn.send_in_progress is not None:
         return
     try:
-        conn.send_data()
+        if conn.protocol.writes:  # (a pong, a close: rare; ``send_data`` writes them)
+            conn.send_data()
         conn.transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
     except Exception:
         conn.logger.debug("a write failed", exc_info=True)
@@ -143,18 +172,20 @@ class _Tail:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.scheduled = False
 
-    def add(self, frames: dict[ServerConnection, list[bytes]]) -> None:
-        """A published step's frames: behind what already waits, written from now on."""
+    def add(self, groups: Iterable[tuple[Iterable[ServerConnection], bytes]]) -> None:
+        """A published step's bytes, per group of connections they are for (each
+        connection in one group): behind what already waits, written from now on."""
         waiting = self.frames
-        for conn, mine in frames.items():
-            before = waiting.get(conn)
-            if before is None:
-                waiting[conn] = mine
-            else:
-                before.extend(mine)
+        for conns, data in groups:
+            for conn in conns:
+                before = waiting.get(conn)
+                if before is None:
+                    waiting[conn] = [data]
+                else:
+                    before.append(data)
         if len(waiting) <= AT_ONCE:
             self.flush()
-        else:
+        elif waiting:
             self._schedule()
 
     def take(self, conn: ServerConnection) -> list[bytes] | None:
@@ -197,47 +228,67 @@ class _Out:
     """The frames one :meth:`Hub.publish` sends, gathered per connection and written to
     each in one write (a step's events, a burst's ``bets`` and chat lines: one system
     call a watcher, not one a frame; two thousand watchers made every frame cost tens of
-    ms). Each frame is made once for all (as :func:`write_all`); a connection with an
-    extension (compression) has its frames sent at once, in order, by ``broadcast``."""
+    ms). Each frame is made once for all (as :func:`write_all`), and so are the bytes of
+    a whole step: every plain connection of a format with no private part in the step
+    gets the same bytes, joined once (:meth:`groups`), so a watcher costs the step no
+    work of its own but its write; those with private parts are grouped by what they
+    get (alike ``actions``: one join). A connection with an extension (compression) has
+    its frames sent at once, in order, by ``broadcast`` (:meth:`Hub._broadcast`)."""
 
-    __slots__ = ("frames",)
+    __slots__ = ("own", "public")
 
     def __init__(self) -> None:
-        self.frames: dict[ServerConnection, list[bytes]] = {}
+        #: Per event of the step, its public frame per format (none for a format whose
+        #: connections all have a private part of it).
+        self.public: list[dict[str, bytes]] = []
+        #: The connections with a private part in the step: their own frame per event.
+        self.own: dict[ServerConnection, dict[int, bytes]] = {}
 
-    def add(self, conns: Iterable[ServerConnection], payload: bytes, *, text: bool) -> None:
-        frame: bytes | None = None
-        frames = self.frames
-        for conn in conns:
-            if conn.protocol.extensions:
-                broadcast((conn,), payload, text=text)
-                continue
-            if frame is None:
-                frame = Frame(Opcode.TEXT if text else Opcode.BINARY, payload).serialize(
-                    mask=False, extensions=[]
-                )
-            mine = frames.get(conn)
-            if mine is None:
-                frames[conn] = [frame]
-            else:
-                mine.append(frame)
-
-    def add_encoded(self, conns: Iterable[ServerConnection], frame: str | bytes) -> None:
-        if isinstance(frame, str):
-            self.add(conns, frame.encode(), text=True)
+    def private(self, conn: ServerConnection, frame: bytes) -> None:
+        """``conn``'s own frame for the next event (instead of its public frame)."""
+        index = len(self.public)
+        mine = self.own.get(conn)
+        if mine is None:
+            self.own[conn] = {index: frame}
         else:
-            self.add(conns, frame, text=False)
+            mine[index] = frame
 
-    def write(self) -> None:
-        """Each connection's frames now, in one write with what still waited for it in
-        the tail (:data:`_TAIL`, first)."""
-        for conn, frames in self.frames.items():
-            waiting = _TAIL.take(conn)
-            _write(conn, frames if waiting is None else waiting + frames)
+    def event(self, frames: dict[str, bytes]) -> None:
+        """The next event's public frame per format (after its private ones)."""
+        self.public.append(frames)
 
-    def defer(self) -> None:
-        """Each connection's frames to the tail (:class:`_Tail`): written soon, in order."""
-        _TAIL.add(self.frames)
+    def groups(self, room: _Room) -> list[tuple[Iterable[ServerConnection], bytes]]:
+        """Who gets which bytes: per format, its plain connections without a private
+        part (one ``b"".join`` for all of them), then those with one, grouped by what
+        they get."""
+        public, own = self.public, self.own
+        out: list[tuple[Iterable[ServerConnection], bytes]] = []
+        for fmt, conns in room.by_fmt.items():
+            rest = conns - own.keys() if own else conns
+            if not rest:
+                continue
+            frames = [f for f in (e.get(fmt) for e in public) if f is not None]
+            if frames:
+                out.append((rest, frames[0] if len(frames) == 1 else b"".join(frames)))
+        alike: dict[tuple[str, tuple[tuple[int, bytes], ...]], list[ServerConnection]] = {}
+        for conn, mine in own.items():
+            key = (room.subs[conn].fmt, tuple(mine.items()))
+            group = alike.get(key)
+            if group is None:
+                alike[key] = [conn]
+            else:
+                group.append(conn)
+        for (fmt, mine_items), conns_alike in alike.items():
+            mine = dict(mine_items)
+            frames = []
+            for index, frames_of in enumerate(public):
+                frame = mine.get(index)
+                if frame is None:
+                    frame = frames_of.get(fmt)
+                if frame is not None:
+                    frames.append(frame)
+            out.append((conns_alike, b"".join(frames)))
+        return out
 
 
 class Hub:
@@ -270,8 +321,9 @@ class Hub:
                     send_now(
                         sub.conn, encode(envelope(table, view_event(event, sub.player)), sub.fmt)
                     )
+        sub.plain = not sub.conn.protocol.extensions  # (negotiated at the handshake)
         room.subs[sub.conn] = sub
-        room.by_fmt.setdefault(sub.fmt, set()).add(sub.conn)
+        (room.by_fmt if sub.plain else room.deflated).setdefault(sub.fmt, set()).add(sub.conn)
         if sub.player is not None:
             room.by_player.setdefault(sub.player, set()).add(sub.conn)
 
@@ -282,7 +334,7 @@ class Hub:
         sub = room.subs.pop(conn, None)
         if sub is None:
             return None
-        room.by_fmt.get(sub.fmt, set()).discard(conn)
+        (room.by_fmt if sub.plain else room.deflated).get(sub.fmt, set()).discard(conn)
         if sub.player is not None:
             conns = room.by_player.get(sub.player, set())
             conns.discard(conn)
@@ -329,7 +381,10 @@ class Hub:
                 self._private(room, out, table, event, skip)
             if len(skip) < len(room.subs):  # (else nobody else watches: nothing to encode)
                 self._broadcast(room, out, envelope(table, view_event(event, None)), skip)
-        out.defer()  # (written in slices: the sender's reply need not wait for them all)
+            else:
+                out.event({})
+        # (written in slices: the sender's reply need not wait for them all)
+        _TAIL.add(out.groups(room))
         if self._observe is not None and events:
             self._observe((time.perf_counter() - t0) / len(events))
 
@@ -341,6 +396,7 @@ class Hub:
         ``actions``, most of them alike: a few frames, not one a player)."""
         assert event.private is not None
         groups: dict[tuple[str, bytes], tuple[str | bytes, list[ServerConnection]]] = {}
+        subs = room.subs
         for player, part in event.private.items():
             theirs = room.by_player.get(player)
             if not theirs:
@@ -352,17 +408,36 @@ class Hub:
                 alike = None  # (no such JSON for it: its own frame)
             for conn in theirs:
                 skip.add(conn)
-                fmt = room.subs[conn].fmt
+                fmt = subs[conn].fmt
                 group = groups.get((fmt, alike)) if alike is not None else None
                 if group is None:
                     frame = encode(envelope(table, view_event(event, player)), fmt)
                     if alike is None:
-                        out.add_encoded((conn,), frame)
+                        self._to((conn,), out, frame, subs)
                         continue
                     group = groups[fmt, alike] = (frame, [])
                 group[1].append(conn)
         for frame, alike_conns in groups.values():
-            out.add_encoded(alike_conns, frame)
+            self._to(alike_conns, out, frame, subs)
+
+    @staticmethod
+    def _to(
+        conns: Sequence[ServerConnection],
+        out: _Out,
+        encoded: str | bytes,
+        subs: dict[ServerConnection, Subscriber],
+    ) -> None:
+        """A private frame to ``conns`` (of one format): the plain ones' in ``out``, the
+        others' at once (``broadcast``)."""
+        payload, text = _payload(encoded)
+        frame: bytes | None = None
+        for conn in conns:
+            if subs[conn].plain:
+                if frame is None:
+                    frame = _frame(payload, text)
+                out.private(conn, frame)
+            else:
+                broadcast((conn,), payload, text=text)
 
     def _broadcast(
         self,
@@ -371,10 +446,18 @@ class Hub:
         message: dict[str, Any],
         skip: set[ServerConnection] | None = None,
     ) -> None:
+        """``message`` to everyone at the table but ``skip`` (who have their own frame of
+        it): encoded once a format; the plain connections' frame in ``out`` for all of
+        them (no set of its own an event: :meth:`_Out.groups` leaves them out)."""
+        frames: dict[str, bytes] = {}
         for fmt, conns in room.by_fmt.items():
-            if not conns:
-                continue
-            out.add_encoded(conns - skip if skip else conns, encode(message, fmt))
+            if conns:
+                frames[fmt] = _frame(*_payload(encode(message, fmt)))
+        out.event(frames)
+        for fmt, conns in room.deflated.items():
+            if conns:
+                payload, text = _payload(encode(message, fmt))
+                broadcast(conns - skip if skip else conns, payload, text=text)
 
     def since(self, table: str, seq: int) -> list[Event] | None:
         """The events after ``seq``, or None when some of them are no longer kept."""
