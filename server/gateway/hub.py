@@ -241,17 +241,20 @@ class _Out:
         #: Per event of the step, its public frame per format (none for a format whose
         #: connections all have a private part of it).
         self.public: list[dict[str, bytes]] = []
-        #: The connections with a private part in the step: their own frame per event.
-        self.own: dict[ServerConnection, dict[int, bytes]] = {}
+        #: The connections with a private part in the step: their own frames, as (event
+        #: index, format, frame), one such tuple for all who got the same frame.
+        self.own: dict[ServerConnection, list[tuple[int, str, bytes]]] = {}
 
-    def private(self, conn: ServerConnection, frame: bytes) -> None:
-        """``conn``'s own frame for the next event (instead of its public frame)."""
-        index = len(self.public)
-        mine = self.own.get(conn)
-        if mine is None:
-            self.own[conn] = {index: frame}
-        else:
-            mine[index] = frame
+    def private(self, conns: Iterable[ServerConnection], fmt: str, frame: bytes) -> None:
+        """``conns``' own frame for the next event (instead of its public frame)."""
+        mine = (len(self.public), fmt, frame)  # (one for all of them: grouped by identity)
+        own = self.own
+        for conn in conns:
+            theirs = own.get(conn)
+            if theirs is None:
+                own[conn] = [mine]
+            else:
+                theirs.append(mine)
 
     def event(self, frames: dict[str, bytes]) -> None:
         """The next event's public frame per format (after its private ones)."""
@@ -270,19 +273,21 @@ class _Out:
             frames = [f for f in (e.get(fmt) for e in public) if f is not None]
             if frames:
                 out.append((rest, frames[0] if len(frames) == 1 else b"".join(frames)))
-        alike: dict[tuple[str, tuple[tuple[int, bytes], ...]], list[ServerConnection]] = {}
+        alike: dict[tuple[int, ...], tuple[list[tuple[int, str, bytes]], list[ServerConnection]]]
+        alike = {}
         for conn, mine in own.items():
-            key = (room.subs[conn].fmt, tuple(mine.items()))
+            key = tuple(map(id, mine))  # (the same tuples: the same frames, in one format)
             group = alike.get(key)
             if group is None:
-                alike[key] = [conn]
+                alike[key] = (mine, [conn])
             else:
-                group.append(conn)
-        for (fmt, mine_items), conns_alike in alike.items():
-            mine = dict(mine_items)
+                group[1].append(conn)
+        for mine, conns_alike in alike.values():
+            fmt = mine[0][1]
+            theirs = {index: frame for index, _fmt, frame in mine}
             frames = []
             for index, frames_of in enumerate(public):
-                frame = mine.get(index)
+                frame = theirs.get(index)
                 if frame is None:
                     frame = frames_of.get(fmt)
                 if frame is not None:
@@ -413,31 +418,27 @@ class Hub:
                 if group is None:
                     frame = encode(envelope(table, view_event(event, player)), fmt)
                     if alike is None:
-                        self._to((conn,), out, frame, subs)
+                        self._to(room, [conn], out, frame)
                         continue
                     group = groups[fmt, alike] = (frame, [])
                 group[1].append(conn)
         for frame, alike_conns in groups.values():
-            self._to(alike_conns, out, frame, subs)
+            self._to(room, alike_conns, out, frame)
 
     @staticmethod
-    def _to(
-        conns: Sequence[ServerConnection],
-        out: _Out,
-        encoded: str | bytes,
-        subs: dict[ServerConnection, Subscriber],
-    ) -> None:
+    def _to(room: _Room, conns: list[ServerConnection], out: _Out, encoded: str | bytes) -> None:
         """A private frame to ``conns`` (of one format): the plain ones' in ``out``, the
         others' at once (``broadcast``)."""
         payload, text = _payload(encoded)
-        frame: bytes | None = None
-        for conn in conns:
-            if subs[conn].plain:
-                if frame is None:
-                    frame = _frame(payload, text)
-                out.private(conn, frame)
-            else:
+        fmt = room.subs[conns[0]].fmt
+        if any(room.deflated.values()):
+            deflated = [c for c in conns if not room.subs[c].plain]
+            for conn in deflated:
                 broadcast((conn,), payload, text=text)
+            if deflated:
+                conns = [c for c in conns if room.subs[c].plain]
+        if conns:
+            out.private(conns, fmt, _frame(payload, text))
 
     def _broadcast(
         self,
