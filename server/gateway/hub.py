@@ -14,7 +14,8 @@ A step published to a table's few watchers is written to them at once; to thousa
 for two thousand writes to others (issue 37 §3). Nothing overtakes on a connection:
 anything written to one (:func:`send_now`, a reply) first takes what still waits for it
 there, in the same write; and a step published while an earlier one still waits joins it
-(one write for both).
+(one write for both). A pass over a large table's watchers begins no sooner than
+:data:`TAIL_GAP` after the last one began: the steps published meanwhile go in one write.
 
 A bounded log of recent events per table lets a reconnecting client catch up. A
 transient event (a squeezed card's bend, a chat line) goes out as a message of its own kind
@@ -156,6 +157,14 @@ AT_ONCE = 64
 #: at least: commands are read, replies and the next step go out between two slices.
 TAIL_SLICE = 0.004
 
+#: The least time from one pass of the tail over its watchers to the next (seconds): a
+#: step published sooner after the last pass began waits for the rest of it, and the
+#: steps published meanwhile join it, so a watcher of a large table gets at most about
+#: 40 writes a second however fast the table's steps come (each write is a system call;
+#: at two thousand watchers they were 41% of the process, issue 37 §3). A pass that
+#: is behind (steps come faster than it writes) goes on at once: it coalesces anyway.
+TAIL_GAP = 0.025
+
 
 class _Tail:
     """Published frames not yet written, per connection, oldest first: a few
@@ -165,12 +174,14 @@ class _Tail:
     to them: when the writes fall behind, each connection gets several steps in one
     write."""
 
-    __slots__ = ("frames", "loop", "scheduled")
+    __slots__ = ("began", "frames", "loop", "passing", "scheduled")
 
     def __init__(self) -> None:
         self.frames: OrderedDict[ServerConnection, list[bytes]] = OrderedDict()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.scheduled = False
+        self.passing = False  # (a pass over the waiting is under way)
+        self.began = -TAIL_GAP  # (when the last pass began: ``time.perf_counter``)
 
     def add(self, groups: Iterable[tuple[Iterable[ServerConnection], bytes]]) -> None:
         """A published step's bytes, per group of connections they are for (each
@@ -196,14 +207,22 @@ class _Tail:
         loop = asyncio.get_running_loop()
         if not self.scheduled or self.loop is not loop:  # (a test's loop may have ended)
             self.loop, self.scheduled = loop, True
-            loop.call_soon(self._turn)
+            wait = 0.0 if self.passing else self.began + TAIL_GAP - time.perf_counter()
+            if wait > 0:  # (a pass began less than TAIL_GAP ago: this one waits for it)
+                loop.call_later(wait, self._turn)
+            else:
+                loop.call_soon(self._turn)
 
     def _turn(self) -> None:
         """The oldest waiting, for a slice's time (sixteen at least); the rest at the
-        loop's next turn."""
+        loop's next turn. A pass begins at the first turn that finds none under way, and
+        ends when nothing waits (:data:`TAIL_GAP`)."""
         self.scheduled = False
         waiting = self.frames
-        stop = time.perf_counter() + TAIL_SLICE
+        now = time.perf_counter()
+        if not self.passing:
+            self.passing, self.began = True, now
+        stop = now + TAIL_SLICE
         least = 16
         while waiting and (least > 0 or time.perf_counter() < stop):
             conn, frames = waiting.popitem(last=False)
@@ -211,6 +230,8 @@ class _Tail:
             least -= 1
         if waiting:
             self._schedule()
+        else:
+            self.passing = False
 
     def flush(self) -> None:
         """Everything waiting, written now."""

@@ -7,6 +7,7 @@ writes."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
 
@@ -292,3 +293,47 @@ async def test_a_compressed_watcher_gets_what_a_plain_one_gets(net: Any) -> None
         e["data"].get("actions") for e in seen[1]
     ]
     assert any("actions" in e["data"] for e in seen[1])
+
+
+async def test_steps_soon_after_a_pass_wait_for_the_next_one_together(
+    net: Any, monkeypatch: Any
+) -> None:
+    """A large audience (``AT_ONCE``: here none) is written a pass at a time, a pass no
+    sooner than ``TAIL_GAP`` after the last began: two steps published a few turns of
+    the event loop apart, soon after a pass, reach a watcher in one write, not one each
+    (issue 37 §3: a write a watcher a step was 41% of the process at two thousand)."""
+    from server.table.events import Event
+
+    monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
+    monkeypatch.setattr(hub, "TAIL_GAP", 0.5, raising=False)  # (a loaded machine's turns)
+    server = await net.start(**FAST, tables=(table_def("t1"),))
+    watcher = await net.guest(server, "json", name="Watcher")
+    await watcher.join("t1")
+    transport = _session_of(server, watcher.player).conn.transport
+    writes: list[bytes] = []
+    write = transport.write
+
+    def counted(data: Any) -> None:
+        writes.append(bytes(data))
+        write(data)
+
+    def chat(n: int) -> Event:
+        return Event(watcher.last_seq["t1"], "chat", {"player": "x", "name": "X",
+                     "text": f"line {n}"}, transient=True)  # fmt: skip
+
+    transport.write = counted
+    try:
+        start = len(watcher.frames)
+        server.hub.publish("t1", [chat(1)])  # a pass begins ...
+        await watcher.next_frame(lambda m: m.get("text") == "line 1", start=start)
+        server.hub.publish("t1", [chat(2)])  # ... and these two come soon after it
+        for _ in range(5):
+            await asyncio.sleep(0)
+        server.hub.publish("t1", [chat(3)])
+        third = await watcher.next_frame(lambda m: m.get("text") == "line 3", start=start)
+    finally:
+        transport.write = write
+    chats = [f.msg["text"] for f in watcher.frames[start : third.index + 1]
+             if f.msg["type"] == "chat"]  # fmt: skip
+    assert chats == ["line 1", "line 2", "line 3"]
+    assert len(writes) == 2, writes  # line 1; lines 2 and 3 together
