@@ -25,7 +25,9 @@ Steps (``--kind``): ``burst`` is a bettors' burst, a ``bets`` event and a chat l
 (public, ~0.4 KiB); ``phase`` is a phase change, one event with a private ``actions``
 part alike for every watcher (a player each); ``stream`` publishes ``burst`` steps
 ``--gap`` seconds apart without draining in between and reports writes per watcher per
-second (the tail's coalescing when it is behind).
+second (the tail's coalescing, and its ``TAIL_GAP``). ``burst`` and ``phase`` time each
+step with its writes drained before the next, the tail's ``TAIL_GAP`` set to 0 (the drain
+would otherwise wait for it): a step's cost alone.
 
 It measures the hub alone, not a table, a store or a client's reading; the machine's
 other work shows in every variant alike, hence the turns and the ratios.
@@ -166,7 +168,11 @@ async def _drain(tail: Any) -> None:
         await asyncio.sleep(0)
 
 
-def hub_variant(module: types.ModuleType, conns: list[ServerConnection]) -> Any:
+def hub_variant(module: types.ModuleType, conns: list[ServerConnection], gap: bool) -> Any:
+    """``module``'s hub, its steps timed with their writes; without ``gap``, its tail's
+    passes begin at once (``TAIL_GAP`` 0: a step's cost alone, the drain not waiting)."""
+    if not gap and hasattr(module, "TAIL_GAP"):
+        module.TAIL_GAP = 0.0
     hub = module.Hub()
     for i, conn in enumerate(conns):
         hub.subscribe("t1", module.Subscriber(conn, f"w{i}", JSON))
@@ -260,8 +266,10 @@ async def main_async(args: argparse.Namespace) -> list[str]:
         steps = steps_of(args.kind, args.steps, players)
         variants: dict[str, Any] = {"bare": bare_variant(conns)}
         if args.baseline:
-            variants[f"hub@{args.baseline}"] = hub_variant(load_hub(args.baseline), conns)
-        variants["hub"] = hub_variant(load_hub(None), conns)
+            variants[f"hub@{args.baseline}"] = hub_variant(
+                load_hub(args.baseline), conns, args.kind == "stream"
+            )
+        variants["hub"] = hub_variant(load_hub(None), conns, args.kind == "stream")
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
         for _ in range(args.rounds):
             for name, step in variants.items():
