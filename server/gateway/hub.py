@@ -14,7 +14,8 @@ A step published to a table's few watchers is written to them at once; to thousa
 for two thousand writes to others (issue 37 §3). Nothing overtakes on a connection:
 anything written to one (:func:`send_now`, a reply) first takes what still waits for it
 there, in the same write; and a step published while an earlier one still waits joins it
-(one write for both).
+(one write for both). A pass over a large table's watchers begins no sooner than
+:data:`TAIL_GAP` after the last one began: the steps published meanwhile go in one write.
 
 A bounded log of recent events per table lets a reconnecting client catch up. A
 transient event (a squeezed card's bend, a chat line) goes out as a message of its own kind
@@ -55,12 +56,18 @@ class Subscriber:
     conn: ServerConnection
     player: str | None
     fmt: str
+    #: No extension (compression) on its connection: its frames are the same bytes as
+    #: everyone's, made once for all. Decided once, when it subscribes (:meth:`Hub.subscribe`).
+    plain: bool = True
 
 
 @dataclass(slots=True)
 class _Room:
     subs: dict[ServerConnection, Subscriber] = field(default_factory=dict)
+    #: The plain connections (:attr:`Subscriber.plain`) by format; the others by format
+    #: in ``deflated`` (their frames go through ``broadcast``, at once).
     by_fmt: dict[str, set[ServerConnection]] = field(default_factory=dict)
+    deflated: dict[str, set[ServerConnection]] = field(default_factory=dict)
     by_player: dict[str, set[ServerConnection]] = field(default_factory=dict)
     log: deque[Event] = field(default_factory=lambda: deque(maxlen=RETAINED_EVENTS))
 
@@ -99,9 +106,31 @@ def write_all(conns: Iterable[ServerConnection], payload: bytes, *, text: bool) 
     server sends none), is skipped, and a write that fails is ignored (the connection
     is closing: its handler cleans up). What published steps still have waiting for a
     connection (:data:`_TAIL`) is written first, in the same write."""
-    out = _Out()
-    out.add(conns, payload, text=text)
-    out.write()
+    frame: bytes | None = None
+    for conn in conns:
+        if conn.protocol.extensions:
+            broadcast((conn,), payload, text=text)
+            continue
+        if frame is None:
+            frame = _frame(payload, text)
+        waiting = _TAIL.take(conn)
+        if waiting is None:
+            _write(conn, [frame])
+        else:
+            waiting.append(frame)
+            _write(conn, waiting)
+
+
+def _payload(encoded: str | bytes) -> tuple[bytes, bool]:
+    """An encoded message as a frame's payload: JSON's text, msgpack's bytes."""
+    return (encoded.encode(), True) if isinstance(encoded, str) else (encoded, False)
+
+
+def _frame(payload: bytes, text: bool) -> bytes:
+    """``payload`` as an unmasked frame without extensions, as a server writes it."""
+    return Frame(Opcode.TEXT if text else Opcode.BINARY, payload).serialize(
+        mask=False, extensions=[]
+    )
 
 
 def _write(conn: ServerConnection, frames: list[bytes]) -> None:
@@ -110,7 +139,8 @@ def _write(conn: ServerConnection, frames: list[bytes]) -> None:
     if conn.protocol.state is not OPEN or conn.send_in_progress is not None:
         return
     try:
-        conn.send_data()
+        if conn.protocol.writes:  # (a pong, a close: rare; ``send_data`` writes them)
+            conn.send_data()
         conn.transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
     except Exception:
         conn.logger.debug("a write failed", exc_info=True)
@@ -127,6 +157,14 @@ AT_ONCE = 64
 #: at least: commands are read, replies and the next step go out between two slices.
 TAIL_SLICE = 0.004
 
+#: The least time from one pass of the tail over its watchers to the next (seconds): a
+#: step published sooner after the last pass began waits for the rest of it, and the
+#: steps published meanwhile join it, so a watcher of a large table gets at most about
+#: 40 writes a second however fast the table's steps come (each write is a system call;
+#: at two thousand watchers they were 41% of the process, issue 37 §3). A pass that
+#: is behind (steps come faster than it writes) goes on at once: it coalesces anyway.
+TAIL_GAP = 0.025
+
 
 class _Tail:
     """Published frames not yet written, per connection, oldest first: a few
@@ -136,25 +174,29 @@ class _Tail:
     to them: when the writes fall behind, each connection gets several steps in one
     write."""
 
-    __slots__ = ("frames", "loop", "scheduled")
+    __slots__ = ("began", "frames", "loop", "passing", "scheduled")
 
     def __init__(self) -> None:
         self.frames: OrderedDict[ServerConnection, list[bytes]] = OrderedDict()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.scheduled = False
+        self.passing = False  # (a pass over the waiting is under way)
+        self.began = -TAIL_GAP  # (when the last pass began: ``time.perf_counter``)
 
-    def add(self, frames: dict[ServerConnection, list[bytes]]) -> None:
-        """A published step's frames: behind what already waits, written from now on."""
+    def add(self, groups: Iterable[tuple[Iterable[ServerConnection], bytes]]) -> None:
+        """A published step's bytes, per group of connections they are for (each
+        connection in one group): behind what already waits, written from now on."""
         waiting = self.frames
-        for conn, mine in frames.items():
-            before = waiting.get(conn)
-            if before is None:
-                waiting[conn] = mine
-            else:
-                before.extend(mine)
+        for conns, data in groups:
+            for conn in conns:
+                before = waiting.get(conn)
+                if before is None:
+                    waiting[conn] = [data]
+                else:
+                    before.append(data)
         if len(waiting) <= AT_ONCE:
             self.flush()
-        else:
+        elif waiting:
             self._schedule()
 
     def take(self, conn: ServerConnection) -> list[bytes] | None:
@@ -165,14 +207,22 @@ class _Tail:
         loop = asyncio.get_running_loop()
         if not self.scheduled or self.loop is not loop:  # (a test's loop may have ended)
             self.loop, self.scheduled = loop, True
-            loop.call_soon(self._turn)
+            wait = 0.0 if self.passing else self.began + TAIL_GAP - time.perf_counter()
+            if wait > 0:  # (a pass began less than TAIL_GAP ago: this one waits for it)
+                loop.call_later(wait, self._turn)
+            else:
+                loop.call_soon(self._turn)
 
     def _turn(self) -> None:
         """The oldest waiting, for a slice's time (sixteen at least); the rest at the
-        loop's next turn."""
+        loop's next turn. A pass begins at the first turn that finds none under way, and
+        ends when nothing waits (:data:`TAIL_GAP`)."""
         self.scheduled = False
         waiting = self.frames
-        stop = time.perf_counter() + TAIL_SLICE
+        now = time.perf_counter()
+        if not self.passing:
+            self.passing, self.began = True, now
+        stop = now + TAIL_SLICE
         least = 16
         while waiting and (least > 0 or time.perf_counter() < stop):
             conn, frames = waiting.popitem(last=False)
@@ -180,6 +230,8 @@ class _Tail:
             least -= 1
         if waiting:
             self._schedule()
+        else:
+            self.passing = False
 
     def flush(self) -> None:
         """Everything waiting, written now."""
@@ -197,47 +249,72 @@ class _Out:
     """The frames one :meth:`Hub.publish` sends, gathered per connection and written to
     each in one write (a step's events, a burst's ``bets`` and chat lines: one system
     call a watcher, not one a frame; two thousand watchers made every frame cost tens of
-    ms). Each frame is made once for all (as :func:`write_all`); a connection with an
-    extension (compression) has its frames sent at once, in order, by ``broadcast``."""
+    ms). Each frame is made once for all (as :func:`write_all`), and so are the bytes of
+    a whole step: every plain connection of a format with no private part in the step
+    gets the same bytes, joined once (:meth:`groups`), so a watcher costs the step no
+    work of its own but its write; those with private parts are grouped by what they
+    get (alike ``actions``: one join). A connection with an extension (compression) has
+    its frames sent at once, in order, by ``broadcast`` (:meth:`Hub._broadcast`)."""
 
-    __slots__ = ("frames",)
+    __slots__ = ("own", "public")
 
     def __init__(self) -> None:
-        self.frames: dict[ServerConnection, list[bytes]] = {}
+        #: Per event of the step, its public frame per format (none for a format whose
+        #: connections all have a private part of it).
+        self.public: list[dict[str, bytes]] = []
+        #: The connections with a private part in the step: their own frames, as (event
+        #: index, format, frame), one such tuple for all who got the same frame.
+        self.own: dict[ServerConnection, list[tuple[int, str, bytes]]] = {}
 
-    def add(self, conns: Iterable[ServerConnection], payload: bytes, *, text: bool) -> None:
-        frame: bytes | None = None
-        frames = self.frames
+    def private(self, conns: Iterable[ServerConnection], fmt: str, frame: bytes) -> None:
+        """``conns``' own frame for the next event (instead of its public frame)."""
+        mine = (len(self.public), fmt, frame)  # (one for all of them: grouped by identity)
+        own = self.own
         for conn in conns:
-            if conn.protocol.extensions:
-                broadcast((conn,), payload, text=text)
-                continue
-            if frame is None:
-                frame = Frame(Opcode.TEXT if text else Opcode.BINARY, payload).serialize(
-                    mask=False, extensions=[]
-                )
-            mine = frames.get(conn)
-            if mine is None:
-                frames[conn] = [frame]
+            theirs = own.get(conn)
+            if theirs is None:
+                own[conn] = [mine]
             else:
-                mine.append(frame)
+                theirs.append(mine)
 
-    def add_encoded(self, conns: Iterable[ServerConnection], frame: str | bytes) -> None:
-        if isinstance(frame, str):
-            self.add(conns, frame.encode(), text=True)
-        else:
-            self.add(conns, frame, text=False)
+    def event(self, frames: dict[str, bytes]) -> None:
+        """The next event's public frame per format (after its private ones)."""
+        self.public.append(frames)
 
-    def write(self) -> None:
-        """Each connection's frames now, in one write with what still waited for it in
-        the tail (:data:`_TAIL`, first)."""
-        for conn, frames in self.frames.items():
-            waiting = _TAIL.take(conn)
-            _write(conn, frames if waiting is None else waiting + frames)
-
-    def defer(self) -> None:
-        """Each connection's frames to the tail (:class:`_Tail`): written soon, in order."""
-        _TAIL.add(self.frames)
+    def groups(self, room: _Room) -> list[tuple[Iterable[ServerConnection], bytes]]:
+        """Who gets which bytes: per format, its plain connections without a private
+        part (one ``b"".join`` for all of them), then those with one, grouped by what
+        they get."""
+        public, own = self.public, self.own
+        out: list[tuple[Iterable[ServerConnection], bytes]] = []
+        for fmt, conns in room.by_fmt.items():
+            rest = conns - own.keys() if own else conns
+            if not rest:
+                continue
+            frames = [f for f in (e.get(fmt) for e in public) if f is not None]
+            if frames:
+                out.append((rest, frames[0] if len(frames) == 1 else b"".join(frames)))
+        alike: dict[tuple[int, ...], tuple[list[tuple[int, str, bytes]], list[ServerConnection]]]
+        alike = {}
+        for conn, mine in own.items():
+            key = tuple(map(id, mine))  # (the same tuples: the same frames, in one format)
+            group = alike.get(key)
+            if group is None:
+                alike[key] = (mine, [conn])
+            else:
+                group[1].append(conn)
+        for mine, conns_alike in alike.values():
+            fmt = mine[0][1]
+            theirs = {index: frame for index, _fmt, frame in mine}
+            frames = []
+            for index, frames_of in enumerate(public):
+                frame = theirs.get(index)
+                if frame is None:
+                    frame = frames_of.get(fmt)
+                if frame is not None:
+                    frames.append(frame)
+            out.append((conns_alike, b"".join(frames)))
+        return out
 
 
 class Hub:
@@ -270,8 +347,9 @@ class Hub:
                     send_now(
                         sub.conn, encode(envelope(table, view_event(event, sub.player)), sub.fmt)
                     )
+        sub.plain = not sub.conn.protocol.extensions  # (negotiated at the handshake)
         room.subs[sub.conn] = sub
-        room.by_fmt.setdefault(sub.fmt, set()).add(sub.conn)
+        (room.by_fmt if sub.plain else room.deflated).setdefault(sub.fmt, set()).add(sub.conn)
         if sub.player is not None:
             room.by_player.setdefault(sub.player, set()).add(sub.conn)
 
@@ -282,7 +360,7 @@ class Hub:
         sub = room.subs.pop(conn, None)
         if sub is None:
             return None
-        room.by_fmt.get(sub.fmt, set()).discard(conn)
+        (room.by_fmt if sub.plain else room.deflated).get(sub.fmt, set()).discard(conn)
         if sub.player is not None:
             conns = room.by_player.get(sub.player, set())
             conns.discard(conn)
@@ -329,7 +407,10 @@ class Hub:
                 self._private(room, out, table, event, skip)
             if len(skip) < len(room.subs):  # (else nobody else watches: nothing to encode)
                 self._broadcast(room, out, envelope(table, view_event(event, None)), skip)
-        out.defer()  # (written in slices: the sender's reply need not wait for them all)
+            else:
+                out.event({})
+        # (written in slices: the sender's reply need not wait for them all)
+        _TAIL.add(out.groups(room))
         if self._observe is not None and events:
             self._observe((time.perf_counter() - t0) / len(events))
 
@@ -341,6 +422,7 @@ class Hub:
         ``actions``, most of them alike: a few frames, not one a player)."""
         assert event.private is not None
         groups: dict[tuple[str, bytes], tuple[str | bytes, list[ServerConnection]]] = {}
+        subs = room.subs
         for player, part in event.private.items():
             theirs = room.by_player.get(player)
             if not theirs:
@@ -352,17 +434,32 @@ class Hub:
                 alike = None  # (no such JSON for it: its own frame)
             for conn in theirs:
                 skip.add(conn)
-                fmt = room.subs[conn].fmt
+                fmt = subs[conn].fmt
                 group = groups.get((fmt, alike)) if alike is not None else None
                 if group is None:
                     frame = encode(envelope(table, view_event(event, player)), fmt)
                     if alike is None:
-                        out.add_encoded((conn,), frame)
+                        self._to(room, [conn], out, frame)
                         continue
                     group = groups[fmt, alike] = (frame, [])
                 group[1].append(conn)
         for frame, alike_conns in groups.values():
-            out.add_encoded(alike_conns, frame)
+            self._to(room, alike_conns, out, frame)
+
+    @staticmethod
+    def _to(room: _Room, conns: list[ServerConnection], out: _Out, encoded: str | bytes) -> None:
+        """A private frame to ``conns`` (of one format): the plain ones' in ``out``, the
+        others' at once (``broadcast``)."""
+        payload, text = _payload(encoded)
+        fmt = room.subs[conns[0]].fmt
+        if any(room.deflated.values()):
+            deflated = [c for c in conns if not room.subs[c].plain]
+            for conn in deflated:
+                broadcast((conn,), payload, text=text)
+            if deflated:
+                conns = [c for c in conns if room.subs[c].plain]
+        if conns:
+            out.private(conns, fmt, _frame(payload, text))
 
     def _broadcast(
         self,
@@ -371,10 +468,18 @@ class Hub:
         message: dict[str, Any],
         skip: set[ServerConnection] | None = None,
     ) -> None:
+        """``message`` to everyone at the table but ``skip`` (who have their own frame of
+        it): encoded once a format; the plain connections' frame in ``out`` for all of
+        them (no set of its own an event: :meth:`_Out.groups` leaves them out)."""
+        frames: dict[str, bytes] = {}
         for fmt, conns in room.by_fmt.items():
-            if not conns:
-                continue
-            out.add_encoded(conns - skip if skip else conns, encode(message, fmt))
+            if conns:
+                frames[fmt] = _frame(*_payload(encode(message, fmt)))
+        out.event(frames)
+        for fmt, conns in room.deflated.items():
+            if conns:
+                payload, text = _payload(encode(message, fmt))
+                broadcast(conns - skip if skip else conns, payload, text=text)
 
     def since(self, table: str, seq: int) -> list[Event] | None:
         """The events after ``seq``, or None when some of them are no longer kept."""

@@ -7,6 +7,7 @@ writes."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
 
@@ -190,3 +191,149 @@ async def test_a_phase_change_encodes_the_spectators_alike_actions_once(
     # ... in one frame encoded for the six of them
     private = [m for m in encoded if "actions" in m["data"]]
     assert len(private) == 2, private  # the spectators' one, and Ann's
+
+
+async def _four_watchers_and_ann(net: Any) -> tuple[Any, list[Any], Game]:
+    server = await net.start(**FAST, tables=(table_def("t1"),))
+    watchers = []
+    for i in range(4):
+        watcher = await net.guest(server, "json", name=f"Watcher{i}")
+        await watcher.join("t1")
+        watchers.append(watcher)
+    ann = await net.player(server, "ann", "msgpack", name="Ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1", seat=1)
+    game = Game("t1", {"ann": ann}, watchers[0], rng=random.Random(3))
+    await game.to_betting()
+    await game.act("ann", "bet", area="banker", amount=100)
+    return server, watchers, game
+
+
+async def test_a_step_is_joined_once_for_all_its_alike_watchers(net: Any) -> None:
+    """The watchers who get the same frames of a step get the very same bytes, joined
+    once for all of them, not once a watcher (issue 37 §3: two thousand watchers made
+    two thousand joins and lists of a step; now a watcher costs the step its write)."""
+    server, watchers, game = await _four_watchers_and_ann(net)
+    written: list[tuple[str, Any]] = []
+    restore = []
+    for watcher in watchers:
+        transport = _session_of(server, watcher.player).conn.transport
+        write = transport.write
+
+        def counted(data: Any, who: str = watcher.player, write: Any = write) -> None:
+            written.append((who, data))
+            write(data)
+
+        transport.write = counted
+        restore.append((transport, write))
+    try:
+        reply = await game.act("ann", "done")  # betting closes and the coup is dealt
+        for watcher in watchers:
+            await watcher.wait_seq("t1", reply["seq"])
+    finally:
+        for transport, write in restore:
+            transport.write = write
+    assert sorted(who for who, _ in written) == sorted(w.player for w in watchers), written
+    assert len({id(data) for _, data in written}) == 1, [len(data) for _, data in written]
+
+
+async def test_a_publish_asks_no_watcher_whether_it_compresses(net: Any, monkeypatch: Any) -> None:
+    """Whether a watcher's frames are compressed is decided once, when it joins the
+    table, not asked of its connection for each frame of each step (issue 37 §3: that
+    check was a tenth of the fan-out's work at a table of two thousand)."""
+    server, watchers, game = await _four_watchers_and_ann(net)
+    asked: list[str] = []
+    for watcher in watchers:
+        protocol = _session_of(server, watcher.player).conn.protocol
+
+        class Counting(type(protocol)):  # type: ignore[misc]
+            @property
+            def extensions(self) -> Any:
+                asked.append("extensions")
+                return self.__dict__["extensions"]
+
+            @extensions.setter
+            def extensions(self, value: Any) -> None:
+                self.__dict__["extensions"] = value
+
+        protocol.__class__ = Counting
+    reply = await game.act("ann", "done")  # betting closes and the coup is dealt
+    for watcher in watchers:
+        await watcher.wait_seq("t1", reply["seq"])
+    assert len(watchers[0].events("t1")) > 3
+    assert asked == [], len(asked)
+
+
+async def test_a_compressed_watcher_gets_what_a_plain_one_gets(net: Any) -> None:
+    """A watcher whose connection compresses (``compression = true``, decided at its
+    join) gets each step's events, its own ``actions`` among them, in order, as a plain
+    watcher of the same table does."""
+    server = await net.start(**FAST, compression=True, tables=(table_def("t1"),))
+    plain = await net.guest(server, "json", name="Plain")
+    await plain.join("t1")
+    deflated = await net.connect(server, "json", label="Deflated", compression="deflate")
+    await deflated.hello(guest=True, name="Deflated")
+    await deflated.join("t1")
+    assert _session_of(server, deflated.player).conn.protocol.extensions
+    assert not _session_of(server, plain.player).conn.protocol.extensions
+    ann = await net.player(server, "ann", "msgpack", name="Ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1", seat=1)
+    game = Game("t1", {"ann": ann}, plain, rng=random.Random(3))
+    await game.to_betting()
+    await game.act("ann", "bet", area="banker", amount=100)
+    mark = plain.last_seq["t1"]
+    reply = await game.act("ann", "done")  # betting closes and the coup is dealt
+    await plain.wait_seq("t1", reply["seq"])
+    await deflated.wait_seq("t1", reply["seq"])
+    seen = [[e for e in c.events("t1") if e["seq"] > mark] for c in (plain, deflated)]
+    assert [e["seq"] for e in seen[0]] == [e["seq"] for e in seen[1]]
+    assert len(seen[0]) >= 3
+    assert [e["data"].get("actions") for e in seen[0]] == [
+        e["data"].get("actions") for e in seen[1]
+    ]
+    assert any("actions" in e["data"] for e in seen[1])
+
+
+async def test_steps_soon_after_a_pass_wait_for_the_next_one_together(
+    net: Any, monkeypatch: Any
+) -> None:
+    """A large audience (``AT_ONCE``: here none) is written a pass at a time, a pass no
+    sooner than ``TAIL_GAP`` after the last began: two steps published a few turns of
+    the event loop apart, soon after a pass, reach a watcher in one write, not one each
+    (issue 37 §3: a write a watcher a step was 41% of the process at two thousand)."""
+    from server.table.events import Event
+
+    monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
+    monkeypatch.setattr(hub, "TAIL_GAP", 0.5, raising=False)  # (a loaded machine's turns)
+    server = await net.start(**FAST, tables=(table_def("t1"),))
+    watcher = await net.guest(server, "json", name="Watcher")
+    await watcher.join("t1")
+    transport = _session_of(server, watcher.player).conn.transport
+    writes: list[bytes] = []
+    write = transport.write
+
+    def counted(data: Any) -> None:
+        writes.append(bytes(data))
+        write(data)
+
+    def chat(n: int) -> Event:
+        return Event(watcher.last_seq["t1"], "chat", {"player": "x", "name": "X",
+                     "text": f"line {n}"}, transient=True)  # fmt: skip
+
+    transport.write = counted
+    try:
+        start = len(watcher.frames)
+        server.hub.publish("t1", [chat(1)])  # a pass begins ...
+        await watcher.next_frame(lambda m: m.get("text") == "line 1", start=start)
+        server.hub.publish("t1", [chat(2)])  # ... and these two come soon after it
+        for _ in range(5):
+            await asyncio.sleep(0)
+        server.hub.publish("t1", [chat(3)])
+        third = await watcher.next_frame(lambda m: m.get("text") == "line 3", start=start)
+    finally:
+        transport.write = write
+    chats = [f.msg["text"] for f in watcher.frames[start : third.index + 1]
+             if f.msg["type"] == "chat"]  # fmt: skip
+    assert chats == ["line 1", "line 2", "line 3"]
+    assert len(writes) == 2, writes  # line 1; lines 2 and 3 together
