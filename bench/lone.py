@@ -112,9 +112,10 @@ def instrument() -> None:
     _sync(Table, "to_state", "  to_state (state row)")
     _async(SQLiteStore, "commit", "  store.commit (checks, JSON, hop, write)")
     _sync(SQLiteStore, "_commit", "    _commit (the transaction, store thread)")
-    from server.store import plan, sqlite
+    from server.store import plan
+    from server.store.sqlite import connection
 
-    _sync(sqlite, "plan_commit", "    plan_commit (the commit checked and serialized, on the loop)")
+    _sync(connection, "plan_commit", "    plan_commit (the commit checked and serialized, on the loop)")
     _sync(plan, "check_row", "      check_row (the row's JSON)")
     _sync(plan, "check_events", "      check_events (the events' JSON)")
     _sync(TableActor, "_deliver", "  deliver (events, reply)")
