@@ -100,6 +100,9 @@ class _Pending:
     sent: float
     line: LineKey  # the player's line at the table, whose place the reply frees
     kind: str  # the command's type
+    #: When the client's frame was decoded (``time.perf_counter``), for
+    #: ``chemmy_command_seconds``; None for a command no frame asked for.
+    received: float | None
 
 
 class ChemmyServer:
@@ -319,6 +322,7 @@ class ChemmyServer:
             bad_frame: ProtocolError | None = None
             try:
                 message = decode(frame, session.fmt)
+                session.received = time.perf_counter()
                 raw_id = message.get("id")
                 mid = (
                     raw_id
@@ -356,6 +360,8 @@ class ChemmyServer:
             # The connection survives a store that fails; the client may retry.
             self.store_failed(exc)
             self.error(session, mid, Refused("store_unavailable", "try again in a moment"))
+        finally:
+            session.received = None
 
     def store_failed(self, exc: BaseException) -> None:
         """A request of a client was refused because the store failed: one log line when
@@ -500,6 +506,7 @@ class ChemmyServer:
             )
             return
         line = (table, session.address, session.player)
+        received = session.received
 
         def go() -> bool:
             if session.id not in self.sessions:
@@ -509,7 +516,7 @@ class ChemmyServer:
             if table in self._closed_tables:
                 then(ReplyRecord.refused(reply_to, no_table(table)))
                 return False
-            self._pending[n] = _Pending(session, then, time.monotonic(), line, kind)
+            self._pending[n] = _Pending(session, then, time.monotonic(), line, kind, received)
             try:
                 self.bus.submit(
                     CommandRecord(table, kind, session.player, mid, args, reply_to, session.address)
@@ -567,6 +574,9 @@ class ChemmyServer:
         try:
             if pending.session.id in self.sessions:
                 pending.then(reply)
+                if pending.received is not None:  # its reply frame is with the connection
+                    took = time.perf_counter() - pending.received
+                    self.metrics.command_time.labels(kind=pending.kind).observe(took)
             elif pending.kind == "join" and reply.error is None:
                 # The connection closed while its join travelled: its tables were read
                 # before this one was added, so the table hears now that the player is

@@ -79,6 +79,10 @@ class Session:
     cut_off: bool = False
     #: The connection's part in the play session, from ``hello`` (``server.protection.play_session``).
     play: PlayClock | None = None
+    #: When the gateway decoded the frame it is handling now (``time.perf_counter``),
+    #: None between frames: a table command relayed meanwhile is timed from it
+    #: (``chemmy_command_seconds``).
+    received: float | None = None
 
     @property
     def player(self) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["PAUSE_BUCKETS", "SETTLED_KINDS", "LoopWatch", "Metrics"]
+__all__ = ["COMMAND_BUCKETS", "PAUSE_BUCKETS", "SETTLED_KINDS", "LoopWatch", "Metrics"]
 
 #: Seconds between two probes of the event loop's lag (:class:`LoopWatch`).
 LAG_PROBE = 0.1
@@ -18,6 +18,11 @@ LAG_PROBE = 0.1
 SETTLED_KINDS = ("staked", "returned", "commission")
 #: The buckets of the loop lag and collector pause histograms, in seconds.
 PAUSE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+#: The buckets of ``chemmy_command_seconds``: fine from 1 ms to 500 ms, where a table
+#: command's time at the server lies (docs/operations.md §4).
+COMMAND_BUCKETS = (
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.5,
+)  # fmt: skip
 
 
 class Metrics:
@@ -43,6 +48,15 @@ class Metrics:
             "chemmy_fanout_seconds",
             "Time to encode and hand one event to every watching connection",
             buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5),
+            registry=r,
+        )
+        self.command_time = Histogram(
+            "chemmy_command_seconds",
+            "Time from the gateway decoding a table command's frame to handing its reply"
+            " frame to the connection (the player's line, the bus, the table's queue and"
+            " step), by the command's kind",
+            ["kind"],
+            buckets=COMMAND_BUCKETS,
             registry=r,
         )
         self.store_failing = Gauge(
