@@ -127,7 +127,7 @@ from bench._util import (
     write_section,
 )
 from server.process.auth import make_token
-from server.process.metrics import PAUSE_BUCKETS
+from server.process.metrics import COMMAND_BUCKETS, PAUSE_BUCKETS
 from tests.kit.client import Client, http_get
 from tests.kit.launch import ServerProcess
 from tests.kit.tables import server_toml
@@ -1012,6 +1012,11 @@ class Level:
     server_lag_p99_ms: float = 0.0
     full_collections: float = 0.0
     full_collections_ms: float = 0.0
+    #: The servers' own time for the bots' and bettors' table commands over the window
+    #: (chemmy_command_seconds, every kind: frame decoded to reply handed to the
+    #: connection): p50 and p99 (a bucket's bound), mean, in ms, and n. The round trip
+    #: less this is the network and the bots' own loop.
+    server_command: dict[str, float] = field(default_factory=dict)
     #: The fan-out to the seated players (the bots, the sender among them), measured
     #: as the spectators' is: p50, p99 (ms), delivered, expected.
     fanout_seated: dict[str, float] = field(default_factory=dict)
@@ -1043,19 +1048,56 @@ class Level:
 
 
 def bucket_p99(
-    delta: Callable[[str], float], name: str, bounds: Sequence[float] = PAUSE_BUCKETS
+    delta: Callable[[str], float],
+    name: str,
+    bounds: Sequence[float] = PAUSE_BUCKETS,
+    q: float = 0.99,
 ) -> float:
-    """The p99 of a Prometheus histogram over the window, as the bound of the bucket it
-    falls in (seconds; the largest finite bound when it is past them, 0 with no sample),
-    from ``delta`` (a sample's growth over the window, summed over the processes) and
-    the histogram's ``bounds`` (the server's: server/process/metrics.py)."""
+    """The p99 (or the ``q`` quantile) of a Prometheus histogram over the window, as the
+    bound of the bucket it falls in (seconds; the largest finite bound when it is past
+    them, 0 with no sample), from ``delta`` (a sample's growth over the window, summed
+    over the processes) and the histogram's ``bounds`` (the server's:
+    server/process/metrics.py)."""
     total = delta(f"{name}_count")
     if total <= 0:
         return 0.0
     for bound in bounds:
-        if delta(f'{name}_bucket{{le="{floatToGoString(bound)}"}}') >= 0.99 * total:
+        if delta(f'{name}_bucket{{le="{floatToGoString(bound)}"}}') >= q * total:
             return bound
     return bounds[-1]
+
+
+def over_labels(metrics: Mapping[str, float], name: str) -> dict[str, float]:
+    """A labelled histogram's samples summed over its labels but ``le``: ``name_count``,
+    ``name_sum`` and ``name_bucket{le="..."}``, as :func:`bucket_p99` reads them."""
+    total: dict[str, float] = collections.defaultdict(float)
+    for key, value in metrics.items():
+        base, _, labels = key.partition("{")
+        if base not in (f"{name}_count", f"{name}_sum", f"{name}_bucket"):
+            continue
+        le = re.search(r'le="([^"]*)"', labels)
+        total[base + (f'{{le="{le.group(1)}"}}' if le else "")] += value
+    return dict(total)
+
+
+def server_command_ms(
+    metrics0: Mapping[str, float], metrics1: Mapping[str, float]
+) -> dict[str, float]:
+    """The servers' own time for a table command over the window, every kind together
+    (``chemmy_command_seconds``): p50, p99 (the bound of their bucket), mean (ms), n."""
+    name = "chemmy_command_seconds"
+    before, after = over_labels(metrics0, name), over_labels(metrics1, name)
+
+    def delta(sample: str) -> float:
+        return after.get(sample, 0.0) - before.get(sample, 0.0)
+
+    n = delta(f"{name}_count")
+    return {
+        "p50": bucket_p99(delta, name, COMMAND_BUCKETS, 0.5) * 1e3,
+        "p99": bucket_p99(delta, name, COMMAND_BUCKETS) * 1e3,
+        "mean": delta(f"{name}_sum") / n * 1e3 if n > 0 else 0.0,
+        "n": n,
+    }
 
 
 def judge(level: Level) -> list[str]:
@@ -1063,6 +1105,8 @@ def judge(level: Level) -> list[str]:
     out = []
     if not level.rtt["all"]["n"] or not level.rtt["all"]["p99"] < PROMISES["rtt_p99_ms"]:
         out.append(f"command p99 {level.rtt['all']['p99']:.1f} ms")
+        if level.server_command.get("n"):
+            out[-1] += f" (the server's own p99 <= {level.server_command['p99']:.0f} ms)"
     for who, fan, present in (
         ("", level.fanout, level.spectators),
         ("seated ", level.fanout_seated, level.seated),
@@ -1278,6 +1322,7 @@ class Evening:
             server_lag_p99_ms=bucket_p99(delta, "chemmy_loop_lag_seconds") * 1e3,
             full_collections=delta('chemmy_gc_pause_seconds_count{generation="2"}'),
             full_collections_ms=delta('chemmy_gc_pause_seconds_sum{generation="2"}') * 1e3,
+            server_command=server_command_ms(metrics0, metrics1),
             errors=(bot_errors + bettor_errors + spec_errors)[:4],
             bettors=self.betting,
             bettors_target=bettors,
@@ -1323,7 +1368,8 @@ def level_line(lv: Level) -> str:
         + f"spectators {lv.spectators:,}; "
         f"{lv.coups:.0f} coups, {lv.commits / lv.seconds:.0f} commits/s; server "
         f"{lv.server_cores:.2f} cores; command p50/p99 {lv.rtt['all']['p50']:.1f}/"
-        f"{lv.rtt['all']['p99']:.1f} ms (n {lv.rtt['all']['n']:.0f}); fan-out p50/p99 "
+        f"{lv.rtt['all']['p99']:.1f} ms (n {lv.rtt['all']['n']:.0f}), "
+        f"{server_command_cell(lv.server_command)}; fan-out p50/p99 "
         f"{lv.fanout['p50']:.1f}/{lv.fanout['p99']:.1f} ms, delivered "
         f"{lv.fanout['delivered']:,.0f}/{lv.fanout['expected']:,.0f}; to the seated "
         f"{fan_cells(lv.fanout_seated, '/', ', delivered ')}; bots' loop lag p99 "
@@ -1333,6 +1379,23 @@ def level_line(lv: Level) -> str:
         + (f"{lv.moved:.0f} table moves; " if lv.moved else "")
         + ("kept every promise" if lv.kept else "broke: " + "; ".join(lv.broken))
     )
+
+
+def server_command_cell(own: Mapping[str, float]) -> str:
+    """The servers' own part of the command round trip (``chemmy_command_seconds``)."""
+    if not own:
+        return "the server's own not measured"
+    return (
+        f"the server's own p50/p99 <= {own['p50']:.0f}/{own['p99']:.0f} ms "
+        f"(mean {own['mean']:.1f} ms, n {own['n']:,.0f})"
+    )
+
+
+def own_cell(own: Mapping[str, float] | None) -> str:
+    """The servers' own command p50 / p99 for a table's cell (a bucket's bound)."""
+    if not own:
+        return "not measured"
+    return f"<= {own['p50']:.0f} / {own['p99']:.0f} ms"
 
 
 def fan_cells(fan: dict[str, float], slash: str = " / ", between: str = " | ") -> str:
@@ -1697,7 +1760,7 @@ def report(results: dict[str, Any]) -> str:
         + (" incl. Redis" if redis else "")
         + " | seated per core | spectators per core | CPU per coup | store commits/s"
         + (" (Redis `evalsha`/s: every store script)" if redis else "")
-        + " | command p50 / p99 | fan-out to spectators p50 / p99 | delivered | fan-out to the seated p50 / p99 | delivered | bots timed out | bots' / spectators' CPU (cores), loop lag p99 | other processes (cores) | promises |",
+        + " | command p50 / p99 (the server's own) | fan-out to spectators p50 / p99 | delivered | fan-out to the seated p50 / p99 | delivered | bots timed out | bots' / spectators' CPU (cores), loop lag p99 | other processes (cores) | promises |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for x in lv:
@@ -1712,7 +1775,7 @@ def report(results: dict[str, Any]) -> str:
             + f" | {per_core(x['seated'], x)} | {per_core(x['spectators'], x)} "
             f"| {(x['cpu']['servers'] + x['cpu'].get('Redis', 0.0)) / max(1, x['coups']) * 1e3:.1f} ms "
             f"| {x['commits'] / x['seconds']:,.0f}{redis_part} "
-            f"| {rtt['p50']:.1f} / {rtt['p99']:.1f} ms "
+            f"| {rtt['p50']:.1f} / {rtt['p99']:.1f} ms ({own_cell(x.get('server_command'))}) "
             f"| {fan_cells(fan)} | {fan_cells(x.get('fanout_seated') or {})} "
             f"| {x['no_reply'] + x['on_behalf']} "
             f"| {x['cpu']['bots'] / x['seconds']:.2f} / {x['cpu']['spectators'] / x['seconds']:.2f}, "
@@ -1758,6 +1821,21 @@ def report(results: dict[str, Any]) -> str:
             f" full collections at the top level, {top.get('full_collections_ms', 0):.0f} ms"
             " of pauses in all.",
         ]
+        if any(x.get("server_command") for x in lv):
+            lines += [
+                "",
+                "The servers' own time for a table command at each level (their `/metrics`,"
+                " `chemmy_command_seconds`: the gateway decoding the frame to handing the"
+                " reply frame to the connection; p50 / p99 as the bucket they fall in), beside"
+                " the bots' round trip: "
+                + ", ".join(
+                    f"{x['seated']:,}: {own_cell(x.get('server_command'))} "
+                    f"(mean {(x.get('server_command') or {}).get('mean', 0.0):.1f} ms) against "
+                    f"{x['rtt']['all']['p50']:.1f} / {x['rtt']['all']['p99']:.1f} ms"
+                    for x in lv
+                )
+                + "; the rest of a round trip is the network and the bots' own event loop.",
+            ]
     lines.append("")
     if audit_.get("exact"):
         lines.append(

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench import evening
+from server.process.metrics import COMMAND_BUCKETS
 from tests.kit import ROOT, scaled
 
 
@@ -77,6 +78,14 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
         1000.0,
     }
     assert "The servers' own event loop at each level" in text
+    # the server's own time for the table commands (chemmy_command_seconds), beside the
+    # bots' round trip: commands were timed, their p50 / p99 are the buckets' bounds
+    own = level["server_command"]
+    bounds = {round(b * 1e3) for b in COMMAND_BUCKETS}
+    assert own["n"] > 0 and own["mean"] > 0 and own["p50"] <= own["p99"]
+    assert {round(own["p50"]), round(own["p99"])} <= bounds
+    assert "The servers' own time for a table command at each level" in text
+    assert "command p50 / p99 (the server's own)" in text
 
 
 @pytest.mark.slow
@@ -165,6 +174,27 @@ def test_a_histograms_p99_is_the_bucket_it_falls_in() -> None:
     assert evening.bucket_p99(lambda k: 0.0, name) == 0.0  # no probe ran
     past = {f"{name}_count": 10.0}  # every sample past the last finite bound
     assert evening.bucket_p99(lambda k: past.get(k, 0.0), name) == 1.0
+
+
+def test_the_servers_command_time_is_summed_over_kinds_and_the_window() -> None:
+    name = "chemmy_command_seconds"
+
+    def scrape(bet: float, sit: float, fast: float, total: float) -> dict[str, float]:
+        """Two kinds' samples, ``fast`` of the ``bet`` + ``sit`` within 5 ms."""
+        return {
+            f'{name}_count{{kind="bet"}}': bet,
+            f'{name}_count{{kind="sit"}}': sit,
+            f'{name}_sum{{kind="bet"}}': total,
+            f'{name}_bucket{{kind="bet",le="0.005"}}': fast,
+            f'{name}_bucket{{kind="bet",le="0.05"}}': bet,
+            f'{name}_bucket{{kind="sit",le="0.05"}}': sit,
+            'chemmy_commands_total{type="bet"}': 1e6,  # another family: not read
+        }
+
+    own = evening.server_command_ms(scrape(10, 0, 10, 0.05), scrape(110, 100, 120, 2.15))
+    # over the window: 200 commands, 110 within 5 ms, all within 50 ms, 2.1 s in all
+    assert own == {"p50": 5.0, "p99": 50.0, "mean": 10.5, "n": 200.0}
+    assert evening.server_command_ms({}, {})["n"] == 0
 
 
 def test_spectators_crowd_a_few_featured_tables() -> None:
