@@ -1017,6 +1017,7 @@ class Level:
     #: connection): p50 and p99 (a bucket's bound), mean, in ms, and n. The round trip
     #: less this is the network and the bots' own loop.
     server_command: dict[str, float] = field(default_factory=dict)
+    server_command_kinds: dict[str, dict[str, float]] = field(default_factory=dict)
     #: The fan-out to the seated players (the bots, the sender among them), measured
     #: as the spectators' is: p50, p99 (ms), delivered, expected.
     fanout_seated: dict[str, float] = field(default_factory=dict)
@@ -1067,13 +1068,18 @@ def bucket_p99(
     return bounds[-1]
 
 
-def over_labels(metrics: Mapping[str, float], name: str) -> dict[str, float]:
+def over_labels(
+    metrics: Mapping[str, float], name: str, kind: str | None = None
+) -> dict[str, float]:
     """A labelled histogram's samples summed over its labels but ``le``: ``name_count``,
-    ``name_sum`` and ``name_bucket{le="..."}``, as :func:`bucket_p99` reads them."""
+    ``name_sum`` and ``name_bucket{le="..."}``, as :func:`bucket_p99` reads them; only
+    those of ``kind`` when given."""
     total: dict[str, float] = collections.defaultdict(float)
     for key, value in metrics.items():
         base, _, labels = key.partition("{")
         if base not in (f"{name}_count", f"{name}_sum", f"{name}_bucket"):
+            continue
+        if kind is not None and f'kind="{kind}"' not in labels:
             continue
         le = re.search(r'le="([^"]*)"', labels)
         total[base + (f'{{le="{le.group(1)}"}}' if le else "")] += value
@@ -1081,12 +1087,13 @@ def over_labels(metrics: Mapping[str, float], name: str) -> dict[str, float]:
 
 
 def server_command_ms(
-    metrics0: Mapping[str, float], metrics1: Mapping[str, float]
+    metrics0: Mapping[str, float], metrics1: Mapping[str, float], kind: str | None = None
 ) -> dict[str, float]:
     """The servers' own time for a table command over the window, every kind together
-    (``chemmy_command_seconds``): p50, p99 (the bound of their bucket), mean (ms), n."""
+    or only ``kind`` (``chemmy_command_seconds``): p50, p99 (the bound of their
+    bucket), mean (ms), n."""
     name = "chemmy_command_seconds"
-    before, after = over_labels(metrics0, name), over_labels(metrics1, name)
+    before, after = over_labels(metrics0, name, kind), over_labels(metrics1, name, kind)
 
     def delta(sample: str) -> float:
         return after.get(sample, 0.0) - before.get(sample, 0.0)
@@ -1098,6 +1105,17 @@ def server_command_ms(
         "mean": delta(f"{name}_sum") / n * 1e3 if n > 0 else 0.0,
         "n": n,
     }
+
+
+def server_command_kinds(
+    metrics0: Mapping[str, float], metrics1: Mapping[str, float]
+) -> dict[str, dict[str, float]]:
+    """:func:`server_command_ms` of each kind timed over the window."""
+    kinds = sorted(
+        set(re.findall(r'chemmy_command_seconds_count\{kind="(\w+)"\}', " ".join(metrics1)))
+    )
+    own = {kind: server_command_ms(metrics0, metrics1, kind) for kind in kinds}
+    return {kind: st for kind, st in own.items() if st["n"] > 0}
 
 
 def judge(level: Level) -> list[str]:
@@ -1323,6 +1341,7 @@ class Evening:
             full_collections=delta('chemmy_gc_pause_seconds_count{generation="2"}'),
             full_collections_ms=delta('chemmy_gc_pause_seconds_sum{generation="2"}') * 1e3,
             server_command=server_command_ms(metrics0, metrics1),
+            server_command_kinds=server_command_kinds(metrics0, metrics1),
             errors=(bot_errors + bettor_errors + spec_errors)[:4],
             bettors=self.betting,
             bettors_target=bettors,
@@ -1834,7 +1853,17 @@ def report(results: dict[str, Any]) -> str:
                     f"{x['rtt']['all']['p50']:.1f} / {x['rtt']['all']['p99']:.1f} ms"
                     for x in lv
                 )
-                + "; the rest of a round trip is the network and the bots' own event loop.",
+                + "; the rest of a round trip is the network and the bots' own event loop."
+                + (
+                    " At the top level by command, p50 / p99 (mean, count): "
+                    + ", ".join(
+                        f"`{kind}` {own_cell(st)} ({st['mean']:.1f} ms, {st['n']:,.0f})"
+                        for kind, st in (top.get("server_command_kinds") or {}).items()
+                    )
+                    + "."
+                    if top.get("server_command_kinds")
+                    else ""
+                ),
             ]
     lines.append("")
     if audit_.get("exact"):

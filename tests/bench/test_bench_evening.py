@@ -86,6 +86,7 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
     assert {round(own["p50"]), round(own["p99"])} <= bounds
     assert "The servers' own time for a table command at each level" in text
     assert "command p50 / p99 (the server's own)" in text
+    assert sum(st["n"] for st in level["server_command_kinds"].values()) == own["n"]
 
 
 @pytest.mark.slow
@@ -195,6 +196,9 @@ def test_the_servers_command_time_is_summed_over_kinds_and_the_window() -> None:
     # over the window: 200 commands, 110 within 5 ms, all within 50 ms, 2.1 s in all
     assert own == {"p50": 5.0, "p99": 50.0, "mean": 10.5, "n": 200.0}
     assert evening.server_command_ms({}, {})["n"] == 0
+    kinds = evening.server_command_kinds(scrape(10, 0, 10, 0.05), scrape(110, 100, 120, 2.15))
+    assert kinds["sit"] == {"p50": 50.0, "p99": 50.0, "mean": 0.0, "n": 100.0}
+    assert kinds["bet"]["n"] == 100 and kinds["bet"]["mean"] == 21.0
 
 
 def test_spectators_crowd_a_few_featured_tables() -> None:
