@@ -115,7 +115,11 @@ def instrument() -> None:
     from server.store import plan
     from server.store.sqlite import connection
 
-    _sync(connection, "plan_commit", "    plan_commit (the commit checked and serialized, on the loop)")
+    _sync(
+        connection,
+        "plan_commit",
+        "    plan_commit (the commit checked and serialized, on the loop)",
+    )
     _sync(plan, "check_row", "      check_row (the row's JSON)")
     _sync(plan, "check_events", "      check_events (the events' JSON)")
     _sync(TableActor, "_deliver", "  deliver (events, reply)")
