@@ -75,11 +75,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from server.protocol.errors import ProtocolError, Refused
+from server.protocol.errors import ProtocolError, Refused, StoreUnavailable
 from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
-from server.store.base import (
-    StoreUnavailable,
-)
 from server.store.redis_connect import connect, follow_primary, unavailable
 from server.table.events import Event
 

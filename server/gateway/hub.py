@@ -471,14 +471,16 @@ class Hub:
         """``message`` to everyone at the table but ``skip`` (who have their own frame of
         it): encoded once a format; the plain connections' frame in ``out`` for all of
         them (no set of its own an event: :meth:`_Out.groups` leaves them out)."""
+        payloads: dict[str, tuple[bytes, bool]] = {}  # (one encode a format, for both)
         frames: dict[str, bytes] = {}
         for fmt, conns in room.by_fmt.items():
             if conns:
-                frames[fmt] = _frame(*_payload(encode(message, fmt)))
+                payloads[fmt] = _payload(encode(message, fmt))
+                frames[fmt] = _frame(*payloads[fmt])
         out.event(frames)
         for fmt, conns in room.deflated.items():
             if conns:
-                payload, text = _payload(encode(message, fmt))
+                payload, text = payloads.get(fmt) or _payload(encode(message, fmt))
                 broadcast(conns - skip if skip else conns, payload, text=text)
 
     def since(self, table: str, seq: int) -> list[Event] | None:

@@ -147,6 +147,23 @@ async def test_steps_published_while_the_writes_wait_reach_a_watcher_in_one_writ
     assert len(writes) == 1, writes
 
 
+async def _watchers_and_ann(net: Any, count: int = 4) -> tuple[Any, list[Any], Game]:
+    """A table of ``count`` JSON watchers and Ann (msgpack), seated, her bet placed."""
+    server = await net.start(**FAST, tables=(table_def("t1"),))
+    watchers = []
+    for i in range(count):
+        watcher = await net.guest(server, "json", name=f"Watcher{i}")
+        await watcher.join("t1")
+        watchers.append(watcher)
+    ann = await net.player(server, "ann", "msgpack", name="Ann")
+    await ann.join("t1")
+    await ann.call("sit", table="t1", seat=1)
+    game = Game("t1", {"ann": ann}, watchers[0], rng=random.Random(3))
+    await game.to_betting()
+    await game.act("ann", "bet", area="banker", amount=100)
+    return server, watchers, game
+
+
 async def test_a_phase_change_encodes_the_spectators_alike_actions_once(
     net: Any, monkeypatch: Any
 ) -> None:
@@ -154,18 +171,7 @@ async def test_a_phase_change_encodes_the_spectators_alike_actions_once(
     gets new ``actions`` (they may no longer bet), most of them alike: the frame is
     encoded once for all whose private part is the same, not once each (issue 37 §3:
     two thousand encodes a phase change); each still gets its actions."""
-    server = await net.start(**FAST, tables=(table_def("t1"),))  # (bettors: 1,000)
-    spectators = []
-    for i in range(6):
-        spectator = await net.guest(server, "json", name=f"Spectator{i}")
-        await spectator.join("t1")
-        spectators.append(spectator)
-    ann = await net.player(server, "ann", "msgpack", name="Ann")
-    await ann.join("t1")
-    await ann.call("sit", table="t1", seat=1)
-    game = Game("t1", {"ann": ann}, spectators[0], rng=random.Random(3))
-    await game.to_betting()
-    await game.act("ann", "bet", area="banker", amount=100)
+    _server, spectators, game = await _watchers_and_ann(net, 6)  # (bettors: 1,000)
     encoded: list[dict[str, Any]] = []
     encode = hub.encode
 
@@ -193,27 +199,11 @@ async def test_a_phase_change_encodes_the_spectators_alike_actions_once(
     assert len(private) == 2, private  # the spectators' one, and Ann's
 
 
-async def _four_watchers_and_ann(net: Any) -> tuple[Any, list[Any], Game]:
-    server = await net.start(**FAST, tables=(table_def("t1"),))
-    watchers = []
-    for i in range(4):
-        watcher = await net.guest(server, "json", name=f"Watcher{i}")
-        await watcher.join("t1")
-        watchers.append(watcher)
-    ann = await net.player(server, "ann", "msgpack", name="Ann")
-    await ann.join("t1")
-    await ann.call("sit", table="t1", seat=1)
-    game = Game("t1", {"ann": ann}, watchers[0], rng=random.Random(3))
-    await game.to_betting()
-    await game.act("ann", "bet", area="banker", amount=100)
-    return server, watchers, game
-
-
 async def test_a_step_is_joined_once_for_all_its_alike_watchers(net: Any) -> None:
     """The watchers who get the same frames of a step get the very same bytes, joined
     once for all of them, not once a watcher (issue 37 §3: two thousand watchers made
     two thousand joins and lists of a step; now a watcher costs the step its write)."""
-    server, watchers, game = await _four_watchers_and_ann(net)
+    server, watchers, game = await _watchers_and_ann(net)
     written: list[tuple[str, Any]] = []
     restore = []
     for watcher in watchers:
@@ -241,7 +231,7 @@ async def test_a_publish_asks_no_watcher_whether_it_compresses(net: Any, monkeyp
     """Whether a watcher's frames are compressed is decided once, when it joins the
     table, not asked of its connection for each frame of each step (issue 37 §3: that
     check was a tenth of the fan-out's work at a table of two thousand)."""
-    server, watchers, game = await _four_watchers_and_ann(net)
+    server, watchers, game = await _watchers_and_ann(net)
     asked: list[str] = []
     for watcher in watchers:
         protocol = _session_of(server, watcher.player).conn.protocol
