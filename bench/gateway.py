@@ -61,10 +61,10 @@ from bench._util import (
     write_benchmarks,
 )
 from bench.store import state_of
+from server.ledger.accounts import Entry
 from server.process.auth import make_token
 from server.store.base import TableRow
 from server.store.sqlite import SQLiteStore
-from server.table.wallet import Entry
 from tests.kit.client import Client, open_player
 from tests.kit.game import Game
 from tests.kit.launch import LISTENING, ROOT, Process, ServerProcess

@@ -46,10 +46,10 @@ from typing import Any
 
 import server.store as stores
 from bench._util import ROOT, load_line, loadavg, machine, percentile, write_benchmarks
+from server.ledger.accounts import Entry
 from server.store.base import (
     TableRow,
 )
-from server.table.wallet import Entry
 
 SECTION = "## Store (bench/store.py)"
 COMMAND = "python -m bench.store"

@@ -11,7 +11,10 @@ names what it needs of the others in its context module; these tests hold the di
 - the store never imports player protection (it is handed the rules) nor any room above
   it;
 - the rate limits (``server/limits``) import no other room of the shell, nor the
-  croupier: only the store's Redis connection and the bus's key prefix;
+  croupier: only the Redis connector (``server/connect``) and the bus's key prefix;
+- the ledger (``server/ledger``: accounts, entries, money rules) and the Redis connector
+  import no other room but the error tree: the table, the stores, the wallets and the
+  shell read them;
 - ``config``, ``auth`` and ``metrics`` import no room; only ``main`` (and the test kit,
   the benchmarks) imports ``assemble``;
 - the clients share their texts through ``texts`` (which imports neither), and the
@@ -140,6 +143,15 @@ def test_the_operator_room_is_installed_not_installing(path: Path) -> None:
 def test_the_limits_import_no_other_room(path: Path) -> None:
     others = tuple(room for room in SHELL if room != "server.limits")
     assert reaches(path, (*others, "server.croupier", "server.table", "server.wallet")) == set()
+
+
+@pytest.mark.parametrize(
+    "path", modules("server/ledger") + modules("server/connect"), ids=lambda p: p.name
+)
+def test_the_ledger_and_the_connector_import_no_other_room(path: Path) -> None:
+    room = ".".join(path.relative_to(ROOT).parts[:2])
+    used = reaches(path, ("server",))
+    assert {m for m in used if not m.startswith((room, "server.protocol.errors"))} == set()
 
 
 @pytest.mark.parametrize("path", modules("server/store"), ids=lambda p: p.name)

@@ -44,6 +44,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from server.bus.base import Bus
+from server.ledger.accounts import Entry, player_account, stake_account
 from server.protocol.errors import ChemmyError, Refused, no_table, store_refusal
 from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import (
@@ -60,7 +61,6 @@ from server.table import Table, TableError, views
 from server.table import commands as c
 from server.table.events import Event, Step
 from server.table.state import Phase
-from server.table.wallet import Entry, player_account, stake_account
 
 from . import balances, commit, kinds, recovery
 from .bursts import burst, step_burst

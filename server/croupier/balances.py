@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from server.ledger.accounts import player_account
 from server.protocol.records import CommandRecord
 from server.table import TableError
 from server.table import commands as c
 from server.table.events import Step
-from server.table.wallet import player_account
 
 from .kinds import FUNDED, GUEST_FIELD
 

@@ -16,6 +16,7 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
+from server.ledger.accounts import Entry
 from server.protocol.errors import ChemmyError, Refused, store_refusal
 from server.store.base import (
     LimitGuard,
@@ -26,7 +27,6 @@ from server.store.base import (
 )
 from server.table import commands as c
 from server.table.events import Step
-from server.table.wallet import Entry
 
 from . import balances
 from .items import Happened, Item

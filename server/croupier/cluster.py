@@ -43,10 +43,10 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from server.connect.redis import connect
 from server.store.base import (
     StoreUnavailable,
 )
-from server.store.redis_connect import connect
 
 __all__ = ["Leases", "placement"]
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from server.ledger.accounts import Entry
 from server.protocol.errors import Refused, limit_reached
 from server.store.base import (
     CommitResult,
@@ -24,7 +25,6 @@ from server.store.base import (
 from server.table import Table
 from server.table.events import Event
 from server.table.state import Phase
-from server.table.wallet import Entry
 
 if TYPE_CHECKING:
     from .seamless import Seamless

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from server.ledger.accounts import Entry, held_account, player_account, stake_account
 from server.store.base import (
     Store,
     StoreError,
@@ -25,7 +26,6 @@ from server.store.records import (
 from server.table import Table
 from server.table.events import Event
 from server.table.state import PlayerState
-from server.table.wallet import Entry, held_account, player_account, stake_account
 
 from .wallet import TableWallet
 

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from server.table.wallet import GUARDED_PREFIXES, DuplicateEntry, Entry, InsufficientFunds
+from server.ledger.accounts import GUARDED_PREFIXES, DuplicateEntry, Entry, InsufficientFunds
 
 __all__ = ["TableWallet"]
 
 
 class TableWallet:
-    """The :class:`~server.table.wallet.Wallet` of one table in the server."""
+    """The :class:`~server.ledger.accounts.Wallet` of one table in the server."""
 
     def __init__(
         self, balances: dict[str, int] | None = None, *, confirms_holds: bool = False
@@ -54,7 +54,7 @@ class TableWallet:
     def transfer(
         self, key: str, src: str, dst: str, amount: int, kind: str, round_id: str | None = None
     ) -> None:
-        """Post one entry for this step (see :meth:`server.table.wallet.Wallet.transfer`)."""
+        """Post one entry for this step (see :meth:`server.ledger.accounts.Wallet.transfer`)."""
         if key in self._keys:
             raise DuplicateEntry(f"ledger key {key!r} was posted twice in one step")
         if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:

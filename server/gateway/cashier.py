@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from server.ledger.rules import deposit_entry
 from server.protection.play_limits import deposit_guards, deposit_refusal
 from server.protection.rules import current_limits
 from server.protocol.errors import ChemmyError, ProtocolError, Refused, store_refusal
@@ -19,7 +20,6 @@ from server.store.base import (
     LimitPassed,
     StoreError,
 )
-from server.store.ledger import deposit_entry
 from server.table.options import PLAY_MONEY_DECIMALS
 from server.table.views import own_round
 

@@ -47,9 +47,9 @@ from typing import TYPE_CHECKING, Any, Final
 from redis.exceptions import RedisError
 
 from server.bus.channels import PREFIX
+from server.connect.redis import connect
 from server.limits.local import Limits, deposits_refused
 from server.protocol.errors import Refused
-from server.store.redis_connect import connect
 
 if TYPE_CHECKING:
     from server.limits.context import LimitSettings as ServerConfig

@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from server.engine.shoe import ShoeError, verify
+from server.ledger.accounts import player_account
 from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
 from server.operator.context import OperatorSide
 from server.operator.http import HttpResponse
@@ -44,7 +45,6 @@ from server.store.base import (
     RoundQuery,
     StoreUnavailable,
 )
-from server.table.wallet import player_account
 
 __all__ = ["CSV_COLUMNS", "decode_cursor", "encode_cursor", "install", "money_of"]
 

@@ -28,6 +28,10 @@ from typing import Any
 
 from babel.numbers import is_currency
 
+from server.ledger.rules import (
+    MAX_AMOUNT,
+    transfer_entry,
+)
 from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal, Route
 from server.operator.context import OperatorSide
 from server.process.auth import GUEST_PREFIX, is_valid_player_id
@@ -40,10 +44,6 @@ from server.store.base import (
     Overdrawn,
     StoreError,
     StoreUnavailable,
-)
-from server.store.ledger import (
-    MAX_AMOUNT,
-    transfer_entry,
 )
 from server.table.options import currency_decimals
 

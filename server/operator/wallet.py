@@ -38,12 +38,12 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from server.ledger import rules as ledger
+from server.ledger.accounts import Entry
 from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
 from server.operator.context import OperatorSide
 from server.operator.reconciliation import public
 from server.protocol.text import clean_text
-from server.store import ledger
-from server.table.wallet import Entry
 
 if TYPE_CHECKING:
     pass

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
+from server.connect.redis import REDIS_SCHEMES
 from server.process.settings import (
     ADDRESS_RATE_FACTOR,
     BY_NAME,
@@ -49,7 +50,6 @@ from server.process.settings import (
     TABLE_ID,
     Setting,
 )
-from server.store.redis_connect import REDIS_SCHEMES
 from server.table.options import OptionsError, TableOptions
 from server.wallet import signing
 from server.wallet.signing import PrivateKey, PublicKey, algorithm_of, parse_key_list

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from server.store.redis_connect import SENTINEL_SCHEME, parse_sentinel_url
+from server.connect.redis import SENTINEL_SCHEME, parse_sentinel_url
 from server.wallet.signing import KEY_ID, parse_key_list
 
 ENV_PREFIX: Final = "CHEMMY_"

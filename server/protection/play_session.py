@@ -39,15 +39,15 @@ import time
 from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from server.ledger.rules import (
+    flow_day,
+)
 from server.protection.context import Replies, S, S_contra
 from server.protection.responsible import ResponsibleContext, return_chips_of
 from server.protection.rules import ack_play, next_reminder, open_play, play_due
 from server.protocol.errors import Refused, store_refusal
 from server.store.base import (
     StoreError,
-)
-from server.store.ledger import (
-    flow_day,
 )
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ listed in docs/protocol.md ("Errors").
         │                        stale or wrong -> 401 bad_signature / stale_signature
         ├── OperatorRefusal      (server/operator/api.py) an operator call refused:
         │                        its HTTP status and code ({"status": code, "message"})
-        ├── InsufficientFunds,   (server/table/wallet.py) a wallet refused a transfer the
+        ├── InsufficientFunds,   (server/ledger/accounts.py) a wallet refused a transfer the
         │   DuplicateEntry       table had checked: a bug -> internal; the step undone
         ├── OptionsError         (server/table/options.py, a ValueError) -> bad_options,
         │                        or a ConfigError at start-up

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from server.connect.redis import REDIS_SCHEMES
+from server.ledger.rules import ledger_key
 from server.store.base import (
     EVENT_RETENTION,
     HISTORY_LIMIT,
@@ -28,10 +30,8 @@ from server.store.base import (
     StoreUnavailable,
     TableRow,
 )
-from server.store.ledger import ledger_key
 from server.store.memory import MemoryStore
 from server.store.redis import RedisStore
-from server.store.redis_connect import REDIS_SCHEMES
 from server.store.sqlite import SQLiteStore
 
 __all__ = [

@@ -7,12 +7,12 @@ All pass the contract suite in ``tests/server/test_store.py`` (the httpcore back
 shape), and ``tests/store/test_store_oracle.py`` runs random steps on all three with the
 memory store as the oracle.
 
-The money rules below are written once, in :mod:`server.store.ledger` (the SQL and Lua
+The money rules below are written once, in :mod:`server.ledger.rules` (the SQL and Lua
 that keep them are generated from it); a commit is checked and serialized once, by
 :func:`server.store.plan.plan_commit`; the errors are in :mod:`server.protocol.errors`
 (re-exported here). The rules every implementation keeps:
 
-- **Double entry.** Money moves only as ledger :class:`~server.table.wallet.Entry`
+- **Double entry.** Money moves only as ledger :class:`~server.ledger.accounts.Entry`
   rows, each from one account to another, so the sum of every balance is always 0
   (:meth:`Store.audit` checks it, that each balance equals its ledger sum, and that
   every held wager has exactly one outcome).
@@ -98,6 +98,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
+from server.ledger.accounts import Entry
 from server.protocol.errors import (  # (the error tree: defined there, named here too)
     BadWalletCall,
     KeyConflict,
@@ -109,7 +110,6 @@ from server.protocol.errors import (  # (the error tree: defined there, named he
     StoreInUse,
     StoreUnavailable,
 )
-from server.table.wallet import Entry
 
 __all__ = [
     "EVENT_RETENTION",

@@ -13,6 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from server.ledger.rules import (
+    MAX_AMOUNT,
+)
 from server.protocol.errors import (  # (the error tree: defined there, named here too)
     BadWalletCall,
     StoreError,
@@ -24,9 +27,6 @@ from server.store.base import (
     WALLET_CALL_KINDS,
     WALLET_CALL_STATES,
     WALLET_CALLS_LIMIT,
-)
-from server.store.ledger import (
-    MAX_AMOUNT,
 )
 from server.store.records import _is_int, check_span, dump_json
 

@@ -19,6 +19,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from server.ledger.accounts import CASHIER, Entry, player_account
+from server.ledger.rules import check_epoch, post, pruned_days, stake_account, welcome_entry
 from server.store.base import (
     EVENT_RETENTION,
     HISTORY_LIMIT,
@@ -47,7 +49,6 @@ from server.store.calls import (
     wallet_limit,
     wallet_totals,
 )
-from server.store.ledger import check_epoch, post, pruned_days, stake_account, welcome_entry
 from server.store.plan import check_retention, new_calls, new_events, plan_commit, unindexed
 from server.store.players import (
     check_currency,
@@ -66,7 +67,6 @@ from server.store.records import (
     hold_problems,
     round_query,
 )
-from server.table.wallet import CASHIER, Entry, player_account
 
 __all__ = ["MemoryStore"]
 

@@ -1,14 +1,14 @@
 """A commit planned once, in Python, before any store touches its data.
 
 :func:`plan_commit` checks and serializes everything :meth:`Store.commit` is given —
-the entries (:func:`server.store.ledger.check_entry`), the limit guards, the table row
+the entries (:func:`server.ledger.rules.check_entry`), the limit guards, the table row
 and its parts, the events, the round and shoe records, the wallet calls — and says
 which player balances the commit reports and on which UTC day its flows land. Every
 store commits a :class:`CommitPlan` and keeps only what must be atomic with its data:
-each entry's key absent or equal (:func:`server.store.ledger.stored_again`), each
+each entry's key absent or equal (:func:`server.ledger.rules.stored_again`), each
 guarded balance not negative and every balance in range
-(:func:`server.store.ledger.check_balance`), the row's epoch not older
-(:func:`server.store.ledger.check_epoch`) and the guards' caps held over the stored
+(:func:`server.ledger.rules.check_balance`), the row's epoch not older
+(:func:`server.ledger.rules.check_epoch`) and the guards' caps held over the stored
 usage. A plan that cannot be made raises :class:`StoreError` and nothing is written.
 
 What a store keeps beside the commit is decided here too, and applied by each store in
@@ -29,6 +29,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from server.ledger.rules import Entry, check_entry, flow_cutoff, flow_day, player_accounts
 from server.store.base import (
     HISTORY_LIMIT,
     LimitGuard,
@@ -40,7 +41,6 @@ from server.store.base import (
 from server.store.calls import (
     prepare_wallet_call,
 )
-from server.store.ledger import Entry, check_entry, flow_cutoff, flow_day, player_accounts
 from server.store.players import (
     check_guard,
 )

@@ -13,16 +13,16 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Final
 
+from server.ledger.rules import (
+    FLOW_NAMES,
+    MAX_AMOUNT,
+    flow_day,
+)
 from server.protocol.errors import (  # (the error tree: defined there, named here too)
     LimitPassed,
     StoreError,
 )
 from server.store.base import LimitGuard
-from server.store.ledger import (
-    FLOW_NAMES,
-    MAX_AMOUNT,
-    flow_day,
-)
 from server.store.records import _is_int
 
 

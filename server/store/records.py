@@ -16,6 +16,11 @@ from typing import Any, TypeGuard
 
 import orjson
 
+from server.ledger.accounts import Entry
+from server.ledger.rules import (
+    MAX_AMOUNT,
+    OUTCOME_KINDS,
+)
 from server.protocol.errors import (  # (the error tree: defined there, named here too)
     BadWalletCall,
     StoreError,
@@ -28,11 +33,6 @@ from server.store.base import (
     ShoeIndex,
     TableRow,
 )
-from server.store.ledger import (
-    MAX_AMOUNT,
-    OUTCOME_KINDS,
-)
-from server.table.wallet import Entry
 
 
 def own_copy(exc: BaseException) -> BaseException:

@@ -55,6 +55,18 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from server.connect.redis import UNAVAILABLE_CODES, connect, unavailable
+from server.ledger.accounts import Entry, player_account
+from server.ledger.rules import (
+    FLOW_NAMES,
+    LUA_RULES,
+    OUTCOME_KINDS,
+    check_entry,
+    entry_flow,
+    flow_day,
+    stake_account,
+    welcome_entry,
+)
 from server.store.base import (
     EVENT_RETENTION,
     HISTORY_LIMIT,
@@ -89,16 +101,6 @@ from server.store.calls import (
     wallet_limit,
     wallet_totals,
 )
-from server.store.ledger import (
-    FLOW_NAMES,
-    LUA_RULES,
-    OUTCOME_KINDS,
-    check_entry,
-    entry_flow,
-    flow_day,
-    stake_account,
-    welcome_entry,
-)
 from server.store.plan import plan_commit
 from server.store.players import (
     check_currency,
@@ -121,9 +123,6 @@ from server.store.records import (
     record_time,
     round_query,
 )
-from server.table.wallet import Entry, player_account
-
-from .redis_connect import UNAVAILABLE_CODES, connect, unavailable
 
 __all__ = ["RedisStore"]
 
@@ -692,7 +691,7 @@ class RedisStore:
     """A :class:`~server.store.base.Store` in the Redis at ``url``
     (``redis://[user:password@]host:port/db``, ``rediss://``, ``unix://``, or
     ``redis+sentinel://HOST:PORT[,HOST:PORT…]/SERVICE/DB``: see
-    :mod:`server.store.redis_connect`).
+    :mod:`server.connect.redis`).
 
     ``prefix`` starts every key; ``event_retention`` is the events kept per table;
     ``round_index`` the rounds a player's history index keeps; ``clock`` says when a

@@ -21,13 +21,20 @@ The modules, one seam each:
 - :mod:`.events`, :mod:`.options`, :mod:`.wallet`, :mod:`.errors`.
 """
 
+from server.ledger.accounts import (
+    DuplicateEntry,
+    InsufficientFunds,
+    MemoryWallet,
+    Wallet,
+    stake_account,
+)
+
 from . import commands, rules, views
 from .errors import TableError
 from .events import Event, Step
 from .options import TIERS, Limits, OptionsError, TableOptions, Timers
 from .table import Phase, Table
 from .views import view_event
-from .wallet import DuplicateEntry, InsufficientFunds, MemoryWallet, Wallet, stake_account
 
 __all__ = [
     "TIERS",

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from server.engine.roads import Result
 from server.engine.shoe import Shoe
+from server.ledger.accounts import Wallet
 
 from .options import TableOptions
 from .state import (
@@ -39,7 +40,6 @@ from .state import (
     Phase,
     PlayerState,
 )
-from .wallet import Wallet
 
 if TYPE_CHECKING:
     from .table import Table

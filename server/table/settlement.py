@@ -26,11 +26,11 @@ from server.engine.coup import Coup, finish_coup
 from server.engine.payouts import Paytable, settle_bet, winning_areas
 from server.engine.roads import Result
 from server.engine.shoe import Shoe
+from server.ledger.accounts import HOUSE, Wallet, held_account, player_account, stake_account
 
 from . import betting, contributing, seating, shoe_offer
 from .events import plain_copy
 from .state import Contributions, CoupState, Phase
-from .wallet import HOUSE, Wallet, held_account, player_account, stake_account
 
 if TYPE_CHECKING:
     from .table import Table

@@ -16,7 +16,7 @@ Rules of this file:
 - Time comes only from ``now``; randomness only from the shoe's seed, which arrives in
   a :class:`~server.table.commands.StartShoe` command. No I/O, no clock, no global
   random: the same commands at the same times always give the same events.
-- Money moves only through the injected :class:`~server.table.wallet.Wallet`, as
+- Money moves only through the injected :class:`~server.ledger.accounts.Wallet`, as
   ledger entries keyed by round, player and area (or the table's counter); a refused
   transfer raises, it is never ignored.
 - Hidden cards never enter an event's public data; a turner's view of a squeezed card
@@ -43,6 +43,7 @@ from typing import Any
 
 from server.engine.roads import Result, Roads
 from server.engine.shoe import Shoe
+from server.ledger.accounts import Wallet, stake_account
 
 from . import betting, flow, persistence, rules, settlement, turning
 from . import commands as c
@@ -53,7 +54,6 @@ from .events import EVENT_KINDS, TRANSIENT_KINDS, Event, Outcome, Step
 from .felt import Felt
 from .options import TableOptions
 from .state import Contributions, CoupState, Holding, Modes, Offer, Phase, PlayerState
-from .wallet import Wallet, stake_account
 
 __all__ = ["Phase", "Table"]
 

@@ -43,7 +43,6 @@ __all__ = [
     "WalletAnswer",
     "WalletError",
     "closing_outcome",
-    "wallet_account",
 ]
 
 #: The answer of a call the wallet applied (or had applied: a repeat).
@@ -69,12 +68,6 @@ SESSION_OR_ACCOUNT: Final = ("session_expired", "account_locked", "player_blocke
 #: Every ``status`` of the wallet API's vocabulary (docs/wallet.md §3 lists each, and
 #: what Chemmy does with it): ``ok`` and the refusals.
 STATUSES: Final = (OK, *REFUSALS)
-
-
-def wallet_account(player: str) -> str:
-    """The counter-account of a seamless player's mirror: the operator's wallet as seen
-    from Chemmy (may go below zero, like ``house``)."""
-    return f"wallet:{player}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,11 +21,11 @@ import uuid
 import weakref
 from collections.abc import Iterable
 
+from server.ledger.rules import sync_entry
 from server.store.base import (
     Overdrawn,
     Store,
 )
-from server.store.ledger import sync_entry
 
 __all__ = ["mirror_generation", "sync_mirror"]
 

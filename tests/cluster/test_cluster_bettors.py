@@ -95,7 +95,7 @@ async def test_kill_the_owner_with_bettors_wagers_held(
             # The last toss's reply can come before Alice (on another process) hears the
             # settlement: wait for whichever of the two comes next.
             turn = await alice.wait_frame(
-                lambda m: (
+                lambda m, seen=seen: (
                     m.get("type") == "event"
                     and m.get("table") == TABLE
                     and m.get("kind") in ("turn", "settled")

@@ -30,13 +30,13 @@ from typing import Any
 import pytest
 import redis
 
+from server.ledger.accounts import Entry
 from server.store.base import (
     StaleEpoch,
     StoreUnavailable,
     TableRow,
 )
 from server.store.redis import RedisStore
-from server.table.wallet import Entry
 from tests.kit import Client, open_player, scaled, table_def
 from tests.kit.checks import check_public_views_agree
 from tests.kit.cluster import Cluster, check_books, retry, settle, stored_row

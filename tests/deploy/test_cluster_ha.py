@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from server.store.redis_connect import parse_sentinel_url
+from server.connect.redis import parse_sentinel_url
 from tests.kit import scaled
 from tests.kit.local import REDIS_CONF, LocalCluster, http_status
 

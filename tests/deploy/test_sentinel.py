@@ -12,7 +12,7 @@ import kubernetes_validate
 import yaml
 from deploy_files import DEPLOY, yaml_docs
 
-from server.store.redis_connect import parse_sentinel_url
+from server.connect.redis import parse_sentinel_url
 
 SENTINEL = DEPLOY / "kubernetes" / "sentinel"
 

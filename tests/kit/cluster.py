@@ -31,11 +31,11 @@ from typing import Any
 import redis
 import redis.sentinel
 
+from server.connect.redis import parse_sentinel_url
 from server.store.base import (
     TableRow,
 )
 from server.store.redis import RedisStore
-from server.store.redis_connect import parse_sentinel_url
 
 from . import crash
 from .client import Client, http_get

@@ -39,12 +39,12 @@ import pytest
 
 from server.gateway import session as gateway
 from server.gateway.server import ChemmyServer
+from server.ledger.rules import (
+    MAX_AMOUNT,
+)
 from server.operator import http as operator_http
 from server.operator.api import AuthFailures
 from server.process.auth import make_token
-from server.store.ledger import (
-    MAX_AMOUNT,
-)
 from tests.kit import SECRET, Game, table_def
 from tests.kit.inproc import Net
 from tests.kit.operator import KEY, SignedOperator, audited

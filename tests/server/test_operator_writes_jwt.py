@@ -35,12 +35,12 @@ import httpx
 import pytest
 
 from server.gateway.server import ChemmyServer
+from server.ledger.accounts import OPERATOR
 from server.process.auth import make_token
 from server.protection.rules import current_limits
 from server.store.base import (
     RoundQuery,
 )
-from server.table.wallet import OPERATOR
 from server.wallet.calls import credit_call
 from tests.kit import OTHER_SECRET, SECRET, Client, Game, table_def
 from tests.kit.inproc import Net

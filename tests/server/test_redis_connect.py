@@ -26,21 +26,21 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.bus.channels import event_channel
 from server.bus.redis import RedisBus, _unpack_events
-from server.process.config import ConfigError, load_config
-from server.store.base import (
-    StoreUnavailable,
-    TableRow,
-)
-from server.store.redis import RedisStore, redact
-from server.store.redis_connect import (
+from server.connect.redis import (
     SentinelURL,
     TimedConnection,
     connect,
     parse_sentinel_url,
     unavailable,
 )
+from server.ledger.accounts import Entry
+from server.process.config import ConfigError, load_config
+from server.store.base import (
+    StoreUnavailable,
+    TableRow,
+)
+from server.store.redis import RedisStore, redact
 from server.table.events import Event
-from server.table.wallet import Entry
 from tests.kit.redis import REPLICATION, RedisServer
 from tests.kit.timing import scaled
 

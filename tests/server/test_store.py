@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from redis import asyncio as aioredis
 
+from server.ledger.accounts import CASHIER, HOUSE, Entry, MemoryWallet
 from server.store import (
     HISTORY_LIMIT,
     CommitResult,
@@ -39,7 +40,6 @@ from server.store import (
     open_store,
     store_for,
 )
-from server.table.wallet import CASHIER, HOUSE, Entry, MemoryWallet
 from tests.kit.redis import RedisServer
 from tests.server.conftest import Clock, make_store
 

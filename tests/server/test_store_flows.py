@@ -22,6 +22,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from server.ledger.accounts import Entry
+from server.ledger.rules import (
+    FLOW_DAYS,
+    entry_flow,
+    flow_day,
+)
 from server.protection.rules import (
     RAISE_DELAY,
     current_limits,
@@ -35,13 +41,7 @@ from server.store.base import (
     LimitGuard,
     LimitPassed,
 )
-from server.store.ledger import (
-    FLOW_DAYS,
-    entry_flow,
-    flow_day,
-)
 from server.store.players import LIMIT_KINDS
-from server.table.wallet import Entry
 from tests.server.conftest import Clock, make_store
 
 DAY = 86_400.0

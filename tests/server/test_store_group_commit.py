@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from server.ledger.accounts import Entry
 from server.store import (
     CommitResult,
     KeyConflict,
@@ -35,7 +36,6 @@ from server.store import (
 )
 from server.store.redis import GROUP_MAX as REDIS_GROUP_MAX
 from server.store.sqlite import GROUP_MAX as SQLITE_GROUP_MAX
-from server.table.wallet import Entry
 
 Grouping = RedisStore | SQLiteStore
 

@@ -24,12 +24,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from server.ledger.accounts import Entry
 from server.protection.rules import ack_play, next_reminder, open_play, play_due
 from server.store import Store, StoreError
 from server.store.players import (
     play_baseline,
 )
-from server.table.wallet import Entry
 from tests.server.conftest import Clock, make_store
 
 DAY = 86_400.0

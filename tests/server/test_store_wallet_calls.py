@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from redis import asyncio as aioredis
 
+from server.ledger.accounts import Entry
 from server.store import (
     BadWalletCall,
     KeyConflict,
@@ -35,7 +36,6 @@ from server.store.base import (
 from server.store.calls import (
     check_wallet_call,
 )
-from server.table.wallet import Entry
 from tests.kit.redis import RedisServer
 from tests.server.conftest import make_store
 

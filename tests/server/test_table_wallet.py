@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from server.croupier.wallet import TableWallet
-from server.table.wallet import DuplicateEntry, InsufficientFunds
+from server.ledger.accounts import DuplicateEntry, InsufficientFunds
 from tests.kit import Game
 
 

@@ -21,9 +21,9 @@ import httpx
 import pytest
 
 from server.gateway.server import ChemmyServer
+from server.ledger.accounts import OPERATOR
 from server.operator import http as operator_http
 from server.process.auth import make_token
-from server.table.wallet import OPERATOR
 from tests.kit import Game
 from tests.kit.client import http_get
 from tests.kit.inproc import Net

@@ -1,13 +1,13 @@
 """What a store keeps beside a commit, decided once (server/store/plan.py and
-server/store/ledger.py) and applied by each store: a table's events, a player's round
+server/ledger/rules.py) and applied by each store: a table's events, a player's round
 index, the wallet calls inserted only when absent, a player's days, the retention."""
 
 from __future__ import annotations
 
 import pytest
 
+from server.ledger.rules import FLOW_DAYS, flow_cutoff, pruned_days
 from server.store.base import HISTORY_LIMIT, StoreError
-from server.store.ledger import FLOW_DAYS, flow_cutoff, pruned_days
 from server.store.plan import check_retention, first_event_kept, new_calls, new_events, unindexed
 
 

@@ -3,7 +3,7 @@ redis-server (tests/kit/redis.py) must leave the three stores alike.
 
 Each step is one of: a commit of a batch of entries (keys from a small pool, so some are
 stored again, the same or different: key idempotency), with or without limit guards
-(server/store/ledger.py's flows summed per day), with or without a table row (an epoch
+(server/ledger/rules.py's flows summed per day), with or without a table row (an epoch
 from a small range, so some are fenced) carrying an event and a round record; or a
 claim of a table (the next epoch). A step also carries wallet calls (the outbox: inserted
 only when their transaction id is absent). After every step the three answered alike (the same
@@ -33,6 +33,15 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
+from server.ledger.rules import (
+    CASHIER,
+    FLOW_DAYS,
+    HOUSE,
+    MAX_AMOUNT,
+    Entry,
+    flow_day,
+    stake_account,
+)
 from server.store.base import (
     HISTORY_LIMIT,
     CommitResult,
@@ -42,15 +51,6 @@ from server.store.base import (
     Store,
     StoreError,
     TableRow,
-)
-from server.store.ledger import (
-    CASHIER,
-    FLOW_DAYS,
-    HOUSE,
-    MAX_AMOUNT,
-    Entry,
-    flow_day,
-    stake_account,
 )
 from server.store.memory import MemoryStore
 from server.store.redis import RedisStore

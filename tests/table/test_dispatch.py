@@ -16,6 +16,7 @@ from types import ModuleType
 
 import pytest
 
+from server.ledger.accounts import MemoryWallet
 from server.table import (
     betting,
     contributing,
@@ -33,7 +34,6 @@ from server.table.events import Outcome
 from server.table.options import TableOptions
 from server.table.state import Holding, Modes, Phase
 from server.table.table import Table
-from server.table.wallet import MemoryWallet
 
 #: The modules that hold commands' handlers.
 MACHINES: tuple[ModuleType, ...] = (

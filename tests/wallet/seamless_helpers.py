@@ -21,11 +21,11 @@ from urllib.parse import urlencode
 
 import httpx
 
+from server.ledger.accounts import player_account
 from server.process.auth import make_token
 from server.store.base import (
     Store,
 )
-from server.table.wallet import player_account
 from server.wallet.signing import HEADER, signature_header
 from tests.kit import scaled
 from tests.kit.client import Client

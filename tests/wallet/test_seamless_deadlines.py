@@ -28,7 +28,7 @@ import pytest
 
 from server.croupier.seamless import HELD_BACK
 from server.gateway.server import ChemmyServer
-from server.table.wallet import player_account
+from server.ledger.accounts import player_account
 from server.wallet.signing import HEADER, signature_header
 from tests.kit import scaled
 from tests.kit.client import Client

@@ -28,8 +28,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 
 from server.gateway.server import ChemmyServer
+from server.ledger.accounts import HOUSE, player_account
 from server.process.auth import make_token
-from server.table.wallet import HOUSE, player_account
 from server.wallet.signing import (
     key_signature_header,
 )

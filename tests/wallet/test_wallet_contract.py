@@ -21,14 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from server.ledger.accounts import CASHIER, OPERATOR, Entry, player_account
+from server.ledger.rules import (
+    ledger_key,
+)
 from server.store.base import (
     Store,
 )
-from server.store.ledger import (
-    ledger_key,
-)
 from server.store.sqlite import SQLiteStore
-from server.table.wallet import CASHIER, OPERATOR, Entry, player_account
 from server.wallet.base import OK, Wallet, WalletError
 from server.wallet.calls import credit_call, debit_call, rollback_call
 from server.wallet.ledger import LedgerWallet

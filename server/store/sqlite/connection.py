@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Final, TypeVar
 
+from server.ledger.accounts import Entry
 from server.store.base import (
     EVENT_RETENTION,
     HISTORY_LIMIT,
@@ -65,7 +66,6 @@ from server.store.sqlite.schema import (
     _WALLET_CALLS,
     SCHEMA_VERSION,
 )
-from server.table.wallet import Entry
 
 #: How long a write waits for another connection's lock (a backup, a second process by
 #: mistake) before it fails with :class:`StoreUnavailable`, in milliseconds. The wait

@@ -13,18 +13,19 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from server.store.base import (
-    LimitGuard,
-    RoundIndex,
-    TableRow,
-)
-from server.store.ledger import (
+from server.ledger.accounts import Entry
+from server.ledger.rules import (
     FLOW_NAMES,
     OUTCOME_KINDS,
     add_flows,
     check_balance,
     check_epoch,
     stored_again,
+)
+from server.store.base import (
+    LimitGuard,
+    RoundIndex,
+    TableRow,
 )
 from server.store.plan import first_event_kept, new_events
 from server.store.players import (
@@ -35,7 +36,6 @@ from server.store.records import (
     audit_report,
     hold_problems,
 )
-from server.table.wallet import Entry
 
 
 def _balance(db: sqlite3.Connection, account: str) -> int:
@@ -257,7 +257,7 @@ def _refused_entry(db: sqlite3.Connection, entry: Entry, row: tuple[Any, ...]) -
 class _Pruned:
     """The players whose days older than :data:`FLOW_DAYS` were deleted on ``day``: a
     player's first flow of a day prunes (as the other stores do: the cutoff is
-    :func:`~server.store.ledger.flow_cutoff`), the rest of the day's commits need not.
+    :func:`~server.ledger.rules.flow_cutoff`), the rest of the day's commits need not.
     A prune counts once its commit is kept (:meth:`done`): a refused commit's is done
     again by the player's next one, and a transaction that failed forgets them all
     (:meth:`forget`), so a refusal never leaves an old day the other stores drop."""
@@ -295,7 +295,7 @@ def _put_flows(
     pruned: _Pruned | None = None,
 ) -> None:
     """Add each player's flows to their row of ``day``, and delete their rows before
-    ``cutoff`` (:func:`~server.store.ledger.pruned_days`'s rule: an indexed range of the
+    ``cutoff`` (:func:`~server.ledger.rules.pruned_days`'s rule: an indexed range of the
     primary key), once a day per player when ``pruned`` remembers it."""
     if not flows:
         return

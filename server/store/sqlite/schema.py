@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from server.store.ledger import (
+from server.ledger.rules import (
     SQL_PLAYER_NO_OVERDRAFT,
     SQL_STAKE_NO_OVERDRAFT,
     SQL_WELCOME_OWNER,

@@ -15,6 +15,13 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from server.ledger.accounts import CASHIER, Entry, player_account
+from server.ledger.rules import (
+    check_entry,
+    flow_day,
+    stake_account,
+    welcome_entry,
+)
 from server.store.base import (
     HISTORY_LIMIT,
     AckRule,
@@ -37,12 +44,6 @@ from server.store.calls import (
     wallet_filters,
     wallet_limit,
     wallet_totals,
-)
-from server.store.ledger import (
-    check_entry,
-    flow_day,
-    stake_account,
-    welcome_entry,
 )
 from server.store.players import (
     check_currency,
@@ -73,7 +74,6 @@ from server.store.sqlite.rows import (
     _restriction,
     _rows,
 )
-from server.table.wallet import CASHIER, Entry, player_account
 
 
 class SQLiteStore(SQLiteCore):

@@ -1,7 +1,7 @@
 """The ledger: its accounts, its entries and the money rules every store keeps, each
 written once here.
 
-- **Accounts** are plain strings (server/table/wallet.py names them): ``player:<id>``,
+- **Accounts** are plain strings (server/ledger/accounts.py names them): ``player:<id>``,
   ``stake:<table>:<id>``, ``held:<table>``, ``house``, ``cashier``, ``operator`` and a
   seamless player's ``wallet:<id>``. The guarded ones (:data:`GUARDED_PREFIXES`: a
   player's money and the chips on a felt) never go negative (:func:`check_balance`:
@@ -39,8 +39,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final, TypeGuard
 
-from server.protocol.errors import KeyConflict, OutOfRange, Overdrawn, StaleEpoch, StoreError
-from server.table.wallet import (
+from server.ledger.accounts import (
     CASHIER,
     GUARDED_PREFIXES,
     HOUSE,
@@ -49,8 +48,9 @@ from server.table.wallet import (
     held_account,
     player_account,
     stake_account,
+    wallet_account,
 )
-from server.wallet.base import wallet_account
+from server.protocol.errors import KeyConflict, OutOfRange, Overdrawn, StaleEpoch, StoreError
 
 __all__ = [
     "CASHIER",
@@ -98,7 +98,7 @@ __all__ = [
 
 # -- accounts and the range --------------------------------------------------------------
 
-#: ``player:`` and ``stake:``, the guarded accounts' prefixes (server/table/wallet.py).
+#: ``player:`` and ``stake:``, the guarded accounts' prefixes (server/ledger/accounts.py).
 PLAYER_PREFIX: Final = GUARDED_PREFIXES[0]
 STAKE_PREFIX: Final = GUARDED_PREFIXES[1]
 #: The largest amount one entry may move, and the range of a balance: 2**53 - 1, the

@@ -10,7 +10,9 @@ Every movement of money is an :class:`Entry`: ``amount`` minor units from accoun
   against the balance"); never negative;
 - ``held:<table>``: wagers held while a coup is dealt (§7);
 - ``house``: the house result; ``cashier``: where play-money deposits come from;
-  ``operator``: where the operator's transfers come from and go to (``--wallet transfer``).
+  ``operator``: where the operator's transfers come from and go to (``--wallet transfer``);
+- ``wallet:<id>``: a seamless player's mirror's counter-account, the operator's wallet
+  as seen from Chemmy (may go below zero, like ``house``).
 
 Since every entry debits one account and credits another, the sum of all balances is
 always zero: that is the conservation law the tests assert. A player's money is
@@ -44,6 +46,7 @@ __all__ = [
     "held_account",
     "player_account",
     "stake_account",
+    "wallet_account",
 ]
 
 HOUSE = "house"
@@ -52,12 +55,18 @@ CASHIER = "cashier"
 #: below zero by what the operator moved in.
 OPERATOR = "operator"
 #: The prefixes of the accounts that never go negative (``player:``, ``stake:``): the one
-#: place this rule is written (server.store.ledger reads it for every store).
+#: place this rule is written (server.ledger.rules reads it for every store).
 GUARDED_PREFIXES = ("player:", "stake:")
 
 
 def player_account(player: str) -> str:
     return f"player:{player}"
+
+
+def wallet_account(player: str) -> str:
+    """The counter-account of a seamless player's mirror: the operator's wallet as seen
+    from Chemmy (may go below zero, like ``house``)."""
+    return f"wallet:{player}"
 
 
 def stake_account(table: str, player: str) -> str:
