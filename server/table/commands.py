@@ -2,11 +2,12 @@
 
 What it is for: a command says who (``player``) wants what, with the client's command
 ``id`` (a repeated id is answered without being applied twice). Each command checks its
-own shape when it is made, like h11's events: a malformed one (a hand that is not
-``player`` or ``banker``, an amount that is not a positive whole number, a squeeze style
-not in the book...) raises :class:`~server.table.errors.TableError` with the code the
-table has always used for it (``bad_hand``, ``bad_amount``, ``bad_style``...), so the
-table never re-checks types.
+own shape when it is made, like h11's events: each field declares its check
+(``amount: Annotated[int, _AMOUNT]``, each check written once below), so a malformed
+command (a hand that is not ``player`` or ``banker``, an amount that is not a positive
+whole number, a squeeze style not in the book...) raises
+:class:`~server.table.errors.TableError` with the code the table has always used for it
+(``bad_hand``, ``bad_amount``, ``bad_style``...), and the table never re-checks types.
 
 What it must never do: decide whether the move is allowed now (that is the table's:
 :data:`server.table.rules.ALLOWED` and the handlers' contextual checks).
@@ -19,8 +20,9 @@ never from a client (the table refuses them from anyone else).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Annotated, Any, ClassVar, Literal, get_type_hints
 
 from server.engine.cards import CardError, parse_card
 from server.engine.payouts import Area
@@ -91,18 +93,52 @@ WALLET_SESSION_FIELD = "wallet_session"
 WALLET_SESSION_KEYS: frozenset[str] = frozenset({"session", "brand", "jurisdiction"})
 
 
+#: A field's check, declared on the field (``Annotated[int, _AMOUNT]``) and run when the
+#: command is made: raises :class:`TableError` when the value has not the field's shape
+#: (a field whose default is None may be None).
+Check = Callable[[Any], None]
+
+
+_CARD_MESSAGE = "a card is 1 or 2, or 3 for a third card"
+_AMOUNT_MESSAGE = "an amount is a positive whole number of minor units"
+_SEED_MESSAGE = f"a shoe seed is {SEED_BYTES} bytes"
+
+
+def _must(ok: Callable[[Any], bool], code: str, message: str) -> Check:
+    """The check refusing with ``code`` and ``message`` what ``ok`` does not accept."""
+
+    def check(value: Any) -> None:
+        if not ok(value):
+            raise TableError(code, message)
+
+    return check
+
+
 def _whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _hand(hand: object) -> None:
-    if hand not in HANDS:
-        raise TableError("bad_hand", "the hand is player or banker")
+def _flag(message: str) -> Check:
+    return _must(lambda v: isinstance(v, bool), "bad_command", message)
 
 
-def _card_number(card: object) -> None:
-    if not _whole(card) or not 1 <= card <= 3:  # type: ignore[operator]
-        raise TableError("bad_card", "a card is 1 or 2, or 3 for a third card")
+def _text(code: str, message: str) -> Check:  # a string, not empty
+    return _must(lambda v: isinstance(v, str) and v != "", code, message)
+
+
+_HAND = _must(lambda v: v in HANDS, "bad_hand", "the hand is player or banker")
+_STYLE = _must(lambda v: v in STYLES, "bad_style", "squeeze styles are peek, side and quick")
+_CARD = _must(lambda v: _whole(v) and 1 <= v <= 3, "bad_card", _CARD_MESSAGE)
+_AMOUNT = _must(lambda v: _whole(v) and v > 0, "bad_amount", _AMOUNT_MESSAGE)
+_PERCENT = _must(lambda v: _whole(v) and 0 <= v <= 100, "bad_amount", "progress is 0-100")
+_SEAT = _must(lambda v: _whole(v) and v >= 1, "bad_seat", "a seat is a whole number from 1")
+_CUT = _must(_whole, "bad_cut", "the cut is a whole number of cards")
+_HEX_64 = _must(
+    lambda v: isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v) is not None,
+    "bad_contribution",
+    "a commitment or a value is 64 lowercase hex digits",
+)
+_SEED = _must(lambda v: isinstance(v, bytes) and len(v) == SEED_BYTES, "bad_command", _SEED_MESSAGE)
 
 
 def _area(area: object) -> None:
@@ -110,17 +146,10 @@ def _area(area: object) -> None:
         raise TableError("bad_area", f"there is no bet area {area!r}")
 
 
-def _amount(amount: object) -> None:
-    if not _whole(amount) or amount <= 0:  # type: ignore[operator]
-        raise TableError("bad_amount", "an amount is a positive whole number of minor units")
-
-
 def _allowance(allowance: object) -> None:
     """An allowance is the gateway's (never a client's): ``{"kind", "amount",
     "remaining"}``, the player's nearest wager or loss limit (docs/protocol.md
     ``limit_reached``)."""
-    if allowance is None:
-        return
     if (
         not isinstance(allowance, dict)
         or set(allowance) != {"kind", "amount", "remaining"}
@@ -134,8 +163,6 @@ def _allowance(allowance: object) -> None:
 def _wallet_session(value: object) -> None:
     """The gateway's (never a client's): the token's session, brand and jurisdiction the
     bet was placed under, which the table keeps for the player's wallet calls."""
-    if value is None:
-        return
     if (
         not isinstance(value, dict)
         or set(value) != WALLET_SESSION_KEYS
@@ -161,9 +188,17 @@ class Command:
         if self.id is not None and not isinstance(self.id, str):
             raise TableError("bad_command", "a command id is a string")
         self._check()
+        for name, check, optional in _CHECKS.get(type(self), ()):
+            value = getattr(self, name)
+            if value is not None or not optional:
+                check(value)
 
     def _check(self) -> None:
-        """The command's own fields (subclasses)."""
+        """What no one field says (subclasses: one of two fields), before the fields'."""
+
+
+_JOIN_MESSAGE = "a join has a name and a rejoin flag"
+_JOIN = _must(lambda v: isinstance(v, str), "bad_command", _JOIN_MESSAGE)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -172,12 +207,8 @@ class Join(Command):
     back (as by :class:`Reconnect`) instead of refused: decided by the table, in order,
     so two tabs joining at once both get in."""
 
-    name: str = ""
-    rejoin: bool = False
-
-    def _check(self) -> None:
-        if not isinstance(self.name, str) or not isinstance(self.rejoin, bool):
-            raise TableError("bad_command", "a join has a name and a rejoin flag")
+    name: Annotated[str, _JOIN] = ""
+    rejoin: Annotated[bool, _flag(_JOIN_MESSAGE)] = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -187,11 +218,7 @@ class Chat(Command):
     gateway: one text check, the length, the rate); the table sequences it among its
     events, so every process of a cluster shows it in the same place."""
 
-    text: str
-
-    def _check(self) -> None:
-        if not isinstance(self.text, str) or not self.text:
-            raise TableError("bad_chat", "say something")
+    text: Annotated[str, _text("bad_chat", "say something")]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -207,11 +234,7 @@ class Sit(Command):
 
     wire = "sit"
 
-    seat: int | None = None
-
-    def _check(self) -> None:
-        if self.seat is not None and (not _whole(self.seat) or self.seat < 1):
-            raise TableError("bad_seat", "a seat is a whole number from 1")
+    seat: Annotated[int | None, _SEAT] = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -226,11 +249,7 @@ class Stand(Command):
 
     wire = "stand"
 
-    on_break: bool = False
-
-    def _check(self) -> None:
-        if not isinstance(self.on_break, bool):
-            raise TableError("bad_command", "on_break is true or false")
+    on_break: Annotated[bool, _flag("on_break is true or false")] = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -239,19 +258,13 @@ class PlaceBet(Command):
 
     wire = "bet"
 
-    area: str
-    amount: int
+    area: Annotated[str, _area]
+    amount: Annotated[int, _AMOUNT]
     #: The player's nearest wager or loss limit, as the gateway found it (for the chips
     #: at every other table): the table refuses chips here beyond ``remaining``.
-    allowance: dict[str, object] | None = None
+    allowance: Annotated[dict[str, object] | None, _allowance] = None
     #: The player's session at the operator the bet was placed under (seamless only).
-    wallet_session: dict[str, str | None] | None = None
-
-    def _check(self) -> None:
-        _area(self.area)
-        _amount(self.amount)
-        _allowance(self.allowance)
-        _wallet_session(self.wallet_session)
+    wallet_session: Annotated[dict[str, str | None] | None, _wallet_session] = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -260,13 +273,8 @@ class RemoveBet(Command):
 
     wire = "remove_bet"
 
-    area: str
-    amount: int | None = None
-
-    def _check(self) -> None:
-        _area(self.area)
-        if self.amount is not None:
-            _amount(self.amount)
+    area: Annotated[str, _area]
+    amount: Annotated[int | None, _AMOUNT] = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -283,12 +291,8 @@ class SameBet(Command):
 
     wire = "same_bet"
 
-    allowance: dict[str, object] | None = None
-    wallet_session: dict[str, str | None] | None = None
-
-    def _check(self) -> None:
-        _allowance(self.allowance)
-        _wallet_session(self.wallet_session)
+    allowance: Annotated[dict[str, object] | None, _allowance] = None
+    wallet_session: Annotated[dict[str, str | None] | None, _wallet_session] = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -325,14 +329,7 @@ class Cut(Command):
 
     wire = "cut"
 
-    position: int
-
-    def _check(self) -> None:
-        if not _whole(self.position):
-            raise TableError("bad_cut", "the cut is a whole number of cards")
-
-
-_HEX_64 = re.compile(r"[0-9a-f]{64}")
+    position: Annotated[int, _CUT]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -343,17 +340,12 @@ class Contribute(Command):
 
     wire = "contribute"
 
-    commitment: str | None = None
-    value: str | None = None
+    commitment: Annotated[str | None, _HEX_64] = None
+    value: Annotated[str | None, _HEX_64] = None
 
     def _check(self) -> None:
         if (self.commitment is None) == (self.value is None):
             raise TableError("bad_contribution", "send a commitment or a value, one of the two")
-        text = self.commitment if self.commitment is not None else self.value
-        if not isinstance(text, str) or not _HEX_64.fullmatch(text):
-            raise TableError(
-                "bad_contribution", "a commitment or a value is 64 lowercase hex digits"
-            )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -362,13 +354,8 @@ class Squeeze(Command):
 
     wire = "squeeze"
 
-    hand: Hand
-    style: SqueezeStyle
-
-    def _check(self) -> None:
-        _hand(self.hand)
-        if self.style not in STYLES:
-            raise TableError("bad_style", "squeeze styles are peek, side and quick")
+    hand: Annotated[Hand, _HAND]
+    style: Annotated[SqueezeStyle, _STYLE]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -377,12 +364,8 @@ class TurnCard(Command):
 
     wire = "turn"
 
-    hand: Hand
-    card: int
-
-    def _check(self) -> None:
-        _hand(self.hand)
-        _card_number(self.card)
+    hand: Annotated[Hand, _HAND]
+    card: Annotated[int, _CARD]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -391,10 +374,7 @@ class Toss(Command):
 
     wire = "toss"
 
-    hand: Hand
-
-    def _check(self) -> None:
-        _hand(self.hand)
+    hand: Annotated[Hand, _HAND]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -403,15 +383,9 @@ class Progress(Command):
 
     wire = "progress"
 
-    hand: Hand
-    card: int
-    percent: int
-
-    def _check(self) -> None:
-        _hand(self.hand)
-        _card_number(self.card)
-        if not _whole(self.percent) or not 0 <= self.percent <= 100:
-            raise TableError("bad_amount", "progress is 0-100")
+    hand: Annotated[Hand, _HAND]
+    card: Annotated[int, _CARD]
+    percent: Annotated[int, _PERCENT]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -425,30 +399,28 @@ class Reconnect(Command):
     """A disconnected player is back."""
 
 
+def _stacked(cards: object) -> None:
+    if not isinstance(cards, tuple):
+        raise TableError("bad_command", "a stacked shoe's cards are a tuple")
+    try:
+        for card in cards:
+            parse_card(card)
+    except (CardError, TypeError, ValueError) as exc:
+        raise TableError("bad_command", str(exc)) from None
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StartShoe(Command):
     """A new shoe from a 32-byte secret ``seed`` (the croupier makes it with ``secrets``),
     or from explicit ``cards`` dealt in exactly that order (a stacked shoe: no cut, no
     burn; for tests and audits)."""
 
-    seed: bytes | None = None
-    cards: tuple[str, ...] | None = None
+    seed: Annotated[bytes | None, _SEED] = None
+    cards: Annotated[tuple[str, ...] | None, _stacked] = None
 
     def _check(self) -> None:
         if (self.seed is None) == (self.cards is None):
             raise TableError("bad_command", "a shoe needs a seed or its cards")
-        if self.seed is not None and (
-            not isinstance(self.seed, bytes) or len(self.seed) != SEED_BYTES
-        ):
-            raise TableError("bad_command", f"a shoe seed is {SEED_BYTES} bytes")
-        if self.cards is not None:
-            if not isinstance(self.cards, tuple):
-                raise TableError("bad_command", "a stacked shoe's cards are a tuple")
-            try:
-                for card in self.cards:
-                    parse_card(card)
-            except (CardError, TypeError, ValueError) as exc:
-                raise TableError("bad_command", str(exc)) from None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -466,15 +438,22 @@ class SetDraining(Command):
     """The server is shutting down (``on``) or not: while draining, the table refuses
     new bets with ``draining`` and running coups finish."""
 
-    on: bool = True
-
-    def _check(self) -> None:
-        if not isinstance(self.on, bool):
-            raise TableError("bad_command", "draining is on or off")
+    on: Annotated[bool, _flag("draining is on or off")] = True
 
 
 #: The longest reason an operator may give for a void.
 VOID_REASON_MAX = 200
+
+
+def _void_reason(reason: object) -> None:
+    if not isinstance(reason, str) or not reason.strip() or len(reason) > VOID_REASON_MAX:
+        raise TableError("bad_reason", f"a void's reason is 1-{VOID_REASON_MAX} characters")
+    try:
+        shown = clean_text(reason)  # every player is shown it (the chat's rule)
+    except ValueError as exc:
+        raise TableError("bad_reason", f"a void's reason: {exc}") from None
+    if shown != reason:
+        raise TableError("bad_reason", "a void's reason is plain text, as chat shows it")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -484,24 +463,8 @@ class VoidRound(Command):
     ``server.protocol.text``): every wager goes back, the round is recorded void and the
     next one opens under a new id. A settled round cannot be voided."""
 
-    round_id: str = ""
-    reason: str = ""
-
-    def _check(self) -> None:
-        if not isinstance(self.round_id, str) or not self.round_id:
-            raise TableError("bad_command", "a void names its round")
-        if (
-            not isinstance(self.reason, str)
-            or not self.reason.strip()
-            or len(self.reason) > VOID_REASON_MAX
-        ):
-            raise TableError("bad_reason", f"a void's reason is 1-{VOID_REASON_MAX} characters")
-        try:
-            shown = clean_text(self.reason)  # every player is shown it (the chat's rule)
-        except ValueError as exc:
-            raise TableError("bad_reason", f"a void's reason: {exc}") from None
-        if shown != self.reason:
-            raise TableError("bad_reason", "a void's reason is plain text, as chat shows it")
+    round_id: Annotated[str, _text("bad_command", "a void names its round")] = ""
+    reason: Annotated[str, _void_reason] = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -528,21 +491,26 @@ DEBIT_REFUSALS: dict[str, str] = {
 }
 
 
+_DEBITS_MESSAGE = "debits are answered for a round, by player"
+_DEBITS = _must(lambda v: isinstance(v, str), "bad_command", _DEBITS_MESSAGE)
+
+
+def _refused(refused: object) -> None:
+    if not isinstance(refused, dict):
+        raise TableError("bad_command", _DEBITS_MESSAGE)
+    for pid, reason in refused.items():
+        if not isinstance(pid, str) or reason not in DEBIT_REFUSALS:
+            raise TableError("bad_command", f"not a debit refusal: {reason!r}")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Debited(Command):
     """The operator's wallet answered the debits of round ``round_id`` (or their time ran
     out): each player in ``refused`` (player -> one of :data:`DEBIT_REFUSALS`) plays no
     part in the coup; every other wager being debited stands."""
 
-    round_id: str = ""
-    refused: dict[str, str] = field(default_factory=dict)
-
-    def _check(self) -> None:
-        if not isinstance(self.round_id, str) or not isinstance(self.refused, dict):
-            raise TableError("bad_command", "debits are answered for a round, by player")
-        for pid, reason in self.refused.items():
-            if not isinstance(pid, str) or reason not in DEBIT_REFUSALS:
-                raise TableError("bad_command", f"not a debit refusal: {reason!r}")
+    round_id: Annotated[str, _DEBITS] = ""
+    refused: Annotated[dict[str, str], _refused] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -568,4 +536,20 @@ COMMANDS: tuple[type[Command], ...] = tuple(
 #: (tests/server/test_vocabulary.py).
 WIRE_COMMANDS: dict[str, type[Command]] = {
     cls.wire: cls for cls in COMMANDS if cls.wire is not None
+}
+
+
+def _field_checks(cls: type[Command]) -> tuple[tuple[str, Check, bool], ...]:
+    """``cls``'s fields that declare a check: each one's name, check, and whether its
+    default is None (then None is no value to check)."""
+    hints = get_type_hints(cls, include_extras=True)
+    return tuple(
+        (f.name, hints[f.name].__metadata__[0], f.default is None)
+        for f in fields(cls)
+        if hasattr(hints[f.name], "__metadata__")
+    )
+
+
+_CHECKS: dict[type[Command], tuple[tuple[str, Check, bool], ...]] = {
+    cls: _field_checks(cls) for cls in COMMANDS
 }
