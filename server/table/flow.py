@@ -28,6 +28,8 @@ The phases (:class:`~server.table.state.Phase`) and the flow between them::
     CUT --the same, with contributions committed--> REVEAL --all revealed, or the
                            timer; the cut, the burn--> BETTING (docs/fairness.md §9)
     BETTING --everyone DONE with a bet, or the timer with a bet--> TURN
+                           | DEBITING (a wallet that confirms holds: docs/wallet.md §3)
+    DEBITING --Debited--> TURN | BETTING (no wager stood: the round is recorded undealt)
     BETTING --the holder passes, stands up or leaves--> SHOE_OFFER
     TURN --settled--> BETTING (next coup) | SHOE_OFFER (the shoe passes)
                       | SHUFFLE (the shoe is over: seed revealed)

@@ -46,6 +46,7 @@ __all__ = [
     "refund",
     "round_record",
     "settle",
+    "shoe_moves_on",
     "shoe_record",
 ]
 
@@ -273,7 +274,13 @@ def settle(t: Table) -> None:
         elif t.house_holds:
             t.holding = t.holding.offer_again()
     seating.release(t)  # who waited for this coup to get up (before any offer: §5)
-    # §4: the stop card's coup is finished, one more is dealt, then the shoe ends.
+    shoe_moves_on(t, coup)
+
+
+def shoe_moves_on(t: Table, coup: CoupState) -> None:
+    """After a coup, settled or voided (§4): the stop card's coup was the last (the shoe
+    ends), or the stop card came out in this one (one more coup is dealt)."""
+    assert t.shoe is not None
     if coup.last:
         end_shoe(t)
     elif t.shoe.stop_card_out and not t.last_coup_next:

@@ -35,21 +35,7 @@ __all__ = [
 
 class Phase(StrEnum):
     """Where the table is (GAME_RULES §4-§7); every snapshot and lobby line shows it.
-
-    ::
-
-        SHUFFLE --StartShoe--> SHOE_OFFER | CUT | WAITING (nobody seated)
-        SHOE_OFFER --> CUT (a new shoe) | BETTING;   CUT --> BETTING
-        CUT --cut, with contributions committed--> REVEAL --all revealed, or the timer--> BETTING
-        BETTING --close--> TURN --settled--> BETTING (next coup) | SHOE_OFFER | SHUFFLE
-        BETTING --close--> DEBITING --Debited--> TURN | BETTING (no wager stood)
-                           (only with a wallet that confirms holds: docs/wallet.md §3)
-        WAITING <--> the others (the last seated player goes / someone sits)
-        any phase but TURN, DEBITING, REVEAL --Pause--> PAUSED --Resume--> where it left off
-        any phase --CloseTable--> CLOSED
-
-    The whole flow is drawn in :mod:`server.table.flow`'s docstring.
-    """
+    The flow between the phases is drawn in :mod:`server.table.flow`'s docstring."""
 
     SHUFFLE = "shuffle"  # no shoe: waiting for the croupier's StartShoe
     WAITING = "waiting"  # a shoe but nobody seated

@@ -21,6 +21,7 @@ never changes it: every container it returns is a fresh copy.
 from __future__ import annotations
 
 import copy
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from server.engine.cards import shoe_cards
@@ -172,21 +173,8 @@ def public_options(o: TableOptions) -> dict[str, Any]:
         "areas": [a.value for a in o.paytable.areas()],
         "seats": o.seats,
         "tier": o.tier,
-        "limits": {
-            "min": o.limits.min,
-            "max": o.limits.max,
-            "tie_max": o.limits.tie_max,
-            "side_max": o.limits.side_max,
-        },
-        "timers": {
-            "betting": o.timers.betting,
-            "squeeze": o.timers.squeeze,
-            "third_card": o.timers.third_card,
-            "shoe_offer": o.timers.shoe_offer,
-            "cut": o.timers.cut,
-            "grace": o.timers.grace,
-            "reveal": o.timers.reveal,
-        },
+        "limits": asdict(o.limits),  # min, max, tie_max, side_max
+        "timers": asdict(o.timers),  # every timer, in seconds
         "holder_must_bet_banker": o.holder_must_bet_banker,
         "bettors": o.bettors,
         "currency": o.currency,

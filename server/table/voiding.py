@@ -136,7 +136,7 @@ def do_void_round(t: Table, cmd: c.VoidRound, ctx: None) -> Outcome:
         t.phase = Phase.BETTING  # between coups; flow.advance decides what comes next
     seating.release(t)  # who waited for the round to get up
     if coup is not None:
-        _after_coup(t, coup)
+        settlement.shoe_moves_on(t, coup)
     return Outcome.CHANGED
 
 
@@ -215,17 +215,6 @@ def _complete(t: Table, coup: CoupState) -> dict[str, list[str]]:
     cards = {"player": list(full.player), "banker": list(full.banker)}
     t.shoe_coups.append({"player": list(full.player), "banker": list(full.banker)})
     return cards
-
-
-def _after_coup(t: Table, coup: CoupState) -> None:
-    """The shoe moves on as after a settled coup (§4): the stop card's coup was the
-    last, or the stop card came out in this one."""
-    assert t.shoe is not None
-    if coup.last:
-        settlement.end_shoe(t)
-    elif t.shoe.stop_card_out and not t.last_coup_next:
-        t.last_coup_next = True
-        t.emit("stop_card", {"coups_left": 1})
 
 
 def do_close_table(t: Table, cmd: c.CloseTable, ctx: None) -> Outcome:
