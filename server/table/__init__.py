@@ -12,13 +12,17 @@ The modules, one seam each:
   for the checks and the actions), and each player's ``actions``;
 - :mod:`.actions`: keeping each player's actions current (what changed, sent to whom);
 - :mod:`.table`: the machine's way in (``handle``, ``verify``, ``can``);
-- :mod:`.dispatch`: each command's check and do, named (``HANDLERS``);
+- :mod:`.dispatch`: each command's check and do, named (``HANDLERS``), each in its
+  sub-machine: :mod:`.seating`, :mod:`.shoe_offer`, :mod:`.contributing`,
+  :mod:`.betting`, :mod:`.turning`, :mod:`.voiding`;
 - :mod:`.flow`: what moves the table on by itself (``NEXT``, ``ENTER``, the timers);
+- :mod:`.felt`: the chips on the felt, kept as they are laid;
 - :mod:`.state`: the records it is made of (phases, players, the coup, the offer);
 - :mod:`.settlement`: paying a coup, and the round and shoe records;
 - :mod:`.persistence`: the state as plain data, and back;
 - :mod:`.views`: what each viewer may see (the one place that decides it);
-- :mod:`.events`, :mod:`.options`, :mod:`.wallet`, :mod:`.errors`.
+- :mod:`.events`, :mod:`.options`, :mod:`.errors` (the wallet is the ledger's:
+  ``server.ledger.accounts``).
 """
 
 from server.ledger.accounts import (

@@ -98,10 +98,6 @@ class Event:
     #: follows.
     transient: bool = False
 
-    def audience(self) -> frozenset[str]:
-        """The players who see more than the public data."""
-        return frozenset(self.private or ())
-
     def to_dict(self) -> dict[str, Any]:
         """The full event, private parts included: for the store (which keeps no
         transient one) or the bus, never for a client."""

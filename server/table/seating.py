@@ -34,10 +34,6 @@ if TYPE_CHECKING:
     from .table import Table
 
 
-def verify_stand(t: Table, p: PlayerState) -> None:
-    refuse(rules.stand_refusal(t, p))
-
-
 def check_join(t: Table, cmd: c.Join) -> bool:
     if cmd.player in t.players:
         if cmd.rejoin:
@@ -68,7 +64,7 @@ def do_chat(t: Table, cmd: c.Chat, p: PlayerState) -> Outcome:
 
 def check_leave(t: Table, cmd: c.Leave) -> PlayerState:
     p = t.joined_player(cmd.player)
-    verify_stand(t, p)  # (a bettor without a seat too: their wager is in the coup)
+    refuse(rules.stand_refusal(t, p))  # (a bettor without a seat too: their wager is in the coup)
     return p
 
 
@@ -121,7 +117,7 @@ def do_sit(t: Table, cmd: c.Sit, ctx: tuple[PlayerState, int]) -> Outcome:
 def check_stand(t: Table, cmd: c.Stand) -> PlayerState:
     p = t.seated_player(cmd.player)
     if not cmd.on_break:  # (a break waits for the coup instead: do_stand)
-        verify_stand(t, p)
+        refuse(rules.stand_refusal(t, p))
     return p
 
 

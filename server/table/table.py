@@ -23,17 +23,10 @@ Rules of this file:
   travels in the event's private overlay, and what each viewer sees is decided in
   :mod:`server.table.views`.
 
-The phases and the flow between them are drawn in :mod:`.flow`'s docstring.
-
-The sub-machines hold their commands' checks and dos, each named in
-:data:`.dispatch.HANDLERS`: :mod:`.seating`, :mod:`.shoe_offer`, :mod:`.contributing`,
-:mod:`.betting` (a burst of bettors' chips told together too), :mod:`.turning` and
-:mod:`.voiding`; :mod:`.settlement` makes every wallet transfer. :mod:`.flow` is the one
-place that moves the table on (:func:`.flow.advance`, after every command: the first
-transition of ``flow.NEXT`` that holds, and its phase's entry, ``flow.ENTER``) and runs
-the timers (``Tick``). This class keeps the way in (``handle``, ``verify``, ``can``), the
-felt (:mod:`.felt`) and the money it shows. Storage: :mod:`.persistence`; players'
-actions kept current: :mod:`.actions`.
+The phases and the flow between them are drawn in :mod:`.flow`'s docstring; where each
+command's check and do live, in :mod:`.dispatch`'s; the other modules, in the package's.
+This class keeps the way in (``handle``, ``verify``, ``can``), the felt (:mod:`.felt`)
+and the money it shows.
 """
 
 from __future__ import annotations
@@ -368,10 +361,6 @@ class Table:
         if name not in self.open_areas:
             raise TableError("bad_area", f"{name} is not open at this table")
         return name
-
-    def same_bets(self, p: PlayerState) -> dict[str, int]:
-        """``p``'s previous round's bets on the areas open here ("SAME BET", §7)."""
-        return rules.same_bets(self, p)
 
     # ------------------------------------------------------------------ emitting
     def emit(

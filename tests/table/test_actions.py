@@ -30,7 +30,7 @@ from server.engine.payouts import AREAS
 from server.table import Table
 from server.table import commands as c
 from server.table.actions import kept_current
-from server.table.rules import WIRE_COMMANDS, bet_bounds, bets_refusal
+from server.table.rules import WIRE_COMMANDS, bet_bounds, bets_refusal, same_bets
 from server.table.views import view as snapshot
 
 SIMPLE = {
@@ -64,7 +64,7 @@ def check_actions(t: Table, pid: str) -> dict[str, Any]:
     for name, cls in SIMPLE.items():
         (ok if name in acts else no)(cls(player=pid))
     if "same_bet" in acts:
-        assert acts["same_bet"]["bets"] == t.same_bets(t.players[pid])
+        assert acts["same_bet"]["bets"] == same_bets(t, t.players[pid])
     if "cut" in acts:
         low, high = acts["cut"]["min"], acts["cut"]["max"]
         ok(c.Cut(player=pid, position=low))

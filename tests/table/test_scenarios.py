@@ -397,7 +397,7 @@ class TestSqueeze:
             assert [s["card"] for s in snapshot(h.table, v)["coup"]["banker"]] == [None, None]
             assert not has_key(viewed(evs, v), "cards")
         # the full event (for the store) has it; only ann's view does
-        assert evs[0].audience() == frozenset({"ann"})
+        assert set(evs[0].private or ()) == {"ann"}
 
     def test_turn_timeout_reveals_on_the_turners_behalf(self):
         h = self.deal(BANKER_WIN)
