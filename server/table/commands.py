@@ -101,15 +101,14 @@ Check = Callable[[Any], None]
 
 _CARD_MESSAGE = "a card is 1 or 2, or 3 for a third card"
 _AMOUNT_MESSAGE = "an amount is a positive whole number of minor units"
-_SEED_MESSAGE = f"a shoe seed is {SEED_BYTES} bytes"
 
 
-def _must(ok: Callable[[Any], bool], code: str, message: str) -> Check:
-    """The check refusing with ``code`` and ``message`` what ``ok`` does not accept."""
+def _must(ok: Callable[[Any], bool], refusal: TableError) -> Check:
+    """The check refusing what ``ok`` does not accept with ``refusal`` (a fresh copy)."""
 
     def check(value: Any) -> None:
         if not ok(value):
-            raise TableError(code, message)
+            raise TableError(refusal.code, refusal.message)
 
     return check
 
@@ -118,27 +117,35 @@ def _whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _flag(message: str) -> Check:
-    return _must(lambda v: isinstance(v, bool), "bad_command", message)
+def _flag(refusal: TableError) -> Check:  # true or false
+    return _must(lambda v: isinstance(v, bool), refusal)
 
 
-def _text(code: str, message: str) -> Check:  # a string, not empty
-    return _must(lambda v: isinstance(v, str) and v != "", code, message)
+def _text(refusal: TableError) -> Check:  # a string, not empty
+    return _must(lambda v: isinstance(v, str) and v != "", refusal)
 
 
-_HAND = _must(lambda v: v in HANDS, "bad_hand", "the hand is player or banker")
-_STYLE = _must(lambda v: v in STYLES, "bad_style", "squeeze styles are peek, side and quick")
-_CARD = _must(lambda v: _whole(v) and 1 <= v <= 3, "bad_card", _CARD_MESSAGE)
-_AMOUNT = _must(lambda v: _whole(v) and v > 0, "bad_amount", _AMOUNT_MESSAGE)
-_PERCENT = _must(lambda v: _whole(v) and 0 <= v <= 100, "bad_amount", "progress is 0-100")
-_SEAT = _must(lambda v: _whole(v) and v >= 1, "bad_seat", "a seat is a whole number from 1")
-_CUT = _must(_whole, "bad_cut", "the cut is a whole number of cards")
+_HAND = _must(lambda v: v in HANDS, TableError("bad_hand", "the hand is player or banker"))
+_STYLE = _must(
+    lambda v: v in STYLES, TableError("bad_style", "squeeze styles are peek, side and quick")
+)
+_CARD = _must(lambda v: _whole(v) and 1 <= v <= 3, TableError("bad_card", _CARD_MESSAGE))
+_AMOUNT = _must(lambda v: _whole(v) and v > 0, TableError("bad_amount", _AMOUNT_MESSAGE))
+_PERCENT = _must(
+    lambda v: _whole(v) and 0 <= v <= 100, TableError("bad_amount", "progress is 0-100")
+)
+_SEAT = _must(
+    lambda v: _whole(v) and v >= 1, TableError("bad_seat", "a seat is a whole number from 1")
+)
+_CUT = _must(_whole, TableError("bad_cut", "the cut is a whole number of cards"))
 _HEX_64 = _must(
     lambda v: isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v) is not None,
-    "bad_contribution",
-    "a commitment or a value is 64 lowercase hex digits",
+    TableError("bad_contribution", "a commitment or a value is 64 lowercase hex digits"),
 )
-_SEED = _must(lambda v: isinstance(v, bytes) and len(v) == SEED_BYTES, "bad_command", _SEED_MESSAGE)
+_SEED = _must(
+    lambda v: isinstance(v, bytes) and len(v) == SEED_BYTES,
+    TableError("bad_command", f"a shoe seed is {SEED_BYTES} bytes"),
+)
 
 
 def _area(area: object) -> None:
@@ -197,8 +204,7 @@ class Command:
         """What no one field says (subclasses: one of two fields), before the fields'."""
 
 
-_JOIN_MESSAGE = "a join has a name and a rejoin flag"
-_JOIN = _must(lambda v: isinstance(v, str), "bad_command", _JOIN_MESSAGE)
+_JOIN = TableError("bad_command", "a join has a name and a rejoin flag")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -207,8 +213,8 @@ class Join(Command):
     back (as by :class:`Reconnect`) instead of refused: decided by the table, in order,
     so two tabs joining at once both get in."""
 
-    name: Annotated[str, _JOIN] = ""
-    rejoin: Annotated[bool, _flag(_JOIN_MESSAGE)] = False
+    name: Annotated[str, _must(lambda v: isinstance(v, str), _JOIN)] = ""
+    rejoin: Annotated[bool, _flag(_JOIN)] = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -218,7 +224,7 @@ class Chat(Command):
     gateway: one text check, the length, the rate); the table sequences it among its
     events, so every process of a cluster shows it in the same place."""
 
-    text: Annotated[str, _text("bad_chat", "say something")]
+    text: Annotated[str, _text(TableError("bad_chat", "say something"))]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -249,7 +255,7 @@ class Stand(Command):
 
     wire = "stand"
 
-    on_break: Annotated[bool, _flag("on_break is true or false")] = False
+    on_break: Annotated[bool, _flag(TableError("bad_command", "on_break is true or false"))] = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -438,7 +444,7 @@ class SetDraining(Command):
     """The server is shutting down (``on``) or not: while draining, the table refuses
     new bets with ``draining`` and running coups finish."""
 
-    on: Annotated[bool, _flag("draining is on or off")] = True
+    on: Annotated[bool, _flag(TableError("bad_command", "draining is on or off"))] = True
 
 
 #: The longest reason an operator may give for a void.
@@ -463,7 +469,7 @@ class VoidRound(Command):
     ``server.protocol.text``): every wager goes back, the round is recorded void and the
     next one opens under a new id. A settled round cannot be voided."""
 
-    round_id: Annotated[str, _text("bad_command", "a void names its round")] = ""
+    round_id: Annotated[str, _text(TableError("bad_command", "a void names its round"))] = ""
     reason: Annotated[str, _void_reason] = ""
 
 
@@ -491,13 +497,12 @@ DEBIT_REFUSALS: dict[str, str] = {
 }
 
 
-_DEBITS_MESSAGE = "debits are answered for a round, by player"
-_DEBITS = _must(lambda v: isinstance(v, str), "bad_command", _DEBITS_MESSAGE)
+_DEBITS = TableError("bad_command", "debits are answered for a round, by player")
 
 
 def _refused(refused: object) -> None:
     if not isinstance(refused, dict):
-        raise TableError("bad_command", _DEBITS_MESSAGE)
+        raise TableError(_DEBITS.code, _DEBITS.message)
     for pid, reason in refused.items():
         if not isinstance(pid, str) or reason not in DEBIT_REFUSALS:
             raise TableError("bad_command", f"not a debit refusal: {reason!r}")
@@ -509,7 +514,7 @@ class Debited(Command):
     out): each player in ``refused`` (player -> one of :data:`DEBIT_REFUSALS`) plays no
     part in the coup; every other wager being debited stands."""
 
-    round_id: Annotated[str, _DEBITS] = ""
+    round_id: Annotated[str, _must(lambda v: isinstance(v, str), _DEBITS)] = ""
     refused: Annotated[dict[str, str], _refused] = field(default_factory=dict)
 
 
