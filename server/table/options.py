@@ -306,11 +306,8 @@ class TableOptions:
             if odd:
                 raise OptionsError(f"unknown limit(s): {', '.join(sorted(odd))}")
             data.update(lim)
-        overrides = {k: data.pop(k) for k in limit_keys & set(data)}
-        if overrides:
-            for k, v in overrides.items():
-                _int(v, k, 1, MAX_LIMIT)
-            limits = replace(limits, **overrides)
+        # (each checked by Limits itself, as any limits are)
+        limits = replace(limits, **{k: data.pop(k) for k in limit_keys & set(data)})
         tim = data.pop("timers", None) or {}
         if not isinstance(tim, Mapping):
             raise OptionsError("timers must be a table of seconds")

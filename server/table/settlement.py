@@ -37,11 +37,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HANDS",
-    "by_player",
     "end_shoe",
     "hold",
     "move_stake",
-    "nets",
     "pay",
     "refund",
     "round_record",
@@ -114,22 +112,6 @@ def refund(wallet: Wallet, table_id: str, coup: CoupState, kind: str = "refund")
         for area, stake in sorted(bets.items()):
             key = f"{coup.round_id}:{pid}:{area}:{kind}"
             wallet.transfer(key, table, player_account(pid), stake, kind, coup.round_id)
-
-
-def by_player(payouts: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The payouts of each player, in the order paid."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for pay in payouts:
-        out.setdefault(pay["player"], []).append(pay)
-    return out
-
-
-def nets(payouts: list[dict[str, Any]]) -> dict[str, int]:
-    """Each player's ``returned - stake`` over the coup's payouts."""
-    out: dict[str, int] = {}
-    for pay in payouts:
-        out[pay["player"]] = out.get(pay["player"], 0) + pay["returned"] - pay["stake"]
-    return out
 
 
 def round_record(
@@ -227,7 +209,11 @@ def settle(t: Table) -> None:
     # now empty; each player with a wager their own, with their money (the record keeps
     # every payout: settlement's copy is the event's own).
     public = set(betting.public_wagers(t, coup))
-    own = by_player(payouts)
+    own: dict[str, list[dict[str, Any]]] = {}  # each player's payouts, in the order paid
+    nets: dict[str, int] = {}  # and their returned - stake over them
+    for x in payouts:
+        own.setdefault(x["player"], []).append(dict(x))
+        nets[x["player"]] = nets.get(x["player"], 0) + x["returned"] - x["stake"]
     t.emit(
         "settled",
         {
@@ -235,10 +221,7 @@ def settle(t: Table) -> None:
             "payouts": [plain_copy(x) for x in payouts if x["player"] in public],
             **t.felt(),
         },
-        {
-            pid: {**t.money(pid), "net": net, "own": [dict(x) for x in own[pid]]}
-            for pid, net in nets(payouts).items()
-        },
+        {pid: {**t.money(pid), "net": net, "own": own[pid]} for pid, net in nets.items()},
     )
     t.results.append(Result.from_coup(result))
     t._roads = None
