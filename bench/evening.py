@@ -193,7 +193,7 @@ def table_ids(count: int) -> list[str]:
 def config(tables: Sequence[str], pace: float = 1.0) -> str:
     """Tables on the server's default timers (no ``timers`` key) and 14 seats; with a
     ``pace`` other than 1, the default timers divided by it."""
-    from server.table.options import Timers
+    from server.vocabulary.options import Timers
 
     defs: list[dict[str, Any]] = [
         {"id": t, "name": f"Evening {t}", "tier": "1-100"} for t in tables

@@ -59,7 +59,7 @@ from websockets.asyncio.server import ServerConnection, broadcast, serve
 
 from bench._util import ROOT, load_line, loadavg, raise_nofile
 from server.protocol.codec import JSON, encode
-from server.table.events import Event
+from server.vocabulary.events import Event
 
 # -- the clients: raw sockets in a child process, drained ------------------------------
 

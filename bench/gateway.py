@@ -839,7 +839,7 @@ def step_costs(tmp: Path, redis_url: str | None) -> dict[str, Any]:
     from server.store.redis import RedisStore
     from server.store.sqlite import SQLiteStore
     from server.table import Table, TableOptions
-    from server.table import commands as c
+    from server.vocabulary import commands as c
 
     funds = 10**12
 

@@ -26,10 +26,10 @@ from bench._util import load_line, loadavg, machine, write_benchmarks
 from server.engine.coup import resolve_coup
 from server.gateway.hub import RETAINED_EVENTS
 from server.table import MemoryWallet, Table, TableOptions, view_event
-from server.table import commands as c
-from server.table.events import Event
 from server.table.table import Phase
 from server.table.views import view
+from server.vocabulary import commands as c
+from server.vocabulary.events import Event
 
 SECTION = "## Table (bench/table.py)"
 COMMAND = "python -m bench.table"

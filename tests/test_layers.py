@@ -12,6 +12,8 @@ names what it needs of the others in its context module; these tests hold the di
   it;
 - the rate limits (``server/limits``) import no other room of the shell, nor the
   croupier: only the Redis connector (``server/connect``) and the bus's key prefix;
+- the table's vocabulary (``server/vocabulary``: options, commands, events, errors)
+  reads only the engine and the wire's text and error rules, never the table above it;
 - the ledger (``server/ledger``: accounts, entries, money rules) and the Redis connector
   import no other room but the error tree: the table, the stores, the wallets and the
   shell read them;
@@ -152,6 +154,13 @@ def test_the_ledger_and_the_connector_import_no_other_room(path: Path) -> None:
     room = ".".join(path.relative_to(ROOT).parts[:2])
     used = reaches(path, ("server",))
     assert {m for m in used if not m.startswith((room, "server.protocol.errors"))} == set()
+
+
+@pytest.mark.parametrize("path", modules("server/vocabulary"), ids=lambda p: p.name)
+def test_the_vocabulary_reads_only_the_engine_and_the_wire(path: Path) -> None:
+    used = reaches(path, ("server",))
+    below = ("server.vocabulary", "server.engine", "server.protocol")
+    assert {m for m in used if not m.startswith(below)} == set()
 
 
 @pytest.mark.parametrize("path", modules("server/store"), ids=lambda p: p.name)

@@ -1,5 +1,5 @@
 """The core stays pure (ARCHITECTURE.md "The one idea"): no module of ``server.engine``,
-``server.table`` or ``server.protocol`` imports I/O, the clock or the global random; and
+``server.vocabulary``, ``server.table`` or ``server.protocol`` imports I/O, the clock or the global random; and
 the wire schema (``server.protocol``) imports no table code and no numpy, so a client or
 another language's generator can load it alone."""
 
@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE = sorted(
     [
         *(ROOT / "server" / "engine").glob("*.py"),
+        *(ROOT / "server" / "vocabulary").glob("*.py"),
         *(ROOT / "server" / "table").glob("*.py"),
         *(ROOT / "server" / "protocol").glob("*.py"),
     ]

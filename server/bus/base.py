@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from server.protocol.records import CommandRecord, ReplyRecord
-from server.table.events import Event
+from server.vocabulary.events import Event
 
 __all__ = [
     "Bus",

@@ -18,7 +18,7 @@ from typing import Any
 
 from server.protocol.errors import no_table
 from server.protocol.records import CommandRecord, ReplyRecord
-from server.table.events import Event
+from server.vocabulary.events import Event
 
 from .base import BusCounts, CommandHandler, ControlHandler, EventHandler, ReplyHandler, Subscribers
 

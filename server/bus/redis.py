@@ -78,7 +78,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from server.connect.redis import connect, follow_primary, unavailable
 from server.protocol.errors import ProtocolError, Refused, StoreUnavailable
 from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
-from server.table.events import Event
+from server.vocabulary.events import Event
 
 from .base import BusCounts, CommandHandler, ControlHandler, EventHandler, ReplyHandler, Subscribers
 from .channels import Channels, event_channel, table_of

@@ -58,9 +58,9 @@ from server.store.base import (
     StoreUnavailable,
 )
 from server.table import Table, TableError, views
-from server.table import commands as c
-from server.table.events import Event, Step
 from server.table.state import Phase
+from server.vocabulary import commands as c
+from server.vocabulary.events import Event, Step
 
 from . import balances, commit, kinds, recovery
 from .bursts import burst, step_burst

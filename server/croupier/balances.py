@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from server.ledger.accounts import player_account
 from server.protocol.records import CommandRecord
 from server.table import TableError
-from server.table import commands as c
-from server.table.events import Step
+from server.vocabulary import commands as c
+from server.vocabulary.events import Step
 
 from .kinds import FUNDED, GUEST_FIELD
 

@@ -25,8 +25,8 @@ from server.store.base import (
     StaleEpoch,
     StoreError,
 )
-from server.table import commands as c
-from server.table.events import Step
+from server.vocabulary import commands as c
+from server.vocabulary.events import Step
 
 from . import balances
 from .items import Happened, Item

@@ -23,8 +23,8 @@ from server.store.base import (
     TableRow,
 )
 from server.table import Table
-from server.table.events import Event
 from server.table.state import Phase
+from server.vocabulary.events import Event
 
 if TYPE_CHECKING:
     from .seamless import Seamless

@@ -31,8 +31,8 @@ from server.store.base import (
     TableRow,
 )
 from server.table import Table, TableOptions, views
-from server.table import commands as c
-from server.table.events import Event
+from server.vocabulary import commands as c
+from server.vocabulary.events import Event
 from server.wallet.base import Wallet
 
 from .actor import BeforeDebits, TableActor

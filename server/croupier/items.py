@@ -10,8 +10,8 @@ import asyncio
 from dataclasses import dataclass
 
 from server.protocol.records import CommandRecord
-from server.table import commands as c
-from server.table.events import Event, Step
+from server.vocabulary import commands as c
+from server.vocabulary.events import Event, Step
 
 __all__ = ["Happened", "Item"]
 

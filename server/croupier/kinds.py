@@ -20,9 +20,9 @@ from server.protocol.records import CommandRecord, ReplyRecord
 from server.store.base import (
     LimitGuard,
 )
-from server.table import commands as c
 from server.table import views
-from server.table.events import Step
+from server.vocabulary import commands as c
+from server.vocabulary.events import Step
 
 if TYPE_CHECKING:
     from .actor import TableActor
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 #: The table command each relayed wire message becomes: the table's own vocabulary
-#: (``server.table.commands``) for the names the protocol relays (``TABLE_COMMANDS``;
+#: (``server.vocabulary.commands``) for the names the protocol relays (``TABLE_COMMANDS``;
 #: ``join``, ``leave`` and the gateway's other kinds are in :data:`GATEWAY_COMMANDS`).
 #: The record's fields are the command's.
 WIRE_COMMANDS: dict[str, type[c.Command]] = {

@@ -24,8 +24,8 @@ from server.store.records import (
     dump_json,
 )
 from server.table import Table
-from server.table.events import Event
 from server.table.state import PlayerState
+from server.vocabulary.events import Event
 
 from .wallet import TableWallet
 

@@ -22,8 +22,8 @@ from server.protocol.errors import ChemmyError
 from server.store.base import (
     StoreError,
 )
-from server.table import commands as c
 from server.table.state import Phase
+from server.vocabulary import commands as c
 from server.wallet.base import Wallet, WalletAnswer, WalletError
 from server.wallet.calls import closing_calls, debit_call, rollback_call, transaction_id
 from server.wallet.mirror import sync_mirror

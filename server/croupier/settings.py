@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from server.table import commands as c
-from server.table.events import Event
+from server.vocabulary import commands as c
+from server.vocabulary.events import Event
 from server.wallet.base import Wallet
 
 from .seamless import BeforeDebits

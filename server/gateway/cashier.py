@@ -20,8 +20,8 @@ from server.store.base import (
     LimitPassed,
     StoreError,
 )
-from server.table.options import PLAY_MONEY_DECIMALS
 from server.table.views import own_round
+from server.vocabulary.options import PLAY_MONEY_DECIMALS
 
 if TYPE_CHECKING:
     from server.gateway.context import CashierContext

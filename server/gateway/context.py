@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from server.protocol.records import ReplyRecord
     from server.store.base import Store
     from server.table import TableOptions
-    from server.table.events import Event
+    from server.vocabulary.events import Event
     from server.wallet.base import Wallet
     from server.wallet.courier import Courier
 

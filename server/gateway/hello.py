@@ -32,7 +32,7 @@ from server.protocol.errors import Refused
 from server.store.base import (
     StoreError,
 )
-from server.table.options import currency_decimals
+from server.vocabulary.options import currency_decimals
 
 if TYPE_CHECKING:
     from server.gateway.context import HelloContext

@@ -37,8 +37,8 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import OPEN
 
 from server.protocol.codec import encode
-from server.table.events import Event
 from server.table.views import view_event
+from server.vocabulary.events import Event
 
 __all__ = ["Hub", "Subscriber"]
 

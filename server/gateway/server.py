@@ -78,7 +78,7 @@ from server.store.base import (
     Store,
     StoreError,
 )
-from server.table.events import Event
+from server.vocabulary.events import Event
 from server.wallet.courier import Courier
 
 __all__ = ["ChemmyServer"]

@@ -47,17 +47,17 @@ from server.store.base import (
     StoreError,
 )
 from server.table import TableOptions
-from server.table.commands import WALLET_SESSION_FIELD
-from server.table.events import Event
-from server.table.options import OptionsError
 from server.table.views import view_event
+from server.vocabulary.commands import WALLET_SESSION_FIELD
+from server.vocabulary.events import Event
+from server.vocabulary.options import OptionsError
 
 if TYPE_CHECKING:
     from server.gateway.context import Relay, TablesContext
     from server.gateway.session import Session
 
 #: The commands the reality check and the player's wager and loss limits hold back, and
-#: the field the allowance goes to the table in (``server.table.commands.PlaceBet``).
+#: the field the allowance goes to the table in (``server.vocabulary.commands.PlaceBet``).
 LIMITED_COMMANDS: Final = frozenset({"bet", "same_bet"})
 ALLOWANCE_FIELD: Final = "allowance"
 

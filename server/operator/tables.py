@@ -31,7 +31,7 @@ from server.operator.context import OperatorSide
 from server.protocol.errors import ChemmyError
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
-from server.table.commands import VOID_REASON_MAX
+from server.vocabulary.commands import VOID_REASON_MAX
 
 __all__ = ["STATUS", "install", "table_of_round"]
 

@@ -45,7 +45,7 @@ from server.store.base import (
     StoreError,
     StoreUnavailable,
 )
-from server.table.options import currency_decimals
+from server.vocabulary.options import currency_decimals
 
 __all__ = ["MAX_TRANSACTION_ID", "install"]
 

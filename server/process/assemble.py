@@ -43,8 +43,8 @@ from server.process.metrics import Metrics
 from server.store.base import (
     Store,
 )
-from server.table import commands as c
-from server.table.events import Event
+from server.vocabulary import commands as c
+from server.vocabulary.events import Event
 from server.wallet import make_wallet
 from server.wallet.courier import Courier
 from server.wallet.mirror import sync_mirror

@@ -14,7 +14,7 @@ or RS256, from a PEM file). The claims used:
   ``"de-CH"`` (:data:`LANGUAGE_TAG`); the server only passes it on, in the ``hello``
   reply, for the client to choose its words (docs/embedding.md "Languages");
 - ``currency`` (optional): the player's money, an ISO 4217 code Babel knows (``"EUR"``,
-  ``"JPY"``; :func:`server.table.options.check_currency`); without one the player plays
+  ``"JPY"``; :func:`server.vocabulary.options.check_currency`); without one the player plays
   with play money, as every guest does. A player joins only the tables of their
   currency, and the lobby shows them only those;
 - ``jurisdiction`` (optional): where the operator licenses the player's play, an
@@ -69,8 +69,8 @@ from server.process.config import ConfigError
 from server.process.settings import JWT_ALGORITHMS, MIN_SECRET_BYTES
 from server.protocol.errors import ChemmyError
 from server.protocol.text import clean_text
-from server.table.commands import CROUPIER
-from server.table.options import OptionsError, check_currency
+from server.vocabulary.commands import CROUPIER
+from server.vocabulary.options import OptionsError, check_currency
 
 if TYPE_CHECKING:
     from server.process.config import ServerConfig

@@ -16,7 +16,7 @@ The lobby (``tables``) comes only from the TOML file; each ``[[tables]]`` entry 
 a dict (``id`` is required and unique; ``name``, ``decks``, ``commission``, ``pairs``,
 ``super6``, ``dragon``, ``seats``, ``tier = "10-1000"`` or ``min``/``max``/``tie_max``/
 ``side_max``, ``stop_offset``, timer overrides, ``holder_must_bet_banker``), checked here
-by :meth:`server.table.options.TableOptions.from_dict`, the same check ``create_table``
+by :meth:`server.vocabulary.options.TableOptions.from_dict`, the same check ``create_table``
 and a restore use. Without any, the lobby is
 :data:`~server.process.settings.DEFAULT_TABLES`.
 
@@ -50,7 +50,7 @@ from server.process.settings import (
     TABLE_ID,
     Setting,
 )
-from server.table.options import OptionsError, TableOptions
+from server.vocabulary.options import OptionsError, TableOptions
 from server.wallet import signing
 from server.wallet.signing import PrivateKey, PublicKey, algorithm_of, parse_key_list
 

@@ -61,7 +61,7 @@ from server.store.base import (
 from server.store.players import (
     LIMIT_KINDS,
 )
-from server.table.options import show_money
+from server.vocabulary.options import show_money
 
 if TYPE_CHECKING:
     from server.store.base import (

@@ -67,7 +67,7 @@ PERIODS: Final[Mapping[str, tuple[str, int]]] = {
 BLOCKED_COMMANDS: Final = frozenset({"sit", "bet", "same_bet", "accept_shoe"})
 
 #: The ``stand`` sent on a player's behalf when they stop play: ``on_break`` (the field of
-#: ``server.table.commands.Stand`` only a gateway fills in), so that a wager in a coup
+#: ``server.vocabulary.commands.Stand`` only a gateway fills in), so that a wager in a coup
 #: makes it wait for the coup's end, not refuse it.
 ON_BREAK: Final[Mapping[str, Any]] = {"on_break": True}
 #: What is sent to every open table, in order, when a player stops play.

@@ -20,7 +20,7 @@ listed in docs/protocol.md ("Errors").
     │   │   │                    unavailable, store_failed, store_unavailable, id_reused,
     │   │   │                    too_many_connections, bad_amount, bad_limit, no_record,
     │   │   │                    not_allowed, deposits_closed, ...
-    │   │   ├── TableError       (server/table/errors.py) the table's rules: wrong_phase,
+    │   │   ├── TableError       (server/vocabulary/errors.py) the table's rules: wrong_phase,
     │   │   │                    insufficient_funds, not_your_turn, over_max, draining, ...
     │   │   └── Busy             (server/croupier/actor.py) busy: a table's queue is full
     │   └── AuthError            (server/process/auth.py) auth_required, bad_token,
@@ -46,7 +46,7 @@ listed in docs/protocol.md ("Errors").
         │                        its HTTP status and code ({"status": code, "message"})
         ├── InsufficientFunds,   (server/ledger/accounts.py) a wallet refused a transfer the
         │   DuplicateEntry       table had checked: a bug -> internal; the step undone
-        ├── OptionsError         (server/table/options.py, a ValueError) -> bad_options,
+        ├── OptionsError         (server/vocabulary/options.py, a ValueError) -> bad_options,
         │                        or a ConfigError at start-up
         ├── CardError, ShoeError (server/engine, ValueErrors) -> bad_command, or the CLI's
         │                        one-line error

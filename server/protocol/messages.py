@@ -31,7 +31,7 @@ _TABLE: dict[str, _Field] = {"table": (str, True)}
 class TableSchema(dict[str, _Field]):
     """The schema of a table command: a message the gateway relays to the table's owner
     as it is, which makes it the table's command of the same wire name
-    (``server.table.commands.WIRE_COMMANDS``, with these fields but ``table``)."""
+    (``server.vocabulary.commands.WIRE_COMMANDS``, with these fields but ``table``)."""
 
 
 def _table_command(**fields: _Field) -> TableSchema:

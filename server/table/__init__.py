@@ -6,8 +6,6 @@ in as ``now``. Never any I/O, clock or global random here: the server
 
 The modules, one seam each:
 
-- :mod:`.commands`: the commands, each checking its own shape and naming itself on
-  the wire (``COMMANDS``, ``WIRE_COMMANDS``: the one list of them);
 - :mod:`.rules`: which commands each phase takes, each command's bounds (written once,
   for the checks and the actions), and each player's ``actions``;
 - :mod:`.actions`: keeping each player's actions current (what changed, sent to whom);
@@ -20,9 +18,12 @@ The modules, one seam each:
 - :mod:`.state`: the records it is made of (phases, players, the coup, the offer);
 - :mod:`.settlement`: paying a coup, and the round and shoe records;
 - :mod:`.persistence`: the state as plain data, and back;
-- :mod:`.views`: what each viewer may see (the one place that decides it);
-- :mod:`.events`, :mod:`.options`, :mod:`.errors` (the wallet is the ledger's:
-  ``server.ledger.accounts``).
+- :mod:`.views`: what each viewer may see (the one place that decides it).
+
+The words it is defined, told and answered in (its options, commands, events and
+errors) are the vocabulary's, ``server.vocabulary``, a room below it; its wallet and
+accounts are the ledger's, ``server.ledger.accounts``. This package re-exports the names
+a caller of the core needs (``Table``, ``TableOptions``, ``TableError``...).
 """
 
 from server.ledger.accounts import (
@@ -32,11 +33,12 @@ from server.ledger.accounts import (
     Wallet,
     stake_account,
 )
+from server.vocabulary import commands
+from server.vocabulary.errors import TableError
+from server.vocabulary.events import Event, Step
+from server.vocabulary.options import TIERS, Limits, OptionsError, TableOptions, Timers
 
-from . import commands, rules, views
-from .errors import TableError
-from .events import Event, Step
-from .options import TIERS, Limits, OptionsError, TableOptions, Timers
+from . import rules, views
 from .table import Phase, Table
 from .views import view_event
 

@@ -25,9 +25,10 @@ import zlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import commands as c
+from server.vocabulary import commands as c
+from server.vocabulary.events import Event
+
 from . import rules
-from .events import Event
 from .state import Phase, PlayerState
 
 if TYPE_CHECKING:

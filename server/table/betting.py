@@ -21,12 +21,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from server.engine.payouts import Area
+from server.vocabulary import commands as c
+from server.vocabulary.errors import TableError, refuse
+from server.vocabulary.events import Outcome
 
-from . import commands as c
 from . import rules, seating, settlement
 from .actions import watch
-from .errors import TableError, refuse
-from .events import Outcome
 from .state import CardSlot, CoupState, Phase, PlayerState
 
 if TYPE_CHECKING:
@@ -233,7 +233,7 @@ def open_betting(t: Table) -> None:
 def close_betting(t: Table) -> None:
     """Betting closes (§7). With a wallet that confirms holds (an operator's seamless
     wallet, docs/wallet.md §3), the wagers wait for its debits first (DEBITING, until
-    the croupier's :class:`~server.table.commands.Debited`); otherwise the coup is
+    the croupier's :class:`~server.vocabulary.commands.Debited`); otherwise the coup is
     dealt at once."""
     if not t.wallet.confirms_holds:
         deal_coup(t)
@@ -318,7 +318,7 @@ UNDEALT = "undealt"
 def undealt_record(t: Table, cmd: c.Debited, debiting: dict[str, dict[str, int]]) -> dict[str, Any]:
     """The record of a round whose every debit was refused or unanswered: void, no card
     dealt, nothing held (``bets`` empty), the wagers that were put to the wallet and why
-    each did not stand (``refused``, player -> a :data:`~server.table.commands.
+    each did not stand (``refused``, player -> a :data:`~server.vocabulary.commands.
     DEBIT_REFUSALS` code). Money moved nothing: each balance is as before."""
     return {
         "kind": "round",

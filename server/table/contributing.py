@@ -21,11 +21,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from server.engine.shoe import commitment, timeout_cut
+from server.vocabulary import commands as c
+from server.vocabulary.errors import TableError, refuse
+from server.vocabulary.events import Outcome
 
-from . import commands as c
 from . import shoe_offer
-from .errors import TableError, refuse
-from .events import Outcome
 from .rules import commit_refusal, reveal_refusal
 from .state import Contributions, Phase
 

@@ -1,16 +1,16 @@
 """Each table command's check and do, named: the one map from a command to its handlers.
 
-What it is for: :data:`HANDLERS` maps every command of :data:`server.table.commands.
+What it is for: :data:`HANDLERS` maps every command of :data:`server.vocabulary.commands.
 COMMANDS` to a :class:`Handler`, its *check* and its *do*, written out, so that a
 reader (or grep) goes from ``PlaceBet`` straight to ``betting.check_place_bet`` and
 ``betting.do_place_bet``. :meth:`server.table.Table.handle` checks the phase once
 (:data:`server.table.rules.ALLOWED`), then looks the command up here:
 
-- the *check* raises :class:`~server.table.errors.TableError` (what the rules' refusals
+- the *check* raises :class:`~server.vocabulary.errors.TableError` (what the rules' refusals
   return) and changes nothing; it returns what the do needs (a player, the bets they
   will have, the shoe). The croupier's Tick, CloseTable, SetDraining, Restored, Pause
   and Resume have none (:func:`no_check`).
-- the *do* changes the table and returns an :class:`~server.table.events.Outcome`:
+- the *do* changes the table and returns an :class:`~server.vocabulary.events.Outcome`:
   ``CHANGED``, or ``ALREADY`` when it found the table so already (a duplicate step).
 
 The handlers live with their sub-machine: :mod:`.seating`, :mod:`.shoe_offer`,
@@ -28,9 +28,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from server.vocabulary import commands as c
+from server.vocabulary.events import Outcome
+
 from . import betting, contributing, flow, seating, shoe_offer, turning, voiding
-from . import commands as c
-from .events import Outcome
 
 if TYPE_CHECKING:
     from .table import Table
@@ -62,7 +63,7 @@ def _entry(
     return kind, Handler(check, do)
 
 
-#: Every command's check and do, in the order of :mod:`.commands`.
+#: Every command's check and do, in the order of :mod:`server.vocabulary.commands`.
 HANDLERS: Mapping[type[c.Command], Handler[Any, Any]] = dict(
     (
         # people come and go (§5): seating

@@ -14,7 +14,7 @@ table on from wherever the command left it:
   betting, offers the shoe or the cut) and says whether to look at :data:`NEXT` again at
   once (a coup settled, an offer every seated player declined) or wait for the next
   command.
-- :func:`do_tick`: the timers (the croupier's :class:`~server.table.commands.Tick`):
+- :func:`do_tick`: the timers (the croupier's :class:`~server.vocabulary.commands.Tick`):
   a seat's grace, the shoe offer, the cut, the reveal, the betting and the turner's.
 
 The phases (:class:`~server.table.state.Phase`) and the flow between them::
@@ -55,9 +55,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from server.vocabulary import commands as c
+from server.vocabulary.events import Outcome
+
 from . import betting, contributing, seating, shoe_offer, turning
-from . import commands as c
-from .events import Outcome
 from .state import Phase
 
 if TYPE_CHECKING:

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from server.engine.roads import Result
 from server.engine.shoe import Shoe
 from server.ledger.accounts import Wallet
+from server.vocabulary.options import TableOptions
 
-from .options import TableOptions
 from .state import (
     CardSlot,
     Contributions,

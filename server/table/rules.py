@@ -18,7 +18,7 @@ What it is for (h11's transition tables, pokerkit's ``can``):
   any phase while the server shuts down.
 - **Each command's bounds, written once** (pokerkit computes its ``can_*`` bounds with
   its verifier): the ``*_refusal`` functions say why a player may not send a command
-  now (a :class:`~server.table.errors.TableError`, or None), the ``*_bounds`` functions
+  now (a :class:`~server.vocabulary.errors.TableError`, or None), the ``*_bounds`` functions
   how far they may go (the free seats, the cut's range, what one bet may add to an
   area, what may come off it). The table's checks raise what they return; :func:`actions`
   lists a command exactly when they let it through, with those bounds.
@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING, Any
 from server.engine.payouts import Area
 from server.engine.shoe import cut_bounds
 from server.protocol.errors import limit_reached
+from server.vocabulary import commands as c
+from server.vocabulary.commands import WIRE_COMMANDS
+from server.vocabulary.errors import TableError
 
-from . import commands as c
-from .commands import WIRE_COMMANDS
-from .errors import TableError
 from .state import CoupState, Phase, PlayerState, TurnStep
 
 if TYPE_CHECKING:

@@ -24,10 +24,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from server.vocabulary import commands as c
+from server.vocabulary.errors import TableError, refuse
+from server.vocabulary.events import Outcome
+
 from . import betting, rules, shoe_offer
-from . import commands as c
-from .errors import TableError, refuse
-from .events import Outcome
 from .state import Phase, PlayerState
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ from server.engine.payouts import Paytable, settle_bet, winning_areas
 from server.engine.roads import Result
 from server.engine.shoe import Shoe
 from server.ledger.accounts import HOUSE, Wallet, held_account, player_account, stake_account
+from server.vocabulary.events import plain_copy
 
 from . import betting, contributing, seating, shoe_offer
-from .events import plain_copy
 from .state import Contributions, CoupState, Phase
 
 if TYPE_CHECKING:

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 from server.engine.shoe import Shoe, ShoeError
 from server.engine.shoe import check_cut as check_cut_position
+from server.vocabulary import commands as c
+from server.vocabulary.errors import TableError, refuse
+from server.vocabulary.events import Outcome
 
-from . import commands as c
 from . import contributing, rules
-from .errors import TableError, refuse
-from .events import Outcome
 from .state import Offer, PlayerState
 
 if TYPE_CHECKING:

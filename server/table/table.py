@@ -2,11 +2,11 @@
 
 Rules of this file:
 
-- Every input is a command (:mod:`server.table.commands`) handed to
+- Every input is a command (:mod:`server.vocabulary.commands`) handed to
   :meth:`Table.handle` with the current time ``now``; every output is a
-  :class:`~server.table.events.Step`: the events it caused, with gap-free per-table
+  :class:`~server.vocabulary.events.Step`: the events it caused, with gap-free per-table
   sequence numbers, and what the shell needs to know after it.
-- A command the rules do not allow raises :class:`~server.table.errors.TableError`
+- A command the rules do not allow raises :class:`~server.vocabulary.errors.TableError`
   and changes nothing. ``handle`` checks the phase once against
   :data:`server.table.rules.ALLOWED`; then the command's *check* (who, how much,
   which card, raising what the rules' refusals return) runs before its *do* changes
@@ -14,7 +14,7 @@ Rules of this file:
   :meth:`Table.verify` and :meth:`Table.can` run the same checks and change nothing
   (pokerkit's verify / can / do).
 - Time comes only from ``now``; randomness only from the shoe's seed, which arrives in
-  a :class:`~server.table.commands.StartShoe` command. No I/O, no clock, no global
+  a :class:`~server.vocabulary.commands.StartShoe` command. No I/O, no clock, no global
   random: the same commands at the same times always give the same events.
 - Money moves only through the injected :class:`~server.ledger.accounts.Wallet`, as
   ledger entries keyed by round, player and area (or the table's counter); a refused
@@ -37,15 +37,15 @@ from typing import Any
 from server.engine.roads import Result, Roads
 from server.engine.shoe import Shoe
 from server.ledger.accounts import Wallet, stake_account
+from server.vocabulary import commands as c
+from server.vocabulary.errors import TableError
+from server.vocabulary.events import EVENT_KINDS, TRANSIENT_KINDS, Event, Outcome, Step
+from server.vocabulary.options import TableOptions
 
 from . import betting, flow, persistence, rules, settlement, turning
-from . import commands as c
 from .actions import SentActions, watch
 from .dispatch import HANDLERS, Handler
-from .errors import TableError
-from .events import EVENT_KINDS, TRANSIENT_KINDS, Event, Outcome, Step
 from .felt import Felt
-from .options import TableOptions
 from .state import Contributions, CoupState, Holding, Modes, Offer, Phase, PlayerState
 
 __all__ = ["Phase", "Table"]

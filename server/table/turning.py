@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 from server.engine.cards import card_value, hand_total
 from server.engine.coup import banker_draws, is_natural, player_draws
+from server.vocabulary import commands as c
+from server.vocabulary.errors import refuse
+from server.vocabulary.events import Outcome
 
-from . import commands as c
 from . import rules, settlement
-from .errors import refuse
-from .events import Outcome
 from .state import CardSlot, CoupStage, CoupState
 
 if TYPE_CHECKING:

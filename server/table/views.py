@@ -25,11 +25,11 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from server.engine.cards import shoe_cards
+from server.vocabulary.events import Event
+from server.vocabulary.options import TableOptions
 
 from .betting import public_wagers, turner_names
 from .contributing import cutter_of
-from .events import Event
-from .options import TableOptions
 from .state import CoupState, Phase
 from .voiding import round_in_progress
 

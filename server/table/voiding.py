@@ -8,11 +8,11 @@ the croupier's ``closing_calls`` rolls the debits back), a coup dealt (every hel
 goes back ``held -> player`` with the ledger kind ``void``, the hold's one outcome) —
 records it ``void: true`` with the reason and the cards, tells the players
 (``voided``), and moves the table on as a settled coup would (the next round opens
-under a new id; the shoe holder keeps the shoe, whatever they bet). :class:`~server.table.commands.Pause`
-stops new coups (``paused``); :class:`~server.table.commands.Resume` lets them start
-again (``resumed``). :class:`~server.table.commands.CloseTable` refunds a coup in
+under a new id; the shoe holder keeps the shoe, whatever they bet). :class:`~server.vocabulary.commands.Pause`
+stops new coups (``paused``); :class:`~server.vocabulary.commands.Resume` lets them start
+again (``resumed``). :class:`~server.vocabulary.commands.CloseTable` refunds a coup in
 progress (GAME_RULES §8: only then) and gives back the chips not yet held;
-:class:`~server.table.commands.SetDraining` refuses new bets while the server shuts
+:class:`~server.vocabulary.commands.SetDraining` refuses new bets while the server shuts
 down. The wagers of bettors without a seat (§5) go back with everyone's, each told in
 their own copy of ``voided``.
 
@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 from server.engine.cards import CardError
 from server.engine.coup import resolve_coup
+from server.vocabulary import commands as c
+from server.vocabulary.errors import TableError
+from server.vocabulary.events import Outcome
 
 from . import betting, seating, settlement
-from . import commands as c
-from .errors import TableError
-from .events import Outcome
 from .state import Phase
 
 if TYPE_CHECKING:

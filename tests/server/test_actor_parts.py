@@ -20,8 +20,8 @@ from server.store.base import (
     StoreError,
 )
 from server.table import Table, TableOptions
-from server.table import commands as c
 from server.table.state import Phase
+from server.vocabulary import commands as c
 from tests.server.test_store_failures import fail_next_commit
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,7 +30,7 @@ from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.store.base import (
     StoreUnavailable,
 )
-from server.table.events import Event
+from server.vocabulary.events import Event
 from tests.kit.redis import RedisServer
 from tests.kit.timing import scaled
 

@@ -21,7 +21,7 @@ import redis.asyncio as aioredis
 from server.bus.channels import event_channel, table_of
 from server.bus.redis import HOLD_MAX, RedisBus, _pack_events
 from server.protocol.records import Address, ReplyRecord, pack
-from server.table.events import Event
+from server.vocabulary.events import Event
 from tests.kit.redis import RedisServer
 from tests.kit.timing import scaled
 

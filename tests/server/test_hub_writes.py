@@ -114,7 +114,7 @@ async def test_steps_published_while_the_writes_wait_reach_a_watcher_in_one_writ
 ) -> None:
     """Two steps published to a large audience (``AT_ONCE``: here none) before the loop
     writes reach a watcher together: one write for both, in order."""
-    from server.table.events import Event
+    from server.vocabulary.events import Event
 
     monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
     server = await net.start(**FAST, tables=(table_def("t1"),))
@@ -292,7 +292,7 @@ async def test_steps_soon_after_a_pass_wait_for_the_next_one_together(
     sooner than ``TAIL_GAP`` after the last began: two steps published a few turns of
     the event loop apart, soon after a pass, reach a watcher in one write, not one each
     (issue 37 §3: a write a watcher a step was 41% of the process at two thousand)."""
-    from server.table.events import Event
+    from server.vocabulary.events import Event
 
     monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
     monkeypatch.setattr(hub, "TAIL_GAP", 0.5, raising=False)  # (a loaded machine's turns)

@@ -24,8 +24,8 @@ from typing import Any
 
 from server.engine.shoe import Shoe, verify
 from server.gateway.hub import transient
-from server.table.events import Event
 from server.table.views import view_event
+from server.vocabulary.events import Event
 from tests.kit import BALANCE_KEYS, CARD, Client, Game, table_def, walk
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}

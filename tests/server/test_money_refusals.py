@@ -53,8 +53,8 @@ from server.store.base import (
     StoreError,
     StoreUnavailable,
 )
-from server.table.events import Event
 from server.table.views import view_event
+from server.vocabulary.events import Event
 from tests.kit import Client, Game, table_def
 from tests.kit.checks import check_coup, random_bets
 from tests.kit.crash import check_books

@@ -65,9 +65,9 @@ from server.protocol.messages import SCHEMAS, parse
 from server.store.base import (
     EVENT_RETENTION,
 )
-from server.table.events import EVENT_KINDS
-from server.table.options import TableOptions
 from server.table.rules import TURN_REFUSALS
+from server.vocabulary.events import EVENT_KINDS
+from server.vocabulary.options import TableOptions
 from tests.kit import ROOT, SECRET, Client, CoupLog, Game, scaled, table_def
 from tests.server.test_operator_voids import KEY as OPERATOR_KEY
 from tests.server.test_operator_voids import Back
@@ -502,7 +502,7 @@ def test_help_and_docs_name_every_table_setting() -> None:
     settings = set(TableOptions.__dataclass_fields__) | {"min", "max", "tie_max", "side_max"}
     help_text = " ".join(build_parser().format_help().split())
     text = DOC.read_text(encoding="utf-8")
-    options = text[text.index("The options (`server/table/options.py`)") :]
+    options = text[text.index("The options (`server/vocabulary/options.py`)") :]
     for name in settings:
         assert re.search(rf"\b{name}\b", help_text), f"--help omits {name}"
         assert f"`{name}`" in options, f"docs/protocol.md's options table omits {name}"

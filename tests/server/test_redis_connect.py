@@ -40,7 +40,7 @@ from server.store.base import (
     TableRow,
 )
 from server.store.redis import RedisStore, redact
-from server.table.events import Event
+from server.vocabulary.events import Event
 from tests.kit.redis import REPLICATION, RedisServer
 from tests.kit.timing import scaled
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from server.table.events import Event
 from server.table.views import view, view_event
+from server.vocabulary.events import Event
 from tests.kit import Game, table_def
 from tests.kit.checks import check_public_views_agree
 

@@ -20,8 +20,8 @@ from server.gateway.server import ChemmyServer
 from server.store.base import (
     EVENT_RETENTION,
 )
-from server.table.events import Event
 from server.table.views import view_event
+from server.vocabulary.events import Event
 from tests.kit import Client, CoupLog, Game, scaled, table_def
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}

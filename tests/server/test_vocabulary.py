@@ -2,8 +2,8 @@
 
 The client messages are :data:`server.protocol.messages.SCHEMAS` (the relayed table
 commands marked there, :data:`~server.protocol.messages.TABLE_COMMANDS`); the table's
-commands are :data:`server.table.commands.COMMANDS`, each naming itself on the wire
-(:data:`~server.table.commands.WIRE_COMMANDS`). Everything else is made from those two:
+commands are :data:`server.vocabulary.commands.COMMANDS`, each naming itself on the wire
+(:data:`~server.vocabulary.commands.WIRE_COMMANDS`). Everything else is made from those two:
 the gateway's handlers, the owner's relayed commands, the table's handlers, the bounds
 of ``you.actions``. This holds the two lists to each other, field by field.
 """
@@ -15,12 +15,12 @@ import dataclasses
 from server.croupier import kinds
 from server.gateway.handlers import HANDLERS
 from server.protocol.messages import SCHEMAS, TABLE_COMMANDS, parse
-from server.table import commands as c
 from server.table import rules
 from server.table.dispatch import HANDLERS as _HANDLERS
 from server.table.flow import ENTER as _ENTER
 from server.table.flow import NEXT
 from server.table.state import Phase
+from server.vocabulary import commands as c
 
 #: The table commands the table actor builds itself (with the gateway's bookkeeping).
 OWNERS_OWN = {"leave"}

@@ -25,10 +25,10 @@ import pytest
 from server.engine.cards import parse_card
 from server.engine.coup import Coup, resolve_coup
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
-from server.table import commands as c
-from server.table.events import Event, Step
 from server.table.persistence import VERSION
 from server.table.table import Phase
+from server.vocabulary import commands as c
+from server.vocabulary.events import Event, Step
 
 CASHIER = "cashier"
 HOUSE = "house"

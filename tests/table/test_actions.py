@@ -28,10 +28,10 @@ from table_helpers import BANKER_WIN, TableHarness, stack
 
 from server.engine.payouts import AREAS
 from server.table import Table
-from server.table import commands as c
 from server.table.actions import kept_current
 from server.table.rules import WIRE_COMMANDS, bet_bounds, bets_refusal, same_bets
 from server.table.views import view as snapshot
+from server.vocabulary import commands as c
 
 SIMPLE = {
     "stand": c.Stand,

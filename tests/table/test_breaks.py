@@ -17,9 +17,9 @@ import json
 from table_helpers import BANKER_WIN, PLAYER_WIN, TableHarness, stack
 
 from server.table import MemoryWallet, Table, view_event
-from server.table import commands as c
-from server.table.events import Event
 from server.table.table import Phase
+from server.vocabulary import commands as c
+from server.vocabulary.events import Event
 
 
 def _break(player: str) -> c.Stand:

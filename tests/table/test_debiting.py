@@ -6,8 +6,8 @@ from __future__ import annotations
 from table_helpers import BANKER_WIN, PLAYER_WIN, TableHarness, stack
 
 from server.table import MemoryWallet, Table
-from server.table import commands as c
 from server.table.table import Phase
+from server.vocabulary import commands as c
 
 
 def _harness() -> TableHarness:

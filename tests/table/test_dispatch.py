@@ -28,12 +28,12 @@ from server.table import (
     turning,
     voiding,
 )
-from server.table import commands as c
 from server.table.dispatch import HANDLERS, no_check
-from server.table.events import Outcome
-from server.table.options import TableOptions
 from server.table.state import Holding, Modes, Phase
 from server.table.table import Table
+from server.vocabulary import commands as c
+from server.vocabulary.events import Outcome
+from server.vocabulary.options import TableOptions
 
 #: The modules that hold commands' handlers.
 MACHINES: tuple[ModuleType, ...] = (

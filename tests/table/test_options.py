@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from table_helpers import BANKER_WIN, TableHarness, stack
 
 from server.table import Limits, OptionsError, Table, TableOptions, Timers
-from server.table.options import MAX_TIER_UNITS, TIERS, tier_limits
+from server.vocabulary.options import MAX_TIER_UNITS, TIERS, tier_limits
 
 
 def test_the_three_tiers_of_section_3() -> None:

@@ -48,10 +48,10 @@ from server.store.records import (
     hold_problems,
 )
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
-from server.table import commands as c
-from server.table.events import TRANSIENT_KINDS
 from server.table.table import Phase
 from server.table.views import view as snapshot
+from server.vocabulary import commands as c
+from server.vocabulary.events import TRANSIENT_KINDS
 
 NAMES = ["p1", "p2", "p3", "p4", "p5"]
 STRANGER = "zed"  # never funded; joins sometimes

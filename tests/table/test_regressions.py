@@ -13,8 +13,8 @@ import pytest
 from table_helpers import BANKER_WIN, PLAYER_WIN, TableHarness, fast_timers, stack
 
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers
-from server.table import commands as c
 from server.table.table import Phase
+from server.vocabulary import commands as c
 
 
 # Defect 6: the first sitter declined and the house took the shoe although three other

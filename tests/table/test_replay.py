@@ -25,9 +25,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.table import MemoryWallet, Table, TableError, TableOptions
-from server.table import commands as c
 from server.table.table import Phase
 from server.table.views import view as snapshot
+from server.vocabulary import commands as c
 
 PLAYERS = ["ann", "bob", "cat", "dan"]
 FUNDS = 200_000

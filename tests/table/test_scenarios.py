@@ -36,9 +36,9 @@ from table_helpers import (
 from server.engine.shoe import cut_order, shuffle_order, timeout_cut, verify
 from server.ledger.accounts import DuplicateEntry
 from server.table import Limits, MemoryWallet, Table, TableOptions, Timers
-from server.table import commands as c
 from server.table.table import Phase
 from server.table.views import view as snapshot
+from server.vocabulary import commands as c
 
 SEED = hashlib.sha256(b"chemmy scenario seed").digest()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from table_helpers import BANKER_WIN, TableHarness, stack
 
 from server.table import Phase
-from server.table import commands as c
+from server.vocabulary import commands as c
 
 
 def test_the_holder_standing_last_passes_the_shoe_before_betting_closes() -> None:

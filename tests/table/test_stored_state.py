@@ -10,9 +10,9 @@ import pytest
 from table_helpers import BANKER_WIN, TableHarness, check_stored_state, stack
 
 from server.table import Table, TableOptions
-from server.table import commands as c
 from server.table.state import CoupState
 from server.table.table import Phase
+from server.vocabulary import commands as c
 
 
 def test_stored_state_leaves_out_spectators_but_keeps_the_game() -> None:

@@ -23,9 +23,9 @@ from server.store.records import (
     hold_problems,
 )
 from server.table import MemoryWallet, Table, TableOptions, Timers, view_event
-from server.table import commands as c
 from server.table.table import Phase
 from server.table.views import own_round, summary, view
+from server.vocabulary import commands as c
 from server.wallet.calls import closing_calls
 
 

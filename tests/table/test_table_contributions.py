@@ -25,9 +25,9 @@ from server.engine.shoe import (
     verify,
 )
 from server.table import Table, TableOptions, Timers
-from server.table import commands as c
 from server.table.table import Phase
 from server.table.views import view
+from server.vocabulary import commands as c
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = bytes(range(32))

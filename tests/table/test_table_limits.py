@@ -9,7 +9,7 @@ import pytest
 from table_helpers import BANKER_WIN, PLAYER_WIN, TableHarness, stack
 
 from server.table import TableError, TableOptions
-from server.table import commands as c
+from server.vocabulary import commands as c
 
 
 def _harness(options: TableOptions | None = None) -> TableHarness:

@@ -19,8 +19,6 @@ from table_helpers import PLAYER_WIN_THIRD, TableHarness, card_strings, stack
 
 from server.engine.cards import shoe_cards
 from server.table import TableOptions, Timers
-from server.table import commands as c
-from server.table.events import EVENT_KINDS, TRANSIENT_KINDS, Event
 from server.table.table import Phase
 from server.table.views import (
     own_round,
@@ -29,6 +27,8 @@ from server.table.views import (
     view,
     view_event,
 )
+from server.vocabulary import commands as c
+from server.vocabulary.events import EVENT_KINDS, TRANSIENT_KINDS, Event
 
 SEED = bytes(range(32))
 MONEY = {"balance", "available", "net", "balances"}

@@ -21,9 +21,9 @@ from server.store.records import (
     hold_problems,
 )
 from server.table import MemoryWallet, Table
-from server.table import commands as c
 from server.table.table import Phase
 from server.table.views import summary, view
+from server.vocabulary import commands as c
 from server.wallet.calls import closing_calls
 
 

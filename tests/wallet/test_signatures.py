@@ -146,7 +146,7 @@ def test_every_debit_refusal_has_its_words_in_every_language_and_client() -> Non
     import json
 
     from client_cli.sentences import debit_refused
-    from server.table.commands import DEBIT_REFUSALS
+    from server.vocabulary.commands import DEBIT_REFUSALS
 
     static = ROOT / "web"
     state_js = (static / "state.js").read_text(encoding="utf-8")

@@ -6,7 +6,7 @@ own shape when it is made, like h11's events: each field declares its check
 (``amount: Annotated[int, _AMOUNT]``, each check written once below), so a malformed
 command (a hand that is not ``player`` or ``banker``, an amount that is not a positive
 whole number, a squeeze style not in the book...) raises
-:class:`~server.table.errors.TableError` with the code the table has always used for it
+:class:`~server.vocabulary.errors.TableError` with the code the table has always used for it
 (``bad_hand``, ``bad_amount``, ``bad_style``...), and the table never re-checks types.
 
 What it must never do: decide whether the move is allowed now (that is the table's:
