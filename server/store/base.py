@@ -1,11 +1,11 @@
 r"""The store interface: wallets, the ledger, table state, events and round/shoe records.
 
-One :class:`Store` interface, implemented by :class:`~server.store.memory.MemoryStore`
-(unit tests), :class:`~server.store.sqlite.SQLiteStore` (the default: one file, zero
-set-up) and :class:`~server.store.redis.RedisStore` (state that many processes share).
-All pass the contract suite in ``tests/server/test_store.py`` (the httpcore backends'
-shape), and ``tests/store/test_store_oracle.py`` runs random steps on all three with the
-memory store as the oracle.
+One :class:`Store` interface, implemented by :class:`~server.store.sqlite.SQLiteStore`
+(the default: one file, zero set-up; or a throwaway one in memory, ``--db memory:``) and
+:class:`~server.store.redis.RedisStore` (state that many processes share). Both pass the
+contract suite in ``tests/server/test_store.py`` (the httpcore backends' shape), and
+``tests/store/test_store_oracle.py`` runs the same random steps on both and compares
+them.
 
 The money rules below are written once, in :mod:`server.ledger.rules` (the SQL and Lua
 that keep them are generated from it); a commit is checked and serialized once, by
