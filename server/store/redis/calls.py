@@ -8,20 +8,16 @@ never delete a call (they are the reconciliation trail, docs/wallet.md §4).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final
 
 from server.store.base import StoreUnavailable
 from server.store.calls import (
-    check_due_kinds,
-    check_due_time,
     check_operator_call,
     check_wallet_changes,
     merge_wallet_call,
     operator_call_record,
     wallet_call_matches,
-    wallet_filters,
-    wallet_limit,
     wallet_totals,
 )
 from server.store.records import check_span
@@ -71,15 +67,9 @@ class RedisCalls(RedisCore):
                     return None
         raise StoreUnavailable(f"wallet call {transaction_id!r} kept changing while updated")
 
-    async def due_wallet_calls(
-        self,
-        now: float,
-        limit: int = 100,
-        kinds: Sequence[str] = ("credit", "rollback"),
+    async def _due_wallet_calls(
+        self, now: float, limit: int, kinds: tuple[str, ...]
     ) -> list[dict[str, Any]]:
-        now, limit, wanted = check_due_time(now), wallet_limit(limit), check_due_kinds(kinds)
-        if not limit or not wanted:
-            return []
         found: list[dict[str, Any]] = []
 
         def order(call: dict[str, Any]) -> tuple[float, int]:
@@ -102,7 +92,7 @@ class RedisCalls(RedisCore):
                 bodies = await redis.hmget(self._key("wcall:data"), [t for t, _ in page])
                 for body in bodies:
                     call = None if body is None else _call_of(body)
-                    if call is not None and call["state"] == "pending" and call["kind"] in wanted:
+                    if call is not None and call["state"] == "pending" and call["kind"] in kinds:
                         found.append(call)
                 if len(page) < CALL_PAGE:
                     break
@@ -119,26 +109,9 @@ class RedisCalls(RedisCore):
             found = await self._redis().hget(self._key("wcall:data"), transaction_id)
         return None if found is None else _call_of(found)
 
-    async def wallet_calls(
-        self,
-        *,
-        state: str | None = None,
-        player: str | None = None,
-        table: str | None = None,
-        round_id: str | None = None,
-        kind: str | None = None,
-        limit: int = 100,
-        before_seq: int | None = None,
+    async def _wallet_calls(
+        self, filters: Mapping[str, str], limit: int, before_seq: int | None
     ) -> list[dict[str, Any]]:
-        filters = wallet_filters(
-            state=state,
-            player=player,
-            table=table,
-            round_id=round_id,
-            kind=kind,
-            before_seq=before_seq,
-        )
-        limit = wallet_limit(limit)
         found: list[dict[str, Any]] = []
         top = "+inf" if before_seq is None else f"({before_seq}"
         # Pages by seq (a cursor, not an offset: calls inserted meanwhile go above it).

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Final
 
@@ -26,16 +26,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from server.connect.redis import UNAVAILABLE_CODES, connect, unavailable
 from server.ledger.accounts import Entry, player_account
 from server.ledger.rules import (
-    check_entry,
     entry_flow,
-    welcome_entry,
 )
 from server.store.base import (
     EVENT_RETENTION,
     HISTORY_LIMIT,
     CommitResult,
     KeyConflict,
-    LimitGuard,
     LimitPassed,
     OutOfRange,
     Overdrawn,
@@ -43,9 +40,9 @@ from server.store.base import (
     StaleEpoch,
     StoreError,
     StoreUnavailable,
-    TableRow,
 )
-from server.store.plan import plan_commit
+from server.store.front import StoreFront
+from server.store.plan import CommitPlan
 from server.store.players import guard_measure
 from server.store.records import (
     own_copy,
@@ -116,7 +113,7 @@ def redact(url: str) -> str:
     return f"{scheme}://{user}:***@{hosts}{slash}{path}"
 
 
-class RedisCore:
+class RedisCore(StoreFront):
     """The connection, the boundary and the writes of
     :class:`~server.store.redis.RedisStore` (its arguments are said there); the reads
     and the rest are the other modules', each a part of it."""
@@ -263,24 +260,16 @@ class RedisCore:
             with suppress(RedisError, OSError):
                 await client.aclose()
 
-    async def ensure_player(
-        self, player_id: str, name: str, initial_balance: int, *, guest: bool = False
-    ) -> int:
-        if not isinstance(initial_balance, int) or initial_balance < 0:
-            raise StoreError("an initial balance is a whole number, not negative")
-        key = packed = ""
-        if initial_balance > 0:
-            welcome = welcome_entry(player_id, initial_balance)
-            check_entry(welcome)
-            key, packed = welcome.key, _pack(welcome)
+    # -- a player's welcome, a guest's expiry -----------------------------------------
+    async def _ensure(self, player_id: str, name: str, welcome: Entry | None, guest: bool) -> int:
         args = [
             self.prefix,
             player_id,
             name,
             player_account(player_id),
-            key,
-            packed,
-            str(initial_balance),
+            "" if welcome is None else welcome.key,
+            "" if welcome is None else _pack(welcome),
+            "0" if welcome is None else str(welcome.amount),
             "1" if guest else "0",
             repr(float(self.clock())),
         ]
@@ -306,18 +295,8 @@ class RedisCore:
                     break
         return gone
 
-    # -- the one write ---------------------------------------------------------------
-    async def commit(
-        self,
-        *,
-        entries: Sequence[Entry] = (),
-        table: TableRow | None = None,
-        records: Sequence[Mapping[str, Any]] = (),
-        events: Sequence[Mapping[str, Any]] = (),
-        calls: Sequence[Mapping[str, Any]] = (),
-        guards: Sequence[LimitGuard] = (),
-    ) -> CommitResult:
-        plan = plan_commit(self.clock(), entries, table, records, events, calls, guards)
+    # -- the one write (planned by StoreFront.commit) -----------------------------------
+    async def _apply(self, plan: CommitPlan) -> CommitResult:
         args: list[str] = [self.prefix, plan.day, plan.cutoff, str(len(plan.entries))]
         for entry in plan.entries:
             args += [entry.key, entry.src, entry.dst, str(entry.amount), _pack(entry)]

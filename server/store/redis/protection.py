@@ -14,25 +14,22 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from server.ledger.rules import (
-    FLOW_NAMES,
     flow_day,
 )
 from server.store.base import (
     AckRule,
-    BetReads,
     CurrentRule,
     LimitsRule,
     PlayRule,
     RestrictionRule,
     StoreUnavailable,
 )
+from server.store.front import StoredBetReads
 from server.store.players import (
     check_currency,
-    check_day,
     check_limit_changes,
     check_play_open,
     check_play_time,
-    flow_buckets,
     play_baseline,
 )
 from server.store.records import dump_json
@@ -60,13 +57,10 @@ class RedisPlayers(RedisCore):
         return _text(found)
 
     # -- a player's time-out or self-exclusion ---------------------------------------
-    async def player_restriction(self, player_id: str) -> dict[str, Any] | None:
+    async def _stored_restriction(self, player_id: str) -> dict[str, Any] | None:
         with self._translated():
             found = await self._redis().hget(self._key("restrictions"), player_id)
-        if found is None:
-            return None
-        kept = dict(json.loads(_text(found)))
-        return kept if kept["until"] > time.time() else None
+        return None if found is None else dict(json.loads(found))
 
     async def set_player_restriction(
         self, player_id: str, kind: str, until: float, by: str, *, rule: RestrictionRule
@@ -91,26 +85,20 @@ class RedisPlayers(RedisCore):
         return kept
 
     # -- a player's usage and limits ----------------------------------------------------
-    async def player_days(self, player_id: str, since_day: str) -> dict[str, dict[str, int]]:
-        since_day = check_day(since_day)
+    async def _stored_days(self, player_id: str, since_day: str) -> dict[str, list[int]]:
         with self._translated():
             found = await self._redis().hgetall(self._key("flows:", player_id))
-        return _days_of([x for kv in found.items() for x in kv], since_day)
+        return _days_of([x for kv in found.items() for x in kv])
 
-    async def bet_reads(self, player_id: str, since_day: str, *, rule: CurrentRule) -> BetReads:
-        since_day = check_day(since_day)
+    async def _stored_bet_reads(self, player_id: str, since_day: str) -> StoredBetReads:
         with self._translated():
             found = await self._scripts["bet_reads"](args=[self.prefix, player_id])
         restriction, limits, body, seen, flows = found
-        kept = None if restriction is None else dict(json.loads(_text(restriction)))
-        if kept is not None and kept["until"] <= time.time():
-            kept = None
-        stored = None if limits is None else json.loads(_text(limits))
-        return BetReads(
-            kept,
-            rule(stored, self.clock()),
+        return (
+            None if restriction is None else dict(json.loads(restriction)),
+            None if limits is None else json.loads(limits),
             _play_of("" if body is None else _text(body), "" if seen is None else _text(seen)),
-            _days_of(flows, since_day),
+            _days_of(flows),
         )
 
     async def player_limits(self, player_id: str, *, rule: CurrentRule) -> dict[str, Any]:
@@ -176,9 +164,7 @@ class RedisPlayers(RedisCore):
         async def change(old: dict[str, Any] | None) -> dict[str, Any]:
             baseline: dict[str, int] = {}
             if old is None or now - old["seen"] > gap:  # a new one: its baseline
-                days = await self.player_days(player_id, flow_day(now))
-                sums = {day: [row[name] for name in FLOW_NAMES] for day, row in days.items()}
-                baseline = play_baseline(sums, now)
+                baseline = play_baseline(await self._stored_days(player_id, flow_day(now)), now)
             return rule(old, now, gap, every, baseline)
 
         kept = await self._change_play(player_id, change)
@@ -208,14 +194,15 @@ class RedisPlayers(RedisCore):
         return await self._change_play(player_id, change)
 
 
-def _days_of(fields: Sequence[bytes | str], since_day: str) -> dict[str, dict[str, int]]:
-    """:meth:`RedisStore.player_days` from a player's flow fields and values, flat."""
+def _days_of(fields: Sequence[bytes | str]) -> dict[str, list[int]]:
+    """A player's days (day -> ``[staked, net, deposited]``) from their flow fields and
+    values, flat."""
     days: dict[str, list[int]] = {}
     for field, value in zip(fields[::2], fields[1::2], strict=True):
         day, _, which = _text(field).rpartition(":")
         if which in _FLOW_FIELDS:
             days.setdefault(day, [0, 0, 0])[_FLOW_FIELDS.index(which)] = int(value)
-    return flow_buckets(days, since_day)
+    return days
 
 
 def _play_of(body: str, seen: str) -> dict[str, Any] | None:

@@ -16,15 +16,14 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from server.ledger.accounts import Entry, player_account
+from server.ledger.accounts import Entry
 from server.ledger.rules import (
     OUTCOME_KINDS,
-    stake_account,
 )
 from server.store.base import (
     HISTORY_LIMIT,
+    RoundFilter,
     RoundIndex,
-    RoundQuery,
     StoreError,
     StoreUnavailable,
     TableRow,
@@ -34,7 +33,6 @@ from server.store.records import (
     follows,
     hold_problems,
     index_record,
-    round_query,
 )
 from server.store.redis.core import RedisCore, _text, _texts, _unpack
 
@@ -60,12 +58,6 @@ class RedisReads(RedisCore):
         with self._translated():
             found = await self._redis().hmget(self._key("balances"), wanted)
         return {a: int(b or 0) for a, b in zip(wanted, found, strict=True)}
-
-    async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
-        stakes = [stake_account(t, player_id) for t in dict.fromkeys(tables)]
-        found = await self.balances([player_account(player_id), *stakes])
-        available = found[player_account(player_id)]
-        return available + sum(found[a] for a in stakes), available
 
     async def has_entry(self, key: str) -> bool:
         with self._translated():
@@ -123,9 +115,6 @@ class RedisReads(RedisCore):
                 )
         return rows
 
-    async def save_table(self, row: TableRow) -> None:
-        await self.commit(table=row)
-
     async def events_after(self, table_id: str, seq: int) -> list[dict[str, Any]] | None:
         if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
             return follows(seq, [], 0)  # raises the one error for a bad seq
@@ -155,13 +144,7 @@ class RedisReads(RedisCore):
             found = await self._redis().hget(self._key("rounds"), round_id)
         return None if found is None else dict(json.loads(found))
 
-    async def round_records(
-        self,
-        query: RoundQuery,
-    ) -> list[dict[str, Any]]:
-        wanted = round_query(query)
-        if not wanted.limit:
-            return []
+    async def _round_records(self, wanted: RoundFilter) -> list[dict[str, Any]]:
         if wanted.round_id is not None:  # one record: read it, then apply the rest
             record = await self.round_record(wanted.round_id)
             if record is None:
