@@ -37,7 +37,7 @@ It must never ``FLUSH`` or ``KEYS``-scan a database (it may share one), never ru
 script that writes after an error reply, never log an entry's contents, and never
 show the URL's password.
 
-The store is split by job: :mod:`~server.store.redis.scripts` (the Lua text),
+The store is split by job: :mod:`~server.store.redis.scripts` (its Lua, ``lua/*.lua``),
 :mod:`~server.store.redis.core` (the connection, the commit and its group, the other
 writes of money), :mod:`~server.store.redis.reads`, :mod:`~server.store.redis.protection`
 (a player's rows) and :mod:`~server.store.redis.calls` (the wallet's and the operator's
