@@ -4,9 +4,10 @@ Run from the project root: ``python -m bench.store`` (``--no-write`` to only pri
 Prints a table and writes it to docs/benchmarks.md, section "## Store (bench/store.py)"
 (the rest of the file is kept).
 
-Each store commits what a croupier commits for a ``bet``: two ledger entries (the
-chips to the player's stake and back, so the money never runs out), the table row with
-a 2 KiB state, and the step's event where the store keeps events. The figure is the
+Each store (SQLite, Redis: the only two; ``memory:`` is SQLite in memory) commits what
+a croupier commits for a ``bet``: two ledger entries (the chips to the player's stake
+and back, so the money never runs out), the table row with a 2 KiB state, and the
+step's event where the store keeps events. The figure is the
 round trip of ``await store.commit(...)`` from the loop: for SQLite that includes the
 hop to its worker thread and back, for Redis the network round trip and the script.
 Redis is a ``redis-server`` of its own on a free port (tests/kit/redis.py), AOF on
@@ -225,7 +226,6 @@ async def measure(make: Callable[[], Any]) -> dict[str, float]:
 
 async def run(tmp: Path, redis_url: str | None) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    results["memory"] = await measure(stores.MemoryStore)
     results["sqlite"] = await measure(lambda: stores.SQLiteStore(tmp / "bench.sqlite3"))
     if redis_url is not None and hasattr(stores, "RedisStore"):
         results["redis"] = await measure(lambda: stores.RedisStore(redis_url))
@@ -279,7 +279,6 @@ def report(
     results: dict[str, Any], before: dict[str, Any] | None, label: str, command: str, load: str
 ) -> str:
     names = {
-        "memory": "MemoryStore",
         "sqlite": "SQLiteStore (file, WAL)",
         "redis": "RedisStore (loopback, one Lua script)",
     }
@@ -290,14 +289,15 @@ def report(
         f"Machine: {machine()}. {load}",
         "",
         f"{COMMITS} step commits each (2 entries, a 2 KiB state row, 1 event where the store "
-        f"keeps events), after a warm-up of {WARMUP}."
+        f"keeps events), after a warm-up of {WARMUP}. The stores are SQLite and Redis "
+        "(`--db memory:` is a SQLite database in memory; there is no store of plain dicts)."
         + (f" Baseline, measured in the same run: {label}." if before else ""),
         "",
         "| store | commit round trip mean | p50 | p99 |",
         "|---|---|---|---|",
     ]
     runs = [(before, " (baseline)")] if before else []
-    for key in ("memory", "sqlite", "redis"):
+    for key in ("sqlite", "redis"):
         for found, mark in [*runs, (results, "")]:
             if found and key in found:
                 r = found[key]

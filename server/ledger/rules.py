@@ -22,10 +22,10 @@ The stores read these rules, never restate them: the Python checks call the func
 here, SQLite's schema takes its ``CHECK`` and triggers from :data:`SQL_PLAYER_NO_OVERDRAFT`,
 :data:`SQL_STAKE_NO_OVERDRAFT` and :data:`SQL_WELCOME_OWNER`, and Redis's scripts begin
 with :data:`LUA_RULES` (the range, the guarded prefixes, the welcome's key), all
-generated from the constants below. :func:`post` plans a commit's moves (which entries
-are new, the balances they leave, the flows they add) from what is stored; the memory
-store applies it as it is, and the SQLite and Redis stores do the same steps where they
-must be atomic (an SQL transaction, a Lua script), with the same checks.
+generated from the constants below. A commit's moves (which entries are new, the
+balances they leave, the flows they add) are made where they must be atomic (SQLite's
+transaction, Redis's Lua script), each step by the rule here: :func:`stored_again`,
+:func:`check_balance`, :func:`entry_flow`.
 
 This module never does I/O and never decides a rule of the game (which entries a coup
 makes is settlement's); it is pure, like the core it reads its accounts from.
@@ -34,8 +34,7 @@ makes is settlement's); it is pure, like the core it reads its accounts from.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Final, TypeGuard
 
@@ -70,7 +69,6 @@ __all__ = [
     "STAKE_PREFIX",
     "WELCOME_PREFIX",
     "Entry",
-    "Posting",
     "add_flows",
     "check_balance",
     "check_entry",
@@ -84,7 +82,6 @@ __all__ = [
     "ledger_key",
     "player_account",
     "player_accounts",
-    "post",
     "pruned_days",
     "resolution_entry",
     "stake_account",
@@ -319,45 +316,6 @@ def check_epoch(table_id: str, epoch: int, stored: int) -> None:
     (:class:`StaleEpoch`); an equal or newer one writes."""
     if epoch < stored:
         raise StaleEpoch(f"table {table_id!r}: epoch {epoch} < {stored}")
-
-
-# -- a commit's moves, planned from what is stored -------------------------------------------
-
-
-@dataclass(slots=True)
-class Posting:
-    """What a commit's entries do given what is stored: the ``new`` ones (in order; the
-    rest were stored already), the balances they leave (``balances``: every account a
-    new entry moves) and the flows they add (player -> ``[staked, net, deposited]``)."""
-
-    new: list[Entry] = field(default_factory=list)
-    balances: dict[str, int] = field(default_factory=dict)
-    flows: dict[str, list[int]] = field(default_factory=dict)
-
-
-def post(
-    entries: Iterable[Entry],
-    stored: Callable[[str], Entry | None],
-    balance: Callable[[str], int],
-) -> Posting:
-    """Plan the moves of ``entries`` (checked: :func:`check_entry`), in order, from the
-    entries ``stored`` under their keys and each account's stored ``balance``: an entry
-    stored again is skipped (:func:`stored_again`), each new one moves its source down
-    and its destination up, checked as it goes (:func:`check_balance`: the source's
-    before the destination's). Raises, having changed nothing, on the first refusal."""
-    out = Posting()
-    fresh: dict[str, Entry] = {}
-    for entry in entries:
-        if stored_again(fresh.get(entry.key) or stored(entry.key), entry):
-            continue
-        for account, delta in ((entry.src, -entry.amount), (entry.dst, entry.amount)):
-            left = out.balances[account] if account in out.balances else balance(account)
-            check_balance(account, left + delta)
-            out.balances[account] = left + delta
-        fresh[entry.key] = entry
-        out.new.append(entry)
-    add_flows(out.flows, out.new)
-    return out
 
 
 # -- the same rules, as SQL and Lua text -----------------------------------------------------

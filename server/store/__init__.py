@@ -1,9 +1,9 @@
 """Persistence: balances, the ledger, table state and events, round/shoe records.
 
 One interface (:class:`Store`, in :mod:`server.store.base`) and its implementations:
-:class:`SQLiteStore` (the default, one file), :class:`RedisStore` (shared by many
-processes) and :class:`MemoryStore` (unit tests). :func:`open_store` picks one from a
-URL or a path.
+:class:`SQLiteStore` (the default, one file, or a throwaway one in memory) and
+:class:`RedisStore` (shared by many processes). :func:`open_store` picks one from a URL
+or a path.
 
 This package must never decide a rule of the game; it keeps what the tables decided.
 """
@@ -30,7 +30,6 @@ from server.store.base import (
     StoreUnavailable,
     TableRow,
 )
-from server.store.memory import MemoryStore
 from server.store.redis import RedisStore
 from server.store.sqlite import SQLiteStore
 
@@ -40,7 +39,6 @@ __all__ = [
     "BadWalletCall",
     "CommitResult",
     "KeyConflict",
-    "MemoryStore",
     "OutOfRange",
     "Overdrawn",
     "RedisStore",
@@ -60,9 +58,9 @@ __all__ = [
 def store_for(url_or_path: str | os.PathLike[str], **options: Any) -> Store:
     """The store named by ``url_or_path``, not yet opened.
 
-    - ``memory:`` or ``memory://``: a :class:`MemoryStore`;
     - ``sqlite:///relative/file.db``, ``sqlite:////absolute/file.db`` (SQLAlchemy's
-      spelling) or ``sqlite://`` (an in-memory database): a :class:`SQLiteStore`;
+      spelling), or ``sqlite://``, ``memory:`` or ``memory://`` (a throwaway database in
+      memory, lost with the process): a :class:`SQLiteStore`;
     - ``redis://[user:password@]host:port/db``, ``rediss://…`` (TLS),
       ``unix:///path/redis.sock?db=N``, or
       ``redis+sentinel://HOST:PORT[,HOST:PORT…]/SERVICE/DB`` (the primary those
@@ -73,13 +71,10 @@ def store_for(url_or_path: str | os.PathLike[str], **options: Any) -> Store:
     ``clock``; ``prefix`` and ``min_replicas`` for Redis). Raises :class:`StoreError` for any other scheme.
     """
     text = os.fspath(url_or_path)
-    if text in ("memory:", "memory://"):
-        return MemoryStore(**options)
+    if text in ("memory:", "memory://", "sqlite://", "sqlite:///"):
+        return SQLiteStore(":memory:", **options)
     if text.startswith("sqlite://"):
-        path = text.removeprefix("sqlite://")
-        if path in ("", "/"):
-            return SQLiteStore(":memory:", **options)
-        return SQLiteStore(path.removeprefix("/"), **options)
+        return SQLiteStore(text.removeprefix("sqlite://").removeprefix("/"), **options)
     if text.startswith(REDIS_SCHEMES):
         return RedisStore(text, **options)
     if "://" in text:

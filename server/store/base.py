@@ -1,11 +1,11 @@
 r"""The store interface: wallets, the ledger, table state, events and round/shoe records.
 
-One :class:`Store` interface, implemented by :class:`~server.store.memory.MemoryStore`
-(unit tests), :class:`~server.store.sqlite.SQLiteStore` (the default: one file, zero
-set-up) and :class:`~server.store.redis.RedisStore` (state that many processes share).
-All pass the contract suite in ``tests/server/test_store.py`` (the httpcore backends'
-shape), and ``tests/store/test_store_oracle.py`` runs random steps on all three with the
-memory store as the oracle.
+One :class:`Store` interface, implemented by :class:`~server.store.sqlite.SQLiteStore`
+(the default: one file, zero set-up; or a throwaway one in memory, ``--db memory:``) and
+:class:`~server.store.redis.RedisStore` (state that many processes share). Both pass the
+contract suite in ``tests/server/test_store.py`` (the httpcore backends' shape), and
+``tests/store/test_store_oracle.py`` runs the same random steps on both and compares
+them.
 
 The money rules below are written once, in :mod:`server.ledger.rules` (the SQL and Lua
 that keep them are generated from it); a commit is checked and serialized once, by
@@ -86,7 +86,9 @@ Here: the :class:`Store` protocol and the rows and records it takes and gives
 their bounds; the pure checks every store applies are beside it, by job:
 :mod:`server.store.records` (rows, events, records, the round search, the audit),
 :mod:`server.store.players` (a player's currency, flows, guards, limits, play session),
-:mod:`server.store.calls` (the wallet calls' outbox, the operator's calls).
+:mod:`server.store.calls` (the wallet calls' outbox, the operator's calls); and the
+calls both stores answer alike (their checks, then each store's own primitive) are
+written once in :mod:`server.store.front`.
 
 A store must never decide a rule of the game, never reach into a table's state (it is
 an opaque dict here), and never log an entry's, event's or record's contents.
@@ -329,8 +331,8 @@ class Store(Protocol):
     async def claim_serving(self) -> None:
         """Claim the store for this serving process, before it claims any table. A store
         of one process (SQLite) that another live process serves raises
-        :class:`StoreInUse`; a shared store (Redis) and a process's own (memory) allow
-        it. The claim lasts until :meth:`close` or the process's end, however it ends."""
+        :class:`StoreInUse`; a shared store (Redis) and a SQLite database in memory
+        allow it. The claim lasts until :meth:`close` or the process's end, however it ends."""
 
     async def ensure_player(
         self, player_id: str, name: str, initial_balance: int, *, guest: bool = False

@@ -15,8 +15,8 @@ What a store keeps beside the commit is decided here too, and applied by each st
 the commit's transaction: a table's new events and the oldest it keeps
 (:func:`new_events`, :func:`first_event_kept`), a player's round index
 (:func:`unindexed`), the wallet calls inserted only when absent (:func:`new_calls`),
-and the retention a store is built with (:func:`check_retention`). The memory store
-applies these functions; SQLite the same rules as statements (``seq <=`` the cutoff,
+and the retention a store is built with (:func:`check_retention`). SQLite applies
+these rules in its transaction, as statements where a set is cut (``seq <=`` the cutoff,
 ``OFFSET`` the index size, ``ON CONFLICT DO NOTHING``); Redis's Lua the same with the
 numbers handed in (``MAXLEN``, ``ZREMRANGEBYRANK``, ``HSETNX``, the plan's cutoff day).
 

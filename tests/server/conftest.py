@@ -17,20 +17,17 @@ from server.gateway.server import ChemmyServer
 from server.store.base import (
     Store,
 )
-from server.store.memory import MemoryStore
 from server.store.redis import RedisStore
 from server.store.sqlite import SQLiteStore
 from tests.kit.inproc import Net
 
 #: The stores every store contract test runs on (the Redis one a real redis-server).
-STORE_KINDS = ("memory", "redis", "sqlite")
+STORE_KINDS = ("redis", "sqlite")
 
 
 def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path, **options: Any) -> Store:
-    """A store of ``kind`` (not opened): in memory, a SQLite file in ``tmp_path``, or on
-    this session's Redis (``redis_url``)."""
-    if kind == "memory":
-        return MemoryStore(**options)
+    """A store of ``kind`` (not opened): a SQLite file in ``tmp_path``, or on this
+    session's Redis (``redis_url``)."""
     if kind == "sqlite":
         return SQLiteStore(tmp_path / "chemmy.sqlite3", **options)
     return RedisStore(request.getfixturevalue("redis_url"), **options)

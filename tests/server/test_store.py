@@ -1,6 +1,6 @@
 """The store contract: one suite, run against every implementation (httpcore's shape).
 
-Memory, SQLite and a real Redis (tests/kit/redis.py, AOF on) each pass every test
+SQLite and a real Redis (tests/kit/redis.py, AOF on) each pass every test
 that takes the ``store`` fixture; the tests after the contract are one store's own.
 """
 
@@ -26,7 +26,6 @@ from server.store import (
     HISTORY_LIMIT,
     CommitResult,
     KeyConflict,
-    MemoryStore,
     OutOfRange,
     Overdrawn,
     RedisStore,
@@ -723,13 +722,13 @@ async def test_secret_is_made_once_and_kept(
     # Made at once by many callers: one key.
     keys = await asyncio.gather(*(store.secret("raced") for _ in range(20)))
     assert len(set(keys)) == 1
-    if kind != "memory":  # another process (a second store object) sees the same key
-        second = make_store(kind, request, tmp_path)
-        await second.open()
-        try:
-            assert await second.secret("guest-resume") == key
-        finally:
-            await second.close()
+    # Another process (a second store object) sees the same key.
+    second = make_store(kind, request, tmp_path)
+    await second.open()
+    try:
+        assert await second.secret("guest-resume") == key
+    finally:
+        await second.close()
 
 
 async def test_idle_guests_expire(store: Store, clock: Clock) -> None:
@@ -911,16 +910,16 @@ async def test_sqlite_errors_are_translated(tmp_path: Path) -> None:
 
 
 async def test_open_store(tmp_path: Path) -> None:
-    memory = await open_store("memory:")
-    assert isinstance(memory, MemoryStore)
-    await memory.close()
+    for throwaway in ("memory:", "memory://", "sqlite://", "sqlite:///"):
+        memory = await open_store(throwaway)  # a SQLite database in memory
+        assert isinstance(memory, SQLiteStore) and memory.path == ":memory:"
+        await memory.close()
     path = tmp_path / "a.sqlite3"
     for spec in (str(path), path, f"sqlite:///{path}"):
         made = await open_store(spec)
         assert isinstance(made, SQLiteStore) and made.path == str(path)
         await made.close()
-    assert isinstance(store_for("sqlite://"), SQLiteStore)
-    assert isinstance(MemoryStore(), Store)
+    assert isinstance(store_for("sqlite://"), Store)
     remote = store_for("redis://user:secret@127.0.0.1:1/0")
     assert isinstance(remote, RedisStore) and isinstance(remote, Store)
     assert "secret" not in repr(remote)
@@ -932,7 +931,7 @@ async def test_open_store(tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         store_for("")
     tuned = store_for("memory:", event_retention=10)
-    assert isinstance(tuned, MemoryStore) and tuned.event_retention == 10
+    assert isinstance(tuned, SQLiteStore) and tuned.event_retention == 10
 
 
 # -- the conservation law -----------------------------------------------------------------
@@ -951,7 +950,7 @@ transfers = st.lists(
 )
 
 
-@pytest.mark.parametrize("backend", ["memory", "sqlite-memory", "redis"])
+@pytest.mark.parametrize("backend", ["sqlite-memory", "redis"])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=transfers)
 def test_transfers_conserve_money(
@@ -962,9 +961,7 @@ def test_transfers_conserve_money(
 
     async def run() -> None:
         store: Store
-        if backend == "memory":
-            store = MemoryStore()
-        elif backend == "sqlite-memory":
+        if backend == "sqlite-memory":
             store = SQLiteStore(":memory:")
         else:
             redis_server.start()

@@ -1,6 +1,6 @@
 """The store contract of a player's usage and limits (issue 21), on every store.
 
-Memory, SQLite and a real Redis (the ``redis_url`` fixture). Flows: the chips placed
+SQLite and a real Redis (the ``redis_url`` fixture). Flows: the chips placed
 and taken back, returns, wins, refunds, voids and deposits a commit newly inserts land in the player's
 bucket of the commit's UTC day with the signs of :func:`entry_flow`; other kinds do not;
 a retried commit and a refused one add nothing; days are read from a day on, per

@@ -1,7 +1,7 @@
 """The store contract of the operator's calls made once (docs/operator-api.md
 "Idempotency"), on every store.
 
-Memory, SQLite and a real Redis (the ``redis_url`` fixture): a key is claimed by one
+SQLite and a real Redis (the ``redis_url`` fixture): a key is claimed by one
 call only, also by one of many claims at once; the record kept answers the next claims
 with the first call's fingerprint and, once kept, its answer; an answer for another
 fingerprint is not kept; a record is forgotten when its time runs out; bad arguments

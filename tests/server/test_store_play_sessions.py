@@ -1,6 +1,6 @@
 """The store contract of a player's play session (responsible play), on every store.
 
-Memory, SQLite (a real file) and a real Redis (the ``redis_url`` fixture). A session
+SQLite (a real file) and a real Redis (the ``redis_url`` fixture). A session
 begins at a player's first hello and goes on through reconnects: it ends only when no
 connection of theirs was seen for more than the gap (``touch_play_sessions`` keeps an
 open connection's session going). Its reality checks come every period from its start;
@@ -206,8 +206,8 @@ async def test_the_baseline_is_the_days_flows_when_it_began(clocked: Store) -> N
 async def test_opening_at_once_starts_one_session(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path, store: Store
 ) -> None:
-    # A second store over the same database (another process) where there is one.
-    other = store if kind == "memory" else make_store(kind, request, tmp_path)
+    # A second store over the same database (another process).
+    other = make_store(kind, request, tmp_path)
     await other.open()
     try:
         opened = await asyncio.gather(

@@ -1,6 +1,6 @@
 """The store contract of a player's time-out or self-exclusion (issue 21), on every store.
 
-Memory, SQLite and a real Redis (the ``redis_url`` fixture): a restriction is read back
+SQLite and a real Redis (the ``redis_url`` fixture): a restriction is read back
 while in force and not after its ``until``; a player only lengthens one (a shorter one
 keeps what is in force), an operator sets a shorter one or lifts it; bad shapes are
 refused; it survives the store being opened again.

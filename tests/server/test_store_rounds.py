@@ -1,7 +1,7 @@
 """The store contract of the round search (``Store.round_records``, the operator's
 ``GET /operator/v1/rounds``), on every store.
 
-Memory, SQLite and a real Redis (the ``redis_url`` fixture), as in
+SQLite and a real Redis (the ``redis_url`` fixture), as in
 tests/server/test_store_wallet_calls.py: every round record is found by time, table,
 player and round id, newest first by ``(time, round_id)``, and a cursor pages through
 thousands of them without missing or repeating one, ties of one ``time`` included; an
@@ -26,7 +26,7 @@ from server.store.base import (
 )
 from tests.server.conftest import make_store
 
-KINDS = ("memory", "redis", "sqlite")
+KINDS = ("redis", "sqlite")
 NOW = 1_700_000_000.0
 
 
@@ -158,7 +158,7 @@ async def test_an_upserted_round_moves(store: Store) -> None:
     assert ids(await store.round_records(RoundQuery(until=1))) == ["r-0"]
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "memory"])
+@pytest.mark.parametrize("kind", KINDS)
 async def test_rounds_survive_the_store_opened_again(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

@@ -1,6 +1,6 @@
 """The store contract of the wallet calls' outbox (docs/wallet.md §3-§4), on every store.
 
-Memory, SQLite and a real Redis (the ``redis_url`` fixture), as in tests/server/test_store.py
+SQLite and a real Redis (the ``redis_url`` fixture), as in tests/server/test_store.py
 (whose fixtures are rebuilt here, the same way, so that this file stands alone): calls go
 in with a commit, all or nothing, are skipped when their transaction id is stored, change
 only in their progress, are found due from an index, listed newest first with filters and
@@ -39,7 +39,7 @@ from server.store.calls import (
 from tests.kit.redis import RedisServer
 from tests.server.conftest import make_store
 
-KINDS = ("memory", "redis", "sqlite")
+KINDS = ("redis", "sqlite")
 NOW = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 DAY = 86_400.0
 
@@ -431,7 +431,7 @@ async def test_bad_calls_are_refused_and_keep_nothing(store: Store) -> None:
     assert not await store.has_entry("k")
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "memory"])  # memory dies with it
+@pytest.mark.parametrize("kind", KINDS)
 async def test_calls_survive_the_store_opened_again(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

@@ -574,9 +574,9 @@ async def test_transfers_on_a_redis_store(net: Net, redis_url: str) -> None:
 
 def test_a_route_with_a_path_parameter_is_found_and_exact_paths_come_first() -> None:
     from server.operator.api import OperatorAPI, OperatorAuth
-    from server.store import MemoryStore
+    from server.store import SQLiteStore
 
-    api = OperatorAPI(OperatorAuth(None, None), MemoryStore())
+    api = OperatorAPI(OperatorAuth(None, None), SQLiteStore(":memory:"))
 
     async def one(call: object) -> dict[str, object]:
         return {}

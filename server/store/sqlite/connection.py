@@ -18,24 +18,22 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, Final, TypeVar
 
-from server.ledger.accounts import Entry
 from server.store.base import (
     EVENT_RETENTION,
     HISTORY_LIMIT,
     CommitResult,
-    LimitGuard,
     Overdrawn,
     RoundIndex,
     StoreError,
     StoreInUse,
     StoreUnavailable,
-    TableRow,
 )
-from server.store.plan import CommitPlan, check_retention, plan_commit
+from server.store.front import StoreFront
+from server.store.plan import CommitPlan, check_retention
 from server.store.records import (
     own_copy,
 )
@@ -175,7 +173,7 @@ class _Worker:
         _settle(future, result, error)
 
 
-class SQLiteCore:
+class SQLiteCore(StoreFront):
     """The connection and the commit of :class:`~server.store.sqlite.SQLiteStore` (its
     public calls are in ``store``).
 
@@ -613,19 +611,8 @@ class SQLiteCore:
             finally:
                 db.close()
 
-    # -- the one write ---------------------------------------------------------------
-    async def commit(
-        self,
-        *,
-        entries: Sequence[Entry] = (),
-        table: TableRow | None = None,
-        records: Sequence[Mapping[str, Any]] = (),
-        events: Sequence[Mapping[str, Any]] = (),
-        calls: Sequence[Mapping[str, Any]] = (),
-        guards: Sequence[LimitGuard] = (),
-    ) -> CommitResult:
-        # Planned (checked and serialized) before the job is queued.
-        plan = plan_commit(self.clock(), entries, table, records, events, calls, guards)
+    # -- the one write (planned by StoreFront.commit) -----------------------------------
+    async def _apply(self, plan: CommitPlan) -> CommitResult:
         return await self._run_grouped(self._commit, plan)
 
     def _commit(self, db: sqlite3.Connection, plan: CommitPlan) -> CommitResult:

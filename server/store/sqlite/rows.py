@@ -417,6 +417,15 @@ def _limits(db: sqlite3.Connection, player_id: str) -> dict[str, Any] | None:
     return None if found is None else dict(json.loads(found[0]))
 
 
+def _days(db: sqlite3.Connection, player_id: str, since_day: str) -> dict[str, list[int]]:
+    """The player's stored days from ``since_day`` on: day -> ``[staked, net, deposited]``."""
+    rows = db.execute(
+        "SELECT day, staked, net, deposited FROM player_days WHERE player_id = ? AND day >= ?",
+        (player_id, since_day),
+    )
+    return {day: sums for day, *sums in rows}
+
+
 def _play_session(db: sqlite3.Connection, player_id: str) -> dict[str, Any] | None:
     """The play session stored for ``player_id`` (``Store.play_session``), or ``None``."""
     found = db.execute(

@@ -1,6 +1,7 @@
-"""The SQLite store's calls other than the commit: tables and events, records,
-secrets, currencies, player protection's atomic updates (each with the rule its caller
-hands in), the ledger's reads, the wallet's outbox and the operator's calls.
+"""The SQLite store's calls other than the commit (and those both stores answer alike,
+:class:`~server.store.front.StoreFront`'s, whose primitives are here): tables and events,
+records, secrets, currencies, player protection's atomic updates (each with the rule its
+caller hands in), the ledger's reads, the wallet's outbox and the operator's calls.
 
 Each call is one job on the connection (:class:`~server.store.sqlite.connection.SQLiteCore`);
 it must never decide a rule itself.
@@ -17,53 +18,45 @@ from typing import Any
 
 from server.ledger.accounts import CASHIER, Entry, player_account
 from server.ledger.rules import (
-    check_entry,
     flow_day,
-    stake_account,
     welcome_entry,
 )
 from server.store.base import (
     HISTORY_LIMIT,
     AckRule,
-    BetReads,
     CurrentRule,
     LimitsRule,
     PlayRule,
     RestrictionRule,
-    RoundQuery,
+    RoundFilter,
     StoreError,
     TableRow,
 )
 from server.store.calls import (
-    check_due_kinds,
-    check_due_time,
     check_operator_call,
     check_wallet_changes,
     merge_wallet_call,
     operator_call_record,
-    wallet_filters,
-    wallet_limit,
     wallet_totals,
 )
+from server.store.front import StoredBetReads
 from server.store.players import (
     check_currency,
-    check_day,
     check_play_open,
     check_play_time,
-    flow_buckets,
     play_baseline,
 )
 from server.store.records import (
     check_span,
     dump_json,
     follows,
-    round_query,
 )
 from server.store.sqlite.connection import SQLiteCore
 from server.store.sqlite.rows import (
     _LOAD_TABLES,
     _audit,
     _balance,
+    _days,
     _epoch,
     _limits,
     _loaded_call,
@@ -85,14 +78,7 @@ class SQLiteStore(SQLiteCore):
     """
 
     # -- players and balances --------------------------------------------------------
-    async def ensure_player(
-        self, player_id: str, name: str, initial_balance: int, *, guest: bool = False
-    ) -> int:
-        if not isinstance(initial_balance, int) or initial_balance < 0:
-            raise StoreError("an initial balance is a whole number, not negative")
-        welcome = welcome_entry(player_id, initial_balance) if initial_balance > 0 else None
-        if welcome is not None:
-            check_entry(welcome)
+    async def _ensure(self, player_id: str, name: str, welcome: Entry | None, guest: bool) -> int:
         return await self._run(self._ensure_player, player_id, name, welcome, guest, self.clock())
 
     def _ensure_player(
@@ -167,15 +153,6 @@ class SQLiteStore(SQLiteCore):
         wanted = list(accounts)
         return await self._read(lambda db: {account: _balance(db, account) for account in wanted})
 
-    async def player_money(self, player_id: str, tables: Iterable[str] = ()) -> tuple[int, int]:
-        stakes = [stake_account(t, player_id) for t in dict.fromkeys(tables)]
-
-        def job(db: sqlite3.Connection) -> tuple[int, int]:
-            available = _balance(db, player_account(player_id))
-            return available + sum(_balance(db, a) for a in stakes), available
-
-        return await self._read(job)
-
     async def has_entry(self, key: str) -> bool:
         return await self._run(
             lambda db: (
@@ -231,9 +208,6 @@ class SQLiteStore(SQLiteCore):
         found = await self._run(job)
         return found[0] if found else None
 
-    async def save_table(self, row: TableRow) -> None:
-        await self.commit(table=row)
-
     async def events_after(self, table_id: str, seq: int) -> list[dict[str, Any]] | None:
         def job(db: sqlite3.Connection) -> tuple[list[tuple[int, str]], int]:
             kept = db.execute(
@@ -270,13 +244,7 @@ class SQLiteStore(SQLiteCore):
         )
         return None if found is None else dict(json.loads(found[0]))
 
-    async def round_records(
-        self,
-        query: RoundQuery,
-    ) -> list[dict[str, Any]]:
-        wanted = round_query(query)
-        if not wanted.limit:
-            return []
+    async def _round_records(self, wanted: RoundFilter) -> list[dict[str, Any]]:
         where = ["time >= ?"]
         params: list[Any] = [max(wanted.low, -1e300)]
         if wanted.before is not None and wanted.before[0] < wanted.high:
@@ -375,12 +343,8 @@ class SQLiteStore(SQLiteCore):
         return await self._run(job)
 
     # -- a player's time-out or self-exclusion ---------------------------------------
-    async def player_restriction(self, player_id: str) -> dict[str, Any] | None:
-        def job(db: sqlite3.Connection) -> dict[str, Any] | None:
-            return _restriction(db, player_id)
-
-        found = await self._read(job)
-        return found if found is not None and found["until"] > time.time() else None
+    async def _stored_restriction(self, player_id: str) -> dict[str, Any] | None:
+        return await self._read(_restriction, player_id)
 
     async def set_player_restriction(
         self, player_id: str, kind: str, until: float, by: str, *, rule: RestrictionRule
@@ -401,40 +365,16 @@ class SQLiteStore(SQLiteCore):
         return await self._run(job)
 
     # -- a player's usage and limits ----------------------------------------------------
-    async def player_days(self, player_id: str, since_day: str) -> dict[str, dict[str, int]]:
-        since_day = check_day(since_day)
-        rows = await self._read(
-            lambda db: db.execute(
-                "SELECT day, staked, net, deposited FROM player_days"
-                " WHERE player_id = ? AND day >= ? ORDER BY day",
-                (player_id, since_day),
-            ).fetchall()
-        )
-        return flow_buckets({day: sums for day, *sums in rows}, since_day)
+    async def _stored_days(self, player_id: str, since_day: str) -> dict[str, list[int]]:
+        return await self._read(_days, player_id, since_day)
 
-    async def bet_reads(self, player_id: str, since_day: str, *, rule: CurrentRule) -> BetReads:
-        since_day = check_day(since_day)
-
-        def job(db: sqlite3.Connection) -> tuple[Any, ...]:
+    async def _stored_bet_reads(self, player_id: str, since_day: str) -> StoredBetReads:
+        def job(db: sqlite3.Connection) -> StoredBetReads:
             limits = _limits(db, player_id)
-            days = []
-            if limits:
-                days = db.execute(
-                    "SELECT day, staked, net, deposited FROM player_days"
-                    " WHERE player_id = ? AND day >= ? ORDER BY day",
-                    (player_id, since_day),
-                ).fetchall()
+            days = _days(db, player_id, since_day) if limits else {}
             return _restriction(db, player_id), limits, _play_session(db, player_id), days
 
-        restriction, limits, play, days = await self._read(job)
-        if restriction is not None and restriction["until"] <= time.time():
-            restriction = None
-        return BetReads(
-            restriction,
-            rule(limits, self.clock()),
-            play,
-            flow_buckets({day: sums for day, *sums in days}, since_day),
-        )
+        return await self._read(job)
 
     async def player_limits(self, player_id: str, *, rule: CurrentRule) -> dict[str, Any]:
         stored = await self._read(_limits, player_id)
@@ -465,12 +405,7 @@ class SQLiteStore(SQLiteCore):
 
         def job(db: sqlite3.Connection) -> dict[str, Any]:
             with self._transaction(db):  # read and write in one: of two, one after the other
-                rows = db.execute(
-                    "SELECT day, staked, net, deposited FROM player_days"
-                    " WHERE player_id = ? AND day >= ?",
-                    (player_id, flow_day(now)),
-                ).fetchall()
-                baseline = play_baseline({day: sums for day, *sums in rows}, now)
+                baseline = play_baseline(_days(db, player_id, flow_day(now)), now)
                 kept = rule(_play_session(db, player_id), now, gap, every, baseline)
                 _put_play_session(db, player_id, kept)
                 return kept
@@ -561,20 +496,14 @@ class SQLiteStore(SQLiteCore):
 
         return await self._run(job)
 
-    async def due_wallet_calls(
-        self,
-        now: float,
-        limit: int = 100,
-        kinds: Sequence[str] = ("credit", "rollback"),
+    async def _due_wallet_calls(
+        self, now: float, limit: int, kinds: tuple[str, ...]
     ) -> list[dict[str, Any]]:
-        now, limit, wanted = check_due_time(now), wallet_limit(limit), check_due_kinds(kinds)
-        if not limit or not wanted:
-            return []
         rows = await self._run(
             lambda db: db.execute(
                 "SELECT seq, data FROM wallet_calls WHERE state = 'pending' AND next_at <= ?"
-                f" AND kind IN ({', '.join('?' * len(wanted))}) ORDER BY next_at, seq LIMIT ?",
-                (now, *wanted, limit),
+                f" AND kind IN ({', '.join('?' * len(kinds))}) ORDER BY next_at, seq LIMIT ?",
+                (now, *kinds, limit),
             ).fetchall()
         )
         return [_loaded_call(seq, data) for seq, data in rows]
@@ -587,28 +516,9 @@ class SQLiteStore(SQLiteCore):
         )
         return None if found is None else _loaded_call(*found)
 
-    async def wallet_calls(
-        self,
-        *,
-        state: str | None = None,
-        player: str | None = None,
-        table: str | None = None,
-        round_id: str | None = None,
-        kind: str | None = None,
-        limit: int = 100,
-        before_seq: int | None = None,
+    async def _wallet_calls(
+        self, filters: Mapping[str, str], limit: int, before_seq: int | None
     ) -> list[dict[str, Any]]:
-        filters = wallet_filters(
-            state=state,
-            player=player,
-            table=table,
-            round_id=round_id,
-            kind=kind,
-            before_seq=before_seq,
-        )
-        limit = wallet_limit(limit)
-        if not limit:
-            return []
         columns = {"state": "state", "player": "player", "table": "table_id"}
         columns |= {"round_id": "round_id", "kind": "kind"}
         where = [f"{columns[name]} = ?" for name in filters]
