@@ -68,6 +68,19 @@ def test_core_module_imports_nothing_impure(path: Path) -> None:
     assert not bad, f"{path.name} imports {sorted(bad)}"
 
 
+LEDGER = sorted((ROOT / "server" / "ledger").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", LEDGER, ids=lambda p: p.name)
+def test_the_ledger_is_pure_and_reads_no_clock(path: Path) -> None:
+    """The ledger (accounts, money rules, the audit) is pure like the core; it may
+    format a time it is handed (``datetime``), never read one."""
+    bad = {n for n in imported(path) if any(n == f or n.startswith(f + ".") for f in FORBIDDEN)}
+    assert bad <= {"datetime"}, f"{path.name} imports {sorted(bad)}"
+    text = path.read_text()
+    assert not any(f"{call}(" in text for call in (".now", ".today", ".utcnow", "time.time"))
+
+
 def test_the_check_catches_an_impure_import(tmp_path: Path) -> None:
     sample = tmp_path / "bad.py"
     sample.write_text("import time\nfrom random import choice\n")

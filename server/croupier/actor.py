@@ -45,18 +45,19 @@ from typing import Any
 
 from server.bus.base import Bus
 from server.ledger.accounts import Entry, player_account, stake_account
-from server.protocol.errors import ChemmyError, Refused, no_table, store_refusal
-from server.protocol.records import CommandRecord, ReplyRecord
-from server.store.base import (
-    CommitResult,
-    LimitGuard,
+from server.protocol.errors import (
+    ChemmyError,
     LimitPassed,
     Overdrawn,
+    Refused,
     StaleEpoch,
-    Store,
     StoreError,
     StoreUnavailable,
+    no_table,
+    store_refusal,
 )
+from server.protocol.records import CommandRecord, ReplyRecord
+from server.store.base import CommitResult, LimitGuard, Store
 from server.table import Table, TableError, views
 from server.table.state import Phase
 from server.vocabulary import commands as c

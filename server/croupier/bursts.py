@@ -17,14 +17,16 @@ import logging
 from typing import TYPE_CHECKING
 
 from server.ledger.accounts import Entry
-from server.protocol.errors import ChemmyError, Refused, store_refusal
-from server.store.base import (
-    LimitGuard,
+from server.protocol.errors import (
+    ChemmyError,
     LimitPassed,
     Overdrawn,
+    Refused,
     StaleEpoch,
     StoreError,
+    store_refusal,
 )
+from server.store.base import LimitGuard
 from server.vocabulary import commands as c
 from server.vocabulary.events import Step
 

@@ -44,9 +44,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from server.connect.redis import connect
-from server.store.base import (
-    StoreUnavailable,
-)
+from server.protocol.errors import StoreUnavailable
 
 __all__ = ["Leases", "placement"]
 

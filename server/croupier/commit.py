@@ -14,14 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from server.ledger.accounts import Entry
-from server.protocol.errors import Refused, limit_reached
-from server.store.base import (
-    CommitResult,
-    LimitGuard,
-    LimitPassed,
-    Store,
-    TableRow,
-)
+from server.protocol.errors import LimitPassed, Refused, limit_reached
+from server.store.base import CommitResult, LimitGuard, Store, TableRow
 from server.table import Table
 from server.table.state import Phase
 from server.vocabulary.events import Event

@@ -24,12 +24,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from server.bus.base import Bus
-from server.protocol.errors import Refused
-from server.store.base import (
-    Store,
-    StoreUnavailable,
-    TableRow,
-)
+from server.protocol.errors import Refused, StoreUnavailable
+from server.store.base import Store, TableRow
 from server.table import Table, TableOptions, views
 from server.vocabulary import commands as c
 from server.vocabulary.events import Event

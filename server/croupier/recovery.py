@@ -16,10 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.ledger.accounts import Entry, held_account, player_account, stake_account
-from server.store.base import (
-    Store,
-    StoreError,
-)
+from server.protocol.errors import StoreError
+from server.store.base import Store
 from server.store.records import (
     dump_json,
 )

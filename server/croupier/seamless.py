@@ -18,10 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from server.protocol.errors import ChemmyError
-from server.store.base import (
-    StoreError,
-)
+from server.protocol.errors import ChemmyError, StoreError
 from server.table.state import Phase
 from server.vocabulary import commands as c
 from server.wallet.base import Wallet, WalletAnswer, WalletError

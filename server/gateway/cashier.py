@@ -14,11 +14,14 @@ from typing import TYPE_CHECKING, Any
 from server.ledger.rules import deposit_entry
 from server.protection.play_limits import deposit_guards, deposit_refusal
 from server.protection.rules import current_limits
-from server.protocol.errors import ChemmyError, ProtocolError, Refused, store_refusal
-from server.store.base import (
+from server.protocol.errors import (
+    ChemmyError,
     KeyConflict,
     LimitPassed,
+    ProtocolError,
+    Refused,
     StoreError,
+    store_refusal,
 )
 from server.table.views import own_round
 from server.vocabulary.options import PLAY_MONEY_DECIMALS

@@ -28,10 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from server.protection.context import PlayClock
 from server.protection.play_session import begin, follow, minutes
-from server.protocol.errors import Refused
-from server.store.base import (
-    StoreError,
-)
+from server.protocol.errors import Refused, StoreError
 from server.vocabulary.options import currency_decimals
 
 if TYPE_CHECKING:

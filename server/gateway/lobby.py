@@ -13,9 +13,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
-from server.store.base import (
-    StoreUnavailable,
-)
+from server.protocol.errors import StoreUnavailable
 
 if TYPE_CHECKING:
     from server.croupier.cluster import Leases

@@ -71,13 +71,10 @@ from server.process.metrics import LoopWatch, Metrics
 from server.protection import play_session
 from server.protection.context import Continuation
 from server.protocol.codec import JSON, decode, encode, request_id
-from server.protocol.errors import ChemmyError, ProtocolError, Refused, no_table
+from server.protocol.errors import ChemmyError, ProtocolError, Refused, StoreError, no_table
 from server.protocol.messages import parse
 from server.protocol.records import Address, CommandRecord, ReplyRecord
-from server.store.base import (
-    Store,
-    StoreError,
-)
+from server.store.base import Store
 from server.vocabulary.events import Event
 from server.wallet.courier import Courier
 

@@ -37,15 +37,13 @@ from server.protocol.errors import (
     ChemmyError,
     ProtocolError,
     Refused,
+    StoreError,
     no_table,
     store_refusal,
     wrong_currency,
 )
 from server.protocol.records import ReplyRecord
 from server.protocol.text import clean_text
-from server.store.base import (
-    StoreError,
-)
 from server.table import TableOptions
 from server.table.views import view_event
 from server.vocabulary.commands import WALLET_SESSION_FIELD

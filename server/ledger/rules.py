@@ -33,7 +33,6 @@ makes is settlement's); it is pure, like the core it reads its accounts from.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Final, TypeGuard
@@ -238,7 +237,7 @@ FLOW_NAMES: Final = ("staked", "net", "deposited")
 
 def flow_day(now: float) -> str:
     """The UTC day (``"YYYY-MM-DD"``) of Unix time ``now``: a commit's flow bucket."""
-    return time.strftime("%Y-%m-%d", time.gmtime(now))
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
 
 
 def flow_cutoff(day: str) -> str:

@@ -50,12 +50,12 @@ from server.limits.local import Network, forwarded_address
 from server.operator import idempotency
 from server.operator.http import HttpRequest, HttpResponse, OperatorExchange, error_response
 from server.process.auth import Authenticator, AuthError
-from server.protocol.errors import OperatorRefusal  # (defined with the error tree)
-from server.store.base import (
-    Store,
+from server.protocol.errors import (
+    OperatorRefusal,  # (defined with the error tree)
     StoreError,
     StoreUnavailable,
 )
+from server.store.base import Store
 from server.wallet import signing
 
 __all__ = [

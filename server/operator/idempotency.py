@@ -37,10 +37,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from server.operator.http import HttpRequest, HttpResponse
-from server.store.base import (
-    Store,
-    StoreError,
-)
+from server.protocol.errors import StoreError
+from server.store.base import Store
 
 __all__ = [
     "HEADER",

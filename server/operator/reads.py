@@ -39,12 +39,8 @@ from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
 from server.operator.context import OperatorSide
 from server.operator.http import HttpResponse
 from server.operator.reconciliation import _number, _one
-from server.store.base import (
-    HISTORY_LIMIT,
-    ROUNDS_LIMIT,
-    RoundQuery,
-    StoreUnavailable,
-)
+from server.protocol.errors import StoreUnavailable
+from server.store.base import HISTORY_LIMIT, ROUNDS_LIMIT, RoundQuery
 
 __all__ = ["CSV_COLUMNS", "decode_cursor", "encode_cursor", "install", "money_of"]
 

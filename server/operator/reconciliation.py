@@ -18,12 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from server.operator.api import OperatorAPI, OperatorCall, OperatorRefusal
-from server.store.base import (
-    WALLET_CALL_KINDS,
-    WALLET_CALL_STATES,
-    Store,
-    StoreError,
-)
+from server.protocol.errors import StoreError
+from server.store.base import WALLET_CALL_KINDS, WALLET_CALL_STATES, Store
 
 __all__ = ["PUBLIC_FIELDS", "install", "public"]
 

@@ -37,7 +37,7 @@ from server.operator.context import OperatorSide
 from server.process.auth import GUEST_PREFIX, is_valid_player_id
 from server.protection.play_limits import deposit_guards, deposit_refusal
 from server.protection.rules import current_limits
-from server.store.base import (
+from server.protocol.errors import (
     KeyConflict,
     LimitPassed,
     OutOfRange,

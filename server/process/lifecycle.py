@@ -26,8 +26,9 @@ from server.limits.shared import SharedLimits
 from server.process.auth import Authenticator
 from server.process.config import ServerConfig
 from server.process.metrics import Metrics
+from server.protocol.errors import StoreError
 from server.protocol.records import ReplyRecord
-from server.store.base import Store, StoreError
+from server.store.base import Store
 from server.wallet.base import Wallet
 from server.wallet.courier import Courier
 

@@ -17,9 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from server.process.config import ConfigError, ServerConfig, load_config
-from server.store.base import (
-    StoreInUse,
-)
+from server.protocol.errors import StoreInUse
 
 __all__ = ["main", "run"]
 

@@ -51,13 +51,8 @@ from server.protection.context import S, S_contra
 from server.protection.play_session import ClockContext, shown
 from server.protection.responsible import ResponsibleContext
 from server.protection.rules import current_limits, merge_limits, play_due
-from server.protocol.errors import Refused, limit_reached, store_refusal
-from server.store.base import (
-    BetReads,
-    LimitGuard,
-    LimitPassed,
-    StoreError,
-)
+from server.protocol.errors import LimitPassed, Refused, StoreError, limit_reached, store_refusal
+from server.store.base import BetReads, LimitGuard
 from server.store.players import (
     LIMIT_KINDS,
 )

@@ -45,10 +45,7 @@ from server.ledger.rules import (
 from server.protection.context import Replies, S, S_contra
 from server.protection.responsible import ResponsibleContext, return_chips_of
 from server.protection.rules import ack_play, next_reminder, open_play, play_due
-from server.protocol.errors import Refused, store_refusal
-from server.store.base import (
-    StoreError,
-)
+from server.protocol.errors import Refused, StoreError, store_refusal
 
 if TYPE_CHECKING:
     from server.store.base import (

@@ -29,11 +29,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from server.protection.context import Relay, S, S_contra, Submitter, TableList
 from server.protection.rules import merge_restriction
-from server.protocol.errors import ChemmyError, Refused, player_blocked, store_refusal
+from server.protocol.errors import ChemmyError, Refused, StoreError, player_blocked, store_refusal
 from server.protocol.records import CommandRecord, ReplyRecord
-from server.store.base import (
-    StoreError,
-)
 
 if TYPE_CHECKING:
     from server.store.base import (

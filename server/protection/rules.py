@@ -16,9 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from server.store.base import (
-    StoreError,
-)
+from server.protocol.errors import StoreError
 from server.store.players import (
     PLAY_FLOWS,
     RESTRICTION_KINDS,

@@ -27,7 +27,7 @@ listed in docs/protocol.md ("Errors").
     │                            token_expired, bad_name
     └── internal roots (never sent as they are; the first four defined here, each
         │                    imported by the module named beside it under the same name)
-        ├── StoreError           (server/store/base.py) -> store_failed; the step undone
+        ├── StoreError           (raised by server/store) -> store_failed; the step undone
         │   ├── StoreUnavailable the store cannot be reached -> store_unavailable
         │   ├── StoreInUse       another live process serves this SQLite file -> one
         │   │                    line and exit status 2 at start-up
@@ -54,8 +54,8 @@ listed in docs/protocol.md ("Errors").
 
 The internal roots a shell module raises (the store's, the operator wallet's, a
 signature's, an operator call's) are defined here, below the wire errors, so the whole
-tree is in one file; the modules named beside them import them under the same names
-(``from server.store.base import StoreInUse`` keeps working). The table's and the
+tree is in one file; the modules named beside them raise them, and everyone imports
+them from here. The table's and the
 engine's (``TableError``, ``InsufficientFunds``, ``OptionsError``, ``CardError``) stay
 with the pure code that raises them, and ``AuthError``, ``ConfigError`` and ``Busy`` with
 theirs.

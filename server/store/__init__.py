@@ -14,20 +14,12 @@ import os
 from typing import Any
 
 from server.connect.redis import REDIS_SCHEMES
-from server.ledger.rules import ledger_key
+from server.protocol import errors
 from server.store.base import (
     EVENT_RETENTION,
     HISTORY_LIMIT,
-    BadWalletCall,
     CommitResult,
-    KeyConflict,
-    OutOfRange,
-    Overdrawn,
-    StaleEpoch,
     Store,
-    StoreError,
-    StoreInUse,
-    StoreUnavailable,
     TableRow,
 )
 from server.store.redis import RedisStore
@@ -36,20 +28,11 @@ from server.store.sqlite import SQLiteStore
 __all__ = [
     "EVENT_RETENTION",
     "HISTORY_LIMIT",
-    "BadWalletCall",
     "CommitResult",
-    "KeyConflict",
-    "OutOfRange",
-    "Overdrawn",
     "RedisStore",
     "SQLiteStore",
-    "StaleEpoch",
     "Store",
-    "StoreError",
-    "StoreInUse",
-    "StoreUnavailable",
     "TableRow",
-    "ledger_key",
     "open_store",
     "store_for",
 ]
@@ -68,7 +51,7 @@ def store_for(url_or_path: str | os.PathLike[str], **options: Any) -> Store:
     - anything else without ``://``: a path to a SQLite file.
 
     ``options`` go to the store's constructor (``event_retention``, ``round_index``,
-    ``clock``; ``prefix`` and ``min_replicas`` for Redis). Raises :class:`StoreError` for any other scheme.
+    ``clock``; ``prefix`` and ``min_replicas`` for Redis). Raises :class:`~server.protocol.errors.StoreError` for any other scheme.
     """
     text = os.fspath(url_or_path)
     if text in ("memory:", "memory://", "sqlite://", "sqlite:///"):
@@ -79,11 +62,11 @@ def store_for(url_or_path: str | os.PathLike[str], **options: Any) -> Store:
         return RedisStore(text, **options)
     if "://" in text:
         scheme = text.split("://", 1)[0]
-        raise StoreError(
+        raise errors.StoreError(
             f"no store for the scheme {scheme!r} (use a path, sqlite://, redis:// or memory:)"
         )
     if not text:
-        raise StoreError("a store needs a path")
+        raise errors.StoreError("a store needs a path")
     return SQLiteStore(text, **options)
 
 

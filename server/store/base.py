@@ -9,8 +9,7 @@ them.
 
 The money rules below are written once, in :mod:`server.ledger.rules` (the SQL and Lua
 that keep them are generated from it); a commit is checked and serialized once, by
-:func:`server.store.plan.plan_commit`; the errors are in :mod:`server.protocol.errors`
-(re-exported here). The rules every implementation keeps:
+:func:`server.store.plan.plan_commit`; the errors are in :mod:`server.protocol.errors`. The rules every implementation keeps:
 
 - **Double entry.** Money moves only as ledger :class:`~server.ledger.accounts.Entry`
   rows, each from one account to another, so the sum of every balance is always 0
@@ -63,23 +62,11 @@ that keep them are generated from it); a commit is checked and serialized once, 
   caller sees :class:`StoreError` and its subclasses, never ``sqlite3`` or ``redis``
   exceptions.
 
-The error tree::
-
-    StoreError                 anything that went wrong in the store
-    ├── StoreUnavailable       the store cannot be reached or cannot write now
-    │                          (Redis down, SQLite disk I/O, lock wait ran out); retry later
-    ├── StoreInUse             another live process serves this one-process store (SQLite)
-    ├── KeyConflict            a ledger key already holds a different entry
-    ├── Overdrawn              a player or stake balance would go negative
-    ├── OutOfRange             a balance would leave ±(2**53 - 1)
-    ├── StaleEpoch             a table write from an owner older than the stored epoch
-    ├── LimitPassed            a commit would take a player past a guarded limit
-    └── BadWalletCall          a wallet call (or a change to one) of the wrong shape
-                               (also a ValueError)
-
-Every refused write (all but :class:`StoreUnavailable`) kept nothing; a
-:class:`StoreUnavailable` write may, on Redis, have been applied before the connection
-dropped: retrying the same commit is harmless (idempotent by key, events by ``seq``).
+The errors are the error tree's (:mod:`server.protocol.errors`: :class:`StoreError`
+and its kinds, each with what it means). Every refused write (all but
+:class:`StoreUnavailable`) kept nothing; a :class:`StoreUnavailable` write may, on
+Redis, have been applied before the connection dropped: retrying the same commit is
+harmless (idempotent by key, events by ``seq``).
 
 Here: the :class:`Store` protocol and the rows and records it takes and gives
 (:class:`TableRow`, :class:`RoundIndex`, :class:`RoundQuery`, :class:`LimitGuard`…) with
@@ -101,17 +88,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from server.ledger.accounts import Entry
-from server.protocol.errors import (  # (the error tree: defined there, named here too)
-    BadWalletCall,
-    KeyConflict,
-    LimitPassed,
-    OutOfRange,
-    Overdrawn,
-    StaleEpoch,
-    StoreError,
-    StoreInUse,
-    StoreUnavailable,
-)
 
 __all__ = [
     "EVENT_RETENTION",
@@ -123,27 +99,18 @@ __all__ = [
     "WALLET_CALL_KINDS",
     "WALLET_CALL_STATES",
     "AckRule",
-    "BadWalletCall",
     "BetReads",
     "CommitResult",
     "CurrentRule",
-    "KeyConflict",
     "LimitGuard",
-    "LimitPassed",
     "LimitsRule",
-    "OutOfRange",
-    "Overdrawn",
     "PlayRule",
     "RestrictionRule",
     "RoundFilter",
     "RoundIndex",
     "RoundQuery",
     "ShoeIndex",
-    "StaleEpoch",
     "Store",
-    "StoreError",
-    "StoreInUse",
-    "StoreUnavailable",
     "TableRow",
 ]
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from server.ledger.accounts import Entry, player_account
 from server.ledger.rules import check_entry, stake_account, welcome_entry
+from server.protocol.errors import StoreError
 from server.store.base import (
     BetReads,
     CommitResult,
@@ -26,7 +27,6 @@ from server.store.base import (
     LimitGuard,
     RoundFilter,
     RoundQuery,
-    StoreError,
     TableRow,
 )
 from server.store.calls import check_due_kinds, check_due_time, wallet_filters, wallet_limit

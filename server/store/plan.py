@@ -13,31 +13,25 @@ usage. A plan that cannot be made raises :class:`StoreError` and nothing is writ
 
 What a store keeps beside the commit is decided here too, and applied by each store in
 the commit's transaction: a table's new events and the oldest it keeps
-(:func:`new_events`, :func:`first_event_kept`), a player's round index
-(:func:`unindexed`), the wallet calls inserted only when absent (:func:`new_calls`),
-and the retention a store is built with (:func:`check_retention`). SQLite applies
-these rules in its transaction, as statements where a set is cut (``seq <=`` the cutoff,
-``OFFSET`` the index size, ``ON CONFLICT DO NOTHING``); Redis's Lua the same with the
-numbers handed in (``MAXLEN``, ``ZREMRANGEBYRANK``, ``HSETNX``, the plan's cutoff day).
+(:func:`new_events`, :func:`first_event_kept`) and the retention a store is built with
+(:func:`check_retention`). Two more are set operations each store writes in its own
+terms: a player's round index keeps their newest :data:`HISTORY_LIMIT` rounds
+(SQLite's ``OFFSET`` delete, Redis's ``ZREMRANGEBYRANK``), and a wallet call is
+inserted only when its transaction id is absent (``ON CONFLICT DO NOTHING``,
+``HSETNX``); the contract suite and the SQLite-against-Redis test hold them equal.
 
 This module never does I/O and never reads a store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from server.ledger.rules import Entry, check_entry, flow_cutoff, flow_day, player_accounts
-from server.store.base import (
-    HISTORY_LIMIT,
-    LimitGuard,
-    RoundIndex,
-    ShoeIndex,
-    StoreError,
-    TableRow,
-)
+from server.protocol.errors import StoreError
+from server.store.base import HISTORY_LIMIT, LimitGuard, RoundIndex, ShoeIndex, TableRow
 from server.store.calls import (
     prepare_wallet_call,
 )
@@ -56,10 +50,8 @@ __all__ = [
     "CommitPlan",
     "check_retention",
     "first_event_kept",
-    "new_calls",
     "new_events",
     "plan_commit",
-    "unindexed",
 ]
 
 
@@ -148,25 +140,3 @@ def first_event_kept(newest: int, retention: int) -> int:
     """The oldest seq a table keeps once ``newest`` is stored: its newest ``retention``
     events (a table's seqs have no gaps, so a count is a range of seqs)."""
     return newest - retention + 1
-
-
-def unindexed(played: Iterable[int], keep: int) -> list[int]:
-    """Of a player's indexed rounds (their seqs, in any order), those that leave the
-    index: all but the newest ``keep`` (GAME_RULES §8)."""
-    ordered = sorted(played)
-    return ordered[: max(0, len(ordered) - keep)]
-
-
-def new_calls(
-    calls: Sequence[tuple[dict[str, Any], str]], stored: Container[str]
-) -> list[tuple[dict[str, Any], str]]:
-    """Of a commit's wallet calls, those to insert: the first of each transaction id not
-    in ``stored`` (a stored call is kept as it is: a retried commit)."""
-    seen: set[str] = set()
-    out = []
-    for call, text in calls:
-        txn = call["transaction_id"]
-        if txn not in stored and txn not in seen:
-            seen.add(txn)
-            out.append((call, text))
-    return out

@@ -11,15 +11,13 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 import orjson
 
-from server.ledger.accounts import Entry
 from server.ledger.rules import (
     MAX_AMOUNT,
-    OUTCOME_KINDS,
 )
 from server.protocol.errors import (  # (the error tree: defined there, named here too)
     BadWalletCall,
@@ -212,89 +210,6 @@ def index_record(record: Mapping[str, Any]) -> RoundIndex | ShoeIndex:
             raise StoreError(f"shoe {shoe_no}: out of range")
         return ShoeIndex(table, shoe_no, record.get("revealed", True) is not False)
     raise StoreError(f"a record's kind is 'round' or 'shoe', not {kind!r}")
-
-
-def hold_problems(
-    entries: Iterable[Entry], recorded: Iterable[str], balances: Mapping[str, int]
-) -> list[str]:
-    """What is wrong with the held wagers (issue 8, defect 0), one line each.
-
-    ``entries`` holds at least every ``hold`` and outcome (``lose``, ``return``,
-    ``refund``, ``void``) entry; ``recorded`` the round ids among theirs that have a round record;
-    ``balances`` at least every ``held:<table>`` balance. The rules (GAME_RULES §7, §8):
-
-    - a hold (key ``<round_id>:<player>:<area>:hold``, into ``held:<table>``) has exactly
-      one outcome, keyed ``<round_id>:<player>:<area>:<kind>``, out of the same held
-      account and for the same amount;
-    - a hold may lack its outcome only while its round is open (no round record yet),
-      and a table has at most one open round;
-    - each ``held:<table>`` balance is the sum of that table's open holds (zero between
-      coups).
-    """
-    holds: dict[str, Entry] = {}
-    outcomes: dict[str, list[Entry]] = {}
-    for entry in entries:
-        if entry.kind == "hold":
-            if entry.key.endswith(":hold"):
-                holds[entry.key.removesuffix(":hold")] = entry
-        elif entry.kind in OUTCOME_KINDS and entry.key.endswith(f":{entry.kind}"):
-            outcomes.setdefault(entry.key.removesuffix(f":{entry.kind}"), []).append(entry)
-    recorded = set(recorded)
-    problems: list[str] = []
-    open_rounds: dict[str, set[str]] = {}
-    open_sums: dict[str, int] = {}
-    for base, hold in holds.items():
-        if not hold.dst.startswith("held:"):
-            problems.append(f"hold {hold.key!r} is not into a held account")
-            continue
-        table = hold.dst.removeprefix("held:")
-        found = outcomes.pop(base, [])
-        if len(found) > 1:
-            kinds = ", ".join(sorted(e.kind for e in found))
-            problems.append(f"hold {hold.key!r} has {len(found)} outcomes ({kinds})")
-        elif found:
-            (outcome,) = found
-            if outcome.src != hold.dst or outcome.amount != hold.amount:
-                problems.append(
-                    f"outcome {outcome.key!r} does not give back hold {hold.key!r} "
-                    f"({outcome.amount} from {outcome.src}, held {hold.amount} in {hold.dst})"
-                )
-        elif hold.round_id is None:
-            problems.append(f"hold {hold.key!r} has no round and no outcome")
-        elif hold.round_id in recorded:
-            problems.append(f"hold {hold.key!r} has no outcome after its round was recorded")
-        else:
-            open_rounds.setdefault(table, set()).add(hold.round_id)
-            open_sums[table] = open_sums.get(table, 0) + hold.amount
-    for base, found in sorted(outcomes.items()):
-        for outcome in found:
-            problems.append(f"outcome {outcome.key!r} has no hold {base + ':hold'!r}")
-    for table, rounds in sorted(open_rounds.items()):
-        if len(rounds) > 1:
-            problems.append(f"table {table!r} has {len(rounds)} open rounds: {sorted(rounds)}")
-    held = {a.removeprefix("held:") for a, b in balances.items() if a.startswith("held:")}
-    for table in sorted(held | open_sums.keys()):
-        balance = balances.get(f"held:{table}", 0)
-        if balance != open_sums.get(table, 0):
-            problems.append(
-                f"held:{table} holds {balance}, its open holds {open_sums.get(table, 0)}"
-            )
-    return problems
-
-
-def audit_report(
-    balances: Mapping[str, int], flows: Mapping[str, int], count: int, problems: list[str]
-) -> dict[str, Any]:
-    """The dict :meth:`Store.audit` returns, from every balance and every account's
-    ledger sum."""
-    accounts = balances.keys() | flows.keys()
-    return {
-        "sum": sum(balances.values()),
-        "ledger_matches": all(balances.get(a, 0) == flows.get(a, 0) for a in accounts),
-        "entries": count,
-        "holds_ok": not problems,
-        "problems": problems,
-    }
 
 
 def check_span(since: float | None, until: float | None) -> tuple[float, float]:

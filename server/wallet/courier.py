@@ -41,11 +41,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
-from server.store.base import (
-    WALLET_CALLS_LIMIT,
-    Store,
-    StoreError,
-)
+from server.protocol.errors import StoreError
+from server.store.base import WALLET_CALLS_LIMIT, Store
 
 from .base import (
     OK,

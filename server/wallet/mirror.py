@@ -22,10 +22,8 @@ import weakref
 from collections.abc import Iterable
 
 from server.ledger.rules import sync_entry
-from server.store.base import (
-    Overdrawn,
-    Store,
-)
+from server.protocol.errors import Overdrawn
+from server.store.base import Store
 
 __all__ = ["mirror_generation", "sync_mirror"]
 

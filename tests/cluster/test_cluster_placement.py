@@ -14,9 +14,7 @@ import time
 import pytest
 
 from server.croupier.cluster import Leases, placement
-from server.store.base import (
-    StoreUnavailable,
-)
+from server.protocol.errors import StoreUnavailable
 from tests.kit import scaled, table_def
 from tests.kit.cluster import LEASE, settle
 

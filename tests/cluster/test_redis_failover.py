@@ -31,11 +31,8 @@ import pytest
 import redis
 
 from server.ledger.accounts import Entry
-from server.store.base import (
-    StaleEpoch,
-    StoreUnavailable,
-    TableRow,
-)
+from server.protocol.errors import StaleEpoch, StoreUnavailable
+from server.store.base import TableRow
 from server.store.redis import RedisStore
 from tests.kit import Client, open_player, scaled, table_def
 from tests.kit.checks import check_public_views_agree

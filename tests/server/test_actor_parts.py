@@ -14,11 +14,8 @@ import pytest
 
 from server.croupier import kinds
 from server.croupier.retry import BACKOFF_FIRST, BACKOFF_MAX, backoff, retrying
-from server.protocol.errors import Refused
+from server.protocol.errors import Refused, StoreError
 from server.protocol.records import GATEWAY_KINDS, Address, CommandRecord
-from server.store.base import (
-    StoreError,
-)
 from server.table import Table, TableOptions
 from server.table.state import Phase
 from server.vocabulary import commands as c

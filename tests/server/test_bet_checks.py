@@ -14,12 +14,8 @@ import pytest
 
 from server.gateway.tables import bet_checks
 from server.protection.context import PlayClock
-from server.protocol.errors import Refused
-from server.store.base import (
-    BetReads,
-    CurrentRule,
-    StoreUnavailable,
-)
+from server.protocol.errors import Refused, StoreUnavailable
+from server.store.base import BetReads, CurrentRule
 
 
 class Reads:

@@ -25,11 +25,8 @@ import redis.asyncio as aioredis
 from server.bus.base import Bus, BusCounts
 from server.bus.local import LocalBus
 from server.bus.redis import RedisBus, _pack_events
-from server.protocol.errors import Refused
+from server.protocol.errors import Refused, StoreUnavailable
 from server.protocol.records import Address, CommandRecord, ReplyRecord
-from server.store.base import (
-    StoreUnavailable,
-)
 from server.vocabulary.events import Event
 from tests.kit.redis import RedisServer
 from tests.kit.timing import scaled

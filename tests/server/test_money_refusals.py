@@ -48,11 +48,8 @@ import pytest
 
 from server.engine.shoe import verify
 from server.gateway.server import ChemmyServer
-from server.store.base import (
-    CommitResult,
-    StoreError,
-    StoreUnavailable,
-)
+from server.protocol.errors import StoreError, StoreUnavailable
+from server.store.base import CommitResult
 from server.table.views import view_event
 from server.vocabulary.events import Event
 from tests.kit import Client, Game, table_def

@@ -26,9 +26,7 @@ import client_cli.operator
 from client_cli.main import main as cli_main
 from server.gateway.server import ChemmyServer
 from server.operator.tables import table_of_round
-from server.store.base import (
-    StoreUnavailable,
-)
+from server.protocol.errors import StoreUnavailable
 from server.wallet.signing import signature_header
 from tests.kit import Game, crash
 from tests.kit.inproc import Net

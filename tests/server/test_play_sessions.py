@@ -24,9 +24,7 @@ import pytest
 
 from server.gateway.server import ChemmyServer
 from server.protection import play_session
-from server.store.base import (
-    StoreUnavailable,
-)
+from server.protocol.errors import StoreUnavailable
 from tests.kit.client import Client
 from tests.kit.inproc import Net
 from tests.kit.operator import audited

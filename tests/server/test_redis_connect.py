@@ -35,10 +35,8 @@ from server.connect.redis import (
 )
 from server.ledger.accounts import Entry
 from server.process.config import ConfigError, load_config
-from server.store.base import (
-    StoreUnavailable,
-    TableRow,
-)
+from server.protocol.errors import StoreUnavailable
+from server.store.base import TableRow
 from server.store.redis import RedisStore, redact
 from server.vocabulary.events import Event
 from tests.kit.redis import REPLICATION, RedisServer

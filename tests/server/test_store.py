@@ -22,20 +22,22 @@ from hypothesis import strategies as st
 from redis import asyncio as aioredis
 
 from server.ledger.accounts import CASHIER, HOUSE, Entry, MemoryWallet
-from server.store import (
-    HISTORY_LIMIT,
-    CommitResult,
+from server.ledger.rules import ledger_key
+from server.protocol.errors import (
     KeyConflict,
     OutOfRange,
     Overdrawn,
-    RedisStore,
-    SQLiteStore,
     StaleEpoch,
-    Store,
     StoreError,
     StoreUnavailable,
+)
+from server.store import (
+    HISTORY_LIMIT,
+    CommitResult,
+    RedisStore,
+    SQLiteStore,
+    Store,
     TableRow,
-    ledger_key,
     open_store,
     store_for,
 )

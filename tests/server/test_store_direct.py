@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from server.store import KeyConflict, SQLiteStore
+from server.protocol.errors import KeyConflict
+from server.store import SQLiteStore
 from server.store.sqlite import connection as sqlite_module
 from tests.server.test_store import Ticker, bet, hold_write_lock
 from tests.server.test_store_group_commit import step

@@ -8,10 +8,8 @@ from typing import Any
 
 import pytest
 
-from server.store.base import (
-    CommitResult,
-    StoreError,
-)
+from server.protocol.errors import StoreError
+from server.store.base import CommitResult
 from server.table.views import view as snapshot
 
 

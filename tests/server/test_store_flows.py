@@ -35,12 +35,9 @@ from server.protection.rules import (
     merge_restriction,
     open_play,
 )
-from server.store import KeyConflict, Overdrawn, StaleEpoch, Store, StoreError, TableRow
-from server.store.base import (
-    BetReads,
-    LimitGuard,
-    LimitPassed,
-)
+from server.protocol.errors import KeyConflict, LimitPassed, Overdrawn, StaleEpoch, StoreError
+from server.store import Store, TableRow
+from server.store.base import BetReads, LimitGuard
 from server.store.players import LIMIT_KINDS
 from tests.server.conftest import Clock, make_store
 

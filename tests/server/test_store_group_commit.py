@@ -23,17 +23,8 @@ from typing import Any
 import pytest
 
 from server.ledger.accounts import Entry
-from server.store import (
-    CommitResult,
-    KeyConflict,
-    Overdrawn,
-    RedisStore,
-    SQLiteStore,
-    StaleEpoch,
-    StoreError,
-    StoreUnavailable,
-    TableRow,
-)
+from server.protocol.errors import KeyConflict, Overdrawn, StaleEpoch, StoreError, StoreUnavailable
+from server.store import CommitResult, RedisStore, SQLiteStore, TableRow
 from server.store.redis import GROUP_MAX as REDIS_GROUP_MAX
 from server.store.sqlite import GROUP_MAX as SQLITE_GROUP_MAX
 

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from server.store import RedisStore, SQLiteStore, Store, StoreError
+from server.protocol.errors import StoreError
+from server.store import RedisStore, SQLiteStore, Store
 from server.store.base import (
     OPERATOR_CALL_KEEP_MAX,
 )

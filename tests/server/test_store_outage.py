@@ -15,9 +15,7 @@ from typing import Any
 import pytest
 
 from server.process.auth import make_token
-from server.store.base import (
-    StoreError,
-)
+from server.protocol.errors import StoreError
 from tests.kit import SECRET, http_get, scaled, table_def
 
 

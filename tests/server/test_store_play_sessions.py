@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 
 from server.ledger.accounts import Entry
 from server.protection.rules import ack_play, next_reminder, open_play, play_due
-from server.store import Store, StoreError
+from server.protocol.errors import StoreError
+from server.store import Store
 from server.store.players import (
     play_baseline,
 )

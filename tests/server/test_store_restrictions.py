@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from server.protection.rules import merge_restriction
-from server.store import Store, StoreError
+from server.protocol.errors import StoreError
+from server.store import Store
 from tests.server.conftest import make_store
 
 DAY = 86_400.0

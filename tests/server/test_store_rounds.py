@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from redis import asyncio as aioredis
 
-from server.store import RedisStore, SQLiteStore, Store, StoreError
+from server.protocol.errors import StoreError
+from server.store import RedisStore, SQLiteStore, Store
 from server.store.base import (
     HISTORY_LIMIT,
     ROUNDS_LIMIT,

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from server.ledger.accounts import CASHIER, Entry
-from server.store import KeyConflict, Overdrawn, SQLiteStore, StoreUnavailable
+from server.protocol.errors import KeyConflict, Overdrawn, StoreUnavailable
+from server.store import SQLiteStore
 from tests.server.test_store import bet
 from tests.server.test_store_group_commit import step
 

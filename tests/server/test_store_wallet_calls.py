@@ -18,18 +18,15 @@ import pytest
 from redis import asyncio as aioredis
 
 from server.ledger.accounts import Entry
-from server.store import (
+from server.protocol.errors import (
     BadWalletCall,
     KeyConflict,
     Overdrawn,
-    RedisStore,
-    SQLiteStore,
     StaleEpoch,
-    Store,
     StoreError,
     StoreUnavailable,
-    TableRow,
 )
+from server.store import RedisStore, SQLiteStore, Store, TableRow
 from server.store.base import (
     WALLET_CALLS_LIMIT,
 )

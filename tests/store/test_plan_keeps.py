@@ -1,14 +1,16 @@
 """What a store keeps beside a commit, decided once (server/store/plan.py and
-server/ledger/rules.py) and applied by each store: a table's events, a player's round
-index, the wallet calls inserted only when absent, a player's days, the retention."""
+server/ledger/rules.py) and applied by each store: a table's events, a player's days,
+the retention. (A player's round index and the wallet calls inserted once are held by
+the store contract suite, on both stores.)"""
 
 from __future__ import annotations
 
 import pytest
 
 from server.ledger.rules import FLOW_DAYS, flow_cutoff, pruned_days
-from server.store.base import HISTORY_LIMIT, StoreError
-from server.store.plan import check_retention, first_event_kept, new_calls, new_events, unindexed
+from server.protocol.errors import StoreError
+from server.store.base import HISTORY_LIMIT
+from server.store.plan import check_retention, first_event_kept, new_events
 
 
 def test_a_tables_new_events_and_the_oldest_kept() -> None:
@@ -18,20 +20,6 @@ def test_a_tables_new_events_and_the_oldest_kept() -> None:
     assert new_events(events, 5) == []
     assert first_event_kept(5, 3) == 3  # seqs 3, 4, 5: the newest three
     assert first_event_kept(5, 1) == 5
-
-
-def test_a_players_index_keeps_the_newest() -> None:
-    assert unindexed([7, 2, 9, 4], 2) == [2, 4]
-    assert unindexed([7, 2], 2) == []
-    assert unindexed(range(HISTORY_LIMIT + 3), HISTORY_LIMIT) == [0, 1, 2]
-
-
-def test_a_call_is_inserted_once() -> None:
-    def call(txn: str, amount: int) -> tuple[dict[str, object], str]:
-        return {"transaction_id": txn, "amount": amount}, f"{txn}:{amount}"
-
-    calls = [call("a", 1), call("b", 2), call("a", 3), call("c", 4)]
-    assert [text for _, text in new_calls(calls, {"c"})] == ["a:1", "b:2"]
 
 
 def test_a_players_first_flow_of_a_day_drops_the_days_before_the_cutoff() -> None:

@@ -42,16 +42,8 @@ from server.ledger.rules import (
     flow_day,
     stake_account,
 )
-from server.store.base import (
-    HISTORY_LIMIT,
-    CommitResult,
-    LimitGuard,
-    LimitPassed,
-    RoundQuery,
-    Store,
-    StoreError,
-    TableRow,
-)
+from server.protocol.errors import LimitPassed, StoreError
+from server.store.base import HISTORY_LIMIT, CommitResult, LimitGuard, RoundQuery, Store, TableRow
 from server.store.redis import RedisStore
 from server.store.sqlite import SQLiteStore
 from server.wallet.calls import debit_call

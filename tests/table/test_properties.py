@@ -44,9 +44,7 @@ from table_helpers import card_strings, check_parts, check_stored_state, has_key
 
 from server.engine.payouts import AREAS
 from server.engine.shoe import shuffle_order
-from server.store.records import (
-    hold_problems,
-)
+from server.ledger.audit import hold_problems
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
 from server.table.table import Phase
 from server.table.views import view as snapshot

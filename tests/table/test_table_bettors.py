@@ -19,9 +19,7 @@ from table_helpers import (
     stack,
 )
 
-from server.store.records import (
-    hold_problems,
-)
+from server.ledger.audit import hold_problems
 from server.table import MemoryWallet, Table, TableOptions, Timers, view_event
 from server.table.table import Phase
 from server.table.views import own_round, summary, view

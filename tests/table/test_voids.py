@@ -17,9 +17,7 @@ from table_helpers import (
 
 import server.table
 from server.engine.shoe import verify
-from server.store.records import (
-    hold_problems,
-)
+from server.ledger.audit import hold_problems
 from server.table import MemoryWallet, Table
 from server.table.table import Phase
 from server.table.views import summary, view

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from server.store.base import StoreUnavailable
+from server.protocol.errors import StoreUnavailable
 from server.store.calls import (
     check_operator_call,
     check_wallet_changes,

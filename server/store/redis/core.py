@@ -28,19 +28,16 @@ from server.ledger.accounts import Entry, player_account
 from server.ledger.rules import (
     entry_flow,
 )
-from server.store.base import (
-    EVENT_RETENTION,
-    HISTORY_LIMIT,
-    CommitResult,
+from server.protocol.errors import (
     KeyConflict,
     LimitPassed,
     OutOfRange,
     Overdrawn,
-    RoundIndex,
     StaleEpoch,
     StoreError,
     StoreUnavailable,
 )
+from server.store.base import EVENT_RETENTION, HISTORY_LIMIT, CommitResult, RoundIndex
 from server.store.front import StoreFront
 from server.store.plan import CommitPlan
 from server.store.players import guard_measure

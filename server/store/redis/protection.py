@@ -16,14 +16,8 @@ from typing import Any
 from server.ledger.rules import (
     flow_day,
 )
-from server.store.base import (
-    AckRule,
-    CurrentRule,
-    LimitsRule,
-    PlayRule,
-    RestrictionRule,
-    StoreUnavailable,
-)
+from server.protocol.errors import StoreUnavailable
+from server.store.base import AckRule, CurrentRule, LimitsRule, PlayRule, RestrictionRule
 from server.store.front import StoredBetReads
 from server.store.players import (
     check_currency,

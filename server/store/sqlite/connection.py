@@ -22,16 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, Final, TypeVar
 
-from server.store.base import (
-    EVENT_RETENTION,
-    HISTORY_LIMIT,
-    CommitResult,
-    Overdrawn,
-    RoundIndex,
-    StoreError,
-    StoreInUse,
-    StoreUnavailable,
-)
+from server.protocol.errors import Overdrawn, StoreError, StoreInUse, StoreUnavailable
+from server.store.base import EVENT_RETENTION, HISTORY_LIMIT, CommitResult, RoundIndex
 from server.store.front import StoreFront
 from server.store.plan import CommitPlan, check_retention
 from server.store.records import (

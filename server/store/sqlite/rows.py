@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from server.ledger.accounts import Entry
+from server.ledger.audit import audit_report, hold_problems
 from server.ledger.rules import (
     FLOW_NAMES,
     OUTCOME_KINDS,
@@ -31,10 +32,6 @@ from server.store.plan import first_event_kept, new_events
 from server.store.players import (
     guard_breach,
     guard_measure,
-)
-from server.store.records import (
-    audit_report,
-    hold_problems,
 )
 
 
@@ -315,8 +312,7 @@ def _put_flows(
 
 def _put_calls(db: sqlite3.Connection, calls: list[tuple[dict[str, Any], str]]) -> None:
     """Insert the wallet calls whose transaction id is not stored yet (the stored one is
-    kept as it is: a retried commit; :func:`~server.store.plan.new_calls`'s rule, made
-    atomic by ``ON CONFLICT DO NOTHING``). Most commits have none: no statement then."""
+    kept as it is: a retried commit), atomically by ``ON CONFLICT DO NOTHING``. Most commits have none: no statement then."""
     if not calls:
         return
     db.executemany(
@@ -348,8 +344,7 @@ def _loaded_call(seq: int, data: str) -> dict[str, Any]:
 
 def _put_round(db: sqlite3.Connection, index: RoundIndex, body: str, keep: int) -> None:
     """Upsert a round record (keeping its place in history), re-index its players and
-    keep each player's index to their newest ``keep`` rounds
-    (:func:`~server.store.plan.unindexed`'s rule, as one ``OFFSET`` delete)."""
+    keep each player's index to their newest ``keep`` rounds (one ``OFFSET`` delete)."""
     db.execute(
         "INSERT INTO rounds (round_id, table_id, shoe_no, coup_no, body, time) VALUES"
         " (?, ?, ?, ?, ?, ?) ON CONFLICT (round_id) DO UPDATE SET table_id = excluded.table_id,"

@@ -21,6 +21,7 @@ from server.ledger.rules import (
     flow_day,
     welcome_entry,
 )
+from server.protocol.errors import StoreError
 from server.store.base import (
     HISTORY_LIMIT,
     AckRule,
@@ -29,7 +30,6 @@ from server.store.base import (
     PlayRule,
     RestrictionRule,
     RoundFilter,
-    StoreError,
     TableRow,
 )
 from server.store.calls import (
