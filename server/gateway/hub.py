@@ -25,6 +25,7 @@ transient event (a squeezed card's bend, a chat line) goes out as a message of i
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
@@ -33,7 +34,6 @@ from typing import Any
 
 import orjson
 from websockets.asyncio.server import ServerConnection, broadcast
-from websockets.frames import Frame, Opcode
 from websockets.protocol import OPEN
 
 from server.protocol.codec import encode
@@ -127,10 +127,22 @@ def _payload(encoded: str | bytes) -> tuple[bytes, bool]:
 
 
 def _frame(payload: bytes, text: bool) -> bytes:
-    """``payload`` as an unmasked frame without extensions, as a server writes it."""
-    return Frame(Opcode.TEXT if text else Opcode.BINARY, payload).serialize(
-        mask=False, extensions=[]
-    )
+    """``payload`` as an unmasked frame without extensions, as a server writes it: the
+    bytes ``Frame(...).serialize(mask=False, extensions=[])`` makes (RFC 6455 §5.2: FIN
+    and the opcode, then the length in 7 bits, or 16 or 64 after 126 or 127), its header
+    made here (``serialize`` took about 2 µs a frame, and the hub makes one for each
+    private part of an event: a thousand bettors' ``settled``, issue 37)."""
+    head = 0x81 if text else 0x82
+    size = len(payload)
+    if size < 126:
+        return bytes((head, size)) + payload
+    if size < 1 << 16:
+        return _HEAD16.pack(head, 126, size) + payload
+    return _HEAD64.pack(head, 127, size) + payload
+
+
+_HEAD16 = struct.Struct("!BBH")
+_HEAD64 = struct.Struct("!BBQ")
 
 
 def _write(conn: ServerConnection, frames: list[bytes]) -> None:
