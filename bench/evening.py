@@ -37,6 +37,16 @@ test of the tool only, and the report says so).
   at least one: the tables with thousands), the rest spread over the others (a few
   each). Guests (hello, join), each from an address of its own (127.2.x.y, 127.3.x.y:
   :func:`spectator_address`); they only read.
+- **Light clients** (``--clients``, issue 37 §3): the spectators and the bettors without
+  a seat are light clients by default (bench/_light.py: a raw asyncio WebSocket whose
+  frames are scanned as bytes for the few markers a client needs, its own reply's
+  ``id``, ``seq``, ``"kind":"betting_opened"``), so that a thousand of each keep up
+  with the table in a Python process or two; a light bettor plays as a full one does
+  (:class:`LightBettor`: the same think times, bets and turns, each command timed from
+  send to reply). The seated bots are always full ones (the test kit's ``Client``).
+  ``--clients full``: every client a test-kit one, as before; ``--clients mixed``: every
+  other bettor and every other spectator process light, their figures reported apart (a
+  check that both measure the same).
 - **Processes**: bots and spectators run in other processes (``--bot-workers``,
   ``--spectator-workers``; each many asyncio clients), and their CPU is reported apart,
   so the server's figure is the server's. Servers are ``chemmy-server`` subprocesses of
