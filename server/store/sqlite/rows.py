@@ -215,10 +215,11 @@ def _select_in(db: sqlite3.Connection, sql: str, values: Sequence[str]) -> list[
 
 
 def _post_together(db: sqlite3.Connection, entries: list[Entry]) -> dict[str, int] | None:
-    """Post ``entries`` in four statements whatever their number, not two an entry (a
-    settlement of a thousand bettors' wagers is about 1,500 entries, issue 37): their
-    accounts' balances read at once, each entry's move made and checked in order here
-    (:func:`check_balance`, as each statement's would be), every entry inserted in one
+    """Post ``entries`` in a few statements, not two an entry (a settlement of a
+    thousand bettors' wagers is about 1,500 entries, issue 37): their accounts' balances
+    and their keys read :data:`_IN_CHUNK` at a time, each entry's move made and checked
+    in order here (:func:`check_balance`, as each statement's would be), every entry
+    inserted in one
     ``executemany`` and each account written once with what the entries left. None
     (nothing written) when they cannot all be new entries between accounts that exist:
     a key stored already (a retried commit) or twice, an account to make; then
