@@ -37,6 +37,16 @@ test of the tool only, and the report says so).
   at least one: the tables with thousands), the rest spread over the others (a few
   each). Guests (hello, join), each from an address of its own (127.2.x.y, 127.3.x.y:
   :func:`spectator_address`); they only read.
+- **Light clients** (``--clients``, issue 37 §3): the spectators and the bettors without
+  a seat are light clients by default (bench/_light.py: a raw asyncio WebSocket whose
+  frames are scanned as bytes for the few markers a client needs, its own reply's
+  ``id``, ``seq``, ``"kind":"betting_opened"``), so that a thousand of each keep up
+  with the table in a Python process or two; a light bettor plays as a full one does
+  (:class:`LightBettor`: the same think times, bets and turns, each command timed from
+  send to reply). The seated bots are always full ones (the test kit's ``Client``).
+  ``--clients full``: every client a test-kit one, as before; ``--clients mixed``: every
+  other bettor and every other spectator process light, their figures reported apart (a
+  check that both measure the same).
 - **Processes**: bots and spectators run in other processes (``--bot-workers``,
   ``--spectator-workers``; each many asyncio clients), and their CPU is reported apart,
   so the server's figure is the server's. Servers are ``chemmy-server`` subprocesses of
@@ -108,13 +118,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client.utils import floatToGoString
 from websockets.exceptions import ConnectionClosed
 
 from bench import gateway
 from bench._commits import MAIN as COUNTED_MAIN
+from bench._light import LightConnection
+from bench._light import connect as light_connect
 from bench._util import (
     ROOT,
     cpu_seconds,
@@ -445,6 +457,18 @@ PROMPTS = frozenset({"betting_opened", "shoe_offered", "cut_offered", "turn"})
 UNAVAILABLE_RETRIES = 10
 
 
+class Link(Protocol):
+    """What a bot needs of its connection: the test kit's ``Client`` (a full bot) or a
+    light one (bench/_light.py)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    async def send(self, message: Mapping[str, Any], /) -> Any: ...
+
+    async def close(self) -> None: ...
+
+
 class Bot:
     """A seated player acting at human pace (see the module docstring); ``seated``
     False: a bettor without a seat (GAME_RULES §5), who joins, bets, turns when theirs is
@@ -463,9 +487,11 @@ class Bot:
     ) -> None:
         self.pid, self.table, self.tidx, self.addr = pid, table, tidx, addr
         self.seated = seated
+        self.tag = ""  # after the kind of its round trips (``--clients mixed``)
         self.stats = stats
         self.rng = random.Random(seed)
         self.client = Client(url, label=pid, timeout=60, tap=self._tap)
+        self.link: Link = self.client  # what commands go through
         self.routing = False  # once seated, every frame is taken by the tap
         self.pending: dict[str, asyncio.Future[tuple[dict[str, Any], float]]] = {}
         self.recent: collections.OrderedDict[int, float] = collections.OrderedDict()
@@ -560,7 +586,7 @@ class Bot:
         stats = self.stats
         self.last = (kind, fields, None, 0.0)
         try:
-            await self.client.send({"type": kind, "id": mid, "table": self.table, **fields})
+            await self.link.send({"type": kind, "id": mid, "table": self.table, **fields})
             msg, t1 = await asyncio.wait_for(fut, COMMAND_TIMEOUT)
             self.last = (kind, fields, msg, t1 - t0)
         except TimeoutError:
@@ -573,7 +599,7 @@ class Bot:
             self.pending.pop(mid, None)
         if not stats.recording:
             return msg
-        stats.rtt[kind].append(t1 - t0)
+        stats.rtt[kind + self.tag].append(t1 - t0)
         if msg.get("type") == "error":
             stats.refused[f"{kind}: {msg.get('code')}"] += 1
             return msg
@@ -703,14 +729,96 @@ class Bot:
         for task in [self.plan, *self.side]:
             if task is not None:
                 task.cancel()
-        await self.client.close()
+        await self.link.close()
+
+
+def _seq_in(payload: bytes) -> int | None:
+    """An event frame's ``seq`` from its bytes (as ``gateway._seq_of`` from its text)."""
+    at = payload.find(b'"seq":')
+    if at < 0:
+        return None
+    return int(payload[at + 6 : payload.find(b",", at)])
+
+
+_KIND_BYTES = re.compile(rb'"kind":"([a-z_]+)"')
+#: The events a light bettor counts without reading them.
+COUNTED = frozenset({"betting_closed", "settled"})
+
+
+class LightBettor(Bot):
+    """A bettor without a seat (``Bot`` with ``seated`` False: the same plays, the same
+    think times, the same timing of a command from send to reply) over a light
+    connection (bench/_light.py): its frames are scanned as bytes, and only its own
+    replies and the events it acts on are decoded (``betting_opened``; a ``turn`` or a
+    ``card`` naming it), so that a thousand of them keep up with the table."""
+
+    def __init__(
+        self, url: str, pid: str, table: str, tidx: int, addr: str, stats: BotStats, seed: int
+    ) -> None:
+        super().__init__(url, pid, table, tidx, addr, stats, seed, seated=False)
+        self.url = url
+        self.conn = LightConnection(self._take)
+        self.link = self.conn
+        self.routing = True
+        self.me = f'"{pid}"'.encode()
+
+    def _take(self, payload: bytes) -> None:
+        head = payload[:48]
+        if b'"type":"event"' in head:
+            now = time.perf_counter()
+            seq = _seq_in(payload)
+            if seq is not None:
+                if self.stats.receiving:
+                    self.stats.seen.extend((self.tidx, seq, time.time()))
+                self.recent[seq] = now
+                if len(self.recent) > 256:
+                    self.recent.popitem(last=False)
+            found = _KIND_BYTES.search(payload, 0, 200)
+            if found is None:
+                return
+            kind = found[1].decode()
+            if kind in COUNTED:
+                self._on_event(kind, {})
+            elif kind == "betting_opened" or (kind in BOT_READS and self.me in payload):
+                self._on_event(kind, json.loads(payload))
+        elif b'"type":"ok"' in head or b'"type":"error"' in head:
+            now = time.perf_counter()
+            msg = json.loads(payload)
+            fut = self.pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
+            if fut is not None and not fut.done():
+                fut.set_result((msg, now))
+
+    async def start(self) -> None:
+        conn = self.conn
+        await light_connect(self.url, conn=conn, local_addr=(self.addr, 0), timeout=60)
+        token = make_token(SECRET, self.pid, ttl=24 * 3600)
+        reply = await conn.rpc({"type": "hello", "id": f"l{next(_ids)}", "token": token})
+        if reply.get("type") != "ok":
+            raise RuntimeError(f"{self.pid}: hello: {reply}")
+        for _ in range(UNAVAILABLE_RETRIES):
+            reply = await conn.rpc({"type": "join", "id": f"l{next(_ids)}", "table": self.table})
+            if reply.get("code") != "unavailable":
+                break
+            await asyncio.sleep(1.0)
+        if reply["type"] != "ok":
+            raise RuntimeError(f"{self.pid}: join: {reply}")
+        snap = reply.get("snapshot") or {}
+        if self.plan is None and snap.get("phase") == "betting":  # open already: joins in
+            self._start(self._betting(float(snap.get("deadline") or time.time() + 15)))
 
 
 # ====================================================================== worker processes
-def worker_main(pipe: Connection, role: str, index: int, pace: float) -> None:
+def worker_main(pipe: Connection, role: str, index: int, pace: float, clients: str) -> None:
     raise_nofile()
     PACE[0] = pace
-    asyncio.run(_bot_worker(pipe, index) if role == "bots" else _spectator_worker(pipe, index))
+    asyncio.run(
+        _bot_worker(pipe, index, clients)
+        if role == "bots"
+        # mixed: the even spectator processes light, the odd ones full
+        else _spectator_worker(
+            pipe, index, clients == "light" or (clients == "mixed" and not index % 2)
+        )
+    )
 
 
 async def _lag_probe(samples: array[float], state: dict[str, bool]) -> None:
@@ -722,7 +830,11 @@ async def _lag_probe(samples: array[float], state: dict[str, bool]) -> None:
             samples.append(time.perf_counter() - t0 - 0.05)
 
 
-async def _bot_worker(pipe: Connection, index: int) -> None:
+async def _bot_worker(pipe: Connection, index: int, clients: str) -> None:
+    """The bots of one process; ``clients`` (``--clients``) ``light``: its bettors
+    without a seat over light connections (:class:`LightBettor`), the seated bots
+    always full ones; ``mixed``: every other bettor light, their round trips kept
+    apart by kind (``bet (light)``, ``bet (full)``)."""
     loop = asyncio.get_running_loop()
     stats = BotStats()
     bots: list[Bot] = []
@@ -739,7 +851,14 @@ async def _bot_worker(pipe: Connection, index: int) -> None:
             async def one(spec: tuple[Any, ...], gate: asyncio.Semaphore = gate) -> None:
                 url, pid, table, tidx, addr, seed, seated = spec
                 async with gate:
-                    bot = Bot(url, pid, table, tidx, addr, stats, seed, seated)
+                    light = clients == "light" or (clients == "mixed" and seed % 2 == 1)
+                    bot = (
+                        LightBettor(url, pid, table, tidx, addr, stats, seed)
+                        if light and not seated
+                        else Bot(url, pid, table, tidx, addr, stats, seed, seated)
+                    )
+                    if clients == "mixed" and not seated:
+                        bot.tag = " (light)" if light else " (full)"
                     try:
                         await bot.start()
                         bots.append(bot)
@@ -765,14 +884,14 @@ async def _bot_worker(pipe: Connection, index: int) -> None:
                     dict(stats.refused),
                     stats.coups_seen,
                     lag.tobytes(),
-                    sum(1 for b in bots if b.client.closed),
+                    sum(1 for b in bots if b.link.closed),
                     stats.bettor_bets,
                 )
             )
         elif command == "fanout":  # after "collect", with every bot process's sends
             stats.receiving = False
             seen = stats.seen
-            at_table = collections.Counter(b.tidx for b in bots if not b.client.closed)
+            at_table = collections.Counter(b.tidx for b in bots if not b.link.closed)
             triples = zip(seen[0::3], seen[1::3], seen[2::3], strict=True)
             pipe.send(("fanout", *match_fanout(args[0], triples, at_table)))
             stats.seen = array("d")
@@ -827,10 +946,14 @@ def fanout_of(parts: Iterable[Sequence[Any]]) -> dict[str, float]:
     }
 
 
-async def _spectator_worker(pipe: Connection, worker: int) -> None:
+async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
+    """The spectators of one process; ``light``: over light connections
+    (bench/_light.py), their frames scanned as bytes for a table and a ``seq``."""
     loop = asyncio.get_running_loop()
     opened = itertools.count()
     clients: list[Client] = []
+    lights: list[LightConnection] = []
+    ids = itertools.count(1)
     where: collections.Counter[int] = collections.Counter()  # table index -> spectators
     names: dict[str, int] = {"bare": -1}
     tidx = array("i")
@@ -860,7 +983,38 @@ async def _spectator_worker(pipe: Connection, worker: int) -> None:
 
         return take
 
+    def take_light(payload: bytes) -> None:
+        if not state["recording"] or b'"type":"event"' not in payload[:40]:
+            return
+        at = payload.find(b'"table":"')
+        end = payload.find(b'"', at + 9)
+        seq = _seq_in(payload)
+        index = names.get(payload[at + 9 : end].decode())
+        if seq is not None and index is not None:
+            tidx.append(index)
+            seqs.append(seq)
+            times.append(time.time())
+            state["size"] += len(payload)
+            state["frames"] += 1
+
+    async def open_light(url: str, table: str | None, index: int) -> None:
+        address = spectator_address(worker, next(opened))
+        conn = await light_connect(url, take_light, local_addr=(address, 0), timeout=120)
+        lights.append(conn)
+        if table is None:  # the bare broadcast server
+            conn.send_text("listen")
+        else:
+            for kind, fields in (("hello", {"guest": True}), ("join", {"table": table})):
+                reply = await conn.rpc({"type": kind, "id": f"w{next(ids)}", **fields}, 120)
+                if reply.get("type") != "ok":
+                    raise RuntimeError(f"spectator {kind}: {reply}"[:200])
+            names[table] = index
+        where[index] += 1
+
     async def open_one(url: str, table: str | None, index: int) -> None:
+        if light:
+            await open_light(url, table, index)
+            return
         joined = {"done": False}
         client = Client(url, label="spectator", timeout=120, tap=tap_for(joined))
         address = spectator_address(worker, next(opened))
@@ -904,7 +1058,7 @@ async def _spectator_worker(pipe: Connection, worker: int) -> None:
             counts, matched, expected = match_fanout(
                 args[0], zip(tidx, seqs, times, strict=True), where
             )
-            dropped = sum(1 for c in clients if c.closed)
+            dropped = sum(1 for c in clients if c.closed) + sum(1 for c in lights if c.closed)
             pipe.send(
                 (
                     "collected",
@@ -914,7 +1068,8 @@ async def _spectator_worker(pipe: Connection, worker: int) -> None:
                     state["size"] / max(1, state["frames"]),
                     lag.tobytes(),
                     dropped,
-                    len(clients),
+                    len(clients) + len(lights),
+                    light,
                 )
             )
             del tidx[:], seqs[:], times[:]
@@ -923,7 +1078,10 @@ async def _spectator_worker(pipe: Connection, worker: int) -> None:
                 *(c.abort() for c in clients if c.ws is not None and c.ws.transport is not None),
                 return_exceptions=True,
             )
+            for conn in lights:
+                conn.abort()
             clients.clear()
+            lights.clear()
             where.clear()
             pipe.send(("dropped",))
         elif command == "exit":
@@ -935,14 +1093,16 @@ async def _spectator_worker(pipe: Connection, worker: int) -> None:
 class Workers:
     """A few client processes of one role (``bots`` or ``spectators``)."""
 
-    def __init__(self, count: int, role: str, pace: float = 1.0) -> None:
+    def __init__(self, count: int, role: str, pace: float = 1.0, clients: str = "light") -> None:
         ctx = mp.get_context("spawn")
         self.role = role
         self.pipes: list[Connection] = []
         self.procs: list[Any] = []
         for i in range(count):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=worker_main, args=(child, role, i, pace), daemon=True)
+            proc = ctx.Process(
+                target=worker_main, args=(child, role, i, pace, clients), daemon=True
+            )
             proc.start()
             self.pipes.append(parent)
             self.procs.append(proc)
@@ -1033,6 +1193,9 @@ class Level:
     new_bettors: int = 0
     rss_bettors_kib: int = 0
     bettor_bets: int = 0  # their bets the table took over the window
+    #: ``--clients mixed``: the fan-out to the light spectators and to the full ones,
+    #: apart (p50, p99, delivered, expected, their processes' loop lag p99, ms).
+    by_client: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def server_cores(self) -> float:
@@ -1172,8 +1335,8 @@ class Evening:
         self.args = args
         self.servers = servers
         self.tables = table_ids(args.tables)
-        self.bots = Workers(args.bot_workers, "bots", args.pace)
-        self.specs = Workers(args.spectator_workers, "spectators")
+        self.bots = Workers(args.bot_workers, "bots", args.pace, args.clients)
+        self.specs = Workers(args.spectator_workers, "spectators", clients=args.clients)
         self.seated = 0
         self.betting = 0  # bettors without a seat, at the first table
         self.watching = [0] * len(self.tables)
@@ -1295,7 +1458,17 @@ class Evening:
         seated = fanout_of([r[1:4] for r in await self.bots.all("fanout", sends.tobytes())])
         spec_lag: list[float] = []
         sizes: list[float] = []
-        for _tag, _counts, _matched, _exp, size, lag, closed, _alive in spec_replies:
+        by_client: dict[str, dict[str, float]] = {}
+        for light in (True, False):  # --clients mixed: the light and the full apart
+            mine = [r for r in spec_replies if r[8] is light]
+            lags = array("d")
+            for r in mine:
+                lags.frombytes(r[5])
+            if mine and args.clients == "mixed":
+                name = "light" if light else "full"
+                by_client[name] = fanout_of([r[1:4] for r in mine])
+                by_client[name]["lag_p99"] = percentile(lags, 99) * 1e3
+        for _tag, _counts, _matched, _exp, size, lag, closed, _alive, _light in spec_replies:
             sizes.append(size)
             lags = array("d")
             lags.frombytes(lag)
@@ -1343,6 +1516,7 @@ class Evening:
             server_command=server_command_ms(metrics0, metrics1),
             server_command_kinds=server_command_kinds(metrics0, metrics1),
             errors=(bot_errors + bettor_errors + spec_errors)[:4],
+            by_client=by_client,
             bettors=self.betting,
             bettors_target=bettors,
             bettor_bets=bettor_bets,
@@ -1767,7 +1941,19 @@ def report(results: dict[str, Any]) -> str:
         "the featured tables); "
         f"{results['warmup']:.0f} s of play, then {results['window']:.0f} s measured at each level. "
         f"Bots in {results['bot_workers']} processes, spectators in "
-        f"{results['spectator_workers']}."
+        f"{results['spectator_workers']}"
+        + (
+            {
+                "full": "; the spectators and the bettors without a seat full test-kit "
+                "clients (`--clients full`).",
+                "mixed": "; half the spectators (a process of each kind) and every other "
+                "bettor without a seat light clients (bench/_light.py), the others full "
+                "test-kit clients (`--clients mixed`).",
+            }.get(
+                results.get("clients", ""),
+                "; the spectators and the bettors without a seat light clients (bench/_light.py).",
+            )
+        )
         + (
             f" **Pace {results['pace']:g}: think times and table timers divided by "
             f"{results['pace']:g} (a test of the tool, not human pace).**"
@@ -1909,6 +2095,8 @@ def report(results: dict[str, Any]) -> str:
         lines += ["", rss_line(results, lv)]
     if any(x.get("bettors") for x in lv):
         lines += ["", bettors_line(lv)]
+    if any(x.get("by_client") for x in lv):
+        lines += ["", clients_line(lv)]
     lines += ["", *baseline_lines(results, kept[-1] if kept else (lv[-1] if lv else None))]
     return "\n".join(lines) + "\n"
 
@@ -1953,6 +2141,42 @@ def bettors_line(lv: list[dict[str, Any]]) -> str:
         + f"; the server's RSS grew {per:,.1f} KiB per bettor while they connected and "
         "joined (their bets, wagers and parts come with play: the top level's figure per "
         "player above includes them)."
+    )
+
+
+def clients_line(lv: list[dict[str, Any]]) -> str:
+    """``--clients mixed``: the light clients' figures beside the full ones' at each
+    level (a check that both measure the same: the bettors' round trips by command,
+    the spectators' fan-out)."""
+    parts = []
+    for x in lv:
+        rtt = x["rtt"]
+        kinds = sorted({k.rsplit(" (", 1)[0] for k in rtt if k.endswith((" (light)", " (full)"))})
+        cells = []
+        for kind in kinds:
+            pair = [rtt.get(f"{kind} ({c})") for c in ("light", "full")]
+            cells.append(
+                f"`{kind}` "
+                + " against ".join(
+                    f"{st['p50']:.1f} / {st['p99']:.1f} ms (n {st['n']:.0f})" if st else "—"
+                    for st in pair
+                )
+            )
+        fan = [x["by_client"].get(c) for c in ("light", "full")]
+        cells.append(
+            "fan-out "
+            + " against ".join(
+                f"{f['p50']:.1f} / {f['p99']:.1f} ms ({f['delivered']:,.0f} of "
+                f"{f['expected']:,.0f}; their process's loop lag p99 {f['lag_p99']:.0f} ms)"
+                if f
+                else "—"
+                for f in fan
+            )
+        )
+        parts.append(f"at {x['seated']:,} seated: " + "; ".join(cells))
+    return (
+        "Light clients against full ones in the same run (`--clients mixed`; p50 / p99, "
+        "light first): " + ". ".join(parts) + "."
     )
 
 
@@ -2060,6 +2284,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bot-workers", type=int, default=2, help="bot processes (2)")
     parser.add_argument("--spectator-workers", type=int, default=2, help="spectator processes")
     parser.add_argument(
+        "--clients",
+        choices=("light", "full", "mixed"),
+        default="light",
+        help="the spectators and the bettors without a seat: light clients "
+        "(bench/_light.py, the default), full test-kit ones (websockets, every frame "
+        "decoded), or half of each, measured apart (a check that both measure alike)",
+    )
+    parser.add_argument(
         "--pace",
         type=float,
         default=1.0,
@@ -2106,6 +2338,7 @@ def main(argv: list[str] | None = None) -> int:
         bot_workers=args.bot_workers,
         spectator_workers=args.spectator_workers,
         pace=args.pace,
+        clients=args.clients,
     )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))

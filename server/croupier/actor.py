@@ -45,6 +45,7 @@ from typing import Any
 
 from server.bus.base import Bus
 from server.ledger.accounts import Entry, player_account, stake_account
+from server.ledger.flows import LimitGuard
 from server.protocol.errors import (
     ChemmyError,
     LimitPassed,
@@ -57,7 +58,7 @@ from server.protocol.errors import (
     store_refusal,
 )
 from server.protocol.records import CommandRecord, ReplyRecord
-from server.store.base import CommitResult, LimitGuard, Store
+from server.store.base import CommitResult, Store
 from server.table import Table, TableError, views
 from server.table.state import Phase
 from server.vocabulary import commands as c

@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from server.ledger.accounts import Entry
+from server.ledger.flows import LimitGuard
 from server.protocol.errors import (
     ChemmyError,
     LimitPassed,
@@ -26,7 +27,6 @@ from server.protocol.errors import (
     StoreError,
     store_refusal,
 )
-from server.store.base import LimitGuard
 from server.vocabulary import commands as c
 from server.vocabulary.events import Step
 

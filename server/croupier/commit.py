@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from server.ledger.accounts import Entry
+from server.ledger.flows import LimitGuard
 from server.protocol.errors import LimitPassed, Refused, limit_reached
-from server.store.base import CommitResult, LimitGuard, Store, TableRow
+from server.store.base import CommitResult, Store, TableRow
 from server.table import Table
 from server.table.state import Phase
 from server.vocabulary.events import Event

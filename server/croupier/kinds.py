@@ -14,12 +14,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from server.ledger.flows import LimitGuard
 from server.protocol.errors import Refused
 from server.protocol.messages import TABLE_COMMANDS
 from server.protocol.records import CommandRecord, ReplyRecord
-from server.store.base import (
-    LimitGuard,
-)
 from server.table import views
 from server.vocabulary import commands as c
 from server.vocabulary.events import Step

@@ -13,8 +13,8 @@ written once here.
   makes the entries of play; every other entry is made by a constructor here
   (:func:`welcome_entry`, :func:`deposit_entry`, :func:`transfer_entry`,
   :func:`sync_entry`, :func:`resolution_entry`), so there is one way to make one.
-- **Flows**: what an entry adds to a player's responsible-play usage
-  (:func:`entry_flow`), summed per UTC day and kept :data:`FLOW_DAYS` days.
+- **Flows**: what an entry adds to a player's responsible-play usage, summed per UTC
+  day, and the guards a commit holds on it, are :mod:`server.ledger.flows`'s.
 - **The fence**: a table write whose owner's epoch is older than the stored one is
   refused (:func:`check_epoch`: :class:`StaleEpoch`).
 
@@ -34,7 +34,6 @@ makes is settlement's); it is pure, like the core it reads its accounts from.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
 from typing import Final, TypeGuard
 
 from server.ledger.accounts import (
@@ -52,8 +51,6 @@ from server.protocol.errors import KeyConflict, OutOfRange, Overdrawn, StaleEpoc
 
 __all__ = [
     "CASHIER",
-    "FLOW_DAYS",
-    "FLOW_NAMES",
     "GUARDED_PREFIXES",
     "HOUSE",
     "LUA_RULES",
@@ -68,20 +65,15 @@ __all__ = [
     "STAKE_PREFIX",
     "WELCOME_PREFIX",
     "Entry",
-    "add_flows",
     "check_balance",
     "check_entry",
     "check_epoch",
     "deposit_entry",
-    "entry_flow",
-    "flow_cutoff",
-    "flow_day",
     "guarded",
     "held_account",
     "ledger_key",
     "player_account",
     "player_accounts",
-    "pruned_days",
     "resolution_entry",
     "stake_account",
     "stake_prefix",
@@ -223,88 +215,6 @@ def resolution_entry(
     wallet having kept it, keyed by the call's ``transaction_id``."""
     key = ledger_key("wallet_resolved", transaction_id)
     return Entry(key, wallet_account(player_id), HOUSE, amount, "wallet_resolved", round_id)
-
-
-# -- flows: a player's usage, summed per UTC day ---------------------------------------------
-
-#: How many UTC days of flows a store keeps per player: the day written and the 39
-#: before it (a month's limit needs 31). Older days are pruned when a newer one is
-#: written.
-FLOW_DAYS: Final = 40
-#: A flow's kinds as :meth:`Store.player_days` names them, in :func:`entry_flow`'s order.
-FLOW_NAMES: Final = ("staked", "net", "deposited")
-
-
-def flow_day(now: float) -> str:
-    """The UTC day (``"YYYY-MM-DD"``) of Unix time ``now``: a commit's flow bucket."""
-    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
-
-
-def flow_cutoff(day: str) -> str:
-    """The oldest day kept when ``day`` is written: :data:`FLOW_DAYS` days in all."""
-    then = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
-    return (then - timedelta(days=FLOW_DAYS - 1)).strftime("%Y-%m-%d")
-
-
-def pruned_days(days: Iterable[str], cutoff: str) -> list[str]:
-    """Of a player's stored ``days``, those their first flow of a day drops: the days
-    before ``cutoff``, :func:`flow_cutoff` of that day (the plan's ``cutoff``). Only a
-    player's first flow of a day prunes (no row of that day yet); SQLite deletes the
-    same range, and Redis's Lua, handed the plan's cutoff."""
-    return [old for old in days if old < cutoff]
-
-
-def entry_flow(entry: Entry) -> tuple[str, int, int, int] | None:
-    """(player, staked sign, net sign, deposited sign) that ``entry`` moves for a player's
-    responsible-play usage, or None.
-
-    Chips count from the moment they are placed, so that what a limit counts and the
-    chips it caps are one sum, checked in one commit (:class:`LimitGuard`): a ``stake``
-    (``player:<id>`` to ``stake:<table>:<id>``: chips placed) is staked and, until it
-    comes back, lost: ``(id, +1, -1, 0)``; an ``unstake`` (chips taken back, or sent
-    back when the player stands) undoes it: ``(id, -1, +1, 0)``. A ``hold`` moves chips
-    already counted from the felt into the coup: nothing. A ``return`` or ``win`` (into
-    ``player:<id>``) comes back: ``(id, 0, +1, 0)``. A ``refund`` or ``void`` gives a
-    wager back that was never wagered: ``(id, -1, +1, 0)``. A ``deposit`` or
-    ``transfer_deposit`` is deposited: ``(id, 0, 0, +1)``. Every other kind (a loss, a
-    welcome, a wallet's sync, a withdrawal) moves nothing, and so does an entry whose
-    account is not of the shape its kind expects. The flow is ``amount`` times each
-    sign."""
-    if entry.kind == "stake":
-        player = entry.src.removeprefix(PLAYER_PREFIX)
-        if player == entry.src or not player:
-            return None
-        return player, 1, -1, 0
-    signs = _FLOW_SIGNS.get(entry.kind)
-    player = entry.dst.removeprefix(PLAYER_PREFIX)
-    if signs is None or player == entry.dst or not player:
-        return None
-    return (player, *signs)
-
-
-#: The signs of the kinds paid into ``player:<id>`` (:func:`entry_flow`).
-_FLOW_SIGNS: Final[dict[str, tuple[int, int, int]]] = {
-    "unstake": (-1, 1, 0),
-    "return": (0, 1, 0),
-    "win": (0, 1, 0),
-    "refund": (-1, 1, 0),
-    "void": (-1, 1, 0),
-    "deposit": (0, 0, 1),
-    "transfer_deposit": (0, 0, 1),
-}
-
-
-def add_flows(flows: dict[str, list[int]], entries: Iterable[Entry]) -> dict[str, list[int]]:
-    """Add the flows of ``entries`` (newly inserted) to ``flows`` (player ->
-    ``[staked, net, deposited]``) and return it."""
-    for entry in entries:
-        flow = entry_flow(entry)
-        if flow is not None:
-            player, *signs = flow
-            sums = flows.setdefault(player, [0, 0, 0])
-            for n, sign in enumerate(signs):
-                sums[n] += entry.amount * sign
-    return flows
 
 
 # -- the fence -------------------------------------------------------------------------------

@@ -46,13 +46,14 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
+from server.ledger.flows import LimitGuard
 from server.protection import play_session
 from server.protection.context import S, S_contra
 from server.protection.play_session import ClockContext, shown
 from server.protection.responsible import ResponsibleContext
 from server.protection.rules import current_limits, merge_limits, play_due
 from server.protocol.errors import LimitPassed, Refused, StoreError, limit_reached, store_refusal
-from server.store.base import BetReads, LimitGuard
+from server.store.base import BetReads
 from server.store.players import (
     LIMIT_KINDS,
 )

@@ -39,9 +39,7 @@ import time
 from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from server.ledger.rules import (
-    flow_day,
-)
+from server.ledger.flows import flow_day
 from server.protection.context import Replies, S, S_contra
 from server.protection.responsible import ResponsibleContext, return_chips_of
 from server.protection.rules import ack_play, next_reminder, open_play, play_due

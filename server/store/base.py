@@ -88,6 +88,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from server.ledger.accounts import Entry
+from server.ledger.flows import LimitGuard
 
 __all__ = [
     "EVENT_RETENTION",
@@ -102,7 +103,6 @@ __all__ = [
     "BetReads",
     "CommitResult",
     "CurrentRule",
-    "LimitGuard",
     "LimitsRule",
     "PlayRule",
     "RestrictionRule",
@@ -579,17 +579,3 @@ class Store(Protocol):
         """Keep ``answer`` (a JSON object) as the answer of the call that claimed ``key``
         for ``fingerprint``, the record kept ``keep`` seconds from the store's clock. A
         key whose record is another fingerprint's, or gone, is left as it is."""
-
-
-class LimitGuard(NamedTuple):
-    """A cap a commit must not take a player past: the usage of ``kind`` (its first
-    part names the measure, :data:`GUARD_MEASURES`: ``wager_week`` sums ``staked``)
-    summed over the player's days from ``since`` (``YYYY-MM-DD``, UTC) on, today
-    included, after the commit, at most ``cap``. Checked only when the commit's newly
-    inserted entries raise that usage (chips placed, a deposit): taking chips back, a
-    settlement or a retried commit passes whatever the usage is."""
-
-    player: str
-    kind: str
-    cap: int
-    since: str

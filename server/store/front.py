@@ -18,20 +18,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from server.ledger.accounts import Entry, player_account
+from server.ledger.flows import LimitGuard, check_day, flow_buckets
 from server.ledger.rules import check_entry, stake_account, welcome_entry
 from server.protocol.errors import StoreError
-from server.store.base import (
-    BetReads,
-    CommitResult,
-    CurrentRule,
-    LimitGuard,
-    RoundFilter,
-    RoundQuery,
-    TableRow,
-)
+from server.store.base import BetReads, CommitResult, CurrentRule, RoundFilter, RoundQuery, TableRow
 from server.store.calls import check_due_kinds, check_due_time, wallet_filters, wallet_limit
 from server.store.plan import CommitPlan, plan_commit
-from server.store.players import check_day, flow_buckets
 from server.store.records import round_query
 
 #: What a store reads for :meth:`StoreFront.bet_reads`: the restriction and the limits

@@ -29,14 +29,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.ledger.rules import Entry, check_entry, flow_cutoff, flow_day, player_accounts
+from server.ledger.flows import LimitGuard, check_guard, flow_cutoff, flow_day
+from server.ledger.rules import Entry, check_entry, player_accounts
 from server.protocol.errors import StoreError
-from server.store.base import HISTORY_LIMIT, LimitGuard, RoundIndex, ShoeIndex, TableRow
+from server.store.base import HISTORY_LIMIT, RoundIndex, ShoeIndex, TableRow
 from server.store.calls import (
     prepare_wallet_call,
-)
-from server.store.players import (
-    check_guard,
 )
 from server.store.records import (
     check_events,

@@ -1,6 +1,7 @@
 """The pure checks of a player's rows the stores keep for player protection and the
-cashier: a currency, a restriction's kinds, the per-day flows, the limit guards a commit
-holds, the limits' shape, a play session's times and baseline.
+cashier: a currency, a restriction's kinds, the limits' shape, a play session's times and
+baseline (a player's per-day flows and the guards a commit holds on them are the
+ledger's: ``server.ledger.flows``).
 
 They check shapes and measure; they must never decide a rule of protection (those are
 ``server.protection.rules``'s, handed in as ``rule=``) nor do I/O.
@@ -10,19 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Final
 
-from server.ledger.rules import (
-    FLOW_NAMES,
-    MAX_AMOUNT,
-    flow_day,
-)
+from server.ledger.flows import flow_day
+from server.ledger.rules import MAX_AMOUNT
 from server.protocol.errors import (  # (the error tree: defined there, named here too)
-    LimitPassed,
     StoreError,
 )
-from server.store.base import LimitGuard
 from server.store.records import _is_int
 
 
@@ -41,78 +36,6 @@ def check_currency(player_id: object, currency: object) -> None:
 #: A restriction's kinds: a time-out (``break``: 24 hours to a month) and a
 #: self-exclusion (``exclusion``: six months or more).
 RESTRICTION_KINDS: Final = frozenset({"break", "exclusion"})
-
-
-# -- a player's usage: per-day flows, kept by commit (issue 21) ---------------------------
-
-
-def check_day(day: object) -> str:
-    """Refuse a day that is not ``"YYYY-MM-DD"`` (:class:`StoreError`)."""
-    if not isinstance(day, str) or len(day) != 10:
-        raise StoreError("a day is a UTC date, 'YYYY-MM-DD'")
-    try:
-        datetime.strptime(day, "%Y-%m-%d")
-    except ValueError:
-        raise StoreError("a day is a UTC date, 'YYYY-MM-DD'") from None
-    return day
-
-
-def flow_buckets(days: Mapping[str, Sequence[int]], since_day: str) -> dict[str, dict[str, int]]:
-    """The answer of :meth:`Store.player_days` from a player's stored days (day ->
-    ``(staked, net, deposited)``): those of ``since_day`` or later, oldest first."""
-    return {
-        day: dict(zip(FLOW_NAMES, (int(v) for v in days[day]), strict=True))
-        for day in sorted(days)
-        if day >= since_day
-    }
-
-
-# -- limits held by the commit itself (a reservation: issue 33) ---------------------------
-
-#: What a guard caps, by the first part of its limit's kind: the index of the flow it
-#: sums (:data:`FLOW_NAMES`) and whether the usage is the flow's opposite, floored at
-#: 0 (a loss is ``max(0, -net)``: winnings never raise it above the cap).
-GUARD_MEASURES: Final[dict[str, tuple[int, bool]]] = {
-    "wager": (0, False),
-    "loss": (1, True),
-    "deposit": (2, False),
-}
-
-
-def check_guard(guard: object) -> LimitGuard:
-    """Refuse a guard of the wrong shape (:class:`StoreError`); the guard."""
-    if not isinstance(guard, LimitGuard):
-        raise StoreError("a limit guard is a LimitGuard")
-    if not isinstance(guard.player, str) or not guard.player:
-        raise StoreError("a limit guard names its player")
-    if not isinstance(guard.kind, str) or guard.kind.split("_")[0] not in GUARD_MEASURES:
-        raise StoreError(f"a limit guard's kind is one of {sorted(GUARD_MEASURES)}_*")
-    if not _is_int(guard.cap) or not 0 <= guard.cap <= MAX_AMOUNT:
-        raise StoreError("a limit guard's cap is a whole number, 0 to 2**53 - 1")
-    check_day(guard.since)
-    return guard
-
-
-def guard_measure(kind: str) -> tuple[int, bool]:
-    """The flow a guard of ``kind`` sums and whether its usage is that flow's opposite."""
-    return GUARD_MEASURES[kind.split("_")[0]]
-
-
-def guard_breach(guard: LimitGuard, total: int, added: int) -> LimitPassed | None:
-    """Whether a commit passes ``guard``: ``total`` is the guarded flow summed over the
-    guard's days after the commit, ``added`` what the commit's new entries added to it.
-    The refusal, or None when the usage did not rise or stays within the cap."""
-    _index, opposite = guard_measure(guard.kind)
-    sign = -1 if opposite else 1
-    if added * sign <= 0:
-        return None  # the usage did not rise: nothing to hold back
-
-    def usage(flow: int) -> int:
-        return max(0, flow * sign)
-
-    if usage(total) <= guard.cap:
-        return None
-    return LimitPassed(guard.kind, guard.cap, max(0, guard.cap - usage(total - added)))
 
 
 # -- a player's limits: stored and merged atomically (issue 21) ---------------------------

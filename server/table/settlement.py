@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from server.engine.coup import Coup, finish_coup
-from server.engine.payouts import Paytable, settle_bet, winning_areas
+from server.engine.payouts import BetResult, Paytable, settle_bet, winning_areas
 from server.engine.roads import Result
 from server.engine.shoe import Shoe
 from server.ledger.accounts import HOUSE, Wallet, held_account, player_account, stake_account
@@ -74,13 +74,18 @@ def hold(wallet: Wallet, table_id: str, rid: str, pid: str, bets: dict[str, int]
 def pay(
     wallet: Wallet, table_id: str, coup: CoupState, result: Coup, paytable: Paytable
 ) -> list[dict[str, Any]]:
-    """Settle every held wager of ``coup`` (§3); return one payout per player and area."""
+    """Settle every held wager of ``coup`` (§3); return one payout per player and area.
+    A wager's settlement depends on its area and stake alone, so each pair is settled
+    once a coup (a thousand bettors' wagers are a few dozen pairs: issue 37)."""
     rid = coup.round_id
     table = held_account(table_id)
     payouts: list[dict[str, Any]] = []
+    settled: dict[tuple[str, int], BetResult] = {}
     for pid, bets in sorted(coup.held.items()):
         for area, stake in sorted(bets.items()):
-            r = settle_bet(area, stake, result, paytable)
+            r = settled.get((area, stake))
+            if r is None:
+                r = settled[area, stake] = settle_bet(area, stake, result, paytable)
             key = f"{rid}:{pid}:{area}"
             if r.returned == 0:
                 wallet.transfer(f"{key}:lose", table, HOUSE, stake, "lose", rid)

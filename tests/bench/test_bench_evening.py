@@ -93,14 +93,17 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
 def test_a_tiny_evening_with_bettors_without_a_seat(tmp_path: Path) -> None:
     """``--bettors``: bettors without a seat at the first table (issue 37), bots in the
     bot process at (5 times) human pace: they join without sitting and bet, the table
-    takes their bets, every event reaches them, and the books are exact."""
+    takes their bets, every event reaches them, and the books are exact. ``--clients
+    mixed``: half the bettors and spectators light clients (bench/_light.py), half the
+    test kit's, each kind's round trips and fan-out reported apart."""
     out = tmp_path / "evening.json"
     done = subprocess.run(
         [
             *(sys.executable, "-m", "bench.evening", "--tables", "1", "--seated", "2"),
             *("--bettors", "4", "--spectators", "2", "--levels", "2", "--window", "6"),
             *("--warmup", "1", "--pace", "5", "--bot-workers", "1"),
-            *("--spectator-workers", "1", "--keep-going", "--no-baselines", "--pin"),
+            *("--spectator-workers", "2", "--keep-going", "--no-baselines", "--pin"),
+            *("--clients", "mixed"),
             *("--json", str(out)),
         ],
         cwd=ROOT,
@@ -120,6 +123,12 @@ def test_a_tiny_evening_with_bettors_without_a_seat(tmp_path: Path) -> None:
     assert seated["delivered"] == seated["expected"]
     assert results["audit"]["exact"] is True and results["audit"]["rounds"] > 0
     assert "Bettors without a seat at the first table" in done.stdout
+    # both kinds of client bet and watched, and were measured apart
+    assert level["rtt"]["bet (light)"]["n"] > 0 and level["rtt"]["bet (full)"]["n"] > 0
+    for kind in ("light", "full"):
+        fan = level["by_client"][kind]
+        assert fan["delivered"] == fan["expected"] > 0, kind
+    assert "Light clients against full ones in the same run" in done.stdout
     # --pin: the server on one CPU, the clients on the other(s); the report says so
     assert results["pinned"].startswith("pinned: the server on CPU ")
     assert f"**CPUs {results['pinned']}.**" in done.stdout

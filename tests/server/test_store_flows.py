@@ -23,11 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.ledger.accounts import Entry
-from server.ledger.rules import (
-    FLOW_DAYS,
-    entry_flow,
-    flow_day,
-)
+from server.ledger.flows import FLOW_DAYS, LimitGuard, entry_flow, flow_day
 from server.protection.rules import (
     RAISE_DELAY,
     current_limits,
@@ -37,7 +33,7 @@ from server.protection.rules import (
 )
 from server.protocol.errors import KeyConflict, LimitPassed, Overdrawn, StaleEpoch, StoreError
 from server.store import Store, TableRow
-from server.store.base import BetReads, LimitGuard
+from server.store.base import BetReads
 from server.store.players import LIMIT_KINDS
 from tests.server.conftest import Clock, make_store
 

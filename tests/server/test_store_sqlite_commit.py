@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from server.ledger.accounts import CASHIER, Entry
+from server.ledger.accounts import CASHIER, HOUSE, Entry
 from server.protocol.errors import KeyConflict, Overdrawn, StoreUnavailable
 from server.store import SQLiteStore
 from tests.server.test_store import bet
@@ -178,3 +178,119 @@ async def test_a_direct_read_that_meets_a_lock_is_made_by_the_worker(store: SQLi
     with pytest.raises(StoreUnavailable):
         await store._read(read, 10)  # SQLITE_IOERR: not retried
     assert ran == [True]
+
+
+# -- a settlement's many entries, posted together (issue 37) ------------------------------
+PLAYERS = 40
+
+
+async def seated_players(store: SQLiteStore) -> None:
+    """``PLAYERS`` players with 1,000 each, their stakes at t1 made, and the house."""
+    for i in range(PLAYERS):
+        await store.ensure_player(f"q{i}", f"Q{i}", 1000)
+    await store.commit(entries=[bet(f"seat:{i}", f"q{i}", 100) for i in range(PLAYERS)])
+    await store.commit(entries=[Entry("house:0", "player:q0", HOUSE, 1, "lose")])
+
+
+def settlement(round_id: str, *, amount: int = 10) -> list[Entry]:
+    """A settlement's entries: each player loses ``amount`` from their stake to the house,
+    every other one is paid back and wins twice it (an account moved several times)."""
+    out = []
+    for i in range(PLAYERS):
+        stake, player = f"stake:t1:q{i}", f"player:q{i}"
+        out.append(Entry(f"{round_id}:q{i}:lose", stake, HOUSE, amount, "lose", round_id))
+        if i % 2:
+            out.append(Entry(f"{round_id}:q{i}:win", HOUSE, player, 2 * amount, "win", round_id))
+    return out
+
+
+def books(store: SQLiteStore) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The ledger's rows (seq first) and every account's balance, read from the file."""
+    raw = sqlite3.connect(store.path)
+    try:
+        ledger = raw.execute(
+            "SELECT seq, key, src, dst, amount, kind, round_id FROM ledger ORDER BY seq"
+        ).fetchall()
+        accounts = raw.execute("SELECT account, balance FROM accounts ORDER BY account")
+        return ledger, accounts.fetchall()
+    finally:
+        raw.close()
+
+
+async def test_a_settlements_entries_are_posted_in_a_few_statements_off_the_loop(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sixty entries between accounts that exist: their balances read at once, checked
+    in order, the entries inserted in one ``executemany`` and each account written once
+    (not an insert and a move an entry); a commit of more than ``DIRECT_MOST`` rows is
+    made in the store's thread, never on the loop's."""
+    await seated_players(store)
+    counted = counting(store, monkeypatch)
+    direct = store.direct
+    entries = settlement("r2") + settlement("r3")  # 120 entries
+    result = await store.commit(entries=entries)
+    assert result.inserted == 120
+    assert store.direct == direct  # in the worker's thread
+    taken = counted.take()
+    assert "UPDATE accounts SET" in taken  # once, for all the accounts
+    assert len(taken) <= 10, taken
+    assert not [s for s in counted.statements if "iif" in s]
+    balances = await store.balances([f"player:q{i}" for i in range(PLAYERS)] + [HOUSE])
+    # the welcome 1,000, less the seat's 100 (q0 also lost 1), plus 2 x 20 won by the odd
+    assert balances["player:q1"] == 1000 - 100 + 40 and balances["player:q2"] == 900
+    assert (await store.audit())["sum"] == 0
+
+
+@pytest.mark.parametrize("retried", [False, True])
+async def test_posting_together_keeps_what_posting_one_at_a_time_keeps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, retried: bool
+) -> None:
+    """The same commits on two files, one posting every entry by itself: the same
+    answers, the same ledger rows in the same order, the same balances. ``retried``:
+    each commit is made twice (its keys stored already: posted one at a time, none
+    kept twice), and one mixes stored keys and new ones."""
+    from server.store.sqlite import rows
+
+    kept: list[Any] = []
+    for together in (True, False):
+        monkeypatch.setattr(rows, "POST_TOGETHER", 8 if together else 10**9)
+        store = SQLiteStore(tmp_path / f"together-{together}.sqlite3")
+        await store.open()
+        try:
+            await seated_players(store)
+            answers = []
+            for r in range(3):
+                entries = settlement(f"r{r}", amount=10 + r)
+                for _ in range(2 if retried else 1):
+                    done = await store.commit(entries=entries)
+                    answers.append((done.inserted, sorted(done.balances.items())))
+            if retried:
+                mixed = settlement("r2", amount=12)[:5] + settlement("r9")
+                done = await store.commit(entries=mixed)
+                answers.append((done.inserted, sorted(done.balances.items())))
+            kept.append((answers, books(store), (await store.audit())["sum"]))
+        finally:
+            await store.close()
+    assert kept[0] == kept[1]
+    assert kept[0][2] == 0
+
+
+async def test_an_overdraft_anywhere_in_a_commit_posted_together_refuses_it_whole(
+    store: SQLiteStore,
+) -> None:
+    """The moves are checked in their order, as one statement each would be: a stake
+    that goes below zero midway is refused though the commit's later entries would bring
+    it back; nothing of the commit is kept."""
+    await seated_players(store)
+    before = books(store)
+    entries = settlement("r2")
+    dip = [
+        Entry("r2:q3:over", "stake:t1:q3", HOUSE, 95, "lose", "r2"),  # 100 - 10 - 95 < 0
+        Entry("r2:q3:back", "player:q3", "stake:t1:q3", 500, "stake", "r2"),
+    ]
+    with pytest.raises(Overdrawn):
+        await store.commit(entries=entries[:6] + dip + entries[6:])
+    assert books(store) == before
+    with pytest.raises(KeyConflict):  # a stored key with another amount: refused whole
+        await store.commit(entries=[*settlement("r4"), bet("seat:1", "q1", 99)])
+    assert books(store) == before

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.ledger.rules import FLOW_DAYS, flow_cutoff, pruned_days
+from server.ledger.flows import FLOW_DAYS, flow_cutoff, pruned_days
 from server.protocol.errors import StoreError
 from server.store.base import HISTORY_LIMIT
 from server.store.plan import check_retention, first_event_kept, new_events

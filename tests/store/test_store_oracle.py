@@ -33,17 +33,10 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from server.ledger.rules import (
-    CASHIER,
-    FLOW_DAYS,
-    HOUSE,
-    MAX_AMOUNT,
-    Entry,
-    flow_day,
-    stake_account,
-)
+from server.ledger.flows import FLOW_DAYS, LimitGuard, flow_day
+from server.ledger.rules import CASHIER, HOUSE, MAX_AMOUNT, Entry, stake_account
 from server.protocol.errors import LimitPassed, StoreError
-from server.store.base import HISTORY_LIMIT, CommitResult, LimitGuard, RoundQuery, Store, TableRow
+from server.store.base import HISTORY_LIMIT, CommitResult, RoundQuery, Store, TableRow
 from server.store.redis import RedisStore
 from server.store.sqlite import SQLiteStore
 from server.wallet.calls import debit_call

@@ -491,3 +491,40 @@ def test_a_burst_of_bettors_chips_is_told_in_one_event_for_them_all() -> None:
     }
     assert all(told[pid] == t.actions(pid) for pid in told), told
     _audit(burst)
+
+
+def test_each_area_and_stake_is_settled_once_a_coup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thousand bettors' wagers are a few dozen pairs of area and stake (issue 37): the
+    settlement settles each pair once and pays every wager its result, as before."""
+    from server.table import settlement
+
+    h = _table()
+    for i in range(12):
+        h.join(f"w{i}")
+        h.bet(f"w{i}", "player" if i % 3 else "banker", 100 * (1 + i % 2))
+    h.bet("zoe", "player", 500)
+    h.bet("yan", "player", 100)
+    h.bet("yan", "tie", 100)
+    h.bet("ann", "banker", 100)
+    settled: list[tuple[str, int]] = []
+    real = settlement.settle_bet
+
+    def counted(area: str, stake: int, *rest: Any) -> Any:
+        settled.append((area, stake))
+        return real(area, stake, *rest)
+
+    monkeypatch.setattr(settlement, "settle_bet", counted)
+    h.done_all()
+    evs = h.turn_all()  # Player wins 9-2
+    assert sorted(settled) == sorted(set(settled))  # each pair once
+    assert set(settled) == {("player", 100), ("player", 200), ("player", 500)} | {
+        ("banker", 100),
+        ("banker", 200),
+        ("tie", 100),
+    }
+    paid = h.one("settled", evs)
+    for i in range(12):
+        mine = view_event(paid, f"w{i}")["data"]
+        stake = 100 * (1 + i % 2)
+        assert mine["net"] == (stake if i % 3 else -stake), i
+    _audit(h)

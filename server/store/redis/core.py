@@ -25,9 +25,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.connect.redis import UNAVAILABLE_CODES, connect, unavailable
 from server.ledger.accounts import Entry, player_account
-from server.ledger.rules import (
-    entry_flow,
-)
+from server.ledger.flows import entry_flow, guard_measure
 from server.protocol.errors import (
     KeyConflict,
     LimitPassed,
@@ -40,7 +38,6 @@ from server.protocol.errors import (
 from server.store.base import EVENT_RETENTION, HISTORY_LIMIT, CommitResult, RoundIndex
 from server.store.front import StoreFront
 from server.store.plan import CommitPlan
-from server.store.players import guard_measure
 from server.store.records import (
     own_copy,
     record_time,

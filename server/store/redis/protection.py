@@ -13,9 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from server.ledger.rules import (
-    flow_day,
-)
+from server.ledger.flows import flow_day
 from server.protocol.errors import StoreUnavailable
 from server.store.base import AckRule, CurrentRule, LimitsRule, PlayRule, RestrictionRule
 from server.store.front import StoredBetReads

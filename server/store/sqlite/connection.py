@@ -77,6 +77,11 @@ GROUP_MAX: Final = 64
 DIRECT_SLOW: Final = 0.02
 DIRECT_COOL_OFF: Final = 30.0
 DIRECT_COOL_OFF_MAX: Final = 600.0
+#: A commit of more rows than this (entries, bettors' parts, events) is never made on the
+#: loop's thread: a settlement of a thousand bettors (some 1,500 entries and 1,000 parts,
+#: issue 37) held the loop for tens of ms there, every connection and table waiting; in
+#: the worker's thread SQLite's own work runs beside the loop (it releases the GIL).
+DIRECT_MOST: Final = 64
 #: A ``PASSIVE`` checkpoint is asked of the worker every this many transactions (SQLite's
 #: automatic ones are off: they would fsync on whichever thread commits).
 CHECKPOINT_EVERY: Final = 100
@@ -289,7 +294,7 @@ class SQLiteCore(StoreFront):
         for held, future in batch:
             _chain(worker.submit(held, grouped=True), future)
 
-    async def _run_grouped(self, job: Callable[..., T], *args: Any) -> T:
+    async def _run_grouped(self, job: Callable[..., T], *args: Any, direct: bool = True) -> T:
         """Like :meth:`_run`, with ``job`` one write of a group commit
         (:meth:`_commit_group`): it runs inside a transaction, not in its own.
 
@@ -298,14 +303,15 @@ class SQLiteCore(StoreFront):
         (:meth:`_flush_direct`), without the hop to the store's thread and back: two
         thread wake-ups, about 0.1 ms here, were a lone ``bet``'s largest piece after
         the store's reads (issue 23). A call queued for the worker meanwhile takes them
-        with it first (:meth:`_submit`), so the order of the calls is kept."""
+        with it first (:meth:`_submit`), so the order of the calls is kept. ``direct``
+        False: to the worker whatever it holds (a large commit, :data:`DIRECT_MOST`)."""
         worker = self._worker
         if worker is None:
             raise StoreError("the store is not open")
         call = functools.partial(self._call, job, *args)
         if self.groups - self._checkpointed >= CHECKPOINT_EVERY:
             self._checkpoint()
-        if self._direct_now(worker):
+        if direct and self._direct_now(worker):
             loop = asyncio.get_running_loop()
             future: asyncio.Future[T] = loop.create_future()
             if not self._batch:
@@ -605,7 +611,9 @@ class SQLiteCore(StoreFront):
 
     # -- the one write (planned by StoreFront.commit) -----------------------------------
     async def _apply(self, plan: CommitPlan) -> CommitResult:
-        return await self._run_grouped(self._commit, plan)
+        # A commit of many rows (a settlement of many bettors) goes to the thread at once.
+        rows = len(plan.entries) + len(plan.events) + (len(plan.parts[1]) if plan.parts else 0)
+        return await self._run_grouped(self._commit, plan, direct=rows <= DIRECT_MOST)
 
     def _commit(self, db: sqlite3.Connection, plan: CommitPlan) -> CommitResult:
         # Inside the group's transaction (_commit_group): a savepoint of its own.

@@ -15,24 +15,10 @@ from typing import Any, Final
 
 from server.ledger.accounts import Entry
 from server.ledger.audit import audit_report, hold_problems
-from server.ledger.rules import (
-    FLOW_NAMES,
-    OUTCOME_KINDS,
-    add_flows,
-    check_balance,
-    check_epoch,
-    stored_again,
-)
-from server.store.base import (
-    LimitGuard,
-    RoundIndex,
-    TableRow,
-)
+from server.ledger.flows import FLOW_NAMES, LimitGuard, add_flows, guard_breach, guard_measure
+from server.ledger.rules import OUTCOME_KINDS, check_balance, check_epoch, stored_again
+from server.store.base import RoundIndex, TableRow
 from server.store.plan import first_event_kept, new_events
-from server.store.players import (
-    guard_breach,
-    guard_measure,
-)
 
 
 def _balance(db: sqlite3.Connection, account: str) -> int:
@@ -167,6 +153,13 @@ _INSERT_ENTRY: Final = (
 )
 
 
+#: A commit of at least this many entries (a settlement: one to three for each area
+#: each player bet on) is posted together (:func:`_post_together`) when it can be.
+POST_TOGETHER: Final = 8
+#: Host parameters in one ``IN (...)`` (SQLite's least limit is 999).
+_IN_CHUNK: Final = 500
+
+
 def _post(
     db: sqlite3.Connection,
     entries: Iterable[Entry],
@@ -178,6 +171,74 @@ def _post(
     ``day``, add the inserted entries' flows to their players' buckets of that day (and
     drop their days before ``cutoff``).
     Returns how many were inserted, the balances they left and the flows they added.
+
+    Many entries are posted together (:func:`_post_together`), else one at a time
+    (:func:`_post_each`): the same entries kept, the same balances left, the same
+    refusals."""
+    entries = list(entries)
+    left = _post_together(db, entries) if len(entries) >= POST_TOGETHER else None
+    if left is None:
+        inserted, left = _post_each(db, entries)
+    else:
+        inserted = entries
+    flows = add_flows({}, inserted)
+    if day is not None:
+        _put_flows(db, flows, day, cutoff, pruned)
+    return len(inserted), left, flows
+
+
+def _select_in(db: sqlite3.Connection, sql: str, values: Sequence[str]) -> list[Any]:
+    """The rows of ``sql`` (one ``IN ({})`` to fill) for all of ``values``, a chunk at
+    a time."""
+    rows: list[Any] = []
+    for at in range(0, len(values), _IN_CHUNK):
+        chunk = values[at : at + _IN_CHUNK]
+        rows += db.execute(sql.format(",".join("?" * len(chunk))), chunk).fetchall()
+    return rows
+
+
+def _post_together(db: sqlite3.Connection, entries: list[Entry]) -> dict[str, int] | None:
+    """Post ``entries`` in a few statements, not two an entry (a settlement of a
+    thousand bettors' wagers is about 1,500 entries, issue 37): their accounts' balances
+    and their keys read :data:`_IN_CHUNK` at a time, each entry's move made and checked
+    in order here (:func:`check_balance`, as each statement's would be), every entry
+    inserted in one
+    ``executemany`` and each account written once with what the entries left. None
+    (nothing written) when they cannot all be new entries between accounts that exist:
+    a key stored already (a retried commit) or twice, an account to make; then
+    :func:`_post_each` posts them one at a time. The balances left, as
+    :func:`_post_each` returns them."""
+    accounts = list(dict.fromkeys(a for e in entries for a in (e.src, e.dst)))
+    keys = [e.key for e in entries]
+    if len(set(keys)) < len(keys):
+        return None
+    balances: dict[str, int] = dict(
+        _select_in(db, "SELECT account, balance FROM accounts WHERE account IN ({})", accounts)
+    )
+    if len(balances) < len(accounts):
+        return None
+    if _select_in(db, "SELECT key FROM ledger WHERE key IN ({})", keys):
+        return None
+    left: dict[str, int] = {}
+    for entry in entries:  # the source's check before the destination's, as _post_each
+        src, dst = balances[entry.src] - entry.amount, balances[entry.dst] + entry.amount
+        check_balance(entry.src, src)
+        check_balance(entry.dst, dst)
+        balances[entry.src] = left[entry.src] = src
+        balances[entry.dst] = left[entry.dst] = dst
+    db.executemany(
+        _INSERT_ENTRY, [(e.key, e.src, e.dst, e.amount, e.kind, e.round_id) for e in entries]
+    )
+    db.executemany(
+        "UPDATE accounts SET balance = ? WHERE account = ?",
+        [(balance, account) for account, balance in left.items()],
+    )
+    return left
+
+
+def _post_each(db: sqlite3.Connection, entries: list[Entry]) -> tuple[list[Entry], dict[str, int]]:
+    """Post ``entries`` one at a time: the entries inserted (those not stored already)
+    and the balances they left.
 
     A new entry between accounts that exist (all but the first into a stake) is two
     statements: its insert, then its move. The insert is refused whole when the key is
@@ -212,10 +273,7 @@ def _post(
             check_balance(account, moved[account])
             left[account] = moved[account]
         inserted.append(entry)
-    flows = add_flows({}, inserted)
-    if day is not None:
-        _put_flows(db, flows, day, cutoff, pruned)
-    return len(inserted), left, flows
+    return inserted, left
 
 
 def _hold_guards(

@@ -17,10 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from server.ledger.accounts import CASHIER, Entry, player_account
-from server.ledger.rules import (
-    flow_day,
-    welcome_entry,
-)
+from server.ledger.flows import flow_day
+from server.ledger.rules import welcome_entry
 from server.protocol.errors import StoreError
 from server.store.base import (
     HISTORY_LIMIT,
