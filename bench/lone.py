@@ -112,11 +112,10 @@ def instrument() -> None:
     _sync(Table, "to_state", "  to_state (state row)")
     _async(SQLiteStore, "commit", "  store.commit (checks, JSON, hop, write)")
     _sync(SQLiteStore, "_commit", "    _commit (the transaction, store thread)")
-    from server.store import plan
-    from server.store.sqlite import connection
+    from server.store import front, plan
 
     _sync(
-        connection,
+        front,
         "plan_commit",
         "    plan_commit (the commit checked and serialized, on the loop)",
     )

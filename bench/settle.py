@@ -200,7 +200,7 @@ def probes() -> list[tuple[Any, str]]:
     from server.croupier import commit as croupier_commit
     from server.croupier.actor import TableActor
     from server.gateway.hub import Hub
-    from server.store import plan
+    from server.store import front, plan
     from server.store.sqlite import connection, rows
     from server.table import settlement
     from server.table.actions import SentActions
@@ -216,7 +216,7 @@ def probes() -> list[tuple[Any, str]]:
         (SentActions, "refresh"),
         (Hub, "publish"),
         (Hub, "_private"),
-        (connection, "plan_commit"),
+        (front, "plan_commit"),
         *(
             (plan, n)
             for n in ("check_events", "check_parts", "check_row", "dump_json", "index_record")
