@@ -244,3 +244,24 @@ def test_the_bus_is_asked_through_its_interface() -> None:
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"getattr\(\s*self\.bus\b", text), name
         assert not re.search(r"isinstance\(\s*self\.bus\b", text), name
+
+
+#: A room of ``server/`` a newcomer can hold (issue 35 "How to know it is done"): at most
+#: this many lines of Python in all, and none of its modules longer than ROOM_MODULE_MOST.
+ROOM_MOST = 5_000
+ROOM_MODULE_MOST = 800
+
+
+@pytest.mark.parametrize(
+    "room",
+    sorted(
+        p.name for p in (ROOT / "server").iterdir() if p.is_dir() and modules(f"server/{p.name}")
+    ),
+)
+def test_a_room_is_small_enough_to_hold(room: str) -> None:
+    sizes = {
+        p.relative_to(ROOT).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+        for p in modules(f"server/{room}")
+    }
+    assert sum(sizes.values()) <= ROOM_MOST, (room, sum(sizes.values()))
+    assert {p: n for p, n in sizes.items() if n > ROOM_MODULE_MOST} == {}
