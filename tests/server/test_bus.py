@@ -371,21 +371,21 @@ async def test_a_burst_goes_out_in_few_round_trips_and_in_order(
 ) -> None:
     """An owner busier than one ``PUBLISH`` round trip per message: 3,000 steps and a
     reply after every 100th reach the other process in order, each once, in far fewer
-    pipelines than messages (the outbox is sent in batches, not one by one)."""
+    writes than messages (the outbox is sent in batches, not one by one)."""
     a, b = pair
     seen: list[Any] = []
     b.subscribe("t1", recorder(seen))
     await b.watch("t1")
     b.on_replies(lambda reply: seen.append(("reply", reply.to.request)))
-    assert a._redis is not None
-    real = a._redis.pipeline
+    assert a._lane is not None
+    real = a._lane.send
     pipelines: list[int] = []
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        pipelines.append(1)
-        return real(*args, **kwargs)
+    async def counted(commands: Any) -> Any:
+        pipelines.append(len(commands))
+        return await real(commands)
 
-    a._redis.pipeline = counted  # type: ignore[method-assign]
+    a._lane.send = counted  # type: ignore[method-assign]
     expected: list[Any] = []
     for seq in range(1, 3001):
         a.publish("t1", events(seq))
