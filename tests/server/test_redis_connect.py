@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -27,9 +28,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from server.bus.channels import event_channel
 from server.bus.redis import RedisBus, _unpack_events
 from server.connect.redis import (
+    Lane,
     SentinelURL,
     TimedConnection,
     connect,
+    packed,
     parse_sentinel_url,
     unavailable,
 )
@@ -234,27 +237,20 @@ async def test_a_batch_redis_refuses_is_sent_again_in_order(redis_url: str) -> N
     pubsub = listener.pubsub(ignore_subscribe_messages=True)
     await pubsub.ssubscribe(event_channel("t9"))  # (Redis 7: the bus publishes sharded)
     await bus.start()
-    assert bus._redis is not None
-    real = bus._redis.pipeline
+    assert bus._lane is not None
+    real = bus._lane.send
     refusals = [
         ReadOnlyError("You can't write against a read only replica.", status_code="READONLY"),
         BusyLoadingError("Redis is loading the dataset in memory", status_code="LOADING"),
         MasterDownError("Link with MASTER is down", status_code="MASTERDOWN"),
     ]
 
-    def pipeline(*args: object, **kwargs: object) -> object:
-        pipe = real(*args, **kwargs)  # type: ignore[arg-type]
-        execute = pipe.execute
+    async def refused(commands: Any) -> Any:
+        if refusals:
+            raise refusals.pop(0)
+        return await real(commands)
 
-        async def refused(*a: object, **k: object) -> object:
-            if refusals:
-                raise refusals.pop(0)
-            return await execute(*a, **k)  # type: ignore[arg-type]
-
-        pipe.execute = refused  # type: ignore[method-assign]
-        return pipe
-
-    bus._redis.pipeline = pipeline  # type: ignore[method-assign]
+    bus._lane.send = refused  # type: ignore[method-assign]
     try:
         for seq in (1, 2, 3):
             bus.publish("t9", [Event(seq, "tick", {"n": seq})])
@@ -269,6 +265,29 @@ async def test_a_batch_redis_refuses_is_sent_again_in_order(redis_url: str) -> N
         await bus.close()
         await pubsub.aclose()  # type: ignore[no-untyped-call]
         await listener.aclose()
+
+
+async def test_a_lane_sends_in_order_and_starts_afresh_after_an_error(redis_url: str) -> None:
+    """A :class:`Lane` packs as redis-py does, answers each command's reply in order,
+    raises redis-py's error for an error reply and drops its connection (the replies
+    after it unread), and the next batch goes on a new connection."""
+    client = connect(redis_url, socket_timeout=1.0)
+    lane = Lane(client)
+    try:
+        commands = [("SET", "k", b"v\r\n"), ("INCR", "n"), ("PUBLISH", "nobody", b"")]
+        assert packed(commands) == b"".join(
+            client.connection_pool.make_connection().pack_commands(commands)
+        )
+        assert await lane.send(commands) == [b"OK", 1, 0]  # (raw replies)
+        first = lane._connection
+        with pytest.raises(ResponseError, match="not an integer"):
+            await lane.send([("INCR", "n"), ("INCR", "k"), ("INCR", "n")])
+        assert lane._connection is None
+        assert await lane.send([("INCR", "n"), ("GET", "k")]) == [4, b"v\r\n"]
+        assert lane._connection is not first
+    finally:
+        await lane.close()
+        await client.aclose()
 
 
 async def test_a_commands_write_runs_in_its_callers_task(
