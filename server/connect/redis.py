@@ -28,6 +28,7 @@ primary under way) from a refusal.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -225,7 +226,8 @@ class Lane:
     error reply (a ``READONLY`` from a demoted primary among them), a lost connection or a
     timeout; the connection is then dropped (with what was left unread) and the next
     :meth:`send` connects again, as it does once the sentinels name another primary.
-    Never used by two tasks at once (its one writer's)."""
+    The replies are read under one deadline (``socket_timeout``) for the batch, not a
+    timer each. Never used by two tasks at once (its one writer's)."""
 
     def __init__(self, client: aioredis.Redis) -> None:
         self._pool = client.connection_pool
@@ -242,11 +244,15 @@ class Lane:
                 await connection.connect()
                 self._connection = connection
             await connection.send_packed_command(packed(commands), check_health=False)
-            return [await connection.read_response() for _ in commands]
-        except BaseException:
+            # One deadline for the batch's replies, not a timer for each.
+            async with asyncio.timeout(connection.socket_timeout):
+                return [await connection.read_response(timeout=math.inf) for _ in commands]
+        except BaseException as exc:
             self._connection = None
             if connection is not None:
                 await connection.disconnect(nowait=True)
+            if type(exc) is TimeoutError:  # (the batch's deadline, as redis-py says it)
+                raise RedisTimeoutError("Timeout reading from Redis") from None
             raise
 
     def _current(self, connection: Any) -> bool:

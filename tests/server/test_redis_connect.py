@@ -290,6 +290,32 @@ async def test_a_lane_sends_in_order_and_starts_afresh_after_an_error(redis_url:
         await client.aclose()
 
 
+async def test_a_lanes_replies_that_do_not_come_time_out_and_drop_its_connection(
+    make_redis: Callable[..., RedisServer],
+) -> None:
+    """A frozen Redis (SIGSTOP): a :class:`Lane`'s batch waits at most ``socket_timeout``
+    for its replies (one deadline for the batch), is refused as redis-py refuses a
+    read that ran out, and the next batch after Redis is back goes on a new connection."""
+    server = make_redis()
+    client = connect(server.url(), socket_timeout=scaled(0.5))
+    lane = Lane(client)
+    try:
+        assert await lane.send([("PING",)]) == [b"PONG"]
+        server.pause()
+        try:
+            with pytest.raises(RedisTimeoutError):
+                await lane.send([("INCR", "n"), ("INCR", "n")])
+            assert lane._connection is None
+        finally:
+            server.resume()
+        # (whether Redis ran the frozen batch once resumed depends on what it read of
+        # the dropped connection: either way, a new connection answers)
+        assert await lane.send([("INCR", "n")]) in ([1], [3])
+    finally:
+        await lane.close()
+        await client.aclose()
+
+
 async def test_a_commands_write_runs_in_its_callers_task(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
