@@ -290,6 +290,29 @@ async def test_a_lane_sends_in_order_and_starts_afresh_after_an_error(redis_url:
         await client.aclose()
 
 
+async def test_a_lane_leaves_a_primary_the_sentinels_no_longer_name(redis_url: str) -> None:
+    """A demoted primary takes a ``PUBLISH`` without a ``READONLY`` (and delivers it to
+    its own subscribers only): once the sentinels name another primary (redis-py's
+    sentinel pool keeps it in ``master_address``, asked every half second by the bus's
+    probe), a :class:`Lane` drops its connection before its next batch and connects
+    where its pool says (here one Redis stands for both)."""
+    client = connect(redis_url, socket_timeout=1.0)
+    lane = Lane(client)
+    pool: Any = client.connection_pool
+    try:
+        assert await lane.send([("PING",)]) == [b"PONG"]
+        first = lane._connection
+        pool.master_address = (first.host, first.port)  # what a sentinel pool keeps
+        assert await lane.send([("PING",)]) == [b"PONG"]
+        assert lane._connection is first  # (the primary named is the one it is on)
+        pool.master_address = ("127.0.0.1", 1)  # the sentinels name another one
+        assert await lane.send([("PING",)]) == [b"PONG"]
+        assert lane._connection is not first and first._writer is None  # (closed)
+    finally:
+        await lane.close()
+        await client.aclose()
+
+
 async def test_a_lanes_replies_that_do_not_come_time_out_and_drop_its_connection(
     make_redis: Callable[..., RedisServer],
 ) -> None:
