@@ -218,9 +218,9 @@ class Lane:
     """One connection of its own, made like ``client``'s (the same address, or the
     primary the sentinels name now; credentials, database, TLS, timeouts), for a stream of
     short commands sent in order: each batch packed here (:func:`packed`) and written at
-    once, its replies read in order. A pipeline costs about twice as much CPU a command
-    (a pool checkout and release, a retry wrapper, a command stack, redis-py's packer per
-    command; issue 36: the bus's publishes were a tenth of a cluster process).
+    once, its replies read in order, without a pipeline's pool checkout and release, retry
+    wrapper, command stack and packer per command (issue 36: ``python -m bench.relay``, the
+    bus's CPU a relayed command, a quarter less).
 
     :meth:`send` answers each command's reply, or raises redis-py's error for the first
     error reply (a ``READONLY`` from a demoted primary among them), a lost connection or a
