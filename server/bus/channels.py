@@ -132,10 +132,9 @@ class Channels:
                 async with asyncio.timeout(timeout):
                     await asyncio.gather(*(asyncio.shield(f) for f in pending))
 
-    def publish_in(self, pipe: Any, channel: str, data: bytes) -> None:
-        """Queue one message in a pipeline: a table's events with ``SPUBLISH`` (sharded
-        pub/sub), the rest with ``PUBLISH``."""
+    def publish_args(self, channel: str, data: bytes) -> tuple[str, str, bytes]:
+        """The command that publishes one message: a table's events with ``SPUBLISH``
+        (sharded pub/sub), the rest with ``PUBLISH``."""
         if self.sharded and table_of(channel) is not None:
-            pipe.spublish(channel, data)
-        else:
-            pipe.publish(channel, data)
+            return ("SPUBLISH", channel, data)
+        return ("PUBLISH", channel, data)

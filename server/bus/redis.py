@@ -44,7 +44,8 @@ within :data:`HOLD_MAX` (a message lost), they are read from the stream, then th
 goes on.
 
 Outgoing messages go through one queue and one writer task, in the order they were
-made; those waiting together are sent in one pipeline. A command whose owner cannot be
+made; those waiting together are sent in one write on the writer's own connection
+(``server.connect.redis.Lane``). A command whose owner cannot be
 reached is answered ``unavailable`` by this bus itself (and so are the commands queued
 while Redis is away); a command whose reply never comes is timed out by the gateway.
 
@@ -75,7 +76,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from server.connect.redis import connect, follow_primary, unavailable
+from server.connect.redis import Lane, connect, follow_primary, unavailable
 from server.protocol.errors import ProtocolError, Refused, StoreUnavailable
 from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
 from server.vocabulary.events import Event
@@ -162,6 +163,7 @@ class RedisBus:
         self._events_after = events_after
         self._owner_of = owner_of
         self._redis: aioredis.Redis | None = None
+        self._lane: Lane | None = None  # the writer's own connection (publishes, relays)
         self._owners: dict[str, CommandHandler] = {}
         self._subscribers = Subscribers()
         self._replies: ReplyHandler | None = None
@@ -210,6 +212,7 @@ class RedisBus:
         self._redis = connect(
             self.url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=10
         )
+        self._lane = Lane(self._redis)
         self._tasks = [
             asyncio.create_task(self._read(), name=f"bus-read-{self.node}"),
             asyncio.create_task(self._write(), name=f"bus-write-{self.node}"),
@@ -237,6 +240,10 @@ class RedisBus:
         for job in list(self._jobs):
             job.cancel()
         self._held.clear()
+        if self._lane is not None:
+            with contextlib.suppress(Exception):
+                await self._lane.close()
+            self._lane = None
         if self._redis is not None:
             await self._redis.aclose()
             self._redis = None
@@ -517,11 +524,13 @@ class RedisBus:
     async def _write(self) -> None:
         """Publish the outbox in order; relay commands to their tables' owners.
 
-        Messages waiting together go out in one pipeline (one round trip to Redis, not
-        one each: a busy owner publishes faster than it could wait for each ``PUBLISH``
-        in turn, and its events would fall ever further behind). A command ends a batch
-        (it needs its owner looked up and its receivers counted), so the order of the
-        outbox is kept.
+        What waits together goes out in one write on the bus's own connection (a
+        :class:`~server.connect.redis.Lane`: one round trip to Redis, not one each, and
+        none of redis-py's per-command machinery; a busy owner publishes faster than it
+        could wait for each ``PUBLISH`` in turn, and its events would fall ever further
+        behind). A command's owner is looked up (most often without Redis: the leases'
+        last read) before the batch goes, and its receivers are counted from its
+        ``PUBLISH``'s reply; the order of the outbox is kept.
 
         A batch that cannot be published because Redis cannot be reached (it restarts,
         a connection was cut) is published again, with backoff, before anything after
@@ -538,53 +547,83 @@ class RedisBus:
                 continue
             self._sending = True
             try:
-                first = outbox[0]
-                if isinstance(first, CommandRecord):
-                    outbox.popleft()
-                    await self._relay_once(first)
-                    continue
-                batch: list[tuple[str, bytes]] = []
+                batch: list[tuple[str, bytes] | CommandRecord] = []
                 while outbox and len(batch) < BATCH_MAX:
-                    item = outbox[0]
-                    if isinstance(item, CommandRecord):
-                        break
-                    batch.append(item)
-                    outbox.popleft()
+                    batch.append(outbox.popleft())
                 await self._publish(batch)
             finally:
                 self._sending = False
 
-    async def _publish(self, batch: list[tuple[str, bytes]]) -> None:
-        """Publish ``batch`` in one pipeline, again and again while Redis is away."""
-        delay = RECONNECT_FIRST
-        while not self._closing:
+    async def _publish(self, batch: list[tuple[str, bytes] | CommandRecord]) -> None:
+        """Send ``batch`` in one write, again and again while Redis is away (its commands
+        are answered ``unavailable`` instead of being sent again)."""
+        lines: list[tuple[str, str, bytes]] = []
+        relays: list[tuple[int, CommandRecord]] = []  # (its line, the command)
+        here: list[CommandRecord] = []  # commands for tables this process now owns
+        for item in batch:
+            if not isinstance(item, CommandRecord):
+                lines.append(self._channels.publish_args(*item))
+                continue
             try:
-                assert self._redis is not None
-                async with self._redis.pipeline(transaction=False) as pipe:
-                    for channel, data in batch:
-                        self._channels.publish_in(pipe, channel, data)
-                    await pipe.execute()
-            except (RedisConnectionError, RedisTimeoutError, ResponseError) as exc:
+                owner = None if self._owner_of is None else await self._owner_of(item.table)
+            except (RedisError, StoreUnavailable) as exc:  # (the leases' lookup)
+                self._unreachable(item, exc)
+                continue
+            if owner == self.node:
+                here.append(item)
+            elif owner is None:
+                self._no_owner(item)
+            else:
+                relays.append((len(lines), item))
+                lines.append(("PUBLISH", f"{PREFIX}:node:{owner}", pack(item)))
+        lane = self._lane
+        assert lane is not None
+        delay = RECONNECT_FIRST
+        while lines and not self._closing:
+            try:
+                answers = await lane.send(lines)
+            except (RedisConnectionError, RedisTimeoutError, ResponseError, OSError) as exc:
                 # READONLY, LOADING, MASTERDOWN: a primary being switched refused it;
                 # sent again, in order, like a batch Redis could not be reached for.
                 if isinstance(exc, ResponseError) and not unavailable(exc):
                     log.warning("publishing on Redis failed: %s", exc)
-                    return
+                    self._refuse(relays, exc)
+                    break
                 if delay == RECONNECT_FIRST:
                     log.warning("publishing on Redis failed: %s; trying again", exc)
+                gone = {at for at, _record in relays}
+                lines = [line for i, line in enumerate(lines) if i not in gone]
+                self._refuse(relays, exc)
+                relays = []
                 self._refuse_queued_commands(exc)
                 await asyncio.sleep(delay)
                 delay = min(RECONNECT_MAX, delay * 2)
                 continue
             except RedisError as exc:
                 log.warning("publishing on Redis failed: %s", exc)
-            return
+                self._refuse(relays, exc)
+                break
+            for at, record in relays:
+                self.relayed += 1
+                if not answers[at]:
+                    self._no_owner(record)
+            break
+        for record in here:
+            self._command_here(record)
 
-    async def _relay_once(self, record: CommandRecord) -> None:
-        try:
-            await self._relay(record)
-        except (RedisError, StoreUnavailable) as exc:  # (the owner lookup's: the leases')
+    def _refuse(self, relays: list[tuple[int, CommandRecord]], exc: Exception) -> None:
+        for _at, record in relays:
             self._unreachable(record, exc)
+
+    def _no_owner(self, record: CommandRecord) -> None:
+        """A command whose table has no owner (or nobody heard its relay)."""
+        if record.reply_to is not None:
+            self._reply_here(
+                ReplyRecord.refused(
+                    record.reply_to,
+                    Refused("unavailable", "that table has no owner right now; try again"),
+                )
+            )
 
     def _refuse_queued_commands(self, exc: Exception) -> None:
         """Redis is away: the commands waiting in the outbox are answered ``unavailable``
@@ -606,24 +645,6 @@ class RedisBus:
                 ReplyRecord.refused(
                     record.reply_to,
                     Refused("unavailable", "the tables cannot be reached; try again"),
-                )
-            )
-
-    async def _relay(self, record: CommandRecord) -> None:
-        assert self._redis is not None
-        owner = None if self._owner_of is None else await self._owner_of(record.table)
-        if owner is not None and owner == self.node:
-            self._command_here(record)
-            return
-        receivers = 0
-        if owner is not None:
-            receivers = await self._redis.publish(f"{PREFIX}:node:{owner}", pack(record))
-            self.relayed += 1
-        if not receivers and record.reply_to is not None:
-            self._reply_here(
-                ReplyRecord.refused(
-                    record.reply_to,
-                    Refused("unavailable", "that table has no owner right now; try again"),
                 )
             )
 

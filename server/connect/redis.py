@@ -18,6 +18,9 @@ Two kinds of URL:
 3.11 runs every write in a task of its own: a task per command, a fifth to a third of a
 command's CPU (issue 36). :func:`parse_sentinel_url` checks a sentinel URL
 (config validation uses it, and its :class:`ValueError` names what is wrong);
+:class:`Lane` is a connection of its own for a stream of short commands (the bus's
+publishes and relays), packed here and written at once without redis-py's per-command
+machinery;
 :func:`unavailable` tells the errors that mean "no primary can write now" (a switch of
 primary under way) from a refusal.
 """
@@ -25,7 +28,8 @@ primary under way) from a refusal.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
@@ -40,11 +44,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 __all__ = [
     "REDIS_SCHEMES",
     "SENTINEL_SCHEME",
+    "Lane",
     "SentinelURL",
     "TimedConnection",
     "connect",
     "follow_primary",
     "is_redis_url",
+    "packed",
     "parse_sentinel_url",
     "unavailable",
 ]
@@ -195,6 +201,71 @@ def connect(url: str, **options: Any) -> aioredis.Redis:
     assert isinstance(client, _SentinelRedis)
     client.manager = sentinel
     return client
+
+
+def packed(commands: Iterable[Sequence[bytes | str]]) -> bytes:
+    """``commands`` in Redis's protocol (RESP: an array of bulk strings each), one buffer."""
+    out: list[bytes] = []
+    for args in commands:
+        out.append(b"*%d\r\n" % len(args))
+        for arg in args:
+            data = arg.encode() if isinstance(arg, str) else arg
+            out += (b"$%d\r\n" % len(data), data, b"\r\n")
+    return b"".join(out)
+
+
+class Lane:
+    """One connection of its own, made like ``client``'s (the same address, or the
+    primary the sentinels name now; credentials, database, TLS, timeouts), for a stream of
+    short commands sent in order: each batch packed here (:func:`packed`) and written at
+    once, its replies read in order, without a pipeline's pool checkout and release, retry
+    wrapper, command stack and packer per command (issue 36: ``python -m bench.relay``, the
+    bus's CPU a relayed command, a quarter less).
+
+    :meth:`send` answers each command's reply, or raises redis-py's error for the first
+    error reply (a ``READONLY`` from a demoted primary among them), a lost connection or a
+    timeout; the connection is then dropped (with what was left unread) and the next
+    :meth:`send` connects again, as it does once the sentinels name another primary.
+    The replies are read under one deadline (``socket_timeout``) for the batch, not a
+    timer each. Never used by two tasks at once (its one writer's)."""
+
+    def __init__(self, client: aioredis.Redis) -> None:
+        self._pool = client.connection_pool
+        self._connection: Any = None
+
+    async def send(self, commands: Sequence[Sequence[bytes | str]]) -> list[Any]:
+        connection = self._connection
+        if connection is not None and not self._current(connection):
+            await self.close()  # a primary the sentinels no longer name (a switch)
+            connection = None
+        try:
+            if connection is None:
+                connection = self._pool.make_connection()  # type: ignore[no-untyped-call]
+                await connection.connect()
+                self._connection = connection
+            await connection.send_packed_command(packed(commands), check_health=False)
+            # One deadline for the batch's replies, not a timer for each.
+            async with asyncio.timeout(connection.socket_timeout):
+                return [await connection.read_response(timeout=math.inf) for _ in commands]
+        except BaseException as exc:
+            self._connection = None
+            if connection is not None:
+                await connection.disconnect(nowait=True)
+            if type(exc) is TimeoutError:  # (the batch's deadline, as redis-py says it)
+                raise RedisTimeoutError("Timeout reading from Redis") from None
+            raise
+
+    def _current(self, connection: Any) -> bool:
+        """Whether ``connection`` is to the primary the sentinels named last (the bus's
+        probe asks them every half second, :func:`follow_primary`): a demoted primary
+        takes a ``PUBLISH`` without a ``READONLY``. Always, for one Redis."""
+        primary = getattr(self._pool, "master_address", None)
+        return primary is None or primary == (connection.host, connection.port)
+
+    async def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.disconnect(nowait=True)
 
 
 def unavailable(exc: BaseException) -> bool:

@@ -83,12 +83,24 @@ __all__ = [
     "BeforeDebits",
     "Busy",
     "TableActor",
+    "changes_line",
 ]
 
 log = logging.getLogger("chemmy.croupier")
 
 #: The line of the croupier's own commands in the table's queue (no client has it).
 CROUPIER_LINE = "\x00croupier"
+
+
+def changes_line(cmd: c.Command, events: Sequence[Event]) -> bool:
+    """Whether a step may change its table's lobby line: a stored event, or a player
+    joining or leaving (the watchers count). A step of transient events alone (a squeezed
+    card's bend, a chat line: more than half of a busy table's steps) never does, and its
+    line is neither made again nor compared (issue 36: the line's road, rebuilt after
+    every bend, was a cluster owner's cost)."""
+    if isinstance(cmd, c.Join | c.Leave | c.Disconnect):
+        return True
+    return any(not e.transient for e in events)
 
 
 class Busy(Refused):
@@ -488,7 +500,7 @@ class TableActor:
         cmd, step, events = happened.command, happened.step, happened.events
         record = item.record
         self.failures, self.retry_at = 0, None
-        if events or isinstance(cmd, c.Join | c.Leave | c.Disconnect):
+        if changes_line(cmd, events):
             self._summary = None  # the lobby line may have changed (watchers count too)
         if events:
             self.bus.publish(self.table_id, events)

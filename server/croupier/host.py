@@ -31,7 +31,7 @@ from server.vocabulary import commands as c
 from server.vocabulary.events import Event
 from server.wallet.base import Wallet
 
-from .actor import BeforeDebits, TableActor
+from .actor import BeforeDebits, TableActor, changes_line
 from .cluster import Leases, Rebalancer
 from .settings import ActorHooks, ActorSettings
 from .wallet import TableWallet
@@ -408,8 +408,8 @@ class Croupier:
             self.on_step(actor, cmd, events)
         if self.cluster is None or actor.closed or actor.lost:
             return
-        if not events and not isinstance(cmd, c.Join | c.Leave | c.Disconnect):
-            return
+        if not changes_line(cmd, events):
+            return  # (nothing stored, nobody came or went: the same line)
         summary = actor.summary()
         if self._summaries.get(actor.table_id) != summary:
             self._summaries[actor.table_id] = summary

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
+from server.croupier import actor as actor_module
 from server.croupier import kinds
 from server.croupier.retry import BACKOFF_FIRST, BACKOFF_MAX, backoff, retrying
 from server.protocol.errors import Refused, StoreError
 from server.protocol.records import GATEWAY_KINDS, Address, CommandRecord
-from server.table import Table, TableOptions
+from server.table import Table, TableOptions, views
 from server.table.state import Phase
 from server.vocabulary import commands as c
 from tests.server.test_store_failures import fail_next_commit
@@ -142,3 +143,31 @@ async def test_retrying_tries_again_until_done_or_stopped() -> None:
 
     with pytest.raises(ValueError):
         await retrying(broken, errors=StoreError, what="x", table_id="t1")
+
+
+async def test_a_step_of_transient_events_keeps_the_lobby_line(
+    net: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chat line (transient: shown, never stored) leaves the table's lobby line as it
+    was, not made again (issue 36: a cluster owner rebuilt the line, its road and all,
+    after every squeezed card's bend to compare it with the last one shared); a step that
+    stores something (a sit) makes it again."""
+    server = await net.start()
+    ann = await net.player(server, "ann")
+    await ann.join("t1")
+    actor = server.actors["t1"]
+    made: list[str] = []
+    real = views.summary
+
+    def counted(table: Table) -> dict[str, Any]:
+        made.append(table.table_id)
+        return real(table)
+
+    monkeypatch.setattr(actor_module.views, "summary", counted)
+    line = actor.summary()
+    await ann.call("chat", table="t1", text="bonne chance")
+    await ann.wait_frame(lambda m: len(ann.chats()) >= 1)
+    assert actor.summary() is line and made == ["t1"]
+    await ann.call("sit", table="t1")
+    after = actor.summary()
+    assert after is not line and after["seated"] == line["seated"] + 1 and made == ["t1"] * 2

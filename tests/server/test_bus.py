@@ -368,21 +368,21 @@ async def test_a_burst_goes_out_in_few_round_trips_and_in_order(
 ) -> None:
     """An owner busier than one ``PUBLISH`` round trip per message: 3,000 steps and a
     reply after every 100th reach the other process in order, each once, in far fewer
-    pipelines than messages (the outbox is sent in batches, not one by one)."""
+    writes than messages (the outbox is sent in batches, not one by one)."""
     a, b = pair
     seen: list[Any] = []
     b.subscribe("t1", recorder(seen))
     await b.watch("t1")
     b.on_replies(lambda reply: seen.append(("reply", reply.to.request)))
-    assert a._redis is not None
-    real = a._redis.pipeline
+    assert a._lane is not None
+    real = a._lane.send
     pipelines: list[int] = []
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        pipelines.append(1)
-        return real(*args, **kwargs)
+    async def counted(commands: Any) -> Any:
+        pipelines.append(len(commands))
+        return await real(commands)
 
-    a._redis.pipeline = counted  # type: ignore[method-assign]
+    a._lane.send = counted  # type: ignore[method-assign]
     expected: list[Any] = []
     for seq in range(1, 3001):
         a.publish("t1", events(seq))
@@ -393,6 +393,51 @@ async def test_a_burst_goes_out_in_few_round_trips_and_in_order(
     await eventually(lambda: len(seen) >= len(expected), timeout=20)
     assert seen == expected
     assert 0 < len(pipelines) < 300, len(pipelines)
+
+
+async def test_the_writer_sends_without_the_pool_and_relays_with_the_events(
+    pair: tuple[RedisBus, RedisBus],
+) -> None:
+    """The bus's writer sends on a connection of its own (``server.connect.redis.Lane``):
+    no connection is checked out of redis-py's pool for a publish or a relay, and a
+    command relayed right after a step goes in the same write as the step's events, in
+    order (issue 36: a pipeline and a pool checkout a batch, and a round trip of its own
+    for each relay, were a tenth of a cluster process's CPU)."""
+    a, b = pair
+    got: list[CommandRecord] = []
+    seen: list[Any] = []
+    a.serve("t1", got.append)
+    a.subscribe("t2", recorder(seen))
+    await a.watch("t2")
+    b.serve("t2", lambda record: None)
+    assert b._redis is not None and b._lane is not None
+    pool = b._redis.connection_pool
+    checkouts: list[int] = []
+    real_checkout, real_send = pool.get_connection, b._lane.send
+
+    async def checkout(*args: Any, **kwargs: Any) -> Any:
+        checkouts.append(1)
+        return await real_checkout(*args, **kwargs)
+
+    writes: list[list[str]] = []
+
+    async def send(commands: Any) -> Any:
+        writes.append([str(command[0]) for command in commands])
+        return await real_send(commands)
+
+    pool.get_connection = checkout  # type: ignore[method-assign]
+    b._lane.send = send  # type: ignore[method-assign]
+    for seq in range(1, 21):
+        b.publish("t2", events(seq))
+        b.submit(CommandRecord("t1", "bet", "ann", f"b-{seq}", reply_to=Address(b.node, 1, seq)))
+    await eventually(lambda: len(got) == 20 and len(seen) == 20)
+    assert [r.id for r in got] == [f"b-{seq}" for seq in range(1, 21)]
+    assert seen == list(range(1, 21))
+    assert checkouts == []
+    assert b.relayed == 20
+    assert sum(len(w) for w in writes) == 40 and len(writes) < 40, writes
+    first = writes[0]
+    assert first[:2] == [("SPUBLISH" if b.sharded else "PUBLISH"), "PUBLISH"]
 
 
 async def test_a_process_drops_its_own_steps_coming_back(pair: tuple[RedisBus, RedisBus]) -> None:

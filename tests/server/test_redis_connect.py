@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -27,9 +28,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from server.bus.channels import event_channel
 from server.bus.redis import RedisBus, _unpack_events
 from server.connect.redis import (
+    Lane,
     SentinelURL,
     TimedConnection,
     connect,
+    packed,
     parse_sentinel_url,
     unavailable,
 )
@@ -232,27 +235,20 @@ async def test_a_batch_redis_refuses_is_sent_again_in_order(redis_url: str) -> N
     pubsub = listener.pubsub(ignore_subscribe_messages=True)
     await pubsub.ssubscribe(event_channel("t9"))  # (Redis 7: the bus publishes sharded)
     await bus.start()
-    assert bus._redis is not None
-    real = bus._redis.pipeline
+    assert bus._lane is not None
+    real = bus._lane.send
     refusals = [
         ReadOnlyError("You can't write against a read only replica.", status_code="READONLY"),
         BusyLoadingError("Redis is loading the dataset in memory", status_code="LOADING"),
         MasterDownError("Link with MASTER is down", status_code="MASTERDOWN"),
     ]
 
-    def pipeline(*args: object, **kwargs: object) -> object:
-        pipe = real(*args, **kwargs)  # type: ignore[arg-type]
-        execute = pipe.execute
+    async def refused(commands: Any) -> Any:
+        if refusals:
+            raise refusals.pop(0)
+        return await real(commands)
 
-        async def refused(*a: object, **k: object) -> object:
-            if refusals:
-                raise refusals.pop(0)
-            return await execute(*a, **k)  # type: ignore[arg-type]
-
-        pipe.execute = refused  # type: ignore[method-assign]
-        return pipe
-
-    bus._redis.pipeline = pipeline  # type: ignore[method-assign]
+    bus._lane.send = refused  # type: ignore[method-assign]
     try:
         for seq in (1, 2, 3):
             bus.publish("t9", [Event(seq, "tick", {"n": seq})])
@@ -267,6 +263,78 @@ async def test_a_batch_redis_refuses_is_sent_again_in_order(redis_url: str) -> N
         await bus.close()
         await pubsub.aclose()  # type: ignore[no-untyped-call]
         await listener.aclose()
+
+
+async def test_a_lane_sends_in_order_and_starts_afresh_after_an_error(redis_url: str) -> None:
+    """A :class:`Lane` packs as redis-py does, answers each command's reply in order,
+    raises redis-py's error for an error reply and drops its connection (the replies
+    after it unread), and the next batch goes on a new connection."""
+    client = connect(redis_url, socket_timeout=1.0)
+    lane = Lane(client)
+    try:
+        commands = [("SET", "k", b"v\r\n"), ("INCR", "n"), ("PUBLISH", "nobody", b"")]
+        assert packed(commands) == b"".join(
+            client.connection_pool.make_connection().pack_commands(commands)
+        )
+        assert await lane.send(commands) == [b"OK", 1, 0]  # (raw replies)
+        first = lane._connection
+        with pytest.raises(ResponseError, match="not an integer"):
+            await lane.send([("INCR", "n"), ("INCR", "k"), ("INCR", "n")])
+        assert lane._connection is None
+        assert await lane.send([("INCR", "n"), ("GET", "k")]) == [4, b"v\r\n"]
+        assert lane._connection is not first
+    finally:
+        await lane.close()
+        await client.aclose()
+
+
+async def test_a_lane_leaves_a_primary_the_sentinels_no_longer_name(redis_url: str) -> None:
+    """A demoted primary takes a ``PUBLISH`` without a ``READONLY`` (and delivers it to
+    its own subscribers only): once the sentinels name another primary (redis-py's
+    sentinel pool keeps it in ``master_address``, asked every half second by the bus's
+    probe), a :class:`Lane` drops its connection before its next batch and connects
+    where its pool says (here one Redis stands for both)."""
+    client = connect(redis_url, socket_timeout=1.0)
+    lane = Lane(client)
+    pool: Any = client.connection_pool
+    try:
+        assert await lane.send([("PING",)]) == [b"PONG"]
+        first = lane._connection
+        pool.master_address = (first.host, first.port)  # what a sentinel pool keeps
+        assert await lane.send([("PING",)]) == [b"PONG"]
+        assert lane._connection is first  # (the primary named is the one it is on)
+        pool.master_address = ("127.0.0.1", 1)  # the sentinels name another one
+        assert await lane.send([("PING",)]) == [b"PONG"]
+        assert lane._connection is not first and first._writer is None  # (closed)
+    finally:
+        await lane.close()
+        await client.aclose()
+
+
+async def test_a_lanes_replies_that_do_not_come_time_out_and_drop_its_connection(
+    make_redis: Callable[..., RedisServer],
+) -> None:
+    """A frozen Redis (SIGSTOP): a :class:`Lane`'s batch waits at most ``socket_timeout``
+    for its replies (one deadline for the batch), is refused as redis-py refuses a
+    read that ran out, and the next batch after Redis is back goes on a new connection."""
+    server = make_redis()
+    client = connect(server.url(), socket_timeout=scaled(0.5))
+    lane = Lane(client)
+    try:
+        assert await lane.send([("PING",)]) == [b"PONG"]
+        server.pause()
+        try:
+            with pytest.raises(RedisTimeoutError):
+                await lane.send([("INCR", "n"), ("INCR", "n")])
+            assert lane._connection is None
+        finally:
+            server.resume()
+        # (whether Redis ran the frozen batch once resumed depends on what it read of
+        # the dropped connection: either way, a new connection answers)
+        assert await lane.send([("INCR", "n")]) in ([1], [3])
+    finally:
+        await lane.close()
+        await client.aclose()
 
 
 async def test_a_commands_write_runs_in_its_callers_task(
