@@ -22,10 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from server.vocabulary.events import Event
-
 from server.bus.redis import RedisBus
 from server.protocol.records import Address, CommandRecord, ReplyRecord
+from server.vocabulary.events import Event
 from tests.kit.redis import RedisServer, redis_available
 
 
