@@ -249,6 +249,30 @@ def install(timing: Timing) -> None:
     bursts._commit_burst = around("commit_burst", bursts._commit_burst, True)  # type: ignore[assignment]
     hub.Hub.publish = around("publish", hub.Hub.publish, False)  # type: ignore[method-assign]
     hub._Tail._turn = around("tail_turn", hub._Tail._turn, False)  # type: ignore[method-assign]
+    add, write = hub._Tail.add, hub._write
+    born: dict[int, float] = {}  # id of a step's bytes -> when published (the newest few)
+    writes = [0]
+
+    def timed_add(self: Any, groups: Any) -> None:
+        groups = list(groups)
+        now = time.perf_counter()
+        for _conns, data in groups:
+            born[id(data)] = now
+        if len(born) > 4096:
+            for key in list(born)[:2048]:
+                del born[key]
+        add(self, groups)
+
+    def timed_write(conn: Any, frames: list[bytes]) -> None:
+        writes[0] += 1
+        if frames and timing.on and writes[0] % 8 == 0:
+            t = born.get(id(frames[0]))
+            if t is not None:
+                timing.add("fan_out_wait", time.perf_counter() - t)
+        write(conn, frames)
+
+    hub._Tail.add = timed_add  # type: ignore[method-assign]
+    hub._write = timed_write
     tables.bet_checks = around("bet_checks", tables.bet_checks, True)
     from server.table.table import Table
 
@@ -391,6 +415,13 @@ def report(result: dict[str, Any], load: str) -> str:
             f"| {name} | {c['count']} | {c['share']:.1%} | {d[0]:.2f} | {d[1]:.2f} | "
             f"{d[2]:.2f} | {d[3]:.2f} |"
         )
+    fan = result["calls"].get("fan_out_wait")
+    if fan is not None:
+        lines += [
+            "",
+            "fan_out_wait: a step's bytes from their publish to a watcher's write (every 8th"
+            " write; its share is a sum of waits, not of the loop's time)",
+        ]
     lines += ["", "loop lag (5 ms sleeps, ms): " + " / ".join(f"{v:.1f}" for v in result["lag"])]
     return "\n".join(lines)
 
@@ -403,8 +434,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--betting", type=float, default=10.0, help="the betting timer (10 s)")
     parser.add_argument("--warmup", type=float, default=15.0)
     parser.add_argument("--window", type=float, default=30.0)
+    parser.add_argument(
+        "--direct-slow",
+        type=float,
+        help="the store's DIRECT_SLOW (s): a larger one keeps its reads and commits on the"
+        " loop on a loaded machine (where a preempted read looks like a slow disk)",
+    )
+    parser.add_argument("--tail-slice", type=float, help="the hub's TAIL_SLICE (s)")
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     args = parser.parse_args(argv)
+    if args.tail_slice is not None:
+        from server.gateway import hub
+
+        hub.TAIL_SLICE = args.tail_slice  # type: ignore[misc]
+    if args.direct_slow is not None:
+        from server.store.sqlite import connection
+
+        connection.DIRECT_SLOW = args.direct_slow  # type: ignore[misc]
     raise_nofile()
     load = loadavg()
     gc.collect()

@@ -94,6 +94,23 @@ async def test_a_read_called_among_held_commits_sees_exactly_those_before_it(
     ]
 
 
+async def test_a_read_among_held_commits_commits_them_and_reads_on_the_loop(
+    store: SQLiteStore,
+) -> None:
+    """A read called while commits are held for the end of the turn commits them there
+    and then, on the loop, and reads on the loop: it does not send them, itself and what
+    follows to the store's thread (issue 37 §3: a bet's checks waited there)."""
+    loop_thread = threading.get_ident()
+    before = counts(store)
+    calls: list[Any] = [store.commit(entries=[bet(f"k{n}", "ann", 1)]) for n in range(3)]
+    calls.append(store.balances(["player:ann"]))
+    calls.append(store._read(lambda db: threading.get_ident()))
+    done = await asyncio.gather(*calls)
+    assert done[3] == {"player:ann": 997}  # the three held before it, stored
+    assert done[4] == loop_thread
+    assert counts(store) == (before[0] + 3, before[1] + 1, before[2] + 1)  # by the loop
+
+
 async def test_while_the_worker_has_a_job_commits_and_reads_go_through_it(
     store: SQLiteStore,
 ) -> None:
