@@ -440,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the store's DIRECT_SLOW (s): a larger one keeps its reads and commits on the"
         " loop on a loaded machine (where a preempted read looks like a slow disk)",
     )
+    parser.add_argument("--at-once-rows", type=int, help="the store's AT_ONCE_ROWS")
     parser.add_argument("--tail-slice", type=float, help="the hub's TAIL_SLICE (s)")
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     args = parser.parse_args(argv)
@@ -447,9 +448,11 @@ def main(argv: list[str] | None = None) -> int:
         from server.gateway import hub
 
         hub.TAIL_SLICE = args.tail_slice  # type: ignore[misc]
-    if args.direct_slow is not None:
-        from server.store.sqlite import connection
+    from server.store.sqlite import connection
 
+    if args.at_once_rows is not None:
+        connection.AT_ONCE_ROWS = args.at_once_rows
+    if args.direct_slow is not None:
         connection.DIRECT_SLOW = args.direct_slow  # type: ignore[misc]
     raise_nofile()
     load = loadavg()

@@ -111,6 +111,42 @@ async def test_a_read_among_held_commits_commits_them_and_reads_on_the_loop(
     assert counts(store) == (before[0] + 3, before[1] + 1, before[2] + 1)  # by the loop
 
 
+async def test_a_commit_of_many_rows_is_stored_at_once_when_none_is_held(
+    store: SQLiteStore,
+) -> None:
+    """A commit of ``AT_ONCE_ROWS`` rows or more (a burst of bettors' bets) with no other
+    held is committed by the loop before its call returns, without waiting for the end
+    of the turn (issue 37 §3: its commands waited two turns of the loop for it)."""
+    many = [bet(f"k{n}", f"p{n}", 5) for n in range(sqlite_module.AT_ONCE_ROWS)]
+    before = counts(store)
+    call = store.commit(entries=many)
+    with pytest.raises(StopIteration) as stored:  # never suspended: done in this turn
+        call.send(None)
+    assert stored.value.value.inserted == len(many)
+    assert counts(store) == (before[0] + 1, before[1] + 1, before[2] + 1)
+    # A smaller one is still held for the end of the turn, with the others of its turn.
+    few = [store.commit(entries=[bet(f"f{n}", "ann", 1)]) for n in range(3)]
+    assert [r.inserted for r in await asyncio.gather(*few)] == [1, 1, 1]
+    assert counts(store) == (before[0] + 4, before[1] + 2, before[2] + 2)
+    assert await store.balances(["player:p0", "player:ann"]) == {
+        "player:p0": 995,
+        "player:ann": 997,
+    }
+
+
+async def test_a_commit_of_many_rows_called_among_held_ones_keeps_its_place(
+    store: SQLiteStore,
+) -> None:
+    """Called while smaller commits are held, a large one is held with them, after them."""
+    before = counts(store)
+    many = [bet(f"k{n}", "ann", 1, round_id=f"r{n}") for n in range(sqlite_module.AT_ONCE_ROWS)]
+    calls = [store.commit(entries=[bet("first", "ann", 100)]), store.commit(entries=many)]
+    done = await asyncio.gather(*calls)
+    assert done[0].balances == {"player:ann": 900}
+    assert done[1].balances == {"player:ann": 900 - len(many)}
+    assert counts(store) == (before[0] + 2, before[1] + 1, before[2] + 1)
+
+
 async def test_while_the_worker_has_a_job_commits_and_reads_go_through_it(
     store: SQLiteStore,
 ) -> None:
