@@ -274,6 +274,32 @@ def install(timing: Timing) -> None:
     hub._Tail.add = timed_add  # type: ignore[method-assign]
     hub._write = timed_write
     tables.bet_checks = around("bet_checks", tables.bet_checks, True)
+    from server.store.sqlite import connection as sqlite_connection
+
+    core = sqlite_connection.SQLiteCore
+    read, checkpoint = core._read, core._checkpoint
+
+    async def timed_read(self: Any, job: Any, *args: Any) -> Any:
+        worker = self._worker
+        if worker is not None and timing.on:
+            why = (
+                "read_direct"
+                if self._direct_now(worker)
+                else ("read_behind_job" if worker.pending else "read_off")
+            )
+            w0 = time.perf_counter()
+            try:
+                return await read(self, job, *args)
+            finally:
+                timing.add(why, time.perf_counter() - w0)
+        return await read(self, job, *args)
+
+    def counted_checkpoint(self: Any) -> None:
+        timing.add("checkpoint", 0.0)
+        checkpoint(self)
+
+    core._read = timed_read  # type: ignore[method-assign]
+    core._checkpoint = counted_checkpoint  # type: ignore[method-assign]
     from server.table.table import Table
 
     Table.flush_bettors = around("flush_bettors", Table.flush_bettors, False)  # type: ignore[method-assign]
