@@ -393,7 +393,7 @@ class Servers:
         commit there waited: a slow disk, or a loaded machine's CPU) is said on stderr."""
         for node in self.nodes:
             node.stop(timeout=15)
-            for line in node.log:
+            for line in dict.fromkeys(node.log):  # (once each: a line may be read twice)
                 if "store's thread does it all" in line:
                     print(f"server: {line.strip()}", file=sys.stderr)
 
