@@ -477,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     from server.store.sqlite import connection
 
     if args.at_once_rows is not None:
-        connection.AT_ONCE_ROWS = args.at_once_rows
+        connection.AT_ONCE_ROWS = args.at_once_rows  # type: ignore[misc]
     if args.direct_slow is not None:
         connection.DIRECT_SLOW = args.direct_slow  # type: ignore[misc]
     raise_nofile()

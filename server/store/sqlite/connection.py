@@ -90,7 +90,7 @@ CHECKPOINT_EVERY: Final = 100
 #: transaction's worth on its own (a burst of bettors' bets, issue 37 §3), and held, its
 #: caller waited two turns of the loop for it (each with a slice of a large table's
 #: writes: 6 ms at the median, half of a burst's time).
-AT_ONCE_ROWS: int = 8
+AT_ONCE_ROWS: Final = 8
 
 log = logging.getLogger("chemmy.store")
 
