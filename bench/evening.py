@@ -388,9 +388,14 @@ class Servers:
         return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
 
     def stop_servers(self) -> None:
-        """Stop every process (SIGTERM: it drains; SIGKILL after 15 s). Redis stays."""
+        """Stop every process (SIGTERM: it drains; SIGKILL after 15 s). Redis stays. Each
+        time a server's store stopped committing and reading on its event loop (a read or a
+        commit there waited: a slow disk, or a loaded machine's CPU) is said on stderr."""
         for node in self.nodes:
             node.stop(timeout=15)
+            for line in dict.fromkeys(node.log):  # (once each: a line may be read twice)
+                if "store's thread does it all" in line:
+                    print(f"server: {line.strip()}", file=sys.stderr)
 
     def stop_redis(self) -> None:
         if self.redis_server is not None:

@@ -94,6 +94,59 @@ async def test_a_read_called_among_held_commits_sees_exactly_those_before_it(
     ]
 
 
+async def test_a_read_among_held_commits_commits_them_and_reads_on_the_loop(
+    store: SQLiteStore,
+) -> None:
+    """A read called while commits are held for the end of the turn commits them there
+    and then, on the loop, and reads on the loop: it does not send them, itself and what
+    follows to the store's thread (issue 37 §3: a bet's checks waited there)."""
+    loop_thread = threading.get_ident()
+    before = counts(store)
+    calls: list[Any] = [store.commit(entries=[bet(f"k{n}", "ann", 1)]) for n in range(3)]
+    calls.append(store.balances(["player:ann"]))
+    calls.append(store._read(lambda db: threading.get_ident()))
+    done = await asyncio.gather(*calls)
+    assert done[3] == {"player:ann": 997}  # the three held before it, stored
+    assert done[4] == loop_thread
+    assert counts(store) == (before[0] + 3, before[1] + 1, before[2] + 1)  # by the loop
+
+
+async def test_a_commit_of_many_rows_is_stored_at_once_when_none_is_held(
+    store: SQLiteStore,
+) -> None:
+    """A commit of ``AT_ONCE_ROWS`` rows or more (a burst of bettors' bets) with no other
+    held is committed by the loop before its call returns, without waiting for the end
+    of the turn (issue 37 §3: its commands waited two turns of the loop for it)."""
+    many = [bet(f"k{n}", f"p{n}", 5) for n in range(sqlite_module.AT_ONCE_ROWS)]
+    before = counts(store)
+    call = store.commit(entries=many)
+    with pytest.raises(StopIteration) as stored:  # never suspended: done in this turn
+        call.send(None)
+    assert stored.value.value.inserted == len(many)
+    assert counts(store) == (before[0] + 1, before[1] + 1, before[2] + 1)
+    # A smaller one is still held for the end of the turn, with the others of its turn.
+    few = [store.commit(entries=[bet(f"f{n}", "ann", 1)]) for n in range(3)]
+    assert [r.inserted for r in await asyncio.gather(*few)] == [1, 1, 1]
+    assert counts(store) == (before[0] + 4, before[1] + 2, before[2] + 2)
+    assert await store.balances(["player:p0", "player:ann"]) == {
+        "player:p0": 995,
+        "player:ann": 997,
+    }
+
+
+async def test_a_commit_of_many_rows_called_among_held_ones_keeps_its_place(
+    store: SQLiteStore,
+) -> None:
+    """Called while smaller commits are held, a large one is held with them, after them."""
+    before = counts(store)
+    many = [bet(f"k{n}", "ann", 1, round_id=f"r{n}") for n in range(sqlite_module.AT_ONCE_ROWS)]
+    calls = [store.commit(entries=[bet("first", "ann", 100)]), store.commit(entries=many)]
+    done = await asyncio.gather(*calls)
+    assert done[0].balances == {"player:ann": 900}
+    assert done[1].balances == {"player:ann": 900 - len(many)}
+    assert counts(store) == (before[0] + 2, before[1] + 1, before[2] + 1)
+
+
 async def test_while_the_worker_has_a_job_commits_and_reads_go_through_it(
     store: SQLiteStore,
 ) -> None:
@@ -201,6 +254,39 @@ async def test_direct_false_keeps_every_call_in_the_thread(tmp_path: Path) -> No
 
 def wal_size(store: SQLiteStore) -> int:
     return os.path.getsize(f"{store.path}-wal")
+
+
+async def test_reads_go_on_beside_a_checkpoint_on_a_connection_of_their_own(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the worker holds only a checkpoint (it fsyncs: tens of ms), a hot read is
+    made on the loop through a read-only connection of its own, and sees every commit
+    made before; a commit still waits for the worker, in order (issue 37 §3: a thousand
+    bettors' bets' reads waited behind the checkpoints)."""
+    gate = threading.Event()
+    checkpoint = sqlite_module.SQLiteCore._checkpoint_now
+
+    def slow_checkpoint(db: Any) -> None:
+        gate.wait(10)
+        checkpoint(db)
+
+    monkeypatch.setattr(sqlite_module.SQLiteCore, "_checkpoint_now", staticmethod(slow_checkpoint))
+    await store.commit(entries=[bet("k1", "ann", 10)])
+    store._checkpoint()
+    loop_thread = threading.get_ident()
+    try:
+        where = await asyncio.wait_for(store._read(lambda db: threading.get_ident()), 2)
+        money = await asyncio.wait_for(store.balances(["player:ann"]), 2)
+        assert where == loop_thread
+        assert money == {"player:ann": 990}
+        commit = asyncio.ensure_future(store.commit(entries=[bet("k2", "ann", 5)]))
+        behind = asyncio.ensure_future(store.balances(["player:ann"]))  # behind the commit
+        await asyncio.sleep(0.05)
+        assert not commit.done() and not behind.done()
+    finally:
+        gate.set()
+    assert (await commit).inserted == 1
+    assert await behind == {"player:ann": 985}
 
 
 @pytest.mark.parametrize("every", [10, 10**9])
