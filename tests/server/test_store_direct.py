@@ -256,39 +256,6 @@ def wal_size(store: SQLiteStore) -> int:
     return os.path.getsize(f"{store.path}-wal")
 
 
-async def test_reads_go_on_beside_a_checkpoint_on_a_connection_of_their_own(
-    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """While the worker holds only a checkpoint (it fsyncs: tens of ms), a hot read is
-    made on the loop through a read-only connection of its own, and sees every commit
-    made before; a commit still waits for the worker, in order (issue 37 §3: a thousand
-    bettors' bets' reads waited behind the checkpoints)."""
-    gate = threading.Event()
-    checkpoint = sqlite_module.SQLiteCore._checkpoint_now
-
-    def slow_checkpoint(db: Any) -> None:
-        gate.wait(10)
-        checkpoint(db)
-
-    monkeypatch.setattr(sqlite_module.SQLiteCore, "_checkpoint_now", staticmethod(slow_checkpoint))
-    await store.commit(entries=[bet("k1", "ann", 10)])
-    store._checkpoint()
-    loop_thread = threading.get_ident()
-    try:
-        where = await asyncio.wait_for(store._read(lambda db: threading.get_ident()), 2)
-        money = await asyncio.wait_for(store.balances(["player:ann"]), 2)
-        assert where == loop_thread
-        assert money == {"player:ann": 990}
-        commit = asyncio.ensure_future(store.commit(entries=[bet("k2", "ann", 5)]))
-        behind = asyncio.ensure_future(store.balances(["player:ann"]))  # behind the commit
-        await asyncio.sleep(0.05)
-        assert not commit.done() and not behind.done()
-    finally:
-        gate.set()
-    assert (await commit).inserted == 1
-    assert await behind == {"player:ann": 985}
-
-
 @pytest.mark.parametrize("every", [10, 10**9])
 async def test_the_worker_checkpoints_every_so_many_transactions(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, every: int

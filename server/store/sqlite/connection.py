@@ -218,11 +218,6 @@ class SQLiteCore(StoreFront):
         self.direct_until = 0.0
         self._cool_off = DIRECT_COOL_OFF
         self._checkpointed = 0  # self.groups at the last checkpoint asked of the worker
-        #: The worker's jobs that are checkpoints, not answered yet: while they are all it
-        #: holds, the hot reads are made on the loop through a connection of their own
-        #: (:attr:`_reader`), which sees every commit made before them.
-        self._checkpoints = 0
-        self._reader: sqlite3.Connection | None = None
         #: The players whose flow days this process pruned today (:func:`_put_flows`):
         #: once a day each is enough (only one process serves the file).
         self._pruned = _Pruned()
@@ -259,16 +254,6 @@ class SQLiteCore(StoreFront):
             # bettors: a bet's checks waited 11 ms at the median, issue 37 §3).
             self._flush_direct()
         if not self._direct_now(worker) or self._batch:
-            if not self._beside_checkpoints(worker):
-                return await self._run(job, *args)
-            started = _clocks()
-            try:
-                return self._on_reader(job, *args)
-            except StoreUnavailable as exc:
-                if not _busy(exc):
-                    raise
-            finally:
-                self._timed(started, "a read")
             return await self._run(job, *args)
         started = _clocks()
         try:
@@ -279,19 +264,6 @@ class SQLiteCore(StoreFront):
         finally:
             self._timed(started, "a read")
         return await self._run(job, *args)  # (nothing was queued meanwhile: still in order)
-
-    def _beside_checkpoints(self, worker: _Worker) -> bool:
-        """Whether the worker holds checkpoints only (no commit: every one called is
-        stored), and the loop may read beside them (:meth:`_on_reader`). A checkpoint
-        fsyncs for tens of ms: the reads of a thousand bettors' bets waited behind it (4%
-        of them, 23 ms at the median, issue 37 §3)."""
-        return (
-            0 < worker.pending == self._checkpoints
-            and not self._batch
-            and self.direct_on
-            and time.monotonic() >= self.direct_until
-            and self.path != ":memory:"
-        )
 
     def _direct_now(self, worker: _Worker) -> bool:
         """Whether the loop may use the connection itself now (see :meth:`_run_grouped`)."""
@@ -431,19 +403,13 @@ class SQLiteCore(StoreFront):
         transactions, about SQLite's own 1,000 pages. It fsyncs, so it never runs on the
         loop; it waits for no reader and no writer."""
         self._checkpointed = self.groups
-        done = self._submit(functools.partial(self._in_worker, self._checkpoint_now))
-        self._checkpoints += 1
-        done.add_done_callback(self._checkpoint_done)
 
-    @staticmethod
-    def _checkpoint_now(db: sqlite3.Connection) -> None:
-        db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        def checkpoint(db: sqlite3.Connection) -> None:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
-    def _checkpoint_done(self, done: asyncio.Future[Any]) -> None:
-        """(A checkpoint answered; one that failed: the next one copies what it did not.)"""
-        self._checkpoints -= 1
-        if not done.cancelled():
-            done.exception()
+        self._submit(functools.partial(self._in_worker, checkpoint)).add_done_callback(
+            _ignore_failure
+        )
 
     def _busy_timeout(self, db: sqlite3.Connection, ms: int) -> None:
         """Make the connection's busy timeout ``ms``: 0 on the loop's thread (a lock held
@@ -466,23 +432,6 @@ class SQLiteCore(StoreFront):
         """``job(db, *args)`` on the loop's thread (:meth:`_read`), which waits for none."""
         with self._connection() as db:
             self._busy_timeout(db, 0)
-            return job(db, *args)
-
-    def _on_reader(self, job: Callable[..., T], *args: Any) -> T:
-        """``job(db, *args)`` on the loop's thread through the reader's own connection
-        (opened at its first use, read-only, waiting for no lock): while the worker holds
-        only checkpoints (:meth:`_beside_checkpoints`). WAL: a read waits for no
-        checkpoint and no writer."""
-        reader = self._reader
-        if reader is None:
-            try:
-                reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-                reader.execute("PRAGMA busy_timeout = 0")
-                reader.execute("PRAGMA query_only = ON")
-            except sqlite3.Error as exc:
-                raise _translate(exc, f"cannot open {self.path}") from exc
-            self._reader = reader
-        with self._connection(reader) as db:
             return job(db, *args)
 
     def _call(self, job: Callable[..., T], *args: Any) -> T:
@@ -552,14 +501,12 @@ class SQLiteCore(StoreFront):
         return result, None
 
     @contextmanager
-    def _connection(self, db: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
-        """The open connection (or ``db``), with third-party errors translated at the
-        boundary."""
-        db = db or self._db
-        if db is None:
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """The open connection, with third-party errors translated at the boundary."""
+        if self._db is None:
             raise StoreError("the store is not open")
         try:
-            yield db
+            yield self._db
         except sqlite3.IntegrityError as exc:
             if "no_overdraft" in str(exc):
                 raise Overdrawn("a player's or a stake's balance would go negative") from exc
@@ -669,9 +616,6 @@ class SQLiteCore(StoreFront):
         fd, self._serving = self._serving, None
         if fd is not None:
             os.close(fd)  # the flock goes with the descriptor
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            reader.close()
         worker, self._worker = self._worker, None
         if worker is None:
             return
@@ -755,6 +699,12 @@ def _chain(inner: asyncio.Future[Any], outer: asyncio.Future[Any]) -> None:
         _settle(outer, None if inner.exception() else inner.result(), inner.exception())
 
     inner.add_done_callback(done)
+
+
+def _ignore_failure(done: asyncio.Future[Any]) -> None:
+    """(A checkpoint that failed: the next one copies what it did not.)"""
+    if not done.cancelled():
+        done.exception()
 
 
 def _translate(exc: sqlite3.Error, doing: str = "sqlite") -> StoreError:
