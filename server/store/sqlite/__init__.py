@@ -37,8 +37,7 @@ write lock) hands the commits to the worker, which waits (the connection's busy 
 is 0 while the loop uses it, ``busy_timeout_ms`` in the worker: set as it passes from one
 to the other), and a direct read that meets a lock goes to the worker too; SQLite's
 automatic checkpoints, which fsync, are off, and the worker runs a ``PASSIVE`` one every
-:data:`CHECKPOINT_EVERY` transactions, while the hot reads go on, on the loop, through a
-read-only connection of their own; and a direct read or commit that still waited
+:data:`CHECKPOINT_EVERY` transactions; and a direct read or commit that still waited
 more than :data:`DIRECT_SLOW` (its wall time less the loop's own CPU time: a disk that
 makes even a WAL append or a cached read wait) turns direct use off for 30 s, doubled
 each time (at most 10 min). So a slow disk can stall the loop for one commit, not for
