@@ -210,7 +210,15 @@ async def test_the_reality_check_pop_up(reality_server: Any) -> None:
     )
     async with app.run_test(size=(150, 45)) as pilot:
         await take_the_shoe_and_cut(pilot, app)
-        await until(pilot, lambda: isinstance(app.screen, RealityScreen), "the check", scaled(20))
+        # (Pushed is not yet mounted: wait for the screen's widgets, not only the screen.)
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, RealityScreen) and bool(app.screen.query("#reality-text"))
+            ),
+            "the check",
+            scaled(20),
+        )
         text = str(app.screen.query_one("#reality-text", Label).render())
         assert text.startswith("You have played for ") and "Net result: 0.00." in text
         assert model_of(app).reality_check_due
@@ -231,7 +239,15 @@ async def test_the_reality_check_pop_up(reality_server: Any) -> None:
         await until(pilot, lambda: model_of(app).my_bets.get("player") == 100, "the bet taken")
 
         # The next check, answered on another screen of Ned's: the pop-up here goes.
-        await until(pilot, lambda: isinstance(app.screen, RealityScreen), "the next", scaled(20))
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, RealityScreen)
+                and bool(app.screen.query("#reality-continue"))
+            ),
+            "the next",
+            scaled(20),
+        )
         phone = await open_player(reality_server.url, "rc-ned", secret=REALITY_SECRET, name="Ned")
         try:
             await phone.call("reality_ack", choice="continue")
