@@ -29,96 +29,19 @@ import asyncio
 import gc
 import json
 import multiprocessing as mp
-import random
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from bench._light import LightConnection
-from bench._light import connect as light_connect
 from bench._util import load_line, loadavg, percentile, raise_nofile
-from bench.settle import SECRET, TABLE, TIMERS, address
-from server.process.auth import make_token
+from bench.settle import SECRET, TABLE, TIMERS, clients_main
 
 
 # -- the clients (a child process) ----------------------------------------------------
-async def _clients(
-    url: str, bettors: int, watchers: int, betting: float, bets: int, pipe: Connection
-) -> None:
-    rng = random.Random(11)
-    conns: list[LightConnection] = []
-    ids = iter(range(1, 1 << 60))
-    tasks: set[asyncio.Task[None]] = set()
-
-    async def bet_later(conn: LightConnection, delay: float) -> None:
-        await asyncio.sleep(delay)
-        if not conn.closed:
-            await conn.send(
-                {
-                    "type": "bet",
-                    "id": f"b{next(ids)}",
-                    "table": TABLE,
-                    "area": rng.choice(("player", "banker")),
-                    "amount": rng.choice((100, 200, 500)),
-                }
-            )
-
-    def bettor(box: list[LightConnection]) -> Callable[[bytes], None]:
-        def take(payload: bytes) -> None:
-            if b'"kind":"betting_opened"' in payload[:120]:
-                for _ in range(bets):
-                    delay = rng.uniform(0.1, 0.85 * betting)
-                    task = asyncio.create_task(bet_later(box[0], delay))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
-
-        return take
-
-    async def one(kind: str, i: int) -> None:
-        box: list[LightConnection] = []
-        take = bettor(box) if kind == "bettor" else (lambda _payload: None)
-        group = {"seated": 249, "bettor": 250, "watcher": 251}[kind]
-        conn = await light_connect(url, take, local_addr=(address(group, i), 0), timeout=120)
-        box.append(conn)
-        conns.append(conn)
-        hello: dict[str, Any] = {"guest": True}
-        if kind != "watcher":
-            hello = {"token": make_token(SECRET, f"{kind}-{i}", ttl=3600)}
-        steps: list[tuple[str, dict[str, Any]]] = [("hello", hello), ("join", {"table": TABLE})]
-        if kind == "seated":
-            steps.append(("sit", {"table": TABLE}))
-        for what, fields in steps:
-            reply = await conn.rpc({"type": what, "id": f"c{next(ids)}", **fields}, 120)
-            if reply.get("type") != "ok":
-                raise RuntimeError(f"{kind} {i}: {what}: {reply}")
-
-    gate = asyncio.Semaphore(32)
-
-    async def gated(kind: str, i: int) -> None:
-        async with gate:
-            await one(kind, i)
-
-    await asyncio.gather(*(gated("watcher", i) for i in range(watchers)))
-    await asyncio.gather(*(gated("bettor", i) for i in range(bettors)))
-    await asyncio.gather(*(gated("seated", i) for i in range(2)))
-    pipe.send(("ready", len(conns)))
-    await asyncio.get_running_loop().run_in_executor(None, pipe.recv)
-    for conn in conns:
-        conn.abort()
-
-
-def clients_main(
-    url: str, bettors: int, watchers: int, betting: float, bets: int, pipe: Connection
-) -> None:
-    raise_nofile()
-    asyncio.run(_clients(url, bettors, watchers, betting, bets, pipe))
-
-
 # -- the server, timed ------------------------------------------------------------------
 class Timing:
     """The bets' times along their way, the bursts' parts, the hub's and the loop's."""
@@ -352,8 +275,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             args.bettors,
             args.watchers,
             args.betting,
-            args.bets,
             child,
+            (args.bets, 0.85, (100, 200, 500), 11),
         ),
         daemon=True,
     )

@@ -508,6 +508,15 @@ class Bot:
         self.last: tuple[str, dict[str, Any], dict[str, Any] | None, float] | None = None
 
     # -- frames -----------------------------------------------------------------------
+    def _saw(self, seq: int, now: float) -> None:
+        """An event ``seq`` of the bot's table arrived ``now``: counted for the fan-out
+        while recording, and kept (the last 256) to time the commands that caused them."""
+        if self.stats.receiving:
+            self.stats.seen.extend((self.tidx, seq, time.time()))
+        self.recent[seq] = now
+        if len(self.recent) > 256:
+            self.recent.popitem(last=False)
+
     def _tap(self, frame: str | bytes) -> bool:
         text = frame if isinstance(frame, str) else frame.decode()
         head = text[:48]
@@ -515,11 +524,7 @@ class Bot:
             now = time.perf_counter()
             seq = gateway._seq_of(text)
             if seq is not None:
-                if self.stats.receiving:
-                    self.stats.seen.extend((self.tidx, seq, time.time()))
-                self.recent[seq] = now
-                if len(self.recent) > 256:
-                    self.recent.popitem(last=False)
+                self._saw(seq, now)
             if self.routing:
                 found = _KIND.search(text, 0, 200)
                 if found is not None and found[1] in BOT_READS:
@@ -773,11 +778,7 @@ class LightBettor(Bot):
             now = time.perf_counter()
             seq = _seq_in(payload)
             if seq is not None:
-                if self.stats.receiving:
-                    self.stats.seen.extend((self.tidx, seq, time.time()))
-                self.recent[seq] = now
-                if len(self.recent) > 256:
-                    self.recent.popitem(last=False)
+                self._saw(seq, now)
             found = _KIND_BYTES.search(payload, 0, 200)
             if found is None:
                 return

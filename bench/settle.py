@@ -69,8 +69,21 @@ def address(group: int, i: int) -> str:
 
 
 # -- the clients (a child process) ----------------------------------------------------
-async def _clients(url: str, bettors: int, watchers: int, betting: float, pipe: Connection) -> None:
-    rng = random.Random(7)
+#: How the bettors bet: (bets each a betting round, the share of the round they are spread
+#: over, the amounts drawn from, the random seed). bench.bursts bets more often.
+BETTING: tuple[int, float, tuple[int, ...], int] = (1, 0.7, (100, 200, 500, 1000), 7)
+
+
+async def _clients(
+    url: str,
+    bettors: int,
+    watchers: int,
+    betting: float,
+    pipe: Connection,
+    how: tuple[int, float, tuple[int, ...], int] = BETTING,
+) -> None:
+    bets, spread, amounts, seed = how
+    rng = random.Random(seed)
     conns: list[LightConnection] = []
     ids = iter(range(1, 1 << 60))
     tasks: set[asyncio.Task[None]] = set()
@@ -78,7 +91,7 @@ async def _clients(url: str, bettors: int, watchers: int, betting: float, pipe: 
     async def bet_later(conn: LightConnection, delay: float) -> None:
         await asyncio.sleep(delay)
         area = rng.choice(("player", "banker"))
-        amount = rng.choice((100, 200, 500, 1000))
+        amount = rng.choice(amounts)
         if not conn.closed:
             await conn.send(
                 {
@@ -93,9 +106,11 @@ async def _clients(url: str, bettors: int, watchers: int, betting: float, pipe: 
     def bettor(conn_box: list[LightConnection]) -> Callable[[bytes], None]:
         def take(payload: bytes) -> None:
             if b'"kind":"betting_opened"' in payload[:120]:
-                task = asyncio.create_task(bet_later(conn_box[0], rng.uniform(0.1, 0.7 * betting)))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
+                for _ in range(bets):
+                    delay = rng.uniform(0.1, spread * betting)
+                    task = asyncio.create_task(bet_later(conn_box[0], delay))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
 
         return take
 
@@ -132,9 +147,18 @@ async def _clients(url: str, bettors: int, watchers: int, betting: float, pipe: 
         conn.abort()
 
 
-def clients_main(url: str, bettors: int, watchers: int, betting: float, pipe: Connection) -> None:
+def clients_main(
+    url: str,
+    bettors: int,
+    watchers: int,
+    betting: float,
+    pipe: Connection,
+    how: tuple[int, float, tuple[int, ...], int] = BETTING,
+) -> None:
+    """The clients' process: ``watchers`` light watchers, ``bettors`` light bettors
+    betting as ``how`` says, two seated players; ready when all have joined."""
     raise_nofile()
-    asyncio.run(_clients(url, bettors, watchers, betting, pipe))
+    asyncio.run(_clients(url, bettors, watchers, betting, pipe, how))
 
 
 # -- the server, timed ------------------------------------------------------------------

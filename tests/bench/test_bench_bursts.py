@@ -4,33 +4,21 @@ report says so."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.kit import ROOT, scaled
+from tests.kit import run_bench
 
 
 @pytest.mark.slow
 def test_a_tiny_table_of_bettors_has_its_bets_timed_along_their_way(tmp_path: Path) -> None:
-    out = tmp_path / "bursts.json"
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "bench.bursts", "--bettors", "20", "--watchers", "2"),
-            *("--bets", "3", "--betting", "2", "--warmup", "1", "--window", "8"),
-            *("--json", str(out)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=scaled(120),
-        check=False,
+    done, result = run_bench(
+        "bursts",
+        *("--bettors", "20", "--watchers", "2", "--bets", "3", "--betting", "2"),
+        *("--warmup", "1", "--window", "8"),
+        out=tmp_path / "bursts.json",
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(out.read_text())
     assert result["bettors"] == 20 and result["bet_count"] > 0
     whole = result["bet"]["whole"][0]
     parts = sum(result["bet"][p][0] for p in ("gateway", "queue", "burst"))

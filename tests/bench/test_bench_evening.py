@@ -6,7 +6,6 @@ section."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,27 +16,18 @@ import pytest
 
 from bench import evening
 from server.process.metrics import COMMAND_BUCKETS
-from tests.kit import ROOT, scaled
+from tests.kit import run_bench
 
 
 @pytest.mark.slow
 def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) -> None:
-    out = tmp_path / "evening.json"
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "bench.evening", "--tables", "2", "--seated", "3"),
-            *("--spectators", "2", "--levels", "3,6", "--window", "5", "--warmup", "1"),
-            *("--pace", "5", "--bot-workers", "1", "--spectator-workers", "1"),
-            *("--keep-going", "--json", str(out)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=scaled(120),
-        check=False,
+    done, results = run_bench(
+        "evening",
+        *("--tables", "2", "--seated", "3", "--spectators", "2", "--levels", "3,6"),
+        *("--window", "5", "--warmup", "1", "--pace", "5", "--bot-workers", "1"),
+        *("--spectator-workers", "1", "--keep-going"),
+        out=tmp_path / "evening.json",
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(out.read_text())
     assert results["mode"] == "sqlite"
     first, level = results["levels"]  # the second adds to the first's players
     assert (first["seated"], first["spectators"]) == (3, 1)
@@ -96,24 +86,14 @@ def test_a_tiny_evening_with_bettors_without_a_seat(tmp_path: Path) -> None:
     takes their bets, every event reaches them, and the books are exact. ``--clients
     mixed``: half the bettors and spectators light clients (bench/_light.py), half the
     test kit's, each kind's round trips and fan-out reported apart."""
-    out = tmp_path / "evening.json"
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "bench.evening", "--tables", "1", "--seated", "2"),
-            *("--bettors", "4", "--spectators", "2", "--levels", "2", "--window", "6"),
-            *("--warmup", "1", "--pace", "5", "--bot-workers", "1"),
-            *("--spectator-workers", "2", "--keep-going", "--no-baselines", "--pin"),
-            *("--clients", "mixed"),
-            *("--json", str(out)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=scaled(120),
-        check=False,
+    done, results = run_bench(
+        "evening",
+        *("--tables", "1", "--seated", "2", "--bettors", "4", "--spectators", "2"),
+        *("--levels", "2", "--window", "6", "--warmup", "1", "--pace", "5"),
+        *("--bot-workers", "1", "--spectator-workers", "2", "--keep-going"),
+        *("--no-baselines", "--pin", "--clients", "mixed"),
+        out=tmp_path / "evening.json",
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(out.read_text())
     [level] = results["levels"]
     assert (level["seated"], level["bettors"], level["new_bettors"]) == (2, 4, 4)
     assert level["bettor_bets"] > 0  # the table took their bets

@@ -3,25 +3,14 @@ of the path it names is met, and the figures are plausible."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.kit import ROOT, scaled
+from tests.kit import run_bench
 
 
 @pytest.mark.slow
 def test_the_profile_meets_every_span_of_a_bet() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.lone", "--requests", "40"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=scaled(120),
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done, _ = run_bench("lone", "--requests", "40")
     rows = {
         line.split("|")[1].strip(): float(line.split("|")[3])
         for line in done.stdout.splitlines()

@@ -4,32 +4,20 @@ commit among them, and the report says so."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.kit import ROOT, scaled
+from tests.kit import run_bench
 
 
 @pytest.mark.slow
 def test_a_tiny_table_of_bettors_has_its_settlements_timed(tmp_path: Path) -> None:
-    out = tmp_path / "settle.json"
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "bench.settle", "--bettors", "10", "--watchers", "2"),
-            *("--coups", "1", "--betting", "1.5", "--json", str(out)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=scaled(120),
-        check=False,
+    done, result = run_bench(
+        "settle",
+        *("--bettors", "10", "--watchers", "2", "--coups", "1", "--betting", "1.5"),
+        out=tmp_path / "settle.json",
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(out.read_text())
     assert result["settlements"] == 1 and result["bettors"] == 10
     whole, parts = result["settle"]["step"][0], result["settle"]
     assert whole > 0 and all(p in parts for p in ("decide", "commit", "deliver"))

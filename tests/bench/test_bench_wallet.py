@@ -5,33 +5,22 @@ made-up round trips (a ``--baseline`` run takes minutes)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bench import wallet
-from tests.kit import ROOT, scaled
+from tests.kit import run_bench
 
 
 @pytest.mark.slow
 def test_the_bench_times_every_coups_debits_against_the_wallet(tmp_path: Path) -> None:
-    out = tmp_path / "wallet.json"
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "bench.wallet", "--players", "2", "--coups", "2"),
-            *("--latency", "0.02", "--json", str(out)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=scaled(240),
-        check=False,
+    done, results = run_bench(
+        "wallet",
+        *("--players", "2", "--coups", "2", "--latency", "0.02"),
+        out=tmp_path / "wallet.json",
+        timeout=240,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(out.read_text())
     phases = results["phases"]
     # Both wallets (as it was, with Nagle on; as it is), each at 20 ms and at 0 ms.
     assert [(p["nodelay"], p["latency_ms"]) for p in phases] == [

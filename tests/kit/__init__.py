@@ -4,7 +4,8 @@ Everything that talks to a live Chemmy server from a test or a benchmark comes f
 
 - :mod:`.launch`: :class:`ServerProcess`, ``chemmy-server`` as a subprocess on port 0
   (the port read from its listening line), killed, terminated and restarted on the same
-  database; :class:`Process` for any other such child; :func:`refused_port`.
+  database; :class:`Process` for any other such child; :func:`refused_port`;
+  :func:`run_bench`, a benchmark run as a person runs it.
 - :mod:`.inproc`: :class:`~.inproc.Net`, servers in the test's own process, for tests
   that look inside one (the ``net`` fixture of tests/server). Imported on its own
   (``from tests.kit.inproc import Net``) so that the rest of the kit does not load the server.
@@ -44,7 +45,7 @@ from .client import (
     open_player,
 )
 from .game import PROMPTS, CoupLog, Game, StylePolicy
-from .launch import ROOT, Process, ServerProcess, refused_port
+from .launch import ROOT, Process, ServerProcess, refused_port, run_bench
 from .oracle import (
     BALANCE_KEYS,
     CARD,
@@ -86,6 +87,7 @@ __all__ = [
     "open_guest",
     "open_player",
     "refused_port",
+    "run_bench",
     "scaled",
     "server_toml",
     "table_def",

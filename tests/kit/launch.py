@@ -31,6 +31,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import json
 import os
 import re
 import signal
@@ -41,6 +42,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from .timing import scaled
 
@@ -322,3 +324,19 @@ def refused_port(host: str = "127.0.0.1") -> Iterator[int]:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         yield int(sock.getsockname()[1])
+
+
+def run_bench(
+    name: str, *args: str, out: Path | None = None, timeout: float = 120.0
+) -> tuple[subprocess.CompletedProcess[str], Any]:
+    """Run ``python -m bench.NAME ARGS`` from the root, as a person would (its stdout
+    kept), asserting it exits 0; with ``out``, ``--json OUT`` is passed and what it wrote
+    is returned beside the finished process (else None)."""
+    command = [sys.executable, "-m", f"bench.{name}", *args]
+    if out is not None:
+        command += ["--json", str(out)]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=scaled(timeout), check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done, (json.loads(out.read_text()) if out is not None else None)
