@@ -170,6 +170,9 @@ class TableMachine(RuleBasedStateMachine):
         self.stored: dict[str, Any] | None = None  # the last stored state checked
         self.parts: dict[str, dict[str, Any]] = {}  # the bettors' parts, as stored
         self.turners: set[str] = set()  # the coup's turners (a bettor's bets: public)
+        #: The shoe's contributors: each committed while seated, named in public then
+        #: (docs/fairness.md §9), and named again in its reveal and its record.
+        self.contributors: set[str] = set()
         self.feed_shoe()
         for name in self.names:  # most runs start with everyone seated: the game moves
             self.apply(c.Join(player=name, name=name.upper()), expect_ok=True)
@@ -258,6 +261,10 @@ class TableMachine(RuleBasedStateMachine):
         for n, e in enumerate(events):
             if e.kind == "betting_opened":
                 self.turners = set()
+            elif e.kind == "shoe_started":
+                self.contributors = set()
+            elif e.kind == "contribution_committed":
+                self.contributors.add(e.data["player"])
             self.check_bettors_hidden(e, viewers, seated)
             if e.kind == "shoe_ended":
                 assert e.data["seed"] == seed_before  # revealed here, and only here
@@ -293,13 +300,14 @@ class TableMachine(RuleBasedStateMachine):
 
     def check_bettors_hidden(self, e, viewers: list[str | None], seated: set[str]) -> None:
         """A bettor without a seat's chips are theirs (§5): no one else sees their name
-        in an event, unless they turn (or sit down, or chat)."""
+        in an event, unless they turn (or sit down, or chat, or contributed to the shoe
+        while seated: contributing is public)."""
         if e.transient or e.kind == "sat":
             return
         t = self.table
         now = {q.id for q in t.players.values() if t.is_bettor(q)}
         for pid in now | self.bettors_before:
-            if pid in seated or pid in self.turners:
+            if pid in seated or pid in self.turners or pid in self.contributors:
                 continue
             for v in viewers:
                 if v != pid:
