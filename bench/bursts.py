@@ -28,9 +28,7 @@ import argparse
 import asyncio
 import gc
 import json
-import multiprocessing as mp
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._util import load_line, loadavg, percentile, raise_nofile
-from bench.settle import SECRET, TABLE, TIMERS, clients_main
+from bench.settle import table_and_clients
 
 
 # -- the clients (a child process) ----------------------------------------------------
@@ -241,63 +239,19 @@ async def _lag(timing: Timing) -> None:
 
 
 async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    from server.process.assemble import assemble
-    from server.process.config import ServerConfig
-    from server.process.main import tune_gc
-    from server.store import store_for
-
     timing = Timing()
     install(timing)
-    table = {
-        "id": TABLE,
-        "name": "Bursts",
-        "tier": "1-100",
-        "timers": {**TIMERS, "betting": args.betting},
-    }
-    config = ServerConfig(
-        host="127.0.0.1",
-        port=0,
-        db=str(tmp / "bursts.sqlite3"),
-        jwt_secret=SECRET,
-        tables=(table,),
-        log_level="warning",
-        hello_rate_limit=0.0,
-    )
-    server = assemble(config, store_for(config.store_url))
-    await server.start()
-    tune_gc()
     lag = asyncio.create_task(_lag(timing))
-    parent, child = mp.get_context("spawn").Pipe()
-    proc = mp.get_context("spawn").Process(
-        target=clients_main,
-        args=(
-            f"ws://127.0.0.1:{server.port}/",
-            args.bettors,
-            args.watchers,
-            args.betting,
-            child,
-            (args.bets, 0.85, (100, 200, 500), 11),
-        ),
-        daemon=True,
-    )
-    proc.start()
-    loop = asyncio.get_running_loop()
     try:
-        ready = await loop.run_in_executor(None, parent.recv)
-        print(f"bench: {ready[1]} clients connected", file=sys.stderr)
-        await asyncio.sleep(args.warmup)
-        timing.on, timing.began = True, time.perf_counter()
-        c0 = time.process_time()
-        await asyncio.sleep(args.window)
-        timing.on, timing.ended = False, time.perf_counter()
-        cpu = time.process_time() - c0
-        parent.send("stop")
+        async with table_and_clients(tmp, "Bursts", args, (args.bets, 0.85, (100, 200, 500), 11)):
+            await asyncio.sleep(args.warmup)
+            timing.on, timing.began = True, time.perf_counter()
+            c0 = time.process_time()
+            await asyncio.sleep(args.window)
+            timing.on, timing.ended = False, time.perf_counter()
+            cpu = time.process_time() - c0
     finally:
         lag.cancel()
-        proc.join(10)
-        if proc.is_alive():
-            proc.kill()
-        await server.stop()
     return report_of(timing, args, cpu)
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import gc
 import io
@@ -42,7 +43,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -302,24 +303,30 @@ def install(timing: Timing) -> None:
     TableActor._deliver = timing.sync_part("deliver", timed_deliver)  # type: ignore[method-assign]
 
 
-async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def table_and_clients(
+    tmp: Path, name: str, args: argparse.Namespace, how: tuple[int, float, tuple[int, ...], int]
+) -> AsyncIterator[Any]:
+    """One ``chemmy-server`` in this process (SQLite in ``tmp``, the table ``TABLE`` named
+    ``name`` with ``args.betting`` s of betting), and the clients' process
+    (:func:`clients_main`: ``args.bettors`` bettors betting as ``how`` says,
+    ``args.watchers`` watchers), all connected when this yields the server; the clients
+    stopped and the server with them afterwards. bench.bursts shares it."""
     from server.process.assemble import assemble
     from server.process.config import ServerConfig
     from server.process.main import tune_gc
     from server.store import store_for
 
-    timing = Timing(args.profile)
-    install(timing)
     table = {
         "id": TABLE,
-        "name": "Settle",
+        "name": name,
         "tier": "1-100",
         "timers": {**TIMERS, "betting": args.betting},
     }
     config = ServerConfig(
         host="127.0.0.1",
         port=0,
-        db=str(tmp / "settle.sqlite3"),
+        db=str(tmp / f"{name.lower()}.sqlite3"),
         jwt_secret=SECRET,
         tables=(table,),
         log_level="warning",
@@ -328,30 +335,38 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     server = assemble(config, store_for(config.store_url))
     await server.start()
     tune_gc()  # as chemmy-server does
-    gc.callbacks.append(timing.on_gc)
     parent, child = mp.get_context("spawn").Pipe()
+    url = f"ws://127.0.0.1:{server.port}/"
     proc = mp.get_context("spawn").Process(
         target=clients_main,
-        args=(f"ws://127.0.0.1:{server.port}/", args.bettors, args.watchers, args.betting, child),
+        args=(url, args.bettors, args.watchers, args.betting, child, how),
         daemon=True,
     )
     proc.start()
-    loop = asyncio.get_running_loop()
     try:
-        ready = await loop.run_in_executor(None, parent.recv)
+        ready = await asyncio.get_running_loop().run_in_executor(None, parent.recv)
         print(f"bench: {ready[1]} clients connected", file=sys.stderr)
+        yield server
+    finally:
+        with contextlib.suppress(OSError):
+            parent.send("stop")
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+        await server.stop()
+
+
+async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    timing = Timing(args.profile)
+    install(timing)
+    gc.callbacks.append(timing.on_gc)
+    async with table_and_clients(tmp, "Settle", args, BETTING):
         timing.steps.clear()
         deadline = time.monotonic() + args.timeout
         while sum(1 for s in timing.steps if s.get("settled")) < args.coups + 1:
             if time.monotonic() > deadline:
                 raise RuntimeError("the coups took too long")
             await asyncio.sleep(0.2)
-        parent.send("stop")
-    finally:
-        proc.join(10)
-        if proc.is_alive():
-            proc.kill()
-        await server.stop()
     return report_of(timing, args)
 
 

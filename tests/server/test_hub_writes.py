@@ -8,7 +8,9 @@ writes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+from collections.abc import Iterator
 from typing import Any
 
 from server.gateway import hub
@@ -27,26 +29,11 @@ async def test_a_step_of_several_events_is_one_write_to_each_watcher(net: Any) -
     game = Game("t1", {"ann": ann}, watcher, rng=random.Random(3))
     await game.to_betting()
     await game.act("ann", "bet", area="banker", amount=100)
-    (session,) = [
-        s
-        for s in server.sessions.values()
-        if s.identity is not None and s.identity.player_id == watcher.player
-    ]
-    transport = session.conn.transport
-    writes: list[bytes] = []
-    write = transport.write
-
-    def counted(data: Any) -> None:
-        writes.append(bytes(data))
-        write(data)
-
-    transport.write = counted
-    try:
+    with _writes(server, watcher.player) as written:
         mark = watcher.last_seq["t1"]
         reply = await game.act("ann", "done")  # betting closes and the coup is dealt
         await watcher.wait_seq("t1", reply["seq"])
-    finally:
-        transport.write = write
+    writes = [data for _, _, data in written]
     events = [e for e in watcher.events("t1") if e["seq"] > mark]
     assert len(events) >= 3, [e["kind"] for e in events]  # betting_closed, dealt, ...
     # The step's events in one write (the watcher asked nothing meanwhile).
@@ -62,6 +49,29 @@ def _session_of(server: Any, player: str) -> Any:
         if s.identity is not None and s.identity.player_id == player
     ]
     return session
+
+
+@contextlib.contextmanager
+def _writes(server: Any, *players: str) -> Iterator[list[tuple[str, Any, bytes]]]:
+    """Every write the server makes to these players' connections while in the block:
+    (the player, the object written, its bytes then)."""
+    written: list[tuple[str, Any, bytes]] = []
+    restore = []
+    for who in players:
+        transport = _session_of(server, who).conn.transport
+        write = transport.write
+
+        def counted(data: Any, who: str = who, write: Any = write) -> None:
+            written.append((who, data, bytes(data)))
+            write(data)
+
+        transport.write = counted
+        restore.append((transport, write))
+    try:
+        yield written
+    finally:
+        for transport, write in restore:
+            transport.write = write
 
 
 async def test_the_senders_reply_goes_with_its_event_ahead_of_the_other_watchers(
@@ -83,27 +93,12 @@ async def test_the_senders_reply_goes_with_its_event_ahead_of_the_other_watchers
     await ann.call("sit", table="t1", seat=1)
     game = Game("t1", {"ann": ann}, watchers[0], rng=random.Random(3))
     await game.to_betting()
-    writes: list[tuple[str, bytes]] = []
-    restore = []
-    for who in [ann.player, *(w.player for w in watchers)]:
-        transport = _session_of(server, who).conn.transport
-        write = transport.write
-
-        def counted(data: Any, who: str = who, write: Any = write) -> None:
-            writes.append((who, bytes(data)))
-            write(data)
-
-        transport.write = counted
-        restore.append((transport, write))
     monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
-    try:
+    with _writes(server, ann.player, *(w.player for w in watchers)) as writes:
         reply = await game.act("ann", "bet", area="banker", amount=100)
         for watcher in watchers:
             await watcher.wait_seq("t1", reply["seq"])
-    finally:
-        for transport, write in restore:
-            transport.write = write
-    order = [who for who, _data in writes]
+    order = [who for who, _, _ in writes]
     assert order.count(ann.player) == 1, order  # the event and the reply: one write
     assert order[0] == ann.player, order  # ahead of the others
     assert sorted(order[1:]) == sorted(w.player for w in watchers), order
@@ -120,16 +115,7 @@ async def test_steps_published_while_the_writes_wait_reach_a_watcher_in_one_writ
     server = await net.start(**FAST, tables=(table_def("t1"),))
     watcher = await net.guest(server, "json", name="Watcher")
     await watcher.join("t1")
-    transport = _session_of(server, watcher.player).conn.transport
-    writes: list[bytes] = []
-    write = transport.write
-
-    def counted(data: Any) -> None:
-        writes.append(bytes(data))
-        write(data)
-
-    transport.write = counted
-    try:
+    with _writes(server, watcher.player) as writes:
         # Two transient chat lines, published back to back as a table would (no await).
         seq = watcher.last_seq["t1"]
         for n in (1, 2):
@@ -140,8 +126,6 @@ async def test_steps_published_while_the_writes_wait_reach_a_watcher_in_one_writ
         second = await watcher.next_frame(
             lambda m: m.get("type") == "chat" and m.get("text") == "line 2", start=start
         )
-    finally:
-        transport.write = write
     chats = [f.msg for f in watcher.frames[start : second.index + 1] if f.msg["type"] == "chat"]
     assert [m["text"] for m in chats] == ["line 1", "line 2"]
     assert len(writes) == 1, writes
@@ -214,27 +198,12 @@ async def test_a_step_is_joined_once_for_all_its_alike_watchers(net: Any) -> Non
     once for all of them, not once a watcher (issue 37 §3: two thousand watchers made
     two thousand joins and lists of a step; now a watcher costs the step its write)."""
     server, watchers, game = await _watchers_and_ann(net)
-    written: list[tuple[str, Any]] = []
-    restore = []
-    for watcher in watchers:
-        transport = _session_of(server, watcher.player).conn.transport
-        write = transport.write
-
-        def counted(data: Any, who: str = watcher.player, write: Any = write) -> None:
-            written.append((who, data))
-            write(data)
-
-        transport.write = counted
-        restore.append((transport, write))
-    try:
+    with _writes(server, *(w.player for w in watchers)) as written:
         reply = await game.act("ann", "done")  # betting closes and the coup is dealt
         for watcher in watchers:
             await watcher.wait_seq("t1", reply["seq"])
-    finally:
-        for transport, write in restore:
-            transport.write = write
-    assert sorted(who for who, _ in written) == sorted(w.player for w in watchers), written
-    assert len({id(data) for _, data in written}) == 1, [len(data) for _, data in written]
+    assert sorted(who for who, _, _ in written) == sorted(w.player for w in watchers), written
+    assert len({id(data) for _, data, _ in written}) == 1, [len(b) for _, _, b in written]
 
 
 async def test_a_publish_asks_no_watcher_whether_it_compresses(net: Any, monkeypatch: Any) -> None:
@@ -309,20 +278,12 @@ async def test_steps_soon_after_a_pass_wait_for_the_next_one_together(
     server = await net.start(**FAST, tables=(table_def("t1"),))
     watcher = await net.guest(server, "json", name="Watcher")
     await watcher.join("t1")
-    transport = _session_of(server, watcher.player).conn.transport
-    writes: list[bytes] = []
-    write = transport.write
-
-    def counted(data: Any) -> None:
-        writes.append(bytes(data))
-        write(data)
 
     def chat(n: int) -> Event:
         return Event(watcher.last_seq["t1"], "chat", {"player": "x", "name": "X",
                      "text": f"line {n}"}, transient=True)  # fmt: skip
 
-    transport.write = counted
-    try:
+    with _writes(server, watcher.player) as writes:
         start = len(watcher.frames)
         server.hub.publish("t1", [chat(1)])  # a pass begins ...
         await watcher.next_frame(lambda m: m.get("text") == "line 1", start=start)
@@ -331,8 +292,6 @@ async def test_steps_soon_after_a_pass_wait_for_the_next_one_together(
             await asyncio.sleep(0)
         server.hub.publish("t1", [chat(3)])
         third = await watcher.next_frame(lambda m: m.get("text") == "line 3", start=start)
-    finally:
-        transport.write = write
     chats = [f.msg["text"] for f in watcher.frames[start : third.index + 1]
              if f.msg["type"] == "chat"]  # fmt: skip
     assert chats == ["line 1", "line 2", "line 3"]
