@@ -67,6 +67,11 @@ class RedisCalls(RedisCore):
                     return None
         raise StoreUnavailable(f"wallet call {transaction_id!r} kept changing while updated")
 
+    async def _calls_in(self, redis: Any, page: list[Any]) -> list[dict[str, Any]]:
+        """The stored calls of one page of an index (``(transaction id, score)`` pairs)."""
+        bodies = await redis.hmget(self._key("wcall:data"), [t for t, _ in page])
+        return [_call_of(body) for body in bodies if body is not None]
+
     async def _due_wallet_calls(
         self, now: float, limit: int, kinds: tuple[str, ...]
     ) -> list[dict[str, Any]]:
@@ -89,10 +94,8 @@ class RedisCalls(RedisCore):
                 )
                 if not page:
                     break
-                bodies = await redis.hmget(self._key("wcall:data"), [t for t, _ in page])
-                for body in bodies:
-                    call = None if body is None else _call_of(body)
-                    if call is not None and call["state"] == "pending" and call["kind"] in kinds:
+                for call in await self._calls_in(redis, page):
+                    if call["state"] == "pending" and call["kind"] in kinds:
                         found.append(call)
                 if len(page) < CALL_PAGE:
                     break
@@ -129,11 +132,9 @@ class RedisCalls(RedisCore):
                 )
                 if not page:
                     break
-                bodies = await redis.hmget(self._key("wcall:data"), [t for t, _ in page])
-                for body in bodies:
-                    call = None if body is None else _call_of(body)
-                    if call is not None and wallet_call_matches(call, filters):
-                        found.append(call)
+                found += [
+                    c for c in await self._calls_in(redis, page) if wallet_call_matches(c, filters)
+                ]
                 if len(page) < page_size:
                     break
                 top = f"({int(page[-1][1])}"
