@@ -332,6 +332,10 @@ class Rebalancer:
         self.draining = False
         self.members: list[str] = []
         self._wake = asyncio.Event()
+        # One step at a time: a drain's step (SIGTERM) comes while the loop's may be in
+        # flight, and a step placed before the drain would take a table back the drain
+        # had just handed over (it read "wanted" before the drain released it).
+        self._stepping = asyncio.Lock()
         self.changes = 0  # tables taken or given up (for /metrics)
         #: Hears the live processes (draining ones too) when a member left.
         self.on_members: Callable[[set[str]], None] | None = None
@@ -372,6 +376,11 @@ class Rebalancer:
     _owners_read = -1e9
 
     async def step(self) -> None:
+        """Beat, renew, read the owners and act on placement: one at a time."""
+        async with self._stepping:
+            await self._step()
+
+    async def _step(self) -> None:
         tables = await self.tables()
         # One call: beat, renew, and who holds every table (Leases.tick); the owners only
         # every OWNERS_EVERY seconds, or at once after a notice or a change of members
@@ -393,10 +402,7 @@ class Rebalancer:
             current = self.leases.known_owners(tables)
         if renew:
             self._last_renewal = now
-        for table in lost:
-            log.warning("table %s: lease lost; stopping here", table, extra={"table": table})
-            await self.disown(table, "lease lost")
-            self.changes += 1
+        await self._lose(lost)
         before = set(self.members)
         self.members = members
         if before - set(self.members) and self.on_members is not None:
@@ -407,6 +413,7 @@ class Rebalancer:
             await self.disown(table, "placed elsewhere")
             await self.leases.release(table)
             self.changes += 1
+            await self._keep_leases()
         for table in sorted(wanted - self.owned()):
             if await self.leases.acquire(table):
                 try:
@@ -415,3 +422,21 @@ class Rebalancer:
                 except Exception:
                     log.exception("table %s: could not start here", table, extra={"table": table})
                     await self.leases.release(table)
+                await self._keep_leases()
+
+    async def _keep_leases(self) -> None:
+        """Renew this process's leases when due between a step's slow parts (each
+        actor's stop or start awaits the store): a step that takes many tables on a
+        loaded machine must not let the ones it already holds run out."""
+        now = time.monotonic()
+        if now - self._last_renewal < self.leases.ttl * RENEW_AFTER:
+            return
+        lost, _, _ = await self.leases.tick(self.owned(), [], draining=self.draining)
+        self._last_renewal = now
+        await self._lose(lost)
+
+    async def _lose(self, lost: Iterable[str]) -> None:
+        for table in lost:
+            log.warning("table %s: lease lost; stopping here", table, extra={"table": table})
+            await self.disown(table, "lease lost")
+            self.changes += 1

@@ -448,6 +448,7 @@ async def test_draining_one_of_three_during_play_loses_no_bet(
         players[pid] = await open_player(node.url, pid, "msgpack" if n % 2 else "json")
         where[pid] = node
     watcher = players["p1"] if where["p1"] is not owner else players["p2"]
+    betting: list[asyncio.Task[None]] = []
     try:
         for client in players.values():
             await client.join("t1")
@@ -488,7 +489,7 @@ async def test_draining_one_of_three_during_play_loses_no_bet(
                     going.set()
                 await asyncio.sleep(0.1)  # a player's pace: the drain comes between chips
 
-        betting = [asyncio.create_task(bet_chips(pid)) for pid in players]
+        betting += [asyncio.create_task(bet_chips(pid)) for pid in players]
         await going.wait()
         old = cluster.node_name(owner)
         began = time.monotonic()
@@ -516,6 +517,8 @@ async def test_draining_one_of_three_during_play_loses_no_bet(
         for client in players.values():
             client.assert_clean()
     finally:
+        for task in betting:  # (a failure above must not leave them retrying to the timeout)
+            task.cancel()
         for client in players.values():
             await client.close()
     await check_books(cluster.url, tables=["t1"])

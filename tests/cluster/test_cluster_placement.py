@@ -125,6 +125,7 @@ async def test_three_processes_share_thirty_tables_and_survive_a_kill(make_clust
     took = time.monotonic() - killed
     assert took <= scaled(LEASE + 1.5), took  # the lease time, and a placement round
     after = cluster.owners()
+    assert set(after) == set(TABLES), cluster.logs()  # (read again: none let go since)
     for table, owner in owners.items():  # the survivors kept what they had
         if table not in orphans:
             assert after[table] == owner

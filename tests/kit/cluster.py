@@ -179,8 +179,22 @@ class Cluster:
                 found.append(node)
             return node is not None
 
-        await settle(moved, timeout=timeout)
+        try:
+            await settle(moved, timeout=timeout)
+        except TimeoutError:
+            held = self.lease(table)
+            raise AssertionError(
+                f"{table}: no process but {old} took its lease in {scaled(timeout):.1f} s "
+                f"(held by {held!r})\n{self.logs()}"
+            ) from None
         return found[-1]
+
+    def logs(self, lines: int = 60) -> str:
+        """Each process's last ``lines`` lines of log, for a failure's message."""
+        return "\n".join(
+            f"--- node {n} ({node.url}):\n{node.log_text(lines)}"
+            for n, node in enumerate(self.nodes)
+        )
 
     def others(self, *nodes: ServerProcess) -> list[ServerProcess]:
         """The running processes but ``nodes``."""
