@@ -8,10 +8,13 @@ loop running on), checkpoints run in the worker, and a slow one turns the path o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -223,21 +226,56 @@ async def test_a_commit_that_waited_turns_the_path_off(
         (0.04, 0.0, True),  # it waited 40 ms: a disk, a lock
         (0.04, 0.04, False),  # 40 ms of work: the collector, a profiler, a big group
         (0.05, 0.04, False),  # 10 ms off the CPU: under the limit
-        (0.08, 0.04, True),  # 40 ms of work and 40 ms away from the CPU (taken away)
+        (0.08, 0.04, True),  # 40 ms of work (or waiting for a CPU) and 40 ms asleep
     ],
 )
 async def test_only_what_the_loop_waited_counts(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, wall: float, cpu: float, off: bool
 ) -> None:
-    """The rule itself, on the store's two clocks (wall, the loop thread's CPU): a
-    direct commit turns the path off when its wall time less its CPU time passes
-    :data:`DIRECT_SLOW`. (Timed for real, 40 ms of CPU on a loaded machine may take
-    far longer than 40 ms: the thread waits for the CPU then, and rightly counts.)"""
+    """The rule itself, on the store's two clocks (wall; the loop thread's CPU and its
+    wait for one): a direct commit turns the path off when its wall time less the
+    thread's time on or waiting for a CPU passes :data:`DIRECT_SLOW`."""
     readings = iter([(100.0, 7.0), (100.0 + wall, 7.0 + cpu)])
     monkeypatch.setattr(sqlite_module, "_clocks", lambda: next(readings))
     await store.commit(**step(0, 1))
     assert store.direct == 1
     assert (store.direct_until > 0) == off
+
+
+@contextlib.contextmanager
+def sharing_one_cpu_with_a_spinner() -> Iterator[None]:
+    """This thread and a busy process on one CPU: the OS takes the CPU from this
+    thread about half the time (a loaded machine)."""
+    cpu = min(os.sched_getaffinity(0))
+    mine = os.sched_getaffinity(0)
+    spinner = subprocess.Popen(
+        [sys.executable, "-c", "while True: pass"],
+        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+    )
+    os.sched_setaffinity(0, {cpu})  # (0: this thread)
+    try:
+        time.sleep(0.05)  # (the spinner runs)
+        yield
+    finally:
+        os.sched_setaffinity(0, mine)
+        spinner.kill()
+        spinner.wait()
+
+
+async def test_a_loop_the_os_preempted_did_not_wait_for_the_store(store: SQLiteStore) -> None:
+    """Time the loop thread spent waiting for a CPU is not the store's: on a loaded
+    machine a direct read or commit the OS preempted does not turn the path off (it did:
+    every read and commit then went through the thread, issue 37 §3)."""
+    with sharing_one_cpu_with_a_spinner():
+        started, cpu_before = sqlite_module._clocks(), time.thread_time()
+        end = time.monotonic() + 0.2
+        while time.monotonic() < end:  # 200 ms of "a read", about half of it preempted
+            pass
+        wall = time.monotonic() - started[0]
+        preempted = wall - (time.thread_time() - cpu_before)
+        store._timed(started, "a read")
+    assert preempted > 0.05, preempted  # (the OS did take the CPU away)
+    assert store.direct_until == 0  # ... and that did not count as waiting
 
 
 async def test_direct_false_keeps_every_call_in_the_thread(tmp_path: Path) -> None:
