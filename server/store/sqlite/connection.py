@@ -63,8 +63,7 @@ from server.store.sqlite.schema import (
 #: queued behind it wait too, so it is kept to a few seconds.
 BUSY_TIMEOUT_MS: Final = 3000
 
-#: SQLite's primary result codes that mean "cannot write now" rather than "refused":
-#: BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL.
+#: SQLite's "cannot write now" codes: BUSY LOCKED NOMEM READONLY IOERR FULL CANTOPEN PROTOCOL
 _UNAVAILABLE: Final = frozenset({5, 6, 7, 8, 10, 13, 14, 15})
 
 T = TypeVar("T")
@@ -82,8 +81,8 @@ DIRECT_COOL_OFF_MAX: Final = 600.0
 #: issue 37) held the loop for tens of ms there, every connection and table waiting; in
 #: the worker's thread SQLite's own work runs beside the loop (it releases the GIL).
 DIRECT_MOST: Final = 64
-#: A ``PASSIVE`` checkpoint is asked of the worker every this many transactions (SQLite's
-#: automatic ones are off: they would fsync on whichever thread commits).
+#: A ``PASSIVE`` checkpoint is asked of the worker every this many transactions (not
+#: SQLite's automatic ones: they would fsync on whichever thread commits).
 CHECKPOINT_EVERY: Final = 100
 #: A commit of at least this many rows (and at most :data:`DIRECT_MOST`) is committed by
 #: the loop at once when no other is held, not held for the end of the turn: it is a
@@ -276,11 +275,10 @@ class SQLiteCore(StoreFront):
 
     def _timed(self, started: tuple[float, float], what: str) -> None:
         """After a direct read or commit begun at ``started`` (:func:`_clocks`): one that
-        *waited* more than :data:`DIRECT_SLOW` turns direct use off for a while. Waiting
-        is its wall time less the loop thread's own CPU time and its wait for a CPU: the
-        disk or a lock, not the collector, a profiler or a large transaction's own work,
-        which the worker's thread would not have spared the loop either (it holds the
-        GIL), nor the OS giving the CPU to another process."""
+        *waited* more than :data:`DIRECT_SLOW` turns direct use off for a while: its wall
+        time less the loop thread's time on or waiting for a CPU (the disk or a lock; not
+        the collector, a profiler, a large transaction's own work or a loaded machine,
+        which the worker's thread would not have spared the loop: it holds the GIL)."""
         wall, cpu = _clocks()
         waited = (wall - started[0]) - (cpu - started[1])
         if waited > DIRECT_SLOW:
@@ -676,52 +674,23 @@ class SQLiteCore(StoreFront):
 
 
 def _clocks() -> tuple[float, float]:
-    """(wall, this thread's time on a CPU or waiting for one), for
-    :meth:`SQLiteStore._timed`: what is left of the wall time is what the thread slept,
-    on the disk or a lock. The wait for a CPU is the kernel's (``schedstat``, Linux):
-    a loop thread the OS preempted on a loaded machine did not wait for the store, and
-    sending the store's work to its thread would only add hops to that machine (issue
-    37 §3: under load every read and commit went through the thread, a bet's checks
-    26 ms at the median). Elsewhere, the thread's CPU time alone."""
-    return time.monotonic(), _SCHED.seconds()
+    """(wall, this thread's time on or waiting for a CPU), for :meth:`SQLiteStore._timed`:
+    a loop the OS preempted did not wait for the store (issue 37 §3). Linux's
+    ``schedstat`` (ran, waited; ns) from a descriptor kept for the thread's life (1 µs a
+    read; only the loop's threads time calls); elsewhere, the CPU time alone."""
+    fd = getattr(_THREAD, "schedstat", None)
+    if fd is None:
+        with suppress(OSError):
+            fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY)
+        fd = _THREAD.schedstat = -1 if fd is None else fd
+    if fd >= 0:
+        with suppress(OSError, ValueError):
+            ran, waited = os.pread(fd, 96, 0).split()[:2]
+            return time.monotonic(), (int(ran) + int(waited)) / 1e9
+    return time.monotonic(), time.thread_time()
 
 
-class _ThreadClock:
-    """This thread's ``/proc/<pid>/task/<tid>/schedstat``, kept open (a read is about a
-    microsecond): its first two fields are the nanoseconds it ran and waited to run."""
-
-    def __init__(self) -> None:
-        try:
-            self.fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY)
-        except OSError:
-            self.fd = -1
-
-    def read(self) -> float | None:
-        if self.fd < 0:
-            return None
-        try:
-            ran, waited = os.pread(self.fd, 96, 0).split()[:2]
-            return (int(ran) + int(waited)) / 1e9
-        except (OSError, ValueError):
-            return None
-
-    def __del__(self) -> None:  # (the thread ended: its local state goes)
-        if self.fd >= 0:
-            with suppress(OSError):
-                os.close(self.fd)
-
-
-class _SchedClock(threading.local):
-    clock: _ThreadClock | None = None
-
-    def seconds(self) -> float:
-        if self.clock is None:
-            self.clock = _ThreadClock()
-        found = self.clock.read()
-        return time.thread_time() if found is None else found
-
-
-_SCHED = _SchedClock()
+_THREAD = threading.local()
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
