@@ -178,6 +178,12 @@ TAIL_SLICE = 0.004
 TAIL_GAP = 0.025
 
 
+#: One write to a watcher in this many is timed from its step's publish (a histogram's
+#: observation costs about a tenth of a write).
+WAIT_SAMPLE = 8
+WAIT_BORN_MOST = 4096
+
+
 class _Tail:
     """Published frames not yet written, per connection, oldest first: a few
     connections' at once (:data:`AT_ONCE`), else a slice each turn of the event loop
@@ -186,7 +192,7 @@ class _Tail:
     to them: when the writes fall behind, each connection gets several steps in one
     write."""
 
-    __slots__ = ("began", "frames", "loop", "passing", "scheduled")
+    __slots__ = ("began", "born", "frames", "loop", "passing", "scheduled", "writes")
 
     def __init__(self) -> None:
         self.frames: OrderedDict[ServerConnection, list[bytes]] = OrderedDict()
@@ -194,12 +200,26 @@ class _Tail:
         self.scheduled = False
         self.passing = False  # (a pass over the waiting is under way)
         self.began = -TAIL_GAP  # (when the last pass began: ``time.perf_counter``)
+        #: When each waiting group's bytes were published, and who is told how long they
+        #: waited (:meth:`_waited`), by the bytes' ``id`` (set again by each publish, so
+        #: an ``id`` reused by a later frame is never read as the old one's).
+        self.born: dict[int, tuple[float, Callable[[float], None]]] = {}
+        self.writes = 0
 
-    def add(self, groups: Iterable[tuple[Iterable[ServerConnection], bytes]]) -> None:
+    def add(
+        self,
+        groups: Iterable[tuple[Iterable[ServerConnection], bytes]],
+        observe: Callable[[float], None] | None = None,
+    ) -> None:
         """A published step's bytes, per group of connections they are for (each
-        connection in one group): behind what already waits, written from now on."""
+        connection in one group): behind what already waits, written from now on; with
+        ``observe``, told of a sample of their writes how long each waited."""
         waiting = self.frames
+        born = self.born if observe is not None else None
+        now = time.perf_counter()
         for conns, data in groups:
+            if born is not None:
+                born[id(data)] = (now, observe)  # type: ignore[assignment]
             for conn in conns:
                 before = waiting.get(conn)
                 if before is None:
@@ -239,17 +259,34 @@ class _Tail:
         while waiting and (least > 0 or time.perf_counter() < stop):
             conn, frames = waiting.popitem(last=False)
             _write(conn, frames)
+            self._waited(frames)
             least -= 1
         if waiting:
             self._schedule()
         else:
             self.passing = False
+            self.born.clear()
 
     def flush(self) -> None:
         """Everything waiting, written now."""
         while self.frames:
             conn, frames = self.frames.popitem(last=False)
             _write(conn, frames)
+            self._waited(frames)
+        self.born.clear()
+
+    def _waited(self, frames: list[bytes]) -> None:
+        """One write in :data:`WAIT_SAMPLE`: how long its oldest frame waited since its
+        publish (``chemmy_fanout_wait_seconds``). A tail that never empties forgets the
+        oldest times beyond :data:`WAIT_BORN_MOST` (a sample lost, never a wrong one)."""
+        self.writes += 1
+        if self.writes % WAIT_SAMPLE or not self.born:
+            return
+        found = self.born.get(id(frames[0]))
+        if found is not None:
+            found[1](time.perf_counter() - found[0])
+        if len(self.born) > WAIT_BORN_MOST:
+            self.born.clear()
 
 
 #: The frames published steps still have waiting (one writer a process: a connection's
@@ -368,9 +405,16 @@ class Hub:
     It never waits on a client and never decides what a viewer may see (``view_event``
     does)."""
 
-    def __init__(self, observe: Callable[[float], None] | None = None) -> None:
+    def __init__(
+        self,
+        observe: Callable[[float], None] | None = None,
+        observe_wait: Callable[[float], None] | None = None,
+    ) -> None:
         self._rooms: dict[str, _Room] = {}
         self._observe = observe  # fan-out latency (seconds per event), for /metrics
+        #: A sample of the writes: a step's publish to its bytes handed to a watcher's
+        #: connection (seconds), for /metrics.
+        self._observe_wait = observe_wait
 
     def room(self, table: str) -> _Room:
         room = self._rooms.get(table)
@@ -453,7 +497,7 @@ class Hub:
             else:
                 out.event({})
         # (written in slices: the sender's reply need not wait for them all)
-        _TAIL.add(out.groups(room))
+        _TAIL.add(out.groups(room), self._observe_wait)
         if self._observe is not None and events:
             self._observe((time.perf_counter() - t0) / len(events))
 

@@ -56,7 +56,7 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
     """One process over ``store``: alone with an in-process bus, or, with a Redis store
     (``config.clustered``) and no ``bus`` given, one of a cluster sharing the tables."""
     metrics = Metrics()
-    hub = Hub(observe=metrics.fanout.observe)
+    hub = Hub(observe=metrics.fanout.observe, observe_wait=metrics.fanout_wait.observe)
 
     async def stored_events(table: str, seq: int) -> list[Event] | None:
         found = await store.events_after(table, seq)

@@ -50,6 +50,13 @@ class Metrics:
             buckets=(0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5),
             registry=r,
         )
+        self.fanout_wait = Histogram(
+            "chemmy_fanout_wait_seconds",
+            "Time from a step's publish to its bytes handed to a watcher's connection"
+            " (one write in 8)",
+            buckets=COMMAND_BUCKETS,  # (the same scale: the promises are 50 and 100 ms)
+            registry=r,
+        )
         self.command_time = Histogram(
             "chemmy_command_seconds",
             "Time from the gateway decoding a table command's frame to handing its reply"

@@ -77,6 +77,10 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
     assert "The servers' own time for a table command at each level" in text
     assert "command p50 / p99 (the server's own)" in text
     assert sum(st["n"] for st in level["server_command_kinds"].values()) == own["n"]
+    # ... and its own part of the fan-out (chemmy_fanout_wait_seconds, a sample of writes)
+    fan = level["server_fanout"]
+    assert fan["n"] > 0 and fan["p50"] <= fan["p99"] and {round(fan["p99"])} <= bounds
+    assert "Their own part of the fan-out (`chemmy_fanout_wait_seconds`" in text
 
 
 @pytest.mark.slow

@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from server.gateway import hub
-from tests.kit import Game, table_def
+from tests.kit import Game, http_get, table_def
 
 FAST = {"rate_limit": 10_000.0, "rate_burst": 10_000}
 
@@ -340,3 +342,45 @@ def test_a_private_json_frame_joined_from_its_part_is_the_frame_encoded_whole() 
     assert public.joined(JSON, {"bettors": 3}, b'{"bettors":3}') is None  # a public key
     assert public.joined(JSON, {}, b"{}") is None
     assert public.joined(MSGPACK, {"net": 1}, b'{"net":1}') is None
+
+
+def _wait_samples(text: str) -> tuple[float, float]:
+    """``chemmy_fanout_wait_seconds``' count and sum in a ``/metrics`` text."""
+    found = dict(re.findall(r"^chemmy_fanout_wait_seconds_(count|sum) (\S+)$", text, re.M))
+    return float(found["count"]), float(found["sum"])
+
+
+async def test_how_long_a_step_waited_for_its_write_is_in_the_metrics(
+    net: Any, monkeypatch: Any
+) -> None:
+    """``/metrics`` tells how long a step's bytes waited from its publish to their write
+    to a watcher (``chemmy_fanout_wait_seconds``, one write in ``WAIT_SAMPLE``; here
+    every one): a step published just after a pass began waits for the next one, and
+    its wait is counted (issue 37 §3: the server's side of the fan-out promise)."""
+    from server.vocabulary.events import Event
+
+    monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
+    monkeypatch.setattr(hub, "TAIL_GAP", 0.3, raising=False)
+    monkeypatch.setattr(hub, "WAIT_SAMPLE", 1, raising=False)
+    server = await net.start(**FAST, tables=(table_def("t1"),))
+    watcher = await net.guest(server, "json", name="Watcher")
+    await watcher.join("t1")
+
+    def chat(n: int) -> Event:
+        return Event(watcher.last_seq["t1"], "chat", {"player": "x", "name": "X",
+                     "text": f"line {n}"}, transient=True)  # fmt: skip
+
+    _status, _, body = await http_get(server.port, "/metrics")
+    count0, sum0 = _wait_samples(body.decode())
+    start = len(watcher.frames)
+    published = time.perf_counter()
+    server.hub.publish("t1", [chat(1)])  # written by a pass ...
+    await watcher.next_frame(lambda m: m.get("text") == "line 1", start=start)
+    server.hub.publish("t1", [chat(2)])  # ... this one waits for the next
+    await watcher.next_frame(lambda m: m.get("text") == "line 2", start=start)
+    took = 2 * (time.perf_counter() - published)  # (each waited less than both)
+    _status, _, body = await http_get(server.port, "/metrics")
+    count1, sum1 = _wait_samples(body.decode())
+    assert count1 - count0 == 2  # the two writes
+    waited = sum1 - sum0
+    assert 0.2 < waited < took, (waited, took)  # (the second's wait: most of TAIL_GAP)
