@@ -40,6 +40,7 @@ import asyncio
 import base64
 import contextlib
 import importlib.util
+import inspect
 import multiprocessing as mp
 import os
 import selectors
@@ -58,6 +59,7 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection, broadcast, serve
 
 from bench._util import ROOT, load_line, loadavg, raise_nofile
+from server.process.metrics import Metrics
 from server.protocol.codec import JSON, encode
 from server.vocabulary.events import Event
 
@@ -178,7 +180,12 @@ def hub_variant(module: types.ModuleType, conns: list[ServerConnection], gap: bo
     passes begin at once (``TAIL_GAP`` 0: a step's cost alone, the drain not waiting)."""
     if not gap and hasattr(module, "TAIL_GAP"):
         module.TAIL_GAP = 0.0
-    hub = module.Hub()
+    # Timed as the server times it (server/process/assemble.py), where the variant can:
+    # the encode-and-hand histogram, and the writes' wait (one write in 8).
+    metrics = Metrics()
+    can = inspect.signature(module.Hub).parameters
+    timers = {"observe": metrics.fanout.observe, "observe_wait": metrics.fanout_wait.observe}
+    hub = module.Hub(**{k: f for k, f in timers.items() if k in can})
     for i, conn in enumerate(conns):
         hub.subscribe("t1", module.Subscriber(conn, f"w{i}", JSON))
     tail = getattr(module, "_TAIL", None)
