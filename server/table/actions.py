@@ -237,6 +237,11 @@ class SentActions:
         if not who:
             return
         overlay: dict[str, dict[str, Any]] = {}
+        # Equal keys, equal actions (actions_key): made once a step for each key. At a
+        # settlement of a thousand bettors and a thousand watchers nearly all share a few
+        # keys, and making each one's was most of the step (issue 37 §3). The players
+        # given one key share its dict (an event's private parts are never changed).
+        made: dict[tuple[Any, ...], dict[str, Any]] = {}
         for pid in sorted(who) if len(who) > 1 else who:
             p = t.players.get(pid)
             tracked = p is not None and kept_current(t, p)
@@ -259,7 +264,10 @@ class SentActions:
             if known is None and pid in sent and sent[pid] == _digest(key):
                 continue  # restored: the state's digest says they have these already
             self._undigested.add(pid)
-            overlay[pid] = {"actions": rules.actions(t, pid)}  # made fresh: the event's
+            acts = made.get(key)
+            if acts is None:
+                acts = made[key] = rules.actions(t, pid)  # made fresh: the event's
+            overlay[pid] = {"actions": acts}
         if overlay:
             last = events[-1]
             private = dict(last.private or {})

@@ -28,7 +28,7 @@ from table_helpers import BANKER_WIN, TableHarness, stack
 
 from server.engine.payouts import AREAS
 from server.table import Table
-from server.table.actions import kept_current
+from server.table.actions import actions_key, kept_current
 from server.table.rules import WIRE_COMMANDS, bet_bounds, bets_refusal, same_bets
 from server.table.views import view as snapshot
 from server.vocabulary import commands as c
@@ -168,6 +168,17 @@ class ActionsMachine(tp.TableMachine):
             empty_out(e.data)
             empty_out(e.private or {})
         assert self.table.to_state() == before, "an event shared data with the table"
+
+    @invariant()
+    def players_of_equal_keys_have_equal_actions(self):
+        """What the table's overlays rely on to make each key's actions once a step
+        (SentActions.refresh): whoever's ``actions_key`` is equal has equal actions."""
+        t = self.table
+        by_key: dict[Any, dict[str, Any]] = {}
+        for pid, p in t.players.items():
+            if kept_current(t, p):
+                acts = by_key.setdefault(actions_key(t, p), t.actions(pid))
+                assert t.actions(pid) == acts, (pid, actions_key(t, p))
 
     @invariant()
     def actions_are_what_the_table_takes(self):
