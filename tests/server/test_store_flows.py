@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from server.ledger.accounts import Entry
@@ -635,3 +635,22 @@ async def test_a_bets_reads_together_are_the_reads_one_by_one(clocked: Store) ->
         await store.player_days("ann", today),
     )
     assert reads.restriction is not None and reads.days == {today: flows(300, -300, 0)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=-1e9, max_value=4e9, allow_nan=False))
+@example(-1.192092896e-07)  # (the microsecond rounds these into the next day)
+@example(86_399.999_999_6)
+@example(86_399.999_999_4)
+@example(1_780_000_000.0)
+def test_a_commits_day_and_cutoff_are_the_calendars(now: float) -> None:
+    """``flow_day`` and ``flow_cutoff`` (cached by the day's number and text) say what
+    the calendar says, at every moment of a day and across its edges."""
+    from datetime import UTC, datetime, timedelta
+
+    from server.ledger.flows import check_day, flow_cutoff
+
+    day = datetime.fromtimestamp(now, UTC)
+    assert flow_day(now) == day.strftime("%Y-%m-%d")
+    assert flow_cutoff(flow_day(now)) == (day - timedelta(days=FLOW_DAYS - 1)).strftime("%Y-%m-%d")
+    assert check_day(flow_day(now)) == flow_day(now)
