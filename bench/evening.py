@@ -426,7 +426,6 @@ class BotStats:
     def reset(self) -> None:
         self.rtt.clear()
         self.sends = array("d")
-        self.seen = array("d")
         self.no_reply = self.on_behalf = self.coups_seen = self.bettor_bets = 0
         self.refused.clear()
 
@@ -596,6 +595,9 @@ class Bot:
         self.pending[mid] = fut
         wall, t0 = time.time(), time.perf_counter()
         stats = self.stats
+        # Only a command sent in the window is a send of the window: one sent before it
+        # made its event before every client was sure to be recording (issue 36).
+        in_window = stats.recording
         self.last = (kind, fields, None, 0.0)
         try:
             await self.link.send({"type": kind, "id": mid, "table": self.table, **fields})
@@ -616,7 +618,7 @@ class Bot:
             stats.refused[f"{kind}: {msg.get('code')}"] += 1
             return msg
         seq = msg.get("seq")
-        if isinstance(seq, int) and not msg.get("duplicate") and kind != "progress":
+        if in_window and isinstance(seq, int) and not msg.get("duplicate") and kind != "progress":
             # This step's event, unless the table's last event came before the command.
             # (A bend is never an event of its own: a ``progress`` reply's seq is the
             # event before it, docs/protocol.md, so it is not a fan-out to time.)
@@ -875,11 +877,15 @@ async def _bot_worker(pipe: Connection, index: int, clients: str) -> None:
 
             await asyncio.gather(*(one(spec) for spec in args[0]))
             pipe.send(("added", len(bots) - had, failed[:3]))
+        elif command == "receive":  # (before any process's "record": see Evening.level)
+            stats.seen = array("d")
+            stats.receiving = True
+            stats.recorded_from = time.time()
+            pipe.send(("receiving",))
         elif command == "record":
             stats.reset()
             del lag[:]
-            stats.recording = state["recording"] = stats.receiving = True
-            stats.recorded_from = time.time()
+            stats.recording = state["recording"] = True
             pipe.send(("recording",))
         elif command == "collect":
             stats.recording = state["recording"] = False
@@ -1613,7 +1619,12 @@ class Evening:
         await asyncio.sleep(1.0)
         rss2 = self.servers.rss_kib()
         await asyncio.sleep(args.warmup)
-        await asyncio.gather(self.bots.all("record"), self.specs.all("record"))
+        # Every client records what it receives before any bot records what it sends:
+        # an event of a command sent in the window then reaches a client that counts it
+        # (a bot process recording its sends before a spectator process recorded its
+        # receipts made events that were never counted as received: issue 36).
+        await asyncio.gather(self.bots.all("receive"), self.specs.all("record"))
+        await self.bots.all("record")
         metrics0, calls0 = await self.servers.metrics(), self.servers.redis_calls()
         cpu0, t0 = self.cpu_now(), time.perf_counter()
         await asyncio.sleep(args.window)
@@ -1836,7 +1847,7 @@ async def bare_broadcast(
         await asyncio.sleep(1.0)
         cpu = cpu_seconds(server.pid) - cpu0
         wall = time.perf_counter() - t0
-        fan = fanout_of([r[1:4] for r in await specs.all("collect", sends.tobytes())])
+        fan = fanout_of([r[1:4] for r in await specs.all("collect", sends.tobytes(), math.inf)])
         await trigger.close()
         return {
             "listeners": got,
