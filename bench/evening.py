@@ -63,7 +63,11 @@ test of the tool only, and the report says so).
   measured apart, so that a level with no audience still keeps that promise or breaks
   it; every event delivered (by a second after the window, :data:`FANOUT_GRACE`: the
   window's last events are still on their way when it ends; events of the croupier's
-  timers, which no command sent, are not timed; percentiles from buckets 1% wide); no
+  timers, which no command sent, are not timed; percentiles from buckets 1% wide; the
+  clients record receipts before the bots record sends, and a send is a command sent
+  in the window; the clients read :data:`LATE_WATCH` s longer, and each delivery
+  missing by the grace is told late, by how much, or never, and why: its connection
+  closed and how, later events came, or nothing did, issue 36); no
   bot timed out (no reply within :data:`COMMAND_TIMEOUT`, or the croupier acting on a
   bot's behalf because its move came after the deadline); and, after the servers stop,
   the money audit exact (the store opened and audited: the books sum to zero, every
