@@ -69,6 +69,10 @@ class LightConnection(asyncio.Protocol):
         self.request = b""
         self.waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.closed = False
+        #: How it ended, as this side saw it: the server's close frame's code and reason
+        #: (``close_code`` None: no close frame came, the connection was cut).
+        self.close_code: int | None = None
+        self.close_reason = ""
 
     # -- asyncio.Protocol ------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -133,6 +137,9 @@ class LightConnection(asyncio.Protocol):
             elif opcode == PING:
                 self._write(mask_frame(PONG, payload))
             elif opcode == CLOSE:
+                if len(payload) >= 2:
+                    self.close_code = int.from_bytes(payload[:2], "big")
+                    self.close_reason = payload[2:].decode("utf-8", "replace")
                 self._write(mask_frame(CLOSE, payload[:2]))
                 self.abort()
                 break

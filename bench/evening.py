@@ -63,7 +63,11 @@ test of the tool only, and the report says so).
   measured apart, so that a level with no audience still keeps that promise or breaks
   it; every event delivered (by a second after the window, :data:`FANOUT_GRACE`: the
   window's last events are still on their way when it ends; events of the croupier's
-  timers, which no command sent, are not timed; percentiles from buckets 1% wide); no
+  timers, which no command sent, are not timed; percentiles from buckets 1% wide; the
+  clients record receipts before the bots record sends, and a send is a command sent
+  in the window; the clients read :data:`LATE_WATCH` s longer, and each delivery
+  missing by the grace is told late, by how much, or never, and why: its connection
+  closed and how, later events came, or nothing did, issue 36); no
   bot timed out (no reply within :data:`COMMAND_TIMEOUT`, or the croupier acting on a
   bot's behalf because its move came after the deadline); and, after the servers stop,
   the money audit exact (the store opened and audited: the books sum to zero, every
@@ -413,19 +417,19 @@ class BotStats:
     receiving: bool = False
     rtt: dict[str, array[float]] = field(default_factory=lambda: collections.defaultdict(array_d))
     sends: array[float] = field(default_factory=lambda: array("d"))  # (table, seq, time) flat
-    #: Every event a bot of this process received: (table, seq, time.time()) flat, the
-    #: seated players' side of the fan-out (matched with every process's ``sends``).
+    #: Every event a bot of this process received: (bot, table, seq, time.time()) flat,
+    #: the seated players' side of the fan-out (matched with every process's ``sends``).
     seen: array[float] = field(default_factory=lambda: array("d"))
     no_reply: int = 0
     on_behalf: int = 0  # the croupier acted for a bot (too late)
     refused: collections.Counter[str] = field(default_factory=collections.Counter)
     coups_seen: int = 0
     bettor_bets: int = 0  # bets of bettors without a seat the table took
+    recorded_from: float = 0.0  # when "record" came (time.time())
 
     def reset(self) -> None:
         self.rtt.clear()
         self.sends = array("d")
-        self.seen = array("d")
         self.no_reply = self.on_behalf = self.coups_seen = self.bettor_bets = 0
         self.refused.clear()
 
@@ -491,6 +495,7 @@ class Bot:
         seated: bool = True,
     ) -> None:
         self.pid, self.table, self.tidx, self.addr = pid, table, tidx, addr
+        self.number = seed  # (unique among the bots: their receipts' client number)
         self.seated = seated
         self.tag = ""  # after the kind of its round trips (``--clients mixed``)
         self.stats = stats
@@ -512,7 +517,7 @@ class Bot:
         """An event ``seq`` of the bot's table arrived ``now``: counted for the fan-out
         while recording, and kept (the last 256) to time the commands that caused them."""
         if self.stats.receiving:
-            self.stats.seen.extend((self.tidx, seq, time.time()))
+            self.stats.seen.extend((self.number, self.tidx, seq, time.time()))
         self.recent[seq] = now
         if len(self.recent) > 256:
             self.recent.popitem(last=False)
@@ -594,6 +599,9 @@ class Bot:
         self.pending[mid] = fut
         wall, t0 = time.time(), time.perf_counter()
         stats = self.stats
+        # Only a command sent in the window is a send of the window: one sent before it
+        # made its event before every client was sure to be recording (issue 36).
+        in_window = stats.recording
         self.last = (kind, fields, None, 0.0)
         try:
             await self.link.send({"type": kind, "id": mid, "table": self.table, **fields})
@@ -614,7 +622,7 @@ class Bot:
             stats.refused[f"{kind}: {msg.get('code')}"] += 1
             return msg
         seq = msg.get("seq")
-        if isinstance(seq, int) and not msg.get("duplicate") and kind != "progress":
+        if in_window and isinstance(seq, int) and not msg.get("duplicate") and kind != "progress":
             # This step's event, unless the table's last event came before the command.
             # (A bend is never an event of its own: a ``progress`` reply's seq is the
             # event before it, docs/protocol.md, so it is not a fan-out to time.)
@@ -873,10 +881,15 @@ async def _bot_worker(pipe: Connection, index: int, clients: str) -> None:
 
             await asyncio.gather(*(one(spec) for spec in args[0]))
             pipe.send(("added", len(bots) - had, failed[:3]))
+        elif command == "receive":  # (before any process's "record": see Evening.level)
+            stats.seen = array("d")
+            stats.receiving = True
+            stats.recorded_from = time.time()
+            pipe.send(("receiving",))
         elif command == "record":
             stats.reset()
             del lag[:]
-            stats.recording = state["recording"] = stats.receiving = True
+            stats.recording = state["recording"] = True
             pipe.send(("recording",))
         elif command == "collect":
             stats.recording = state["recording"] = False
@@ -897,9 +910,17 @@ async def _bot_worker(pipe: Connection, index: int, clients: str) -> None:
         elif command == "fanout":  # after "collect", with every bot process's sends
             stats.receiving = False
             seen = stats.seen
-            at_table = collections.Counter(b.tidx for b in bots if not b.link.closed)
-            triples = zip(seen[0::3], seen[1::3], seen[2::3], strict=True)
-            pipe.send(("fanout", *match_fanout(args[0], triples, at_table)))
+            at_table: dict[int, list[int]] = collections.defaultdict(list)
+            for b in bots:
+                if not b.link.closed:
+                    at_table[b.tidx].append(b.number)
+            quads = zip(seen[0::4], seen[1::4], seen[2::4], seen[3::4], strict=True)
+            pipe.send(
+                (
+                    "fanout",
+                    *match_fanout(args[0], quads, at_table, args[1], stats.recorded_from),
+                )
+            )
             stats.seen = array("d")
         elif command == "stop":
             await asyncio.gather(*(b.close() for b in bots), return_exceptions=True)
@@ -911,27 +932,168 @@ async def _bot_worker(pipe: Connection, index: int, clients: str) -> None:
             return
 
 
+#: Seconds the clients keep reading after the grace (:data:`FANOUT_GRACE`): an event
+#: that comes then is still missing for the promise, but told apart as late (and how
+#: late) from one that never came (issue 36).
+LATE_WATCH = 5.0
+
+
+def how_closed(closed: bool, code: int | None, reason: str) -> str:
+    """A client connection's end as its client saw it, for the missing deliveries'
+    breakdown: ``open``, ``closed <code> <reason>`` or ``cut`` (no close frame)."""
+    if not closed:
+        return "open"
+    return f"closed {code} {reason}".strip() if code is not None else "cut"
+
+
 def match_fanout(
     sent_bytes: bytes,
-    received: Iterable[tuple[float, float, float]],
-    at_table: Mapping[int, int],
-) -> tuple[list[int], int, int]:
-    """One client process's side of the fan-out: its receipts ``(table, seq, time)``
-    matched with every bot's ``sends`` (the flat ``(table, seq, time)`` array's bytes:
-    the command that made the event). Returns the histogram's counts of send-to-receipt,
-    how many receipts matched, and how many were expected: for each send, the clients
-    of this process at its table (``at_table``)."""
+    received: Iterable[tuple[float, float, float, float]],
+    members: Mapping[int, Sequence[int]],
+    grace_end: float = math.inf,
+    recorded_from: float = -math.inf,
+    ended: Callable[[int], str] | None = None,
+) -> tuple[list[int], int, int, dict[str, Any]]:
+    """One client process's side of the fan-out: its receipts ``(client, table, seq,
+    time)`` matched with every bot's ``sends`` (the flat ``(table, seq, time)`` array's
+    bytes: the command that made the event). Returns the histogram's counts of
+    send-to-receipt, how many receipts came by ``grace_end`` (wall clock), how many were
+    expected (for each send, the clients of this process at its table: ``members``), and
+    what became of each expected one that did not come by then (:func:`missing_of`)."""
     sent = array("d")
     sent.frombytes(sent_bytes)
     sends = {(int(sent[i]), int(sent[i + 1])): sent[i + 2] for i in range(0, len(sent), 3)}
     hist = Histogram()
     matched = 0
-    for index, seq, at in received:
-        t0 = sends.get((int(index), int(seq)))
-        if t0 is not None:
+    came: collections.Counter[tuple[int, int]] = collections.Counter()
+    received = list(received)
+    for _who, index, seq, at in received:
+        key = (int(index), int(seq))
+        t0 = sends.get(key)
+        if t0 is not None and at <= grace_end:
             hist.add(at - t0)
             matched += 1
-    return hist.counts, matched, sum(at_table.get(index, 0) for index, _seq in sends)
+            came[key] += 1
+    expected = sum(len(members.get(index, ())) for index, _seq in sends)
+    short = {k for k in sends if came[k] < len(members.get(k[0], ()))}
+    detail = missing_of(sends, short, received, members, grace_end, recorded_from, ended)
+    return hist.counts, matched, expected, detail
+
+
+def missing_of(
+    sends: Mapping[tuple[int, int], float],
+    short: set[tuple[int, int]],
+    received: Sequence[tuple[float, float, float, float]],
+    members: Mapping[int, Sequence[int]],
+    grace_end: float,
+    recorded_from: float,
+    ended: Callable[[int], str] | None,
+) -> dict[str, Any]:
+    """What became of each (client, table, seq) expected and not received by
+    ``grace_end`` (``short``: the events some client of its table lacks): **late** (it
+    came within :data:`LATE_WATCH` after the grace: how long after its command, in
+    ``late_ms``), or never, and then: **before** (its command was sent before this
+    process began recording receipts: the window's edge, the bench's own), **closed**
+    (the client's connection ended: ``ends`` counts how, :func:`how_closed`),
+    **skipped** (the connection stayed open and later events of the table came: the
+    server never sent this one), or **stalled** (open, and nothing later came)."""
+    out: dict[str, Any] = {
+        "missing": 0,
+        "late": 0,
+        "late_ms": [],
+        "before": 0,
+        "closed": 0,
+        "skipped": 0,
+        "stalled": 0,
+        "ends": {},
+        "examples": [],
+    }
+    if not short:
+        return out
+    got: dict[tuple[int, int], set[int]] = collections.defaultdict(set)
+    late: dict[tuple[int, int, int], float] = {}
+    last: dict[tuple[int, int], int] = {}
+    for who_, index_, seq_, at in received:
+        who, index, seq = int(who_), int(index_), int(seq_)
+        if last.get((who, index), -1) < seq:
+            last[who, index] = seq
+        if (index, seq) in short:
+            if at <= grace_end:
+                got[index, seq].add(who)
+            else:
+                late.setdefault((who, index, seq), at)
+    ends: collections.Counter[str] = collections.Counter()
+    for index, seq in sorted(short):
+        t0 = sends[index, seq]
+        for who in members.get(index, ()):
+            if who in got[index, seq]:
+                continue
+            out["missing"] += 1
+            at = late.get((who, index, seq))
+            end = ended(who) if ended is not None else "open"
+            if at is not None:
+                out["late"] += 1
+                out["late_ms"].append(round((at - t0) * 1e3, 1))
+                what = f"late {(at - t0) * 1e3:.0f} ms"
+            elif t0 < recorded_from:
+                out["before"] += 1
+                what = f"never; sent {(recorded_from - t0) * 1e3:.0f} ms before the recording"
+            elif end != "open":
+                out["closed"] += 1
+                ends[end] += 1
+                what = f"never; {end}"
+            elif last.get((who, index), -1) > seq:
+                out["skipped"] += 1
+                what = f"never; later ones came (up to {last[who, index]})"
+            else:
+                out["stalled"] += 1
+                what = f"never; nothing later came (last {last.get((who, index))})"
+            if len(out["examples"]) < 8:
+                out["examples"].append(f"client {who} table {index} seq {seq}: {what}")
+    out["late_ms"] = sorted(out["late_ms"])[-50:]
+    out["ends"] = dict(ends)
+    return out
+
+
+def merge_missing(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`missing_of`'s breakdowns of several client processes, summed."""
+    total: dict[str, Any] = {k: 0 for k in ("missing", "late", "before", "closed")}
+    total.update(skipped=0, stalled=0, late_ms=[], ends={}, examples=[])
+    ends: collections.Counter[str] = collections.Counter()
+    for part in parts:
+        for key in ("missing", "late", "before", "closed", "skipped", "stalled"):
+            total[key] += part.get(key, 0)
+        total["late_ms"] += part.get("late_ms", [])
+        ends.update(part.get("ends", {}))
+        total["examples"] += part.get("examples", [])
+    total["late_ms"] = sorted(total["late_ms"])[-50:]
+    total["ends"] = dict(ends)
+    total["examples"] = total["examples"][:8]
+    return total
+
+
+def missing_cell(m: Mapping[str, Any] | None) -> str:
+    """The breakdown of the deliveries missing by the grace, in words."""
+    if not m or not m.get("missing"):
+        return "none missing"
+    parts = []
+    if m["late"]:
+        lates = m["late_ms"]
+        parts.append(
+            f"{m['late']:,} late (after the {FANOUT_GRACE:.0f} s grace; "
+            f"{lates[0]:,.0f}-{lates[-1]:,.0f} ms after their command)"
+        )
+    for key, words in (
+        ("before", "sent before the receiving process recorded (the window's edge)"),
+        ("skipped", "never sent (later events came on an open connection)"),
+        ("stalled", "never (open, nothing later came)"),
+    ):
+        if m.get(key):
+            parts.append(f"{m[key]:,} {words}")
+    if m.get("closed"):
+        ends = ", ".join(f"{n} {how}" for how, n in sorted(m["ends"].items()))
+        parts.append(f"{m['closed']:,} never, the connection ended ({ends})")
+    return f"{m['missing']:,} missing: " + "; ".join(parts)
 
 
 def fanout_of(parts: Iterable[Sequence[Any]]) -> dict[str, float]:
@@ -940,7 +1102,7 @@ def fanout_of(parts: Iterable[Sequence[Any]]) -> dict[str, float]:
     (ms), delivered and expected."""
     hist = Histogram()
     delivered = expected = 0
-    for counts, matched, exp in parts:
+    for counts, matched, exp, *_detail in parts:
         hist.merge(Histogram(counts))
         delivered += matched
         expected += exp
@@ -961,15 +1123,19 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
     lights: list[LightConnection] = []
     ids = itertools.count(1)
     where: collections.Counter[int] = collections.Counter()  # table index -> spectators
+    #: table index -> its spectators here (their numbers: ``ends``' indices)
+    members: dict[int, list[int]] = collections.defaultdict(list)
+    ends: list[Callable[[], str]] = []  # per spectator: how its connection ended
     names: dict[str, int] = {"bare": -1}
+    who = array("i")
     tidx = array("i")
     seqs = array("q")
     times = array("d")
     lag = array("d")
-    state = {"recording": False, "size": 0, "frames": 0}
+    state = {"recording": False, "size": 0, "frames": 0, "from": 0.0}
     probe = asyncio.create_task(_lag_probe(lag, state))  # type: ignore[arg-type]
 
-    def tap_for(joined: dict[str, bool]) -> Any:
+    def tap_for(joined: dict[str, bool], number: int) -> Any:
         def take(frame: str | bytes) -> bool:
             text = frame if isinstance(frame, str) else frame.decode()
             if '"type":"event"' not in text[:40]:
@@ -980,6 +1146,7 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
                 seq = gateway._seq_of(text)
                 index = names.get(text[at + 9 : end])
                 if seq is not None and index is not None:
+                    who.append(number)
                     tidx.append(index)
                     seqs.append(seq)
                     times.append(time.time())
@@ -989,23 +1156,28 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
 
         return take
 
-    def take_light(payload: bytes) -> None:
-        if not state["recording"] or b'"type":"event"' not in payload[:40]:
-            return
-        at = payload.find(b'"table":"')
-        end = payload.find(b'"', at + 9)
-        seq = _seq_in(payload)
-        index = names.get(payload[at + 9 : end].decode())
-        if seq is not None and index is not None:
-            tidx.append(index)
-            seqs.append(seq)
-            times.append(time.time())
-            state["size"] += len(payload)
-            state["frames"] += 1
+    def light_for(number: int) -> Callable[[bytes], None]:
+        def take_light(payload: bytes) -> None:
+            if not state["recording"] or b'"type":"event"' not in payload[:40]:
+                return
+            at = payload.find(b'"table":"')
+            end = payload.find(b'"', at + 9)
+            seq = _seq_in(payload)
+            index = names.get(payload[at + 9 : end].decode())
+            if seq is not None and index is not None:
+                who.append(number)
+                tidx.append(index)
+                seqs.append(seq)
+                times.append(time.time())
+                state["size"] += len(payload)
+                state["frames"] += 1
+
+        return take_light
 
     async def open_light(url: str, table: str | None, index: int) -> None:
-        address = spectator_address(worker, next(opened))
-        conn = await light_connect(url, take_light, local_addr=(address, 0), timeout=120)
+        number = next(opened)
+        address = spectator_address(worker, number)
+        conn = await light_connect(url, light_for(number), local_addr=(address, 0), timeout=120)
         lights.append(conn)
         if table is None:  # the bare broadcast server
             conn.send_text("listen")
@@ -1016,14 +1188,18 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
                     raise RuntimeError(f"spectator {kind}: {reply}"[:200])
             names[table] = index
         where[index] += 1
+        members[index].append(number)
+        ends.extend([lambda: "open"] * (number + 1 - len(ends)))
+        ends[number] = lambda: how_closed(conn.closed, conn.close_code, conn.close_reason)
 
     async def open_one(url: str, table: str | None, index: int) -> None:
         if light:
             await open_light(url, table, index)
             return
         joined = {"done": False}
-        client = Client(url, label="spectator", timeout=120, tap=tap_for(joined))
-        address = spectator_address(worker, next(opened))
+        number = next(opened)
+        client = Client(url, label="spectator", timeout=120, tap=tap_for(joined, number))
+        address = spectator_address(worker, number)
         await client.open(
             open_timeout=120, close_timeout=1, max_queue=None, local_addr=(address, 0)
         )
@@ -1038,6 +1214,11 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
         client.frames.clear()
         client.snapshots.clear()
         where[index] += 1
+        members[index].append(number)
+        ends.extend([lambda: "open"] * (number + 1 - len(ends)))
+        ws = client.ws
+        assert ws is not None
+        ends[number] = lambda: how_closed(client.closed, ws.close_code, ws.close_reason or "")
 
     while True:
         command, *args = await loop.run_in_executor(None, pipe.recv)
@@ -1056,13 +1237,19 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
             await asyncio.gather(*(one(s) for s in specs))
             pipe.send(("added", len(specs) - len(errors), errors[:3]))
         elif command == "record":
-            del tidx[:], seqs[:], times[:], lag[:]
+            del who[:], tidx[:], seqs[:], times[:], lag[:]
             state["recording"], state["size"], state["frames"] = True, 0, 0
+            state["from"] = time.time()
             pipe.send(("recording",))
         elif command == "collect":
             state["recording"] = False
-            counts, matched, expected = match_fanout(
-                args[0], zip(tidx, seqs, times, strict=True), where
+            counts, matched, expected, missing = match_fanout(
+                args[0],
+                zip(who, tidx, seqs, times, strict=True),
+                members,
+                args[1],
+                state["from"],
+                lambda number: ends[number](),
             )
             dropped = sum(1 for c in clients if c.closed) + sum(1 for c in lights if c.closed)
             pipe.send(
@@ -1076,9 +1263,10 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
                     dropped,
                     len(clients) + len(lights),
                     light,
+                    missing,
                 )
             )
-            del tidx[:], seqs[:], times[:]
+            del who[:], tidx[:], seqs[:], times[:]
         elif command == "drop":
             await asyncio.gather(
                 *(c.abort() for c in clients if c.ws is not None and c.ws.transport is not None),
@@ -1089,6 +1277,8 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
             clients.clear()
             lights.clear()
             where.clear()
+            members.clear()
+            ends.clear()
             pipe.send(("dropped",))
         elif command == "exit":
             probe.cancel()
@@ -1206,6 +1396,10 @@ class Level:
     #: ``--clients mixed``: the fan-out to the light spectators and to the full ones,
     #: apart (p50, p99, delivered, expected, their processes' loop lag p99, ms).
     by_client: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: The deliveries missing by the grace, to the spectators and to the seated apart:
+    #: how many came late and how late, how many never and why (:func:`missing_of`).
+    missing: dict[str, Any] = field(default_factory=dict)
+    missing_seated: dict[str, Any] = field(default_factory=dict)
 
     @property
     def server_cores(self) -> float:
@@ -1441,7 +1635,12 @@ class Evening:
         await asyncio.sleep(1.0)
         rss2 = self.servers.rss_kib()
         await asyncio.sleep(args.warmup)
-        await asyncio.gather(self.bots.all("record"), self.specs.all("record"))
+        # Every client records what it receives before any bot records what it sends:
+        # an event of a command sent in the window then reaches a client that counts it
+        # (a bot process recording its sends before a spectator process recorded its
+        # receipts made events that were never counted as received: issue 36).
+        await asyncio.gather(self.bots.all("receive"), self.specs.all("record"))
+        await self.bots.all("record")
         metrics0, calls0 = await self.servers.metrics(), self.servers.redis_calls()
         cpu0, t0 = self.cpu_now(), time.perf_counter()
         await asyncio.sleep(args.window)
@@ -1449,8 +1648,11 @@ class Evening:
         cpu1, t1 = self.cpu_now(), time.perf_counter()
         metrics1, calls1 = await self.servers.metrics(), self.servers.redis_calls()
         # The events of the window's last sends are still on their way to the clients
-        # (the spectators and the bots keep receipts until they are collected below).
+        # (the spectators and the bots keep receipts until they are collected below);
+        # those that come in the LATE_WATCH after the grace are told apart as late.
         await asyncio.sleep(FANOUT_GRACE)
+        grace_end = time.time()
+        await asyncio.sleep(LATE_WATCH)
         seconds = t1 - t0
         rtts: dict[str, list[float]] = collections.defaultdict(list)
         sends = array("d")
@@ -1472,8 +1674,9 @@ class Evening:
             lags.frombytes(lag)
             bot_lag += lags
             dropped += closed
-        spec_replies = await self.specs.all("collect", sends.tobytes())
-        seated = fanout_of([r[1:4] for r in await self.bots.all("fanout", sends.tobytes())])
+        spec_replies = await self.specs.all("collect", sends.tobytes(), grace_end)
+        seated_replies = await self.bots.all("fanout", sends.tobytes(), grace_end)
+        seated = fanout_of([r[1:4] for r in seated_replies])
         spec_lag: list[float] = []
         sizes: list[float] = []
         by_client: dict[str, dict[str, float]] = {}
@@ -1486,7 +1689,7 @@ class Evening:
                 name = "light" if light else "full"
                 by_client[name] = fanout_of([r[1:4] for r in mine])
                 by_client[name]["lag_p99"] = percentile(lags, 99) * 1e3
-        for _tag, _counts, _matched, _exp, size, lag, closed, _alive, _light in spec_replies:
+        for _tag, _counts, _matched, _exp, size, lag, closed, _alive, _light, _m in spec_replies:
             sizes.append(size)
             lags = array("d")
             lags.frombytes(lag)
@@ -1515,6 +1718,8 @@ class Evening:
             rtt=rtt,
             fanout={**fanout_of([r[1:4] for r in spec_replies]), "events": len(sends) // 3},
             fanout_seated=seated,
+            missing=merge_missing(r[9] for r in spec_replies),
+            missing_seated=merge_missing(r[4] for r in seated_replies),
             no_reply=no_reply,
             on_behalf=on_behalf,
             refused=dict(refused),
@@ -1590,6 +1795,12 @@ def level_line(lv: Level) -> str:
         f"{lv.full_collections:.0f} full collections ({lv.full_collections_ms:.0f} ms); "
         f"other processes {lv.others:.2f} cores; "
         + (f"{lv.moved:.0f} table moves; " if lv.moved else "")
+        + (f"spectators: {missing_cell(lv.missing)}; " if lv.missing.get("missing") else "")
+        + (
+            f"seated: {missing_cell(lv.missing_seated)}; "
+            if lv.missing_seated.get("missing")
+            else ""
+        )
         + ("kept every promise" if lv.kept else "broke: " + "; ".join(lv.broken))
     )
 
@@ -1654,7 +1865,7 @@ async def bare_broadcast(
         await asyncio.sleep(1.0)
         cpu = cpu_seconds(server.pid) - cpu0
         wall = time.perf_counter() - t0
-        fan = fanout_of([r[1:4] for r in await specs.all("collect", sends.tobytes())])
+        fan = fanout_of([r[1:4] for r in await specs.all("collect", sends.tobytes(), math.inf)])
         await trigger.close()
         return {
             "listeners": got,
@@ -1839,6 +2050,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                 print(f"    errors: {lv.errors}", file=sys.stderr)
             if lv.refused:
                 print(f"    refused: {lv.refused}", file=sys.stderr)
+            for who, m in (("spectators", lv.missing), ("seated", lv.missing_seated)):
+                for example in m.get("examples", []):
+                    print(f"    missing ({who}): {example}", file=sys.stderr)
             if not lv.kept and not args.keep_going:
                 break
         levels = evening.levels
@@ -2122,12 +2336,30 @@ def report(results: dict[str, Any]) -> str:
         lines.append("**No level kept every promise.**")
     if lv:
         lines += ["", rss_line(results, lv)]
+    if any((x.get("missing") or {}).get("missing") for x in lv) or any(
+        (x.get("missing_seated") or {}).get("missing") for x in lv
+    ):
+        lines += ["", missing_line(lv)]
     if any(x.get("bettors") for x in lv):
         lines += ["", bettors_line(lv)]
     if any(x.get("by_client") for x in lv):
         lines += ["", clients_line(lv)]
     lines += ["", *baseline_lines(results, kept[-1] if kept else (lv[-1] if lv else None))]
     return "\n".join(lines) + "\n"
+
+
+def missing_line(lv: list[dict[str, Any]]) -> str:
+    """The deliveries missing by the grace at each level that had some: late (by how
+    much) or never (and why), to the spectators and the seated (issue 36)."""
+    cells = []
+    for x in lv:
+        for who, m in (("spectators", x.get("missing")), ("seated", x.get("missing_seated"))):
+            if m and m.get("missing"):
+                cells.append(f"{x['seated']:,} seated, to the {who}: {missing_cell(m)}")
+    return (
+        f"Deliveries missing by the grace ({FANOUT_GRACE:.0f} s after the window; the clients "
+        f"read {LATE_WATCH:.0f} s longer to tell late from never): " + "; ".join(cells) + "."
+    )
 
 
 def rss_line(results: dict[str, Any], lv: list[dict[str, Any]]) -> str:

@@ -103,6 +103,22 @@ async def test_frames_are_cut_from_the_bytes_however_they_are_split() -> None:
     conn.data_received(server_frame(_light.CLOSE, struct.pack("!H", 1001)))
     assert unmask(wire.written[-1]) == (_light.CLOSE, struct.pack("!H", 1001))
     assert conn.closed and wire.aborted
+    assert (conn.close_code, conn.close_reason) == (1001, "")
+
+
+async def test_a_connection_says_how_it_ended() -> None:
+    """Issue 36: a missing delivery at a closed connection is told by how it closed:
+    the server's close code and reason, or cut (no close frame)."""
+    closed = _light.LightConnection()
+    closed.connection_made(Wire())
+    closed.data_received(HANDSHAKE)
+    closed.data_received(server_frame(_light.CLOSE, struct.pack("!H", 1008) + b"too slow"))
+    assert (closed.closed, closed.close_code, closed.close_reason) == (True, 1008, "too slow")
+    cut = _light.LightConnection()
+    cut.connection_made(Wire())
+    cut.data_received(HANDSHAKE)
+    cut.connection_lost(ConnectionResetError())
+    assert (cut.closed, cut.close_code) == (True, None)
 
 
 async def test_a_reply_goes_to_its_rpc_and_the_rest_to_the_reader() -> None:
