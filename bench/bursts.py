@@ -170,30 +170,21 @@ def install(timing: Timing) -> None:
     bursts._commit_burst = around("commit_burst", bursts._commit_burst, True)  # type: ignore[assignment]
     hub.Hub.publish = around("publish", hub.Hub.publish, False)  # type: ignore[method-assign]
     hub._Tail._turn = around("tail_turn", hub._Tail._turn, False)  # type: ignore[method-assign]
-    add, write = hub._Tail.add, hub._write
-    born: dict[int, float] = {}  # id of a step's bytes -> when published (the newest few)
-    writes = [0]
+    add = hub._Tail.add
 
-    def timed_add(self: Any, groups: Any) -> None:
-        groups = list(groups)
-        now = time.perf_counter()
-        for _conns, data in groups:
-            born[id(data)] = now
-        if len(born) > 4096:
-            for key in list(born)[:2048]:
-                del born[key]
-        add(self, groups)
+    def timed_add(self: Any, groups: Any, observe: Any = None) -> None:
+        """The hub's own sample of its writes' wait (one in 8, from a step's publish:
+        ``chemmy_fanout_wait_seconds``), told to the bench as well."""
 
-    def timed_write(conn: Any, frames: list[bytes]) -> None:
-        writes[0] += 1
-        if frames and timing.on and writes[0] % 8 == 0:
-            t = born.get(id(frames[0]))
-            if t is not None:
-                timing.add("fan_out_wait", time.perf_counter() - t)
-        write(conn, frames)
+        def both(seconds: float) -> None:
+            if observe is not None:
+                observe(seconds)
+            if timing.on:
+                timing.add("fan_out_wait", seconds)
+
+        add(self, groups, both)
 
     hub._Tail.add = timed_add  # type: ignore[method-assign]
-    hub._write = timed_write
     tables.bet_checks = around("bet_checks", tables.bet_checks, True)
     from server.store.sqlite import connection as sqlite_connection
 
