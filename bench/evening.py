@@ -1652,7 +1652,7 @@ class Evening:
         # those that come in the LATE_WATCH after the grace are told apart as late.
         await asyncio.sleep(FANOUT_GRACE)
         grace_end = time.time()
-        await asyncio.sleep(LATE_WATCH)
+        await asyncio.sleep(args.late_watch)
         seconds = t1 - t0
         rtts: dict[str, list[float]] = collections.defaultdict(list)
         sends = array("d")
@@ -2036,6 +2036,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     )
     evening = Evening(args, servers)
     results: dict[str, Any] = {"mode": mode, "levels": [], "baselines": {}}
+    results["late_watch"] = args.late_watch
     if args.pin:
         results["pinned"] = pin_apart(servers, evening)
     try:
@@ -2339,7 +2340,7 @@ def report(results: dict[str, Any]) -> str:
     if any((x.get("missing") or {}).get("missing") for x in lv) or any(
         (x.get("missing_seated") or {}).get("missing") for x in lv
     ):
-        lines += ["", missing_line(lv)]
+        lines += ["", missing_line(lv, results.get("late_watch", LATE_WATCH))]
     if any(x.get("bettors") for x in lv):
         lines += ["", bettors_line(lv)]
     if any(x.get("by_client") for x in lv):
@@ -2348,7 +2349,7 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def missing_line(lv: list[dict[str, Any]]) -> str:
+def missing_line(lv: list[dict[str, Any]], late_watch: float = LATE_WATCH) -> str:
     """The deliveries missing by the grace at each level that had some: late (by how
     much) or never (and why), to the spectators and the seated (issue 36)."""
     cells = []
@@ -2358,7 +2359,7 @@ def missing_line(lv: list[dict[str, Any]]) -> str:
                 cells.append(f"{x['seated']:,} seated, to the {who}: {missing_cell(m)}")
     return (
         f"Deliveries missing by the grace ({FANOUT_GRACE:.0f} s after the window; the clients "
-        f"read {LATE_WATCH:.0f} s longer to tell late from never): " + "; ".join(cells) + "."
+        f"read {late_watch:g} s longer to tell late from never): " + "; ".join(cells) + "."
     )
 
 
@@ -2540,6 +2541,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--window", type=float, default=120.0, help="seconds measured a level")
     parser.add_argument("--warmup", type=float, default=30.0, help="seconds of play before")
+    parser.add_argument(
+        "--late-watch",
+        type=float,
+        default=LATE_WATCH,
+        help="seconds the clients read after the grace, to tell a late delivery from a lost"
+        f" one ({LATE_WATCH:.0f})",
+    )
     parser.add_argument("--redis", action="store_true", help="a cluster over Redis")
     parser.add_argument("--processes", type=int, default=3, help="processes with --redis (3)")
     parser.add_argument("--bot-workers", type=int, default=2, help="bot processes (2)")

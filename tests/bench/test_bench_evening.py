@@ -25,7 +25,7 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
         "evening",
         *("--tables", "2", "--seated", "3", "--spectators", "2", "--levels", "3,6"),
         *("--window", "5", "--warmup", "1", "--pace", "5", "--bot-workers", "1"),
-        *("--spectator-workers", "1", "--keep-going"),
+        *("--spectator-workers", "1", "--keep-going", "--late-watch", "1"),
         out=tmp_path / "evening.json",
     )
     assert results["mode"] == "sqlite"
@@ -97,7 +97,7 @@ def test_a_tiny_evening_with_bettors_without_a_seat(tmp_path: Path) -> None:
         *("--tables", "1", "--seated", "2", "--bettors", "8", "--spectators", "2"),
         *("--levels", "2", "--window", "7", "--warmup", "1", "--pace", "5"),
         *("--bot-workers", "1", "--spectator-workers", "2", "--keep-going"),
-        *("--no-baselines", "--pin", "--clients", "mixed"),
+        *("--no-baselines", "--pin", "--clients", "mixed", "--late-watch", "1"),
         out=tmp_path / "evening.json",
     )
     [level] = results["levels"]
