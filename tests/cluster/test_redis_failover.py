@@ -266,8 +266,17 @@ async def test_a_paused_primary_is_replaced_and_its_stale_writes_refused(
         current = RedisStore(cluster.url, min_replicas=1)
         await current.open()
         try:
-            with pytest.raises(StaleEpoch):
-                await current.commit(entries=[deposit], table=row)
+            # (Until the new primary's replica acknowledges again, NOREPLICAS refuses every
+            # write before any script runs: "not now", not the fence. A loaded run met it.)
+            async with asyncio.timeout(scaled(20)):
+                while True:
+                    try:
+                        with pytest.raises(StaleEpoch):
+                            await current.commit(entries=[deposit], table=row)
+                        break
+                    except StoreUnavailable as exc:
+                        assert "NOREPLICAS" in str(exc), exc
+                        await asyncio.sleep(0.2)
             await settle(lambda: role(old) == "slave" and replicates(old, new), timeout=20)
             assert not await current.has_entry("stale-deposit")  # lost harmlessly
         finally:
