@@ -152,6 +152,8 @@ class Leases:
         self.ttl = ttl
         self._redis: aioredis.Redis | None = None
         self._owners: dict[str, tuple[str | None, float]] = {}  # table -> (node, when read)
+        #: Hears that Redis answered a tick (the bus's probe need not ask it meanwhile).
+        self.on_answer: Callable[[], None] | None = None
 
     @property
     def redis(self) -> aioredis.Redis:
@@ -177,6 +179,8 @@ class Leases:
         args.append(len(owned))
         with _unavailable():
             lost, live, leaving, found = await self._tick(keys=keys, args=args, client=redis)
+        if self.on_answer is not None:
+            self.on_answer()
         members = {_text(n) for n in live} - {_text(n) for n in leaving}
         owners = {t: _text(v) or None for t, v in zip(tables, found, strict=True)}
         now = time.monotonic()

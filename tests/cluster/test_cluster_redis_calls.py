@@ -8,17 +8,23 @@ cluster that costs what one process costs.
 - The placement loop renews its leases every other tick, not at every one (a ``GET``
   and a ``PEXPIRE`` per table per tick were a seventh of Redis's commands).
 - A step's commit adds its events without reading the stream's last one first.
+- An idle process's bus does not ``PING`` Redis while the placement loop's ticks are
+  answered (the probe was half of an idle process's round trips).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
 
 from server.croupier.cluster import OWNERS_EVERY, Leases, Rebalancer, lease_key
 from server.store import TableRow, open_store
+from tests.kit.client import http_get
+from tests.kit.cluster import Cluster
 
 
 async def calls(url: str) -> dict[str, int]:
@@ -128,3 +134,24 @@ async def test_a_steps_commit_adds_its_events_without_reading_the_stream(redis_u
 
 def event(seq: int, kind: str = "bets") -> dict[str, Any]:
     return {"seq": seq, "kind": kind, "data": {"n": seq}}
+
+
+@pytest.mark.slow
+async def test_an_idle_process_does_not_ping_redis_while_its_ticks_are_answered(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """Idle, a cluster process's Redis round trips are its placement loop's ticks (one
+    scripted call each, lease/6 s): the bus's liveness probe takes a tick answered for
+    Redis answering and sends no ``PING`` of its own (it sent two a second), and
+    ``/readyz`` stays 200. (tests/cluster/test_cluster_readiness.py: a frozen Redis is
+    still found not answering.)"""
+    cluster = make_cluster(1)
+    await cluster.ready()
+    await asyncio.sleep(1.0)
+    before = await calls(cluster.url)
+    await asyncio.sleep(3.0)
+    used = spent(before, await calls(cluster.url))
+    assert used["evalsha"] >= 4, used  # the ticks went on (every 0.42 s)
+    assert used.get("ping", 0) <= 1, used  # (the pub/sub connection's check, every 10 s)
+    status, _headers, body = await http_get(cluster.nodes[0].port, "/readyz")
+    assert status == 200, body
