@@ -18,8 +18,10 @@ a test of the tool only).
   own: bench/evening.py's) and stay silent (light connections, bench/_light.py, that
   answer the server's pings); ``--spectators 0``: the first phase only.
 - **Windows**: after ``--warmup`` s, each setup is measured for ``--window`` s (default
-  30) in turn, A, B, A, B (``--rounds``, default 2): every server's utime+stime
-  (``/proc/PID/stat``) over its window, in cores, and its Redis's, with Redis's
+  30) in turn, A, B, A, B (``--rounds``, default 2): every server's CPU time over its
+  window, in cores, from the scheduler's nanoseconds (``/proc/PID/task/*/schedstat``;
+  utime+stime, ``/proc/PID/stat``, beside it: it counts 10 ms ticks, a few in a window
+  of an idle process), and its Redis's, with Redis's
   commands a second by kind (``INFO commandstats`` before and after; the bench's own
   ``INFO`` left out). The figure is the mean over the rounds, each round's beside it.
 - **The ratio**: a cluster process's CPU (the mean of its processes) ÷ the one process's,
@@ -55,6 +57,7 @@ from bench._util import (
     loadavg,
     machine,
     raise_nofile,
+    run_seconds,
     write_benchmarks,
 )
 from bench.evening import config, spectator_address, table_ids
@@ -64,6 +67,9 @@ from tests.kit.launch import LISTENING, ServerProcess
 COMMAND = "python -m bench.idle"
 SECTION = "## Idle (bench/idle.py)"
 X = "\N{MULTIPLICATION SIGN}"
+#: What a server of another revision runs from (its gateway imports ``texts`` and serves
+#: ``web``).
+SERVER_PATHS = ("server", "texts", "web")
 TARGET = 2.0  # a cluster process's idle CPU at most this times one process's (issue 36)
 
 
@@ -151,6 +157,7 @@ class Window:
     round: int
     seconds: float
     cores: list[float]  # each server process's CPU over the window, in cores
+    ticks: list[float]  # the same from utime+stime (10 ms ticks)
     redis_cores: float = 0.0
     commands: dict[str, float] = field(default_factory=dict)  # Redis's, a second, by kind
 
@@ -163,12 +170,14 @@ async def measure(setup: Setup, phase: str, rnd: int, window: float) -> Window:
     pids = [n.pid for n in setup.nodes]
     rpid = setup.redis_pid()
     calls0 = setup.commands()
-    cpu0 = [cpu_seconds(p) for p in pids]
-    r0 = cpu_seconds(rpid) if rpid else 0.0
+    tick0 = [cpu_seconds(p) for p in pids]
+    cpu0 = [run_seconds(p) for p in pids]
+    r0 = run_seconds(rpid) if rpid else 0.0
     t0 = time.monotonic()
     await asyncio.sleep(window)
-    cpu1 = [cpu_seconds(p) for p in pids]
-    r1 = cpu_seconds(rpid) if rpid else 0.0
+    cpu1 = [run_seconds(p) for p in pids]
+    r1 = run_seconds(rpid) if rpid else 0.0
+    tick1 = [cpu_seconds(p) for p in pids]
     seconds = time.monotonic() - t0
     calls1 = setup.commands()
     commands = {
@@ -182,6 +191,7 @@ async def measure(setup: Setup, phase: str, rnd: int, window: float) -> Window:
         round=rnd,
         seconds=seconds,
         cores=[(b - a) / seconds for a, b in zip(cpu0, cpu1, strict=True)],
+        ticks=[(b - a) / seconds for a, b in zip(tick0, tick1, strict=True)],
         redis_cores=(r1 - r0) / seconds,
         commands=dict(sorted(commands.items(), key=lambda kv: -kv[1])),
     )
@@ -215,7 +225,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> list[Window]:
     sizes = [int(n) for n in str(args.processes).split(",") if n]
     codes: list[tuple[str, Path | None]] = [("now", None)]
     if args.baseline:
-        codes.append((args.baseline, archive(args.baseline, tmp / "baseline")))
+        code = archive(args.baseline, tmp / "baseline", SERVER_PATHS)
+        codes.append((args.baseline, code))
     setups: list[Setup] = []
     windows: list[Window] = []
     conns: list[LightConnection] = []
@@ -278,6 +289,7 @@ def summary(windows: Sequence[Window]) -> list[dict[str, Any]]:
                 "phase": phase,
                 "setup": label,
                 "per_process": sum(w.per_process for w in ws) / len(ws),
+                "ticks": sum(sum(w.ticks) / len(w.ticks) for w in ws) / len(ws),
                 "rounds": [w.per_process for w in ws],
                 "processes": [sum(c) / len(ws) for c in zip(*(w.cores for w in ws), strict=True)],
                 "ratio": sum(ratios) / len(ratios) if ratios else None,
@@ -298,13 +310,14 @@ def report(results: dict[str, Any]) -> str:
         f"{results['window']:.0f} s after {results['warmup']:.0f} s of warm-up, each setup "
         f"in turn, {results['rounds']} rounds. {results['load']}",
         "",
-        "| phase | setup | CPU a process (cores), mean (each round) | "
+        "| phase | setup | CPU a process (cores), mean (each round) | utime+stime | "
         f"{X} one process | Redis (cores) | Redis commands/s |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
+    verdicts = []
     for row in results["rows"]:
         rounds = ", ".join(f"{v:.4f}" for v in row["rounds"])
-        ratio = "" if row["ratio"] is None else f"{row['ratio']:.1f}{X}"
+        ratio = "" if row["ratio"] is None else f"{row['ratio']:.2f}{X}"
         if row["ratio"] is not None and len(row["ratios"]) > 1:
             ratio += f" ({', '.join(f'{r:.1f}' for r in row['ratios'])})"
         total = sum(row["commands"].values())
@@ -313,8 +326,14 @@ def report(results: dict[str, Any]) -> str:
         cmds = f"{total:.1f}: {kinds}" if row["commands"] else "-"
         lines.append(
             f"| {row['phase']} | {row['setup']} | {row['per_process']:.4f} ({rounds}) "
-            f"| {ratio} | {redis} | {cmds} |"
+            f"| {row['ticks']:.4f} | {ratio} | {redis} | {cmds} |"
         )
+        if row["ratio"] is not None and row["commands"]:
+            kept = "kept" if row["ratio"] <= TARGET else "NOT kept"
+            verdicts.append(f"{row['setup']}, {row['phase']}: {row['ratio']:.2f}{X} ({kept})")
+    if verdicts:
+        lines += ["", f"Target (a cluster process at most {TARGET:g}{X} one process): "]
+        lines[-1] += "; ".join(verdicts) + "."
     return "\n".join(lines)
 
 
