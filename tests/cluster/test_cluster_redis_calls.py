@@ -10,6 +10,8 @@ cluster that costs what one process costs.
 - A step's commit adds its events without reading the stream's last one first.
 - An idle process's bus does not ``PING`` Redis while the placement loop's ticks are
   answered (the probe was half of an idle process's round trips).
+- The tick's read of every owner comes back as one string, and placement hashes a table
+  at a member once, not at every tick.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from server.croupier import cluster
 from server.croupier.cluster import OWNERS_EVERY, Leases, Rebalancer, lease_key
 from server.store import TableRow, open_store
 from tests.kit.client import http_get
@@ -155,3 +158,53 @@ async def test_an_idle_process_does_not_ping_redis_while_its_ticks_are_answered(
     assert used.get("ping", 0) <= 1, used  # (the pub/sub connection's check, every 10 s)
     status, _headers, body = await http_get(cluster.nodes[0].port, "/readyz")
     assert status == 200, body
+
+
+async def test_a_ticks_read_of_every_owner_comes_back_as_one_string(redis_url: str) -> None:
+    """The tick reads every table's owner every ``OWNERS_EVERY`` s: Redis answers them as
+    one string, an owner a line, not a reply per table (parsing 120 of those was most of
+    an idle process's tick, issue 36); each table's owner is read right, none ('' in the
+    string) for a table without a lease, and nothing for no tables."""
+    a = Leases(redis_url, "node-a")
+    b = Leases(redis_url, "node-b")
+    tables = [f"t{i}" for i in range(120)]
+    try:
+        for t in tables[:40]:
+            assert await a.acquire(t)
+        for t in tables[40:80]:
+            assert await b.acquire(t)
+        lost, members, owners = await b.tick(tables[40:80], tables)
+        assert lost == set() and members == ["node-b"]
+        assert owners == {t: "node-a" for t in tables[:40]} | {
+            t: "node-b" for t in tables[40:80]
+        } | dict.fromkeys(tables[80:])
+        assert await b.tick([], []) == (set(), ["node-b"], {})
+        assert (await a.tick([], ["t0"]))[2] == {"t0": "node-a"}
+        assert (await a.tick([], ["t119"]))[2] == {"t119": None}
+        keys = ["chemmy:nodes", "chemmy:draining"] + [lease_key(t) for t in tables]
+        reply = await a._tick(keys=keys, args=["node-a", 3000, 0, "0", 0], client=a.redis)
+        assert isinstance(reply[3], bytes), type(reply[3])  # one string, not 120 replies
+        assert reply[3].decode().split("\n") == ["node-a"] * 40 + ["node-b"] * 40 + [""] * 40
+    finally:
+        await a.close()
+        await b.close()
+
+
+def test_placement_hashes_each_table_at_each_member_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every process places every table at every tick (lease/6 s): a table's rendezvous
+    hash at a member never changes, so it is computed once, not at every tick."""
+    hashed: list[bytes] = []
+    real = cluster.hashlib.blake2b
+
+    def counting(data: bytes, **options: Any) -> Any:
+        hashed.append(data)
+        return real(data, **options)
+
+    monkeypatch.setattr(cluster.hashlib, "blake2b", counting)
+    tables = [f"placed{i}" for i in range(120)]  # (names no other test hashes)
+    first = cluster.placement(tables, ["node-x", "node-y"])
+    assert len(hashed) > 0
+    hashed.clear()
+    for _ in range(3):
+        assert cluster.placement(tables, ["node-x", "node-y"], first) == first
+    assert hashed == []
