@@ -106,6 +106,11 @@ PROBE_INTERVAL, PROBE_TIMEOUT, UNANSWERED_AFTER = 0.5, 1.0, 2.0
 #: was half of a cluster process's Redis round trips (issue 36). Half of
 #: UNANSWERED_AFTER: a Redis that stops answering is still found not answering in time.
 PROBE_QUIET = UNANSWERED_AFTER / 2
+#: The pub/sub connection's health check (a PING when it was silent this long) and how
+#: long one read waits for a message: the check runs between reads, so at most one read
+#: late (issue 36: a read of a second woke an idle process for nothing, a tenth of its
+#: CPU).
+HEALTH_EVERY, LISTEN_TIMEOUT = 10, 5.0
 #: How long ``watch`` waits for Redis to confirm a subscription, and a reply for the
 #: events of its step before they are read from the stream (seconds).
 WATCH_TIMEOUT, HOLD_MAX = 2.0, 0.5
@@ -220,7 +225,7 @@ class RedisBus:
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
         self._redis = connect(
-            self.url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=10
+            self.url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=HEALTH_EVERY
         )
         self._lane = Lane(self._redis)
         self._tasks = [
@@ -679,7 +684,7 @@ class RedisBus:
                 self.answered_at = time.monotonic()  # it just answered the subscribe
                 self.connected.set()
                 while not self._closing:
-                    message = await pubsub.get_message(timeout=1.0)
+                    message = await pubsub.get_message(timeout=LISTEN_TIMEOUT)
                     if message is not None:
                         await self._handle(message)
             except asyncio.CancelledError:

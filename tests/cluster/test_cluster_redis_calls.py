@@ -13,7 +13,8 @@ cluster that costs what one process costs.
 - The tick's read of every owner comes back as one string, and placement hashes a table
   at a member once, not at every tick.
 - An idle process reads the list of open tables only when told it changed (a notice),
-  not every 2 s.
+  not every 2 s; placement answers the same facts with its last answer; and the bus's
+  pub/sub reader does not wake every second while nothing comes.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+import redis.asyncio.client
 
+from server.bus.redis import RedisBus
 from server.croupier import cluster
 from server.croupier.cluster import OWNERS_EVERY, Leases, Rebalancer, lease_key
 from server.store import TableRow, open_store
@@ -239,3 +242,71 @@ async def test_an_idle_process_reads_the_list_of_tables_only_when_told_it_change
     owners = first.owners()
     assert sorted(owners.values()).count(first.node_name(first.nodes[0])) == 2, owners
     assert second.nodes[0].running
+
+
+def test_placement_answers_the_same_facts_without_placing_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every tick of every process places every table, and idle the facts (tables,
+    members, owners) are the same from tick to tick: the last answer is given again,
+    and new facts are placed afresh."""
+    scored: list[tuple[str, str]] = []
+    real = cluster._score
+
+    def counting(table: str, node: str) -> bytes:
+        scored.append((table, node))
+        return real(table, node)
+
+    monkeypatch.setattr(cluster, "_score", counting)
+    tables = [f"t{i}" for i in range(40)]
+    first = cluster.placement(tables, ["a", "b"])
+    current: dict[str, str | None] = dict(first)
+    assert cluster.placement(tables, ["a", "b"], current) == first
+    scored.clear()
+    for _ in range(3):
+        again = cluster.placement(tables, ["a", "b"], current)
+        assert again == first
+        again["t0"] = "elsewhere"  # (an answer given is the caller's own)
+    assert scored == []
+    moved = cluster.placement(tables, ["a", "b", "c"], current)
+    assert scored and moved == cluster._place(tables, ["a", "b", "c"], current)
+    assert sum(1 for n in moved.values() if n == "c") == 12  # (a and b keep 14 each)
+
+
+async def test_an_idle_bus_reader_does_not_wake_every_second(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bus's pub/sub reader waits for a message up to LISTEN_TIMEOUT (5 s), not a
+    second: idle, a read of a second woke the process for nothing (a tenth of an idle
+    cluster process's CPU). What comes is still read at once."""
+    reads: list[float] = []
+    real = redis.asyncio.client.PubSub.get_message
+
+    async def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        reads.append(asyncio.get_running_loop().time())
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.asyncio.client.PubSub, "get_message", counting)
+
+    async def nothing_stored(table: str, seq: int) -> None:
+        return None
+
+    async def nobody(table: str) -> None:
+        return None
+
+    heard: list[dict[str, Any]] = []
+    bus = RedisBus(redis_url, node="node-a", events_after=nothing_stored, owner_of=nobody)
+    bus.on_control(heard.append)
+    await bus.start()
+    try:
+        await asyncio.sleep(0.5)
+        reads.clear()
+        await asyncio.sleep(3.0)
+        assert len(reads) <= 1, reads
+        bus.control({"kind": "tables"})  # (heard by this process too)
+        async with asyncio.timeout(1.0):
+            while not heard:
+                await asyncio.sleep(0.01)
+        assert heard == [{"kind": "tables"}]
+    finally:
+        await bus.close()
