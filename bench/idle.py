@@ -28,8 +28,8 @@ a test of the tool only).
   in the same round and phase (target: at most 2, issue 36).
 
 The load average at the start and end of the run is printed (the machine is shared).
-``--json PATH`` writes the figures; ``--write`` puts the report in docs/benchmarks.md,
-section "## Idle (bench/idle.py)".
+``--json PATH`` writes the figures. docs/benchmarks.md, "An idle cluster process (issue
+36, target 1)", holds a run's report with what was changed.
 """
 
 from __future__ import annotations
@@ -58,14 +58,13 @@ from bench._util import (
     machine,
     raise_nofile,
     run_seconds,
-    write_benchmarks,
 )
 from bench.evening import config, spectator_address, table_ids
 from bench.gateway import archive
 from tests.kit.launch import LISTENING, ServerProcess
 
 COMMAND = "python -m bench.idle"
-SECTION = "## Idle (bench/idle.py)"
+SECTION = "## An idle cluster process (issue 36, target 1)"
 X = "\N{MULTIPLICATION SIGN}"
 #: What a server of another revision runs from (its gateway imports ``texts`` and serves
 #: ``web``).
@@ -350,7 +349,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before (10)")
     parser.add_argument("--rounds", type=int, default=2, help="windows per setup, in turn (2)")
     parser.add_argument("--baseline", metavar="REV", help="also that revision's servers")
-    parser.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     args = parser.parse_args(argv)
     raise_nofile()
@@ -376,8 +374,6 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps(results, indent=1))
     text = report(results)
     print(text)
-    if args.write:
-        write_benchmarks(SECTION, text)
     return 0
 
 
