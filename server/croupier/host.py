@@ -42,12 +42,8 @@ log = logging.getLogger("chemmy.croupier")
 
 StepHook = Callable[[TableActor, c.Command, list[Event]], None]
 
-#: How long the list of open tables is trusted before placement reads it again: a
-#: table defined, taken or closed anywhere is announced (a ``tables``, ``owner`` or
-#: ``closed`` notice; ``reconnected`` after the bus was cut), so this is only the net
-#: under a lost notice (issue 36: at 2 s, reading 120 ids was a third of an idle
-#: process's placement loop).
-TABLE_LIST_FRESH = 30.0
+#: How long the list of open tables is trusted before placement reads it again.
+TABLE_LIST_FRESH = 2.0
 #: How long stopping waits for a background loop before leaving it behind.
 STOP_WAIT = 3.0
 

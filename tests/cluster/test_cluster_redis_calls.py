@@ -12,9 +12,8 @@ cluster that costs what one process costs.
   answered (the probe was half of an idle process's round trips).
 - The tick's read of every owner comes back as one string, and placement hashes a table
   at a member once, not at every tick.
-- An idle process reads the list of open tables only when told it changed (a notice),
-  not every 2 s; placement answers the same facts with its last answer; and the bus's
-  pub/sub reader does not wake every second while nothing comes.
+- Placement answers the same facts with its last answer, and the bus's pub/sub reader
+  does not wake every second while nothing comes.
 """
 
 from __future__ import annotations
@@ -31,10 +30,8 @@ from server.bus.redis import RedisBus
 from server.croupier import cluster
 from server.croupier.cluster import OWNERS_EVERY, Leases, Rebalancer, lease_key
 from server.store import TableRow, open_store
-from tests.kit import table_def
 from tests.kit.client import http_get
-from tests.kit.cluster import Cluster, settle
-from tests.kit.redis import RedisServer
+from tests.kit.cluster import Cluster
 
 
 async def calls(url: str) -> dict[str, int]:
@@ -215,33 +212,6 @@ def test_placement_hashes_each_table_at_each_member_once(monkeypatch: pytest.Mon
     for _ in range(3):
         assert cluster.placement(tables, ["node-x", "node-y"], first) == first
     assert hashed == []
-
-
-@pytest.mark.slow
-async def test_an_idle_process_reads_the_list_of_tables_only_when_told_it_changed(
-    make_cluster: Callable[..., Cluster], make_redis: Callable[..., RedisServer]
-) -> None:
-    """The placement loop's list of open tables is read again when a notice says it
-    changed, not every 2 s (reading every id was a third of an idle loop): over an idle
-    window its only ``ZRANGE``s are the tick's own two (the members, the draining). A
-    process that starts with tables the store has not seen takes its share and says so
-    (an ``owner`` notice): the others read the list again at once and take theirs."""
-    redis = make_redis()
-    first = make_cluster(1, [table_def("t1")], redis=redis)
-    await first.ready(1)
-    await asyncio.sleep(1.0)
-    before = await calls(first.url)
-    await asyncio.sleep(3.0)
-    used = spent(before, await calls(first.url))
-    assert used["evalsha"] >= 4, used
-    assert used["zrange"] == 2 * used["evalsha"], used  # no read of the tables' list
-    # A second process, with three tables the store has not seen: two of the four are
-    # placed at the first one, which learns of them from the notice, not from its list.
-    second = make_cluster(1, [table_def(t) for t in ("t1", "t2", "t3", "t4")], redis=redis)
-    await settle(lambda: len(first.owners()) == 4, timeout=5.0)
-    owners = first.owners()
-    assert sorted(owners.values()).count(first.node_name(first.nodes[0])) == 2, owners
-    assert second.nodes[0].running
 
 
 def test_placement_answers_the_same_facts_without_placing_again(
