@@ -37,6 +37,19 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def run_seconds(pid: int) -> float:
+    """CPU time of every thread of a process so far, to the nanosecond (the scheduler's
+    ``/proc/PID/task/TID/schedstat``): utime+stime count in ticks of 10 ms, too coarse
+    for an idle process over a window of seconds. A thread that ended is not counted."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):
+            continue  # (a thread that ended meanwhile)
+    return total / 1e9
+
+
 def rss_kib(pid: int) -> int:
     """Resident set size of a process (``/proc/PID/status`` VmRSS), KiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -114,6 +127,7 @@ __all__ = [
     "percentile",
     "raise_nofile",
     "rss_kib",
+    "run_seconds",
     "write_benchmarks",
     "write_section",
 ]

@@ -432,10 +432,10 @@ def start_baseline(tmp: Path, code: Path) -> tuple[ServerProcess, str]:
     return server, server.url
 
 
-def archive(rev: str, into: Path) -> Path:
-    """``git archive REV server`` unpacked in ``into``; ``into``."""
+def archive(rev: str, into: Path, paths: Sequence[str] = ("server",)) -> Path:
+    """``git archive REV server`` (or ``paths``) unpacked in ``into``; ``into``."""
     found = subprocess.run(
-        ["git", "archive", rev, "server"], cwd=ROOT, capture_output=True, check=False
+        ["git", "archive", rev, *paths], cwd=ROOT, capture_output=True, check=False
     )
     if found.returncode != 0:
         raise SystemExit(f"--baseline: not a git revision: {rev}")

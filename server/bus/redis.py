@@ -101,6 +101,16 @@ FLUSH_TIMEOUT = 2.0  # seconds close() waits for the outbox to be sent
 #: The liveness probe: a PING this often, bounded by PROBE_TIMEOUT; Redis is taken for
 #: not answering (``/readyz`` 503) once no probe succeeded for UNANSWERED_AFTER seconds.
 PROBE_INTERVAL, PROBE_TIMEOUT, UNANSWERED_AFTER = 0.5, 1.0, 2.0
+#: No PING while Redis answered another of this process's calls this recently
+#: (:meth:`RedisBus.heard`: the placement loop's tick, every lease/6 s): idle, the probe
+#: was half of a cluster process's Redis round trips (issue 36). Half of
+#: UNANSWERED_AFTER: a Redis that stops answering is still found not answering in time.
+PROBE_QUIET = UNANSWERED_AFTER / 2
+#: The pub/sub connection's health check (a PING when it was silent this long) and how
+#: long one read waits for a message: the check runs between reads, so at most one read
+#: late (issue 36: a read of a second woke an idle process for nothing, a tenth of its
+#: CPU).
+HEALTH_EVERY, LISTEN_TIMEOUT = 10, 5.0
 #: How long ``watch`` waits for Redis to confirm a subscription, and a reply for the
 #: events of its step before they are read from the stream (seconds).
 WATCH_TIMEOUT, HOLD_MAX = 2.0, 0.5
@@ -197,6 +207,11 @@ class RedisBus:
         is frozen (SIGSTOP, a stalled disk), and then nothing this process does works."""
         return time.monotonic() - self.answered_at <= UNANSWERED_AFTER
 
+    def heard(self) -> None:
+        """Redis just answered another call of this process (the placement loop's
+        tick): the probe need not ask it again for :data:`PROBE_QUIET` seconds."""
+        self.answered_at = time.monotonic()
+
     def not_ready(self) -> str | None:
         if not self.connected.is_set():
             return "bus unreachable"
@@ -210,7 +225,7 @@ class RedisBus:
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
         self._redis = connect(
-            self.url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=10
+            self.url, socket_connect_timeout=2, socket_timeout=5, health_check_interval=HEALTH_EVERY
         )
         self._lane = Lane(self._redis)
         self._tasks = [
@@ -250,7 +265,9 @@ class RedisBus:
 
     async def _probe(self) -> None:
         """``PING`` Redis every :data:`PROBE_INTERVAL` seconds, each bounded by
-        :data:`PROBE_TIMEOUT`: :attr:`answering` (and so ``/readyz``) follows it."""
+        :data:`PROBE_TIMEOUT`, unless another call was answered within
+        :data:`PROBE_QUIET` (:meth:`heard`): :attr:`answering` (and so ``/readyz``)
+        follows it. A sentinel client asks where the primary is at every probe."""
         # A connection of its own: probes must not leave connections in the writer's
         # pool (after a Redis restart each stale one costs the writer a failed batch).
         probe = connect(
@@ -259,9 +276,10 @@ class RedisBus:
         try:
             while not self._closing:
                 try:
-                    async with asyncio.timeout(PROBE_TIMEOUT):
-                        await probe.ping()
-                    self.answered_at = time.monotonic()
+                    if time.monotonic() - self.answered_at >= PROBE_QUIET:
+                        async with asyncio.timeout(PROBE_TIMEOUT):
+                            await probe.ping()
+                        self.answered_at = time.monotonic()
                     async with asyncio.timeout(PROBE_TIMEOUT):
                         await follow_primary(self._redis)  # type: ignore[arg-type]
                 except (RedisError, OSError, TimeoutError):
@@ -666,7 +684,7 @@ class RedisBus:
                 self.answered_at = time.monotonic()  # it just answered the subscribe
                 self.connected.set()
                 while not self._closing:
-                    message = await pubsub.get_message(timeout=1.0)
+                    message = await pubsub.get_message(timeout=LISTEN_TIMEOUT)
                     if message is not None:
                         await self._handle(message)
             except asyncio.CancelledError:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -65,7 +66,8 @@ RENEW_AFTER = 1 / 3
 # owners are read. ARGV: this node, ttl ms, now ms, draining ('1'/'0'), how many owned.
 # Beats (and drops expired members), renews each owned lease still ours, and answers
 # {the owned leases lost (their places, 1-based), the members, the draining, each read
-# lease's owner ('' for none)}.
+# lease's owner ('' for none), one a line} (one string, not a reply per table: parsing
+# those was most of an idle process's tick, issue 36).
 _TICK = """
 local node, ttl, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local owned = tonumber(ARGV[5])
@@ -83,7 +85,8 @@ for i = 3, 2 + owned do
 end
 local owners = {}
 for i = 3 + owned, #KEYS do owners[#owners + 1] = redis.call('GET', KEYS[i]) or '' end
-return {lost, redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('ZRANGE', KEYS[2], 0, -1), owners}
+return {lost, redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('ZRANGE', KEYS[2], 0, -1),
+        table.concat(owners, '\\n')}
 """
 # KEYS[1] = the lease; ARGV[1] = this node. Deletes the lease only if it is ours.
 _RELEASE = """
@@ -94,7 +97,10 @@ return 0
 """
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _score(table: str, node: str) -> bytes:
+    """A table's rendezvous hash at a node (remembered: placement runs at every tick of
+    every process, over every table, and the answers never change)."""
     return hashlib.blake2b(f"{table}\x00{node}".encode(), digest_size=8).digest()
 
 
@@ -109,13 +115,29 @@ def placement(
     ``(table, member)`` that still has room. So with no owners yet the tables spread
     evenly; a member leaving moves only its own tables (to the others with room), and a
     member joining takes only the tables the others must shed to make room for it.
-    Deterministic: every process computes the same answer from the same facts.
+    Deterministic: every process computes the same answer from the same facts; the
+    last answer is kept, and given again for the same facts (every tick of an idle
+    process asks the same question).
     """
+    facts = (tuple(tables), tuple(nodes), dict(current or {}))
+    if _last_placement and _last_placement[0] == facts:
+        return dict(_last_placement[1])
+    placed = _place(*facts)
+    _last_placement[:] = [facts, placed]
+    return dict(placed)
+
+
+#: The last call of :func:`placement`: its facts and its answer.
+_last_placement: list[Any] = []
+
+
+def _place(
+    tables: Iterable[str], nodes: Iterable[str], current: Mapping[str, str | None]
+) -> dict[str, str]:
     members = sorted(set(nodes))
     if not members:
         return {}
     tables = sorted(set(tables))
-    current = current or {}
     room = -(-len(tables) // len(members))  # ceil
     load = dict.fromkeys(members, 0)
     placed: dict[str, str] = {}
@@ -152,6 +174,8 @@ class Leases:
         self.ttl = ttl
         self._redis: aioredis.Redis | None = None
         self._owners: dict[str, tuple[str | None, float]] = {}  # table -> (node, when read)
+        #: Hears that Redis answered a tick (the bus's probe need not ask it meanwhile).
+        self.on_answer: Callable[[], None] | None = None
 
     @property
     def redis(self) -> aioredis.Redis:
@@ -177,8 +201,11 @@ class Leases:
         args.append(len(owned))
         with _unavailable():
             lost, live, leaving, found = await self._tick(keys=keys, args=args, client=redis)
+        if self.on_answer is not None:
+            self.on_answer()
         members = {_text(n) for n in live} - {_text(n) for n in leaving}
-        owners = {t: _text(v) or None for t, v in zip(tables, found, strict=True)}
+        named = _text(found).split("\n") if tables else []  # (a node's name has no line break)
+        owners = {t: v or None for t, v in zip(tables, named, strict=True)}
         now = time.monotonic()
         for table, node in owners.items():
             self._owners[table] = (node, now)

@@ -74,6 +74,7 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
             owner_of=leases.owner,
         )
         redis_bus.on_lag = metrics.bus_lag.observe
+        leases.on_answer = redis_bus.heard  # (a tick answered: no probe needed meanwhile)
         bus = redis_bus
     if bus is None:
         bus = LocalBus(events_after=stored_events)

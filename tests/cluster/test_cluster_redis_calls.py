@@ -8,17 +8,30 @@ cluster that costs what one process costs.
 - The placement loop renews its leases every other tick, not at every one (a ``GET``
   and a ``PEXPIRE`` per table per tick were a seventh of Redis's commands).
 - A step's commit adds its events without reading the stream's last one first.
+- An idle process's bus does not ``PING`` Redis while the placement loop's ticks are
+  answered (the probe was half of an idle process's round trips).
+- The tick's read of every owner comes back as one string, and placement hashes a table
+  at a member once, not at every tick.
+- Placement answers the same facts with its last answer, and the bus's pub/sub reader
+  does not wake every second while nothing comes.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
+import redis.asyncio.client
 
+from server.bus.redis import RedisBus
+from server.croupier import cluster
 from server.croupier.cluster import OWNERS_EVERY, Leases, Rebalancer, lease_key
 from server.store import TableRow, open_store
+from tests.kit.client import http_get
+from tests.kit.cluster import Cluster
 
 
 async def calls(url: str) -> dict[str, int]:
@@ -128,3 +141,142 @@ async def test_a_steps_commit_adds_its_events_without_reading_the_stream(redis_u
 
 def event(seq: int, kind: str = "bets") -> dict[str, Any]:
     return {"seq": seq, "kind": kind, "data": {"n": seq}}
+
+
+@pytest.mark.slow
+async def test_an_idle_process_does_not_ping_redis_while_its_ticks_are_answered(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    """Idle, a cluster process's Redis round trips are its placement loop's ticks (one
+    scripted call each, lease/6 s): the bus's liveness probe takes a tick answered for
+    Redis answering and sends no ``PING`` of its own (it sent two a second), and
+    ``/readyz`` stays 200. (tests/cluster/test_cluster_readiness.py: a frozen Redis is
+    still found not answering.)"""
+    cluster = make_cluster(1)
+    await cluster.ready()
+    await asyncio.sleep(1.0)
+    before = await calls(cluster.url)
+    await asyncio.sleep(3.0)
+    used = spent(before, await calls(cluster.url))
+    assert used["evalsha"] >= 4, used  # the ticks went on (every 0.42 s)
+    assert used.get("ping", 0) <= 1, used  # (the pub/sub connection's check, every 10 s)
+    status, _headers, body = await http_get(cluster.nodes[0].port, "/readyz")
+    assert status == 200, body
+
+
+async def test_a_ticks_read_of_every_owner_comes_back_as_one_string(redis_url: str) -> None:
+    """The tick reads every table's owner every ``OWNERS_EVERY`` s: Redis answers them as
+    one string, an owner a line, not a reply per table (parsing 120 of those was most of
+    an idle process's tick, issue 36); each table's owner is read right, none ('' in the
+    string) for a table without a lease, and nothing for no tables."""
+    a = Leases(redis_url, "node-a")
+    b = Leases(redis_url, "node-b")
+    tables = [f"t{i}" for i in range(120)]
+    try:
+        for t in tables[:40]:
+            assert await a.acquire(t)
+        for t in tables[40:80]:
+            assert await b.acquire(t)
+        lost, members, owners = await b.tick(tables[40:80], tables)
+        assert lost == set() and members == ["node-b"]
+        assert owners == {t: "node-a" for t in tables[:40]} | {
+            t: "node-b" for t in tables[40:80]
+        } | dict.fromkeys(tables[80:])
+        assert await b.tick([], []) == (set(), ["node-b"], {})
+        assert (await a.tick([], ["t0"]))[2] == {"t0": "node-a"}
+        assert (await a.tick([], ["t119"]))[2] == {"t119": None}
+        keys = ["chemmy:nodes", "chemmy:draining"] + [lease_key(t) for t in tables]
+        reply = await a._tick(keys=keys, args=["node-a", 3000, 0, "0", 0], client=a.redis)
+        assert isinstance(reply[3], bytes), type(reply[3])  # one string, not 120 replies
+        assert reply[3].decode().split("\n") == ["node-a"] * 40 + ["node-b"] * 40 + [""] * 40
+    finally:
+        await a.close()
+        await b.close()
+
+
+def test_placement_hashes_each_table_at_each_member_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every process places every table at every tick (lease/6 s): a table's rendezvous
+    hash at a member never changes, so it is computed once, not at every tick."""
+    hashed: list[bytes] = []
+    real = cluster.hashlib.blake2b
+
+    def counting(data: bytes, **options: Any) -> Any:
+        hashed.append(data)
+        return real(data, **options)
+
+    monkeypatch.setattr(cluster.hashlib, "blake2b", counting)
+    tables = [f"placed{i}" for i in range(120)]  # (names no other test hashes)
+    first = cluster.placement(tables, ["node-x", "node-y"])
+    assert len(hashed) > 0
+    hashed.clear()
+    for _ in range(3):
+        assert cluster.placement(tables, ["node-x", "node-y"], first) == first
+    assert hashed == []
+
+
+def test_placement_answers_the_same_facts_without_placing_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every tick of every process places every table, and idle the facts (tables,
+    members, owners) are the same from tick to tick: the last answer is given again,
+    and new facts are placed afresh."""
+    scored: list[tuple[str, str]] = []
+    real = cluster._score
+
+    def counting(table: str, node: str) -> bytes:
+        scored.append((table, node))
+        return real(table, node)
+
+    monkeypatch.setattr(cluster, "_score", counting)
+    tables = [f"t{i}" for i in range(40)]
+    first = cluster.placement(tables, ["a", "b"])
+    current: dict[str, str | None] = dict(first)
+    assert cluster.placement(tables, ["a", "b"], current) == first
+    scored.clear()
+    for _ in range(3):
+        again = cluster.placement(tables, ["a", "b"], current)
+        assert again == first
+        again["t0"] = "elsewhere"  # (an answer given is the caller's own)
+    assert scored == []
+    moved = cluster.placement(tables, ["a", "b", "c"], current)
+    assert scored and moved == cluster._place(tables, ["a", "b", "c"], current)
+    assert sum(1 for n in moved.values() if n == "c") == 12  # (a and b keep 14 each)
+
+
+async def test_an_idle_bus_reader_does_not_wake_every_second(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bus's pub/sub reader waits for a message up to LISTEN_TIMEOUT (5 s), not a
+    second: idle, a read of a second woke the process for nothing (a tenth of an idle
+    cluster process's CPU). What comes is still read at once."""
+    reads: list[float] = []
+    real = redis.asyncio.client.PubSub.get_message
+
+    async def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        reads.append(asyncio.get_running_loop().time())
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.asyncio.client.PubSub, "get_message", counting)
+
+    async def nothing_stored(table: str, seq: int) -> None:
+        return None
+
+    async def nobody(table: str) -> None:
+        return None
+
+    heard: list[dict[str, Any]] = []
+    bus = RedisBus(redis_url, node="node-a", events_after=nothing_stored, owner_of=nobody)
+    bus.on_control(heard.append)
+    await bus.start()
+    try:
+        await asyncio.sleep(0.5)
+        reads.clear()
+        await asyncio.sleep(3.0)
+        assert len(reads) <= 1, reads
+        bus.control({"kind": "tables"})  # (heard by this process too)
+        async with asyncio.timeout(1.0):
+            while not heard:
+                await asyncio.sleep(0.01)
+        assert heard == [{"kind": "tables"}]
+    finally:
+        await bus.close()
