@@ -1135,6 +1135,16 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
     state = {"recording": False, "size": 0, "frames": 0, "from": 0.0}
     probe = asyncio.create_task(_lag_probe(lag, state))  # type: ignore[arg-type]
 
+    def received(number: int, index: int | None, seq: int | None, size: int) -> None:
+        """Spectator ``number`` got the event ``seq`` of table ``index`` now (recording)."""
+        if seq is not None and index is not None:
+            who.append(number)
+            tidx.append(index)
+            seqs.append(seq)
+            times.append(time.time())
+            state["size"] += size
+            state["frames"] += 1
+
     def tap_for(joined: dict[str, bool], number: int) -> Any:
         def take(frame: str | bytes) -> bool:
             text = frame if isinstance(frame, str) else frame.decode()
@@ -1143,15 +1153,7 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
             if state["recording"]:
                 at = text.find('"table":"')
                 end = text.find('"', at + 9)
-                seq = gateway._seq_of(text)
-                index = names.get(text[at + 9 : end])
-                if seq is not None and index is not None:
-                    who.append(number)
-                    tidx.append(index)
-                    seqs.append(seq)
-                    times.append(time.time())
-                    state["size"] += len(text)
-                    state["frames"] += 1
+                received(number, names.get(text[at + 9 : end]), gateway._seq_of(text), len(text))
             return True
 
         return take
@@ -1162,15 +1164,8 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
                 return
             at = payload.find(b'"table":"')
             end = payload.find(b'"', at + 9)
-            seq = _seq_in(payload)
             index = names.get(payload[at + 9 : end].decode())
-            if seq is not None and index is not None:
-                who.append(number)
-                tidx.append(index)
-                seqs.append(seq)
-                times.append(time.time())
-                state["size"] += len(payload)
-                state["frames"] += 1
+            received(number, index, _seq_in(payload), len(payload))
 
         return take_light
 

@@ -12,7 +12,7 @@ import contextlib
 import random
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from server.gateway import hub
@@ -266,17 +266,16 @@ async def test_a_compressed_watcher_gets_what_a_plain_one_gets(net: Any) -> None
     assert any("actions" in e["data"] for e in seen[1])
 
 
-async def test_steps_soon_after_a_pass_wait_for_the_next_one_together(
-    net: Any, monkeypatch: Any
-) -> None:
-    """A large audience (``AT_ONCE``: here none) is written a pass at a time, a pass no
-    sooner than ``TAIL_GAP`` after the last began: two steps published a few turns of
-    the event loop apart, soon after a pass, reach a watcher in one write, not one each
-    (issue 37 §3: a write a watcher a step was 41% of the process at two thousand)."""
+async def _a_watcher_of_a_large_table(
+    net: Any, monkeypatch: Any, gap: float
+) -> tuple[Any, Any, Callable[[int], Any]]:
+    """A server whose tables are written as a large audience's (``AT_ONCE`` 0: a pass at
+    a time, ``TAIL_GAP`` ``gap``), one JSON watcher of t1, and a maker of the chat lines
+    ``line <n>`` (transient events) to publish to it."""
     from server.vocabulary.events import Event
 
     monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
-    monkeypatch.setattr(hub, "TAIL_GAP", 0.5, raising=False)  # (a loaded machine's turns)
+    monkeypatch.setattr(hub, "TAIL_GAP", gap, raising=False)
     server = await net.start(**FAST, tables=(table_def("t1"),))
     watcher = await net.guest(server, "json", name="Watcher")
     await watcher.join("t1")
@@ -285,6 +284,18 @@ async def test_steps_soon_after_a_pass_wait_for_the_next_one_together(
         return Event(watcher.last_seq["t1"], "chat", {"player": "x", "name": "X",
                      "text": f"line {n}"}, transient=True)  # fmt: skip
 
+    return server, watcher, chat
+
+
+async def test_steps_soon_after_a_pass_wait_for_the_next_one_together(
+    net: Any, monkeypatch: Any
+) -> None:
+    """A large audience (``AT_ONCE``: here none) is written a pass at a time, a pass no
+    sooner than ``TAIL_GAP`` after the last began: two steps published a few turns of
+    the event loop apart, soon after a pass, reach a watcher in one write, not one each
+    (issue 37 §3: a write a watcher a step was 41% of the process at two thousand)."""
+    # (a TAIL_GAP of a loaded machine's turns)
+    server, watcher, chat = await _a_watcher_of_a_large_table(net, monkeypatch, gap=0.5)
     with _writes(server, watcher.player) as writes:
         start = len(watcher.frames)
         server.hub.publish("t1", [chat(1)])  # a pass begins ...
@@ -357,19 +368,8 @@ async def test_how_long_a_step_waited_for_its_write_is_in_the_metrics(
     to a watcher (``chemmy_fanout_wait_seconds``, one write in ``WAIT_SAMPLE``; here
     every one): a step published just after a pass began waits for the next one, and
     its wait is counted (issue 37 §3: the server's side of the fan-out promise)."""
-    from server.vocabulary.events import Event
-
-    monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
-    monkeypatch.setattr(hub, "TAIL_GAP", 0.3, raising=False)
     monkeypatch.setattr(hub, "WAIT_SAMPLE", 1, raising=False)
-    server = await net.start(**FAST, tables=(table_def("t1"),))
-    watcher = await net.guest(server, "json", name="Watcher")
-    await watcher.join("t1")
-
-    def chat(n: int) -> Event:
-        return Event(watcher.last_seq["t1"], "chat", {"player": "x", "name": "X",
-                     "text": f"line {n}"}, transient=True)  # fmt: skip
-
+    server, watcher, chat = await _a_watcher_of_a_large_table(net, monkeypatch, gap=0.3)
     _status, _, body = await http_get(server.port, "/metrics")
     count0, sum0 = _wait_samples(body.decode())
     start = len(watcher.frames)
