@@ -66,13 +66,16 @@ def bet_or_remove(bot: Client) -> Callable[[], Awaitable[Any]]:
 
 
 async def measure(tmp: Path, count: int, baseline: str) -> dict[str, Any]:
-    plain, plain_url = start_chemmy(tmp)
-    limited, limited_url = start_chemmy(tmp)
-    echo, echo_url = start_bare("echo")
-    write, write_url = start_bare("write")
-    old, old_url = start_baseline(tmp, archive(baseline, tmp / "baseline"))
-    servers: list[Process] = [plain, limited, echo, write, old]
+    servers: list[Process] = []  # (each stopped below, even when a later one fails to start)
+
+    def started(made: tuple[Process, str]) -> str:
+        servers.append(made[0])
+        return made[1]
+
     try:
+        plain_url, limited_url = started(start_chemmy(tmp)), started(start_chemmy(tmp))
+        echo_url, write_url = started(start_bare("echo")), started(start_bare("write"))
+        old_url = started(start_baseline(tmp, archive(baseline, tmp / "baseline")))
         bots = [await seated_bot(url) for url in (plain_url, limited_url, old_url)]
         await bots[1].call("set_limit", kind="loss_day", amount=10**9)
         await bots[1].call("set_limit", kind="wager_week", amount=10**10)
