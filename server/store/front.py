@@ -21,6 +21,7 @@ from server.ledger.accounts import Entry, player_account
 from server.ledger.flows import LimitGuard, check_day, flow_buckets
 from server.ledger.rules import check_entry, stake_account, welcome_entry
 from server.protocol.errors import StoreError
+from server.store import calls
 from server.store.base import BetReads, CommitResult, CurrentRule, RoundFilter, RoundQuery, TableRow
 from server.store.calls import check_due_kinds, check_due_time, wallet_filters, wallet_limit
 from server.store.plan import CommitPlan, plan_commit
@@ -73,8 +74,13 @@ class StoreFront(ABC):
     async def _due_wallet_calls(
         self, now: float, limit: int, kinds: tuple[str, ...]
     ) -> list[dict[str, Any]]:
-        """:meth:`due_wallet_calls` with its arguments checked (``limit`` and ``kinds``
-        not empty)."""
+        """:meth:`due_wallet_calls`, its arguments checked (``limit``, ``kinds`` not empty)."""
+
+    @abstractmethod
+    async def _update_wallet_call(
+        self, transaction_id: str, changes: Mapping[str, Any], only_from: str | None
+    ) -> dict[str, Any] | None:
+        """:meth:`update_wallet_call` with ``changes`` checked."""
 
     @abstractmethod
     async def _wallet_calls(
@@ -139,7 +145,13 @@ class StoreFront(ABC):
             flow_buckets(days, since_day),
         )
 
-    # -- the wallet calls' outbox, read ----------------------------------------------------
+    # -- the wallet calls' outbox ----------------------------------------------------------
+    async def update_wallet_call(
+        self, transaction_id: str, changes: Mapping[str, Any], *, only_from: str | None = None
+    ) -> dict[str, Any] | None:
+        checked = calls.check_wallet_changes(changes)
+        return await self._update_wallet_call(transaction_id, checked, only_from)
+
     async def due_wallet_calls(
         self,
         now: float,

@@ -14,7 +14,6 @@ from typing import Any, Final
 from server.protocol.errors import StoreUnavailable
 from server.store.calls import (
     check_operator_call,
-    check_wallet_changes,
     merge_wallet_call,
     operator_call_record,
     wallet_call_matches,
@@ -37,14 +36,9 @@ class RedisCalls(RedisCore):
     """The wallet's and the operator's calls in :class:`~server.store.redis.RedisStore`."""
 
     # -- the wallet calls' outbox ---------------------------------------------------------
-    async def update_wallet_call(
-        self,
-        transaction_id: str,
-        changes: Mapping[str, Any],
-        *,
-        only_from: str | None = None,
+    async def _update_wallet_call(
+        self, transaction_id: str, changes: Mapping[str, Any], only_from: str | None
     ) -> dict[str, Any] | None:
-        changes = check_wallet_changes(changes)
         data = self._key("wcall:data")
         with self._translated():
             redis = self._redis()

@@ -32,7 +32,6 @@ from server.store.base import (
 )
 from server.store.calls import (
     check_operator_call,
-    check_wallet_changes,
     merge_wallet_call,
     operator_call_record,
     wallet_totals,
@@ -464,14 +463,9 @@ class SQLiteStore(SQLiteCore):
         return await self._run(_audit)
 
     # -- the wallet calls' outbox ---------------------------------------------------------
-    async def update_wallet_call(
-        self,
-        transaction_id: str,
-        changes: Mapping[str, Any],
-        *,
-        only_from: str | None = None,
+    async def _update_wallet_call(
+        self, transaction_id: str, changes: Mapping[str, Any], only_from: str | None
     ) -> dict[str, Any] | None:
-        changes = check_wallet_changes(changes)
 
         def job(db: sqlite3.Connection) -> dict[str, Any] | None:
             with self._transaction(db):
