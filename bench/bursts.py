@@ -112,6 +112,12 @@ def install(timing: Timing) -> None:
         await step(self, item)
 
     def around(name: str, fn: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
+        def took(w0: float) -> None:
+            spent = time.perf_counter() - w0
+            timing.add(name, spent)
+            if timing.current is not None:
+                timing.current[name] = timing.current.get(name, 0.0) + spent
+
         if is_async:
 
             async def timed_async(*args: Any, **kwargs: Any) -> Any:
@@ -119,10 +125,7 @@ def install(timing: Timing) -> None:
                 try:
                     return await fn(*args, **kwargs)
                 finally:
-                    took = time.perf_counter() - w0
-                    timing.add(name, took)
-                    if timing.current is not None:
-                        timing.current[name] = timing.current.get(name, 0.0) + took
+                    took(w0)
 
             return timed_async
 
@@ -131,10 +134,7 @@ def install(timing: Timing) -> None:
             try:
                 return fn(*args, **kwargs)
             finally:
-                took = time.perf_counter() - w0
-                timing.add(name, took)
-                if timing.current is not None:
-                    timing.current[name] = timing.current.get(name, 0.0) + took
+                took(w0)
 
         return timed
 
