@@ -44,8 +44,8 @@ each time (at most 10 min). So a slow disk can stall the loop for one commit, no
 the next ones (docs/architecture.md §10).
 A call queued for the worker while commits are held takes them along first, and a hot
 read called then commits them on the loop first: the calls still run in the order they
-were made. A commit of :data:`AT_ONCE_ROWS` rows or more (a burst of bettors' bets) with
-none held is committed at once, not at the end of the turn (issue 37 §3).
+were made. With none held, a commit of :data:`AT_ONCE_ROWS` rows or more (issue 37 §3), or
+any with nothing else to run in its turn (issue 36), is committed at once, not held.
 ``direct=False`` keeps everything in the thread.
 
 The database keeps the rules too, as a second line of defence: a ``CHECK`` and a

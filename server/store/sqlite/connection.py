@@ -314,13 +314,13 @@ class SQLiteCore(StoreFront):
 
         While the worker holds no job, the commits called in one turn of the loop are
         held and committed together by the loop itself at the end of the turn
-        (:meth:`_flush_direct`), without the hop to the store's thread and back: two
-        thread wake-ups, about 0.1 ms here, were a lone ``bet``'s largest piece after
-        the store's reads (issue 23). A call queued for the worker meanwhile takes them
-        with it first (:meth:`_submit`), so the order of the calls is kept. ``direct``
-        False: to the worker whatever it holds (a large commit, :data:`DIRECT_MOST`).
-        ``at_once`` (:data:`AT_ONCE_ROWS`): committed now, in a transaction of its own,
-        when no commit is held (else held with them: they were called first)."""
+        (:meth:`_flush_direct`), without the hop to the store's thread (issue 23). A call
+        queued for the worker meanwhile takes them with it first (:meth:`_submit`): the
+        calls keep their order. ``direct`` False: to the worker whatever it holds (a large
+        commit, :data:`DIRECT_MOST`). With none held, one ``at_once`` (:data:`AT_ONCE_ROWS`)
+        is committed now, in a transaction of its own, and so is any with nothing else to
+        run in the turn (asyncio's ready queue, ``_ready``, empty; uvloop has none): none
+        could join it, and its caller (a lone ``bet``) goes on in this turn (issue 36)."""
         worker = self._worker
         if worker is None:
             raise StoreError("the store is not open")
@@ -328,7 +328,8 @@ class SQLiteCore(StoreFront):
         if self.groups - self._checkpointed >= CHECKPOINT_EVERY:
             self._checkpoint()
         if direct and self._direct_now(worker):
-            if at_once and not self._batch:
+            loop = asyncio.get_running_loop()
+            if not self._batch and (at_once or not getattr(loop, "_ready", True)):
                 outcomes = self._commit_direct([call])
                 if outcomes is None:  # (to the worker, which waits for the lock)
                     at_worker: T = await self._submit(call, grouped=True)
@@ -338,7 +339,6 @@ class SQLiteCore(StoreFront):
                     raise error
                 done: T = kept
                 return done
-            loop = asyncio.get_running_loop()
             future: asyncio.Future[T] = loop.create_future()
             if not self._batch:
                 loop.call_soon(self._flush_direct)
