@@ -339,7 +339,7 @@ class ChemmyServer:
                 raise bad_frame
             assert message is not None
             kind, mid, fields = parse(message)
-            self.metrics.commands.labels(type=kind).inc()
+            self.metrics.command(kind)
             if kind == "ping":
                 self.ok(session, mid, time=time.time())
                 return
@@ -573,7 +573,7 @@ class ChemmyServer:
                 pending.then(reply)
                 if pending.received is not None:  # its reply frame is with the connection
                     took = time.perf_counter() - pending.received
-                    self.metrics.command_time.labels(kind=pending.kind).observe(took)
+                    self.metrics.command_took(pending.kind, took)
             elif pending.kind == "join" and reply.error is None:
                 # The connection closed while its join travelled: its tables were read
                 # before this one was added, so the table hears now that the player is

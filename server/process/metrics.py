@@ -112,6 +112,24 @@ class Metrics:
             buckets=PAUSE_BUCKETS,
             registry=r,
         )
+        # The children of ``commands`` and ``command_time`` by kind, kept: ``labels`` takes
+        # a lock and builds its key on every call, twice a command (issue 36, the lone bet).
+        self._counted: dict[str, Any] = {}
+        self._timed: dict[str, Any] = {}
+
+    def command(self, kind: str) -> None:
+        """One more client command of ``kind`` (a parsed kind: a bounded set)."""
+        child = self._counted.get(kind)
+        if child is None:
+            child = self._counted[kind] = self.commands.labels(type=kind)
+        child.inc()
+
+    def command_took(self, kind: str, took: float) -> None:
+        """A table command of ``kind`` took ``took`` seconds at the server."""
+        child = self._timed.get(kind)
+        if child is None:
+            child = self._timed[kind] = self.command_time.labels(kind=kind)
+        child.observe(took)
 
     def _cluster(self, r: CollectorRegistry) -> None:
         """The cluster's: the bus and the leases (zero on one process)."""

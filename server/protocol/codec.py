@@ -161,13 +161,17 @@ def _refuse_constant(name: str) -> NoReturn:
     raise ProtocolError("bad_frame", f"{name} is not JSON")
 
 
+#: ``json.loads`` with ``parse_constant`` makes a decoder for every frame (2 of its 4 µs).
+_JSON_DECODER: Final = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def _decode_json(frame: str | bytes, max_size: int) -> Any:
     if not isinstance(frame, str):
         raise ProtocolError("bad_frame", "a chemmy.v1.json connection sends text frames")
     if len(frame) > max_size:
         raise ProtocolError("bad_frame", f"frame longer than {max_size}")
     try:
-        return json.loads(frame, parse_constant=_refuse_constant)
+        return _JSON_DECODER.decode(frame)
     except ProtocolError:
         raise
     except (ValueError, RecursionError):
