@@ -432,10 +432,20 @@ def start_baseline(tmp: Path, code: Path) -> tuple[ServerProcess, str]:
     return server, server.url
 
 
-def archive(rev: str, into: Path, paths: Sequence[str] = ("server",)) -> Path:
-    """``git archive REV server`` (or ``paths``) unpacked in ``into``; ``into``."""
+def archive(rev: str, into: Path, paths: Sequence[str] = ("server", "texts", "web")) -> Path:
+    """``git archive REV`` of ``paths`` unpacked in ``into``; ``into``. The paths REV does
+    not have are left out (its server imports ``texts`` and serves ``web`` only since they
+    came: a revision's server without them failed to start)."""
+    kept = [
+        path
+        for path in paths
+        if subprocess.run(
+            ["git", "cat-file", "-e", f"{rev}:{path}"], cwd=ROOT, capture_output=True
+        ).returncode
+        == 0
+    ]
     found = subprocess.run(
-        ["git", "archive", rev, *paths], cwd=ROOT, capture_output=True, check=False
+        ["git", "archive", rev, *(kept or paths)], cwd=ROOT, capture_output=True, check=False
     )
     if found.returncode != 0:
         raise SystemExit(f"--baseline: not a git revision: {rev}")

@@ -1,9 +1,11 @@
 """Where a lone ``bet`` round trip goes, on SQLite, in one process (issue 23).
 
-Run from the project root: ``python -m bench.lone [--requests N] [--cprofile]``.
+Run from the project root: ``python -m bench.lone [--requests N] [--cprofile]
+[--event-loop uvloop|asyncio]``.
 
 The server (bench/gateway.py's settings, a new SQLite file) and one seated bot run in this
-process, on one event loop; the bot sends a ``bet`` and a ``remove_bet`` alternately, as
+process, on one event loop (uvloop by default, as ``chemmy-server`` runs; asyncio's own
+with ``--event-loop asyncio``); the bot sends a ``bet`` and a ``remove_bet`` alternately, as
 bench/gateway.py does. Each piece of the server's path is wrapped with a
 ``time.perf_counter`` span (mean and p50 per round trip, µs):
 
@@ -43,6 +45,8 @@ from server.gateway import tables as net_tables
 from server.gateway.server import ChemmyServer
 from server.process.assemble import assemble
 from server.process.config import load_config
+from server.process.main import loop_factory
+from server.process.settings import EVENT_LOOPS
 from server.store import store_for
 from server.store.sqlite import SQLiteStore
 
@@ -186,12 +190,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=3000, help="round trips")
     parser.add_argument("--cprofile", action="store_true", help="also a cProfile")
+    parser.add_argument(
+        "--event-loop",
+        choices=EVENT_LOOPS,
+        default="uvloop",
+        help="the event loop (chemmy-server's --event-loop; its default, uvloop)",
+    )
     args = parser.parse_args(argv)
     if not args.cprofile:
         instrument()
-    with tempfile.TemporaryDirectory(prefix="chemmy-bench-lone-") as tmp:
-        spans, text = asyncio.run(measure(Path(tmp), args.requests, args.cprofile))
-    command = "python -m bench.lone" + (" --cprofile" if args.cprofile else "")
+    with (
+        tempfile.TemporaryDirectory(prefix="chemmy-bench-lone-") as tmp,
+        asyncio.Runner(loop_factory=loop_factory(args.event_loop)) as runner,
+    ):
+        spans, text = runner.run(measure(Path(tmp), args.requests, args.cprofile))
+    command = f"python -m bench.lone --event-loop {args.event_loop}" + (
+        " --cprofile" if args.cprofile else ""
+    )
     print(report(spans, args.requests, command))
     print(text)
     return 0
