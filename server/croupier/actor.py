@@ -91,12 +91,6 @@ log = logging.getLogger("chemmy.croupier")
 #: The line of the croupier's own commands in the table's queue (no client has it).
 CROUPIER_LINE = "\x00croupier"
 
-#: A step that moves more ledger entries or gives more players a private part than this
-#: (a settlement or betting's opening at a table of a thousand bettors, issue 37 §3) lets
-#: the event loop turn once between its decision and its commit's planning, so the
-#: commands and writes waiting meanwhile wait for one of the two, not for both.
-LARGE_STEP = 64
-
 
 def changes_line(cmd: c.Command, events: Sequence[Event]) -> bool:
     """Whether a step may change its table's lobby line: a stored event, or a player
@@ -366,10 +360,8 @@ class TableActor:
         decided = await self._decide_item(item)
         if decided is None:
             return
-        if _large(decided[1], self.wallet.pending):
-            # (the table is this actor's alone, and every await of a step comes before
-            # its commit and its delivery: nothing is stored or sent out of order)
-            await asyncio.sleep(0)
+        if commit.is_large(decided[1], self.wallet.pending):
+            await asyncio.sleep(0)  # (the loop turns before its commit: commit.LARGE_STEP)
         happened = await self._commit(item, *decided)
         if happened is not None:
             self._deliver(item, happened)
@@ -606,16 +598,3 @@ class TableActor:
         self.table = await recovery.rebuilt(
             self.store, self.table, self._last_state, self._parts, undone
         )
-
-
-def _large(step: Step, entries: Sequence[Entry]) -> bool:
-    """Whether ``step`` is a large one (:data:`LARGE_STEP`)."""
-    if len(entries) > LARGE_STEP:
-        return True
-    parts = 0
-    for event in step.events:
-        if event.private:
-            parts += len(event.private)
-            if parts > LARGE_STEP:
-                return True
-    return False

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from server.croupier import actor as actor_module
-from server.croupier import kinds
+from server.croupier import commit, kinds
 from server.croupier.retry import BACKOFF_FIRST, BACKOFF_MAX, backoff, retrying
 from server.protocol.errors import Refused, StoreError
 from server.protocol.records import GATEWAY_KINDS, Address, CommandRecord
@@ -207,6 +207,6 @@ async def test_a_large_step_lets_the_loop_turn_between_its_decision_and_its_comm
     await ann.call("sit", table="t1", seat=1)  # a small step
     assert order[:2] == ["commit", "the loop turned"] and "delivered" in order, order
     order.clear()
-    monkeypatch.setattr(actor_module, "LARGE_STEP", 0)  # (every step with a private part)
+    monkeypatch.setattr(commit, "LARGE_STEP", 0)  # (every step with a private part)
     await ann.call("stand", table="t1")
     assert order[:2] == ["the loop turned", "commit"] and order[-1] == "delivered", order
