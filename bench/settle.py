@@ -15,7 +15,9 @@ its parts: *decide* (the table's step), *to_write* (the state row and the bettor
 made for the store), *commit* (the store's commit, awaited: its thread), *deliver* (the
 events published to the hub, the reply); the step whose events hold ``settled`` is the
 settlement. Reported: each part's median over the coups' settlements (the first left
-out: the accounts are made then), beside a step of betting's for scale; the time spent
+out: the accounts are made then), beside a step of betting's for scale; the event loop's
+longest hold during each settlement (a probe task's 1 ms sleep, how late it came back:
+what a command arriving then waited for the loop); the time spent
 within the settlement in a few functions (:func:`probes`, inclusive, in any thread: the
 store's commit runs in its own) and in the cyclic collector (``gc0``... by generation);
 with ``--profile`` the settlement's hot functions (cProfile of those steps only: its
@@ -196,6 +198,7 @@ class Timing:
         self.profile = profile
         self.stats: pstats.Stats | None = None
         self.gc_began = 0.0
+        self.holds: list[tuple[float, float]] = []  # (the event loop's: _holds)
 
     def part(self, name: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
         async def timed(*args: Any, **kwargs: Any) -> Any:
@@ -276,6 +279,7 @@ def install(timing: Timing) -> None:
             if profiler is not None:
                 profiler.disable()
             record["step"] = (time.perf_counter() - w0, time.thread_time() - c0)
+            record["span"] = (w0, time.perf_counter())
             timing.current = None
             timing.steps.append(record)
             if profiler is not None and record.get("settled"):
@@ -362,12 +366,31 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     gc.callbacks.append(timing.on_gc)
     async with table_and_clients(tmp, "Settle", args, BETTING):
         timing.steps.clear()
+        held = asyncio.create_task(_holds(timing.holds))
         deadline = time.monotonic() + args.timeout
         while sum(1 for s in timing.steps if s.get("settled")) < args.coups + 1:
             if time.monotonic() > deadline:
                 raise RuntimeError("the coups took too long")
             await asyncio.sleep(0.2)
+        held.cancel()
     return report_of(timing, args)
+
+
+async def _holds(holds: list[tuple[float, float]]) -> None:
+    """The event loop's holds: each time a 1 ms sleep came back more than 2 ms late,
+    ``(when it was due, when it came back)`` (what a command arriving then waited)."""
+    while True:
+        due = time.perf_counter() + 0.001
+        await asyncio.sleep(0.001)
+        back = time.perf_counter()
+        if back - due > 0.002:
+            holds.append((due, back))
+
+
+def longest_hold(holds: list[tuple[float, float]], span: tuple[float, float]) -> float:
+    """The longest of ``holds`` that overlaps ``span`` (a step's), seconds."""
+    w0, w1 = span
+    return max((b - a for a, b in holds if b > w0 and a < w1), default=0.0)
 
 
 def report_of(timing: Timing, args: argparse.Namespace) -> dict[str, Any]:
@@ -385,6 +408,9 @@ def report_of(timing: Timing, args: argparse.Namespace) -> dict[str, Any]:
                 )
         return out
 
+    def hold(steps: list[dict[str, Any]]) -> list[float]:
+        return [longest_hold(timing.holds, s["span"]) * 1e3 for s in steps if "span" in s]
+
     names = sorted({n for s in settles for n in s.get("probes", {})})
     probe_ms = {
         n: statistics.median(s.get("probes", {}).get(n, 0.0) for s in settles) * 1e3 for n in names
@@ -397,6 +423,7 @@ def report_of(timing: Timing, args: argparse.Namespace) -> dict[str, Any]:
         "settle": medians(settles),
         "bet": medians(bets),
         "bet_steps": len(bets),
+        "hold": {"settle": hold(settles), "bet": hold(bets)},
     }
     if timing.stats is not None:
         text = io.StringIO()
@@ -421,7 +448,14 @@ def report(result: dict[str, Any], load: str) -> str:
             for p in ("step", "decide", "to_write", "commit", "deliver")
         ]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    settle_holds = result["hold"]["settle"]
+    bet_holds = result["hold"]["bet"]
     lines += [
+        "",
+        "The event loop's longest hold during each settlement (a 1 ms sleep's lateness): "
+        + ", ".join(f"{ms:.1f}" for ms in settle_holds)
+        + f" ms; during a bet's step, median {statistics.median(bet_holds or [0.0]):.1f} ms,"
+        + f" most {max(bet_holds or [0.0]):.1f} ms",
         "",
         "Within the settlement (wall, medians): "
         + ", ".join(f"{n} {ms:.1f} ms" for n, ms in result["probes"].items()),

@@ -360,6 +360,8 @@ class TableActor:
         decided = await self._decide_item(item)
         if decided is None:
             return
+        if commit.is_large(decided[1], self.wallet.pending):
+            await asyncio.sleep(0)  # (the loop turns before its commit: commit.LARGE_STEP)
         happened = await self._commit(item, *decided)
         if happened is not None:
             self._deliver(item, happened)

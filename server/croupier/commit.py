@@ -9,7 +9,7 @@ up to the actor, which undoes, refuses or delivers (store before send, §8).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,12 +19,20 @@ from server.protocol.errors import LimitPassed, Refused, limit_reached
 from server.store.base import CommitResult, Store, TableRow
 from server.table import Table
 from server.table.state import Phase
-from server.vocabulary.events import Event
+from server.vocabulary.events import Event, Step
 
 if TYPE_CHECKING:
     from .seamless import Seamless
 
-__all__ = ["Write", "limit_refusal", "to_write", "write"]
+__all__ = ["LARGE_STEP", "Write", "is_large", "limit_refusal", "to_write", "write"]
+
+#: A step that moves more ledger entries or gives more players a private part than this
+#: (a settlement or betting's opening at a table of a thousand bettors, issue 37 §3) lets
+#: the event loop turn once between its decision and its commit's planning, so the
+#: commands and writes waiting meanwhile wait for one of the two, not for both. (The table
+#: is its actor's alone, and every await of a step comes before its commit and delivery:
+#: nothing is stored or sent out of order.)
+LARGE_STEP = 64
 
 
 @dataclass(slots=True)
@@ -79,6 +87,19 @@ async def write(
         records=w.records,
         events=[event.to_dict() for event in w.stored],
     )
+
+
+def is_large(step: Step, entries: Sequence[Entry]) -> bool:
+    """Whether ``step``, with its ledger ``entries``, is a large one (:data:`LARGE_STEP`)."""
+    if len(entries) > LARGE_STEP:
+        return True
+    parts = 0
+    for event in step.events:
+        if event.private:
+            parts += len(event.private)
+            if parts > LARGE_STEP:
+                return True
+    return False
 
 
 def limit_refusal(table: Table, passed: LimitPassed) -> Refused:

@@ -511,15 +511,24 @@ class Hub:
         groups: dict[tuple[str, bytes], tuple[tuple[bytes, bool], list[ServerConnection]]] = {}
         subs = room.subs
         public = _Public(table, event)
+        # A part given to many players is one object (the table's ``actions`` of players
+        # whose actions are made from the same: server/table/actions.py): its JSON is
+        # made once (the event holds every part while this runs, so no id is reused).
+        made: dict[int, bytes | None] = {}
         for player, part in event.private.items():
             theirs = room.by_player.get(player)
             if not theirs:
                 continue
-            try:  # the part as JSON says which parts are alike (equal, in the same order;
-                # string keys only, so that alike in JSON is alike in msgpack too)
-                alike: bytes | None = orjson.dumps(part)
-            except TypeError:
-                alike = None  # (no such JSON for it: its own frame)
+            alike: bytes | None
+            if id(part) in made:
+                alike = made[id(part)]
+            else:
+                try:  # the part as JSON says which parts are alike (equal, in the same
+                    # order; string keys only, so that alike in JSON is alike in msgpack too)
+                    alike = orjson.dumps(part)
+                except TypeError:
+                    alike = None  # (no such JSON for it: its own frame)
+                made[id(part)] = alike
             for conn in theirs:
                 skip.add(conn)
                 fmt = subs[conn].fmt

@@ -106,7 +106,7 @@ def _watching_key(t: Table, p: PlayerState) -> tuple[Any, ...]:
     betting = None
     if t.phase is Phase.BETTING:
         room = rules.bettor_refusal(t, p) is None
-        betting = (t.draining, room, t.available(p.id), tuple(p.last_bets.items()))
+        betting = (t.draining, room, _funds(t, p), tuple(p.last_bets.items()))
     return ("watching", t.phase is Phase.CLOSED, betting, tuple(t.free_seats()))
 
 
@@ -138,7 +138,7 @@ def _phase_key(t: Table, p: PlayerState) -> tuple[Any, ...]:
             t.draining,
             pid == t.holder,
             t.holder_coups > 0,
-            t.available(pid),
+            _funds(t, p),
             tuple(p.bets.items()),
             tuple(p.last_bets.items()),
         )
@@ -152,6 +152,20 @@ def _phase_key(t: Table, p: PlayerState) -> tuple[Any, ...]:
     if phase is Phase.CUT:
         return ("cut", in_play, t.cutter == pid, t.shoe.size if t.shoe is not None else 0)
     return (phase.value, in_play)
+
+
+def _funds(t: Table, p: PlayerState) -> int:
+    """What of ``p``'s money (``available``: the balance less the chips on the felt, §7)
+    their actions are made from: the bets' ``max`` is the area's room or the funds,
+    whichever is less, and SAME BET needs the last bets' sum
+    (:func:`~server.table.rules.bet_bounds`), so any funds of at least the largest of
+    those give the same actions, and count as that one amount. Most of a thousand
+    bettors have that much, and so share one key a settlement (issue 37 §3), where their
+    balances, each their own, made each one's actions apart."""
+    available = t.available(p.id)
+    enough = max(t.area_max.values(), default=0)
+    last = sum(p.last_bets.values())
+    return min(available, enough if enough > last else last)
 
 
 def _digest(key: tuple[Any, ...]) -> str:
@@ -240,7 +254,9 @@ class SentActions:
         # Equal keys, equal actions (actions_key): made once a step for each key. At a
         # settlement of a thousand bettors and a thousand watchers nearly all share a few
         # keys, and making each one's was most of the step (issue 37 §3). The players
-        # given one key share its dict (an event's private parts are never changed).
+        # given one key share its overlay, and it is their private part itself where the
+        # event has no other for them (an event's private parts are never changed): the
+        # hub encodes a part once for all who share it (server/gateway/hub.py).
         made: dict[tuple[Any, ...], dict[str, Any]] = {}
         for pid in sorted(who) if len(who) > 1 else who:
             p = t.players.get(pid)
@@ -266,11 +282,12 @@ class SentActions:
             self._undigested.add(pid)
             acts = made.get(key)
             if acts is None:
-                acts = made[key] = rules.actions(t, pid)  # made fresh: the event's
-            overlay[pid] = {"actions": acts}
+                acts = made[key] = {"actions": rules.actions(t, pid)}  # made fresh: the event's
+            overlay[pid] = acts
         if overlay:
             last = events[-1]
             private = dict(last.private or {})
             for pid, extra in overlay.items():
-                private[pid] = {**private.get(pid, {}), **extra}
+                mine = private.get(pid)
+                private[pid] = extra if mine is None else {**mine, **extra}
             events[-1] = Event(last.seq, last.kind, last.data, private)

@@ -1,6 +1,6 @@
 """bench/settle.py, run for real at a tiny size (ten bettors, a short betting timer) so
 that it cannot rot: the settlements are found and timed in their parts, the store's
-commit among them, and the report says so."""
+commit among them, the event loop's longest hold in each, and the report says so."""
 
 from __future__ import annotations
 
@@ -23,3 +23,6 @@ def test_a_tiny_table_of_bettors_has_its_settlements_timed(tmp_path: Path) -> No
     assert whole > 0 and all(p in parts for p in ("decide", "commit", "deliver"))
     assert result["probes"]["_commit"] > 0 and result["probes"]["publish"] > 0
     assert "| settle |" in done.stdout
+    # the event loop's longest hold during each settlement (how late a 1 ms sleep came back)
+    assert len(result["hold"]["settle"]) == 1 and result["hold"]["settle"][0] >= 0
+    assert "longest hold during each settlement" in done.stdout

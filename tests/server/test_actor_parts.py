@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from server.croupier import actor as actor_module
-from server.croupier import kinds
+from server.croupier import commit, kinds
 from server.croupier.retry import BACKOFF_FIRST, BACKOFF_MAX, backoff, retrying
 from server.protocol.errors import Refused, StoreError
 from server.protocol.records import GATEWAY_KINDS, Address, CommandRecord
@@ -171,3 +171,42 @@ async def test_a_step_of_transient_events_keeps_the_lobby_line(
     await ann.call("sit", table="t1")
     after = actor.summary()
     assert after is not line and after["seated"] == line["seated"] + 1 and made == ["t1"] * 2
+
+
+async def test_a_large_step_lets_the_loop_turn_between_its_decision_and_its_commit(
+    net: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step of many players (more ledger entries or private parts than ``LARGE_STEP``: a
+    thousand bettors' settlement, issue 37 §3) lets the event loop turn once after the
+    table decided it, before its commit is planned, so what waits meanwhile waits for one
+    of the two; a small step goes on to its commit at once. Either way it is stored
+    before it is sent, and answered after."""
+    server = await net.start()
+    ann = await net.player(server, "ann")
+    await ann.join("t1")
+    actor = server.actors["t1"]
+    order: list[str] = []
+    decide, write, deliver = actor._decide_item, actor._write, actor._deliver
+
+    async def decided(item: Any) -> Any:
+        out = await decide(item)
+        asyncio.get_running_loop().call_soon(order.append, "the loop turned")
+        return out
+
+    async def written(w: Any) -> Any:
+        order.append("commit")
+        return await write(w)
+
+    def delivered(item: Any, happened: Any) -> None:
+        order.append("delivered")
+        deliver(item, happened)
+
+    monkeypatch.setattr(actor, "_decide_item", decided)
+    monkeypatch.setattr(actor, "_write", written)
+    monkeypatch.setattr(actor, "_deliver", delivered)
+    await ann.call("sit", table="t1", seat=1)  # a small step
+    assert order[:2] == ["commit", "the loop turned"] and "delivered" in order, order
+    order.clear()
+    monkeypatch.setattr(commit, "LARGE_STEP", 0)  # (every step with a private part)
+    await ann.call("stand", table="t1")
+    assert order[:2] == ["the loop turned", "commit"] and order[-1] == "delivered", order

@@ -195,6 +195,42 @@ async def test_a_phase_change_encodes_the_spectators_alike_actions_once(
     assert len(private) == 2, private  # the spectators' one, and Ann's
 
 
+async def test_a_private_part_given_to_many_players_is_made_json_once(
+    net: Any, monkeypatch: Any
+) -> None:
+    """The table gives the players whose actions are made from the same one private part
+    (server/table/actions.py), and the hub makes its JSON once for all of them, not once a
+    player (issue 37 §3: two thousand spectators' ``actions`` at betting's opening and
+    close); each spectator still gets its actions, and only its own frame."""
+    _server, spectators, game = await _watchers_and_ann(net, 6)  # (bettors: 1,000)
+    dumped: list[Any] = []
+    real = hub.orjson
+
+    class Counted:
+        OPT_NON_STR_KEYS = real.OPT_NON_STR_KEYS
+
+        @staticmethod
+        def dumps(obj: Any, *args: Any, **kwargs: Any) -> bytes:
+            if isinstance(obj, dict) and set(obj) == {"actions"}:
+                dumped.append(obj)
+            return real.dumps(obj, *args, **kwargs)
+
+    monkeypatch.setattr(hub, "orjson", Counted)
+    mark = spectators[0].last_seq["t1"]
+    reply = await game.act("ann", "done")  # betting closes: every spectator's actions change
+    for spectator in spectators:
+        await spectator.wait_seq("t1", reply["seq"])
+    monkeypatch.setattr(hub, "orjson", real)
+    told = []
+    for spectator in spectators:
+        step = [e for e in spectator.events("t1") if e["seq"] > mark]
+        told.append([e["data"]["actions"] for e in step if "actions" in e["data"]])
+    assert all(len(actions) == 1 and actions == told[0] for actions in told), told
+    assert "bet" not in told[0][0]
+    theirs = [part for part in dumped if part["actions"] == told[0][0]]
+    assert len(theirs) == 1, dumped  # the spectators' one part (and Ann's, her own)
+
+
 async def test_a_step_is_joined_once_for_all_its_alike_watchers(net: Any) -> None:
     """The watchers who get the same frames of a step get the very same bytes, joined
     once for all of them, not once a watcher (issue 37 §3: two thousand watchers made

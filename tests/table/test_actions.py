@@ -341,3 +341,38 @@ LongActionsMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestActionsPropertiesLong = pytest.mark.slow(LongActionsMachine.TestCase)
+
+
+def test_funds_enter_the_actions_key_only_as_far_as_they_bound_the_actions() -> None:
+    """A player's funds bound their actions up to the largest area maximum (a bet's
+    ``max``) and the last bets' sum (SAME BET): funds of at least both share a key and
+    have equal actions (issue 37 §3: a thousand bettors' unequal balances gave each their
+    own key); one short of either has a key and actions of its own."""
+    h = TableHarness()
+    h.setup({"ann": 1}, stack(BANKER_WIN, BANKER_WIN, BANKER_WIN), holder="ann")
+    t = h.table
+    top = max(t.area_max.values())
+    names = [f"s{i}" for i in range(4)]
+    for pid in names:
+        h.join(pid, funds=2 * top)
+        h.bet(pid, "player", t.area_max["player"])
+        h.bet(pid, "banker", t.area_max["banker"])
+    h.bet("ann", "banker", 100)
+    h.done_all()
+    h.turn_all()  # Banker wins: their last bets are more than any area's maximum
+    last = t.area_max["player"] + t.area_max["banker"]
+    assert last > top and t.phase.value == "betting"
+    for pid, funds in zip(names, (last - 1, last, last + 1, 3 * last), strict=True):
+        assert h.available(pid) < funds
+        h.fund(pid, funds - h.available(pid))
+        assert h.available(pid) == funds
+    h.join("s4", funds=top - 1)  # (no last bets)
+    names.append("s4")
+    keys = {pid: actions_key(t, t.players[pid]) for pid in names}
+    acts = {pid: check_actions(t, pid) for pid in names}
+    for a in names:
+        for b in names:
+            assert (keys[a] == keys[b]) == (acts[a] == acts[b]), (a, b)
+    assert keys["s1"] == keys["s2"] == keys["s3"]  # enough for every bound
+    assert "same_bet" in acts["s1"] and "same_bet" not in acts["s0"]  # one short of the sum
+    assert acts["s4"]["bet"]["areas"]["player"]["max"] == top - 1 < top  # short of a max

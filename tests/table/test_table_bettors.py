@@ -528,3 +528,54 @@ def test_each_area_and_stake_is_settled_once_a_coup(monkeypatch: pytest.MonkeyPa
         stake = 100 * (1 + i % 2)
         assert mine["net"] == (stake if i % 3 else -stake), i
     _audit(h)
+
+
+def test_bettors_of_ample_but_unequal_funds_share_one_actions_at_a_settlement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bettor's actions hold their funds only up to what can bound them (a bet's ``max``
+    is the area's room or the funds, whichever is less; SAME BET needs the last bets'
+    sum): bettors whose balances differ but all pass that have the same actions, made once
+    and given as one private part, where a thousand bettors' settlement made each one's
+    apart (issue 37 §3). One whose funds are short still gets their own, bounded by them."""
+    from server.table import rules
+
+    h = _table()
+    top = max(h.table.area_max.values())
+    rich = [f"r{i}" for i in range(12)]
+    for i, pid in enumerate(rich):
+        h.join(pid, funds=top * 3 + 7 * i)  # each balance its own, all ample
+    h.join("short", funds=top // 2)
+    h.bet("ann", "banker", 100)
+    h.done_all()
+    made: list[str] = []
+    real = rules.actions
+
+    def counted(t: Table, pid: str) -> dict[str, Any]:
+        made.append(pid)
+        return real(t, pid)
+
+    monkeypatch.setattr(rules, "actions", counted)
+    h.turn_all()  # Player wins: the shoe passes, and is offered
+    _next_coup(h)
+    for pid in rich:
+        h.bet(pid, "banker", 100)
+    h.bet("short", "banker", 100)
+    h.bet("ann", "banker", 100)
+    h.done_all()
+    made.clear()
+    evs = h.turn_all()  # Banker wins: the holder keeps the shoe, betting opens in this step
+    assert h.table.phase is Phase.BETTING and h.one("settled", evs)
+    last = evs[-1]
+    assert last.private is not None
+    parts = [last.private[pid] for pid in rich]
+    balances = {h.available(pid) for pid in rich}
+    assert len(balances) == len(rich)  # (their money differs)
+    assert all(part is parts[0] for part in parts)  # one part for all of them ...
+    assert parts[0]["actions"] == real(h.table, rich[0])  # ... their actions
+    assert all(real(h.table, pid) == parts[0]["actions"] for pid in rich)
+    assert len([pid for pid in made if pid in rich]) == 1  # made once
+    short = last.private["short"]["actions"]
+    assert short == real(h.table, "short") and short != parts[0]["actions"]
+    assert short["bet"]["areas"]["banker"]["max"] == h.available("short") < top
+    _audit(h)
