@@ -19,6 +19,7 @@ cluster that costs what one process costs.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,7 @@ from server.croupier.cluster import OWNERS_EVERY, Leases, Rebalancer, lease_key
 from server.store import TableRow, open_store
 from tests.kit.client import http_get
 from tests.kit.cluster import Cluster
+from tests.kit.timing import scaled
 
 
 async def calls(url: str) -> dict[str, int]:
@@ -148,7 +150,7 @@ async def test_an_idle_process_does_not_ping_redis_while_its_ticks_are_answered(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     """Idle, a cluster process's Redis round trips are its placement loop's ticks (one
-    scripted call each, lease/6 s): the bus's liveness probe takes a tick answered for
+    scripted call each, a third of a lease apart at rest): the bus's liveness probe takes a tick answered for
     Redis answering and sends no ``PING`` of its own (it sent two a second), and
     ``/readyz`` stays 200. (tests/cluster/test_cluster_readiness.py: a frozen Redis is
     still found not answering.)"""
@@ -158,7 +160,7 @@ async def test_an_idle_process_does_not_ping_redis_while_its_ticks_are_answered(
     before = await calls(cluster.url)
     await asyncio.sleep(3.0)
     used = spent(before, await calls(cluster.url))
-    assert used["evalsha"] >= 4, used  # the ticks went on (every 0.42 s)
+    assert used["evalsha"] >= 3, used  # the ticks went on (every 0.83 s)
     assert used.get("ping", 0) <= 1, used  # (the pub/sub connection's check, every 10 s)
     status, _headers, body = await http_get(cluster.nodes[0].port, "/readyz")
     assert status == 200, body
@@ -280,3 +282,94 @@ async def test_an_idle_bus_reader_does_not_wake_every_second(
         assert heard == [{"kind": "tables"}]
     finally:
         await bus.close()
+
+
+class CountedLeases(Leases):
+    """Leases that note when each of their process's ticks was asked."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ticks: list[float] = []
+
+    async def tick(self, *args: Any, **kwargs: Any) -> Any:
+        self.ticks.append(time.monotonic())
+        return await super().tick(*args, **kwargs)
+
+
+@pytest.mark.slow  # (a few leases' time, on the clock)
+@pytest.mark.xdist_group("elapsed")  # asserts how long things took: never beside another
+async def test_at_rest_ticks_come_a_third_of_a_lease_apart_and_a_dead_members_tables_move(
+    redis_url: str,
+) -> None:
+    """At rest (the same members, every table where placement says), the placement loop
+    ticks once its renewal is due, a third of a lease apart, not every sixth (issue 36:
+    those ticks were most of an idle cluster process's CPU): its leases and heartbeat
+    still never lapse, and nothing moves. A member killed (its loop stopped, nothing
+    released) is found gone once its heartbeat expires, as the survivor's tick read it,
+    and its tables are taken no later than a tick every sixth of a lease would."""
+    ttl = 1.5
+    leases = {n: CountedLeases(redis_url, n, ttl=ttl) for n in ("node-a", "node-b")}
+    owned: dict[str, set[str]] = {n: set() for n in leases}
+    tables = [f"t{i}" for i in range(6)]
+
+    def loop_of(node: str) -> Rebalancer:
+        async def own(table: str) -> None:
+            owned[node].add(table)
+
+        async def disown(table: str, why: str) -> None:
+            owned[node].discard(table)
+
+        async def open_tables() -> list[str]:
+            return list(tables)
+
+        return Rebalancer(
+            leases[node],
+            tables=open_tables,
+            owned=lambda: set(owned[node]),
+            own=own,
+            disown=disown,
+        )
+
+    async def until(done: Callable[[], bool], timeout: float) -> None:
+        async with asyncio.timeout(scaled(timeout)):
+            while not done():
+                await asyncio.sleep(0.01)
+
+    a, b = loop_of("node-a"), loop_of("node-b")
+    runs = {"node-b": asyncio.create_task(b.run())}
+    raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        await until(lambda: owned["node-b"] == set(tables), 2)
+        runs["node-a"] = asyncio.create_task(a.run())
+        await until(lambda: len(owned["node-a"]) == len(owned["node-b"]) == 3, 3 * ttl)
+        await asyncio.sleep(ttl / 3)  # (a last look after the last change: then at rest)
+        before = {n: set(o) for n, o in owned.items()}
+        window = 3.0
+        leases["node-a"].ticks.clear()
+        await asyncio.sleep(window)
+        ticks = len(leases["node-a"].ticks)
+        # A third of a lease apart (0.5 s: 6 in 3 s; every sixth, 0.25 s, was 12).
+        assert window / (ttl / 3) - 2 <= ticks <= window / (ttl / 3) + 1, ticks
+        assert owned == before  # nothing moved, nothing lapsed
+        for node, held in owned.items():
+            for table in held:
+                assert await raw.get(lease_key(table)) == node
+                assert await raw.pttl(lease_key(table)) > ttl * 1000 / 3
+
+        runs.pop("node-b").cancel()  # killed: no release, no leaving
+        killed = time.monotonic()
+        await asyncio.sleep(0.05)  # (a tick in flight is answered or not)
+        expires = float(await raw.zscore("chemmy:nodes", "node-b")) / 1000  # (wall clock)
+        await until(lambda: owned["node-a"] == set(tables), 2 * ttl)
+        took, after_expiry = time.monotonic() - killed, time.time() - expires
+        assert after_expiry >= 0, after_expiry  # never before its heartbeat expired
+        # Within the lease and a tick every sixth of it (what it was), on a busy machine.
+        assert took <= ttl + a.interval + scaled(0.3), (took, after_expiry)
+        assert after_expiry <= a.interval + scaled(0.3), (took, after_expiry)
+    finally:
+        for run in runs.values():
+            run.cancel()
+        await asyncio.gather(*runs.values(), return_exceptions=True)
+        await raw.aclose()
+        for each in leases.values():
+            await each.close()
