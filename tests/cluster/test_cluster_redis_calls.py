@@ -19,6 +19,7 @@ cluster that costs what one process costs.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,7 @@ import pytest
 import redis.asyncio as aioredis
 import redis.asyncio.client
 
+import server.bus.redis
 from server.bus.redis import RedisBus
 from server.croupier import cluster
 from server.croupier.cluster import OWNERS_EVERY, Leases, Rebalancer, lease_key
@@ -373,3 +375,57 @@ async def test_at_rest_ticks_come_a_third_of_a_lease_apart_and_a_dead_members_ta
         await raw.aclose()
         for each in leases.values():
             await each.close()
+
+
+async def test_a_bus_probe_sleeps_while_the_ticks_answer_and_pings_once_they_stop(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While Redis answers the placement loop's ticks (at rest a third of a lease apart),
+    the bus's probe neither pings nor asks for sentinels a plain Redis has not: it wakes
+    about once a tick, not twice a second (issue 36: an idle cluster process's wakes).
+    Once nothing else is answered, it pings in time: Redis is still found answering."""
+    wakes: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float, *args: Any) -> Any:
+        if sys._getframe(1).f_code.co_name == "_probe":
+            wakes.append(delay)
+        return await real_sleep(delay, *args)
+
+    asked: list[object] = []
+
+    async def follow_primary(client: object) -> None:
+        asked.append(client)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    monkeypatch.setattr(server.bus.redis, "follow_primary", follow_primary)
+
+    async def nothing_stored(table: str, seq: int) -> None:
+        return None
+
+    async def nobody(table: str) -> None:
+        return None
+
+    bus = RedisBus(redis_url, node="node-a", events_after=nothing_stored, owner_of=nobody)
+    await bus.start()
+    try:
+        tick = 0.83  # (the tests' lease, 2.5 s, over 3)
+        for _ in range(2):
+            bus.heard()
+            await real_sleep(tick)
+        before, wakes[:] = await calls(redis_url), []
+        for _ in range(4):  # 3.3 s of ticks answered
+            bus.heard()
+            await real_sleep(tick)
+            assert bus.answering
+        used = spent(before, await calls(redis_url))
+        assert used.get("ping", 0) == 0, used
+        assert asked == []  # (a plain Redis: no sentinels to ask)
+        assert len(wakes) <= 5, wakes  # about one a tick (two a second were 7)
+        before = await calls(redis_url)
+        for _ in range(10):  # no more ticks: the probe's pings keep it answering
+            await real_sleep(0.25)
+            assert bus.answering
+        assert spent(before, await calls(redis_url)).get("ping", 0) >= 1
+    finally:
+        await bus.close()
