@@ -3,7 +3,7 @@
 With a Redis store, every ``chemmy-server`` process is a member of the cluster:
 
 - **Presence.** Each process writes a heartbeat (``chemmy:nodes``, a sorted set scored
-  by when the heartbeat expires, ``ttl`` after it is written) at every tick of its
+  by when the heartbeat expires, a lease and a sixth after it) at every tick of its
   placement loop: at rest a third of a lease apart, and when another member's heartbeat
   expires; every ``ttl / 6`` while anything changes, or at once on a notice. A process
   that stops beating drops out once its heartbeat expires. A draining process marks
@@ -61,6 +61,11 @@ OWNERS_EVERY = 2.0
 #: rest, every other one while things change: issue 36, a GET and a PEXPIRE per table per
 #: tick were a seventh of Redis's commands); it then still has two thirds of its time to run.
 RENEW_AFTER = 1 / 3
+#: A heartbeat outlives its beat by a lease and a sixth of one (``Leases.beat_ms``): at
+#: rest a process beats when it renews, a third of a lease apart, so a member is still
+#: found gone no later than it was when it beat every sixth of a lease with a heartbeat
+#: of one lease, and keeps as long a grace through a pause or a Redis failover (issue 36).
+BEAT_EXTRA = 1 / 6
 #: How long after another member's heartbeat expires a process at rest looks (seconds):
 #: the member's leases, renewed in its tick's script, expire a moment after the
 #: heartbeat its tick wrote (``now`` is read before the call).
@@ -69,7 +74,8 @@ EXPIRY_MARGIN = 0.1
 # A process's whole tick in one call (issue 36: it was an EVAL of the full script text
 # per table, a transaction and a read, every half second). KEYS: the members, the
 # draining, then the ``ARGV[5]`` leases of this process's tables, then the leases whose
-# owners are read. ARGV: this node, ttl ms, now ms, draining ('1'/'0'), how many owned.
+# owners are read. ARGV: this node, ttl ms, now ms, draining ('1'/'0'), how many owned,
+# the heartbeat's ms.
 # Beats (and drops expired members), renews each owned lease still ours, and answers
 # {the owned leases lost (their places, 1-based), the members, the draining, each read
 # lease's owner ('' for none), one a line (one string, not a reply per table: parsing
@@ -77,9 +83,9 @@ EXPIRY_MARGIN = 0.1
 # heartbeat expires (ms; '' for no other)}.
 _TICK = """
 local node, ttl, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local owned = tonumber(ARGV[5])
-redis.call('ZADD', KEYS[1], now + ttl, node)
-if ARGV[4] == '1' then redis.call('ZADD', KEYS[2], now + ttl, node) end
+local owned, beat = tonumber(ARGV[5]), tonumber(ARGV[6])
+redis.call('ZADD', KEYS[1], now + beat, node)
+if ARGV[4] == '1' then redis.call('ZADD', KEYS[2], now + beat, node) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, now)
 local lost = {}
@@ -213,7 +219,7 @@ class Leases:
         keys += [lease_key(t) for t in owned] + [lease_key(t) for t in tables]
         now_ms = int(time.time() * 1000)
         args: list[str | int] = [self.node, self.ttl_ms, now_ms, "1" if draining else "0"]
-        args.append(len(owned))
+        args += [len(owned), self.beat_ms]
         with _unavailable():
             answer = await self._tick(keys=keys, args=args, client=redis)
         lost, live, leaving, found, soonest = answer
@@ -236,6 +242,11 @@ class Leases:
     @property
     def ttl_ms(self) -> int:
         return int(self.ttl * 1000)
+
+    @property
+    def beat_ms(self) -> int:
+        """How long a heartbeat lasts after its beat (:data:`BEAT_EXTRA`)."""
+        return int(self.ttl * (1 + BEAT_EXTRA) * 1000)
 
     # -- presence ----------------------------------------------------------------------
     async def alive(self) -> list[str]:
@@ -429,10 +440,10 @@ class Rebalancer:
         (issue 36: an idle process's ticks were most of its CPU). While anything changes,
         :attr:`interval` after the last step. At rest, at the earliest of: this process's
         renewal due (its leases and its heartbeat, a third of a lease after the last:
-        two thirds still to run), and the moment another member's heartbeat expires (and
-        :data:`EXPIRY_MARGIN`): a member that died is found gone, and its tables taken,
-        no later than at a tick every :attr:`interval`; before that moment nothing can
-        be found gone."""
+        two thirds of the lease still to run), and the moment another member's heartbeat
+        expires (and :data:`EXPIRY_MARGIN`): before it nothing can be found gone, and a
+        member that died is found gone, and its tables taken, no later than at a tick
+        every :attr:`interval` (its heartbeat is longer by :data:`BEAT_EXTRA`)."""
         if not self.settled:
             return self._stepped + self.interval
         due = self._last_renewal + self.leases.ttl * RENEW_AFTER
