@@ -67,9 +67,9 @@ RENEW_AFTER = 1 / 3
 #: of one lease, and keeps as long a grace through a pause or a Redis failover (issue 36).
 BEAT_EXTRA = 1 / 6
 #: How long after another member's heartbeat expires a process at rest looks (seconds):
-#: the member's leases, renewed in its tick's script, expire a moment after the
-#: heartbeat its tick wrote (``now`` is read before the call).
-EXPIRY_MARGIN = 0.1
+#: a timer may fire a moment early, and the two clocks are read apart. (The member's
+#: leases expired before: they last a lease from its renewal, its heartbeat longer.)
+EXPIRY_MARGIN = 0.02
 
 # A process's whole tick in one call (issue 36: it was an EVAL of the full script text
 # per table, a transaction and a read, every half second). KEYS: the members, the
