@@ -398,6 +398,7 @@ class Rebalancer:
         #: the same members): then the loop sleeps until :meth:`_next_look`.
         self.settled = False
         self._stepped = 0.0  # when the last step began (time.monotonic())
+        self._failed_at = -1e9  # when a step last found Redis failing
         self.draining = False
         self.members: list[str] = []
         self._wake = asyncio.Event()
@@ -425,7 +426,7 @@ class Rebalancer:
             except asyncio.CancelledError:
                 raise
             except StoreUnavailable as exc:  # (Redis' errors, translated by Leases)
-                self.settled = False
+                self.settled, self._failed_at = False, time.monotonic()
                 log.warning("cluster: Redis unreachable (%s)", exc)
                 await self._lose_all_if_expired()
             except Exception:
@@ -438,13 +439,16 @@ class Rebalancer:
     def _next_look(self) -> float:
         """When (``time.monotonic()``) the loop steps again, unless a notice comes first
         (issue 36: an idle process's ticks were most of its CPU). While anything changes,
-        :attr:`interval` after the last step. At rest, at the earliest of: this process's
+        and for a lease and a sixth after Redis failed, :attr:`interval` after the last step. At rest, at the earliest of: this process's
         renewal due (its leases and its heartbeat, a third of a lease after the last:
         two thirds of the lease still to run), and the moment another member's heartbeat
         expires (and :data:`EXPIRY_MARGIN`): before it nothing can be found gone, and a
         member that died is found gone, and its tables taken, no later than at a tick
         every :attr:`interval` (its heartbeat is longer by :data:`BEAT_EXTRA`)."""
-        if not self.settled:
+        # After Redis failed (a restart, a Sentinel failover), leases and heartbeats may
+        # lapse as it comes back, and tables move: as often as ever until they would have.
+        recovering = time.monotonic() - self._failed_at < self.leases.ttl * (1 + BEAT_EXTRA)
+        if not self.settled or recovering:
             return self._stepped + self.interval
         due = self._last_renewal + self.leases.ttl * RENEW_AFTER
         expiry = self.leases.others_expire
