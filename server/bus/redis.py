@@ -76,7 +76,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from server.connect.redis import Lane, connect, follow_primary, unavailable
+from server.connect.redis import Lane, connect, follow_primary, has_sentinels, unavailable
 from server.protocol.errors import ProtocolError, Refused, StoreUnavailable
 from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
 from server.vocabulary.events import Event
@@ -102,10 +102,11 @@ FLUSH_TIMEOUT = 2.0  # seconds close() waits for the outbox to be sent
 #: not answering (``/readyz`` 503) once no probe succeeded for UNANSWERED_AFTER seconds.
 PROBE_INTERVAL, PROBE_TIMEOUT, UNANSWERED_AFTER = 0.5, 1.0, 2.0
 #: No PING while Redis answered another of this process's calls this recently
-#: (:meth:`RedisBus.heard`: the placement loop's tick, every lease/6 s): idle, the probe
-#: was half of a cluster process's Redis round trips (issue 36). Half of
-#: UNANSWERED_AFTER: a Redis that stops answering is still found not answering in time.
-PROBE_QUIET = UNANSWERED_AFTER / 2
+#: (:meth:`RedisBus.heard`: the placement loop's tick, at rest a third of a lease apart,
+#: 1 s by default): idle, the probe was half of a cluster process's Redis round trips
+#: (issue 36). Longer than that tick's period, so its answers keep the probe quiet, and
+#: well under UNANSWERED_AFTER: a Redis that stops answering is still found so in time.
+PROBE_QUIET = 1.25
 #: The pub/sub connection's health check (a PING when it was silent this long) and how
 #: long one read waits for a message: the check runs between reads, so at most one read
 #: late (issue 36: a read of a second woke an idle process for nothing, a tenth of its
@@ -264,27 +265,34 @@ class RedisBus:
             self._redis = None
 
     async def _probe(self) -> None:
-        """``PING`` Redis every :data:`PROBE_INTERVAL` seconds, each bounded by
-        :data:`PROBE_TIMEOUT`, unless another call was answered within
-        :data:`PROBE_QUIET` (:meth:`heard`): :attr:`answering` (and so ``/readyz``)
-        follows it. A sentinel client asks where the primary is at every probe."""
+        """``PING`` Redis once nothing else was answered for :data:`PROBE_QUIET`
+        seconds (:meth:`heard`), each bounded by :data:`PROBE_TIMEOUT`, and every
+        :data:`PROBE_INTERVAL` while it does not answer: :attr:`answering` (and so
+        ``/readyz``) follows it. A sentinel client asks where the primary is every
+        :data:`PROBE_INTERVAL`; any other sleeps until a ping may be due (issue 36: two
+        wakes a second of an idle process, for nothing while its ticks were answered)."""
         # A connection of its own: probes must not leave connections in the writer's
         # pool (after a Redis restart each stale one costs the writer a failed batch).
         probe = connect(
             self.url, socket_connect_timeout=PROBE_TIMEOUT, socket_timeout=PROBE_TIMEOUT
         )
+        sentinels = has_sentinels(self._redis)  # type: ignore[arg-type]
         try:
             while not self._closing:
                 try:
-                    if time.monotonic() - self.answered_at >= PROBE_QUIET:
+                    # (a timer may fire a moment early: then it is due all the same)
+                    if time.monotonic() - self.answered_at >= PROBE_QUIET - 0.01:
                         async with asyncio.timeout(PROBE_TIMEOUT):
                             await probe.ping()
                         self.answered_at = time.monotonic()
-                    async with asyncio.timeout(PROBE_TIMEOUT):
-                        await follow_primary(self._redis)  # type: ignore[arg-type]
+                    if sentinels:
+                        async with asyncio.timeout(PROBE_TIMEOUT):
+                            await follow_primary(self._redis)  # type: ignore[arg-type]
                 except (RedisError, OSError, TimeoutError):
                     pass
-                await asyncio.sleep(PROBE_INTERVAL)
+                due = self.answered_at + PROBE_QUIET - time.monotonic()
+                wait = PROBE_INTERVAL if due <= 0 else due  # (<= 0: the ping failed)
+                await asyncio.sleep(min(wait, PROBE_INTERVAL) if sentinels else wait)
         finally:
             with contextlib.suppress(Exception):
                 await probe.aclose()

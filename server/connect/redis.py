@@ -49,6 +49,7 @@ __all__ = [
     "TimedConnection",
     "connect",
     "follow_primary",
+    "has_sentinels",
     "is_redis_url",
     "packed",
     "parse_sentinel_url",
@@ -291,3 +292,9 @@ async def follow_primary(client: aioredis.Redis) -> None:
     pool = client.connection_pool
     if isinstance(pool, SentinelConnectionPool):
         await pool.get_master_address()  # type: ignore[no-untyped-call]
+
+
+def has_sentinels(client: aioredis.Redis) -> bool:
+    """Whether ``client`` finds its primary through sentinels (``redis+sentinel://``):
+    only then has :func:`follow_primary` anything to do."""
+    return isinstance(client.connection_pool, SentinelConnectionPool)

@@ -3,9 +3,11 @@
 With a Redis store, every ``chemmy-server`` process is a member of the cluster:
 
 - **Presence.** Each process writes a heartbeat (``chemmy:nodes``, a sorted set scored
-  by when the heartbeat expires) at every tick of its placement loop (``ttl / 6``); a process that stops beating drops
-  out once its heartbeat expires. A draining process marks itself in
-  ``chemmy:draining`` and is given no tables.
+  by when the heartbeat expires, a lease and a sixth after it) at every tick of its
+  placement loop: at rest a third of a lease apart, and when another member's heartbeat
+  expires; every ``ttl / 6`` while anything changes, or at once on a notice. A process
+  that stops beating drops out once its heartbeat expires. A draining process marks
+  itself in ``chemmy:draining`` and is given no tables.
 - **Placement.** Tables spread evenly over the live, non-draining processes (at most
   ``ceil(tables / processes)`` each); a table stays where it runs while that process has
   room, and otherwise goes to the process with the highest rendezvous hash of
@@ -52,27 +54,38 @@ __all__ = ["Leases", "placement"]
 log = logging.getLogger("chemmy.cluster")
 
 PREFIX = "chemmy"
-#: Seconds between two reads of every table's owner by a process's tick (it beats and
-#: renews its own leases at every tick, lease/6 s).
+#: Seconds between two reads of every table's owner by a process's tick (it beats at
+#: every tick, a third of a lease apart at rest; see ``Rebalancer._next_look``).
 OWNERS_EVERY = 2.0
-#: A lease is renewed when a third of it has passed since its last renewal (every other
-#: tick: issue 36, a GET and a PEXPIRE per table per tick were a seventh of Redis's
-#: commands); it then still has two thirds of its time to run.
+#: A lease is renewed when a third of it has passed since its last renewal (a tick at
+#: rest, every other one while things change: issue 36, a GET and a PEXPIRE per table per
+#: tick were a seventh of Redis's commands); it then still has two thirds of its time to run.
 RENEW_AFTER = 1 / 3
+#: A heartbeat outlives its beat by a lease and a sixth of one (``Leases.beat_ms``): at
+#: rest a process beats when it renews, a third of a lease apart, so a member is still
+#: found gone no later than it was when it beat every sixth of a lease with a heartbeat
+#: of one lease, and keeps as long a grace through a pause or a Redis failover (issue 36).
+BEAT_EXTRA = 1 / 6
+#: How long after another member's heartbeat expires a process at rest looks (seconds):
+#: a timer may fire a moment early, and the two clocks are read apart. (The member's
+#: leases expired before: they last a lease from its renewal, its heartbeat longer.)
+EXPIRY_MARGIN = 0.02
 
 # A process's whole tick in one call (issue 36: it was an EVAL of the full script text
 # per table, a transaction and a read, every half second). KEYS: the members, the
 # draining, then the ``ARGV[5]`` leases of this process's tables, then the leases whose
-# owners are read. ARGV: this node, ttl ms, now ms, draining ('1'/'0'), how many owned.
+# owners are read. ARGV: this node, ttl ms, now ms, draining ('1'/'0'), how many owned,
+# the heartbeat's ms.
 # Beats (and drops expired members), renews each owned lease still ours, and answers
 # {the owned leases lost (their places, 1-based), the members, the draining, each read
-# lease's owner ('' for none), one a line} (one string, not a reply per table: parsing
-# those was most of an idle process's tick, issue 36).
+# lease's owner ('' for none), one a line (one string, not a reply per table: parsing
+# those was most of an idle process's tick, issue 36), when the first other member's
+# heartbeat expires (ms; '' for no other)}.
 _TICK = """
 local node, ttl, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local owned = tonumber(ARGV[5])
-redis.call('ZADD', KEYS[1], now + ttl, node)
-if ARGV[4] == '1' then redis.call('ZADD', KEYS[2], now + ttl, node) end
+local owned, beat = tonumber(ARGV[5]), tonumber(ARGV[6])
+redis.call('ZADD', KEYS[1], now + beat, node)
+if ARGV[4] == '1' then redis.call('ZADD', KEYS[2], now + beat, node) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, now)
 local lost = {}
@@ -85,8 +98,13 @@ for i = 3, 2 + owned do
 end
 local owners = {}
 for i = 3 + owned, #KEYS do owners[#owners + 1] = redis.call('GET', KEYS[i]) or '' end
+local soonest = ''
+local first = redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')
+for i = 1, #first, 2 do
+  if first[i] ~= node then soonest = first[i + 1]; break end
+end
 return {lost, redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('ZRANGE', KEYS[2], 0, -1),
-        table.concat(owners, '\\n')}
+        table.concat(owners, '\\n'), soonest}
 """
 # KEYS[1] = the lease; ARGV[1] = this node. Deletes the lease only if it is ours.
 _RELEASE = """
@@ -174,6 +192,9 @@ class Leases:
         self.ttl = ttl
         self._redis: aioredis.Redis | None = None
         self._owners: dict[str, tuple[str | None, float]] = {}  # table -> (node, when read)
+        #: When (``time.monotonic()``) another member's heartbeat expires first, as the
+        #: last tick read it (None: no other member): nobody can be found gone before.
+        self.others_expire: float | None = None
         #: Hears that Redis answered a tick (the bus's probe need not ask it meanwhile).
         self.on_answer: Callable[[], None] | None = None
 
@@ -198,9 +219,11 @@ class Leases:
         keys += [lease_key(t) for t in owned] + [lease_key(t) for t in tables]
         now_ms = int(time.time() * 1000)
         args: list[str | int] = [self.node, self.ttl_ms, now_ms, "1" if draining else "0"]
-        args.append(len(owned))
+        args += [len(owned), self.beat_ms]
         with _unavailable():
-            lost, live, leaving, found = await self._tick(keys=keys, args=args, client=redis)
+            answer = await self._tick(keys=keys, args=args, client=redis)
+        lost, live, leaving, found, soonest = answer
+        self.others_expire = _monotonic(soonest)
         if self.on_answer is not None:
             self.on_answer()
         members = {_text(n) for n in live} - {_text(n) for n in leaving}
@@ -219,6 +242,11 @@ class Leases:
     @property
     def ttl_ms(self) -> int:
         return int(self.ttl * 1000)
+
+    @property
+    def beat_ms(self) -> int:
+        """How long a heartbeat lasts after its beat (:data:`BEAT_EXTRA`)."""
+        return int(self.ttl * (1 + BEAT_EXTRA) * 1000)
 
     # -- presence ----------------------------------------------------------------------
     async def alive(self) -> list[str]:
@@ -335,6 +363,13 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _monotonic(expiry_ms: bytes | str) -> float | None:
+    """A heartbeat's expiry (wall-clock ms, as the tick's ``now`` writes it) on this
+    process's monotonic clock (None: no expiry given)."""
+    text = _text(expiry_ms)
+    return time.monotonic() + float(text) / 1000 - time.time() if text else None
+
+
 class Rebalancer:
     """The loop that keeps this process's tables where placement says: it beats, takes
     the leases of tables placed here, renews them, and hands over the ones placed
@@ -355,7 +390,15 @@ class Rebalancer:
         self.owned = owned
         self.own = own
         self.disown = disown
+        #: How soon the loop looks again while anything is changing: a member joined or
+        #: left, a table to take or give up, Redis not answering (as often as it looked
+        #: before issue 36). At rest it looks when something can have changed (:meth:`_next_look`).
         self.interval = leases.ttl / 6 if interval is None else interval
+        #: Whether the last step found everything in place (nothing taken, lost or given up,
+        #: the same members): then the loop sleeps until :meth:`_next_look`.
+        self.settled = False
+        self._stepped = 0.0  # when the last step began (time.monotonic())
+        self._failed_at = -1e9  # when a step last found Redis failing
         self.draining = False
         self.members: list[str] = []
         self._wake = asyncio.Event()
@@ -368,8 +411,8 @@ class Rebalancer:
         self.on_members: Callable[[set[str]], None] | None = None
 
     def poke(self) -> None:
-        """Look again now (a notice: tables created or closed, a member left), at every
-        table's owner too."""
+        """Look again now (a notice: tables created or closed, a member joined or left),
+        at every table's owner too."""
         self._owners_read = -1e9
         self._wake.set()
 
@@ -377,19 +420,39 @@ class Rebalancer:
 
     async def run(self) -> None:
         while not self.stopping:
+            self._wake.clear()  # (before the step: a notice during it is looked at after it)
             try:
                 await self.step()
             except asyncio.CancelledError:
                 raise
             except StoreUnavailable as exc:  # (Redis' errors, translated by Leases)
+                self.settled, self._failed_at = False, time.monotonic()
                 log.warning("cluster: Redis unreachable (%s)", exc)
                 await self._lose_all_if_expired()
             except Exception:
+                self.settled = False
                 log.exception("cluster: placement failed")
-            self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.interval):
+                async with asyncio.timeout(max(0.0, self._next_look() - time.monotonic())):
                     await self._wake.wait()
+
+    def _next_look(self) -> float:
+        """When (``time.monotonic()``) the loop steps again, unless a notice comes first
+        (issue 36: an idle process's ticks were most of its CPU). While anything changes,
+        and for a lease and a sixth after Redis failed, :attr:`interval` after the last step. At rest, at the earliest of: this process's
+        renewal due (its leases and its heartbeat, a third of a lease after the last:
+        two thirds of the lease still to run), and the moment another member's heartbeat
+        expires (and :data:`EXPIRY_MARGIN`): before it nothing can be found gone, and a
+        member that died is found gone, and its tables taken, no later than at a tick
+        every :attr:`interval` (its heartbeat is longer by :data:`BEAT_EXTRA`)."""
+        # After Redis failed (a restart, a Sentinel failover), leases and heartbeats may
+        # lapse as it comes back, and tables move: as often as ever until they would have.
+        recovering = time.monotonic() - self._failed_at < self.leases.ttl * (1 + BEAT_EXTRA)
+        if not self.settled or recovering:
+            return self._stepped + self.interval
+        due = self._last_renewal + self.leases.ttl * RENEW_AFTER
+        expiry = self.leases.others_expire
+        return due if expiry is None else min(due, expiry + EXPIRY_MARGIN)
 
     _last_renewal = 0.0
 
@@ -408,19 +471,22 @@ class Rebalancer:
             await self._step()
 
     async def _step(self) -> None:
+        self.settled = False  # (until this step has found everything in place)
+        self._stepped = time.monotonic()
         tables = await self.tables()
         # One call: beat, renew, and who holds every table (Leases.tick); the owners only
         # every OWNERS_EVERY seconds, or at once after a notice or a change of members
         # (in between, as last read: a table taken meanwhile refuses a second owner, the
         # lease's SET NX, and its new owner announces itself).
         now = time.monotonic()
-        fresh = now - self._owners_read >= OWNERS_EVERY
+        read_before = self._owners_read
+        fresh = now - read_before >= OWNERS_EVERY
         # Renewed at the tick after a third of the lease passed (a tick's jitter allowed).
         renew = now - self._last_renewal >= self.leases.ttl * RENEW_AFTER - self.interval / 2
         lost, members, current = await self.leases.tick(
             self.owned() if renew else (), tables if fresh else [], draining=self.draining
         )
-        if fresh:
+        if fresh and self._owners_read == read_before:  # (a notice meanwhile: read again)
             self._owners_read = now
         elif set(members) != set(self.members):
             self._owners_read = -1e9  # (read them at the next step)
@@ -436,6 +502,7 @@ class Rebalancer:
             self.on_members(set(await self.leases.alive()))
         placed = placement(tables, self.members, current)
         wanted = {t for t, n in placed.items() if n == self.leases.node}
+        settled = not lost and set(self.members) == before and wanted == self.owned()
         for table in sorted(self.owned() - wanted):
             await self.disown(table, "placed elsewhere")
             await self.leases.release(table)
@@ -450,6 +517,7 @@ class Rebalancer:
                     log.exception("table %s: could not start here", table, extra={"table": table})
                     await self.leases.release(table)
                 await self._keep_leases()
+        self.settled = settled
 
     async def _keep_leases(self) -> None:
         """Renew this process's leases when due between a step's slow parts (each

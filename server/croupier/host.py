@@ -122,6 +122,9 @@ class Croupier:
         )
         self.rebalancer.on_members = self._members_left
         await self.rebalancer.step()  # take what is placed here before serving anyone
+        # The others, at rest, would find this member only at their next renewal (a third
+        # of a lease): told, they hand over its share at once (issue 36).
+        self._tell({"kind": "joined", "node": self.bus.node})
         self._task = asyncio.create_task(self.rebalancer.run(), name="rebalancer")
 
     def bus_control(self) -> None:
@@ -132,7 +135,7 @@ class Croupier:
         kind = notice.get("kind")
         if kind == "owner" and self.cluster is not None:
             self.cluster.heard_owner(str(notice.get("table")), notice.get("node"))
-        if kind in ("tables", "closed", "owner", "reconnected", "leaving"):
+        if kind in ("tables", "closed", "owner", "reconnected", "leaving", "joined"):
             self._table_ids = (-1e9, self._table_ids[1])
             if self.rebalancer is not None:
                 self.rebalancer.poke()
@@ -301,7 +304,6 @@ class Croupier:
         self.draining = True
         if self.rebalancer is not None:
             self.rebalancer.draining = True
-            self._tell({"kind": "leaving", "node": self.bus.node})
             try:
                 await self.rebalancer.step()
             except StoreUnavailable as exc:  # SIGTERM while Redis is away (§7; Leases translate)
@@ -310,6 +312,9 @@ class Croupier:
                     "leases expire and other processes take them",
                     exc,
                 )
+            # Told once its leases are released (the others, at rest, would look only at
+            # their next renewal: issue 36), so the next owners take them at once.
+            self._tell({"kind": "leaving", "node": self.bus.node})
             return
         for actor in self.actors.values():
             with contextlib.suppress(Refused):  # the table refuses new bets (draining)

@@ -19,6 +19,8 @@ cluster that costs what one process costs.
 from __future__ import annotations
 
 import asyncio
+import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,12 +28,14 @@ import pytest
 import redis.asyncio as aioredis
 import redis.asyncio.client
 
+import server.bus.redis
 from server.bus.redis import RedisBus
 from server.croupier import cluster
-from server.croupier.cluster import OWNERS_EVERY, Leases, Rebalancer, lease_key
+from server.croupier.cluster import EXPIRY_MARGIN, OWNERS_EVERY, Leases, Rebalancer, lease_key
 from server.store import TableRow, open_store
 from tests.kit.client import http_get
 from tests.kit.cluster import Cluster
+from tests.kit.timing import scaled
 
 
 async def calls(url: str) -> dict[str, int]:
@@ -148,7 +152,7 @@ async def test_an_idle_process_does_not_ping_redis_while_its_ticks_are_answered(
     make_cluster: Callable[..., Cluster],
 ) -> None:
     """Idle, a cluster process's Redis round trips are its placement loop's ticks (one
-    scripted call each, lease/6 s): the bus's liveness probe takes a tick answered for
+    scripted call each, a third of a lease apart at rest): the bus's liveness probe takes a tick answered for
     Redis answering and sends no ``PING`` of its own (it sent two a second), and
     ``/readyz`` stays 200. (tests/cluster/test_cluster_readiness.py: a frozen Redis is
     still found not answering.)"""
@@ -158,7 +162,7 @@ async def test_an_idle_process_does_not_ping_redis_while_its_ticks_are_answered(
     before = await calls(cluster.url)
     await asyncio.sleep(3.0)
     used = spent(before, await calls(cluster.url))
-    assert used["evalsha"] >= 4, used  # the ticks went on (every 0.42 s)
+    assert used["evalsha"] >= 3, used  # the ticks went on (every 0.83 s)
     assert used.get("ping", 0) <= 1, used  # (the pub/sub connection's check, every 10 s)
     status, _headers, body = await http_get(cluster.nodes[0].port, "/readyz")
     assert status == 200, body
@@ -186,7 +190,7 @@ async def test_a_ticks_read_of_every_owner_comes_back_as_one_string(redis_url: s
         assert (await a.tick([], ["t0"]))[2] == {"t0": "node-a"}
         assert (await a.tick([], ["t119"]))[2] == {"t119": None}
         keys = ["chemmy:nodes", "chemmy:draining"] + [lease_key(t) for t in tables]
-        reply = await a._tick(keys=keys, args=["node-a", 3000, 0, "0", 0], client=a.redis)
+        reply = await a._tick(keys=keys, args=["node-a", 3000, 0, "0", 0, 3500], client=a.redis)
         assert isinstance(reply[3], bytes), type(reply[3])  # one string, not 120 replies
         assert reply[3].decode().split("\n") == ["node-a"] * 40 + ["node-b"] * 40 + [""] * 40
     finally:
@@ -278,5 +282,150 @@ async def test_an_idle_bus_reader_does_not_wake_every_second(
             while not heard:
                 await asyncio.sleep(0.01)
         assert heard == [{"kind": "tables"}]
+    finally:
+        await bus.close()
+
+
+class CountedLeases(Leases):
+    """Leases that note when each of their process's ticks was asked."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ticks: list[float] = []
+
+    async def tick(self, *args: Any, **kwargs: Any) -> Any:
+        self.ticks.append(time.monotonic())
+        return await super().tick(*args, **kwargs)
+
+
+@pytest.mark.slow  # (a few leases' time, on the clock)
+@pytest.mark.xdist_group("elapsed")  # asserts how long things took: never beside another
+async def test_at_rest_ticks_come_a_third_of_a_lease_apart_and_a_dead_members_tables_move(
+    redis_url: str,
+) -> None:
+    """At rest (the same members, every table where placement says), the placement loop
+    ticks once its renewal is due, a third of a lease apart, not every sixth (issue 36:
+    those ticks were most of an idle cluster process's CPU): its leases and heartbeat
+    still never lapse, and nothing moves. A member killed (its loop stopped, nothing
+    released) is found gone once its heartbeat expires, as the survivor's tick read it,
+    and its tables are taken no later than a tick every sixth of a lease would."""
+    ttl = 1.5
+    leases = {n: CountedLeases(redis_url, n, ttl=ttl) for n in ("node-a", "node-b")}
+    owned: dict[str, set[str]] = {n: set() for n in leases}
+    tables = [f"t{i}" for i in range(6)]
+
+    def loop_of(node: str) -> Rebalancer:
+        async def own(table: str) -> None:
+            owned[node].add(table)
+
+        async def disown(table: str, why: str) -> None:
+            owned[node].discard(table)
+
+        async def open_tables() -> list[str]:
+            return list(tables)
+
+        return Rebalancer(
+            leases[node],
+            tables=open_tables,
+            owned=lambda: set(owned[node]),
+            own=own,
+            disown=disown,
+        )
+
+    async def until(done: Callable[[], bool], timeout: float) -> None:
+        async with asyncio.timeout(scaled(timeout)):
+            while not done():
+                await asyncio.sleep(0.01)
+
+    a, b = loop_of("node-a"), loop_of("node-b")
+    runs = {"node-b": asyncio.create_task(b.run())}
+    raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        await until(lambda: owned["node-b"] == set(tables), 2)
+        runs["node-a"] = asyncio.create_task(a.run())
+        await until(lambda: len(owned["node-a"]) == len(owned["node-b"]) == 3, 3 * ttl)
+        await asyncio.sleep(ttl / 3)  # (a last look after the last change: then at rest)
+        before = {n: set(o) for n, o in owned.items()}
+        window = 3.0
+        leases["node-a"].ticks.clear()
+        await asyncio.sleep(window)
+        ticks = len(leases["node-a"].ticks)
+        # A third of a lease apart (0.5 s: 6 in 3 s; every sixth, 0.25 s, was 12).
+        assert window / (ttl / 3) - 2 <= ticks <= window / (ttl / 3) + 1, ticks
+        assert owned == before  # nothing moved, nothing lapsed
+        for node, held in owned.items():
+            for table in held:
+                assert await raw.get(lease_key(table)) == node
+                assert await raw.pttl(lease_key(table)) > ttl * 1000 / 3
+
+        runs.pop("node-b").cancel()  # killed: no release, no leaving
+        killed = time.monotonic()
+        await asyncio.sleep(0.05)  # (a tick in flight is answered or not)
+        expires = float(await raw.zscore("chemmy:nodes", "node-b")) / 1000  # (wall clock)
+        await until(lambda: owned["node-a"] == set(tables), 2 * ttl)
+        took, after_expiry = time.monotonic() - killed, time.time() - expires
+        assert after_expiry >= 0, after_expiry  # never before its heartbeat expired
+        # Within the lease and a tick every sixth of it (what it was), on a busy machine.
+        assert took <= ttl + a.interval + EXPIRY_MARGIN + scaled(0.3), (took, after_expiry)
+        assert after_expiry <= EXPIRY_MARGIN + scaled(0.3), (took, after_expiry)
+    finally:
+        for run in runs.values():
+            run.cancel()
+        await asyncio.gather(*runs.values(), return_exceptions=True)
+        await raw.aclose()
+        for each in leases.values():
+            await each.close()
+
+
+async def test_a_bus_probe_sleeps_while_the_ticks_answer_and_pings_once_they_stop(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While Redis answers the placement loop's ticks (at rest a third of a lease apart),
+    the bus's probe neither pings nor asks for sentinels a plain Redis has not: it wakes
+    about once a tick, not twice a second (issue 36: an idle cluster process's wakes).
+    Once nothing else is answered, it pings in time: Redis is still found answering."""
+    wakes: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float, *args: Any) -> Any:
+        if sys._getframe(1).f_code.co_name == "_probe":
+            wakes.append(delay)
+        return await real_sleep(delay, *args)
+
+    asked: list[object] = []
+
+    async def follow_primary(client: object) -> None:
+        asked.append(client)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    monkeypatch.setattr(server.bus.redis, "follow_primary", follow_primary)
+
+    async def nothing_stored(table: str, seq: int) -> None:
+        return None
+
+    async def nobody(table: str) -> None:
+        return None
+
+    bus = RedisBus(redis_url, node="node-a", events_after=nothing_stored, owner_of=nobody)
+    await bus.start()
+    try:
+        tick = 0.83  # (the tests' lease, 2.5 s, over 3)
+        for _ in range(2):
+            bus.heard()
+            await real_sleep(tick)
+        before, wakes[:] = await calls(redis_url), []
+        for _ in range(4):  # 3.3 s of ticks answered
+            bus.heard()
+            await real_sleep(tick)
+            assert bus.answering
+        used = spent(before, await calls(redis_url))
+        assert used.get("ping", 0) == 0, used
+        assert asked == []  # (a plain Redis: no sentinels to ask)
+        assert len(wakes) <= 5, wakes  # about one a tick (two a second were 7)
+        before = await calls(redis_url)
+        for _ in range(10):  # no more ticks: the probe's pings keep it answering
+            await real_sleep(0.25)
+            assert bus.answering
+        assert spent(before, await calls(redis_url)).get("ping", 0) >= 1
     finally:
         await bus.close()
