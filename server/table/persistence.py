@@ -144,8 +144,13 @@ def _row_ids(t: Table) -> dict[str, list[str]]:
     """The command ids the row keeps (docs/protocol.md §5: a retried id is known across
     a restart, whoever sent it): the seated players', and of the others (spectators and
     players gone) the :data:`RECENT_ID_PLAYERS` most recent; never a bettor's without a
-    seat, which are in their part, so the row does not grow with the bettors."""
-    ids, players = t.recent_ids, t.players
+    seat, which are in their part, so the row does not grow with the bettors.
+
+    Who is a bettor is asked of the table only for the players touched since the parts
+    were last taken (``Table._dirty``); anyone else is one if they have a part
+    (``Table._parted``), as when the parts were taken: a step's cost does not grow with
+    the bettors (issue 37 §3)."""
+    ids, players, dirty, parted = t.recent_ids, t.players, t._dirty, t._parted
     seated = {q.id for q in t.seated()}
     wanted = sum(1 for pid in seated if pid in ids)
     kept: list[str] = []
@@ -155,8 +160,12 @@ def _row_ids(t: Table) -> dict[str, list[str]]:
             kept.append(pid)
             found += 1
         elif others < RECENT_ID_PLAYERS:
-            q = players.get(pid)
-            if q is None or not t.is_bettor(q):
+            if pid in dirty:
+                q = players.get(pid)
+                bettor = q is not None and t.is_bettor(q)
+            else:
+                bettor = pid in parted
+            if not bettor:
                 kept.append(pid)
                 others += 1
         if found == wanted and others >= RECENT_ID_PLAYERS:
