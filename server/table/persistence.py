@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
+from itertools import filterfalse
 from typing import TYPE_CHECKING, Any
 
 from server.engine.roads import Result
@@ -155,17 +156,14 @@ def _row_ids(t: Table) -> dict[str, list[str]]:
     wanted = sum(1 for pid in seated if pid in ids)
     kept: list[str] = []
     found = others = 0
-    for pid in reversed(ids):
+    untouched = parted - dirty if dirty else parted  # (bettors still: skipped unread)
+    for pid in filterfalse(untouched.__contains__, reversed(ids)):
         if pid in seated:
             kept.append(pid)
             found += 1
         elif others < RECENT_ID_PLAYERS:
-            if pid in dirty:
-                q = players.get(pid)
-                bettor = q is not None and t.is_bettor(q)
-            else:
-                bettor = pid in parted
-            if not bettor:
+            q = players.get(pid) if pid in dirty else None
+            if q is None or not t.is_bettor(q):
                 kept.append(pid)
                 others += 1
         if found == wanted and others >= RECENT_ID_PLAYERS:
