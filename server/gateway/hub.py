@@ -114,11 +114,7 @@ def write_all(conns: Iterable[ServerConnection], payload: bytes, *, text: bool) 
         if frame is None:
             frame = _frame(payload, text)
         waiting = _TAIL.take(conn)
-        if waiting is None:
-            _write(conn, [frame])
-        else:
-            waiting.append(frame)
-            _write(conn, waiting)
+        _write(conn, (frame,) if waiting is None else (*waiting, frame))
 
 
 def _payload(encoded: str | bytes) -> tuple[bytes, bool]:
@@ -145,7 +141,7 @@ _HEAD16 = struct.Struct("!BBH")
 _HEAD64 = struct.Struct("!BBQ")
 
 
-def _write(conn: ServerConnection, frames: list[bytes]) -> None:
+def _write(conn: ServerConnection, frames: Sequence[bytes]) -> None:
     """``frames`` to ``conn`` in one write, after what its protocol still holds; one not
     open (or mid-fragment) skipped, a failed write ignored (as ``broadcast``)."""
     if conn.protocol.state is not OPEN or conn.send_in_progress is not None:
@@ -190,12 +186,14 @@ class _Tail:
     (:data:`TAIL_SLICE`), and taken ahead of the rest by any write to their connection
     (:meth:`take`). A publish that finds a connection's frames still waiting adds its own
     to them: when the writes fall behind, each connection gets several steps in one
-    write."""
+    write. A connection's frames are a tuple, one for all the connections that got
+    the same frames (a step for two thousand watchers adds to them at C speed, not
+    one connection at a time, when none of them has frames waiting)."""
 
     __slots__ = ("began", "born", "frames", "loop", "passing", "scheduled", "writes")
 
     def __init__(self) -> None:
-        self.frames: OrderedDict[ServerConnection, list[bytes]] = OrderedDict()
+        self.frames: OrderedDict[ServerConnection, tuple[bytes, ...]] = OrderedDict()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.scheduled = False
         self.passing = False  # (a pass over the waiting is under way)
@@ -220,18 +218,29 @@ class _Tail:
         for conns, data in groups:
             if born is not None:
                 born[id(data)] = (now, observe)  # type: ignore[assignment]
+            one = (data,)
+            if not waiting or waiting.keys().isdisjoint(conns):
+                waiting.update(dict.fromkeys(conns, one))
+                continue
+            # Behind what waits: those with the same frames waiting get the same tuple
+            # (each earlier tuple kept in ``longer`` while its id is a key).
+            longer: dict[int, tuple[tuple[bytes, ...], tuple[bytes, ...]]] = {}
+            get = waiting.get
             for conn in conns:
-                before = waiting.get(conn)
+                before = get(conn)
                 if before is None:
-                    waiting[conn] = [data]
+                    waiting[conn] = one
                 else:
-                    before.append(data)
+                    pair = longer.get(id(before))
+                    if pair is None:
+                        pair = longer[id(before)] = (before, before + one)
+                    waiting[conn] = pair[1]
         if len(waiting) <= AT_ONCE:
             self.flush()
         elif waiting:
             self._schedule()
 
-    def take(self, conn: ServerConnection) -> list[bytes] | None:
+    def take(self, conn: ServerConnection) -> tuple[bytes, ...] | None:
         """What waits for ``conn`` (it is written now, by the caller, ahead of the rest)."""
         return self.frames.pop(conn, None) if self.frames else None
 
@@ -275,7 +284,7 @@ class _Tail:
             self._waited(frames)
         self.born.clear()
 
-    def _waited(self, frames: list[bytes]) -> None:
+    def _waited(self, frames: Sequence[bytes]) -> None:
         """One write in :data:`WAIT_SAMPLE`: how long its oldest frame waited since its
         publish (``chemmy_fanout_wait_seconds``). A tail that never empties forgets the
         oldest times beyond :data:`WAIT_BORN_MOST` (a sample lost, never a wrong one)."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
+from itertools import filterfalse
 from typing import TYPE_CHECKING, Any
 
 from server.engine.roads import Result
@@ -144,18 +145,24 @@ def _row_ids(t: Table) -> dict[str, list[str]]:
     """The command ids the row keeps (docs/protocol.md §5: a retried id is known across
     a restart, whoever sent it): the seated players', and of the others (spectators and
     players gone) the :data:`RECENT_ID_PLAYERS` most recent; never a bettor's without a
-    seat, which are in their part, so the row does not grow with the bettors."""
-    ids, players = t.recent_ids, t.players
+    seat, which are in their part, so the row does not grow with the bettors.
+
+    Who is a bettor is asked of the table only for the players touched since the parts
+    were last taken (``Table._dirty``); anyone else is one if they have a part
+    (``Table._parted``), as when the parts were taken: a step's cost does not grow with
+    the bettors (issue 37 §3)."""
+    ids, players, dirty, parted = t.recent_ids, t.players, t._dirty, t._parted
     seated = {q.id for q in t.seated()}
     wanted = sum(1 for pid in seated if pid in ids)
     kept: list[str] = []
     found = others = 0
-    for pid in reversed(ids):
+    untouched = parted - dirty if dirty else parted  # (bettors still: skipped unread)
+    for pid in filterfalse(untouched.__contains__, reversed(ids)):
         if pid in seated:
             kept.append(pid)
             found += 1
         elif others < RECENT_ID_PLAYERS:
-            q = players.get(pid)
+            q = players.get(pid) if pid in dirty else None
             if q is None or not t.is_bettor(q):
                 kept.append(pid)
                 others += 1

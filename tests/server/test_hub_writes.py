@@ -133,6 +133,40 @@ async def test_steps_published_while_the_writes_wait_reach_a_watcher_in_one_writ
     assert len(writes) == 1, writes
 
 
+async def test_the_watchers_waiting_for_the_same_frames_share_them(
+    net: Any, monkeypatch: Any
+) -> None:
+    """A step for a large audience (``AT_ONCE``: here none) is added to what waits for
+    each watcher as one object for all who wait for the same frames, not as a list a
+    watcher (issue 37 §3: two thousand lists a step, a fifth of a burst of bets' step);
+    each still gets every frame, in order, in one write."""
+    from server.vocabulary.events import Event
+
+    monkeypatch.setattr(hub, "AT_ONCE", 0, raising=False)
+    server = await net.start(**FAST, tables=(table_def("t1"),))
+    watchers = []
+    for i in range(4):
+        watcher = await net.guest(server, "json", name=f"Watcher{i}")
+        await watcher.join("t1")
+        watchers.append(watcher)
+    conns = [_session_of(server, w.player).conn for w in watchers]
+    seq = watchers[0].last_seq["t1"]
+    starts = [len(w.frames) for w in watchers]
+    for n in (1, 2):
+        chat = Event(seq, "chat", {"player": "x", "name": "X", "text": f"line {n}"},
+                     transient=True)  # fmt: skip
+        server.hub.publish("t1", [chat])
+        waiting = [hub._TAIL.frames.get(conn) for conn in conns]
+        assert waiting[0] is not None and len(waiting[0]) == n
+        assert all(w is waiting[0] for w in waiting), [id(w) for w in waiting]
+    for watcher, start in zip(watchers, starts, strict=True):
+        second = await watcher.next_frame(
+            lambda m: m.get("type") == "chat" and m.get("text") == "line 2", start=start
+        )
+        got = [f.msg["text"] for f in watcher.frames[start : second.index + 1]]
+        assert got == ["line 1", "line 2"], got
+
+
 async def _watchers_and_ann(net: Any, count: int = 4) -> tuple[Any, list[Any], Game]:
     """A table of ``count`` JSON watchers and Ann (msgpack), seated, her bet placed."""
     server = await net.start(**FAST, tables=(table_def("t1"),))

@@ -460,6 +460,7 @@ def check_parts(t: Table, parts: dict[str, dict[str, Any]]) -> None:
         else:
             parts[pid] = json.loads(json.dumps(part))
     row = json.loads(json.dumps(t.to_state(spectators=False)))
+    assert row["recent_ids"] == _row_ids(t)  # (the row asks only the touched who bets)
     back = Table.from_state(row, MemoryWallet(), parts)
     want = t.to_state()
     got = back.to_state()

@@ -415,6 +415,36 @@ def test_the_stored_row_does_not_grow_with_the_bettors() -> None:
     _audit(h)
 
 
+def test_the_stored_rows_ids_ask_only_the_touched_players_who_bets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The row keeps the command ids of the seated and of the latest others but the
+    bettors (theirs are in their parts): at a burst's commit it asks who is a bettor only
+    of the players the burst touched, not of every bettor who ever bet (issue 37 §3: a
+    step's cost must not grow with the bettors), and keeps the same ids."""
+    h = _table()
+    h.do(c.Chat(player="zoe", text="hello", id="z1"))
+    for n in range(300):
+        pid = f"b{n:03d}"
+        h.join(pid)
+        h.do(c.PlaceBet(player=pid, area="player", amount=100, id=f"x{n}"))
+    h.table.take_parts()
+    h.do(c.PlaceBet(player="b007", area="banker", amount=100, id="again"))
+    h.do(c.Chat(player="yan", text="hi", id="y1"))
+    asked: list[str] = []
+    real = Table.is_bettor
+
+    def counted(self: Table, p: Any) -> bool:
+        asked.append(p.id)
+        return real(self, p)
+
+    monkeypatch.setattr(Table, "is_bettor", counted)
+    row = h.table.to_state(spectators=False)
+    assert len(asked) <= 4, len(asked)  # b007 and yan, who were touched
+    assert set(row["recent_ids"]) == {"zoe", "yan"}  # (ann and bob sent no id)
+    assert set(h.table.take_parts()) == {"b007"}
+
+
 def test_a_restart_keeps_bettors_wagers_and_chips_and_sends_them_away() -> None:
     h = _table()
     parts: dict[str, dict[str, Any]] = {}
