@@ -13,6 +13,15 @@ for the few markers it needs (``"kind":"betting_opened"``, its own reply's ``"id
 ``seq``); its own frames are masked, as a client's must be. Pings are answered (the
 server pings every 20 s), a close is answered and ends the connection.
 
+Each message is also stamped with the time the kernel received it
+(:attr:`LightConnection.received_at`, read by ``on_message``): the socket is read with
+``recvmsg`` and ``SO_TIMESTAMPNS`` (Linux: the receive time, ``CLOCK_REALTIME`` as
+``time.time()``, of the last segment in that read), so a benchmark can tell what reached
+the client's machine when apart from its own process's lag. The stamp is that of the read
+that completed the message: never earlier than its bytes arrived (an upper bound). asyncio's
+transports pass no ancillary data, so :class:`StampedSocket` reads and writes the socket
+itself.
+
 It must never be used where the protocol is under test (tests/kit/client.py is the
 protocol's client: it checks every frame); it knows the server only by its URL.
 """
@@ -23,7 +32,9 @@ import asyncio
 import base64
 import json
 import os
+import socket
 import struct
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,6 +42,11 @@ from urllib.parse import urlsplit
 from websockets.exceptions import ConnectionClosed
 
 SUBPROTOCOL = "chemmy.v1.json"
+#: Linux's socket option and control message for a receive time as a ``timespec``
+#: (``socket`` names them only on some Pythons; 35 on Linux, socket(7)).
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+TIMESPEC = struct.Struct("@ll")  # struct timespec: two C longs
+READ_SIZE = 256 * 1024  # what asyncio's socket transport reads at most at once
 TEXT, BINARY, CLOSE, PING, PONG, CONTINUATION = 1, 2, 8, 9, 10, 0
 
 #: A frame's payload handed to the reader: the whole message, undecoded.
@@ -73,6 +89,10 @@ class LightConnection(asyncio.Protocol):
         #: (``close_code`` None: no close frame came, the connection was cut).
         self.close_code: int | None = None
         self.close_reason = ""
+        #: When the kernel received the bytes that completed the message being handed to
+        #: ``on_message`` or to its ``rpc`` (``time.time()``'s clock; the time of the read
+        #: when no kernel stamp came with the bytes).
+        self.received_at = 0.0
 
     # -- asyncio.Protocol ------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -80,7 +100,10 @@ class LightConnection(asyncio.Protocol):
         self.transport = transport
         transport.write(self.request)
 
-    def data_received(self, data: bytes) -> None:
+    def data_received(self, data: bytes, stamp: float | None = None) -> None:
+        """``data`` read from the socket; ``stamp``: when the kernel received it
+        (:class:`StampedSocket`), else now."""
+        self.received_at = time.time() if stamp is None else stamp
         self.buffer += data
         if not self.shaken.done():
             end = self.buffer.find(b"\r\n\r\n")
@@ -222,7 +245,21 @@ async def connect(
     loop = asyncio.get_running_loop()
 
     async def opened() -> None:
-        await loop.create_connection(lambda: conn, host, port, local_addr=local_addr)
+        family, kind, proto, _name, address = (
+            await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        )[0]
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as asyncio's
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            if local_addr is not None:
+                sock.bind(local_addr)
+            await loop.sock_connect(sock, address)
+        except BaseException:
+            sock.close()
+            raise
+        StampedSocket(loop, sock, conn)
         await conn.shaken
 
     try:
@@ -233,4 +270,101 @@ async def connect(
     return conn
 
 
-__all__ = ["LightConnection", "connect", "mask_frame"]
+class StampedSocket(asyncio.Transport):
+    """A connected non-blocking TCP socket driving a :class:`LightConnection`: each read
+    is a ``recvmsg`` whose ``SO_TIMESTAMPNS`` stamp goes with its bytes
+    (``data_received(data, stamp)``); writes go out at once, what the kernel does not
+    take is kept and sent when the socket is writable (as asyncio's transport does).
+    Only for a socket with ``SO_TIMESTAMPNS`` set, before it connected."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, sock: socket.socket, conn: LightConnection
+    ) -> None:
+        super().__init__()
+        self.loop, self.sock, self.conn = loop, sock, conn
+        self.fd = sock.fileno()
+        self.out = bytearray()
+        self.closing = self.gone = False
+        conn.connection_made(self)
+        if not self.closing:
+            loop.add_reader(self.fd, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            data, ancillary, _flags, _address = self.sock.recvmsg(
+                READ_SIZE, socket.CMSG_SPACE(TIMESPEC.size)
+            )
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._end(exc)
+            return
+        if not data:  # the server closed its side
+            self._end(None)
+            return
+        stamp = None
+        for level, kind, raw in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                seconds, nanoseconds = TIMESPEC.unpack(raw[: TIMESPEC.size])
+                stamp = seconds + nanoseconds * 1e-9
+        self.conn.data_received(data, stamp)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self.closing:
+            return
+        if not self.out:
+            try:
+                sent = self.sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError as exc:
+                self._end(exc)
+                return
+            data = memoryview(data)[sent:]
+            if not data:
+                return
+            self.loop.add_writer(self.fd, self._writable)
+        self.out += data
+
+    def _writable(self) -> None:
+        try:
+            sent = self.sock.send(self.out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._end(exc)
+            return
+        del self.out[:sent]
+        if not self.out:
+            self.loop.remove_writer(self.fd)
+            if self.closing:
+                self._end(None)
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        """What is written still goes out, then the socket closes."""
+        if self.closing:
+            return
+        self.closing = True
+        self.loop.remove_reader(self.fd)
+        if not self.out:
+            self._end(None)
+
+    def abort(self) -> None:
+        self._end(None)
+
+    def _end(self, exc: Exception | None) -> None:
+        """The socket closed at once; the connection told soon after (as asyncio's
+        transports do: never from inside its own ``data_received``)."""
+        if self.gone:
+            return
+        self.closing = self.gone = True
+        self.loop.remove_reader(self.fd)
+        self.loop.remove_writer(self.fd)
+        self.sock.close()
+        self.loop.call_soon(self.conn.connection_lost, exc)
+
+
+__all__ = ["LightConnection", "StampedSocket", "connect", "mask_frame"]
