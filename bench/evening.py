@@ -420,6 +420,9 @@ class BotStats:
     #: Every event a bot of this process received: (bot, table, seq, time.time()) flat,
     #: the seated players' side of the fan-out (matched with every process's ``sends``).
     seen: array[float] = field(default_factory=lambda: array("d"))
+    #: The light bettors' round trips (bench/_light.py), (send to reply as the handler
+    #: saw it, send to the kernel's receipt of the reply) flat, seconds.
+    light_rtt: array[float] = field(default_factory=lambda: array("d"))
     no_reply: int = 0
     on_behalf: int = 0  # the croupier acted for a bot (too late)
     refused: collections.Counter[str] = field(default_factory=collections.Counter)
@@ -430,6 +433,7 @@ class BotStats:
     def reset(self) -> None:
         self.rtt.clear()
         self.sends = array("d")
+        self.light_rtt = array("d")
         self.no_reply = self.on_behalf = self.coups_seen = self.bettor_bets = 0
         self.refused.clear()
 
@@ -464,6 +468,10 @@ BOT_READS = frozenset(
 PROMPTS = frozenset({"betting_opened", "shoe_offered", "cut_offered", "turn"})
 #: How often a bot asks again to join or sit at a table that has no owner for a moment.
 UNAVAILABLE_RETRIES = 10
+
+
+#: A command's reply as a bot takes it (:attr:`Bot.pending`).
+Reply = tuple[dict[str, Any], float, float | None]
 
 
 class Link(Protocol):
@@ -503,7 +511,9 @@ class Bot:
         self.client = Client(url, label=pid, timeout=60, tap=self._tap)
         self.link: Link = self.client  # what commands go through
         self.routing = False  # once seated, every frame is taken by the tap
-        self.pending: dict[str, asyncio.Future[tuple[dict[str, Any], float]]] = {}
+        #: Replies awaited: (the reply, when the handler saw it (perf_counter), how long
+        #: before that the kernel received it (seconds; None: a full client, not stamped)).
+        self.pending: dict[str, asyncio.Future[Reply]] = {}
         self.recent: collections.OrderedDict[int, float] = collections.OrderedDict()
         self.plan: asyncio.Task[None] | None = None
         self.side: set[asyncio.Task[None]] = set()  # chat lines
@@ -542,7 +552,7 @@ class Bot:
             msg = json.loads(text)
             fut = self.pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
             if fut is not None and not fut.done():
-                fut.set_result((msg, now))
+                fut.set_result((msg, now, None))
         return True  # chat lines and the rest: not kept
 
     def _on_event(self, kind: str, msg: dict[str, Any]) -> None:
@@ -595,7 +605,7 @@ class Bot:
         """One table command, timed; None when no reply came in time."""
         mid = f"b{next(_ids)}"
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[tuple[dict[str, Any], float]] = loop.create_future()
+        fut: asyncio.Future[Reply] = loop.create_future()
         self.pending[mid] = fut
         wall, t0 = time.time(), time.perf_counter()
         stats = self.stats
@@ -605,7 +615,7 @@ class Bot:
         self.last = (kind, fields, None, 0.0)
         try:
             await self.link.send({"type": kind, "id": mid, "table": self.table, **fields})
-            msg, t1 = await asyncio.wait_for(fut, COMMAND_TIMEOUT)
+            msg, t1, age = await asyncio.wait_for(fut, COMMAND_TIMEOUT)
             self.last = (kind, fields, msg, t1 - t0)
         except TimeoutError:
             if stats.recording:
@@ -618,6 +628,8 @@ class Bot:
         if not stats.recording:
             return msg
         stats.rtt[kind + self.tag].append(t1 - t0)
+        if age is not None:  # a light bettor's: as its kernel received the reply too
+            stats.light_rtt.extend((t1 - t0, t1 - t0 - age))
         if msg.get("type") == "error":
             stats.refused[f"{kind}: {msg.get('code')}"] += 1
             return msg
@@ -800,7 +812,8 @@ class LightBettor(Bot):
             msg = json.loads(payload)
             fut = self.pending.pop(msg.get("id"), None)  # type: ignore[arg-type]
             if fut is not None and not fut.done():
-                fut.set_result((msg, now))
+                # (the kernel's stamp is time.time()'s clock: its age, to the handler's)
+                fut.set_result((msg, now, time.time() - self.conn.received_at))
 
     async def start(self) -> None:
         conn = self.conn
@@ -905,6 +918,7 @@ async def _bot_worker(pipe: Connection, index: int, clients: str) -> None:
                     lag.tobytes(),
                     sum(1 for b in bots if b.link.closed),
                     stats.bettor_bets,
+                    stats.light_rtt.tobytes(),
                 )
             )
         elif command == "fanout":  # after "collect", with every bot process's sends
@@ -1096,6 +1110,49 @@ def missing_cell(m: Mapping[str, Any] | None) -> str:
     return f"{m['missing']:,} missing: " + "; ".join(parts)
 
 
+def kernel_fanout(
+    sent_bytes: bytes,
+    received: Iterable[tuple[float, float, float, float]],
+    grace_end: float = math.inf,
+) -> tuple[list[int], int, int]:
+    """The fan-out as the kernel received it: for the receipts ``(table, seq, time,
+    kernel time)`` that :func:`match_fanout` counts (matched, by ``grace_end`` by the
+    handler's time), send to the kernel's receive stamp (bench/_light.py; ``nan``: a
+    full client, not stamped, left out). The histogram's counts, and how many stamps
+    were odd: later than their handler's time, earlier than their send (none, unless
+    the stamps or the clocks are wrong)."""
+    sent = array("d")
+    sent.frombytes(sent_bytes)
+    sends = {(int(sent[i]), int(sent[i + 1])): sent[i + 2] for i in range(0, len(sent), 3)}
+    hist = Histogram()
+    after = before = 0
+    for index, seq, at, kernel in received:
+        t0 = sends.get((int(index), int(seq)))
+        if t0 is not None and at <= grace_end and not math.isnan(kernel):
+            hist.add(kernel - t0)
+            after += kernel > at
+            before += kernel < t0
+    return hist.counts, after, before
+
+
+def kernel_ms(
+    hist: Histogram, after: int, before: int, app: Histogram | None = None
+) -> dict[str, float]:
+    """A kernel-stamped histogram's p50, p99 (ms) and n, and the odd stamps (``after``
+    their handler's time, ``before`` their send); ``app``: the same round trips as the
+    handlers timed them (``app_p50``, ``app_p99``)."""
+    out = {
+        "p50": hist.percentile_ms(50),
+        "p99": hist.percentile_ms(99),
+        "n": hist.n,
+        "after_handler": after,
+        "before_send": before,
+    }
+    if app is not None:
+        out.update(app_p50=app.percentile_ms(50), app_p99=app.percentile_ms(99))
+    return out
+
+
 def fanout_of(parts: Iterable[Sequence[Any]]) -> dict[str, float]:
     """The fan-out over client processes: each part is one process's
     :func:`match_fanout` (histogram counts, matched, expected); the merged p50 and p99
@@ -1131,17 +1188,22 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
     tidx = array("i")
     seqs = array("q")
     times = array("d")
+    kernel = array("d")  # when the kernel received it (light clients; nan: a full one)
     lag = array("d")
     state = {"recording": False, "size": 0, "frames": 0, "from": 0.0}
     probe = asyncio.create_task(_lag_probe(lag, state))  # type: ignore[arg-type]
 
-    def received(number: int, index: int | None, seq: int | None, size: int) -> None:
-        """Spectator ``number`` got the event ``seq`` of table ``index`` now (recording)."""
+    def received(
+        number: int, index: int | None, seq: int | None, size: int, at: float = math.nan
+    ) -> None:
+        """Spectator ``number`` got the event ``seq`` of table ``index`` now (recording),
+        its bytes received by the kernel ``at`` (a light client's)."""
         if seq is not None and index is not None:
             who.append(number)
             tidx.append(index)
             seqs.append(seq)
             times.append(time.time())
+            kernel.append(at)
             state["size"] += size
             state["frames"] += 1
 
@@ -1158,21 +1220,23 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
 
         return take
 
-    def light_for(number: int) -> Callable[[bytes], None]:
+    def light_for(number: int, conn: LightConnection) -> Callable[[bytes], None]:
         def take_light(payload: bytes) -> None:
             if not state["recording"] or b'"type":"event"' not in payload[:40]:
                 return
             at = payload.find(b'"table":"')
             end = payload.find(b'"', at + 9)
             index = names.get(payload[at + 9 : end].decode())
-            received(number, index, _seq_in(payload), len(payload))
+            received(number, index, _seq_in(payload), len(payload), conn.received_at)
 
         return take_light
 
     async def open_light(url: str, table: str | None, index: int) -> None:
         number = next(opened)
         address = spectator_address(worker, number)
-        conn = await light_connect(url, light_for(number), local_addr=(address, 0), timeout=120)
+        conn = LightConnection()
+        conn.on_message = light_for(number, conn)
+        await light_connect(url, conn=conn, local_addr=(address, 0), timeout=120)
         lights.append(conn)
         if table is None:  # the bare broadcast server
             conn.send_text("listen")
@@ -1232,7 +1296,7 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
             await asyncio.gather(*(one(s) for s in specs))
             pipe.send(("added", len(specs) - len(errors), errors[:3]))
         elif command == "record":
-            del who[:], tidx[:], seqs[:], times[:], lag[:]
+            del who[:], tidx[:], seqs[:], times[:], kernel[:], lag[:]
             state["recording"], state["size"], state["frames"] = True, 0, 0
             state["from"] = time.time()
             pipe.send(("recording",))
@@ -1259,9 +1323,10 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
                     len(clients) + len(lights),
                     light,
                     missing,
+                    kernel_fanout(args[0], zip(tidx, seqs, times, kernel, strict=True), args[1]),
                 )
             )
-            del who[:], tidx[:], seqs[:], times[:]
+            del who[:], tidx[:], seqs[:], times[:], kernel[:]
         elif command == "drop":
             await asyncio.gather(
                 *(c.abort() for c in clients if c.ws is not None and c.ws.transport is not None),
@@ -1395,6 +1460,12 @@ class Level:
     #: how many came late and how late, how many never and why (:func:`missing_of`).
     missing: dict[str, Any] = field(default_factory=dict)
     missing_seated: dict[str, Any] = field(default_factory=dict)
+    #: As the kernel received them (bench/_light.py's stamps: the time of the read that
+    #: completed a message, so never before its bytes came): the light bettors' command
+    #: round trips (p50, p99 ms, n, and the same round trips as their handlers timed
+    #: them: app_p50, app_p99) and the fan-out to the light spectators (p50, p99, n).
+    rtt_kernel: dict[str, float] = field(default_factory=dict)
+    fanout_kernel: dict[str, float] = field(default_factory=dict)
 
     @property
     def server_cores(self) -> float:
@@ -1655,8 +1726,17 @@ class Evening:
         refused: collections.Counter[str] = collections.Counter()
         bot_lag: list[float] = []
         bettor_bets = 0
-        for _tag, rtt, sent, nr, ob, ref, _coups, lag, closed, bb in bot_replies:
+        light_app, light_kernel = Histogram(), Histogram()
+        rtt_after = rtt_before = 0
+        for _tag, rtt, sent, nr, ob, ref, _coups, lag, closed, bb, pairs in bot_replies:
             bettor_bets += bb
+            both = array("d")
+            both.frombytes(pairs)
+            for app, kernel in zip(both[0::2], both[1::2], strict=True):
+                light_app.add(app)
+                light_kernel.add(kernel)
+                rtt_after += kernel > app
+                rtt_before += kernel <= 0
             for kind, raw in rtt.items():
                 values = array("d")
                 values.frombytes(raw)
@@ -1684,7 +1764,12 @@ class Evening:
                 name = "light" if light else "full"
                 by_client[name] = fanout_of([r[1:4] for r in mine])
                 by_client[name]["lag_p99"] = percentile(lags, 99) * 1e3
-        for _tag, _counts, _matched, _exp, size, lag, closed, _alive, _light, _m in spec_replies:
+        fan_kernel = Histogram()
+        fan_after = fan_before = 0
+        for _tag, _counts, _matched, _exp, size, lag, closed, _alive, _light, _m, k in spec_replies:
+            fan_kernel.merge(Histogram(k[0]))
+            fan_after += k[1]
+            fan_before += k[2]
             sizes.append(size)
             lags = array("d")
             lags.frombytes(lag)
@@ -1736,6 +1821,8 @@ class Evening:
             server_fanout=server_command_ms(metrics0, metrics1, name=FANOUT_WAIT),
             errors=(bot_errors + bettor_errors + spec_errors)[:4],
             by_client=by_client,
+            rtt_kernel=kernel_ms(light_kernel, rtt_after, rtt_before, light_app),
+            fanout_kernel=kernel_ms(fan_kernel, fan_after, fan_before),
             bettors=self.betting,
             bettors_target=bettors,
             bettor_bets=bettor_bets,
@@ -1784,7 +1871,9 @@ def level_line(lv: Level) -> str:
         f"{server_command_cell(lv.server_command)}; fan-out p50/p99 "
         f"{lv.fanout['p50']:.1f}/{lv.fanout['p99']:.1f} ms "
         f"({server_command_cell(lv.server_fanout)}), delivered "
-        f"{lv.fanout['delivered']:,.0f}/{lv.fanout['expected']:,.0f}; to the seated "
+        f"{lv.fanout['delivered']:,.0f}/{lv.fanout['expected']:,.0f}; "
+        + (f"{kernel_cells(asdict(lv))}; " if lv.fanout_kernel.get("n") else "")
+        + "to the seated "
         f"{fan_cells(lv.fanout_seated, '/', ', delivered ')}; bots' loop lag p99 "
         f"{lv.bot_lag_p99_ms:.0f} ms; server loop lag p99 <= {lv.server_lag_p99_ms:.1f} ms, "
         f"{lv.full_collections:.0f} full collections ({lv.full_collections_ms:.0f} ms); "
@@ -2340,6 +2429,8 @@ def report(results: dict[str, Any]) -> str:
         lines += ["", bettors_line(lv)]
     if any(x.get("by_client") for x in lv):
         lines += ["", clients_line(lv)]
+    if any((x.get("fanout_kernel") or {}).get("n") for x in lv):
+        lines += ["", kernel_line(lv)]
     lines += ["", *baseline_lines(results, kept[-1] if kept else (lv[-1] if lv else None))]
     return "\n".join(lines) + "\n"
 
@@ -2398,6 +2489,49 @@ def bettors_line(lv: list[dict[str, Any]]) -> str:
         + f"; the server's RSS grew {per:,.1f} KiB per bettor while they connected and "
         "joined (their bets, wagers and parts come with play: the top level's figure per "
         "player above includes them)."
+    )
+
+
+def kernel_cells(x: Mapping[str, Any]) -> str:
+    """A level's figures as the kernel received them (bench/_light.py's stamps) beside
+    the same ones as the light clients' handlers timed them."""
+    rk, fk = x.get("rtt_kernel") or {}, x.get("fanout_kernel") or {}
+    app = (x.get("by_client") or {}).get("light") or x["fanout"]
+    return (
+        "as the kernel received them: "
+        + (
+            f"the light bettors' command p50/p99 {rk['p50']:.1f}/{rk['p99']:.1f} ms "
+            f"(n {rk['n']:,.0f}; their handlers' {rk['app_p50']:.1f}/{rk['app_p99']:.1f} "
+            "ms), "
+            if rk.get("n")
+            else ""
+        )
+        + f"the light spectators' fan-out p50/p99 "
+        f"{fk['p50']:.1f}/{fk['p99']:.1f} ms (n {fk['n']:,.0f}; their handlers' "
+        f"{app['p50']:.1f}/{app['p99']:.1f} ms)"
+        + "".join(
+            f"; {n:,} {what} stamps later than their handler's time or earlier than their send"
+            for what, n in (
+                ("round-trip", rk.get("after_handler", 0) + rk.get("before_send", 0)),
+                ("fan-out", fk.get("after_handler", 0) + fk.get("before_send", 0)),
+            )
+            if n
+        )
+    )
+
+
+def kernel_line(lv: list[dict[str, Any]]) -> str:
+    """The light clients' figures as the kernel received them, at each level."""
+    return (
+        "As the clients' kernel received them (bench/_light.py: each read's `SO_TIMESTAMPNS`"
+        " stamp, the time of the last segment in it, so no earlier than a message's bytes"
+        " came: an upper bound of its arrival, apart from the client process's own lag): "
+        + "; ".join(
+            f"{x['seated']:,} seated: {kernel_cells(x).removeprefix('as the kernel received them: ')}"
+            for x in lv
+        )
+        + ". The round trips are the light bettors' commands only (the seated bots are full"
+        " clients)."
     )
 
 

@@ -115,6 +115,19 @@ def test_a_tiny_evening_with_bettors_without_a_seat(tmp_path: Path) -> None:
         fan = level["by_client"][kind]
         assert fan["delivered"] == fan["expected"] > 0, kind
     assert "Light clients against full ones in the same run" in done.stdout
+    # As the kernel received them (bench/_light.py's SO_TIMESTAMPNS): every light
+    # bettor's round trip and every light spectator's receipt stamped, each stamp after
+    # its send and no later than its handler's time, so no p99 above the handlers'.
+    rk, fk = level["rtt_kernel"], level["fanout_kernel"]
+    light_rtts = sum(st["n"] for kind, st in level["rtt"].items() if kind.endswith(" (light)"))
+    assert rk["n"] == light_rtts > 0
+    assert fk["n"] == level["by_client"]["light"]["delivered"] > 0
+    for figures in (rk, fk):
+        assert figures["after_handler"] == figures["before_send"] == 0
+        assert 0 < figures["p50"] <= figures["p99"]
+    assert rk["p99"] <= rk["app_p99"] and fk["p99"] <= level["by_client"]["light"]["p99"]
+    assert "As the clients' kernel received them" in done.stdout
+    assert "as the kernel received them: the light bettors' command p50/p99" in done.stderr
     # --pin: the server on one CPU, the clients on the other(s); the report says so
     assert results["pinned"].startswith("pinned: the server on CPU ")
     assert f"**CPUs {results['pinned']}.**" in done.stdout

@@ -2,13 +2,17 @@
 they come (any split, the three length forms, fragments), its own frames masked as RFC
 6455 says, pings answered, a refused subprotocol refused; and against a real server on
 port 0, a guest that says hello, joins and reads the table's events as the test kit's
-client does."""
+client does; over a real loopback socket, each message stamped with the time its bytes
+reached the kernel, and a write larger than the kernel takes at once sent whole."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import struct
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +179,68 @@ async def test_a_light_guest_joins_a_real_server_and_reads_its_events(tmp_path: 
         await light.close()
     finally:
         await net.close()
+
+
+async def test_each_message_carries_when_the_kernel_received_it() -> None:
+    """Issue 37 §3: a light client times what reached its machine apart from its own lag.
+    A server writes a frame while the client's loop is busy: the message's stamp lies
+    between the server's write and the handler's own time, well before the handler
+    (the stamp is the kernel's, not the read's). Then a message far larger than the
+    kernel takes at once: what is left is sent when the socket is writable, whole."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    go = threading.Event()
+    seen: dict[str, Any] = {}
+    big = bytes(i % 251 for i in range(8 << 20))
+    want = len(_light.mask_frame(_light.TEXT, big))
+
+    def serve() -> None:
+        peer, _ = listener.accept()
+        with peer:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += peer.recv(4096)
+            peer.sendall(HANDSHAKE)
+            go.wait(10)
+            seen["before"] = time.time()
+            peer.sendall(server_frame(_light.TEXT, b'{"type":"event","seq":1}'))
+            seen["after"] = time.time()
+            time.sleep(0.2)  # the client's big frame fills the socket's buffers meanwhile
+            got = bytearray()
+            while len(got) < want:
+                chunk = peer.recv(1 << 20)
+                if not chunk:
+                    break
+                got += chunk
+            seen["got"] = bytes(got)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        got: list[tuple[bytes, float, float]] = []
+        conn = _light.LightConnection()
+        conn.on_message = lambda payload: got.append((payload, conn.received_at, time.time()))
+        await _light.connect(f"ws://127.0.0.1:{port}/", conn=conn, timeout=10)
+        go.set()
+        time.sleep(0.3)  # the loop busy: the frame waits in the kernel, stamped
+        for _ in range(200):
+            if got:
+                break
+            await asyncio.sleep(0.01)
+        [(payload, stamp, handled)] = got
+        assert payload == b'{"type":"event","seq":1}'
+        assert seen["before"] <= stamp <= seen["after"] <= handled
+        assert handled - stamp >= 0.2
+        conn.send_text(big)
+        wire = conn.transport
+        assert isinstance(wire, _light.StampedSocket) and wire.out  # left for later
+        await asyncio.to_thread(thread.join, 10)
+        frame = seen["got"]
+        assert len(frame) == want
+        assert frame == _light.mask_frame(_light.TEXT, big, frame[10:14])
+        assert not wire.out
+        await conn.close()
+        await asyncio.sleep(0.01)
+        assert conn.closed and wire.sock.fileno() == -1
+    finally:
+        listener.close()
