@@ -46,7 +46,10 @@ test of the tool only, and the report says so).
   send to reply). The seated bots are always full ones (the test kit's ``Client``).
   ``--clients full``: every client a test-kit one, as before; ``--clients mixed``: every
   other bettor and every other spectator process light, their figures reported apart (a
-  check that both measure the same).
+  check that both measure the same). A light client's receipts and replies are also
+  timed as its kernel received them (``SO_TIMESTAMPNS``: no earlier than their bytes
+  came), reported beside its handlers' figures: what reached the client's machine when,
+  apart from its own process's lag.
 - **Processes**: bots and spectators run in other processes (``--bot-workers``,
   ``--spectator-workers``; each many asyncio clients), and their CPU is reported apart,
   so the server's figure is the server's. Servers are ``chemmy-server`` subprocesses of

@@ -327,7 +327,7 @@ async def test_a_bots_command_ids_are_never_its_clients_own() -> None:
     async def send(message: dict[str, object]) -> int:
         sent.append(message)
         fut = bot.pending[str(message["id"])]
-        fut.set_result(({"type": "ok", "id": message["id"], "seq": 1}, 0.0))
+        fut.set_result(({"type": "ok", "id": message["id"], "seq": 1}, 0.0, None))
         return 0
 
     bot.client.send = send  # type: ignore[method-assign]
@@ -405,7 +405,7 @@ async def test_a_command_sent_before_the_window_is_not_a_send_of_the_window() ->
     async def send(message: dict[str, object]) -> int:
         stats.recording = True  # the window began while the command was on its way
         fut = bot.pending[str(message["id"])]
-        fut.set_result(({"type": "ok", "id": message["id"], "seq": next(seqs)}, 0.0))
+        fut.set_result(({"type": "ok", "id": message["id"], "seq": next(seqs)}, 0.0, None))
         return 0
 
     bot.client.send = send  # type: ignore[method-assign]
