@@ -1167,7 +1167,7 @@ def failover_report(trials: list[Trial]) -> list[str]:
         "in each trial; the figure is the time from the kill to the bot receiving the "
         "table's next event (the first with a `seq` above the one stored when the owner "
         'died); "lease left" is the dead owner\'s lease still to run at the kill '
-        "(renewed every 0.5 s). After each trial a new process takes the dead one's place.",
+        "(renewed every second, a third of it). After each trial a new process takes the dead one's place.",
         "",
         "| trial | kill → next event | lease left at the kill | after the lease ran out |",
         "|---|---|---|---|",

@@ -289,9 +289,8 @@ async def follow_primary(client: aioredis.Redis) -> None:
     learns the new address). A client that only ``PUBLISH``es needs it: a demoted
     primary takes a ``PUBLISH`` without a ``READONLY`` (and delivers it only to its own
     subscribers), so nothing else would make it look again. Harmless otherwise."""
-    pool = client.connection_pool
-    if isinstance(pool, SentinelConnectionPool):
-        await pool.get_master_address()  # type: ignore[no-untyped-call]
+    if has_sentinels(client):
+        await client.connection_pool.get_master_address()  # type: ignore[attr-defined]
 
 
 def has_sentinels(client: aioredis.Redis) -> bool:

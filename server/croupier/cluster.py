@@ -67,8 +67,9 @@ RENEW_AFTER = 1 / 3
 #: of one lease, and keeps as long a grace through a pause or a Redis failover (issue 36).
 BEAT_EXTRA = 1 / 6
 #: How long after another member's heartbeat expires a process at rest looks (seconds):
-#: a timer may fire a moment early, and the two clocks are read apart. (The member's
-#: leases expired before: they last a lease from its renewal, its heartbeat longer.)
+#: a timer may fire a moment early, and the two clocks are read apart. (Its leases
+#: renewed with that beat expired before, a lease from it; one it took later in a long
+#: step may outlive the heartbeat, and its taker's ``SET NX`` waits for that.)
 EXPIRY_MARGIN = 0.02
 
 # A process's whole tick in one call (issue 36: it was an EVAL of the full script text
@@ -396,7 +397,7 @@ class Rebalancer:
         self.interval = leases.ttl / 6 if interval is None else interval
         #: Whether the last step found everything in place (nothing taken, lost or given up,
         #: the same members): then the loop sleeps until :meth:`_next_look`.
-        self.settled = False
+        self.at_rest = False
         self._stepped = 0.0  # when the last step began (time.monotonic())
         self._failed_at = -1e9  # when a step last found Redis failing
         self.draining = False
@@ -426,11 +427,11 @@ class Rebalancer:
             except asyncio.CancelledError:
                 raise
             except StoreUnavailable as exc:  # (Redis' errors, translated by Leases)
-                self.settled, self._failed_at = False, time.monotonic()
+                self.at_rest, self._failed_at = False, time.monotonic()
                 log.warning("cluster: Redis unreachable (%s)", exc)
                 await self._lose_all_if_expired()
             except Exception:
-                self.settled = False
+                self.at_rest = False
                 log.exception("cluster: placement failed")
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(max(0.0, self._next_look() - time.monotonic())):
@@ -439,7 +440,8 @@ class Rebalancer:
     def _next_look(self) -> float:
         """When (``time.monotonic()``) the loop steps again, unless a notice comes first
         (issue 36: an idle process's ticks were most of its CPU). While anything changes,
-        and for a lease and a sixth after Redis failed, :attr:`interval` after the last step. At rest, at the earliest of: this process's
+        and for a lease and a sixth after Redis failed, :attr:`interval` after the last
+        step began. At rest, at the earliest of: this process's
         renewal due (its leases and its heartbeat, a third of a lease after the last:
         two thirds of the lease still to run), and the moment another member's heartbeat
         expires (and :data:`EXPIRY_MARGIN`): before it nothing can be found gone, and a
@@ -447,8 +449,8 @@ class Rebalancer:
         every :attr:`interval` (its heartbeat is longer by :data:`BEAT_EXTRA`)."""
         # After Redis failed (a restart, a Sentinel failover), leases and heartbeats may
         # lapse as it comes back, and tables move: as often as ever until they would have.
-        recovering = time.monotonic() - self._failed_at < self.leases.ttl * (1 + BEAT_EXTRA)
-        if not self.settled or recovering:
+        recovering = time.monotonic() - self._failed_at < self.leases.beat_ms / 1000
+        if not self.at_rest or recovering:
             return self._stepped + self.interval
         due = self._last_renewal + self.leases.ttl * RENEW_AFTER
         expiry = self.leases.others_expire
@@ -465,13 +467,15 @@ class Rebalancer:
 
     _owners_read = -1e9
 
-    async def step(self) -> None:
-        """Beat, renew, read the owners and act on placement: one at a time."""
+    async def step(self, ticked: Callable[[], None] | None = None) -> None:
+        """Beat, renew, read the owners and act on placement: one at a time. ``ticked``
+        hears that the tick was written (a drain: the draining mark), before any table
+        is given up or taken."""
         async with self._stepping:
-            await self._step()
+            await self._step(ticked)
 
-    async def _step(self) -> None:
-        self.settled = False  # (until this step has found everything in place)
+    async def _step(self, ticked: Callable[[], None] | None = None) -> None:
+        self.at_rest = False  # (until this step has found everything in place)
         self._stepped = time.monotonic()
         tables = await self.tables()
         # One call: beat, renew, and who holds every table (Leases.tick); the owners only
@@ -486,6 +490,8 @@ class Rebalancer:
         lost, members, current = await self.leases.tick(
             self.owned() if renew else (), tables if fresh else [], draining=self.draining
         )
+        if ticked is not None:
+            ticked()
         if fresh and self._owners_read == read_before:  # (a notice meanwhile: read again)
             self._owners_read = now
         elif set(members) != set(self.members):
@@ -502,7 +508,7 @@ class Rebalancer:
             self.on_members(set(await self.leases.alive()))
         placed = placement(tables, self.members, current)
         wanted = {t for t, n in placed.items() if n == self.leases.node}
-        settled = not lost and set(self.members) == before and wanted == self.owned()
+        at_rest = not lost and set(self.members) == before and wanted == self.owned()
         for table in sorted(self.owned() - wanted):
             await self.disown(table, "placed elsewhere")
             await self.leases.release(table)
@@ -517,7 +523,7 @@ class Rebalancer:
                     log.exception("table %s: could not start here", table, extra={"table": table})
                     await self.leases.release(table)
                 await self._keep_leases()
-        self.settled = settled
+        self.at_rest = at_rest
 
     async def _keep_leases(self) -> None:
         """Renew this process's leases when due between a step's slow parts (each

@@ -304,17 +304,20 @@ class Croupier:
         self.draining = True
         if self.rebalancer is not None:
             self.rebalancer.draining = True
+            leaving = {"kind": "leaving", "node": self.bus.node}
             try:
-                await self.rebalancer.step()
+                # Told as soon as the draining mark is written (the others, at rest, would
+                # look only at their next renewal: issue 36): they place its tables and
+                # look every lease/6 until they hold them; told again once all are
+                # released, so the last are taken at once too.
+                await self.rebalancer.step(ticked=lambda: self._tell(leaving))
             except StoreUnavailable as exc:  # SIGTERM while Redis is away (§7; Leases translate)
                 log.warning(  # (docs/operations.md §7)
                     "draining without Redis (%s): the tables are not handed over; their "
                     "leases expire and other processes take them",
                     exc,
                 )
-            # Told once its leases are released (the others, at rest, would look only at
-            # their next renewal: issue 36), so the next owners take them at once.
-            self._tell({"kind": "leaving", "node": self.bus.node})
+            self._tell(leaving)
             return
         for actor in self.actors.values():
             with contextlib.suppress(Refused):  # the table refuses new bets (draining)

@@ -28,7 +28,7 @@ import asyncio
 import struct
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,7 +206,7 @@ class _Tail:
 
     def add(
         self,
-        groups: Iterable[tuple[Iterable[ServerConnection], bytes]],
+        groups: Iterable[tuple[Collection[ServerConnection], bytes]],
         observe: Callable[[float], None] | None = None,
     ) -> None:
         """A published step's bytes, per group of connections they are for (each
@@ -339,12 +339,12 @@ class _Out:
         """The next event's public frame per format (after its private ones)."""
         self.public.append(frames)
 
-    def groups(self, room: _Room) -> list[tuple[Iterable[ServerConnection], bytes]]:
+    def groups(self, room: _Room) -> list[tuple[Collection[ServerConnection], bytes]]:
         """Who gets which bytes: per format, its plain connections without a private
         part (one ``b"".join`` for all of them), then those with one, grouped by what
         they get."""
         public, own = self.public, self.own
-        out: list[tuple[Iterable[ServerConnection], bytes]] = []
+        out: list[tuple[Collection[ServerConnection], bytes]] = []
         for fmt, conns in room.by_fmt.items():
             rest = conns - own.keys() if own else conns
             if not rest:
@@ -520,9 +520,10 @@ class Hub:
         groups: dict[tuple[str, bytes], tuple[tuple[bytes, bool], list[ServerConnection]]] = {}
         subs = room.subs
         public = _Public(table, event)
-        # A part given to many players is one object (the table's ``actions`` of players
-        # whose actions are made from the same: server/table/actions.py): its JSON is
-        # made once (the event holds every part while this runs, so no id is reused).
+        # A part given to many players is one object when the table stepped in this
+        # process (the table's ``actions`` of players whose actions are made from the
+        # same: server/table/actions.py): its JSON is made once (the event holds every
+        # part while this runs, so no id is reused). Over the bus each is its own object.
         made: dict[int, bytes | None] = {}
         for player, part in event.private.items():
             theirs = room.by_player.get(player)

@@ -83,9 +83,9 @@ async def test_an_owner_lookup_between_two_ticks_asks_redis_nothing(redis_url: s
 async def test_a_process_renews_its_leases_every_other_tick_and_keeps_them(
     redis_url: str,
 ) -> None:
-    """The placement loop beats at every tick (lease/6) but renews its leases once a
-    third of a lease has passed, every other tick: a ``PEXPIRE`` per table per two
-    ticks, and the leases never lapse."""
+    """The placement loop beats at every tick (lease/6 while anything changes) but renews
+    its leases once a third of a lease has passed, every other such tick: a ``PEXPIRE``
+    per table per two ticks, and the leases never lapse."""
     ttl = 0.6
     leases = Leases(redis_url, "node-a", ttl=ttl)
     owned: set[str] = set()
@@ -199,7 +199,7 @@ async def test_a_ticks_read_of_every_owner_comes_back_as_one_string(redis_url: s
 
 
 def test_placement_hashes_each_table_at_each_member_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every process places every table at every tick (lease/6 s): a table's rendezvous
+    """Every process places every table at every tick of its loop: a table's rendezvous
     hash at a member never changes, so it is computed once, not at every tick."""
     hashed: list[bytes] = []
     real = cluster.hashlib.blake2b

@@ -453,14 +453,16 @@ def check_parts(t: Table, parts: dict[str, dict[str, Any]]) -> None:
     part written so far, updated here with the table's latest), rebuild the table:
     everyone but the plain spectators (who are not stored), every wager and command id,
     the felt (GAME_RULES §5, §8)."""
+    # (the row before the parts are taken, as the actor's commit makes them: while the
+    # step's touched players are still marked, the row asks only them who bets)
+    row = json.loads(json.dumps(t.to_state(spectators=False)))
+    assert row["recent_ids"] == _row_ids(t)
     for pid, part in t.take_parts().items():
         if part is None:
             assert pid in parts, f"{pid}'s part goes, but none was stored"
             del parts[pid]
         else:
             parts[pid] = json.loads(json.dumps(part))
-    row = json.loads(json.dumps(t.to_state(spectators=False)))
-    assert row["recent_ids"] == _row_ids(t)  # (the row asks only the touched who bets)
     back = Table.from_state(row, MemoryWallet(), parts)
     want = t.to_state()
     got = back.to_state()
