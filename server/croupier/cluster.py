@@ -415,6 +415,7 @@ class Rebalancer:
         """Look again now (a notice: tables created or closed, a member joined or left),
         at every table's owner too."""
         self._owners_read = -1e9
+        self._notices += 1
         self._wake.set()
 
     stopping = False
@@ -466,6 +467,7 @@ class Rebalancer:
                 await self.disown(table, "lease expired")
 
     _owners_read = -1e9
+    _notices = 0  # notices heard (a step's fresh read does not answer one heard during it)
 
     async def step(self, ticked: Callable[[], None] | None = None) -> None:
         """Beat, renew, read the owners and act on placement: one at a time. ``ticked``
@@ -483,8 +485,8 @@ class Rebalancer:
         # (in between, as last read: a table taken meanwhile refuses a second owner, the
         # lease's SET NX, and its new owner announces itself).
         now = time.monotonic()
-        read_before = self._owners_read
-        fresh = now - read_before >= OWNERS_EVERY
+        notices = self._notices
+        fresh = now - self._owners_read >= OWNERS_EVERY
         # Renewed at the tick after a third of the lease passed (a tick's jitter allowed).
         renew = now - self._last_renewal >= self.leases.ttl * RENEW_AFTER - self.interval / 2
         lost, members, current = await self.leases.tick(
@@ -492,7 +494,7 @@ class Rebalancer:
         )
         if ticked is not None:
             ticked()
-        if fresh and self._owners_read == read_before:  # (a notice meanwhile: read again)
+        if fresh and self._notices == notices:  # (a notice meanwhile: read again)
             self._owners_read = now
         elif set(members) != set(self.members):
             self._owners_read = -1e9  # (read them at the next step)

@@ -8,6 +8,8 @@ in flight, and a step that starts many tables one after another.
 - A step that starts tables slowly renews the leases it already holds between them,
   so none lapses while it works (seen in CI: a survivor's table left ownerless for a
   moment after a kill, while it started its share of the dead process's tables).
+- A notice heard while a step reads every owner is looked at again by the next step,
+  and a drain's step tells of its draining mark before it gives any table up.
 """
 
 from __future__ import annotations
@@ -108,6 +110,82 @@ async def test_a_step_that_starts_tables_slowly_keeps_the_leases_it_holds(
         assert holders.count("node-a") == len(holders), holders  # t1's never lapsed
         for table in open_tables:
             assert await raw.get(lease_key(table)) == "node-a"
+    finally:
+        await raw.aclose()
+        await leases.close()
+
+
+class CountedLeases(GatedLeases):
+    """Leases that remember which tables each tick read the owners of."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reads: list[list[str]] = []
+
+    async def tick(self, owned: Any, tables: Any, **kwargs: Any) -> Any:
+        self.reads.append(list(tables))
+        return await super().tick(owned, tables, **kwargs)
+
+
+async def test_a_notice_heard_during_a_step_that_reads_every_owner_is_read_again(
+    redis_url: str,
+) -> None:
+    leases = CountedLeases(redis_url, "node-a", ttl=3.0)
+    owned: set[str] = set()
+
+    async def own(table: str) -> None:
+        owned.add(table)
+
+    async def disown(table: str, why: str) -> None:
+        owned.discard(table)
+
+    async def tables() -> list[str]:
+        return ["t1"]
+
+    loop = Rebalancer(leases, tables=tables, owned=lambda: set(owned), own=own, disown=disown)
+    try:
+        await loop.step()  # (the first step reads every owner)
+        loop.poke()  # a notice: the next step reads every owner
+        gate = leases.gate = asyncio.Event()
+        step = asyncio.create_task(loop.step())
+        await asyncio.sleep(0.1)
+        loop.poke()  # another, heard while that read was under way: it may predate it
+        gate.set()
+        await asyncio.wait_for(step, 5)
+        await loop.step()
+        assert leases.reads == [["t1"], ["t1"], ["t1"]]
+    finally:
+        await leases.close()
+
+
+async def test_a_drain_tells_of_its_mark_before_it_gives_a_table_up(redis_url: str) -> None:
+    leases = Leases(redis_url, "node-a", ttl=3.0)
+    owned: set[str] = set()
+    said: list[str] = []
+
+    async def own(table: str) -> None:
+        owned.add(table)
+
+    async def disown(table: str, why: str) -> None:
+        said.append(f"gave up {table}")
+        owned.discard(table)
+
+    async def tables() -> list[str]:
+        return ["t1", "t2"]
+
+    loop = Rebalancer(leases, tables=tables, owned=lambda: set(owned), own=own, disown=disown)
+    raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        await loop.step()
+        assert owned == {"t1", "t2"}
+        loop.draining = True
+
+        def ticked() -> None:
+            said.append("told")
+
+        await loop.step(ticked=ticked)
+        assert said == ["told", "gave up t1", "gave up t2"]
+        assert await raw.zrange("chemmy:draining", 0, -1) == ["node-a"]
     finally:
         await raw.aclose()
         await leases.close()
