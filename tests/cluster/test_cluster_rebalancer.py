@@ -127,22 +127,30 @@ class CountedLeases(GatedLeases):
         return await super().tick(owned, tables, **kwargs)
 
 
-async def test_a_notice_heard_during_a_step_that_reads_every_owner_is_read_again(
-    redis_url: str,
-) -> None:
-    leases = CountedLeases(redis_url, "node-a", ttl=3.0)
+def a_loop(leases: Leases, names: list[str], said: list[str]) -> tuple[Rebalancer, set[str]]:
+    """A placement loop over the tables ``names``, and the set of those it runs; each
+    table it gives up is said in ``said``."""
     owned: set[str] = set()
 
     async def own(table: str) -> None:
         owned.add(table)
 
     async def disown(table: str, why: str) -> None:
+        said.append(f"gave up {table}")
         owned.discard(table)
 
     async def tables() -> list[str]:
-        return ["t1"]
+        return names
 
     loop = Rebalancer(leases, tables=tables, owned=lambda: set(owned), own=own, disown=disown)
+    return loop, owned
+
+
+async def test_a_notice_heard_during_a_step_that_reads_every_owner_is_read_again(
+    redis_url: str,
+) -> None:
+    leases = CountedLeases(redis_url, "node-a", ttl=3.0)
+    loop, _ = a_loop(leases, ["t1"], [])
     try:
         await loop.step()  # (the first step reads every owner)
         loop.poke()  # a notice: the next step reads every owner
@@ -160,30 +168,14 @@ async def test_a_notice_heard_during_a_step_that_reads_every_owner_is_read_again
 
 async def test_a_drain_tells_of_its_mark_before_it_gives_a_table_up(redis_url: str) -> None:
     leases = Leases(redis_url, "node-a", ttl=3.0)
-    owned: set[str] = set()
     said: list[str] = []
-
-    async def own(table: str) -> None:
-        owned.add(table)
-
-    async def disown(table: str, why: str) -> None:
-        said.append(f"gave up {table}")
-        owned.discard(table)
-
-    async def tables() -> list[str]:
-        return ["t1", "t2"]
-
-    loop = Rebalancer(leases, tables=tables, owned=lambda: set(owned), own=own, disown=disown)
+    loop, owned = a_loop(leases, ["t1", "t2"], said)
     raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
     try:
         await loop.step()
         assert owned == {"t1", "t2"}
         loop.draining = True
-
-        def ticked() -> None:
-            said.append("told")
-
-        await loop.step(ticked=ticked)
+        await loop.step(ticked=lambda: said.append("told"))
         assert said == ["told", "gave up t1", "gave up t2"]
         assert await raw.zrange("chemmy:draining", 0, -1) == ["node-a"]
     finally:
