@@ -149,6 +149,7 @@ from server.process.auth import make_token
 from server.process.metrics import COMMAND_BUCKETS, PAUSE_BUCKETS
 from tests.kit.client import Client, http_get
 from tests.kit.launch import ServerProcess
+from tests.kit.redis import RedisServer, redis_available
 from tests.kit.tables import server_toml
 
 COMMAND = "python -m bench.evening"
@@ -310,18 +311,13 @@ class Servers:
         processes: int,
         pace: float = 1.0,
     ):
-        from tests.kit.redis import RedisServer, redis_available
-
         self.home = home
         self.redis_server: RedisServer | None = None
         self.nodes: list[CountedServer] = []
         text = config(tables, pace)
         extra: list[str] = ["--log-format", "text"]
         if redis_store:
-            if not redis_available():
-                raise SystemExit("redis-server is not installed (scripts/test installs it)")
-            self.redis_server = RedisServer(home / "redis")
-            self.redis_server.start()
+            self.redis_server = start_redis(home / "redis")
             extra += ["--store", self.redis_server.url()]
         for n in range(processes if redis_store else 1):
             node = CountedServer(home / f"node{n}", text, *extra)
@@ -331,22 +327,8 @@ class Servers:
 
     async def placed(self, timeout: float = 60.0) -> None:
         """With Redis: wait until every table has an owner (a lease)."""
-        if self.redis_server is None:
-            return
-        import redis
-
-        client = redis.Redis(host="127.0.0.1", port=self.redis_server.port)
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                found = client.mget([f"chemmy:{{{t}}}:lease" for t in self.tables])
-                if all(v is not None for v in found):
-                    return
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the tables got no owner in time")
-                await asyncio.sleep(0.1)
-        finally:
-            client.close()
+        if self.redis_server is not None:
+            await placed(self.redis_server.port, self.tables, timeout)
 
     @property
     def store(self) -> str:
@@ -383,16 +365,7 @@ class Servers:
 
     def redis_calls(self) -> dict[str, int]:
         """Redis's commandstats calls (evalsha, publish...), or {} on SQLite."""
-        if self.redis_server is None:
-            return {}
-        import redis
-
-        client = redis.Redis(host="127.0.0.1", port=self.redis_server.port)
-        try:
-            stats = client.info("commandstats")
-        finally:
-            client.close()
-        return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
+        return {} if self.redis_server is None else redis_calls(self.redis_server.port)
 
     def stop_servers(self) -> None:
         """Stop every process (SIGTERM: it drains; SIGKILL after 15 s). Redis stays. Each
@@ -475,6 +448,8 @@ UNAVAILABLE_RETRIES = 10
 
 #: A command's reply as a bot takes it (:attr:`Bot.pending`).
 Reply = tuple[dict[str, Any], float, float | None]
+#: The bots' sends: the flat ``(table, seq, time)`` array's bytes, or read (:func:`sends_of`).
+Sends = bytes | Mapping[tuple[int, int], float]
 
 
 class Link(Protocol):
@@ -963,8 +938,56 @@ def how_closed(closed: bool, code: int | None, reason: str) -> str:
     return f"closed {code} {reason}".strip() if code is not None else "cut"
 
 
+def start_redis(home: Path) -> RedisServer:
+    """A ``redis-server`` of the benchmark's own, started in ``home``."""
+    if not redis_available():
+        raise SystemExit("redis-server is not installed (scripts/test installs it)")
+    server = RedisServer(home)
+    server.start()
+    return server
+
+
+def redis_calls(port: int) -> dict[str, int]:
+    """The Redis on ``port``'s calls so far by command (``INFO commandstats``)."""
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=port)
+    try:
+        stats = client.info("commandstats")
+    finally:
+        client.close()
+    return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
+
+
+async def placed(port: int, tables: Sequence[str], timeout: float, who: str = "") -> None:
+    """Wait until each of ``tables`` has an owner: its lease in the Redis on ``port``."""
+    import redis
+
+    from server.croupier.cluster import lease_key
+
+    client = redis.Redis(host="127.0.0.1", port=port)
+    deadline = time.monotonic() + timeout
+    try:
+        while not all(v is not None for v in client.mget([lease_key(t) for t in tables])):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{who}the tables got no owner in time")
+            await asyncio.sleep(0.1)
+    finally:
+        client.close()
+
+
+def sends_of(sent: Sends) -> Mapping[tuple[int, int], float]:
+    """The bots' sends, ``(table, seq) -> time``, from the flat ``(table, seq, time)``
+    array's bytes (as the pipe carries them), or as already read."""
+    if not isinstance(sent, bytes):
+        return sent
+    flat = array("d")
+    flat.frombytes(sent)
+    return {(int(flat[i]), int(flat[i + 1])): flat[i + 2] for i in range(0, len(flat), 3)}
+
+
 def match_fanout(
-    sent_bytes: bytes,
+    sent: Sends,
     received: Iterable[tuple[float, float, float, float]],
     members: Mapping[int, Sequence[int]],
     grace_end: float = math.inf,
@@ -977,9 +1000,7 @@ def match_fanout(
     send-to-receipt, how many receipts came by ``grace_end`` (wall clock), how many were
     expected (for each send, the clients of this process at its table: ``members``), and
     what became of each expected one that did not come by then (:func:`missing_of`)."""
-    sent = array("d")
-    sent.frombytes(sent_bytes)
-    sends = {(int(sent[i]), int(sent[i + 1])): sent[i + 2] for i in range(0, len(sent), 3)}
+    sends = sends_of(sent)
     hist = Histogram()
     matched = 0
     came: collections.Counter[tuple[int, int]] = collections.Counter()
@@ -1114,7 +1135,7 @@ def missing_cell(m: Mapping[str, Any] | None) -> str:
 
 
 def kernel_fanout(
-    sent_bytes: bytes,
+    sent: Sends,
     received: Iterable[tuple[float, float, float, float]],
     grace_end: float = math.inf,
 ) -> tuple[list[int], int, int]:
@@ -1124,9 +1145,7 @@ def kernel_fanout(
     full client, not stamped, left out). The histogram's counts, and how many stamps
     were odd: later than their handler's time, earlier than their send (none, unless
     the stamps or the clocks are wrong)."""
-    sent = array("d")
-    sent.frombytes(sent_bytes)
-    sends = {(int(sent[i]), int(sent[i + 1])): sent[i + 2] for i in range(0, len(sent), 3)}
+    sends = sends_of(sent)
     hist = Histogram()
     after = before = 0
     for index, seq, at, kernel in received:
@@ -1305,8 +1324,9 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
             pipe.send(("recording",))
         elif command == "collect":
             state["recording"] = False
+            sends = sends_of(args[0])  # (read once for both matches below)
             counts, matched, expected, missing = match_fanout(
-                args[0],
+                sends,
                 zip(who, tidx, seqs, times, strict=True),
                 members,
                 args[1],
@@ -1326,7 +1346,7 @@ async def _spectator_worker(pipe: Connection, worker: int, light: bool) -> None:
                     len(clients) + len(lights),
                     light,
                     missing,
-                    kernel_fanout(args[0], zip(tidx, seqs, times, kernel, strict=True), args[1]),
+                    kernel_fanout(sends, zip(tidx, seqs, times, kernel, strict=True), args[1]),
                 )
             )
             del who[:], tidx[:], seqs[:], times[:], kernel[:]

@@ -59,7 +59,14 @@ from bench._util import (
     raise_nofile,
     run_seconds,
 )
-from bench.evening import config, spectator_address, table_ids
+from bench.evening import (
+    config,
+    placed,
+    redis_calls,
+    spectator_address,
+    start_redis,
+    table_ids,
+)
 from bench.gateway import archive
 from tests.kit.launch import LISTENING, ServerProcess
 
@@ -79,7 +86,7 @@ class Setup:
     def __init__(
         self, home: Path, tables: Sequence[str], processes: int, code: Path | None, rev: str
     ) -> None:
-        from tests.kit.redis import RedisServer, redis_available
+        from tests.kit.redis import RedisServer
 
         self.label = f"{processes} over Redis" if processes else "1 on SQLite"
         if rev != "now":
@@ -89,10 +96,7 @@ class Setup:
         self.nodes: list[ServerProcess] = []
         extra = ["--log-format", "text"]
         if processes:
-            if not redis_available():
-                raise SystemExit("redis-server is not installed (scripts/test installs it)")
-            self.redis = RedisServer(home / "redis")
-            self.redis.start()
+            self.redis = start_redis(home / "redis")
             extra += ["--store", self.redis.url()]
         env = {} if code is None else {"PYTHONPATH": str(code)}
         text = config(tables)
@@ -107,23 +111,8 @@ class Setup:
 
     async def placed(self, timeout: float = 60.0) -> None:
         """With Redis: wait until every table has an owner (a lease)."""
-        if self.redis is None:
-            return
-        client = self._client()
-        deadline = time.monotonic() + timeout
-        try:
-            while not all(client.mget([f"chemmy:{{{t}}}:lease" for t in self.tables])):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{self.label}: the tables got no owner in time")
-                await asyncio.sleep(0.2)
-        finally:
-            client.close()
-
-    def _client(self) -> Any:
-        import redis
-
-        assert self.redis is not None
-        return redis.Redis(host="127.0.0.1", port=self.redis.port)
+        if self.redis is not None:
+            await placed(self.redis.port, self.tables, timeout, f"{self.label}: ")
 
     def redis_pid(self) -> int | None:
         rs = self.redis
@@ -131,14 +120,7 @@ class Setup:
 
     def commands(self) -> dict[str, int]:
         """Redis's calls so far by command (``INFO commandstats``); {} on SQLite."""
-        if self.redis is None:
-            return {}
-        client = self._client()
-        try:
-            stats = client.info("commandstats")
-        finally:
-            client.close()
-        return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
+        return {} if self.redis is None else redis_calls(self.redis.port)
 
     def stop(self) -> None:
         for node in self.nodes:
