@@ -162,10 +162,9 @@ def _funds(t: Table, p: PlayerState) -> int:
     those give the same actions, and count as that one amount. Most of a thousand
     bettors have that much, and so share one key a settlement (issue 37 §3), where their
     balances, each their own, made each one's actions apart."""
-    available = t.available(p.id)
-    enough = max(t.area_max.values(), default=0)
+    enough = t.most_on_an_area
     last = sum(p.last_bets.values())
-    return min(available, enough if enough > last else last)
+    return min(t.available(p.id), enough if enough > last else last)
 
 
 def _digest(key: tuple[Any, ...]) -> str:

@@ -79,6 +79,7 @@ class Table:
         self._options_dict = options.to_dict()  # options never change; asdict is slow
         self.open_areas: tuple[str, ...] = tuple(a.value for a in options.paytable.areas())
         self.area_max = {a: options.limits.max_for(a) for a in self.open_areas}
+        self.most_on_an_area = max(self.area_max.values(), default=0)  # (actions' funds)
         self.wallet = wallet
         self.seq = seq_before
         self.phase = Phase.SHUFFLE
