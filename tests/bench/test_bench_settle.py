@@ -23,6 +23,7 @@ def test_a_tiny_table_of_bettors_has_its_settlements_timed(tmp_path: Path) -> No
     assert whole > 0 and all(p in parts for p in ("decide", "commit", "deliver"))
     assert result["probes"]["_commit"] > 0 and result["probes"]["publish"] > 0
     assert "| settle |" in done.stdout
-    # the event loop's longest hold during each settlement (how late a 1 ms sleep came back)
-    assert len(result["hold"]["settle"]) == 1 and result["hold"]["settle"][0] > 0
+    # the event loop's longest hold during each settlement (how late a 1 ms sleep came back;
+    # 0 where none came back late: ten bettors may hold the loop less than the probe sees)
+    assert len(result["hold"]["settle"]) == 1 and result["hold"]["settle"][0] >= 0
     assert "longest hold during each settlement" in done.stdout
