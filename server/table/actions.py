@@ -58,6 +58,8 @@ def watch(t: Table) -> tuple[Any, ...]:
     turner's), and last the seats taken (a spectator's ``sit``)."""
     coup = t.coup
     offer = t.offer
+    holding = t.holding  # (read once: its holder and coups are two of the values)
+    room = t.options.bettors
     if coup is None:
         turn: tuple[Any, ...] = (None, None, None, 0)
     else:
@@ -71,15 +73,15 @@ def watch(t: Table) -> tuple[Any, ...]:
         )
     return (
         t.phase,
-        t.draining,
+        t.modes.draining,
         (t.shoe_no, t.coup_no),
-        t.options.bettors > 0 and t.bettor_count() < t.options.bettors,
-        t.holder,
-        t.holder_coups > 0,
+        room > 0 and t.bettor_count() < room,
+        holding.holder,
+        holding.coups > 0,
         offer.current if offer is not None else None,
         t.cut_offered_to,
         *turn,
-        tuple(q.seat for q in t.seated()),
+        t.seats(),
     )
 
 

@@ -119,6 +119,7 @@ class Table:
         self.sent_actions = SentActions()
         self._seated: list[PlayerState] | None = None  # seated(), until a seat changes
         self._free: tuple[list[PlayerState], list[int]] | None = None  # free_seats()'s
+        self._seats: tuple[list[PlayerState], tuple[int | None, ...]] | None = None  # seats()'s
         self.chips: Felt = Felt()  # the chips on the felt (§5, §7), kept as they are laid
         # Bettors' parts, stored apart from the row (persistence.py): changed; stored.
         self._dirty: set[str] = set()
@@ -219,6 +220,14 @@ class Table:
                 (p for p in self.players.values() if p.seat is not None), key=lambda p: p.seat or 0
             )
         return self._seated
+
+    def seats(self) -> tuple[int | None, ...]:
+        """The seats taken, in seat order (made again only when a seat changes: the
+        table's watch reads it before and after every step, actions.watch)."""
+        seated = self.seated()
+        if self._seats is None or self._seats[0] is not seated:
+            self._seats = (seated, tuple(p.seat for p in seated))
+        return self._seats[1]
 
     def free_seats(self) -> list[int]:
         seated = self.seated()  # (made again only when a seat changes: each watcher's sit)

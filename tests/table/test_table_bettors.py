@@ -325,6 +325,26 @@ def test_a_bettor_sitting_down_brings_their_chips() -> None:
     assert "done" in view_event(evs[-1], "zoe")["data"]["actions"]
 
 
+def test_the_seats_and_the_bettor_count_are_made_again_only_when_they_change() -> None:
+    """Every step reads the seats taken and how many bettors are in, before and after
+    it (the actions' watch): both are kept from one step to the next, and made again
+    when a seat changes or chips are laid, so the count follows a bettor who sits down
+    with their chips, and one who stands up."""
+    h = _table()
+    t = h.table
+    seats = t.seats()
+    assert seats == (1, 2)
+    h.bet("ann", "banker", 100)
+    h.bet("zoe", "player", 300)
+    assert t.seats() is seats  # (the same tuple: not made again at every step)
+    assert t.bettor_count() == 1 and h.one("bets", h.bet("yan", "tie", 100)).data["bettors"] == 2
+    evs = h.sit("zoe", 5)  # her chips come with her: a seated player's now
+    assert t.seats() == (1, 2, 5) and t.bettor_count() == 1
+    assert h.one("sat", evs).data["bettors"] == 1
+    h.do(c.RemoveBet(player="yan", area="tie"))
+    assert t.bettor_count() == 0 and t.felt()["bettors"] == 0
+
+
 def test_a_void_gives_bettors_their_wagers_back_privately() -> None:
     h = _table()
     h.bet("ann", "banker", 100)
