@@ -110,10 +110,12 @@ def parse(message: Mapping[str, Any]) -> tuple[str, str | int | None, dict[str, 
             "bad_message", f"'id' is a string of at most {MAX_ID_LEN} characters or an integer"
         )
     fields: dict[str, Any] = {}
+    known = 2 if "id" in message else 1  # (the names the message holds that are taken)
     for name, (types, required) in schema.items():
         if name not in message or message[name] is None:
             if required:
                 raise ProtocolError("bad_message", f"{kind} needs '{name}'")
+            known += name in message
             continue
         value = message[name]
         if isinstance(value, bool) and bool not in _as_tuple(types):
@@ -125,12 +127,18 @@ def parse(message: Mapping[str, Any]) -> tuple[str, str | int | None, dict[str, 
         if isinstance(value, str) and len(value) > 1000:
             raise ProtocolError("bad_message", f"'{name}' is too long")
         fields[name] = value
+    if known + len(fields) < len(message):  # a name it does not take: which?
+        _refuse_extra(kind, message, schema)
+    return kind, mid, fields
+
+
+def _refuse_extra(kind: str, message: Mapping[str, Any], schema: Mapping[str, _Field]) -> None:
+    """Refuse ``message`` if it holds a name ``kind``'s schema does not take."""
     extra = set(message) - set(schema) - {"type", "id"}
     if extra:
         raise ProtocolError(
             "bad_message", f"{kind} does not take {', '.join(sorted(map(str, extra)))[:80]}"
         )
-    return kind, mid, fields
 
 
 def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:

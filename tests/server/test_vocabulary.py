@@ -89,3 +89,26 @@ def test_every_phase_but_closed_is_entered_by_one_transition() -> None:
     assert len(targets) == len(set(targets)) and set(targets) == set(Phase) - {Phase.CLOSED}
     assert set(_ENTER) == set(targets)
     assert NEXT[-1][0](None)  # type: ignore[arg-type]  # otherwise: betting
+
+
+def test_a_name_no_message_takes_is_refused_however_the_rest_is_given() -> None:
+    """A name the schema does not take is refused (``bad_message``) whether the message
+    has an ``id`` or not and whether its optional fields are given, null or left out
+    (the names it holds are counted, and looked at only when there are too many)."""
+    from server.protocol.errors import ProtocolError
+
+    values = {str: "x", int: 1, bool: True, dict: {}}
+    for kind in sorted(SCHEMAS):
+        schema = SCHEMAS[kind]
+        required = {n: values[t] for n, (t, needed) in schema.items() if needed}
+        given = {n: values[t] for n, (t, needed) in schema.items() if not needed}
+        nulls = dict.fromkeys(given)
+        for rest in ({}, {"id": 7}, nulls, {"id": None, **nulls}, given, {"id": "r", **given}):
+            message = {"type": kind, **required, **rest}
+            assert parse(message)[0] == kind
+            try:
+                parse({**message, "extra": 1})
+            except ProtocolError as err:
+                assert (err.code, err.message) == ("bad_message", f"{kind} does not take extra")
+            else:
+                raise AssertionError(f"{kind} took a name it does not take: {message}")
