@@ -56,12 +56,13 @@ def cut_slow_clients(
     readers, who resume from their last seq), until the rest fit; ``on_cut`` counts
     each."""
     waiting: list[tuple[int, Session, asyncio.Transport]] = []
-    for session in sessions:
+    for session in sessions:  # (every connection each second: nearly all have nothing unsent)
         transport = session.conn.transport
-        if transport is not None and not transport.is_closing():
-            size = transport.get_write_buffer_size()
-            if size:
-                waiting.append((size, session, transport))
+        if transport is None:
+            continue
+        size = transport.get_write_buffer_size()
+        if size and not transport.is_closing():
+            waiting.append((size, session, transport))
     waiting.sort(key=lambda w: w[0], reverse=True)  # the largest first
     unsent = sum(size for size, _s, _t in waiting)
     by_address: dict[str, int] = {}

@@ -42,6 +42,8 @@ Nothing here decides a rule of the game; it reads the store and answers.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import math
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
@@ -98,8 +100,21 @@ def today(now: float) -> dt.date:
 
 
 def first_day(now: float, days: int = WINDOWS["month"]) -> str:
-    """The first UTC day (``YYYY-MM-DD``) of a window of ``days`` ending today."""
-    return (today(now) - dt.timedelta(days=days - 1)).isoformat()
+    """The first UTC day (``YYYY-MM-DD``) of a window of ``days`` ending today (made
+    once a day for each window: every bet asks it)."""
+    seconds = math.floor(now)
+    if round((now - seconds) * 1e6) == 1_000_000:  # (as the calendar rounds: to the µs)
+        seconds += 1
+    return _first_day(seconds // 86_400, days)
+
+
+@functools.lru_cache(maxsize=16)
+def _first_day(epoch_day: int, days: int) -> str:
+    """:func:`first_day` of UTC day number ``epoch_day`` (days since 1970-01-01)."""
+    return (_EPOCH + dt.timedelta(days=epoch_day - days + 1)).isoformat()
+
+
+_EPOCH: Final = dt.date(1970, 1, 1)
 
 
 def used(kind: str, days: Mapping[str, Mapping[str, int]], now: float) -> int:

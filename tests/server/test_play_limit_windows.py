@@ -42,6 +42,21 @@ def test_a_day_is_today_a_week_seven_days_a_month_thirty() -> None:
     assert used("deposit_month", DAYS, NOON) == 10_000
 
 
+@given(st.floats(-2e9, 5e9), st.sampled_from([1, 7, 30]))
+def test_a_windows_first_day_is_the_utc_calendars(now: float, days: int) -> None:
+    """Made once a day for each window (every bet asks it), from the UTC day's number:
+    the same day as the calendar's, at every moment, midnight and before 1970 included."""
+    today = dt.datetime.fromtimestamp(now, dt.UTC).date()
+    assert first_day(now, days) == (today - dt.timedelta(days=days - 1)).isoformat()
+
+
+def test_a_windows_first_day_changes_at_utc_midnight() -> None:
+    midnight = dt.datetime(2026, 12, 2, tzinfo=dt.UTC).timestamp()
+    assert first_day(midnight - 1e-6, 1) == "2026-12-01"
+    assert first_day(midnight, 1) == "2026-12-02"
+    assert first_day(midnight, 30) == "2026-11-03"
+
+
 def test_a_loss_is_the_net_loss_never_below_nothing() -> None:
     assert used("loss_day", DAYS, NOON) == 300
     assert used("loss_week", DAYS, NOON) == 200  # -300 + 100
