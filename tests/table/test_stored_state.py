@@ -5,6 +5,7 @@ the number of spectators. The full state (``to_state()``) keeps everyone, for re
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from table_helpers import BANKER_WIN, TableHarness, check_stored_state, stack
@@ -83,12 +84,14 @@ def test_the_stored_state_is_copied_afresh_through_played_shoes() -> None:
     placed and taken back, squeezes, a voided round, a restart and a spectator (a
     whole shoe, into the next), it is
     what copying everything afresh gives, and shares no list or dict with the table or
-    with the state taken before."""
+    with the state taken before but the shoe's coups and results while unchanged; no
+    later step changes a state taken before (the actor keeps the last stored one)."""
     h = TableHarness(TableOptions(seats=6))
     names = [f"p{i}" for i in range(1, 7)]
     h.seat(names, funds=10_000_000)
     h.join("watcher")
     stored = check_stored_state(h.table)
+    taken: list[tuple[dict[str, Any], str]] = []
     shoes = 0
     voided = restored = False
     while shoes < 2 or h.table.coup_no < 3:
@@ -108,6 +111,7 @@ def test_the_stored_state_is_copied_afresh_through_played_shoes() -> None:
         else:
             raise AssertionError(t.phase)
         stored = check_stored_state(h.table, stored)
+        taken.append((stored, json.dumps(stored)))
         if t.coup_no == 7 and t.coup is not None and t.coup.stage == "banker":
             h.do(c.VoidRound(round_id=t.round_id, reason="a test"))
             stored = check_stored_state(h.table, stored)
@@ -118,6 +122,7 @@ def test_the_stored_state_is_copied_afresh_through_played_shoes() -> None:
             stored = check_stored_state(h.table, stored)
             restored = True
     assert h.table.shoe_no == 2 and voided and restored
+    assert all(json.dumps(state) == text for state, text in taken)
 
 
 def _bet_round(h: TableHarness, names: list[str]) -> None:
