@@ -39,11 +39,12 @@ __all__ = ["LARGE_STEP", "Write", "is_large", "limit_refusal", "to_write", "writ
 LARGE_STEP = 64
 
 #: The parts of a table's state shared by the states taken until they change (the shoe's
-#: coups and results, :class:`server.table.persistence.Copies`): their JSON is made once
-#: a change and spliced into the row the store writes (an ``orjson.Fragment``: the same
-#: text), so a step does not serialize a shoe's eighty coups again (issue 36).
+#: coups and results, and each player's command ids in ``recent_ids``:
+#: :class:`server.table.persistence.Copies`): their JSON is made once a change and spliced
+#: into the row the store writes (an ``orjson.Fragment``: the same text), so a step does
+#: not serialize a shoe's eighty coups nor every seated player's 64 ids again (issue 36).
 SHARED = ("results", "shoe_coups")
-_made: weakref.WeakKeyDictionary[Table, dict[str, tuple[Any, orjson.Fragment]]]
+_made: weakref.WeakKeyDictionary[Table, dict[str, Any]]
 _made = weakref.WeakKeyDictionary()
 
 
@@ -102,8 +103,9 @@ async def write(
 
 
 def spliced(table: Table, state: dict[str, Any]) -> dict[str, Any]:
-    """``state`` as the store writes it: the same, but for its :data:`SHARED` parts, each
-    the JSON made when that list was new (it is never changed in place)."""
+    """``state`` as the store writes it: the same, but for its :data:`SHARED` parts and
+    each player's command ids, each the JSON made when that list was new (it is never
+    changed in place)."""
     made = _made.setdefault(table, {})
     out = dict(state)
     for key in SHARED:
@@ -112,6 +114,13 @@ def spliced(table: Table, state: dict[str, Any]) -> dict[str, Any]:
         if kept is None or kept[0] is not value:
             kept = made[key] = (value, orjson.Fragment(dump_state(value)))
         out[key] = kept[1]
+    ids, made["ids"] = made.get("ids", {}), {}  # each player's command ids, likewise
+    for pid, value in state["recent_ids"].items():
+        kept = ids.get(pid)
+        if kept is None or kept[0] is not value:
+            kept = (value, orjson.Fragment(dump_state(value)))
+        made["ids"][pid] = kept
+    out["recent_ids"] = {pid: kept[1] for pid, kept in made["ids"].items()}
     return out
 
 

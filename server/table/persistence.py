@@ -21,7 +21,7 @@ change money or decide a rule while rebuilding.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import filterfalse
 from typing import TYPE_CHECKING, Any
 
@@ -170,7 +170,7 @@ def _row_ids(t: Table) -> dict[str, list[str]]:
                 others += 1
         if found == wanted and others >= RECENT_ID_PLAYERS:
             break
-    return {pid: list(ids[pid]) for pid in reversed(kept)}
+    return t._copies.ids(ids, reversed(kept))
 
 
 def _everyone(pid: str) -> bool:
@@ -236,15 +236,20 @@ class Copies:
       changes), so a step neither copies nor frees them (issue 36), and the store may
       keep their JSON while they are the same list (server/croupier/commit.py). Results
       are frozen; a coup's cards are two lists never changed.
+    - The row's command ids (:func:`_row_ids`): each player's copy shared likewise while
+      the table's list is the same list of the same length with the same first and
+      last id (the table only appends an id and drops the oldest, ``Table._remember``):
+      a bet copies the ids of its bettor only.
     """
 
-    __slots__ = ("_coups", "_results", "_shoe", "_shoe_dict")
+    __slots__ = ("_coups", "_ids", "_results", "_shoe", "_shoe_dict")
 
     def __init__(self) -> None:
         self._shoe: tuple[Any, ...] | None = None
         self._shoe_dict: dict[str, Any] = {}
         self._coups = _Grown(_coup_cards)
         self._results = _Grown(Result.to_dict)
+        self._ids: dict[str, tuple[list[str], int, Any, Any, list[str]]] = {}
 
     def shoe(self, shoe: Shoe | None) -> dict[str, Any] | None:
         if shoe is None:
@@ -262,6 +267,19 @@ class Copies:
 
     def results(self, results: list[Result]) -> list[dict[str, object]]:
         return self._results.of(results)
+
+    def ids(self, recent: dict[str, list[str]], pids: Iterable[str]) -> dict[str, list[str]]:
+        """The command ids of ``pids`` (of ``recent``, the table's), in that order."""
+        made, kept = self._ids, {}
+        for pid in pids:
+            source = recent[pid]
+            first, last = (source[0], source[-1]) if source else (None, None)
+            k = made.get(pid)
+            if k is None or k[0] is not source or k[1:4] != (len(source), first, last):
+                k = (source, len(source), first, last, list(source))
+            kept[pid] = k
+        self._ids = kept
+        return {pid: k[4] for pid, k in kept.items()}
 
 
 def _coup_cards(x: dict[str, Any]) -> dict[str, Any]:

@@ -418,8 +418,8 @@ def check_stored_state(t: Table, earlier: dict[str, Any] | None = None) -> dict[
     :func:`rebuilt_state` (and in the same key order, so the stored row is the same
     text); every dict and list in them is their own (none of the table's, none of
     ``earlier``'s, another state taken before), but the last coup's result, which the
-    table never changes in place, and the shoe's coups and results, shared with the
-    states before while unchanged (never the table's own: those of ``to_state``'s
+    table never changes in place, and the shoe's coups and results (and the row's
+    command ids), shared with the states before while unchanged (never the table's own: those of ``to_state``'s
     copies). Returns the stored state."""
     for spectators in (True, False):
         state = t.to_state(spectators=spectators)
@@ -432,6 +432,8 @@ def check_stored_state(t: Table, earlier: dict[str, Any] | None = None) -> dict[
         assert not mine & table, "aliases the table"
         if earlier is not None:
             kept = [shared, *(x[k] for x in (state, earlier) for k in ("results", "shoe_coups"))]
+            if not spectators:  # (the row's command ids too)
+                kept += [*state["recent_ids"].values(), *earlier["recent_ids"].values()]
             mine = containers(state, skip=kept)
             assert not mine & containers(earlier, skip=kept), "aliases an earlier state"
         earlier = state
