@@ -50,6 +50,33 @@ def test_the_state_is_a_copy() -> None:
     assert json.dumps(h.table.to_state(), sort_keys=True) == before
 
 
+def test_a_step_shares_the_parts_of_the_row_it_did_not_change() -> None:
+    """The shoe's coups and results, and each player's command ids, are the same lists
+    in the rows of two steps that did not change them (neither copied nor freed at each
+    step, issue 36), and new lists once changed: the row taken before is as it was."""
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN, BANKER_WIN), holder="ann")
+    h.play_coup({"bob": {"player": 500}})
+    h.do(c.PlaceBet(player="ann", area="banker", amount=100, id="a1"))
+    first = h.table.to_state(spectators=False)
+    text = json.dumps(first)
+    h.do(c.PlaceBet(player="bob", area="player", amount=100, id="b1"))
+    second = h.table.to_state(spectators=False)
+    assert second["results"] is first["results"] and len(first["results"]) == 1
+    assert second["shoe_coups"] is first["shoe_coups"]
+    assert second["recent_ids"]["ann"] is first["recent_ids"]["ann"]
+    assert second["recent_ids"]["bob"] == ["b1"] and "bob" not in first["recent_ids"]
+    h.do(c.PlaceBet(player="ann", area="banker", amount=100, id="a2"))
+    h.done_all()
+    h.tick_to_deadline()
+    while h.table.coup is not None:
+        h.tick_to_deadline()
+    third = h.table.to_state(spectators=False)
+    assert len(third["results"]) == 2 and third["results"] is not first["results"]
+    assert third["recent_ids"]["ann"] == ["a1", "a2"]
+    assert json.dumps(first) == text
+
+
 def test_a_version_1_state_is_brought_up_to_date() -> None:
     """Stored before stakes: placed chips were only reservations (never moved in the
     ledger), so they come off the layout; an offer in the old shape goes on."""
