@@ -160,7 +160,9 @@ def main() -> None:
     print(f"{args.coups} coups, {BOTS} seated bots, {n:,d} steps with events:")
     print(f"  row (to_state, take_parts, plan_commit, drop): {best / n * 1e6:7.1f} us a step")
     if args.sqlite:
-        print(f"  commit to SQLite (process CPU, all threads):  {best_cpu / n * 1e6:7.1f} us a step")
+        print(
+            f"  commit to SQLite (process CPU, all threads):  {best_cpu / n * 1e6:7.1f} us a step"
+        )
 
 
 if __name__ == "__main__":

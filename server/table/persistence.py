@@ -57,8 +57,8 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     """The whole internal state, secrets included: for the store only, never a client.
 
     Every container is a fresh copy (no deep copy needed: the state is plain data
-    two levels deep), but the last coup's result, and the shoe's coups and results
-    (:class:`Copies`: shared by the states taken until they change), which are never
+    two levels deep), but the last coup's result, and the options and the shoe's coups
+    and results (:class:`Copies`: shared by the states taken until they change), never
     changed in place (:func:`from_state` copies what it is given).
     ``spectators=False`` is the stored row: it leaves out players without a seat
     (spectators hold no money and no turn, and a restart sends them away anyway;
@@ -83,11 +83,7 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     return {
         "version": VERSION,
         "table_id": t.table_id,
-        "options": {
-            **t._options_dict,
-            "limits": dict(t._options_dict["limits"]),
-            "timers": dict(t._options_dict["timers"]),
-        },
+        "options": copies.options(t._options_dict),
         "seq": t.seq,
         "phase": t.phase.value,
         "deadline": t.deadline,
@@ -236,13 +232,14 @@ class Copies:
       changes), so a step neither copies nor frees them (issue 36), and the store may
       keep their JSON while they are the same list (server/croupier/commit.py). Results
       are frozen; a coup's cards are two lists never changed.
+    - The options (they never change): copied once, and shared likewise.
     - The row's command ids (:func:`_row_ids`): each player's copy shared likewise while
       the table's list is the same list of the same length with the same first and
       last id (the table only appends an id and drops the oldest, ``Table._remember``):
       a bet copies the ids of its bettor only.
     """
 
-    __slots__ = ("_coups", "_ids", "_results", "_shoe", "_shoe_dict")
+    __slots__ = ("_coups", "_ids", "_options", "_results", "_shoe", "_shoe_dict")
 
     def __init__(self) -> None:
         self._shoe: tuple[Any, ...] | None = None
@@ -250,6 +247,13 @@ class Copies:
         self._coups = _Grown(_coup_cards)
         self._results = _Grown(Result.to_dict)
         self._ids: dict[str, tuple[list[str], int, Any, Any, list[str]]] = {}
+        self._options: tuple[dict[str, Any] | None, dict[str, Any]] = (None, {})
+
+    def options(self, options: dict[str, Any]) -> dict[str, Any]:
+        if self._options[0] is not options:
+            copied = {k: dict(options[k]) for k in ("limits", "timers")}
+            self._options = (options, {**options, **copied})
+        return self._options[1]
 
     def shoe(self, shoe: Shoe | None) -> dict[str, Any] | None:
         if shoe is None:
@@ -270,16 +274,22 @@ class Copies:
 
     def ids(self, recent: dict[str, list[str]], pids: Iterable[str]) -> dict[str, list[str]]:
         """The command ids of ``pids`` (of ``recent``, the table's), in that order."""
-        made, kept = self._ids, {}
+        made, kept, out = self._ids, {}, {}
         for pid in pids:
             source = recent[pid]
-            first, last = (source[0], source[-1]) if source else (None, None)
             k = made.get(pid)
-            if k is None or k[0] is not source or k[1:4] != (len(source), first, last):
-                k = (source, len(source), first, last, list(source))
+            n = len(source)
+            if (
+                k is None
+                or k[0] is not source
+                or k[1] != n
+                or (n and (k[2] is not source[0] or k[3] is not source[-1]))
+            ):
+                k = (source, n, n and source[0], n and source[-1], source.copy())
             kept[pid] = k
+            out[pid] = k[4]
         self._ids = kept
-        return {pid: k[4] for pid, k in kept.items()}
+        return out
 
 
 def _coup_cards(x: dict[str, Any]) -> dict[str, Any]:

@@ -51,8 +51,8 @@ def test_the_state_is_a_copy() -> None:
 
 
 def test_a_step_shares_the_parts_of_the_row_it_did_not_change() -> None:
-    """The shoe's coups and results, and each player's command ids, are the same lists
-    in the rows of two steps that did not change them (neither copied nor freed at each
+    """The options, the shoe's coups and results, and each player's command ids are the
+    same in the rows of two steps that did not change them (neither copied nor freed at each
     step, issue 36), and new lists once changed: the row taken before is as it was."""
     h = TableHarness()
     h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN, BANKER_WIN), holder="ann")
@@ -64,6 +64,7 @@ def test_a_step_shares_the_parts_of_the_row_it_did_not_change() -> None:
     second = h.table.to_state(spectators=False)
     assert second["results"] is first["results"] and len(first["results"]) == 1
     assert second["shoe_coups"] is first["shoe_coups"]
+    assert second["options"] is first["options"]
     assert second["recent_ids"]["ann"] is first["recent_ids"]["ann"]
     assert second["recent_ids"]["bob"] == ["b1"] and "bob" not in first["recent_ids"]
     h.do(c.PlaceBet(player="ann", area="banker", amount=100, id="a2"))
@@ -99,7 +100,7 @@ def test_a_state_stored_before_currencies_loads_as_play_money() -> None:
     h = TableHarness()
     h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN), holder="ann")
     state = h.table.to_state()
-    del state["options"]["currency"]
+    state["options"] = {k: v for k, v in state["options"].items() if k != "currency"}
     back = Table.from_state(state, h.wallet)
     assert back.options.currency is None and back.options.decimals == 2
 
