@@ -57,9 +57,9 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     """The whole internal state, secrets included: for the store only, never a client.
 
     Every container is a fresh copy (no deep copy needed: the state is plain data
-    two levels deep), but the last coup's result, and the options and the shoe's coups
-    and results (:class:`Copies`: shared by the states taken until they change), never
-    changed in place (:func:`from_state` copies what it is given).
+    two levels deep), but the last coup's result, and in the row the options and the
+    shoe's coups and results (:class:`Copies`: shared by the rows taken until they
+    change), never changed in place (:func:`from_state` copies what it is given).
     ``spectators=False`` is the stored row: it leaves out players without a seat
     (spectators hold no money and no turn, and a restart sends them away anyway;
     bettors without a seat are in their parts, :func:`take_parts`), so a step's cost
@@ -80,18 +80,22 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     debiting = t.debiting
     players = [_player(q) for q in kept]
     copies = t._copies
+    shared = copies.options(t._options_dict), copies.shoe_coups(t.shoe_coups)
+    options, shoe_coups, results = *shared, copies.results(t.results)
+    if spectators:  # (the whole state, for replays and tests: all its own)
+        options, shoe_coups, results = copy.deepcopy((options, shoe_coups, results))
     return {
         "version": VERSION,
         "table_id": t.table_id,
-        "options": copies.options(t._options_dict),
+        "options": options,
         "seq": t.seq,
         "phase": t.phase.value,
         "deadline": t.deadline,
         "players": players,
         "shoe": copies.shoe(t.shoe),
         "shoe_no": t.shoe_no,
-        "shoe_coups": copies.shoe_coups(t.shoe_coups),
-        "results": copies.results(t.results),
+        "shoe_coups": shoe_coups,
+        "results": results,
         "last_coup_next": t.last_coup_next,
         "burned": t.burned,
         "holder": t.holder,
@@ -228,11 +232,11 @@ class Copies:
     - The shoe's coups and its results, lists the table only appends to (a coup
       settled or voided) or replaces whole (a new shoe, a restore): each element's
       copy is made once, when it is appended, and the list of copies is **shared** by
-      the states taken until it changes (then a new list: an earlier state's never
+      the rows taken until it changes (then a new list: an earlier row's never
       changes), so a step neither copies nor frees them (issue 36), and the store may
       keep their JSON while they are the same list (server/croupier/commit.py). Results
       are frozen; a coup's cards are two lists never changed.
-    - The options (they never change): copied once, and shared likewise.
+    - The options (they never change): copied once, and shared by the rows likewise.
     - The row's command ids (:func:`_row_ids`): each player's copy shared likewise while
       the table's list is the same list of the same length with the same first and
       last id (the table only appends an id and drops the oldest, ``Table._remember``):

@@ -100,7 +100,7 @@ def test_a_state_stored_before_currencies_loads_as_play_money() -> None:
     h = TableHarness()
     h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN), holder="ann")
     state = h.table.to_state()
-    state["options"] = {k: v for k, v in state["options"].items() if k != "currency"}
+    del state["options"]["currency"]
     back = Table.from_state(state, h.wallet)
     assert back.options.currency is None and back.options.decimals == 2
 
