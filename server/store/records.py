@@ -16,13 +16,8 @@ from typing import Any, TypeGuard
 
 import orjson
 
-from server.ledger.rules import (
-    MAX_AMOUNT,
-)
-from server.protocol.errors import (  # (the error tree: defined there, named here too)
-    BadWalletCall,
-    StoreError,
-)
+from server.ledger.rules import MAX_AMOUNT
+from server.protocol.errors import BadWalletCall, StoreError  # (the error tree: there)
 from server.store.base import (
     ROUNDS_LIMIT,
     RoundFilter,
@@ -45,7 +40,7 @@ def own_copy(exc: BaseException) -> BaseException:
 
 
 def check_row(row: TableRow) -> tuple[str, str]:
-    """Check a table row; return its config and state as JSON text."""
+    """Check a table row; its config and state as JSON (the config dumped once: issue 36)."""
     if not isinstance(row, TableRow):
         raise StoreError(f"not a table row: {type(row).__name__}")
     if not isinstance(row.table_id, str) or not row.table_id:
@@ -56,7 +51,14 @@ def check_row(row: TableRow) -> tuple[str, str]:
             raise StoreError(f"table {row.table_id!r}: {name} is a whole number >= 0")
     if not isinstance(row.closed, bool):
         raise StoreError(f"table {row.table_id!r}: closed is true or false")
-    return dump_state(row.config), dump_state(row.state)
+    config, kept = row.config, _configs.get(row.table_id)  # (the same at every step)
+    if kept is None or kept[0] is not config or kept[1] != config:  # (changed in place)
+        text = dump_state(config)
+        kept = _configs[row.table_id] = (config, orjson.loads(text), text)
+    return kept[2], dump_state(row.state)
+
+
+_configs: dict[str, tuple[Any, Any, str]] = {}  # a table's config, a copy, its JSON: once
 
 
 def check_event(event: Mapping[str, Any]) -> tuple[int, str]:
