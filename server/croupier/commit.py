@@ -39,11 +39,11 @@ __all__ = ["LARGE_STEP", "Write", "is_large", "limit_refusal", "to_write", "writ
 LARGE_STEP = 64
 
 #: The parts of a table's state shared by the states taken until they change (the options,
-#: the shoe's coups and results, and each player's command ids in ``recent_ids``:
+#: the shoe, its coups and results, and each player's command ids in ``recent_ids``:
 #: :class:`server.table.persistence.Copies`): their JSON is made once a change and spliced
 #: into the row the store writes (an ``orjson.Fragment``: the same text), so a step does
 #: not serialize a shoe's eighty coups nor every seated player's 64 ids again (issue 36).
-SHARED = ("options", "results", "shoe_coups")
+SHARED = ("options", "shoe", "results", "shoe_coups")
 _made: weakref.WeakKeyDictionary[Table, dict[str, Any]]
 _made = weakref.WeakKeyDictionary()
 

@@ -57,8 +57,8 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     """The whole internal state, secrets included: for the store only, never a client.
 
     Every container is a fresh copy (no deep copy needed: the state is plain data
-    two levels deep), but the last coup's result, and in the row the options and the
-    shoe's coups and results (:class:`Copies`: shared by the rows taken until they
+    two levels deep), but the last coup's result, and in the row the options, the
+    shoe, its coups and its results (:class:`Copies`: shared by the rows taken until they
     change), never changed in place (:func:`from_state` copies what it is given).
     ``spectators=False`` is the stored row: it leaves out players without a seat
     (spectators hold no money and no turn, and a restart sends them away anyway;
@@ -80,10 +80,10 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     debiting = t.debiting
     players = [_player(q) for q in kept]
     copies = t._copies
-    shared = copies.options(t._options_dict), copies.shoe_coups(t.shoe_coups)
-    options, shoe_coups, results = *shared, copies.results(t.results)
+    shared = copies.options(t._options_dict), copies.shoe(t.shoe), copies.shoe_coups(t.shoe_coups)
+    options, shoe, shoe_coups, results = *shared, copies.results(t.results)
     if spectators:  # (the whole state, for replays and tests: all its own)
-        options, shoe_coups, results = copy.deepcopy((options, shoe_coups, results))
+        options, shoe, shoe_coups, results = copy.deepcopy((options, shoe, shoe_coups, results))
     return {
         "version": VERSION,
         "table_id": t.table_id,
@@ -92,7 +92,7 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
         "phase": t.phase.value,
         "deadline": t.deadline,
         "players": players,
-        "shoe": copies.shoe(t.shoe),
+        "shoe": shoe,
         "shoe_no": t.shoe_no,
         "shoe_coups": shoe_coups,
         "results": results,
@@ -227,8 +227,8 @@ class Copies:
     - The shoe's :meth:`~server.engine.shoe.Shoe.to_dict` (its hundreds of cards joined
       into strings), made again only when the shoe's fields are no longer what they
       were: another shoe, a card drawn (``position``, ``dealt`` longer), the burn, the
-      cut (a new ``cards`` list), the stop card. Its values are immutable; each state
-      has its own dict of them.
+      cut (a new ``cards`` list), the stop card. Its values are immutable; the dict is
+      shared by the rows taken until it changes (then a new dict).
     - The shoe's coups and its results, lists the table only appends to (a coup
       settled or voided) or replaces whole (a new shoe, a restore): each element's
       copy is made once, when it is appended, and the list of copies is **shared** by
@@ -268,7 +268,7 @@ class Copies:
         seen = (*shoe.__dict__.values(), len(shoe.cards), len(shoe.dealt))
         if seen != self._shoe:
             self._shoe, self._shoe_dict = seen, shoe.to_dict()
-        return dict(self._shoe_dict)
+        return self._shoe_dict
 
     def shoe_coups(self, coups: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return self._coups.of(coups)

@@ -35,7 +35,7 @@ async def test_the_row_written_at_every_step_is_the_state_serialized_afresh(
             w = commit.to_write(t, None, last, {}, [], [], [], [])
             before, row = row, commit.spliced(t, w.state)
             assert dump_state(row) == dump_state(w.state)
-            shared = [(row, before, w.state, last, key) for key in ("results", "shoe_coups")]
+            shared = [(row, before, w.state, last, key) for key in commit.SHARED]
             ids = [x["recent_ids"] for x in (row, before, w.state, last) if x]
             if len(ids) == 4:
                 shared += [(*ids, pid) for pid in ids[2] if pid in ids[3]]

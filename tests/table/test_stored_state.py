@@ -51,8 +51,8 @@ def test_the_state_is_a_copy() -> None:
 
 
 def test_a_step_shares_the_parts_of_the_row_it_did_not_change() -> None:
-    """The options, the shoe's coups and results, and each player's command ids are the
-    same in the rows of two steps that did not change them (neither copied nor freed at each
+    """The options, the shoe, its coups and results, and each player's command ids are
+    the same in the rows of two steps that did not change them (neither copied nor freed at each
     step, issue 36), and new lists once changed: the row taken before is as it was."""
     h = TableHarness()
     h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN, BANKER_WIN), holder="ann")
@@ -64,7 +64,7 @@ def test_a_step_shares_the_parts_of_the_row_it_did_not_change() -> None:
     second = h.table.to_state(spectators=False)
     assert second["results"] is first["results"] and len(first["results"]) == 1
     assert second["shoe_coups"] is first["shoe_coups"]
-    assert second["options"] is first["options"]
+    assert second["options"] is first["options"] and second["shoe"] is first["shoe"]
     assert second["recent_ids"]["ann"] is first["recent_ids"]["ann"]
     assert second["recent_ids"]["bob"] == ["b1"] and "bob" not in first["recent_ids"]
     h.do(c.PlaceBet(player="ann", area="banker", amount=100, id="a2"))
@@ -74,6 +74,7 @@ def test_a_step_shares_the_parts_of_the_row_it_did_not_change() -> None:
         h.tick_to_deadline()
     third = h.table.to_state(spectators=False)
     assert len(third["results"]) == 2 and third["results"] is not first["results"]
+    assert third["shoe"] is not first["shoe"]  # (cards drawn)
     assert third["recent_ids"]["ann"] == ["a1", "a2"]
     assert json.dumps(first) == text
 
