@@ -124,17 +124,17 @@ def follows(after: int, events: list[tuple[int, str]], top: int) -> list[dict[st
 
 
 def dump_state(value: Any) -> str:
-    """Serialize a table's state, config or event, made by the table itself on every
-    step (issue 23: with ``orjson``, about a tenth of the standard library's time for a
-    row of a few KiB, on the loop before each commit). The same JSON as
-    :func:`dump_json` for the same data, but for non-finite floats, which come out as
-    ``null`` (the table makes none: its times are the clock's, its amounts integers);
-    :class:`StoreError` if it is not JSON-able (bytes, an integer past 64 bits, an object
-    of no JSON type)."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError as exc:
-        raise StoreError(f"not JSON-able: {exc}") from None
+    """Serialize a table's state, config or event, made on every step (issue 23: ``orjson``,
+    a tenth of the standard library's time). The same JSON as :func:`dump_json`, but
+    non-finite floats come out as ``null`` (the table makes none); :class:`StoreError` if
+    not JSON-able (bytes, an integer past 64 bits...). ``OPT_NON_STR_KEYS`` (keys not
+    strings) slows every dict (issue 36: twice a row's time): tried if the quick way fails."""
+    for option in (None, orjson.OPT_NON_STR_KEYS):
+        try:
+            return orjson.dumps(value, option=option).decode()
+        except TypeError as exc:
+            error = exc
+    raise StoreError(f"not JSON-able: {error}") from None
 
 
 def dump_json(value: Any) -> str:

@@ -13,7 +13,7 @@ from server.ledger.flows import FLOW_DAYS, flow_cutoff, pruned_days
 from server.protocol.errors import StoreError
 from server.store.base import HISTORY_LIMIT, TableRow
 from server.store.plan import check_retention, first_event_kept, new_events, plan_commit
-from server.store.records import check_row
+from server.store.records import check_row, dump_json, dump_state
 
 
 def test_a_tables_new_events_and_the_oldest_kept() -> None:
@@ -56,3 +56,16 @@ def test_a_tables_config_is_dumped_once_while_it_is_the_same() -> None:
     other = {**config, "seats": 5}
     assert json.loads(check_row(TableRow("row-config", other, state))[0])["seats"] == 5
     assert check_row(TableRow("row-config", config, state))[0] == first.replace("100", "200")
+
+
+def test_a_state_is_the_same_json_with_string_keys_or_not() -> None:
+    """The quick way (string keys only) and the one for other keys give the same text,
+    the standard library's; keys not strings still serialize; what is not JSON-able is
+    refused."""
+    state = {"seq": 3, "players": [{"id": "ann", "bets": {"player": 500}}], "ok": True}
+    assert dump_state(state) == dump_json(state)
+    assert dump_state({1: "seat", "x": [None, 2.5]}) == '{"1":"seat","x":[null,2.5]}'
+    with pytest.raises(StoreError, match="not JSON-able"):
+        dump_state({"x": b"bytes"})
+    with pytest.raises(StoreError, match="not JSON-able"):
+        dump_state({"x": 2**70})
