@@ -9,8 +9,13 @@ made events, as the actor does it (server/croupier/commit.py): the row
 (``plan_commit``: the config and the state as JSON), and the step before's state dropped.
 ``--sqlite``: each step is also committed to a real SQLite file (``store.commit``, its
 worker thread included), and the figure is the process's CPU per commit
-(``time.process_time``: every thread). ``PYTHONPATH=OTHER python -m bench.row`` measures
-another checkout's ``server`` (run this file from here; it uses only public calls).
+(``time.process_time``: every thread). The row's figure is CPU time too, the best of
+``--repeats`` runs (the machine is shared).
+
+``--baseline DIR`` measures in turns (DIR, here, DIR, here: ``--turns``) the ``server``
+of another checkout in DIR (a ``git worktree`` of main) and this one's, each in a
+subprocess running this file with only that checkout on its path (the file uses only
+calls main has too).
 """
 
 from __future__ import annotations
@@ -18,12 +23,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import server.store as stores
+from bench._util import ROOT
 from bench.table import AREAS, BOTS, Run
 from server.croupier import commit
 from server.store.base import TableRow
@@ -141,7 +150,17 @@ def main() -> None:
     parser.add_argument("--coups", type=int, default=160, help="coups a run (two shoes)")
     parser.add_argument("--repeats", type=int, default=5, help="runs; the best is shown")
     parser.add_argument("--sqlite", action="store_true", help="commit to a SQLite file too")
+    parser.add_argument("--baseline", metavar="DIR", help="another checkout, in turns")
+    parser.add_argument("--turns", type=int, default=2, help="turns with --baseline")
     args = parser.parse_args()
+    if args.baseline:
+        rest = [a for a in sys.argv[1:] if a not in (args.baseline, "--baseline")]
+        for _ in range(args.turns):
+            for name, root in (("baseline", args.baseline), ("this", str(ROOT))):
+                print(f"{name} ({root}):", flush=True)
+                env = {**os.environ, "PYTHONPATH": root}
+                subprocess.run([sys.executable, __file__, *rest], env=env, cwd=root, check=True)
+        return
     script = steps(args.coups)
     best, best_cpu, n = float("inf"), float("inf"), 0
     for _ in range(args.repeats):
