@@ -9,14 +9,18 @@ up to the actor, which undoes, refuses or delivers (store before send, §8).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from server.ledger.accounts import Entry
 from server.ledger.flows import LimitGuard
 from server.protocol.errors import LimitPassed, Refused, limit_reached
 from server.store.base import CommitResult, Store, TableRow
+from server.store.records import dump_state
 from server.table import Table
 from server.table.state import Phase
 from server.vocabulary.events import Event, Step
@@ -33,6 +37,15 @@ __all__ = ["LARGE_STEP", "Write", "is_large", "limit_refusal", "to_write", "writ
 #: is its actor's alone, and every await of a step comes before its commit and delivery:
 #: nothing is stored or sent out of order.)
 LARGE_STEP = 64
+
+#: The parts of a table's state shared by the states taken until they change (the options,
+#: the shoe, its coups and results, and each player's command ids in ``recent_ids``:
+#: :class:`server.table.persistence.Copies`): their JSON is made once a change and spliced
+#: into the row the store writes (an ``orjson.Fragment``: the same text), so a step does
+#: not serialize a shoe's eighty coups nor every seated player's 64 ids again (issue 36).
+SHARED = ("options", "shoe", "results", "shoe_coups")
+_made: weakref.WeakKeyDictionary[Table, dict[str, Any]]
+_made = weakref.WeakKeyDictionary()
 
 
 @dataclass(slots=True)
@@ -78,7 +91,7 @@ async def write(
         table=TableRow(
             table.table_id,
             config,
-            w.state,
+            spliced(table, w.state),
             table.seq,
             table.phase == Phase.CLOSED,
             epoch,
@@ -87,6 +100,28 @@ async def write(
         records=w.records,
         events=[event.to_dict() for event in w.stored],
     )
+
+
+def spliced(table: Table, state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` as the store writes it: the same, but for its :data:`SHARED` parts and
+    each player's command ids, each the JSON made when that list was new (it is never
+    changed in place)."""
+    made = _made.setdefault(table, {})
+    out = dict(state)
+    for key in SHARED:
+        value = state[key]
+        kept = made.get(key)
+        if kept is None or kept[0] is not value:
+            kept = made[key] = (value, orjson.Fragment(dump_state(value)))
+        out[key] = kept[1]
+    ids, made["ids"] = made.get("ids", {}), {}  # each player's command ids, likewise
+    for pid, value in state["recent_ids"].items():
+        kept = ids.get(pid)
+        if kept is None or kept[0] is not value:
+            kept = (value, orjson.Fragment(dump_state(value)))
+        made["ids"][pid] = kept
+    out["recent_ids"] = {pid: kept[1] for pid, kept in made["ids"].items()}
+    return out
 
 
 def is_large(step: Step, entries: Sequence[Entry]) -> bool:

@@ -33,9 +33,7 @@ from server.ledger.flows import LimitGuard, check_guard, flow_cutoff, flow_day
 from server.ledger.rules import Entry, check_entry, player_accounts
 from server.protocol.errors import StoreError
 from server.store.base import HISTORY_LIMIT, RoundIndex, ShoeIndex, TableRow
-from server.store.calls import (
-    prepare_wallet_call,
-)
+from server.store.calls import prepare_wallet_call
 from server.store.records import (
     check_events,
     check_parts,

@@ -16,13 +16,8 @@ from typing import Any, TypeGuard
 
 import orjson
 
-from server.ledger.rules import (
-    MAX_AMOUNT,
-)
-from server.protocol.errors import (  # (the error tree: defined there, named here too)
-    BadWalletCall,
-    StoreError,
-)
+from server.ledger.rules import MAX_AMOUNT
+from server.protocol.errors import BadWalletCall, StoreError  # (the error tree: there)
 from server.store.base import (
     ROUNDS_LIMIT,
     RoundFilter,
@@ -45,7 +40,7 @@ def own_copy(exc: BaseException) -> BaseException:
 
 
 def check_row(row: TableRow) -> tuple[str, str]:
-    """Check a table row; return its config and state as JSON text."""
+    """Check a table row; its config and state as JSON (the config dumped once: issue 36)."""
     if not isinstance(row, TableRow):
         raise StoreError(f"not a table row: {type(row).__name__}")
     if not isinstance(row.table_id, str) or not row.table_id:
@@ -56,7 +51,14 @@ def check_row(row: TableRow) -> tuple[str, str]:
             raise StoreError(f"table {row.table_id!r}: {name} is a whole number >= 0")
     if not isinstance(row.closed, bool):
         raise StoreError(f"table {row.table_id!r}: closed is true or false")
-    return dump_state(row.config), dump_state(row.state)
+    config, kept = row.config, _configs.get(row.table_id)  # (the same at every step)
+    if kept is None or kept[0] is not config or kept[1] != config:  # (changed in place)
+        text = dump_state(config)
+        kept = _configs[row.table_id] = (config, orjson.loads(text), text)
+    return kept[2], dump_state(row.state)
+
+
+_configs: dict[str, tuple[Any, Any, str]] = {}  # a table's config, a copy, its JSON: once
 
 
 def check_event(event: Mapping[str, Any]) -> tuple[int, str]:
@@ -122,17 +124,17 @@ def follows(after: int, events: list[tuple[int, str]], top: int) -> list[dict[st
 
 
 def dump_state(value: Any) -> str:
-    """Serialize a table's state, config or event, made by the table itself on every
-    step (issue 23: with ``orjson``, about a tenth of the standard library's time for a
-    row of a few KiB, on the loop before each commit). The same JSON as
-    :func:`dump_json` for the same data, but for non-finite floats, which come out as
-    ``null`` (the table makes none: its times are the clock's, its amounts integers);
-    :class:`StoreError` if it is not JSON-able (bytes, an integer past 64 bits, an object
-    of no JSON type)."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError as exc:
-        raise StoreError(f"not JSON-able: {exc}") from None
+    """Serialize a table's state, config or event, made on every step (issue 23: ``orjson``,
+    a tenth of the standard library's time). The same JSON as :func:`dump_json`, but
+    non-finite floats come out as ``null`` (the table makes none); :class:`StoreError` if
+    not JSON-able (bytes, an integer past 64 bits...). ``OPT_NON_STR_KEYS`` (keys not
+    strings) slows every dict (issue 36: twice a row's time): tried if the quick way fails."""
+    for option in (None, orjson.OPT_NON_STR_KEYS):
+        try:
+            return orjson.dumps(value, option=option).decode()
+        except TypeError as exc:
+            error = exc
+    raise StoreError(f"not JSON-able: {error}") from None
 
 
 def dump_json(value: Any) -> str:

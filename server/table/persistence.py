@@ -21,7 +21,7 @@ change money or decide a rule while rebuilding.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import filterfalse
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +57,9 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     """The whole internal state, secrets included: for the store only, never a client.
 
     Every container is a fresh copy (no deep copy needed: the state is plain data
-    two levels deep), but the last coup's result, which is never changed in place.
+    two levels deep), but the last coup's result, and in the row the options, the
+    shoe, its coups and its results (:class:`Copies`: shared by the rows taken until they
+    change), never changed in place (:func:`from_state` copies what it is given).
     ``spectators=False`` is the stored row: it leaves out players without a seat
     (spectators hold no money and no turn, and a restart sends them away anyway;
     bettors without a seat are in their parts, :func:`take_parts`), so a step's cost
@@ -67,8 +69,8 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
 
     It runs after every step, so it copies the cheap way (``__dict__.copy()`` and the
     few containers replaced; :class:`Copies` for the shoe, which changes only when a
-    card is drawn, and the shoe's coups and results, which grow once a coup): the same
-    state as copying everything afresh (tests/table/test_stored_state.py holds them
+    card is drawn, and the shoe's coups and results, which grow once a coup): the
+    state copying everything afresh gives (tests/table/test_stored_state.py holds them
     together across played shoes).
     """
     kept, stored = _kept(t, spectators)
@@ -78,22 +80,22 @@ def to_state(t: Table, *, spectators: bool = True) -> dict[str, Any]:
     debiting = t.debiting
     players = [_player(q) for q in kept]
     copies = t._copies
+    shared = copies.options(t._options_dict), copies.shoe(t.shoe), copies.shoe_coups(t.shoe_coups)
+    options, shoe, shoe_coups, results = *shared, copies.results(t.results)
+    if spectators:  # (the whole state, for replays and tests: all its own)
+        options, shoe, shoe_coups, results = copy.deepcopy((options, shoe, shoe_coups, results))
     return {
         "version": VERSION,
         "table_id": t.table_id,
-        "options": {
-            **t._options_dict,
-            "limits": dict(t._options_dict["limits"]),
-            "timers": dict(t._options_dict["timers"]),
-        },
+        "options": options,
         "seq": t.seq,
         "phase": t.phase.value,
         "deadline": t.deadline,
         "players": players,
-        "shoe": copies.shoe(t.shoe),
+        "shoe": shoe,
         "shoe_no": t.shoe_no,
-        "shoe_coups": copies.shoe_coups(t.shoe_coups),
-        "results": copies.results(t.results),
+        "shoe_coups": shoe_coups,
+        "results": results,
         "last_coup_next": t.last_coup_next,
         "burned": t.burned,
         "holder": t.holder,
@@ -168,7 +170,7 @@ def _row_ids(t: Table) -> dict[str, list[str]]:
                 others += 1
         if found == wanted and others >= RECENT_ID_PLAYERS:
             break
-    return {pid: list(ids[pid]) for pid in reversed(kept)}
+    return t._copies.ids(ids, reversed(kept))
 
 
 def _everyone(pid: str) -> bool:
@@ -220,26 +222,42 @@ def _part(t: Table, q: PlayerState) -> dict[str, Any]:
 
 class Copies:
     """What :func:`to_state` keeps of one table between steps, so that a step copies
-    only what changed since the last (the copies it hands out are fresh all the same).
+    only what changed since the last.
 
     - The shoe's :meth:`~server.engine.shoe.Shoe.to_dict` (its hundreds of cards joined
       into strings), made again only when the shoe's fields are no longer what they
       were: another shoe, a card drawn (``position``, ``dealt`` longer), the burn, the
-      cut (a new ``cards`` list), the stop card. Its values are immutable.
+      cut (a new ``cards`` list), the stop card. Its values are immutable; the dict is
+      shared by the rows taken until it changes (then a new dict).
     - The shoe's coups and its results, lists the table only appends to (a coup
       settled or voided) or replaces whole (a new shoe, a restore): each element's
-      copy is made once, when it is appended. Results are frozen; a coup's cards are
-      two lists never changed (the element's own lists are kept, and copied each
-      time, so even a change in place would be seen).
+      copy is made once, when it is appended, and the list of copies is **shared** by
+      the rows taken until it changes (then a new list: an earlier row's never
+      changes), so a step neither copies nor frees them (issue 36), and the store may
+      keep their JSON while they are the same list (server/croupier/commit.py). Results
+      are frozen; a coup's cards are two lists never changed.
+    - The options (they never change): copied once, and shared by the rows likewise.
+    - The row's command ids (:func:`_row_ids`): each player's copy shared likewise while
+      the table's list is the same list of the same length with the same first and
+      last id (the table only appends an id and drops the oldest, ``Table._remember``):
+      a bet copies the ids of its bettor only.
     """
 
-    __slots__ = ("_coups", "_results", "_shoe", "_shoe_dict")
+    __slots__ = ("_coups", "_ids", "_options", "_results", "_shoe", "_shoe_dict")
 
     def __init__(self) -> None:
         self._shoe: tuple[Any, ...] | None = None
         self._shoe_dict: dict[str, Any] = {}
         self._coups = _Grown(_coup_cards)
         self._results = _Grown(Result.to_dict)
+        self._ids: dict[str, tuple[list[str], int, Any, Any, list[str]]] = {}
+        self._options: tuple[dict[str, Any] | None, dict[str, Any]] = (None, {})
+
+    def options(self, options: dict[str, Any]) -> dict[str, Any]:
+        if self._options[0] is not options:
+            copied = {k: dict(options[k]) for k in ("limits", "timers")}
+            self._options = (options, {**options, **copied})
+        return self._options[1]
 
     def shoe(self, shoe: Shoe | None) -> dict[str, Any] | None:
         if shoe is None:
@@ -250,59 +268,64 @@ class Copies:
         seen = (*shoe.__dict__.values(), len(shoe.cards), len(shoe.dealt))
         if seen != self._shoe:
             self._shoe, self._shoe_dict = seen, shoe.to_dict()
-        return dict(self._shoe_dict)
+        return self._shoe_dict
 
     def shoe_coups(self, coups: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        made = self._coups
-        items = made.of(coups)
-        if made.tuples:  # every coup as the table makes it: the quick way
-            return [{"player": p.copy(), "banker": b.copy()} for p, b in items]
-        return [
-            {"player": x[0].copy(), "banker": x[1].copy()}
-            if type(x) is tuple
-            else {h: list(v) for h, v in x.items()}
-            for x in items
-        ]
+        return self._coups.of(coups)
 
     def results(self, results: list[Result]) -> list[dict[str, object]]:
-        return list(map(dict.copy, self._results.of(results)))
+        return self._results.of(results)
+
+    def ids(self, recent: dict[str, list[str]], pids: Iterable[str]) -> dict[str, list[str]]:
+        """The command ids of ``pids`` (of ``recent``, the table's), in that order."""
+        made, kept, out = self._ids, {}, {}
+        for pid in pids:
+            source = recent[pid]
+            k = made.get(pid)
+            n = len(source)
+            if (
+                k is None
+                or k[0] is not source
+                or k[1] != n
+                or (n and (k[2] is not source[0] or k[3] is not source[-1]))
+            ):
+                k = (source, n, n and source[0], n and source[-1], source.copy())
+            kept[pid] = k
+            out[pid] = k[4]
+        self._ids = kept
+        return out
 
 
-def _coup_cards(x: dict[str, Any]) -> Any:
-    """A coup's cards as :meth:`Copies.shoe_coups` copies them: its two lists (as the
-    table makes it), or the dict itself (any other shape: copied the long way)."""
+def _coup_cards(x: dict[str, Any]) -> dict[str, Any]:
+    """A coup's cards as the state keeps them: its two lists copied (as the table makes
+    it), or any other shape key by key."""
     if type(x) is dict and list(x) == ["player", "banker"]:
-        player, banker = x["player"], x["banker"]
-        if type(player) is list and type(banker) is list:
-            return (player, banker)
-    return x
+        return {"player": list(x["player"]), "banker": list(x["banker"])}
+    return {h: list(v) for h, v in x.items()}
 
 
 class _Grown:
-    """Each element of a list that only grows, as ``make`` made it when it came; made
-    afresh for another list, or one that got shorter or whose last element seen is not
-    where it was. ``tuples``: whether ``make`` made a tuple of every element."""
+    """Each element of a list that only grows, as ``make`` made it when it came, in a
+    list shared until it grows (then a new one); made afresh for another list, or one
+    that got shorter or whose last element seen is not where it was."""
 
-    __slots__ = ("_items", "_last", "_make", "_source", "tuples")
+    __slots__ = ("_items", "_last", "_make", "_source")
 
     def __init__(self, make: Callable[[Any], Any]) -> None:
         self._make = make
         self._source: list[Any] | None = None  # kept: its id is never another list's
         self._last: Any = None
         self._items: list[Any] = []
-        self.tuples = True
 
     def of(self, source: list[Any]) -> list[Any]:
         items = self._items
         n = len(items)
         if source is not self._source or len(source) < n or (n and source[n - 1] is not self._last):
             self._source, items, n = source, [], 0
-            self._items, self.tuples = items, True
+            self._items = items
         if len(source) > n:
-            new = list(map(self._make, source[n:]))
-            items.extend(new)
+            self._items = items = items + list(map(self._make, source[n:]))
             self._last = source[-1]
-            self.tuples = self.tuples and all(type(x) is tuple for x in new)
         return items
 
 

@@ -5,6 +5,7 @@ the number of spectators. The full state (``to_state()``) keeps everyone, for re
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from table_helpers import BANKER_WIN, TableHarness, check_stored_state, stack
@@ -49,6 +50,35 @@ def test_the_state_is_a_copy() -> None:
     assert json.dumps(h.table.to_state(), sort_keys=True) == before
 
 
+def test_a_step_shares_the_parts_of_the_row_it_did_not_change() -> None:
+    """The options, the shoe, its coups and results, and each player's command ids are
+    the same in the rows of two steps that did not change them (neither copied nor freed at each
+    step, issue 36), and new lists once changed: the row taken before is as it was."""
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN, BANKER_WIN), holder="ann")
+    h.play_coup({"bob": {"player": 500}})
+    h.do(c.PlaceBet(player="ann", area="banker", amount=100, id="a1"))
+    first = h.table.to_state(spectators=False)
+    text = json.dumps(first)
+    h.do(c.PlaceBet(player="bob", area="player", amount=100, id="b1"))
+    second = h.table.to_state(spectators=False)
+    assert second["results"] is first["results"] and len(first["results"]) == 1
+    assert second["shoe_coups"] is first["shoe_coups"]
+    assert second["options"] is first["options"] and second["shoe"] is first["shoe"]
+    assert second["recent_ids"]["ann"] is first["recent_ids"]["ann"]
+    assert second["recent_ids"]["bob"] == ["b1"] and "bob" not in first["recent_ids"]
+    h.do(c.PlaceBet(player="ann", area="banker", amount=100, id="a2"))
+    h.done_all()
+    h.tick_to_deadline()
+    while h.table.coup is not None:
+        h.tick_to_deadline()
+    third = h.table.to_state(spectators=False)
+    assert len(third["results"]) == 2 and third["results"] is not first["results"]
+    assert third["shoe"] is not first["shoe"]  # (cards drawn)
+    assert third["recent_ids"]["ann"] == ["a1", "a2"]
+    assert json.dumps(first) == text
+
+
 def test_a_version_1_state_is_brought_up_to_date() -> None:
     """Stored before stakes: placed chips were only reservations (never moved in the
     ledger), so they come off the layout; an offer in the old shape goes on."""
@@ -83,12 +113,14 @@ def test_the_stored_state_is_copied_afresh_through_played_shoes() -> None:
     placed and taken back, squeezes, a voided round, a restart and a spectator (a
     whole shoe, into the next), it is
     what copying everything afresh gives, and shares no list or dict with the table or
-    with the state taken before."""
+    with the state taken before but the shoe's coups and results while unchanged; no
+    later step changes a state taken before (the actor keeps the last stored one)."""
     h = TableHarness(TableOptions(seats=6))
     names = [f"p{i}" for i in range(1, 7)]
     h.seat(names, funds=10_000_000)
     h.join("watcher")
     stored = check_stored_state(h.table)
+    taken: list[tuple[dict[str, Any], str]] = []
     shoes = 0
     voided = restored = False
     while shoes < 2 or h.table.coup_no < 3:
@@ -108,6 +140,7 @@ def test_the_stored_state_is_copied_afresh_through_played_shoes() -> None:
         else:
             raise AssertionError(t.phase)
         stored = check_stored_state(h.table, stored)
+        taken.append((stored, json.dumps(stored)))
         if t.coup_no == 7 and t.coup is not None and t.coup.stage == "banker":
             h.do(c.VoidRound(round_id=t.round_id, reason="a test"))
             stored = check_stored_state(h.table, stored)
@@ -118,6 +151,7 @@ def test_the_stored_state_is_copied_afresh_through_played_shoes() -> None:
             stored = check_stored_state(h.table, stored)
             restored = True
     assert h.table.shoe_no == 2 and voided and restored
+    assert all(json.dumps(state) == text for state, text in taken)
 
 
 def _bet_round(h: TableHarness, names: list[str]) -> None:
