@@ -82,7 +82,8 @@ from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
 from server.vocabulary.events import Event
 
 from .base import BusCounts, CommandHandler, ControlHandler, EventHandler, ReplyHandler, Subscribers
-from .channels import Channels, event_channel, table_of
+from .channels import Channels, table_of
+from .rides import Awaited, Riders, StepMessage, publisher, relay_data, unpack_step
 
 __all__ = ["RedisBus", "node_name"]
 
@@ -125,10 +126,9 @@ def node_name() -> str:
 
 def _pack_events(table: str, events: Sequence[Event], node: str = "") -> bytes:
     """One step's events as published: ``[node, table, at, events]``, the publishing
-    process first, so that it can drop its own step without decoding the rest."""
-    body = [[e.seq, e.kind, e.data, e.private, *([True] if e.transient else ())] for e in events]
-    out: bytes = msgpack.packb([node, table, time.time(), body], use_bin_type=True)
-    return out
+    process first, so that it can drop its own step without decoding the rest (and the
+    replies riding on them after: ``server.bus.rides``)."""
+    return StepMessage(table, events, node).packed()[1]
 
 
 async def _has_sharded_pubsub(redis: aioredis.Redis) -> bool:
@@ -142,20 +142,6 @@ async def _has_sharded_pubsub(redis: aioredis.Redis) -> bool:
             return False
         raise
     return True
-
-
-def _publisher(data: bytes) -> str:
-    """The process that published an events message (read without decoding the rest)."""
-    unpacker = msgpack.Unpacker(raw=False)
-    unpacker.feed(data)
-    unpacker.read_array_header()
-    return str(unpacker.unpack())
-
-
-def _unpack_events(data: bytes) -> tuple[str, list[Event], float]:
-    _node, table, at, body = msgpack.unpackb(data, raw=False)
-    events = [Event(int(s), str(k), d, p, bool(t)) for s, k, d, p, *t in body]
-    return str(table), events, float(at or 0.0)
 
 
 class RedisBus:
@@ -188,7 +174,10 @@ class RedisBus:
         #: coming back included): what listening only where someone watches saves.
         self.received: collections.Counter[str] = collections.Counter()
         #: What the writer task sends, in order (``_wake`` is set when something is added).
-        self._outbox: deque[tuple[str, bytes] | CommandRecord] = deque()
+        self._outbox: deque[tuple[str, bytes] | StepMessage | CommandRecord] = deque()
+        self._unsent: dict[str, StepMessage] = {}  # table -> its last step's message
+        self._rides = Riders()  # commands whose replies may ride: their tables
+        self._awaited = Awaited()  # this gateway's relays whose replies may ride
         self._wake = asyncio.Event()
         self._sending = False  # the writer holds messages taken from the outbox
         self._tasks: list[asyncio.Task[None]] = []
@@ -332,13 +321,27 @@ class RedisBus:
         if not events:
             return
         self._deliver(table, list(events))  # this process's own clients first, at once
-        self._send(event_channel(table), _pack_events(table, events, self.node))
+        if not self._closing:
+            message = self._unsent[table] = StepMessage(table, events, self.node)
+            self._outbox.append(message)
+            self._wake.set()
 
     def reply(self, record: ReplyRecord) -> None:
         if record.to.gateway == self.node:
             self._reply_here(record)
-        else:
+        elif not self._ride(record):
             self._send(f"{PREFIX}:node:{record.to.gateway}", pack(record))
+
+    def _ride(self, record: ReplyRecord) -> bool:
+        """Put ``record`` in its step's message still queued (``server.bus.rides``)."""
+        table, after = self._rides.take(record.to), record.after
+        if after is None or after[0] != table:
+            return False
+        message = self._unsent.get(table)
+        if message is None or message.sent or message.top < after[1]:
+            return False
+        message.replies.append((record.to.gateway, pack(record)))
+        return True
 
     # -- gateway -----------------------------------------------------------------------
     def submit(self, record: CommandRecord) -> None:
@@ -401,7 +404,7 @@ class RedisBus:
             return
         self._last.pop(table, None)
         self._release(table, None)
-        if self._channels.listening(table) is not False:
+        if self._channels.listening(table) is not False and not self._awaited.holds(table):
             self._spawn(self._channels.send([table], False))
 
     def _spawn(self, job: Awaitable[Any]) -> None:
@@ -524,6 +527,9 @@ class RedisBus:
             self._hand_on(record)
 
     def _hand_on(self, record: ReplyRecord) -> None:
+        freed = self._awaited.done(record.to)  # (its table's channel kept for it until now)
+        if freed is not None:
+            self._drop(freed)
         if self._replies is None:
             return
         try:
@@ -573,14 +579,14 @@ class RedisBus:
                 continue
             self._sending = True
             try:
-                batch: list[tuple[str, bytes] | CommandRecord] = []
+                batch: list[tuple[str, bytes] | StepMessage | CommandRecord] = []
                 while outbox and len(batch) < BATCH_MAX:
                     batch.append(outbox.popleft())
                 await self._publish(batch)
             finally:
                 self._sending = False
 
-    async def _publish(self, batch: list[tuple[str, bytes] | CommandRecord]) -> None:
+    async def _publish(self, batch: list[tuple[str, bytes] | StepMessage | CommandRecord]) -> None:
         """Send ``batch`` in one write, again and again while Redis is away (its commands
         are answered ``unavailable`` instead of being sent again)."""
         lines: list[tuple[str, str, bytes]] = []
@@ -588,7 +594,8 @@ class RedisBus:
         here: list[CommandRecord] = []  # commands for tables this process now owns
         for item in batch:
             if not isinstance(item, CommandRecord):
-                lines.append(self._channels.publish_args(*item))
+                line = item.packed() if isinstance(item, StepMessage) else item
+                lines.append(self._channels.publish_args(*line))
                 continue
             try:
                 owner = None if self._owner_of is None else await self._owner_of(item.table)
@@ -601,7 +608,12 @@ class RedisBus:
                 self._no_owner(item)
             else:
                 relays.append((len(lines), item))
-                lines.append(("PUBLISH", f"{PREFIX}:node:{owner}", pack(item)))
+                to, table = item.reply_to, item.table
+                ride = self._hears(table) and self._channels.listening(table) is True
+                if ride := ride and to is not None:  # (server.bus.rides)
+                    for freed in self._awaited.add(to, table):  # type: ignore[arg-type]
+                        self._drop(freed)
+                lines.append(("PUBLISH", f"{PREFIX}:node:{owner}", relay_data(item, ride)))
         lane = self._lane
         assert lane is not None
         delay = RECONNECT_FIRST
@@ -753,17 +765,25 @@ class RedisBus:
         try:
             if heard is not None:
                 self.received[heard] += 1
-                if _publisher(data) == self.node:
+                if publisher(data) == self.node:
                     # This process's own step: delivered here when it was published. It
                     # owns the table and came after anything its previous owner
                     # published: the channel is no longer needed here.
-                    if heard in self._owners and self._channels.listening(heard) is True:
+                    held = self._awaited.holds(heard)  # (riding replies still to come)
+                    if (
+                        heard in self._owners
+                        and self._channels.listening(heard) is True
+                        and not held
+                    ):
                         self._spawn(self._channels.send([heard], False))
                     return
-                table, events, at = _unpack_events(data)
+                table, events, at, riding = unpack_step(data)
                 if at and self.on_lag is not None:
                     self.on_lag(max(0.0, time.time() - at))
                 await self._arrived(table, events)
+                for gateway, reply in riding:  # (after their events: server.bus.rides)
+                    if gateway == self.node:
+                        self._reply_here(unpack(reply))  # type: ignore[arg-type]
             elif channel == f"{PREFIX}:ctl":
                 if self._control is not None:
                     self._control(msgpack.unpackb(data, raw=False))
@@ -772,6 +792,7 @@ class RedisBus:
                 if isinstance(record, ReplyRecord):
                     self._reply_here(record)
                 else:
+                    self._rides.remember(record, data)
                     self._command_here(record)
         except (ProtocolError, ValueError, KeyError, TypeError, msgpack.UnpackException) as exc:
             log.warning("bus: a malformed message on %s: %s", channel, exc)
