@@ -4,7 +4,7 @@ Every process is a gateway for its own clients; each table is owned by one proce
 time (``server.croupier.cluster`` takes and renews the leases). Over Redis pub/sub:
 
 - ``chemmy:node:<node>`` carries records to one process: the commands for the tables it
-  owns and the replies to the commands its clients sent;
+  owns and the replies to the commands its clients sent (but those riding on events);
 - ``chemmy:{<table>}:ev`` carries each stored step's events (with their private parts:
   the gateways fan them out, per view, to their own clients), in the table's hash slot
   (``server.bus.channels``: sharded pub/sub, ``SPUBLISH``/``SSUBSCRIBE``, where Redis
@@ -43,11 +43,11 @@ hears whose events it has not delivered that far waits for them; if they do not 
 within :data:`HOLD_MAX` (a message lost), they are read from the stream, then the reply
 goes on.
 
-Outgoing messages go through one queue and one writer task, in the order they were
-made; those waiting together are sent in one write on the writer's own connection
-(``server.connect.redis.Lane``). A command whose owner cannot be
-reached is answered ``unavailable`` by this bus itself (and so are the commands queued
-while Redis is away); a command whose reply never comes is timed out by the gateway.
+Outgoing messages go through one queue and one writer task, in the order they were made;
+those waiting together go in one write on its own connection (``server.connect.redis.Lane``),
+a reply in its step's message to a gateway that hears the table (``server.bus.rides``). A
+command whose owner cannot be reached is answered ``unavailable`` here (so are those queued
+while Redis is away); one whose reply never comes is timed out by the gateway.
 
 The owner's own clients are served without Redis: what it publishes reaches its local
 subscribers at once (and the copy coming back from Redis is dropped, by the publisher's
