@@ -83,6 +83,7 @@ from server.vocabulary.events import Event
 
 from .base import BusCounts, CommandHandler, ControlHandler, EventHandler, ReplyHandler, Subscribers
 from .channels import Channels, table_of
+from .pubsub import PubSub
 from .rides import Awaited, Riders, StepMessage, publisher, relay_data, unpack_step
 
 __all__ = ["RedisBus", "node_name"]
@@ -108,10 +109,10 @@ PROBE_INTERVAL, PROBE_TIMEOUT, UNANSWERED_AFTER = 0.5, 1.0, 2.0
 #: (issue 36). Longer than that tick's period, so its answers keep the probe quiet, and
 #: well under UNANSWERED_AFTER: a Redis that stops answering is still found so in time.
 PROBE_QUIET = 1.25
-#: The pub/sub connection's health check (a PING when it was silent this long) and how
-#: long one read waits for a message: the check runs between reads, so at most one read
-#: late (issue 36: a read of a second woke an idle process for nothing, a tenth of its
-#: CPU).
+#: The connections' health check (a PING when silent this long; the pub/sub one is lost
+#: when silent a read's wait after it: ``server.bus.pubsub``) and how long one read waits
+#: for a message (issue 36: a read of a second woke an idle process for nothing, a tenth
+#: of its CPU).
 HEALTH_EVERY, LISTEN_TIMEOUT = 10, 5.0
 #: How long ``watch`` waits for Redis to confirm a subscription, and a reply for the
 #: events of its step before they are read from the stream (seconds).
@@ -704,8 +705,7 @@ class RedisBus:
                 self.answered_at = time.monotonic()  # it just answered the subscribe
                 self.connected.set()
                 while not self._closing:
-                    message = await pubsub.get_message(timeout=LISTEN_TIMEOUT)
-                    if message is not None:
+                    for message in await pubsub.messages(LISTEN_TIMEOUT):
                         await self._handle(message)
             except asyncio.CancelledError:
                 raise
@@ -719,19 +719,16 @@ class RedisBus:
                 self._channels.lost()
                 if pubsub is not None:
                     with contextlib.suppress(Exception):
-                        await pubsub.aclose()  # type: ignore[no-untyped-call]
+                        await pubsub.aclose()
 
-    async def _connect(self) -> Any:
-        """A new pub/sub connection, named ``chemmy-bus-<node>`` (operators and tests
-        find it in ``CLIENT LIST``), on this process's channel and the notices'; whether
-        Redis has sharded pub/sub is found out on the way."""
+    async def _connect(self) -> PubSub:
+        """A new pub/sub connection (``server.bus.pubsub``), named ``chemmy-bus-<node>``
+        (operators and tests find it in ``CLIENT LIST``), on this process's channel and the
+        notices'; whether Redis has sharded pub/sub is found out on the way."""
         assert self._redis is not None
         self._channels.sharded = await _has_sharded_pubsub(self._redis)
-        pubsub = self._redis.pubsub()
-        await pubsub.connect()  # type: ignore[no-untyped-call]
-        connection: Any = pubsub.connection
-        await connection.send_command("CLIENT", "SETNAME", f"chemmy-bus-{self.node}")
-        await connection.read_response()
+        pubsub = PubSub(self._redis, f"chemmy-bus-{self.node}", HEALTH_EVERY)
+        await pubsub.connect()
         await pubsub.subscribe(f"{PREFIX}:node:{self.node}", f"{PREFIX}:ctl")
         self._channels.pubsub = pubsub
         return pubsub
