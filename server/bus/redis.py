@@ -4,7 +4,7 @@ Every process is a gateway for its own clients; each table is owned by one proce
 time (``server.croupier.cluster`` takes and renews the leases). Over Redis pub/sub:
 
 - ``chemmy:node:<node>`` carries records to one process: the commands for the tables it
-  owns and the replies to the commands its clients sent;
+  owns and the replies to the commands its clients sent (but those riding on events);
 - ``chemmy:{<table>}:ev`` carries each stored step's events (with their private parts:
   the gateways fan them out, per view, to their own clients), in the table's hash slot
   (``server.bus.channels``: sharded pub/sub, ``SPUBLISH``/``SSUBSCRIBE``, where Redis
@@ -43,11 +43,11 @@ hears whose events it has not delivered that far waits for them; if they do not 
 within :data:`HOLD_MAX` (a message lost), they are read from the stream, then the reply
 goes on.
 
-Outgoing messages go through one queue and one writer task, in the order they were
-made; those waiting together are sent in one write on the writer's own connection
-(``server.connect.redis.Lane``). A command whose owner cannot be
-reached is answered ``unavailable`` by this bus itself (and so are the commands queued
-while Redis is away); a command whose reply never comes is timed out by the gateway.
+Outgoing messages go through one queue and one writer task, in the order they were made;
+those waiting together go in one write on its own connection (``server.connect.redis.Lane``),
+a reply in its step's message to a gateway that hears the table (``server.bus.rides``). A
+command whose owner cannot be reached is answered ``unavailable`` here (so are those queued
+while Redis is away); one whose reply never comes is timed out by the gateway.
 
 The owner's own clients are served without Redis: what it publishes reaches its local
 subscribers at once (and the copy coming back from Redis is dropped, by the publisher's
@@ -82,7 +82,9 @@ from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
 from server.vocabulary.events import Event
 
 from .base import BusCounts, CommandHandler, ControlHandler, EventHandler, ReplyHandler, Subscribers
-from .channels import Channels, event_channel, table_of
+from .channels import Channels, table_of
+from .pubsub import PubSub
+from .rides import Awaited, Riders, StepMessage, publisher, relay_data, unpack_step
 
 __all__ = ["RedisBus", "node_name"]
 
@@ -107,10 +109,10 @@ PROBE_INTERVAL, PROBE_TIMEOUT, UNANSWERED_AFTER = 0.5, 1.0, 2.0
 #: (issue 36). Longer than that tick's period, so its answers keep the probe quiet, and
 #: well under UNANSWERED_AFTER: a Redis that stops answering is still found so in time.
 PROBE_QUIET = 1.25
-#: The pub/sub connection's health check (a PING when it was silent this long) and how
-#: long one read waits for a message: the check runs between reads, so at most one read
-#: late (issue 36: a read of a second woke an idle process for nothing, a tenth of its
-#: CPU).
+#: The connections' health check (a PING when silent this long; the pub/sub one is lost
+#: when silent a read's wait after it: ``server.bus.pubsub``) and how long one read waits
+#: for a message (issue 36: a read of a second woke an idle process for nothing, a tenth
+#: of its CPU).
 HEALTH_EVERY, LISTEN_TIMEOUT = 10, 5.0
 #: How long ``watch`` waits for Redis to confirm a subscription, and a reply for the
 #: events of its step before they are read from the stream (seconds).
@@ -125,10 +127,9 @@ def node_name() -> str:
 
 def _pack_events(table: str, events: Sequence[Event], node: str = "") -> bytes:
     """One step's events as published: ``[node, table, at, events]``, the publishing
-    process first, so that it can drop its own step without decoding the rest."""
-    body = [[e.seq, e.kind, e.data, e.private, *([True] if e.transient else ())] for e in events]
-    out: bytes = msgpack.packb([node, table, time.time(), body], use_bin_type=True)
-    return out
+    process first, so that it can drop its own step without decoding the rest (and the
+    replies riding on them after: ``server.bus.rides``)."""
+    return StepMessage(table, events, node).packed()[1]
 
 
 async def _has_sharded_pubsub(redis: aioredis.Redis) -> bool:
@@ -142,20 +143,6 @@ async def _has_sharded_pubsub(redis: aioredis.Redis) -> bool:
             return False
         raise
     return True
-
-
-def _publisher(data: bytes) -> str:
-    """The process that published an events message (read without decoding the rest)."""
-    unpacker = msgpack.Unpacker(raw=False)
-    unpacker.feed(data)
-    unpacker.read_array_header()
-    return str(unpacker.unpack())
-
-
-def _unpack_events(data: bytes) -> tuple[str, list[Event], float]:
-    _node, table, at, body = msgpack.unpackb(data, raw=False)
-    events = [Event(int(s), str(k), d, p, bool(t)) for s, k, d, p, *t in body]
-    return str(table), events, float(at or 0.0)
 
 
 class RedisBus:
@@ -188,7 +175,10 @@ class RedisBus:
         #: coming back included): what listening only where someone watches saves.
         self.received: collections.Counter[str] = collections.Counter()
         #: What the writer task sends, in order (``_wake`` is set when something is added).
-        self._outbox: deque[tuple[str, bytes] | CommandRecord] = deque()
+        self._outbox: deque[tuple[str, bytes] | StepMessage | CommandRecord] = deque()
+        self._unsent: dict[str, StepMessage] = {}  # table -> its last step's message
+        self._rides = Riders()  # commands whose replies may ride: their tables
+        self._awaited = Awaited()  # this gateway's relays whose replies may ride
         self._wake = asyncio.Event()
         self._sending = False  # the writer holds messages taken from the outbox
         self._tasks: list[asyncio.Task[None]] = []
@@ -332,13 +322,27 @@ class RedisBus:
         if not events:
             return
         self._deliver(table, list(events))  # this process's own clients first, at once
-        self._send(event_channel(table), _pack_events(table, events, self.node))
+        if not self._closing:
+            message = self._unsent[table] = StepMessage(table, events, self.node)
+            self._outbox.append(message)
+            self._wake.set()
 
     def reply(self, record: ReplyRecord) -> None:
         if record.to.gateway == self.node:
             self._reply_here(record)
-        else:
+        elif not self._ride(record):
             self._send(f"{PREFIX}:node:{record.to.gateway}", pack(record))
+
+    def _ride(self, record: ReplyRecord) -> bool:
+        """Put ``record`` in its step's message still queued (``server.bus.rides``)."""
+        table, after = self._rides.take(record.to), record.after
+        if after is None or after[0] != table:
+            return False
+        message = self._unsent.get(table)
+        if message is None or message.sent or message.top < after[1]:
+            return False
+        message.replies.append((record.to.gateway, pack(record)))
+        return True
 
     # -- gateway -----------------------------------------------------------------------
     def submit(self, record: CommandRecord) -> None:
@@ -401,7 +405,7 @@ class RedisBus:
             return
         self._last.pop(table, None)
         self._release(table, None)
-        if self._channels.listening(table) is not False:
+        if self._channels.listening(table) is not False and not self._awaited.holds(table):
             self._spawn(self._channels.send([table], False))
 
     def _spawn(self, job: Awaitable[Any]) -> None:
@@ -524,6 +528,9 @@ class RedisBus:
             self._hand_on(record)
 
     def _hand_on(self, record: ReplyRecord) -> None:
+        freed = self._awaited.done(record.to)  # (its table's channel kept for it until now)
+        if freed is not None:
+            self._drop(freed)
         if self._replies is None:
             return
         try:
@@ -573,14 +580,14 @@ class RedisBus:
                 continue
             self._sending = True
             try:
-                batch: list[tuple[str, bytes] | CommandRecord] = []
+                batch: list[tuple[str, bytes] | StepMessage | CommandRecord] = []
                 while outbox and len(batch) < BATCH_MAX:
                     batch.append(outbox.popleft())
                 await self._publish(batch)
             finally:
                 self._sending = False
 
-    async def _publish(self, batch: list[tuple[str, bytes] | CommandRecord]) -> None:
+    async def _publish(self, batch: list[tuple[str, bytes] | StepMessage | CommandRecord]) -> None:
         """Send ``batch`` in one write, again and again while Redis is away (its commands
         are answered ``unavailable`` instead of being sent again)."""
         lines: list[tuple[str, str, bytes]] = []
@@ -588,7 +595,8 @@ class RedisBus:
         here: list[CommandRecord] = []  # commands for tables this process now owns
         for item in batch:
             if not isinstance(item, CommandRecord):
-                lines.append(self._channels.publish_args(*item))
+                line = item.packed() if isinstance(item, StepMessage) else item
+                lines.append(self._channels.publish_args(*line))
                 continue
             try:
                 owner = None if self._owner_of is None else await self._owner_of(item.table)
@@ -601,7 +609,12 @@ class RedisBus:
                 self._no_owner(item)
             else:
                 relays.append((len(lines), item))
-                lines.append(("PUBLISH", f"{PREFIX}:node:{owner}", pack(item)))
+                to, table = item.reply_to, item.table
+                ride = self._hears(table) and self._channels.listening(table) is True
+                if ride := ride and to is not None:  # (server.bus.rides)
+                    for freed in self._awaited.add(to, table):  # type: ignore[arg-type]
+                        self._drop(freed)
+                lines.append(("PUBLISH", f"{PREFIX}:node:{owner}", relay_data(item, ride)))
         lane = self._lane
         assert lane is not None
         delay = RECONNECT_FIRST
@@ -692,8 +705,7 @@ class RedisBus:
                 self.answered_at = time.monotonic()  # it just answered the subscribe
                 self.connected.set()
                 while not self._closing:
-                    message = await pubsub.get_message(timeout=LISTEN_TIMEOUT)
-                    if message is not None:
+                    for message in await pubsub.messages(LISTEN_TIMEOUT):
                         await self._handle(message)
             except asyncio.CancelledError:
                 raise
@@ -707,19 +719,16 @@ class RedisBus:
                 self._channels.lost()
                 if pubsub is not None:
                     with contextlib.suppress(Exception):
-                        await pubsub.aclose()  # type: ignore[no-untyped-call]
+                        await pubsub.aclose()
 
-    async def _connect(self) -> Any:
-        """A new pub/sub connection, named ``chemmy-bus-<node>`` (operators and tests
-        find it in ``CLIENT LIST``), on this process's channel and the notices'; whether
-        Redis has sharded pub/sub is found out on the way."""
+    async def _connect(self) -> PubSub:
+        """A new pub/sub connection (``server.bus.pubsub``), named ``chemmy-bus-<node>``
+        (operators and tests find it in ``CLIENT LIST``), on this process's channel and the
+        notices'; whether Redis has sharded pub/sub is found out on the way."""
         assert self._redis is not None
         self._channels.sharded = await _has_sharded_pubsub(self._redis)
-        pubsub = self._redis.pubsub()
-        await pubsub.connect()  # type: ignore[no-untyped-call]
-        connection: Any = pubsub.connection
-        await connection.send_command("CLIENT", "SETNAME", f"chemmy-bus-{self.node}")
-        await connection.read_response()
+        pubsub = PubSub(self._redis, f"chemmy-bus-{self.node}", HEALTH_EVERY)
+        await pubsub.connect()
         await pubsub.subscribe(f"{PREFIX}:node:{self.node}", f"{PREFIX}:ctl")
         self._channels.pubsub = pubsub
         return pubsub
@@ -753,17 +762,25 @@ class RedisBus:
         try:
             if heard is not None:
                 self.received[heard] += 1
-                if _publisher(data) == self.node:
+                if publisher(data) == self.node:
                     # This process's own step: delivered here when it was published. It
                     # owns the table and came after anything its previous owner
                     # published: the channel is no longer needed here.
-                    if heard in self._owners and self._channels.listening(heard) is True:
+                    held = self._awaited.holds(heard)  # (riding replies still to come)
+                    if (
+                        heard in self._owners
+                        and self._channels.listening(heard) is True
+                        and not held
+                    ):
                         self._spawn(self._channels.send([heard], False))
                     return
-                table, events, at = _unpack_events(data)
+                table, events, at, riding = unpack_step(data)
                 if at and self.on_lag is not None:
                     self.on_lag(max(0.0, time.time() - at))
                 await self._arrived(table, events)
+                for gateway, reply in riding:  # (after their events: server.bus.rides)
+                    if gateway == self.node:
+                        self._reply_here(unpack(reply))  # type: ignore[arg-type]
             elif channel == f"{PREFIX}:ctl":
                 if self._control is not None:
                     self._control(msgpack.unpackb(data, raw=False))
@@ -772,6 +789,7 @@ class RedisBus:
                 if isinstance(record, ReplyRecord):
                     self._reply_here(record)
                 else:
+                    self._rides.remember(record, data)
                     self._command_here(record)
         except (ProtocolError, ValueError, KeyError, TypeError, msgpack.UnpackException) as exc:
             log.warning("bus: a malformed message on %s: %s", channel, exc)

@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-import redis.asyncio.client
 
 import server.bus.redis
+from server.bus.pubsub import PubSub
 from server.bus.redis import RedisBus
 from server.croupier import cluster
 from server.croupier.cluster import EXPIRY_MARGIN, OWNERS_EVERY, Leases, Rebalancer, lease_key
@@ -254,13 +254,13 @@ async def test_an_idle_bus_reader_does_not_wake_every_second(
     second: idle, a read of a second woke the process for nothing (a tenth of an idle
     cluster process's CPU). What comes is still read at once."""
     reads: list[float] = []
-    real = redis.asyncio.client.PubSub.get_message
+    real = PubSub.messages
 
     async def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
         reads.append(asyncio.get_running_loop().time())
         return await real(self, *args, **kwargs)
 
-    monkeypatch.setattr(redis.asyncio.client.PubSub, "get_message", counting)
+    monkeypatch.setattr(PubSub, "messages", counting)
 
     async def nothing_stored(table: str, seq: int) -> None:
         return None

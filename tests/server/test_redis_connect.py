@@ -26,7 +26,8 @@ from redis.exceptions import BusyLoadingError, MasterDownError, ReadOnlyError, R
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.bus.channels import event_channel
-from server.bus.redis import RedisBus, _unpack_events
+from server.bus.redis import RedisBus
+from server.bus.rides import unpack_step
 from server.connect.redis import (
     Lane,
     SentinelURL,
@@ -257,7 +258,7 @@ async def test_a_batch_redis_refuses_is_sent_again_in_order(redis_url: str) -> N
             while len(seqs) < 3:
                 message = await pubsub.get_message(timeout=1.0)
                 if message is not None:
-                    seqs += [e.seq for e in _unpack_events(message["data"])[1]]
+                    seqs += [e.seq for e in unpack_step(message["data"])[1]]
         assert seqs == [1, 2, 3] and not refusals
     finally:
         await bus.close()

@@ -1,0 +1,160 @@
+"""The bus's pub/sub connection, read without redis-py's per-message layers (issue 36).
+
+redis-py's ``PubSub.get_message`` costs about 80 µs of CPU a message on this project's
+machines (a retry wrapper, a timeout and a logger lookup per read, its RESP parser reading
+each message a line at a time); a cluster process reads one for every step of every table
+its clients watch and another process owns, and for every command relayed to it. This
+connection is made and authenticated by redis-py (the same address, or the primary the
+sentinels name; credentials, database, TLS, ``CLIENT SETNAME``), then read here: what
+arrived is taken at once and every whole message in it parsed in one go.
+
+:class:`PubSub` has what :class:`~server.bus.channels.Channels` calls (``ssubscribe``,
+``sunsubscribe``, ``subscribe``, ``unsubscribe``) and :meth:`PubSub.messages`, for the
+bus's one reader: the messages as redis-py gives them (``type``, ``channel``, ``data``).
+A connection silent for ``health`` seconds is sent a ``PING`` at the end of a read's wait;
+one still silent a whole wait after it is taken for lost
+(:class:`~redis.exceptions.ConnectionError`), as is one Redis closes or that says what is
+not RESP.
+
+It never decides what a message means (the bus does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from server.connect.redis import packed
+
+__all__ = ["PubSub"]
+
+#: Bytes read at most at once.
+READ_SIZE = 1 << 16
+_KINDS = (b"message", b"smessage", b"subscribe", b"ssubscribe", b"unsubscribe", b"sunsubscribe")
+
+
+class PubSub:
+    """One pub/sub connection (see the module docstring); :meth:`connect` first."""
+
+    def __init__(self, client: aioredis.Redis, name: str, health: float) -> None:
+        self._pool = client.connection_pool
+        self._name = name
+        self._connection: Any = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._buffer = bytearray()
+        self._health = health
+        self._heard = time.monotonic()  # when Redis last sent anything
+        self._pinged: float | None = None  # when the PING not yet answered went
+
+    async def connect(self) -> None:
+        connection = self._pool.make_connection()  # type: ignore[no-untyped-call]
+        self._connection = connection
+        await connection.connect()
+        await connection.send_command("CLIENT", "SETNAME", self._name)
+        await connection.read_response()
+        self._reader, self._writer = connection._reader, connection._writer
+
+    async def _send(self, *args: str) -> None:
+        if self._writer is None:
+            raise RedisConnectionError("the bus's pub/sub connection is closed")
+        self._writer.write(packed([args]))
+        await self._writer.drain()
+
+    async def subscribe(self, *channels: str) -> None:
+        await self._send("SUBSCRIBE", *channels)
+
+    async def unsubscribe(self, *channels: str) -> None:
+        await self._send("UNSUBSCRIBE", *channels)
+
+    async def ssubscribe(self, *channels: str) -> None:
+        await self._send("SSUBSCRIBE", *channels)
+
+    async def sunsubscribe(self, *channels: str) -> None:
+        await self._send("SUNSUBSCRIBE", *channels)
+
+    async def messages(self, timeout: float) -> list[dict[str, Any]]:
+        """The messages that arrived, at least one unless ``timeout`` passed first (then
+        none; see the module docstring for the ``PING``)."""
+        reader = self._reader
+        if reader is None:
+            raise RedisConnectionError("the bus's pub/sub connection is closed")
+        while True:
+            out = self._parse()
+            if out:
+                return out
+            try:
+                async with asyncio.timeout(timeout):
+                    data = await reader.read(READ_SIZE)
+            except TimeoutError:
+                now = time.monotonic()
+                if self._pinged is not None and now - self._pinged >= timeout:
+                    raise RedisConnectionError("Redis did not answer the bus's PING") from None
+                if self._pinged is None and now - self._heard >= self._health:
+                    self._pinged = now
+                    await self._send("PING")
+                return []
+            if not data:
+                raise RedisConnectionError("Redis closed the bus's pub/sub connection")
+            self._heard, self._pinged = time.monotonic(), None
+            self._buffer += data
+
+    def _parse(self) -> list[dict[str, Any]]:
+        """Every whole message in the buffer (the rest stays for the next read)."""
+        out: list[dict[str, Any]] = []
+        buffer, at = self._buffer, 0
+        while at < len(buffer):
+            item, end = _value(buffer, at)
+            if end < 0:
+                break
+            at = end
+            if isinstance(item, list) and len(item) == 3 and item[0] in _KINDS:
+                kind = item[0].decode()
+                out.append({"type": kind, "channel": item[1], "data": item[2], "pattern": None})
+            # (anything else, a PONG, is only a sign of life)
+        del buffer[:at]
+        return out
+
+    async def aclose(self) -> None:
+        connection, self._connection = self._connection, None
+        self._reader = self._writer = None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                await connection.disconnect(nowait=True)
+
+
+def _value(buffer: bytearray, at: int) -> tuple[Any, int]:
+    """The RESP value at ``at`` and where it ends; -1 when it has not all arrived.
+    Aggregates (``*``, ``>``) of scalars and of aggregates, bulk and simple strings,
+    integers, nulls; an error reply or anything else ends the connection."""
+    line = buffer.find(b"\r\n", at)
+    if line < 0:
+        return None, -1
+    kind, head = buffer[at], bytes(buffer[at + 1 : line])
+    at = line + 2
+    if kind == 0x24:  # $ bulk string
+        size = int(head)
+        if size < 0:
+            return None, at
+        if len(buffer) < at + size + 2:
+            return None, -1
+        return bytes(buffer[at : at + size]), at + size + 2
+    if kind in (0x2A, 0x3E):  # * array, > push
+        count = int(head)
+        items: list[Any] = []
+        for _ in range(max(count, 0)):
+            item, at = _value(buffer, at)
+            if at < 0:
+                return None, -1
+            items.append(item)
+        return items, at
+    if kind == 0x3A:  # : integer
+        return int(head), at
+    if kind in (0x2B, 0x5F):  # + simple string, _ null
+        return head, at
+    raise RedisConnectionError(f"the bus's pub/sub connection read {bytes([kind])!r}: {head!r}")

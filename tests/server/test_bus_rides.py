@@ -1,0 +1,142 @@
+"""Replies that ride on their step's events (``server.bus.rides``, issue 36), over two real
+buses on a real ``redis-server``: a relayed command whose gateway hears its table is
+answered in the message of its step's events (one ``PUBLISH`` fewer a relayed command, and
+one pub/sub message fewer read by the gateway), after those events; the gateway keeps
+hearing the table until such a reply came, even when its last watcher leaves meanwhile;
+a gateway that does not hear the table is answered on its own channel as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from server.bus.redis import RedisBus
+from server.protocol.records import Address, CommandRecord, ReplyRecord
+from server.vocabulary.events import Event
+from tests.kit.timing import scaled
+
+OWNERS = {"t1": "node-a"}
+
+
+async def no_events(table: str, seq: int) -> list[Event] | None:
+    return []
+
+
+async def owner_of(table: str) -> str | None:
+    return OWNERS.get(table)
+
+
+async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
+    async with asyncio.timeout(scaled(timeout)):
+        while not check():
+            await asyncio.sleep(0.005)
+
+
+@pytest.fixture
+async def pair(redis_url: str) -> AsyncIterator[tuple[RedisBus, RedisBus]]:
+    a = RedisBus(redis_url, node="node-a", events_after=no_events, owner_of=owner_of)
+    b = RedisBus(redis_url, node="node-b", events_after=no_events, owner_of=owner_of)
+    await a.start()
+    await b.start()
+    try:
+        yield a, b
+    finally:
+        await b.close()
+        await a.close()
+
+
+async def calls(url: str) -> dict[str, int]:
+    raw = aioredis.Redis.from_url(url)
+    try:
+        stats = await raw.info("commandstats")
+    finally:
+        await raw.aclose()
+    return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
+
+
+def owner(a: RedisBus, held: list[CommandRecord] | None = None) -> Callable[[CommandRecord], None]:
+    """The owner's table: each command a step of one event, then its reply (the actor's
+    order); with ``held``, the commands wait there to be answered by :func:`answer`."""
+
+    def handle(record: CommandRecord) -> None:
+        if held is not None:
+            held.append(record)
+        else:
+            answer(a, record)
+
+    return handle
+
+
+def answer(a: RedisBus, record: CommandRecord) -> None:
+    seq = int(str(record.id))
+    a.publish("t1", [Event(seq, "bet_placed", {"n": seq})])
+    assert record.reply_to is not None
+    a.reply(ReplyRecord(record.reply_to, {"seq": seq}, after=("t1", seq)))
+
+
+def command(b: RedisBus, seq: int) -> CommandRecord:
+    return CommandRecord("t1", "bet", "ann", seq, {}, Address(b.node, 1, seq))
+
+
+async def test_a_reply_rides_on_its_steps_events_when_its_gateway_hears_the_table(
+    pair: tuple[RedisBus, RedisBus], redis_url: str
+) -> None:
+    """Twenty commands relayed by a gateway that hears the table: twenty ``PUBLISH``es (the
+    relays), not forty; each reply handed on after its step's event."""
+    a, b = pair
+    a.serve("t1", owner(a))
+    seen: list[Any] = []
+    b.subscribe("t1", lambda table, step: seen.extend(("event", e.seq) for e in step))
+    b.on_replies(lambda reply: seen.append(("reply", reply.to.request)))
+    await b.watch("t1")
+    assert b.listening == {"t1"}
+    before = await calls(redis_url)
+    for seq in range(1, 21):
+        b.submit(command(b, seq))
+        await eventually(lambda: len(seen) == 2 * seq)  # noqa: B023 (waited for at once)
+    after = await calls(redis_url)
+    assert seen == [(kind, seq) for seq in range(1, 21) for kind in ("event", "reply")]
+    assert after.get("spublish", 0) - before.get("spublish", 0) == 20
+    assert after.get("publish", 0) - before.get("publish", 0) == 20  # the relays alone
+
+
+async def test_a_gateway_that_does_not_hear_the_table_is_answered_on_its_channel(
+    pair: tuple[RedisBus, RedisBus], redis_url: str
+) -> None:
+    a, b = pair
+    a.serve("t1", owner(a))
+    replies: list[ReplyRecord] = []
+    b.on_replies(replies.append)
+    before = await calls(redis_url)
+    b.submit(command(b, 1))
+    await eventually(lambda: len(replies) == 1)
+    after = await calls(redis_url)
+    assert replies[0].result == {"seq": 1}
+    assert after.get("publish", 0) - before.get("publish", 0) == 2  # the relay, the reply
+
+
+async def test_a_gateway_keeps_hearing_the_table_until_the_reply_riding_there_came(
+    pair: tuple[RedisBus, RedisBus],
+) -> None:
+    """The last watcher here leaves while a relayed command waits at its owner: the channel
+    stays subscribed until the reply, riding on the step's events, came; then it goes."""
+    a, b = pair
+    held: list[CommandRecord] = []
+    a.serve("t1", owner(a, held))
+    replies: list[ReplyRecord] = []
+    b.on_replies(replies.append)
+    await b.watch("t1")
+    b.submit(command(b, 1))
+    await eventually(lambda: len(held) == 1)
+    b.unwatch("t1")  # (the player left the table: nobody here watches it now)
+    await asyncio.sleep(scaled(0.2))
+    assert b.listening == {"t1"}  # kept for the reply on its way
+    answer(a, held[0])
+    await eventually(lambda: len(replies) == 1)
+    assert replies[0].result == {"seq": 1} and replies[0].after == ("t1", 1)
+    await eventually(lambda: b.listening == set())
