@@ -2271,9 +2271,28 @@ def pin(pids: Iterable[int], cpus: set[int]) -> None:
                 os.sched_setaffinity(int(task.name), cpus)
 
 
+#: ``--pin``: the probes' process's nice value (a player's device has a CPU of its own;
+#: here the probes share the clients' CPU with the crowd's processes).
+PROBES_NICE = -10
+
+
+def favour(pids: Iterable[int], nice: int = PROBES_NICE) -> bool:
+    """Every thread of each of ``pids`` at the ``nice`` value; False when the OS refused
+    (an unprivileged user may not raise a priority)."""
+    try:
+        for pid in pids:
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                with contextlib.suppress(ProcessLookupError):
+                    os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
+    except PermissionError:
+        return False
+    return True
+
+
 def pin_apart(servers: Servers, evening: Evening) -> str:
     """``--pin``: the servers (and Redis) on one CPU, the clients and the bench on the
-    others; what was done, for the report."""
+    others, the probe bettors' process first among them (:func:`favour`); what was done,
+    for the report."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         raise SystemExit("--pin needs two CPUs at least")
@@ -2281,9 +2300,17 @@ def pin_apart(servers: Servers, evening: Evening) -> str:
     redis_pid = servers.redis_pid()
     pin([*servers.pids(), *([redis_pid] if redis_pid is not None else [])], server_cpus)
     pin([*evening.bots.pids, *evening.probes.pids, *evening.specs.pids, os.getpid()], client_cpus)
+    probes = ""
+    if evening.probes.pids:
+        probes = (
+            f", the probes' process at nice {PROBES_NICE} (it has the clients' CPU when it"
+            " needs it, as a player's device would)"
+            if favour(evening.probes.pids)
+            else ", the probes' process at the others' priority (raising it was refused)"
+        )
     return (
         f"pinned: the server{'s' if len(servers.pids()) > 1 else ''} on CPU {cpus[0]}, "
-        f"the bots, spectators and bench on CPU {', '.join(map(str, sorted(client_cpus)))}"
+        f"the bots, spectators and bench on CPU {', '.join(map(str, sorted(client_cpus)))}" + probes
     )
 
 

@@ -132,6 +132,7 @@ def test_a_tiny_evening_with_bettors_without_a_seat(tmp_path: Path) -> None:
     assert "as the kernel received them: the light bettors' command p50/p99" in done.stderr
     # --pin: the server on one CPU, the clients on the other(s); the report says so
     assert results["pinned"].startswith("pinned: the server on CPU ")
+    assert "the probes' process at " in results["pinned"]  # (first on the clients' CPU)
     assert f"**CPUs {results['pinned']}.**" in done.stdout
 
 
@@ -202,6 +203,35 @@ def test_pin_puts_every_thread_of_a_process_on_the_cpus_given() -> None:
             assert len(tasks) == 3  # the main thread, one before the pinning, one after
             for task in tasks:
                 assert os.sched_getaffinity(int(task.name)) == {cpus[-1]}, task.name
+        finally:
+            child.kill()
+
+
+def test_favour_sets_every_thread_of_a_process_at_the_nice_given() -> None:
+    """``--pin``'s :func:`bench.evening.favour` (the probes' process): each of its threads,
+    the threads it makes later inheriting it. A nice above ours, which anyone may set."""
+    nice = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3)
+    code = (
+        "import threading, time, sys\n"
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "print('ready', flush=True); sys.stdin.readline()\n"
+        "t = threading.Thread(target=time.sleep, args=(30,), daemon=True); t.start()\n"
+        "print('again', flush=True); sys.stdin.readline()\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as child:
+        try:
+            assert child.stdout is not None and child.stdin is not None
+            assert child.stdout.readline() == "ready\n"
+            assert evening.favour([child.pid], nice) is True
+            child.stdin.write("\n")
+            child.stdin.flush()
+            assert child.stdout.readline() == "again\n"
+            tasks = list(Path(f"/proc/{child.pid}/task").iterdir())
+            assert len(tasks) == 3
+            for task in tasks:
+                assert os.getpriority(os.PRIO_PROCESS, int(task.name)) == nice, task.name
         finally:
             child.kill()
 
