@@ -50,6 +50,15 @@ test of the tool only, and the report says so).
   timed as its kernel received them (``SO_TIMESTAMPNS``: no earlier than their bytes
   came), reported beside its handlers' figures: what reached the client's machine when,
   apart from its own process's lag.
+- **Probe bettors** (``--probes``, default 10 with ``--bettors``, issue 37 §3): a few
+  bettors without a seat at the first table, at the crowd's pace, in a process of their
+  own (light clients, address 127.251.x.y), so that a reply never waits in a client
+  process busy with hundreds of other connections' events: a player's device holds one
+  connection. Their command round trips and the fan-out they receive (every event of a
+  command sent in the window, theirs too) are timed by their handlers and as their
+  kernel received them, and reported apart (``probes`` in the JSON), beside the crowd's
+  and the server's own; their commands are in none of the crowd's figures, and their
+  process's CPU is counted as the bench's own.
 - **Processes**: bots and spectators run in other processes (``--bot-workers``,
   ``--spectator-workers``; each many asyncio clients), and their CPU is reported apart,
   so the server's figure is the server's. Servers are ``chemmy-server`` subprocesses of
@@ -194,6 +203,9 @@ SETTINGS: dict[str, Any] = {
     "hello_rate_limit": 0.0,
     "log_level": "warning",
 }
+#: Probe bettors by default with ``--bettors`` (``--probes``): enough to time a few
+#: hundred commands a window, few enough that their process never lags.
+PROBES = 10
 SPECTATOR_CONCURRENCY = 32  # hellos and joins in flight per spectator process
 BOT_CONCURRENCY = 16
 
@@ -233,6 +245,11 @@ def bot_address(i: int) -> str:
 def bettor_address(i: int) -> str:
     """The loopback address bettor ``i`` (without a seat) connects from (127.250.0.1...)."""
     return f"127.250.{i // 250 % 250}.{i % 250 + 1}"
+
+
+def probe_address(i: int) -> str:
+    """The loopback address probe bettor ``i`` connects from (127.251.0.1...)."""
+    return f"127.251.{i // 250 % 250}.{i % 250 + 1}"
 
 
 def spectator_address(worker: int, i: int) -> str:
@@ -396,6 +413,10 @@ class BotStats:
     #: Every event a bot of this process received: (bot, table, seq, time.time()) flat,
     #: the seated players' side of the fan-out (matched with every process's ``sends``).
     seen: array[float] = field(default_factory=lambda: array("d"))
+    #: ``stamps`` (the probes' process): beside each of ``seen``, when the kernel received
+    #: it (a light bettor's stamp, bench/_light.py; nan for a full bot).
+    stamps: bool = False
+    seen_kernel: array[float] = field(default_factory=lambda: array("d"))
     #: The light bettors' round trips (bench/_light.py), (send to reply as the handler
     #: saw it, send to the kernel's receipt of the reply) flat, seconds.
     light_rtt: array[float] = field(default_factory=lambda: array("d"))
@@ -501,11 +522,15 @@ class Bot:
         self.last: tuple[str, dict[str, Any], dict[str, Any] | None, float] | None = None
 
     # -- frames -----------------------------------------------------------------------
-    def _saw(self, seq: int, now: float) -> None:
-        """An event ``seq`` of the bot's table arrived ``now``: counted for the fan-out
-        while recording, and kept (the last 256) to time the commands that caused them."""
-        if self.stats.receiving:
-            self.stats.seen.extend((self.number, self.tidx, seq, time.time()))
+    def _saw(self, seq: int, now: float, kernel: float = math.nan) -> None:
+        """An event ``seq`` of the bot's table arrived ``now`` (its bytes received by the
+        kernel at ``kernel``, a light bettor's): counted for the fan-out while recording,
+        and kept (the last 256) to time the commands that caused them."""
+        stats = self.stats
+        if stats.receiving:
+            stats.seen.extend((self.number, self.tidx, seq, time.time()))
+            if stats.stamps:
+                stats.seen_kernel.append(kernel)
         self.recent[seq] = now
         if len(self.recent) > 256:
             self.recent.popitem(last=False)
@@ -776,7 +801,7 @@ class LightBettor(Bot):
             now = time.perf_counter()
             seq = _seq_in(payload)
             if seq is not None:
-                self._saw(seq, now)
+                self._saw(seq, now, self.conn.received_at)
             found = _KIND_BYTES.search(payload, 0, 200)
             if found is None:
                 return
@@ -819,6 +844,9 @@ def worker_main(pipe: Connection, role: str, index: int, pace: float, clients: s
     asyncio.run(
         _bot_worker(pipe, index, clients)
         if role == "bots"
+        # the probes (``--probes``): a few light bettors, their receipts kernel-stamped
+        else _bot_worker(pipe, index, "light", stamps=True)
+        if role == "probes"
         # mixed: the even spectator processes light, the odd ones full
         else _spectator_worker(
             pipe, index, clients == "light" or (clients == "mixed" and not index % 2)
@@ -835,13 +863,14 @@ async def _lag_probe(samples: array[float], state: dict[str, bool]) -> None:
             samples.append(time.perf_counter() - t0 - 0.05)
 
 
-async def _bot_worker(pipe: Connection, index: int, clients: str) -> None:
+async def _bot_worker(pipe: Connection, index: int, clients: str, stamps: bool = False) -> None:
     """The bots of one process; ``clients`` (``--clients``) ``light``: its bettors
     without a seat over light connections (:class:`LightBettor`), the seated bots
     always full ones; ``mixed``: every other bettor light, their round trips kept
-    apart by kind (``bet (light)``, ``bet (full)``)."""
+    apart by kind (``bet (light)``, ``bet (full)``). ``stamps`` (the probes' process):
+    the fan-out its bettors received is also timed as their kernel received it."""
     loop = asyncio.get_running_loop()
-    stats = BotStats()
+    stats = BotStats(stamps=stamps)
     bots: list[Bot] = []
     lag = array("d")
     state = {"recording": False}
@@ -874,6 +903,7 @@ async def _bot_worker(pipe: Connection, index: int, clients: str) -> None:
             pipe.send(("added", len(bots) - had, failed[:3]))
         elif command == "receive":  # (before any process's "record": see Evening.level)
             stats.seen = array("d")
+            stats.seen_kernel = array("d")
             stats.receiving = True
             stats.recorded_from = time.time()
             pipe.send(("receiving",))
@@ -897,6 +927,8 @@ async def _bot_worker(pipe: Connection, index: int, clients: str) -> None:
                     sum(1 for b in bots if b.link.closed),
                     stats.bettor_bets,
                     stats.light_rtt.tobytes(),
+                    os.getpid(),  # (the probes' figures come from a process of their own)
+                    len(bots),
                 )
             )
         elif command == "fanout":  # after "collect", with every bot process's sends
@@ -907,13 +939,20 @@ async def _bot_worker(pipe: Connection, index: int, clients: str) -> None:
                 if not b.link.closed:
                     at_table[b.tidx].append(b.number)
             quads = zip(seen[0::4], seen[1::4], seen[2::4], seen[3::4], strict=True)
+            sends = sends_of(args[0])
+            kernel = None
+            if stats.stamps:  # the probes: as their kernel received the events too
+                stamped = zip(seen[1::4], seen[2::4], seen[3::4], stats.seen_kernel, strict=True)
+                kernel = kernel_fanout(sends, stamped, args[1])
             pipe.send(
                 (
                     "fanout",
-                    *match_fanout(args[0], quads, at_table, args[1], stats.recorded_from),
+                    *match_fanout(sends, quads, at_table, args[1], stats.recorded_from),
+                    kernel,
                 )
             )
             stats.seen = array("d")
+            stats.seen_kernel = array("d")
         elif command == "stop":
             await asyncio.gather(*(b.close() for b in bots), return_exceptions=True)
             bots.clear()
@@ -1489,6 +1528,18 @@ class Level:
     #: them: app_p50, app_p99) and the fan-out to the light spectators (p50, p99, n).
     rtt_kernel: dict[str, float] = field(default_factory=dict)
     fanout_kernel: dict[str, float] = field(default_factory=dict)
+    #: The probe bettors (``--probes``): a few bettors without a seat in a process of
+    #: their own, at the same table and pace as the crowd, so that their loop never waits
+    #: on hundreds of other connections (a player's device holds one). Apart from every
+    #: figure above (:func:`probe_figures`): ``players``, ``pids`` (theirs, as their
+    #: process said) and ``crowd_pids`` (the other bot processes'), ``bets`` taken,
+    #: ``no_reply``, ``dropped``, ``lag_p99_ms`` (their process's loop), ``rtt`` (their
+    #: command round trips as the kernel received the replies, p50/p99/n, and as their
+    #: handlers timed them, app_p50/app_p99; :func:`kernel_ms`), ``rtt_kinds`` (by
+    #: command, the handlers'), ``fanout`` (every event of a command sent in the window,
+    #: the crowd's and theirs, to them: as their handlers timed it, :func:`fanout_of`)
+    #: and ``fanout_kernel`` (the same as their kernel received it).
+    probes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def server_cores(self) -> float:
@@ -1583,10 +1634,16 @@ def server_command_kinds(
 def judge(level: Level) -> list[str]:
     """The promises this level broke (empty: every one kept)."""
     out = []
+    probes = level.probes
     if not level.rtt["all"]["n"] or not level.rtt["all"]["p99"] < PROMISES["rtt_p99_ms"]:
         out.append(f"command p99 {level.rtt['all']['p99']:.1f} ms")
+        beside = []
         if level.server_command.get("n"):
-            out[-1] += f" (the server's own p99 <= {level.server_command['p99']:.0f} ms)"
+            beside.append(f"the server's own p99 <= {level.server_command['p99']:.0f} ms")
+        if (probes.get("rtt") or {}).get("n"):
+            beside.append(f"the probes' {probes['rtt']['p99']:.1f} ms as their kernel received it")
+        if beside:
+            out[-1] += f" ({'; '.join(beside)})"
     for who, fan, present in (
         ("", level.fanout, level.spectators),
         ("seated ", level.fanout_seated, level.seated),
@@ -1613,7 +1670,63 @@ def judge(level: Level) -> list[str]:
         out.append(f"only {level.bettors} of {level.bettors_target} bettors without a seat")
     if level.dropped:
         out.append(f"{level.dropped} connections dropped")
+    if probes.get("no_reply"):
+        out.append(f"{probes['no_reply']} probe commands unanswered in {COMMAND_TIMEOUT:.0f} s")
+    if probes.get("dropped"):
+        out.append(f"{probes['dropped']} probe connections dropped")
     return out
+
+
+def probe_figures(
+    collected: Sequence[Sequence[Any]],
+    fanout: Sequence[Sequence[Any]],
+    crowd: Sequence[Sequence[Any]],
+) -> dict[str, Any]:
+    """The probe bettors' figures (:attr:`Level.probes`) from their process's
+    ``collected`` and ``fanout`` replies; ``crowd``: the other bot processes' collected
+    replies (for their pids). Empty without probes."""
+    if not collected:
+        return {}
+    kinds: dict[str, array[float]] = collections.defaultdict(array_d)
+    app, kernel, fan_kernel = Histogram(), Histogram(), Histogram()
+    after = before = fan_after = fan_before = 0
+    lag = array("d")
+    players = bets = no_reply = on_behalf = dropped = 0
+    pids = []
+    for _tag, rtt, _sent, nr, ob, _ref, _coups, lags, closed, bb, pairs, pid, n in collected:
+        for kind, raw in rtt.items():
+            kinds[kind].frombytes(raw)
+        both = array("d")
+        both.frombytes(pairs)
+        for handler, stamped in zip(both[0::2], both[1::2], strict=True):
+            app.add(handler)
+            kernel.add(stamped)
+            after += stamped > handler
+            before += stamped <= 0
+        lag.frombytes(lags)
+        players, bets, dropped = players + n, bets + bb, dropped + closed
+        no_reply, on_behalf = no_reply + nr, on_behalf + ob
+        pids.append(pid)
+    for reply in fanout:
+        counts, odd_after, odd_before = reply[5]
+        fan_kernel.merge(Histogram(counts))
+        fan_after += odd_after
+        fan_before += odd_before
+    return {
+        "players": players,
+        "pids": pids,
+        "crowd_pids": [r[11] for r in crowd],
+        "bets": bets,
+        "no_reply": no_reply,
+        "on_behalf": on_behalf,
+        "dropped": dropped,
+        "lag_p99_ms": percentile(lag, 99) * 1e3,
+        "rtt": kernel_ms(kernel, after, before, app),
+        "rtt_kinds": {kind: stats_ms(v) for kind, v in sorted(kinds.items())},
+        "fanout": fanout_of([r[1:4] for r in fanout]),
+        "fanout_kernel": kernel_ms(fan_kernel, fan_after, fan_before),
+        "missing": merge_missing(r[4] for r in fanout),
+    }
 
 
 def spectator_plan(total: int, tables: int) -> list[int]:
@@ -1638,6 +1751,9 @@ class Evening:
         self.tables = table_ids(args.tables)
         self.bots = Workers(args.bot_workers, "bots", args.pace, args.clients)
         self.specs = Workers(args.spectator_workers, "spectators", clients=args.clients)
+        #: ``--probes``: one process of its own for the probe bettors (always light).
+        self.probes = Workers(1 if args.probes else 0, "probes", args.pace)
+        self.probing = 0  # probe bettors connected
         self.seated = 0
         self.betting = 0  # bettors without a seat, at the first table
         self.watching = [0] * len(self.tables)
@@ -1649,6 +1765,7 @@ class Evening:
             "servers": sum(cpu_seconds(p) for p in self.servers.pids()),
             "bots": self.bots.cpu(),
             "spectators": self.specs.cpu(),
+            "probes": self.probes.cpu(),
             "bench": cpu_seconds(os.getpid()),
             "machine": machine_busy(),
         }
@@ -1696,6 +1813,26 @@ class Evening:
         self.betting += got
         return got, errors
 
+    async def add_probes(self) -> tuple[int, list[str]]:
+        """The probe bettors (``--probes``), all at the first level, at the first table,
+        in their own process (:attr:`probes`)."""
+        urls = self.servers.urls
+        specs = [
+            (
+                urls[i % len(urls)],
+                f"probe-{i}",
+                self.tables[0],
+                0,
+                probe_address(i),
+                -1_000_000 - i,  # (their own draws: the crowd's bettors are -1, -2...)
+                False,
+            )
+            for i in range(self.probing, self.args.probes)
+        ]
+        got, errors = await self.probes.add(specs) if specs else (0, [])
+        self.probing += got
+        return got, errors
+
     async def add_spectators(self, total: int) -> tuple[int, list[str]]:
         urls = self.servers.urls
         want = spectator_plan(total, len(self.tables))
@@ -1723,17 +1860,23 @@ class Evening:
         new_specs, spec_errors = await self.add_spectators(spectators)
         await asyncio.sleep(1.0)
         rss2 = self.servers.rss_kib()
+        # (after the RSS figures: the probes are in none of them)
+        _new_probes, probe_errors = await self.add_probes()
         await asyncio.sleep(args.warmup)
         # Every client records what it receives before any bot records what it sends:
         # an event of a command sent in the window then reaches a client that counts it
         # (a bot process recording its sends before a spectator process recorded its
         # receipts made events that were never counted as received: issue 36).
-        await asyncio.gather(self.bots.all("receive"), self.specs.all("record"))
-        await self.bots.all("record")
+        await asyncio.gather(
+            self.bots.all("receive"), self.probes.all("receive"), self.specs.all("record")
+        )
+        await asyncio.gather(self.bots.all("record"), self.probes.all("record"))
         metrics0, calls0 = await self.servers.metrics(), self.servers.redis_calls()
         cpu0, t0 = self.cpu_now(), time.perf_counter()
         await asyncio.sleep(args.window)
-        bot_replies = await self.bots.all("collect")
+        bot_replies, probe_replies = await asyncio.gather(
+            self.bots.all("collect"), self.probes.all("collect")
+        )
         cpu1, t1 = self.cpu_now(), time.perf_counter()
         metrics1, calls1 = await self.servers.metrics(), self.servers.redis_calls()
         # The events of the window's last sends are still on their way to the clients
@@ -1751,7 +1894,7 @@ class Evening:
         bettor_bets = 0
         light_app, light_kernel = Histogram(), Histogram()
         rtt_after = rtt_before = 0
-        for _tag, rtt, sent, nr, ob, ref, _coups, lag, closed, bb, pairs in bot_replies:
+        for _tag, rtt, sent, nr, ob, ref, _coups, lag, closed, bb, pairs, *_pid in bot_replies:
             bettor_bets += bb
             both = array("d")
             both.frombytes(pairs)
@@ -1775,6 +1918,12 @@ class Evening:
         spec_replies = await self.specs.all("collect", sends.tobytes(), grace_end)
         seated_replies = await self.bots.all("fanout", sends.tobytes(), grace_end)
         seated = fanout_of([r[1:4] for r in seated_replies])
+        # The probes' fan-out: every event of a command sent in the window, theirs too
+        # (the crowd's figures above are of the crowd's commands, as they were before).
+        every = array("d", sends)
+        for reply in probe_replies:
+            every.frombytes(reply[2])
+        probe_fanout = await self.probes.all("fanout", every.tobytes(), grace_end)
         spec_lag: list[float] = []
         sizes: list[float] = []
         by_client: dict[str, dict[str, float]] = {}
@@ -1851,7 +2000,9 @@ class Evening:
             bettor_bets=bettor_bets,
             new_bettors=new_bettors,
             rss_bettors_kib=rss0 - rss,
+            probes=probe_figures(probe_replies, probe_fanout, bot_replies),
         )
+        level.errors += probe_errors[:2]
         if new_specs < sum(self.watching) - before:
             level.errors.append(f"{new_specs} spectators connected")
         level.broken = judge(level)
@@ -1862,10 +2013,13 @@ class Evening:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.bots.all("stop"), 60)
         with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.probes.all("stop"), 60)
+        with contextlib.suppress(Exception):
             await asyncio.wait_for(self.specs.all("drop"), 60)
 
     async def exit(self) -> None:
         await self.bots.close()
+        await self.probes.close()
         await self.specs.close()
 
 
@@ -1896,6 +2050,7 @@ def level_line(lv: Level) -> str:
         f"({server_command_cell(lv.server_fanout)}), delivered "
         f"{lv.fanout['delivered']:,.0f}/{lv.fanout['expected']:,.0f}; "
         + (f"{kernel_cells(asdict(lv))}; " if lv.fanout_kernel.get("n") else "")
+        + (f"{probe_cells(lv.probes)}; " if lv.probes else "")
         + "to the seated "
         f"{fan_cells(lv.fanout_seated, '/', ', delivered ')}; bots' loop lag p99 "
         f"{lv.bot_lag_p99_ms:.0f} ms; server loop lag p99 <= {lv.server_lag_p99_ms:.1f} ms, "
@@ -2116,19 +2271,46 @@ def pin(pids: Iterable[int], cpus: set[int]) -> None:
                 os.sched_setaffinity(int(task.name), cpus)
 
 
+#: ``--pin``: the probes' process's nice value (a player's device has a CPU of its own;
+#: here the probes share the clients' CPU with the crowd's processes).
+PROBES_NICE = -10
+
+
+def favour(pids: Iterable[int], nice: int = PROBES_NICE) -> bool:
+    """Every thread of each of ``pids`` at the ``nice`` value; False when the OS refused
+    (an unprivileged user may not raise a priority)."""
+    try:
+        for pid in pids:
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                with contextlib.suppress(ProcessLookupError):
+                    os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
+    except PermissionError:
+        return False
+    return True
+
+
 def pin_apart(servers: Servers, evening: Evening) -> str:
     """``--pin``: the servers (and Redis) on one CPU, the clients and the bench on the
-    others; what was done, for the report."""
+    others, the probe bettors' process first among them (:func:`favour`); what was done,
+    for the report."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         raise SystemExit("--pin needs two CPUs at least")
     server_cpus, client_cpus = {cpus[0]}, set(cpus[1:])
     redis_pid = servers.redis_pid()
     pin([*servers.pids(), *([redis_pid] if redis_pid is not None else [])], server_cpus)
-    pin([*evening.bots.pids, *evening.specs.pids, os.getpid()], client_cpus)
+    pin([*evening.bots.pids, *evening.probes.pids, *evening.specs.pids, os.getpid()], client_cpus)
+    probes = ""
+    if evening.probes.pids:
+        probes = (
+            f", the probes' process at nice {PROBES_NICE} (it has the clients' CPU when it"
+            " needs it, as a player's device would)"
+            if favour(evening.probes.pids)
+            else ", the probes' process at the others' priority (raising it was refused)"
+        )
     return (
         f"pinned: the server{'s' if len(servers.pids()) > 1 else ''} on CPU {cpus[0]}, "
-        f"the bots, spectators and bench on CPU {', '.join(map(str, sorted(client_cpus)))}"
+        f"the bots, spectators and bench on CPU {', '.join(map(str, sorted(client_cpus)))}" + probes
     )
 
 
@@ -2221,7 +2403,9 @@ def cores_of(x: dict[str, Any]) -> float:
 def others_cores(x: dict[str, Any]) -> float:
     """Cores every process on the machine but this run's used over a level's window."""
     cpu = x["cpu"]
-    ours = sum(cpu.get(k, 0.0) for k in ("servers", "Redis", "bots", "spectators", "bench"))
+    ours = sum(
+        cpu.get(k, 0.0) for k in ("servers", "Redis", "bots", "spectators", "probes", "bench")
+    )
     return max(0.0, float(cpu.get("machine", ours)) - ours) / float(x["seconds"])
 
 
@@ -2266,6 +2450,7 @@ def report(results: dict[str, Any]) -> str:
     """The mode's subsection (a ``###`` heading, then markdown)."""
     lv = [dict(x) for x in results["levels"]]
     redis = results["mode"] == "redis"
+    probed = any(x.get("probes") for x in lv)
     lines = [
         mode_title(results),
         "",
@@ -2307,8 +2492,16 @@ def report(results: dict[str, Any]) -> str:
         + (" incl. Redis" if redis else "")
         + " | seated per core | spectators per core | CPU per coup | store commits/s"
         + (" (Redis `evalsha`/s: every store script)" if redis else "")
-        + " | command p50 / p99 (the server's own) | fan-out to spectators p50 / p99 | delivered | fan-out to the seated p50 / p99 | delivered | bots timed out | bots' / spectators' CPU (cores), loop lag p99 | other processes (cores) | promises |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        + " | command p50 / p99 (the server's own) | fan-out to spectators p50 / p99 | delivered | fan-out to the seated p50 / p99 | delivered | bots timed out | bots' / spectators' CPU (cores), loop lag p99 | other processes (cores) | "
+        + (
+            "the probes' command p50 / p99, as their kernel received it (their handlers') "
+            "| the probes' fan-out p50 / p99, as their kernel received it (their handlers') | "
+            if probed
+            else ""
+        )
+        + "promises |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        + ("---|---|" if probed else ""),
     ]
     for x in lv:
         cores = cores_of(x)
@@ -2328,7 +2521,8 @@ def report(results: dict[str, Any]) -> str:
             f"| {x['cpu']['bots'] / x['seconds']:.2f} / {x['cpu']['spectators'] / x['seconds']:.2f}, "
             f"{x['bot_lag_p99_ms']:.0f} / {x['spectator_lag_p99_ms']:.0f} ms "
             f"| {others_cores(x):.2f} "
-            f"| {'kept' if x['kept'] else 'broke: ' + '; '.join(x['broken'])} |"
+            + (f"| {probe_table_cells(x.get('probes') or {})} " if probed else "")
+            + f"| {'kept' if x['kept'] else 'broke: ' + '; '.join(x['broken'])} |"
         )
     kept = [x for x in lv if x["kept"]]
     audit_ = results.get("audit", {})
@@ -2454,6 +2648,8 @@ def report(results: dict[str, Any]) -> str:
         lines += ["", clients_line(lv)]
     if any((x.get("fanout_kernel") or {}).get("n") for x in lv):
         lines += ["", kernel_line(lv)]
+    if probed:
+        lines += ["", probes_line(lv)]
     lines += ["", *baseline_lines(results, kept[-1] if kept else (lv[-1] if lv else None))]
     return "\n".join(lines) + "\n"
 
@@ -2555,6 +2751,90 @@ def kernel_line(lv: list[dict[str, Any]]) -> str:
         )
         + ". The round trips are the light bettors' commands only (the seated bots are full"
         " clients)."
+    )
+
+
+def probe_cells(probes: Mapping[str, Any]) -> str:
+    """The probe bettors' figures for a level's line (:attr:`Level.probes`)."""
+    rk, fan, fk = probes["rtt"], probes["fanout"], probes["fanout_kernel"]
+    return (
+        f"the probes ({probes['players']:,} bettors in a process of their own): command "
+        f"p50/p99 {rk['p50']:.1f}/{rk['p99']:.1f} ms as their kernel received the replies "
+        f"(their handlers' {rk.get('app_p50', 0.0):.1f}/{rk.get('app_p99', 0.0):.1f} ms, "
+        f"n {rk['n']:,.0f}), fan-out p50/p99 {fk['p50']:.1f}/{fk['p99']:.1f} ms as their "
+        f"kernel received it (their handlers' {fan['p50']:.1f}/{fan['p99']:.1f} ms, delivered "
+        f"{fan['delivered']:,.0f}/{fan['expected']:,.0f}), their loop lag p99 "
+        f"{probes['lag_p99_ms']:.0f} ms"
+        + "".join(
+            f"; {n:,} odd {what} stamps"
+            for what, n in (
+                ("round-trip", rk.get("after_handler", 0) + rk.get("before_send", 0)),
+                ("fan-out", fk.get("after_handler", 0) + fk.get("before_send", 0)),
+            )
+            if n
+        )
+    )
+
+
+def probe_table_cells(probes: Mapping[str, Any]) -> str:
+    """The probes' two cells of the report's table (dashes at a level without them)."""
+    if not probes:
+        return "— | —"
+    rk, fan, fk = probes["rtt"], probes["fanout"], probes["fanout_kernel"]
+    return (
+        f"{rk['p50']:.1f} / {rk['p99']:.1f} ms ({rk.get('app_p50', 0.0):.1f} / "
+        f"{rk.get('app_p99', 0.0):.1f}; n {rk['n']:,.0f}) | {fk['p50']:.1f} / {fk['p99']:.1f} ms "
+        f"({fan['p50']:.1f} / {fan['p99']:.1f}; {fan['delivered']:,.0f} of "
+        f"{fan['expected']:,.0f} delivered)"
+    )
+
+
+def probes_line(lv: list[dict[str, Any]]) -> str:
+    """What the probe bettors are for, and their figures beside the crowd's and the
+    server's own at each level."""
+    cells = []
+    for x in lv:
+        probes = x.get("probes")
+        if not probes:
+            continue
+        rk, fk = probes["rtt"], probes["fanout_kernel"]
+        crowd = x.get("rtt_kernel") or {}
+        cells.append(
+            f"at {x['seated']:,} seated, {probes['players']:,} probes "
+            f"(process {', '.join(map(str, probes['pids']))}; the crowd's bot processes "
+            f"{', '.join(map(str, probes['crowd_pids']))}; their loop lag p99 "
+            f"{probes['lag_p99_ms']:.0f} ms against the crowd's "
+            f"{x['bot_lag_p99_ms']:.0f} ms; {probes['bets']:,} bets taken): command p50 / p99 "
+            f"{rk['p50']:.1f} / {rk['p99']:.1f} ms (n {rk['n']:,.0f}) against the crowd's "
+            + (
+                f"{crowd['p50']:.1f} / {crowd['p99']:.1f} ms (its light bettors, as their "
+                "kernel received the replies) and "
+                if crowd.get("n")
+                else ""
+            )
+            + f"{x['rtt']['all']['p50']:.1f} / {x['rtt']['all']['p99']:.1f} ms (every "
+            f"command, as the handlers timed it), the server's own "
+            f"{own_cell(x.get('server_command'))}; fan-out p50 / p99 "
+            f"{fk['p50']:.1f} / {fk['p99']:.1f} ms (n {fk['n']:,.0f}) against the light "
+            "spectators' "
+            + (
+                f"{x['fanout_kernel']['p50']:.1f} / {x['fanout_kernel']['p99']:.1f} ms "
+                if (x.get("fanout_kernel") or {}).get("n")
+                else "(not stamped) "
+            )
+            + f"and the server's own {own_cell(x.get('server_fanout'))}"
+        )
+    return (
+        "The probe bettors (`--probes`): a few bettors without a seat at the first table, "
+        "at the crowd's pace, in a process of their own (always light clients), so that a "
+        "reply never waits in a client busy with hundreds of other connections' events: a "
+        "player's device holds one connection, not hundreds. Their round trip and the "
+        "fan-out they receive, as their kernel received the frames (bench/_light.py), are "
+        "a player's own figures; the crowd's (the bettors and spectators held hundreds to a "
+        "process) are as before and include their processes' lag; the server's own "
+        "(`/metrics`) leave out the network and the client. Their commands are not in the "
+        "crowd's figures; their fan-out counts every event of a command sent in the window, "
+        "theirs too: " + "; ".join(cells) + "."
     )
 
 
@@ -2686,6 +2966,14 @@ def main(argv: list[str] | None = None) -> int:
         "at the lower ones (0)",
     )
     parser.add_argument(
+        "--probes",
+        type=int,
+        default=None,
+        help="probe bettors without a seat at the first table, in a process of their own, "
+        "their round trips and fan-out reported apart: a player's own (10 with --bettors, "
+        "else 0)",
+    )
+    parser.add_argument(
         "--levels",
         default="",
         help="seated players per level, e.g. 700,1400,2800 "
@@ -2735,6 +3023,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seated > 14:
         parser.error("a table has 14 seats")
+    if args.probes is None:
+        args.probes = PROBES if args.bettors else 0
+    if args.probes < 0:
+        parser.error("--probes must be 0 or more")
     if args.from_json:
         return render(json.loads(Path(args.from_json).read_text()), args.write)
     raise_nofile()
@@ -2753,6 +3045,7 @@ def main(argv: list[str] | None = None) -> int:
         seated=args.seated,
         spectators=args.spectators,
         bettors=args.bettors,
+        probes=args.probes,
         warmup=args.warmup,
         window=args.window,
         processes=args.processes,

@@ -103,6 +103,8 @@ def test_a_tiny_evening_with_bettors_without_a_seat(tmp_path: Path) -> None:
     [level] = results["levels"]
     assert (level["seated"], level["bettors"], level["new_bettors"]) == (2, 8, 8)
     assert level["bettor_bets"] > 0  # the table took their bets
+    # probe bettors by default with --bettors, apart from the eight (below: their test)
+    assert results["probes"] == level["probes"]["players"] == evening.PROBES
     # The table's fan-out reaches its ten players, seated and betting alike.
     seated = level["fanout_seated"]
     assert seated["expected"] >= 10 * level["fanout"]["events"] // 2 > 0
@@ -130,7 +132,50 @@ def test_a_tiny_evening_with_bettors_without_a_seat(tmp_path: Path) -> None:
     assert "as the kernel received them: the light bettors' command p50/p99" in done.stderr
     # --pin: the server on one CPU, the clients on the other(s); the report says so
     assert results["pinned"].startswith("pinned: the server on CPU ")
+    assert "the probes' process at " in results["pinned"]  # (first on the clients' CPU)
     assert f"**CPUs {results['pinned']}.**" in done.stdout
+
+
+@pytest.mark.slow
+def test_probe_bettors_are_timed_apart_in_a_process_of_their_own(tmp_path: Path) -> None:
+    """``--probes``: a few bettors without a seat at the same table and pace as the
+    crowd, in a process of their own (issue 37 §3: a player's device holds one
+    connection, not hundreds): their round trips and the fan-out they received, by their
+    handlers and as their kernel received them, reported apart, and the crowd's figures
+    without them."""
+    done, results = run_bench(
+        "evening",
+        *("--tables", "1", "--seated", "2", "--bettors", "6", "--spectators", "2"),
+        *("--levels", "2", "--window", "7", "--warmup", "1", "--pace", "5", "--probes", "4"),
+        *("--bot-workers", "1", "--spectator-workers", "1", "--keep-going"),
+        *("--no-baselines", "--late-watch", "1"),
+        out=tmp_path / "evening.json",
+    )
+    [level] = results["levels"]
+    probes = level["probes"]
+    assert results["probes"] == probes["players"] == 4
+    # from a process of their own, as that process said: not the crowd's bot process
+    assert len(probes["pids"]) == 1 and len(probes["crowd_pids"]) == 1
+    assert probes["pids"][0] not in probes["crowd_pids"]
+    assert probes["bets"] > 0 and probes["no_reply"] == probes["dropped"] == 0
+    rk, fan, fk = probes["rtt"], probes["fanout"], probes["fanout_kernel"]
+    assert rk["n"] == sum(st["n"] for st in probes["rtt_kinds"].values()) > 0
+    assert probes["rtt_kinds"]["bet"]["n"] > 0
+    # every event of a command sent in the window reached the four, each stamped by the
+    # kernel after its send and no later than its handler's time
+    assert fan["delivered"] == fan["expected"] == fk["n"] > 0
+    assert fan["expected"] >= 4 * level["fanout"]["events"]
+    for figures in (rk, fk):
+        assert figures["after_handler"] == figures["before_send"] == 0
+        assert 0 < figures["p50"] <= figures["p99"]
+    assert rk["p99"] <= rk["app_p99"] and fk["p99"] <= fan["p99"]
+    # the crowd's figures are the crowd's: the table's fan-out to its eight players
+    # (seated and betting, the probes not among them) for the crowd's commands only
+    seated = level["fanout_seated"]
+    assert seated["expected"] == 8 * level["fanout"]["events"] > 0
+    assert "The probe bettors (`--probes`)" in done.stdout
+    assert "the probes' command p50 / p99, as their kernel received it" in done.stdout
+    assert "the probes (4 bettors in a process of their own): command p50/p99" in done.stderr
 
 
 def test_pin_puts_every_thread_of_a_process_on_the_cpus_given() -> None:
@@ -158,6 +203,35 @@ def test_pin_puts_every_thread_of_a_process_on_the_cpus_given() -> None:
             assert len(tasks) == 3  # the main thread, one before the pinning, one after
             for task in tasks:
                 assert os.sched_getaffinity(int(task.name)) == {cpus[-1]}, task.name
+        finally:
+            child.kill()
+
+
+def test_favour_sets_every_thread_of_a_process_at_the_nice_given() -> None:
+    """``--pin``'s :func:`bench.evening.favour` (the probes' process): each of its threads,
+    the threads it makes later inheriting it. A nice above ours, which anyone may set."""
+    nice = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3)
+    code = (
+        "import threading, time, sys\n"
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "print('ready', flush=True); sys.stdin.readline()\n"
+        "t = threading.Thread(target=time.sleep, args=(30,), daemon=True); t.start()\n"
+        "print('again', flush=True); sys.stdin.readline()\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as child:
+        try:
+            assert child.stdout is not None and child.stdin is not None
+            assert child.stdout.readline() == "ready\n"
+            assert evening.favour([child.pid], nice) is True
+            child.stdin.write("\n")
+            child.stdin.flush()
+            assert child.stdout.readline() == "again\n"
+            tasks = list(Path(f"/proc/{child.pid}/task").iterdir())
+            assert len(tasks) == 3
+            for task in tasks:
+                assert os.getpriority(os.PRIO_PROCESS, int(task.name)) == nice, task.name
         finally:
             child.kill()
 
