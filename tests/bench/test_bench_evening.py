@@ -54,6 +54,10 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
     assert "Money audit after the servers stopped: **exact**" in text
     assert "Pace 5" in text  # a test run says it is not human pace
     assert "bare `websockets.broadcast`" in text
+    # the same ratio counting the seated players' deliveries of the same events too
+    ref = kept[-1]  # (the level the baseline was fed as)
+    every = ref["fanout"]["delivered"] + ref["fanout_seated"]["delivered"]
+    assert f"counting the seated players' deliveries of the same events too ({every:,}" in text
     # the server's own loop, from its /metrics: probes ran, and the p99 is a bucket's bound
     assert level["server_lag_p99_ms"] in {
         1.0,
