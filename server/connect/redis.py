@@ -237,7 +237,9 @@ class Lane:
     timeout; the connection is then dropped (with what was left unread) and the next
     :meth:`send` connects again, as it does once the sentinels name another primary.
     The replies are read under one deadline (``socket_timeout``) for the batch, not a
-    timer each. Never used by two tasks at once (its one writer's)."""
+    timer each. :meth:`send` is one writer's (the bus's: never two tasks at once);
+    :meth:`replies` (the store's commits, :class:`Asks`) takes turns between callers and
+    retries a lost connection. One Lane is used one of the two ways only."""
 
     def __init__(self, client: aioredis.Redis) -> None:
         self._pool = client.connection_pool
@@ -337,6 +339,7 @@ class Asks:
         return future
 
     async def _send(self) -> None:
+        batch: list[tuple[list[bytes | str], str | None, asyncio.Future[Any]]] = []
         try:
             while self._queued:
                 batch = [q for q in self._queued[: self.most] if not q[2].done()]
@@ -359,7 +362,7 @@ class Asks:
                         future.set_result(reply)
         finally:
             self._sender = None
-            for _, _, future in self._queued:  # (cancelled: the loop is closing)
+            for _, _, future in batch + self._queued:  # (cancelled: closed, or the loop is)
                 future.cancel()
 
     async def close(self) -> None:
