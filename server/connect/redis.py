@@ -19,8 +19,9 @@ Two kinds of URL:
 command's CPU (issue 36). :func:`parse_sentinel_url` checks a sentinel URL
 (config validation uses it, and its :class:`ValueError` names what is wrong);
 :class:`Lane` is a connection of its own for a stream of short commands (the bus's
-publishes and relays), packed here and written at once without redis-py's per-command
-machinery;
+publishes and relays, the store's commits), packed here and written at once without
+redis-py's per-command machinery, and :class:`Asks` one that many tasks share (the shared
+limits' bucket asks);
 :func:`unavailable` tells the errors that mean "no primary can write now" (a switch of
 primary under way) from a refusal.
 """
@@ -29,8 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
@@ -38,12 +41,14 @@ import redis.asyncio as aioredis
 from redis.asyncio.connection import Connection
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 __all__ = [
     "REDIS_SCHEMES",
     "SENTINEL_SCHEME",
+    "Abandoned",
+    "Asks",
     "Lane",
     "SentinelURL",
     "TimedConnection",
@@ -215,6 +220,10 @@ def packed(commands: Iterable[Sequence[bytes | str]]) -> bytes:
     return b"".join(out)
 
 
+class Abandoned(RedisError):
+    """A batch no caller waits for any more was not sent again (:meth:`Lane.replies`)."""
+
+
 class Lane:
     """One connection of its own, made like ``client``'s (the same address, or the
     primary the sentinels name now; credentials, database, TLS, timeouts), for a stream of
@@ -228,13 +237,47 @@ class Lane:
     timeout; the connection is then dropped (with what was left unread) and the next
     :meth:`send` connects again, as it does once the sentinels name another primary.
     The replies are read under one deadline (``socket_timeout``) for the batch, not a
-    timer each. Never used by two tasks at once (its one writer's)."""
+    timer each. :meth:`send` is one writer's (the bus's: never two tasks at once);
+    :meth:`replies` (the store's commits, :class:`Asks`) takes turns between callers and
+    retries a lost connection. One Lane is used one of the two ways only."""
 
     def __init__(self, client: aioredis.Redis) -> None:
         self._pool = client.connection_pool
         self._connection: Any = None
+        self._lock = asyncio.Lock()
+        self._retry: Any = None  # the client's connections' (made at the first reply)
 
     async def send(self, commands: Sequence[Sequence[bytes | str]]) -> list[Any]:
+        return await self._batch(commands, errors=False)
+
+    async def replies(
+        self, commands: Sequence[Sequence[bytes | str]], wanted: Callable[[], bool] | None = None
+    ) -> list[Any]:
+        """Each command's reply, an error reply as its :class:`ResponseError` (the
+        connection goes on: a script's refusal is its own, as in a pipeline), for callers
+        that share the Lane: one batch at a time (a lock), in the order they came. A lost
+        connection or a timeout sends the whole batch again on a new connection as the
+        client's own commands would be (its ``retry``: the same tries and backoff, the
+        sentinels asked where the primary is, a ``READONLY`` primary taken for lost), so
+        a command sent here must be harmless twice; then raises as :meth:`send`. With
+        ``wanted``, tried again only while it says the replies are still wanted (else
+        :class:`Abandoned`, before the backoff's wait and after it)."""
+
+        async def attempt() -> list[Any]:
+            if wanted is not None and not wanted():
+                raise Abandoned("no caller waits for these replies any more")
+            return await self._batch(commands, errors=True)
+
+        async def failed(error: BaseException) -> None:  # (the batch dropped its connection)
+            if wanted is not None and not wanted():
+                raise Abandoned("no caller waits for these replies any more") from error
+
+        async with self._lock:
+            if self._retry is None:
+                self._retry = self._pool.make_connection().retry  # type: ignore[no-untyped-call]
+            return await self._retry.call_with_retry(attempt, failed)  # type: ignore[no-any-return]
+
+    async def _batch(self, commands: Sequence[Sequence[bytes | str]], errors: bool) -> list[Any]:
         connection = self._connection
         if connection is not None and not self._current(connection):
             await self.close()  # a primary the sentinels no longer name (a switch)
@@ -247,6 +290,8 @@ class Lane:
             await connection.send_packed_command(packed(commands), check_health=False)
             # One deadline for the batch's replies, not a timer for each.
             async with asyncio.timeout(connection.socket_timeout):
+                if errors:
+                    return [await _reply(connection) for _ in commands]
                 return [await connection.read_response(timeout=math.inf) for _ in commands]
         except BaseException as exc:
             self._connection = None
@@ -267,6 +312,79 @@ class Lane:
         connection, self._connection = self._connection, None
         if connection is not None:
             await connection.disconnect(nowait=True)
+
+
+class Asks:
+    """Commands many tasks ask for, sent on a :class:`Lane` of their own: those asked in
+    one turn of the loop go out as one batch (at most ``most``), each caller answered
+    its own reply or raised its own error reply (:meth:`Lane.replies`, which retries a
+    lost connection while a caller of the batch still waits). A command whose caller gave
+    up before its batch went is not sent; an ``EVALSHA`` Redis does not know
+    (``NOSCRIPT``: it ran nothing) is sent again as ``EVAL`` of the script given with it
+    (which Redis then keeps)."""
+
+    def __init__(self, client: aioredis.Redis, most: int = 64) -> None:
+        self.lane = Lane(client)
+        self.most = most
+        self._queued: list[tuple[list[bytes | str], str | None, asyncio.Future[Any]]] = []
+        self._sender: asyncio.Task[None] | None = None
+
+    def ask(self, command: Sequence[bytes | str], script: str | None = None) -> asyncio.Future[Any]:
+        """Queue ``command`` (``script``: the text of the ``EVALSHA``'s script); its reply."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._queued.append((list(command), script, future))
+        if self._sender is None:
+            self._sender = loop.create_task(self._send())
+        return future
+
+    async def _send(self) -> None:
+        batch: list[tuple[list[bytes | str], str | None, asyncio.Future[Any]]] = []
+        try:
+            while self._queued:
+                batch = [q for q in self._queued[: self.most] if not q[2].done()]
+                del self._queued[: self.most]
+                if not batch:
+                    continue
+                awaited = partial(_awaited, [future for _, _, future in batch])
+                try:
+                    replies = await self.lane.replies([c for c, _, _ in batch], awaited)
+                except Exception as exc:  # the batch failed: every caller hears it
+                    replies = [exc] * len(batch)
+                for (command, script, future), reply in zip(batch, replies, strict=True):
+                    if isinstance(reply, NoScriptError) and script is not None:
+                        self._queued.append((["EVAL", script, *command[2:]], None, future))
+                    elif future.done():
+                        continue
+                    elif isinstance(reply, BaseException):
+                        future.set_exception(reply)
+                    else:
+                        future.set_result(reply)
+        finally:
+            self._sender = None
+            for _, _, future in batch + self._queued:  # (cancelled: closed, or the loop is)
+                future.cancel()
+
+    async def close(self) -> None:
+        sender, self._sender = self._sender, None
+        if sender is not None:
+            sender.cancel()
+            with suppress(BaseException):
+                await sender
+        await self.lane.close()
+
+
+def _awaited(futures: list[asyncio.Future[Any]]) -> bool:
+    """Whether a caller still waits for one of ``futures``."""
+    return not all(future.done() for future in futures)
+
+
+async def _reply(connection: Any) -> Any:
+    """The next reply on ``connection``; an error reply as its exception, not raised."""
+    try:
+        return await connection.read_response(timeout=math.inf)
+    except ResponseError as exc:  # (over sentinels redis-py raises a READONLY as lost)
+        return exc
 
 
 def unavailable(exc: BaseException) -> bool:

@@ -23,9 +23,10 @@ the processes share a Redis (``--store redis://``):
   burst), asking for the next chunk in the background when half of one is left. So a
   message costs no Redis round trip in the common case; it is decided at once (pings are
   decided inside the frame parser), and while a chunk is on its way the process may go
-  up to one chunk into credit, paid back from what it gets. The cluster-wide rate is the
-  configured one: what the processes spend together is at most the bucket's burst plus
-  its rate over time, plus one chunk of credit per process.
+  up to one chunk into credit, paid back from what it gets (the asks of one turn of the
+  loop go in one write on a connection of their own: ``server.connect.redis.Asks``). The
+  cluster-wide rate is the configured one: what the processes spend together is at most
+  the bucket's burst plus its rate over time, plus one chunk of credit per process.
 - **Without Redis** (a call fails or times out) the process falls back to its local
   limits (the per-process ones, always checked as well) and tries Redis again after
   :data:`RETRY_AFTER` seconds; connections opened meanwhile are counted in Redis at the
@@ -47,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Final
 from redis.exceptions import RedisError
 
 from server.bus.channels import PREFIX
-from server.connect.redis import connect
+from server.connect.redis import Asks, connect
 from server.limits.local import Limits, deposits_refused
 from server.protocol.errors import Refused
 
@@ -166,6 +167,8 @@ class SharedLimits(Limits):
         self._open = self.redis.register_script(_OPEN)
         self._close = self.redis.register_script(_CLOSE)
         self._take = self.redis.register_script(_TAKE)
+        #: The buckets' asks, on a connection of their own (those of one turn in one write).
+        self._asks = Asks(self.redis)
         self._budgets: dict[str, _Budget] = {}
         self._counted: set[str] = set()  # count keys with a field of this node
         #: Count keys whose field an open or a close may have left wrong (a failed or
@@ -190,6 +193,7 @@ class SharedLimits(Limits):
             with contextlib.suppress(BaseException):
                 await task
         self._resync = None
+        await self._asks.close()
         await self.redis.aclose()
 
     @property
@@ -402,10 +406,9 @@ class SharedLimits(Limits):
     async def _ask_now(self, budget: _Budget, want: int) -> None:
         got = 0
         try:
+            ask = ["EVALSHA", self._take.sha, "1", budget.key, str(budget.rate)]
             async with asyncio.timeout(REDIS_TIMEOUT * 2):
-                got = int(
-                    await self._take(keys=[budget.key], args=[budget.rate, budget.burst, want])
-                )
+                got = int(await self._asks.ask([*ask, str(budget.burst), str(want)], _TAKE))
         except (RedisError, OSError, TimeoutError) as exc:
             self._failed(exc)
         finally:

@@ -10,10 +10,10 @@ writes anything, because Redis does not roll back a script that fails half way. 
 are plain commands.
 
 Group commit (issue 23): the commits started in one turn of the event loop go out
-together, in one pipeline (not a transaction: each ``EVALSHA`` is its own atomic script,
-and one's error reply is only its own) and, with ``min_replicas``, one ``WAIT`` for them
-all; each caller is answered its own result or refusal once the pipeline (and the
-``WAIT``) answered. A lone commit is sent at the next turn of the loop, alone.
+together, in one write on a connection of their own (``server.connect.redis.Lane``: no
+redis-py command each) and, with ``min_replicas``, one ``WAIT`` for them all (not a
+transaction: each ``EVALSHA`` is atomic, its error reply its own); each caller is answered
+once the batch (and the ``WAIT``) answered. A lone commit goes at the next turn, alone.
 
 Balances are checked inside the script, where they live, so no process needs a copy of
 anyone's balance to keep it from going negative (issue 10). Amounts and balances stay

@@ -1,6 +1,6 @@
 """The Redis store's connection and its writes: the client and its errors translated
 at the boundary, the one commit (its arguments for the commit script) and the group
-commit that sends the commits of one turn of the loop in one pipeline, a player's
+commit that sends the commits of one turn of the loop in one batch, a player's
 welcome and a guest's expiry, a table's epoch claimed, ``WAIT`` for replicas.
 
 The package docstring (``server.store.redis``) says why; this module must never let a
@@ -23,7 +23,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from server.connect.redis import UNAVAILABLE_CODES, connect, unavailable
+from server.connect.redis import UNAVAILABLE_CODES, Lane, connect, unavailable
 from server.ledger.accounts import Entry, player_account
 from server.ledger.flows import entry_flow, guard_measure
 from server.protocol.errors import (
@@ -64,7 +64,7 @@ BACKOFF_CAP: Final = 0.5
 #: How long a write waits for ``min_replicas`` replicas to acknowledge it (``WAIT``).
 WAIT_TIMEOUT_MS: Final = 1000
 
-#: The most commits one group (one pipeline, one ``WAIT``) takes.
+#: The most commits one group (one batch, one ``WAIT``) takes.
 GROUP_MAX: Final = 64
 
 #: Reply prefixes that mean "Redis cannot do it now", not "refused".
@@ -137,13 +137,14 @@ class RedisCore(StoreFront):
         self.clock = clock
         self.socket_timeout = socket_timeout
         self._client: aioredis.Redis | None = None
+        self._lane: Lane | None = None  # the commits' own connection (``_execute``)
         self._scripts: dict[str, Any] = {}
         #: The commits queued for the next group (their script's arguments and their
         #: callers' futures), whether a flush is due, and the flushes under way.
         self._queued: list[tuple[list[bytes], asyncio.Future[Any]]] = []
         self._flush_due = False
         self._flushes: set[asyncio.Task[None]] = set()
-        #: Commits stored, and the pipelines (groups) they went in.
+        #: Commits stored, and the batches (groups) they went in.
         self.commits = 0
         self.groups = 0
 
@@ -213,8 +214,8 @@ class RedisCore(StoreFront):
             "unlist": client.register_script(_LUA_UNLIST),
             "bet_reads": client.register_script(_LUA_BET_READS),
         }
-        self._client = client
-        with self._translated():  # a group's first pipeline finds it (no NOSCRIPT)
+        self._client, self._lane = client, Lane(client)
+        with self._translated():  # a group's first batch finds it (no NOSCRIPT)
             await client.script_load(_LUA_COMMIT)
         await self._index_round_times()
 
@@ -249,9 +250,12 @@ class RedisCore(StoreFront):
     async def close(self) -> None:
         while self._flushes:  # the commits already queued go out first
             await asyncio.gather(*self._flushes, return_exceptions=True)
-        client, self._client = self._client, None
-        if client is not None:
-            with suppress(RedisError, OSError):
+        client, lane = self._client, self._lane
+        self._client = self._lane = None
+        with suppress(RedisError, OSError):
+            if lane is not None:
+                await lane.close()
+            if client is not None:
                 await client.aclose()
 
     # -- a player's welcome, a guest's expiry -----------------------------------------
@@ -390,7 +394,7 @@ class RedisCore(StoreFront):
             for _, future in group:
                 future.cancel()
             raise
-        except Exception as exc:  # the whole pipeline failed: every commit with it
+        except Exception as exc:  # the whole batch failed: every commit with it
             outcomes = [self._store_error(exc)] * len(group)
         for (_, future), outcome in zip(group, outcomes, strict=True):
             if future.done():  # the caller gave up; the commit was sent all the same
@@ -401,17 +405,17 @@ class RedisCore(StoreFront):
                 future.set_result(outcome)
 
     async def _send(self, group: Iterable[list[bytes]]) -> list[Any]:
-        """Send the commits in one pipeline (not a transaction: each ``EVALSHA`` is its
+        """Send the commits in one batch (not a transaction: each ``EVALSHA`` is its
         own atomic script, and one's error reply is its own), then one ``WAIT`` with
-        :attr:`min_replicas`: each commit's answer, or its :class:`StoreError`. A
-        script Redis does not know (``NOSCRIPT``: it ran nothing) is loaded and the
-        commits it refused are sent again."""
+        :attr:`min_replicas`: each commit's answer, or its :class:`StoreError`. The
+        commits a script Redis does not know refused (``NOSCRIPT``: it ran nothing) are
+        sent again as ``EVAL`` of its text."""
         pending = list(group)
         outcomes: list[Any] = [None] * len(pending)
         todo = list(range(len(pending)))
-        script = self._scripts["commit"]
+        head = ["EVALSHA", self._scripts["commit"].sha]
         for attempt in range(2):
-            replies = await self._execute(script.sha, [pending[i] for i in todo])
+            replies = await self._execute(head, [pending[i] for i in todo])
             self.groups += 1
             in_doubt = self._wait_failure(replies[-1]) if self.min_replicas else None
             again = []
@@ -425,28 +429,20 @@ class RedisCore(StoreFront):
                     self.commits += in_doubt is None
             if not again:
                 break
-            with self._translated():
-                script.sha = await self._redis().script_load(script.script)
-            todo = again
+            head, todo = ["EVAL", _LUA_COMMIT], again  # (and Redis keeps it again)
         return outcomes
 
-    async def _execute(self, sha: str, group: list[list[bytes]]) -> list[Any]:
-        """The replies (error replies as exceptions) of the commit script run with each
-        of ``group``'s arguments, then of ``WAIT`` with :attr:`min_replicas`: in one
-        pipeline, or a plain call for a lone commit (no pipeline's cost)."""
-        redis = self._redis()
-        if len(group) == 1 and not self.min_replicas:
-            try:
-                return [await redis.evalsha(sha, 0, *group[0])]
-            except ResponseError as exc:
-                return [exc]
-        async with redis.pipeline(transaction=False) as pipe:
-            for args in group:
-                pipe.evalsha(sha, 0, *args)
-            if self.min_replicas:
-                pipe.wait(self.min_replicas, WAIT_TIMEOUT_MS)
-            replies: list[Any] = await pipe.execute(raise_on_error=False)
-        return replies
+    async def _execute(self, head: list[str], group: list[list[bytes]]) -> list[Any]:
+        """The replies (error replies as exceptions) of the commit script (``head``: its
+        ``EVALSHA`` or ``EVAL``) run with each of ``group``'s arguments, then of ``WAIT``
+        with :attr:`min_replicas`: one batch on the commits' own connection (a ``Lane``,
+        retried as the client's commands are: no redis-py command or pipeline each)."""
+        if self._lane is None:
+            raise StoreError("the store is not open")
+        commands: list[list[Any]] = [[*head, "0", *args] for args in group]
+        if self.min_replicas:
+            commands.append(["WAIT", str(self.min_replicas), str(WAIT_TIMEOUT_MS)])
+        return await self._lane.replies(commands)
 
     def _wait_failure(self, acked: Any) -> BaseException | None:
         """What a commit whose script ran is answered when the group's ``WAIT``
