@@ -26,9 +26,7 @@ from server.protocol.errors import Overdrawn, StoreError, StoreInUse, StoreUnava
 from server.store.base import EVENT_RETENTION, HISTORY_LIMIT, CommitResult, RoundIndex
 from server.store.front import StoreFront
 from server.store.plan import CommitPlan, check_retention
-from server.store.records import (
-    own_copy,
-)
+from server.store.records import own_copy
 from server.store.sqlite.rows import (
     _balance,
     _hold_guards,
@@ -82,8 +80,12 @@ DIRECT_COOL_OFF_MAX: Final = 600.0
 #: the worker's thread SQLite's own work runs beside the loop (it releases the GIL).
 DIRECT_MOST: Final = 64
 #: A ``PASSIVE`` checkpoint is asked of the worker every this many transactions (not
-#: SQLite's automatic ones: they would fsync on whichever thread commits).
-CHECKPOINT_EVERY: Final = 100
+#: SQLite's automatic ones: they would fsync on whichever thread commits). A lone bet is
+#: ~17 pages; at 100 they cost a sixth of its CPU, copying pages rewritten soon (issue 36).
+CHECKPOINT_EVERY: Final = 1000
+#: The connection's page cache, in KiB (SQLite's default 2 MiB held fewer pages than 120
+#: tables' rows: each commit read its row's pages back, issue 36); filled only as used.
+CACHE_KIB: Final = 65536
 #: A commit of at least this many rows (and at most :data:`DIRECT_MOST`) is committed by
 #: the loop at once when no other is held, not held for the end of the turn: it is a
 #: transaction's worth on its own (a burst of bettors' bets, issue 37 §3), and held, its
@@ -236,13 +238,12 @@ class SQLiteCore(StoreFront):
         """Like :meth:`_run` for a small read of the hot path (a bet's restriction and
         limits, a balance): made on the loop's thread while the worker holds no job (so it
         sees every call made before: the commits held for the end of the turn are
-        committed first, by the loop), else by the worker. A read
-        in WAL mode takes no lock a writer holds; the pages it needs are in SQLite's
-        cache or the system's, and one that still waited more than :data:`DIRECT_SLOW`
-        sends the reads and commits to the worker for a while, as a slow commit does. A
-        read that meets a lock all the same (``BUSY``: another process in exclusive
-        locking mode, or recovering the WAL) goes to the worker, which waits for it: the
-        busy timeout is 0 on the loop (:meth:`_busy_timeout`)."""
+        committed first, by the loop), else by the worker. A read in WAL mode takes no
+        lock a writer holds; the pages it needs are in SQLite's cache or the system's, and
+        one that still waited more than :data:`DIRECT_SLOW` sends the reads and commits to
+        the worker for a while, as a slow commit does. A read that meets a lock all the
+        same (``BUSY``: another process in exclusive locking mode, or recovering the WAL)
+        goes to the worker, which waits for it: the busy timeout is 0 on the loop."""
         worker = self._worker
         if worker is None:
             raise StoreError("the store is not open")
@@ -276,9 +277,11 @@ class SQLiteCore(StoreFront):
     def _timed(self, started: tuple[float, float], what: str) -> None:
         """After a direct read or commit begun at ``started`` (:func:`_clocks`): one that
         *waited* more than :data:`DIRECT_SLOW` turns direct use off for a while: its wall
-        time less the loop thread's time on or waiting for a CPU (the disk or a lock; not
-        the collector, a profiler, a large transaction's own work or a loaded machine,
-        which the worker's thread would not have spared the loop: it holds the GIL)."""
+        time (first alone: most are under) less the loop thread's time on or waiting for a
+        CPU (the disk or a lock; not the collector, a profiler, a large transaction's own
+        work or a loaded machine, which the worker's thread would not have spared)."""
+        if time.monotonic() - started[0] <= DIRECT_SLOW:
+            return
         wall, cpu = _clocks()
         waited = (wall - started[0]) - (cpu - started[1])
         if waited > DIRECT_SLOW:
@@ -399,8 +402,8 @@ class SQLiteCore(StoreFront):
     def _checkpoint(self) -> None:
         """Ask the worker for a ``PASSIVE`` checkpoint (the WAL's pages copied into the
         database; the WAL is then reused from its start): every :data:`CHECKPOINT_EVERY`
-        transactions, about SQLite's own 1,000 pages. It fsyncs, so it never runs on the
-        loop; it waits for no reader and no writer."""
+        transactions (a WAL of up to some 70 MB). It fsyncs, so it never runs on the loop;
+        it waits for no reader and no writer."""
         self._checkpointed = self.groups
 
         def checkpoint(db: sqlite3.Connection) -> None:
@@ -554,6 +557,7 @@ class SQLiteCore(StoreFront):
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute("PRAGMA wal_autocheckpoint = 0")  # the worker's (_checkpoint)
+            db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             db.execute("PRAGMA foreign_keys = ON")
             with self._transaction(db):
                 (version,) = db.execute("PRAGMA user_version").fetchone()
@@ -567,13 +571,9 @@ class SQLiteCore(StoreFront):
                 for statement in _SCHEMA.split(";\n"):
                     if statement.strip():
                         db.execute(statement)
-                for statement in _VERSION_2:
+                for statement in (*_VERSION_2, *_WALLET_CALLS, *_RESTRICTIONS, *_PLAYER_USAGE):
                     db.execute(statement)
-                for statement in _WALLET_CALLS:
-                    db.execute(statement)
-                for statement in (*_RESTRICTIONS, *_PLAYER_USAGE, *_PLAY_SESSIONS):
-                    db.execute(statement)
-                for statement in (*_CURRENCIES, *_OPERATOR_CALLS, *_TABLE_PARTS):
+                for statement in (*_PLAY_SESSIONS, *_CURRENCIES, *_OPERATOR_CALLS, *_TABLE_PARTS):
                     db.execute(statement)
                 columns = {row[1] for row in db.execute("PRAGMA table_info(rounds)")}
                 if "time" not in columns:  # a file from before the round search
