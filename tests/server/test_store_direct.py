@@ -323,7 +323,7 @@ def wal_size(store: SQLiteStore) -> int:
     return os.path.getsize(f"{store.path}-wal")
 
 
-@pytest.mark.parametrize("every", [10, 10**9])
+@pytest.mark.parametrize("every", [100, 10**9])
 async def test_the_worker_checkpoints_every_so_many_transactions(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, every: int
 ) -> None:
@@ -336,10 +336,10 @@ async def test_the_worker_checkpoints_every_so_many_transactions(
         if n == 100:
             early = wal_size(store)
     await store.balances(["player:ann"])  # (after the last checkpoint asked)
-    if every == 10:
-        assert wal_size(store) <= early * 1.5
+    if every == 100:  # (plus the commits made while a checkpoint's pages were copied)
+        assert wal_size(store) <= early * 2
     else:
-        assert wal_size(store) > early * 2
+        assert wal_size(store) > early * 3
 
 
 async def test_a_quick_direct_commit_reads_the_threads_clock_once(
@@ -357,17 +357,57 @@ async def test_a_quick_direct_commit_reads_the_threads_clock_once(
     assert len(read) < 30  # one a commit (a rare slow one on a loaded machine: two)
 
 
+async def checkpointed(statements: list[str]) -> int:
+    """How many checkpoints the worker ran, once it ran one (within 5 s)."""
+    deadline = time.monotonic() + 5
+    while not any("wal_checkpoint" in s for s in statements) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    return sum("wal_checkpoint" in statement for statement in statements)
+
+
 async def test_a_checkpoint_every_thousand_transactions(store: SQLiteStore) -> None:
-    """The worker's checkpoint copies the WAL's pages into the file: asked every 100
-    transactions it cost a sixth of a lone commit's CPU, copying pages (a table's row,
-    the ledger's last) that the next commits wrote again (issue 36). One in 1,000 now."""
+    """The checkpoint copies the WAL's pages into the file: asked every 100 transactions
+    it cost a sixth of a lone commit's CPU, copying pages (a table's row, the ledger's
+    last) that the next commits wrote again (issue 36). One in 1,000 now."""
     statements: list[str] = []
     assert store._db is not None
     store._db.set_trace_callback(statements.append)  # (the worker holds no job)
     for n in range(1001):
         await store.commit(**step(n % 20, n + 2, amount=1))
-    await store.balances(["player:ann"])  # (after the checkpoint asked)
-    assert sum("wal_checkpoint" in statement for statement in statements) == 1
+    assert await checkpointed(statements) == 1
+
+
+async def test_the_loop_commits_on_while_a_checkpoint_copies(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint's pages are copied by a connection of its own in a thread of its own
+    while the loop commits on directly (in the worker, the commits and reads waited behind
+    it: tens of ms at 1,000 transactions), then by the worker those written since; the
+    WAL is then written from its start again (issue 36)."""
+    statements: list[str] = []
+    assert store._db is not None
+    store._db.set_trace_callback(statements.append)
+    copying, copy = threading.Event(), sqlite_module._copy
+
+    def held_copy(path: str) -> None:
+        copying.wait(5)
+        copy(path)
+
+    monkeypatch.setattr(sqlite_module, "_copy", held_copy)
+    for n in range(1001):
+        await store.commit(**step(n % 20, n + 2, amount=1))
+    direct = store.direct
+    for n in range(20):  # (the copy is held)
+        await store.commit(**step(n, 2000 + n, amount=1))
+    assert store.direct == direct + 20 and not statements[-1].startswith("PRAGMA")
+    copying.set()
+    assert await checkpointed(statements) == 1
+    copied = wal_size(store)
+    for n in range(50):
+        await store.commit(**step(n % 20, 3000 + n, amount=1))
+    assert wal_size(store) == copied  # (written from its start: it does not grow)
+    audit = await store.audit()
+    assert audit["sum"] == 0 and audit["ledger_matches"]
 
 
 def thread_reads(thread: threading.Thread) -> int:

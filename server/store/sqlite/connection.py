@@ -19,8 +19,9 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from typing import Any, Final, TypeVar
+from urllib.request import pathname2url
 
 from server.protocol.errors import Overdrawn, StoreError, StoreInUse, StoreUnavailable
 from server.store.base import EVENT_RETENTION, HISTORY_LIMIT, CommitResult, RoundIndex
@@ -39,19 +40,13 @@ from server.store.sqlite.rows import (
     _put_table,
 )
 from server.store.sqlite.schema import (
-    _CURRENCIES,
-    _OPERATOR_CALLS,
-    _PLAY_SESSIONS,
-    _PLAYER_USAGE,
-    _RESTRICTIONS,
+    _ADDED,
+    _ADDED_TOO,
     _ROUND_TIME_BACKFILL,
     _ROUND_TIME_COLUMN,
     _ROUND_TIMES,
     _SCHEMA,
-    _TABLE_PARTS,
-    _VERSION_2,
     _VERSION_2_COLUMNS,
-    _WALLET_CALLS,
     SCHEMA_VERSION,
 )
 
@@ -79,12 +74,10 @@ DIRECT_COOL_OFF_MAX: Final = 600.0
 #: issue 37) held the loop for tens of ms there, every connection and table waiting; in
 #: the worker's thread SQLite's own work runs beside the loop (it releases the GIL).
 DIRECT_MOST: Final = 64
-#: A ``PASSIVE`` checkpoint is asked of the worker every this many transactions (not
-#: SQLite's automatic ones: they would fsync on whichever thread commits). A lone bet is
-#: ~17 pages; at 100 they cost a sixth of its CPU, copying pages rewritten soon (issue 36).
+#: A ``PASSIVE`` checkpoint every this many transactions (:meth:`SQLiteCore._checkpoint`;
+#: a lone bet is ~17 pages: at 100 they cost a sixth of its CPU, issue 36).
 CHECKPOINT_EVERY: Final = 1000
-#: The connection's page cache, in KiB (SQLite's default 2 MiB held fewer pages than 120
-#: tables' rows: each commit read its row's pages back, issue 36); filled only as used.
+#: The page cache, in KiB (SQLite's 2 MiB held fewer than 120 tables' rows, issue 36).
 CACHE_KIB: Final = 65536
 #: A commit of at least this many rows (and at most :data:`DIRECT_MOST`) is committed by
 #: the loop at once when no other is held, not held for the end of the turn: it is a
@@ -219,6 +212,7 @@ class SQLiteCore(StoreFront):
         self.direct_until = 0.0
         self._cool_off = DIRECT_COOL_OFF
         self._checkpointed = 0  # self.groups at the last checkpoint asked of the worker
+        self._copy: asyncio.Future[None] | None = None  # its copy (_checkpoint)
         #: The players whose flow days this process pruned today (:func:`_put_flows`):
         #: once a day each is enough (only one process serves the file).
         self._pruned = _Pruned()
@@ -375,13 +369,11 @@ class SQLiteCore(StoreFront):
 
         A commit in WAL mode at ``synchronous=NORMAL`` appends to the WAL and does not
         wait for the disk. What could make it wait is kept off this path: the write lock
-        held by another process (no busy wait here: the busy timeout is 0 on the loop,
-        :meth:`_busy_timeout`, so ``BUSY`` at ``BEGIN`` gives None, and the worker waits
-        for the lock) and checkpoints (never automatic: the worker runs them,
-        :meth:`_checkpoint`). A direct commit that still waited more than
-        :data:`DIRECT_SLOW` (a disk that makes even a WAL append wait: :meth:`_timed`)
-        turns direct commits off for a while (30 s, doubled at each such commit, at most
-        10 min), so a slow disk stalls the loop for that one commit, not the next ones."""
+        held by another process (the busy timeout is 0 on the loop, so ``BUSY`` at
+        ``BEGIN`` gives None: the worker waits for it) and checkpoints (never on the loop:
+        :meth:`_checkpoint`). One that still waited more than :data:`DIRECT_SLOW` (a disk
+        that makes even a WAL append wait: :meth:`_timed`) turns direct commits off for a
+        while, so a slow disk stalls the loop for that one commit, not the next ones."""
         db = self._db
         if db is None:
             return None
@@ -400,18 +392,20 @@ class SQLiteCore(StoreFront):
         return outcomes
 
     def _checkpoint(self) -> None:
-        """Ask the worker for a ``PASSIVE`` checkpoint (the WAL's pages copied into the
-        database; the WAL is then reused from its start): every :data:`CHECKPOINT_EVERY`
-        transactions (a WAL of up to some 70 MB). It fsyncs, so it never runs on the loop;
-        it waits for no reader and no writer."""
+        """Checkpoint the WAL (its pages copied into the file; reused from its start once
+        all are: up to some 70 MB). Not SQLite's own: it fsyncs, never on the loop. A
+        connection of its own copies them in a thread (tens of ms), the loop committing on
+        meanwhile, then the worker those written since (a few ms); it waits for no one."""
         self._checkpointed = self.groups
+        if self._copy is None or self._copy.done():  # (one at a time)
+            self._copy = asyncio.get_running_loop().run_in_executor(None, _copy, self.path)
+            self._copy.add_done_callback(self._copied)
 
-        def checkpoint(db: sqlite3.Connection) -> None:
-            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-
-        self._submit(functools.partial(self._in_worker, checkpoint)).add_done_callback(
-            _ignore_failure
-        )
+    def _copied(self, copy: asyncio.Future[None]) -> None:
+        _ignore_failure(copy)
+        if self._worker is not None:
+            done = self._submit(functools.partial(self._in_worker, _passive))
+            done.add_done_callback(_ignore_failure)
 
     def _busy_timeout(self, db: sqlite3.Connection, ms: int) -> None:
         """Make the connection's busy timeout ``ms``: 0 on the loop's thread (a lock held
@@ -571,9 +565,7 @@ class SQLiteCore(StoreFront):
                 for statement in _SCHEMA.split(";\n"):
                     if statement.strip():
                         db.execute(statement)
-                for statement in (*_VERSION_2, *_WALLET_CALLS, *_RESTRICTIONS, *_PLAYER_USAGE):
-                    db.execute(statement)
-                for statement in (*_PLAY_SESSIONS, *_CURRENCIES, *_OPERATOR_CALLS, *_TABLE_PARTS):
+                for statement in (*_ADDED, *_ADDED_TOO):
                     db.execute(statement)
                 columns = {row[1] for row in db.execute("PRAGMA table_info(rounds)")}
                 if "time" not in columns:  # a file from before the round search
@@ -719,6 +711,16 @@ def _ignore_failure(done: asyncio.Future[Any]) -> None:
     """(A checkpoint that failed: the next one copies what it did not.)"""
     if not done.cancelled():
         done.exception()
+
+
+def _passive(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
+def _copy(path: str) -> None:
+    """A checkpoint on a connection of its own (:meth:`SQLiteCore._checkpoint`)."""
+    with closing(sqlite3.connect(f"file:{pathname2url(path)}?mode=rw", uri=True)) as db:
+        _passive(db)
 
 
 def _translate(exc: sqlite3.Error, doing: str = "sqlite") -> StoreError:
