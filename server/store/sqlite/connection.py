@@ -212,7 +212,7 @@ class SQLiteCore(StoreFront):
         self.direct_until = 0.0
         self._cool_off = DIRECT_COOL_OFF
         self._checkpointed = 0  # self.groups at the last checkpoint asked of the worker
-        self._copy: asyncio.Future[None] | None = None  # its copy (_checkpoint)
+        self._copying: asyncio.Future[None] | None = None  # its copy (_checkpoint)
         #: The players whose flow days this process pruned today (:func:`_put_flows`):
         #: once a day each is enough (only one process serves the file).
         self._pruned = _Pruned()
@@ -392,14 +392,14 @@ class SQLiteCore(StoreFront):
         return outcomes
 
     def _checkpoint(self) -> None:
-        """Checkpoint the WAL (its pages copied into the file; reused from its start once
-        all are: up to some 70 MB). Not SQLite's own: it fsyncs, never on the loop. A
-        connection of its own copies them in a thread (tens of ms), the loop committing on
-        meanwhile, then the worker those written since (a few ms); it waits for no one."""
+        """Checkpoint the WAL, due every :data:`CHECKPOINT_EVERY` transactions (its pages
+        copied into the file; reused from its start once all are). It fsyncs: never on the
+        loop. A connection of its own copies them in a thread (tens of ms), the loop going
+        on, then the worker those written since (a few ms); it waits for no one."""
         self._checkpointed = self.groups
-        if self._copy is None or self._copy.done():  # (one at a time)
-            self._copy = asyncio.get_running_loop().run_in_executor(None, _copy, self.path)
-            self._copy.add_done_callback(self._copied)
+        if self._copying is None or self._copying.done():  # (one at a time)
+            self._copying = asyncio.get_running_loop().run_in_executor(None, _copy, self.path)
+            self._copying.add_done_callback(self._copied)
 
     def _copied(self, copy: asyncio.Future[None]) -> None:
         _ignore_failure(copy)

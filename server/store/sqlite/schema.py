@@ -198,6 +198,6 @@ _VERSION_2_COLUMNS: Final = (
     "ALTER TABLE players ADD COLUMN seen REAL NOT NULL DEFAULT 0",
 )
 
-#: After ``_SCHEMA``, in this order, on every open (each made only if missing).
+#: The statements run after ``_SCHEMA`` on every open, in this order.
 _ADDED: Final = (*_VERSION_2, *_WALLET_CALLS, *_RESTRICTIONS, *_PLAYER_USAGE, *_PLAY_SESSIONS)
 _ADDED_TOO: Final = (*_CURRENCIES, *_OPERATOR_CALLS, *_TABLE_PARTS)
