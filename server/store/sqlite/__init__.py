@@ -32,15 +32,15 @@ loop wait is kept off that path: ``BUSY`` at ``BEGIN`` (another process holds th
 hands the commits to the worker, which waits (the busy timeout is 0 while the loop uses the
 connection), and a direct read that meets a lock goes there too; SQLite's automatic checkpoints,
 which fsync, are off: every :data:`CHECKPOINT_EVERY` transactions a ``PASSIVE`` one copies the
-pages in a thread and connection of its own, then the worker those written since; and a direct
-call that still waited more than :data:`DIRECT_SLOW` (its wall time less the loop's own CPU
-time) turns direct use off for 30 s, doubled each time (at most 10 min). So a slow disk can
-stall the loop for one commit, not for the next ones (docs/architecture.md §10). A call queued
-for the worker while commits are held takes them along first, and a hot read called then commits
-them on the loop first: the calls still run in the order they were made. With none held, a
-commit of :data:`AT_ONCE_ROWS` rows or more (issue 37 §3), or any with nothing else to run in
-its turn (issue 36), is committed at once, not held. ``direct=False`` keeps everything in the
-thread.
+pages in a thread and connection of its own, then those written since (the last few in the
+worker); and a direct call that still waited more than :data:`DIRECT_SLOW` (its wall time less
+the loop's own CPU time) turns direct use off for 30 s, doubled each time (at most 10 min). So a
+slow disk can stall the loop for one commit, not for the next ones (docs/architecture.md §10). A
+call queued for the worker while commits are held takes them along first, and a hot read called
+then commits them on the loop first: the calls still run in the order they were made. With none
+held, a commit of :data:`AT_ONCE_ROWS` rows or more (issue 37 §3), or any with nothing else to
+run in its turn (issue 36), is committed at once, not held. ``direct=False`` keeps everything in
+the thread.
 
 The database keeps the rules too, as a second line of defence: a ``CHECK`` and a trigger keep
 player and stake balances non-negative, a ``CHECK`` keeps ledger amounts positive, foreign keys

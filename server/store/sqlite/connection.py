@@ -77,8 +77,6 @@ DIRECT_MOST: Final = 64
 #: A ``PASSIVE`` checkpoint every this many transactions (:meth:`SQLiteCore._checkpoint`;
 #: a lone bet is ~17 pages: at 100 they cost a sixth of its CPU, issue 36).
 CHECKPOINT_EVERY: Final = 1000
-#: The page cache, in KiB (SQLite's 2 MiB held fewer than 120 tables' rows, issue 36).
-CACHE_KIB: Final = 65536
 #: A commit of at least this many rows (and at most :data:`DIRECT_MOST`) is committed by
 #: the loop at once when no other is held, not held for the end of the turn: it is a
 #: transaction's worth on its own (a burst of bettors' bets, issue 37 §3), and held, its
@@ -391,19 +389,21 @@ class SQLiteCore(StoreFront):
         self._timed(started, f"a commit of {len(calls)}")
         return outcomes
 
-    def _checkpoint(self) -> None:
+    def _checkpoint(self, again: bool = False) -> None:
         """Checkpoint the WAL, due every :data:`CHECKPOINT_EVERY` transactions (its pages
         copied into the file; reused from its start once all are). It fsyncs: never on the
         loop. A connection of its own copies them in a thread (tens of ms), the loop going
-        on, then the worker those written since (a few ms); it waits for no one."""
+        on, then again those written meanwhile, then the worker the last few (a few ms)."""
         self._checkpointed = self.groups
         if self._copying is None or self._copying.done():  # (one at a time)
             self._copying = asyncio.get_running_loop().run_in_executor(None, _copy, self.path)
-            self._copying.add_done_callback(self._copied)
+            self._copying.add_done_callback(functools.partial(self._copied, again))
 
-    def _copied(self, copy: asyncio.Future[None]) -> None:
+    def _copied(self, again: bool, copy: asyncio.Future[None]) -> None:
         _ignore_failure(copy)
-        if self._worker is not None:
+        if not again and self._worker is not None and self.groups > self._checkpointed:
+            self._checkpoint(again=True)  # (those written meanwhile copied too)
+        elif self._worker is not None:
             done = self._submit(functools.partial(self._in_worker, _passive))
             done.add_done_callback(_ignore_failure)
 
@@ -551,7 +551,7 @@ class SQLiteCore(StoreFront):
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute("PRAGMA wal_autocheckpoint = 0")  # the worker's (_checkpoint)
-            db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            db.execute("PRAGMA cache_size = -65536")  # KiB (2 MiB held few tables' rows)
             db.execute("PRAGMA foreign_keys = ON")
             with self._transaction(db):
                 (version,) = db.execute("PRAGMA user_version").fetchone()
