@@ -19,16 +19,15 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from typing import Any, Final, TypeVar
+from urllib.request import pathname2url
 
 from server.protocol.errors import Overdrawn, StoreError, StoreInUse, StoreUnavailable
 from server.store.base import EVENT_RETENTION, HISTORY_LIMIT, CommitResult, RoundIndex
 from server.store.front import StoreFront
 from server.store.plan import CommitPlan, check_retention
-from server.store.records import (
-    own_copy,
-)
+from server.store.records import own_copy
 from server.store.sqlite.rows import (
     _balance,
     _hold_guards,
@@ -41,19 +40,13 @@ from server.store.sqlite.rows import (
     _put_table,
 )
 from server.store.sqlite.schema import (
-    _CURRENCIES,
-    _OPERATOR_CALLS,
-    _PLAY_SESSIONS,
-    _PLAYER_USAGE,
-    _RESTRICTIONS,
+    _ADDED,
+    _ADDED_TOO,
     _ROUND_TIME_BACKFILL,
     _ROUND_TIME_COLUMN,
     _ROUND_TIMES,
     _SCHEMA,
-    _TABLE_PARTS,
-    _VERSION_2,
     _VERSION_2_COLUMNS,
-    _WALLET_CALLS,
     SCHEMA_VERSION,
 )
 
@@ -81,9 +74,9 @@ DIRECT_COOL_OFF_MAX: Final = 600.0
 #: issue 37) held the loop for tens of ms there, every connection and table waiting; in
 #: the worker's thread SQLite's own work runs beside the loop (it releases the GIL).
 DIRECT_MOST: Final = 64
-#: A ``PASSIVE`` checkpoint is asked of the worker every this many transactions (not
-#: SQLite's automatic ones: they would fsync on whichever thread commits).
-CHECKPOINT_EVERY: Final = 100
+#: A ``PASSIVE`` checkpoint every this many transactions (:meth:`SQLiteCore._checkpoint`;
+#: a lone bet is ~17 pages: at 100 they cost a sixth of its CPU, issue 36).
+CHECKPOINT_EVERY: Final = 1000
 #: A commit of at least this many rows (and at most :data:`DIRECT_MOST`) is committed by
 #: the loop at once when no other is held, not held for the end of the turn: it is a
 #: transaction's worth on its own (a burst of bettors' bets, issue 37 §3), and held, its
@@ -217,6 +210,7 @@ class SQLiteCore(StoreFront):
         self.direct_until = 0.0
         self._cool_off = DIRECT_COOL_OFF
         self._checkpointed = 0  # self.groups at the last checkpoint asked of the worker
+        self._copying: asyncio.Future[None] | None = None  # its copy (_checkpoint)
         #: The players whose flow days this process pruned today (:func:`_put_flows`):
         #: once a day each is enough (only one process serves the file).
         self._pruned = _Pruned()
@@ -236,13 +230,12 @@ class SQLiteCore(StoreFront):
         """Like :meth:`_run` for a small read of the hot path (a bet's restriction and
         limits, a balance): made on the loop's thread while the worker holds no job (so it
         sees every call made before: the commits held for the end of the turn are
-        committed first, by the loop), else by the worker. A read
-        in WAL mode takes no lock a writer holds; the pages it needs are in SQLite's
-        cache or the system's, and one that still waited more than :data:`DIRECT_SLOW`
-        sends the reads and commits to the worker for a while, as a slow commit does. A
-        read that meets a lock all the same (``BUSY``: another process in exclusive
-        locking mode, or recovering the WAL) goes to the worker, which waits for it: the
-        busy timeout is 0 on the loop (:meth:`_busy_timeout`)."""
+        committed first, by the loop), else by the worker. A read in WAL mode takes no
+        lock a writer holds; the pages it needs are in SQLite's cache or the system's, and
+        one that still waited more than :data:`DIRECT_SLOW` sends the reads and commits to
+        the worker for a while, as a slow commit does. A read that meets a lock all the
+        same (``BUSY``: another process in exclusive locking mode, or recovering the WAL)
+        goes to the worker, which waits for it: the busy timeout is 0 on the loop."""
         worker = self._worker
         if worker is None:
             raise StoreError("the store is not open")
@@ -276,9 +269,11 @@ class SQLiteCore(StoreFront):
     def _timed(self, started: tuple[float, float], what: str) -> None:
         """After a direct read or commit begun at ``started`` (:func:`_clocks`): one that
         *waited* more than :data:`DIRECT_SLOW` turns direct use off for a while: its wall
-        time less the loop thread's time on or waiting for a CPU (the disk or a lock; not
-        the collector, a profiler, a large transaction's own work or a loaded machine,
-        which the worker's thread would not have spared the loop: it holds the GIL)."""
+        time (first alone: most are under) less the loop thread's time on or waiting for a
+        CPU (the disk or a lock; not the collector, a profiler, a large transaction's own
+        work or a loaded machine, which the worker's thread would not have spared)."""
+        if time.monotonic() - started[0] <= DIRECT_SLOW:
+            return
         wall, cpu = _clocks()
         waited = (wall - started[0]) - (cpu - started[1])
         if waited > DIRECT_SLOW:
@@ -372,13 +367,11 @@ class SQLiteCore(StoreFront):
 
         A commit in WAL mode at ``synchronous=NORMAL`` appends to the WAL and does not
         wait for the disk. What could make it wait is kept off this path: the write lock
-        held by another process (no busy wait here: the busy timeout is 0 on the loop,
-        :meth:`_busy_timeout`, so ``BUSY`` at ``BEGIN`` gives None, and the worker waits
-        for the lock) and checkpoints (never automatic: the worker runs them,
-        :meth:`_checkpoint`). A direct commit that still waited more than
-        :data:`DIRECT_SLOW` (a disk that makes even a WAL append wait: :meth:`_timed`)
-        turns direct commits off for a while (30 s, doubled at each such commit, at most
-        10 min), so a slow disk stalls the loop for that one commit, not the next ones."""
+        held by another process (the busy timeout is 0 on the loop, so ``BUSY`` at
+        ``BEGIN`` gives None: the worker waits for it) and checkpoints (never on the loop:
+        :meth:`_checkpoint`). One that still waited more than :data:`DIRECT_SLOW` (a disk
+        that makes even a WAL append wait: :meth:`_timed`) turns direct commits off for a
+        while, so a slow disk stalls the loop for that one commit, not the next ones."""
         db = self._db
         if db is None:
             return None
@@ -396,19 +389,23 @@ class SQLiteCore(StoreFront):
         self._timed(started, f"a commit of {len(calls)}")
         return outcomes
 
-    def _checkpoint(self) -> None:
-        """Ask the worker for a ``PASSIVE`` checkpoint (the WAL's pages copied into the
-        database; the WAL is then reused from its start): every :data:`CHECKPOINT_EVERY`
-        transactions, about SQLite's own 1,000 pages. It fsyncs, so it never runs on the
-        loop; it waits for no reader and no writer."""
+    def _checkpoint(self, again: bool = False) -> None:
+        """Checkpoint the WAL, due every :data:`CHECKPOINT_EVERY` transactions (its pages
+        copied into the file; reused from its start once all are). It fsyncs: never on the
+        loop. A connection of its own copies them in a thread (tens of ms), the loop going
+        on, then again those written meanwhile, then the worker the last few (a few ms)."""
         self._checkpointed = self.groups
+        if self._copying is None or self._copying.done():  # (one at a time)
+            self._copying = asyncio.get_running_loop().run_in_executor(None, _copy, self.path)
+            self._copying.add_done_callback(functools.partial(self._copied, again))
 
-        def checkpoint(db: sqlite3.Connection) -> None:
-            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-
-        self._submit(functools.partial(self._in_worker, checkpoint)).add_done_callback(
-            _ignore_failure
-        )
+    def _copied(self, again: bool, copy: asyncio.Future[None]) -> None:
+        _ignore_failure(copy)
+        if not again and self._worker is not None and self.groups > self._checkpointed:
+            self._checkpoint(again=True)  # (those written meanwhile copied too)
+        elif self._worker is not None:
+            done = self._submit(functools.partial(self._in_worker, _passive))
+            done.add_done_callback(_ignore_failure)
 
     def _busy_timeout(self, db: sqlite3.Connection, ms: int) -> None:
         """Make the connection's busy timeout ``ms``: 0 on the loop's thread (a lock held
@@ -554,6 +551,7 @@ class SQLiteCore(StoreFront):
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute("PRAGMA wal_autocheckpoint = 0")  # the worker's (_checkpoint)
+            db.execute("PRAGMA cache_size = -65536")  # KiB (2 MiB held few tables' rows)
             db.execute("PRAGMA foreign_keys = ON")
             with self._transaction(db):
                 (version,) = db.execute("PRAGMA user_version").fetchone()
@@ -567,13 +565,7 @@ class SQLiteCore(StoreFront):
                 for statement in _SCHEMA.split(";\n"):
                     if statement.strip():
                         db.execute(statement)
-                for statement in _VERSION_2:
-                    db.execute(statement)
-                for statement in _WALLET_CALLS:
-                    db.execute(statement)
-                for statement in (*_RESTRICTIONS, *_PLAYER_USAGE, *_PLAY_SESSIONS):
-                    db.execute(statement)
-                for statement in (*_CURRENCIES, *_OPERATOR_CALLS, *_TABLE_PARTS):
+                for statement in (*_ADDED, *_ADDED_TOO):
                     db.execute(statement)
                 columns = {row[1] for row in db.execute("PRAGMA table_info(rounds)")}
                 if "time" not in columns:  # a file from before the round search
@@ -719,6 +711,16 @@ def _ignore_failure(done: asyncio.Future[Any]) -> None:
     """(A checkpoint that failed: the next one copies what it did not.)"""
     if not done.cancelled():
         done.exception()
+
+
+def _passive(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
+def _copy(path: str) -> None:
+    """A checkpoint on a connection of its own (:meth:`SQLiteCore._checkpoint`)."""
+    with closing(sqlite3.connect(f"file:{pathname2url(path)}?mode=rw", uri=True)) as db:
+        _passive(db)
 
 
 def _translate(exc: sqlite3.Error, doing: str = "sqlite") -> StoreError:

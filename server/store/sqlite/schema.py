@@ -197,3 +197,7 @@ _VERSION_2_COLUMNS: Final = (
     "ALTER TABLE players ADD COLUMN guest INTEGER NOT NULL DEFAULT 0",
     "ALTER TABLE players ADD COLUMN seen REAL NOT NULL DEFAULT 0",
 )
+
+#: The statements run after ``_SCHEMA`` on every open, in this order.
+_ADDED: Final = (*_VERSION_2, *_WALLET_CALLS, *_RESTRICTIONS, *_PLAYER_USAGE, *_PLAY_SESSIONS)
+_ADDED_TOO: Final = (*_CURRENCIES, *_OPERATOR_CALLS, *_TABLE_PARTS)
