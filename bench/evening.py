@@ -2728,14 +2728,20 @@ def kernel_cells(x: Mapping[str, Any]) -> str:
         + f"the light spectators' fan-out p50/p99 "
         f"{fk['p50']:.1f}/{fk['p99']:.1f} ms (n {fk['n']:,.0f}; their handlers' "
         f"{app['p50']:.1f}/{app['p99']:.1f} ms)"
-        + "".join(
-            f"; {n:,} {what} stamps later than their handler's time or earlier than their send"
-            for what, n in (
-                ("round-trip", rk.get("after_handler", 0) + rk.get("before_send", 0)),
-                ("fan-out", fk.get("after_handler", 0) + fk.get("before_send", 0)),
-            )
-            if n
+        + odd_stamps(rk, fk, "stamps later than their handler's time or earlier than their send")
+    )
+
+
+def odd_stamps(rk: Mapping[str, Any], fk: Mapping[str, Any], words: str) -> str:
+    """A clause for each of the round trips' (``rk``) and the fan-out's (``fk``) kernel
+    stamps later than their handler's time or earlier than their send, if any."""
+    return "".join(
+        f"; {n:,} {what} {words}"
+        for what, n in (
+            ("round-trip", rk.get("after_handler", 0) + rk.get("before_send", 0)),
+            ("fan-out", fk.get("after_handler", 0) + fk.get("before_send", 0)),
         )
+        if n
     )
 
 
@@ -2765,14 +2771,7 @@ def probe_cells(probes: Mapping[str, Any]) -> str:
         f"kernel received it (their handlers' {fan['p50']:.1f}/{fan['p99']:.1f} ms, delivered "
         f"{fan['delivered']:,.0f}/{fan['expected']:,.0f}), their loop lag p99 "
         f"{probes['lag_p99_ms']:.0f} ms"
-        + "".join(
-            f"; {n:,} odd {what} stamps"
-            for what, n in (
-                ("round-trip", rk.get("after_handler", 0) + rk.get("before_send", 0)),
-                ("fan-out", fk.get("after_handler", 0) + fk.get("before_send", 0)),
-            )
-            if n
-        )
+        + odd_stamps(rk, fk, "stamps odd (later than their handler's time or before their send)")
     )
 
 
@@ -2890,7 +2889,7 @@ def baseline_lines(results: dict[str, Any], ref: dict[str, Any] | None) -> list[
             f"{chemmy / base['cpu_per_1k_ms'] if base['cpu_per_1k_ms'] else float('nan'):.1f}{X})."
         )
         seated = ref.get("fanout_seated", {}).get("delivered", 0)
-        if seated and base["cpu_per_1k_ms"]:
+        if seated:
             # (issue 36 target 2 was set on the spectators' deliveries alone; the seated
             # players are sent the same events, so both are given)
             every = ref["cpu"]["servers"] / (ref["fanout"]["delivered"] + seated) * 1e6
@@ -2898,7 +2897,8 @@ def baseline_lines(results: dict[str, Any], ref: dict[str, Any] | None) -> list[
                 f"- the same, counting the seated players' deliveries of the same events too "
                 f"({ref['fanout']['delivered'] + seated:,} deliveries, not "
                 f"{ref['fanout']['delivered']:,}): {every:.2f} ms per 1,000 deliveries, "
-                f"{every / base['cpu_per_1k_ms']:.1f}{X} the bare broadcast."
+                f"{every / base['cpu_per_1k_ms'] if base['cpu_per_1k_ms'] else float('nan'):.1f}"
+                f"{X} the bare broadcast."
             )
     else:
         out.append(
