@@ -182,19 +182,23 @@ def test_probe_bettors_are_timed_apart_in_a_process_of_their_own(tmp_path: Path)
     assert "the probes (4 bettors in a process of their own): command p50/p99" in done.stderr
 
 
+#: A child with a thread made before a line read and another after (the pin's and the
+#: nice's tests: a setting must reach both).
+THREADS = (
+    "import threading, time, sys\n"
+    "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+    "print('ready', flush=True); sys.stdin.readline()\n"
+    "t = threading.Thread(target=time.sleep, args=(30,), daemon=True); t.start()\n"
+    "print('again', flush=True); sys.stdin.readline()\n"
+)
+
+
 def test_pin_puts_every_thread_of_a_process_on_the_cpus_given() -> None:
     """``--pin``'s :func:`bench.evening.pin`: each thread of a process (a server's store
     thread as much as its loop), and the threads it makes later."""
     cpus = sorted(os.sched_getaffinity(0))
-    code = (
-        "import threading, time, sys\n"
-        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
-        "print('ready', flush=True); sys.stdin.readline()\n"
-        "t = threading.Thread(target=time.sleep, args=(30,), daemon=True); t.start()\n"
-        "print('again', flush=True); sys.stdin.readline()\n"
-    )
     with subprocess.Popen(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", THREADS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     ) as child:
         try:
             assert child.stdout is not None and child.stdin is not None
@@ -215,15 +219,8 @@ def test_favour_sets_every_thread_of_a_process_at_the_nice_given() -> None:
     """``--pin``'s :func:`bench.evening.favour` (the probes' process): each of its threads,
     the threads it makes later inheriting it. A nice above ours, which anyone may set."""
     nice = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3)
-    code = (
-        "import threading, time, sys\n"
-        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
-        "print('ready', flush=True); sys.stdin.readline()\n"
-        "t = threading.Thread(target=time.sleep, args=(30,), daemon=True); t.start()\n"
-        "print('again', flush=True); sys.stdin.readline()\n"
-    )
     with subprocess.Popen(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", THREADS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     ) as child:
         try:
             assert child.stdout is not None and child.stdin is not None
