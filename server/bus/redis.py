@@ -280,6 +280,8 @@ class RedisBus:
                             await follow_primary(self._redis)  # type: ignore[arg-type]
                 except (RedisError, OSError, TimeoutError):
                     pass
+                for freed in self._awaited.expire(time.monotonic()):  # (no reply came)
+                    self._drop(freed)
                 due = self.answered_at + PROBE_QUIET - time.monotonic()
                 wait = PROBE_INTERVAL if due <= 0 else due  # (<= 0: the ping failed)
                 await asyncio.sleep(min(wait, PROBE_INTERVAL) if sentinels else wait)
@@ -302,6 +304,7 @@ class RedisBus:
 
     def unserve(self, table: str) -> None:
         self._owners.pop(table, None)
+        self._unsent.pop(table, None)  # (its last step's message: kept for replies only)
         if table in self._watched and self._channels.listening(table) is not True:
             self._spawn(self._listen_again(table))
         else:

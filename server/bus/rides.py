@@ -129,7 +129,7 @@ class Awaited:
         """Await ``address``'s reply on ``table``; the tables no longer held (their
         oldest replies waited past :data:`RIDE_MAX`)."""
         now = time.monotonic()
-        freed = self._expire(now)
+        freed = self.expire(now)
         if address not in self._tables:
             self._tables[address] = (table, now)
             self._count[table] += 1
@@ -150,7 +150,9 @@ class Awaited:
         del self._count[table]
         return table
 
-    def _expire(self, now: float) -> list[str]:
+    def expire(self, now: float) -> list[str]:
+        """Forget the replies awaited past :data:`RIDE_MAX` (their owner died or lost the
+        table, the gateway timed the command out); the tables no longer held."""
         freed: list[str] = []
         while self._tables:
             address, (table, since) = next(iter(self._tables.items()))

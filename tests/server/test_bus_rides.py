@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from server.bus import rides
 from server.bus.redis import RedisBus
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.vocabulary.events import Event
@@ -140,3 +141,22 @@ async def test_a_gateway_keeps_hearing_the_table_until_the_reply_riding_there_ca
     await eventually(lambda: len(replies) == 1)
     assert replies[0].result == {"seq": 1} and replies[0].after == ("t1", 1)
     await eventually(lambda: b.listening == set())
+
+
+async def test_a_reply_that_never_comes_lets_the_table_go_after_ride_max(
+    pair: tuple[RedisBus, RedisBus], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner never answers (it died, or lost the table) and the gateway relays nothing
+    more: the table's channel is let go once the reply was awaited past ``RIDE_MAX``, not
+    heard for good."""
+    monkeypatch.setattr(rides, "RIDE_MAX", 0.3)
+    a, b = pair
+    held: list[CommandRecord] = []
+    a.serve("t1", owner(a, held))
+    await b.watch("t1")
+    b.submit(command(b, 1))
+    await eventually(lambda: len(held) == 1)
+    b.unwatch("t1")
+    await asyncio.sleep(0.05)
+    assert b.listening == {"t1"}  # kept for the reply on its way
+    await eventually(lambda: b.listening == set())  # never answered: given up
