@@ -422,6 +422,29 @@ async def test_the_loop_commits_on_while_a_checkpoint_copies(
     assert audit["sum"] == 0 and audit["ledger_matches"]
 
 
+async def test_the_store_closes_once_a_checkpoints_copy_is_done(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint's copy holds a connection of its own to the file: the store closes (its
+    lock let go) only once that copy is done, and starts no copy after it."""
+    copying, copy, copies = threading.Event(), sqlite_module._copy, []
+
+    def held_copy(path: str) -> None:
+        copying.wait(5)
+        copy(path)
+        copies.append(path)
+
+    monkeypatch.setattr(sqlite_module, "_copy", held_copy)
+    await store.commit(**step(0, 2, amount=1))
+    store._checkpoint()
+    closing = asyncio.create_task(store.close())
+    await asyncio.sleep(0.1)
+    assert not closing.done()  # (the copy still holds its connection to the file)
+    copying.set()
+    await closing
+    assert len(copies) == 1 and store._copying is not None and store._copying.done()
+
+
 def thread_reads(thread: threading.Thread) -> int:
     """How many read calls the OS counted for ``thread`` (Linux)."""
     with open(f"/proc/self/task/{thread.native_id}/io") as io:

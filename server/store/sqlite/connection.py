@@ -604,10 +604,12 @@ class SQLiteCore(StoreFront):
         self._serving = fd
 
     async def close(self) -> None:
+        worker, self._worker = self._worker, None  # (a checkpoint's copy starts no other)
+        if self._copying is not None:  # its own connection closed before the lock goes
+            await asyncio.wait([self._copying])
         fd, self._serving = self._serving, None
         if fd is not None:
             os.close(fd)  # the flock goes with the descriptor
-        worker, self._worker = self._worker, None
         if worker is None:
             return
         try:
