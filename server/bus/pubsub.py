@@ -58,7 +58,10 @@ class PubSub:
         await connection.connect()
         await connection.send_command("CLIENT", "SETNAME", self._name)
         await connection.read_response()
-        self._reader, self._writer = connection._reader, connection._writer
+        reader, writer = getattr(connection, "_reader", None), getattr(connection, "_writer", None)
+        if reader is None or writer is None:  # (redis-py's own streams: a version without)
+            raise RedisConnectionError("the bus's pub/sub connection has no stream to read")
+        self._reader, self._writer = reader, writer
 
     async def _send(self, *args: str) -> None:
         if self._writer is None:
@@ -109,7 +112,10 @@ class PubSub:
         out: list[dict[str, Any]] = []
         buffer, at = self._buffer, 0
         while at < len(buffer):
-            item, end = _value(buffer, at)
+            try:
+                item, end = _value(buffer, at)
+            except ValueError:  # (a length that is no number)
+                raise RedisConnectionError("the bus's pub/sub connection read no RESP") from None
             if end < 0:
                 break
             at = end

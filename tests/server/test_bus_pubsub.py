@@ -9,8 +9,9 @@ lost after two silent waits.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,24 @@ async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
             await asyncio.sleep(0.005)
 
 
+@contextlib.asynccontextmanager
+async def two_buses(redis_url: str) -> AsyncIterator[tuple[RedisBus, RedisBus]]:
+    """Two processes' buses, node-a owning every table."""
+
+    async def owner_of(table: str) -> str | None:
+        return "node-a"
+
+    a = RedisBus(redis_url, node="node-a", events_after=no_events, owner_of=owner_of)
+    b = RedisBus(redis_url, node="node-b", events_after=no_events, owner_of=owner_of)
+    await a.start()
+    await b.start()
+    try:
+        yield a, b
+    finally:
+        await b.close()
+        await a.close()
+
+
 async def test_the_bus_hears_steps_and_records_without_redis_pys_pubsub(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -53,14 +72,7 @@ async def test_the_bus_hears_steps_and_records_without_redis_pys_pubsub(
 
     monkeypatch.setattr(redis.asyncio.client.PubSub, "get_message", counting)
 
-    async def owner_of(table: str) -> str | None:
-        return "node-a"
-
-    a = RedisBus(redis_url, node="node-a", events_after=no_events, owner_of=owner_of)
-    b = RedisBus(redis_url, node="node-b", events_after=no_events, owner_of=owner_of)
-    await a.start()
-    await b.start()
-    try:
+    async with two_buses(redis_url) as (a, b):
         seen: list[tuple[int, int]] = []
         got: list[CommandRecord] = []
         a.serve("t1", lambda record: None)
@@ -75,9 +87,6 @@ async def test_the_bus_hears_steps_and_records_without_redis_pys_pubsub(
         assert seen == [(seq, 200_000 if seq == 50 else seq) for seq in range(1, 101)]
         assert [record.id for record in got] == list(range(10))
         assert calls == []
-    finally:
-        await b.close()
-        await a.close()
 
 
 def test_messages_cut_anywhere_are_read_whole_and_in_order() -> None:
@@ -104,18 +113,23 @@ def test_messages_cut_anywhere_are_read_whole_and_in_order() -> None:
         assert reader._buffer == bytearray()
 
 
+def test_what_is_not_resp_is_a_lost_connection() -> None:
+    """A length that is no number, or a kind RESP has not, ends the connection (the bus
+    connects again), never the bus's reader with another error."""
+    for wire in (b"*x\r\n", b"$1z\r\nab\r\n", b"!3\r\nabc\r\n"):
+        reader = PubSub.__new__(PubSub)
+        reader._buffer = bytearray(wire)
+        with pytest.raises(RedisConnectionError):
+            reader._parse()
+
+
 async def test_a_connection_redis_closes_is_lost_and_the_bus_hears_its_tables_again(
     redis_url: str,
 ) -> None:
-    async def owner_of(table: str) -> str | None:
-        return "node-a"
-
-    a = RedisBus(redis_url, node="node-a", events_after=no_events, owner_of=owner_of)
-    b = RedisBus(redis_url, node="node-b", events_after=no_events, owner_of=owner_of)
-    await a.start()
-    await b.start()
-    raw = aioredis.Redis.from_url(redis_url)
-    try:
+    async with (
+        two_buses(redis_url) as (a, b),
+        contextlib.aclosing(aioredis.Redis.from_url(redis_url)) as raw,
+    ):
         seen: list[int] = []
         a.serve("t1", lambda record: None)
         b.subscribe("t1", lambda table, step: seen.extend(e.seq for e in step))
@@ -127,10 +141,6 @@ async def test_a_connection_redis_closes_is_lost_and_the_bus_hears_its_tables_ag
         await eventually(lambda: b.connected.is_set() and b.listening == {"t1"})
         a.publish("t1", [Event(2, "kind", {})])
         await eventually(lambda: seen == [1, 2])
-    finally:
-        await raw.aclose()
-        await b.close()
-        await a.close()
 
 
 @pytest.mark.slow
