@@ -54,6 +54,8 @@ def check_row(row: TableRow) -> tuple[str, str]:
     config, kept = row.config, _configs.get(row.table_id)  # (the same at every step)
     if kept is None or kept[0] is not config or kept[1] != config:  # (changed in place)
         text = dump_state(config)
+        if len(_configs) >= 10_000:  # (bounded: tables made and closed over months)
+            _configs.clear()
         kept = _configs[row.table_id] = (config, orjson.loads(text), text)
     return kept[2], dump_state(row.state)
 
