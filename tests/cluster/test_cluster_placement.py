@@ -124,8 +124,11 @@ async def test_three_processes_share_thirty_tables_and_survive_a_kill(make_clust
     )
     took = time.monotonic() - killed
     assert took <= scaled(LEASE + 1.5), took  # the lease time, and a placement round
+    # A survivor that took more than its share of the orphans hands the rest on (a table
+    # moving is unowned for a moment): at rest, each holds its share.
+    await settle(lambda: sorted(counts().values()) == [15, 15], timeout=LEASE * 4)
     after = cluster.owners()
-    assert set(after) == set(TABLES), cluster.logs()  # (read again: none let go since)
+    assert set(after) == set(TABLES), cluster.logs()
     for table, owner in owners.items():  # the survivors kept what they had
         if table not in orphans:
             assert after[table] == owner
