@@ -213,6 +213,11 @@ async def test_the_buckets_asks_go_on_their_own_connection(
     """Messages of three addresses and their players in one turn: every bucket asks for
     its first chunk, and the six asks go in one write, not through redis-py."""
     await _beat(redis_url, "n0")
+    raw = aioredis.Redis.from_url(redis_url)
+    try:
+        await raw.script_flush()  # (an earlier test on this Redis may have loaded it)
+    finally:
+        await raw.aclose()
     config = ServerConfig(
         player_rate_limit=20, player_rate_burst=40, address_rate_limit=20, address_rate_burst=40
     )
