@@ -387,6 +387,19 @@ async def test_a_checkpoint_every_thousand_transactions(store: SQLiteStore) -> N
     assert await checkpointed(statements) == 1
 
 
+def held_copies(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[str]]:
+    """A checkpoint's copies held until the event is set; the paths copied."""
+    copying, copy, copies = threading.Event(), sqlite_module._copy, []
+
+    def held_copy(path: str) -> None:
+        copying.wait(5)
+        copy(path)
+        copies.append(path)
+
+    monkeypatch.setattr(sqlite_module, "_copy", held_copy)
+    return copying, copies
+
+
 async def test_the_loop_commits_on_while_a_checkpoint_copies(
     store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -397,14 +410,7 @@ async def test_the_loop_commits_on_while_a_checkpoint_copies(
     statements: list[str] = []
     assert store._db is not None
     store._db.set_trace_callback(statements.append)
-    copying, copy, copies = threading.Event(), sqlite_module._copy, []
-
-    def held_copy(path: str) -> None:
-        copying.wait(5)
-        copy(path)
-        copies.append(path)
-
-    monkeypatch.setattr(sqlite_module, "_copy", held_copy)
+    copying, copies = held_copies(monkeypatch)
     for n in range(1001):
         await store.commit(**step(n % 20, n + 2, amount=1))
     direct = store.direct
@@ -427,14 +433,7 @@ async def test_the_store_closes_once_a_checkpoints_copy_is_done(
 ) -> None:
     """A checkpoint's copy holds a connection of its own to the file: the store closes (its
     lock let go) only once that copy is done, and starts no copy after it."""
-    copying, copy, copies = threading.Event(), sqlite_module._copy, []
-
-    def held_copy(path: str) -> None:
-        copying.wait(5)
-        copy(path)
-        copies.append(path)
-
-    monkeypatch.setattr(sqlite_module, "_copy", held_copy)
+    copying, copies = held_copies(monkeypatch)
     await store.commit(**step(0, 2, amount=1))
     store._checkpoint()
     closing = asyncio.create_task(store.close())
