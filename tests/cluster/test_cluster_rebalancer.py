@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
 
 from server.croupier.cluster import Leases, Rebalancer, lease_key
@@ -75,6 +76,7 @@ async def test_a_drain_waits_for_the_step_in_flight_and_the_table_stays_handed_o
         await leases.close()
 
 
+@pytest.mark.slow
 async def test_a_step_that_starts_tables_slowly_keeps_the_leases_it_holds(
     redis_url: str,
 ) -> None:

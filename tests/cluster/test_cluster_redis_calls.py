@@ -247,6 +247,7 @@ def test_placement_answers_the_same_facts_without_placing_again(
     assert sum(1 for n in moved.values() if n == "c") == 12  # (a and b keep 14 each)
 
 
+@pytest.mark.slow
 async def test_an_idle_bus_reader_does_not_wake_every_second(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -377,6 +378,7 @@ async def test_at_rest_ticks_come_a_third_of_a_lease_apart_and_a_dead_members_ta
             await each.close()
 
 
+@pytest.mark.slow
 async def test_a_bus_probe_sleeps_while_the_ticks_answer_and_pings_once_they_stop(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

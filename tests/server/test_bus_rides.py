@@ -143,6 +143,7 @@ async def test_a_gateway_keeps_hearing_the_table_until_the_reply_riding_there_ca
     await eventually(lambda: b.listening == set())
 
 
+@pytest.mark.slow
 async def test_a_reply_that_never_comes_lets_the_table_go_after_ride_max(
     pair: tuple[RedisBus, RedisBus], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -325,6 +325,7 @@ _wide_json_values = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(_wide_json_values)
+@pytest.mark.slow
 def test_fuzz_json_read_as_the_standard_library_reads_it(value: Any) -> None:
     frames = [json.dumps(value)]
     if isinstance(value, dict):

@@ -107,6 +107,7 @@ async def test_commits_go_on_their_own_connection_answered_and_fenced_as_before(
         await store.close()
 
 
+@pytest.mark.slow
 async def test_a_commit_outlives_its_connection_and_a_redis_restart(
     make_redis: Callable[..., RedisServer],
 ) -> None:
