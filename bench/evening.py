@@ -1796,19 +1796,7 @@ class Evening:
 
     async def add_bettors(self, total: int) -> tuple[int, list[str]]:
         """Bettors without a seat at the first table, up to ``total`` (§5)."""
-        urls = self.servers.urls
-        specs = [
-            (
-                urls[i % len(urls)],
-                f"bettor-{i}",
-                self.tables[0],
-                0,
-                bettor_address(i),
-                -1 - i,
-                False,
-            )
-            for i in range(self.betting, total)
-        ]
+        specs = self._unseated("bettor", bettor_address, -1, range(self.betting, total))
         got, errors = await self.bots.add(specs) if specs else (0, [])
         self.betting += got
         return got, errors
@@ -1816,22 +1804,24 @@ class Evening:
     async def add_probes(self) -> tuple[int, list[str]]:
         """The probe bettors (``--probes``), all at the first level, at the first table,
         in their own process (:attr:`probes`)."""
-        urls = self.servers.urls
-        specs = [
-            (
-                urls[i % len(urls)],
-                f"probe-{i}",
-                self.tables[0],
-                0,
-                probe_address(i),
-                -1_000_000 - i,  # (their own draws: the crowd's bettors are -1, -2...)
-                False,
-            )
-            for i in range(self.probing, self.args.probes)
-        ]
+        # (their own draws, from -1,000,000: the crowd's bettors are -1, -2...)
+        specs = self._unseated(
+            "probe", probe_address, -1_000_000, range(self.probing, self.args.probes)
+        )
         got, errors = await self.probes.add(specs) if specs else (0, [])
         self.probing += got
         return got, errors
+
+    def _unseated(
+        self, name: str, address: Callable[[int], str], draw: int, players: range
+    ) -> list[tuple[Any, ...]]:
+        """The bot specs of bettors without a seat at the first table: ``name-i`` from
+        ``address(i)``, their draws from ``draw`` down."""
+        urls = self.servers.urls
+        return [
+            (urls[i % len(urls)], f"{name}-{i}", self.tables[0], 0, address(i), draw - i, False)
+            for i in players
+        ]
 
     async def add_spectators(self, total: int) -> tuple[int, list[str]]:
         urls = self.servers.urls
