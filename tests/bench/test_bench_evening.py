@@ -6,9 +6,11 @@ section."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -193,48 +195,43 @@ THREADS = (
 )
 
 
-def test_pin_puts_every_thread_of_a_process_on_the_cpus_given() -> None:
-    """``--pin``'s :func:`bench.evening.pin`: each thread of a process (a server's store
-    thread as much as its loop), and the threads it makes later."""
-    cpus = sorted(os.sched_getaffinity(0))
+@contextlib.contextmanager
+def threads_set(setting: Callable[[int], object]) -> Iterator[list[int]]:
+    """The threads of a live child of :data:`THREADS` after ``setting`` (given its pid)
+    was made between its first thread and its second."""
     with subprocess.Popen(
         [sys.executable, "-c", THREADS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     ) as child:
         try:
             assert child.stdout is not None and child.stdin is not None
             assert child.stdout.readline() == "ready\n"
-            evening.pin([child.pid], {cpus[-1]})
+            assert setting(child.pid) is not False
             child.stdin.write("\n")
             child.stdin.flush()
             assert child.stdout.readline() == "again\n"
-            tasks = list(Path(f"/proc/{child.pid}/task").iterdir())
-            assert len(tasks) == 3  # the main thread, one before the pinning, one after
-            for task in tasks:
-                assert os.sched_getaffinity(int(task.name)) == {cpus[-1]}, task.name
+            yield [int(task.name) for task in Path(f"/proc/{child.pid}/task").iterdir()]
         finally:
             child.kill()
+
+
+def test_pin_puts_every_thread_of_a_process_on_the_cpus_given() -> None:
+    """``--pin``'s :func:`bench.evening.pin`: each thread of a process (a server's store
+    thread as much as its loop), and the threads it makes later."""
+    cpus = sorted(os.sched_getaffinity(0))
+    with threads_set(lambda pid: evening.pin([pid], {cpus[-1]})) as tasks:
+        assert len(tasks) == 3  # the main thread, one before the pinning, one after
+        for task in tasks:
+            assert os.sched_getaffinity(task) == {cpus[-1]}, task
 
 
 def test_favour_sets_every_thread_of_a_process_at_the_nice_given() -> None:
     """``--pin``'s :func:`bench.evening.favour` (the probes' process): each of its threads,
     the threads it makes later inheriting it. A nice above ours, which anyone may set."""
     nice = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3)
-    with subprocess.Popen(
-        [sys.executable, "-c", THREADS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    ) as child:
-        try:
-            assert child.stdout is not None and child.stdin is not None
-            assert child.stdout.readline() == "ready\n"
-            assert evening.favour([child.pid], nice) is True
-            child.stdin.write("\n")
-            child.stdin.flush()
-            assert child.stdout.readline() == "again\n"
-            tasks = list(Path(f"/proc/{child.pid}/task").iterdir())
-            assert len(tasks) == 3
-            for task in tasks:
-                assert os.getpriority(os.PRIO_PROCESS, int(task.name)) == nice, task.name
-        finally:
-            child.kill()
+    with threads_set(lambda pid: evening.favour([pid], nice) is True) as tasks:
+        assert len(tasks) == 3
+        for task in tasks:
+            assert os.getpriority(os.PRIO_PROCESS, task) == nice, task
 
 
 def test_the_histogram_reads_percentiles_within_one_percent() -> None:
