@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -54,9 +54,11 @@ class Channels:
         self.sharded = True
         #: The tables whose subscription Redis confirmed (and has not unsubscribed).
         self.heard: set[str] = set()
-        # Per table, one entry per command sent and not yet confirmed, in order: a
+        # Per table, one entry per command called for and not yet confirmed, in order: a
         # subscribe's future, None for an unsubscribe.
         self._acks: dict[str, deque[asyncio.Future[None] | None]] = {}
+        # The commands called for and not yet sent, in order (:meth:`send`).
+        self._queue: deque[tuple[list[str], bool]] = deque()
         self._lock = asyncio.Lock()
 
     def listening(self, table: str) -> bool | asyncio.Future[None]:
@@ -68,28 +70,39 @@ class Channels:
             return last if last is not None else False
         return table in self.heard
 
-    async def send(self, tables: Iterable[str], on: bool) -> list[asyncio.Future[None]]:
-        """Subscribe to (``on``) or unsubscribe from ``tables``' channels; the futures of
-        the subscribes. A command that cannot be sent (the connection is gone) is left to
-        the reader, which subscribes what is wanted when it connects again."""
+    def send(
+        self, tables: Iterable[str], on: bool
+    ) -> Coroutine[Any, Any, list[asyncio.Future[None]]]:
+        """Subscribe to (``on``) or unsubscribe from ``tables``' channels; awaited, the
+        futures of the subscribes. The commands take their place when this is called, not
+        when it is awaited (a job spawned to send it may start later): :meth:`listening`
+        answers what they make at once, and Redis gets every command in the order of the
+        calls. One that cannot be sent (the connection is gone) is left to the reader,
+        which subscribes what is wanted when it connects again."""
         tables = list(tables)
         futures: list[asyncio.Future[None]] = []
-        async with self._lock:
-            pubsub = self.pubsub
-            if pubsub is None or not tables:
-                return futures
+        if self.pubsub is not None and tables:
             loop = asyncio.get_running_loop()
             for table in tables:
                 future: asyncio.Future[None] | None = loop.create_future() if on else None
                 self._acks.setdefault(table, deque()).append(future)
                 if future is not None:
                     futures.append(future)
-            try:
-                for start in range(0, len(tables), CHUNK):
-                    channels = [event_channel(t) for t in tables[start : start + CHUNK]]
-                    await self._command(pubsub, channels, on)
-            except (RedisError, OSError):
-                pass  # the reader sees the connection go and subscribes again
+            self._queue.append((tables, on))
+        return self._flush(futures)
+
+    async def _flush(self, futures: list[asyncio.Future[None]]) -> list[asyncio.Future[None]]:
+        """Send the commands waiting, in order, one at a time (whoever holds the lock
+        sends those queued meanwhile too)."""
+        async with self._lock:
+            while self._queue and self.pubsub is not None:
+                tables, on = self._queue.popleft()
+                try:
+                    for start in range(0, len(tables), CHUNK):
+                        channels = [event_channel(t) for t in tables[start : start + CHUNK]]
+                        await self._command(self.pubsub, channels, on)
+                except (RedisError, OSError):
+                    pass  # the reader sees the connection go and subscribes again
         return futures
 
     async def _command(self, pubsub: Any, channels: list[str], on: bool) -> None:
@@ -118,6 +131,7 @@ class Channels:
         subscribes waiting are released; the reader subscribes again)."""
         self.pubsub = None
         self.heard.clear()
+        self._queue.clear()
         for acks in self._acks.values():
             for future in acks:
                 if future is not None and not future.done():

@@ -180,6 +180,27 @@ async def test_once_watch_returns_the_next_step_arrives(pair: tuple[RedisBus, Re
     await eventually(lambda: all(v == [1] for v in seen.values()))
 
 
+async def test_a_table_left_and_watched_again_at_once_stays_heard(
+    pair: tuple[RedisBus, RedisBus], redis_url: str
+) -> None:
+    """The last watcher leaves and another comes in the same turn of the loop, before the
+    unsubscribe spawned by the leaving was sent: the table is subscribed when ``watch``
+    returns and stays so (the unsubscribe, then a subscribe, in that order), and the
+    next step arrives. Before, ``watch`` took the table for heard (the unsubscribe not
+    yet sent) and the unsubscribe went out after it: a watcher that never heard a step."""
+    a, b = pair
+    seen: list[int] = []
+    b.subscribe("t1", lambda table, step: seen.extend(e.seq for e in step))
+    await b.watch("t1")
+    b.unwatch("t1")  # its unsubscribe spawned, not sent yet
+    await b.watch("t1")
+    await asyncio.sleep(0.1)  # (the spawned unsubscribe has long run by now)
+    assert b.listening == {"t1"}
+    assert await shard_channels(redis_url) == {"chemmy:{t1}:ev"}
+    a.publish("t1", events(1))
+    await eventually(lambda: seen == [1])
+
+
 async def test_a_reply_that_overtakes_its_events_waits_for_them(
     pair: tuple[RedisBus, RedisBus], redis_url: str
 ) -> None:
