@@ -4,7 +4,7 @@ A real server (in this process, on real sockets) on SQLite or on a real Redis
 (``[redis]``: the server a one-process cluster) whose store's ``commit`` is wrapped by
 :class:`Cue`: it refuses commits on cue, before anything is written, as a store that is
 down or full would (``StoreUnavailable`` and ``StoreError`` in turn). Three players play
-several whole shoes through the kit's driver, which retries every refused command with
+two whole shoes through the kit's driver, which retries every refused command with
 the same id (:class:`Patient`). The cue refuses every kind of step (each kind of event,
 each kind of ledger entry, the first time it comes) and then every few commits, so
 bets, DONE and the holds, each turn of the cards, the settlements, the shoe's end, the
@@ -64,7 +64,9 @@ LONG = dict.fromkeys(("betting", "squeeze", "third_card", "shoe_offer", "cut", "
 PLAYERS = ("ann", "bob", "cat")
 WELCOME = 2_000_000
 DEPOSIT = 25_000
-SHOES = 3
+#: Two: the first shoe meets every kind of step (each refused the first time it comes),
+#: its end and the next shoe's start and cut; a third only met them again.
+SHOES = 2
 _ids = itertools.count(1)
 
 
