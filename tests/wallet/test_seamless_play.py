@@ -179,7 +179,9 @@ async def test_faults_through_a_whole_shoe_leave_the_books_exact(
     server = await seamless_server(
         net,
         wallet,
-        tables=(table_def("t1", currency="EUR", decks=6, timers={"betting": 30}),),
+        # The shortest shoe a table allows (6 decks, the stop card 100 from the end:
+        # some 40 coups): each part meets each fault at least twice.
+        tables=(table_def("t1", currency="EUR", decks=6, stop_offset=100, timers={"betting": 30}),),
         # The coups with no fault go as fast as the driver sends: no rate limit.
         rate_limit=10_000.0,
         rate_burst=10_000,
