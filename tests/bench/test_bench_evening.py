@@ -26,8 +26,10 @@ def test_a_tiny_evening_measures_a_level_and_audits_the_books(tmp_path: Path) ->
     done, results = run_bench(
         "evening",
         *("--tables", "2", "--seated", "3", "--spectators", "2", "--levels", "3,6"),
-        *("--window", "5", "--warmup", "1", "--pace", "5", "--bot-workers", "1"),
-        *("--spectator-workers", "1", "--keep-going", "--late-watch", "1"),
+        # A window of 3 s at 5 times human pace: two coups or so a level, commands and
+        # events enough for every figure (2 s left one level with 8 commands).
+        *("--window", "3", "--warmup", "0.5", "--pace", "5", "--bot-workers", "1"),
+        *("--spectator-workers", "1", "--keep-going", "--late-watch", "0.5"),
         out=tmp_path / "evening.json",
     )
     assert results["mode"] == "sqlite"
