@@ -40,8 +40,10 @@ PEELS = {
 }
 CURL = 0.5
 SUITS = "♠♥♦♣"
-# Game speed 1: CARD n opens a card in 2.6 s (squeeze.js SQUEEZE_SECONDS).
-SLOW = "localStorage.setItem('chemmy.options', JSON.stringify({speed: 1}));"
+# Game speed 3: CARD n opens a card in 1.2 s (squeeze.js SQUEEZE_SECONDS), a bend sent
+# every 280 ms (SEND_MS) and tweened between: Alice's page, read every 60 ms, sees card 2
+# at a dozen bends or more (speed 1's 2.6 s only made each coup slower to watch).
+SLOW = "localStorage.setItem('chemmy.options', JSON.stringify({speed: 3}));"
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +188,7 @@ def test_every_viewer_sees_the_card_turned_as_it_is_turned(
         server, "alice", "Alice", table="sq"
     )
     bob_page = open_page(viewport=viewport)
-    bob_page.add_init_script(SLOW)  # CARD n opens a card in 2.6 s: bends to watch
+    bob_page.add_init_script(SLOW)  # CARD n opens a card in 1.2 s: bends to watch
     bob = TablePage(bob_page, "bob").open(server, "bob", "Bob", table="sq")
     alice.sit(1)
     alice.click("#act-accept")
