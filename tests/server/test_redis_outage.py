@@ -42,6 +42,11 @@ LONG = dict.fromkeys(("betting", "squeeze", "third_card", "shoe_offer", "cut", "
 FUNDS = 100_000  # every player's welcome (the server's guest_balance)
 
 
+# The tests ask for ``make_redis`` before ``net``: fixtures end in the reverse order, so
+# the server stops while its Redis still runs (a server stopped after its Redis waited
+# out its reconnects: some 7 s of teardown a test).
+
+
 async def start(net: Any, redis: RedisServer, lease: float) -> ChemmyServer:
     return await net.start(
         store=redis.url(), lease=lease, guest_balance=FUNDS, tables=(table_def("t1", timers=LONG),)
@@ -108,7 +113,7 @@ async def finish(
 
 @pytest.mark.slow
 async def test_redis_stopped_mid_round_refuses_clearly_and_play_goes_on_when_back(
-    net: Any, make_redis: Callable[..., RedisServer]
+    make_redis: Callable[..., RedisServer], net: Any
 ) -> None:
     redis = make_redis()
     # A lease longer than the outage: this process keeps the table throughout.
@@ -159,7 +164,7 @@ async def test_redis_stopped_mid_round_refuses_clearly_and_play_goes_on_when_bac
 @pytest.mark.slow
 @pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 async def test_a_table_whose_lease_ran_out_meanwhile_is_taken_back_from_the_store(
-    net: Any, make_redis: Callable[..., RedisServer]
+    make_redis: Callable[..., RedisServer], net: Any
 ) -> None:
     """Redis away longer than the lease: the process stops running the table (it could
     not renew its lease), commands are answered ``unavailable`` at once (not left to
