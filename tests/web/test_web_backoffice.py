@@ -62,6 +62,8 @@ TABLES = [
     {"id": "bo-1", "name": "Back office", "tier": "1-100", "timers": FAST},
     {"id": "bo-2", "name": "Quiet", "tier": "1-100", "timers": FAST},
 ]
+#: How often the back office asks for the tables and players lists (backoffice.js POLL_MS).
+POLL_MS = 5000
 OPERATOR = make_token(SECRET, "boss", "Boss", roles=["operator"], ttl=3600)
 PLAYER = make_token(SECRET, "web-zoe", "Zoe", ttl=3600)
 EXPIRED = make_token(SECRET, "boss", "Boss", roles=["operator"], ttl=60, now=time.time() - 3600)
@@ -441,7 +443,12 @@ def test_axe_finds_no_serious_violation(
 def test_the_lists_are_live_and_the_search_pages_by_cursor(
     browser: Browser, server: ServerProcess, played: dict[str, Any], office: Callable[..., Page]
 ) -> None:
-    page = office(f"{server.http}/operator/#token={OPERATOR}")
+    page = office()
+    # The page's clock is Playwright's (time flows as it does), so that where the test
+    # waits for the page's next poll of the lists (POLL_MS, 5 s) it jumps to it.
+    page.clock.install()
+    page.goto(f"{server.http}/operator/#token={OPERATOR}")
+    page.locator("body[data-ready='1']").wait_for(state="attached")
     expect(page.locator("#tables-list tr[data-table='bo-2'] .seated")).to_have_text("0 of 14")
     expect(page.locator("#players-list tr[data-player='web-ben']")).to_have_count(0)
     # Ben sits at bo-2 and plays a coup: the open page sees him without a reload.
@@ -455,6 +462,7 @@ def test_the_lists_are_live_and_the_search_pages_by_cursor(
         second = ben.round_id()
         ben.click("#act-done")
         ben.toss_until_settled(second)
+        page.clock.fast_forward(POLL_MS)  # the next poll, now
         live = {"timeout": ms(15)}
         expect(page.locator("#tables-list tr[data-table='bo-2'] .seated")).to_have_text(
             "1 of 14", **live
@@ -479,4 +487,5 @@ def test_the_lists_are_live_and_the_search_pages_by_cursor(
     finally:
         context.close()
     # Ben gone: the list follows.
+    page.clock.fast_forward(POLL_MS)
     expect(page.locator("#players-list tr[data-player='web-ben']")).to_have_count(0, timeout=ms(15))
