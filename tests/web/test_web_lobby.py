@@ -38,6 +38,10 @@ TABLES = [
 ]  # fmt: skip
 
 
+#: How often the lobby asks for the tables while it is shown (lobby.js REFRESH_MS).
+REFRESH_MS = 3000
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     s = ServerProcess(tmp_path_factory.mktemp("web-lobby"), server_config(TABLES)).start()
@@ -48,8 +52,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 def test_each_table_with_its_road_seats_watchers_limits_and_variant_live(
     server: ServerProcess, open_page: Callable[..., Page], artifacts: Path
 ) -> None:
-    lobby = TablePage(open_page(viewport=(1280, 900)), "lena").open(server, "lob-lena", "Lena")
-    page = lobby.page
+    page = open_page(viewport=(1280, 900))
+    # The lobby's clock is Playwright's (time flows as it does), so that where the test
+    # waits for the lobby's next refresh (REFRESH_MS, 3 s) it jumps to it.
+    page.clock.install()
+    TablePage(page, "lena").open(server, "lob-lena", "Lena")
     a = page.locator("#tables .table-tile[data-tile='lob-a']")
     b = page.locator("#tables .table-tile[data-tile='lob-b']")
     c = page.locator("#tables .table-tile[data-tile='lob-c']")
@@ -67,11 +74,13 @@ def test_each_table_with_its_road_seats_watchers_limits_and_variant_live(
     marker = page.evaluate("() => (window.__same = Math.random())")
     max_ = TablePage(open_page(), "max").open(server, "lob-max", "Max", table="lob-a")
     holder_ready(max_, 1)
+    page.clock.fast_forward(REFRESH_MS)  # the lobby's next refresh, now
     expect(a.locator(".table-free")).to_have_text("13 free seats")
     max_.bet("banker")
     round_id = max_.round_id()
     max_.click("#act-done")
     max_.toss_until_settled(round_id)
+    page.clock.fast_forward(REFRESH_MS)
     outcome = max_.state("s.lastResult.outcome")
     # The winner's total (a tie's: both hands').
     total = max_.state(
@@ -93,6 +102,7 @@ def test_each_table_with_its_road_seats_watchers_limits_and_variant_live(
         expect(cells.nth(n)).to_have_class(f"ring {cell['outcome']}")
     # A watcher of Salon A: counted.
     TablePage(open_page(), "wes").open(server, "lob-wes", "Wes", table="lob-a")
+    page.clock.fast_forward(REFRESH_MS)
     expect(a.locator(".table-watching")).to_have_text("1 watching")
     assert page.evaluate("() => window.__same") == marker, "the lobby was not reloaded"
     shot(page, artifacts / "lobby-roads.jpg")
