@@ -524,6 +524,8 @@ def test_long_names_and_big_chips_stay_in_their_boxes(
 
 # ---------------------------------------------------------------------------- every screen
 
+#: How long the result's banner stays large over the hands (table.js RESULT_BIG_MS).
+RESULT_BIG_MS = 3200
 SIZES = {"laptop": (1280, 800), "wide": (1920, 1080), "phone": (390, 844), "phone-side": (844, 390)}
 AXE = ROOT / "tests" / "web" / "vendor" / "axe.min.js"
 # What a player uses, by kind: each on screen, unclipped, none over another of its kinds.
@@ -644,11 +646,14 @@ def test_every_screen_holds_the_game_in_every_phase(
     loop = Loop()
     name = "Zacharias Featherstone-Leclerc"
     # The player in seat 1 in two browsers: a computer's (laptop, wide) and a phone's.
-    desk = TablePage(open_page(viewport=SIZES["laptop"], bypass_csp=True), "desk")
-    desk.open(server, "zach", name, table="lay-full")
-    phone = TablePage(
-        open_page(viewport=SIZES["phone"], is_mobile=True, has_touch=True, bypass_csp=True), "phone"
-    ).open(server, "zach", name, table="lay-full")
+    # Their clocks are Playwright's (time flows as it does), so that the test jumps to
+    # the banner's going small (RESULT_BIG_MS) where it waited for it.
+    desk_page = open_page(viewport=SIZES["laptop"], bypass_csp=True)
+    desk_page.clock.install()
+    desk = TablePage(desk_page, "desk").open(server, "zach", name, table="lay-full")
+    phone_page = open_page(viewport=SIZES["phone"], is_mobile=True, has_touch=True, bypass_csp=True)
+    phone_page.clock.install()
+    phone = TablePage(phone_page, "phone").open(server, "zach", name, table="lay-full")
     crowd: Crowd | None = None
     wrong: list[str] = []
 
@@ -727,6 +732,7 @@ def test_every_screen_holds_the_game_in_every_phase(
             check_screen(desk.page, "settled, the banner large, at laptop", {"cards", "areas"})
         )
         for tp in (desk, phone):
+            tp.page.clock.fast_forward(RESULT_BIG_MS)
             expect(tp.page.locator("#result")).to_have_attribute(
                 "data-size", "small", timeout=ms(6)
             )
