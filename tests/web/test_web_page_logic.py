@@ -43,6 +43,8 @@ from server.process.auth import make_token
 
 pytestmark = pytest.mark.slow  # a server subprocess, a browser or a terminal: seconds each
 
+#: How long a settled coup stays on the felt under others' chips (app.js RESULT_MIN_MS).
+RESULT_MIN_MS = 5000
 TABLES = [
     {"id": "logic-money", "name": "Money", "tier": "1-100", "timers": RELAXED},
     {
@@ -157,7 +159,11 @@ def test_the_tables_own_areas_the_burn_and_stale_messages(
     tp = TablePage(open_page(), "sid").open(server, "sid", "Sid", table="logic-side")
     page = tp.page
     message = page.locator("#message")
-    watcher = TablePage(open_page(), "wat").open(server, "wat", "Wat", table="logic-side")
+    # The watcher's clock is Playwright's (time flows as it does): the test jumps to the
+    # end of the settled coup's minimum time on the felt (RESULT_MIN_MS) where it waited.
+    watching = open_page()
+    watching.clock.install()
+    watcher = TablePage(watching, "wat").open(server, "wat", "Wat", table="logic-side")
     inspector = Inspector(server, "sid")  # the same player: their own history
     holder_ready(tp, 1)
     assert tp.state("s.areas") == ALL_AREAS
@@ -204,8 +210,9 @@ def test_the_tables_own_areas_the_burn_and_stale_messages(
             expect(page.locator("#layout .area[data-won='1']")).to_have_count(0)
             expect(page.locator("#hands .card")).to_have_count(0)
             if n == 1:
-                # The others' chips take it off the watcher's felt too, a few seconds
+                # The others' chips take it off the watcher's felt too, RESULT_MIN_MS
                 # after the settlement, while the betting round goes on.
+                watching.clock.fast_forward(RESULT_MIN_MS + 50)
                 expect(watcher.page.locator("#result")).to_be_hidden(timeout=ms(8))
                 expect(watcher.page.locator("#layout .area[data-won='1']")).to_have_count(0)
                 assert watcher.state("s.phase") == "betting"
