@@ -103,9 +103,9 @@ def test_a_tiny_evening_with_bettors_without_a_seat(tmp_path: Path) -> None:
         # Eight bettors, four light: the seated bots' DONE may close a betting round
         # before a bettor's first bet, and a loaded run saw two light ones place none.
         *("--tables", "1", "--seated", "2", "--bettors", "8", "--spectators", "2"),
-        *("--levels", "2", "--window", "7", "--warmup", "1", "--pace", "5"),
+        *("--levels", "2", "--window", "7", "--warmup", "0.5", "--pace", "5"),
         *("--bot-workers", "1", "--spectator-workers", "2", "--keep-going"),
-        *("--no-baselines", "--pin", "--clients", "mixed", "--late-watch", "1"),
+        *("--no-baselines", "--pin", "--clients", "mixed", "--late-watch", "0.5"),
         out=tmp_path / "evening.json",
     )
     [level] = results["levels"]
@@ -154,9 +154,9 @@ def test_probe_bettors_are_timed_apart_in_a_process_of_their_own(tmp_path: Path)
     done, results = run_bench(
         "evening",
         *("--tables", "1", "--seated", "2", "--bettors", "6", "--spectators", "2"),
-        *("--levels", "2", "--window", "7", "--warmup", "1", "--pace", "5", "--probes", "4"),
+        *("--levels", "2", "--window", "5", "--warmup", "0.5", "--pace", "5", "--probes", "4"),
         *("--bot-workers", "1", "--spectator-workers", "1", "--keep-going"),
-        *("--no-baselines", "--late-watch", "1"),
+        *("--no-baselines", "--late-watch", "0.5"),
         out=tmp_path / "evening.json",
     )
     [level] = results["levels"]
