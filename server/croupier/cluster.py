@@ -89,23 +89,35 @@ redis.call('ZADD', KEYS[1], now + beat, node)
 if ARGV[4] == '1' then redis.call('ZADD', KEYS[2], now + beat, node) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, now)
+-- The leases read with one MGET a chunk (issue 36: a GET each, renewed and read, were
+-- the most of Redis's commands after the commits').
+local function read(first, last)
+  local out = {}
+  for i = first, last, 256 do
+    local found = redis.call('MGET', unpack(KEYS, i, math.min(i + 255, last)))
+    for _, v in ipairs(found) do out[#out + 1] = v end
+  end
+  return out
+end
 local lost = {}
-for i = 3, 2 + owned do
-  if redis.call('GET', KEYS[i]) == node then
-    redis.call('PEXPIRE', KEYS[i], ttl)
+for n, holder in ipairs(read(3, 2 + owned)) do
+  if holder == node then
+    redis.call('PEXPIRE', KEYS[2 + n], ttl)
   else
-    lost[#lost + 1] = i - 2
+    lost[#lost + 1] = n
   end
 end
 local owners = {}
-for i = 3 + owned, #KEYS do owners[#owners + 1] = redis.call('GET', KEYS[i]) or '' end
-local soonest = ''
-local first = redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')
-for i = 1, #first, 2 do
-  if first[i] ~= node then soonest = first[i + 1]; break end
+for _, holder in ipairs(read(3 + owned, #KEYS)) do owners[#owners + 1] = holder or '' end
+-- The members and their expiries in one ZRANGE (the first other's expiry from it).
+local soonest, members = '', {}
+local scored = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+for i = 1, #scored, 2 do
+  members[#members + 1] = scored[i]
+  if soonest == '' and scored[i] ~= node then soonest = scored[i + 1] end
 end
-return {lost, redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('ZRANGE', KEYS[2], 0, -1),
-        table.concat(owners, '\\n'), soonest}
+return {lost, members, redis.call('ZRANGE', KEYS[2], 0, -1), table.concat(owners, '\\n'),
+        soonest}
 """
 # KEYS[1] = the lease; ARGV[1] = this node. Deletes the lease only if it is ours.
 _RELEASE = """

@@ -123,6 +123,41 @@ async def test_a_process_renews_its_leases_every_other_tick_and_keeps_them(
         await leases.close()
 
 
+async def test_a_tick_reads_every_lease_with_one_mget_and_renews_its_own(redis_url: str) -> None:
+    """A tick reads the leases it renews and those whose owners it reads with one
+    ``MGET`` each (issue 36: a ``GET`` per table, renewed or read, was a tenth of a
+    cluster's Redis commands), then renews only the ones still its own (a ``PEXPIRE``
+    each): a lease taken by another is reported lost and left as it is."""
+    a = Leases(redis_url, "node-a", ttl=3.0)
+    b = Leases(redis_url, "node-b", ttl=3.0)
+    tables = [f"t{i}" for i in range(300)]  # (more than one chunk of the script's MGET)
+    try:
+        for t in tables[:280]:
+            assert await a.acquire(t)
+        assert await b.acquire(tables[280])
+        await b.tick([], [])  # (a member)
+        before = await calls(redis_url)
+        lost, members, owners = await a.tick(tables[:281], tables)
+        used = spent(before, await calls(redis_url))
+        assert lost == {tables[280]} and members == ["node-a", "node-b"]
+        assert owners == {t: "node-a" for t in tables[:280]} | {tables[280]: "node-b"} | (
+            dict.fromkeys(tables[281:])
+        )
+        assert used.get("get", 0) == 0, used
+        assert used["mget"] == 4, used  # (281 renewed and 300 read: two chunks each)
+        assert used["pexpire"] == 280, used  # (not node-b's)
+        raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        try:
+            assert await raw.get(lease_key(tables[280])) == "node-b"
+        finally:
+            await raw.aclose()
+        assert (await b.tick([], []))[1] == ["node-a", "node-b"]
+        assert b.others_expire is not None  # (node-a's heartbeat, the first other)
+    finally:
+        await a.close()
+        await b.close()
+
+
 async def test_a_steps_commit_adds_its_events_without_reading_the_stream(redis_url: str) -> None:
     """A step's commit adds its events to the table's stream without reading the stream's
     last one first (an ``XREVRANGE`` a commit): an event at or below it (a retried step)
