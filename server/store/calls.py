@@ -13,9 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from server.ledger.rules import (
-    MAX_AMOUNT,
-)
+from server.ledger.rules import MAX_AMOUNT
 from server.protocol.errors import (  # (the error tree: defined there, named here too)
     BadWalletCall,
     StoreError,

@@ -32,6 +32,7 @@ from server.bus.pubsub import PubSub
 from server.bus.redis import RedisBus
 from server.croupier import cluster
 from server.croupier.cluster import EXPIRY_MARGIN, OWNERS_EVERY, Leases, Rebalancer, lease_key
+from server.ledger.accounts import Entry
 from server.store import TableRow, open_store
 from tests.kit.client import http_get
 from tests.kit.cluster import Cluster
@@ -175,6 +176,61 @@ async def test_a_steps_commit_adds_its_events_without_reading_the_stream(redis_u
         await store.commit(table=row, events=[event(3, "again"), event(4, "again"), event(6)])
         assert await store.events_after("t1", 0) == [event(n) for n in range(1, 7)]
     finally:
+        await store.close()
+
+
+async def test_a_commit_writes_what_changed_and_looks_up_the_table_list_once_an_epoch(
+    redis_url: str,
+) -> None:
+    """Issue 36: a step's commit does not look up the list of open tables once its
+    writer found the table there in its epoch (a ``ZSCORE`` a commit), writes the
+    balances it moved in one ``HSET`` (an ``HINCRBY`` an account), reports them with one
+    ``HMGET`` (an ``HGET`` each), and bumps the audit's counter only when it wrote what
+    the audit reads. A table closed is off the list; opened again in the same epoch, or
+    after Redis lost its epoch and its list, it is listed again. Books exact."""
+    store = await open_store(redis_url)
+    raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        for name in ("ann", "bob"):
+            await store.ensure_player(name, name.title(), 1000)
+        epoch = await store.claim_table("t1")
+        await store.commit(table=TableRow("t1", {}, {"n": 0}, 1, epoch=epoch))
+        before = await calls(redis_url)
+        for n in range(10):
+            row = TableRow("t1", {}, {"n": n}, 2 + n, epoch=epoch)
+            entries = [
+                Entry(f"s{n}:{p}", f"player:{p}", f"stake:t1:{p}", 5, "stake", "r")
+                for p in ("ann", "bob")
+            ]
+            found = await store.commit(entries=entries, table=row, events=[event(2 + n)])
+            assert found.balances == {"player:ann": 995 - 5 * n, "player:bob": 995 - 5 * n}
+        for n in range(5):  # steps without money
+            await store.commit(table=TableRow("t1", {}, {"n": n}, 12 + n, epoch=epoch))
+        used = spent(before, await calls(redis_url))
+        # (the ZADDs: the ledger's and the four accounts' indexes)
+        assert used.get("zscore", 0) == 0 and used.get("zadd", 0) == 50, used
+        assert used["incr"] == 10, used  # (the audit's counter: the ten with money)
+        assert used.get("hget", 0) == 0 and used["hmget"] == 30, used
+        # Entries, balances, row; the row alone; each player's first flow of the day.
+        assert used["hset"] == 3 * 10 + 5 + 2, used
+        balances = await raw.hgetall("chemmy:balances")
+        assert balances["player:ann"] == balances["player:bob"] == "950"
+        assert balances["stake:t1:ann"] == "50"
+        assert await raw.zrange("chemmy:tables", 0, -1) == ["t1"]
+        # Closed: off the list; opened again in the same epoch: on it again.
+        await store.commit(table=TableRow("t1", {}, {"n": 1}, 20, closed=True, epoch=epoch))
+        assert await raw.zrange("chemmy:tables", 0, -1) == []
+        await store.commit(table=TableRow("t1", {}, {"n": 1}, 21, epoch=epoch))
+        assert await raw.zrange("chemmy:tables", 0, -1) == ["t1"]
+        # A Redis that lost the list lost the epoch too: the next commit lists it again.
+        await raw.delete("chemmy:tables", "chemmy:{t1}:epoch")
+        await store.commit(table=TableRow("t1", {}, {"n": 1}, 22, epoch=epoch))
+        assert await raw.zrange("chemmy:tables", 0, -1) == ["t1"]
+        report = await store.audit()
+        assert report["sum"] == 0 and report["ledger_matches"], report
+        assert report["entries"] == 22, report  # (two welcomes, twenty stakes)
+    finally:
+        await raw.aclose()
         await store.close()
 
 

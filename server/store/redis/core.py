@@ -38,10 +38,7 @@ from server.protocol.errors import (
 from server.store.base import EVENT_RETENTION, HISTORY_LIMIT, CommitResult, RoundIndex
 from server.store.front import StoreFront
 from server.store.plan import CommitPlan
-from server.store.records import (
-    own_copy,
-    record_time,
-)
+from server.store.records import own_copy, record_time
 from server.store.redis.scripts import (
     _LUA_ANSWER_CALL,
     _LUA_BET_READS,
@@ -147,6 +144,10 @@ class RedisCore(StoreFront):
         #: Commits stored, and the batches (groups) they went in.
         self.commits = 0
         self.groups = 0
+        #: Each table's epoch in which its commits need not look it up on the list of open
+        #: tables (issue 36), and the epoch a commit closing it was last sent in.
+        self._listed: dict[str, int] = {}
+        self._closing: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"RedisStore({redact(self.url)!r})"
@@ -306,6 +307,9 @@ class RedisCore(StoreFront):
         else:
             config, state = plan.row
             drop, parts = plan.parts
+            if table.closed:  # (from here its commits look again: it may be reopened)
+                self._closing[table.table_id] = table.epoch
+            epoch = self._listed.get(table.table_id)
             args += [
                 "1",
                 table.table_id,
@@ -317,6 +321,7 @@ class RedisCore(StoreFront):
                 str(table.epoch),
                 str(self.event_retention),
                 "1" if drop else "0",
+                "1" if epoch == table.epoch != self._closing.get(table.table_id) else "0",
                 str(len(parts)),
             ]
             for key, body in parts:
@@ -348,6 +353,8 @@ class RedisCore(StoreFront):
             # Encoded here: a text Redis cannot take is this commit's refusal alone.
             encoded = [arg.encode() for arg in args]
         out = await self._grouped(encoded)
+        if table is not None and plan.row is not None and not table.closed:  # (stored: listed)
+            self._listed[table.table_id] = table.epoch
         return CommitResult(int(out[0]), {a: int(b) for a, b in zip(report, out[1:], strict=True)})
 
     # -- the group commit ------------------------------------------------------------

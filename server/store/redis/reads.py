@@ -18,15 +18,10 @@ import redis.asyncio as aioredis
 
 from server.ledger.accounts import Entry
 from server.ledger.audit import audit_report, hold_problems
-from server.ledger.rules import (
-    OUTCOME_KINDS,
-)
+from server.ledger.rules import OUTCOME_KINDS
 from server.protocol.errors import StoreError, StoreUnavailable
 from server.store.base import HISTORY_LIMIT, RoundFilter, RoundIndex, TableRow
-from server.store.records import (
-    follows,
-    index_record,
-)
+from server.store.records import follows, index_record
 from server.store.redis.core import RedisCore, _text, _texts, _unpack
 
 

@@ -9,7 +9,8 @@ end
 local tbl = nil
 if nxt() == '1' then
   tbl = {id = nxt(), config = nxt(), state = nxt(), none = nxt() == '1', seq = nxt(),
-         closed = nxt(), epoch = nxt(), retention = nxt(), drop = nxt() == '1', parts = {}}
+         closed = nxt(), epoch = nxt(), retention = nxt(), drop = nxt() == '1',
+         listed = nxt() == '1', parts = {}}
   for n = 1, tonumber(nxt()) do tbl.parts[n] = {key = nxt(), keep = nxt() == '1', body = nxt()} end
 end
 local events = {}
@@ -60,8 +61,12 @@ if tbl then
   redis.call('HSET', T .. 'row', 'config', tbl.config, 'state', tbl.state, 'seq', tbl.seq,
              'closed', tbl.closed)
   -- The open tables, in the order they were first saved (a closed one leaves the list).
+  -- Not looked up when the writer saw it listed in this epoch and the stored epoch is
+  -- this one (issue 36: a ZSCORE a commit; a Redis that lost the epoch lost the list).
   if tbl.closed == '1' then
     redis.call('ZREM', P .. 'tables', tbl.id)
+  elseif tbl.listed and stored_epoch > 0 and stored_epoch == tonumber(tbl.epoch) then
+    -- (listed: it was, and only a commit closing it in this epoch takes it off)
   elseif not redis.call('ZSCORE', P .. 'tables', tbl.id) then
     redis.call('ZADD', P .. 'tables', redis.call('INCR', P .. 'table_order'), tbl.id)
   end
@@ -134,9 +139,9 @@ for _, c in ipairs(calls) do
     if c.due then redis.call('ZADD', W .. 'due', c.next_at, c.txn) end
   end
 end
-redis.call('INCR', P .. 'commits')
+-- The audit's counter moves with what it reads (entries, balances, round records) only.
+if #new > 0 or #records > 0 then redis.call('INCR', P .. 'commits') end
 local out = {#new}
-for _, a in ipairs(report) do
-  out[#out + 1] = redis.call('HGET', P .. 'balances', a) or '0'
-end
+local found = hmget(P .. 'balances', report)
+for _, a in ipairs(report) do out[#out + 1] = found[a] or '0' end
 return out

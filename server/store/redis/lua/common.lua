@@ -18,8 +18,9 @@ local function call_pairs(cmd, key, args)
   end
 end
 -- Check entries (key, src, dst, amount string, packed) in order; return the new ones
--- or an error reply. Nothing is written. The stored entries and balances they need are
--- read in one HMGET each (not one HGET an entry and an account).
+-- (and, as their ``after``, each account's balance once they are posted) or an error
+-- reply. Nothing is written. The stored entries and balances they need are read in one
+-- HMGET each (not one HGET an entry and an account).
 local function check_entries(entries)
   local keys, accounts, listed = {}, {}, {}
   for _, e in ipairs(entries) do
@@ -55,6 +56,7 @@ local function check_entries(entries)
       new[#new + 1] = e
     end
   end
+  new.after = staged
   return new
 end
 -- Sums of signed amounts (decimal strings), exact: a key's amounts are added as numbers
@@ -77,12 +79,12 @@ local function add_to(sums, k, amount, negative)
   if math.abs(sums.sum[k]) > MAX then sums.big[k] = true end
 end
 -- HINCRBY each sum (keyed k) into hash key_of(k), field field_of(k); a zero sum is not
--- written unless ``always``.
-local function write_sums(sums, key_of, field_of, always)
+-- written.
+local function write_sums(sums, key_of, field_of)
   for _, k in ipairs(sums.order) do
     if sums.big[k] then
       for _, part in ipairs(sums.parts[k]) do redis.call('HINCRBY', key_of(k), field_of(k), part) end
-    elseif sums.sum[k] ~= 0 or always then
+    elseif sums.sum[k] ~= 0 then
       redis.call('HINCRBY', key_of(k), field_of(k), string.format('%.0f', sums.sum[k]))
     end
   end
@@ -124,12 +126,14 @@ end
 -- their flows to their players' fields '<day>:s', '<day>:n', '<day>:d' (a player's
 -- first flow of a day, no '<day>:n' yet, first drops their fields of days < cutoff).
 -- Grouped: one HSET of the entries, one ZADD of the ledger and one per account, one
--- HINCRBY per account and per flow a commit moves (not one of each per entry).
+-- HSET of the accounts' new balances (checked within the range by check_entries, so
+-- exact: issue 36, it was an HINCRBY an account), one HINCRBY per flow a commit moves
+-- (not one of each per entry).
 local function post(new, day, cutoff)
   if #new == 0 then return end
   local first = redis.call('INCRBY', P .. 'ledger_seq', #new) - #new
   local bodies, ledger, by_account, accounts = {}, {}, {}, {}
-  local moves, flows = new_sums(), new_sums()
+  local flows = new_sums()
   for n, e in ipairs(new) do
     local seq = first + n
     bodies[#bodies + 1] = e.key; bodies[#bodies + 1] = e.packed
@@ -139,8 +143,6 @@ local function post(new, day, cutoff)
       local z = by_account[a]
       z[#z + 1] = seq; z[#z + 1] = e.key
     end
-    add_to(moves, e.src, e.amount, true)
-    add_to(moves, e.dst, e.amount, false)
     if day and e.player and e.player ~= '' then
       for _, x in ipairs({{'s', e.s}, {'n', e.n}, {'d', e.d}}) do
         if x[2] ~= '0' then add_to(flows, e.player .. '\n' .. x[1], e.amount, x[2] == '-1') end
@@ -150,7 +152,13 @@ local function post(new, day, cutoff)
   call_pairs('HSET', P .. 'entries', bodies)
   call_pairs('ZADD', P .. 'ledger', ledger)
   for _, a in ipairs(accounts) do call_pairs('ZADD', P .. 'acct:' .. a, by_account[a]) end
-  write_sums(moves, function() return P .. 'balances' end, function(a) return a end, true)
+  local after = {}
+  for _, a in ipairs(accounts) do
+    local v = new.after[a]
+    after[#after + 1] = a
+    after[#after + 1] = v == 0 and '0' or string.format('%.0f', v)
+  end
+  call_pairs('HSET', P .. 'balances', after)
   if #flows.order == 0 then return end
   local pruned = {}
   for _, k in ipairs(flows.order) do
@@ -169,7 +177,6 @@ local function post(new, day, cutoff)
   write_sums(
     flows,
     function(k) return P .. 'flows:' .. string.match(k, '^(.*)\n') end,
-    function(k) return day .. ':' .. string.match(k, '\n(.)$') end,
-    false
+    function(k) return day .. ':' .. string.match(k, '\n(.)$') end
   )
 end
