@@ -58,6 +58,7 @@ __all__ = [
     "is_redis_url",
     "packed",
     "parse_sentinel_url",
+    "redact",
     "unavailable",
 ]
 
@@ -385,6 +386,18 @@ async def _reply(connection: Any) -> Any:
         return await connection.read_response(timeout=math.inf)
     except ResponseError as exc:  # (over sentinels redis-py raises a READONLY as lost)
         return exc
+
+
+def redact(url: str) -> str:
+    """``url`` without its password, to name it in messages (a sentinel URL's list of
+    hosts too)."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    credentials, at, hosts = netloc.rpartition("@")
+    if not sep or not at or ":" not in credentials:
+        return url
+    user = credentials.partition(":")[0]
+    return f"{scheme}://{user}:***@{hosts}{slash}{path}"
 
 
 def unavailable(exc: BaseException) -> bool:

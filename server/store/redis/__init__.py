@@ -46,8 +46,9 @@ calls); :class:`RedisStore` is all of them.
 
 from __future__ import annotations
 
+from server.connect.redis import redact
 from server.store.redis.calls import RedisCalls
-from server.store.redis.core import GROUP_MAX, redact
+from server.store.redis.core import GROUP_MAX
 from server.store.redis.protection import RedisPlayers
 from server.store.redis.reads import RedisReads
 

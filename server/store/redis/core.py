@@ -23,7 +23,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from server.connect.redis import UNAVAILABLE_CODES, Lane, connect, unavailable
+from server.connect.redis import UNAVAILABLE_CODES, Lane, connect, redact, unavailable
+from server.connect.tracking import Tracked
 from server.ledger.accounts import Entry, player_account
 from server.ledger.flows import entry_flow, guard_measure
 from server.protocol.errors import (
@@ -92,18 +93,6 @@ def _texts(found: Any) -> list[str]:
     return [_text(value) for value in found]
 
 
-def redact(url: str) -> str:
-    """``url`` without its password, to name it in messages (a sentinel URL's list of
-    hosts too)."""
-    scheme, sep, rest = url.partition("://")
-    netloc, slash, path = rest.partition("/")
-    credentials, at, hosts = netloc.rpartition("@")
-    if not sep or not at or ":" not in credentials:
-        return url
-    user = credentials.partition(":")[0]
-    return f"{scheme}://{user}:***@{hosts}{slash}{path}"
-
-
 class RedisCore(StoreFront):
     """The connection, the boundary and the writes of
     :class:`~server.store.redis.RedisStore` (its arguments are said there); the reads
@@ -135,6 +124,7 @@ class RedisCore(StoreFront):
         self.socket_timeout = socket_timeout
         self._client: aioredis.Redis | None = None
         self._lane: Lane | None = None  # the commits' own connection (``_execute``)
+        self._tracked = Tracked(_LUA_BET_READS, _bet_loose)  # the per-bet reads, kept
         self._scripts: dict[str, Any] = {}
         #: The commits queued for the next group (their script's arguments and their
         #: callers' futures), whether a flush is due, and the flushes under way.
@@ -213,9 +203,9 @@ class RedisCore(StoreFront):
             "claim_call": client.register_script(_LUA_CLAIM_CALL),
             "answer_call": client.register_script(_LUA_ANSWER_CALL),
             "unlist": client.register_script(_LUA_UNLIST),
-            "bet_reads": client.register_script(_LUA_BET_READS),
         }
         self._client, self._lane = client, Lane(client)
+        self._tracked.bind(client)
         with self._translated():  # a group's first batch finds it (no NOSCRIPT)
             await client.script_load(_LUA_COMMIT)
         await self._index_round_times()
@@ -254,6 +244,7 @@ class RedisCore(StoreFront):
         client, lane = self._client, self._lane
         self._client = self._lane = None
         with suppress(RedisError, OSError):
+            await self._tracked.close()
             if lane is not None:
                 await lane.close()
             if client is not None:
@@ -521,6 +512,12 @@ class RedisCore(StoreFront):
             due = "1" if checked["state"] == "pending" else "0"
             args += [checked["transaction_id"], text, due, repr(checked["next_at"])]
         return args
+
+
+def _bet_loose(answer: Any, keys: Sequence[str]) -> list[str]:
+    """The ``bet_reads`` keys whose change leaves an answer true for a bet: the player's
+    seen (no bet's check reads it), their flows when they have no limits (not read)."""
+    return [keys[3]] if answer[1] is not None else [keys[3], keys[4]]
 
 
 def _translate_reply(message: str) -> StoreError:

@@ -83,8 +83,11 @@ class RedisPlayers(RedisCore):
         return _days_of([x for kv in found.items() for x in kv])
 
     async def _stored_bet_reads(self, player_id: str, since_day: str) -> StoredBetReads:
-        with self._translated():
-            found = await self._scripts["bet_reads"](args=[self.prefix, player_id])
+        names = ("restrictions", "limits", "play_sessions", "play_seen", f"flows:{player_id}")
+        with self._translated():  # (kept while Redis says its keys did not change)
+            self._redis()
+            keys = [self._key(name) for name in names]
+            found = await self._tracked.read(player_id, keys, [player_id])
         restriction, limits, body, seen, flows = found
         return (
             None if restriction is None else dict(json.loads(restriction)),

@@ -59,9 +59,8 @@ _LUA_UPDATE_CALL: Final = _lua("update_call")
 # (changed meanwhile: read it again).
 _LUA_PLAY_SET: Final = _lua("play_set")
 
-# ARGV: prefix, player id. What a bet is checked against, in one call (issue 36): the
-# player's restriction, limits, play session and its seen, and (only when they have
-# limits) their flow fields and values, flat.
+# What a bet is checked against (issue 36). KEYS (tracked: ``server.connect.tracking``): the
+# restrictions, limits, play sessions, their seen, the player's flows (if limits); ARGV: the player.
 _LUA_BET_READS: Final = _lua("bet_reads")
 
 # ARGV: prefix, table id. A table closed before the commit took closed tables off the

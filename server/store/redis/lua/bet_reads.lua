@@ -1,7 +1,6 @@
-local P, pid = ARGV[1], ARGV[2]
-local limits = redis.call('HGET', P .. 'limits', pid)
+local pid = ARGV[1]
+local limits = redis.call('HGET', KEYS[2], pid)
 local flows = {}
-if limits then flows = redis.call('HGETALL', P .. 'flows:' .. pid) end
-return {redis.call('HGET', P .. 'restrictions', pid), limits,
-        redis.call('HGET', P .. 'play_sessions', pid), redis.call('HGET', P .. 'play_seen', pid),
-        flows}
+if limits then flows = redis.call('HGETALL', KEYS[5]) end
+return {redis.call('HGET', KEYS[1], pid), limits, redis.call('HGET', KEYS[3], pid),
+        redis.call('HGET', KEYS[4], pid), flows}

@@ -1,0 +1,103 @@
+"""The per-bet reads of a cluster process kept in process while Redis says their keys did
+not change (issue 36: a script of four or five reads before every bet, the second most of
+a cluster's Redis commands per bet after the commit's): ``server.connect.tracking``, on a
+real ``redis-server``. Another process's change (a restriction, limits, a play session, a
+stake of a player with limits) is seen at the next bet; a change nothing reads (a touch,
+a stake of a player without limits) keeps the answer; a lost listener keeps nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import redis.asyncio as aioredis
+
+from server.ledger.accounts import Entry
+from server.ledger.flows import flow_day
+from server.protection.rules import current_limits, merge_limits, merge_restriction, open_play
+from server.store import open_store
+from server.store.base import BetReads
+from tests.cluster.test_cluster_redis_calls import calls, spent
+
+DAY = 86_400.0
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], within: float = 2.0) -> None:
+    deadline = time.monotonic() + within
+    while not await check():
+        assert time.monotonic() < deadline, "not in time"
+        await asyncio.sleep(0.01)
+
+
+def stake(key: str, player: str, amount: int) -> Entry:
+    return Entry(key, f"player:{player}", f"stake:t1:{player}", amount, "stake", "r")
+
+
+async def test_bet_reads_are_kept_until_redis_says_what_they_read_changed(redis_url: str) -> None:
+    here, there = await open_store(redis_url), await open_store(redis_url)
+    raw = aioredis.Redis.from_url(redis_url)
+    today = flow_day(time.time())
+
+    async def reads(player: str) -> BetReads:
+        return await here.bet_reads(player, today, rule=current_limits)
+
+    async def tracking() -> bool:
+        """Whether the tracked connections are made (in the background, at a first read)."""
+        await reads("ann")
+        return getattr(getattr(here, "_tracked", None), "_reader", True) is not None
+
+    try:
+        for name in ("ann", "bob"):
+            await there.ensure_player(name, name.title(), 1000)
+        await eventually(tracking)
+        assert await reads("ann") == BetReads(None, {}, None, {})
+        await reads("bob")
+        before = await calls(redis_url)
+        for _ in range(20):
+            assert await reads("ann") == BetReads(None, {}, None, {})
+            await reads("bob")
+        used = spent(before, await calls(redis_url))
+        assert not any(used.values()), used  # (40 bets' reads: nothing asked of Redis)
+
+        # What another process writes is read at the next bet (a moment after: heard).
+        until = time.time() + DAY
+        await there.set_player_restriction("ann", "break", until, "player", rule=merge_restriction)
+        await eventually(lambda: _has(reads("ann"), lambda r: r.restriction is not None), 0.5)
+        await there.set_player_limits("ann", {"loss_day": 5000}, "player", rule=merge_limits)
+        await eventually(lambda: _has(reads("ann"), lambda r: "loss_day" in r.limits), 0.5)
+        await there.open_play_session("ann", time.time(), 900.0, 1800.0, rule=open_play)
+        await eventually(lambda: _has(reads("ann"), lambda r: r.play is not None), 0.5)
+        await there.commit(entries=[stake("s1", "ann", 300)])  # (ann has limits: her days)
+        await eventually(lambda: _has(reads("ann"), lambda r: bool(r.days)), 0.5)
+        assert await reads("ann") == await there.bet_reads("ann", today, rule=current_limits)
+
+        # Changes no bet's check reads keep the answers: bob's stake (no limits), a touch.
+        await reads("bob")
+        await reads("ann")
+        await there.commit(entries=[stake("s2", "bob", 100)])
+        await there.touch_play_sessions(["ann", "bob"], time.time())
+        await asyncio.sleep(0.05)
+        before = await calls(redis_url)
+        assert (await reads("bob")).days == {}
+        await reads("ann")
+        assert not any(spent(before, await calls(redis_url)).values())
+
+        # The listener lost: nothing kept is used (a change meanwhile is read), then kept again.
+        await raw.client_kill_filter(_type="pubsub")
+        await asyncio.sleep(0.05)
+        await there.set_player_restriction("bob", "break", until, "player", rule=merge_restriction)
+        assert (await reads("bob")).restriction is not None
+        hits = here._tracked.hits
+        await eventually(tracking, 3.0)
+        await reads("bob")
+        await reads("bob")
+        assert here._tracked.hits > hits
+    finally:
+        await raw.aclose()
+        await here.close()
+        await there.close()
+
+
+async def _has(found: Awaitable[BetReads], check: Callable[[BetReads], bool]) -> bool:
+    return check(await found)
