@@ -185,8 +185,9 @@ async def test_a_commit_writes_what_changed_and_looks_up_the_table_list_once_an_
     """Issue 36: a step's commit does not look up the list of open tables once its
     writer found the table there in its epoch (a ``ZSCORE`` a commit), writes the
     balances it moved in one ``HSET`` (an ``HINCRBY`` an account), reports them with one
-    ``HMGET`` (an ``HGET`` each), and bumps the audit's counter only when it wrote what
-    the audit reads. A table closed is off the list; opened again in the same epoch, or
+    ``HMGET`` (an ``HGET`` each), writes a player's flows of the day with an ``HMGET``
+    and an ``HSET`` (an ``HEXISTS`` and an ``HINCRBY`` a field), and bumps the audit's
+    counter only when it wrote what the audit reads. A table closed is off the list; opened again in the same epoch, or
     after Redis lost its epoch and its list, it is listed again. Books exact."""
     store = await open_store(redis_url)
     raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
@@ -210,12 +211,16 @@ async def test_a_commit_writes_what_changed_and_looks_up_the_table_list_once_an_
         # (the ZADDs: the ledger's and the four accounts' indexes)
         assert used.get("zscore", 0) == 0 and used.get("zadd", 0) == 50, used
         assert used["incr"] == 10, used  # (the audit's counter: the ten with money)
-        assert used.get("hget", 0) == 0 and used["hmget"] == 30, used
-        # Entries, balances, row; the row alone; each player's first flow of the day.
-        assert used["hset"] == 3 * 10 + 5 + 2, used
+        # Entries, balances, the report, each player's day of flows: an HMGET each.
+        assert used.get("hget", 0) == 0 and used["hmget"] == 5 * 10, used
+        # Entries, balances, row, each player's day of flows; the row alone.
+        assert used["hset"] == 5 * 10 + 5, used
+        assert used.get("hincrby", 0) == used.get("hexists", 0) == 0, used
         balances = await raw.hgetall("chemmy:balances")
         assert balances["player:ann"] == balances["player:bob"] == "950"
         assert balances["stake:t1:ann"] == "50"
+        day = await raw.hgetall("chemmy:flows:ann")
+        assert sorted(day.values()) == ["-50", "50"], day  # (staked, net)
         assert await raw.zrange("chemmy:tables", 0, -1) == ["t1"]
         # Closed: off the list; opened again in the same epoch: on it again.
         await store.commit(table=TableRow("t1", {}, {"n": 1}, 20, closed=True, epoch=epoch))
@@ -229,6 +234,25 @@ async def test_a_commit_writes_what_changed_and_looks_up_the_table_list_once_an_
         report = await store.audit()
         assert report["sum"] == 0 and report["ledger_matches"], report
         assert report["entries"] == 22, report  # (two welcomes, twenty stakes)
+    finally:
+        await raw.aclose()
+        await store.close()
+
+
+async def test_a_players_flows_written_in_one_hset_stay_exact_past_2_53(redis_url: str) -> None:
+    """A day's flow past the range where a double is exact (deposits of 2**53 - 1, twice)
+    is added by Redis (``HINCRBY``), not written from a sum in Lua: exact to the unit."""
+    store = await open_store(redis_url)
+    raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    most = (1 << 53) - 1
+    try:
+        await store.ensure_player("ann", "Ann", 0)
+        for n, amount in enumerate((most, most, 1)):
+            deposit = Entry(f"d{n}", "operator", "player:ann", amount, "transfer_deposit")
+            back = Entry(f"w{n}", "player:ann", "operator", amount, "withdrawal")
+            await store.commit(entries=[deposit, back])
+        flows = await raw.hgetall("chemmy:flows:ann")
+        assert sorted(flows.values()) == ["0", str(2 * most + 1)], flows
     finally:
         await raw.aclose()
         await store.close()

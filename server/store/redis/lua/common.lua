@@ -78,14 +78,49 @@ local function add_to(sums, k, amount, negative)
   end
   if math.abs(sums.sum[k]) > MAX then sums.big[k] = true end
 end
--- HINCRBY each sum (keyed k) into hash key_of(k), field field_of(k); a zero sum is not
--- written.
-local function write_sums(sums, key_of, field_of)
-  for _, k in ipairs(sums.order) do
-    if sums.big[k] then
-      for _, part in ipairs(sums.parts[k]) do redis.call('HINCRBY', key_of(k), field_of(k), part) end
-    elseif sums.sum[k] ~= 0 then
-      redis.call('HINCRBY', key_of(k), field_of(k), string.format('%.0f', sums.sum[k]))
+-- A number as Redis keeps it (exact: within the range where a double is).
+local function whole(v) return v == 0 and '0' or string.format('%.0f', v) end
+-- Each player's flows of the day (sums keyed '<player>\n<s|n|d>'): one HMGET of the day's
+-- three fields (no '<day>:n' yet: the day's first flow, their fields of days < cutoff
+-- dropped first), then one HSET of the new values (issue 36: it was an HEXISTS and an
+-- HINCRBY a field); an HINCRBY a part for a value past the range where a double is exact.
+local function write_flows(flows, day, cutoff)
+  local mine, players = {}, {}
+  for _, k in ipairs(flows.order) do
+    local player, f = string.match(k, '^(.*)\n(.)$')
+    if not mine[player] then mine[player] = {}; players[#players + 1] = player end
+    mine[player][f] = k
+  end
+  for _, player in ipairs(players) do
+    local F, names = P .. 'flows:' .. player, {day .. ':s', day .. ':n', day .. ':d'}
+    local got = redis.call('HMGET', F, names[1], names[2], names[3])
+    local out, big = {}, {}
+    if not got[2] then
+      for _, f in ipairs(redis.call('HKEYS', F)) do
+        if string.sub(f, 1, 10) < cutoff then redis.call('HDEL', F, f) end
+      end
+      got[2] = '0'
+      out[2] = '0'
+    end
+    for i, f in ipairs({'s', 'n', 'd'}) do
+      local k = mine[player][f]
+      if k and (flows.big[k] or flows.sum[k] ~= 0) then
+        local was = tonumber(got[i] or '0')
+        local v = was + flows.sum[k]
+        if flows.big[k] or math.abs(was) > MAX or math.abs(v) > MAX then
+          big[#big + 1] = {names[i], k}
+        else
+          out[i] = whole(v)
+        end
+      end
+    end
+    local set = {}
+    for i = 1, 3 do
+      if out[i] then set[#set + 1] = names[i]; set[#set + 1] = out[i] end
+    end
+    if #set > 0 then redis.call('HSET', F, unpack(set)) end
+    for _, b in ipairs(big) do
+      for _, part in ipairs(flows.parts[b[2]]) do redis.call('HINCRBY', F, b[1], part) end
     end
   end
 end
@@ -154,29 +189,9 @@ local function post(new, day, cutoff)
   for _, a in ipairs(accounts) do call_pairs('ZADD', P .. 'acct:' .. a, by_account[a]) end
   local after = {}
   for _, a in ipairs(accounts) do
-    local v = new.after[a]
     after[#after + 1] = a
-    after[#after + 1] = v == 0 and '0' or string.format('%.0f', v)
+    after[#after + 1] = whole(new.after[a])
   end
   call_pairs('HSET', P .. 'balances', after)
-  if #flows.order == 0 then return end
-  local pruned = {}
-  for _, k in ipairs(flows.order) do
-    local player = string.match(k, '^(.*)\n')
-    if not pruned[player] then
-      pruned[player] = true
-      local F = P .. 'flows:' .. player
-      if redis.call('HEXISTS', F, day .. ':n') == 0 then
-        for _, f in ipairs(redis.call('HKEYS', F)) do
-          if string.sub(f, 1, 10) < cutoff then redis.call('HDEL', F, f) end
-        end
-        redis.call('HSET', F, day .. ':n', 0)
-      end
-    end
-  end
-  write_sums(
-    flows,
-    function(k) return P .. 'flows:' .. string.match(k, '^(.*)\n') end,
-    function(k) return day .. ':' .. string.match(k, '\n(.)$') end
-  )
+  if #flows.order > 0 then write_flows(flows, day, cutoff) end
 end
