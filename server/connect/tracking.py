@@ -40,8 +40,8 @@ KEEP: Final = 60.0
 #: something within three (seconds).
 BEAT: Final = 0.5
 #: How long the listener waits for a message while nothing is kept, and how long after
-#: losing its connections it makes them again (seconds).
-IDLE_WAIT, RETRY = 5.0, 1.0
+#: losing its connections it makes them again, at first and at most (seconds).
+IDLE_WAIT, RETRY, RETRY_MAX = 5.0, 1.0, 30.0
 _CHANNEL: Final = b"__redis__:invalidate"
 
 
@@ -170,10 +170,13 @@ class Tracked:
         self._listener, self._reader, self._heard = listener, reader, time.monotonic()
 
     async def _run(self) -> None:
-        """Make the pair, hear the changes, and make it again once lost."""
+        """Make the pair, hear the changes, and make it again once lost (a Redis that
+        refuses it, an ACL without ``CLIENT TRACKING``, is asked less and less often)."""
+        wait = RETRY
         while True:
             try:
                 await self._open()
+                wait = RETRY
                 await self._listen()
             except asyncio.CancelledError:
                 raise
@@ -181,7 +184,8 @@ class Tracked:
                 log.debug("tracked reads: %s; reading from Redis until heard again", exc)
             finally:
                 self._lose()
-            await asyncio.sleep(RETRY)
+            await asyncio.sleep(wait)
+            wait = min(RETRY_MAX, wait * 2)
 
     async def _listen(self) -> None:
         """Hear the changes; ping the listener once silent for :data:`BEAT` while answers
