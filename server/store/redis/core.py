@@ -135,9 +135,9 @@ class RedisCore(StoreFront):
         self.commits = 0
         self.groups = 0
         #: Each table's epoch in which its commits need not look it up on the list of open
-        #: tables (issue 36), and the epoch a commit closing it was last sent in.
+        #: tables (issue 36), and the epochs a commit closing it was sent in (never since).
         self._listed: dict[str, int] = {}
-        self._closing: dict[str, int] = {}
+        self._closing: set[tuple[str, int]] = set()
 
     def __repr__(self) -> str:
         return f"RedisStore({redact(self.url)!r})"
@@ -299,8 +299,8 @@ class RedisCore(StoreFront):
             config, state = plan.row
             drop, parts = plan.parts
             if table.closed:  # (from here its commits look again: it may be reopened)
-                self._closing[table.table_id] = table.epoch
-            epoch = self._listed.get(table.table_id)
+                self._closing.add((table.table_id, table.epoch))
+            closing = (table.table_id, table.epoch) in self._closing
             args += [
                 "1",
                 table.table_id,
@@ -312,7 +312,7 @@ class RedisCore(StoreFront):
                 str(table.epoch),
                 str(self.event_retention),
                 "1" if drop else "0",
-                "1" if epoch == table.epoch != self._closing.get(table.table_id) else "0",
+                "1" if self._listed.get(table.table_id) == table.epoch and not closing else "0",
                 str(len(parts)),
             ]
             for key, body in parts:
