@@ -141,7 +141,14 @@ for _, c in ipairs(calls) do
 end
 -- The audit's counter moves with what it reads (entries, balances, round records) only.
 if #new > 0 or #records > 0 then redis.call('INCR', P .. 'commits') end
-local out = {#new}
-local found = hmget(P .. 'balances', report)
-for _, a in ipairs(report) do out[#out + 1] = found[a] or '0' end
+-- The reported balances: those the entries moved as posted, the others read (one HMGET).
+local out, unmoved = {#new}, {}
+for _, a in ipairs(report) do
+  if new.after[a] == nil then unmoved[#unmoved + 1] = a end
+end
+local found = hmget(P .. 'balances', unmoved)
+for _, a in ipairs(report) do
+  local moved = new.after[a]
+  out[#out + 1] = moved == nil and (found[a] or '0') or whole(moved)
+end
 return out
