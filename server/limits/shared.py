@@ -102,23 +102,39 @@ local n = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
 if n <= 0 then redis.call('HDEL', KEYS[1], ARGV[1]) end
 return n
 """
+#: How long a shared bucket outlives the moment it would be full again (ms): its expiry
+#: is set again only once that moment passes it (:data:`_TAKE`).
+TAKE_MARGIN: Final = 30_000
 # KEYS[1] = the bucket; ARGV[1] = rate (tokens a second), ARGV[2] = burst, ARGV[3] = how
 # many wanted. Refills by the time elapsed (Redis's clock), hands out as many whole
-# tokens as it has, up to the number wanted: how many.
+# tokens as it has, up to the number wanted: how many. The bucket lives at least until
+# it would be full again (then it is as good as gone). Its expiry is set only when that
+# moment passes the one it was last set to (``x``, :data:`TAKE_MARGIN` ms beyond what
+# was needed), or when the last ask was not one of these (``w``, the stamp ``s`` of the
+# last ask that kept ``x``: a process of before, which set the expiry itself): issue 36,
+# a ``PEXPIRE`` an ask was a fifth of the asks' commands.
 _TAKE = """
 local now = redis.call('TIME')
 local now_ms = tonumber(now[1]) * 1000 + tonumber(now[2]) / 1000
 local rate, burst, want = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local saved = redis.call('HMGET', KEYS[1], 't', 's')
+local saved = redis.call('HMGET', KEYS[1], 't', 's', 'x', 'w')
 local tokens, stamp = tonumber(saved[1]), tonumber(saved[2])
 if tokens == nil or stamp == nil then tokens, stamp = burst, now_ms end
 tokens = math.min(burst, tokens + math.max(0, now_ms - stamp) * rate / 1000)
 local got = math.max(0, math.min(want, math.floor(tokens)))
 tokens = tokens - got
-redis.call('HSET', KEYS[1], 't', tostring(tokens), 's', tostring(now_ms))
-redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
+local s = tostring(now_ms)
+local full = now_ms + math.ceil((burst - tokens) / rate * 1000) + 1000
+local until_ms = tonumber(saved[3])
+if until_ms and saved[4] == saved[2] and until_ms >= full then
+  redis.call('HSET', KEYS[1], 't', tostring(tokens), 's', s, 'w', s)
+else
+  until_ms = full + TAKE_MARGIN
+  redis.call('HSET', KEYS[1], 't', tostring(tokens), 's', s, 'w', s, 'x', tostring(until_ms))
+  redis.call('PEXPIRE', KEYS[1], math.ceil(until_ms - now_ms))
+end
 return got
-"""
+""".replace("TAKE_MARGIN", str(TAKE_MARGIN))
 
 
 def chunk(burst: int) -> int:

@@ -246,3 +246,70 @@ async def test_no_cap_counts_nothing_in_redis(three: Any, redis_url: str) -> Non
         assert [k async for k in r.scan_iter("chemmy:limits:conn:*")] == []
     finally:
         await r.aclose()
+
+
+#: The buckets' script before issue 36's change: a ``PEXPIRE`` at every ask (a process of
+#: before, in a cluster being upgraded one process at a time).
+_TAKE_BEFORE = """
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + tonumber(now[2]) / 1000
+local rate, burst, want = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local saved = redis.call('HMGET', KEYS[1], 't', 's')
+local tokens, stamp = tonumber(saved[1]), tonumber(saved[2])
+if tokens == nil or stamp == nil then tokens, stamp = burst, now_ms end
+tokens = math.min(burst, tokens + math.max(0, now_ms - stamp) * rate / 1000)
+local got = math.max(0, math.min(want, math.floor(tokens)))
+tokens = tokens - got
+redis.call('HSET', KEYS[1], 't', tostring(tokens), 's', tostring(now_ms))
+redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
+return got
+"""
+
+
+async def test_a_bucket_outlives_its_deficit_with_its_expiry_set_only_when_needed(
+    redis_url: str,
+) -> None:
+    """Issue 36: an ask sets the bucket's expiry only when the moment it would be full
+    again passes the one last set (a ``PEXPIRE`` an ask was a fifth of the asks'
+    commands), and after an ask of a process of before (which set it itself); the bucket
+    always lives until it would be full again, so no deficit is forgotten."""
+    from redis.asyncio.client import Redis
+
+    from server.limits.shared import _TAKE, TAKE_MARGIN
+
+    raw: Redis = aioredis.Redis.from_url(redis_url)
+    take, before = raw.register_script(_TAKE), raw.register_script(_TAKE_BEFORE)
+    key, rate, burst = "chemmy:limits:rate:m:p:ann", 10.0, 100
+
+    async def pexpires() -> int:
+        stats = await raw.info("commandstats")
+        return int(stats.get("cmdstat_pexpire", {}).get("calls", 0))
+
+    async def lives_until_full() -> None:
+        tokens = float(await raw.hget(key, "t") or burst)
+        assert await raw.pttl(key) >= (burst - tokens) / rate * 1000, (tokens, await raw.pttl(key))
+
+    try:
+        first = await pexpires()
+        for _ in range(20):
+            assert await take(keys=[key], args=[rate, burst, 2]) == 2
+            await lives_until_full()
+        assert await pexpires() - first == 1  # (the first ask's: 30 s beyond 4 s of deficit)
+        assert await raw.pttl(key) <= (burst - 60) / rate * 1000 + 1000 + TAKE_MARGIN
+        # A process of before sets a short expiry: the next ask here sets it again.
+        assert await before(keys=[key], args=[rate, burst, 2]) == 2
+        again = await pexpires()
+        assert await take(keys=[key], args=[rate, burst, 2]) == 2
+        assert await pexpires() - again == 1
+        await lives_until_full()
+        # A deficit growing past what was set (a slow bucket: 1 token a second): set again.
+        key, rate = "chemmy:limits:rate:d:p:ann", 1.0
+        assert await take(keys=[key], args=[rate, burst, 2]) == 2  # (full in 3 s: 33 s set)
+        grown = await pexpires()
+        assert await take(keys=[key], args=[rate, burst, 20]) == 20  # (23 s: within)
+        assert await pexpires() == grown
+        assert await take(keys=[key], args=[rate, burst, 50]) == 50  # (73 s: past it)
+        assert await pexpires() == grown + 1
+        await lives_until_full()
+    finally:
+        await raw.aclose()
