@@ -152,8 +152,10 @@ async def bet_checks(ctx: TablesContext, session: Session) -> Allowance | None:
     player's time-out or self-exclusion (``player_blocked``), then the reality check and
     their own limits (``bet_allowance``). What they are checked against is read from the
     store on every such command, in one read (``Store.bet_reads``: one round trip, one
-    Redis script), so an operator's exclusion, or a reality check due on another
-    connection or process, holds at once everywhere."""
+    Redis script, kept in process until Redis says a key it read changed:
+    ``server.connect.tracking``), so an operator's exclusion, or a reality check due on
+    another connection or process, holds everywhere as soon as it is written (on Redis,
+    heard: a moment after)."""
     now = play_session.now()
     try:
         reads = await ctx.store.bet_reads(session.player, first_day(now), rule=current_limits)
