@@ -180,8 +180,8 @@ class Tracked:
                 await self._listen()
             except asyncio.CancelledError:
                 raise
-            except (RedisError, OSError, TimeoutError) as exc:
-                log.debug("tracked reads: %s; reading from Redis until heard again", exc)
+            except Exception as exc:  # (lost, refused, or closed here: _lose)
+                log.debug("tracked reads: %r; reading from Redis until heard again", exc)
             finally:
                 self._lose()
             await asyncio.sleep(wait)
