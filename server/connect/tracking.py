@@ -94,7 +94,11 @@ class Tracked:
         except (RedisError, OSError, TimeoutError):  # (the pair is made again meanwhile)
             return await self._script(keys=keys, args=args)
         if self._changes == changes and self._reader is not None:
+            idle = not self._kept
             self._keep(name, keys, answer, now)
+            if idle:  # (the listener waits long while nothing is kept: it hears a pong now)
+                with contextlib.suppress(RedisError, OSError):
+                    await self._listener.send_command("PING")
         return answer
 
     async def _tracked_read(self, keys: Sequence[str], args: Sequence[str]) -> Any:

@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
+import pytest
 import redis.asyncio as aioredis
 
 from server.ledger.accounts import Entry
@@ -34,6 +35,7 @@ def stake(key: str, player: str, amount: int) -> Entry:
     return Entry(key, f"player:{player}", f"stake:t1:{player}", amount, "stake", "r")
 
 
+@pytest.mark.slow
 async def test_bet_reads_are_kept_until_redis_says_what_they_read_changed(redis_url: str) -> None:
     here, there = await open_store(redis_url), await open_store(redis_url)
     raw = aioredis.Redis.from_url(redis_url)
@@ -101,3 +103,39 @@ async def test_bet_reads_are_kept_until_redis_says_what_they_read_changed(redis_
 
 async def _has(found: Awaitable[BetReads], check: Callable[[BetReads], bool]) -> bool:
     return check(await found)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
+async def test_a_listener_that_stops_answering_keeps_nothing(redis_url: str) -> None:
+    """A Redis that stops answering (``CLIENT PAUSE``: a frozen primary, a partition) leaves
+    the kept reads unheard: within a second and a half of silence nothing kept is used, and
+    once the listener's ping goes unanswered the pair is dropped, made again after."""
+    from server.connect.tracking import BEAT
+
+    store = await open_store(redis_url)
+    raw = aioredis.Redis.from_url(redis_url)
+    today = flow_day(time.time())
+    tracked = store._tracked
+
+    async def made() -> bool:
+        await store.bet_reads("ann", today, rule=current_limits)
+        return tracked._reader is not None and bool(tracked._kept)
+
+    try:
+        await store.ensure_player("ann", "Ann", 1000)
+        await eventually(made)
+        await asyncio.sleep(4 * BEAT)  # (pinged and answered meanwhile)
+        hits = tracked.hits
+        await store.bet_reads("ann", today, rule=current_limits)
+        assert tracked.hits == hits + 1
+        await raw.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+        start = time.monotonic()
+        while tracked._reader is not None:
+            assert time.monotonic() - start < 2.5, "the silent listener was not found lost"
+            await asyncio.sleep(0.05)
+        assert not tracked._kept
+        await eventually(made, 6.0)  # (the pause over: made again)
+    finally:
+        await raw.aclose()
+        await store.close()
