@@ -47,9 +47,9 @@ _CHANNEL: Final = b"__redis__:invalidate"
 
 class Tracked:
     """The answers of ``script`` (a read-only Lua script, its keys declared) in the Redis
-    of the client it is bound to (:meth:`bind`), kept per name (see the module docstring). ``loose(answer)`` names the
-    declared keys an answer does not depend on (a player's flows when they have no
-    limits): a change of those does not drop it."""
+    of the client it is bound to (:meth:`bind`), kept per name (see the module
+    docstring). ``loose(answer, keys)`` names the declared keys an answer does not depend
+    on (a player's flows when they have no limits): a change of those does not drop it."""
 
     def __init__(self, script: str, loose: Any = None) -> None:
         self._text = script
