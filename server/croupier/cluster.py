@@ -87,8 +87,21 @@ local node, ttl, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local owned, beat = tonumber(ARGV[5]), tonumber(ARGV[6])
 redis.call('ZADD', KEYS[1], now + beat, node)
 if ARGV[4] == '1' then redis.call('ZADD', KEYS[2], now + beat, node) end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, now)
+-- A set's members whose mark has not expired, with their expiries; the expired ones are
+-- taken off (one ZRANGE, and a ZREM only when one expired: issue 36).
+local function live(key)
+  local names, scores, gone = {}, {}, {}
+  local scored = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  for i = 1, #scored, 2 do
+    if tonumber(scored[i + 1]) <= now then
+      gone[#gone + 1] = scored[i]
+    else
+      names[#names + 1], scores[#scores + 1] = scored[i], scored[i + 1]
+    end
+  end
+  if #gone > 0 then redis.call('ZREM', key, unpack(gone)) end
+  return names, scores
+end
 -- The leases read with one MGET a chunk (issue 36: a GET each, renewed and read, were
 -- the most of Redis's commands after the commits').
 local function read(first, last)
@@ -109,15 +122,12 @@ for n, holder in ipairs(read(3, 2 + owned)) do
 end
 local owners = {}
 for _, holder in ipairs(read(3 + owned, #KEYS)) do owners[#owners + 1] = holder or '' end
--- The members and their expiries in one ZRANGE (the first other's expiry from it).
-local soonest, members = '', {}
-local scored = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-for i = 1, #scored, 2 do
-  members[#members + 1] = scored[i]
-  if soonest == '' and scored[i] ~= node then soonest = scored[i + 1] end
+local members, expiries = live(KEYS[1])
+local soonest = ''
+for i, name in ipairs(members) do
+  if name ~= node then soonest = expiries[i]; break end
 end
-return {lost, members, redis.call('ZRANGE', KEYS[2], 0, -1), table.concat(owners, '\\n'),
-        soonest}
+return {lost, members, (live(KEYS[2])), table.concat(owners, '\\n'), soonest}
 """
 # KEYS[1] = the lease; ARGV[1] = this node. Deletes the lease only if it is ours.
 _RELEASE = """

@@ -129,7 +129,9 @@ async def test_a_tick_reads_every_lease_with_one_mget_and_renews_its_own(redis_u
     """A tick reads the leases it renews and those whose owners it reads with one
     ``MGET`` each (issue 36: a ``GET`` per table, renewed or read, was a tenth of a
     cluster's Redis commands), then renews only the ones still its own (a ``PEXPIRE``
-    each): a lease taken by another is reported lost and left as it is."""
+    each): a lease taken by another is reported lost and left as it is. The members and
+    the draining are read with a ``ZRANGE`` each, the expired ones taken off by a
+    ``ZREM`` only when there are some (a ``ZREMRANGEBYSCORE`` each at every tick)."""
     a = Leases(redis_url, "node-a", ttl=3.0)
     b = Leases(redis_url, "node-b", ttl=3.0)
     tables = [f"t{i}" for i in range(300)]  # (more than one chunk of the script's MGET)
@@ -138,23 +140,33 @@ async def test_a_tick_reads_every_lease_with_one_mget_and_renews_its_own(redis_u
             assert await a.acquire(t)
         assert await b.acquire(tables[280])
         await b.tick([], [])  # (a member)
+        raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
+        gone = int(time.time() * 1000) - 1  # (a member and a draining mark expired)
+        await raw.zadd("chemmy:nodes", {"node-x": gone})
+        await raw.zadd("chemmy:draining", {"node-x": gone})
         before = await calls(redis_url)
         lost, members, owners = await a.tick(tables[:281], tables)
         used = spent(before, await calls(redis_url))
         assert lost == {tables[280]} and members == ["node-a", "node-b"]
+        assert sorted(await raw.zrange("chemmy:nodes", 0, -1)) == ["node-a", "node-b"]
+        assert await raw.zrange("chemmy:draining", 0, -1) == []
+        assert used["zrem"] == 2 and used["zrange"] == 2, used  # (the expired ones taken off)
+        assert used.get("zremrangebyscore", 0) == 0, used
         assert owners == {t: "node-a" for t in tables[:280]} | {tables[280]: "node-b"} | (
             dict.fromkeys(tables[281:])
         )
         assert used.get("get", 0) == 0, used
         assert used["mget"] == 4, used  # (281 renewed and 300 read: two chunks each)
         assert used["pexpire"] == 280, used  # (not node-b's)
-        raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
         try:
             assert await raw.get(lease_key(tables[280])) == "node-b"
         finally:
             await raw.aclose()
+        before = await calls(redis_url)
         assert (await b.tick([], []))[1] == ["node-a", "node-b"]
         assert b.others_expire is not None  # (node-a's heartbeat, the first other)
+        used = spent(before, await calls(redis_url))
+        assert used.get("zrem", 0) == 0 and used["zrange"] == 2, used  # (none expired)
     finally:
         await a.close()
         await b.close()
