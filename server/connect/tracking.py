@@ -23,8 +23,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Awaitable, Iterable, Sequence
+from typing import Any, Final, TypeVar
 
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, RedisError
@@ -43,6 +43,7 @@ BEAT: Final = 0.5
 #: losing its connections it makes them again, at first and at most (seconds).
 IDLE_WAIT, RETRY, RETRY_MAX = 5.0, 1.0, 30.0
 _CHANNEL: Final = b"__redis__:invalidate"
+T = TypeVar("T")
 
 
 class Tracked:
@@ -114,6 +115,22 @@ class Tracked:
             self._lose()  # (a reply may be left unread on it: not used again)
             raise
 
+    async def wrote(self, names: Iterable[str], write: Awaitable[T]) -> T:
+        """``write``, of keys the answers of ``names`` read: once its reply came (or it
+        failed), each :meth:`forget`-ten."""
+        try:
+            return await write
+        finally:
+            for name in names:
+                self.forget(name)
+
+    def forget(self, name: str) -> None:
+        """This process wrote a key ``name``'s answer reads (its reply came, or it
+        failed): the answer is read from Redis next time, and a read on its way is not
+        kept. A process sees its own writes at once, not when the listener hears them."""
+        self._changes += 1
+        self._kept.pop(name, None)
+
     def _keep(self, name: str, keys: Sequence[str], answer: Any, now: float) -> None:
         loose = set(self._loose(answer, keys)) if self._loose is not None else set()
         self._kept[name] = (now, answer)
@@ -153,7 +170,9 @@ class Tracked:
         credentials, database, TLS, timeouts)."""
         kwargs = self._pool.connection_kwargs
         kwargs = {k: v for k, v in kwargs.items() if not k.startswith(("maint_", "orig_"))}
-        return self._pool.connection_class(**{**kwargs, "protocol": 2})
+        # No health check: one made by a PING sent from a bet's task would read the
+        # listener while its own task waits on it (a RuntimeError, not a RedisError).
+        return self._pool.connection_class(**{**kwargs, "protocol": 2, "health_check_interval": 0})
 
     async def _open(self) -> None:
         listener, reader = self._connection(), self._connection()

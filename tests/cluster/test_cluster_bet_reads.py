@@ -139,3 +139,66 @@ async def test_a_listener_that_stops_answering_keeps_nothing(redis_url: str) -> 
     finally:
         await raw.aclose()
         await store.close()
+
+
+async def test_a_process_reads_its_own_writes_at_its_next_bet(redis_url: str) -> None:
+    """What this process itself wrote (a commit moving a player's flows, their restriction,
+    limits or play session) is read at the very next bet, not when the listener hears of
+    it: a read kept from before is dropped as the write's reply comes (it was stale about
+    one read in five right after a commit, review of issue 36)."""
+    store = await open_store(redis_url)
+    today = flow_day(time.time())
+
+    async def reads() -> BetReads:
+        return await store.bet_reads("ann", today, rule=current_limits)
+
+    async def kept() -> bool:
+        await reads()
+        return store._tracked._reader is not None and "ann" in store._tracked._kept
+
+    try:
+        await store.ensure_player("ann", "Ann", 100_000)
+        await store.set_player_limits("ann", {"loss_day": 50_000}, "player", rule=merge_limits)
+        await eventually(kept)
+        staked = 0
+        for n in range(30):
+            await store.commit(entries=[stake(f"own{n}", "ann", 10)])
+            staked += 10
+            days = (await reads()).days
+            assert sum(day["staked"] for day in days.values()) == staked, (n, days)
+            await eventually(kept)
+        until = time.time() + DAY
+        await store.set_player_restriction("ann", "break", until, "player", rule=merge_restriction)
+        assert (await reads()).restriction is not None
+        await store.open_play_session("ann", time.time(), 900.0, 1800.0, rule=open_play)
+        assert (await reads()).play is not None
+    finally:
+        await store.close()
+
+
+async def test_a_ping_after_a_quiet_spell_reads_nothing_from_under_the_listener(
+    redis_url: str,
+) -> None:
+    """The listener makes no health check of its own (redis-py's, on a ``PING`` sent from a
+    bet's task after 30 s without a reply, read the listener beneath its waiting task: a
+    ``RuntimeError`` the bet took for an internal error)."""
+    store = await open_store(redis_url)
+    today = flow_day(time.time())
+    tracked = store._tracked
+    try:
+        await store.ensure_player("ann", "Ann", 1000)
+        await eventually(lambda: _made(store, today))
+        for connection in (tracked._listener, tracked._reader):
+            assert connection.health_check_interval == 0
+        tracked._changed(None)  # (nothing kept: the next kept answer pings the listener)
+        tracked._listener.next_health_check = 0
+        await store.bet_reads("ann", today, rule=current_limits)
+        await store.bet_reads("ann", today, rule=current_limits)
+        assert tracked._reader is not None and tracked.hits
+    finally:
+        await store.close()
+
+
+async def _made(store: object, today: str) -> bool:
+    await store.bet_reads("ann", today, rule=current_limits)  # type: ignore[attr-defined]
+    return store._tracked._reader is not None  # type: ignore[attr-defined]

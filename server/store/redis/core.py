@@ -126,14 +126,11 @@ class RedisCore(StoreFront):
         self._lane: Lane | None = None  # the commits' own connection (``_execute``)
         self._tracked = Tracked(_LUA_BET_READS, _bet_loose)  # the per-bet reads, kept
         self._scripts: dict[str, Any] = {}
-        #: The commits queued for the next group (their script's arguments and their
-        #: callers' futures), whether a flush is due, and the flushes under way.
+        #: The commits queued for the next group (arguments, futures), a flush due, flushes.
         self._queued: list[tuple[list[bytes], asyncio.Future[Any]]] = []
         self._flush_due = False
         self._flushes: set[asyncio.Task[None]] = set()
-        #: Commits stored, and the batches (groups) they went in.
-        self.commits = 0
-        self.groups = 0
+        self.commits = self.groups = 0  # commits stored, and the batches they went in
         #: Each table's epoch in which its commits need not look it up on the list of open
         #: tables (issue 36), and the epochs a commit closing it was sent in (never since).
         self._listed: dict[str, int] = {}
@@ -343,7 +340,8 @@ class RedisCore(StoreFront):
             self._redis()
             # Encoded here: a text Redis cannot take is this commit's refusal alone.
             encoded = [arg.encode() for arg in args]
-        out = await self._grouped(encoded)
+        flows = [flow for flow in map(entry_flow, plan.entries) if flow]  # (read afresh here)
+        out = await self._tracked.wrote([flow[0] for flow in flows], self._grouped(encoded))
         if table is not None and plan.row is not None and not table.closed:  # (stored: listed)
             self._listed[table.table_id] = table.epoch
         return CommitResult(int(out[0]), {a: int(b) for a, b in zip(report, out[1:], strict=True)})

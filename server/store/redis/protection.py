@@ -73,7 +73,7 @@ class RedisPlayers(RedisCore):
                 pipe.hset(key, player_id, json.dumps(kept))
 
         with self._translated():
-            await self._redis().transaction(merge, key)
+            await self._tracked.wrote([player_id], self._redis().transaction(merge, key))
         return kept
 
     # -- a player's usage and limits ----------------------------------------------------
@@ -122,7 +122,7 @@ class RedisPlayers(RedisCore):
                 pipe.hdel(key, player_id)
 
         with self._translated():
-            await self._redis().transaction(merge, key)
+            await self._tracked.wrote([player_id], self._redis().transaction(merge, key))
         return kept
 
     # -- a player's play session --------------------------------------------------------
@@ -147,7 +147,8 @@ class RedisPlayers(RedisCore):
                     return None
                 new = dump_json({k: v for k, v in kept.items() if k != "seen"})
                 args = [self.prefix, player_id, body, seen, new, repr(float(kept["seen"]))]
-                if await self._replicated(self._scripts["play_set"], args) == 1:
+                written = self._replicated(self._scripts["play_set"], args)
+                if await self._tracked.wrote([player_id], written) == 1:
                     return dict(kept)
         raise StoreUnavailable(f"the play session of {player_id!r} kept changing while written")
 
