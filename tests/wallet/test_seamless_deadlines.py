@@ -390,10 +390,7 @@ async def test_a_whole_shoe_with_every_fault_keeps_every_debit_deadline_and_the_
     """A whole (short) shoe with the faults of :data:`SHOE_FAULTS` in turn, never waiting
     for the calls they hold between coups: every coup's debit phase ends within
     ``--wallet-timeout`` and a margin, and the books close exactly after."""
-    # A call given up at its timeout is tried again at the courier's next look (half a
-    # second on), and the next coup's debit of its player waits for it: the shoe's time
-    # goes mostly on these waits, so the calls' timeout is short too.
-    timeout, call_timeout = scaled(0.5), scaled(0.5)
+    timeout, call_timeout = scaled(0.5), scaled(1.0)
     server = await seamless_server(
         net,
         wallet,
