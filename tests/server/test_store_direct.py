@@ -470,3 +470,26 @@ async def test_the_rows_of_many_tables_stay_in_sqlites_cache(
         assert thread_reads(store._worker._thread) - before < 20
     finally:
         await store.close()
+
+
+async def test_a_burst_of_bets_is_committed_by_the_loop_and_a_settlement_by_the_worker(
+    store: SQLiteStore,
+) -> None:
+    """A burst of up to 200 bettors' bets (some 400 rows) is committed by the loop before
+    its call returns: in the worker each read and commit after it waited for it, and one
+    took 10-150 ms there beside a busy loop (issue 37 §3). A settlement of a thousand
+    bettors (2,000 rows and more: more than ``DIRECT_MOST``) still goes to the worker."""
+    burst = [bet(f"b{n}", "ann", 1) for n in range(400)]
+    before = counts(store)
+    call = store.commit(entries=burst)
+    with pytest.raises(StopIteration) as stored:  # never suspended: done in this turn
+        call.send(None)
+    assert stored.value.value.inserted == len(burst)
+    assert counts(store) == (before[0] + 1, before[1] + 1, before[2] + 1)
+    settlement = [bet(f"s{n}", f"p{n % 20}", 1) for n in range(sqlite_module.DIRECT_MOST + 1)]
+    assert (await store.commit(entries=settlement)).inserted == len(settlement)
+    assert counts(store) == (before[0] + 2, before[1] + 2, before[2] + 1)  # not direct
+    assert await store.balances(["player:ann", "player:p0"]) == {
+        "player:ann": 600,
+        "player:p0": 1000 - len([n for n in range(sqlite_module.DIRECT_MOST + 1) if n % 20 == 0]),
+    }

@@ -69,11 +69,11 @@ GROUP_MAX: Final = 64
 DIRECT_SLOW: Final = 0.02
 DIRECT_COOL_OFF: Final = 30.0
 DIRECT_COOL_OFF_MAX: Final = 600.0
-#: A commit of more rows than this (entries, bettors' parts, events) is never made on the
-#: loop's thread: a settlement of a thousand bettors (some 1,500 entries and 1,000 parts,
-#: issue 37) held the loop for tens of ms there, every connection and table waiting; in
-#: the worker's thread SQLite's own work runs beside the loop (it releases the GIL).
-DIRECT_MOST: Final = 64
+#: A commit of more rows than this (entries, parts, events) goes to the worker: a settlement
+#: of 1,000 bettors (2,000+ rows, issue 37) held the loop for tens of ms. A burst of bets (up
+#: to 200: ~400 rows) stays on the loop: in the worker, behind which each read waits, one
+#: took 10-150 ms, and the bursts grew larger while their bets waited (issue 37 §3).
+DIRECT_MOST: Final = 512
 #: A ``PASSIVE`` checkpoint every this many transactions (:meth:`SQLiteCore._checkpoint`;
 #: a lone bet is ~17 pages: at 100 they cost a sixth of its CPU, issue 36).
 CHECKPOINT_EVERY: Final = 1000
