@@ -206,9 +206,9 @@ def install(timing: Timing) -> None:
                 timing.add(why, time.perf_counter() - w0)
         return await read(self, job, *args)
 
-    def counted_checkpoint(self: Any) -> None:
+    def counted_checkpoint(self: Any, again: bool = False) -> None:
         timing.add("checkpoint", 0.0)
-        checkpoint(self)
+        checkpoint(self, again)
 
     core._read = timed_read  # type: ignore[method-assign]
     core._checkpoint = counted_checkpoint  # type: ignore[method-assign]
