@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from server.ledger.accounts import Entry
 from server.protocol.errors import KeyConflict
 from server.store import SQLiteStore
 from server.store.base import TableRow
@@ -121,13 +122,8 @@ async def test_a_commit_of_many_rows_is_stored_at_once_when_none_is_held(
     """A commit of ``AT_ONCE_ROWS`` rows or more (a burst of bettors' bets) with no other
     held is committed by the loop before its call returns, without waiting for the end
     of the turn (issue 37 §3: its commands waited two turns of the loop for it)."""
-    many = [bet(f"k{n}", f"p{n}", 5) for n in range(sqlite_module.AT_ONCE_ROWS)]
     before = counts(store)
-    call = store.commit(entries=many)
-    with pytest.raises(StopIteration) as stored:  # never suspended: done in this turn
-        call.send(None)
-    assert stored.value.value.inserted == len(many)
-    assert counts(store) == (before[0] + 1, before[1] + 1, before[2] + 1)
+    stored_at_once(store, [bet(f"k{n}", f"p{n}", 5) for n in range(sqlite_module.AT_ONCE_ROWS)])
     # A smaller one is still held for the end of the turn, with the others of its turn.
     few = [store.commit(entries=[bet(f"f{n}", "ann", 1)]) for n in range(3)]
     assert [r.inserted for r in await asyncio.gather(*few)] == [1, 1, 1]
@@ -479,13 +475,8 @@ async def test_a_burst_of_bets_is_committed_by_the_loop_and_a_settlement_by_the_
     its call returns: in the worker each read and commit after it waited for it, and one
     took 10-150 ms there beside a busy loop (issue 37 §3). A settlement of a thousand
     bettors (2,000 rows and more: more than ``DIRECT_MOST``) still goes to the worker."""
-    burst = [bet(f"b{n}", "ann", 1) for n in range(400)]
     before = counts(store)
-    call = store.commit(entries=burst)
-    with pytest.raises(StopIteration) as stored:  # never suspended: done in this turn
-        call.send(None)
-    assert stored.value.value.inserted == len(burst)
-    assert counts(store) == (before[0] + 1, before[1] + 1, before[2] + 1)
+    stored_at_once(store, [bet(f"b{n}", "ann", 1) for n in range(400)])
     settlement = [bet(f"s{n}", f"p{n % 20}", 1) for n in range(sqlite_module.DIRECT_MOST + 1)]
     assert (await store.commit(entries=settlement)).inserted == len(settlement)
     assert counts(store) == (before[0] + 2, before[1] + 2, before[2] + 1)  # not direct
@@ -493,3 +484,14 @@ async def test_a_burst_of_bets_is_committed_by_the_loop_and_a_settlement_by_the_
         "player:ann": 600,
         "player:p0": 1000 - len([n for n in range(sqlite_module.DIRECT_MOST + 1) if n % 20 == 0]),
     }
+
+
+def stored_at_once(store: SQLiteStore, entries: list[Entry]) -> None:
+    """``entries`` committed by the loop before the call returns: one transaction, one
+    direct use, one commit, all of them inserted."""
+    before = counts(store)
+    call = store.commit(entries=entries)
+    with pytest.raises(StopIteration) as stored:  # never suspended: done in this turn
+        call.send(None)
+    assert stored.value.value.inserted == len(entries)
+    assert counts(store) == (before[0] + 1, before[1] + 1, before[2] + 1)
