@@ -20,16 +20,7 @@ from server.bus.redis import RedisBus
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.vocabulary.events import Event
 from tests.kit.timing import scaled
-
-OWNERS = {"t1": "node-a"}
-
-
-async def no_events(table: str, seq: int) -> list[Event] | None:
-    return []
-
-
-async def owner_of(table: str) -> str | None:
-    return OWNERS.get(table)
+from tests.server.test_bus_pubsub import two_buses
 
 
 async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -40,15 +31,8 @@ async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
 
 @pytest.fixture
 async def pair(redis_url: str) -> AsyncIterator[tuple[RedisBus, RedisBus]]:
-    a = RedisBus(redis_url, node="node-a", events_after=no_events, owner_of=owner_of)
-    b = RedisBus(redis_url, node="node-b", events_after=no_events, owner_of=owner_of)
-    await a.start()
-    await b.start()
-    try:
-        yield a, b
-    finally:
-        await b.close()
-        await a.close()
+    async with two_buses(redis_url) as buses:  # (node-a owns t1)
+        yield buses
 
 
 async def calls(url: str) -> dict[str, int]:
