@@ -285,10 +285,12 @@ class RedisCore(StoreFront):
     # -- the one write (planned by StoreFront.commit) -----------------------------------
     async def _apply(self, plan: CommitPlan) -> CommitResult:
         args: list[str] = [self.prefix, plan.day, plan.cutoff, str(len(plan.entries))]
+        moved: list[str] = []  # whose flows it moves: read afresh here (``_tracked``)
         for entry in plan.entries:
             args += [entry.key, entry.src, entry.dst, str(entry.amount), _pack(entry)]
             flow = entry_flow(entry)
             args += ["", "0", "0", "0"] if flow is None else [str(part) for part in flow]
+            moved += () if flow is None else (flow[0],)
         table = plan.table
         if table is None or plan.row is None or plan.parts is None:
             args.append("0")
@@ -340,8 +342,7 @@ class RedisCore(StoreFront):
             self._redis()
             # Encoded here: a text Redis cannot take is this commit's refusal alone.
             encoded = [arg.encode() for arg in args]
-        flows = [flow for flow in map(entry_flow, plan.entries) if flow]  # (read afresh here)
-        out = await self._tracked.wrote([flow[0] for flow in flows], self._grouped(encoded))
+        out = await self._tracked.wrote(moved, self._grouped(encoded))
         if table is not None and plan.row is not None and not table.closed:  # (stored: listed)
             self._listed[table.table_id] = table.epoch
         return CommitResult(int(out[0]), {a: int(b) for a, b in zip(report, out[1:], strict=True)})
