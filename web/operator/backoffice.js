@@ -32,6 +32,11 @@ class Refusal extends Error {
   }
 }
 
+/** An answer to a call made before the last `load()` (a token used, forgotten, or a
+ * refresh): dropped unseen, so that a slow answer under a forgotten token never fills
+ * the page after its refusal. */
+class Stale extends Error {}
+
 const page = {
   token: null,
   tables: new Map(), // table id -> {currency, decimals}
@@ -41,6 +46,8 @@ const page = {
   replay: null, // {round, steps, shown}
   liveVoid: null, // {table, round}: the round in play the void form is about
   timer: null,
+  epoch: 0, // bumped by each load(): answers to calls made before it are Stale
+  dropped: 0, // how many such answers were dropped (for tests and the curious)
 };
 globalThis.chemmyBackOffice = page; // for tests and the curious: what the page holds
 
@@ -54,7 +61,16 @@ function idempotencyKey() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/** Throws Stale if a load() began since the read was made in `epoch`. A control's
+ * answer (any other method) is always shown: what it did on the server is done. */
+function stale(method, epoch, path) {
+  if (method !== "GET" || epoch === page.epoch) return;
+  page.dropped += 1;
+  throw new Stale(path);
+}
+
 async function api(method, path, body) {
+  const epoch = page.epoch;
   const headers = {};
   if (page.token) headers.authorization = `bearer ${page.token}`;
   if (method !== "GET" && method !== "HEAD") headers["idempotency-key"] = idempotencyKey();
@@ -67,6 +83,7 @@ async function api(method, path, body) {
   try {
     res = await fetch(path, init);
   } catch {
+    stale(method, epoch, path);
     throw new Refusal(0, "network", t("bo.network"));
   }
   let data = null;
@@ -75,6 +92,7 @@ async function api(method, path, body) {
   } catch {
     data = null;
   }
+  stale(method, epoch, path);
   if (!res.ok) throw new Refusal(res.status, data?.status ?? String(res.status), data?.message ?? res.statusText);
   return data;
 }
@@ -128,6 +146,7 @@ function takeToken() {
 }
 
 function refuse(err) {
+  if (err instanceof Stale) return;
   const box = $("#refusal");
   box.textContent = refusalWords(err);
   show(box, true);
@@ -141,11 +160,13 @@ function clearRefusal() {
 /** Load everything; a refused first call hides every piece of data. */
 async function load() {
   clearTimeout(page.timer); // one poll at a time, and none under a refused token
+  page.epoch += 1;
   clearRefusal();
   $("#status").textContent = t("bo.loading");
   try {
     await loadTables();
   } catch (err) {
+    if (err instanceof Stale) return; // a later load() owns the page now
     show($("#data"), false);
     for (const id of ["#tables-list", "#players-list", "#rounds-list", "#totals-list", "#totals-currency", "#totals-chart"]) fill($(id));
     show($("#replay"), false);
@@ -165,6 +186,7 @@ function poll() {
     try {
       await Promise.all([loadTables(), loadPlayers()]);
     } catch (err) {
+      if (err instanceof Stale) return; // the load() that made it stale polls on its own
       refuse(err);
     }
     poll();
