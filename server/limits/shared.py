@@ -20,12 +20,13 @@ the processes share a Redis (``--store redis://``):
   messages and deposits) is a token bucket in Redis (``chemmy:limits:rate:...``, :data:`_TAKE`:
   refilled by elapsed time on Redis's clock, hands out up to N tokens). A process keeps
   a local budget per bucket and takes tokens in chunks (:func:`chunk`, a tenth of the
-  burst), asking for the next chunk in the background when half of one is left. So a
-  message costs no Redis round trip in the common case; it is decided at once (pings are
-  decided inside the frame parser), and while a chunk is on its way the process may go
-  up to one chunk into credit, paid back from what it gets (the asks of one turn of the
-  loop go in one write on a connection of their own: ``server.connect.redis.Asks``). The
-  cluster-wide rate is the configured one: what the processes spend together is at most
+  burst), asking for the next one in the background when the last is spent (issue 36:
+  asked for when half of one was left, every ask brought half a chunk, and the asks were
+  a tenth of a cluster's Redis commands). So a message costs no Redis round trip; it is
+  decided at once (pings are decided inside the frame parser), and while a chunk is on
+  its way the process goes up to one chunk into credit, paid back from what it gets (the
+  asks of one turn of the loop go in one write on a connection of their own:
+  ``server.connect.redis.Asks``). The cluster-wide rate is the configured one: what the processes spend together is at most
   the bucket's burst plus its rate over time, plus one chunk of credit per process.
 - **Without Redis** (a call fails or times out) the process falls back to its local
   limits (the per-process ones, always checked as well) and tries Redis again after
@@ -395,7 +396,7 @@ class SharedLimits(Limits):
         for budget in budgets:
             budget.tokens -= 1
             budget.used = now
-            if budget.tokens < budget.chunk // 2 + 1:
+            if budget.tokens < 1:  # (spent: the next chunk comes while on credit)
                 self._ask(budget, now)
         return True
 

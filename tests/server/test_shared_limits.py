@@ -313,3 +313,31 @@ async def test_a_bucket_outlives_its_deficit_with_its_expiry_set_only_when_neede
         await lives_until_full()
     finally:
         await raw.aclose()
+
+
+async def test_a_chunk_is_asked_for_once_the_last_is_spent(three: Any, redis_url: str) -> None:
+    """Issue 36: a budget asks for its next chunk when the last is spent (the message that
+    spends it runs on credit while it comes), not when half of one is left: one ask a
+    chunk of messages, not one every half chunk."""
+    lims = await three(rate_limit=1000.0, rate_burst=1000, player_rate_burst=80)
+    lim = lims[0]
+    await lim.open_player("ida")
+    r = aioredis.Redis.from_url(redis_url)
+
+    async def evalshas() -> int:
+        stats = await r.info("commandstats")
+        return int(stats.get("cmdstat_evalsha", {}).get("calls", 0))
+
+    try:
+        first = await evalshas()
+        for _ in range(80):
+            assert lim.take("10.0.0.4", "ida")
+            await settle(lim)
+        asks = await evalshas() - first
+        # The player's chunk is 8 (80 / 10), the address's 200: 80 / 8 + 1 asks (the first
+        # message's on credit), not 80 / 4.
+        assert asks <= 80 // chunk(80) + 2, asks
+        budget = lim._budgets["chemmy:limits:rate:m:p:ida"]
+        assert 0 < budget.tokens <= chunk(80)
+    finally:
+        await r.aclose()
