@@ -200,7 +200,7 @@ async def test_a_commit_writes_what_changed_and_looks_up_the_table_list_once_an_
     balances it moved in one ``HSET`` (an ``HINCRBY`` an account), reports them as it
     wrote them (an ``HGET`` each), writes a player's flows of the day with an ``HMGET``
     and an ``HSET`` (an ``HEXISTS`` and an ``HINCRBY`` a field), and bumps the audit's
-    counter only when it wrote what the audit reads. A table closed is off the list; opened again in the same epoch, or
+    counter only when it wrote what the audit reads and the ledger's seq did not move. A table closed is off the list; opened again in the same epoch, or
     after Redis lost its epoch and its list, it is listed again. Books exact."""
     store = await open_store(redis_url)
     raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
@@ -223,7 +223,8 @@ async def test_a_commit_writes_what_changed_and_looks_up_the_table_list_once_an_
         used = spent(before, await calls(redis_url))
         # (the ZADDs: the ledger's and the four accounts' indexes)
         assert used.get("zscore", 0) == 0 and used.get("zadd", 0) == 50, used
-        assert used["incr"] == 10, used  # (the audit's counter: the ten with money)
+        # (the audit's counter: not where the ledger's seq moved, the ten with money)
+        assert used.get("incr", 0) == 0 and used["incrby"] == 10, used
         # Entries, balances, each player's day of flows: an HMGET each (the balances
         # reported are those the commit moved: not read again).
         assert used.get("hget", 0) == 0 and used["hmget"] == 4 * 10, used
@@ -257,6 +258,45 @@ async def test_a_commit_writes_what_changed_and_looks_up_the_table_list_once_an_
         assert report["entries"] == 22, report  # (two welcomes, twenty stakes)
     finally:
         await raw.aclose()
+        await store.close()
+
+
+async def test_an_audit_reads_again_after_a_commit_that_moved_only_the_ledgers_seq(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: a commit posting entries moves the ledger's seq and not the audit's
+    counter (``commits``); the audit reads both, so a stake stored while it reads (its
+    balances read before, its entries after) is not a torn report: it reads again, and
+    the books are exact. The same for round records alone (the counter)."""
+    from server.store.redis.reads import RedisReads
+
+    store = await open_store(redis_url)
+    try:
+        await store.ensure_player("ann", "Ann", 1000)
+        once = RedisReads._audit_once
+        runs: list[int] = []
+        landing = [
+            {"entries": [Entry("s1", "player:ann", "stake:t1:ann", 5, "stake", "r1")]},
+            {"records": [{"kind": "shoe", "table": "t1", "shoe_no": 1, "seed": "s"}]},
+        ]
+
+        async def torn(self: Any, redis: Any) -> dict[str, Any]:
+            balances_first = await once(self, redis)
+            runs.append(len(runs))
+            if len(runs) in (1, 3):  # a write lands between the audit's reads
+                await store.commit(**landing[len(runs) // 2])  # type: ignore[arg-type]
+            return balances_first
+
+        monkeypatch.setattr(RedisReads, "_audit_once", torn)
+        before = await calls(redis_url)
+        report = await store.audit()
+        assert len(runs) == 2, runs  # read again after the stake
+        used = spent(before, await calls(redis_url))
+        assert used.get("incr", 0) == 0, used
+        report = await store.audit()
+        assert len(runs) == 4, runs  # and after the shoe record
+        assert report["sum"] == 0 and report["ledger_matches"], report
+    finally:
         await store.close()
 
 

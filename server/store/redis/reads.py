@@ -232,13 +232,16 @@ class RedisReads(RedisCore):
 
     async def audit(self) -> dict[str, Any]:
         """Reads the whole ledger in chunks (it never blocks Redis with one long call);
-        when a write lands meanwhile it reads again, so the figures are of one moment."""
+        when a write lands meanwhile it reads again, so the figures are of one moment. A
+        write the audit reads moves the ledger's seq (entries posted) or ``commits`` (the
+        rest: round records alone, a welcome, a guest expired)."""
         with self._translated():
             redis = self._redis()
+            moved = (self._key("commits"), self._key("ledger_seq"))
             for _ in range(20):
-                before = await redis.get(self._key("commits"))
+                before = await redis.mget(moved)
                 report = await self._audit_once(redis)
-                if await redis.get(self._key("commits")) == before:
+                if await redis.mget(moved) == before:
                     return report
         raise StoreUnavailable("the ledger kept changing while it was audited")
 

@@ -139,8 +139,10 @@ for _, c in ipairs(calls) do
     if c.due then redis.call('ZADD', W .. 'due', c.next_at, c.txn) end
   end
 end
--- The audit's counter moves with what it reads (entries, balances, round records) only.
-if #new > 0 or #records > 0 then redis.call('INCR', P .. 'commits') end
+-- The audit's counter moves with what it reads (entries, balances, round records) only,
+-- and not where the ledger's seq moved already (entries posted: INCRBY, in post; the
+-- audit reads both: issue 36, an INCR of most commits).
+if #new == 0 and #records > 0 then redis.call('INCR', P .. 'commits') end
 -- The reported balances: those the entries moved as posted, the others read (one HMGET).
 local out, unmoved = {#new}, {}
 for _, a in ipairs(report) do
