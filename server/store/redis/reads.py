@@ -231,13 +231,10 @@ class RedisReads(RedisCore):
         return [_unpack(k, p) for k, p in zip(keys, packed, strict=True) if p is not None]
 
     async def audit(self) -> dict[str, Any]:
-        """Reads the whole ledger in chunks (it never blocks Redis with one long call);
-        when a write lands meanwhile it reads again, so the figures are of one moment. A
-        write the audit reads moves the ledger's seq (entries posted) or ``commits`` (the
-        rest: round records alone, a welcome, a guest expired)."""
+        """Reads the whole ledger in chunks (never one long call); when a write lands
+        meanwhile (``commits`` or ``ledger_seq`` moved) it reads again: one moment's."""
         with self._translated():
-            redis = self._redis()
-            moved = (self._key("commits"), self._key("ledger_seq"))
+            redis, moved = self._redis(), (self._key("commits"), self._key("ledger_seq"))
             for _ in range(20):
                 before = await redis.mget(moved)
                 report = await self._audit_once(redis)
