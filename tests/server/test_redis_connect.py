@@ -382,3 +382,58 @@ async def test_a_write_that_cannot_finish_times_out_and_drops_its_connection(
         assert await client.ping()
     finally:
         await client.aclose()
+
+
+async def test_a_lanes_batch_is_written_and_answered_under_one_deadline(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: a :class:`Lane`'s batch takes one timer for its write and its replies
+    (it took one for each: their entries and exits were about 2.5% of a cluster
+    process's samples)."""
+    import server.connect.redis as connect_module
+
+    made: list[float | None] = []
+    timeout = asyncio.timeout
+
+    def counted(delay: float | None) -> Any:
+        made.append(delay)
+        return timeout(delay)
+
+    client = connect(redis_url, socket_timeout=1.0)
+    lane = Lane(client)
+    try:
+        assert await lane.send([("PING",)]) == [b"PONG"]  # (connected)
+        monkeypatch.setattr(connect_module.asyncio, "timeout", counted)
+        for n in range(1, 4):
+            assert await lane.send([("INCR", "n"), ("INCR", "n")]) == [2 * n - 1, 2 * n]
+        assert made == [1.0] * 3, made
+    finally:
+        await lane.close()
+        await client.aclose()
+
+
+async def test_a_lanes_write_that_cannot_finish_times_out_and_drops_its_connection(
+    make_redis: Callable[..., RedisServer],
+) -> None:
+    """A Redis frozen (SIGSTOP) with the socket's buffers full: a :class:`Lane`'s batch
+    whose write cannot finish runs out at ``socket_timeout`` (its one deadline), is
+    refused as a write that ran out is, and drops its connection (and its unsent bytes);
+    the next batch after Redis is back goes on a new one."""
+    server = make_redis()
+    client = connect(server.url(), socket_timeout=scaled(0.5))
+    lane = Lane(client)
+    try:
+        assert await lane.send([("PING",)]) == [b"PONG"]
+        server.pause()
+        try:
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(RedisTimeoutError):
+                await lane.send([("SET", "big", b"x" * (64 << 20))])  # more than buffers hold
+            assert asyncio.get_running_loop().time() - started < scaled(0.5) + 2.0
+            assert lane._connection is None
+        finally:
+            server.resume()
+        assert await lane.send([("PING",)]) == [b"PONG"]
+    finally:
+        await lane.close()
+        await client.aclose()
