@@ -177,7 +177,7 @@ class _TimedWrites:
     async def send_within(self, command: bytes) -> None:
         """Write ``command`` with no timer of its own, for a caller whose deadline bounds
         it already (a :class:`Lane`'s batch: one for its write and its replies; issue 36,
-        the timers' entries and exits were about 2.5% of a cluster process's samples)."""
+        the timers' entries and exits were about 4% of a cluster process's samples)."""
         timeout, self.socket_timeout = self.socket_timeout, None
         try:
             await super().send_packed_command(command, False)  # type: ignore[misc]

@@ -388,7 +388,7 @@ async def test_a_lanes_batch_is_written_and_answered_under_one_deadline(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 36: a :class:`Lane`'s batch takes one timer for its write and its replies
-    (it took one for each: their entries and exits were about 2.5% of a cluster
+    (it took one for each: their entries and exits were about 4% of a cluster
     process's samples)."""
     import server.connect.redis as connect_module
 
