@@ -38,7 +38,7 @@ from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 import redis.asyncio as aioredis
-from redis.asyncio.connection import Connection
+from redis.asyncio.connection import AbstractConnection, Connection
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, RedisError, ResponseError
@@ -174,15 +174,19 @@ class _TimedWrites:
         finally:
             self.socket_timeout = timeout
 
-    async def send_within(self, command: bytes) -> None:
-        """Write ``command`` with no timer of its own, for a caller whose deadline bounds
-        it already (a :class:`Lane`'s batch: one for its write and its replies; issue 36,
-        the timers' entries and exits were about 4% of a cluster process's samples)."""
-        timeout, self.socket_timeout = self.socket_timeout, None
-        try:
-            await super().send_packed_command(command, False)  # type: ignore[misc]
-        finally:
-            self.socket_timeout = timeout
+
+async def send_within(connection: Any, command: bytes) -> None:
+    """Write ``command`` on any redis-py connection (TCP, TLS, a Unix socket) with no timer
+    of its own, for a caller whose deadline bounds it already (a :class:`Lane`'s batch: one
+    for its write and its replies; issue 36, the timers' entries and exits were about 4% of
+    a cluster process's samples). Not redis-py's ``wait_for`` nested in that deadline: on
+    Python 3.11 it can swallow the deadline's cancellation when the write ends in the same
+    step, and the replies would then be read with none (review)."""
+    timeout, connection.socket_timeout = connection.socket_timeout, None
+    try:
+        await AbstractConnection.send_packed_command(connection, command, False)
+    finally:
+        connection.socket_timeout = timeout
 
 
 class TimedConnection(_TimedWrites, Connection):  # type: ignore[misc]
@@ -300,10 +304,7 @@ class Lane:
                 self._connection = connection
             # One deadline for the batch's write and its replies, not a timer for each.
             async with asyncio.timeout(connection.socket_timeout):
-                if isinstance(connection, _TimedWrites):
-                    await connection.send_within(packed(commands))
-                else:  # (TLS, a Unix socket: redis-py's own timer for the write)
-                    await connection.send_packed_command(packed(commands), check_health=False)
+                await send_within(connection, packed(commands))
                 if errors:
                     return [await _reply(connection) for _ in commands]
                 return [await connection.read_response(timeout=math.inf) for _ in commands]

@@ -412,6 +412,38 @@ async def test_a_lanes_batch_is_written_and_answered_under_one_deadline(
         await client.aclose()
 
 
+async def test_a_lanes_write_on_redis_pys_own_connection_is_under_the_batchs_deadline_alone(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a connection of redis-py's own classes (TLS and Unix sockets use them), a
+    :class:`Lane`'s write does not go through redis-py's ``wait_for``: nested in the
+    batch's deadline, on Python 3.11 it can swallow that deadline's cancellation when the
+    write ends in the same step, and the replies would be read with no deadline (review)."""
+    import redis.asyncio.connection as redis_connection
+
+    waits: list[float | None] = []
+    wait_for = asyncio.wait_for
+
+    def counted(future: Any, timeout: float | None) -> Any:
+        waits.append(timeout)
+        return wait_for(future, timeout)
+
+    pool = aioredis.ConnectionPool.from_url(redis_url, socket_timeout=1.0)
+    assert pool.connection_class is redis_connection.Connection  # (not ours: _TimedWrites)
+    client = aioredis.Redis(connection_pool=pool)
+    lane = Lane(client)
+    try:
+        assert await lane.send([("PING",)]) == [b"PONG"]  # (connected)
+        monkeypatch.setattr(redis_connection.asyncio, "wait_for", counted)
+        assert await lane.send([("INCR", "w"), ("INCR", "w")]) == [1, 2]
+        assert waits == [], waits
+        assert lane._connection is not None
+        assert lane._connection.socket_timeout == 1.0  # (put back after the write)
+    finally:
+        await lane.close()
+        await client.aclose()
+
+
 async def test_a_lanes_write_that_cannot_finish_times_out_and_drops_its_connection(
     make_redis: Callable[..., RedisServer],
 ) -> None:
