@@ -47,7 +47,7 @@ const page = {
   liveVoid: null, // {table, round}: the round in play the void form is about
   timer: null,
   epoch: 0, // bumped by each load(): answers to calls made before it are Stale
-  dropped: 0, // how many such answers were dropped (for tests and the curious)
+  dropped: [], // the paths of the answers so dropped (for tests and the curious)
 };
 globalThis.chemmyBackOffice = page; // for tests and the curious: what the page holds
 
@@ -65,7 +65,7 @@ function idempotencyKey() {
  * answer (any other method) is always shown: what it did on the server is done. */
 function stale(method, epoch, path) {
   if (method !== "GET" || epoch === page.epoch) return;
-  page.dropped += 1;
+  page.dropped.push(path);
   throw new Stale(path);
 }
 
@@ -160,7 +160,7 @@ function clearRefusal() {
 /** Load everything; a refused first call hides every piece of data. */
 async function load() {
   clearTimeout(page.timer); // one poll at a time, and none under a refused token
-  page.epoch += 1;
+  const epoch = ++page.epoch;
   clearRefusal();
   $("#status").textContent = t("bo.loading");
   try {
@@ -177,7 +177,7 @@ async function load() {
   show($("#data"), true);
   $("#status").textContent = t("bo.status.ok");
   await Promise.all([loadPlayers(), searchRounds(), loadTotals()].map((p) => p.catch(refuse)));
-  poll();
+  if (epoch === page.epoch) poll(); // (a later load() polls if its token opens the data)
 }
 
 function poll() {
