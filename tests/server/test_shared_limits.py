@@ -334,7 +334,7 @@ async def test_a_chunk_is_asked_for_once_the_last_is_spent(three: Any, redis_url
             assert lim.take("10.0.0.4", "ida")
             await settle(lim)
         asks = await evalshas() - first
-        # The player's chunk is 8 (80 / 10), the address's 200: 80 / 8 + 1 asks (the first
+        # The player's chunk is 8 (80 / 10), the address's 100: 80 / 8 + 1 asks (the first
         # message's on credit), not 80 / 4.
         assert asks <= 80 // chunk(80) + 2, asks
         budget = lim._budgets["chemmy:limits:rate:m:p:ida"]
