@@ -50,6 +50,23 @@ def run_seconds(pid: int) -> float:
     return total / 1e9
 
 
+def schedstat_wait(text: str) -> float:
+    """The seconds a task has waited on a run queue for a CPU so far: the second field
+    (``run_delay``, ns) of its ``schedstat`` (the first is the time it ran, the third
+    how many times it ran)."""
+    return int(text.split()[1]) / 1e9
+
+
+def cpu_wait_seconds(pid: int, tid: int | None = None) -> float:
+    """How long thread ``tid`` of process ``pid`` (its first thread by default: a
+    server's event loop) has waited for a CPU so far (:func:`schedstat_wait`); 0 when
+    the thread is gone or the kernel keeps no schedstat."""
+    try:
+        return schedstat_wait(Path(f"/proc/{pid}/task/{tid or pid}/schedstat").read_text())
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def rss_kib(pid: int) -> int:
     """Resident set size of a process (``/proc/PID/status`` VmRSS), KiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

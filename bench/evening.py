@@ -146,6 +146,7 @@ from bench._light import connect as light_connect
 from bench._util import (
     ROOT,
     cpu_seconds,
+    cpu_wait_seconds,
     load_line,
     loadavg,
     machine,
@@ -1490,6 +1491,14 @@ class Level:
     server_lag_p99_ms: float = 0.0
     full_collections: float = 0.0
     full_collections_ms: float = 0.0
+    #: How long the servers' event loop threads waited for a CPU over the window, in
+    #: seconds, summed over the processes (their schedstat, :func:`cpu_wait_seconds`):
+    #: a run whose loop waited seconds broke for the machine's sake, not the server's.
+    server_cpu_wait: float = 0.0
+    #: Every collection of each generation over the window ("0", "1", "2": ``n``, ``ms``
+    #: in all, ``most``: the bucket's bound the longest fell in, ms), from
+    #: chemmy_gc_pause_seconds (:func:`collections_of`).
+    collections: dict[str, dict[str, float]] = field(default_factory=dict)
     #: The servers' own time for the bots' and bettors' table commands over the window
     #: (chemmy_command_seconds, every kind: frame decoded to reply handed to the
     #: connection): p50 and p99 (a bucket's bound), mean, in ms, and n. The round trip
@@ -1576,17 +1585,17 @@ def bucket_p99(
 
 
 def over_labels(
-    metrics: Mapping[str, float], name: str, kind: str | None = None
+    metrics: Mapping[str, float], name: str, kind: str | None = None, label: str = "kind"
 ) -> dict[str, float]:
     """A labelled histogram's samples summed over its labels but ``le``: ``name_count``,
     ``name_sum`` and ``name_bucket{le="..."}``, as :func:`bucket_p99` reads them; only
-    those of ``kind`` when given."""
+    those whose ``label`` is ``kind`` when given."""
     total: dict[str, float] = collections.defaultdict(float)
     for key, value in metrics.items():
         base, _, labels = key.partition("{")
         if base not in (f"{name}_count", f"{name}_sum", f"{name}_bucket"):
             continue
-        if kind is not None and f'kind="{kind}"' not in labels:
+        if kind is not None and f'{label}="{kind}"' not in labels:
             continue
         le = re.search(r'le="([^"]*)"', labels)
         total[base + (f'{{le="{le.group(1)}"}}' if le else "")] += value
@@ -1618,6 +1627,40 @@ def server_command_ms(
         "mean": delta(f"{name}_sum") / n * 1e3 if n > 0 else 0.0,
         "n": n,
     }
+
+
+GC_PAUSE = "chemmy_gc_pause_seconds"
+
+
+def collections_of(
+    metrics0: Mapping[str, float], metrics1: Mapping[str, float]
+) -> dict[str, dict[str, float]]:
+    """The servers' garbage collections over the window by generation (``gc.callbacks``:
+    chemmy_gc_pause_seconds): ``n``, ``ms`` in all, and ``most``, the bound of the
+    bucket the longest fell in (ms; past the last bound, that bound)."""
+    out = {}
+    for gen in ("0", "1", "2"):
+        before = over_labels(metrics0, GC_PAUSE, gen, "generation")
+        after = over_labels(metrics1, GC_PAUSE, gen, "generation")
+
+        def delta(sample: str) -> float:
+            return after.get(sample, 0.0) - before.get(sample, 0.0)  # noqa: B023
+
+        out[gen] = {
+            "n": delta(f"{GC_PAUSE}_count"),
+            "ms": delta(f"{GC_PAUSE}_sum") * 1e3,
+            "most": bucket_p99(delta, GC_PAUSE, PAUSE_BUCKETS, 1.0) * 1e3,
+        }
+    return out
+
+
+def gc_cell(gcs: Mapping[str, Mapping[str, float]] | None) -> str:
+    """A level's collections by generation: count (ms in all, the longest <= ms)."""
+    if not gcs:
+        return "not measured"
+    return ", ".join(
+        f"gen {g} {c['n']:.0f} ({c['ms']:.0f} ms, <= {c['most']:.0f})" for g, c in gcs.items()
+    )
 
 
 def server_command_kinds(
@@ -1863,11 +1906,13 @@ class Evening:
         await asyncio.gather(self.bots.all("record"), self.probes.all("record"))
         metrics0, calls0 = await self.servers.metrics(), self.servers.redis_calls()
         cpu0, t0 = self.cpu_now(), time.perf_counter()
+        wait0 = sum(cpu_wait_seconds(p) for p in self.servers.pids())
         await asyncio.sleep(args.window)
         bot_replies, probe_replies = await asyncio.gather(
             self.bots.all("collect"), self.probes.all("collect")
         )
         cpu1, t1 = self.cpu_now(), time.perf_counter()
+        wait1 = sum(cpu_wait_seconds(p) for p in self.servers.pids())
         metrics1, calls1 = await self.servers.metrics(), self.servers.redis_calls()
         # The events of the window's last sends are still on their way to the clients
         # (the spectators and the bots keep receipts until they are collected below);
@@ -1978,6 +2023,8 @@ class Evening:
             server_lag_p99_ms=bucket_p99(delta, "chemmy_loop_lag_seconds") * 1e3,
             full_collections=delta('chemmy_gc_pause_seconds_count{generation="2"}'),
             full_collections_ms=delta('chemmy_gc_pause_seconds_sum{generation="2"}') * 1e3,
+            server_cpu_wait=wait1 - wait0,
+            collections=collections_of(metrics0, metrics1),
             server_command=server_command_ms(metrics0, metrics1),
             server_command_kinds=server_command_kinds(metrics0, metrics1),
             server_fanout=server_command_ms(metrics0, metrics1, name=FANOUT_WAIT),
@@ -2045,6 +2092,8 @@ def level_line(lv: Level) -> str:
         f"{fan_cells(lv.fanout_seated, '/', ', delivered ')}; bots' loop lag p99 "
         f"{lv.bot_lag_p99_ms:.0f} ms; server loop lag p99 <= {lv.server_lag_p99_ms:.1f} ms, "
         f"{lv.full_collections:.0f} full collections ({lv.full_collections_ms:.0f} ms); "
+        f"collections: {gc_cell(lv.collections)}; server loop's wait for a CPU "
+        f"{lv.server_cpu_wait:.2f} s; "
         f"other processes {lv.others:.2f} cores; "
         + (f"{lv.moved:.0f} table moves; " if lv.moved else "")
         + (f"spectators: {missing_cell(lv.missing)}; " if lv.missing.get("missing") else "")
@@ -2399,6 +2448,12 @@ def others_cores(x: dict[str, Any]) -> float:
     return max(0.0, float(cpu.get("machine", ours)) - ours) / float(x["seconds"])
 
 
+def wait_cell(x: Mapping[str, Any]) -> str:
+    """The servers' loop threads' wait for a CPU over a level's window (a dash in a
+    run from before it was measured)."""
+    return f"{x['server_cpu_wait']:.2f}" if "server_cpu_wait" in x else "—"
+
+
 def per_core(count: int, x: dict[str, Any]) -> str:
     """``count`` per core of server CPU, or a dash when the servers used too little CPU
     over the window for a ratio to mean anything (under 0.1 s)."""
@@ -2480,7 +2535,7 @@ def report(results: dict[str, Any]) -> str:
         "",
         "| seated | spectators | coups | server CPU (cores)"
         + (" incl. Redis" if redis else "")
-        + " | seated per core | spectators per core | CPU per coup | store commits/s"
+        + " | seated per core | spectators per core | CPU per coup | server loop's wait for a CPU (s) | store commits/s"
         + (" (Redis `evalsha`/s: every store script)" if redis else "")
         + " | command p50 / p99 (the server's own) | fan-out to spectators p50 / p99 | delivered | fan-out to the seated p50 / p99 | delivered | bots timed out | bots' / spectators' CPU (cores), loop lag p99 | other processes (cores) | "
         + (
@@ -2490,7 +2545,7 @@ def report(results: dict[str, Any]) -> str:
             else ""
         )
         + "promises |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         + ("---|---|" if probed else ""),
     ]
     for x in lv:
@@ -2504,7 +2559,7 @@ def report(results: dict[str, Any]) -> str:
             + (f" ({x['cpu'].get('Redis', 0.0) / x['seconds']:.2f} Redis)" if redis else "")
             + f" | {per_core(x['seated'], x)} | {per_core(x['spectators'], x)} "
             f"| {(x['cpu']['servers'] + x['cpu'].get('Redis', 0.0)) / max(1, x['coups']) * 1e3:.1f} ms "
-            f"| {x['commits'] / x['seconds']:,.0f}{redis_part} "
+            f"| {wait_cell(x)} | {x['commits'] / x['seconds']:,.0f}{redis_part} "
             f"| {rtt['p50']:.1f} / {rtt['p99']:.1f} ms ({own_cell(x.get('server_command'))}) "
             f"| {fan_cells(fan)} | {fan_cells(x.get('fanout_seated') or {})} "
             f"| {x['no_reply'] + x['on_behalf']} "
@@ -2550,7 +2605,15 @@ def report(results: dict[str, Any]) -> str:
             + ", ".join(f"{x['seated']:,}: <= {x.get('server_lag_p99_ms', 0.0):.1f} ms" for x in lv)
             + f" (how late a 0.1 s probe ran: the bucket it falls in); {top.get('full_collections', 0):.0f}"
             f" full collections at the top level, {top.get('full_collections_ms', 0):.0f} ms"
-            " of pauses in all.",
+            " of pauses in all"
+            + (
+                "; every collection at each level by generation, count (pauses in all, the "
+                "longest within): "
+                + "; ".join(f"{x['seated']:,}: {gc_cell(x.get('collections'))}" for x in lv)
+                if any(x.get("collections") for x in lv)
+                else ""
+            )
+            + ".",
         ]
         if any(x.get("server_command") for x in lv):
             lines += [

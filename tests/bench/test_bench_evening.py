@@ -487,3 +487,25 @@ async def test_a_command_sent_before_the_window_is_not_a_send_of_the_window() ->
     assert len(stats.sends) == 0 and len(stats.rtt["bet"]) == 1  # timed, not a send
     await bot.cmd("bet", area="player", amount=100)  # sent in the window: a send
     assert list(stats.sends[:2]) == [0, 11]
+
+
+def test_the_servers_collections_are_told_by_generation_over_the_window() -> None:
+    name = "chemmy_gc_pause_seconds"
+
+    def scrape(young: float, young_sum: float, within_25ms: float) -> dict[str, float]:
+        return {
+            f'{name}_count{{generation="0"}}': young,
+            f'{name}_sum{{generation="0"}}': young_sum,
+            f'{name}_bucket{{generation="0",le="0.025"}}': within_25ms,
+            f'{name}_bucket{{generation="0",le="0.05"}}': young,
+            f'{name}_count{{generation="2"}}': 1,
+            f'{name}_sum{{generation="2"}}': 0.2,
+            f'{name}_bucket{{generation="2",le="0.25"}}': 1,
+        }
+
+    # over the window: 3 young collections, 70 ms in all, one past 25 ms; no full one
+    gcs = evening.collections_of(scrape(10, 0.01, 10), scrape(13, 0.08, 12))
+    assert gcs["0"] == {"n": 3.0, "ms": pytest.approx(70.0), "most": 50.0}
+    assert gcs["1"] == {"n": 0.0, "ms": 0.0, "most": 0.0}
+    assert gcs["2"]["n"] == 0
+    assert "gen 0 3 (70 ms, <= 50)" in evening.gc_cell(gcs)

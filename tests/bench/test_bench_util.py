@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from bench._util import percentile, write_section
+from bench._util import cpu_wait_seconds, percentile, schedstat_wait, write_section
 
 
 def test_a_section_is_replaced_in_place_and_the_others_kept(tmp_path: Path) -> None:
@@ -35,3 +36,13 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile(values, 100) == 100.0
     assert percentile([7.0], 99) == 7.0
     assert percentile([], 50) != percentile([], 50)  # nan: no samples
+
+
+def test_a_threads_wait_for_a_cpu_is_schedstats_second_field_in_seconds() -> None:
+    # (ran 12.5 s, waited 1.25 s, 4,242 times on a CPU)
+    assert schedstat_wait("12500000000 1250000000 4242\n") == 1.25
+    assert schedstat_wait("0 0 0") == 0.0
+    mine = cpu_wait_seconds(os.getpid())
+    assert mine >= 0.0
+    assert cpu_wait_seconds(os.getpid(), os.getpid()) >= mine
+    assert cpu_wait_seconds(2**22 + 12345) == 0.0  # (no such process)
