@@ -223,7 +223,7 @@ async def test_a_settlements_entries_are_posted_in_a_few_statements_off_the_loop
     """Sixty entries between accounts that exist: their balances read at once, checked
     in order, the entries inserted in one ``executemany`` and each account written once
     (not an insert and a move an entry); a commit of more than ``DIRECT_MOST`` rows is
-    made in the store's thread, never on the loop's (here 100: a settlement's thousands)."""
+    made in the store's thread, never on the loop's (here 100: the largest commits)."""
     from server.store.sqlite import connection
 
     monkeypatch.setattr(connection, "DIRECT_MOST", 100)
