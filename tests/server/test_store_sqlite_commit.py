@@ -271,11 +271,44 @@ async def test_posting_together_keeps_what_posting_one_at_a_time_keeps(
                 mixed = settlement("r2", amount=12)[:5] + settlement("r9")
                 done = await store.commit(entries=mixed)
                 answers.append((done.inserted, sorted(done.balances.items())))
+            firsts = first_bets("t2")  # (their stakes at t2 made by the commit)
+            done = await store.commit(entries=firsts)
+            answers.append((done.inserted, sorted(done.balances.items())))
             kept.append((answers, books(store), (await store.audit())["sum"]))
         finally:
             await store.close()
     assert kept[0] == kept[1]
     assert kept[0][2] == 0
+
+
+def first_bets(table: str) -> list[Entry]:
+    """Every player's first bet at ``table``: each into a stake account not made yet."""
+    return [
+        Entry(f"{table}:q{i}:1", f"player:q{i}", f"stake:{table}:q{i}", 5 + i, "stake", "")
+        for i in range(PLAYERS)
+    ]
+
+
+async def test_a_commit_that_makes_accounts_is_posted_together(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forty first bets at a new table (each one's stake made by it): the accounts made
+    in one statement, the entries in one, each account written once, not two statements
+    an entry and a read and an insert an account (a burst with one newcomer, or a new
+    file's first settlement into the house, was posted one entry at a time)."""
+    await seated_players(store)
+    counted = counting(store, monkeypatch)
+    done = await store.commit(entries=first_bets("t2"))
+    assert done.inserted == PLAYERS
+    taken = counted.take()
+    assert len(taken) <= 10, taken
+    assert not [s for s in counted.statements if "iif" in s]
+    balances = await store.balances(["player:q3", "stake:t2:q3"])
+    assert balances == {"player:q3": 1000 - 100 - 8, "stake:t2:q3": 8}
+    overdrawn = [Entry("t3:q1:1", "player:q1", "stake:t3:q1", 5000, "stake", ""), *first_bets("t3")]
+    with pytest.raises(Overdrawn):  # refused whole: no account made either
+        await store.commit(entries=overdrawn)
+    assert not [a for a, _ in books(store)[1] if a.startswith("stake:t3:")]
 
 
 async def test_an_overdraft_anywhere_in_a_commit_posted_together_refuses_it_whole(

@@ -203,22 +203,26 @@ def _post_together(db: sqlite3.Connection, entries: list[Entry]) -> dict[str, in
     and their keys read :data:`_IN_CHUNK` at a time, each entry's move made and checked
     in order here (:func:`check_balance`, as each statement's would be), every entry
     inserted in one
-    ``executemany`` and each account written once with what the entries left. None
-    (nothing written) when they cannot all be new entries between accounts that exist:
-    a key stored already (a retried commit) or twice, an account to make; then
-    :func:`_post_each` posts them one at a time. The balances left, as
-    :func:`_post_each` returns them."""
+    ``executemany`` and each account written once with what the entries left. The
+    accounts not made yet are made first, at 0, as :func:`_post_each` makes them (a
+    bettor's first bet makes their stake; a new file's first settlement, the house's):
+    a burst or a settlement with one newcomer was posted one entry at a time. None
+    (nothing written) when they cannot all be new entries: a key stored already (a
+    retried commit) or twice; then :func:`_post_each` posts them one at a time. The
+    balances left, as :func:`_post_each` returns them."""
     accounts = list(dict.fromkeys(a for e in entries for a in (e.src, e.dst)))
     keys = [e.key for e in entries]
     if len(set(keys)) < len(keys):
+        return None
+    if _select_in(db, "SELECT key FROM ledger WHERE key IN ({})", keys):
         return None
     balances: dict[str, int] = dict(
         _select_in(db, "SELECT account, balance FROM accounts WHERE account IN ({})", accounts)
     )
     if len(balances) < len(accounts):
-        return None
-    if _select_in(db, "SELECT key FROM ledger WHERE key IN ({})", keys):
-        return None
+        new = [a for a in accounts if a not in balances]
+        db.executemany("INSERT INTO accounts (account) VALUES (?)", [(a,) for a in new])
+        balances.update(dict.fromkeys(new, 0))
     left: dict[str, int] = {}
     for entry in entries:  # the source's check before the destination's, as _post_each
         src, dst = balances[entry.src] - entry.amount, balances[entry.dst] + entry.amount
