@@ -69,13 +69,8 @@ GROUP_MAX: Final = 64
 DIRECT_SLOW: Final = 0.02
 DIRECT_COOL_OFF: Final = 30.0
 DIRECT_COOL_OFF_MAX: Final = 600.0
-#: A commit of more rows than this (entries, parts, events) goes to the worker. A burst of
-#: bets (up to 200: ~400 rows) stays on the loop: in the worker, behind which each read
-#: waits, one took 10-150 ms, and the bursts grew larger while their bets waited (issue 37
-#: §3). So does the settlement of a thousand bettors (2,200-2,900 rows): on the loop it
-#: holds it for its own work (~20 ms), where in the worker, its thread sharing the
-#: interpreter with the loop's writes of the coup's last events, it took 16-97 ms before
-#: its events could go (docs/benchmarks.md, "The thousand-bettor table, eighth session").
+#: A commit of more rows goes to the worker. Bursts of bets (~400 rows) and a thousand bettors'
+#: settlement (2,200-2,900) stay on the loop: in the worker they took 10-150 ms (issue 37 §3).
 DIRECT_MOST: Final = 4096
 #: A ``PASSIVE`` checkpoint every this many transactions (:meth:`SQLiteCore._checkpoint`;
 #: a lone bet is ~17 pages: at 100 they cost a sixth of its CPU, issue 36).

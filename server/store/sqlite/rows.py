@@ -202,14 +202,12 @@ def _post_together(db: sqlite3.Connection, entries: list[Entry]) -> dict[str, in
     thousand bettors' wagers is about 1,500 entries, issue 37): their accounts' balances
     and their keys read :data:`_IN_CHUNK` at a time, each entry's move made and checked
     in order here (:func:`check_balance`, as each statement's would be), every entry
-    inserted in one
-    ``executemany`` and each account written once with what the entries left. The
-    accounts not made yet are made first, at 0, as :func:`_post_each` makes them (a
-    bettor's first bet makes their stake; a new file's first settlement, the house's):
-    a burst or a settlement with one newcomer was posted one entry at a time. None
-    (nothing written) when they cannot all be new entries: a key stored already (a
-    retried commit) or twice; then :func:`_post_each` posts them one at a time. The
-    balances left, as :func:`_post_each` returns them."""
+    inserted in one ``executemany`` and each account written once with what the entries
+    left. Accounts not made yet are made first, at 0, as :func:`_post_each` makes them (a
+    newcomer's first bet, a new file's first settlement into the house). None (nothing
+    written) when they cannot all be new entries: a key stored already (a retried
+    commit) or twice; then :func:`_post_each` posts them one at a time. The balances
+    left, as :func:`_post_each` returns them."""
     accounts = list(dict.fromkeys(a for e in entries for a in (e.src, e.dst)))
     keys = [e.key for e in entries]
     if len(set(keys)) < len(keys):
