@@ -488,6 +488,26 @@ async def test_a_burst_of_bets_and_a_settlement_are_committed_by_the_loop(
     }
 
 
+async def test_the_rows_one_turn_holds_for_the_loop_stay_within_direct_most(
+    store: SQLiteStore,
+) -> None:
+    """Two thousand-bettor settlements called in one turn (two tables, 2,900 rows each)
+    are not committed by the loop together, holding every table's commands for both: once
+    the turn's rows would pass ``DIRECT_MOST``, the call and those held go to the worker,
+    in their order (review)."""
+    before = counts(store)
+    first = [bet(f"a{n}", f"p{n % 20}", 1) for n in range(2_900)]
+    second = [bet(f"b{n}", f"p{n % 20}", 1) for n in range(2_900)]
+    lone = store.commit(entries=[bet("lone", "ann", 100)])
+    done = await asyncio.gather(lone, store.commit(entries=first), store.commit(entries=second))
+    assert [d.inserted for d in done] == [1, 2_900, 2_900]
+    assert counts(store)[2] == before[2]  # none of them by the loop
+    assert await store.balances(["player:ann", "player:p0"]) == {
+        "player:ann": 900,
+        "player:p0": 1000 - 2 * 2_900 // 20,
+    }
+
+
 def stored_at_once(store: SQLiteStore, entries: list[Entry]) -> None:
     """``entries`` committed by the loop before the call returns: one transaction, one
     direct use, one commit, all of them inserted."""

@@ -212,8 +212,9 @@ class SQLiteCore(StoreFront):
         #: The players whose flow days this process pruned today (:func:`_put_flows`):
         #: once a day each is enough (only one process serves the file).
         self._pruned = _Pruned()
-        # Commits held for a direct commit at the end of this turn of the loop.
+        # Commits held for a direct commit at the end of this turn of the loop; their rows.
         self._batch: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
+        self._held = 0
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -295,12 +296,12 @@ class SQLiteCore(StoreFront):
 
     def _spill(self, worker: _Worker) -> None:
         """Hand the commits held for a direct commit to the worker, in their order."""
-        batch, self._batch = self._batch, []
+        batch, self._batch, self._held = self._batch, [], 0
         for held, future in batch:
             _chain(worker.submit(held, grouped=True), future)
 
     async def _run_grouped(
-        self, job: Callable[..., T], *args: Any, direct: bool = True, at_once: bool = False
+        self, job: Callable[..., T], *args: Any, rows: int = 0, at_once: bool = False
     ) -> T:
         """Like :meth:`_run`, with ``job`` one write of a group commit
         (:meth:`_commit_group`): it runs inside a transaction, not in its own.
@@ -309,18 +310,18 @@ class SQLiteCore(StoreFront):
         held and committed together by the loop itself at the end of the turn
         (:meth:`_flush_direct`), without the hop to the store's thread (issue 23). A call
         queued for the worker meanwhile takes them with it first (:meth:`_submit`): the
-        calls keep their order. ``direct`` False: to the worker whatever it holds (a large
-        commit, :data:`DIRECT_MOST`). With none held, one ``at_once`` (:data:`AT_ONCE_ROWS`)
-        is committed now, in a transaction of its own, and so is any with nothing else to
-        run in the turn (asyncio's ready queue, ``_ready``, empty; uvloop has none): none
-        could join it, and its caller (a lone ``bet``) goes on in this turn (issue 36)."""
+        calls keep their order; once the turn's ``rows`` would pass :data:`DIRECT_MOST` (two
+        settlements), the call and all held go to the worker. None held: one ``at_once``
+        (:data:`AT_ONCE_ROWS`) is committed now, in a transaction of its own, and so is any
+        with nothing else to run in the turn (asyncio's ready queue, ``_ready``, empty;
+        uvloop has none): its caller (a lone ``bet``) goes on in this turn (issue 36)."""
         worker = self._worker
         if worker is None:
             raise StoreError("the store is not open")
         call = functools.partial(self._call, job, *args)
         if self.groups - self._checkpointed >= CHECKPOINT_EVERY:
             self._checkpoint()
-        if direct and self._direct_now(worker):
+        if self._held + rows <= DIRECT_MOST and self._direct_now(worker):
             loop = asyncio.get_running_loop()
             if not self._batch and (at_once or not getattr(loop, "_ready", True)):
                 outcomes = self._commit_direct([call])
@@ -336,6 +337,7 @@ class SQLiteCore(StoreFront):
             if not self._batch:
                 loop.call_soon(self._flush_direct)
             self._batch.append((call, future))
+            self._held += rows
             return await future
         result: T = await self._submit(call, grouped=True)
         return result
@@ -344,7 +346,7 @@ class SQLiteCore(StoreFront):
         """Commit the commits held in this turn of the loop on the loop's thread (the
         worker holds no job: any job queued since took them along), or, when they cannot
         be committed here, hand them to the worker in their order."""
-        batch, self._batch = self._batch, []
+        batch, self._batch, self._held = self._batch, [], 0
         if not batch:
             return
         outcomes = self._commit_direct([call for call, _ in batch])
@@ -631,9 +633,7 @@ class SQLiteCore(StoreFront):
     async def _apply(self, plan: CommitPlan) -> CommitResult:
         # A commit of many rows (a settlement of many bettors) goes to the thread at once.
         rows = len(plan.entries) + len(plan.events) + (len(plan.parts[1]) if plan.parts else 0)
-        return await self._run_grouped(
-            self._commit, plan, direct=rows <= DIRECT_MOST, at_once=rows >= AT_ONCE_ROWS
-        )
+        return await self._run_grouped(self._commit, plan, rows=rows, at_once=rows >= AT_ONCE_ROWS)
 
     def _commit(self, db: sqlite3.Connection, plan: CommitPlan) -> CommitResult:
         # Inside the group's transaction (_commit_group): a savepoint of its own.
