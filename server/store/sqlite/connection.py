@@ -365,13 +365,13 @@ class SQLiteCore(StoreFront):
         """Commit ``calls`` on the loop's thread in one transaction, as the worker would
         (:meth:`_group_in_transaction`); None when they must go to the worker instead.
 
-        A commit in WAL mode at ``synchronous=NORMAL`` appends to the WAL and does not
-        wait for the disk. What could make it wait is kept off this path: the write lock
-        held by another process (the busy timeout is 0 on the loop, so ``BUSY`` at
-        ``BEGIN`` gives None: the worker waits for it) and checkpoints (never on the loop:
-        :meth:`_checkpoint`). One that still waited more than :data:`DIRECT_SLOW` (a disk
-        that makes even a WAL append wait: :meth:`_timed`) turns direct commits off for a
-        while, so a slow disk stalls the loop for that one commit, not the next ones."""
+        A commit in WAL mode at ``synchronous=NORMAL`` appends to the WAL without waiting
+        for the disk, but the first after a checkpoint copied it all restarts the WAL (one
+        fdatasync a cycle, :data:`CHECKPOINT_EVERY`). The write lock held by another process
+        (busy timeout 0 on the loop: ``BUSY`` at ``BEGIN`` gives None, the worker waits) and
+        checkpoints (:meth:`_checkpoint`) are kept off this path. One that still waited over
+        :data:`DIRECT_SLOW` (a disk that makes even that wait: :meth:`_timed`) turns direct
+        commits off for a while: a slow disk stalls the loop for one commit, not the next."""
         db = self._db
         if db is None:
             return None
