@@ -160,16 +160,22 @@ class _TimedWrites:
     async def send_packed_command(
         self, command: bytes | str | Iterable[bytes], check_health: bool = True
     ) -> None:
-        try:  # (no timer when there is no timeout: asyncio.timeout(None))
-            async with asyncio.timeout(self.socket_timeout or None):
-                await send_within(self, command, check_health)
+        timeout = self.socket_timeout
+        send = super().send_packed_command  # type: ignore[misc]
+        if not timeout:
+            await send(command, check_health)
+            return
+        self.socket_timeout = None  # (redis-py's own wait_for is skipped without it)
+        try:
+            async with asyncio.timeout(timeout):
+                await send(command, check_health)
         except TimeoutError:  # (the cancelled write dropped the connection)
             raise RedisTimeoutError("Timeout writing to socket") from None
+        finally:
+            self.socket_timeout = timeout
 
 
-async def send_within(
-    connection: Any, command: bytes | str | Iterable[bytes], check_health: bool = False
-) -> None:
+async def send_within(connection: Any, command: bytes) -> None:
     """Write ``command`` on any redis-py connection (TCP, TLS, a Unix socket) with no timer
     of its own, for a caller whose deadline bounds it already (a :class:`Lane`'s batch: one
     for its write and its replies; issue 36, the timers' entries and exits were about 4% of
@@ -178,7 +184,7 @@ async def send_within(
     step, and the replies would then be read with none (review)."""
     timeout, connection.socket_timeout = connection.socket_timeout, None
     try:
-        await AbstractConnection.send_packed_command(connection, command, check_health)
+        await AbstractConnection.send_packed_command(connection, command, False)
     finally:
         connection.socket_timeout = timeout
 
