@@ -219,7 +219,9 @@ def do_tick(t: Table, cmd: c.Tick, ctx: None) -> Outcome:
         if who is not None:
             t.between_on_behalf.append({"step": "cut the shoe", "player": who})
     contributing.tick(t)
-    if t.phase is Phase.BETTING and t.deadline is not None and now >= t.deadline:
+    due = t.phase is Phase.BETTING and t.deadline is not None and now >= t.deadline
+    # (a holder whose grace ran out above lost the shoe: it is offered before a deal, §5)
+    if due and t.offer is None and not t.offer_needed:
         if t.chips:  # a bettor's chips count as a seated player's (§5, §7)
             betting.close_betting(t)
         else:  # §7: no bet at all, the table waits; the next bet restarts the timer

@@ -1089,6 +1089,23 @@ class TestDisconnect:
         assert h.one("shoe_passed", evs).data == {"player": "bob", "reason": "timeout"}
         assert h.one("shoe_offered", evs).data["player"] == "cat"
 
+    def test_holder_grace_and_betting_out_in_one_tick_offers_the_shoe_before_a_deal(self):
+        """Found by the state machine: a tick past both the away holder's grace and the
+        betting's deadline dealt the coup with nobody holding the shoe. The shoe passes
+        first (§5), and the round waits for its new holder with the chips on the felt."""
+        h = TableHarness(TableOptions(timers=Timers(grace=5.0)))
+        h.setup({"ann": 1, "bob": 2, "cat": 3}, stack(BANKER_WIN), holder="bob")
+        h.do(c.Disconnect(player="bob"))
+        h.bet("ann", "player", 500)
+        evs = h.tick(h.options.timers.betting + 5)
+        assert h.one("shoe_passed", evs).data == {"player": "bob", "reason": "timeout"}
+        assert h.one("shoe_offered", evs).data["player"] == "cat"
+        assert not h.find("betting_closed", evs) and h.table.coup is None
+        assert h.phase is Phase.SHOE_OFFER and h.table.holder is None
+        assert h.stake("ann") == 500  # her chips wait on the felt for the new holder
+        h.accept("cat")
+        assert h.table.holder == "cat" and h.phase is Phase.BETTING
+
     def test_holder_grace_out_mid_coup_keeps_it_until_the_coups_end(self):
         h = TableHarness(TableOptions(timers=Timers(grace=5.0)))
         h.setup({"ann": 1, "bob": 2, "cat": 3}, stack(BANKER_WIN, BANKER_WIN), holder="bob")
