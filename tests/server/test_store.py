@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sqlite3
 import sys
 import time
@@ -42,6 +41,7 @@ from server.store import (
     store_for,
 )
 from tests.kit.redis import RedisServer
+from tests.kit.timing import TIMEOUT_FACTOR
 from tests.server.conftest import Clock, make_store
 
 
@@ -1031,8 +1031,6 @@ async def _commit_like_model(store: Store, model: MemoryWallet, batch: list[Entr
 
 # -- Redis only ----------------------------------------------------------------------------
 
-FACTOR = float(os.environ.get("CHEMMY_TESTS_TIMEOUT_FACTOR", "1"))
-
 
 @pytest.mark.xdist_group("elapsed")  # asserts how long it took: never beside another
 @pytest.mark.slow
@@ -1058,7 +1056,7 @@ async def test_redis_down_is_unavailable_and_back_is_fine(
             started = time.monotonic()
             with pytest.raises(StoreUnavailable):
                 await call
-            assert time.monotonic() - started < 5 * FACTOR  # a few quick retries, no hang
+            assert time.monotonic() - started < 5 * TIMEOUT_FACTOR  # a few quick retries, no hang
         server.start()  # the same port and directory: the AOF brings back what was stored
         assert await store.balances(["player:ann"]) == {"player:ann": 900}
         assert (await store.commit(entries=[bet("k2", "ann", 100)])).inserted == 1
@@ -1204,7 +1202,7 @@ async def test_sqlite_a_competing_writer_never_stalls_the_loop(tmp_path: Path) -
         assert await locker.wait() == 0
         assert result.inserted == 1  # it waited for the lock, then wrote
         assert waited > 1.0
-        assert worst < 0.5 * FACTOR, f"the loop stalled for {worst:.3f} s"
+        assert worst < 0.5 * TIMEOUT_FACTOR, f"the loop stalled for {worst:.3f} s"
         assert len(ticker.gaps) > 40
     finally:
         await store.close()
@@ -1225,7 +1223,7 @@ async def test_sqlite_a_lock_held_too_long_is_unavailable_and_changes_nothing(
         with pytest.raises(StoreUnavailable):
             await store.commit(entries=[bet("k", "ann", 10)], table=TableRow("t1", {}, {}, 1))
         worst = await ticker.stop()
-        assert worst < 0.5 * FACTOR, f"the loop stalled for {worst:.3f} s"
+        assert worst < 0.5 * TIMEOUT_FACTOR, f"the loop stalled for {worst:.3f} s"
         assert await locker.wait() == 0
         assert await store.balances(["player:ann"]) == {"player:ann": 1000}
         assert await store.load_tables() == []

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import os
 import time
 import urllib.request
 import uuid
@@ -36,6 +35,7 @@ from websockets.sync.client import connect as ws_connect
 from server.process.auth import make_token
 from server.wallet.signing import signature_header
 from tests.kit import ServerProcess as KitServerProcess
+from tests.kit.timing import TIMEOUT_FACTOR, scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -50,16 +50,12 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SECRET = "chemmy-web-tests-hs256-secret-0123456789abcdef"
-FACTOR = float(os.environ.get("CHEMMY_TESTS_TIMEOUT_FACTOR", "1"))
+FACTOR = TIMEOUT_FACTOR  # (tests/kit/timing.py: one factor for every test)
 
 # Player-driven tables: every step is closed early by a click; the timers only bound a
 # slow machine. "fast" tables let the croupier act quickly on a player's behalf.
 RELAXED = {"betting": 30, "squeeze": 30, "third_card": 30, "shoe_offer": 30, "cut": 30, "grace": 60}
 FAST = {"betting": 30, "squeeze": 1.5, "third_card": 1.5, "shoe_offer": 30, "cut": 1.5, "grace": 60}
-
-
-def scaled(seconds: float) -> float:
-    return seconds * FACTOR
 
 
 def ms(seconds: float) -> float:
