@@ -160,22 +160,16 @@ class _TimedWrites:
     async def send_packed_command(
         self, command: bytes | str | Iterable[bytes], check_health: bool = True
     ) -> None:
-        timeout = self.socket_timeout
-        send = super().send_packed_command  # type: ignore[misc]
-        if not timeout:
-            await send(command, check_health)
-            return
-        self.socket_timeout = None  # (redis-py's own wait_for is skipped without it)
-        try:
-            async with asyncio.timeout(timeout):
-                await send(command, check_health)
+        try:  # (no timer when there is no timeout: asyncio.timeout(None))
+            async with asyncio.timeout(self.socket_timeout or None):
+                await send_within(self, command, check_health)
         except TimeoutError:  # (the cancelled write dropped the connection)
             raise RedisTimeoutError("Timeout writing to socket") from None
-        finally:
-            self.socket_timeout = timeout
 
 
-async def send_within(connection: Any, command: bytes) -> None:
+async def send_within(
+    connection: Any, command: bytes | str | Iterable[bytes], check_health: bool = False
+) -> None:
     """Write ``command`` on any redis-py connection (TCP, TLS, a Unix socket) with no timer
     of its own, for a caller whose deadline bounds it already (a :class:`Lane`'s batch: one
     for its write and its replies; issue 36, the timers' entries and exits were about 4% of
@@ -184,7 +178,7 @@ async def send_within(connection: Any, command: bytes) -> None:
     step, and the replies would then be read with none (review)."""
     timeout, connection.socket_timeout = connection.socket_timeout, None
     try:
-        await AbstractConnection.send_packed_command(connection, command, False)
+        await AbstractConnection.send_packed_command(connection, command, check_health)
     finally:
         connection.socket_timeout = timeout
 

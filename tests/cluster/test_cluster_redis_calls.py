@@ -265,9 +265,8 @@ async def test_an_audit_reads_again_after_a_commit_that_moved_only_the_ledgers_s
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 36: a commit posting entries moves the ledger's seq and not the audit's
-    counter (``commits``); the audit reads both, so a stake stored while it reads (its
-    balances read before, its entries after) is not a torn report: it reads again, and
-    the books are exact. The same for round records alone (the counter)."""
+    counter (``commits``); the audit reads both, so a stake stored while it audits (after
+    one whole read, before its check) makes it read again, and the books are exact. The same for round records alone (the counter)."""
     from server.store.redis.reads import RedisReads
 
     store = await open_store(redis_url)

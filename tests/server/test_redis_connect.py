@@ -15,7 +15,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,17 @@ from server.store.redis import RedisStore, redact
 from server.vocabulary.events import Event
 from tests.kit.redis import REPLICATION, RedisServer
 from tests.kit.timing import scaled
+
+
+@contextlib.asynccontextmanager
+async def lane_on(client: Any) -> AsyncIterator[Lane]:
+    """A :class:`Lane` on ``client``; both closed after."""
+    lane = Lane(client)
+    try:
+        yield lane
+    finally:
+        await lane.close()
+        await client.aclose()
 
 
 def test_sentinel_urls_are_read() -> None:
@@ -271,8 +283,7 @@ async def test_a_lane_sends_in_order_and_starts_afresh_after_an_error(redis_url:
     raises redis-py's error for an error reply and drops its connection (the replies
     after it unread), and the next batch goes on a new connection."""
     client = connect(redis_url, socket_timeout=1.0)
-    lane = Lane(client)
-    try:
+    async with lane_on(client) as lane:
         commands = [("SET", "k", b"v\r\n"), ("INCR", "n"), ("PUBLISH", "nobody", b"")]
         assert packed(commands) == b"".join(
             client.connection_pool.make_connection().pack_commands(commands)
@@ -284,9 +295,6 @@ async def test_a_lane_sends_in_order_and_starts_afresh_after_an_error(redis_url:
         assert lane._connection is None
         assert await lane.send([("INCR", "n"), ("GET", "k")]) == [4, b"v\r\n"]
         assert lane._connection is not first
-    finally:
-        await lane.close()
-        await client.aclose()
 
 
 async def test_a_lane_leaves_a_primary_the_sentinels_no_longer_name(redis_url: str) -> None:
@@ -296,9 +304,8 @@ async def test_a_lane_leaves_a_primary_the_sentinels_no_longer_name(redis_url: s
     probe), a :class:`Lane` drops its connection before its next batch and connects
     where its pool says (here one Redis stands for both)."""
     client = connect(redis_url, socket_timeout=1.0)
-    lane = Lane(client)
     pool: Any = client.connection_pool
-    try:
+    async with lane_on(client) as lane:
         assert await lane.send([("PING",)]) == [b"PONG"]
         first = lane._connection
         pool.master_address = (first.host, first.port)  # what a sentinel pool keeps
@@ -307,9 +314,6 @@ async def test_a_lane_leaves_a_primary_the_sentinels_no_longer_name(redis_url: s
         pool.master_address = ("127.0.0.1", 1)  # the sentinels name another one
         assert await lane.send([("PING",)]) == [b"PONG"]
         assert lane._connection is not first and first._writer is None  # (closed)
-    finally:
-        await lane.close()
-        await client.aclose()
 
 
 async def test_a_lanes_replies_that_do_not_come_time_out_and_drop_its_connection(
@@ -320,8 +324,7 @@ async def test_a_lanes_replies_that_do_not_come_time_out_and_drop_its_connection
     read that ran out, and the next batch after Redis is back goes on a new connection."""
     server = make_redis()
     client = connect(server.url(), socket_timeout=scaled(0.5))
-    lane = Lane(client)
-    try:
+    async with lane_on(client) as lane:
         assert await lane.send([("PING",)]) == [b"PONG"]
         server.pause()
         try:
@@ -333,9 +336,6 @@ async def test_a_lanes_replies_that_do_not_come_time_out_and_drop_its_connection
         # (whether Redis ran the frozen batch once resumed depends on what it read of
         # the dropped connection: either way, a new connection answers)
         assert await lane.send([("INCR", "n")]) in ([1], [3])
-    finally:
-        await lane.close()
-        await client.aclose()
 
 
 async def test_a_commands_write_runs_in_its_callers_task(
@@ -400,16 +400,12 @@ async def test_a_lanes_batch_is_written_and_answered_under_one_deadline(
         return timeout(delay)
 
     client = connect(redis_url, socket_timeout=1.0)
-    lane = Lane(client)
-    try:
+    async with lane_on(client) as lane:
         assert await lane.send([("PING",)]) == [b"PONG"]  # (connected)
         monkeypatch.setattr(connect_module.asyncio, "timeout", counted)
         for n in range(1, 4):
             assert await lane.send([("INCR", "n"), ("INCR", "n")]) == [2 * n - 1, 2 * n]
         assert made == [1.0] * 3, made
-    finally:
-        await lane.close()
-        await client.aclose()
 
 
 async def test_a_lanes_write_on_redis_pys_own_connection_is_under_the_batchs_deadline_alone(
@@ -431,17 +427,13 @@ async def test_a_lanes_write_on_redis_pys_own_connection_is_under_the_batchs_dea
     pool = aioredis.ConnectionPool.from_url(redis_url, socket_timeout=1.0)
     assert pool.connection_class is redis_connection.Connection  # (not ours: _TimedWrites)
     client = aioredis.Redis(connection_pool=pool)
-    lane = Lane(client)
-    try:
+    async with lane_on(client) as lane:
         assert await lane.send([("PING",)]) == [b"PONG"]  # (connected)
         monkeypatch.setattr(redis_connection.asyncio, "wait_for", counted)
         assert await lane.send([("INCR", "w"), ("INCR", "w")]) == [1, 2]
         assert waits == [], waits
         assert lane._connection is not None
         assert lane._connection.socket_timeout == 1.0  # (put back after the write)
-    finally:
-        await lane.close()
-        await client.aclose()
 
 
 async def test_a_lanes_write_that_cannot_finish_times_out_and_drops_its_connection(
@@ -453,8 +445,7 @@ async def test_a_lanes_write_that_cannot_finish_times_out_and_drops_its_connecti
     the next batch after Redis is back goes on a new one."""
     server = make_redis()
     client = connect(server.url(), socket_timeout=scaled(0.5))
-    lane = Lane(client)
-    try:
+    async with lane_on(client) as lane:
         assert await lane.send([("PING",)]) == [b"PONG"]
         server.pause()
         try:
@@ -466,6 +457,3 @@ async def test_a_lanes_write_that_cannot_finish_times_out_and_drops_its_connecti
         finally:
             server.resume()
         assert await lane.send([("PING",)]) == [b"PONG"]
-    finally:
-        await lane.close()
-        await client.aclose()
