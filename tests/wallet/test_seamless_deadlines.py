@@ -55,6 +55,10 @@ pytestmark = pytest.mark.slow  # a wallet subprocess, and deadlines run out on p
 #: answers stored, the rollbacks written, the table's step).
 TIMEOUT = 1.0
 MARGIN = 0.5
+#: The same for a whole shoe's 20-odd deadlines in a row (ended 4-9 ms past the deadline
+#: alone; two clean-clone runs of the suite, its three workers on two cores, saw one go
+#: 0.55 and 0.71 s past): still far below the 30 s its held answers would take.
+SHOE_MARGIN = 1.0
 KEY = "deadline-tests-operator-key-0123456789abcdef"
 
 
@@ -417,7 +421,7 @@ async def test_a_whole_shoe_with_every_fault_keeps_every_debit_deadline_and_the_
             what=f"the debits of {rid}",
         )
         phase = debit_phase(game, rid, start)
-        assert phase is not None and phase <= timeout + scaled(MARGIN), (rid, phase)
+        assert phase is not None and phase <= timeout + scaled(SHOE_MARGIN), (rid, phase)
         phases.append(phase)
         outcome = debit_outcome(game, rid, start)
         assert outcome is not None
