@@ -299,10 +299,13 @@ def do_debited(t: Table, cmd: c.Debited, debiting: dict[str, dict[str, int]]) ->
                 for pid, reason in bettors.items()
             },
         )
-    seating.release(t)  # who waited to get up while debited, now free (not dealt)
     if t.chips:
         deal_coup(t)
+        # Who waited to get up while debited and is not in the coup: a refused wager's
+        # player (the holder, in it without a wager, stays until it is settled, §5).
+        seating.release(t)
     else:
+        seating.release(t)  # who waited to get up while debited: all free (not dealt)
         # Nothing stood: the round is recorded undealt (void, with each refusal: the
         # operator finds it with its debits and rollbacks, docs/wallet.md §3), and the
         # next round opens under a new id.

@@ -124,3 +124,23 @@ def test_a_player_whose_grace_ran_out_while_debited_leaves_once_refused() -> Non
     assert "bob" not in h.table.players
     assert [e.data["reason"] for e in h.find("stood", evs)] == ["timeout"]
     assert h.available("bob") == 100_000 and h.wallet.total() == 0
+
+
+def test_a_holder_whose_grace_ran_out_while_debited_keeps_the_shoe_for_the_coup() -> None:
+    """A holder without a wager whose grace ran out while the wallet debited left when it
+    answered, and the coup was dealt with nobody holding the shoe. The holder is in the
+    coup (§5): they turn the Banker cards, or their timer does, and leave once it is
+    settled, when the shoe is offered on."""
+    h = _harness()
+    h.do(c.Disconnect(player="alice"))
+    _close(h, {"bob": {"player": 500}})
+    h.tick(h.table.options.timers.grace + 1)
+    assert h.table.players["alice"].leaving and h.table.holder == "alice"
+    evs = h.do(c.Debited(round_id=h.table.round_id))
+    assert h.find("dealt", evs) and not h.find("stood", evs) and not h.find("shoe_passed", evs)
+    assert h.table.coup is not None and h.table.coup.holder == h.table.holder == "alice"
+    evs = h.toss("bob", "player")
+    evs += h.tick_to_deadline()  # alice's Banker turn, on her timer
+    assert h.find("settled", evs)
+    assert h.one("shoe_passed", evs).data == {"player": "alice", "reason": "timeout"}
+    assert "alice" not in h.table.players and h.one("shoe_offered", evs).data["player"] == "bob"
