@@ -136,7 +136,7 @@ class Step:
     it (:attr:`stored` are the others). ``duplicate``: the command's id was used before, or it
     changed nothing (a second DONE): the protocol answers ``duplicate: true``.
     ``seq``: the table's ``seq`` after the step. ``coup_in_progress``: a coup is being
-    dealt (a draining server waits for it to finish).
+    dealt, or its wagers debited (a draining server waits for it to finish).
     """
 
     events: tuple[Event, ...]

@@ -56,6 +56,7 @@ STRANGER = "zed"  # never funded; joins sometimes
 TABLE = "prop"
 
 who = st.integers(0, 5)
+REFUSALS = sorted(c.DEBIT_REFUSALS)
 ids = st.one_of(st.none(), st.none(), st.sampled_from(["i1", "i2", "i3"]))
 areas = st.sampled_from([*AREAS, "player", "banker", "tie", "foo"])
 amounts = st.one_of(
@@ -141,10 +142,14 @@ class TableMachine(RuleBasedStateMachine):
         holder_banker=st.booleans(),
         seated_from_start=st.sampled_from([True, True, True, False]),
         bettors=st.sampled_from([1_000, 1_000, 1_000, 2, 1, 0]),
+        confirms=st.sampled_from([False, False, True]),
     )
-    def setup(self, n, funds, seed, short, fast, holder_banker, seated_from_start, bettors):
+    def setup(
+        self, n, funds, seed, short, fast, holder_banker, seated_from_start, bettors, confirms
+    ):
         self.names = NAMES[:n]
-        self.wallet = MemoryWallet()
+        # (confirms: an operator's seamless wallet, whose debits the croupier answers)
+        self.wallet = MemoryWallet(confirms_holds=confirms)
         for name, amount in zip(self.names, funds, strict=False):
             if amount:
                 self.wallet.balances["cashier"] = self.wallet.balance("cashier") - amount
@@ -225,7 +230,8 @@ class TableMachine(RuleBasedStateMachine):
             assert self.state() == before, f"refused {cmd} ({exc.code}) changed the table"
             return
         events = list(step.events)
-        assert step.seq == self.table.seq and step.coup_in_progress == (self.table.coup is not None)
+        in_coup = self.table.coup is not None or self.table.debiting is not None
+        assert step.seq == self.table.seq and step.coup_in_progress == in_coup
         if repeated:
             assert step.duplicate and events == [], f"repeated id {cmd.id} gave events"
             assert self.state() == before, f"repeated id {cmd.id} changed the table"
@@ -409,6 +415,15 @@ class TableMachine(RuleBasedStateMachine):
             p = self.table.offer.current
             self.apply(c.AcceptShoe(player=p) if take else c.DeclineShoe(player=p))
 
+    @rule(refuse=st.sets(st.integers(0, 5), max_size=3), reason=st.sampled_from(REFUSALS))
+    def wallet_answers(self, refuse, reason):
+        """The croupier's answer to the debits of the round: some refused, the rest stand."""
+        debiting = self.table.debiting
+        if debiting is not None:
+            ids = sorted(debiting)
+            refused = {ids[k % len(ids)]: reason for k in refuse} if ids else {}
+            self.apply(c.Debited(round_id=self.table.round_id, refused=refused), expect_ok=True)
+
     @rule(i=who, reveal=st.booleans())
     def player_contributes(self, i, reveal):
         """A player commits to their value for the shoe, or reveals it (fairness.md §9)."""
@@ -576,10 +591,11 @@ class TableMachine(RuleBasedStateMachine):
             assert t.next_deadline is not None
         if t.offer is not None:
             assert t.phase is Phase.SHOE_OFFER
-        if t.phase in (Phase.CUT, Phase.BETTING, Phase.TURN):
+        if t.phase in (Phase.CUT, Phase.BETTING, Phase.DEBITING, Phase.TURN):
             assert (t.holder is not None) != t.house_holds, (t.holder, t.house_holds)
-            # (a coup of bettors without a seat alone plays out if everyone stood up)
-            assert seated or (t.coup is not None and t.coup.held), t.phase
+            # (a coup of bettors without a seat alone plays out if everyone stood up, and
+            # is debited so)
+            assert seated or (t.coup is not None and t.coup.held) or t.debiting, t.phase
         assert (t.coup is not None) == (t.phase is Phase.TURN)
         if t.coup is not None:
             assert t.coup.holder == t.holder
