@@ -300,10 +300,10 @@ def do_debited(t: Table, cmd: c.Debited, debiting: dict[str, dict[str, int]]) ->
             },
         )
     if t.chips:
+        # Who waited to get up while debited, now free (not dealt), but the holder: in the
+        # coup, wager or not, until it is settled (§5).
+        seating.release(t, keep=t.holder)
         deal_coup(t)
-        # Who waited to get up while debited and is not in the coup: a refused wager's
-        # player (the holder, in it without a wager, stays until it is settled, §5).
-        seating.release(t)
     else:
         seating.release(t)  # who waited to get up while debited: all free (not dealt)
         # Nothing stood: the round is recorded undealt (void, with each refusal: the

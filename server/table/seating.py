@@ -191,14 +191,17 @@ def gone(t: Table, p: PlayerState) -> None:
     del t.players[p.id]
 
 
-def release(t: Table) -> None:
+def release(t: Table, keep: str | None = None) -> None:
     """The players whose getting up waited for the coup, once no wager of theirs is in
     play (a coup settled or voided, a debit refused: §5): one whose grace ran out while
     it was dealt leaves (:func:`gone`), one who stopped play meanwhile (``on_break``)
-    stands, before the shoe is offered to anyone."""
+    stands, before the shoe is offered to anyone. ``keep``: one who waits on (the holder
+    of a coup about to be dealt)."""
     for q in list(t.players.values()):
         # (a bettor without a seat who went away waits for their chips to be dealt and
         # settled, or given back: §5)
+        if q.id == keep:
+            continue
         if (q.leaving or q.on_break) and not q.bets and not t.wager_in_play(q):
             if q.leaving:
                 gone(t, q)
