@@ -362,6 +362,89 @@ def test_a_level_with_no_audience_is_judged_on_its_seated_fan_out() -> None:
     assert "| 2.0 / 20.0 ms | 900 / 900 | 2.0 / 20.0 ms | 500 / 500 |" in evening.report(old)
 
 
+def probed_level(**changes: object) -> evening.Level:
+    """A level of issue 37 §3's table as judged: 50 probes inside both promises, the
+    server's own histograms inside them, the crowd's processes lagging (its figures over
+    both promises), every delivery made; with ``changes``."""
+    level = dict(results("sqlite")["levels"][0])  # type: ignore[index]
+    del level["kept"]  # a property of a Level
+    probes = {
+        "players": 50,
+        "rtt": {"p50": 20.0, "p99": 38.0, "n": 103, "app_p50": 20.5, "app_p99": 39.0},
+        "fanout": {"p50": 31.0, "p99": 80.0, "delivered": 27_000, "expected": 27_000},
+        "fanout_kernel": {"p50": 30.0, "p99": 78.0, "n": 27_000},
+        "lag_p99_ms": 4.0,
+    }
+    own = {"p50": 10.0, "p99": 30.0, "mean": 9.0, "n": 2000.0}
+    fields = {
+        **level,
+        "target": 14,
+        "seated": 14,
+        "spectators": 1000,
+        "redis_publish": 0,
+        "refused": {},
+        "dropped": 0,
+        "rtt": {"all": {"p50": 45.0, "p99": 150.0, "n": 2000}},
+        "fanout": {"p50": 48.0, "p99": 130.0, "delivered": 500_000, "expected": 500_000},
+        "fanout_seated": {"p50": 45.0, "p99": 120.0, "delivered": 7000, "expected": 7000},
+        "bot_lag_p99_ms": 120.0,
+        "spectator_lag_p99_ms": 90.0,
+        "server_command": own,
+        "server_fanout": {**own, "p99": 50.0},
+        "probes": probes,
+    }
+    return evening.Level(**{**fields, **changes})  # type: ignore[arg-type]
+
+
+def test_with_probes_the_verdict_is_theirs_and_the_servers_own() -> None:
+    """``--probes``: the command and fan-out promises are judged on the probes (a process
+    of their own) and the server's own histograms; the crowd's p99s, bent by their own
+    processes' lag, are printed beside the verdict with that lag, not judged; a crowd that
+    keeps up is judged as before, and every delivery is judged for all."""
+    kept = probed_level()
+    assert evening.judge(kept) == []
+    left = evening.unjudged(kept)
+    assert left == [
+        "the crowd's command p99 150.0 ms (its bots' loop lagged 120 ms at p99)",
+        "the spectators' fan-out p99 130.0 ms (their loop lagged 90 ms at p99)",
+        "the seated bots' fan-out p99 120.0 ms (their loop lagged 120 ms at p99)",
+    ]
+    cell = evening.verdict_cell(asdict(kept) | {"kept": True, "unjudged": left})
+    assert cell.startswith("kept every promise (judged on the probes and the server's own")
+    assert all(reason in cell for reason in left)
+    # the probes over a promise, by their kernel's stamps or by their handlers' times
+    probes = kept.probes
+    slow = probed_level(probes={**probes, "rtt": {**probes["rtt"], "app_p99": 63.5}})
+    assert evening.judge(slow) == ["the probes' command p99 63.5 ms"]
+    late = probed_level(
+        probes={**probes, "fanout_kernel": {**probes["fanout_kernel"], "p99": 103.4}}
+    )
+    assert evening.judge(late) == ["the probes' fan-out p99 103.4 ms"]
+    lost = probed_level(probes={**probes, "fanout": {**probes["fanout"], "delivered": 26_999}})
+    assert evening.judge(lost) == ["the probes' delivered 26,999 of 27,000"]
+    # the server's own past a promise breaks it whatever the probes saw
+    own = probed_level(server_command={**kept.server_command, "p99": 75.0})
+    assert evening.judge(own) == ["the server's own command p99 over 50 ms (<= 75)"]
+    wait = probed_level(server_fanout={**kept.server_fanout, "p99": 150.0})
+    assert evening.judge(wait) == ["the server's own fan-out wait p99 over 100 ms (<= 150)"]
+    # a crowd whose loops keep up is judged, and a crowd's lost delivery always is
+    quick = probed_level(bot_lag_p99_ms=5.0, spectator_lag_p99_ms=8.0)
+    assert [b.split(" (")[0] for b in evening.judge(quick)] == [
+        "command p99 150.0 ms",
+        "fan-out p99 130.0 ms",
+        "seated fan-out p99 120.0 ms",
+    ]
+    assert evening.unjudged(quick) == []
+    missing = probed_level(fanout={**kept.fanout, "delivered": 499_999})
+    assert evening.judge(missing) == ["delivered 499,999 of 500,000"]
+    # without probes, nothing changes: the crowd's figures are the verdict
+    bare = probed_level(probes={})
+    assert evening.judge(bare)[0].startswith("command p99 150.0 ms")
+    assert evening.unjudged(bare) == []
+    said = evening.verdict_cell(asdict(bare) | {"kept": False, "broken": evening.judge(bare)})
+    assert said.startswith("broke: command p99 150.0 ms") and "judged on the probes" not in said
+
+
 def test_the_section_keeps_the_other_stores_subsection() -> None:
     sqlite = evening.section(results("sqlite"), None)
     assert sqlite.startswith(evening.SECTION + "\n")
