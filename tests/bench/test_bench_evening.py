@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -234,6 +235,32 @@ def test_favour_sets_every_thread_of_a_process_at_the_nice_given() -> None:
         assert len(tasks) == 3
         for task in tasks:
             assert os.getpriority(os.PRIO_PROCESS, task) == nice, task
+
+
+def test_pin_gives_the_server_its_cpu_at_a_higher_priority(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--pin``: the servers on a CPU of their own at :data:`bench.evening.SERVER_NICE`
+    (their CPU against the machine's other work too), the clients on the others with the
+    probes' process at :data:`bench.evening.PROBES_NICE`; the report says so."""
+    pinned: list[tuple[list[int], set[int]]] = []
+    favoured: list[tuple[list[int], int]] = []
+    monkeypatch.setattr(evening.os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(evening, "pin", lambda pids, cpus: pinned.append((list(pids), cpus)))
+    monkeypatch.setattr(
+        evening,
+        "favour",
+        lambda pids, nice=evening.PROBES_NICE: favoured.append((list(pids), nice)) or True,
+    )
+    servers = SimpleNamespace(pids=lambda: [11], redis_pid=lambda: None)
+    bench = SimpleNamespace(
+        bots=SimpleNamespace(pids=[21]),
+        probes=SimpleNamespace(pids=[31]),
+        specs=SimpleNamespace(pids=[41]),
+    )
+    said = evening.pin_apart(servers, bench)  # type: ignore[arg-type]
+    assert pinned == [([11], {0}), ([21, 31, 41, os.getpid()], {1})]
+    assert favoured == [([11], evening.SERVER_NICE), ([31], evening.PROBES_NICE)]
+    assert evening.SERVER_NICE < 0
+    assert said.startswith(f"pinned: the server on CPU 0 at nice {evening.SERVER_NICE} ")
 
 
 def test_the_histogram_reads_percentiles_within_one_percent() -> None:
