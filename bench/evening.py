@@ -1683,6 +1683,9 @@ def server_command_kinds(
 #: (:func:`unjudged`), and the probes (a process of their own) and the server's own
 #: histograms are judged instead.
 CROWD_LAG_SHARE = 0.2
+#: The fewest probe commands whose p99 is read as one (the 99th of 100 is a p99; of a
+#: window that fell where nobody bet, a handful, it is their slowest or worse luck).
+PROBES_LEAST = 50
 
 
 def crowd_keeps_up(lag_p99_ms: float, bound_ms: float) -> bool:
@@ -1760,6 +1763,8 @@ def judge_probes(level: Level) -> list[str]:
     worst = max(rk["p99"], rk.get("app_p99", 0.0))
     if not worst < rtt_bound:
         out.append(f"the probes' command p99 {worst:.1f} ms")
+    if rk["n"] < PROBES_LEAST:
+        out.append(f"the probes timed {rk['n']:.0f} commands, fewer than {PROBES_LEAST}: no p99")
     fan, fk = probes.get("fanout") or {}, probes.get("fanout_kernel") or {}
     if not fan.get("expected"):
         out.append("no fan-out to the probes measured")

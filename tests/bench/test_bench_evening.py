@@ -447,6 +447,8 @@ def test_with_probes_the_verdict_is_theirs_and_the_servers_own() -> None:
         probes={**probes, "fanout_kernel": {**probes["fanout_kernel"], "p99": 103.4}}
     )
     assert evening.judge(late) == ["the probes' fan-out p99 103.4 ms"]
+    few = probed_level(probes={**probes, "rtt": {**probes["rtt"], "n": 4}})
+    assert evening.judge(few) == ["the probes timed 4 commands, fewer than 50: no p99"]
     lost = probed_level(probes={**probes, "fanout": {**probes["fanout"], "delivered": 26_999}})
     assert evening.judge(lost) == ["the probes' delivered 26,999 of 27,000"]
     # the server's own past a promise breaks it whatever the probes saw
