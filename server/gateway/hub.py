@@ -8,9 +8,7 @@ writes them, each frame made once (:func:`write_all`), and a published step's fr
 written to each connection together (``_Out``): a slow client never slows a table. The server's watchdog closes a client whose write buffer keeps growing (see
 ``server.gateway.server``), and that client resumes from its last ``seq``.
 
-A step published to a table's few watchers is written to them in the same turn of the
-event loop, by the next write to any connection or else once the callbacks ready now
-have run, its sender's frames with its reply (one write, the others' first); to thousands
+A step published to a table's few watchers is written to them at once; to thousands
 (:data:`AT_ONCE`), from the event loop's next turn, a slice at a time (:class:`_Tail`,
 :data:`_TAIL`), so the sender's reply, written right after the publish, does not wait
 for two thousand writes to others (issue 37 §3). Nothing overtakes on a connection:
@@ -157,8 +155,8 @@ def _write(conn: ServerConnection, frames: Sequence[bytes]) -> None:
 
 
 #: A publish whose frames are for at most this many connections (with those still
-#: waiting) is written in the same turn (:meth:`_Tail._soon`): a table's few watchers get
-#: a step's events before its reply, as ever, and its sender with the reply. More (a table of two thousand) are written from the event loop's next
+#: waiting) is written at once: a table's few watchers get a step's events before its
+#: reply, as ever. More (a table of two thousand) are written from the event loop's next
 #: turn, a slice at a time: the senders' replies, written right after the publish, go
 #: first (each with its own step's frames, :meth:`_Tail.take`).
 AT_ONCE = 64
@@ -192,13 +190,12 @@ class _Tail:
     the same frames (a step for two thousand watchers adds to them at C speed, not
     one connection at a time, when none of them has frames waiting)."""
 
-    __slots__ = ("began", "born", "frames", "loop", "passing", "scheduled", "soon", "writes")
+    __slots__ = ("began", "born", "frames", "loop", "passing", "scheduled", "writes")
 
     def __init__(self) -> None:
         self.frames: OrderedDict[ServerConnection, tuple[bytes, ...]] = OrderedDict()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.scheduled = False
-        self.soon = False  # (a few connections' frames wait for :meth:`_soon_due`)
         self.passing = False  # (a pass over the waiting is under way)
         self.began = -TAIL_GAP  # (when the last pass began: ``time.perf_counter``)
         #: When each waiting group's bytes were published, and who is told how long they
@@ -239,44 +236,13 @@ class _Tail:
                         pair = longer[id(before)] = (before, before + one)
                     waiting[conn] = pair[1]
         if len(waiting) <= AT_ONCE:
-            self._soon()
+            self.flush()
         elif waiting:
             self._schedule()
 
     def take(self, conn: ServerConnection) -> tuple[bytes, ...] | None:
-        """What waits for ``conn`` (it is written now, by the caller, ahead of the rest).
-        The few connections of a publish still to be written (:meth:`_soon`) are written
-        first: a step's watchers get its events before its sender gets its reply, as
-        ever, and the sender gets its own events and its reply in one write."""
-        if not self.frames:
-            return None
-        mine = self.frames.pop(conn, None)
-        if self.soon and len(self.frames) <= AT_ONCE:
-            self.flush()
-        return mine
-
-    def _soon(self) -> None:
-        """A few connections' frames (:data:`AT_ONCE`), written once the callbacks ready
-        now have run, or at once by the next write to any connection (:meth:`take`: a
-        step's reply, which the table's owner sends right after its publish): one
-        system call to the sender for its events and its reply, not two (issue 36).
-        Outside a running loop, at once."""
-        if self.soon:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.flush()
-            return
-        self.soon = True
-        loop.call_soon(self._soon_due)
-
-    def _soon_due(self) -> None:
-        self.soon = False
-        if len(self.frames) <= AT_ONCE:
-            self.flush()
-        elif self.frames:
-            self._schedule()
+        """What waits for ``conn`` (it is written now, by the caller, ahead of the rest)."""
+        return self.frames.pop(conn, None) if self.frames else None
 
     def _schedule(self) -> None:
         loop = asyncio.get_running_loop()

@@ -106,31 +106,6 @@ async def test_the_senders_reply_goes_with_its_event_ahead_of_the_other_watchers
     assert sorted(order[1:]) == sorted(w.player for w in watchers), order
 
 
-async def test_at_a_small_table_the_sender_gets_its_event_and_reply_in_one_write(net: Any) -> None:
-    """A table of a few watchers (``AT_ONCE`` as it is): every other watcher is written
-    the step's event before the sender hears its reply (as ever), and the sender gets its
-    event and its reply in one write, not two (issue 36: a write a command less)."""
-    server = await net.start(**FAST, tables=(table_def("t1"),))
-    watchers = []
-    for i in range(3):
-        watcher = await net.guest(server, "json", name=f"Watcher{i}")
-        await watcher.join("t1")
-        watchers.append(watcher)
-    ann = await net.player(server, "ann", "msgpack", name="Ann")
-    await ann.join("t1")
-    await ann.call("sit", table="t1", seat=1)
-    game = Game("t1", {"ann": ann}, watchers[0], rng=random.Random(3))
-    await game.to_betting()
-    with _writes(server, ann.player, *(w.player for w in watchers)) as writes:
-        reply = await game.act("ann", "bet", area="banker", amount=100)
-        for watcher in watchers:
-            await watcher.wait_seq("t1", reply["seq"])
-    order = [who for who, _, _ in writes]
-    assert order.count(ann.player) == 1, order  # the event and the reply: one write
-    assert order[-1] == ann.player, order  # after every other watcher's
-    assert sorted(order[:-1]) == sorted(w.player for w in watchers), order
-
-
 async def test_steps_published_while_the_writes_wait_reach_a_watcher_in_one_write(
     net: Any, monkeypatch: Any
 ) -> None:
