@@ -132,7 +132,7 @@ def _phase_key(t: Table, p: PlayerState) -> tuple[Any, ...]:
     phase = t.phase
     coup = t.coup
     pid = p.id
-    in_play = coup is not None and (pid in coup.held or pid == coup.holder)
+    in_play = t.wager_in_play(p)  # (a coup's, or one being debited: its wagers or shoe)
     if phase is Phase.BETTING:
         return (
             "betting",

@@ -27,7 +27,7 @@ from hypothesis.stateful import invariant
 from table_helpers import BANKER_WIN, TableHarness, stack
 
 from server.engine.payouts import AREAS
-from server.table import Table
+from server.table import MemoryWallet, Table
 from server.table.actions import actions_key, kept_current
 from server.table.rules import WIRE_COMMANDS, bet_bounds, bets_refusal, same_bets
 from server.table.views import view as snapshot
@@ -376,3 +376,21 @@ def test_funds_enter_the_actions_key_only_as_far_as_they_bound_the_actions() -> 
     assert keys["s1"] == keys["s2"] == keys["s3"]  # enough for every bound
     assert "same_bet" in acts["s1"] and "same_bet" not in acts["s0"]  # one short of the sum
     assert acts["s4"]["bet"]["areas"]["player"]["max"] == top - 1 < top  # short of a max
+
+
+def test_in_debiting_a_wager_or_the_shoe_being_debited_has_actions_of_its_own() -> None:
+    """While the wallet debits the wagers, one whose wager (or shoe) is in the coup may
+    not stand or leave, one without may: their actions' keys differ (they were the same,
+    so the first computed went to both: the state machine found it on a confirming
+    wallet)."""
+    h = TableHarness(wallet=MemoryWallet(confirms_holds=True))
+    h.setup({"ann": 1, "bob": 2, "cat": 3}, stack(BANKER_WIN), holder="ann")
+    h.bet("cat", "player", 500)
+    h.done_all()
+    t = h.table
+    assert t.phase.value == "debiting"
+    acts = {pid: check_actions(t, pid) for pid in ("ann", "bob", "cat")}
+    assert set(acts["bob"]) >= {"stand", "leave"}
+    assert "stand" not in acts["cat"] and "stand" not in acts["ann"]
+    keys = {pid: actions_key(t, t.players[pid]) for pid in acts}
+    assert keys["bob"] != keys["cat"] and keys["bob"] != keys["ann"]
