@@ -149,6 +149,8 @@ def enter_shoe_offer(t: Table) -> bool:
     if t.offer is None:
         shoe_offer.start_offer(t)
     if t.offer is None:  # declined on everyone's behalf: the house holds it
+        if t.phase is Phase.BETTING and t.round_open:  # (reopened, as after an accept)
+            t.phase = Phase.SHOE_OFFER
         return True
     if t.phase is not Phase.SHOE_OFFER:
         t.phase, t.deadline = Phase.SHOE_OFFER, None

@@ -1106,6 +1106,21 @@ class TestDisconnect:
         h.accept("cat")
         assert h.table.holder == "cat" and h.phase is Phase.BETTING
 
+    def test_the_house_taking_the_shoe_mid_round_reopens_the_betting(self):
+        """An offer that interrupts open betting reopens it (docs/protocol.md §7), also
+        when every offeree is away and the house takes the shoe at once: it kept the old
+        deadline and sent no betting_opened."""
+        h = two_players(stack(BANKER_WIN))
+        h.bet("bob", "player", 500)
+        h.do(c.Disconnect(player="bob"))
+        h.tick(5)
+        rid, deadline = h.table.round_id, h.table.deadline
+        evs = h.do(c.Stand(player="ann"))
+        assert h.kinds(evs)[-2:] == ["shoe_held_by_house", "betting_opened"]
+        opened = h.one("betting_opened", evs).data
+        assert opened["round_id"] == rid and opened["deadline"] == h.now + h.options.timers.betting
+        assert opened["deadline"] > deadline and h.stake("bob") == 500
+
     def test_holder_grace_out_mid_coup_keeps_it_until_the_coups_end(self):
         h = TableHarness(TableOptions(timers=Timers(grace=5.0)))
         h.setup({"ann": 1, "bob": 2, "cat": 3}, stack(BANKER_WIN, BANKER_WIN), holder="bob")
