@@ -2428,9 +2428,10 @@ def favour(pids: Iterable[int], nice: int = PROBES_NICE) -> bool:
     (an unprivileged user may not raise a priority)."""
     try:
         for pid in pids:
-            for task in Path(f"/proc/{pid}/task").iterdir():
-                with contextlib.suppress(ProcessLookupError):
-                    os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
+            with contextlib.suppress(FileNotFoundError):  # (a process gone meanwhile)
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
     except PermissionError:
         return False
     return True

@@ -456,6 +456,18 @@ def test_with_probes_the_verdict_is_theirs_and_the_servers_own() -> None:
     assert evening.judge(own) == ["the server's own command p99 over 50 ms (<= 75)"]
     wait = probed_level(server_fanout={**kept.server_fanout, "p99": 150.0})
     assert evening.judge(wait) == ["the server's own fan-out wait p99 over 100 ms (<= 150)"]
+    # the edges: a promise is a p99 under its bound; the server's own p99 is a bucket's
+    # bound, so one at the promise's own bound is within it
+    edge = probed_level(probes={**probes, "rtt": {**probes["rtt"], "p99": 50.0}})
+    assert evening.judge(edge) == ["the probes' command p99 50.0 ms"]
+    at = probed_level(
+        server_command={**kept.server_command, "p99": 50.0},
+        server_fanout={**kept.server_fanout, "p99": 100.0},
+    )
+    assert evening.judge(at) == []
+    lag = evening.CROWD_LAG_SHARE * evening.PROMISES["rtt_p99_ms"]
+    assert evening.crowd_keeps_up(lag, evening.PROMISES["rtt_p99_ms"])
+    assert not evening.crowd_keeps_up(lag + 0.1, evening.PROMISES["rtt_p99_ms"])
     # a crowd whose loops keep up is judged, and a crowd's lost delivery always is
     quick = probed_level(bot_lag_p99_ms=5.0, spectator_lag_p99_ms=8.0)
     assert [b.split(" (")[0] for b in evening.judge(quick)] == [
