@@ -84,7 +84,7 @@ NEXT: tuple[tuple[Callable[[Table], bool], Phase], ...] = (
     ),
     (lambda t: not t.seated(), Phase.WAITING),  # nobody seated
     (  # the shoe is offered: someone is asked, or the shoe must find a holder (§5)
-        lambda t: t.offer is not None or t.holding.needs_offer,
+        lambda t: t.shoe_unsettled,
         Phase.SHOE_OFFER,
     ),
     (lambda t: t.shoe is not None and t.shoe.cut is None, Phase.CUT),  # a new shoe (§4)
@@ -223,7 +223,7 @@ def do_tick(t: Table, cmd: c.Tick, ctx: None) -> Outcome:
     contributing.tick(t)
     due = t.phase is Phase.BETTING and t.deadline is not None and now >= t.deadline
     # (a holder whose grace ran out above lost the shoe: it is offered before a deal, §5)
-    if due and t.offer is None and not t.offer_needed:
+    if due and not t.shoe_unsettled:
         if t.chips:  # a bettor's chips count as a seated player's (§5, §7)
             betting.close_betting(t)
         else:  # §7: no bet at all, the table waits; the next bet restarts the timer

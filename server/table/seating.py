@@ -173,13 +173,7 @@ def stand(t: Table, p: PlayerState, reason: str, *, why: str | None = None) -> N
         shoe_offer.lose_shoe(t, p, reason, seat)
     if t.offer is not None and t.offer.current == p.id:
         shoe_offer.decline_offer(t, p.id, seat, timeout=False)
-    if (
-        t.phase is Phase.BETTING
-        and t.round_open
-        and t.coup is None
-        and t.offer is None
-        and not t.offer_needed
-    ):
+    if t.phase is Phase.BETTING and t.round_open and t.coup is None and not t.shoe_unsettled:
         betting.maybe_close_betting(t)  # §7: the one not yet done may have just left
 
 

@@ -269,6 +269,12 @@ class Table:
         return self.holding.to_offer
 
     @property
+    def shoe_unsettled(self) -> bool:
+        """The shoe is being offered, or must be (§5): no coup may be dealt until it is
+        settled (the SHOE_OFFER phase of :data:`server.table.flow.NEXT`)."""
+        return self.offer is not None or self.holding.needs_offer
+
+    @property
     def paused(self) -> bool:
         return self.modes.paused  # the operator paused the table: no new coup
 

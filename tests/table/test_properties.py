@@ -230,8 +230,7 @@ class TableMachine(RuleBasedStateMachine):
             assert self.state() == before, f"refused {cmd} ({exc.code}) changed the table"
             return
         events = list(step.events)
-        in_coup = self.table.coup is not None or self.table.debiting is not None
-        assert step.seq == self.table.seq and step.coup_in_progress == in_coup
+        assert step.seq == self.table.seq and step.coup_in_progress == self.table.in_coup
         if repeated:
             assert step.duplicate and events == [], f"repeated id {cmd.id} gave events"
             assert self.state() == before, f"repeated id {cmd.id} changed the table"
