@@ -160,6 +160,9 @@ async def test_kill_the_primary_and_play_goes_on(ha: RedisHA, cluster: Cluster, 
             await retry(turner, "toss", msg_id="last-toss", table=TABLE, hand=last_hand, timeout=20)
         new = ha.promoted(old)
         assert new is not old and role(new) == "master"
+        # The owners may give the table up (their lease may have run out) and it moves:
+        # a command answered "that table moved; try again" is sent again with its id.
+        table.game.patience = 20.0
         settled = await table.play_turns()
         if settled is None or when == "settlement":
             settled = await sam.wait_event(

@@ -34,6 +34,9 @@ from websockets.exceptions import ConnectionClosed
 from .tables import SECRET
 from .timing import scaled
 
+#: Refusals that mean "not now, try again" while a table moves between processes.
+TRANSIENT = frozenset({"unavailable", "timeout", "busy", "store_unavailable", "store_failed"})
+
 JSON = "chemmy.v1.json"
 MSGPACK = "chemmy.v1.msgpack"
 FORMATS = {"json": JSON, "msgpack": MSGPACK}
@@ -300,6 +303,22 @@ class Client:
         reply = await self.rpc(kind, msg_id=msg_id, timeout=timeout, **fields)
         assert reply["type"] == "ok", f"{self.label}: {kind} {fields} refused: {reply}"
         return reply
+
+    async def call_patiently(
+        self, kind: str, /, *, msg_id: Any = None, timeout: float, **fields: Any
+    ) -> dict[str, Any]:
+        """Send a command with one id (``msg_id`` or a fresh one) until it is answered ok,
+        the same id each time so that it is applied once, while the answer is a transient
+        refusal (a table moving between processes); the ok reply. Within ``timeout``
+        seconds (scaled)."""
+        mid = next(_ids) if msg_id is None else msg_id
+        async with asyncio.timeout(scaled(timeout)):
+            while True:
+                reply = await self.rpc(kind, msg_id=mid, **fields)
+                if reply["type"] == "ok":
+                    return reply
+                assert reply["code"] in TRANSIENT, f"{self.label}: {kind} {fields}: {reply}"
+                await asyncio.sleep(0.1)
 
     async def refused(
         self, code: str, kind: str, /, *, msg_id: Any = None, **fields: Any

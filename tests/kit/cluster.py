@@ -38,7 +38,7 @@ from server.store.base import (
 from server.store.redis import RedisStore
 
 from . import crash
-from .client import Client, http_get
+from .client import TRANSIENT, Client, http_get
 from .launch import ServerProcess
 from .tables import SECRET, server_toml
 from .timing import scaled
@@ -61,8 +61,6 @@ LEASE = 2.5
 #: How long a failover may take: the lease, then a placement round (a sixth of the
 #: lease) and the new owner's start, with room for a busy machine.
 FAILOVER = LEASE + 1.5
-#: Refusals that mean "not now, try again" while a table moves between processes.
-TRANSIENT = frozenset({"unavailable", "timeout", "busy", "store_unavailable", "store_failed"})
 
 
 class Cluster:
@@ -231,13 +229,7 @@ async def retry(
 ) -> dict[str, Any]:
     """Send a command with ``msg_id`` until it is answered ok (the same id each time, so
     it is applied once), while the answer is a transient refusal; the ok reply."""
-    async with asyncio.timeout(scaled(timeout)):
-        while True:
-            reply = await client.rpc(kind, msg_id=msg_id, **fields)
-            if reply["type"] == "ok":
-                return reply
-            assert reply["code"] in TRANSIENT, f"{client.label}: {kind} {fields}: {reply}"
-            await asyncio.sleep(0.1)
+    return await client.call_patiently(kind, msg_id=msg_id, timeout=timeout, **fields)
 
 
 async def come_back(

@@ -97,10 +97,21 @@ class Game:
         #: the cut and reveal at ``reveal_opened``. Their values, by (player, shoe_no).
         self.contributors = contributors
         self.values: dict[tuple[str, int], bytes] = {}
+        #: Seconds each command is sent again (the same id) while refused as transient,
+        #: after a failover (a table may move between processes): 0, never.
+        self.patience = 0.0
 
     async def act(self, pid: str, kind: str, **fields: Any) -> dict[str, Any]:
-        """One player's command, asserted ok; then wait until the watcher has its events."""
-        reply: dict[str, Any] = await self.client(pid).call(kind, table=self.table, **fields)
+        """One player's command, asserted ok (sent again while refused as transient, with
+        :attr:`patience`); then wait until the watcher has its events."""
+        client = self.client(pid)
+        reply: dict[str, Any]
+        if self.patience:
+            reply = await client.call_patiently(
+                kind, timeout=self.patience, table=self.table, **fields
+            )
+        else:
+            reply = await client.call(kind, table=self.table, **fields)
         await self.watcher.wait_seq(self.table, reply["seq"])
         return reply
 
