@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -511,7 +510,7 @@ class TableActor:
             reply = answer(self, record, step)
             if reply is not None:
                 # (the step's events, published above, come first at its gateway)
-                self.bus.reply(dataclasses.replace(reply, after=(self.table_id, step.seq)))
+                self.bus.reply(reply.answering(self.table_id, step.seq))
         if item.done is not None and not item.done.done():
             item.done.set_result(events)
         if self.hooks.on_step is not None:

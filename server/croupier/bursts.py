@@ -12,7 +12,6 @@ and never lets a command of a burst be answered before the burst is stored.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -189,4 +188,4 @@ def _answer_burst(actor: TableActor, item: Item, step: Step) -> None:
     if record is not None:
         reply = answer(actor, record, step)
         if reply is not None:
-            actor.bus.reply(dataclasses.replace(reply, after=(actor.table_id, step.seq)))
+            actor.bus.reply(reply.answering(actor.table_id, step.seq))

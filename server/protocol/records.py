@@ -110,6 +110,11 @@ class ReplyRecord:
     def refused(cls, to: Address, err: ChemmyError) -> ReplyRecord:
         return cls(to, error=err.to_dict())
 
+    def answering(self, table: str, seq: int) -> ReplyRecord:
+        """This reply, to be handed on after ``table``'s step ``seq`` (:attr:`after`):
+        ``dataclasses.replace`` made the same at several times the cost, every command."""
+        return ReplyRecord(self.to, self.result, self.error, (table, seq))
+
     def to_wire(self) -> dict[str, Any]:
         return {
             "t": "reply",
