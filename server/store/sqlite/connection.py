@@ -91,19 +91,16 @@ _Item = tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Callable[[], Any],
 
 
 class _Worker:
-    """One thread that runs jobs one at a time, in the order they were submitted, and
-    hands each result back to the submitting loop (a queue and ``call_soon_threadsafe``:
-    half the hop of a thread pool executor).
-
-    A job submitted ``grouped`` (a commit) is run with every grouped job queued right
-    behind it at that moment (at most :data:`GROUP_MAX`) by ``group``, which answers
-    each one's own outcome: the group never waits for company, and a job not grouped
-    ends it (it runs after the group, so the order of the calls is kept).
-
-    :attr:`pending` counts the jobs submitted whose answers the loop has not taken yet
-    (it is the loop's own count: raised by :meth:`submit`, lowered when the answer is
-    settled on the loop). At 0 the thread holds no job and none is queued, so the loop
-    may use the connection itself for a moment (:meth:`SQLiteStore._run_grouped`)."""
+    """One thread that runs jobs one at a time, in the order they were submitted, and hands
+    each result back to the submitting loop (a queue and ``call_soon_threadsafe``: half the
+    hop of a thread pool executor). A job submitted ``grouped`` (a commit) is run with every
+    grouped job queued right behind it at that moment (at most :data:`GROUP_MAX`) by
+    ``group``, which answers each one's own outcome: the group never waits for company, and
+    a job not grouped ends it (it runs after the group, so the order of the calls is kept).
+    :attr:`pending` counts the jobs submitted whose answers the loop has not taken yet (the
+    loop's own count: raised by :meth:`submit`, lowered when the answer is settled on the
+    loop). At 0 the thread holds no job and none is queued, so the loop may use the
+    connection itself for a moment (:meth:`SQLiteStore._run_grouped`)."""
 
     def __init__(
         self, name: str, group: Callable[[list[Callable[[], Any]]], list[Outcome]]
@@ -111,8 +108,7 @@ class _Worker:
         self._jobs: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._group = group
         self.pending = 0
-        # A daemon: a store never closed does not keep the process alive (SQLite rolls
-        # back a transaction cut short, at the next open).
+        # A daemon: a store never closed keeps no process alive (SQLite rolls back at open).
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
@@ -186,35 +182,28 @@ class SQLiteCore(StoreFront):
         direct: bool = True,
     ) -> None:
         self.event_retention, self.round_index = check_retention(event_retention, round_index)
-        self.path = os.fspath(path)
-        self.busy_timeout_ms = busy_timeout_ms
-        self.clock = clock
+        self.path, self.busy_timeout_ms, self.clock = os.fspath(path), busy_timeout_ms, clock
         self._worker: _Worker | None = None
         # Touched in the worker thread, or on the loop's while the worker holds no job
         # (a direct commit, :meth:`_run_grouped`).
         self._db: sqlite3.Connection | None = None
-        # The connection's busy timeout, in ms (:meth:`_busy_timeout`): 0 while the loop
-        # uses it, busy_timeout_ms in the worker; None when not known.
+        # ms (:meth:`_busy_timeout`): 0 on the loop, busy_timeout_ms in the worker; None: unknown
         self._busy_ms: int | None = None
         self._serving: int | None = None  # the lock file's descriptor (claim_serving)
         #: Commits stored, and the transactions (groups) they went in: ``commits /
         #: groups`` is the mean group; ``direct``: of the groups, those the loop committed
         #: itself. Direct commits are off (``direct=False``, or for a while after a slow
         #: one: :attr:`direct_until`, a ``time.monotonic`` time).
-        self.commits = 0
-        self.groups = 0
-        self.direct = 0
-        self.direct_on = direct
-        self.direct_until = 0.0
+        self.commits = self.groups = self.direct = 0
+        self.direct_on, self.direct_until = direct, 0.0
         self._cool_off = DIRECT_COOL_OFF
         self._checkpointed = 0  # self.groups at the last checkpoint asked of the worker
         self._copying: asyncio.Future[None] | None = None  # its copy (_checkpoint)
-        #: The players whose flow days this process pruned today (:func:`_put_flows`):
-        #: once a day each is enough (only one process serves the file).
+        #: Whose flow days this process pruned today (:func:`_put_flows`): once a day each.
         self._pruned = _Pruned()
-        # Commits held for a direct commit at the end of this turn of the loop; their rows.
+        # Commits held for a direct commit at the end of this turn of the loop.
         self._batch: list[tuple[Callable[[], Any], asyncio.Future[Any]]] = []
-        self._held = 0
+        self._held = 0  # (their rows)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -239,10 +228,9 @@ class SQLiteCore(StoreFront):
         if worker is None:
             raise StoreError("the store is not open")
         if self._batch and self._direct_now(worker):
-            # Commits held for the end of this turn: committed now, so the read sees them
-            # on the loop. Sent to the worker, it took them along, and the commits and
-            # reads after it followed it there while it waited (a table of a thousand
-            # bettors: a bet's checks waited 11 ms at the median, issue 37 §3).
+            # Commits held for the end of this turn: committed now, so the read sees them on
+            # the loop. Sent to the worker, they and the reads after them waited there (a
+            # thousand bettors' table: a bet's checks waited 11 ms at the median, issue 37 §3).
             self._flush_direct()
         if not self._direct_now(worker) or self._batch:
             return await self._run(job, *args)
@@ -496,23 +484,11 @@ class SQLiteCore(StoreFront):
         db.execute("RELEASE one_commit")
         return result, None
 
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
+    def _connection(self) -> _Translating:
         """The open connection, with third-party errors translated at the boundary."""
         if self._db is None:
             raise StoreError("the store is not open")
-        try:
-            yield self._db
-        except sqlite3.IntegrityError as exc:
-            if "no_overdraft" in str(exc):
-                raise Overdrawn("a player's or a stake's balance would go negative") from exc
-            raise StoreError(f"integrity: {exc}") from exc
-        except sqlite3.Error as exc:
-            raise _translate(exc) from exc
-        except OverflowError as exc:  # an integer wider than SQLite's 64 bits
-            raise StoreError(f"out of range: {exc}") from exc
-        except UnicodeError as exc:  # a lone surrogate: no UTF-8 for it
-            raise StoreError(f"not storable text: {exc}") from exc
+        return _Translating(self._db)
 
     @staticmethod
     @contextmanager
@@ -675,11 +651,11 @@ def _clocks() -> tuple[float, float]:
         with suppress(OSError):
             fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY)
         fd = _THREAD.schedstat = -1 if fd is None else fd
-    if fd >= 0:
-        with suppress(OSError, ValueError):
-            ran, waited = os.pread(fd, 96, 0).split()[:2]
-            return time.monotonic(), (int(ran) + int(waited)) / 1e9
-    return time.monotonic(), time.thread_time()
+    try:  # (not ``suppress``: twice a command)
+        ran, waited = os.pread(fd, 96, 0).split()[:2]
+        return time.monotonic(), (int(ran) + int(waited)) / 1e9
+    except (OSError, ValueError):  # (-1: no schedstat)
+        return time.monotonic(), time.thread_time()
 
 
 _THREAD = threading.local()
@@ -721,6 +697,30 @@ def _copy(path: str) -> None:
     """A checkpoint on a connection of its own (:meth:`SQLiteCore._checkpoint`)."""
     with closing(sqlite3.connect(f"file:{pathname2url(path)}?mode=rw", uri=True)) as db:
         _passive(db)
+
+
+class _Translating:
+    """``with`` it: the connection; a third-party error raised inside is raised again as the
+    store's (a class: a ``contextmanager``'s generator cost 3x as much, twice a commit)."""
+
+    __slots__ = ("db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        return self.db
+
+    def __exit__(self, kind: Any, exc: BaseException | None, _: Any) -> None:
+        if isinstance(exc, sqlite3.IntegrityError):
+            if "no_overdraft" in str(exc):
+                raise Overdrawn("a player's or a stake's balance would go negative") from exc
+            raise StoreError(f"integrity: {exc}") from exc
+        if isinstance(exc, sqlite3.Error):
+            raise _translate(exc) from exc
+        if isinstance(exc, OverflowError | UnicodeError):  # past 64 bits; a lone surrogate
+            what = "out of range" if isinstance(exc, OverflowError) else "not storable text"
+            raise StoreError(f"{what}: {exc}") from exc
 
 
 def _translate(exc: sqlite3.Error, doing: str = "sqlite") -> StoreError:
