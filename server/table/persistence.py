@@ -21,7 +21,7 @@ change money or decide a rule while rebuilding.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from itertools import filterfalse
 from typing import TYPE_CHECKING, Any
 
@@ -152,8 +152,15 @@ def _row_ids(t: Table) -> dict[str, list[str]]:
     Who is a bettor is asked of the table only for the players touched since the parts
     were last taken (``Table._dirty``); anyone else is one if they have a part
     (``Table._parted``), as when the parts were taken: a step's cost does not grow with
-    the bettors (issue 37 §3)."""
+    the bettors (issue 37 §3). Each player's list is the table's own, shared by the rows
+    until it changes: ``Table._remember`` makes a new one (never changes one in place)."""
     ids, players, dirty, parted = t.recent_ids, t.players, t._dirty, t._parted
+    if (
+        not parted
+        and len(ids) <= RECENT_ID_PLAYERS
+        and not any(pid in players and t.is_bettor(players[pid]) for pid in dirty)
+    ):  # no bettor's ids, and no more others than kept: all of them, in order (the walk's)
+        return dict(ids)
     seated = {q.id for q in t.seated()}
     wanted = sum(1 for pid in seated if pid in ids)
     kept: list[str] = []
@@ -170,7 +177,7 @@ def _row_ids(t: Table) -> dict[str, list[str]]:
                 others += 1
         if found == wanted and others >= RECENT_ID_PLAYERS:
             break
-    return t._copies.ids(ids, reversed(kept))
+    return {pid: ids[pid] for pid in reversed(kept)}
 
 
 def _everyone(pid: str) -> bool:
@@ -237,20 +244,16 @@ class Copies:
       keep their JSON while they are the same list (server/croupier/commit.py). Results
       are frozen; a coup's cards are two lists never changed.
     - The options (they never change): copied once, and shared by the rows likewise.
-    - The row's command ids (:func:`_row_ids`): each player's copy shared likewise while
-      the table's list is the same list of the same length with the same first and
-      last id (the table only appends an id and drops the oldest, ``Table._remember``):
-      a bet copies the ids of its bettor only.
+    (The row's command ids need no copy: :func:`_row_ids`.)
     """
 
-    __slots__ = ("_coups", "_ids", "_options", "_results", "_shoe", "_shoe_dict")
+    __slots__ = ("_coups", "_options", "_results", "_shoe", "_shoe_dict")
 
     def __init__(self) -> None:
         self._shoe: tuple[Any, ...] | None = None
         self._shoe_dict: dict[str, Any] = {}
         self._coups = _Grown(_coup_cards)
         self._results = _Grown(Result.to_dict)
-        self._ids: dict[str, tuple[list[str], int, Any, Any, list[str]]] = {}
         self._options: tuple[dict[str, Any] | None, dict[str, Any]] = (None, {})
 
     def options(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -275,25 +278,6 @@ class Copies:
 
     def results(self, results: list[Result]) -> list[dict[str, object]]:
         return self._results.of(results)
-
-    def ids(self, recent: dict[str, list[str]], pids: Iterable[str]) -> dict[str, list[str]]:
-        """The command ids of ``pids`` (of ``recent``, the table's), in that order."""
-        made, kept, out = self._ids, {}, {}
-        for pid in pids:
-            source = recent[pid]
-            k = made.get(pid)
-            n = len(source)
-            if (
-                k is None
-                or k[0] is not source
-                or k[1] != n
-                or (n and (k[2] is not source[0] or k[3] is not source[-1]))
-            ):
-                k = (source, n, n and source[0], n and source[-1], source.copy())
-            kept[pid] = k
-            out[pid] = k[4]
-        self._ids = kept
-        return out
 
 
 def _coup_cards(x: dict[str, Any]) -> dict[str, Any]:

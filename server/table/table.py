@@ -397,10 +397,8 @@ class Table:
     def _remember(self, pid: str, cid: str) -> None:
         """Keep ``cid`` among ``pid``'s last ids, for whoever sent it (docs/protocol.md
         §5): kept when they leave and across restarts, oldest departed forgotten first."""
-        ids = self.recent_ids.pop(pid, [])
-        ids.append(cid)
-        del ids[:-RECENT_IDS]
-        self.recent_ids[pid] = ids  # most recent last
+        # Most recent last; a new list, never changed in place: the rows share it (_row_ids).
+        self.recent_ids[pid] = [*self.recent_ids.pop(pid, ()), cid][-RECENT_IDS:]
         if len(self.recent_ids) > RECENT_ID_PLAYERS + len(self.players):
             for old in list(self.recent_ids):
                 if len(self.recent_ids) <= RECENT_ID_PLAYERS + len(self.players):

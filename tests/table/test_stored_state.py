@@ -79,6 +79,30 @@ def test_a_step_shares_the_parts_of_the_row_it_did_not_change() -> None:
     assert json.dumps(first) == text
 
 
+def test_a_players_command_ids_are_a_new_list_at_each_id() -> None:
+    """The row shares the table's lists of command ids (no copy at each step, issue 36),
+    so the table never changes one in place: a new id makes a new list, and a row taken
+    before keeps the ids it had."""
+    h = TableHarness()
+    h.setup({"ann": 1, "bob": 2}, stack(BANKER_WIN, BANKER_WIN), holder="ann")
+    h.do(c.PlaceBet(player="ann", area="banker", amount=100, id="a1"))
+    row = h.table.to_state(spectators=False)
+    kept = h.table.recent_ids["ann"]
+    assert row["recent_ids"]["ann"] is kept
+    h.do(c.PlaceBet(player="ann", area="banker", amount=100, id="a2"))
+    assert kept == ["a1"] and row["recent_ids"]["ann"] == ["a1"]
+    assert h.table.recent_ids["ann"] == ["a1", "a2"] and h.table.recent_ids["ann"] is not kept
+    for n in range(3, 80):  # (the oldest dropped, still never in place)
+        before = h.table.recent_ids["ann"]
+        h.do(
+            c.RemoveBet(player="ann", area="banker", id=f"a{n}")
+            if n % 2
+            else c.PlaceBet(player="ann", area="banker", amount=100, id=f"a{n}")
+        )
+        assert h.table.recent_ids["ann"] is not before and before[-1] == f"a{n - 1}"
+    assert h.table.recent_ids["ann"] == [f"a{n}" for n in range(16, 80)]
+
+
 def test_a_version_1_state_is_brought_up_to_date() -> None:
     """Stored before stakes: placed chips were only reservations (never moved in the
     ledger), so they come off the layout; an offer in the old shape goes on."""
