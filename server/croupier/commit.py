@@ -114,13 +114,13 @@ def spliced(table: Table, state: dict[str, Any]) -> dict[str, Any]:
         if kept is None or kept[0] is not value:
             kept = made[key] = (value, orjson.Fragment(dump_state(value)))
         out[key] = kept[1]
-    ids, made["ids"] = made.get("ids", {}), {}  # each player's command ids, likewise
+    ids, now, fragments = made.get("ids", {}), {}, {}  # each player's command ids, likewise
     for pid, value in state["recent_ids"].items():
         kept = ids.get(pid)
         if kept is None or kept[0] is not value:
             kept = (value, orjson.Fragment(dump_state(value)))
-        made["ids"][pid] = kept
-    out["recent_ids"] = {pid: kept[1] for pid, kept in made["ids"].items()}
+        now[pid], fragments[pid] = kept, kept[1]
+    made["ids"], out["recent_ids"] = now, fragments
     return out
 
 

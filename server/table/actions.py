@@ -206,14 +206,12 @@ class SentActions:
         """The digests of ``pids`` only (the stored row's: its seated players; a
         spectator's, or a bettor's without a seat, would make every row grow with the
         audience, and after a restart they join again and get their actions anyway)."""
-        undigested, digests, out = self._undigested, self.digests, {}
-        for pid in pids:
+        undigested, digests = self._undigested, self.digests
+        for pid in pids if undigested else ():  # (made now, once per change)
             if pid in undigested:
                 digests[pid] = _digest(self._keys[pid])
                 undigested.discard(pid)
-            if pid in digests:
-                out[pid] = digests[pid]
-        return out
+        return {pid: digests[pid] for pid in pids if pid in digests}
 
     def refresh(
         self,
