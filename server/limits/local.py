@@ -45,7 +45,7 @@ import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from server.limits.bucket import Bucket
@@ -308,18 +308,24 @@ Go = Callable[[], bool]
 LineKey = tuple[str, str, str]
 
 
-@dataclass(slots=True)
 class _PlayerLine:
-    sent: deque[float] = field(default_factory=deque)  # when each in-flight command left
-    waiting: deque[Go] = field(default_factory=deque)
-    served: int = 0  # when its last command went (a count): the least recent goes first
+    # (Plain classes, not dataclasses with default factories: made and forgotten for
+    # nearly every command of a player with nothing in flight.)
+    __slots__ = ("sent", "served", "waiting")
+
+    def __init__(self) -> None:
+        self.sent: deque[float] = deque()  # when each in-flight command left
+        self.waiting: deque[Go] = deque()
+        self.served = 0  # when its last command went (a count): the least recent goes first
 
 
-@dataclass(slots=True)
 class _AddressLine:
-    sent: deque[float] = field(default_factory=deque)  # the address's in-flight commands
-    #: The players with commands waiting, in the order they began to wait.
-    turns: dict[str, None] = field(default_factory=dict)
+    __slots__ = ("sent", "turns")
+
+    def __init__(self) -> None:
+        self.sent: deque[float] = deque()  # the address's in-flight commands
+        #: The players with commands waiting, in the order they began to wait.
+        self.turns: dict[str, None] = {}
 
 
 class Lines:
