@@ -36,7 +36,7 @@ import orjson
 from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.protocol import OPEN
 
-from server.protocol.codec import JSON, encode
+from server.protocol.codec import JSON, encode, payload
 from server.table.views import view_event
 from server.vocabulary.events import Event
 
@@ -115,11 +115,6 @@ def write_all(conns: Iterable[ServerConnection], payload: bytes, *, text: bool) 
             frame = _frame(payload, text)
         waiting = _TAIL.take(conn)
         _write(conn, (frame,) if waiting is None else (*waiting, frame))
-
-
-def _payload(encoded: str | bytes) -> tuple[bytes, bool]:
-    """An encoded message as a frame's payload: JSON's text, msgpack's bytes."""
-    return (encoded.encode(), True) if isinstance(encoded, str) else (encoded, False)
 
 
 def _frame(payload: bytes, text: bool) -> bytes:
@@ -406,11 +401,12 @@ class _Public:
     a settlement gives each of a thousand bettors a ``settled`` of their own, and the
     next event each their ``actions`` (issue 37)."""
 
-    __slots__ = ("event", "head", "table")
+    __slots__ = ("event", "head", "table", "whole")
 
     def __init__(self, table: str, event: Event) -> None:
         self.table, self.event = table, event
         self.head: bytes | None = None  # the public frame but its last two braces
+        self.whole: bytes | None = None  # the public frame (JSON), once made
 
     def joined(self, fmt: str, part: dict[str, Any], part_json: bytes) -> tuple[bytes, bool] | None:
         """The JSON frame of the viewer whose private part is ``part`` (``part_json``:
@@ -423,9 +419,8 @@ class _Public:
         if fmt != JSON or not part or not part.keys().isdisjoint(data):
             return None
         if self.head is None:
-            whole = orjson.dumps(
-                envelope(self.table, view_event(self.event, None)), option=orjson.OPT_NON_STR_KEYS
-            )
+            public = envelope(self.table, view_event(self.event, None))
+            whole = self.whole = payload(public, JSON)[0]
             assert whole.endswith(b"}}"), whole[-8:]  # (the data object, the envelope)
             self.head = whole[:-2] + (b"," if data else b"")
         return self.head + part_json[1:] + b"}", True
@@ -524,10 +519,10 @@ class Hub:
                 self._broadcast(room, out, transient(table, event))
                 continue
             skip: set[ServerConnection] = set()
-            if event.private:
-                self._private(room, out, table, event, skip)
+            made = self._private(room, out, table, event, skip) if event.private else None
             if len(skip) < len(room.subs):  # (else nobody else watches: nothing to encode)
-                self._broadcast(room, out, envelope(table, view_event(event, None)), skip)
+                message = envelope(table, view_event(event, None))
+                self._broadcast(room, out, message, skip, None if made is None else made.whole)
             else:
                 out.event({})
         # (written in slices: the sender's reply need not wait for them all)
@@ -537,10 +532,11 @@ class Hub:
 
     def _private(
         self, room: _Room, out: _Out, table: str, event: Event, skip: set[ServerConnection]
-    ) -> None:
+    ) -> _Public:
         """``event`` to the players it has a private part for, each frame encoded once
         for all whose part is the same (a phase change gives two thousand players their
-        ``actions``, most of them alike: a few frames, not one a player)."""
+        ``actions``, most of them alike: a few frames, not one a player); its public view
+        (whose JSON frame, if made, the others' is)."""
         assert event.private is not None
         groups: dict[tuple[str, bytes], tuple[tuple[bytes, bool], list[ServerConnection]]] = {}
         subs = room.subs
@@ -571,7 +567,7 @@ class Hub:
                 if group is None:
                     frame = None if alike is None else public.joined(fmt, part, alike)
                     if frame is None:
-                        frame = _payload(encode(envelope(table, view_event(event, player)), fmt))
+                        frame = payload(envelope(table, view_event(event, player)), fmt)
                     if alike is None:
                         self._to(room, [conn], out, frame)
                         continue
@@ -579,6 +575,7 @@ class Hub:
                 group[1].append(conn)
         for frame, alike_conns in groups.values():
             self._to(room, alike_conns, out, frame)
+        return public
 
     @staticmethod
     def _to(
@@ -603,21 +600,23 @@ class Hub:
         out: _Out,
         message: dict[str, Any],
         skip: set[ServerConnection] | None = None,
+        made: bytes | None = None,
     ) -> None:
         """``message`` to everyone at the table but ``skip`` (who have their own frame of
-        it): encoded once a format; the plain connections' frame in ``out`` for all of
-        them (no set of its own an event: :meth:`_Out.groups` leaves them out)."""
+        it): encoded once a format (JSON's ``made`` already, when given: the same bytes);
+        the plain connections' frame in ``out`` for all of them (no set of its own an
+        event: :meth:`_Out.groups` leaves them out)."""
         payloads: dict[str, tuple[bytes, bool]] = {}  # (one encode a format, for both)
         frames: dict[str, bytes] = {}
         for fmt, conns in room.by_fmt.items():
             if conns:
-                payloads[fmt] = _payload(encode(message, fmt))
+                payloads[fmt] = (made, True) if made and fmt == JSON else payload(message, fmt)
                 frames[fmt] = _frame(*payloads[fmt])
         out.event(frames)
         for fmt, conns in room.deflated.items():
             if conns:
-                payload, text = payloads.get(fmt) or _payload(encode(message, fmt))
-                broadcast(conns - skip if skip else conns, payload, text=text)
+                data, text = payloads.get(fmt) or payload(message, fmt)
+                broadcast(conns - skip if skip else conns, data, text=text)
 
     def since(self, table: str, seq: int) -> list[Event] | None:
         """The events after ``seq``, or None when some of them are no longer kept."""

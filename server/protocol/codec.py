@@ -56,6 +56,7 @@ __all__ = [
     "decode",
     "encode",
     "is_binary",
+    "payload",
     "request_id",
 ]
 
@@ -106,6 +107,19 @@ def encode(message: Mapping[str, Any], fmt: str) -> str | bytes:
             raise ValueError(str(exc)) from None
         return packed
     raise ValueError(f"unknown format {fmt!r}")
+
+
+def payload(message: Mapping[str, Any], fmt: str) -> tuple[bytes, bool]:
+    """:func:`encode`'s message as a WebSocket frame's payload, and whether the frame is
+    text: the same bytes, JSON's without a ``str`` made and encoded again (two copies of
+    every frame the server writes, and a UTF-8 check)."""
+    if fmt == JSON:
+        if not isinstance(message, dict):
+            message = dict(message)
+        return orjson.dumps(message, option=_JSON_OPTIONS), True
+    packed = encode(message, fmt)
+    assert isinstance(packed, bytes)
+    return packed, False
 
 
 def decode(frame: str | bytes, fmt: str, *, max_size: int = MAX_SIZE) -> dict[str, Any]:

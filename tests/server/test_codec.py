@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.protocol.codec import FORMATS, JSON, MAX_DEPTH, MSGPACK, decode, encode, is_binary
+from server.protocol.codec import (
+    FORMATS,
+    JSON,
+    MAX_DEPTH,
+    MSGPACK,
+    decode,
+    encode,
+    is_binary,
+    payload,
+)
 from server.protocol.errors import ChemmyError, ProtocolError, Refused
 
 MESSAGE: dict[str, Any] = {
@@ -73,6 +82,34 @@ def test_encode_errors_are_server_bugs() -> None:
         encode({"type": "x"}, "chemmy.v0.xml")
     with pytest.raises(ValueError):
         decode("{}", "chemmy.v0.xml")
+
+
+@given(
+    st.dictionaries(
+        st.text(max_size=8) | st.integers(-5, 5),
+        st.none() | st.booleans() | st.integers(-(1 << 63), 1 << 63) | st.text() | st.floats(),
+        max_size=6,
+    )
+)
+@settings(max_examples=200)
+def test_a_payload_is_the_encoded_frame_and_says_whether_it_is_text(message: Any) -> None:
+    """``payload`` (the hub's and the replies' frames) makes the bytes ``encode`` makes, as
+    a frame's payload: JSON's text encoded, msgpack's bytes; the same refusals."""
+    message = {"type": "event", **message}
+    for fmt in FORMATS:
+        try:
+            encoded: str | bytes = encode(message, fmt)
+        except (TypeError, ValueError) as exc:
+            with pytest.raises(type(exc)):
+                payload(message, fmt)
+            continue
+        text = isinstance(encoded, str)
+        want = encoded.encode() if isinstance(encoded, str) else encoded
+        assert payload(message, fmt) == (want, text) and text == (fmt == JSON)
+    with pytest.raises(TypeError):
+        payload({"type": "x", "v": b"raw"}, JSON)
+    with pytest.raises(ValueError):
+        payload({"type": "x"}, "chemmy.v0.xml")
 
 
 def test_error_tree() -> None:

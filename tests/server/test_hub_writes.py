@@ -193,12 +193,12 @@ async def test_a_phase_change_encodes_the_spectators_alike_actions_once(
     two thousand encodes a phase change); each still gets its actions."""
     _server, spectators, game = await _watchers_and_ann(net, 6)  # (bettors: 1,000)
     encoded: list[dict[str, Any]] = []
-    encode = hub.encode
+    payload = hub.payload  # (a message encoded as a frame's payload)
 
     def counted(message: Any, fmt: str) -> Any:
         if message.get("type") == "event":
             encoded.append(message)
-        return encode(message, fmt)
+        return payload(message, fmt)
 
     joined = hub._Public.joined
 
@@ -208,13 +208,13 @@ async def test_a_phase_change_encodes_the_spectators_alike_actions_once(
             encoded.append({"type": "event", "data": part})
         return made
 
-    monkeypatch.setattr(hub, "encode", counted)
+    monkeypatch.setattr(hub, "payload", counted)
     monkeypatch.setattr(hub._Public, "joined", joined_counted)
     mark = spectators[0].last_seq["t1"]
     reply = await game.act("ann", "done")  # betting closes and the coup is dealt
     for spectator in spectators:
         await spectator.wait_seq("t1", reply["seq"])
-    monkeypatch.setattr(hub, "encode", encode)
+    monkeypatch.setattr(hub, "payload", payload)
     monkeypatch.setattr(hub._Public, "joined", joined)
     # every spectator was told its new actions, all alike ...
     told = []
