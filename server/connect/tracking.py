@@ -115,21 +115,26 @@ class Tracked:
             self._lose()  # (a reply may be left unread on it: not used again)
             raise
 
-    async def wrote(self, names: Iterable[str], write: Awaitable[T]) -> T:
-        """``write``, of keys the answers of ``names`` read: once its reply came (or it
-        failed), each :meth:`forget`-ten."""
+    async def wrote(self, names: Iterable[str], write: Awaitable[T], key: str = "") -> T:
+        """``write``, of keys the answers of ``names`` read (``key``: only the key
+        ``key + name`` of each): once its reply came (or it failed), each
+        :meth:`forget`-ten."""
         try:
             return await write
         finally:
             for name in names:
-                self.forget(name)
+                self.forget(name, key and key + name)
 
-    def forget(self, name: str) -> None:
+    def forget(self, name: str, key: str = "") -> None:
         """This process wrote a key ``name``'s answer reads (its reply came, or it
         failed): the answer is read from Redis next time, and a read on its way is not
-        kept. A process sees its own writes at once, not when the listener hears them."""
+        kept. A process sees its own writes at once, not when the listener hears them.
+        With ``key``, the one key written: an answer that does not depend on it (a loose
+        key: a player's flows when they have no limits) is kept (issue 36: each bet's
+        stake moved them, and the next bet read again)."""
         self._changes += 1
-        self._kept.pop(name, None)
+        if not key or name in self._readers.get(key.encode(), ()):
+            self._kept.pop(name, None)
 
     def _keep(self, name: str, keys: Sequence[str], answer: Any, now: float) -> None:
         loose = set(self._loose(answer, keys)) if self._loose is not None else set()

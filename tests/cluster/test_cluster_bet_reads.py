@@ -202,3 +202,39 @@ async def test_a_ping_after_a_quiet_spell_reads_nothing_from_under_the_listener(
 async def _made(store: object, today: str) -> bool:
     await store.bet_reads("ann", today, rule=current_limits)  # type: ignore[attr-defined]
     return store._tracked._reader is not None  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+async def test_a_processs_own_stake_keeps_the_reads_of_a_player_without_limits(
+    redis_url: str,
+) -> None:
+    """A commit of this process that moves a player's flows (each bet's stake) drops their
+    kept reads only when those read the flows (the player has limits): a player without
+    limits bets again without a read of Redis (issue 36: the next bet read them again)."""
+    store = await open_store(redis_url)
+    today = flow_day(time.time())
+
+    async def reads(player: str) -> BetReads:
+        return await store.bet_reads(player, today, rule=current_limits)
+
+    async def tracking() -> bool:
+        await reads("ann")
+        return store._tracked._reader is not None and "ann" in store._tracked._kept
+
+    try:
+        for name in ("ann", "bob"):
+            await store.ensure_player(name, name.title(), 1000)
+        await store.set_player_limits("ann", {"loss_day": 5000}, "player", rule=merge_limits)
+        await eventually(tracking)
+        await reads("bob")
+        days = (await reads("ann")).days
+        for n in range(5):
+            await store.commit(entries=[stake(f"b{n}", "bob", 10), stake(f"a{n}", "ann", 10)])
+            before = await calls(redis_url)
+            assert (await reads("bob")).days == {}  # (no limits: his flows are not read)
+            assert not any(spent(before, await calls(redis_url)).values())
+            found = (await reads("ann")).days  # (read again: her day's flows moved)
+            assert found != days, (n, found)
+            days = found
+    finally:
+        await store.close()

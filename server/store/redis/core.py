@@ -342,7 +342,7 @@ class RedisCore(StoreFront):
             self._redis()
             # Encoded here: a text Redis cannot take is this commit's refusal alone.
             encoded = [arg.encode() for arg in args]
-        out = await self._tracked.wrote(moved, self._grouped(encoded))
+        out = await self._tracked.wrote(moved, self._grouped(encoded), self._key("flows:"))
         if table is not None and plan.row is not None and not table.closed:  # (stored: listed)
             self._listed[table.table_id] = table.epoch
         return CommitResult(int(out[0]), {a: int(b) for a, b in zip(report, out[1:], strict=True)})
