@@ -390,6 +390,21 @@ async def seated_bot(url: str) -> Client:
     return bot
 
 
+def bet_and_remove(bot: Client) -> Callable[[], Awaitable[None]]:
+    """The lone round trip: each call a ``bet`` and the next a ``remove_bet``, in turn
+    (the seated bot's chips back where they were every second call)."""
+    flip = [0]
+
+    async def call() -> None:
+        flip[0] += 1
+        if flip[0] % 2:
+            await ok(bot, "bet", table=TABLE, area="player", amount=100)
+        else:
+            await ok(bot, "remove_bet", table=TABLE, area="player")
+
+    return call
+
+
 # ====================================================================== measurements
 async def timed(call: Callable[[], Awaitable[Any]], count: int, warmup: int = 200) -> list[float]:
     for _ in range(warmup):

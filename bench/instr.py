@@ -20,7 +20,7 @@ store's threads included, divided by the commands.
   kit's :class:`~tests.kit.game.Game`, seeded): ``--coups`` coups after two of warm-up.
 
 ``--baseline DIR`` runs the same against the server package of another tree (``DIR``
-holds ``server/``: a ``git worktree`` of main, or ``bench.gateway.archive``'s unpacking
+holds ``server/``, ``texts/`` and ``web/``: a ``git worktree`` of main, or ``bench.gateway.archive``'s unpacking
 of a revision), in the same run, and prints both. ``--keep DIR`` keeps the callgrind
 files (``callgrind_annotate --inclusive=yes FILE`` shows the C functions' shares).
 """
@@ -137,18 +137,10 @@ class Counted:
 
 
 async def _lone(url: str, commands: int, between: Callable[[str], None]) -> int:
-    from bench.gateway import TABLE, ok, seated_bot
+    from bench.gateway import bet_and_remove, seated_bot
 
     bot = await seated_bot(url)
-    flip = [0]
-
-    async def call() -> None:
-        flip[0] += 1
-        if flip[0] % 2:
-            await ok(bot, "bet", table=TABLE, area="player", amount=100)
-        else:
-            await ok(bot, "remove_bet", table=TABLE, area="player")
-
+    call = bet_and_remove(bot)
     for _ in range(100):
         await call()
     between("-z")
@@ -172,34 +164,36 @@ async def _coup(url: str, coups: int, between: Callable[[str], None]) -> int:
         return await send(self, *args, **kwargs)
 
     Client.send_command = counted  # type: ignore[method-assign]
-    seated: dict[str, Client] = {}
-    for n in range(1, SEATED + 1):
-        pid = f"p{n:02d}"
-        seated[pid] = await open_player(url, pid, secret=SECRET)
-        await seated[pid].join(TABLE)
-        await seated[pid].call("sit", table=TABLE)
-    watchers = [await open_player(url, f"w{n}", secret=SECRET) for n in range(SPECTATORS)]
-    for watcher in watchers:
-        await watcher.join(TABLE)
-    game = Game(TABLE, seated, watchers[0], rng=random.Random(1), progress=True)
-    areas = ("player", "banker", "player", "banker", "tie")
+    try:
+        seated: dict[str, Client] = {}
+        for n in range(1, SEATED + 1):
+            pid = f"p{n:02d}"
+            seated[pid] = await open_player(url, pid, secret=SECRET)
+            await seated[pid].join(TABLE)
+            await seated[pid].call("sit", table=TABLE)
+        watchers = [await open_player(url, f"w{n}", secret=SECRET) for n in range(SPECTATORS)]
+        for watcher in watchers:
+            await watcher.join(TABLE)
+        game = Game(TABLE, seated, watchers[0], rng=random.Random(1), progress=True)
+        areas = ("player", "banker", "player", "banker", "tie")
 
-    def bets(coup: int) -> dict[str, dict[str, int]]:
-        return {pid: {areas[(i + coup) % len(areas)]: 100} for i, pid in enumerate(seated)}
+        def bets(coup: int) -> dict[str, dict[str, int]]:
+            return {pid: {areas[(i + coup) % len(areas)]: 100} for i, pid in enumerate(seated)}
 
-    async def play(count: int, first: int) -> None:
-        for coup in range(first, first + count):
-            await game.play_coup(bets(coup))
+        async def play(count: int, first: int) -> None:
+            for coup in range(first, first + count):
+                await game.play_coup(bets(coup))
 
-    await play(2, 0)
-    between("-z")
-    before = sent[0]
-    await play(coups, 2)
-    made = sent[0] - before
-    between("-d")
-    for client in [*seated.values(), *watchers]:
-        await client.close()
-    Client.send_command = send  # type: ignore[method-assign]
+        await play(2, 0)
+        between("-z")
+        before = sent[0]
+        await play(coups, 2)
+        made = sent[0] - before
+        between("-d")
+        for client in [*seated.values(), *watchers]:
+            await client.close()
+    finally:
+        Client.send_command = send  # type: ignore[method-assign]
     return made
 
 
@@ -226,13 +220,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="lone")
     parser.add_argument("--commands", type=int, default=400, help="lone: round trips counted")
     parser.add_argument("--coups", type=int, default=3, help="coup: coups counted")
-    parser.add_argument("--baseline", type=Path, help="a tree holding server/ to compare with")
+    parser.add_argument(
+        "--baseline", type=Path, help="a tree holding server/, texts/, web/ to compare with"
+    )
     parser.add_argument("--keep", type=Path, help="keep the callgrind files in this folder")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("bench.instr needs valgrind (callgrind and callgrind_control)", file=sys.stderr)
         return 2
-    os.environ.setdefault("CHEMMY_TESTS_TIMEOUT_FACTOR", "60")
+    # The kit's waits, 60 times as long (callgrind is about 50 times slower), on top of
+    # any factor already set.
+    factor = float(os.environ.get("CHEMMY_TESTS_TIMEOUT_FACTOR", "1"))
+    os.environ["CHEMMY_TESTS_TIMEOUT_FACTOR"] = str(60 * factor)
     amount = args.commands if args.scenario == "lone" else args.coups
     here = Path(__file__).resolve().parent.parent
     trees = [("this tree", here)]

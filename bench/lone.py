@@ -39,7 +39,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.gateway import SERVER_CONFIG, TABLE, ok, seated_bot
+from bench.gateway import SERVER_CONFIG, bet_and_remove, seated_bot
 from server.croupier.actor import TableActor
 from server.gateway import tables as net_tables
 from server.gateway.server import ChemmyServer
@@ -136,15 +136,7 @@ async def measure(tmp: Path, count: int, profile: bool) -> tuple[dict[str, Any],
     await server.start()
     try:
         bot = await seated_bot(f"ws://127.0.0.1:{server.port}")
-        flip = [0]
-
-        async def call() -> None:
-            flip[0] += 1
-            if flip[0] % 2:
-                await ok(bot, "bet", table=TABLE, area="player", amount=100)
-            else:
-                await ok(bot, "remove_bet", table=TABLE, area="player")
-
+        call = bet_and_remove(bot)
         for _ in range(300):
             await call()
         SPANS.clear()

@@ -12,9 +12,9 @@ A step published to a table's few watchers is written to them at once; to thousa
 (:data:`AT_ONCE`), from the event loop's next turn, a slice at a time (:class:`_Tail`,
 :data:`_TAIL`), so the sender's reply, written right after the publish, does not wait
 for two thousand writes to others (issue 37 §3). Nothing overtakes on a connection:
-anything written to one (:func:`send_now`, a reply) first takes what still waits for it
-there, in the same write; and a step published while an earlier one still waits joins it
-(one write for both). A pass over a large table's watchers begins no sooner than
+anything written to one (a reply, by :func:`write_all` or :func:`send_now`) first takes
+what still waits for it there, in the same write; and a step published while an earlier
+one still waits joins it (one write for both). A pass over a large table's watchers begins no sooner than
 :data:`TAIL_GAP` after the last one began: the steps published meanwhile go in one write.
 
 A bounded log of recent events per table lets a reconnecting client catch up. A

@@ -113,7 +113,7 @@ class ReplyRecord:
     def answering(self, table: str, seq: int) -> ReplyRecord:
         """This reply, to be handed on after ``table``'s step ``seq`` (:attr:`after`):
         ``dataclasses.replace`` made the same at several times the cost, every command."""
-        return ReplyRecord(self.to, self.result, self.error, (table, seq))
+        return ReplyRecord(to=self.to, result=self.result, error=self.error, after=(table, seq))
 
     def to_wire(self) -> dict[str, Any]:
         return {

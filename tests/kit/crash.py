@@ -46,7 +46,6 @@ from .launch import ServerProcess
 from .timing import scaled
 
 #: Refusals that mean "try again" (the table moved to another process, or timed out).
-AGAIN = frozenset({"unavailable", "timeout", "store_unavailable"})
 _SQUEEZES = itertools.count(1)  # squeeze ids, never used twice in a process
 
 __all__ = [
@@ -304,15 +303,9 @@ class Table:
         that says "try again" (the table moved: a failover) is tried again with the same
         id, so the squeeze is applied once."""
         mid = f"squeeze-{hand}-{next(_SQUEEZES)}"  # (a player's ids outlive a restart)
-        async with asyncio.timeout(scaled(20)):
-            while True:
-                reply = await turner.rpc(
-                    "squeeze", msg_id=mid, table=TABLE, hand=hand, style="peek"
-                )
-                if reply["type"] == "ok" or reply.get("code") not in AGAIN:
-                    break
-                await asyncio.sleep(0.1)
-        assert reply["type"] == "ok", f"{turner.label}: squeeze {hand}: {reply}"
+        reply = await turner.call_patiently(
+            "squeeze", msg_id=mid, timeout=20, table=TABLE, hand=hand, style="peek"
+        )
         (event,) = [e for e in turner.events(TABLE) if e["seq"] == reply["seq"]]
         assert event["kind"] == "squeeze"
         for index, card in event["data"]["cards"].items():

@@ -651,10 +651,10 @@ def _clocks() -> tuple[float, float]:
         with suppress(OSError):
             fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY)
         fd = _THREAD.schedstat = -1 if fd is None else fd
-    try:  # (not ``suppress``: twice a command)
-        ran, waited = os.pread(fd, 96, 0).split()[:2]
+    try:  # (not ``suppress``: twice a command; -1, no schedstat: no system call)
+        ran, waited = os.pread(fd, 96, 0).split()[:2] if fd >= 0 else ("", "")
         return time.monotonic(), (int(ran) + int(waited)) / 1e9
-    except (OSError, ValueError):  # (-1: no schedstat)
+    except (OSError, ValueError):
         return time.monotonic(), time.thread_time()
 
 
