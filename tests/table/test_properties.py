@@ -178,6 +178,9 @@ class TableMachine(RuleBasedStateMachine):
         #: The shoe's contributors: each committed while seated, named in public then
         #: (docs/fairness.md §9), and named again in its reveal and its record.
         self.contributors: set[str] = set()
+        #: Who cut the shoe, or on whose behalf the croupier did: named in public by
+        #: ``shoe_cut`` while seated, and again in the shoe's record (``shoe_ended``).
+        self.cutters: set[str] = set()
         self.feed_shoe()
         for name in self.names:  # most runs start with everyone seated: the game moves
             self.apply(c.Join(player=name, name=name.upper()), expect_ok=True)
@@ -267,9 +270,11 @@ class TableMachine(RuleBasedStateMachine):
             if e.kind == "betting_opened":
                 self.turners = set()
             elif e.kind == "shoe_started":
-                self.contributors = set()
+                self.contributors, self.cutters = set(), set()
             elif e.kind == "contribution_committed":
                 self.contributors.add(e.data["player"])
+            elif e.kind == "shoe_cut":
+                self.cutters |= {e.data["by"], e.data["on_behalf"]} - {None}
             self.check_bettors_hidden(e, viewers, seated)
             if e.kind == "shoe_ended":
                 assert e.data["seed"] == seed_before  # revealed here, and only here
@@ -305,14 +310,14 @@ class TableMachine(RuleBasedStateMachine):
 
     def check_bettors_hidden(self, e, viewers: list[str | None], seated: set[str]) -> None:
         """A bettor without a seat's chips are theirs (§5): no one else sees their name
-        in an event, unless they turn (or sit down, or chat, or contributed to the shoe
-        while seated: contributing is public)."""
+        in an event, unless they turn (or sit down, or chat, or contributed to the shoe or
+        cut it while seated: both are public, and named again in the shoe's record)."""
         if e.transient or e.kind == "sat":
             return
         t = self.table
         now = {q.id for q in t.players.values() if t.is_bettor(q)}
         for pid in now | self.bettors_before:
-            if pid in seated or pid in self.turners or pid in self.contributors:
+            if pid in seated or pid in self.turners or pid in self.contributors | self.cutters:
                 continue
             for v in viewers:
                 if v != pid:
