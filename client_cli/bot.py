@@ -84,6 +84,9 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 STRATEGIES = ("banker", "player", "random", "martingale")
 HISTORY_KEPT = 100  # the server keeps a player's last 100 rounds (GAME_RULES §8)
+#: How many times a bot reads its balance at the end, 0.1 s apart, while it differs from
+#: what its history says (credits still on their way to an operator's wallet).
+FINAL_READS = 20
 MAX_TABLES = 4  # a player follows and bets at up to four tables at once (issue 37 §2)
 MIN_SECRET_BYTES = 32  # the server takes no shorter jwt_secret (docs/operations.md)
 #: What the server says when it will not take a token (docs/protocol.md §13).
@@ -568,7 +571,20 @@ class Bot:
             oldest = round_summary(played[-1], me)
             if isinstance(oldest["balance_before"], int):
                 self.report.recorded_from = oldest["balance_before"]
-        self.report.final_balance = int((await conn.request("balance")).get("balance") or 0)
+        # With an operator's wallet (seamless) the last settlement's credits may still be
+        # on their way to it when the bot stands: the balance is read again for a moment
+        # while it differs from what the history says, before the report calls it a
+        # mismatch.
+        start = self.report.start_balance
+        expected = (
+            start if self.report.recorded_from is None else self.report.recorded_from
+        ) + sum(play.report.recorded_net for play in self.plays.values())
+        for _ in range(FINAL_READS):
+            balance = int((await conn.request("balance")).get("balance") or 0)
+            if balance == expected:
+                break
+            await asyncio.sleep(0.1)
+        self.report.final_balance = balance
         self.report.net = self.report.final_balance - self.report.start_balance
         for play in self.plays.values():
             with contextlib.suppress(Exception):
