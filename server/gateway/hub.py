@@ -14,8 +14,9 @@ A step published to a table's few watchers is written to them at once; to thousa
 for two thousand writes to others (issue 37 §3). Nothing overtakes on a connection:
 anything written to one (a reply, by :func:`write_all` or :func:`send_now`) first takes
 what still waits for it there, in the same write; and a step published while an earlier
-one still waits joins it (one write for both). A pass over a large table's watchers begins no sooner than
-:data:`TAIL_GAP` after the last one began: the steps published meanwhile go in one write.
+one still waits joins it (one write for both). A pass over a large table's watchers
+begins no sooner than :data:`TAIL_GAP` after the last one began: the steps published
+meanwhile go in one write.
 
 A bounded log of recent events per table lets a reconnecting client catch up. A
 transient event (a squeezed card's bend, a chat line) goes out as a message of its own kind
@@ -36,7 +37,7 @@ import orjson
 from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.protocol import OPEN
 
-from server.protocol.codec import JSON, encode, payload
+from server.protocol.codec import JSON, payload
 from server.table.views import view_event
 from server.vocabulary.events import Event
 
@@ -91,6 +92,13 @@ def send_now(conn: ServerConnection, frame: str | bytes) -> None:
         write_all((conn,), frame.encode(), text=True)
     else:
         write_all((conn,), frame, text=False)
+
+
+def send_message(conn: ServerConnection, message: dict[str, Any], fmt: str) -> None:
+    """:func:`send_now` of ``message`` in ``fmt``, its payload made as bytes at once (no
+    ``str`` between): a reply, or a resumed event."""
+    data, text = payload(message, fmt)
+    write_all((conn,), data, text=text)
 
 
 def write_all(conns: Iterable[ServerConnection], payload: bytes, *, text: bool) -> None:
@@ -460,9 +468,7 @@ class Hub:
         if after is not None:
             for event in room.log:
                 if event.seq > after:
-                    send_now(
-                        sub.conn, encode(envelope(table, view_event(event, sub.player)), sub.fmt)
-                    )
+                    send_message(sub.conn, envelope(table, view_event(event, sub.player)), sub.fmt)
         sub.plain = not sub.conn.protocol.extensions  # (negotiated at the handshake)
         room.subs[sub.conn] = sub
         (room.by_fmt if sub.plain else room.deflated).setdefault(sub.fmt, set()).add(sub.conn)

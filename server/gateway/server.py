@@ -57,7 +57,7 @@ from server.gateway import notices
 from server.gateway.context import OperatorDoor, ProcessParts
 from server.gateway.handlers import HANDLERS, hello
 from server.gateway.http import CLOSE_ORIGIN, ORIGIN_REFUSED, Endpoints, origin_allowed
-from server.gateway.hub import Hub, write_all
+from server.gateway.hub import Hub, send_message
 from server.gateway.lobby import Lobby
 from server.gateway.money import Purse
 from server.gateway.session import SUBPROTOCOLS, GatewayConnection, Session, select_subprotocol
@@ -70,7 +70,7 @@ from server.process.config import ServerConfig
 from server.process.metrics import LoopWatch, Metrics
 from server.protection import play_session
 from server.protection.context import Continuation
-from server.protocol.codec import JSON, decode, payload, request_id
+from server.protocol.codec import JSON, decode, request_id
 from server.protocol.errors import ChemmyError, ProtocolError, Refused, StoreError, no_table
 from server.protocol.messages import parse
 from server.protocol.records import Address, CommandRecord, ReplyRecord
@@ -303,8 +303,7 @@ class ChemmyServer:
             self.relay(session, tid, "disconnect", fields={"gateway": self.bus.node})
 
     def send(self, session: Session, message: dict[str, Any]) -> None:
-        data, text = payload(message, session.fmt)  # (as send_now, without a str between)
-        write_all((session.conn,), data, text=text)
+        send_message(session.conn, message, session.fmt)
 
     def ok(self, session: Session, mid: Any, /, **result: Any) -> None:
         self.send(session, {"type": "ok", "id": mid, **result})
