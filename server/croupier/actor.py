@@ -147,6 +147,8 @@ class TableActor:
         self._parts: dict[str, dict[str, Any]] = dict(settings.parts or {})
         table.take_parts()  # (what a restored table would write: stored already)
         self._summary: dict[str, Any] | None = None
+        #: The lobby line's road, with the table and the results it was made from.
+        self._road: tuple[Table, tuple[int, int], dict[str, Any]] | None = None
         self._task: asyncio.Task[None] | None = None
         self._current: Item | None = None  # the item being stepped, not answered yet
         self._bursting: list[Item] = []  # a burst's other decided items, not answered yet
@@ -188,9 +190,15 @@ class TableActor:
         return self._doubt is not None
 
     def summary(self) -> dict[str, Any]:
-        """The table's lobby line (made again only after a step changed something)."""
+        """The table's lobby line (made again only after a step changed something; its
+        road only after a result or a new shoe: a cluster shares the line after every
+        stored step, and the road was most of its cost, issue 36)."""
         if self._summary is None:
-            self._summary = views.summary(self.table)
+            t, road = self.table, self._road
+            made_from = (t.shoe_no, len(t.results))  # (results are only appended to)
+            if road is None or road[0] is not t or road[1] != made_from:
+                road = self._road = (t, made_from, views.lobby_road(t))
+            self._summary = views.summary(t, road[2])
         return self._summary
 
     # -- money ---------------------------------------------------------------------------

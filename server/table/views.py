@@ -21,12 +21,13 @@ never changes it: every container it returns is a fresh copy.
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from server.engine.cards import shoe_cards
 from server.vocabulary.events import Event
-from server.vocabulary.options import TableOptions
+from server.vocabulary.options import Limits, TableOptions
 
 from .betting import public_wagers, turner_names
 from .contributing import cutter_of
@@ -214,11 +215,17 @@ def lobby_road(t: Table) -> dict[str, Any]:
     }
 
 
-def summary(t: Table) -> dict[str, Any]:
+@functools.lru_cache(maxsize=256)
+def _limits(limits: Limits) -> dict[str, int]:
+    """A table's limits as a dict (``asdict``), made once for each (frozen) value."""
+    return asdict(limits)
+
+
+def summary(t: Table, road: dict[str, Any] | None = None) -> dict[str, Any]:
     """One lobby line: limits, seats taken, phase, and the round in play (``round_id``:
     the round being bet on, debited or dealt, which an operator may void; ``None``
     between rounds); the open bet areas (the table's variant) and its road in miniature
-    (:func:`lobby_road`)."""
+    (:func:`lobby_road`, or ``road``: one made by it since the shoe's last result)."""
     o = t.options
     return {
         "table": t.table_id,
@@ -231,7 +238,7 @@ def summary(t: Table) -> dict[str, Any]:
         "bettors": t.bettor_count(),  # bettors without a seat in (§5)
         "bettors_max": o.bettors,  # how many the table takes (0: seated players only)
         "tier": o.tier,
-        "limits": public_options(o)["limits"],
+        "limits": dict(_limits(o.limits)),  # (as public_options has them)
         "commission": o.commission,
         "shoe_no": t.shoe_no,
         "coup_no": t.coup_no,
@@ -239,7 +246,7 @@ def summary(t: Table) -> dict[str, Any]:
         "currency": o.currency,
         "decimals": o.decimals,
         "areas": [a.value for a in o.paytable.areas()],
-        "road": lobby_road(t),
+        "road": lobby_road(t) if road is None else road,
     }
 
 

@@ -20,6 +20,7 @@ from server.protocol.records import GATEWAY_KINDS, Address, CommandRecord
 from server.table import Table, TableOptions, views
 from server.table.state import Phase
 from server.vocabulary import commands as c
+from tests.kit.game import Game
 from tests.server.test_store_failures import fail_next_commit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,9 +160,9 @@ async def test_a_step_of_transient_events_keeps_the_lobby_line(
     made: list[str] = []
     real = views.summary
 
-    def counted(table: Table) -> dict[str, Any]:
+    def counted(table: Table, road: dict[str, Any] | None = None) -> dict[str, Any]:
         made.append(table.table_id)
-        return real(table)
+        return real(table, road)
 
     monkeypatch.setattr(actor_module.views, "summary", counted)
     line = actor.summary()
@@ -171,6 +172,42 @@ async def test_a_step_of_transient_events_keeps_the_lobby_line(
     await ann.call("sit", table="t1")
     after = actor.summary()
     assert after is not line and after["seated"] == line["seated"] + 1 and made == ["t1"] * 2
+
+
+async def test_the_lobby_lines_road_is_made_again_only_after_a_result_or_a_shoe(
+    net: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step that stores something makes the lobby line again, but its road (the shoe's
+    roads cut short, most of the line's cost: a cluster owner shares the line after every
+    stored step, issue 36) only once a coup's result or a new shoe changed it; the line is
+    always what :func:`views.summary` makes of the table."""
+    server = await net.start()
+    ann, bob = await net.player(server, "ann"), await net.player(server, "bob")
+    for client in (ann, bob):
+        await client.join("t1")
+        await client.call("sit", table="t1")
+    actor = server.actors["t1"]
+    roads: list[int] = []
+    real = views.lobby_road
+
+    def counted(table: Table) -> dict[str, Any]:
+        roads.append(len(table.results))
+        return real(table)
+
+    monkeypatch.setattr(actor_module.views, "lobby_road", counted)
+    game = Game("t1", {"ann": ann, "bob": bob}, ann)
+    await game.to_betting()
+    first = actor.summary()
+    assert roads in ([], [0]) and first == views.summary(actor.table, real(actor.table))
+    made = len(roads)
+    await ann.call("bet", table="t1", area="player", amount=100)
+    line = actor.summary()
+    assert line is not first and line["road"] is first["road"] and len(roads) == made
+    await ann.call("remove_bet", table="t1", area="player")
+    await game.play_coup({"bob": {"banker": 100}})
+    after = actor.summary()
+    assert roads[made:] == [1] and after["road"]["coups"] == 1
+    assert after == views.summary(actor.table, real(actor.table))
 
 
 async def test_a_large_step_lets_the_loop_turn_between_its_decision_and_its_commit(
