@@ -1,14 +1,16 @@
 """Instructions a command costs the server, counted by callgrind (issue 36 targets 2-4).
 
 Run from the project root: ``python -m bench.instr [--scenario lone|coup]
-[--commands N] [--coups N] [--baseline DIR] [--keep DIR]``.
+[--commands N] [--coups N] [--cluster N] [--baseline DIR] [--keep DIR]``.
 
 The machine's timings move by 10-30% with its load; instructions counted by
 ``valgrind --tool=callgrind`` do not, so a change of a few per cent to the server's
 Python can be seen in one run. ``chemmy-server`` (bench/gateway.py's settings, a new
 SQLite file, uvloop, ``PYTHONHASHSEED=0``, the shoes' seeds from a seeded generator)
 runs under callgrind; the clients run in this process, natively, over loopback
-sockets. After the warm-up the counters are zeroed (``callgrind_control -z``), the
+sockets. The server starts uninstrumented (``--instr-atstart=no``: its imports at valgrind's
+own pace, three times callgrind's) and is instrumented once it listens. After the warm-up
+the counters are zeroed (``callgrind_control -z``), the
 measured commands are sent one after the other, each waited for, and the counters are
 dumped (``callgrind_control -d``): everything the server's process did meanwhile, its
 store's threads included, divided by the commands.
@@ -18,6 +20,13 @@ store's threads included, divided by the commands.
 - ``coup``: 14 seated players and 4 spectators at one table, whole coups (every seated
   player bets and presses DONE, the turners squeeze with a bend each, turn or toss: the
   kit's :class:`~tests.kit.game.Game`, seeded): ``--coups`` coups after two of warm-up.
+
+``--cluster N`` runs the same scenario in a cluster of N processes over a ``redis-server``
+of its own (tests/kit's, a lease of :data:`LEASE`), beside the one process on SQLite, with
+the players and spectators spread over the processes in turns (half of them relayed to the
+table's owner with two), and prints a command's instructions in the cluster (every
+process's summed) over one process's: issue 36 target 1 without the machine's noise, for
+the processes' user space (not Redis's, not the kernel's).
 
 ``--baseline DIR`` runs the same against the server package of another tree (``DIR``
 holds ``server/``, ``texts/`` and ``web/``: a ``git worktree`` of main, or ``bench.gateway.archive``'s unpacking
@@ -58,13 +67,18 @@ sys.exit(main(sys.argv[1:]))
 """
 SEATED = 14
 SPECTATORS = 4
+#: A cluster's lease under callgrind (seconds): renewed every third of it, which at
+#: callgrind's pace would weigh on the commands as it never does at the machine's (60: the
+#: longest the server takes).
+LEASE = 60.0
 LISTENING = re.compile(r"listening on (ws://\S+)")
 
 
 class Counted:
-    """chemmy-server under callgrind, started from ``tree`` on a new SQLite file."""
+    """chemmy-server under callgrind, started from ``tree`` on a new SQLite file, or in
+    the cluster over ``store`` (a Redis URL), with a lease of :data:`LEASE`."""
 
-    def __init__(self, tree: Path, home: Path) -> None:
+    def __init__(self, tree: Path, home: Path, store: str | None = None) -> None:
         from bench.gateway import SERVER_CONFIG
 
         home.mkdir(parents=True, exist_ok=True)
@@ -73,6 +87,7 @@ class Counted:
         command = [
             "valgrind",
             "--tool=callgrind",
+            "--instr-atstart=no",  # (the start, imports and all, at valgrind's own pace)
             f"--callgrind-out-file={self.out}",
             sys.executable,
             "-c",
@@ -81,8 +96,8 @@ class Counted:
             "127.0.0.1",
             "--port",
             "0",
-            "--db",
-            str(home / "chemmy.sqlite3"),
+            *(["--store", store, "--lease", str(LEASE)] if store else []),
+            *([] if store else ["--db", str(home / "chemmy.sqlite3")]),
             "--config",
             str(home / "chemmy.toml"),
             "--log-format",
@@ -136,10 +151,10 @@ class Counted:
         raise SystemExit(f"no totals in {first}")
 
 
-async def _lone(url: str, commands: int, between: Callable[[str], None]) -> int:
+async def _lone(urls: list[str], commands: int, between: Callable[[str], None]) -> int:
     from bench.gateway import bet_and_remove, seated_bot
 
-    bot = await seated_bot(url)
+    bot = await seated_bot(urls[0])
     call = bet_and_remove(bot)
     for _ in range(100):
         await call()
@@ -151,7 +166,7 @@ async def _lone(url: str, commands: int, between: Callable[[str], None]) -> int:
     return commands
 
 
-async def _coup(url: str, coups: int, between: Callable[[str], None]) -> int:
+async def _coup(urls: list[str], coups: int, between: Callable[[str], None]) -> int:
     from bench.gateway import SECRET, TABLE
     from tests.kit.client import Client, open_player
     from tests.kit.game import Game
@@ -168,10 +183,13 @@ async def _coup(url: str, coups: int, between: Callable[[str], None]) -> int:
         seated: dict[str, Client] = {}
         for n in range(1, SEATED + 1):
             pid = f"p{n:02d}"
-            seated[pid] = await open_player(url, pid, secret=SECRET)
+            seated[pid] = await open_player(urls[n % len(urls)], pid, secret=SECRET)
             await seated[pid].join(TABLE)
             await seated[pid].call("sit", table=TABLE)
-        watchers = [await open_player(url, f"w{n}", secret=SECRET) for n in range(SPECTATORS)]
+        watchers = [
+            await open_player(urls[n % len(urls)], f"w{n}", secret=SECRET)
+            for n in range(SPECTATORS)
+        ]
         for watcher in watchers:
             await watcher.join(TABLE)
         game = Game(TABLE, seated, watchers[0], rng=random.Random(1), progress=True)
@@ -197,22 +215,67 @@ async def _coup(url: str, coups: int, between: Callable[[str], None]) -> int:
     return made
 
 
-SCENARIOS: dict[str, Callable[[str, int, Callable[[str], None]], Awaitable[int]]] = {
+SCENARIOS: dict[str, Callable[[list[str], int, Callable[[str], None]], Awaitable[int]]] = {
     "lone": _lone,
     "coup": _coup,
 }
 
 
-def count(tree: Path, home: Path, scenario: str, amount: int) -> tuple[int, int, Path]:
-    """(instructions, commands, the dump's file) of one run against ``tree``."""
-    server = Counted(tree, home)
+def count(
+    tree: Path, home: Path, scenario: str, amount: int, processes: int = 1
+) -> tuple[int, int, list[Path]]:
+    """(instructions, commands, the dumps' files) of one run against ``tree``: one
+    process on SQLite, or ``processes`` over a Redis of their own (every process's
+    instructions summed; the players and spectators spread over them in turns)."""
+    redis_server = None
+    servers: list[Counted] = []
     try:
-        url = server.wait_listening()
-        made = asyncio.run(SCENARIOS[scenario](url, amount, server.control))
+        if processes > 1:
+            from tests.kit.redis import RedisServer
+
+            redis_server = RedisServer(home / "redis")
+            redis_server.start()
+            store = redis_server.url()
+            servers = [Counted(tree, home / f"node{n}", store) for n in range(processes)]
+        else:
+            servers = [Counted(tree, home)]
+        urls = [server.wait_listening() for server in servers]
+        for server in servers:
+            server.control("--instr=on")
+        if redis_server is not None:
+            _owned(redis_server.port, len(servers))
+
+        def between(flag: str) -> None:
+            for server in servers:
+                server.control(flag)
+
+        made = asyncio.run(SCENARIOS[scenario](urls, amount, between))
     finally:
-        server.stop()
-    dump, instructions = server.dumped()
-    return instructions, made, dump
+        for server in servers:
+            server.stop()
+        if redis_server is not None:
+            redis_server.stop()
+    dumps = [server.dumped() for server in servers]
+    return sum(n for _, n in dumps), made, [dump for dump, _ in dumps]
+
+
+def _owned(port: int, members: int, limit: float = 600.0) -> None:
+    """Wait until the cluster's processes are all members and the table has an owner."""
+    import redis
+
+    from bench.gateway import TABLE
+
+    client = redis.Redis(port=port)
+    deadline = time.monotonic() + limit
+    try:
+        while time.monotonic() < deadline:
+            if client.zcard("chemmy:nodes") == members and client.get(f"chemmy:{{{TABLE}}}:lease"):
+                time.sleep(2.0)  # (the other process learns the owner)
+                return
+            time.sleep(0.5)
+    finally:
+        client.close()
+    raise SystemExit("the cluster under callgrind took no lease of the table")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,6 +287,14 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline", type=Path, help="a tree holding server/, texts/, web/ to compare with"
     )
     parser.add_argument("--keep", type=Path, help="keep the callgrind files in this folder")
+    parser.add_argument(
+        "--cluster",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also a cluster of N processes over a Redis of their own (every process's "
+        "instructions summed), beside the one process on SQLite",
+    )
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("bench.instr needs valgrind (callgrind and callgrind_control)", file=sys.stderr)
@@ -237,25 +308,46 @@ def main(argv: list[str] | None = None) -> int:
     trees = [("this tree", here)]
     if args.baseline is not None:
         trees.insert(0, ("baseline", args.baseline.resolve()))
+    shapes = [1] + ([args.cluster] if args.cluster > 1 else [])
     rows = []
     with tempfile.TemporaryDirectory(prefix="chemmy-bench-instr-") as tmp:
         for n, (name, tree) in enumerate(trees):
-            instructions, made, dump = count(tree, Path(tmp) / f"run{n}", args.scenario, amount)
-            if args.keep is not None:
-                args.keep.mkdir(parents=True, exist_ok=True)
-                shutil.copy(dump, args.keep / f"callgrind.{args.scenario}.{n}.out")
-            rows.append((name, tree, instructions, made))
+            for processes in shapes:
+                home = Path(tmp) / f"run{n}-{processes}"
+                instructions, made, dumps = count(tree, home, args.scenario, amount, processes)
+                if args.keep is not None:
+                    args.keep.mkdir(parents=True, exist_ok=True)
+                    for k, dump in enumerate(dumps):
+                        shutil.copy(
+                            dump, args.keep / f"callgrind.{args.scenario}.{n}.{processes}.{k}.out"
+                        )
+                rows.append((name, tree, processes, instructions, made))
+    cluster = f" --cluster {args.cluster}" if args.cluster > 1 else ""
     print(
         f"`python -m bench.instr --scenario {args.scenario} "
-        + (f"--commands {amount}`" if args.scenario == "lone" else f"--coups {amount}`")
+        + (f"--commands {amount}" if args.scenario == "lone" else f"--coups {amount}")
+        + f"{cluster}`"
     )
     print()
-    print("| tree | commands | instructions | per command | ratio |")
-    print("|---|---|---|---|---|")
-    first = rows[0][2] / max(rows[0][3], 1)
-    for name, tree, instructions, made in rows:
+    print("| tree | processes | commands | instructions | per command | ratio |")
+    print("|---|---|---|---|---|---|")
+    first = rows[0][3] / max(rows[0][4], 1)
+    for name, tree, processes, instructions, made in rows:
         per = instructions / max(made, 1)
-        print(f"| {name} ({tree}) | {made} | {instructions:,} | {per:,.0f} | {per / first:.3f} |")
+        shape = "1 (SQLite)" if processes == 1 else f"{processes} (Redis)"
+        print(
+            f"| {name} ({tree}) | {shape} | {made} | {instructions:,} | {per:,.0f} "
+            f"| {per / first:.3f} |"
+        )
+    if len(shapes) > 1:
+        print()
+        for name, tree, processes, instructions, made in rows:
+            if processes > 1:
+                one = next(r for r in rows if r[1] == tree and r[2] == 1)
+                ratio = (instructions / max(made, 1)) / (one[3] / max(one[4], 1))
+                print(
+                    f"{name}: a command in a cluster of {processes} / on one process: {ratio:.3f}"
+                )
     return 0
 
 

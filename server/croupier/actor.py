@@ -147,8 +147,6 @@ class TableActor:
         self._parts: dict[str, dict[str, Any]] = dict(settings.parts or {})
         table.take_parts()  # (what a restored table would write: stored already)
         self._summary: dict[str, Any] | None = None
-        #: The lobby line's road, with the table and the results it was made from.
-        self._road: tuple[Table, tuple[int, int], dict[str, Any]] | None = None
         self._task: asyncio.Task[None] | None = None
         self._current: Item | None = None  # the item being stepped, not answered yet
         self._bursting: list[Item] = []  # a burst's other decided items, not answered yet
@@ -191,14 +189,9 @@ class TableActor:
 
     def summary(self) -> dict[str, Any]:
         """The table's lobby line (made again only after a step changed something; its
-        road only after a result or a new shoe: a cluster shares the line after every
-        stored step, and the road was most of its cost, issue 36)."""
+        road only after a result or a new shoe: :meth:`Roads.lobby`)."""
         if self._summary is None:
-            t, road = self.table, self._road
-            made_from = (t.shoe_no, len(t.results))  # (results are only appended to)
-            if road is None or road[0] is not t or road[1] != made_from:
-                road = self._road = (t, made_from, views.lobby_road(t))
-            self._summary = views.summary(t, road[2])
+            self._summary = views.summary(self.table, self.roads.lobby(self.table))
         return self._summary
 
     # -- money ---------------------------------------------------------------------------

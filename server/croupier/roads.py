@@ -1,6 +1,6 @@
 """A table's answer to a ``roads`` query: the roads, and between coups the exact odds of
 the next coup from what the players know remains in the shoe (the public cards out; never
-the burned cards, GAME_RULES §4).
+the burned cards, GAME_RULES §4); and the road its lobby line shows.
 
 The odds take a few ms of numpy: computed off the event loop, once per public
 composition, and answered when ready, so the table never waits. It never steps the table
@@ -31,7 +31,19 @@ class Roads:
         self.bus = bus
         self.table_id = table_id
         self._odds: tuple[tuple[Any, ...], dict[str, Any] | None] | None = None
+        self._lobby: tuple[Table, tuple[int, int], dict[str, Any]] | None = None
         self._background: set[asyncio.Task[None]] = set()
+
+    def lobby(self, table: Table) -> dict[str, Any]:
+        """``table``'s road as its lobby line shows it (:func:`views.lobby_road`), made
+        again only after a result or a new shoe (a table's results are only appended to,
+        and a new shoe starts them again): a cluster's owner makes the line after every
+        stored step, to share it when it changed, and the roads were most of it (issue 36)."""
+        made_from = (table.shoe_no, len(table.results))
+        kept = self._lobby
+        if kept is None or kept[0] is not table or kept[1] != made_from:
+            kept = self._lobby = (table, made_from, views.lobby_road(table))
+        return kept[2]
 
     def answer(self, table: Table, to: Address) -> None:
         """Answer ``to`` with ``table``'s roads and odds (now, or once computed)."""
