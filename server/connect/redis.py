@@ -29,7 +29,6 @@ primary under way) from a refusal.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -37,12 +36,21 @@ from functools import partial
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
+import hiredis
 import redis.asyncio as aioredis
+from redis._parsers.base import BaseParser
 from redis.asyncio.connection import AbstractConnection, Connection
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import (
+    InvalidResponse,
+    NoScriptError,
+    ReadOnlyError,
+    RedisError,
+    ResponseError,
+)
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.sentinel import DEMOTED_MASTER_UNBLOCKED_ERROR
 
 __all__ = [
     "REDIS_SCHEMES",
@@ -253,6 +261,7 @@ class Lane:
     def __init__(self, client: aioredis.Redis) -> None:
         self._pool = client.connection_pool
         self._connection: Any = None
+        self._parser: Any = None  # the connection's replies, parsed (hiredis)
         self._lock = asyncio.Lock()
         self._retry: Any = None  # the client's connections' (made at the first reply)
 
@@ -295,15 +304,25 @@ class Lane:
             if connection is None:
                 connection = self._pool.make_connection()  # type: ignore[no-untyped-call]
                 await connection.connect()
-                self._connection = connection
-            # One deadline for the batch's write and its replies, not a timer for each.
+                self._connection, self._parser = connection, _parser(connection)
+            # One deadline for the batch's write and its replies, not a timer for each;
+            # written and read on the connection's streams (as the bus's pub/sub is),
+            # not through redis-py's per-call layers (issue 36).
             async with asyncio.timeout(connection.socket_timeout):
-                await send_within(connection, packed(commands))
-                if errors:
-                    return [await _reply(connection) for _ in commands]
-                return [await connection.read_response(timeout=math.inf) for _ in commands]
+                writer = connection._writer
+                writer.write(packed(commands))
+                await writer.drain()
+                replies = await _replies(connection._reader, self._parser, len(commands))
+            master = getattr(self._pool, "is_master", False)
+            for reply in replies:
+                if isinstance(reply, ResponseError):
+                    if master and _demoted(reply):
+                        raise RedisConnectionError("The previous master is now a slave")
+                    if not errors:
+                        raise reply
+            return replies
         except BaseException as exc:
-            self._connection = None
+            self._connection = self._parser = None
             if connection is not None:
                 await connection.disconnect(nowait=True)
             if type(exc) is TimeoutError:  # (the batch's deadline, as redis-py says it)
@@ -318,9 +337,49 @@ class Lane:
         return primary is None or primary == (connection.host, connection.port)
 
     async def close(self) -> None:
-        connection, self._connection = self._connection, None
+        connection, self._connection, self._parser = self._connection, None, None
         if connection is not None:
             await connection.disconnect(nowait=True)
+
+
+#: Bytes read at most at once from a Lane's connection.
+READ_SIZE = 1 << 16
+#: What a parser says of a reply not whole yet (not a reply of ``False``).
+_MORE: Final = object()
+
+
+def _parser(connection: Any) -> Any:
+    """A RESP parser (hiredis, redis-py's own C one) for ``connection``'s replies: error
+    replies as redis-py's exceptions (``NOSCRIPT``, ``READONLY``...), returned, not raised;
+    text decoded as the connection's client decodes it."""
+    options: dict[str, Any] = dict(
+        protocolError=InvalidResponse, replyError=BaseParser.parse_error, notEnoughData=_MORE
+    )
+    encoder = connection.encoder
+    if encoder.decode_responses:
+        options.update(encoding=encoder.encoding, errors=encoder.encoding_errors)
+    return hiredis.Reader(**options)
+
+
+async def _replies(reader: asyncio.StreamReader, parser: Any, count: int) -> list[Any]:
+    """The next ``count`` replies, read from ``reader`` as they come."""
+    out: list[Any] = []
+    while len(out) < count:
+        reply = parser.gets()
+        if reply is _MORE:
+            data = await reader.read(READ_SIZE)
+            if not data:
+                raise RedisConnectionError("Redis closed the connection")
+            parser.feed(data)
+        else:
+            out.append(reply)
+    return out
+
+
+def _demoted(reply: ResponseError) -> bool:
+    """Whether an error reply says the primary was demoted (over sentinels: the
+    connection is taken for lost, as redis-py's sentinel connections take it)."""
+    return isinstance(reply, ReadOnlyError) or str(reply).startswith(DEMOTED_MASTER_UNBLOCKED_ERROR)
 
 
 class Asks:
@@ -386,14 +445,6 @@ class Asks:
 def _awaited(futures: list[asyncio.Future[Any]]) -> bool:
     """Whether a caller still waits for one of ``futures``."""
     return not all(future.done() for future in futures)
-
-
-async def _reply(connection: Any) -> Any:
-    """The next reply on ``connection``; an error reply as its exception, not raised."""
-    try:
-        return await connection.read_response(timeout=math.inf)
-    except ResponseError as exc:  # (over sentinels redis-py raises a READONLY as lost)
-        return exc
 
 
 def redact(url: str) -> str:

@@ -23,13 +23,20 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from redis.asyncio.sentinel import MasterNotFoundError
-from redis.exceptions import BusyLoadingError, MasterDownError, ReadOnlyError, ResponseError
+from redis.exceptions import (
+    BusyLoadingError,
+    MasterDownError,
+    NoScriptError,
+    ReadOnlyError,
+    ResponseError,
+)
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.bus.channels import event_channel
 from server.bus.redis import RedisBus
 from server.bus.rides import unpack_step
 from server.connect.redis import (
+    READ_SIZE,
     Lane,
     SentinelURL,
     TimedConnection,
@@ -295,6 +302,31 @@ async def test_a_lane_sends_in_order_and_starts_afresh_after_an_error(redis_url:
         assert lane._connection is None
         assert await lane.send([("INCR", "n"), ("GET", "k")]) == [4, b"v\r\n"]
         assert lane._connection is not first
+
+
+async def test_a_lanes_replies_are_parsed_as_redis_py_gives_them(redis_url: str) -> None:
+    """A :class:`Lane` reads its connection's replies itself (hiredis, not redis-py's
+    per-call layers: issue 36) and gives them as redis-py does: bytes, or text for a
+    client that decodes; a reply larger than a read, and many in one batch, whole and in
+    order; error replies as redis-py's own exceptions (``NOSCRIPT`` a
+    :class:`NoScriptError`), each caller's own in :meth:`Lane.replies`."""
+    big = b"x" * (3 * READ_SIZE + 17)
+    for decode in (False, True):
+        client = connect(redis_url, socket_timeout=2.0, decode_responses=decode)
+        async with lane_on(client) as lane:
+            many = [("INCR", "many")] * 500
+            replies = await lane.send([("SET", "big", big), ("GET", "big"), *many, ("GET", "no")])
+            text: Any = big.decode() if decode else big
+            assert replies[:2] == (["OK", text] if decode else [b"OK", big])
+            assert replies[2:] == [*range(1, 501), None]
+            mixed = await lane.replies(
+                [("EVALSHA", "0" * 40, "0"), ("INCR", "big"), ("HSET", "h", "f", "é"),
+                 ("HGET", "h", "f")]
+            )  # fmt: skip
+            assert isinstance(mixed[0], NoScriptError) and isinstance(mixed[1], ResponseError)
+            assert "not an integer" in str(mixed[1])
+            assert mixed[2:] == ([1, "é"] if decode else [1, "é".encode()])
+            await lane.send([("DEL", "big", "many", "h")])
 
 
 async def test_a_lane_leaves_a_primary_the_sentinels_no_longer_name(redis_url: str) -> None:
