@@ -6,7 +6,8 @@ each message a line at a time); a cluster process reads one for every step of ev
 its clients watch and another process owns, and for every command relayed to it. This
 connection is made and authenticated by redis-py (the same address, or the primary the
 sentinels name; credentials, database, TLS, ``CLIENT SETNAME``), then read here: what
-arrived is taken at once and every whole message in it parsed in one go.
+arrived is taken at once and every whole message in it parsed in one go (hiredis, Redis's
+own C parser).
 
 :class:`PubSub` has what :class:`~server.bus.channels.Channels` calls (``ssubscribe``,
 ``sunsubscribe``, ``subscribe``, ``unsubscribe``) and :meth:`PubSub.messages`, for the
@@ -26,8 +27,10 @@ import contextlib
 import time
 from typing import Any
 
+import hiredis
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import InvalidResponse
 
 from server.connect.redis import packed
 
@@ -36,6 +39,13 @@ __all__ = ["PubSub"]
 #: Bytes read at most at once.
 READ_SIZE = 1 << 16
 _KINDS = (b"message", b"smessage", b"subscribe", b"ssubscribe", b"unsubscribe", b"sunsubscribe")
+#: What the parser says of a message not whole yet (not a reply of ``False``).
+_MORE = object()
+
+
+def _parser() -> Any:
+    """A RESP parser (RESP2 and RESP3) of bytes, an error reply given as an exception."""
+    return hiredis.Reader(protocolError=InvalidResponse, replyError=Exception, notEnoughData=_MORE)
 
 
 class PubSub:
@@ -47,7 +57,7 @@ class PubSub:
         self._connection: Any = None
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
-        self._buffer = bytearray()
+        self._parser = _parser()
         self._health = health
         self._heard = time.monotonic()  # when Redis last sent anything
         self._pinged: float | None = None  # when the PING not yet answered went
@@ -105,26 +115,26 @@ class PubSub:
             if not data:
                 raise RedisConnectionError("Redis closed the bus's pub/sub connection")
             self._heard, self._pinged = time.monotonic(), None
-            self._buffer += data
+            self._parser.feed(data)
 
     def _parse(self) -> list[dict[str, Any]]:
-        """Every whole message in the buffer (the rest stays for the next read)."""
+        """Every whole message read (the rest stays for the next read). An error reply,
+        or what is not RESP, ends the connection."""
         out: list[dict[str, Any]] = []
-        buffer, at = self._buffer, 0
-        while at < len(buffer):
+        parser = self._parser
+        while True:
             try:
-                item, end = _value(buffer, at)
-            except ValueError:  # (a length that is no number)
+                item = parser.gets()
+            except InvalidResponse:
                 raise RedisConnectionError("the bus's pub/sub connection read no RESP") from None
-            if end < 0:
-                break
-            at = end
+            if item is _MORE:
+                return out
+            if isinstance(item, Exception):
+                raise RedisConnectionError(f"the bus's pub/sub connection read an error: {item}")
             if isinstance(item, list) and len(item) == 3 and item[0] in _KINDS:
                 kind = item[0].decode()
                 out.append({"type": kind, "channel": item[1], "data": item[2], "pattern": None})
             # (anything else, a PONG, is only a sign of life)
-        del buffer[:at]
-        return out
 
     async def aclose(self) -> None:
         connection, self._connection = self._connection, None
@@ -132,35 +142,3 @@ class PubSub:
         if connection is not None:
             with contextlib.suppress(Exception):
                 await connection.disconnect(nowait=True)
-
-
-def _value(buffer: bytearray, at: int) -> tuple[Any, int]:
-    """The RESP value at ``at`` and where it ends; -1 when it has not all arrived.
-    Aggregates (``*``, ``>``) of scalars and of aggregates, bulk and simple strings,
-    integers, nulls; an error reply or anything else ends the connection."""
-    line = buffer.find(b"\r\n", at)
-    if line < 0:
-        return None, -1
-    kind, head = buffer[at], bytes(buffer[at + 1 : line])
-    at = line + 2
-    if kind == 0x24:  # $ bulk string
-        size = int(head)
-        if size < 0:
-            return None, at
-        if len(buffer) < at + size + 2:
-            return None, -1
-        return bytes(buffer[at : at + size]), at + size + 2
-    if kind in (0x2A, 0x3E):  # * array, > push
-        count = int(head)
-        items: list[Any] = []
-        for _ in range(max(count, 0)):
-            item, at = _value(buffer, at)
-            if at < 0:
-                return None, -1
-            items.append(item)
-        return items, at
-    if kind == 0x3A:  # : integer
-        return int(head), at
-    if kind in (0x2B, 0x5F):  # + simple string, _ null
-        return head, at
-    raise RedisConnectionError(f"the bus's pub/sub connection read {bytes([kind])!r}: {head!r}")

@@ -20,7 +20,7 @@ import redis.asyncio as aioredis
 import redis.asyncio.client
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from server.bus.pubsub import PubSub
+from server.bus.pubsub import PubSub, _parser
 from server.bus.redis import RedisBus
 from server.connect.redis import connect
 from server.protocol.records import Address, CommandRecord
@@ -100,25 +100,26 @@ def test_messages_cut_anywhere_are_read_whole_and_in_order() -> None:
     )
     for cut in range(len(wire)):
         reader = PubSub.__new__(PubSub)
-        reader._buffer = bytearray()
-        reader._buffer += wire[:cut]
+        reader._parser = _parser()
+        reader._parser.feed(wire[:cut])
         out = reader._parse()
-        reader._buffer += wire[cut:]
+        reader._parser.feed(wire[cut:])
         out += reader._parse()
         assert [(m["type"], m["channel"], m["data"]) for m in out] == [
             ("ssubscribe", b"chemmy:{t1}:ev", 1),
             ("smessage", b"chemmy:{t1}:ev", b"he\r\no"),
             ("message", b"chemmy:ctl", b"abc"),
         ], cut
-        assert reader._buffer == bytearray()
+        assert reader._parse() == [] and not reader._parser.has_data()
 
 
 def test_what_is_not_resp_is_a_lost_connection() -> None:
-    """A length that is no number, or a kind RESP has not, ends the connection (the bus
-    connects again), never the bus's reader with another error."""
-    for wire in (b"*x\r\n", b"$1z\r\nab\r\n", b"!3\r\nabc\r\n"):
+    """A length that is no number, a kind RESP has not, or an error reply ends the
+    connection (the bus connects again), never the bus's reader with another error."""
+    for wire in (b"*x\r\n", b"$1z\r\nab\r\n", b"!3\r\nabc\r\n", b"-ERR no\r\n", b"?1\r\n"):
         reader = PubSub.__new__(PubSub)
-        reader._buffer = bytearray(wire)
+        reader._parser = _parser()
+        reader._parser.feed(wire)
         with pytest.raises(RedisConnectionError):
             reader._parse()
 
