@@ -261,7 +261,7 @@ class Lane:
     def __init__(self, client: aioredis.Redis) -> None:
         self._pool = client.connection_pool
         self._connection: Any = None
-        self._parser: Any = None  # the connection's replies, parsed (hiredis)
+        self._wire: _Wire | None = None  # the connection's protocol once made
         self._lock = asyncio.Lock()
         self._retry: Any = None  # the client's connections' (made at the first reply)
 
@@ -300,34 +300,41 @@ class Lane:
         if connection is not None and not self._current(connection):
             await self.close()  # a primary the sentinels no longer name (a switch)
             connection = None
+        timer = None
         try:
             if connection is None:
                 connection = self._pool.make_connection()  # type: ignore[no-untyped-call]
                 await connection.connect()
-                self._connection, self._parser = connection, _parser(connection)
-            # One deadline for the batch's write and its replies, not a timer for each;
-            # written and read on the connection's streams (as the bus's pub/sub is),
-            # not through redis-py's per-call layers (issue 36).
-            async with asyncio.timeout(connection.socket_timeout):
-                writer = connection._writer
-                writer.write(packed(commands))
-                await writer.drain()
-                replies = await _replies(connection._reader, self._parser, len(commands))
+                self._wire = _Wire.over(connection)
+                self._connection = connection
+            # Written and its replies parsed as they arrive by the connection's protocol
+            # (:class:`_Wire`), under one deadline: a timer on the batch's future, not a
+            # timeout on the task nor redis-py's per-call layers (issue 36).
+            wire = self._wire
+            assert wire is not None
+            replies = wire.send(packed(commands), len(commands))
+            if connection.socket_timeout:
+                loop = asyncio.get_running_loop()
+                timer = loop.call_later(connection.socket_timeout, _expire, replies)
+            done: list[Any] = await replies
             master = getattr(self._pool, "is_master", False)
-            for reply in replies:
+            for reply in done:
                 if isinstance(reply, ResponseError):
                     if master and _demoted(reply):
                         raise RedisConnectionError("The previous master is now a slave")
                     if not errors:
                         raise reply
-            return replies
+            return done
         except BaseException as exc:
-            self._connection = self._parser = None
+            self._connection, self._wire = None, None
             if connection is not None:
                 await connection.disconnect(nowait=True)
             if type(exc) is TimeoutError:  # (the batch's deadline, as redis-py says it)
                 raise RedisTimeoutError("Timeout writing to or reading from Redis") from None
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     def _current(self, connection: Any) -> bool:
         """Whether ``connection`` is to the primary the sentinels named last (the bus's
@@ -337,13 +344,11 @@ class Lane:
         return primary is None or primary == (connection.host, connection.port)
 
     async def close(self) -> None:
-        connection, self._connection, self._parser = self._connection, None, None
+        connection, self._connection, self._wire = self._connection, None, None
         if connection is not None:
             await connection.disconnect(nowait=True)
 
 
-#: Bytes read at most at once from a Lane's connection.
-READ_SIZE = 1 << 16
 #: What a parser says of a reply not whole yet (not a reply of ``False``).
 _MORE: Final = object()
 
@@ -361,19 +366,85 @@ def _parser(connection: Any) -> Any:
     return hiredis.Reader(**options)
 
 
-async def _replies(reader: asyncio.StreamReader, parser: Any, count: int) -> list[Any]:
-    """The next ``count`` replies, read from ``reader`` as they come."""
-    out: list[Any] = []
-    while len(out) < count:
-        reply = parser.gets()
-        if reply is _MORE:
-            data = await reader.read(READ_SIZE)
-            if not data:
-                raise RedisConnectionError("Redis closed the connection")
-            parser.feed(data)
-        else:
-            out.append(reply)
-    return out
+class _Wire(asyncio.Protocol):
+    """A :class:`Lane`'s connection once redis-py has made it (address, TLS, credentials,
+    database): its transport's protocol from then on, writing each batch at once and
+    parsing the replies as they arrive (:func:`_parser`), the batch's future answered when
+    the last is in. One batch at a time (the Lane's). A lost connection fails the batch
+    waiting (:class:`~redis.exceptions.ConnectionError`), as does what is not RESP."""
+
+    def __init__(self, transport: asyncio.Transport, parser: Any) -> None:
+        self.transport = transport
+        self.parser = parser
+        self.waiter: asyncio.Future[list[Any]] | None = None
+        self.count = 0
+        self.replies: list[Any] = []
+        self.lost: BaseException | None = None
+
+    @classmethod
+    def over(cls, connection: Any) -> _Wire:
+        """Take ``connection``'s transport over from redis-py's stream (what it holds
+        unread, nothing after its handshake, parsed first)."""
+        writer, reader = connection._writer, connection._reader
+        if writer is None or reader is None:
+            raise RedisConnectionError("a Lane's connection has no transport")
+        wire = cls(writer.transport, _parser(connection))
+        left = bytes(getattr(reader, "_buffer", b""))
+        if left:
+            wire.parser.feed(left)
+        writer.transport.set_protocol(wire)
+        return wire
+
+    def send(self, data: bytes, count: int) -> asyncio.Future[list[Any]]:
+        """Write ``data`` (``count`` commands); the future of their replies."""
+        waiter: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        if self.lost is not None:
+            waiter.set_exception(RedisConnectionError("the connection to Redis was lost"))
+            return waiter
+        self.waiter, self.count, self.replies = waiter, count, []
+        self.transport.write(data)
+        self._parse()  # (replies cannot be here yet; a parser left in error says so)
+        return waiter
+
+    def data_received(self, data: bytes) -> None:
+        self.parser.feed(data)
+        self._parse()
+
+    def _parse(self) -> None:
+        waiter = self.waiter
+        if waiter is None:
+            return
+        replies, parser = self.replies, self.parser
+        try:
+            while len(replies) < self.count:
+                reply = parser.gets()
+                if reply is _MORE:
+                    return
+                replies.append(reply)
+        except Exception as exc:  # (InvalidResponse: not RESP)
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_exception(RedisConnectionError(f"Redis sent what is not RESP: {exc}"))
+            self.transport.abort()
+            return
+        self.waiter = None
+        if not waiter.done():
+            waiter.set_result(replies)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = exc or RedisConnectionError("Redis closed the connection")
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(RedisConnectionError("the connection to Redis was lost"))
+
+    def eof_received(self) -> bool:
+        return False  # (closed: connection_lost follows)
+
+
+def _expire(replies: asyncio.Future[list[Any]]) -> None:
+    """A batch's deadline: its replies did not all come in time."""
+    if not replies.done():
+        replies.set_exception(TimeoutError())
 
 
 def _demoted(reply: ResponseError) -> bool:
