@@ -5,9 +5,10 @@ machines (a retry wrapper, a timeout and a logger lookup per read, its RESP pars
 each message a line at a time); a cluster process reads one for every step of every table
 its clients watch and another process owns, and for every command relayed to it. This
 connection is made and authenticated by redis-py (the same address, or the primary the
-sentinels name; credentials, database, TLS, ``CLIENT SETNAME``), then read here: what
-arrived is taken at once and every whole message in it parsed in one go (hiredis, Redis's
-own C parser).
+sentinels name; credentials, database, TLS, ``CLIENT SETNAME``), then its transport is
+taken over by a protocol of its own (:class:`_Heard`): what arrives is parsed as it comes
+(hiredis, Redis's own C parser) and the reader woken, with no stream and no timeout on the
+task between (issue 36).
 
 :class:`PubSub` has what :class:`~server.bus.channels.Channels` calls (``ssubscribe``,
 ``sunsubscribe``, ``subscribe``, ``unsubscribe``) and :meth:`PubSub.messages`, for the
@@ -36,8 +37,6 @@ from server.connect.redis import packed
 
 __all__ = ["PubSub"]
 
-#: Bytes read at most at once.
-READ_SIZE = 1 << 16
 _KINDS = (b"message", b"smessage", b"subscribe", b"ssubscribe", b"unsubscribe", b"sunsubscribe")
 #: What the parser says of a message not whole yet (not a reply of ``False``).
 _MORE = object()
@@ -48,6 +47,35 @@ def _parser() -> Any:
     return hiredis.Reader(protocolError=InvalidResponse, replyError=Exception, notEnoughData=_MORE)
 
 
+class _Heard(asyncio.Protocol):
+    """The pub/sub connection's transport's protocol once redis-py has made it: what
+    arrives is fed to the parser, when it came noted, and the reader woken."""
+
+    def __init__(self, transport: asyncio.Transport, parser: Any) -> None:
+        self.transport = transport
+        self.parser = parser
+        self.heard = time.monotonic()  # when Redis last sent anything
+        self.waiter: asyncio.Future[bool] | None = None
+        self.lost = False
+
+    def data_received(self, data: bytes) -> None:
+        self.parser.feed(data)
+        self.heard = time.monotonic()
+        self._wake(True)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self._wake(True)
+
+    def eof_received(self) -> bool:
+        return False  # (closed: connection_lost follows)
+
+    def _wake(self, arrived: bool) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(arrived)
+
+
 class PubSub:
     """One pub/sub connection (see the module docstring); :meth:`connect` first."""
 
@@ -55,11 +83,9 @@ class PubSub:
         self._pool = client.connection_pool
         self._name = name
         self._connection: Any = None
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._heard_by: _Heard | None = None
         self._parser = _parser()
         self._health = health
-        self._heard = time.monotonic()  # when Redis last sent anything
         self._pinged: float | None = None  # when the PING not yet answered went
 
     async def connect(self) -> None:
@@ -71,13 +97,17 @@ class PubSub:
         reader, writer = getattr(connection, "_reader", None), getattr(connection, "_writer", None)
         if reader is None or writer is None:  # (redis-py's own streams: a version without)
             raise RedisConnectionError("the bus's pub/sub connection has no stream to read")
-        self._reader, self._writer = reader, writer
+        left = bytes(getattr(reader, "_buffer", b""))  # (nothing after its handshake)
+        if left:
+            self._parser.feed(left)
+        self._heard_by = _Heard(writer.transport, self._parser)
+        writer.transport.set_protocol(self._heard_by)
 
     async def _send(self, *args: str) -> None:
-        if self._writer is None:
+        heard = self._heard_by
+        if heard is None or heard.lost:
             raise RedisConnectionError("the bus's pub/sub connection is closed")
-        self._writer.write(packed([args]))
-        await self._writer.drain()
+        heard.transport.write(packed([args]))  # (a few bytes: no wait for the buffer)
 
     async def subscribe(self, *channels: str) -> None:
         await self._send("SUBSCRIBE", *channels)
@@ -94,28 +124,34 @@ class PubSub:
     async def messages(self, timeout: float) -> list[dict[str, Any]]:
         """The messages that arrived, at least one unless ``timeout`` passed first (then
         none; see the module docstring for the ``PING``)."""
-        reader = self._reader
-        if reader is None:
+        heard = self._heard_by
+        if heard is None:
             raise RedisConnectionError("the bus's pub/sub connection is closed")
         while True:
             out = self._parse()
             if out:
                 return out
-            try:
-                async with asyncio.timeout(timeout):
-                    data = await reader.read(READ_SIZE)
-            except TimeoutError:
-                now = time.monotonic()
-                if self._pinged is not None and now - self._pinged >= timeout:
-                    raise RedisConnectionError("Redis did not answer the bus's PING") from None
-                if self._pinged is None and now - self._heard >= self._health:
-                    self._pinged = now
-                    await self._send("PING")
-                return []
-            if not data:
+            if heard.lost:
                 raise RedisConnectionError("Redis closed the bus's pub/sub connection")
-            self._heard, self._pinged = time.monotonic(), None
-            self._parser.feed(data)
+            loop = asyncio.get_running_loop()
+            heard.waiter = waiter = loop.create_future()
+            timer = loop.call_later(timeout, heard._wake, False)
+            try:
+                arrived = await waiter
+            finally:
+                timer.cancel()
+                heard.waiter = None
+            if arrived:
+                continue
+            now = time.monotonic()
+            if self._pinged is not None and heard.heard > self._pinged:
+                self._pinged = None  # (Redis sent something since: a PONG is a sign of life)
+            if self._pinged is not None and now - self._pinged >= timeout:
+                raise RedisConnectionError("Redis did not answer the bus's PING")
+            if self._pinged is None and now - heard.heard >= self._health:
+                self._pinged = now
+                await self._send("PING")
+            return []
 
     def _parse(self) -> list[dict[str, Any]]:
         """Every whole message read (the rest stays for the next read). An error reply,
@@ -138,7 +174,7 @@ class PubSub:
 
     async def aclose(self) -> None:
         connection, self._connection = self._connection, None
-        self._reader = self._writer = None
+        self._heard_by = None
         if connection is not None:
             with contextlib.suppress(Exception):
                 await connection.disconnect(nowait=True)

@@ -144,6 +144,34 @@ async def test_a_connection_redis_closes_is_lost_and_the_bus_hears_its_tables_ag
         await eventually(lambda: seen == [1, 2])
 
 
+async def test_a_pong_read_between_two_waits_answers_the_ping() -> None:
+    """What arrives while nobody waits (a PONG among it) is a sign of life all the same:
+    the PING is answered, the connection is not taken for lost, and no other PING goes
+    until the connection is silent again for its health check's time."""
+    from server.bus.pubsub import _Heard
+
+    class Transport:
+        def __init__(self) -> None:
+            self.written: list[bytes] = []
+
+        def write(self, data: bytes) -> None:
+            self.written.append(data)
+
+    reader = PubSub.__new__(PubSub)
+    reader._parser, reader._health, reader._pinged = _parser(), 0.5, None
+    transport = Transport()
+    heard = reader._heard_by = _Heard(transport, reader._parser)  # type: ignore[arg-type]
+    await asyncio.sleep(0.5)
+    assert await reader.messages(0.05) == [] and transport.written == [b"*1\r\n$4\r\nPING\r\n"]
+    heard.data_received(b"+PONG\r\n")  # (while nobody waits)
+    assert await reader.messages(0.05) == [] and reader._pinged is None
+    assert len(transport.written) == 1  # (heard 0.05 s ago: no PING yet)
+    assert await reader.messages(0.5) == [] and len(transport.written) == 2  # (silent again)
+    heard.connection_lost(None)
+    with pytest.raises(RedisConnectionError):
+        await reader.messages(0.05)
+
+
 @pytest.mark.slow
 async def test_a_connection_that_stops_answering_is_found_lost(tmp_path: Path) -> None:
     """Silent for its health check's time, it is sent a PING (answered: alive); silent a
