@@ -26,6 +26,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from server.engine.cards import shoe_cards
+from server.engine.payouts import Paytable
 from server.vocabulary.events import Event
 from server.vocabulary.options import Limits, TableOptions
 
@@ -221,20 +222,26 @@ def _limits(limits: Limits) -> dict[str, int]:
     return asdict(limits)
 
 
+@functools.lru_cache(maxsize=256)
+def _areas(paytable: Paytable) -> tuple[str, ...]:
+    """The names of the areas open with ``paytable``, made once for each (frozen) value."""
+    return tuple(a.value for a in paytable.areas())
+
+
 def summary(t: Table, road: dict[str, Any] | None = None) -> dict[str, Any]:
     """One lobby line: limits, seats taken, phase, and the round in play (``round_id``:
     the round being bet on, debited or dealt, which an operator may void; ``None``
     between rounds); the open bet areas (the table's variant) and its road in miniature
     (:func:`lobby_road`, or ``road``: one made by it since the shoe's last result)."""
-    o = t.options
+    o, seated = t.options, len(t.seated())
     return {
         "table": t.table_id,
         "name": o.name,
         "phase": t.phase.value,
         "paused": t.paused,
         "seats": o.seats,
-        "seated": len(t.seated()),
-        "spectators": len(t.players) - len(t.seated()),
+        "seated": seated,
+        "spectators": len(t.players) - seated,
         "bettors": t.bettor_count(),  # bettors without a seat in (§5)
         "bettors_max": o.bettors,  # how many the table takes (0: seated players only)
         "tier": o.tier,
@@ -245,7 +252,7 @@ def summary(t: Table, road: dict[str, Any] | None = None) -> dict[str, Any]:
         "round_id": t.round_id if round_in_progress(t) else None,
         "currency": o.currency,
         "decimals": o.decimals,
-        "areas": [a.value for a in o.paytable.areas()],
+        "areas": list(_areas(o.paytable)),
         "road": lobby_road(t) if road is None else road,
     }
 
