@@ -57,6 +57,8 @@ class _Heard(asyncio.Protocol):
         self.heard = time.monotonic()  # when Redis last sent anything
         self.waiter: asyncio.Future[bool] | None = None
         self.lost = False
+        #: redis-py's stream protocol, told of the loss too (its ``wait_closed`` ends).
+        self.before: asyncio.BaseProtocol | None = None
 
     def data_received(self, data: bytes) -> None:
         self.parser.feed(data)
@@ -66,6 +68,8 @@ class _Heard(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         self._wake(True)
+        if self.before is not None:
+            self.before.connection_lost(exc)
 
     def eof_received(self) -> bool:
         return False  # (closed: connection_lost follows)
@@ -101,6 +105,7 @@ class PubSub:
         if left:
             self._parser.feed(left)
         self._heard_by = _Heard(writer.transport, self._parser)
+        self._heard_by.before = writer.transport.get_protocol()
         writer.transport.set_protocol(self._heard_by)
 
     async def _send(self, *args: str) -> None:

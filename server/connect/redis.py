@@ -380,6 +380,8 @@ class _Wire(asyncio.Protocol):
         self.count = 0
         self.replies: list[Any] = []
         self.lost: BaseException | None = None
+        #: redis-py's stream protocol, told of the loss too (its ``wait_closed`` ends).
+        self.before: asyncio.BaseProtocol | None = None
 
     @classmethod
     def over(cls, connection: Any) -> _Wire:
@@ -392,6 +394,7 @@ class _Wire(asyncio.Protocol):
         left = bytes(getattr(reader, "_buffer", b""))
         if left:
             wire.parser.feed(left)
+        wire.before = writer.transport.get_protocol()
         writer.transport.set_protocol(wire)
         return wire
 
@@ -436,6 +439,8 @@ class _Wire(asyncio.Protocol):
         waiter, self.waiter = self.waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_exception(RedisConnectionError("the connection to Redis was lost"))
+        if self.before is not None:
+            self.before.connection_lost(exc)
 
     def eof_received(self) -> bool:
         return False  # (closed: connection_lost follows)

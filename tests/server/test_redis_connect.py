@@ -379,6 +379,30 @@ async def test_a_lanes_protocol_answers_its_batch_whole_or_fails_it() -> None:
         lane.send(b"after", 1).result()
 
 
+async def test_a_taken_over_connection_still_closes_as_redis_py_closes_it(
+    redis_url: str,
+) -> None:
+    """A :class:`Lane`'s connection and the bus's pub/sub one, their transports taken
+    over by protocols of their own, still close when redis-py closes them and waits for
+    the close (``disconnect()``: its stream's ``wait_closed``), not at its timeout."""
+    from server.bus.pubsub import PubSub
+
+    client = connect(redis_url, socket_timeout=1.0, socket_connect_timeout=5.0)
+    lane = Lane(client)
+    reader = PubSub(client, "chemmy-bus-test", 5.0)
+    try:
+        assert await lane.send([("PING",)]) == [b"PONG"]
+        await reader.connect()
+        for connection in (lane._connection, reader._connection):
+            started = asyncio.get_running_loop().time()
+            await connection.disconnect()
+            assert asyncio.get_running_loop().time() - started < 1.0
+    finally:
+        await lane.close()
+        await reader.aclose()
+        await client.aclose()
+
+
 async def test_a_lane_leaves_a_primary_the_sentinels_no_longer_name(redis_url: str) -> None:
     """A demoted primary takes a ``PUBLISH`` without a ``READONLY`` (and delivers it to
     its own subscribers only): once the sentinels name another primary (redis-py's
