@@ -179,11 +179,9 @@ async def send_within(
     connection: Any, command: bytes | str | Iterable[bytes], check_health: bool = False
 ) -> None:
     """Write ``command`` on any redis-py connection (TCP, TLS, a Unix socket) with no timer
-    of its own, for a caller whose deadline bounds it already (a :class:`Lane`'s batch: one
-    for its write and its replies; issue 36, the timers' entries and exits were about 4% of
-    a cluster process's samples). Not redis-py's ``wait_for`` nested in that deadline: on
-    Python 3.11 it can swallow the deadline's cancellation when the write ends in the same
-    step, and the replies would then be read with none (review)."""
+    of its own, for a caller whose deadline bounds it already (:class:`_TimedWrites`).
+    Not redis-py's ``wait_for`` nested in that deadline: on Python 3.11 it can swallow the
+    deadline's cancellation when the write ends in the same step (review)."""
     timeout, connection.socket_timeout = connection.socket_timeout, None
     try:
         await AbstractConnection.send_packed_command(connection, command, check_health)
@@ -253,8 +251,9 @@ class Lane:
     error reply (a ``READONLY`` from a demoted primary among them), a lost connection or a
     timeout; the connection is then dropped (with what was left unread) and the next
     :meth:`send` connects again, as it does once the sentinels name another primary.
-    The batch is written and its replies read under one deadline (``socket_timeout``),
-    not a timer each. :meth:`send` is one writer's (the bus's: never two tasks at once);
+    A batch is handed to the transport at once and its replies read under one deadline
+    (``socket_timeout``, a timer on the batch: a write Redis does not take shows as replies
+    that do not come), not a timer each. :meth:`send` is one writer's (the bus's: never two tasks at once);
     :meth:`replies` (the store's commits, :class:`Asks`) takes turns between callers and
     retries a lost connection. One Lane is used one of the two ways only."""
 
@@ -319,6 +318,9 @@ class Lane:
             done: list[Any] = await replies
             master = getattr(self._pool, "is_master", False)
             for reply in done:
+                lost = reply[0] if type(reply) is list and reply else reply
+                if isinstance(lost, RedisConnectionError):
+                    raise lost  # (LOADING, NOAUTH...: redis-py raises them, and retries)
                 if isinstance(reply, ResponseError):
                     if master and _demoted(reply):
                         raise RedisConnectionError("The previous master is now a slave")
@@ -423,7 +425,8 @@ class _Wire(asyncio.Protocol):
                 reply = parser.gets()
                 if reply is _MORE:
                     return
-                replies.append(reply)
+                if type(reply) is not hiredis.PushNotification:  # (RESP3: no reply; as
+                    replies.append(reply)  # redis-py, a push between replies is passed over)
         except Exception as exc:  # (InvalidResponse: not RESP)
             self.waiter = None
             if not waiter.done():

@@ -403,6 +403,55 @@ async def test_a_taken_over_connection_still_closes_as_redis_py_closes_it(
         await client.aclose()
 
 
+async def test_a_lane_raises_what_redis_py_raises_and_passes_over_pushes() -> None:
+    """Against a Redis that answers as it can (a server on a real socket here): an error
+    reply redis-py takes for a lost connection (``LOADING``: Redis restarting) is raised
+    by :meth:`Lane.send` and tried again by :meth:`Lane.replies`, as redis-py's own calls
+    are, never given as a reply; a RESP3 push between replies (``MOVING``) is passed over,
+    never taken for the next reply (review)."""
+    import hiredis
+
+    loading = [2]  # (the first two data commands are refused)
+    writers: list[asyncio.StreamWriter] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        parser = hiredis.Reader()
+        while data := await reader.read(65536):
+            parser.feed(data)
+            while (command := parser.gets()) is not False:
+                name = command[0].upper()
+                if name == b"HELLO":
+                    writer.write(b"%1\r\n+proto\r\n:3\r\n")
+                elif name in (b"CLIENT", b"SELECT"):
+                    writer.write(b"+OK\r\n")
+                elif loading[0] > 0:
+                    loading[0] -= 1
+                    writer.write(b"-LOADING Redis is loading the dataset in memory\r\n")
+                else:  # (a push first, then the reply)
+                    writer.write(b">3\r\n$6\r\nMOVING\r\n:1\r\n:15\r\n:7\r\n")
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
+    client = connect(f"redis://127.0.0.1:{port}/0", socket_timeout=2.0, retry=Retry(NoBackoff(), 2))
+    try:
+        async with lane_on(client) as lane:
+            with pytest.raises(BusyLoadingError):
+                await lane.send([("PUBLISH", "c", "x")])
+            assert lane._connection is None
+            assert await lane.replies([("EVALSHA", "0" * 40, "0")]) == [7]  # (tried again)
+            assert loading == [0]
+            assert await lane.send([("INCR", "n"), ("INCR", "n")]) == [7, 7]
+    finally:
+        server.close()
+        for writer in writers:
+            writer.close()
+        await server.wait_closed()
+
+
 async def test_a_lane_leaves_a_primary_the_sentinels_no_longer_name(redis_url: str) -> None:
     """A demoted primary takes a ``PUBLISH`` without a ``READONLY`` (and delivers it to
     its own subscribers only): once the sentinels name another primary (redis-py's
@@ -515,32 +564,25 @@ async def test_a_lanes_batch_is_written_and_answered_under_one_deadline(
         assert made == [], made
 
 
-async def test_a_lanes_write_on_redis_pys_own_connection_is_under_the_batchs_deadline_alone(
-    redis_url: str, monkeypatch: pytest.MonkeyPatch
+async def test_a_lane_on_redis_pys_own_connection_class_reads_through_its_protocol(
+    redis_url: str,
 ) -> None:
-    """On a connection of redis-py's own classes (TLS and Unix sockets use them), a
-    :class:`Lane`'s write does not go through redis-py's ``wait_for``: nested in the
-    batch's deadline, on Python 3.11 it can swallow that deadline's cancellation when the
-    write ends in the same step, and the replies would be read with no deadline (review)."""
+    """On a connection of redis-py's own classes (TLS and Unix sockets use them, not
+    :class:`TimedConnection`), a :class:`Lane` takes the transport over as on ours: its
+    batches written and read by its own protocol, none through redis-py's write (whose
+    ``wait_for`` could swallow a deadline's cancellation on Python 3.11: review)."""
     import redis.asyncio.connection as redis_connection
 
-    waits: list[float | None] = []
-    wait_for = asyncio.wait_for
-
-    def counted(future: Any, timeout: float | None) -> Any:
-        waits.append(timeout)
-        return wait_for(future, timeout)
+    from server.connect.redis import _Wire
 
     pool = aioredis.ConnectionPool.from_url(redis_url, socket_timeout=1.0)
     assert pool.connection_class is redis_connection.Connection  # (not ours: _TimedWrites)
     client = aioredis.Redis(connection_pool=pool)
     async with lane_on(client) as lane:
-        assert await lane.send([("PING",)]) == [b"PONG"]  # (connected)
-        monkeypatch.setattr(redis_connection.asyncio, "wait_for", counted)
+        assert await lane.send([("PING",)]) == [b"PONG"]
+        assert isinstance(lane._wire, _Wire)
+        assert lane._wire.transport.get_protocol() is lane._wire
         assert await lane.send([("INCR", "w"), ("INCR", "w")]) == [1, 2]
-        assert waits == [], waits
-        assert lane._connection is not None
-        assert lane._connection.socket_timeout == 1.0  # (put back after the write)
 
 
 async def test_a_lanes_write_that_cannot_finish_times_out_and_drops_its_connection(
