@@ -40,6 +40,9 @@ __all__ = ["PubSub"]
 _KINDS = (b"message", b"smessage", b"subscribe", b"ssubscribe", b"unsubscribe", b"sunsubscribe")
 #: What the parser says of a message not whole yet (not a reply of ``False``).
 _MORE = object()
+#: Bytes held unread before the connection stops reading (its reader busy: the rest waits
+#: in Redis, whose output buffer limit for pub/sub cuts a reader far behind).
+HELD_MOST = 1 << 20
 
 
 def _parser() -> Any:
@@ -57,13 +60,23 @@ class _Heard(asyncio.Protocol):
         self.heard = time.monotonic()  # when Redis last sent anything
         self.waiter: asyncio.Future[bool] | None = None
         self.lost = False
+        self.paused = False
         #: redis-py's stream protocol, told of the loss too (its ``wait_closed`` ends).
         self.before: asyncio.BaseProtocol | None = None
 
     def data_received(self, data: bytes) -> None:
         self.parser.feed(data)
         self.heard = time.monotonic()
+        if not self.paused and self.parser.len() > HELD_MOST:
+            self.paused = True
+            self.transport.pause_reading()
         self._wake(True)
+
+    def parsed(self) -> None:
+        """What was held is parsed: read again if reading was paused."""
+        if self.paused:
+            self.paused = False
+            self.transport.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
@@ -134,6 +147,7 @@ class PubSub:
             raise RedisConnectionError("the bus's pub/sub connection is closed")
         while True:
             out = self._parse()
+            heard.parsed()
             if out:
                 return out
             if heard.lost:

@@ -144,6 +144,37 @@ async def test_a_connection_redis_closes_is_lost_and_the_bus_hears_its_tables_ag
         await eventually(lambda: seen == [1, 2])
 
 
+async def test_a_busy_reader_stops_the_connection_reading_until_it_parsed() -> None:
+    """While the bus's reader is busy (a store read, retried), what arrives is held up
+    to HELD_MOST bytes; past it the connection stops reading (the rest waits in Redis,
+    as a stream's limit had it) until the reader has parsed what it holds (review)."""
+    from server.bus.pubsub import HELD_MOST, _Heard
+
+    class Transport:
+        def __init__(self) -> None:
+            self.reading = True
+
+        def pause_reading(self) -> None:
+            self.reading = False
+
+        def resume_reading(self) -> None:
+            self.reading = True
+
+    reader = PubSub.__new__(PubSub)
+    reader._parser, reader._health, reader._pinged = _parser(), 5.0, None
+    transport = Transport()
+    heard = reader._heard_by = _Heard(transport, reader._parser)  # type: ignore[arg-type]
+    message = b"*3\r\n$7\r\nmessage\r\n$10\r\nchemmy:ctl\r\n$4096\r\n" + b"x" * 4096 + b"\r\n"
+    fed = 0
+    while fed <= HELD_MOST:
+        assert transport.reading
+        heard.data_received(message)
+        fed += len(message)
+    assert not transport.reading
+    got = await reader.messages(1.0)
+    assert len(got) == fed // len(message) and transport.reading
+
+
 async def test_a_pong_read_between_two_waits_answers_the_ping() -> None:
     """What arrives while nobody waits (a PONG among it) is a sign of life all the same:
     the PING is answered, the connection is not taken for lost, and no other PING goes
