@@ -236,9 +236,10 @@ def count(
             redis_server = RedisServer(home / "redis")
             redis_server.start()
             store = redis_server.url()
-            servers = [Counted(tree, home / f"node{n}", store) for n in range(processes)]
+            for n in range(processes):  # (one by one: those started are stopped below)
+                servers.append(Counted(tree, home / f"node{n}", store))
         else:
-            servers = [Counted(tree, home)]
+            servers.append(Counted(tree, home))
         urls = [server.wait_listening() for server in servers]
         for server in servers:
             server.control("--instr=on")

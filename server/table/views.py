@@ -15,7 +15,8 @@ turner's own), a face-down burned card or a shoe's seed before its reveal into a
 it returns, or one player's money into another player's view; nor a bettor without a
 seat's bets, but to themselves, unless they turn (§5, §6: everyone sees the felt's
 totals and how many bettors are in, never a list of them). It reads the table and
-never changes it: every container it returns is a fresh copy.
+never changes it: every container it returns is a fresh copy (but a lobby line's road
+given to :func:`summary`, the caller's, shared by the lines made from it: read only).
 """
 
 from __future__ import annotations
