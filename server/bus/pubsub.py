@@ -52,7 +52,8 @@ def _parser() -> Any:
 
 class _Heard(asyncio.Protocol):
     """The pub/sub connection's transport's protocol once redis-py has made it: what
-    arrives is fed to the parser, when it came noted, and the reader woken."""
+    arrives is fed to the parser, when it came noted, and the reader woken; while the
+    reader is busy elsewhere, reading stops once it holds :data:`HELD_MOST`."""
 
     def __init__(self, transport: asyncio.Transport, parser: Any) -> None:
         self.transport = transport
@@ -67,7 +68,7 @@ class _Heard(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.parser.feed(data)
         self.heard = time.monotonic()
-        if not self.paused and self.parser.len() > HELD_MOST:
+        if not self.paused and self.waiter is None and self.parser.len() > HELD_MOST:
             self.paused = True
             self.transport.pause_reading()
         self._wake(True)

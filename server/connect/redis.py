@@ -252,10 +252,11 @@ class Lane:
     timeout; the connection is then dropped (with what was left unread) and the next
     :meth:`send` connects again, as it does once the sentinels name another primary.
     A batch is handed to the transport at once and its replies read under one deadline
-    (``socket_timeout``, a timer on the batch: a write Redis does not take shows as replies
-    that do not come), not a timer each. :meth:`send` is one writer's (the bus's: never two tasks at once);
-    :meth:`replies` (the store's commits, :class:`Asks`) takes turns between callers and
-    retries a lost connection. One Lane is used one of the two ways only."""
+    (``socket_timeout``, a timer on the batch: a write Redis does not take shows as
+    replies that do not come), not a timer each. :meth:`send` is one writer's (the bus's:
+    never two tasks at once); :meth:`replies` (the store's commits, :class:`Asks`) takes
+    turns between callers and retries a lost connection. One Lane is used one of the two
+    ways only."""
 
     def __init__(self, client: aioredis.Redis) -> None:
         self._pool = client.connection_pool

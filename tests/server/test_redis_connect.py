@@ -425,6 +425,8 @@ async def test_a_lane_raises_what_redis_py_raises_and_passes_over_pushes() -> No
                     writer.write(b"%1\r\n+proto\r\n:3\r\n")
                 elif name in (b"CLIENT", b"SELECT"):
                     writer.write(b"+OK\r\n")
+                elif name == b"EXEC":  # (an array whose first reply is the refusal)
+                    writer.write(b"*1\r\n-LOADING Redis is loading the dataset in memory\r\n")
                 elif loading[0] > 0:
                     loading[0] -= 1
                     writer.write(b"-LOADING Redis is loading the dataset in memory\r\n")
@@ -442,6 +444,8 @@ async def test_a_lane_raises_what_redis_py_raises_and_passes_over_pushes() -> No
             with pytest.raises(BusyLoadingError):
                 await lane.send([("PUBLISH", "c", "x")])
             assert lane._connection is None
+            with pytest.raises(BusyLoadingError):
+                await lane.send([("EXEC",)])
             assert await lane.replies([("EVALSHA", "0" * 40, "0")]) == [7]  # (tried again)
             assert loading == [0]
             assert await lane.send([("INCR", "n"), ("INCR", "n")]) == [7, 7]
