@@ -28,45 +28,33 @@ import contextlib
 import time
 from typing import Any
 
-import hiredis
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import InvalidResponse
 
-from server.connect.redis import packed
+from server.connect.redis import MORE, TakenOver, packed
 
 __all__ = ["PubSub"]
 
 _KINDS = (b"message", b"smessage", b"subscribe", b"ssubscribe", b"unsubscribe", b"sunsubscribe")
-#: What the parser says of a message not whole yet (not a reply of ``False``).
-_MORE = object()
 #: Bytes held unread before the connection stops reading (its reader busy: the rest waits
 #: in Redis, whose output buffer limit for pub/sub cuts a reader far behind).
 HELD_MOST = 1 << 20
 
 
-def _parser() -> Any:
-    """A RESP parser (RESP2 and RESP3) of bytes, an error reply given as an exception."""
-    return hiredis.Reader(protocolError=InvalidResponse, replyError=Exception, notEnoughData=_MORE)
-
-
-class _Heard(asyncio.Protocol):
-    """The pub/sub connection's transport's protocol once redis-py has made it: what
-    arrives is fed to the parser, when it came noted, and the reader woken; while the
-    reader is busy elsewhere, reading stops once it holds :data:`HELD_MOST`."""
+class _Heard(TakenOver):
+    """The pub/sub connection, taken over (:class:`~server.connect.redis.TakenOver`): when
+    something came noted, and the reader woken; while the reader is busy elsewhere,
+    reading stops once it holds :data:`HELD_MOST`."""
 
     def __init__(self, transport: asyncio.Transport, parser: Any) -> None:
-        self.transport = transport
-        self.parser = parser
+        super().__init__(transport, parser)
         self.heard = time.monotonic()  # when Redis last sent anything
         self.waiter: asyncio.Future[bool] | None = None
         self.lost = False
         self.paused = False
-        #: redis-py's stream protocol, told of the loss too (its ``wait_closed`` ends).
-        self.before: asyncio.BaseProtocol | None = None
 
-    def data_received(self, data: bytes) -> None:
-        self.parser.feed(data)
+    def arrived(self) -> None:
         self.heard = time.monotonic()
         if not self.paused and self.waiter is None and self.parser.len() > HELD_MOST:
             self.paused = True
@@ -79,14 +67,9 @@ class _Heard(asyncio.Protocol):
             self.paused = False
             self.transport.resume_reading()
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def lost_with(self, exc: Exception | None) -> None:
         self.lost = True
         self._wake(True)
-        if self.before is not None:
-            self.before.connection_lost(exc)
-
-    def eof_received(self) -> bool:
-        return False  # (closed: connection_lost follows)
 
     def _wake(self, arrived: bool) -> None:
         waiter = self.waiter
@@ -102,7 +85,7 @@ class PubSub:
         self._name = name
         self._connection: Any = None
         self._heard_by: _Heard | None = None
-        self._parser = _parser()
+        self._parser: Any = None  # (its protocol's, once connected)
         self._health = health
         self._pinged: float | None = None  # when the PING not yet answered went
 
@@ -112,15 +95,8 @@ class PubSub:
         await connection.connect()
         await connection.send_command("CLIENT", "SETNAME", self._name)
         await connection.read_response()
-        reader, writer = getattr(connection, "_reader", None), getattr(connection, "_writer", None)
-        if reader is None or writer is None:  # (redis-py's own streams: a version without)
-            raise RedisConnectionError("the bus's pub/sub connection has no stream to read")
-        left = bytes(getattr(reader, "_buffer", b""))  # (nothing after its handshake)
-        if left:
-            self._parser.feed(left)
-        self._heard_by = _Heard(writer.transport, self._parser)
-        self._heard_by.before = writer.transport.get_protocol()
-        writer.transport.set_protocol(self._heard_by)
+        self._heard_by = _Heard.over(connection)
+        self._parser = self._heard_by.parser
 
     async def _send(self, *args: str) -> None:
         heard = self._heard_by
@@ -183,7 +159,7 @@ class PubSub:
                 item = parser.gets()
             except InvalidResponse:
                 raise RedisConnectionError("the bus's pub/sub connection read no RESP") from None
-            if item is _MORE:
+            if item is MORE:
                 return out
             if isinstance(item, Exception):
                 raise RedisConnectionError(f"the bus's pub/sub connection read an error: {item}")

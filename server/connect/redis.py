@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, Self
 from urllib.parse import unquote, urlsplit
 
 import hiredis
@@ -53,12 +53,14 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.sentinel import DEMOTED_MASTER_UNBLOCKED_ERROR
 
 __all__ = [
+    "MORE",
     "REDIS_SCHEMES",
     "SENTINEL_SCHEME",
     "Abandoned",
     "Asks",
     "Lane",
     "SentinelURL",
+    "TakenOver",
     "TimedConnection",
     "connect",
     "follow_primary",
@@ -67,6 +69,7 @@ __all__ = [
     "packed",
     "parse_sentinel_url",
     "redact",
+    "resp_parser",
     "unavailable",
 ]
 
@@ -353,53 +356,82 @@ class Lane:
 
 
 #: What a parser says of a reply not whole yet (not a reply of ``False``).
-_MORE: Final = object()
+MORE: Final = object()
 
 
-def _parser(connection: Any) -> Any:
-    """A RESP parser (hiredis, redis-py's own C one) for ``connection``'s replies: error
-    replies as redis-py's exceptions (``NOSCRIPT``, ``READONLY``...), returned, not raised;
-    text decoded as the connection's client decodes it."""
+def resp_parser(connection: Any = None) -> Any:
+    """A RESP parser (RESP2 and RESP3: hiredis, redis-py's own C one) of a connection's
+    replies: error replies as redis-py's exceptions (``NOSCRIPT``, ``READONLY``...),
+    returned, not raised; text decoded as ``connection``'s client decodes it (bytes
+    without a connection); :data:`MORE` while the next is not whole."""
     options: dict[str, Any] = dict(
-        protocolError=InvalidResponse, replyError=BaseParser.parse_error, notEnoughData=_MORE
+        protocolError=InvalidResponse, replyError=BaseParser.parse_error, notEnoughData=MORE
     )
-    encoder = connection.encoder
-    if encoder.decode_responses:
+    encoder = getattr(connection, "encoder", None)
+    if encoder is not None and encoder.decode_responses:
         options.update(encoding=encoder.encoding, errors=encoder.encoding_errors)
     return hiredis.Reader(**options)
 
 
-class _Wire(asyncio.Protocol):
-    """A :class:`Lane`'s connection once redis-py has made it (address, TLS, credentials,
-    database): its transport's protocol from then on, writing each batch at once and
-    parsing the replies as they arrive (:func:`_parser`), the batch's future answered when
-    the last is in. One batch at a time (the Lane's). A lost connection fails the batch
-    waiting (:class:`~redis.exceptions.ConnectionError`), as does what is not RESP."""
+class TakenOver(asyncio.Protocol):
+    """The protocol of a redis-py connection's transport once redis-py has made it (the
+    address or the primary the sentinels name, TLS, credentials, database): what arrives
+    fed to :attr:`parser` (:func:`resp_parser`), not to redis-py's stream (issue 36: its
+    per-call layers, its reads and wakes, a timeout on the task). The base of the
+    :class:`Lane`'s protocol and of the bus's pub/sub's (``server.bus.pubsub``)."""
 
     def __init__(self, transport: asyncio.Transport, parser: Any) -> None:
         self.transport = transport
         self.parser = parser
-        self.waiter: asyncio.Future[list[Any]] | None = None
-        self.count = 0
-        self.replies: list[Any] = []
-        self.lost: BaseException | None = None
         #: redis-py's stream protocol, told of the loss too (its ``wait_closed`` ends).
         self.before: asyncio.BaseProtocol | None = None
 
     @classmethod
-    def over(cls, connection: Any) -> _Wire:
+    def over(cls, connection: Any) -> Self:
         """Take ``connection``'s transport over from redis-py's stream (what it holds
         unread, nothing after its handshake, parsed first)."""
         writer, reader = connection._writer, connection._reader
-        if writer is None or reader is None:
-            raise RedisConnectionError("a Lane's connection has no transport")
-        wire = cls(writer.transport, _parser(connection))
+        if writer is None or reader is None:  # (redis-py's own streams: a version without)
+            raise RedisConnectionError("a connection to Redis has no transport to take over")
+        taken = cls(writer.transport, resp_parser(connection))
         left = bytes(getattr(reader, "_buffer", b""))
         if left:
-            wire.parser.feed(left)
-        wire.before = writer.transport.get_protocol()
-        writer.transport.set_protocol(wire)
-        return wire
+            taken.parser.feed(left)
+        taken.before = writer.transport.get_protocol()
+        writer.transport.set_protocol(taken)
+        return taken
+
+    def data_received(self, data: bytes) -> None:
+        self.parser.feed(data)
+        self.arrived()
+
+    def arrived(self) -> None:
+        """What came is in the parser."""
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost_with(exc)
+        if self.before is not None:
+            self.before.connection_lost(exc)
+
+    def lost_with(self, exc: Exception | None) -> None:
+        """The connection is lost (``exc``: why, if known)."""
+
+    def eof_received(self) -> bool:
+        return False  # (closed: connection_lost follows)
+
+
+class _Wire(TakenOver):
+    """A :class:`Lane`'s connection, taken over (:class:`TakenOver`): each batch written at
+    once and its replies parsed as they arrive, the batch's future answered when the last
+    is in. One batch at a time (the Lane's). A lost connection fails the batch waiting
+    (:class:`~redis.exceptions.ConnectionError`), as does what is not RESP."""
+
+    def __init__(self, transport: asyncio.Transport, parser: Any) -> None:
+        super().__init__(transport, parser)
+        self.waiter: asyncio.Future[list[Any]] | None = None
+        self.count = 0
+        self.replies: list[Any] = []
+        self.lost: BaseException | None = None
 
     def send(self, data: bytes, count: int) -> asyncio.Future[list[Any]]:
         """Write ``data`` (``count`` commands); the future of their replies."""
@@ -409,14 +441,10 @@ class _Wire(asyncio.Protocol):
             return waiter
         self.waiter, self.count, self.replies = waiter, count, []
         self.transport.write(data)
-        self._parse()  # (replies cannot be here yet; a parser left in error says so)
+        self.arrived()  # (replies cannot be here yet; a parser left in error says so)
         return waiter
 
-    def data_received(self, data: bytes) -> None:
-        self.parser.feed(data)
-        self._parse()
-
-    def _parse(self) -> None:
+    def arrived(self) -> None:
         waiter = self.waiter
         if waiter is None:
             return
@@ -424,7 +452,7 @@ class _Wire(asyncio.Protocol):
         try:
             while len(replies) < self.count:
                 reply = parser.gets()
-                if reply is _MORE:
+                if reply is MORE:
                     return
                 if type(reply) is not hiredis.PushNotification:  # (RESP3: no reply; as
                     replies.append(reply)  # redis-py, a push between replies is passed over)
@@ -438,16 +466,11 @@ class _Wire(asyncio.Protocol):
         if not waiter.done():
             waiter.set_result(replies)
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def lost_with(self, exc: Exception | None) -> None:
         self.lost = exc or RedisConnectionError("Redis closed the connection")
         waiter, self.waiter = self.waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_exception(RedisConnectionError("the connection to Redis was lost"))
-        if self.before is not None:
-            self.before.connection_lost(exc)
-
-    def eof_received(self) -> bool:
-        return False  # (closed: connection_lost follows)
 
 
 def _expire(replies: asyncio.Future[list[Any]]) -> None:

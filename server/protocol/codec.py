@@ -96,30 +96,25 @@ def encode(message: Mapping[str, Any], fmt: str) -> str | bytes:
     integer wider than 64 bits. (A non-finite float, which JSON cannot carry either,
     goes out as ``null`` in JSON: the server makes none.)
     """
-    if not isinstance(message, dict):
-        message = dict(message)
-    if fmt == JSON:
-        return orjson.dumps(message, option=_JSON_OPTIONS).decode()
-    if fmt == MSGPACK:
-        try:
-            packed: bytes = msgpack.packb(message, use_bin_type=True)
-        except OverflowError as exc:
-            raise ValueError(str(exc)) from None
-        return packed
-    raise ValueError(f"unknown format {fmt!r}")
+    data, text = payload(message, fmt)
+    return data.decode() if text else data
 
 
 def payload(message: Mapping[str, Any], fmt: str) -> tuple[bytes, bool]:
     """:func:`encode`'s message as a WebSocket frame's payload, and whether the frame is
     text: the same bytes, JSON's without a ``str`` made and encoded again (two copies of
     every frame the server writes, and a UTF-8 check)."""
+    if not isinstance(message, dict):
+        message = dict(message)
     if fmt == JSON:
-        if not isinstance(message, dict):
-            message = dict(message)
         return orjson.dumps(message, option=_JSON_OPTIONS), True
-    packed = encode(message, fmt)
-    assert isinstance(packed, bytes)
-    return packed, False
+    if fmt == MSGPACK:
+        try:
+            packed: bytes = msgpack.packb(message, use_bin_type=True)
+        except OverflowError as exc:
+            raise ValueError(str(exc)) from None
+        return packed, False
+    raise ValueError(f"unknown format {fmt!r}")
 
 
 def decode(frame: str | bytes, fmt: str, *, max_size: int = MAX_SIZE) -> dict[str, Any]:

@@ -173,10 +173,10 @@ def public_options(o: TableOptions) -> dict[str, Any]:
         "name": o.name,
         "decks": o.decks,
         "commission": o.commission,
-        "areas": [a.value for a in o.paytable.areas()],
+        "areas": list(_areas(o.paytable)),
         "seats": o.seats,
         "tier": o.tier,
-        "limits": asdict(o.limits),  # min, max, tie_max, side_max
+        "limits": dict(_limits(o.limits)),  # min, max, tie_max, side_max
         "timers": asdict(o.timers),  # every timer, in seconds
         "holder_must_bet_banker": o.holder_must_bet_banker,
         "bettors": o.bettors,
@@ -246,7 +246,7 @@ def summary(t: Table, road: dict[str, Any] | None = None) -> dict[str, Any]:
         "bettors": t.bettor_count(),  # bettors without a seat in (§5)
         "bettors_max": o.bettors,  # how many the table takes (0: seated players only)
         "tier": o.tier,
-        "limits": dict(_limits(o.limits)),  # (as public_options has them)
+        "limits": dict(_limits(o.limits)),
         "commission": o.commission,
         "shoe_no": t.shoe_no,
         "coup_no": t.coup_no,

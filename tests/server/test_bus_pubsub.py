@@ -20,9 +20,9 @@ import redis.asyncio as aioredis
 import redis.asyncio.client
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from server.bus.pubsub import PubSub, _parser
+from server.bus.pubsub import PubSub
 from server.bus.redis import RedisBus
-from server.connect.redis import connect
+from server.connect.redis import connect, resp_parser
 from server.protocol.records import Address, CommandRecord
 from server.vocabulary.events import Event
 from tests.kit.redis import RedisServer
@@ -100,7 +100,7 @@ def test_messages_cut_anywhere_are_read_whole_and_in_order() -> None:
     )
     for cut in range(len(wire)):
         reader = PubSub.__new__(PubSub)
-        reader._parser = _parser()
+        reader._parser = resp_parser()
         reader._parser.feed(wire[:cut])
         out = reader._parse()
         reader._parser.feed(wire[cut:])
@@ -118,7 +118,7 @@ def test_what_is_not_resp_is_a_lost_connection() -> None:
     connection (the bus connects again), never the bus's reader with another error."""
     for wire in (b"*x\r\n", b"$1z\r\nab\r\n", b"!3\r\nabc\r\n", b"-ERR no\r\n", b"?1\r\n"):
         reader = PubSub.__new__(PubSub)
-        reader._parser = _parser()
+        reader._parser = resp_parser()
         reader._parser.feed(wire)
         with pytest.raises(RedisConnectionError):
             reader._parse()
@@ -161,7 +161,7 @@ async def test_a_busy_reader_stops_the_connection_reading_until_it_parsed() -> N
             self.reading = True
 
     reader = PubSub.__new__(PubSub)
-    reader._parser, reader._health, reader._pinged = _parser(), 5.0, None
+    reader._parser, reader._health, reader._pinged = resp_parser(), 5.0, None
     transport = Transport()
     heard = reader._heard_by = _Heard(transport, reader._parser)  # type: ignore[arg-type]
     message = b"*3\r\n$7\r\nmessage\r\n$10\r\nchemmy:ctl\r\n$4096\r\n" + b"x" * 4096 + b"\r\n"
@@ -189,7 +189,7 @@ async def test_a_pong_read_between_two_waits_answers_the_ping() -> None:
             self.written.append(data)
 
     reader = PubSub.__new__(PubSub)
-    reader._parser, reader._health, reader._pinged = _parser(), 0.5, None
+    reader._parser, reader._health, reader._pinged = resp_parser(), 0.5, None
     transport = Transport()
     heard = reader._heard_by = _Heard(transport, reader._parser)  # type: ignore[arg-type]
     await asyncio.sleep(0.5)

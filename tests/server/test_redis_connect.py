@@ -338,7 +338,7 @@ async def test_a_lanes_protocol_answers_its_batch_whole_or_fails_it() -> None:
 
     from redis.exceptions import ConnectionError as RedisConnectionError
 
-    from server.connect.redis import _parser, _Wire
+    from server.connect.redis import _Wire, resp_parser
 
     class Transport:
         def __init__(self) -> None:
@@ -355,7 +355,7 @@ async def test_a_lanes_protocol_answers_its_batch_whole_or_fails_it() -> None:
     wire = b"+OK\r\n:7\r\n$3\r\nabc\r\n-ERR no\r\n"
     for cut in range(len(wire) + 1):
         transport = Transport()
-        lane = _Wire(transport, _parser(SimpleNamespace(encoder=encoder)))  # type: ignore[arg-type]
+        lane = _Wire(transport, resp_parser(SimpleNamespace(encoder=encoder)))  # type: ignore[arg-type]
         replies = lane.send(b"4 commands", 4)
         assert transport.written == [b"4 commands"]
         lane.data_received(wire[:cut])
@@ -365,7 +365,7 @@ async def test_a_lanes_protocol_answers_its_batch_whole_or_fails_it() -> None:
         assert done[:3] == [b"OK", 7, b"abc"] and isinstance(done[3], ResponseError)
     for trouble in ("not resp", "lost"):
         transport = Transport()
-        lane = _Wire(transport, _parser(SimpleNamespace(encoder=encoder)))  # type: ignore[arg-type]
+        lane = _Wire(transport, resp_parser(SimpleNamespace(encoder=encoder)))  # type: ignore[arg-type]
         replies = lane.send(b"2 commands", 2)
         lane.data_received(b":1\r\n")
         if trouble == "lost":
