@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Final
 
+import msgpack
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
@@ -127,7 +128,7 @@ class RedisCore(StoreFront):
         self._tracked = Tracked(_LUA_BET_READS, _bet_loose)  # the per-bet reads, kept
         self._scripts: dict[str, Any] = {}
         #: The commits queued for the next group (arguments, futures), a flush due, flushes.
-        self._queued: list[tuple[list[bytes], asyncio.Future[Any]]] = []
+        self._queued: list[tuple[bytes, asyncio.Future[Any]]] = []
         self._flush_due = False
         self._flushes: set[asyncio.Task[None]] = set()
         self.commits = self.groups = 0  # commits stored, and the batches they went in
@@ -284,7 +285,7 @@ class RedisCore(StoreFront):
 
     # -- the one write (planned by StoreFront.commit) -----------------------------------
     async def _apply(self, plan: CommitPlan) -> CommitResult:
-        args: list[str] = [self.prefix, plan.day, plan.cutoff, str(len(plan.entries))]
+        args: list[str] = [plan.day, plan.cutoff, str(len(plan.entries))]
         moved: list[str] = []  # whose flows it moves: read afresh here (``_tracked``)
         for entry in plan.entries:
             args += [entry.key, entry.src, entry.dst, str(entry.amount), _pack(entry)]
@@ -340,16 +341,18 @@ class RedisCore(StoreFront):
             args += [str(guard.cap), guard.since]
         with self._translated():
             self._redis()
-            # Encoded here: a text Redis cannot take is this commit's refusal alone.
-            encoded = [arg.encode() for arg in args]
-        out = await self._tracked.wrote(moved, self._grouped(encoded), self._key("flows:"))
+            # Encoded here: a text Redis cannot take is this commit's refusal alone. One
+            # msgpack array, not an argument each (issue 36: each went through its own
+            # encode and RESP header here, and the script's reading loop in Redis).
+            packed = msgpack.packb(args)
+        out = await self._tracked.wrote(moved, self._grouped(packed), self._key("flows:"))
         if table is not None and plan.row is not None and not table.closed:  # (stored: listed)
             self._listed[table.table_id] = table.epoch
         return CommitResult(int(out[0]), {a: int(b) for a, b in zip(report, out[1:], strict=True)})
 
     # -- the group commit ------------------------------------------------------------
-    def _grouped(self, args: list[bytes]) -> asyncio.Future[Any]:
-        """Queue a commit script's ``args`` for the next group; its answer. The commits
+    def _grouped(self, args: bytes) -> asyncio.Future[Any]:
+        """Queue a commit script's ``args`` (packed) for the next group; its answer. The commits
         queued before the flush runs (the same turn of the loop) go out together, so a
         lone commit waits for no company, and every commit is sent in the order it was
         queued."""
@@ -401,7 +404,7 @@ class RedisCore(StoreFront):
             else:
                 future.set_result(outcome)
 
-    async def _send(self, group: Iterable[list[bytes]]) -> list[Any]:
+    async def _send(self, group: Iterable[bytes]) -> list[Any]:
         """Send the commits in one batch (not a transaction: each ``EVALSHA`` is its
         own atomic script, and one's error reply is its own), then one ``WAIT`` with
         :attr:`min_replicas`: each commit's answer, or its :class:`StoreError`. The
@@ -429,14 +432,14 @@ class RedisCore(StoreFront):
             head, todo = ["EVAL", _LUA_COMMIT], again  # (and Redis keeps it again)
         return outcomes
 
-    async def _execute(self, head: list[str], group: list[list[bytes]]) -> list[Any]:
+    async def _execute(self, head: list[str], group: list[bytes]) -> list[Any]:
         """The replies (error replies as exceptions) of the commit script (``head``: its
         ``EVALSHA`` or ``EVAL``) run with each of ``group``'s arguments, then of ``WAIT``
         with :attr:`min_replicas`: one batch on the commits' own connection (a ``Lane``,
         retried as the client's commands are: no redis-py command or pipeline each)."""
         if self._lane is None:
             raise StoreError("the store is not open")
-        commands: list[list[Any]] = [[*head, "0", *args] for args in group]
+        commands: list[list[Any]] = [[*head, "0", self.prefix, args] for args in group]
         if self.min_replicas:
             commands.append(["WAIT", str(self.min_replicas), str(WAIT_TIMEOUT_MS)])
         return await self._lane.replies(commands)

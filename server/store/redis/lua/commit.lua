@@ -1,6 +1,8 @@
-local day, cutoff = ARGV[2], ARGV[3]
-local i = 4
-local function nxt() local v = ARGV[i]; i = i + 1; return v end
+-- ARGV[2]: the commit's arguments, one msgpack array of strings (read in order).
+local A = cmsgpack.unpack(ARGV[2])
+local day, cutoff = A[1], A[2]
+local i = 3
+local function nxt() local v = A[i]; i = i + 1; return v end
 local entries = {}
 for n = 1, tonumber(nxt()) do
   entries[n] = {key = nxt(), src = nxt(), dst = nxt(), amount = nxt(), packed = nxt(),
