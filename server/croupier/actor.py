@@ -146,7 +146,7 @@ class TableActor:
         #: with the row, what the table is rebuilt from when a step is undone.
         self._parts: dict[str, dict[str, Any]] = dict(settings.parts or {})
         table.take_parts()  # (what a restored table would write: stored already)
-        self._summary: dict[str, Any] | None = None
+        self._summary: tuple[tuple[Any, ...], dict[str, Any]] | None = None  # (key, line)
         self._task: asyncio.Task[None] | None = None
         self._current: Item | None = None  # the item being stepped, not answered yet
         self._bursting: list[Item] = []  # a burst's other decided items, not answered yet
@@ -188,11 +188,13 @@ class TableActor:
         return self._doubt is not None
 
     def summary(self) -> dict[str, Any]:
-        """The table's lobby line (made again only after a step changed something; its
-        road only after a result or a new shoe: :meth:`Roads.lobby`)."""
-        if self._summary is None:
-            self._summary = views.summary(self.table, self.roads.lobby(self.table))
-        return self._summary
+        """The table's lobby line (made again only when what it is made from changed:
+        :func:`views.summary_key`; its road only after a result or a new shoe:
+        :meth:`Roads.lobby`). The same line as before is the same object."""
+        key = views.summary_key(self.table)
+        if self._summary is None or self._summary[0] != key:
+            self._summary = (key, views.summary(self.table, self.roads.lobby(self.table)))
+        return self._summary[1]
 
     # -- money ---------------------------------------------------------------------------
     async def load(self) -> None:
@@ -502,8 +504,6 @@ class TableActor:
         cmd, step, events = happened.command, happened.step, happened.events
         record = item.record
         self.failures, self.retry_at = 0, None
-        if changes_line(cmd, events):
-            self._summary = None  # the lobby line may have changed (watchers count too)
         if events:
             self.bus.publish(self.table_id, events)
         self._tell_closed()  # the operator closed it: this actor's last step

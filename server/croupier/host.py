@@ -418,8 +418,8 @@ class Croupier:
             return
         if not changes_line(cmd, events):
             return  # (nothing stored, nobody came or went: the same line)
-        summary = actor.summary()
-        if self._summaries.get(actor.table_id) != summary:
+        summary, shared = actor.summary(), self._summaries.get(actor.table_id)
+        if shared is not summary and shared != summary:  # (the same line: the same object)
             self._summaries[actor.table_id] = summary
             cluster, tid = self.cluster, actor.table_id
 

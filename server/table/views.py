@@ -229,6 +229,25 @@ def _areas(paytable: Paytable) -> tuple[str, ...]:
     return tuple(a.value for a in paytable.areas())
 
 
+def summary_key(t: Table) -> tuple[Any, ...]:
+    """All that a step may change of what :func:`summary` of ``t`` is made from (its
+    options never change; its road is made from its shoe and results): the same key, the
+    same line (issue 36: a cluster's owner made the line again after every stored step)."""
+    seated = t.seated()
+    return (
+        t,
+        t.phase,
+        t.paused,
+        len(t.players),
+        len(seated),
+        t.chips.bettors(seated),
+        t.shoe_no,
+        t.coup_no,
+        round_in_progress(t),
+        len(t.results),
+    )
+
+
 def summary(t: Table, road: dict[str, Any] | None = None) -> dict[str, Any]:
     """One lobby line: limits, seats taken, phase, and the round in play (``round_id``:
     the round being bet on, debited or dealt, which an operator may void; ``None``

@@ -177,10 +177,11 @@ async def test_a_step_of_transient_events_keeps_the_lobby_line(
 async def test_the_lobby_lines_road_is_made_again_only_after_a_result_or_a_shoe(
     net: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A step that stores something makes the lobby line again, but its road (the shoe's
-    roads cut short, most of the line's cost: a cluster owner shares the line after every
-    stored step, issue 36) only once a coup's result or a new shoe changed it; the line is
-    always what :func:`views.summary` makes of the table."""
+    """A step that changes what the lobby line is made from makes it again, but its road
+    (the shoe's roads cut short, most of the line's cost: a cluster owner shares the line
+    after every stored step, issue 36) only once a coup's result or a new shoe changed it;
+    a step that changes nothing in it (a bet) leaves the same line, not made again. The
+    line is always what :func:`views.summary` makes of the table."""
     server = await net.start()
     ann, bob = await net.player(server, "ann"), await net.player(server, "bob")
     for client in (ann, bob):
@@ -202,7 +203,13 @@ async def test_the_lobby_lines_road_is_made_again_only_after_a_result_or_a_shoe(
     made = len(roads)
     await ann.call("bet", table="t1", area="player", amount=100)
     line = actor.summary()
-    assert line is not first and line["road"] is first["road"] and len(roads) == made
+    assert line is first and line == views.summary(actor.table, real(actor.table))
+    carl = await net.player(server, "carl")
+    await carl.join("t1")
+    line = actor.summary()
+    assert line is not first and line["spectators"] == first["spectators"] + 1
+    assert line["road"] is first["road"] and len(roads) == made
+    assert line == views.summary(actor.table, real(actor.table))
     await ann.call("remove_bet", table="t1", area="player")
     await game.play_coup({"bob": {"banker": 100}})
     after = actor.summary()

@@ -47,6 +47,7 @@ from server.engine.shoe import shuffle_order
 from server.ledger.audit import hold_problems
 from server.table import MemoryWallet, Table, TableError, TableOptions, Timers, view_event
 from server.table.table import Phase
+from server.table.views import summary, summary_key
 from server.table.views import view as snapshot
 from server.vocabulary import commands as c
 from server.vocabulary.events import TRANSIENT_KINDS
@@ -173,6 +174,7 @@ class TableMachine(RuleBasedStateMachine):
         self.sent_with_id: list[c.Command] = []
         self.unique = 0
         self.stored: dict[str, Any] | None = None  # the last stored state checked
+        self.line: tuple[tuple[Any, ...], dict[str, Any]] | None = None  # (key, lobby line)
         self.parts: dict[str, dict[str, Any]] = {}  # the bettors' parts, as stored
         self.turners: set[str] = set()  # the coup's turners (a bettor's bets: public)
         #: The shoe's contributors: each committed while seated, named in public then
@@ -553,6 +555,15 @@ class TableMachine(RuleBasedStateMachine):
         copying everything afresh gives, and shares nothing with the table or the last
         state taken."""
         self.stored = check_stored_state(self.table, self.stored)
+
+    @invariant()
+    def the_same_lobby_key_is_the_same_line(self):
+        """The lobby line is made again only when its key changed (a cluster's owner keeps
+        it by key, issue 36): whatever a step did, the same key must mean the same line."""
+        key, line = summary_key(self.table), summary(self.table)
+        if self.line is not None and self.line[0] == key:
+            assert line == self.line[1], (key, self.line[1], line)
+        self.line = (key, line)
 
     @invariant()
     def every_hold_has_one_outcome(self):
