@@ -152,7 +152,7 @@ async def test_a_step_of_transient_events_keeps_the_lobby_line(
     """A chat line (transient: shown, never stored) leaves the table's lobby line as it
     was, not made again (issue 36: a cluster owner rebuilt the line, its road and all,
     after every squeezed card's bend to compare it with the last one shared); a step that
-    stores something (a sit) makes it again."""
+    changes what the line is made from (a sit) makes it again."""
     server = await net.start()
     ann = await net.player(server, "ann")
     await ann.join("t1")

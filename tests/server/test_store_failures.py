@@ -10,6 +10,7 @@ import pytest
 
 from server.protocol.errors import StoreError
 from server.store.base import CommitResult
+from server.table.views import summary
 from server.table.views import view as snapshot
 
 
@@ -57,11 +58,16 @@ async def test_a_table_step_the_store_refused_is_undone_and_never_sent(
     await watcher.join("t1")
     await ann.join("t1")
     seq_before = server.actors["t1"].table.seq
+    line = server.actors["t1"].summary()  # (the lobby line, kept by its key)
     fail_next_commit(monkeypatch, server.store)
     await ann.refused("store_failed", "sit", table="t1")
     table = server.actors["t1"].table
     assert table.seq == seq_before and snapshot(table, None)["seats"] == []  # undone
     assert not watcher.events("t1", "sat")  # and nothing of it went out
+    # The undone table is another object: its line is made from it, and is the same.
+    assert server.actors["t1"].summary() == summary(table) == line and line["seated"] == 0
     sat = await ann.call("sit", table="t1")  # the store works again: the retry sits
     assert sat["seq"] > seq_before
     assert [s["player"] for s in snapshot(server.actors["t1"].table, None)["seats"]] == ["ann"]
+    after = server.actors["t1"].summary()
+    assert after["seated"] == 1 and after == summary(server.actors["t1"].table)

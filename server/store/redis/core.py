@@ -343,7 +343,8 @@ class RedisCore(StoreFront):
             self._redis()
             # Encoded here: a text Redis cannot take is this commit's refusal alone. One
             # msgpack array, not an argument each (issue 36: each went through its own
-            # encode and RESP header here, and the script's reading loop in Redis).
+            # encode and RESP header here, and the script's reading loop in Redis). Every
+            # item a str, as the script reads them (a number would come as a Lua number).
             packed = msgpack.packb(args)
         out = await self._tracked.wrote(moved, self._grouped(packed), self._key("flows:"))
         if table is not None and plan.row is not None and not table.closed:  # (stored: listed)
@@ -351,13 +352,13 @@ class RedisCore(StoreFront):
         return CommitResult(int(out[0]), {a: int(b) for a, b in zip(report, out[1:], strict=True)})
 
     # -- the group commit ------------------------------------------------------------
-    def _grouped(self, args: bytes) -> asyncio.Future[Any]:
-        """Queue a commit script's ``args`` (packed) for the next group; its answer. The commits
+    def _grouped(self, packed: bytes) -> asyncio.Future[Any]:
+        """Queue a commit script's ``packed`` arguments for the next group; its answer. The commits
         queued before the flush runs (the same turn of the loop) go out together, so a
         lone commit waits for no company, and every commit is sent in the order it was
         queued."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queued.append((args, future))
+        self._queued.append((packed, future))
         if not self._flush_due:
             self._flush_due = True
             self._spawn()
@@ -389,7 +390,7 @@ class RedisCore(StoreFront):
         else:
             self._flush_due = False
         try:
-            outcomes = await self._send(args for args, _ in group)
+            outcomes = await self._send(packed for packed, _ in group)
         except asyncio.CancelledError:  # the loop is closing: so are the callers waiting
             for _, future in group:
                 future.cancel()
@@ -434,12 +435,12 @@ class RedisCore(StoreFront):
 
     async def _execute(self, head: list[str], group: list[bytes]) -> list[Any]:
         """The replies (error replies as exceptions) of the commit script (``head``: its
-        ``EVALSHA`` or ``EVAL``) run with each of ``group``'s arguments, then of ``WAIT``
+        ``EVALSHA`` or ``EVAL``) run with each of ``group``'s packed arguments, then of ``WAIT``
         with :attr:`min_replicas`: one batch on the commits' own connection (a ``Lane``,
         retried as the client's commands are: no redis-py command or pipeline each)."""
         if self._lane is None:
             raise StoreError("the store is not open")
-        commands: list[list[Any]] = [[*head, "0", self.prefix, args] for args in group]
+        commands: list[list[Any]] = [[*head, "0", self.prefix, packed] for packed in group]
         if self.min_replicas:
             commands.append(["WAIT", str(self.min_replicas), str(WAIT_TIMEOUT_MS)])
         return await self._lane.replies(commands)
