@@ -38,6 +38,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -478,6 +479,11 @@ class RedisHA:
             time.sleep(0.05)
         raise RuntimeError(f"no replica was promoted in {timeout} s; see {self.directory}")
 
+    def watch_switch(self) -> SwitchWatch:
+        """Listen to every sentinel's ``+switch-master`` from now (call it before a kill):
+        when the first of them named a new primary (:class:`SwitchWatch`)."""
+        return SwitchWatch([s.port for s in self.sentinels])
+
     def stop(self) -> None:
         """Stop everything (the servers SIGKILLed: a test's throwaway copies; a paused
         one too)."""
@@ -485,6 +491,55 @@ class RedisHA:
             sentinel.stop()
         for server in self.servers:
             server.kill()
+
+
+class SwitchWatch:
+    """When the first sentinel announced a new primary (``+switch-master``: from then
+    on it names it), as ``time.monotonic()``; None until one did. A thread a sentinel,
+    subscribed when made. It separates what a failover's outage owes to the sentinels
+    (their down-after time, their election: a split vote is tried again only after twice
+    the failover timeout) from what the servers take once a primary is named."""
+
+    def __init__(self, ports: Sequence[int]) -> None:
+        self.at: float | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        for port in ports:
+            pubsub = _client(port).pubsub()
+            pubsub.subscribe("+switch-master")  # (confirmed before a kill can happen)
+            pubsub.get_message(timeout=scaled(2.0))
+            thread = threading.Thread(target=self._listen, args=(pubsub,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _listen(self, pubsub: Any) -> None:
+        try:
+            while not self._stop.is_set():
+                message = pubsub.get_message(timeout=0.05)
+                if message is not None and message.get("type") == "message":
+                    now = time.monotonic()
+                    with self._lock:
+                        if self.at is None or now < self.at:
+                            self.at = now
+        except redis.RedisError:
+            pass  # (the sentinel went away: the others still listen)
+        finally:
+            pubsub.close()
+
+    def wait(self, timeout: float = 3 * TIMEOUT) -> float:
+        """When the first sentinel announced the switch (waiting for it)."""
+        deadline = time.monotonic() + timeout
+        while self.at is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no sentinel announced a new primary in {timeout} s")
+            time.sleep(0.02)
+        return self.at
+
+    def close(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=2.0)
 
 
 def role(server: RedisServer) -> str:
