@@ -1202,7 +1202,9 @@ async def test_sqlite_a_competing_writer_never_stalls_the_loop(tmp_path: Path) -
         assert await locker.wait() == 0
         assert result.inserted == 1  # it waited for the lock, then wrote
         assert waited > 1.0
-        assert worst < 0.5 * TIMEOUT_FACTOR, f"the loop stalled for {worst:.3f} s"
+        # Waited for on the loop, the lock would stall it for most of its 2 s; a full
+        # suite on two cores once left this process off a CPU for 0.58 s.
+        assert worst < 1.0 * TIMEOUT_FACTOR, f"the loop stalled for {worst:.3f} s"
         assert len(ticker.gaps) > 40
     finally:
         await store.close()

@@ -341,10 +341,8 @@ class RedisCore(StoreFront):
             args += [str(guard.cap), guard.since]
         with self._translated():
             self._redis()
-            # Encoded here: a text Redis cannot take is this commit's refusal alone. One
-            # msgpack array, not an argument each (issue 36: each went through its own
-            # encode and RESP header here, and the script's reading loop in Redis). Every
-            # item a str, as the script reads them (a number would come as a Lua number).
+            # Encoded here (a text Redis cannot take is this commit's refusal alone): one
+            # msgpack array of str, as the script reads them, not an argument each (issue 36).
             packed = msgpack.packb(args)
         out = await self._tracked.wrote(moved, self._grouped(packed), self._key("flows:"))
         if table is not None and plan.row is not None and not table.closed:  # (stored: listed)
@@ -353,10 +351,9 @@ class RedisCore(StoreFront):
 
     # -- the group commit ------------------------------------------------------------
     def _grouped(self, packed: bytes) -> asyncio.Future[Any]:
-        """Queue a commit script's ``packed`` arguments for the next group; its answer. The commits
-        queued before the flush runs (the same turn of the loop) go out together, so a
-        lone commit waits for no company, and every commit is sent in the order it was
-        queued."""
+        """Queue a commit script's ``packed`` arguments for the next group; its answer. The
+        commits queued before the flush runs (the same turn of the loop) go out together: a
+        lone commit waits for no company, and every commit goes in the order it was queued."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._queued.append((packed, future))
         if not self._flush_due:
@@ -436,8 +433,7 @@ class RedisCore(StoreFront):
     async def _execute(self, head: list[str], group: list[bytes]) -> list[Any]:
         """The replies (error replies as exceptions) of the commit script (``head``: its
         ``EVALSHA`` or ``EVAL``) run with each of ``group``'s packed arguments, then of ``WAIT``
-        with :attr:`min_replicas`: one batch on the commits' own connection (a ``Lane``,
-        retried as the client's commands are: no redis-py command or pipeline each)."""
+        with :attr:`min_replicas`: one batch on the commits' own ``Lane``, retried as the client's."""
         if self._lane is None:
             raise StoreError("the store is not open")
         commands: list[list[Any]] = [[*head, "0", self.prefix, packed] for packed in group]

@@ -30,11 +30,10 @@ def _lua(name: str) -> str:
 #: functions that check and post entries, sum flows and hold limit guards.
 _LUA_COMMON: Final = "local P = ARGV[1]\n" + LUA_RULES + _lua("common")
 
-#: A commit (docs/architecture.md §10): ARGV: prefix, then one msgpack array of strings:
-#: the day and the cutoff of the flows, then counted lists of entries, the table row and
-#: its parts, events, records, the balances to report, wallet calls and limit guards
-#: (``RedisCore._apply`` builds them; one argument, not one each: issue 36). The epoch
-#: and the ledger are checked first, then everything is written.
+#: A commit (docs/architecture.md §10): ARGV: prefix, one msgpack array of strings: the
+#: day and the cutoff of the flows, then counted lists of entries, the table row and its
+#: parts, events, records, the balances to report, wallet calls and limit guards
+#: (``RedisCore._apply``). The epoch and the ledger are checked first, then the writes.
 _LUA_COMMIT: Final = _LUA_COMMON + _lua("commit")
 
 # ARGV: prefix, player id, name, account, welcome key, packed, amount ('0': none),
