@@ -62,8 +62,11 @@ log = logging.getLogger("chemmy.limits")
 
 #: Seconds between two writes of the connection counts that may be wrong in Redis.
 RESYNC_EVERY: Final = 5.0
-#: Seconds between two writes of all of this process's connection counts.
-FULL_EVERY: Final = 60.0
+#: Seconds between two writes of all of this process's connection counts (they renew the
+#: keys' expiry, and put right a drift nobody saw: a write a failover lost). Issue 36: at
+#: 60 s, an ``HSET`` and a ``PEXPIRE`` of an unchanged count a connected player a minute
+#: (the issue's evening at 840 seated, a coup: ``PEXPIRE`` 60.4 → 48.3, ``HSET`` 181.6 → 172.0).
+FULL_EVERY: Final = 300.0
 #: Seconds a process uses only its local limits after a Redis call failed.
 RETRY_AFTER: Final = 1.0
 #: Seconds a Redis call of the limits may take before it counts as failed.
