@@ -64,9 +64,12 @@ log = logging.getLogger("chemmy.limits")
 RESYNC_EVERY: Final = 5.0
 #: Seconds between two writes of all of this process's connection counts (they renew the
 #: keys' expiry, and put right a drift nobody saw: a write a failover lost). Issue 36: at
-#: 60 s, an ``HSET`` and a ``PEXPIRE`` of an unchanged count a connected player a minute
+#: 60 s, an ``HSET`` and a ``PEXPIRE`` of every unchanged count key a minute
 #: (the issue's evening at 840 seated, a coup: ``PEXPIRE`` 60.4 → 48.3, ``HSET`` 181.6 → 172.0).
 FULL_EVERY: Final = 300.0
+#: The same after a Redis call failed (not sooner after the last: not a write of every
+#: count at each resync while a slow Redis times calls out).
+FULL_SOON: Final = 60.0
 #: Seconds a process uses only its local limits after a Redis call failed.
 RETRY_AFTER: Final = 1.0
 #: Seconds a Redis call of the limits may take before it counts as failed.
@@ -195,6 +198,8 @@ class SharedLimits(Limits):
         #: cancelled call): the next resync writes them.
         self._dirty: set[str] = set()
         self._full_at = 0.0  # when all the counts were last written (monotonic)
+        #: A call failed since: all are written again once a minute has passed since then.
+        self._full_soon = False
         self._down_until = 0.0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._resync: asyncio.Task[None] | None = None
@@ -226,6 +231,7 @@ class SharedLimits(Limits):
             log.warning("limits: Redis unreachable (%s); local limits for now", exc)
         self.fallbacks += 1
         self._down_until = self.clock() + RETRY_AFTER
+        self._full_soon = True  # (a failover may have lost acknowledged writes: unseen)
 
     # -- connections ------------------------------------------------------------------
     async def open_connection(self, address: str) -> bool:
@@ -307,9 +313,15 @@ class SharedLimits(Limits):
         while True:
             await asyncio.sleep(RESYNC_EVERY)
             try:
-                await self.resync(full=self.clock() - self._full_at >= FULL_EVERY)
+                await self.resync(full=self.full_due())
             except (RedisError, OSError, TimeoutError) as exc:
                 self._failed(exc)
+
+    def full_due(self) -> bool:
+        """Whether the next resync writes all the counts: :data:`FULL_EVERY` after the last
+        such write, or :data:`FULL_SOON` after it once a call failed since."""
+        since = self.clock() - self._full_at
+        return since >= (FULL_SOON if self._full_soon else FULL_EVERY)
 
     async def resync(self, *, full: bool = False) -> None:
         """Write this process's connection counts to Redis as it holds them: those an
@@ -325,7 +337,7 @@ class SharedLimits(Limits):
             keys = set(self._dirty)
         if not keys and not full:
             return
-        dirty = set(self._dirty)
+        dirty, failures = set(self._dirty), self.fallbacks
         async with self.redis.pipeline(transaction=False) as pipe:
             for key in sorted(keys):
                 n = counts.get(key, 0)
@@ -338,8 +350,9 @@ class SharedLimits(Limits):
                 pipe.set(self._marker, 1, px=self._expiry_ms)
             async with asyncio.timeout(REDIS_TIMEOUT * 4):
                 await pipe.execute()
-        if full:
+        if full:  # (a call that failed meanwhile still asks for the next one soon)
             self._full_at = self.clock()
+            self._full_soon = self._full_soon and self.fallbacks != failures
         # Written as held: clean, unless an open or a close went wrong again meanwhile.
         self._dirty -= dirty & keys
         now = self._counts()  # a key still at 0 after the write has no field any more

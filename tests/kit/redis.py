@@ -494,8 +494,9 @@ class RedisHA:
 
 
 class SwitchWatch:
-    """When the first sentinel announced a new primary (``+switch-master``: from then
-    on it names it), as ``time.monotonic()``; None until one did. A thread a sentinel,
+    """When the first sentinel announced a new primary (``+switch-master``: from then on
+    its ``SENTINEL MASTERS``, where redis-py's Sentinel pool looks, no longer flags the
+    old one down but names the new one), as ``time.monotonic()``; None until one did. A thread a sentinel,
     subscribed when made. It separates what a failover's outage owes to the sentinels
     (their down-after time, their election: a split vote is tried again only after twice
     the failover timeout) from what the servers take once a primary is named."""
@@ -505,13 +506,23 @@ class SwitchWatch:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        for port in ports:
-            pubsub = _client(port).pubsub()
-            pubsub.subscribe("+switch-master")  # (confirmed before a kill can happen)
-            pubsub.get_message(timeout=scaled(2.0))
-            thread = threading.Thread(target=self._listen, args=(pubsub,), daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        try:
+            for port in ports:
+                pubsub = _client(port).pubsub()
+                try:  # (confirmed before a kill can happen)
+                    pubsub.subscribe("+switch-master")
+                    reply = pubsub.get_message(timeout=scaled(2.0))
+                    if not reply or reply.get("type") != "subscribe":
+                        raise RuntimeError(f"sentinel {port}: +switch-master not confirmed")
+                except BaseException:
+                    pubsub.close()
+                    raise
+                thread = threading.Thread(target=self._listen, args=(pubsub,), daemon=True)
+                thread.start()
+                self._threads.append(thread)
+        except BaseException:
+            self.close()
+            raise
 
     def _listen(self, pubsub: Any) -> None:
         try:

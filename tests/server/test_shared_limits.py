@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.exceptions import RedisError
 
-from server.limits.shared import SharedLimits, chunk
+from server.limits.shared import FULL_EVERY, FULL_SOON, SharedLimits, chunk
 from server.process.config import ServerConfig
 from server.protocol.errors import Refused
 
@@ -121,6 +122,27 @@ async def test_resync_puts_the_counts_right(three: Any, redis_url: str) -> None:
         assert await r.hgetall("chemmy:limits:conn:p:cy") == {}
     finally:
         await r.aclose()
+
+
+async def test_a_failed_call_brings_the_next_full_write_forward(three: Any) -> None:
+    """Every count is written again FULL_EVERY seconds after the last such write, and
+    FULL_SOON after it once a Redis call failed (a failover may have lost writes it
+    acknowledged, a drift nobody sees), not at each resync while calls fail."""
+    lim = (await three(max_connections_per_player=3))[0]
+    await lim.open_player("cy")
+    await lim.resync()  # (the first is a full one)
+    now = [lim.clock()]
+    lim.clock = lambda: now[0]
+    now[0] += FULL_SOON + 1
+    assert not lim.full_due()  # nothing failed
+    lim._failed(RedisError("the primary went away"))
+    assert lim.full_due()
+    await lim.resync(full=True)
+    assert not lim.full_due()
+    now[0] += FULL_EVERY - 1
+    assert not lim.full_due()
+    now[0] += 1
+    assert lim.full_due()
 
 
 async def test_a_cluster_at_rest_writes_no_counts(three: Any, redis_url: str) -> None:

@@ -1204,7 +1204,7 @@ async def test_sqlite_a_competing_writer_never_stalls_the_loop(tmp_path: Path) -
         assert waited > 1.0
         # Waited for on the loop, the lock would stall it for most of its 2 s; a full
         # suite on two cores once left this process off a CPU for 0.58 s.
-        assert worst < 1.0 * TIMEOUT_FACTOR, f"the loop stalled for {worst:.3f} s"
+        assert worst < min(1.0 * TIMEOUT_FACTOR, 1.5), f"the loop stalled for {worst:.3f} s"
         assert len(ticker.gaps) > 40
     finally:
         await store.close()
