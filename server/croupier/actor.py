@@ -193,7 +193,7 @@ class TableActor:
         :meth:`Roads.lobby`). The same line as before is the same object."""
         key = views.summary_key(self.table)
         if self._summary is None or self._summary[0] != key:
-            self._summary = (key, views.summary(self.table, self.roads.lobby(self.table)))
+            self._summary = (key, views.summary(self.table, self.roads.lobby(self.table), key))
         return self._summary[1]
 
     # -- money ---------------------------------------------------------------------------

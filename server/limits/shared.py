@@ -198,8 +198,7 @@ class SharedLimits(Limits):
         #: cancelled call): the next resync writes them.
         self._dirty: set[str] = set()
         self._full_at = 0.0  # when all the counts were last written (monotonic)
-        #: A call failed since: all are written again once a minute has passed since then.
-        self._full_soon = False
+        self._full_fallbacks = 0  # the calls that had failed when that write began
         self._down_until = 0.0
         self._tasks: set[asyncio.Task[Any]] = set()
         self._resync: asyncio.Task[None] | None = None
@@ -231,7 +230,6 @@ class SharedLimits(Limits):
             log.warning("limits: Redis unreachable (%s); local limits for now", exc)
         self.fallbacks += 1
         self._down_until = self.clock() + RETRY_AFTER
-        self._full_soon = True  # (a failover may have lost acknowledged writes: unseen)
 
     # -- connections ------------------------------------------------------------------
     async def open_connection(self, address: str) -> bool:
@@ -319,9 +317,10 @@ class SharedLimits(Limits):
 
     def full_due(self) -> bool:
         """Whether the next resync writes all the counts: :data:`FULL_EVERY` after the last
-        such write, or :data:`FULL_SOON` after it once a call failed since."""
-        since = self.clock() - self._full_at
-        return since >= (FULL_SOON if self._full_soon else FULL_EVERY)
+        such write, or :data:`FULL_SOON` after it once a call failed since (a failover may
+        have lost writes it acknowledged: a drift nobody sees)."""
+        failed = self.fallbacks != self._full_fallbacks
+        return self.clock() - self._full_at >= (FULL_SOON if failed else FULL_EVERY)
 
     async def resync(self, *, full: bool = False) -> None:
         """Write this process's connection counts to Redis as it holds them: those an
@@ -351,8 +350,7 @@ class SharedLimits(Limits):
             async with asyncio.timeout(REDIS_TIMEOUT * 4):
                 await pipe.execute()
         if full:  # (a call that failed meanwhile still asks for the next one soon)
-            self._full_at = self.clock()
-            self._full_soon = self._full_soon and self.fallbacks != failures
+            self._full_at, self._full_fallbacks = self.clock(), failures
         # Written as held: clean, unless an open or a close went wrong again meanwhile.
         self._dirty -= dirty & keys
         now = self._counts()  # a key still at 0 after the write has no field any more

@@ -231,8 +231,9 @@ def _areas(paytable: Paytable) -> tuple[str, ...]:
 
 def summary_key(t: Table) -> tuple[Any, ...]:
     """All that a step may change of what :func:`summary` of ``t`` is made from (its
-    options never change; its road is made from its shoe and results): the same key, the
-    same line (issue 36: a cluster's owner made the line again after every stored step)."""
+    options never change; its road is made from its shoe and results; the line reads
+    these from here): the same key, the same line (issue 36: a cluster's owner made the
+    line again after every stored step)."""
     seated = t.seated()
     return (
         t,
@@ -248,28 +249,35 @@ def summary_key(t: Table) -> tuple[Any, ...]:
     )
 
 
-def summary(t: Table, road: dict[str, Any] | None = None) -> dict[str, Any]:
+def summary(
+    t: Table, road: dict[str, Any] | None = None, key: tuple[Any, ...] | None = None
+) -> dict[str, Any]:
     """One lobby line: limits, seats taken, phase, and the round in play (``round_id``:
     the round being bet on, debited or dealt, which an operator may void; ``None``
     between rounds); the open bet areas (the table's variant) and its road in miniature
-    (:func:`lobby_road`, or ``road``: one made by it since the shoe's last result)."""
-    o, seated = t.options, len(t.seated())
+    (:func:`lobby_road`, or ``road``: one made by it since the shoe's last result). What
+    a step may change is read from :func:`summary_key` (``key``, when made already): the
+    same key, the same line."""
+    o = t.options
+    _, phase, paused, players, seated, bettors, shoe_no, coup_no, in_round, _ = (
+        summary_key(t) if key is None else key
+    )
     return {
         "table": t.table_id,
         "name": o.name,
-        "phase": t.phase.value,
-        "paused": t.paused,
+        "phase": phase.value,
+        "paused": paused,
         "seats": o.seats,
         "seated": seated,
-        "spectators": len(t.players) - seated,
-        "bettors": t.bettor_count(),  # bettors without a seat in (§5)
+        "spectators": players - seated,
+        "bettors": bettors,  # bettors without a seat in (§5)
         "bettors_max": o.bettors,  # how many the table takes (0: seated players only)
         "tier": o.tier,
         "limits": dict(_limits(o.limits)),
         "commission": o.commission,
-        "shoe_no": t.shoe_no,
-        "coup_no": t.coup_no,
-        "round_id": t.round_id if round_in_progress(t) else None,
+        "shoe_no": shoe_no,
+        "coup_no": coup_no,
+        "round_id": t.round_id if in_round else None,
         "currency": o.currency,
         "decimals": o.decimals,
         "areas": list(_areas(o.paytable)),

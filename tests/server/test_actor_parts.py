@@ -160,9 +160,11 @@ async def test_a_step_of_transient_events_keeps_the_lobby_line(
     made: list[str] = []
     real = views.summary
 
-    def counted(table: Table, road: dict[str, Any] | None = None) -> dict[str, Any]:
+    def counted(
+        table: Table, road: dict[str, Any] | None = None, key: tuple[Any, ...] | None = None
+    ) -> dict[str, Any]:
         made.append(table.table_id)
-        return real(table, road)
+        return real(table, road, key)
 
     monkeypatch.setattr(actor_module.views, "summary", counted)
     line = actor.summary()
