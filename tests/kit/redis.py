@@ -505,6 +505,7 @@ class SwitchWatch:
         self.at: float | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._switched = threading.Event()
         self._threads: list[threading.Thread] = []
         try:
             for port in ports:
@@ -533,6 +534,7 @@ class SwitchWatch:
                     with self._lock:
                         if self.at is None or now < self.at:
                             self.at = now
+                    self._switched.set()
         except redis.RedisError:
             pass  # (the sentinel went away: the others still listen)
         finally:
@@ -540,11 +542,8 @@ class SwitchWatch:
 
     def wait(self, timeout: float = 3 * TIMEOUT) -> float:
         """When the first sentinel announced the switch (waiting for it)."""
-        deadline = time.monotonic() + timeout
-        while self.at is None:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"no sentinel announced a new primary in {timeout} s")
-            time.sleep(0.02)
+        if not self._switched.wait(timeout) or self.at is None:
+            raise RuntimeError(f"no sentinel announced a new primary in {timeout} s")
         return self.at
 
     def close(self) -> None:
