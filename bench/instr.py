@@ -28,6 +28,10 @@ table's owner with two), and prints a command's instructions in the cluster (eve
 process's summed) over one process's: issue 36 target 1 without the machine's noise, for
 the processes' user space (not Redis's, not the kernel's).
 
+``--clients owner`` puts every client of the table on its owner instead (the process
+holding its lease), as a load balancer that routes a table's players by the table would:
+what the cluster costs when no command is relayed and no other process hears the table.
+
 ``--baseline DIR`` runs the same against the server package of another tree (``DIR``
 holds ``server/``, ``texts/`` and ``web/``: a ``git worktree`` of main, or ``bench.gateway.archive``'s unpacking
 of a revision), in the same run, and prints both. ``--keep DIR`` keeps the callgrind
@@ -222,11 +226,17 @@ SCENARIOS: dict[str, Callable[[list[str], int, Callable[[str], None]], Awaitable
 
 
 def count(
-    tree: Path, home: Path, scenario: str, amount: int, processes: int = 1
+    tree: Path,
+    home: Path,
+    scenario: str,
+    amount: int,
+    processes: int = 1,
+    clients: str = "spread",
 ) -> tuple[int, int, list[Path]]:
     """(instructions, commands, the dumps' files) of one run against ``tree``: one
     process on SQLite, or ``processes`` over a Redis of their own (every process's
-    instructions summed; the players and spectators spread over them in turns)."""
+    instructions summed; the players and spectators spread over them in turns, or with
+    ``clients="owner"`` all on the table's owner)."""
     redis_server = None
     servers: list[Counted] = []
     try:
@@ -244,7 +254,13 @@ def count(
         for server in servers:
             server.control("--instr=on")
         if redis_server is not None:
-            _owned(redis_server.port, len(servers))
+            owner = _owned(redis_server.port, len(servers))
+            if clients == "owner":
+                urls = [
+                    url
+                    for server, url in zip(servers, urls, strict=True)
+                    if server.proc.pid == owner
+                ]
 
         def between(flag: str) -> None:
             for server in servers:
@@ -260,8 +276,9 @@ def count(
     return sum(n for _, n in dumps), made, [dump for dump, _ in dumps]
 
 
-def _owned(port: int, members: int, limit: float = 600.0) -> None:
-    """Wait until the cluster's processes are all members and the table has an owner."""
+def _owned(port: int, members: int, limit: float = 600.0) -> int:
+    """Wait until the cluster's processes are all members and the table has an owner;
+    the owner's pid (a process's name on the bus is ``<host>-<pid>-<hex>``)."""
     import redis
 
     from bench.gateway import TABLE
@@ -270,9 +287,10 @@ def _owned(port: int, members: int, limit: float = 600.0) -> None:
     deadline = time.monotonic() + limit
     try:
         while time.monotonic() < deadline:
-            if client.zcard("chemmy:nodes") == members and client.get(f"chemmy:{{{TABLE}}}:lease"):
+            owner = client.get(f"chemmy:{{{TABLE}}}:lease")
+            if client.zcard("chemmy:nodes") == members and owner:
                 time.sleep(2.0)  # (the other process learns the owner)
-                return
+                return int(owner.decode().rsplit("-", 2)[1])
             time.sleep(0.5)
     finally:
         client.close()
@@ -296,6 +314,13 @@ def main(argv: list[str] | None = None) -> int:
         help="also a cluster of N processes over a Redis of their own (every process's "
         "instructions summed), beside the one process on SQLite",
     )
+    parser.add_argument(
+        "--clients",
+        choices=("spread", "owner"),
+        default="spread",
+        help="in a cluster, the clients spread over the processes in turns, or all on the "
+        "table's owner",
+    )
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("bench.instr needs valgrind (callgrind and callgrind_control)", file=sys.stderr)
@@ -315,7 +340,9 @@ def main(argv: list[str] | None = None) -> int:
         for n, (name, tree) in enumerate(trees):
             for processes in shapes:
                 home = Path(tmp) / f"run{n}-{processes}"
-                instructions, made, dumps = count(tree, home, args.scenario, amount, processes)
+                instructions, made, dumps = count(
+                    tree, home, args.scenario, amount, processes, args.clients
+                )
                 if args.keep is not None:
                     args.keep.mkdir(parents=True, exist_ok=True)
                     for k, dump in enumerate(dumps):
@@ -324,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
                         )
                 rows.append((name, tree, processes, instructions, made))
     cluster = f" --cluster {args.cluster}" if args.cluster > 1 else ""
+    cluster += " --clients owner" if args.cluster > 1 and args.clients == "owner" else ""
     print(
         f"`python -m bench.instr --scenario {args.scenario} "
         + (f"--commands {amount}" if args.scenario == "lone" else f"--coups {amount}")
@@ -335,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     first = rows[0][3] / max(rows[0][4], 1)
     for name, tree, processes, instructions, made in rows:
         per = instructions / max(made, 1)
-        shape = "1 (SQLite)" if processes == 1 else f"{processes} (Redis)"
+        where = ", every client on the owner" if args.clients == "owner" else ""
+        shape = "1 (SQLite)" if processes == 1 else f"{processes} (Redis{where})"
         print(
             f"| {name} ({tree}) | {shape} | {made} | {instructions:,} | {per:,.0f} "
             f"| {per / first:.3f} |"
@@ -347,7 +376,8 @@ def main(argv: list[str] | None = None) -> int:
                 one = next(r for r in rows if r[1] == tree and r[2] == 1)
                 ratio = (instructions / max(made, 1)) / (one[3] / max(one[4], 1))
                 print(
-                    f"{name}: a command in a cluster of {processes} / on one process: {ratio:.3f}"
+                    f"{name}: a command in a cluster of {processes}{where} / on one process: "
+                    f"{ratio:.3f}"
                 )
     return 0
 
