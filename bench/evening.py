@@ -66,7 +66,10 @@ test of the tool only, and the report says so).
   store commits): one process on SQLite (the default), or with ``--redis`` N
   processes (``--processes``, default 3) over a ``redis-server`` the bench starts
   (tests/kit/redis.py: AOF on, ``appendfsync everysec``), bots and spectators
-  spread over the processes as a plain load balancer would.
+  spread over the processes as a plain load balancer would, or with ``--route owner``
+  each on its table's owner (as the leases stand once every table has one), as a load
+  balancer routing a table's players by the table would with the tables placed where
+  their players are.
 - **Each level**: the new bots and spectators connect, ``--warmup`` s of play, then
   ``--window`` s measured. The promises (:data:`PROMISES`): p99 command round trip
   (every command of every bot, send to reply) under 50 ms; p99 event fan-out (a bot's
@@ -347,6 +350,27 @@ class Servers:
         """With Redis: wait until every table has an owner (a lease)."""
         if self.redis_server is not None:
             await placed(self.redis_server.port, self.tables, timeout)
+
+    def owners(self) -> dict[str, str]:
+        """With Redis: each table's owner's URL, as the leases say now (a process's name
+        on the bus is ``<host>-<pid>-<hex>``); {} on SQLite."""
+        if self.redis_server is None:
+            return {}
+        import redis
+
+        from server.croupier.cluster import lease_key
+
+        by_pid = {n.pid: n.url for n in self.nodes}
+        client = redis.Redis(host="127.0.0.1", port=self.redis_server.port)
+        try:
+            held = client.mget([lease_key(t) for t in self.tables])
+        finally:
+            client.close()
+        return {
+            t: by_pid[int(v.decode().rsplit("-", 2)[1])]
+            for t, v in zip(self.tables, held, strict=True)
+            if v is not None and int(v.decode().rsplit("-", 2)[1]) in by_pid
+        }
 
     @property
     def store(self) -> str:
@@ -1904,6 +1928,14 @@ class Evening:
         self.watching = [0] * len(self.tables)
         self.levels: list[Level] = []
         self.top_seated = args.tables * args.seated
+        #: ``--route owner``: each table's owner's URL, read once every table has one.
+        self.route: dict[str, str] = {}
+
+    def url(self, table: str, k: int) -> str:
+        """Where a client of ``table`` connects: its owner's process (``--route owner``),
+        else the ``k``-th in turns."""
+        urls = self.servers.urls
+        return self.route.get(table) or urls[k % len(urls)]
 
     def cpu_now(self) -> dict[str, float]:
         out = {
@@ -1920,13 +1952,12 @@ class Evening:
         return out
 
     async def add_bots(self, target: int) -> tuple[int, list[str]]:
-        urls = self.servers.urls
         specs = []
         for i in range(self.seated, min(target, self.top_seated)):
             table = i % len(self.tables)
             specs.append(
                 (
-                    urls[i % len(urls)],
+                    self.url(self.tables[table], i),
                     f"bot-{i}",
                     self.tables[table],
                     table,
@@ -1962,19 +1993,18 @@ class Evening:
     ) -> list[tuple[Any, ...]]:
         """The bot specs of bettors without a seat at the first table: ``name-i`` from
         ``address(i)``, their draws from ``draw`` down."""
-        urls = self.servers.urls
+        first = self.tables[0]
         return [
-            (urls[i % len(urls)], f"{name}-{i}", self.tables[0], 0, address(i), draw - i, False)
+            (self.url(first, i), f"{name}-{i}", first, 0, address(i), draw - i, False)
             for i in players
         ]
 
     async def add_spectators(self, total: int) -> tuple[int, list[str]]:
-        urls = self.servers.urls
         want = spectator_plan(total, len(self.tables))
         specs = []
         for t, (have, need) in enumerate(zip(self.watching, want, strict=True)):
             for k in range(have, need):
-                specs.append((urls[(t + k) % len(urls)], self.tables[t], t))
+                specs.append((self.url(self.tables[t], t + k), self.tables[t], t))
         got, errors = await self.specs.add(specs, SPECTATOR_CONCURRENCY)
         for t, need in enumerate(want):
             self.watching[t] = max(self.watching[t], need)
@@ -2484,6 +2514,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         results["pinned"] = pin_apart(servers, evening)
     try:
         await servers.placed()
+        if args.route == "owner":
+            evening.route = servers.owners()
         base_rss = servers.rss_kib()
         results["base_rss_kib"] = base_rss
         for target in levels_of(args):
@@ -3175,6 +3207,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--redis", action="store_true", help="a cluster over Redis")
     parser.add_argument("--processes", type=int, default=3, help="processes with --redis (3)")
+    parser.add_argument(
+        "--route",
+        choices=("spread", "owner"),
+        default="spread",
+        help="with --redis, each client on the processes in turns (a plain load balancer), or "
+        "on its table's owner (as one routing a table's players by the table would, with "
+        "the tables placed where their players are)",
+    )
     parser.add_argument("--bot-workers", type=int, default=2, help="bot processes (2)")
     parser.add_argument("--spectator-workers", type=int, default=2, help="spectator processes")
     parser.add_argument(

@@ -20,6 +20,7 @@ import pytest
 from bench import evening
 from server.process.metrics import COMMAND_BUCKETS
 from tests.kit import run_bench
+from tests.kit.redis import RedisServer
 
 
 @pytest.mark.slow
@@ -633,3 +634,38 @@ def test_the_servers_collections_are_told_by_generation_over_the_window() -> Non
     assert gcs["1"] == {"n": 0.0, "ms": 0.0, "most": 0.0}
     assert gcs["2"]["n"] == 0
     assert "gen 0 3 (70 ms, <= 50)" in evening.gc_cell(gcs)
+
+
+def test_route_owner_puts_each_client_on_its_tables_owner(
+    redis_server: RedisServer, redis_url: str
+) -> None:
+    """``--route owner``: a table's clients go to the process its lease names (its pid in
+    the name a process has on the bus), a table with no owner (or one not of this run) in
+    turns as without it."""
+    import redis
+
+    from server.croupier.cluster import lease_key
+
+    servers = object.__new__(evening.Servers)
+    servers.nodes = [
+        SimpleNamespace(pid=4101, url="ws://a"),
+        SimpleNamespace(pid=4102, url="ws://b"),
+    ]
+    servers.tables = ["t1", "t2", "t3", "t4"]
+    servers.redis_server = SimpleNamespace(port=redis_server.port)
+    client = redis.Redis(port=redis_server.port)
+    try:
+        client.set(lease_key("t1"), "host-with-dashes-4102-a1b2c3")
+        client.set(lease_key("t2"), "host-4101-0f0f0f")
+        client.set(lease_key("t3"), "elsewhere-999-abcdef")  # (not one of this run's)
+        assert servers.owners() == {"t1": "ws://b", "t2": "ws://a"}
+    finally:
+        client.delete(*(lease_key(t) for t in servers.tables))
+        client.close()
+    run = object.__new__(evening.Evening)
+    run.servers = servers
+    run.route = {"t1": "ws://b", "t2": "ws://a"}
+    assert [run.url("t1", k) for k in range(3)] == ["ws://b"] * 3
+    assert [run.url("t3", k) for k in range(3)] == ["ws://a", "ws://b", "ws://a"]
+    run.route = {}  # (the default: in turns)
+    assert [run.url("t1", k) for k in range(2)] == ["ws://a", "ws://b"]
