@@ -199,6 +199,10 @@ PROMISES = {"rtt_p99_ms": 50.0, "fanout_p99_ms": 100.0}
 #: Seconds after the window in which its last commands' events may still arrive and
 #: count as delivered (one arriving later is missing: ten times the fan-out promise).
 FANOUT_GRACE = 1.0
+#: ``--route owner``: how far apart two reads of the tables' owners must agree before the
+#: clients are routed to them (seconds: more than a lease's renewal, so a move under way
+#: shows).
+SETTLE_LOOK = 3.5
 TARGET_PER_CORE = 5000  # seated players per core (issue 23)
 SETTINGS: dict[str, Any] = {
     "jwt_secret": SECRET,
@@ -350,6 +354,26 @@ class Servers:
         """With Redis: wait until every table has an owner (a lease)."""
         if self.redis_server is not None:
             await placed(self.redis_server.port, self.tables, timeout)
+
+    async def settled_owners(self, timeout: float = 60.0) -> dict[str, str]:
+        """:meth:`owners` once the placement has settled: every table owned by one of the
+        run's processes, none holding more than its share (``ceil(tables/processes)``),
+        and the same owners two reads a lease apart (the processes start one by one: the
+        first takes every table, and the others take their share as they join)."""
+        share = -(-len(self.tables) // max(1, len(self.nodes)))
+        deadline = time.monotonic() + timeout
+        last: dict[str, str] | None = None
+        while time.monotonic() < deadline:
+            now = self.owners()
+            counts = collections.Counter(now.values())
+            if len(now) == len(self.tables) and max(counts.values()) <= share:
+                if now == last:
+                    return now
+                last = now
+            else:
+                last = None
+            await asyncio.sleep(SETTLE_LOOK)
+        raise RuntimeError("the tables' placement did not settle in time (--route owner)")
 
     def owners(self) -> dict[str, str]:
         """With Redis: each table's owner's URL, as the leases say now (a process's name
@@ -2510,12 +2534,14 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     evening = Evening(args, servers)
     results: dict[str, Any] = {"mode": mode, "levels": [], "baselines": {}}
     results["late_watch"] = args.late_watch
+    results["route"] = args.route
     if args.pin:
         results["pinned"] = pin_apart(servers, evening)
     try:
         await servers.placed()
         if args.route == "owner":
-            evening.route = servers.owners()
+            evening.route = await servers.settled_owners()
+            results["routed"] = len(evening.route)
         base_rss = servers.rss_kib()
         results["base_rss_kib"] = base_rss
         for target in levels_of(args):
@@ -2634,7 +2660,8 @@ def target_verdict(best: dict[str, Any], top: dict[str, Any]) -> str:
 
 def mode_title(results: dict[str, Any]) -> str:
     if results["mode"] == "redis":
-        return f"### A cluster: {results['processes']} processes over Redis"
+        routed = ", each client on its table's owner" if results.get("route") == "owner" else ""
+        return f"### A cluster: {results['processes']} processes over Redis{routed}"
     return "### One process on SQLite"
 
 
@@ -3252,6 +3279,8 @@ def main(argv: list[str] | None = None) -> int:
         args.probes = PROBES if args.bettors else 0
     if args.probes < 0:
         parser.error("--probes must be 0 or more")
+    if args.route == "owner" and not args.redis:
+        parser.error("--route owner routes to a cluster's owners: it needs --redis")
     if args.from_json:
         return render(json.loads(Path(args.from_json).read_text()), args.write)
     raise_nofile()

@@ -1,7 +1,8 @@
 """Instructions a command costs the server, counted by callgrind (issue 36 targets 2-4).
 
 Run from the project root: ``python -m bench.instr [--scenario lone|coup]
-[--commands N] [--coups N] [--cluster N] [--baseline DIR] [--keep DIR]``.
+[--commands N] [--coups N] [--cluster N] [--clients spread|owner] [--baseline DIR]
+[--keep DIR]``.
 
 The machine's timings move by 10-30% with its load; instructions counted by
 ``valgrind --tool=callgrind`` do not, so a change of a few per cent to the server's
@@ -261,6 +262,8 @@ def count(
                     for server, url in zip(servers, urls, strict=True)
                     if server.proc.pid == owner
                 ]
+                if not urls:
+                    raise SystemExit(f"the table's lease names pid {owner}, none of the cluster's")
 
         def between(flag: str) -> None:
             for server in servers:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -636,36 +637,65 @@ def test_the_servers_collections_are_told_by_generation_over_the_window() -> Non
     assert "gen 0 3 (70 ms, <= 50)" in evening.gc_cell(gcs)
 
 
-def test_route_owner_puts_each_client_on_its_tables_owner(
-    redis_server: RedisServer, redis_url: str
+class _Taken:
+    """A stand-in for the bench's client processes: the specs they were given."""
+
+    def __init__(self) -> None:
+        self.specs: list[tuple[Any, ...]] = []
+
+    async def add(self, specs: list[tuple[Any, ...]], *more: Any) -> tuple[int, list[str]]:
+        self.specs += specs
+        return len(specs), []
+
+
+async def test_route_owner_puts_each_client_on_its_tables_owner(
+    redis_server: RedisServer, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``--route owner``: a table's clients go to the process its lease names (its pid in
-    the name a process has on the bus), a table with no owner (or one not of this run) in
-    turns as without it."""
+    """``--route owner``: once the placement has settled (every table owned by one of the
+    run's processes, none over its share, the same owners at two reads), every seated bot,
+    bettor without a seat and spectator of a table goes to the process its lease names (its
+    pid in the name a process has on the bus); without it, in turns."""
     import redis
 
     from server.croupier.cluster import lease_key
 
+    monkeypatch.setattr(evening, "SETTLE_LOOK", 0.05)
     servers = object.__new__(evening.Servers)
     servers.nodes = [
         SimpleNamespace(pid=4101, url="ws://a"),
         SimpleNamespace(pid=4102, url="ws://b"),
     ]
-    servers.tables = ["t1", "t2", "t3", "t4"]
+    servers.tables = ["t1", "t2"]
     servers.redis_server = SimpleNamespace(port=redis_server.port)
     client = redis.Redis(port=redis_server.port)
     try:
-        client.set(lease_key("t1"), "host-with-dashes-4102-a1b2c3")
+        # The first process holds both (over its share of one): not settled yet.
+        client.set(lease_key("t1"), "host-4101-0f0f0f")
         client.set(lease_key("t2"), "host-4101-0f0f0f")
-        client.set(lease_key("t3"), "elsewhere-999-abcdef")  # (not one of this run's)
-        assert servers.owners() == {"t1": "ws://b", "t2": "ws://a"}
+        with pytest.raises(RuntimeError, match="did not settle"):
+            await servers.settled_owners(timeout=0.3)
+        client.set(lease_key("t1"), "host-with-dashes-4102-a1b2c3")  # (its share taken)
+        assert await servers.settled_owners(timeout=2) == {"t1": "ws://b", "t2": "ws://a"}
+        client.set(lease_key("t2"), "elsewhere-999-abcdef")  # (not one of this run's)
+        assert servers.owners() == {"t1": "ws://b"}
     finally:
         client.delete(*(lease_key(t) for t in servers.tables))
         client.close()
-    run = object.__new__(evening.Evening)
-    run.servers = servers
-    run.route = {"t1": "ws://b", "t2": "ws://a"}
-    assert [run.url("t1", k) for k in range(3)] == ["ws://b"] * 3
-    assert [run.url("t3", k) for k in range(3)] == ["ws://a", "ws://b", "ws://a"]
-    run.route = {}  # (the default: in turns)
-    assert [run.url("t1", k) for k in range(2)] == ["ws://a", "ws://b"]
+    args = SimpleNamespace(tables=2, seated=3, bot_workers=1, spectator_workers=1, pace=1.0)
+    args.clients, args.probes = "light", 0
+    for route, want in (({"t1": "ws://b", "t2": "ws://a"}, None), ({}, "turns")):
+        run = object.__new__(evening.Evening)
+        run.args, run.servers, run.route = args, servers, route
+        run.tables, run.top_seated, run.seated, run.betting = ["t1", "t2"], 6, 0, 0
+        run.watching = [0, 0]
+        run.bots, run.specs = _Taken(), _Taken()
+        await run.add_bots(6)
+        await run.add_bettors(2)
+        await run.add_spectators(6)
+        bots = [(spec[0], spec[2]) for spec in run.bots.specs]
+        watchers = [(spec[0], spec[1]) for spec in run.specs.specs]
+        assert len(bots) == 8 and watchers
+        if want is None:  # every client on its table's owner
+            assert all(url == route[table] for url, table in bots + watchers), (bots, watchers)
+        else:  # in turns: both processes, at each table
+            assert {url for url, _ in bots} == {"ws://a", "ws://b"} == {u for u, _ in watchers}
