@@ -67,6 +67,13 @@ def cpu_wait_seconds(pid: int, tid: int | None = None) -> float:
         return 0.0
 
 
+def node_pid(name: bytes | str) -> int:
+    """The pid in a process's name on the bus (``server.bus.redis.node_name``:
+    ``<host>-<pid>-<hex>``, the host may hold dashes), as a table's lease holds it."""
+    text = name.decode() if isinstance(name, bytes) else name
+    return int(text.rsplit("-", 2)[1])
+
+
 def rss_kib(pid: int) -> int:
     """Resident set size of a process (``/proc/PID/status`` VmRSS), KiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

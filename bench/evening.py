@@ -153,6 +153,7 @@ from bench._util import (
     load_line,
     loadavg,
     machine,
+    node_pid,
     percentile,
     raise_nofile,
     rss_kib,
@@ -390,11 +391,8 @@ class Servers:
             held = client.mget([lease_key(t) for t in self.tables])
         finally:
             client.close()
-        return {
-            t: by_pid[int(v.decode().rsplit("-", 2)[1])]
-            for t, v in zip(self.tables, held, strict=True)
-            if v is not None and int(v.decode().rsplit("-", 2)[1]) in by_pid
-        }
+        owners = {t: by_pid.get(node_pid(v)) for t, v in zip(self.tables, held, strict=True) if v}
+        return {t: url for t, url in owners.items() if url is not None}
 
     @property
     def store(self) -> str:

@@ -284,16 +284,18 @@ def _owned(port: int, members: int, limit: float = 600.0) -> int:
     the owner's pid (a process's name on the bus is ``<host>-<pid>-<hex>``)."""
     import redis
 
+    from bench._util import node_pid
     from bench.gateway import TABLE
+    from server.croupier.cluster import lease_key
 
     client = redis.Redis(port=port)
     deadline = time.monotonic() + limit
     try:
         while time.monotonic() < deadline:
-            owner = client.get(f"chemmy:{{{TABLE}}}:lease")
+            owner = client.get(lease_key(TABLE))
             if client.zcard("chemmy:nodes") == members and owner:
                 time.sleep(2.0)  # (the other process learns the owner)
-                return int(owner.decode().rsplit("-", 2)[1])
+                return node_pid(owner)
             time.sleep(0.5)
     finally:
         client.close()
@@ -364,9 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| tree | processes | commands | instructions | per command | ratio |")
     print("|---|---|---|---|---|---|")
     first = rows[0][3] / max(rows[0][4], 1)
+    where = ", every client on the owner" if args.clients == "owner" else ""
     for name, tree, processes, instructions, made in rows:
         per = instructions / max(made, 1)
-        where = ", every client on the owner" if args.clients == "owner" else ""
         shape = "1 (SQLite)" if processes == 1 else f"{processes} (Redis{where})"
         print(
             f"| {name} ({tree}) | {shape} | {made} | {instructions:,} | {per:,.0f} "
