@@ -69,7 +69,11 @@ test of the tool only, and the report says so).
   spread over the processes as a plain load balancer would, or with ``--route owner``
   each on its table's owner (as the leases stand once every table has one), as a load
   balancer routing a table's players by the table would with the tables placed where
-  their players are.
+  their players are; or with ``--route table`` as such a load balancer does (each
+  client on the process a hash of its table's id picks, as deploy/nginx's ``hash
+  $arg_table consistent``) over processes run with ``--placement players``, which move
+  each table to its clients (the JSON's ``followed``: the tables whose owner at the end
+  is their clients' process).
 - **Each level**: the new bots and spectators connect, ``--warmup`` s of play, then
   ``--window`` s measured. The promises (:data:`PROMISES`): p99 command round trip
   (every command of every bot, send to reply) under 50 ms; p99 event fan-out (a bot's
@@ -121,6 +125,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import hashlib
 import itertools
 import json
 import math
@@ -336,6 +341,7 @@ class Servers:
         redis_store: bool,
         processes: int,
         pace: float = 1.0,
+        placement: str = "hash",
     ):
         self.home = home
         self.redis_server: RedisServer | None = None
@@ -344,7 +350,7 @@ class Servers:
         extra: list[str] = ["--log-format", "text"]
         if redis_store:
             self.redis_server = start_redis(home / "redis")
-            extra += ["--store", self.redis_server.url()]
+            extra += ["--store", self.redis_server.url(), "--placement", placement]
         for n in range(processes if redis_store else 1):
             node = CountedServer(home / f"node{n}", text, *extra)
             node.start()
@@ -375,6 +381,17 @@ class Servers:
                 last = None
             await asyncio.sleep(SETTLE_LOOK)
         raise RuntimeError("the tables' placement did not settle in time (--route owner)")
+
+    def by_table(self) -> dict[str, str]:
+        """Each table's process as a load balancer routing by the table would pick it
+        (``--route table``): the highest hash of (table, process), a stand-in for
+        nginx's consistent hash (a process's share is as uneven as there)."""
+        urls = self.urls
+
+        def pick(table: str) -> str:
+            return max(urls, key=lambda u: hashlib.blake2b(f"{table}|{u}".encode()).digest())
+
+        return {t: pick(t) for t in self.tables}
 
     def owners(self) -> dict[str, str]:
         """With Redis: each table's owner's URL, as the leases say now (a process's name
@@ -2528,6 +2545,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         redis_store=args.redis,
         processes=args.processes,
         pace=args.pace,
+        placement="players" if args.route == "table" else "hash",
     )
     evening = Evening(args, servers)
     results: dict[str, Any] = {"mode": mode, "levels": [], "baselines": {}}
@@ -2539,6 +2557,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         await servers.placed()
         if args.route == "owner":
             evening.route = await servers.settled_owners()
+            results["routed"] = len(evening.route)
+        elif args.route == "table":
+            evening.route = servers.by_table()
             results["routed"] = len(evening.route)
         base_rss = servers.rss_kib()
         results["base_rss_kib"] = base_rss
@@ -2559,6 +2580,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         results["levels"] = [asdict(lv) | {"kept": lv.kept} for lv in levels]
         kept = [lv for lv in levels if lv.kept]
         ref = kept[-1] if kept else levels[-1]
+        if args.route == "table":  # did the tables follow their clients?
+            owners = servers.owners()
+            results["followed"] = sum(1 for t, u in evening.route.items() if owners.get(t) == u)
         await evening.close()
         calls = servers.redis_calls()
         if servers.redis_server is not None and not args.no_baselines:
@@ -2658,7 +2682,10 @@ def target_verdict(best: dict[str, Any], top: dict[str, Any]) -> str:
 
 def mode_title(results: dict[str, Any]) -> str:
     if results["mode"] == "redis":
-        routed = ", each client on its table's owner" if results.get("route") == "owner" else ""
+        routed = {
+            "owner": ", each client on its table's owner",
+            "table": ", clients routed by table, tables placed by players",
+        }.get(results.get("route", "spread"), "")
         return f"### A cluster: {results['processes']} processes over Redis{routed}"
     return "### One process on SQLite"
 
@@ -2677,6 +2704,12 @@ def report(results: dict[str, Any]) -> str:
             f" **CPUs {results['pinned']}.**"
             if results.get("pinned")
             else " Not pinned: the server shares the cores with the clients."
+        )
+        + (
+            f" {results['followed']} of {results['routed']} tables ran, at the end, on the"
+            " process their clients were routed to."
+            if "followed" in results
+            else ""
         ),
         "",
         f"{results['tables']} tables on the default timers; levels of seated players "
@@ -3234,11 +3267,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=3, help="processes with --redis (3)")
     parser.add_argument(
         "--route",
-        choices=("spread", "owner"),
+        choices=("spread", "owner", "table"),
         default="spread",
         help="with --redis, each client on the processes in turns (a plain load balancer), or "
         "on its table's owner (as one routing a table's players by the table would, with "
-        "the tables placed where their players are)",
+        "the tables placed where their players are), or by a hash of its table (a load "
+        "balancer routing by ?table=) with the processes placing tables by players",
     )
     parser.add_argument("--bot-workers", type=int, default=2, help="bot processes (2)")
     parser.add_argument("--spectator-workers", type=int, default=2, help="spectator processes")
@@ -3277,8 +3311,8 @@ def main(argv: list[str] | None = None) -> int:
         args.probes = PROBES if args.bettors else 0
     if args.probes < 0:
         parser.error("--probes must be 0 or more")
-    if args.route == "owner" and not args.redis:
-        parser.error("--route owner routes to a cluster's owners: it needs --redis")
+    if args.route != "spread" and not args.redis:
+        parser.error(f"--route {args.route} routes over a cluster's processes: it needs --redis")
     if args.from_json:
         return render(json.loads(Path(args.from_json).read_text()), args.write)
     raise_nofile()

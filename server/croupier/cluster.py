@@ -14,6 +14,12 @@ With a Redis store, every ``chemmy-server`` process is a member of the cluster:
   ``(table, process)`` that has room. Every process computes the same answer from the
   same facts (members and current owners); a process leaving moves only its tables, a
   process joining takes only what the others shed for it (:func:`placement`).
+- **Placement by players** (``placement = "players"``, for a load balancer that sends a
+  table's connections to one process by ``?table=``): each process publishes how many
+  of its clients watch each table (``chemmy:watching``, with its read of the owners), and
+  a table runs where most of its watchers are, once they are more than twice its
+  owner's: a client on another process than its table's owner costs that process a
+  relay of its commands and every step heard over the bus (docs/benchmarks.md).
 - **Ownership by lease.** A table's actor runs only where its lease is held:
   ``chemmy:{<table>}:lease`` = the owner's name, taken with ``SET NX PX ttl`` and renewed
   by a compare-and-renew script. Taking it, the new owner claims the table's next epoch
@@ -74,21 +80,24 @@ EXPIRY_MARGIN = 0.02
 
 # A process's whole tick in one call (issue 36: it was an EVAL of the full script text
 # per table, a transaction and a read, every half second). KEYS: the members, the
-# draining, then the ``ARGV[5]`` leases of this process's tables, then the leases whose
-# owners are read. ARGV: this node, ttl ms, now ms, draining ('1'/'0'), how many owned,
-# the heartbeat's ms.
-# Beats (and drops expired members), renews each owned lease still ours, and answers
-# {the owned leases lost (their places, 1-based), the members, the draining, each read
-# lease's owner ('' for none), one a line (one string, not a reply per table: parsing
-# those was most of an idle process's tick, issue 36), when the first other member's
-# heartbeat expires (ms; '' for no other)}.
+# draining, the watchers, then the ``ARGV[5]`` leases of this process's tables, then the
+# leases whose owners are read. ARGV: this node, ttl ms, now ms, draining ('1'/'0'), how
+# many owned, the heartbeat's ms, this node's watchers (JSON; '' to leave them), '1' to
+# read everyone's.
+# Beats (and drops expired members, and their watchers), renews each owned lease still
+# ours, and answers {the owned leases lost (their places, 1-based), the members, the
+# draining, each read lease's owner ('' for none), one a line (one string, not a reply
+# per table: parsing those was most of an idle process's tick, issue 36), when the first
+# other member's heartbeat expires (ms; '' for no other), every member's watchers (a
+# flat HGETALL, or empty)}.
 _TICK = """
 local node, ttl, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local owned, beat = tonumber(ARGV[5]), tonumber(ARGV[6])
 redis.call('ZADD', KEYS[1], now + beat, node)
 if ARGV[4] == '1' then redis.call('ZADD', KEYS[2], now + beat, node) end
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[3], node, ARGV[7]) end
 -- A set's members whose mark has not expired, with their expiries; the expired ones are
--- taken off (one ZRANGE, and a ZREM only when one expired: issue 36).
+-- taken off (one ZRANGE, and a ZREM only when one expired: issue 36), and answered third.
 local function live(key)
   local names, scores, gone = {}, {}, {}
   local scored = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
@@ -100,7 +109,7 @@ local function live(key)
     end
   end
   if #gone > 0 then redis.call('ZREM', key, unpack(gone)) end
-  return names, scores
+  return names, scores, gone
 end
 -- The leases read with one MGET a chunk (issue 36: a GET each, renewed and read, were
 -- the most of Redis's commands after the commits').
@@ -113,21 +122,24 @@ local function read(first, last)
   return out
 end
 local lost = {}
-for n, holder in ipairs(read(3, 2 + owned)) do
+for n, holder in ipairs(read(4, 3 + owned)) do
   if holder == node then
-    redis.call('PEXPIRE', KEYS[2 + n], ttl)
+    redis.call('PEXPIRE', KEYS[3 + n], ttl)
   else
     lost[#lost + 1] = n
   end
 end
 local owners = {}
-for _, holder in ipairs(read(3 + owned, #KEYS)) do owners[#owners + 1] = holder or '' end
-local members, expiries = live(KEYS[1])
+for _, holder in ipairs(read(4 + owned, #KEYS)) do owners[#owners + 1] = holder or '' end
+local members, expiries, gone = live(KEYS[1])
+if #gone > 0 then redis.call('HDEL', KEYS[3], unpack(gone)) end
 local soonest = ''
 for i, name in ipairs(members) do
   if name ~= node then soonest = expiries[i]; break end
 end
-return {lost, members, (live(KEYS[2])), table.concat(owners, '\\n'), soonest}
+local watched = {}
+if ARGV[8] == '1' then watched = redis.call('HGETALL', KEYS[3]) end
+return {lost, members, (live(KEYS[2])), table.concat(owners, '\\n'), soonest, watched}
 """
 # KEYS[1] = the lease; ARGV[1] = this node. Deletes the lease only if it is ours.
 _RELEASE = """
@@ -146,7 +158,10 @@ def _score(table: str, node: str) -> bytes:
 
 
 def placement(
-    tables: Iterable[str], nodes: Iterable[str], current: Mapping[str, str | None] | None = None
+    tables: Iterable[str],
+    nodes: Iterable[str],
+    current: Mapping[str, str | None] | None = None,
+    watchers: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, str]:
     """Where each table belongs: balanced, and moving as little as possible.
 
@@ -156,11 +171,16 @@ def placement(
     ``(table, member)`` that still has room. So with no owners yet the tables spread
     evenly; a member leaving moves only its own tables (to the others with room), and a
     member joining takes only the tables the others must shed to make room for it.
+
+    With ``watchers`` (each member's watchers a table: ``placement = "players"``), a
+    table goes first where its watchers are (:func:`_followed`), up to half as many
+    tables again as a member's room; the rest are placed as above around them.
+
     Deterministic: every process computes the same answer from the same facts; the
     last answer is kept, and given again for the same facts (every tick of an idle
     process asks the same question).
     """
-    facts = (tuple(tables), tuple(nodes), dict(current or {}))
+    facts = (tuple(tables), tuple(nodes), dict(current or {}), dict(watchers or {}))
     if _last_placement and _last_placement[0] == facts:
         return dict(_last_placement[1])
     placed = _place(*facts)
@@ -171,9 +191,48 @@ def placement(
 #: The last call of :func:`placement`: its facts and its answer.
 _last_placement: list[Any] = []
 
+#: A table moves to where its watchers are only when that member has more than
+#: ``FOLLOW_MARGIN`` times its owner's (and at least one): a watcher or two coming and
+#: going must not send a table back and forth (each move is a handover).
+FOLLOW_MARGIN = 2
+
+
+def _followed(
+    tables: list[str],
+    members: list[str],
+    current: Mapping[str, str | None],
+    watchers: Mapping[str, Mapping[str, int]],
+) -> list[tuple[str, int, list[str]]]:
+    """The tables with watchers among the members, the most watched first: (table, its
+    watchers at its choice, the members it may go to, best first). Its choice is the
+    member with the most of its watchers (the rendezvous hash breaks a tie), unless its
+    owner is a member and the choice has no more than :data:`FOLLOW_MARGIN` times the
+    owner's: then its owner. After the choice, the other members watching it, the most
+    first (for when the choice is full)."""
+    chosen: list[tuple[str, int, list[str]]] = []
+    for table in tables:
+        counts = {m: watchers.get(m, {}).get(table, 0) for m in members}
+        ranked = sorted(
+            (m for m in members if counts[m] > 0),
+            key=lambda m: (counts[m], _score(table, m)),
+            reverse=True,
+        )
+        if not ranked:
+            continue
+        owner = current.get(table)
+        if owner in counts and counts[ranked[0]] <= FOLLOW_MARGIN * counts[owner]:
+            ranked.remove(str(owner))
+            ranked.insert(0, str(owner))
+        chosen.append((table, counts[ranked[0]], ranked))
+    chosen.sort(key=lambda c: (-c[1], c[0]))
+    return chosen
+
 
 def _place(
-    tables: Iterable[str], nodes: Iterable[str], current: Mapping[str, str | None]
+    tables: Iterable[str],
+    nodes: Iterable[str],
+    current: Mapping[str, str | None],
+    watchers: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, str]:
     members = sorted(set(nodes))
     if not members:
@@ -182,7 +241,15 @@ def _place(
     room = -(-len(tables) // len(members))  # ceil
     load = dict.fromkeys(members, 0)
     placed: dict[str, str] = {}
-    staying = [t for t in tables if current.get(t) in load]
+    if watchers:
+        # Up to half a room more where the players are; the others still fit around
+        # them: the room left over all members is at least the tables left.
+        for table, _, ranked in _followed(tables, members, current, watchers):
+            member = next((m for m in ranked if load[m] < room + -(-room // 2)), None)
+            if member is not None:
+                placed[table] = member
+                load[member] += 1
+    staying = [t for t in tables if t not in placed and current.get(t) in load]
     staying.sort(key=lambda t: _score(t, str(current[t])), reverse=True)
     for table in staying:
         owner = str(current[table])
@@ -220,6 +287,10 @@ class Leases:
         self.others_expire: float | None = None
         #: Hears that Redis answered a tick (the bus's probe need not ask it meanwhile).
         self.on_answer: Callable[[], None] | None = None
+        #: Placement by players (``placement = "players"``): this process's watchers a
+        #: table, published at each read of the owners; every member's, as last read.
+        self.watching: Callable[[], Mapping[str, int]] | None = None
+        self.watched: dict[str, dict[str, int]] = {}
 
     @property
     def redis(self) -> aioredis.Redis:
@@ -231,21 +302,29 @@ class Leases:
         return self._redis
 
     async def tick(
-        self, owned: Iterable[str], tables: Iterable[str], *, draining: bool = False
+        self,
+        owned: Iterable[str],
+        tables: Iterable[str],
+        *,
+        draining: bool = False,
+        watching: Mapping[str, int] | None = None,
     ) -> tuple[set[str], list[str], dict[str, str | None]]:
         """Beat, renew this process's leases (``owned``) and read who holds each of
         ``tables``, in one scripted call: (the owned tables whose lease was lost, the
-        live members that take tables, sorted, each table's owner)."""
+        live members that take tables, sorted, each table's owner). With ``watching``
+        (this process's watchers a table), it is published, and every member's is read
+        into :attr:`watched`."""
         owned, tables = list(owned), list(tables)
         redis = self.redis
-        keys = [f"{PREFIX}:nodes", f"{PREFIX}:draining"]
+        keys = [f"{PREFIX}:nodes", f"{PREFIX}:draining", f"{PREFIX}:watching"]
         keys += [lease_key(t) for t in owned] + [lease_key(t) for t in tables]
         now_ms = int(time.time() * 1000)
         args: list[str | int] = [self.node, self.ttl_ms, now_ms, "1" if draining else "0"]
-        args += [len(owned), self.beat_ms]
+        mine = "" if watching is None else json.dumps(dict(watching), separators=(",", ":"))
+        args += [len(owned), self.beat_ms, mine, "0" if watching is None else "1"]
         with _unavailable():
             answer = await self._tick(keys=keys, args=args, client=redis)
-        lost, live, leaving, found, soonest = answer
+        lost, live, leaving, found, soonest, watched = answer
         self.others_expire = _monotonic(soonest)
         if self.on_answer is not None:
             self.on_answer()
@@ -255,6 +334,8 @@ class Leases:
         now = time.monotonic()
         for table, node in owners.items():
             self._owners[table] = (node, now)
+        if watching is not None:
+            self.watched = _watchers(watched)
         return {owned[int(n) - 1] for n in lost}, sorted(members), owners
 
     async def close(self) -> None:
@@ -301,6 +382,7 @@ class Leases:
         with contextlib.suppress(RedisError, OSError):
             await self.redis.zrem(f"{PREFIX}:nodes", self.node)
             await self.redis.zrem(f"{PREFIX}:draining", self.node)
+            await self.redis.hdel(f"{PREFIX}:watching", self.node)
 
     # -- leases ------------------------------------------------------------------------
     async def acquire(self, table: str) -> bool:
@@ -380,6 +462,19 @@ def _unavailable() -> Iterator[None]:
         raise  # (an OSError, but a deadline of ours: a lock waited too long)
     except (RedisError, OSError) as exc:
         raise StoreUnavailable(f"Redis: {exc}") from exc
+
+
+def _watchers(flat: list[bytes | str]) -> dict[str, dict[str, int]]:
+    """Every member's watchers a table, from the tick's ``HGETALL`` (a member's line that
+    does not read as counts is taken as none: placement must not fail on it)."""
+    out: dict[str, dict[str, int]] = {}
+    for node, line in zip(flat[::2], flat[1::2], strict=True):
+        try:
+            counts = json.loads(line)
+            out[_text(node)] = {str(t): int(n) for t, n in counts.items() if int(n) > 0}
+        except (ValueError, TypeError, AttributeError):
+            log.warning("cluster: unreadable watchers of %s", _text(node))
+    return out
 
 
 def _text(value: bytes | str) -> str:
@@ -511,8 +606,13 @@ class Rebalancer:
         fresh = now - self._owners_read >= OWNERS_EVERY
         # Renewed at the tick after a third of the lease passed (a tick's jitter allowed).
         renew = now - self._last_renewal >= self.leases.ttl * RENEW_AFTER - self.interval / 2
+        # By players: this process's watchers published, everyone's read, with the owners.
+        follow = self.leases.watching
         lost, members, current = await self.leases.tick(
-            self.owned() if renew else (), tables if fresh else [], draining=self.draining
+            self.owned() if renew else (),
+            tables if fresh else [],
+            draining=self.draining,
+            watching=follow() if follow is not None and fresh else None,
         )
         if ticked is not None:
             ticked()
@@ -530,7 +630,7 @@ class Rebalancer:
         self.members = members
         if before - set(self.members) and self.on_members is not None:
             self.on_members(set(await self.leases.alive()))
-        placed = placement(tables, self.members, current)
+        placed = placement(tables, self.members, current, self.leases.watched if follow else None)
         wanted = {t for t, n in placed.items() if n == self.leases.node}
         at_rest = not lost and set(self.members) == before and wanted == self.owned()
         for table in sorted(self.owned() - wanted):

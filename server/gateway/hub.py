@@ -494,6 +494,10 @@ class Hub:
         room = self._rooms.get(table)
         return len(room.by_player.get(player, ())) if room else 0
 
+    def watchers(self) -> dict[str, int]:
+        """How many of this process's connections watch each table (none: left out)."""
+        return {table: len(room.subs) for table, room in self._rooms.items() if room.subs}
+
     def connections(self, table: str) -> Iterable[ServerConnection]:
         room = self._rooms.get(table)
         return list(room.subs) if room else []

@@ -75,6 +75,8 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
         )
         redis_bus.on_lag = metrics.bus_lag.observe
         leases.on_answer = redis_bus.heard  # (a tick answered: no probe needed meanwhile)
+        if config.placement == "players":
+            leases.watching = hub.watchers  # (tables run where their watchers are)
         bus = redis_bus
     if bus is None:
         bus = LocalBus(events_after=stored_events)

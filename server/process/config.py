@@ -85,6 +85,7 @@ class ServerConfig:
     db: str = "chemmy.sqlite3"
     store: str | None = None
     lease: float = 3.0
+    placement: str = "hash"
     redis_min_replicas: int = 0
     guest: bool = True
     jwt_secret: str | None = field(default=None, repr=False)

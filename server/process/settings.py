@@ -27,6 +27,9 @@ WALLET_SIGNATURES: Final = ("hmac", "ed25519", "rsa")
 LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 #: The event loops a process may run on (``--event-loop``).
 EVENT_LOOPS: Final = ("uvloop", "asyncio")
+#: How a cluster places its tables (docs/operations.md §3): spread by a hash of their
+#: ids, or where their watchers are connected.
+PLACEMENTS: Final = ("hash", "players")
 #: HMAC keys shorter than the hash are weak (RFC 7518 §3.2).
 MIN_SECRET_BYTES: Final = 32
 
@@ -172,6 +175,14 @@ SETTINGS: Final = (
         "seconds a table's owner holds it without renewing (cluster): a lost process's "
         "tables move after this",
         _between(0.5, 60),
+    ),
+    Setting(
+        "placement",
+        "str",
+        "where a cluster runs each table: hash (spread by its id) or players (on the "
+        "process most of its watchers are connected to, for a load balancer that routes "
+        "by ?table=)",
+        _one_of(PLACEMENTS),
     ),
     Setting("guest", "bool", "let players without a token play as guests"),
     Setting(

@@ -648,6 +648,38 @@ class _Taken:
         return len(specs), []
 
 
+def test_route_table_runs_players_placement_and_hashes_each_table_to_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--route table``: the processes place tables by players (``--placement
+    players``), and each table's clients go to the one process a hash of the table picks
+    (the same from run to run, every process used over thirty tables); without it the
+    processes place by hash."""
+    started: list[tuple[str, ...]] = []
+
+    class Node:
+        def __init__(self, home: Path, text: str, *args: str) -> None:
+            started.append(args)
+            self.pid, self.url = 4100 + len(started), f"ws://n{len(started)}"
+
+        def start(self) -> None: ...
+
+    monkeypatch.setattr(evening, "CountedServer", Node)
+    monkeypatch.setattr(evening, "start_redis", lambda home: SimpleNamespace(url=lambda: "r://"))
+    tables = evening.table_ids(30)
+    for placement in ("players", "hash"):
+        started.clear()
+        servers = evening.Servers(
+            tmp_path, tables, redis_store=True, processes=2, placement=placement
+        )
+        assert [a[a.index("--placement") + 1] for a in started] == [placement] * 2
+    route = servers.by_table()
+    assert route == servers.by_table() and set(route) == set(tables)
+    assert set(route.values()) == {"ws://n1", "ws://n2"}, route
+    with pytest.raises(SystemExit):
+        evening.main(["--route", "table"])  # (needs --redis)
+
+
 async def test_route_owner_puts_each_client_on_its_tables_owner(
     redis_server: RedisServer, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

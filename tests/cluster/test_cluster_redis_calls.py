@@ -364,8 +364,10 @@ async def test_a_ticks_read_of_every_owner_comes_back_as_one_string(redis_url: s
         assert await b.tick([], []) == (set(), ["node-b"], {})
         assert (await a.tick([], ["t0"]))[2] == {"t0": "node-a"}
         assert (await a.tick([], ["t119"]))[2] == {"t119": None}
-        keys = ["chemmy:nodes", "chemmy:draining"] + [lease_key(t) for t in tables]
-        reply = await a._tick(keys=keys, args=["node-a", 3000, 0, "0", 0, 3500], client=a.redis)
+        keys = ["chemmy:nodes", "chemmy:draining", "chemmy:watching"]
+        keys += [lease_key(t) for t in tables]
+        args = ["node-a", 3000, 0, "0", 0, 3500, "", "0"]
+        reply = await a._tick(keys=keys, args=args, client=a.redis)
         assert isinstance(reply[3], bytes), type(reply[3])  # one string, not 120 replies
         assert reply[3].decode().split("\n") == ["node-a"] * 40 + ["node-b"] * 40 + [""] * 40
     finally:

@@ -1,0 +1,164 @@
+"""Placement by players (``placement = "players"``): a table runs on the process most of
+its watchers are connected to (issue 36: a client on another process than its table's
+owner costs that process a relay of its commands and every step heard over the bus).
+
+The pure part (server/croupier/cluster.py ``placement`` with ``watchers``): a table
+follows its watchers once they are more than twice its owner's, never overfills a
+member past half a room more than its share, and every table is still placed. The real
+part: two server processes over a real Redis; players joining a table on the process
+that does not run it bring the table to them, play there, and when that process is
+killed (-9) the table goes back, its watchers' line is dropped, and the books hold.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from server.croupier import cluster
+from server.croupier.cluster import FOLLOW_MARGIN, placement
+from server.store.redis import RedisStore
+from tests.kit import Client, Game, open_guest, open_player, table_def
+from tests.kit.checks import check_coup, random_bets
+from tests.kit.cluster import LEASE, settle
+
+TABLES = [f"t{n}" for n in range(1, 11)]
+A, B, C = "host-101-aaaaaa", "host-102-bbbbbb", "host-103-cccccc"
+
+
+def test_without_watchers_it_is_the_hash_placement() -> None:
+    before = placement(TABLES, [A, B])
+    assert placement(TABLES, [A, B], before, {}) == before
+    assert placement(TABLES, [A, B], before, {A: {}, B: {}}) == before
+
+
+def test_a_table_goes_where_its_only_watchers_are() -> None:
+    before = placement(TABLES, [A, B])
+    table = next(t for t in TABLES if before[t] == A)
+    after = placement(TABLES, [A, B], before, {B: {table: 1}})
+    assert after[table] == B
+    counts = {m: sum(1 for n in after.values() if n == m) for m in (A, B)}
+    assert counts == {A: 5, B: 5}, counts  # another of B's went to A: still balanced
+    assert placement(TABLES, [A, B], None, {B: {table: 1}})[table] == B  # (no owner yet)
+
+
+@pytest.mark.parametrize(("mine", "theirs", "moves"), [(1, 2, False), (3, 6, False), (3, 7, True)])
+def test_a_table_moves_only_for_more_than_twice_its_owners_watchers(
+    mine: int, theirs: int, moves: bool
+) -> None:
+    assert FOLLOW_MARGIN == 2
+    before = placement(TABLES, [A, B])
+    table = next(t for t in TABLES if before[t] == A)
+    after = placement(TABLES, [A, B], before, {A: {table: mine}, B: {table: theirs}})
+    assert after[table] == (B if moves else A)
+
+
+def test_watchers_of_a_process_that_is_no_member_count_for_nothing() -> None:
+    before = placement(TABLES, [A, B])
+    assert placement(TABLES, [A, B], before, {C: dict.fromkeys(TABLES, 50)}) == before
+
+
+def test_a_member_takes_at_most_half_a_room_more_for_its_players() -> None:
+    """Every table watched on A only: A takes its room (5 of 10) and half of it again
+    (3), the most watched first; B takes the rest."""
+    counts = {t: n for n, t in enumerate(TABLES, start=1)}  # t10 the most watched
+    after = placement(TABLES, [A, B], None, {A: counts})
+    on_a = sorted((t for t, m in after.items() if m == A), key=counts.__getitem__)
+    assert on_a == TABLES[2:], after
+    assert set(after) == set(TABLES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tables=st.integers(1, 40),
+    members=st.integers(1, 4),
+    seed=st.integers(0, 2**32),
+)
+def test_every_table_is_placed_the_same_by_all_and_no_member_overfills(
+    tables: int, members: int, seed: int
+) -> None:
+    rng = random.Random(seed)
+    names = [f"t{n}" for n in range(tables)]
+    nodes = [f"n{n}" for n in range(members)]
+    current = {t: rng.choice([*nodes, None, "gone"]) for t in names}
+    watchers = {m: {t: rng.choice([0, 0, 1, 2, 5, 11]) for t in names} for m in [*nodes, "gone"]}
+    placed = placement(names, nodes, current, watchers)
+    assert set(placed) == set(names) and set(placed.values()) <= set(nodes)
+    room = -(-tables // members)
+    assert all(sum(1 for n in placed.values() if n == m) <= room + -(-room // 2) for m in nodes)
+    flipped = {m: dict(reversed(w.items())) for m, w in reversed(watchers.items())}
+    assert cluster._place(list(reversed(names)), list(reversed(nodes)), current, flipped) == placed
+    # And placed again from where it now is, with the same watchers, nothing moves.
+    assert placement(names, nodes, placed, watchers) == placed
+
+
+def test_an_unreadable_watchers_line_counts_as_none() -> None:
+    line = json.dumps({"t1": 3, "t2": 0}).encode()
+    read = cluster._watchers([b"n1", line, b"n2", b"not json", b"n3", b'["t1"]'])
+    assert read == {"n1": {"t1": 3}}
+
+
+@pytest.mark.slow  # two server processes and a whole kill: seconds
+async def test_a_table_moves_to_its_players_process_plays_there_and_goes_back_when_it_dies(
+    make_cluster: Any,
+) -> None:
+    tables = ["t1", "t2", "t3", "t4"]
+    cluster_ = make_cluster(
+        2, [table_def(t, decks=6, stop_offset=100) for t in tables], placement="players"
+    )
+    await cluster_.ready(tables=4)
+
+    def counts() -> list[int]:
+        owners = cluster_.owners()
+        return sorted(sum(1 for o in owners.values() if o == m) for m in cluster_.members())
+
+    await settle(lambda: counts() == [2, 2], timeout=LEASE * 4)
+    first = cluster_.owner("t1")
+    assert first is not None
+    there = cluster_.others(first)[0]
+    there_name = cluster_.node_name(there)
+    clients: dict[str, Client] = {}
+    for n in (1, 2):
+        client = await open_player(there.url, f"p{n}", "msgpack" if n % 2 else "json")
+        await client.join("t1")
+        await client.call("sit", table="t1", seat=n)
+        clients[f"p{n}"] = client
+    spectator = await open_guest(there.url, "msgpack", name="Watcher")
+    await spectator.join("t1")
+    try:
+        # Its three watchers are on ``there``: t1 moves there, and one of ``there``'s
+        # unwatched tables goes the other way (still two each).
+        await settle(lambda: cluster_.lease("t1") == there_name, timeout=LEASE * 4)
+        await settle(lambda: counts() == [2, 2], timeout=LEASE * 4)
+        published = json.loads(cluster_.redis.hget("chemmy:watching", there_name))
+        assert published == {"t1": 3}, published
+        balances = {pid: c.hello_reply["balance"] for pid, c in clients.items()}  # type: ignore[index]
+        rng = random.Random(20261207)
+        game = Game("t1", clients, spectator, rng=rng)
+        for _ in range(3):  # the table plays where its players are, nothing relayed
+            check_coup(await game.play_coup(random_bets(rng, list(clients))), balances)
+        assert cluster_.lease("t1") == there_name
+        for client in [spectator, *clients.values()]:
+            client.assert_clean()
+    finally:
+        for client in [spectator, *clients.values()]:
+            await client.close()
+
+    there.kill()
+    survivor = cluster_.node_name(first)
+    await settle(lambda: cluster_.owners() == dict.fromkeys(tables, survivor), timeout=LEASE * 4)
+    # Its watchers' line went with it (taken off with its heartbeat, by the survivor).
+    await settle(lambda: there_name not in cluster_.redis.hkeys("chemmy:watching"))
+    store = RedisStore(cluster_.url)
+    await store.open()
+    try:
+        audit = await store.audit()
+        assert audit["sum"] == 0 and audit["ledger_matches"], audit
+        assert audit["holds_ok"], audit["problems"]
+    finally:
+        await store.close()
