@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import urllib.parse
 from dataclasses import dataclass
 
 from client_cli.main import CliError
@@ -26,6 +27,7 @@ __all__ = [
     "add_url_arg",
     "positive_int",
     "server_url",
+    "table_url",
     "who",
 ]
 
@@ -67,6 +69,18 @@ def server_url(args: argparse.Namespace) -> str:
     if not url.startswith(("ws://", "wss://")):
         raise CliError(f"{args.command}: the server URL starts with ws:// or wss://, not {url!r}")
     return url
+
+
+def table_url(url: str, table: str) -> str:
+    """``url`` naming ``table`` in its query (``?table=T``, encoded as the web page does),
+    so that a load balancer can send every connection of a table to one process of a
+    cluster (deploy/nginx); ``url`` as it is when its query names a table already."""
+    parts = urllib.parse.urlsplit(url)
+    if "table" in urllib.parse.parse_qs(parts.query, keep_blank_values=True):
+        return url
+    named = "table=" + urllib.parse.quote(table, safe="!*'()")  # (encodeURIComponent's)
+    query = f"{parts.query}&{named}" if parts.query else named
+    return urllib.parse.urlunsplit(parts._replace(path=parts.path or "/", query=query))
 
 
 def who(args: argparse.Namespace) -> Who:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TypeAlias
 
-from client_cli.common import add_identity_args, add_url_arg, who
+from client_cli.common import add_identity_args, add_url_arg, table_url, who
 from client_cli.main import CliError
 
 __all__ = ["register", "run_play"]
@@ -60,7 +60,9 @@ def run_play(args: argparse.Namespace) -> int:
     if len(tables) > MAX_TABLES:
         raise CliError(f"play: at most {MAX_TABLES} tables (--table), not {len(tables)}")
     w = who(args)
-    app = ChemmyApp(w.url, token=w.token, guest=w.guest, name=w.name, table=tables)
+    # One table: its connection says so, for a load balancer that routes by table.
+    url = table_url(w.url, tables[0]) if len(tables) == 1 else w.url
+    app = ChemmyApp(url, token=w.token, guest=w.guest, name=w.name, table=tables)
     if args.speed is not None:
         app.options = replace(app.options, speed=args.speed)
     result = app.run()

@@ -254,10 +254,13 @@ class App {
     else if (this.client && this.connState !== "open") this.setMessage(t("page.connecting"));
   }
 
-  defaultUrl() {
+  /** The page's own address as `ws://`/`wss://`; opened for one table, with
+   * `?table=ID`, so that a load balancer can send every connection of a table to one
+   * process of a cluster (deploy/nginx). */
+  defaultUrl(table = null) {
     const u = new URL(".", location.href);
     u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
-    u.search = "";
+    u.search = table ? `?table=${encodeURIComponent(table)}` : "";
     u.hash = "";
     return u.href;
   }
@@ -302,7 +305,7 @@ class App {
           name: name || this.params.get("name") || this.opts.name || undefined,
           resume: store.get("session", "chemmy.resume") || undefined,
         };
-    this.client = connect(url || this.defaultUrl(), auth);
+    this.client = connect(url || this.defaultUrl(table), auth); // (the host's url as given)
     this.setMessage(t("page.connecting"));
     this.connectingMessage = this.messages; // replaced at the hello, if still shown
     show($("#banner"), false);

@@ -15,7 +15,7 @@ from tests.kit.launch import ROOT
 
 DEPLOY = ROOT / "deploy"
 
-__all__ = ["DEPLOY", "shared_config", "unit", "upstream_servers", "yaml_docs"]
+__all__ = ["DEPLOY", "shared_config", "unit", "upstream_blocks", "upstream_servers", "yaml_docs"]
 
 
 def yaml_docs(path: Path) -> list[dict[str, Any]]:
@@ -26,9 +26,21 @@ def yaml_docs(path: Path) -> list[dict[str, Any]]:
     return docs
 
 
+def upstream_blocks(path: Path) -> dict[str, list[str]]:
+    """Each ``upstream NAME { ... }`` block of an nginx file: its ``server HOST:PORT``
+    addresses, in order."""
+    blocks = re.findall(r"^upstream\s+(\S+)\s*\{(.*?)^\}", path.read_text(), re.M | re.S)
+    return {name: re.findall(r"^\s*server\s+(\S+?)[\s;]", body, re.M) for name, body in blocks}
+
+
 def upstream_servers(path: Path) -> list[str]:
-    """The ``server HOST:PORT`` addresses of an nginx upstream file."""
-    return re.findall(r"^\s*server\s+(\S+?)[\s;]", path.read_text(), re.MULTILINE)
+    """The ``server HOST:PORT`` addresses of an nginx upstream file, the same in each of
+    its blocks (the lobby's and the tables', deploy/nginx/chemmy.conf)."""
+    blocks = upstream_blocks(path)
+    assert blocks, path
+    (servers, *others) = blocks.values()
+    assert all(other == servers for other in others), f"{path}: the blocks differ: {blocks}"
+    return servers
 
 
 def unit(path: Path) -> dict[str, list[tuple[str, str]]]:

@@ -9,6 +9,10 @@ SQLite or two sharing a real Redis, players over ``wss://`` through nginx.
   refused ``403`` from any address outside the private ranges (a client on a Unix
   socket nginx also listens on, here: no IP address at all), while the page stays
   public.
+- A table's connections on one process: the upgrades that name their table
+  (``?table=``, as the web page and ``chemmy play --table`` make them) go by a
+  consistent hash of the table, all of one table's to one process and the tables to
+  both; the lobby's (no table) are still spread by ``least_conn``.
 - The default deployment, one process (SQLite) behind nginx, restarted for an upgrade
   while chips are down: players come back through nginx and the round goes on with
   their chips; balances exact.
@@ -40,6 +44,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from deploy_files import DEPLOY, upstream_blocks
 from deploy_helpers import (
     ROOT,
     Front,
@@ -52,12 +57,14 @@ from deploy_helpers import (
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from client_cli.common import table_url
 from server.process.auth import make_token
 from server.wallet.signing import signature_header
 from tests.kit import ServerProcess, scaled
 from tests.kit.operator import KEY as OPERATOR_KEY
 
 H = server_helpers()
+COMPOSE_UPSTREAM = DEPLOY / "compose" / "chemmy-upstream.conf"
 TABLE = "t1"
 STEP = 100  # one chip: the table's minimum bet (tier 1-100, in minor units)
 #: Refusals that say "not now" (the table is moving, the owner is busy or gone): a
@@ -149,10 +156,10 @@ def test_front_config_is_deploys_own() -> None:
     servers = script.render_upstream(upstream, ["127.0.0.1:1", "127.0.0.1:2"])
     kept = [line for line in upstream.splitlines() if not line.strip().startswith("server ")]
     assert [line for line in servers.splitlines() if not line.strip().startswith("server ")] == kept
+    # Both blocks (the lobby's and the tables') list the addresses given.
     assert re.findall(r"server (\S+) max_fails=1 fail_timeout=10s;", servers) == [
-        "127.0.0.1:1",
-        "127.0.0.1:2",
-    ]
+        "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:1", "127.0.0.1:2",
+    ]  # fmt: skip
 
 
 def test_front_timeouts_outlast_the_servers_keepalive() -> None:
@@ -319,6 +326,96 @@ def test_the_front_config_restricts_the_operator_paths() -> None:
         ("deny", "all"),
     ]  # fmt: skip
     assert "GETs and WebSocket frames only" not in site
+
+
+# ----------------------------------------------------------- a table's connections
+def test_front_config_routes_a_tables_connections_by_its_id() -> None:
+    """deploy/'s nginx (both upstream files): an upgrade naming its table (``?table=``)
+    goes to ``chemmy_tables``, a consistent hash of the table over the same processes;
+    every other request (the page, the lobby's connections, health, the operator's) to
+    ``chemmy``, the fewest connections first."""
+    for path in (DEPLOY / "nginx" / "chemmy-upstream.conf", COMPOSE_UPSTREAM):
+        blocks = upstream_blocks(path)
+        assert list(blocks) == ["chemmy", "chemmy_tables"], path
+        assert blocks["chemmy"] == blocks["chemmy_tables"], path
+        text = path.read_text()
+        lobby, tables = re.findall(r"^upstream \S+ \{(.*?)^\}", text, re.M | re.S)
+        assert re.search(r"^\s*least_conn;", lobby, re.M), path
+        assert not re.search(r"^\s*hash ", lobby, re.M), path
+        assert re.search(r"^\s*hash \$arg_table consistent;", tables, re.M), path
+        assert not re.search(r"^\s*least_conn;", tables, re.M), path
+        assert re.search(r"^\s*zone chemmy_tables ", tables, re.M), path
+    site = (ROOT / "deploy/nginx/chemmy.conf").read_text()
+    maps = dict(re.findall(r"^map \$\w+ \$(\w+) \{(.*?)^\}", site, re.M | re.S))
+    entries = {
+        name: dict(re.findall(r"^\s*(\S+)\s+(\S+);", body, re.M)) for name, body in maps.items()
+    }
+    assert entries["chemmy_table"] == {"default": "$arg_table", '""': '""'}
+    assert entries["chemmy_upstream"] == {"default": "chemmy_tables", '""': "chemmy"}
+    assert re.search(r"^map \$http_upgrade \$chemmy_table \{", site, re.M)
+    assert re.search(r"^map \$chemmy_table \$chemmy_upstream \{", site, re.M)
+    passes = re.findall(r"^\s*location ([^{]+?) \{.*?proxy_pass (\S+);", site, re.M | re.S)
+    assert dict(passes) == {
+        "/": "http://$chemmy_upstream",
+        "/operator/": "http://chemmy",
+        "= /readyz": "http://chemmy",
+    }
+
+
+async def test_a_tables_connections_land_on_one_process_and_the_lobbys_spread(
+    make_front: MakeFront,
+) -> None:
+    """Two processes behind deploy/'s nginx: the connections that name one table (as the
+    web page opened for it, or ``chemmy play --table``, make them) all reach one process,
+    whatever else their query says; the tables, many, land on both; connections without
+    a table are spread by ``least_conn``. Each connection comes from a loopback address
+    of its own (nginx limits upgrades per address), and the process it reached is the one
+    whose ``chemmy_connections`` it raised."""
+    front = await make_front(2, config())
+    sources = (f"127.0.1.{n}" for n in range(1, 255))
+    opened: list[Any] = []
+
+    async def held() -> list[int]:
+        """Each process's connections, once they add up to the ones open."""
+        async with asyncio.timeout(scaled(10)):
+            while True:
+                counts = [
+                    int(await asyncio.to_thread(metric, s.port, "chemmy_connections"))
+                    for s in front.servers
+                ]
+                if sum(counts) == len(opened):
+                    return counts
+                await asyncio.sleep(0.02)
+
+    async def landed(urls: list[str]) -> list[int]:
+        """Open a connection to each URL: how many each process took."""
+        before = await held()
+        for url in urls:
+            opened.append(
+                await connect(
+                    url, ssl=front.nginx.tls, proxy=None,
+                    subprotocols=["chemmy.v1.json"],  # type: ignore[list-item]
+                    open_timeout=scaled(10), local_addr=(next(sources), 0),
+                )
+            )  # fmt: skip
+        return [after - b for after, b in zip(await held(), before, strict=True)]
+
+    try:
+        # One table's connections, the page's and a client's with more in its query.
+        queries = ["?table=salon"] * 4 + ["?lang=fr&table=salon", "?table=salon&x=1"]
+        assert sorted(await landed([front.url + q for q in queries])) == [0, 6]
+        # Many tables: each one's connections on one process, the tables on both.
+        where = set()
+        for n in range(20):
+            took = await landed([table_url(front.url, f"t{n}")] * 3)
+            assert sorted(took) == [0, 3], (n, took)
+            where.add(took.index(3))
+        assert where == {0, 1}
+        # The lobby's connections (no table): the fewest first, two each, whatever the
+        # tables' connections hold (least_conn counts its own block's).
+        assert await landed([front.url] * 4) == [2, 2]
+    finally:
+        await asyncio.gather(*(c.close() for c in opened))
 
 
 # ------------------------------------------------------------------ a round and a drain

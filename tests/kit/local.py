@@ -174,17 +174,32 @@ _SERVER_LINE = re.compile(r"^(?P<indent>\s*)server\s+(?P<addr>\S+?)(?P<options>(
 
 
 def render_upstream(text: str, addresses: Sequence[str]) -> str:
-    """deploy/nginx/chemmy-upstream.conf with its ``server`` lines replaced by one per
-    address (``127.0.0.1:PORT``), each with the options the first line had."""
+    """deploy/nginx/chemmy-upstream.conf with the ``server`` lines of each of its
+    ``upstream`` blocks (the lobby's, ``least_conn``, and the tables', by a hash of the
+    table) replaced by one per address (``127.0.0.1:PORT``), each with the options the
+    block's first line had."""
     lines = text.splitlines()
-    found = [i for i, line in enumerate(lines) if _SERVER_LINE.match(line)]
-    if not found or found != list(range(found[0], found[-1] + 1)):
-        raise ClusterError("deploy/nginx/chemmy-upstream.conf: expected a block of server lines")
-    first = _SERVER_LINE.match(lines[found[0]])
-    assert first is not None
-    indent, options = first["indent"], first["options"]
-    servers = [f"{indent}server {address}{options};" for address in addresses]
-    return "\n".join([*lines[: found[0]], *servers, *lines[found[-1] + 1 :]]) + "\n"
+    runs: list[list[int]] = []  # each block's server lines, consecutive
+    for i, line in enumerate(lines):
+        if _SERVER_LINE.match(line):
+            if runs and runs[-1][-1] == i - 1:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+    blocks = sum(1 for line in lines if re.match(r"^\s*upstream\s+\S+\s*\{", line))
+    if not runs or len(runs) != blocks:
+        raise ClusterError(
+            "deploy/nginx/chemmy-upstream.conf: expected one block of server lines an upstream"
+        )
+    out: list[str] = []
+    done = 0
+    for run in runs:
+        first = _SERVER_LINE.match(lines[run[0]])
+        assert first is not None
+        out += lines[done : run[0]]
+        out += [f"{first['indent']}server {a}{first['options']};" for a in addresses]
+        done = run[-1] + 1
+    return "\n".join([*out, *lines[done:]]) + "\n"
 
 
 def nginx_main(folder: Path) -> str:

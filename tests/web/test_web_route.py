@@ -1,0 +1,184 @@
+"""The web page's WebSocket names its table when the page is opened for one, so that a
+cluster's load balancer sends every connection of a table to one process (deploy/README.md):
+``?table=ID`` in the page's address, in the host's ``chemmy:connect``, or a frame of "my
+tables" connects to ``/?table=ID``; the lobby connects to ``/`` as before; a ``url`` the
+host gives is used as given.
+
+What the server was sent is read from a small proxy in front of it, which passes every
+connection through and keeps the target of each WebSocket upgrade (the first line of
+each connection's request); the page is loaded through it, so its own address is the
+proxy's, as it would be a load balancer's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from playwright.sync_api import Page, expect
+from web_helpers import RELAXED, ServerProcess, server_config, token
+
+from tests.kit.timing import scaled
+
+pytestmark = pytest.mark.slow  # a server subprocess and a browser: seconds each
+
+TABLES = [
+    {"id": f"route-{x}", "name": f"Route {x.upper()}", "tier": "1-100", "timers": RELAXED}
+    for x in "ab"
+]
+
+
+class Recorder:
+    """A TCP proxy on a free loopback port in front of ``port``: every connection passed
+    through as it is; ``upgrades``, the target of each WebSocket upgrade, in order."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.upgrades: list[str] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.http = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):  # (closed: the test is over)
+            while True:
+                client, _address = self.listener.accept()
+                threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        head = b""
+        with contextlib.suppress(OSError):
+            while b"\r\n\r\n" not in head and (chunk := client.recv(65536)):
+                head += chunk
+            lines = head.split(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+            if any(line.lower().replace(" ", "") == "upgrade:websocket" for line in lines):
+                self.upgrades.append(lines[0].split(" ")[1])
+            upstream = socket.create_connection(("127.0.0.1", self.port))
+            self.sockets += [client, upstream]
+            upstream.sendall(head)
+            threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
+            self._pipe(client, upstream)
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := source.recv(65536):
+                sink.sendall(chunk)
+            sink.shutdown(socket.SHUT_WR)
+
+    def wait(self, count: int) -> list[str]:
+        """The upgrades, once there are ``count`` of them."""
+        deadline = time.monotonic() + scaled(10)
+        while len(self.upgrades) < count:
+            assert time.monotonic() < deadline, f"upgrades so far: {self.upgrades}"
+            time.sleep(0.02)
+        return list(self.upgrades)
+
+    def close(self) -> None:
+        self.listener.close()
+        for s in self.sockets:
+            with contextlib.suppress(OSError):
+                s.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    s = ServerProcess(tmp_path_factory.mktemp("web-route"), server_config(TABLES)).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def proxy(server: ServerProcess) -> Iterator[Recorder]:
+    recorder = Recorder(server.port)
+    yield recorder
+    recorder.close()
+
+
+def test_a_page_opened_for_a_table_names_it_and_the_lobby_does_not(
+    proxy: Recorder, open_page: Callable[..., Page]
+) -> None:
+    page = open_page()
+    page.goto(f"{proxy.http}/?token={token('route-ann', 'Ann')}&table=route-a")
+    page.locator("#table").wait_for(state="visible")
+    assert proxy.wait(1) == ["/?table=route-a"]
+
+    # The lobby: no table in the URL. Its player adds both tables to "my tables": each
+    # frame connects for its own table.
+    page = open_page()  # (a page of its own: its own tab's token)
+    page.goto(f"{proxy.http}/?token={token('route-bob', 'Bob')}")
+    expect(page.locator("#tables .table-tile[data-tile='route-b']")).to_be_visible()
+    assert proxy.wait(2)[1] == "/"
+    for tile in ("route-a", "route-b"):
+        page.locator(f".my-table[data-table='{tile}']").click()
+    page.locator("#btn-mine").click()
+    for tile in ("route-a", "route-b"):
+        page.locator(f"#grid-frames iframe[data-table='{tile}']").wait_for()
+    assert sorted(proxy.wait(4)[2:]) == ["/?table=route-a", "/?table=route-b"]
+
+
+def test_a_url_given_by_the_host_is_used_as_given(
+    proxy: Recorder, open_page: Callable[..., Page]
+) -> None:
+    given = proxy.http.replace("http:", "ws:") + "/chemmy/socket?lang=fr"
+    page = open_page()
+    page.goto(f"{proxy.http}/?token={token('route-cat', 'Cat')}&table=route-b&url={given}")
+    page.locator("#table").wait_for(state="visible")
+    assert proxy.wait(1) == ["/chemmy/socket?lang=fr"]
+
+
+class Host:
+    """The operator's page, at ``localhost`` (another origin than the proxy's
+    ``127.0.0.1``): it frames the table (``frame``, taking its token only from this
+    origin) and answers its ``chemmy:ready`` with ``message`` (docs/embedding.md §3)."""
+
+    def __init__(self, frame: str, message: dict[str, str]) -> None:
+        pages: list[bytes] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(pages[0])))
+                self.end_headers()
+                self.wfile.write(pages[0])
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        origin = f"http://localhost:{self.httpd.server_address[1]}"
+        self.url = origin + "/"
+        pages.append(
+            f"""<!doctype html><title>Casino</title>
+<iframe id="chemmy" src="{frame}/?parent={origin}" width="1000" height="700"></iframe>
+<script>
+  addEventListener("message", (ev) => {{
+    if (ev.data.type === "chemmy:ready") ev.source.postMessage({json.dumps(message)}, ev.origin);
+  }});
+</script>""".encode()
+        )
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_the_hosts_table_is_named_too(proxy: Recorder, open_page: Callable[..., Page]) -> None:
+    message = {"type": "chemmy:connect", "token": token("route-dee", "Dee"), "table": "route-b"}
+    host = Host(proxy.http, message)
+    try:
+        page = open_page()
+        page.goto(host.url)
+        expect(page.frame_locator("#chemmy").locator("#table")).to_be_visible()
+        assert proxy.wait(1) == ["/?table=route-b"]
+    finally:
+        host.close()
