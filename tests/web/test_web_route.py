@@ -50,21 +50,31 @@ class Recorder:
         with contextlib.suppress(OSError):  # (closed: the test is over)
             while True:
                 client, _address = self.listener.accept()
+                self.sockets.append(client)  # (closed by close() whatever happens)
                 threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
         head = b""
-        with contextlib.suppress(OSError):
+        upstream: socket.socket | None = None
+        try:
             while b"\r\n\r\n" not in head and (chunk := client.recv(65536)):
                 head += chunk
             lines = head.split(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
             if any(line.lower().replace(" ", "") == "upgrade:websocket" for line in lines):
                 self.upgrades.append(lines[0].split(" ")[1])
             upstream = socket.create_connection(("127.0.0.1", self.port))
-            self.sockets += [client, upstream]
+            self.sockets.append(upstream)
             upstream.sendall(head)
-            threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
+            back = threading.Thread(target=self._pipe, args=(upstream, client), daemon=True)
+            back.start()
             self._pipe(client, upstream)
+            back.join(scaled(10))
+        except OSError:
+            pass  # (closed: the test is over)
+        finally:
+            for s in (client, upstream):
+                if s is not None:
+                    s.close()
 
     @staticmethod
     def _pipe(source: socket.socket, sink: socket.socket) -> None:
@@ -83,9 +93,9 @@ class Recorder:
 
     def close(self) -> None:
         self.listener.close()
-        for s in self.sockets:
+        for s in self.sockets:  # (a shutdown wakes a thread reading it; it closes it)
             with contextlib.suppress(OSError):
-                s.close()
+                s.shutdown(socket.SHUT_RDWR)
 
 
 @pytest.fixture(scope="module")
