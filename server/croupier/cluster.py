@@ -19,7 +19,10 @@ With a Redis store, every ``chemmy-server`` process is a member of the cluster:
   of its clients watch each table (``chemmy:watching``, with its read of the owners), and
   a table runs where most of its watchers are, once they are more than twice its
   owner's: a client on another process than its table's owner costs that process a
-  relay of its commands and every step heard over the bus (docs/benchmarks.md).
+  relay of its commands and every step heard over the bus (docs/benchmarks.md). A
+  process's own counts are fresher than the others' (read every 2 s), so two may see
+  a table's place apart for a moment: the one handing it over says so (``released``),
+  and the others look at once; a table both want is settled by its lease.
 - **Ownership by lease.** A table's actor runs only where its lease is held:
   ``chemmy:{<table>}:lease`` = the owner's name, taken with ``SET NX PX ttl`` and renewed
   by a compare-and-renew script. Taking it, the new owner claims the table's next epoch
@@ -84,12 +87,11 @@ EXPIRY_MARGIN = 0.02
 # leases whose owners are read. ARGV: this node, ttl ms, now ms, draining ('1'/'0'), how
 # many owned, the heartbeat's ms, this node's watchers (JSON; '' to leave them), '1' to
 # read everyone's.
-# Beats (and drops expired members, and their watchers), renews each owned lease still
-# ours, and answers {the owned leases lost (their places, 1-based), the members, the
+# Beats (and drops expired members), renews each owned lease still ours, and answers {the owned leases lost (their places, 1-based), the members, the
 # draining, each read lease's owner ('' for none), one a line (one string, not a reply
 # per table: parsing those was most of an idle process's tick, issue 36), when the first
 # other member's heartbeat expires (ms; '' for no other), every member's watchers (a
-# flat HGETALL, or empty)}.
+# flat HGETALL of the live members' lines, the others' deleted; or empty)}.
 _TICK = """
 local node, ttl, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local owned, beat = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -97,7 +99,7 @@ redis.call('ZADD', KEYS[1], now + beat, node)
 if ARGV[4] == '1' then redis.call('ZADD', KEYS[2], now + beat, node) end
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[3], node, ARGV[7]) end
 -- A set's members whose mark has not expired, with their expiries; the expired ones are
--- taken off (one ZRANGE, and a ZREM only when one expired: issue 36), and answered third.
+-- taken off (one ZRANGE, and a ZREM only when one expired: issue 36).
 local function live(key)
   local names, scores, gone = {}, {}, {}
   local scored = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
@@ -109,7 +111,7 @@ local function live(key)
     end
   end
   if #gone > 0 then redis.call('ZREM', key, unpack(gone)) end
-  return names, scores, gone
+  return names, scores
 end
 -- The leases read with one MGET a chunk (issue 36: a GET each, renewed and read, were
 -- the most of Redis's commands after the commits').
@@ -131,14 +133,26 @@ for n, holder in ipairs(read(4, 3 + owned)) do
 end
 local owners = {}
 for _, holder in ipairs(read(4 + owned, #KEYS)) do owners[#owners + 1] = holder or '' end
-local members, expiries, gone = live(KEYS[1])
-if #gone > 0 then redis.call('HDEL', KEYS[3], unpack(gone)) end
+local members, expiries = live(KEYS[1])
 local soonest = ''
 for i, name in ipairs(members) do
   if name ~= node then soonest = expiries[i]; break end
 end
-local watched = {}
-if ARGV[8] == '1' then watched = redis.call('HGETALL', KEYS[3]) end
+-- The live members' watchers; a line of any other (gone, or left without its delete) is
+-- deleted as it is read.
+local watched, stale, alive = {}, {}, {}
+if ARGV[8] == '1' then
+  for _, name in ipairs(members) do alive[name] = true end
+  local lines = redis.call('HGETALL', KEYS[3])
+  for i = 1, #lines, 2 do
+    if alive[lines[i]] then
+      watched[#watched + 1], watched[#watched + 2] = lines[i], lines[i + 1]
+    else
+      stale[#stale + 1] = lines[i]
+    end
+  end
+  if #stale > 0 then redis.call('HDEL', KEYS[3], unpack(stale)) end
+end
 return {lost, members, (live(KEYS[2])), table.concat(owners, '\\n'), soonest, watched}
 """
 # KEYS[1] = the lease; ARGV[1] = this node. Deletes the lease only if it is ours.
@@ -202,14 +216,17 @@ def _followed(
     members: list[str],
     current: Mapping[str, str | None],
     watchers: Mapping[str, Mapping[str, int]],
-) -> list[tuple[str, int, list[str]]]:
-    """The tables with watchers among the members, the most watched first: (table, its
-    watchers at its choice, the members it may go to, best first). Its choice is the
+) -> list[tuple[str, list[str]]]:
+    """The tables with watchers among the members, the most watched first: (table, the
+    members it may go to, best first). Its choice is the
     member with the most of its watchers (the rendezvous hash breaks a tie), unless its
     owner is a member and the choice has no more than :data:`FOLLOW_MARGIN` times the
     owner's: then its owner. After the choice, the other members watching it, the most
-    first (for when the choice is full)."""
-    chosen: list[tuple[str, int, list[str]]] = []
+    first (for when the choice is full). A table staying with its owner comes before any
+    moving, whatever their counts: a member full of tables its players keep does not hand
+    one over to make room for another (their counts crossing would move both back and
+    forth)."""
+    chosen: list[tuple[bool, int, str, list[str]]] = []
     for table in tables:
         counts = {m: watchers.get(m, {}).get(table, 0) for m in members}
         ranked = sorted(
@@ -223,9 +240,9 @@ def _followed(
         if owner in counts and counts[ranked[0]] <= FOLLOW_MARGIN * counts[owner]:
             ranked.remove(str(owner))
             ranked.insert(0, str(owner))
-        chosen.append((table, counts[ranked[0]], ranked))
-    chosen.sort(key=lambda c: (-c[1], c[0]))
-    return chosen
+        chosen.append((ranked[0] != owner, -counts[ranked[0]], table, ranked))
+    chosen.sort(key=lambda c: c[:3])
+    return [(table, ranked) for _, _, table, ranked in chosen]
 
 
 def _place(
@@ -244,7 +261,7 @@ def _place(
     if watchers:
         # Up to half a room more where the players are; the others still fit around
         # them: the room left over all members is at least the tables left.
-        for table, _, ranked in _followed(tables, members, current, watchers):
+        for table, ranked in _followed(tables, members, current, watchers):
             member = next((m for m in ranked if load[m] < room + -(-room // 2)), None)
             if member is not None:
                 placed[table] = member
@@ -380,9 +397,11 @@ class Leases:
     async def leave(self) -> None:
         """Drop out of the member list at once (a clean stop)."""
         with contextlib.suppress(RedisError, OSError):
-            await self.redis.zrem(f"{PREFIX}:nodes", self.node)
-            await self.redis.zrem(f"{PREFIX}:draining", self.node)
-            await self.redis.hdel(f"{PREFIX}:watching", self.node)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.zrem(f"{PREFIX}:nodes", self.node)
+                pipe.zrem(f"{PREFIX}:draining", self.node)
+                pipe.hdel(f"{PREFIX}:watching", self.node)
+                await pipe.execute()
 
     # -- leases ------------------------------------------------------------------------
     async def acquire(self, table: str) -> bool:
@@ -527,6 +546,8 @@ class Rebalancer:
         self.changes = 0  # tables taken or given up (for /metrics)
         #: Hears the live processes (draining ones too) when a member left.
         self.on_members: Callable[[set[str]], None] | None = None
+        #: Hears a table this process handed over (placed elsewhere), its lease released.
+        self.on_released: Callable[[str], None] | None = None
 
     def poke(self) -> None:
         """Look again now (a notice: tables created or closed, a member joined or left),
@@ -636,6 +657,8 @@ class Rebalancer:
         for table in sorted(self.owned() - wanted):
             await self.disown(table, "placed elsewhere")
             await self.leases.release(table)
+            if self.on_released is not None:
+                self.on_released(table)
             self.changes += 1
             await self._keep_leases()
         for table in sorted(wanted - self.owned()):

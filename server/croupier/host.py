@@ -121,6 +121,11 @@ class Croupier:
             disown=self._disown,
         )
         self.rebalancer.on_members = self._members_left
+        # A table handed over: the others look at once, with what this process sees now
+        # (by players, the one whose watchers it follows may not have read them yet).
+        self.rebalancer.on_released = lambda t: self._tell(
+            {"kind": "released", "table": t, "node": self.bus.node}
+        )
         await self.rebalancer.step()  # take what is placed here before serving anyone
         # The others, at rest, would find this member only at their next renewal (a third
         # of a lease): told, they hand over its share at once (issue 36).
@@ -133,9 +138,10 @@ class Croupier:
 
     def _notice(self, notice: dict[str, Any]) -> None:
         kind = notice.get("kind")
-        if kind == "owner" and self.cluster is not None:
-            self.cluster.heard_owner(str(notice.get("table")), notice.get("node"))
-        if kind in ("tables", "closed", "owner", "reconnected", "leaving", "joined"):
+        if kind in ("owner", "released") and self.cluster is not None:
+            node = notice.get("node") if kind == "owner" else None
+            self.cluster.heard_owner(str(notice.get("table")), node)
+        if kind in ("tables", "closed", "owner", "released", "reconnected", "leaving", "joined"):
             self._table_ids = (-1e9, self._table_ids[1])
             if self.rebalancer is not None:
                 self.rebalancer.poke()

@@ -27,7 +27,7 @@ WALLET_SIGNATURES: Final = ("hmac", "ed25519", "rsa")
 LOG_LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 #: The event loops a process may run on (``--event-loop``).
 EVENT_LOOPS: Final = ("uvloop", "asyncio")
-#: How a cluster places its tables (docs/operations.md §3): spread by a hash of their
+#: How a cluster places its tables (docs/operations.md §2): spread by a hash of their
 #: ids, or where their watchers are connected.
 PLACEMENTS: Final = ("hash", "players")
 #: HMAC keys shorter than the hash are weak (RFC 7518 §3.2).

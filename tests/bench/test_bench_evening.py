@@ -679,6 +679,17 @@ def test_route_table_runs_players_placement_and_hashes_each_table_to_one_process
     with pytest.raises(SystemExit):
         evening.main(["--route", "table"])  # (needs --redis)
 
+    class Made(Exception):
+        """The run's servers were asked for (and nothing was started)."""
+
+    def servers_of(*args: Any, placement: str = "hash", **kwargs: Any) -> None:
+        raise Made(placement)
+
+    monkeypatch.setattr(evening, "Servers", servers_of)
+    for route, placement in (("table", "players"), ("owner", "hash"), ("spread", "hash")):
+        with pytest.raises(Made, match=f"^{placement}$"):
+            evening.main(["--redis", "--route", route, "--no-baselines"])
+
 
 async def test_route_owner_puts_each_client_on_its_tables_owner(
     redis_server: RedisServer, redis_url: str, monkeypatch: pytest.MonkeyPatch

@@ -17,11 +17,12 @@ import random
 from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.croupier import cluster
-from server.croupier.cluster import FOLLOW_MARGIN, placement
+from server.croupier.cluster import FOLLOW_MARGIN, Leases, Rebalancer, placement
 from server.store.redis import RedisStore
 from tests.kit import Client, Game, open_guest, open_player, table_def
 from tests.kit.checks import check_coup, random_bets
@@ -97,6 +98,15 @@ def test_every_table_is_placed_the_same_by_all_and_no_member_overfills(
     assert placement(names, nodes, placed, watchers) == placed
 
 
+def test_a_member_full_of_tables_its_players_keep_takes_no_more() -> None:
+    """A at its most (10 tables: a room of 5, and 3 more for its players) with eight
+    tables it runs and watches: two tables on B watched more on A do not push two of
+    A's out (and, their counts crossing next, back again): every table stays."""
+    current = {t: A for t in TABLES[:8]} | {t: B for t in TABLES[8:]}
+    watched = {t: 1 for t in TABLES[:8]} | {t: 5 for t in TABLES[8:]}
+    assert placement(TABLES, [A, B], current, {A: watched}) == current
+
+
 def test_an_unreadable_watchers_line_counts_as_none() -> None:
     line = json.dumps({"t1": 3, "t2": 0}).encode()
     read = cluster._watchers([b"n1", line, b"n2", b"not json", b"n3", b'["t1"]'])
@@ -162,3 +172,78 @@ async def test_a_table_moves_to_its_players_process_plays_there_and_goes_back_wh
         assert audit["holds_ok"], audit["problems"]
     finally:
         await store.close()
+
+
+async def test_the_owner_hands_a_table_to_its_players_process_and_says_so(
+    redis_url: str,
+) -> None:
+    """Two placement loops over a real Redis, by players. B's watchers of a table A runs:
+    B wants it at once but cannot take it (A's lease); A, at its next read of the
+    watchers, hands it over and says so (``on_released``: the croupier's notice, on which
+    the others look at once), and B's next step takes it; a table of B's goes to A to keep
+    two each. A member's line is left alone by a tick that does not publish, deleted when
+    it leaves, and a line of no member is deleted as it is read."""
+    tables = ["t1", "t2", "t3", "t4"]
+    loops: dict[str, Rebalancer] = {}
+    owned: dict[str, set[str]] = {A: set(), B: set()}
+    seen: dict[str, dict[str, int]] = {A: {}, B: {}}
+    released: list[tuple[str, str]] = []
+
+    async def listed() -> list[str]:
+        return tables
+
+    for name in (A, B):
+        leases = Leases(redis_url, name, ttl=3.0)
+        leases.watching = lambda name=name: seen[name]  # type: ignore[misc]
+
+        async def own(table: str, name: str = name) -> None:
+            owned[name].add(table)
+
+        async def disown(table: str, why: str, name: str = name) -> None:
+            owned[name].discard(table)
+
+        loop = Rebalancer(
+            leases,
+            tables=listed,
+            owned=lambda name=name: set(owned[name]),
+            own=own,
+            disown=disown,
+        )
+        loop.on_released = lambda t, name=name: released.append((name, t))
+        loops[name] = loop
+
+    async def step(name: str) -> None:
+        loops[name].poke()  # (a fresh read of the owners and the watchers)
+        await loops[name].step()
+
+    raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        for name in (A, B, A, B):
+            await step(name)
+        assert sorted(map(len, owned.values())) == [2, 2], owned
+        table = sorted(owned[A])[0]
+        released.clear()  # (A took all four first, and handed two to B)
+        seen[B] = {table: 1}
+        await step(B)  # wants it, cannot take it yet; makes room (one of its own to A)
+        assert table in owned[A] and table not in owned[B]
+        assert [who for who, _ in released] == [B] and len(owned[B]) == 1, released
+        await step(A)  # hands it over, and says so (and takes the one B handed over)
+        assert released[1:] == [(A, table)] and table not in owned[A]
+        await step(B)  # takes it
+        assert table in owned[B]
+        await step(A)
+        await step(B)
+        assert sorted(map(len, owned.values())) == [2, 2] and table in owned[B], owned
+        assert json.loads(await raw.hget("chemmy:watching", B) or "") == {table: 1}
+        await loops[B].leases.tick([], [])  # (no watching given: its line is left)
+        assert await raw.hget("chemmy:watching", B) is not None
+        await raw.hset("chemmy:watching", "host-999-gone", json.dumps({table: 50}))
+        await step(A)
+        assert await raw.hget("chemmy:watching", "host-999-gone") is None
+        assert set(loops[A].leases.watched) == {A, B}
+        await loops[B].leases.leave()
+        assert await raw.hget("chemmy:watching", B) is None
+    finally:
+        await raw.aclose()
+        for loop in loops.values():
+            await loop.leases.close()

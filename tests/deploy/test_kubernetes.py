@@ -114,8 +114,11 @@ def test_config_secret_and_redis(
         tmp_path / key,
         CHEMMY_STORE=env["CHEMMY_STORE"],
         CHEMMY_JWT_SECRET=secret["stringData"][ref["key"]],
+        CHEMMY_PLACEMENT=env["CHEMMY_PLACEMENT"],
     )
     assert loaded.clustered and loaded.auth_enabled
+    # Its Ingress does not route by table: tables placed by hash, not by players.
+    assert loaded.placement == "hash" and shared_config().placement == "players"
     # Redis is external, named by a Service the store URL uses.
     found = re.fullmatch(r"redis://([\w.-]+):(\d+)/\d+", env["CHEMMY_STORE"])
     assert found is not None
