@@ -217,8 +217,8 @@ def _followed(
     current: Mapping[str, str | None],
     watchers: Mapping[str, Mapping[str, int]],
 ) -> list[tuple[str, list[str]]]:
-    """The tables with watchers among the members, the most watched first: (table, the
-    members it may go to, best first). Its choice is the
+    """The tables with watchers among the members, those staying with their owner first,
+    then the most watched: (table, the members it may go to, best first). Its choice is the
     member with the most of its watchers (the rendezvous hash breaks a tie), unless its
     owner is a member and the choice has no more than :data:`FOLLOW_MARGIN` times the
     owner's: then its owner. After the choice, the other members watching it, the most
@@ -455,6 +455,12 @@ class Leases:
     def heard_owner(self, table: str, node: str | None) -> None:
         """A notice said who owns ``table`` now."""
         self._owners[table] = (node, time.monotonic())
+
+    def heard_released(self, table: str, node: str) -> None:
+        """A notice said ``node`` handed ``table`` over: unowned, unless another was
+        heard taking it since (notices from two processes may come in either order)."""
+        if table in self._owners and self._owners[table][0] in (node, None):
+            self.heard_owner(table, None)
 
     # -- the lobby -----------------------------------------------------------------------
     async def put_summary(self, table: str, summary: dict[str, Any]) -> None:

@@ -121,11 +121,10 @@ class Croupier:
             disown=self._disown,
         )
         self.rebalancer.on_members = self._members_left
-        # A table handed over: the others look at once, with what this process sees now
-        # (by players, the one whose watchers it follows may not have read them yet).
-        self.rebalancer.on_released = lambda t: self._tell(
-            {"kind": "released", "table": t, "node": self.bus.node}
-        )
+        if self.cluster.watching is not None:
+            # By players, a table handed over: the others look at once, with what this
+            # process sees now (the one whose watchers it follows may not have read them).
+            self.rebalancer.on_released = self._released
         await self.rebalancer.step()  # take what is placed here before serving anyone
         # The others, at rest, would find this member only at their next renewal (a third
         # of a lease): told, they hand over its share at once (issue 36).
@@ -138,9 +137,10 @@ class Croupier:
 
     def _notice(self, notice: dict[str, Any]) -> None:
         kind = notice.get("kind")
-        if kind in ("owner", "released") and self.cluster is not None:
-            node = notice.get("node") if kind == "owner" else None
-            self.cluster.heard_owner(str(notice.get("table")), node)
+        if kind == "owner" and self.cluster is not None:
+            self.cluster.heard_owner(str(notice.get("table")), notice.get("node"))
+        if kind == "released" and self.cluster is not None:
+            self.cluster.heard_released(str(notice.get("table")), str(notice.get("node")))
         if kind in ("tables", "closed", "owner", "released", "reconnected", "leaving", "joined"):
             self._table_ids = (-1e9, self._table_ids[1])
             if self.rebalancer is not None:
@@ -149,6 +149,9 @@ class Croupier:
             self.on_notice(notice)
 
     on_notice: Callable[[dict[str, Any]], None] | None = None
+
+    def _released(self, table: str) -> None:
+        self._tell({"kind": "released", "table": table, "node": self.bus.node})
 
     def _tell(self, notice: dict[str, Any]) -> None:
         self.bus.control(notice)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 import redis.asyncio as aioredis
@@ -22,7 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from server.croupier import cluster
-from server.croupier.cluster import FOLLOW_MARGIN, Leases, Rebalancer, placement
+from server.croupier.cluster import FOLLOW_MARGIN, Leases, Rebalancer, lease_key, placement
+from server.croupier.host import Croupier
 from server.store.redis import RedisStore
 from tests.kit import Client, Game, open_guest, open_player, table_def
 from tests.kit.checks import check_coup, random_bets
@@ -229,6 +231,7 @@ async def test_the_owner_hands_a_table_to_its_players_process_and_says_so(
         assert [who for who, _ in released] == [B] and len(owned[B]) == 1, released
         await step(A)  # hands it over, and says so (and takes the one B handed over)
         assert released[1:] == [(A, table)] and table not in owned[A]
+        assert await raw.get(lease_key(table)) is None  # (released: free for B at once)
         await step(B)  # takes it
         assert table in owned[B]
         await step(A)
@@ -241,9 +244,37 @@ async def test_the_owner_hands_a_table_to_its_players_process_and_says_so(
         await step(A)
         assert await raw.hget("chemmy:watching", "host-999-gone") is None
         assert set(loops[A].leases.watched) == {A, B}
+        loops[B].draining = True  # a draining member's line is kept (it still serves)
+        await step(B)
+        await step(A)
+        assert set(loops[A].leases.watched) == {A, B}
         await loops[B].leases.leave()
         assert await raw.hget("chemmy:watching", B) is None
     finally:
         await raw.aclose()
         for loop in loops.values():
             await loop.leases.close()
+
+
+def test_a_released_notice_forgets_the_owner_it_names_and_looks_again() -> None:
+    """A croupier hearing ``released``: the table is unowned if the notice's sender was
+    its owner as last known (not if another was heard taking it since: two senders'
+    notices come in either order), and its placement loop looks again at once."""
+    told: list[dict[str, Any]] = []
+    bus = SimpleNamespace(node=A, control=told.append)
+    leases = Leases("redis://127.0.0.1:1/0", A)  # (never asked: notices only)
+    croupier = Croupier(cast(Any, None), cast(Any, bus), grace=1.0, cluster=leases)
+
+    async def nothing(*args: Any) -> Any:
+        return set()
+
+    croupier.rebalancer = Rebalancer(leases, tables=nothing, owned=set, own=nothing, disown=nothing)
+    leases.heard_owner("t1", C)  # C took it after B handed it over
+    croupier._notice({"kind": "released", "table": "t1", "node": B})
+    assert leases.known_owners(["t1"]) == {"t1": C}
+    looked = croupier.rebalancer._notices
+    croupier._notice({"kind": "released", "table": "t1", "node": C})
+    assert leases.known_owners(["t1"]) == {"t1": None}
+    assert croupier.rebalancer._notices == looked + 1
+    croupier._released("t2")  # what this process says when it hands one over
+    assert told == [{"kind": "released", "table": "t2", "node": A}]
