@@ -87,11 +87,12 @@ EXPIRY_MARGIN = 0.02
 # leases whose owners are read. ARGV: this node, ttl ms, now ms, draining ('1'/'0'), how
 # many owned, the heartbeat's ms, this node's watchers (JSON; '' to leave them), '1' to
 # read everyone's.
-# Beats (and drops expired members), renews each owned lease still ours, and answers {the owned leases lost (their places, 1-based), the members, the
-# draining, each read lease's owner ('' for none), one a line (one string, not a reply
-# per table: parsing those was most of an idle process's tick, issue 36), when the first
-# other member's heartbeat expires (ms; '' for no other), every member's watchers (a
-# flat HGETALL of the live members' lines, the others' deleted; or empty)}.
+# Beats (and drops expired members), renews each owned lease still ours, and answers
+# {the owned leases lost (their places, 1-based), the members, the draining, each read
+# lease's owner ('' for none), one a line (one string, not a reply per table: parsing
+# those was most of an idle process's tick, issue 36), when the first other member's
+# heartbeat expires (ms; '' for no other), every member's watchers (a flat HGETALL of the
+# live members' lines, the others' deleted; or empty)}.
 _TICK = """
 local node, ttl, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local owned, beat = tonumber(ARGV[5]), tonumber(ARGV[6])
