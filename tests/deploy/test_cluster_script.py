@@ -124,3 +124,29 @@ async def test_scripts_cluster_starts_serves_and_stops(tmp_path: Path, nginx_pro
         for pid in children:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_scripts_cluster_places_by_players_unless_told_otherwise() -> None:
+    """deploy/nginx sends a table's connections to one process, so the script's servers
+    place by players; a placement or a config file given (a flag after ``--``, or the
+    environment) is the user's: a flag would outrank it, so none is added."""
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.SourceFileLoader(
+        "scripts_cluster", str(ROOT / "scripts" / "cluster")
+    )
+    spec = importlib.util.spec_from_loader("scripts_cluster", loader)
+    assert spec is not None
+    script = importlib.util.module_from_spec(spec)
+    loader.exec_module(script)
+    assert script.placement_of([], {}) == ["--placement", "players"]
+    assert script.placement_of(["--lease", "2"], {"HOME": "/"}) == ["--placement", "players"]
+    for rest, env in (
+        (["--placement", "hash"], {}),
+        (["--placement=hash"], {}),
+        (["--config", "my.toml"], {}),
+        ([], {"CHEMMY_PLACEMENT": "hash"}),
+        ([], {"CHEMMY_CONFIG": "my.toml"}),
+    ):
+        assert script.placement_of(rest, env) == [], (rest, env)
