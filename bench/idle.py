@@ -12,6 +12,8 @@ a test of the tool only).
   REV`` the same setups again, their server that revision's (``git archive``, as
   bench/gateway.py's ``--baseline``). Every setup is started before the first window and
   runs until the last, so each is measured in the company of the others (all idle).
+  ``--placement players``: this tree's clusters place by players (each process publishes
+  and reads its watchers a table every 2 s); a ``--baseline``'s by hash, as it did.
 - **Phases**: first nobody connected; then, with ``--spectators K`` (default 200), K
   guests join each setup's tables (hello, join; a table each in turn, the cluster's
   spread over its processes as a plain load balancer would, each from an address of its
@@ -84,7 +86,13 @@ class Setup:
     own, with ``code``'s server (None: this work tree's)."""
 
     def __init__(
-        self, home: Path, tables: Sequence[str], processes: int, code: Path | None, rev: str
+        self,
+        home: Path,
+        tables: Sequence[str],
+        processes: int,
+        code: Path | None,
+        rev: str,
+        placement: str = "hash",
     ) -> None:
         from tests.kit.redis import RedisServer
 
@@ -98,6 +106,8 @@ class Setup:
         if processes:
             self.redis = start_redis(home / "redis")
             extra += ["--store", self.redis.url()]
+            if code is None:  # (a --baseline from before it has no such setting: hash)
+                extra += ["--placement", placement]
         env = {} if code is None else {"PYTHONPATH": str(code)}
         text = config(tables)
         for n in range(max(1, processes)):
@@ -215,7 +225,7 @@ async def run(args: argparse.Namespace, tmp: Path) -> list[Window]:
         for rev, code in codes:
             for processes in [0, *sizes]:
                 home = tmp / f"{rev}-{processes}"
-                setups.append(Setup(home, tables, processes, code, rev))
+                setups.append(Setup(home, tables, processes, code, rev, args.placement))
                 print(f"started {setups[-1].label}", file=sys.stderr)
         for s in setups:
             await s.placed()
@@ -331,6 +341,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before (10)")
     parser.add_argument("--rounds", type=int, default=2, help="windows per setup, in turn (2)")
     parser.add_argument("--baseline", metavar="REV", help="also that revision's servers")
+    parser.add_argument(
+        "--placement",
+        choices=("hash", "players"),
+        default="hash",
+        help="the clusters' placement (hash; players: each process publishes and reads its "
+        "watchers a table every 2 s)",
+    )
     parser.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     args = parser.parse_args(argv)
     raise_nofile()
@@ -348,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         "window": args.window,
         "warmup": args.warmup,
         "rounds": args.rounds,
+        "placement": args.placement,
         "rows": summary(windows),
         "windows": [vars(w) for w in windows],
     }

@@ -14,7 +14,9 @@ from tests.kit import run_bench
 @pytest.mark.slow
 def test_the_idle_bench_measures_every_setup_in_each_phase(tmp_path: Path) -> None:
     args = ("--tables", "4", "--window", "1", "--warmup", "1", "--rounds", "1")
+    args += ("--placement", "players")  # (the cluster's processes take the setting)
     done, found = run_bench("idle", *args, "--spectators", "4", out=tmp_path / "idle.json")
+    assert found["placement"] == "players"
     rows = {(r["phase"], r["setup"]): r for r in found["rows"]}
     assert set(rows) == {
         (phase, setup)
