@@ -25,6 +25,7 @@ from server.protocol.errors import KeyConflict
 from server.store import SQLiteStore
 from server.store.base import TableRow
 from server.store.sqlite import connection as sqlite_module
+from tests.kit.timing import TIMEOUT_FACTOR
 from tests.server.test_store import Ticker, bet, hold_write_lock
 from tests.server.test_store_group_commit import step
 
@@ -197,7 +198,10 @@ async def test_while_the_worker_has_a_job_commits_and_reads_go_through_it(
 async def test_a_write_lock_held_elsewhere_sends_the_commit_to_the_worker_and_the_loop_runs(
     store: SQLiteStore,
 ) -> None:
-    locker = await hold_write_lock(Path(store.path), 1.0)
+    # Held 2 s, as test_store's competing writer: a loop that waited for it would stall
+    # for all of it, and a loaded machine's own hiccups (0.51 s once, with the whole suite
+    # on two cores) stay well under the line.
+    locker = await hold_write_lock(Path(store.path), 2.0)
     direct = store.direct
     ticker = Ticker()
     result = await store.commit(entries=[bet("k1", "ann", 10)])  # waited in the thread
@@ -205,7 +209,7 @@ async def test_a_write_lock_held_elsewhere_sends_the_commit_to_the_worker_and_th
     assert await locker.wait() == 0
     assert result.inserted == 1
     assert store.direct == direct  # BUSY at BEGIN: not committed on the loop
-    assert worst < 0.5, f"the loop stalled for {worst:.3f} s"
+    assert worst < min(1.0 * TIMEOUT_FACTOR, 1.5), f"the loop stalled for {worst:.3f} s"
     assert (await store.commit(entries=[bet("k2", "ann", 10)])).inserted == 1
     assert store.direct == direct + 1  # the lock gone: direct again
 
