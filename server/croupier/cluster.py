@@ -85,8 +85,8 @@ EXPIRY_MARGIN = 0.02
 # per table, a transaction and a read, every half second). KEYS: the members, the
 # draining, the watchers, then the ``ARGV[5]`` leases of this process's tables, then the
 # leases whose owners are read. ARGV: this node, ttl ms, now ms, draining ('1'/'0'), how
-# many owned, the heartbeat's ms, this node's watchers (JSON; '' to leave them), '1' to
-# read everyone's.
+# many owned, the heartbeat's ms, this node's watchers (JSON, and then everyone's are
+# read; '' for neither: placement by hash).
 # Beats (and drops expired members), renews each owned lease still ours, and answers
 # {the owned leases lost (their places, 1-based), the members, the draining, each read
 # lease's owner ('' for none), one a line (one string, not a reply per table: parsing
@@ -142,7 +142,7 @@ end
 -- The live members' watchers; a line of any other (gone, or left without its delete) is
 -- deleted as it is read.
 local watched, stale, alive = {}, {}, {}
-if ARGV[8] == '1' then
+if ARGV[7] ~= '' then
   for _, name in ipairs(members) do alive[name] = true end
   local lines = redis.call('HGETALL', KEYS[3])
   for i = 1, #lines, 2 do
@@ -339,7 +339,7 @@ class Leases:
         now_ms = int(time.time() * 1000)
         args: list[str | int] = [self.node, self.ttl_ms, now_ms, "1" if draining else "0"]
         mine = "" if watching is None else json.dumps(dict(watching), separators=(",", ":"))
-        args += [len(owned), self.beat_ms, mine, "0" if watching is None else "1"]
+        args += [len(owned), self.beat_ms, mine]
         with _unavailable():
             answer = await self._tick(keys=keys, args=args, client=redis)
         lost, live, leaving, found, soonest, watched = answer

@@ -366,7 +366,7 @@ async def test_a_ticks_read_of_every_owner_comes_back_as_one_string(redis_url: s
         assert (await a.tick([], ["t119"]))[2] == {"t119": None}
         keys = ["chemmy:nodes", "chemmy:draining", "chemmy:watching"]
         keys += [lease_key(t) for t in tables]
-        args = ["node-a", 3000, 0, "0", 0, 3500, "", "0"]
+        args = ["node-a", 3000, 0, "0", 0, 3500, ""]
         reply = await a._tick(keys=keys, args=args, client=a.redis)
         assert isinstance(reply[3], bytes), type(reply[3])  # one string, not 120 replies
         assert reply[3].decode().split("\n") == ["node-a"] * 40 + ["node-b"] * 40 + [""] * 40
