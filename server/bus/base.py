@@ -26,7 +26,9 @@ The contract every implementation keeps:
   was stored. A process hears a table's events while it owns the table or *watches*
   it (``watch``, awaited before the first watcher's ``join`` is sent: once it returns,
   every step stored afterwards reaches this process; ``unwatch`` when the last watcher
-  left). A handler subscribed to a table it hears receives that table's events in
+  left; a Redis owner placing by players publishes a step only while another process
+  may hear it, and a relayed ``join`` is such a sign: ``server.bus.audience``). A
+  handler subscribed to a table it hears receives that table's events in
   ``seq`` order, each once, with no gap from the first one it receives. A step's events
   are delivered before the reply to the command that caused them (a reply carries its
   step's ``(table, seq)`` in ``after``).
@@ -75,6 +77,7 @@ class BusCounts(NamedTuple):
     backfilled: int  # events read back from a table's stream
     received: Mapping[str, int]  # events heard, per table
     listening: int  # tables whose channel this process listens to
+    unpublished: int = 0  # steps not published: no other process heard their table
 
 
 log = logging.getLogger("chemmy.bus")

@@ -18,18 +18,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import deque
 from collections.abc import Coroutine, Iterable
 from typing import Any
 
-from redis.exceptions import RedisError
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError, ResponseError
 
-__all__ = ["PREFIX", "Channels", "event_channel", "table_of"]
+__all__ = ["PREFIX", "Channels", "event_channel", "has_sharded_pubsub", "table_of"]
 
 PREFIX = "chemmy"
 _HEAD, _TAIL = f"{PREFIX}:{{", "}:ev"
 #: Tables subscribed to in one command at most (a process that reconnects with many).
 CHUNK = 500
+
+log = logging.getLogger("chemmy.bus")
 
 
 def event_channel(table: str) -> str:
@@ -42,6 +46,19 @@ def table_of(channel: str) -> str | None:
     if channel.startswith(_HEAD) and channel.endswith(_TAIL) and len(channel) > len(_HEAD + _TAIL):
         return channel[len(_HEAD) : -len(_TAIL)]
     return None
+
+
+async def has_sharded_pubsub(redis: aioredis.Redis) -> bool:
+    """Whether Redis has sharded pub/sub (Redis 7 and later): ``SPUBLISH`` on a channel
+    nobody listens to (no table's: ``?`` is not in a table id)."""
+    try:
+        await redis.execute_command("SPUBLISH", event_channel("?"), b"")  # type: ignore[no-untyped-call]
+    except ResponseError as exc:
+        if "unknown command" in str(exc).lower():
+            log.warning("bus: Redis has no sharded pub/sub (SPUBLISH); plain pub/sub it is")
+            return False
+        raise
+    return True
 
 
 class Channels:

@@ -7,15 +7,14 @@ time (``server.croupier.cluster`` takes and renews the leases). Over Redis pub/s
   owns and the replies to the commands its clients sent (but those riding on events);
 - ``chemmy:{<table>}:ev`` carries each stored step's events (with their private parts:
   the gateways fan them out, per view, to their own clients), in the table's hash slot
-  (``server.bus.channels``: sharded pub/sub, ``SPUBLISH``/``SSUBSCRIBE``, where Redis
-  has it, else plain pub/sub). A process subscribes to a table's channel only while
-  clients of its own watch it and another process owns it (``watch``: the subscription
-  confirmed before the first watcher's join is sent; ``unwatch``), so its cost does not
-  grow with the other processes' tables. The owner does not hear its own steps back
-  (issue 36: a third of the messages a process read): a watched table it comes to own
-  stays subscribed until its own first step comes back on the channel (whatever the
-  previous owner published came before it, in the channel's order), then is
-  unsubscribed; a table it gives up while clients here watch it is subscribed again
+  (``server.bus.channels``: sharded pub/sub where Redis has it, else plain). A process
+  subscribes to a table's channel only while clients of its own watch it and another
+  process owns it (``watch``: the subscription confirmed before the first watcher's join
+  is sent; ``unwatch``). Placing by players, an owner publishes only the steps another
+  process may hear (``server.bus.audience``). The owner does not hear its own steps back
+  (issue 36): a watched table it comes to own stays subscribed until its own first step
+  comes back on the channel (whatever the previous owner published came before it), then
+  is unsubscribed; a table it gives up while clients here watch it is subscribed again
   and, once Redis confirms it, caught up from the stream;
 - ``chemmy:ctl`` carries notices for the croupiers (a table's owner changed, tables were
   created or closed, a process drains) and the gateways (a player's reality check was
@@ -81,8 +80,9 @@ from server.protocol.errors import ProtocolError, Refused, StoreUnavailable
 from server.protocol.records import CommandRecord, ReplyRecord, pack, unpack
 from server.vocabulary.events import Event
 
+from .audience import Audience
 from .base import BusCounts, CommandHandler, ControlHandler, EventHandler, ReplyHandler, Subscribers
-from .channels import Channels, table_of
+from .channels import Channels, has_sharded_pubsub, table_of
 from .pubsub import PubSub
 from .rides import Awaited, Riders, StepMessage, publisher, relay_data, unpack_step
 
@@ -123,26 +123,6 @@ _SUBSCRIBED = {"ssubscribe": True, "subscribe": True, "sunsubscribe": False, "un
 def node_name() -> str:
     """A process's name on the bus: host, pid and a random part (pids are reused)."""
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
-
-
-def _pack_events(table: str, events: Sequence[Event], node: str = "") -> bytes:
-    """One step's events as published: ``[node, table, at, events]``, the publishing
-    process first, so that it can drop its own step without decoding the rest (and the
-    replies riding on them after: ``server.bus.rides``)."""
-    return StepMessage(table, events, node).packed()[1]
-
-
-async def _has_sharded_pubsub(redis: aioredis.Redis) -> bool:
-    """Whether Redis has sharded pub/sub (Redis 7 and later): ``SPUBLISH`` on a channel
-    nobody listens to (no table's: ``?`` is not in a table id)."""
-    try:
-        await redis.execute_command("SPUBLISH", f"{PREFIX}:{{?}}:ev", b"")  # type: ignore[no-untyped-call]
-    except ResponseError as exc:
-        if "unknown command" in str(exc).lower():
-            log.warning("bus: Redis has no sharded pub/sub (SPUBLISH); plain pub/sub it is")
-            return False
-        raise
-    return True
 
 
 class RedisBus:
@@ -188,6 +168,10 @@ class RedisBus:
         self.backfilled = 0
         self.relayed = 0
         self.on_lag: Callable[[float], None] | None = None
+        #: Placement by players: which tables another process hears (``server.bus.audience``);
+        #: a step of any other is delivered here only. None: every step is published.
+        self.audience: Audience | None = None
+        self.unpublished = 0  # steps not published: no other process heard their table
         self.connected = asyncio.Event()
         #: When Redis last answered this process's probe (monotonic; see :meth:`_probe`).
         self.answered_at = -1e9
@@ -211,7 +195,8 @@ class RedisBus:
         return None
 
     def counts(self) -> BusCounts | None:
-        return BusCounts(self.relayed, self.backfilled, self.received, len(self.listening))
+        listening = len(self.listening)
+        return BusCounts(self.relayed, self.backfilled, self.received, listening, self.unpublished)
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -301,6 +286,8 @@ class RedisBus:
         # Not subscribed for it: its steps reach its clients here at once (publish). A
         # subscription its watchers made stays until its first own step comes back.
         self._owners[table] = handler
+        if self.audience is not None:
+            self.audience.mark(table)  # (the previous owner's watchers elsewhere hear it)
 
     def unserve(self, table: str) -> None:
         self._owners.pop(table, None)
@@ -325,10 +312,20 @@ class RedisBus:
         if not events:
             return
         self._deliver(table, list(events))  # this process's own clients first, at once
-        if not self._closing:
-            message = self._unsent[table] = StepMessage(table, events, self.node)
-            self._outbox.append(message)
-            self._wake.set()
+        if self._closing:
+            return
+        audience = self.audience
+        if (
+            audience is not None
+            and not audience.heard(table)
+            and self._channels.listening(table) is False  # (else its own step must come back)
+        ):
+            self.unpublished += 1  # (nobody elsewhere hears it: server.bus.audience)
+            self._unsent.pop(table, None)  # (a reply to this step goes on its own)
+            return
+        message = self._unsent[table] = StepMessage(table, events, self.node)
+        self._outbox.append(message)
+        self._wake.set()
 
     def reply(self, record: ReplyRecord) -> None:
         if record.to.gateway == self.node:
@@ -729,7 +726,7 @@ class RedisBus:
         (operators and tests find it in ``CLIENT LIST``), on this process's channel and the
         notices'; whether Redis has sharded pub/sub is found out on the way."""
         assert self._redis is not None
-        self._channels.sharded = await _has_sharded_pubsub(self._redis)
+        self._channels.sharded = await has_sharded_pubsub(self._redis)
         pubsub = PubSub(self._redis, f"chemmy-bus-{self.node}", HEALTH_EVERY)
         await pubsub.connect()
         await pubsub.subscribe(f"{PREFIX}:node:{self.node}", f"{PREFIX}:ctl")
@@ -793,6 +790,8 @@ class RedisBus:
                     self._reply_here(record)
                 else:
                     self._rides.remember(record, data)
+                    if self.audience is not None:
+                        self.audience.mark(record.table)  # (its sender's process hears it)
                     self._command_here(record)
         except (ProtocolError, ValueError, KeyError, TypeError, msgpack.UnpackException) as exc:
             log.warning("bus: a malformed message on %s: %s", channel, exc)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from server.bus.audience import Audience
 from server.bus.base import Bus
 from server.bus.local import LocalBus
 from server.bus.redis import RedisBus, node_name
@@ -77,6 +78,8 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
         leases.on_answer = redis_bus.heard  # (a tick answered: no probe needed meanwhile)
         if config.placement == "players":
             leases.watching = hub.watchers  # (tables run where their watchers are)
+            # (a step is published only while another process may hear its table)
+            redis_bus.audience = Audience(node, lambda: leases.watched)
         bus = redis_bus
     if bus is None:
         bus = LocalBus(events_after=stored_events)

@@ -115,6 +115,7 @@ class Lifecycle:
         if counts is not None:
             self.metrics.relayed.set(counts.relayed)
             self.metrics.backfilled.set(counts.backfilled)
+            self.metrics.unpublished.set(counts.unpublished)
             for table, count in counts.received.items():
                 self.metrics.bus_received.labels(table=table).set(count)
             self.metrics.bus_listening.set(counts.listening)

@@ -156,6 +156,12 @@ class Metrics:
             ["table"],
             registry=r,
         )
+        self.unpublished = Gauge(
+            "chemmy_bus_unpublished_steps",
+            "Steps of this process's tables not published on Redis (total): placing by"
+            " players, no other process's clients watched the table",
+            registry=r,
+        )
         self.bus_listening = Gauge(
             "chemmy_bus_listening_tables",
             "Tables whose events this process is subscribed to (on Redis) now",

@@ -24,7 +24,8 @@ import redis.asyncio as aioredis
 
 from server.bus.base import Bus, BusCounts
 from server.bus.local import LocalBus
-from server.bus.redis import RedisBus, _pack_events
+from server.bus.redis import RedisBus
+from server.bus.rides import StepMessage
 from server.protocol.errors import Refused, StoreUnavailable
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.vocabulary.events import Event
@@ -475,11 +476,11 @@ async def test_a_gap_is_filled_from_the_stored_events_and_nothing_comes_twice(
     # Steps 2-4 were published while pub/sub lost them: only 5 arrives.
     raw = aioredis.Redis.from_url(redis_url)
     try:
-        await raw.spublish(EV, _pack_events("t1", events(5)))
+        await raw.spublish(EV, StepMessage("t1", events(5), "").packed()[1])
         await eventually(lambda: len(seen) >= 5)
         assert b.backfilled == 4  # 2-5 read back; then 5 as it came is already delivered
         # A batch already delivered (a copy, or a stale message) is dropped.
-        await raw.spublish(EV, _pack_events("t1", events(3, 4)))
+        await raw.spublish(EV, StepMessage("t1", events(3, 4), "").packed()[1])
         a.publish("t1", events(6))
         await eventually(lambda: seen[-1] == 6)
     finally:
@@ -519,11 +520,11 @@ async def test_a_bend_is_delivered_after_its_event_and_never_read_back(
     raw = aioredis.Redis.from_url(redis_url)
     try:
         # Step 3 was lost on the way: a bend that follows it fills the gap first.
-        await raw.spublish(EV, _pack_events("t1", [bend(3, 30)]))
+        await raw.spublish(EV, StepMessage("t1", [bend(3, 30)], "").packed()[1])
         await eventually(lambda: len(seen) == 6)
         assert seen[4:] == [3, "3~30"] and b.backfilled == 1
         # A bend that follows an event already passed is late: dropped, never read back.
-        await raw.spublish(EV, _pack_events("t1", [bend(2, 25)]))
+        await raw.spublish(EV, StepMessage("t1", [bend(2, 25)], "").packed()[1])
         a.publish("t1", events(4))
         await eventually(lambda: seen[-1] == 4)
     finally:
@@ -585,7 +586,7 @@ async def test_a_gap_the_store_cannot_fill_yet_is_filled_at_the_next_event(
     STORED["t1"] = events(1, 2, 3, 4)
     raw = aioredis.Redis.from_url(redis_url)
     try:
-        await raw.spublish(EV, _pack_events("t1", events(3)))  # 2 was lost
+        await raw.spublish(EV, StepMessage("t1", events(3), "").packed()[1])  # 2 was lost
         a.control({"kind": "tables"})  # heard after 3: b has handled 3 by then
         notices: list[dict[str, Any]] = []
         b.on_control(notices.append)

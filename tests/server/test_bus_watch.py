@@ -19,7 +19,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from server.bus.channels import event_channel, table_of
-from server.bus.redis import HOLD_MAX, RedisBus, _pack_events
+from server.bus.redis import HOLD_MAX, RedisBus
+from server.bus.rides import StepMessage
 from server.protocol.records import Address, ReplyRecord, pack
 from server.vocabulary.events import Event
 from tests.kit.redis import RedisServer
@@ -221,7 +222,9 @@ async def test_a_reply_that_overtakes_its_events_waits_for_them(
         await raw.publish(f"chemmy:node:{b.node}", pack(reply))
         await asyncio.sleep(scaled(0.1))
         assert order == [1]  # held: its step's events are not in yet
-        await raw.spublish(event_channel("t1"), _pack_events("t1", events(2, 3), "node-a"))
+        await raw.spublish(
+            event_channel("t1"), StepMessage("t1", events(2, 3), "node-a").packed()[1]
+        )
         await eventually(lambda: len(order) == 4)
         assert order == [1, 2, 3, ("reply", 1)]
         # Lost: step 4's events never come over pub/sub; the stream has them.
