@@ -305,7 +305,11 @@ class App {
           name: name || this.params.get("name") || this.opts.name || undefined,
           resume: store.get("session", "chemmy.resume") || undefined,
         };
-    this.client = connect(url || this.defaultUrl(table), auth); // (the host's url as given)
+    // The host's url as given; the page's own names the table it opens first (a
+    // reload's too: the table this tab was at), and follows the player's table (openTable).
+    this.ownUrl = !url;
+    const first = table || (this.inGrid ? null : store.get("session", "chemmy.table"));
+    this.client = connect(url || this.defaultUrl(first), auth);
     this.setMessage(t("page.connecting"));
     this.connectingMessage = this.messages; // replaced at the hello, if still shown
     show($("#banner"), false);
@@ -338,7 +342,7 @@ class App {
     if (s.state === "open") {
       pill.textContent = t("page.conn.connected");
       show(banner, false);
-      if (s.resumed) {
+      if (s.resumed && !s.moved) {
         this.note(s.sameIdentity ? t("page.reconnected") : t("page.reconnected_new_guest"), "you");
       }
     } else if (s.state === "reconnecting") {
@@ -472,6 +476,10 @@ class App {
     this.placed = [];
     this.squeeze.reset();
     try {
+      // Opened from the lobby: the connection moves to the table's address, where a
+      // cluster's load balancer sends every connection of the table (deploy/nginx).
+      const routed = this.defaultUrl(table);
+      if (this.ownUrl && this.client.url !== routed) await this.client.moveTo(routed);
       await this.client.join(table);
     } catch (err) {
       this.tableId = null;

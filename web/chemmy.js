@@ -21,7 +21,7 @@
  *     await chemmy.send("bet", { table: "t1", area: "player", amount: 500 });
  *
  * Callbacks (`on(name, fn)` returns a function that removes it):
- *   status    {state, ...}: "connecting", "open" ({identity, resumed, sameIdentity}),
+ *   status    {state, ...}: "connecting", "open" ({identity, resumed, sameIdentity, moved}),
  *             "reconnecting" ({attempt, delay, code, reason}), "closed" ({code, reason}:
  *             a refused hello, 4000; this page's origin not allowed, 4003)
  *   hello     the hello reply (player, name, guest, roles, balance)
@@ -105,6 +105,7 @@ export class ChemmyClient {
     this._offset = 0; // server clock minus ours, seconds
     this._bestRtt = Infinity;
     this._stopped = false;
+    this._moving = false; // (moveTo: the next hello is the move's, not a reconnection's)
     this.ready = new Promise((resolve, reject) => {
       this._ready = { resolve, reject };
     });
@@ -167,6 +168,35 @@ export class ChemmyClient {
     this._status("closed", { code: 1000, reason: "closed by the page" });
   }
 
+  /** Go on at `url`: a connection opened there at once, the current one closed (a
+   * cluster's load balancer sends every connection naming a table, `?table=ID`, to one
+   * process: deploy/nginx). The tables joined are joined again from their last seq, as
+   * after a reconnection; the "open" status that follows says `moved`. Resolves with
+   * that hello, rejects if the client closes first. */
+  moveTo(url) {
+    if (this._stopped) return Promise.reject(new ChemmyError("closed", "the client was closed"));
+    this.url = url;
+    const moved = new Promise((resolve, reject) => {
+      const off = this.on("status", (s) => {
+        if (s.state === "open") resolve(s.identity);
+        else if (s.state === "closed") reject(new ChemmyError("closed", s.reason ?? "closed"));
+        else return;
+        off();
+      });
+    });
+    const ws = this._ws;
+    this._ws = null;
+    clearTimeout(this._timer);
+    clearInterval(this._pinger);
+    this._failPending("disconnected", "the connection moved");
+    for (const t of this.tables.values()) t.joining = false;
+    if (ws && ws.readyState <= 1) ws.close(1000, "moved");
+    this._moving = true;
+    this._attempt = 0;
+    this.open();
+    return moved;
+  }
+
   /** A fresh token (the old one expires): used from the next hello on. If the last
    * hello failed for want of a valid token, connect again at once. */
   setToken(token) {
@@ -202,7 +232,9 @@ export class ChemmyClient {
       if (!sameIdentity) t.seq = null;
       rejoins.push(this._join(table).catch(() => {}));
     }
-    this._status("open", { identity: hello, resumed: Boolean(before), sameIdentity });
+    const moved = this._moving;
+    this._moving = false;
+    this._status("open", { identity: hello, resumed: Boolean(before), sameIdentity, moved });
     this._emit("hello", hello);
     this._ready.resolve(hello);
     await Promise.all(rejoins);

@@ -134,6 +134,35 @@ def test_a_page_opened_for_a_table_names_it_and_the_lobby_does_not(
     assert sorted(proxy.wait(4)[2:]) == ["/?table=route-a", "/?table=route-b"]
 
 
+def test_a_table_opened_from_the_lobby_moves_the_connection_to_its_address(
+    proxy: Recorder, open_page: Callable[..., Page]
+) -> None:
+    """The lobby's connection (``/``, anywhere a load balancer puts it) moves to the
+    table's address when its player opens one: the same guest, the table shown, no
+    "reconnected" note; the lobby's connection closed. A reload goes there at once, and
+    the next table opened from the lobby moves it again."""
+    page = open_page()
+    page.goto(f"{proxy.http}/?name=Eve")
+    page.locator("#tables .table-card[data-table='route-a']").click()
+    page.locator("#table").wait_for(state="visible")
+    expect(page.locator("#who")).to_contain_text("Eve")
+    assert proxy.wait(2) == ["/", "/?table=route-a"]
+    sockets = page.evaluate("() => window.chemmyPage.client.url")
+    assert sockets.endswith("/?table=route-a"), sockets
+    expect(page.locator("#seats")).to_be_visible()
+    assert "Reconnected" not in page.locator("#log").inner_text()
+
+    page.reload()
+    page.locator("#table").wait_for(state="visible")
+    assert proxy.wait(3)[2] == "/?table=route-a"  # (the table this tab was at)
+    page.locator("#btn-lobby").click()
+    page.locator("#tables .table-card[data-table='route-b']").click()
+    page.locator("#table").wait_for(state="visible")
+    assert proxy.wait(4)[3] == "/?table=route-b"
+    expect(page.locator("#who")).to_contain_text("Eve")
+    assert len(proxy.upgrades) == 4
+
+
 def test_a_url_given_by_the_host_is_used_as_given(
     proxy: Recorder, open_page: Callable[..., Page]
 ) -> None:
