@@ -30,8 +30,9 @@ process's summed) over one process's: issue 36 target 1 without the machine's no
 the processes' user space (not Redis's, not the kernel's).
 
 ``--clients owner`` puts every client of the table on its owner instead (the process
-holding its lease), as a load balancer that routes a table's players by the table would:
-what the cluster costs when no command is relayed and no other process hears the table.
+holding its lease), as a load balancer that routes a table's players by the table would,
+and runs the processes with ``--placement players`` as deploy/ does behind one: what the
+cluster costs when no command is relayed and no other process hears the table.
 
 ``--baseline DIR`` runs the same against the server package of another tree (``DIR``
 holds ``server/``, ``texts/`` and ``web/``: a ``git worktree`` of main, or ``bench.gateway.archive``'s unpacking
@@ -83,7 +84,9 @@ class Counted:
     """chemmy-server under callgrind, started from ``tree`` on a new SQLite file, or in
     the cluster over ``store`` (a Redis URL), with a lease of :data:`LEASE`."""
 
-    def __init__(self, tree: Path, home: Path, store: str | None = None) -> None:
+    def __init__(
+        self, tree: Path, home: Path, store: str | None = None, placement: str = "hash"
+    ) -> None:
         from bench.gateway import SERVER_CONFIG
 
         home.mkdir(parents=True, exist_ok=True)
@@ -101,7 +104,7 @@ class Counted:
             "127.0.0.1",
             "--port",
             "0",
-            *(["--store", store, "--lease", str(LEASE)] if store else []),
+            *(["--store", store, "--lease", str(LEASE), "--placement", placement] if store else []),
             *([] if store else ["--db", str(home / "chemmy.sqlite3")]),
             "--config",
             str(home / "chemmy.toml"),
@@ -248,7 +251,9 @@ def count(
             redis_server.start()
             store = redis_server.url()
             for n in range(processes):  # (one by one: those started are stopped below)
-                servers.append(Counted(tree, home / f"node{n}", store))
+                # (routed by table, the shipped shape places by players: deploy/)
+                placement = "players" if clients == "owner" else "hash"
+                servers.append(Counted(tree, home / f"node{n}", store, placement))
         else:
             servers.append(Counted(tree, home))
         urls = [server.wait_listening() for server in servers]
