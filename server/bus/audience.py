@@ -10,21 +10,24 @@ nobody. It was a tenth of a routed cluster's Redis commands and a round trip a s
 So an owner with an :class:`Audience` publishes a table's step only while another process
 may hear it:
 
-- **the members' lines**: every process publishes how many of its connections watch each
-  table (``chemmy:watching``, written and read with the owners every 2 s by
-  ``server.croupier.cluster``); a table another member's line lists is heard there;
-- **a mark**, for :data:`HOLD` seconds: set when a command for the table comes from
+- **the members' lines**: every process placing by players publishes how many of its
+  connections watch each table (``chemmy:watching``, written and read with the owners by
+  ``server.croupier.cluster``, every 2 s at most and at least every third of a lease); a
+  table another member's line lists is heard there, and a live member with no line at
+  all (a process placing by hash during the switch to players, one of a version before
+  the lines, one whose line was dropped while it was away) hears every table;
+- **a mark**, for the hold (:func:`hold`): set when a command for the table comes from
   another process (a watcher's ``join`` is relayed to the owner once that process's
   subscription is confirmed, so the join's own step and every one after it go out), and
   when this process starts serving the table (the previous owner's watchers, and a table
-  that moved here, are heard until the lines say otherwise). :data:`HOLD` is five reads of
+  that moved here, are heard until the lines say otherwise). The hold is four periods of
   the lines: by then the watcher's line, written at its next read, has been read here.
 
-What the lines cannot see at once costs time, never events: a process that stalls past
-:data:`HOLD` before its line lists a table it began to watch hears nothing of the table
-until its line does; the next step published then shows a gap, which it fills from the
-table's stream (``server.bus.redis``: events are stored, pub/sub only carries them).
-Under placement by hash there are no lines, and no :class:`Audience`: every step goes out.
+What the lines show late costs time, never events: after each read of the lines the owner
+sends again the last step it kept home of each table now heard (``server.bus.redis``
+``lines_read``), and the process that hears it fills what it missed from the table's
+stream (events are stored; pub/sub only carries them). Under placement by hash
+there is no :class:`Audience`: every step goes out.
 
 This module never decides a rule and never looks inside an event's data.
 """
@@ -32,27 +35,35 @@ This module never decides a rule and never looks inside an event's data.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["HOLD", "Audience"]
+from server.vocabulary.events import Event
 
-#: Seconds a mark keeps a table's steps going out (five reads of the members' lines,
-#: ``server.croupier.cluster.OWNERS_EVERY``, 2 s: a watcher's line is written at its next
-#: read and read here at this process's next).
+__all__ = ["HOLD", "Audience", "hold"]
+
+#: Seconds a mark keeps a table's steps going out, at least (five reads of the lines at
+#: the default lease: ``server.croupier.cluster.OWNERS_EVERY``, 2 s).
 HOLD = 10.0
 
 Lines = Mapping[str, Mapping[str, int]]
 
 
+def hold(period: float) -> float:
+    """A mark's hold when the lines are read every ``period`` seconds at most: a watcher's
+    line is written at its process's next read and read at the owner's next, two periods,
+    and as many again for a late tick."""
+    return max(HOLD, 4 * period)
+
+
 class Audience:
     """One owner's view of which of its tables other processes hear (see the module
-    docstring). ``lines()`` gives every member's watchers a table as last read (this
-    process's own line among them, left out here)."""
+    docstring). ``lines()`` gives every live member's watchers a table as last read, and
+    its members with no line, ``None`` for each (this process's own left out here)."""
 
     def __init__(
         self,
         node: str,
-        lines: Callable[[], Lines],
+        lines: Callable[[], Mapping[str, Mapping[str, int] | None]],
         *,
         hold: float = HOLD,
         clock: Callable[[], float] = time.monotonic,
@@ -62,12 +73,14 @@ class Audience:
         self._hold = hold
         self._clock = clock
         self._marks: dict[str, float] = {}  # table -> when it was last marked
-        self._read: Lines | None = None  # the lines ``_elsewhere`` was made from
+        self._read: Mapping[str, Mapping[str, int] | None] | None = None  # (the last read)
         self._elsewhere: frozenset[str] = frozenset()
+        self._everything = False  # a member with no line: it may hear any table
+        self._kept: dict[str, list[Event]] = {}  # table -> the last step kept home (stored)
 
     def mark(self, table: str) -> None:
         """Another process may hear ``table`` now (a command came from it; this process
-        began to serve it): its steps go out for :data:`HOLD` seconds at least."""
+        began to serve it): its steps go out for the hold at least."""
         self._marks[table] = self._clock()
 
     def heard(self, table: str) -> bool:
@@ -77,14 +90,42 @@ class Audience:
             if self._clock() - marked < self._hold:
                 return True
             del self._marks[table]
+        self.read()
+        return self._everything or table in self._elsewhere
+
+    def goes_out(self, table: str, events: Sequence[Event], subscribed: bool = False) -> bool:
+        """Whether a step of ``table`` is published (``subscribed``: this process still
+        listens to the table's channel, waiting for its own first step to come back, so
+        it is). One that is not is kept, its stored events, until one that is."""
+        if subscribed or self.heard(table):
+            self._kept.pop(table, None)
+            return True
+        stored = [e for e in events if not e.transient]  # (a bend is never sent late)
+        if stored:
+            self._kept[table] = stored
+        return False
+
+    def due(self) -> list[tuple[str, list[Event]]]:
+        """After a read of the lines: the steps kept home of the tables now heard (each
+        once), to be published late; whoever hears one fills what it missed first."""
+        out = [(table, events) for table, events in self._kept.items() if self.heard(table)]
+        for table, _events in out:
+            del self._kept[table]
+        return out
+
+    def forget(self, table: str) -> None:
+        """This process no longer serves ``table``."""
+        self._kept.pop(table, None)
+        self._marks.pop(table, None)
+
+    def read(self) -> None:
+        """Take in the lines if they were read again since the last call."""
         lines = self._lines()
-        if lines is not self._read:  # (a new read: every 2 s at most)
-            self._read = lines
-            self._elsewhere = frozenset(
-                table
-                for member, counts in lines.items()
-                if member != self.node
-                for table, count in counts.items()
-                if count > 0
-            )
-        return table in self._elsewhere
+        if lines is self._read:
+            return
+        self._read = lines
+        others = [counts for member, counts in lines.items() if member != self.node]
+        self._everything = any(counts is None for counts in others)
+        self._elsewhere = frozenset(
+            table for counts in others if counts for table, count in counts.items() if count > 0
+        )

@@ -25,10 +25,12 @@ The contract every implementation keeps:
 - **Events.** ``publish`` is called by the owner with a step's events *after* the step
   was stored. A process hears a table's events while it owns the table or *watches*
   it (``watch``, awaited before the first watcher's ``join`` is sent: once it returns,
-  every step stored afterwards reaches this process; ``unwatch`` when the last watcher
-  left; a Redis owner placing by players publishes a step only while another process
-  may hear it, and a relayed ``join`` is such a sign: ``server.bus.audience``). A
-  handler subscribed to a table it hears receives that table's events in
+  every step stored after the ``join`` reached the owner reaches this process, the
+  ``join``'s snapshot covering the rest; ``unwatch`` when the last watcher left). A Redis
+  owner placing by players publishes a step only while another process may hear it (a
+  relayed ``join`` says so, then the process's line of watchers: ``server.bus.audience``;
+  a step it kept home is sent late once one does). A handler subscribed to a table it
+  hears receives that table's events in
   ``seq`` order, each once, with no gap from the first one it receives. A step's events
   are delivered before the reply to the command that caused them (a reply carries its
   step's ``(table, seq)`` in ``after``).

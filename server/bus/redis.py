@@ -103,16 +103,13 @@ FLUSH_TIMEOUT = 2.0  # seconds close() waits for the outbox to be sent
 #: The liveness probe: a PING this often, bounded by PROBE_TIMEOUT; Redis is taken for
 #: not answering (``/readyz`` 503) once no probe succeeded for UNANSWERED_AFTER seconds.
 PROBE_INTERVAL, PROBE_TIMEOUT, UNANSWERED_AFTER = 0.5, 1.0, 2.0
-#: No PING while Redis answered another of this process's calls this recently
-#: (:meth:`RedisBus.heard`: the placement loop's tick, at rest a third of a lease apart,
-#: 1 s by default): idle, the probe was half of a cluster process's Redis round trips
-#: (issue 36). Longer than that tick's period, so its answers keep the probe quiet, and
-#: well under UNANSWERED_AFTER: a Redis that stops answering is still found so in time.
+#: No PING while Redis answered another call of this process this recently (:meth:`heard`:
+#: the placement loop's tick, 1 s apart at rest): idle, the probe was half a cluster
+#: process's Redis round trips (issue 36). Over that period, well under UNANSWERED_AFTER.
 PROBE_QUIET = 1.25
 #: The connections' health check (a PING when silent this long; the pub/sub one is lost
 #: when silent a read's wait after it: ``server.bus.pubsub``) and how long one read waits
-#: for a message (issue 36: a read of a second woke an idle process for nothing, a tenth
-#: of its CPU).
+#: for a message (issue 36: a read of a second cost an idle process a tenth of its CPU).
 HEALTH_EVERY, LISTEN_TIMEOUT = 10, 5.0
 #: How long ``watch`` waits for Redis to confirm a subscription, and a reply for the
 #: events of its step before they are read from the stream (seconds).
@@ -291,6 +288,8 @@ class RedisBus:
 
     def unserve(self, table: str) -> None:
         self._owners.pop(table, None)
+        if self.audience is not None:
+            self.audience.forget(table)
         self._unsent.pop(table, None)  # (its last step's message: kept for replies only)
         if table in self._watched and self._channels.listening(table) is not True:
             self._spawn(self._listen_again(table))
@@ -314,18 +313,22 @@ class RedisBus:
         self._deliver(table, list(events))  # this process's own clients first, at once
         if self._closing:
             return
-        audience = self.audience
-        if (
-            audience is not None
-            and not audience.heard(table)
-            and self._channels.listening(table) is False  # (else its own step must come back)
-        ):
-            self.unpublished += 1  # (nobody elsewhere hears it: server.bus.audience)
+        # (subscribed: its own first step must come back; server.bus.audience)
+        subscribed = self._channels.listening(table) is not False
+        if self.audience is not None and not self.audience.goes_out(table, events, subscribed):
+            self.unpublished += 1  # (nobody elsewhere hears it)
             self._unsent.pop(table, None)  # (a reply to this step goes on its own)
             return
         message = self._unsent[table] = StepMessage(table, events, self.node)
         self._outbox.append(message)
         self._wake.set()
+
+    def lines_read(self) -> None:
+        """The members' lines were read again: the steps kept home of the tables now
+        heard elsewhere go out late (``server.bus.audience``)."""
+        for table, events in self.audience.due() if self.audience is not None else ():
+            self._outbox.append(StepMessage(table, events, self.node))
+            self._wake.set()
 
     def reply(self, record: ReplyRecord) -> None:
         if record.to.gateway == self.node:
@@ -558,12 +561,10 @@ class RedisBus:
         """Publish the outbox in order; relay commands to their tables' owners.
 
         What waits together goes out in one write on the bus's own connection (a
-        :class:`~server.connect.redis.Lane`: one round trip to Redis, not one each, and
-        none of redis-py's per-command machinery; a busy owner publishes faster than it
-        could wait for each ``PUBLISH`` in turn, and its events would fall ever further
-        behind). A command's owner is looked up (most often without Redis: the leases'
-        last read) before the batch goes, and its receivers are counted from its
-        ``PUBLISH``'s reply; the order of the outbox is kept.
+        :class:`~server.connect.redis.Lane`: one round trip, none of redis-py's
+        per-command machinery: a busy owner's events would fall ever further behind if it
+        waited for each ``PUBLISH``). A command's owner is looked up (most often without
+        Redis) before the batch goes, its receivers counted from its ``PUBLISH``'s reply.
 
         A batch that cannot be published because Redis cannot be reached (it restarts,
         a connection was cut) is published again, with backoff, before anything after

@@ -309,6 +309,10 @@ class Leases:
         #: table, published at each read of the owners; every member's, as last read.
         self.watching: Callable[[], Mapping[str, int]] | None = None
         self.watched: dict[str, dict[str, int]] = {}
+        #: The same, with ``None`` for each live member that published no line, a new
+        #: mapping at each read; and who hears that it was read (``server.bus.audience``).
+        self.lines: dict[str, dict[str, int] | None] = {}
+        self.on_lines: Callable[[], None] | None = None
 
     @property
     def redis(self) -> aioredis.Redis:
@@ -354,6 +358,9 @@ class Leases:
             self._owners[table] = (node, now)
         if watching is not None:
             self.watched = _watchers(watched)
+            self.lines = {**dict.fromkeys(map(_text, live)), **self.watched}
+            if self.on_lines is not None:
+                self.on_lines()
         return {owned[int(n) - 1] for n in lost}, sorted(members), owners
 
     async def close(self) -> None:
@@ -364,6 +371,12 @@ class Leases:
     @property
     def ttl_ms(self) -> int:
         return int(self.ttl * 1000)
+
+    @property
+    def lines_every(self) -> float:
+        """The longest between two reads of the members' lines: every OWNERS_EVERY
+        seconds, at rest at each renewal (a third of a lease) if that is longer."""
+        return max(OWNERS_EVERY, self.ttl * RENEW_AFTER)
 
     @property
     def beat_ms(self) -> int:

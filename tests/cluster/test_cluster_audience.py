@@ -1,10 +1,14 @@
 """A routed cluster publishes a table's steps only while another process hears it
 (``server.bus.audience``, placement by players; issue 36). Two real server processes over
-a real Redis: with every client of a table on its owner, its steps stay on the owner (no
-``SPUBLISH`` for a whole coup, ``chemmy_bus_unpublished_steps`` counting them); a spectator
-joining on the other process is heard at once (its join is relayed to the owner), and the
-game is driven from what that spectator sees, so every step must reach it live; the books
-hold after it.
+a real Redis, two tables both run by one process P (their players are there):
+
+- t1's clients are all on P: once P's mark from taking it is over, its steps stay home (a
+  whole coup with no ``SPUBLISH``, ``chemmy_bus_unpublished_steps`` counting them);
+- t2 has a spectator on the other process Q, and its game is driven from what that
+  spectator sees: every step must reach Q live, first by the mark of its relayed join,
+  then, once that is over, because Q's line of watchers lists t2.
+
+The books hold after both.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import pytest
 from server.bus.audience import HOLD
 from tests.kit import Client, Game, open_guest, open_player, table_def
 from tests.kit.checks import check_coup, random_bets
-from tests.kit.cluster import check_books, metric
+from tests.kit.cluster import LEASE, check_books, metric, settle
 from tests.kit.timing import scaled
 
 UNPUBLISHED = "chemmy_bus_unpublished_steps"
@@ -29,53 +33,69 @@ def spublished(cluster_: Any) -> int:
     return int(cluster_.redis.info("commandstats").get("cmdstat_spublish", {}).get("calls", 0))
 
 
-@pytest.mark.slow  # two server processes, coups until the owner's first marks are over
-async def test_a_tables_steps_stay_on_its_owner_until_a_spectator_elsewhere_joins(
+@pytest.mark.slow  # two server processes, coups until the marks are over
+async def test_steps_go_out_only_to_a_process_that_hears_them_by_its_join_then_its_line(
     make_cluster: Any,
 ) -> None:
-    cluster_ = make_cluster(2, [table_def("t1", decks=6, stop_offset=100)], placement="players")
-    await cluster_.ready(tables=1)
-    owner = cluster_.owner("t1")
-    assert owner is not None
-    other = cluster_.others(owner)[0]
-    clients: dict[str, Client] = {}
-    for n in (1, 2):
-        client = await open_player(owner.url, f"p{n}", "msgpack" if n % 2 else "json")
-        await client.join("t1")
-        await client.call("sit", table="t1", seat=n)
-        clients[f"p{n}"] = client
-    home = await open_guest(owner.url, "json", name="Home")
+    tables = ["t1", "t2"]
+    cluster_ = make_cluster(
+        2, [table_def(t, decks=6, stop_offset=100) for t in tables], placement="players"
+    )
+    await cluster_.ready(tables=2)
+    here = cluster_.owner("t1")
+    assert here is not None
+    there = cluster_.others(here)[0]
+    players: dict[str, dict[str, Client]] = {"t1": {}, "t2": {}}
+    for table, (one, two) in zip(tables, [(1, 2), (3, 4)], strict=True):
+        for n in (one, two):
+            client = await open_player(here.url, f"p{n}", "msgpack" if n % 2 else "json")
+            await client.join(table)
+            await client.call("sit", table=table, seat=n)
+            players[table][f"p{n}"] = client
+    home = await open_guest(here.url, "json", name="Home")
     await home.join("t1")
-    away: Client | None = None
+    await home.join("t2")
+    away = await open_guest(there.url, "msgpack", name="Away")
+    await away.join("t2")
+    joined = time.monotonic()
+    clients = [home, away, *players["t1"].values(), *players["t2"].values()]
     try:
-        balances = {pid: c.hello_reply["balance"] for pid, c in clients.items()}  # type: ignore[index]
+        # Both tables run on ``here``, where their watchers are (t2's three to one).
+        name = cluster_.node_name(here)
+        await settle(lambda: cluster_.owners() == dict.fromkeys(tables, name), timeout=LEASE * 4)
+        balances = {
+            pid: c.hello_reply["balance"]  # type: ignore[index]
+            for seated in players.values()
+            for pid, c in seated.items()
+        }
         rng = random.Random(20261208)
-        game = Game("t1", clients, home, rng=rng)
-        # The owner's mark from taking the table ends (audience.HOLD): then its steps
-        # stay home, and a whole coup publishes nothing.
-        until = time.monotonic() + scaled(HOLD * 3)
-        while True:
-            before = spublished(cluster_)
-            check_coup(await game.play_coup(random_bets(rng, list(clients))), balances)
-            if await metric(owner, UNPUBLISHED) > 0 and spublished(cluster_) == before:
-                break
-            assert time.monotonic() < until, "the owner published every step"
-            await asyncio.sleep(0.5)
-        assert await metric(other, UNPUBLISHED) == 0  # (it owns no table with events)
+        games = {
+            "t1": Game("t1", players["t1"], home, rng=rng),
+            "t2": Game("t2", players["t2"], away, rng=rng),  # (waits on what Q shows)
+        }
 
-        # A spectator on the other process: its join goes to the owner, which from then
-        # on publishes; the game waits on what this spectator sees.
-        away = await open_guest(other.url, "msgpack", name="Away")
-        await away.join("t1")
-        before = spublished(cluster_)
-        game = Game("t1", clients, away, rng=rng)
-        for _ in range(2):
-            check_coup(await game.play_coup(random_bets(rng, list(clients))), balances)
-        assert spublished(cluster_) > before
-        assert cluster_.owner("t1") is owner  # (two watchers and a player there still)
-        for client in [home, away, *clients.values()]:
+        async def coup(table: str) -> int:
+            """Play a coup of ``table``; how many SPUBLISHes Redis ran meanwhile."""
+            before = spublished(cluster_)
+            seated = list(players[table])
+            check_coup(await games[table].play_coup(random_bets(rng, seated)), balances)
+            return spublished(cluster_) - before
+
+        home_only = 0  # t1's coups with nothing published
+        until = time.monotonic() + scaled(HOLD * 4)
+        while home_only == 0 or time.monotonic() - joined < HOLD + 2:
+            assert time.monotonic() < until, "t1 published every step, or t2 stopped"
+            if await coup("t1") == 0:
+                home_only += 1
+            assert await coup("t2") > 0  # (Q hears t2: by its join, then by its line)
+            await asyncio.sleep(0.3)
+        # The join's mark over: t2 still goes out (Q's line), and t1 stays home.
+        assert await coup("t2") > 0 and await coup("t1") == 0
+        assert await metric(here, UNPUBLISHED) > 0
+        assert await metric(there, UNPUBLISHED) == 0  # (it runs no table with events)
+        for client in clients:
             client.assert_clean()
     finally:
-        for client in [home, *([away] if away else []), *clients.values()]:
+        for client in clients:
             await client.close()
-    await check_books(cluster_.url, tables=["t1"])
+    await check_books(cluster_.url, tables=tables)

@@ -19,14 +19,14 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import redis.asyncio as aioredis
 
-from server.bus.audience import HOLD, Audience
+from server.bus.audience import HOLD, Audience, hold
 from server.bus.channels import event_channel
 from server.bus.redis import RedisBus
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.vocabulary.events import Event
 from tests.kit.timing import scaled
 
-Lines = dict[str, dict[str, int]]
+Lines = dict[str, dict[str, int] | None]
 
 
 class Clock:
@@ -69,6 +69,41 @@ def test_the_lines_of_other_members_count_and_its_own_never() -> None:
     assert [audience.heard(t) for t in ("t1", "t2")] == [True, False]
 
 
+def test_a_live_member_with_no_line_hears_every_table() -> None:
+    """A process placing by hash (the switch to players half done), of a version before
+    the lines, or whose line was dropped while it was away: it may watch anything."""
+    lines: Lines = {"me": None, "other": {"t2": 1}}
+    audience = Audience("me", lambda: lines, clock=Clock())
+    assert not audience.heard("t1")  # (its own missing line is nobody else's)
+    lines = {"me": {}, "other": {"t2": 1}, "old": None}
+    assert audience.heard("t1") and audience.heard("t9")
+
+
+def test_the_hold_covers_four_reads_of_the_lines_and_ten_seconds_at_least() -> None:
+    assert hold(2.0) == HOLD == 10.0
+    assert hold(10.0) == 40.0  # (--lease 30: the lines read at each renewal, 10 s apart)
+
+
+def test_a_step_kept_home_goes_out_late_once_its_table_is_heard() -> None:
+    clock, lines = Clock(), {}
+    audience = Audience("me", lambda: lines, clock=clock)
+    bend = Event(2, "progress", {"percent": 40}, transient=True)
+    assert not audience.goes_out("t1", events(1))
+    assert not audience.goes_out("t1", [bend])  # (a bend alone: the step before is kept)
+    assert not audience.goes_out("t2", events(7))
+    assert audience.due() == []  # (nobody hears them yet)
+    lines = {"other": {"t1": 2}}
+    assert audience.due() == [("t1", events(1))]
+    assert audience.due() == []  # (each once)
+    assert audience.goes_out("t1", events(3))  # heard now
+    assert audience.goes_out("t2", events(8), subscribed=True)  # (and t2's kept one dropped)
+    lines = {"other": {"t1": 2, "t2": 1}}
+    assert audience.due() == []
+    audience.forget("t1")
+    lines = {"other": {}}
+    assert not audience.goes_out("t1", events(4))
+
+
 # -- two buses on a real Redis -----------------------------------------------------------
 
 
@@ -76,8 +111,15 @@ class Owned:
     """An owner bus ``a`` with an audience (a clock of the test's, the lines it sets), a
     second bus ``b``, and a raw subscriber on t1's channel counting what Redis carries."""
 
-    def __init__(self, a: RedisBus, b: RedisBus, clock: Clock, raw: aioredis.client.PubSub):
-        self.a, self.b, self.clock, self.raw = a, b, clock, raw
+    def __init__(
+        self,
+        a: RedisBus,
+        b: RedisBus,
+        clock: Clock,
+        raw: aioredis.client.PubSub,
+        stored: list[Event],
+    ) -> None:
+        self.a, self.b, self.clock, self.raw, self.stored = a, b, clock, raw, stored
         self.lines: Lines = {}
         a.audience = Audience(a.node, lambda: self.lines, clock=clock)
         self.carried: list[bytes] = []
@@ -102,11 +144,13 @@ async def owned(redis_url: str) -> AsyncIterator[Owned]:
     async def owner_of(table: str) -> str | None:
         return owners.get(table)
 
-    async def nothing_stored(table: str, seq: int) -> list[Event] | None:
-        return []
+    stored: list[Event] = []
 
-    a = RedisBus(redis_url, node="node-a", events_after=nothing_stored, owner_of=owner_of)
-    b = RedisBus(redis_url, node="node-b", events_after=nothing_stored, owner_of=owner_of)
+    async def stored_after(table: str, seq: int) -> list[Event] | None:
+        return [e for e in stored if e.seq > seq]
+
+    a = RedisBus(redis_url, node="node-a", events_after=stored_after, owner_of=owner_of)
+    b = RedisBus(redis_url, node="node-b", events_after=stored_after, owner_of=owner_of)
     await a.start()
     await b.start()
     raw = aioredis.Redis.from_url(redis_url)
@@ -114,7 +158,7 @@ async def owned(redis_url: str) -> AsyncIterator[Owned]:
     await pubsub.ssubscribe(event_channel("t1"))
     await pubsub.get_message(timeout=scaled(2.0))  # (its confirmation)
     try:
-        yield Owned(a, b, Clock(), pubsub)
+        yield Owned(a, b, Clock(), pubsub, stored)
     finally:
         await pubsub.aclose()
         await raw.aclose()
@@ -187,3 +231,32 @@ async def test_an_owner_still_subscribed_to_its_table_publishes_until_its_step_c
     assert home == [1, 2] and a.unpublished == 1
     await owned.drain()
     assert len(owned.carried) == 1
+
+
+async def test_a_watcher_the_lines_show_late_gets_the_steps_it_missed_at_the_next_read(
+    owned: Owned,
+) -> None:
+    """b watched t1 but its join's mark ended before its line was read (a process that
+    stalled): the owner kept steps home. At the next read of the lines that list b, the
+    last one goes out late, and b fills the gap before it from the table's stream."""
+    a, b, clock = owned.a, owned.b, owned.clock
+    a.serve("t1", lambda record: None)
+    elsewhere: list[int] = []
+    b.subscribe("t1", lambda table, step: elsewhere.extend(e.seq for e in step))
+    await b.watch("t1")
+    owned.stored.extend(events(1, 2, 3))
+    a.publish("t1", events(1))  # (within the serve's mark: out)
+    await eventually(lambda: elsewhere == [1])
+    clock.now += HOLD + 1
+    a.publish("t1", events(2))
+    a.publish("t1", [*events(3), Event(3, "progress", {"percent": 50}, transient=True)])
+    assert a.unpublished == 2
+    await asyncio.sleep(0.05)
+    assert elsewhere == [1]  # (nothing came: nothing was sent)
+    owned.lines = {"node-b": {"t1": 1}, "node-a": {}}
+    a.lines_read()
+    await eventually(lambda: elsewhere == [1, 2, 3])  # from the stream (its 3 then dropped)
+    a.lines_read()  # (sent once)
+    await owned.drain()
+    assert len(owned.carried) == 2 and b.backfilled == 2
+    assert elsewhere == [1, 2, 3]  # (the bend kept home is never shown late)
