@@ -335,6 +335,9 @@ class App {
 
   // -- connection ----------------------------------------------------------------------
   onStatus(s) {
+    // A move to the table's address (openTable) is not a lost connection: the pill says
+    // "connecting", and the host hears nothing (it stays open for the player).
+    const moving = s.moving || s.moved;
     this.connState = s.state;
     const pill = $("#conn");
     pill.dataset.state = s.state;
@@ -342,9 +345,11 @@ class App {
     if (s.state === "open") {
       pill.textContent = t("page.conn.connected");
       show(banner, false);
-      if (s.resumed && !s.moved) {
+      if (s.resumed && !moving) {
         this.note(s.sameIdentity ? t("page.reconnected") : t("page.reconnected_new_guest"), "you");
       }
+    } else if (s.state === "reconnecting" && moving) {
+      pill.textContent = t("page.conn.connecting");
     } else if (s.state === "reconnecting") {
       pill.textContent = t("page.conn.reconnecting");
       banner.textContent =
@@ -387,7 +392,7 @@ class App {
       pill.textContent = t("page.conn.connecting");
     }
     const why = s.state === "closed" ? { code: s.code ?? null, reason: s.reason ?? null } : {};
-    this.toParent({ type: "chemmy:status", state: s.state, player: this.identity?.player ?? null, ...why });
+    if (!moving) this.toParent({ type: "chemmy:status", state: s.state, player: this.identity?.player ?? null, ...why });
     this.render(); // every button follows the connection too
   }
 
@@ -478,8 +483,14 @@ class App {
     try {
       // Opened from the lobby: the connection moves to the table's address, where a
       // cluster's load balancer sends every connection of the table (deploy/nginx).
+      // (Refused there: it stays where it is, and the table is joined on that connection.)
       const routed = this.defaultUrl(table);
-      if (this.ownUrl && this.client.url !== routed) await this.client.moveTo(routed);
+      if (this.ownUrl && this.client.url !== routed) {
+        await this.client.moveTo(routed).catch((err) => {
+          if (err.code === "closed") throw err;
+        });
+      }
+      if (this.tableId !== table) return; // (another table was opened meanwhile)
       await this.client.join(table);
     } catch (err) {
       this.tableId = null;

@@ -22,7 +22,7 @@
  *
  * Callbacks (`on(name, fn)` returns a function that removes it):
  *   status    {state, ...}: "connecting", "open" ({identity, resumed, sameIdentity, moved}),
- *             "reconnecting" ({attempt, delay, code, reason}), "closed" ({code, reason}:
+ *             "reconnecting" ({attempt, delay, code, reason, moving}), "closed" ({code, reason}:
  *             a refused hello, 4000; this page's origin not allowed, 4003)
  *   hello     the hello reply (player, name, guest, roles, balance)
  *   snapshot  {table, seq, snapshot}: replace what you know of the table
@@ -105,7 +105,7 @@ export class ChemmyClient {
     this._offset = 0; // server clock minus ours, seconds
     this._bestRtt = Infinity;
     this._stopped = false;
-    this._moving = false; // (moveTo: the next hello is the move's, not a reconnection's)
+    this._moving = null; // (moveTo: where from; the next hello is the move's)
     this.ready = new Promise((resolve, reject) => {
       this._ready = { resolve, reject };
     });
@@ -141,6 +141,7 @@ export class ChemmyClient {
     clearTimeout(this._timer);
     this._status(this._attempt === 0 && !this.identity ? "connecting" : "reconnecting", {
       attempt: this._attempt,
+      ...(this._moving ? { moving: true } : {}),
     });
     let ws;
     try {
@@ -168,14 +169,19 @@ export class ChemmyClient {
     this._status("closed", { code: 1000, reason: "closed by the page" });
   }
 
-  /** Go on at `url`: a connection opened there at once, the current one closed (a
-   * cluster's load balancer sends every connection naming a table, `?table=ID`, to one
-   * process: deploy/nginx). The tables joined are joined again from their last seq, as
-   * after a reconnection; the "open" status that follows says `moved`. Resolves with
-   * that hello, rejects if the client closes first. */
-  moveTo(url) {
-    if (this._stopped) return Promise.reject(new ChemmyError("closed", "the client was closed"));
-    this.url = url;
+  /** Go on at `url` (a cluster's load balancer sends every connection naming a table,
+   * `?table=ID`, to one process: deploy/nginx): once the requests in flight are answered
+   * (2 s at most: a deposit is not left in doubt), the current connection is closed and
+   * one opened there; the tables joined are joined again from their last seq, as after a
+   * reconnection, and the "open" status says `moved`. Resolves with its hello. If the new
+   * address cannot be reached or refuses the hello, the client goes back to the old one
+   * and the promise rejects with why; with `closed` if the client closes first. */
+  async moveTo(url) {
+    if (this._stopped) throw new ChemmyError("closed", "the client was closed");
+    for (let waited = 0; this._pending.size > 0 && waited < 2000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    if (url === this.url && this.state === "open") return this.identity;
     const moved = new Promise((resolve, reject) => {
       const off = this.on("status", (s) => {
         if (s.state === "open") resolve(s.identity);
@@ -183,7 +189,9 @@ export class ChemmyClient {
         else return;
         off();
       });
+      this._moving = { from: this.url, fail: (err) => (off(), reject(err)) };
     });
+    this.url = url;
     const ws = this._ws;
     this._ws = null;
     clearTimeout(this._timer);
@@ -191,10 +199,23 @@ export class ChemmyClient {
     this._failPending("disconnected", "the connection moved");
     for (const t of this.tables.values()) t.joining = false;
     if (ws && ws.readyState <= 1) ws.close(1000, "moved");
-    this._moving = true;
     this._attempt = 0;
     this.open();
     return moved;
+  }
+
+  /** The `moveTo`'s address could not be reached, or refused the hello (`err`): back
+   * to the address it came from, where the client was let in; the move fails. */
+  _moveBack(err) {
+    const { from, fail } = this._moving;
+    this._moving = null;
+    this.url = from;
+    const ws = this._ws;
+    this._ws = null;
+    if (ws && ws.readyState <= 1) ws.close(1000, "back");
+    fail(err);
+    this._attempt = 0;
+    this.open();
   }
 
   /** A fresh token (the old one expires): used from the next hello on. If the last
@@ -215,6 +236,7 @@ export class ChemmyClient {
       hello = await this._hello();
     } catch (err) {
       if (err.code === "disconnected" || err.code === "timeout") return; // onclose retries
+      if (this._moving) return this._moveBack(err);
       // A refused hello will be refused again: stop and say why.
       this._fatal(4000, `${err.code}: ${err.message}`);
       this._ready.reject(err);
@@ -232,8 +254,8 @@ export class ChemmyClient {
       if (!sameIdentity) t.seq = null;
       rejoins.push(this._join(table).catch(() => {}));
     }
-    const moved = this._moving;
-    this._moving = false;
+    const moved = Boolean(this._moving);
+    this._moving = null;
     this._status("open", { identity: hello, resumed: Boolean(before), sameIdentity, moved });
     this._emit("hello", hello);
     this._ready.resolve(hello);
@@ -265,6 +287,10 @@ export class ChemmyClient {
     this._failPending("disconnected", "the connection was lost");
     for (const t of this.tables.values()) t.joining = false;
     if (this._stopped) return;
+    if (this._moving) {
+      this._moveBack(new ChemmyError("disconnected", `cannot connect to ${this.url}: ${code}`));
+      return;
+    }
     if (code === CLOSE_ORIGIN) {
       // The server takes no connection from this page's origin (its --origins): trying
       // again would be refused again. Closed, saying why (docs/protocol.md §2).

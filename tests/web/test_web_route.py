@@ -38,9 +38,11 @@ class Recorder:
     """A TCP proxy on a free loopback port in front of ``port``: every connection passed
     through as it is; ``upgrades``, the target of each WebSocket upgrade, in order."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, refuse: str | None = None) -> None:
         self.port = port
         self.upgrades: list[str] = []
+        self.live: list[str] = []  # the upgrades whose connections are still open
+        self.refuse = refuse  # an upgrade whose target has this is closed at once
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.http = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.sockets: list[socket.socket] = []
@@ -56,12 +58,18 @@ class Recorder:
     def _serve(self, client: socket.socket) -> None:
         head = b""
         upstream: socket.socket | None = None
+        target: str | None = None
         try:
             while b"\r\n\r\n" not in head and (chunk := client.recv(65536)):
                 head += chunk
             lines = head.split(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+            target = None
             if any(line.lower().replace(" ", "") == "upgrade:websocket" for line in lines):
-                self.upgrades.append(lines[0].split(" ")[1])
+                target = lines[0].split(" ")[1]
+                self.upgrades.append(target)
+                if self.refuse is not None and self.refuse in target:
+                    return  # (closed: this address cannot be reached)
+                self.live.append(target)
             upstream = socket.create_connection(("127.0.0.1", self.port))
             self.sockets.append(upstream)
             upstream.sendall(head)
@@ -72,6 +80,8 @@ class Recorder:
         except OSError:
             pass  # (closed: the test is over)
         finally:
+            if target is not None and target in self.live:
+                self.live.remove(target)
             for s in (client, upstream):
                 if s is not None:
                     s.close()
@@ -82,6 +92,13 @@ class Recorder:
             while chunk := source.recv(65536):
                 sink.sendall(chunk)
             sink.shutdown(socket.SHUT_WR)
+
+    def settled(self, live: list[str]) -> None:
+        """Wait until the open upgrades' connections are ``live``."""
+        deadline = time.monotonic() + scaled(10)
+        while sorted(self.live) != sorted(live):
+            assert time.monotonic() < deadline, f"open: {self.live}"
+            time.sleep(0.02)
 
     def wait(self, count: int) -> list[str]:
         """The upgrades, once there are ``count`` of them."""
@@ -143,10 +160,13 @@ def test_a_table_opened_from_the_lobby_moves_the_connection_to_its_address(
     the next table opened from the lobby moves it again."""
     page = open_page()
     page.goto(f"{proxy.http}/?name=Eve")
+    expect(page.locator("#tables .table-card[data-table='route-a']")).to_be_visible()
+    eve = page.evaluate("() => window.chemmyPage.identity.player")
     page.locator("#tables .table-card[data-table='route-a']").click()
     page.locator("#table").wait_for(state="visible")
-    expect(page.locator("#who")).to_contain_text("Eve")
     assert proxy.wait(2) == ["/", "/?table=route-a"]
+    proxy.settled(["/?table=route-a"])  # (the lobby's connection closed)
+    assert page.evaluate("() => window.chemmyPage.identity.player") == eve  # (its resume)
     sockets = page.evaluate("() => window.chemmyPage.client.url")
     assert sockets.endswith("/?table=route-a"), sockets
     expect(page.locator("#seats")).to_be_visible()
@@ -159,8 +179,28 @@ def test_a_table_opened_from_the_lobby_moves_the_connection_to_its_address(
     page.locator("#tables .table-card[data-table='route-b']").click()
     page.locator("#table").wait_for(state="visible")
     assert proxy.wait(4)[3] == "/?table=route-b"
-    expect(page.locator("#who")).to_contain_text("Eve")
+    assert page.evaluate("() => window.chemmyPage.identity.player") == eve
+    proxy.settled(["/?table=route-b"])
     assert len(proxy.upgrades) == 4
+
+
+def test_a_table_address_out_of_reach_leaves_the_player_where_they_were(
+    server: ServerProcess, open_page: Callable[..., Page]
+) -> None:
+    """The table's address cannot be reached (its load balancer's upstream is down): the
+    page goes back to the lobby's address and joins the table there."""
+    proxy = Recorder(server.port, refuse="?table=")
+    try:
+        page = open_page()
+        page.goto(f"{proxy.http}/?name=Fay")
+        page.locator("#tables .table-card[data-table='route-b']").click()
+        page.locator("#table").wait_for(state="visible")
+        expect(page.locator("#seats")).to_be_visible()
+        assert proxy.wait(3) == ["/", "/?table=route-b", "/"]
+        assert page.evaluate("() => window.chemmyPage.client.url").endswith("/")
+        proxy.settled(["/"])
+    finally:
+        proxy.close()
 
 
 def test_a_url_given_by_the_host_is_used_as_given(
