@@ -493,6 +493,7 @@ class App {
       if (this.tableId !== table) return; // (another table was opened meanwhile)
       await this.client.join(table);
     } catch (err) {
+      if (this.tableId !== table) return; // (another table was opened meanwhile)
       this.tableId = null;
       this.state = null;
       if (!this.inGrid) store.remove("session", "chemmy.table");

@@ -105,7 +105,8 @@ export class ChemmyClient {
     this._offset = 0; // server clock minus ours, seconds
     this._bestRtt = Infinity;
     this._stopped = false;
-    this._moving = null; // (moveTo: where from; the next hello is the move's)
+    this._moving = null; // (moveTo's: where from, and its promise's failure)
+    this._quiet = false; // (a move, or its way back: its statuses say `moving`)
     this.ready = new Promise((resolve, reject) => {
       this._ready = { resolve, reject };
     });
@@ -141,7 +142,7 @@ export class ChemmyClient {
     clearTimeout(this._timer);
     this._status(this._attempt === 0 && !this.identity ? "connecting" : "reconnecting", {
       attempt: this._attempt,
-      ...(this._moving ? { moving: true } : {}),
+      ...(this._quiet ? { moving: true } : {}),
     });
     let ws;
     try {
@@ -160,6 +161,7 @@ export class ChemmyClient {
   /** Close for good (no reconnection). */
   close() {
     this._stopped = true;
+    this._endMove("the client was closed");
     clearTimeout(this._timer);
     clearInterval(this._pinger);
     const ws = this._ws;
@@ -177,11 +179,14 @@ export class ChemmyClient {
    * address cannot be reached or refuses the hello, the client goes back to the old one
    * and the promise rejects with why; with `closed` if the client closes first. */
   async moveTo(url) {
-    if (this._stopped) throw new ChemmyError("closed", "the client was closed");
     for (let waited = 0; this._pending.size > 0 && waited < 2000; waited += 20) {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    if (this._stopped) throw new ChemmyError("closed", "the client was closed");
     if (url === this.url && this.state === "open") return this.identity;
+    // A move on its way is given up for this one; back means where the client was let in.
+    const from = this._moving?.from ?? this.url;
+    this._moving?.fail(new ChemmyError("superseded", "moved elsewhere meanwhile"));
     const moved = new Promise((resolve, reject) => {
       const off = this.on("status", (s) => {
         if (s.state === "open") resolve(s.identity);
@@ -189,8 +194,9 @@ export class ChemmyClient {
         else return;
         off();
       });
-      this._moving = { from: this.url, fail: (err) => (off(), reject(err)) };
+      this._moving = { from, fail: (err) => (off(), reject(err)) };
     });
+    this._quiet = true;
     this.url = url;
     const ws = this._ws;
     this._ws = null;
@@ -209,6 +215,7 @@ export class ChemmyClient {
   _moveBack(err) {
     const { from, fail } = this._moving;
     this._moving = null;
+    this._quiet = true; // (the way back is part of the move)
     this.url = from;
     const ws = this._ws;
     this._ws = null;
@@ -216,6 +223,13 @@ export class ChemmyClient {
     fail(err);
     this._attempt = 0;
     this.open();
+  }
+
+  /** The client stops: a move on its way fails. */
+  _endMove(reason) {
+    this._moving?.fail(new ChemmyError("closed", reason));
+    this._moving = null;
+    this._quiet = false;
   }
 
   /** A fresh token (the old one expires): used from the next hello on. If the last
@@ -235,8 +249,9 @@ export class ChemmyClient {
     try {
       hello = await this._hello();
     } catch (err) {
+      if (this._moving && err.code !== "disconnected") return this._moveBack(err);
+      if (err.code === "timeout" && ws.readyState <= 1) ws.close(1000, "no hello");
       if (err.code === "disconnected" || err.code === "timeout") return; // onclose retries
-      if (this._moving) return this._moveBack(err);
       // A refused hello will be refused again: stop and say why.
       this._fatal(4000, `${err.code}: ${err.message}`);
       this._ready.reject(err);
@@ -254,8 +269,9 @@ export class ChemmyClient {
       if (!sameIdentity) t.seq = null;
       rejoins.push(this._join(table).catch(() => {}));
     }
-    const moved = Boolean(this._moving);
+    const moved = this._quiet;
     this._moving = null;
+    this._quiet = false;
     this._status("open", { identity: hello, resumed: Boolean(before), sameIdentity, moved });
     this._emit("hello", hello);
     this._ready.resolve(hello);
@@ -291,6 +307,7 @@ export class ChemmyClient {
       this._moveBack(new ChemmyError("disconnected", `cannot connect to ${this.url}: ${code}`));
       return;
     }
+    this._quiet = false; // (lost, even on the way back: a reconnection like any)
     if (code === CLOSE_ORIGIN) {
       // The server takes no connection from this page's origin (its --origins): trying
       // again would be refused again. Closed, saying why (docs/protocol.md §2).
@@ -313,6 +330,7 @@ export class ChemmyClient {
 
   _fatal(code, reason) {
     this._stopped = true;
+    this._endMove(reason);
     this.closeReason = reason;
     const ws = this._ws;
     this._ws = null;

@@ -12,16 +12,16 @@ may hear it:
 
 - **the members' lines**: every process placing by players publishes how many of its
   connections watch each table (``chemmy:watching``, written and read with the owners by
-  ``server.croupier.cluster``, every 2 s at most and at least every third of a lease); a
-  table another member's line lists is heard there, and a live member with no line at
-  all (a process placing by hash during the switch to players, one of a version before
-  the lines, one whose line was dropped while it was away) hears every table;
-- **a mark**, for the hold (:func:`hold`): set when a command for the table comes from
+  ``server.croupier.cluster`` every 2 s); a table another member's line lists is heard
+  there, and a live member with no line at all (a process placing by hash during the
+  switch to players, one of a version before the lines, one whose line was dropped
+  while it was away) hears every table;
+- **a mark**, for :data:`HOLD` seconds: set when a command for the table comes from
   another process (a watcher's ``join`` is relayed to the owner once that process's
   subscription is confirmed, so the join's own step and every one after it go out), and
   when this process starts serving the table (the previous owner's watchers, and a table
-  that moved here, are heard until the lines say otherwise). The hold is four periods of
-  the lines: by then the watcher's line, written at its next read, has been read here.
+  that moved here, are heard until the lines say otherwise). :data:`HOLD` is five reads
+  of the lines: by then the watcher's line, written at its next read, has been read here.
 
 What the lines show late costs time, never events: after each read of the lines the owner
 sends again the last step it kept home of each table now heard (``server.bus.redis``
@@ -39,20 +39,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 from server.vocabulary.events import Event
 
-__all__ = ["HOLD", "Audience", "hold"]
+__all__ = ["HOLD", "Audience"]
 
-#: Seconds a mark keeps a table's steps going out, at least (five reads of the lines at
-#: the default lease: ``server.croupier.cluster.OWNERS_EVERY``, 2 s).
+#: Seconds a mark keeps a table's steps going out (five reads of the members' lines,
+#: ``server.croupier.cluster.OWNERS_EVERY``, 2 s: a watcher's line is written at its next
+#: read and read here at this process's next).
 HOLD = 10.0
-
-Lines = Mapping[str, Mapping[str, int]]
-
-
-def hold(period: float) -> float:
-    """A mark's hold when the lines are read every ``period`` seconds at most: a watcher's
-    line is written at its process's next read and read at the owner's next, two periods,
-    and as many again for a late tick."""
-    return max(HOLD, 4 * period)
 
 
 class Audience:

@@ -326,7 +326,7 @@ class RedisBus:
     def lines_read(self) -> None:
         """The members' lines were read again: the steps kept home of the tables now
         heard elsewhere go out late (``server.bus.audience``)."""
-        for table, events in self.audience.due() if self.audience is not None else ():
+        for table, events in self.audience.due() if self.audience and not self._closing else ():
             self._outbox.append(StepMessage(table, events, self.node))
             self._wake.set()
 
@@ -791,7 +791,7 @@ class RedisBus:
                     self._reply_here(record)
                 else:
                     self._rides.remember(record, data)
-                    if self.audience is not None:
+                    if self.audience is not None and record.table in self._owners:
                         self.audience.mark(record.table)  # (its sender's process hears it)
                     self._command_here(record)
         except (ProtocolError, ValueError, KeyError, TypeError, msgpack.UnpackException) as exc:

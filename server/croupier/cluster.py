@@ -64,8 +64,10 @@ log = logging.getLogger("chemmy.cluster")
 
 PREFIX = "chemmy"
 #: Seconds between two reads of every table's owner by a process's tick (it beats at
-#: every tick, a third of a lease apart at rest; see ``Rebalancer._next_look``).
-OWNERS_EVERY = 2.0
+#: every tick, a third of a lease apart at rest; placing by players, every OWNERS_EVERY
+#: at most: the members' lines are read with the owners. See ``Rebalancer._next_look``),
+#: less READ_SLACK (a timer may fire a moment early).
+OWNERS_EVERY, READ_SLACK = 2.0, 0.05
 #: A lease is renewed when a third of it has passed since its last renewal (a tick at
 #: rest, every other one while things change: issue 36, a GET and a PEXPIRE per table per
 #: tick were a seventh of Redis's commands); it then still has two thirds of its time to run.
@@ -373,12 +375,6 @@ class Leases:
         return int(self.ttl * 1000)
 
     @property
-    def lines_every(self) -> float:
-        """The longest between two reads of the members' lines: every OWNERS_EVERY
-        seconds, at rest at each renewal (a third of a lease) if that is longer."""
-        return max(OWNERS_EVERY, self.ttl * RENEW_AFTER)
-
-    @property
     def beat_ms(self) -> int:
         """How long a heartbeat lasts after its beat (:data:`BEAT_EXTRA`)."""
         return int(self.ttl * (1 + BEAT_EXTRA) * 1000)
@@ -612,6 +608,8 @@ class Rebalancer:
         if not self.at_rest or recovering:
             return self._stepped + self.interval
         due = self._last_renewal + self.leases.ttl * RENEW_AFTER
+        if self.leases.watching is not None:  # (by players: the lines read every 2 s)
+            due = min(due, self._owners_read + OWNERS_EVERY)
         expiry = self.leases.others_expire
         return due if expiry is None else min(due, expiry + EXPIRY_MARGIN)
 
@@ -644,7 +642,7 @@ class Rebalancer:
         # lease's SET NX, and its new owner announces itself).
         now = time.monotonic()
         notices = self._notices
-        fresh = now - self._owners_read >= OWNERS_EVERY
+        fresh = now - self._owners_read >= OWNERS_EVERY - READ_SLACK
         # Renewed at the tick after a third of the lease passed (a tick's jitter allowed).
         renew = now - self._last_renewal >= self.leases.ttl * RENEW_AFTER - self.interval / 2
         # By players: this process's watchers published, everyone's read, with the owners.

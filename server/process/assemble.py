@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from server.bus.audience import Audience, hold
+from server.bus.audience import Audience
 from server.bus.base import Bus
 from server.bus.local import LocalBus
 from server.bus.redis import RedisBus, node_name
@@ -79,7 +79,7 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
         if config.placement == "players":
             leases.watching = hub.watchers  # (tables run where their watchers are)
             # (a step is published only while another process may hear its table)
-            audience = Audience(node, lambda: leases.lines, hold=hold(leases.lines_every))
+            audience = Audience(node, lambda: leases.lines)
             redis_bus.audience, leases.on_lines = audience, redis_bus.lines_read
         bus = redis_bus
     if bus is None:

@@ -298,7 +298,26 @@ async def test_the_lines_name_a_live_member_without_one_and_say_they_were_read(
         await c.tick([], ["t1"], watching={})
         await a.tick([], ["t1"], watching={"t1": 1})
         assert heard[1] == {A: {"t1": 1}, C: {}} and heard[1] is not heard[0]
-        assert a.lines_every == 2.0 and Leases(redis_url, B, ttl=30.0).lines_every == 10.0
     finally:
         await a.close()
         await c.close()
+
+
+def test_placing_by_players_a_loop_at_rest_reads_the_lines_every_two_seconds() -> None:
+    """The members' lines are read with the owners, at most OWNERS_EVERY apart whatever
+    the lease (``server.bus.audience``'s hold counts on it); by hash, a loop at rest looks
+    when its renewal is due, a third of a lease on."""
+
+    async def none() -> list[str]:
+        return []
+
+    def at_rest(watching: bool) -> float:
+        leases = Leases("redis://127.0.0.1:1/0", A, ttl=30.0)
+        if watching:
+            leases.watching = dict
+        loop = Rebalancer(leases, tables=none, owned=set, own=none, disown=none)  # type: ignore[arg-type]
+        loop.at_rest, loop._last_renewal, loop._owners_read = True, 100.0, 100.0
+        return loop._next_look()
+
+    assert at_rest(watching=True) == 100.0 + cluster.OWNERS_EVERY
+    assert at_rest(watching=False) == 100.0 + 10.0

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import redis.asyncio as aioredis
 
-from server.bus.audience import HOLD, Audience, hold
+from server.bus.audience import HOLD, Audience
 from server.bus.channels import event_channel
 from server.bus.redis import RedisBus
 from server.protocol.records import Address, CommandRecord, ReplyRecord
@@ -77,11 +77,6 @@ def test_a_live_member_with_no_line_hears_every_table() -> None:
     assert not audience.heard("t1")  # (its own missing line is nobody else's)
     lines = {"me": {}, "other": {"t2": 1}, "old": None}
     assert audience.heard("t1") and audience.heard("t9")
-
-
-def test_the_hold_covers_four_reads_of_the_lines_and_ten_seconds_at_least() -> None:
-    assert hold(2.0) == HOLD == 10.0
-    assert hold(10.0) == 40.0  # (--lease 30: the lines read at each renewal, 10 s apart)
 
 
 def test_a_step_kept_home_goes_out_late_once_its_table_is_heard() -> None:

@@ -197,7 +197,10 @@ def test_a_table_address_out_of_reach_leaves_the_player_where_they_were(
         page.locator("#table").wait_for(state="visible")
         expect(page.locator("#seats")).to_be_visible()
         assert proxy.wait(3) == ["/", "/?table=route-b", "/"]
-        assert page.evaluate("() => window.chemmyPage.client.url").endswith("/")
+        client = "window.chemmyPage.client"
+        assert page.evaluate(f"() => {client}.url").endswith("/")
+        page.wait_for_function(f"() => {client}.tables.get('route-b')?.seq != null")  # joined
+        assert "Reconnected" not in page.locator("#log").inner_text()
         proxy.settled(["/"])
     finally:
         proxy.close()
@@ -239,8 +242,10 @@ class Host:
             f"""<!doctype html><title>Casino</title>
 <iframe id="chemmy" src="{frame}/?parent={origin}" width="1000" height="700"></iframe>
 <script>
+  window.statuses = [];
   addEventListener("message", (ev) => {{
     if (ev.data.type === "chemmy:ready") ev.source.postMessage({json.dumps(message)}, ev.origin);
+    if (ev.data.type === "chemmy:status") window.statuses.push(ev.data.state);
   }});
 </script>""".encode()
         )
@@ -259,5 +264,24 @@ def test_the_hosts_table_is_named_too(proxy: Recorder, open_page: Callable[..., 
         page.goto(host.url)
         expect(page.frame_locator("#chemmy").locator("#table")).to_be_visible()
         assert proxy.wait(1) == ["/?table=route-b"]
+    finally:
+        host.close()
+
+
+def test_the_host_hears_nothing_of_a_move(proxy: Recorder, open_page: Callable[..., Page]) -> None:
+    """A lobby in the host's frame: its player opens a table, the frame's connection moves
+    to the table's address, and the host's ``chemmy:status`` says open all along."""
+    host = Host(proxy.http, {"type": "chemmy:connect", "token": token("route-gus", "Gus")})
+    try:
+        page = open_page()
+        page.goto(host.url)
+        frame = page.frame_locator("#chemmy")
+        frame.locator("#tables .table-card[data-table='route-a']").click()
+        expect(frame.locator("#seats")).to_be_visible()
+        assert proxy.wait(2) == ["/", "/?table=route-a"]
+        proxy.settled(["/?table=route-a"])
+        states = page.evaluate("() => window.statuses")
+        assert "open" in states and "reconnecting" not in states, states
+        assert states[states.index("open") :] == ["open"] * len(states[states.index("open") :])
     finally:
         host.close()
