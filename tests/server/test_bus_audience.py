@@ -14,7 +14,7 @@ home again; and a watcher whose line lists the table hears it with no mark at al
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
@@ -25,6 +25,7 @@ from server.bus.redis import RedisBus
 from server.protocol.records import Address, CommandRecord, ReplyRecord
 from server.vocabulary.events import Event
 from tests.kit.timing import scaled
+from tests.server.test_bus_watch import events, eventually
 
 Lines = dict[str, dict[str, int] | None]
 
@@ -35,16 +36,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def events(*seqs: int) -> list[Event]:
-    return [Event(seq, "kind", {"n": seq}) for seq in seqs]
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    async with asyncio.timeout(scaled(timeout)):
-        while not check():
-            await asyncio.sleep(0.005)
 
 
 # -- the pure part ---------------------------------------------------------------------
