@@ -173,11 +173,13 @@ export class ChemmyClient {
 
   /** Go on at `url` (a cluster's load balancer sends every connection naming a table,
    * `?table=ID`, to one process: deploy/nginx): once the requests in flight are answered
-   * (2 s at most: a deposit is not left in doubt), the current connection is closed and
+   * (2 s at most; one still unanswered then fails `disconnected`: retry it with its `id`),
+   * the current connection is closed and
    * one opened there; the tables joined are joined again from their last seq, as after a
    * reconnection, and the "open" status says `moved`. Resolves with its hello. If the new
    * address cannot be reached or refuses the hello, the client goes back to the old one
-   * and the promise rejects with why; with `closed` if the client closes first. */
+   * and the promise rejects with why; with `superseded` if another move follows, with
+   * `closed` if the client closes first. */
   async moveTo(url) {
     for (let waited = 0; this._pending.size > 0 && waited < 2000; waited += 20) {
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -12,7 +12,7 @@ may hear it:
 
 - **the members' lines**: every process placing by players publishes how many of its
   connections watch each table (``chemmy:watching``, written and read with the owners by
-  ``server.croupier.cluster`` every 2 s); a table another member's line lists is heard
+  ``server.croupier.cluster`` every 2 s, at rest or not); a table another member's line lists is heard
   there, and a live member with no line at all (a process placing by hash during the
   switch to players, one of a version before the lines, one whose line was dropped
   while it was away) hears every table;
@@ -57,12 +57,10 @@ class Audience:
         node: str,
         lines: Callable[[], Mapping[str, Mapping[str, int] | None]],
         *,
-        hold: float = HOLD,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.node = node
         self._lines = lines
-        self._hold = hold
         self._clock = clock
         self._marks: dict[str, float] = {}  # table -> when it was last marked
         self._read: Mapping[str, Mapping[str, int] | None] | None = None  # (the last read)
@@ -72,14 +70,14 @@ class Audience:
 
     def mark(self, table: str) -> None:
         """Another process may hear ``table`` now (a command came from it; this process
-        began to serve it): its steps go out for the hold at least."""
+        began to serve it): its steps go out for :data:`HOLD` seconds at least."""
         self._marks[table] = self._clock()
 
     def heard(self, table: str) -> bool:
         """Whether ``table``'s next step must be published on Redis."""
         marked = self._marks.get(table)
         if marked is not None:
-            if self._clock() - marked < self._hold:
+            if self._clock() - marked < HOLD:
                 return True
             del self._marks[table]
         self.read()

@@ -104,7 +104,7 @@ FLUSH_TIMEOUT = 2.0  # seconds close() waits for the outbox to be sent
 #: not answering (``/readyz`` 503) once no probe succeeded for UNANSWERED_AFTER seconds.
 PROBE_INTERVAL, PROBE_TIMEOUT, UNANSWERED_AFTER = 0.5, 1.0, 2.0
 #: No PING while Redis answered another call of this process this recently (:meth:`heard`:
-#: the placement loop's tick, 1 s apart at rest): idle, the probe was half a cluster
+#: the placement loop's tick, 1 s apart at rest by default): idle, the probe was half a cluster
 #: process's Redis round trips (issue 36). Over that period, well under UNANSWERED_AFTER.
 PROBE_QUIET = 1.25
 #: The connections' health check (a PING when silent this long; the pub/sub one is lost

@@ -601,14 +601,19 @@ class Rebalancer:
         two thirds of the lease still to run), and the moment another member's heartbeat
         expires (and :data:`EXPIRY_MARGIN`): before it nothing can be found gone, and a
         member that died is found gone, and its tables taken, no later than at a tick
-        every :attr:`interval` (its heartbeat is longer by :data:`BEAT_EXTRA`)."""
+        every :attr:`interval` (its heartbeat is longer by :data:`BEAT_EXTRA`). Placing by
+        players, every OWNERS_EVERY at the latest, at rest or not (the members' lines are
+        read with the owners: ``server.bus.audience`` counts on it)."""
         # After Redis failed (a restart, a Sentinel failover), leases and heartbeats may
         # lapse as it comes back, and tables move: as often as ever until they would have.
         recovering = time.monotonic() - self._failed_at < self.leases.beat_ms / 1000
+        by_players = self.leases.watching is not None  # (the lines read every 2 s at most)
         if not self.at_rest or recovering:
-            return self._stepped + self.interval
+            return self._stepped + (
+                min(self.interval, OWNERS_EVERY) if by_players else self.interval
+            )
         due = self._last_renewal + self.leases.ttl * RENEW_AFTER
-        if self.leases.watching is not None:  # (by players: the lines read every 2 s)
+        if by_players:
             due = min(due, self._owners_read + OWNERS_EVERY)
         expiry = self.leases.others_expire
         return due if expiry is None else min(due, expiry + EXPIRY_MARGIN)
