@@ -199,6 +199,12 @@ export class ChemmyClient {
       this._moving = { from, fail: (err) => (off(), reject(err)) };
     });
     this._quiet = true;
+    this._reopen(url, "moved");
+    return moved;
+  }
+
+  /** The current connection closed (`why`), one opened at `url` at once. */
+  _reopen(url, why) {
     this.url = url;
     const ws = this._ws;
     this._ws = null;
@@ -206,10 +212,9 @@ export class ChemmyClient {
     clearInterval(this._pinger);
     this._failPending("disconnected", "the connection moved");
     for (const t of this.tables.values()) t.joining = false;
-    if (ws && ws.readyState <= 1) ws.close(1000, "moved");
+    if (ws && ws.readyState <= 1) ws.close(1000, why);
     this._attempt = 0;
     this.open();
-    return moved;
   }
 
   /** The `moveTo`'s address could not be reached, or refused the hello (`err`): back
@@ -218,13 +223,8 @@ export class ChemmyClient {
     const { from, fail } = this._moving;
     this._moving = null;
     this._quiet = true; // (the way back is part of the move)
-    this.url = from;
-    const ws = this._ws;
-    this._ws = null;
-    if (ws && ws.readyState <= 1) ws.close(1000, "back");
     fail(err);
-    this._attempt = 0;
-    this.open();
+    this._reopen(from, "back");
   }
 
   /** The client stops: a move on its way fails. */

@@ -49,24 +49,24 @@ HOLD = 10.0
 
 class Audience:
     """One owner's view of which of its tables other processes hear (see the module
-    docstring). ``lines()`` gives every live member's watchers a table as last read, and
-    its members with no line, ``None`` for each (this process's own left out here)."""
+    docstring), from the members' lines as last :meth:`read`."""
 
-    def __init__(
-        self,
-        node: str,
-        lines: Callable[[], Mapping[str, Mapping[str, int] | None]],
-        *,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, node: str, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.node = node
-        self._lines = lines
         self._clock = clock
         self._marks: dict[str, float] = {}  # table -> when it was last marked
-        self._read: Mapping[str, Mapping[str, int] | None] | None = None  # (the last read)
         self._elsewhere: frozenset[str] = frozenset()
         self._everything = False  # a member with no line: it may hear any table
         self._kept: dict[str, list[Event]] = {}  # table -> the last step kept home (stored)
+
+    def read(self, lines: Mapping[str, Mapping[str, int] | None]) -> None:
+        """The members' lines were read: every live member's watchers a table, ``None``
+        for one with no line (this process's own left out here)."""
+        others = [counts for member, counts in lines.items() if member != self.node]
+        self._everything = any(counts is None for counts in others)
+        self._elsewhere = frozenset(
+            table for counts in others if counts for table, count in counts.items() if count > 0
+        )
 
     def mark(self, table: str) -> None:
         """Another process may hear ``table`` now (a command came from it; this process
@@ -80,7 +80,6 @@ class Audience:
             if self._clock() - marked < HOLD:
                 return True
             del self._marks[table]
-        self.read()
         return self._everything or table in self._elsewhere
 
     def goes_out(self, table: str, events: Sequence[Event], subscribed: bool = False) -> bool:
@@ -107,15 +106,3 @@ class Audience:
         """This process no longer serves ``table``."""
         self._kept.pop(table, None)
         self._marks.pop(table, None)
-
-    def read(self) -> None:
-        """Take in the lines if they were read again since the last call."""
-        lines = self._lines()
-        if lines is self._read:
-            return
-        self._read = lines
-        others = [counts for member, counts in lines.items() if member != self.node]
-        self._everything = any(counts is None for counts in others)
-        self._elsewhere = frozenset(
-            table for counts in others if counts for table, count in counts.items() if count > 0
-        )

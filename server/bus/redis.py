@@ -66,7 +66,7 @@ import secrets
 import socket
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import msgpack
@@ -192,8 +192,8 @@ class RedisBus:
         return None
 
     def counts(self) -> BusCounts | None:
-        listening = len(self.listening)
-        return BusCounts(self.relayed, self.backfilled, self.received, listening, self.unpublished)
+        counts = self.relayed, self.backfilled, self.received, len(self.listening)
+        return BusCounts(*counts, unpublished=self.unpublished)
 
     # -- lifecycle ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -237,12 +237,10 @@ class RedisBus:
             self._redis = None
 
     async def _probe(self) -> None:
-        """``PING`` Redis once nothing else was answered for :data:`PROBE_QUIET`
-        seconds (:meth:`heard`), each bounded by :data:`PROBE_TIMEOUT`, and every
-        :data:`PROBE_INTERVAL` while it does not answer: :attr:`answering` (and so
-        ``/readyz``) follows it. A sentinel client asks where the primary is every
-        :data:`PROBE_INTERVAL`; any other sleeps until a ping may be due (issue 36: two
-        wakes a second of an idle process, for nothing while its ticks were answered)."""
+        """``PING`` Redis once nothing else was answered for :data:`PROBE_QUIET` s
+        (:meth:`heard`), and every :data:`PROBE_INTERVAL` while it does not answer
+        (:attr:`answering`, ``/readyz``); a sentinel client asks where the primary is
+        every :data:`PROBE_INTERVAL`, any other sleeps until a ping may be due."""
         # A connection of its own: probes must not leave connections in the writer's
         # pool (after a Redis restart each stale one costs the writer a failed batch).
         probe = connect(
@@ -313,9 +311,10 @@ class RedisBus:
         self._deliver(table, list(events))  # this process's own clients first, at once
         if self._closing:
             return
-        # (subscribed: its own first step must come back; server.bus.audience)
-        subscribed = self._channels.listening(table) is not False
-        if self.audience is not None and not self.audience.goes_out(table, events, subscribed):
+        audience = self.audience  # (subscribed, its own first step must come back)
+        if audience is not None and not audience.goes_out(
+            table, events, self._channels.listening(table) is not False
+        ):
             self.unpublished += 1  # (nobody elsewhere hears it)
             self._unsent.pop(table, None)  # (a reply to this step goes on its own)
             return
@@ -323,12 +322,13 @@ class RedisBus:
         self._outbox.append(message)
         self._wake.set()
 
-    def lines_read(self) -> None:
-        """The members' lines were read again: the steps kept home of the tables now
-        heard elsewhere go out late (``server.bus.audience``)."""
-        for table, events in self.audience.due() if self.audience and not self._closing else ():
-            self._outbox.append(StepMessage(table, events, self.node))
-            self._wake.set()
+    def lines_read(self, lines: Mapping[str, Mapping[str, int] | None]) -> None:
+        """The members' lines were read: kept steps of tables now heard go out late."""
+        if self.audience is not None and not self._closing:
+            self.audience.read(lines)  # (server.bus.audience)
+            if due := self.audience.due():
+                self._outbox.extend(StepMessage(t, events, self.node) for t, events in due)
+                self._wake.set()
 
     def reply(self, record: ReplyRecord) -> None:
         if record.to.gateway == self.node:

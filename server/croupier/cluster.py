@@ -311,10 +311,9 @@ class Leases:
         #: table, published at each read of the owners; every member's, as last read.
         self.watching: Callable[[], Mapping[str, int]] | None = None
         self.watched: dict[str, dict[str, int]] = {}
-        #: The same, with ``None`` for each live member that published no line, a new
-        #: mapping at each read; and who hears that it was read (``server.bus.audience``).
-        self.lines: dict[str, dict[str, int] | None] = {}
-        self.on_lines: Callable[[], None] | None = None
+        #: Hears every read of them, with ``None`` for each live member that published no
+        #: line (``server.bus.audience``).
+        self.on_lines: Callable[[Mapping[str, Mapping[str, int] | None]], None] | None = None
 
     @property
     def redis(self) -> aioredis.Redis:
@@ -360,9 +359,8 @@ class Leases:
             self._owners[table] = (node, now)
         if watching is not None:
             self.watched = _watchers(watched)
-            self.lines = {**dict.fromkeys(map(_text, live)), **self.watched}
             if self.on_lines is not None:
-                self.on_lines()
+                self.on_lines({**dict.fromkeys(map(_text, live)), **self.watched})
         return {owned[int(n) - 1] for n in lost}, sorted(members), owners
 
     async def close(self) -> None:

@@ -79,8 +79,7 @@ def assemble(config: ServerConfig, store: Store, bus: Bus | None = None) -> Chem
         if config.placement == "players":
             leases.watching = hub.watchers  # (tables run where their watchers are)
             # (a step is published only while another process may hear its table)
-            audience = Audience(node, lambda: leases.lines)
-            redis_bus.audience, leases.on_lines = audience, redis_bus.lines_read
+            redis_bus.audience, leases.on_lines = Audience(node), redis_bus.lines_read
         bus = redis_bus
     if bus is None:
         bus = LocalBus(events_after=stored_events)

@@ -42,8 +42,9 @@ class Clock:
 
 
 def test_a_mark_holds_for_its_time_and_then_the_lines_decide() -> None:
-    clock, lines = Clock(), {}
-    audience = Audience("me", lambda: lines, clock=clock)
+    clock = Clock()
+    audience = Audience("me", clock=clock)
+    audience.read({})
     assert not audience.heard("t1")
     audience.mark("t1")
     clock.now += HOLD - 0.01
@@ -53,40 +54,41 @@ def test_a_mark_holds_for_its_time_and_then_the_lines_decide() -> None:
 
 
 def test_the_lines_of_other_members_count_and_its_own_never() -> None:
-    lines: Lines = {"me": {"t1": 5}, "other": {"t2": 1, "t3": 0}}
-    audience = Audience("me", lambda: lines, clock=Clock())
+    audience = Audience("me", clock=Clock())
+    audience.read({"me": {"t1": 5}, "other": {"t2": 1, "t3": 0}})
     assert [audience.heard(t) for t in ("t1", "t2", "t3")] == [False, True, False]
-    lines = {"me": {"t1": 5}, "other": {"t1": 1}}  # (a new read: a new mapping)
+    audience.read({"me": {"t1": 5}, "other": {"t1": 1}})  # (a new read)
     assert [audience.heard(t) for t in ("t1", "t2")] == [True, False]
 
 
 def test_a_live_member_with_no_line_hears_every_table() -> None:
     """A process placing by hash (the switch to players half done), of a version before
     the lines, or whose line was dropped while it was away: it may watch anything."""
-    lines: Lines = {"me": None, "other": {"t2": 1}}
-    audience = Audience("me", lambda: lines, clock=Clock())
+    audience = Audience("me", clock=Clock())
+    audience.read({"me": None, "other": {"t2": 1}})
     assert not audience.heard("t1")  # (its own missing line is nobody else's)
-    lines = {"me": {}, "other": {"t2": 1}, "old": None}
+    audience.read({"me": {}, "other": {"t2": 1}, "old": None})
     assert audience.heard("t1") and audience.heard("t9")
 
 
 def test_a_step_kept_home_goes_out_late_once_its_table_is_heard() -> None:
-    clock, lines = Clock(), {}
-    audience = Audience("me", lambda: lines, clock=clock)
+    clock = Clock()
+    audience = Audience("me", clock=clock)
+    audience.read({})
     bend = Event(2, "progress", {"percent": 40}, transient=True)
     assert not audience.goes_out("t1", events(1))
     assert not audience.goes_out("t1", [bend])  # (a bend alone: the step before is kept)
     assert not audience.goes_out("t2", events(7))
     assert audience.due() == []  # (nobody hears them yet)
-    lines = {"other": {"t1": 2}}
+    audience.read({"other": {"t1": 2}})
     assert audience.due() == [("t1", events(1))]
     assert audience.due() == []  # (each once)
     assert audience.goes_out("t1", events(3))  # heard now
     assert audience.goes_out("t2", events(8), subscribed=True)  # (and t2's kept one dropped)
-    lines = {"other": {"t1": 2, "t2": 1}}
+    audience.read({"other": {"t1": 2, "t2": 1}})
     assert audience.due() == []
     audience.forget("t1")
-    lines = {"other": {}}
+    audience.read({"other": {}})
     assert not audience.goes_out("t1", events(4))
 
 
@@ -94,7 +96,7 @@ def test_a_step_kept_home_goes_out_late_once_its_table_is_heard() -> None:
 
 
 class Owned:
-    """An owner bus ``a`` with an audience (a clock of the test's, the lines it sets), a
+    """An owner bus ``a`` with an audience (a clock of the test's; no lines read yet), a
     second bus ``b``, and a raw subscriber on t1's channel counting what Redis carries."""
 
     def __init__(
@@ -106,8 +108,7 @@ class Owned:
         stored: list[Event],
     ) -> None:
         self.a, self.b, self.clock, self.raw, self.stored = a, b, clock, raw, stored
-        self.lines: Lines = {}
-        a.audience = Audience(a.node, lambda: self.lines, clock=clock)
+        a.audience = Audience(a.node, clock=clock)
         self.carried: list[bytes] = []
 
     async def drain(self) -> None:
@@ -186,12 +187,12 @@ async def test_a_step_nobody_elsewhere_hears_stays_home_and_a_relayed_command_se
     assert a.unpublished == 2
 
     # The mark ends; b's line lists t1 (its watcher): still out, with no mark.
-    owned.lines = {"node-b": {"t1": 1}, "node-a": {"t1": 3}}
+    a.lines_read({"node-b": {"t1": 1}, "node-a": {"t1": 3}})
     clock.now += HOLD + 1
     a.publish("t1", events(6))
     await eventually(lambda: elsewhere == [4, 5, 6])
     # b's watcher left and its line says so: the steps stay home again.
-    owned.lines = {"node-b": {}, "node-a": {"t1": 3}}
+    a.lines_read({"node-b": {}, "node-a": {"t1": 3}})
     a.publish("t1", events(7))
     assert a.unpublished == 3 and home == [1, 2, 3, 4, 5, 6, 7]
     await owned.drain()
@@ -239,10 +240,10 @@ async def test_a_watcher_the_lines_show_late_gets_the_steps_it_missed_at_the_nex
     assert a.unpublished == 2
     await asyncio.sleep(0.05)
     assert elsewhere == [1]  # (nothing came: nothing was sent)
-    owned.lines = {"node-b": {"t1": 1}, "node-a": {}}
-    a.lines_read()
+    lines: Lines = {"node-b": {"t1": 1}, "node-a": {}}
+    a.lines_read(lines)
     await eventually(lambda: elsewhere == [1, 2, 3])  # from the stream (its 3 then dropped)
-    a.lines_read()  # (sent once)
+    a.lines_read(lines)  # (sent once)
     await owned.drain()
     assert len(owned.carried) == 2 and b.backfilled == 2
     assert elsewhere == [1, 2, 3]  # (the bend kept home is never shown late)
